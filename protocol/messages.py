@@ -1,0 +1,158 @@
+"""Request decoding and response encoding on top of kafka-python's message classes.
+
+The request header is parsed here rather than by kafka-python, whose header path copies the
+whole frame into a ``BytesIO`` first; the body is then decoded straight from the frame's
+``memoryview`` by kafka-python's compiled decoder for that version.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from kafka.protocol.api_message import ApiMessage
+
+from protocol.errors import DecodeError, UnsupportedApi
+from protocol.registry import ApiRegistry, ApiSpec
+
+API_VERSIONS_KEY = 18
+_FIXED = struct.Struct(">hhi")  # api_key, api_version, correlation_id
+_INT16 = struct.Struct(">h")
+
+
+@dataclass(slots=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    header_version: int
+
+
+@dataclass(slots=True)
+class Request:
+    """A decoded request. ``body`` is None only for an ApiVersions request at a version we
+    don't serve, which is answered without reading its body (KIP-511)."""
+
+    header: RequestHeader
+    spec: ApiSpec
+    body: ApiMessage | None
+
+    @property
+    def api_version(self) -> int:
+        return self.header.api_version
+
+
+def _read_uvarint(buf: memoryview, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= len(buf):
+            raise DecodeError("truncated varint in request header")
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise DecodeError("varint too long in request header")
+
+
+def _skip_tagged_fields(buf: memoryview, pos: int) -> int:
+    count, pos = _read_uvarint(buf, pos)
+    for _ in range(count):
+        _tag, pos = _read_uvarint(buf, pos)
+        size, pos = _read_uvarint(buf, pos)
+        pos += size
+        if pos > len(buf):
+            raise DecodeError("truncated tagged field in request header")
+    return pos
+
+
+def peek_header(frame: memoryview) -> tuple[int, int, int]:
+    """api_key, api_version and correlation_id: the fixed 8 bytes every request starts with."""
+    if len(frame) < 8:
+        raise DecodeError(f"request of {len(frame)} bytes is shorter than a request header")
+    return _FIXED.unpack_from(frame, 0)
+
+
+def decode_request_header(frame: memoryview, header_version: int) -> tuple[RequestHeader, int]:
+    """Parse request header v1 or v2. ``client_id`` is the non-compact nullable string in both
+    (Kafka kept it so, so that ApiVersions stays readable whatever the version)."""
+    api_key, api_version, correlation_id = peek_header(frame)
+    pos = 8
+    if pos + 2 > len(frame):
+        raise DecodeError("truncated client_id length")
+    (size,) = _INT16.unpack_from(frame, pos)
+    pos += 2
+    if size < -1:
+        raise DecodeError(f"invalid client_id length {size}")
+    if size == -1:
+        client_id = None
+    else:
+        if pos + size > len(frame):
+            raise DecodeError("truncated client_id")
+        try:
+            client_id = str(frame[pos:pos + size], "utf-8")
+        except UnicodeDecodeError as exc:
+            raise DecodeError(f"client_id is not UTF-8: {exc}") from None
+        pos += size
+    if header_version >= 2:
+        pos = _skip_tagged_fields(frame, pos)
+    return RequestHeader(api_key, api_version, correlation_id, client_id, header_version), pos
+
+
+def decode_body(spec: ApiSpec, version: int, frame: memoryview, pos: int) -> ApiMessage:
+    """Decode a request body from ``frame[pos:]`` with kafka-python's compiled decoder.
+
+    Any failure in the decoder (kafka-python raises struct.error, IndexError, ValueError, ...
+    on malformed input) becomes a DecodeError, the one error the server has to handle."""
+    cls = spec.request_class
+    flexible = spec.is_flexible(version)
+    decoder = cls._struct.compiled_decode_from(version, compact=flexible, tagged=flexible,
+                                               data_class=cls)
+    try:
+        body, end = decoder(frame, pos)
+    except DecodeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - kafka-python's decoders raise many types
+        raise DecodeError(f"malformed {spec.name} v{version} request: "
+                          f"{type(exc).__name__}: {exc}") from None
+    if end > len(frame):
+        raise DecodeError(f"{spec.name} v{version} request is truncated")
+    body._version = version
+    return body
+
+
+def decode_request(frame: memoryview, registry: ApiRegistry) -> Request:
+    """Decode one request frame (without its size prefix).
+
+    Raises UnsupportedApi for an API key we don't serve or an unsupported version of any API
+    but ApiVersions (the server closes the connection, as Kafka does), and DecodeError for
+    anything malformed."""
+    api_key, api_version, _ = peek_header(frame)
+    spec = registry.get(api_key)
+    if spec is None:
+        raise UnsupportedApi(api_key, api_version)
+    served = spec.serves(api_version)
+    if not served and not (api_key == API_VERSIONS_KEY and api_version > spec.max_version):
+        raise UnsupportedApi(api_key, api_version)
+    header, pos = decode_request_header(frame, spec.request_header_version(api_version))
+    if not served:
+        return Request(header, spec, None)
+    return Request(header, spec, decode_body(spec, api_version, frame, pos))
+
+
+def encode_response(spec: ApiSpec, version: int, correlation_id: int, response: ApiMessage) -> bytes:
+    """Encode ``response`` with its size prefix and the response header version that
+    ``spec`` prescribes for ``version``."""
+    # Set the version before the header: kafka-python's version setter assumes a request header.
+    response._version = version
+    response.with_header(correlation_id=correlation_id)
+    return response.encode(header=True, framed=True)
+
+
+def make_response(spec: ApiSpec, version: int, **fields: Any) -> ApiMessage:
+    """Build a response body of ``spec``'s type at ``version``."""
+    return spec.response_class(version=version, **fields)

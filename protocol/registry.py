@@ -1,0 +1,88 @@
+"""The table of APIs wireserver serves: per API key, the version range and the kafka-python
+message classes that decode its requests and encode its responses.
+
+This is the single source of truth for ApiVersions. Registering a key twice is an error, so a
+second handler for the same API cannot slip in unnoticed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+from kafka.protocol.api_message import ApiMessage
+
+
+class DuplicateApi(ValueError):
+    """An API key registered a second time."""
+
+
+@dataclass(frozen=True)
+class ApiSpec:
+    """One API key we serve.
+
+    ``min_version``/``max_version`` are the versions we decode and answer. ``advertised_min``
+    is what ApiVersions reports as the minimum; it is lower than ``min_version`` only where
+    Kafka itself advertises versions it no longer accepts (Produce v0-2, KAFKA-18659).
+    """
+
+    key: int
+    name: str
+    min_version: int
+    max_version: int
+    request_class: type[ApiMessage]
+    response_class: type[ApiMessage]
+    advertised_min: int
+
+    def serves(self, version: int) -> bool:
+        return self.min_version <= version <= self.max_version
+
+    def is_flexible(self, version: int) -> bool:
+        """Flexible versions (KIP-482) use compact encodings and tagged fields. The range is
+        open-ended, so a version newer than we know is flexible too: that is how a client's
+        ApiVersions request at a version we don't serve still has a parsable header."""
+        first = self.request_class._flexible_versions
+        return first is not None and first[0] >= 0 and version >= first[0]
+
+    def request_header_version(self, version: int) -> int:
+        return 2 if self.is_flexible(version) else 1
+
+    def response_header_version(self, version: int) -> int:
+        if self.key == 18:  # ApiVersions: always header v0, so any client can read it
+            return 0
+        return 1 if self.is_flexible(version) else 0
+
+
+class ApiRegistry:
+    """API key → ApiSpec."""
+
+    def __init__(self) -> None:
+        self._specs: dict[int, ApiSpec] = {}
+
+    def register(self, request_class: type[ApiMessage], response_class: type[ApiMessage],
+                 min_version: int, max_version: int, *, advertised_min: int | None = None) -> ApiSpec:
+        key = request_class.API_KEY
+        if key in self._specs:
+            raise DuplicateApi(f"API key {key} ({request_class.name}) is already registered")
+        if response_class.API_KEY != key:
+            raise ValueError(f"{response_class.name} is not the response of {request_class.name}")
+        if not 0 <= min_version <= max_version <= request_class.max_version:
+            raise ValueError(f"{request_class.name}: versions {min_version}-{max_version} are "
+                             f"outside what the message class knows (max {request_class.max_version})")
+        name = request_class.name.removesuffix("Request")
+        spec = ApiSpec(key, name, min_version, max_version, request_class, response_class,
+                       min_version if advertised_min is None else advertised_min)
+        self._specs[key] = spec
+        return spec
+
+    def get(self, key: int) -> ApiSpec | None:
+        return self._specs.get(key)
+
+    def __contains__(self, key: int) -> bool:
+        return key in self._specs
+
+    def __iter__(self) -> Iterator[ApiSpec]:
+        return iter(sorted(self._specs.values(), key=lambda spec: spec.key))
+
+    def __len__(self) -> int:
+        return len(self._specs)

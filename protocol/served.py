@@ -1,0 +1,50 @@
+"""What wireserver serves: every API key with the version range of a Kafka 4.1 broker
+(see ../shared/docs/api-matrix.md), limited to the APIs that have a handler.
+
+Add an API here in the same change that adds its handler in ``wireserver/apis/``; the server
+refuses to start when the two disagree, and ApiVersions is built from this table alone.
+"""
+
+from __future__ import annotations
+
+from kafka.protocol.admin.cluster import (DescribeClusterRequest, DescribeClusterResponse,
+                                          DescribeLogDirsRequest, DescribeLogDirsResponse)
+from kafka.protocol.admin.configs import (AlterConfigsRequest, AlterConfigsResponse,
+                                          DescribeConfigsRequest, DescribeConfigsResponse,
+                                          IncrementalAlterConfigsRequest,
+                                          IncrementalAlterConfigsResponse)
+from kafka.protocol.admin.topics import (CreatePartitionsRequest, CreatePartitionsResponse,
+                                         CreateTopicsRequest, CreateTopicsResponse,
+                                         DeleteRecordsRequest, DeleteRecordsResponse,
+                                         DeleteTopicsRequest, DeleteTopicsResponse,
+                                         DescribeTopicPartitionsRequest,
+                                         DescribeTopicPartitionsResponse)
+from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
+from kafka.protocol.consumer.offsets import (ListOffsetsRequest, ListOffsetsResponse,
+                                             OffsetForLeaderEpochRequest,
+                                             OffsetForLeaderEpochResponse)
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
+from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
+
+from protocol.registry import ApiRegistry
+
+SERVED = ApiRegistry()
+
+# Produce: Kafka 4 still advertises v0 but refuses v0-2 (KIP-896, KAFKA-18659).
+SERVED.register(ProduceRequest, ProduceResponse, 3, 13, advertised_min=0)
+SERVED.register(FetchRequest, FetchResponse, 4, 18)
+SERVED.register(ListOffsetsRequest, ListOffsetsResponse, 1, 10)
+SERVED.register(MetadataRequest, MetadataResponse, 0, 13)
+SERVED.register(ApiVersionsRequest, ApiVersionsResponse, 0, 4)
+SERVED.register(CreateTopicsRequest, CreateTopicsResponse, 2, 7)
+SERVED.register(DeleteTopicsRequest, DeleteTopicsResponse, 1, 6)
+SERVED.register(DeleteRecordsRequest, DeleteRecordsResponse, 0, 2)
+SERVED.register(OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, 2, 4)
+SERVED.register(DescribeConfigsRequest, DescribeConfigsResponse, 1, 4)
+SERVED.register(AlterConfigsRequest, AlterConfigsResponse, 0, 2)
+SERVED.register(DescribeLogDirsRequest, DescribeLogDirsResponse, 1, 4)
+SERVED.register(CreatePartitionsRequest, CreatePartitionsResponse, 0, 3)
+SERVED.register(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, 0, 1)
+SERVED.register(DescribeClusterRequest, DescribeClusterResponse, 0, 2)
+SERVED.register(DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, 0, 0)
