@@ -1,0 +1,1 @@
+"""wireserver: a Kafka-wire-protocol broker on Twisted (the networked side of the project)."""

@@ -1,0 +1,97 @@
+"""The ``wireserver`` command line.
+
+    wireserver serve [--config server.properties] [--override key=value ...] [--log-level INFO]
+    wireserver --version
+
+``serve`` reads and checks the whole configuration before anything starts: a bad value or a
+malformed override prints ``wireserver: <message naming the key>`` on stderr and exits with 2,
+like any other usage error. Only then is ``wireserver.broker`` imported and run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Sequence
+
+from storage.configdef import ConfigValueError
+from wireserver.config import BrokerConfig, ConfigError
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+EXIT_CONFIG_ERROR = 2
+
+log = logging.getLogger("wireserver.cli")
+
+
+def version() -> str:
+    try:
+        from importlib.metadata import PackageNotFoundError, version as dist_version
+        return dist_version("wireserver")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "unknown"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="wireserver",
+        description="A Kafka-wire-protocol broker: stock Kafka clients work against it.")
+    parser.add_argument("--version", action="version", version=f"wireserver {version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    serve = commands.add_parser(
+        "serve", help="run a broker",
+        description="Run a broker until SIGTERM or SIGINT. Keys and defaults are Kafka's; "
+                    "see docs/configuration.md.")
+    serve.add_argument("--config", metavar="PATH",
+                       help="a Kafka server.properties file")
+    serve.add_argument("--override", metavar="KEY=VALUE", action="append", default=[],
+                       help="set one config key, over the file (repeatable)")
+    serve.add_argument("--log-level", metavar="LEVEL", default="INFO", type=str.upper,
+                       choices=LOG_LEVELS, help="one of %(choices)s (default %(default)s)")
+    return parser
+
+
+def configure_logging(level: str) -> None:
+    """Log to stderr in one plain format, unless the process already set up logging."""
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter(LOG_FORMAT))
+        root.addHandler(handler)
+    root.setLevel(level)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version and usage errors
+        return exc.code if isinstance(exc.code, int) else 2
+    if args.command == "serve":
+        try:
+            return serve(args)
+        except KeyboardInterrupt:
+            return 130
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def serve(args: argparse.Namespace) -> int:
+    configure_logging(args.log_level)
+    try:
+        config = BrokerConfig.load(args.config, args.override)
+    except (ConfigError, ConfigValueError) as exc:
+        print(f"wireserver: {exc}", file=sys.stderr)
+        return EXIT_CONFIG_ERROR
+    try:
+        from wireserver.broker import serve_forever
+    except ImportError as exc:
+        log.error("cannot load the broker", exc_info=True)
+        print(f"wireserver: cannot load the broker: {exc}", file=sys.stderr)
+        return 1
+    return serve_forever(config)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,1012 @@
+"""Broker configuration: Kafka's keys, ``server.properties`` parsing, sources and synonyms.
+
+``BROKER_CONFIGS`` holds every broker key we accept, with Kafka 4.x names, types and defaults.
+It includes the broker synonym of every topic-level key in ``storage.log_config.TOPIC_CONFIGS``
+(``log.segment.bytes`` for ``segment.bytes`` and so on): those supply the topic defaults and,
+as in Kafka, can be changed at runtime with AlterConfigs.
+
+``BrokerConfig.load(path, overrides)`` reads a Java ``.properties`` file, applies ``key=value``
+overrides, parses and validates every value, and checks the listeners. Values are read back
+typed (``config["num.partitions"]``) with Kafka's precedence of sources::
+
+    DYNAMIC_BROKER_CONFIG > DYNAMIC_DEFAULT_BROKER_CONFIG > STATIC_BROKER_CONFIG > DEFAULT_CONFIG
+
+Deliberate differences from Kafka (also in docs/configuration.md):
+
+- ``node.id`` / ``broker.id`` default to 0 (Kafka requires ``node.id``): one node needs no config.
+  They must be at least 0; if both are set they must be equal.
+- ``listeners`` defaults to ``PLAINTEXT://127.0.0.1:9092`` (Kafka: ``PLAINTEXT://:9092``, every
+  interface): a development broker should not be reachable from the network by accident.
+- ``zookeeper.connect`` and ``zookeeper.session.timeout.ms`` are accepted (Kafka 4 removed
+  ZooKeeper): our cluster mode coordinates through ZooKeeper. There is no KRaft.
+- ``cluster.id`` is a broker key here (Kafka keeps it in ``meta.properties``); when unset the
+  broker generates one and persists it.
+- ``listeners``, ``advertised.listeners`` and ``listener.security.protocol.map`` are read-only
+  (Kafka can change them per broker at runtime).
+- ``.properties`` files are read as UTF-8 (Java reads ISO-8859-1); ``\\uXXXX`` escapes work as
+  in Java.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import socket
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator, Mapping
+
+from storage.configdef import (
+    INT_MAX,
+    LONG_MAX,
+    ConfigDef,
+    ConfigValueError,
+    at_least,
+    between,
+    one_of,
+)
+from storage.log_config import TOPIC_CONFIGS
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "BROKER_CONFIGS",
+    "CONFIG_SOURCE_IDS",
+    "CONFIG_TYPE_IDS",
+    "DEFAULT_CONFIG",
+    "DYNAMIC_BROKER_CONFIG",
+    "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    "STATIC_BROKER_CONFIG",
+    "BrokerConfig",
+    "ConfigEntry",
+    "ConfigError",
+    "ConfigSynonym",
+    "ConfigValueError",
+    "Listener",
+    "ReadOnlyConfigError",
+    "UnknownConfigError",
+    "broker_synonyms",
+    "load_properties",
+    "parse_listeners",
+    "parse_properties",
+    "parse_security_protocol_map",
+    "reference_markdown",
+]
+
+# --------------------------------------------------------------------------------------------
+# Sources and types as DescribeConfigs numbers them (DescribeConfigsResponse.ConfigSource/Type).
+
+DYNAMIC_TOPIC_CONFIG = "DYNAMIC_TOPIC_CONFIG"
+DYNAMIC_BROKER_CONFIG = "DYNAMIC_BROKER_CONFIG"
+DYNAMIC_DEFAULT_BROKER_CONFIG = "DYNAMIC_DEFAULT_BROKER_CONFIG"
+STATIC_BROKER_CONFIG = "STATIC_BROKER_CONFIG"
+DEFAULT_CONFIG = "DEFAULT_CONFIG"
+
+CONFIG_SOURCE_IDS = {
+    "UNKNOWN": 0,
+    DYNAMIC_TOPIC_CONFIG: 1,
+    DYNAMIC_BROKER_CONFIG: 2,
+    DYNAMIC_DEFAULT_BROKER_CONFIG: 3,
+    STATIC_BROKER_CONFIG: 4,
+    DEFAULT_CONFIG: 5,
+    "DYNAMIC_BROKER_LOGGER_CONFIG": 6,
+    "CLIENT_METRICS_CONFIG": 7,
+    "GROUP_CONFIG": 8,
+}
+
+CONFIG_TYPE_IDS = {
+    "boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5,
+    "double": 6, "list": 7, "class": 8, "password": 9,
+}
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+DEFAULT_SECURITY_PROTOCOL_MAP = "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
+
+HOUR_MS = 60 * 60 * 1000
+MINUTE_MS = 60 * 1000
+
+
+class ConfigError(ValueError):
+    """A configuration problem that is not one key's bad value: file, syntax, AlterConfigs."""
+
+    def __init__(self, message: str, name: str | None = None):
+        super().__init__(message)
+        self.name = name
+
+
+class UnknownConfigError(ConfigError):
+    """AlterConfigs named a key the broker does not define."""
+
+
+class ReadOnlyConfigError(ConfigError):
+    """AlterConfigs tried to change a key that needs a restart (Kafka: INVALID_REQUEST)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Definitions
+
+
+def _key(name: str, type_: str, default: Any, doc: str, validator=None, *,
+         dynamic: bool = False, sensitive: bool = False) -> ConfigDef:
+    return ConfigDef(name=name, type=type_, default=default, doc=doc, validator=validator,
+                     read_only=not dynamic, sensitive=sensitive)
+
+
+def _check_listeners_syntax(value: str) -> None:
+    parse_listeners(value, None)
+
+
+def _check_protocol_map(value: str) -> None:
+    parse_security_protocol_map(value)
+
+
+_BROKER_ONLY = [
+    # Identity and cluster
+    _key("node.id", "int", 0,
+         "Id of this broker in the cluster. Kafka requires it; ours defaults to 0.", at_least(0)),
+    _key("broker.id", "int", 0,
+         "Older name of node.id; if both are set they must be equal.", at_least(0)),
+    _key("cluster.id", "string", None,
+         "Cluster id; when unset the broker generates one and keeps it in its first log dir."),
+    _key("broker.rack", "string", None,
+         "Rack of this broker, used for rack-aware replica placement."),
+    _key("zookeeper.connect", "string", None,
+         "ZooKeeper connection string (host:port,...[/chroot]) for cluster mode; unset = one node."),
+    _key("zookeeper.session.timeout.ms", "int", 18000, "ZooKeeper session timeout."),
+    _key("zookeeper.connection.timeout.ms", "int", None,
+         "Longest wait for a ZooKeeper connection; unset = zookeeper.session.timeout.ms."),
+    # Network
+    _key("listeners", "string", "PLAINTEXT://127.0.0.1:9092",
+         "Comma-separated NAME://host:port addresses to listen on; empty host = every "
+         "interface, port 0 = a free port. Kafka's default is PLAINTEXT://:9092.",
+         _check_listeners_syntax),
+    _key("advertised.listeners", "string", None,
+         "Addresses given to clients, if different from listeners (unset = listeners).",
+         _check_listeners_syntax),
+    _key("listener.security.protocol.map", "string", DEFAULT_SECURITY_PROTOCOL_MAP,
+         "Listener name to security protocol, as NAME:PROTOCOL pairs.", _check_protocol_map),
+    _key("inter.broker.listener.name", "string", None,
+         "Listener the brokers use to talk to each other (unset = the PLAINTEXT listener)."),
+    _key("socket.request.max.bytes", "int", 104857600,
+         "Largest request the broker accepts; larger ones close the connection.", at_least(1)),
+    _key("socket.send.buffer.bytes", "int", 102400,
+         "SO_SNDBUF of accepted sockets (-1 = the OS default)."),
+    _key("socket.receive.buffer.bytes", "int", 102400,
+         "SO_RCVBUF of accepted sockets (-1 = the OS default)."),
+    _key("queued.max.requests", "int", 500,
+         "Requests in flight per broker before it stops reading from sockets.", at_least(1)),
+    _key("connections.max.idle.ms", "long", 600000,
+         "Idle connections are closed after this long."),
+    _key("num.network.threads", "int", 3,
+         "Accepted for compatibility; the reactor thread does network I/O.", at_least(1),
+         dynamic=True),
+    _key("num.io.threads", "int", 8,
+         "Accepted for compatibility; requests run on the reactor thread.", at_least(1),
+         dynamic=True),
+    _key("fetch.max.bytes", "int", 57671680,
+         "Largest response the broker returns to one Fetch request.", at_least(1024)),
+    # Topics
+    _key("num.partitions", "int", 1,
+         "Partitions of an auto-created topic, and of CreateTopics with -1.", at_least(1)),
+    _key("default.replication.factor", "int", 1,
+         "Replication factor of auto-created topics and of CreateTopics with -1."),
+    _key("auto.create.topics.enable", "boolean", True,
+         "Create a topic when a client asks for metadata of an unknown one."),
+    _key("delete.topic.enable", "boolean", True, "Allow DeleteTopics."),
+    # Logs (broker-only keys; the topic-default ones are derived below)
+    _key("log.dirs", "string", None,
+         "Comma-separated directories holding partition data (unset = log.dir)."),
+    _key("log.dir", "string", "/tmp/kafka-logs",
+         "Data directory when log.dirs is unset."),
+    _key("log.roll.hours", "int", 168,
+         "Roll a segment after this many hours; secondary to log.roll.ms.", at_least(1)),
+    _key("log.roll.jitter.hours", "int", 0,
+         "Jitter subtracted from the roll time, in hours; secondary to log.roll.jitter.ms.",
+         at_least(0)),
+    _key("log.retention.minutes", "int", None,
+         "Retention in minutes; secondary to log.retention.ms, takes precedence over hours."),
+    _key("log.retention.hours", "int", 168,
+         "Retention in hours; used when log.retention.ms and .minutes are unset."),
+    _key("log.retention.check.interval.ms", "long", 300000,
+         "How often the broker looks for segments to delete.", at_least(1)),
+    _key("log.flush.scheduler.interval.ms", "long", LONG_MAX,
+         "How often the flusher checks logs; also the default of log.flush.interval.ms."),
+    _key("log.flush.offset.checkpoint.interval.ms", "int", 60000,
+         "How often the recovery point checkpoint is written.", at_least(0)),
+    _key("log.flush.start.offset.checkpoint.interval.ms", "int", 60000,
+         "How often the log start offset checkpoint is written.", at_least(0)),
+    _key("num.recovery.threads.per.data.dir", "int", 2,
+         "Threads per data dir for log recovery at startup and flushing at shutdown.",
+         at_least(1), dynamic=True),
+    _key("log.cleaner.enable", "boolean", True,
+         "Run the log cleaner (needed for cleanup.policy=compact)."),
+    _key("log.cleaner.backoff.ms", "long", 15000,
+         "Sleep of the log cleaner when there is nothing to clean.", at_least(0), dynamic=True),
+    # Replication
+    _key("replica.lag.time.max.ms", "long", 30000,
+         "A follower that has not caught up for this long leaves the ISR."),
+    _key("replica.fetch.max.bytes", "int", 1048576,
+         "Bytes a follower asks for per partition.", at_least(0)),
+    _key("replica.fetch.response.max.bytes", "int", 10485760,
+         "Bytes a follower asks for per Fetch response.", at_least(0)),
+    _key("replica.fetch.min.bytes", "int", 1, "Minimum bytes of a follower's Fetch."),
+    _key("replica.fetch.wait.max.ms", "int", 500, "Longest wait of a follower's Fetch."),
+    _key("replica.fetch.backoff.ms", "int", 1000,
+         "Sleep of a follower after a fetch error.", at_least(0)),
+    _key("replica.socket.timeout.ms", "int", 30000, "Socket timeout of follower fetches."),
+    _key("replica.high.watermark.checkpoint.interval.ms", "long", 5000,
+         "How often high watermarks are checkpointed."),
+    # Group coordinator
+    _key("offsets.topic.num.partitions", "int", 50,
+         "Partitions of __consumer_offsets (do not change after it exists).", at_least(1)),
+    _key("offsets.topic.replication.factor", "short", 3,
+         "Replication factor of __consumer_offsets.", at_least(1)),
+    _key("offsets.topic.segment.bytes", "int", 104857600,
+         "Segment size of __consumer_offsets.", at_least(1)),
+    _key("offsets.retention.minutes", "int", 10080,
+         "Committed offsets of a group with no members are dropped after this long.",
+         at_least(1)),
+    _key("offsets.retention.check.interval.ms", "long", 600000,
+         "How often expired offsets are looked for.", at_least(1)),
+    _key("offsets.commit.timeout.ms", "int", 5000,
+         "Longest wait of an offset commit for its replication.", at_least(1)),
+    _key("offset.metadata.max.bytes", "int", 4096, "Largest metadata of one committed offset."),
+    _key("group.initial.rebalance.delay.ms", "int", 3000,
+         "Wait for more members before the first rebalance of an empty group."),
+    _key("group.min.session.timeout.ms", "int", 6000, "Smallest session timeout a member may ask."),
+    _key("group.max.session.timeout.ms", "int", 1800000,
+         "Largest session timeout a member may ask."),
+    _key("group.max.size", "int", INT_MAX, "Most members of a classic group.", at_least(1)),
+    _key("group.coordinator.rebalance.protocols", "list", ["classic", "consumer"],
+         "Group protocols served: classic (JoinGroup) and consumer (KIP-848).",
+         one_of("classic", "consumer", "share")),
+    _key("group.consumer.session.timeout.ms", "int", 45000,
+         "Session timeout of consumer-protocol members.", at_least(1)),
+    _key("group.consumer.min.session.timeout.ms", "int", 45000,
+         "Smallest session timeout of a consumer-protocol group.", at_least(1)),
+    _key("group.consumer.max.session.timeout.ms", "int", 60000,
+         "Largest session timeout of a consumer-protocol group.", at_least(1)),
+    _key("group.consumer.heartbeat.interval.ms", "int", 5000,
+         "Heartbeat interval of consumer-protocol members.", at_least(1)),
+    _key("group.consumer.min.heartbeat.interval.ms", "int", 5000,
+         "Smallest heartbeat interval of a consumer-protocol group.", at_least(1)),
+    _key("group.consumer.max.heartbeat.interval.ms", "int", 15000,
+         "Largest heartbeat interval of a consumer-protocol group.", at_least(1)),
+    _key("group.consumer.max.size", "int", INT_MAX,
+         "Most members of a consumer-protocol group.", at_least(1)),
+    # Transaction coordinator
+    _key("transaction.state.log.num.partitions", "int", 50,
+         "Partitions of __transaction_state (do not change after it exists).", at_least(1)),
+    _key("transaction.state.log.replication.factor", "short", 3,
+         "Replication factor of __transaction_state.", at_least(1)),
+    _key("transaction.state.log.min.isr", "int", 2,
+         "min.insync.replicas of __transaction_state.", at_least(1)),
+    _key("transaction.state.log.segment.bytes", "int", 104857600,
+         "Segment size of __transaction_state.", at_least(1)),
+    _key("transaction.max.timeout.ms", "int", 900000,
+         "Largest transaction timeout a producer may ask.", at_least(1)),
+    _key("transactional.id.expiration.ms", "int", 604800000,
+         "A transactional id with no activity for this long is forgotten.", at_least(1)),
+    _key("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10000,
+         "How often timed-out transactions are aborted.", at_least(1)),
+    _key("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3600000,
+         "How often expired transactional ids are removed.", at_least(1)),
+    _key("producer.id.expiration.ms", "int", 86400000,
+         "Idempotent producer state with no activity for this long is dropped.", at_least(1),
+         dynamic=True),
+]
+
+# Broker keys that are topic defaults, where the broker side differs from the topic key:
+# the ``.ms`` keys that default to unset and fall back to a coarser synonym, and the
+# broker-level minimum of log.segment.bytes (Kafka 4.0, KIP-1030).
+_SYNONYM_OVERRIDES: dict[str, dict[str, Any]] = {
+    "message.max.bytes": dict(
+        doc="Largest record batch the broker accepts; default of max.message.bytes."),
+    "log.segment.bytes": dict(
+        validator=at_least(1048576),
+        doc="Segment file size; default of segment.bytes (at least 1 MiB at broker level)."),
+    "log.roll.ms": dict(
+        default=None,
+        doc="Roll a segment after this long; unset = log.roll.hours. Default of segment.ms."),
+    "log.roll.jitter.ms": dict(
+        default=None,
+        doc="Jitter subtracted from the roll time; unset = log.roll.jitter.hours. "
+            "Default of segment.jitter.ms."),
+    "log.retention.ms": dict(
+        default=None, validator=None,
+        doc="Retention of a segment (-1 or any negative: no limit); unset = "
+            "log.retention.minutes, then log.retention.hours. Default of retention.ms."),
+    "log.flush.interval.ms": dict(
+        default=None,
+        doc="Time between forced fsyncs; unset = log.flush.scheduler.interval.ms. "
+            "Default of flush.ms."),
+}
+
+
+def _derive_topic_synonyms(explicit: Mapping[str, ConfigDef]) -> dict[str, ConfigDef]:
+    derived: dict[str, ConfigDef] = {}
+    for topic_key, tdef in TOPIC_CONFIGS.items():
+        name = tdef.broker_synonym
+        if name is None or name in explicit:
+            continue
+        fields: dict[str, Any] = dict(
+            name=name, type=tdef.type, default=tdef.default, validator=tdef.validator,
+            doc=f"{tdef.doc} Default of the topic key {topic_key}.",
+            read_only=False, sensitive=tdef.sensitive)
+        fields.update(_SYNONYM_OVERRIDES.get(name, {}))
+        derived[name] = ConfigDef(**fields)
+    return derived
+
+
+def _build() -> dict[str, ConfigDef]:
+    explicit = {d.name: d for d in _BROKER_ONLY}
+    assert len(explicit) == len(_BROKER_ONLY), "duplicate broker key"
+    merged = {**explicit, **_derive_topic_synonyms(explicit)}
+    return dict(sorted(merged.items()))
+
+
+BROKER_CONFIGS: dict[str, ConfigDef] = _build()
+"""Every broker configuration key we accept, by name."""
+
+TOPIC_KEY_BY_BROKER_SYNONYM: dict[str, str] = {
+    tdef.broker_synonym: key for key, tdef in TOPIC_CONFIGS.items() if tdef.broker_synonym
+}
+
+
+_SYNONYM_GROUPS = (
+    ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+    ("log.roll.ms", "log.roll.hours"),
+    ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+)
+
+
+def broker_synonyms(name: str) -> list[str]:
+    """Kafka's synonym group of a broker key, highest precedence first.
+
+    ``log.retention.{ms,minutes,hours}``, ``log.roll.{ms,hours}``,
+    ``log.roll.jitter.{ms,hours}`` and ``log.flush.interval.ms`` (whose fallback is
+    ``log.flush.scheduler.interval.ms``); every other key is its own only synonym.
+    """
+    for group in _SYNONYM_GROUPS:
+        if name in group and name != "log.flush.scheduler.interval.ms":
+            return list(group)
+    return [name]
+
+
+# --------------------------------------------------------------------------------------------
+# Java .properties
+
+
+_WS = " \t\f"
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+_HEX = set("0123456789abcdefABCDEF")
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse ``.properties`` text the way ``java.util.Properties.load`` does.
+
+    Comments start with ``#`` or ``!``; a key ends at the first unescaped ``=``, ``:`` or
+    whitespace; a line ending in an odd number of backslashes continues on the next one
+    (whose leading whitespace is dropped); ``\\t \\n \\r \\f \\uXXXX`` are escapes and a
+    backslash before any other character stands for that character. Later keys win.
+    """
+    result: dict[str, str] = {}
+    for line in _logical_lines(text):
+        key, value = _split_key_value(line)
+        result[_unescape(key)] = _unescape(value)
+    return result
+
+
+def load_properties(path: str) -> dict[str, str]:
+    """Read a ``.properties`` file; ``ConfigError`` when it cannot be read."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except IsADirectoryError:
+        raise ConfigError(f"config file {path} is a directory") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = data.decode("latin-1")  # what Java would have read
+    try:
+        return parse_properties(text)
+    except ConfigError as exc:
+        raise ConfigError(f"config file {path}: {exc}") from None
+
+
+def _logical_lines(text: str) -> Iterator[str]:
+    lines = re.split(r"\r\n|\r|\n", text)
+    index, count = 0, len(lines)
+    while index < count:
+        line = lines[index].lstrip(_WS)
+        index += 1
+        if not line or line[0] in "#!":
+            continue
+        parts = []
+        while _continues(line):
+            parts.append(line[:-1])
+            if index >= count:
+                line = ""
+                break
+            line = lines[index].lstrip(_WS)
+            index += 1
+        parts.append(line)
+        yield "".join(parts)
+
+
+def _continues(line: str) -> bool:
+    trailing = len(line) - len(line.rstrip("\\"))
+    return trailing % 2 == 1
+
+
+def _split_key_value(line: str) -> tuple[str, str]:
+    length = len(line)
+    key_end = value_start = length
+    has_separator = False
+    i = 0
+    while i < length:
+        char = line[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char in "=:":
+            key_end, value_start, has_separator = i, i + 1, True
+            break
+        if char in _WS:
+            key_end, value_start = i, i + 1
+            break
+        i += 1
+    key_end = min(key_end, length)
+    j = value_start
+    while j < length:
+        char = line[j]
+        if char not in _WS:
+            if not has_separator and char in "=:":
+                has_separator = True
+            else:
+                break
+        j += 1
+    return line[:key_end], line[j:]
+
+
+def _unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
+    out: list[str] = []
+    i, length = 0, len(text)
+    while i < length:
+        char = text[i]
+        i += 1
+        if char != "\\":
+            out.append(char)
+            continue
+        if i >= length:
+            break  # a lone trailing backslash stands for nothing
+        char = text[i]
+        i += 1
+        if char == "u":
+            digits = text[i:i + 4]
+            if len(digits) < 4 or not set(digits) <= _HEX:
+                raise ConfigError(f"malformed \\uxxxx escape in {text!r}")
+            out.append(chr(int(digits, 16)))
+            i += 4
+        else:
+            out.append(_ESCAPES.get(char, char))
+    joined = "".join(out)
+    # \uD83D\uDE00 style surrogate pairs become one character, as in Java's UTF-16 strings.
+    return joined.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def parse_overrides(overrides: Mapping[str, Any] | Iterable[str]) -> dict[str, Any]:
+    """``{"k": "v"}`` or ``["k=v", ...]`` as a dict; ``ConfigError`` for an item without '='."""
+    if isinstance(overrides, Mapping):
+        return dict(overrides)
+    if isinstance(overrides, str):
+        overrides = [overrides]
+    result: dict[str, Any] = {}
+    for item in overrides:
+        key, sep, value = str(item).partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"malformed override {item!r}: expected key=value")
+        result[key] = value
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# Listeners
+
+
+@dataclass(frozen=True)
+class Listener:
+    """One ``NAME://host:port`` endpoint. ``host == ""`` means every interface; port 0 = any."""
+
+    name: str
+    host: str
+    port: int
+    security_protocol: str
+
+    @property
+    def all_interfaces(self) -> bool:
+        return self.host in ("", "0.0.0.0", "::")
+
+    def with_port(self, port: int) -> "Listener":
+        """The same listener with the port the socket actually bound (for port 0)."""
+        return Listener(self.name, self.host, port, self.security_protocol)
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.name}://{host}:{self.port}"
+
+
+_LISTENER_RE = re.compile(
+    r"^(?P<name>[^:/\s]+)://(?:\[(?P<v6>[0-9A-Za-z:.%]*)\]|(?P<host>[0-9A-Za-z\-%._]*)):"
+    r"(?P<port>\d+)$")
+
+
+def parse_security_protocol_map(value: str) -> dict[str, str]:
+    """``"A:PLAINTEXT,B:SSL"`` → ``{"A": "PLAINTEXT", "B": "SSL"}`` (names upper-cased)."""
+    result: dict[str, str] = {}
+    for item in (part.strip() for part in value.split(",")):
+        if not item:
+            continue
+        name, sep, protocol = item.partition(":")
+        name, protocol = name.strip().upper(), protocol.strip().upper()
+        if not sep or not name or not protocol:
+            raise ValueError(f"map entry {item!r} is not NAME:PROTOCOL")
+        if protocol not in SECURITY_PROTOCOLS:
+            raise ValueError(f"unknown security protocol {protocol!r} for listener {name}; "
+                             f"expected one of {', '.join(SECURITY_PROTOCOLS)}")
+        if name in result:
+            raise ValueError(f"listener {name} appears twice")
+        result[name] = protocol
+    return result
+
+
+def parse_listeners(value: str, protocol_map: Mapping[str, str] | None,
+                    key: str = "listeners") -> list[Listener]:
+    """Parse ``NAME://host:port,...``; ``ValueError`` on syntax, port or duplicate names.
+
+    With ``protocol_map`` None only the syntax is checked (security protocol left as
+    the name); otherwise every name must be in the map.
+    """
+    listeners: list[Listener] = []
+    for item in (part.strip() for part in value.split(",")):
+        if not item:
+            continue
+        match = _LISTENER_RE.match(item)
+        if match is None:
+            raise ValueError(f"listener {item!r} is not of the form NAME://host:port")
+        name = match["name"].upper()
+        host = match["v6"] if match["v6"] is not None else match["host"]
+        port = int(match["port"])
+        if port > 65535:
+            raise ValueError(f"listener {item!r}: port {port} is out of range 0-65535")
+        if any(existing.name == name for existing in listeners):
+            raise ValueError(f"each listener must have a different name; {name} appears twice")
+        if protocol_map is None:
+            protocol = name
+        elif name in protocol_map:
+            protocol = protocol_map[name]
+        else:
+            raise ValueError(f"no security protocol defined for listener {name} in "
+                             f"listener.security.protocol.map")
+        listeners.append(Listener(name, host, port, protocol))
+    return listeners
+
+
+# --------------------------------------------------------------------------------------------
+# DescribeConfigs shapes
+
+
+@dataclass(frozen=True)
+class ConfigSynonym:
+    name: str
+    value: str | None
+    source: str
+
+    @property
+    def source_id(self) -> int:
+        return CONFIG_SOURCE_IDS[self.source]
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    """One row of a DescribeConfigs answer for the broker resource."""
+
+    name: str
+    value: str | None
+    source: str
+    read_only: bool
+    sensitive: bool
+    synonyms: tuple[ConfigSynonym, ...]
+    type: str
+    doc: str
+
+    @property
+    def source_id(self) -> int:
+        return CONFIG_SOURCE_IDS[self.source]
+
+    @property
+    def type_id(self) -> int:
+        return CONFIG_TYPE_IDS.get(self.type, 0)
+
+
+# --------------------------------------------------------------------------------------------
+# BrokerConfig
+
+
+class BrokerConfig:
+    """The broker's configuration: static values from file and overrides, plus dynamic ones.
+
+    ``BrokerConfig(values)`` takes raw (or already typed) values by key; ``BrokerConfig.load``
+    reads a properties file first. Construction parses and checks everything, raising
+    ``ConfigValueError`` naming the key, so a broker never starts half-configured.
+    """
+
+    def __init__(self, values: Mapping[str, Any] | None = None):
+        self._static: dict[str, Any] = {}
+        self._dynamic_broker: dict[str, Any] = {}
+        self._dynamic_default: dict[str, Any] = {}
+        self._subscribers: list[Callable[[str], None]] = []
+        self.unknown: dict[str, Any] = {}
+        for name, raw in (values or {}).items():
+            cdef = BROKER_CONFIGS.get(name)
+            if cdef is None:
+                self.unknown[name] = raw
+                continue
+            value = cdef.parse(raw)
+            if value is not None:
+                self._static[name] = value
+        for name in self.unknown:
+            hint = ""
+            if name in TOPIC_CONFIGS and TOPIC_CONFIGS[name].broker_synonym:
+                hint = (f" ({name} is a topic-level config; the broker default is "
+                        f"{TOPIC_CONFIGS[name].broker_synonym})")
+            log.warning("The configuration '%s' was supplied but isn't a known config; "
+                        "ignored%s", name, hint)
+        self._node_id = self._resolve_node_id()
+        self._log_dirs = self._resolve_log_dirs()
+        self._protocol_map = parse_security_protocol_map(self["listener.security.protocol.map"])
+        self._listeners, self._advertised = self._resolve_listeners()
+        self._inter_broker = self._resolve_inter_broker_listener()
+
+    @classmethod
+    def load(cls, properties_path: str | None = None,
+             overrides: Mapping[str, Any] | Iterable[str] = ()) -> "BrokerConfig":
+        """Read ``properties_path`` (if given), apply ``overrides`` over it, and check."""
+        values: dict[str, Any] = {}
+        if properties_path is not None:
+            values.update(load_properties(properties_path))
+        values.update(parse_overrides(overrides))
+        return cls(values)
+
+    # ---- reading values
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in BROKER_CONFIGS:
+            raise KeyError(name)
+        if name in ("node.id", "broker.id"):
+            return self._node_id
+        for layer in (self._dynamic_broker, self._dynamic_default, self._static):
+            if name in layer:
+                return _copy(layer[name])
+        return _copy(BROKER_CONFIGS[name].default)
+
+    def __contains__(self, name: object) -> bool:
+        return name in BROKER_CONFIGS
+
+    def get(self, name: str, default: Any = None) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+    def source(self, name: str) -> str:
+        """Where the value of ``name`` comes from, as DescribeConfigs names the source."""
+        if name not in BROKER_CONFIGS:
+            raise KeyError(name)
+        if name in ("node.id", "broker.id") and self._static.keys() & {"node.id", "broker.id"}:
+            return STATIC_BROKER_CONFIG
+        if name in self._dynamic_broker:
+            return DYNAMIC_BROKER_CONFIG
+        if name in self._dynamic_default:
+            return DYNAMIC_DEFAULT_BROKER_CONFIG
+        if name in self._static:
+            return STATIC_BROKER_CONFIG
+        return DEFAULT_CONFIG
+
+    def static_values(self) -> dict[str, Any]:
+        """Typed values that came from the file or overrides."""
+        return {name: _copy(value) for name, value in self._static.items()}
+
+    def dynamic_values(self, cluster_default: bool = False) -> dict[str, str]:
+        """Dynamic values as strings (per broker, or the cluster-wide defaults), to persist."""
+        layer = self._dynamic_default if cluster_default else self._dynamic_broker
+        return {name: BROKER_CONFIGS[name].render(value) for name, value in layer.items()}
+
+    @property
+    def node_id(self) -> int:
+        return self._node_id
+
+    @property
+    def cluster_id(self) -> str | None:
+        return self["cluster.id"] or None
+
+    @property
+    def log_dirs(self) -> list[str]:
+        return list(self._log_dirs)
+
+    @property
+    def listeners(self) -> list[Listener]:
+        """Where to bind. Port 0 means a free port; host "" every interface."""
+        return list(self._listeners)
+
+    @property
+    def advertised_listeners(self) -> list[Listener]:
+        """What to tell clients (defaults to ``listeners``).
+
+        An empty host is advertised as this machine's fully qualified name, as Kafka does;
+        port 0 must be replaced by the broker with the port it bound (``Listener.with_port``).
+        """
+        resolved = []
+        for listener in self._advertised:
+            if listener.host == "":
+                listener = Listener(listener.name, _local_hostname(), listener.port,
+                                    listener.security_protocol)
+            resolved.append(listener)
+        return resolved
+
+    @property
+    def inter_broker_listener(self) -> Listener:
+        """The advertised listener other brokers connect to."""
+        return self._inter_broker
+
+    @property
+    def security_protocol_map(self) -> dict[str, str]:
+        return dict(self._protocol_map)
+
+    # ---- topic defaults
+
+    def resolved(self, name: str) -> Any:
+        """A broker key's effective value after Kafka's synonym fallbacks.
+
+        ``log.retention.ms`` falls back to ``.minutes`` then ``.hours`` (negative = -1),
+        ``log.roll[.jitter].ms`` to ``.hours``, ``log.flush.interval.ms`` to
+        ``log.flush.scheduler.interval.ms``; every other key is its plain value.
+        """
+        if name == "log.retention.ms":
+            millis = self["log.retention.ms"]
+            if millis is None:
+                minutes = self["log.retention.minutes"]
+                if minutes is not None:
+                    millis = minutes * MINUTE_MS
+                else:
+                    millis = self["log.retention.hours"] * HOUR_MS
+            return -1 if millis < 0 else millis
+        if name == "log.roll.ms":
+            millis = self["log.roll.ms"]
+            return millis if millis is not None else self["log.roll.hours"] * HOUR_MS
+        if name == "log.roll.jitter.ms":
+            millis = self["log.roll.jitter.ms"]
+            return millis if millis is not None else self["log.roll.jitter.hours"] * HOUR_MS
+        if name == "log.flush.interval.ms":
+            millis = self["log.flush.interval.ms"]
+            return millis if millis is not None else self["log.flush.scheduler.interval.ms"]
+        return self[name]
+
+    def topic_defaults(self) -> dict[str, Any]:
+        """Typed broker defaults keyed by topic-level name, for ``LogConfig.from_values``."""
+        return {topic_key: self.resolved(tdef.broker_synonym)
+                for topic_key, tdef in TOPIC_CONFIGS.items() if tdef.broker_synonym}
+
+    # ---- dynamic configuration (AlterConfigs / IncrementalAlterConfigs on a broker)
+
+    def validate_dynamic(self, name: str, raw: Any) -> Any:
+        """Parse a value AlterConfigs wants to set; raise as ``set_dynamic`` would."""
+        cdef = BROKER_CONFIGS.get(name)
+        if cdef is None:
+            raise UnknownConfigError(f"Unknown broker config {name}", name)
+        if cdef.read_only:
+            raise ReadOnlyConfigError(
+                f"Cannot update config {name} dynamically; it needs a restart", name)
+        return cdef.parse(raw)
+
+    def set_dynamic(self, name: str, raw: Any, *, cluster_default: bool = False) -> None:
+        """Set a dynamic value for this broker (or, with ``cluster_default``, for all)."""
+        value = self.validate_dynamic(name, raw)
+        layer = self._dynamic_default if cluster_default else self._dynamic_broker
+        if value is None:
+            layer.pop(name, None)
+        else:
+            layer[name] = value
+        self._notify(name)
+
+    def delete_dynamic(self, name: str, *, cluster_default: bool = False) -> None:
+        """Remove a dynamic value; the next source in line takes over. Unset keys are fine."""
+        if name not in BROKER_CONFIGS:
+            raise UnknownConfigError(f"Unknown broker config {name}", name)
+        if BROKER_CONFIGS[name].read_only:
+            raise ReadOnlyConfigError(
+                f"Cannot update config {name} dynamically; it needs a restart", name)
+        layer = self._dynamic_default if cluster_default else self._dynamic_broker
+        if layer.pop(name, None) is not None:
+            self._notify(name)
+
+    def subscribe(self, callback: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``callback(name)`` after every dynamic change; returns an unsubscribe function."""
+        self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._subscribers:
+                self._subscribers.remove(callback)
+        return unsubscribe
+
+    def _notify(self, name: str) -> None:
+        for callback in list(self._subscribers):
+            callback(name)
+
+    # ---- DescribeConfigs
+
+    def items(self, names: Iterable[str] | None = None,
+              include_synonyms: bool = True) -> list[ConfigEntry]:
+        """DescribeConfigs rows for this broker, all keys or ``names`` (unknown ones skipped)."""
+        wanted = BROKER_CONFIGS.keys() if names is None else [
+            name for name in names if name in BROKER_CONFIGS]
+        entries = []
+        for name in wanted:
+            cdef = BROKER_CONFIGS[name]
+            synonyms = self._synonyms(name, broker_synonyms(name), cdef.sensitive)
+            source = synonyms[0].source if synonyms else DEFAULT_CONFIG
+            value = None if cdef.sensitive else cdef.render(self[name])
+            entries.append(ConfigEntry(
+                name=name, value=value, source=source, read_only=cdef.read_only,
+                sensitive=cdef.sensitive, synonyms=tuple(synonyms) if include_synonyms else (),
+                type=cdef.type, doc=cdef.doc))
+        return entries
+
+    def topic_synonyms(self, topic_key: str) -> list[ConfigSynonym]:
+        """Broker-side synonyms of a topic-level key for a topic's DescribeConfigs.
+
+        The topic handler puts its own ``DYNAMIC_TOPIC_CONFIG`` entry first when the topic
+        overrides the key; the source of the row is the first synonym's, else DEFAULT_CONFIG.
+        """
+        tdef = TOPIC_CONFIGS[topic_key]
+        if tdef.broker_synonym is None or tdef.broker_synonym not in BROKER_CONFIGS:
+            return []
+        return self._synonyms(tdef.broker_synonym, broker_synonyms(tdef.broker_synonym),
+                              tdef.sensitive)
+
+    def _synonyms(self, name: str, group: list[str], sensitive: bool) -> list[ConfigSynonym]:
+        # Kafka's ConfigHelper.configSynonyms: by source first, then by synonym order, and
+        # drop everything before the first entry for the described name itself.
+        found: list[ConfigSynonym] = []
+        layers = (
+            (self._dynamic_broker, DYNAMIC_BROKER_CONFIG),
+            (self._dynamic_default, DYNAMIC_DEFAULT_BROKER_CONFIG),
+            (self._static, STATIC_BROKER_CONFIG),
+            ({k: d.default for k, d in BROKER_CONFIGS.items() if d.default is not None},
+             DEFAULT_CONFIG),
+        )
+        for layer, source in layers:
+            for synonym in group:
+                if synonym in layer:
+                    rendered = BROKER_CONFIGS[synonym].render(layer[synonym])
+                    found.append(ConfigSynonym(synonym, None if sensitive else rendered, source))
+        for index, synonym in enumerate(found):
+            if synonym.name == name:
+                return found[index:]
+        return []
+
+    # ---- checks done once at construction
+
+    def _resolve_node_id(self) -> int:
+        node_id = self._static.get("node.id")
+        broker_id = self._static.get("broker.id")
+        if node_id is not None and broker_id is not None and node_id != broker_id:
+            raise ConfigValueError("node.id", node_id,
+                                   f"must equal broker.id ({broker_id}) when both are set")
+        if node_id is not None:
+            return node_id
+        return broker_id if broker_id is not None else BROKER_CONFIGS["node.id"].default
+
+    def _resolve_log_dirs(self) -> list[str]:
+        name = "log.dirs" if "log.dirs" in self._static else "log.dir"
+        raw = self[name]
+        dirs = [part.strip() for part in raw.split(",") if part.strip()]
+        if not dirs:
+            raise ConfigValueError(name, raw, "at least one log directory must be given")
+        return dirs
+
+    def _resolve_listeners(self) -> tuple[list[Listener], list[Listener]]:
+        try:
+            listeners = parse_listeners(self["listeners"], self._protocol_map)
+        except ValueError as exc:
+            raise ConfigValueError("listeners", self["listeners"], str(exc)) from None
+        if not listeners:
+            raise ConfigValueError("listeners", self["listeners"],
+                                   "at least one listener is required")
+        raw = self["advertised.listeners"]
+        if not raw:
+            advertised = list(listeners)
+            key = "listeners"
+        else:
+            key = "advertised.listeners"
+            try:
+                advertised = parse_listeners(raw, self._protocol_map)
+            except ValueError as exc:
+                raise ConfigValueError(key, raw, str(exc)) from None
+            names = {listener.name for listener in listeners}
+            extra = [a.name for a in advertised if a.name not in names]
+            if extra:
+                raise ConfigValueError(key, raw, f"listener names {', '.join(extra)} are not "
+                                                 f"in listeners")
+        for listener in advertised:
+            if listener.host in ("0.0.0.0", "::"):
+                raise ConfigValueError(
+                    "advertised.listeners", raw if raw is not None else self["listeners"],
+                    f"cannot advertise the non-routable address {listener.host} "
+                    f"(listener {listener.name}"
+                    + ("; set advertised.listeners)" if key == "listeners" else ")"))
+        return listeners, advertised
+
+    def _resolve_inter_broker_listener(self) -> Listener:
+        name = self["inter.broker.listener.name"]
+        if name is not None:
+            name = name.upper()
+            for listener in self._advertised:
+                if listener.name == name:
+                    return listener
+            raise ConfigValueError("inter.broker.listener.name", name,
+                                   "must be the name of one of the advertised listeners")
+        for listener in self._advertised:
+            if listener.security_protocol == "PLAINTEXT":
+                return listener
+        return self._advertised[0]
+
+
+def _copy(value: Any) -> Any:
+    return list(value) if isinstance(value, list) else value
+
+
+_hostname_cache: list[str] = []
+
+
+def _local_hostname() -> str:
+    if not _hostname_cache:
+        _hostname_cache.append(socket.getfqdn())
+    return _hostname_cache[0]
+
+
+# --------------------------------------------------------------------------------------------
+# Reference tables for docs/configuration.md
+
+
+def reference_markdown() -> str:
+    """The key tables of docs/configuration.md (regenerate with ``python -m wireserver.config``)."""
+
+    def table(defs: Mapping[str, ConfigDef], dynamic_column: str, extra) -> list[str]:
+        rows = [f"| Key | Type | Default | {dynamic_column} | Meaning |",
+                "|---|---|---|---|---|"]
+        for name, cdef in defs.items():
+            default = cdef.render(cdef.default)
+            default = "*(unset)*" if default is None else f"`{default}`" if default else '`""`'
+            doc = cdef.doc.replace("|", "\\|")
+            rows.append(f"| `{name}` | {cdef.type} | {default} | {extra(cdef)} | {doc} |")
+        return rows
+
+    lines = ["### Broker keys", ""]
+    lines += table(BROKER_CONFIGS, "Dynamic",
+                   lambda d: "no" if d.read_only else "yes")
+    lines += ["", "### Topic keys", ""]
+    lines += table(dict(sorted(TOPIC_CONFIGS.items())), "Broker default from",
+                   lambda d: f"`{d.broker_synonym}`" if d.broker_synonym else "—")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    print(reference_markdown(), end="")
