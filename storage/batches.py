@@ -1,0 +1,159 @@
+"""The few record-batch operations storage needs, on top of ``protocol.records``.
+
+Storage never decodes records on the append path: it reads the 61-byte header, patches
+``baseOffset`` and ``partitionLeaderEpoch`` (outside the CRC), and for LogAppendTime rewrites the
+timestamp type and ``maxTimestamp`` and recomputes the CRC-32C (``RecordBatch`` does the work).
+Headers are unpacked once into a ``BatchHeader`` tuple because the segment code reads many of
+them from ``pread`` buffers. Record-level decoding happens only where a feature needs it (exact
+offsets in ``offset_for_timestamp`` / ``max_timestamp``), through ``iter_record_timestamps``.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, NamedTuple
+
+from protocol.errors import DecodeError
+from protocol.records import (
+    ATTR_CONTROL_MASK as CONTROL_MASK,
+    ATTR_TIMESTAMP_TYPE_MASK as TIMESTAMP_TYPE_MASK,
+    ATTR_TRANSACTIONAL_MASK as TRANSACTIONAL_MASK,
+    HEADER_SIZE,
+    HEADER_STRUCT as _HEADER,
+    LOG_OVERHEAD,
+    NO_PARTITION_LEADER_EPOCH,
+    RecordBatch,
+)
+
+class BatchHeader(NamedTuple):
+    """The unpacked 61-byte header of a v2 record batch."""
+
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+
+    @property
+    def size(self) -> int:
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def is_log_append_time(self) -> bool:
+        return bool(self.attributes & TIMESTAMP_TYPE_MASK)
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_MASK)
+
+
+def read_header(buf, pos: int = 0) -> BatchHeader:
+    """Unpack the header at ``pos``; the caller guarantees 61 bytes are there."""
+    return BatchHeader._make(_HEADER.unpack_from(buf, pos))
+
+
+def _view(buf, pos: int, size: int) -> RecordBatch:
+    return RecordBatch(memoryview(buf)[pos:pos + size])
+
+
+def crc_ok(buf, pos: int, size: int) -> bool:
+    """Whether the stored CRC-32C of the batch at ``buf[pos:pos+size]`` matches its bytes."""
+    try:
+        return _view(buf, pos, size).verify_crc()
+    except DecodeError:
+        return False
+
+
+def set_base_offset(buf, pos: int, size: int, offset: int) -> None:
+    _view(buf, pos, size).set_base_offset(offset)
+
+
+def set_partition_leader_epoch(buf, pos: int, size: int, epoch: int) -> None:
+    _view(buf, pos, size).set_partition_leader_epoch(epoch)
+
+
+def set_log_append_time(buf, pos: int, size: int, timestamp: int) -> None:
+    """Mark the batch LogAppendTime with ``maxTimestamp = timestamp`` and fix up the CRC."""
+    _view(buf, pos, size).set_log_append_time(timestamp)
+
+
+class ScanResult(NamedTuple):
+    """Outcome of walking a buffer of concatenated batches for recovery."""
+
+    headers: list[tuple[int, BatchHeader]]  # (position, header) of each valid batch
+    valid_bytes: int  # length of the valid prefix
+    reason: str | None  # why the walk stopped early, None if the whole buffer was valid
+
+
+def scan_valid(buf, min_offset: int | None = None) -> ScanResult:
+    """Walk batches by length, verifying magic, CRC and offset order; stop at the first bad one.
+
+    ``min_offset`` is the smallest base offset the first batch may have (the segment's base).
+    """
+    mv = memoryview(buf)
+    end = len(mv)
+    pos = 0
+    out: list[tuple[int, BatchHeader]] = []
+    expect = min_offset
+    while pos < end:
+        if end - pos < HEADER_SIZE:
+            return ScanResult(out, pos, "torn header")
+        header = read_header(mv, pos)
+        size = header.size
+        if header.batch_length < HEADER_SIZE - LOG_OVERHEAD:
+            return ScanResult(out, pos, "impossible batch length")
+        if pos + size > end:
+            return ScanResult(out, pos, "torn batch")
+        if header.magic != 2:
+            return ScanResult(out, pos, f"unsupported magic {header.magic}")
+        if not crc_ok(mv, pos, size):
+            return ScanResult(out, pos, "crc mismatch")
+        if header.last_offset_delta < 0 or (expect is not None and header.base_offset < expect):
+            return ScanResult(out, pos, "offsets out of order")
+        out.append((pos, header))
+        expect = header.next_offset
+        pos += size
+    return ScanResult(out, pos, None)
+
+
+def iter_headers(buf) -> Iterator[tuple[int, BatchHeader]]:
+    """(position, header) for each batch in a buffer of whole, already validated batches."""
+    mv = memoryview(buf)
+    pos = 0
+    end = len(mv)
+    while pos + HEADER_SIZE <= end:
+        header = read_header(mv, pos)
+        if pos + header.size > end:
+            raise ValueError(f"batch at {pos} runs past the end of the buffer")
+        yield pos, header
+        pos += header.size
+    if pos != end:
+        raise ValueError(f"{end - pos} trailing bytes after the last batch")
+
+
+def iter_record_timestamps(batch: bytes) -> Iterator[tuple[int, int]]:
+    """(offset, timestamp) of each record of one whole batch, decompressing if needed.
+
+    For LogAppendTime batches every record's timestamp is the batch's ``maxTimestamp``.
+    """
+    for record in RecordBatch(batch).records():
+        yield record.offset, record.timestamp

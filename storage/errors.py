@@ -1,0 +1,54 @@
+"""Exceptions raised by storage/. Each carries the Kafka ``error_code`` a handler should answer."""
+
+from __future__ import annotations
+
+from protocol.errors import ErrorCode
+
+
+class StorageError(Exception):
+    error_code = ErrorCode.KAFKA_STORAGE_ERROR
+
+
+class OffsetOutOfRange(StorageError):
+    """A fetch or DeleteRecords offset outside [log start offset, log end offset]."""
+
+    error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+
+    def __init__(self, offset: int, log_start_offset: int, log_end_offset: int,
+                 message: str | None = None):
+        super().__init__(message or (
+            f"offset {offset} is out of range [{log_start_offset}, {log_end_offset}]"))
+        self.offset = offset
+        self.log_start_offset = log_start_offset
+        self.log_end_offset = log_end_offset
+
+
+class InvalidOffset(StorageError):
+    """A follower append whose offsets do not continue the log."""
+
+    error_code = ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+class InvalidTopicError(StorageError, ValueError):
+    """A topic name breaking Kafka's rules, or colliding with an existing one ('.' vs '_')."""
+
+    error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
+
+
+class TopicExistsError(StorageError):
+    error_code = ErrorCode.TOPIC_ALREADY_EXISTS
+
+
+class UnknownTopicError(StorageError, KeyError):
+    error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+    def __str__(self) -> str:  # KeyError quotes its argument; keep the message readable
+        return str(self.args[0]) if self.args else ""
+
+
+class InvalidPartitionsError(StorageError, ValueError):
+    error_code = ErrorCode.INVALID_PARTITIONS
+
+
+class LogInvariantError(StorageError, AssertionError):
+    """log start offset <= high watermark <= log end offset was about to be broken."""

@@ -1,0 +1,200 @@
+"""Sparse segment indexes in Kafka's on-disk formats.
+
+- ``.index`` (``OffsetIndex``): 8-byte entries, int32 offset relative to the segment's base
+  offset and int32 byte position in the ``.log`` file. An entry ``(o, p)`` says the batch whose
+  last offset is ``o`` starts at ``p``; a lookup returns the greatest entry with offset <= target
+  and the reader walks batch headers forward from there.
+- ``.timeindex`` (``TimeIndex``): 12-byte entries, int64 timestamp and int32 relative offset. An
+  entry ``(t, o)`` says the largest batch ``maxTimestamp`` up to offset ``o`` is ``t``;
+  timestamps in the file only grow.
+
+Entries are kept in memory and appended to the file as they are made (no preallocation or mmap,
+unlike Kafka, so the file length is always a whole number of entries). Capacity comes from
+``segment.index.bytes``; a full index makes the log roll a new segment.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import struct
+
+INT32_MAX = 2**31 - 1
+
+
+class CorruptIndexError(ValueError):
+    """An index file that fails its sanity check; the segment's indexes must be rebuilt."""
+
+
+class _Index:
+    ENTRY = struct.Struct(">ii")
+
+    def __init__(self, path: str, base_offset: int, max_index_bytes: int):
+        self.path = path
+        self.base_offset = base_offset
+        self.max_entries = max(1, max_index_bytes // self.ENTRY.size)
+        self._keys: list[int] = []
+        self._values: list[int] = []
+        self._fd: int | None = None
+
+    # -- file handling -------------------------------------------------------------------
+    def _file(self) -> int:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        return self._fd
+
+    def _write_entry(self, raw: bytes) -> None:
+        os.pwrite(self._file(), raw, len(self._keys) * self.ENTRY.size)
+
+    def _read_raw(self) -> bytes:
+        with open(self.path, "rb") as f:
+            return f.read()
+
+    def exists(self) -> bool:
+        return os.path.exists(self.path)
+
+    def flush(self) -> None:
+        if self._fd is not None:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def delete(self) -> None:
+        self.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+    def reset(self) -> None:
+        """Drop every entry (before a rebuild)."""
+        self._keys.clear()
+        self._values.clear()
+        os.ftruncate(self._file(), 0)
+
+    def rename(self, path: str) -> None:
+        if os.path.exists(self.path):
+            os.replace(self.path, path)
+        self.path = path
+
+    def _truncate_entries(self, count: int) -> None:
+        del self._keys[count:]
+        del self._values[count:]
+        os.ftruncate(self._file(), count * self.ENTRY.size)
+
+    @property
+    def entries(self) -> int:
+        return len(self._keys)
+
+    def is_full(self) -> bool:
+        return len(self._keys) >= self.max_entries
+
+    @property
+    def size_bytes(self) -> int:
+        return len(self._keys) * self.ENTRY.size
+
+    def _load_raw(self) -> list[tuple[int, int]]:
+        raw = self._read_raw()
+        size = self.ENTRY.size
+        if len(raw) % size:
+            raise CorruptIndexError(f"{self.path}: length {len(raw)} is not a multiple of {size}")
+        return [self.ENTRY.unpack_from(raw, i) for i in range(0, len(raw), size)]
+
+
+class OffsetIndex(_Index):
+    """Relative offset → file position."""
+
+    ENTRY = struct.Struct(">ii")
+
+    def load(self, log_size: int) -> None:
+        """Read the file and sanity-check it against the log's size; raise CorruptIndexError."""
+        entries = self._load_raw()
+        keys: list[int] = []
+        values: list[int] = []
+        for rel, pos in entries:
+            if rel < 0 or pos <= 0 or pos >= log_size:
+                raise CorruptIndexError(f"{self.path}: entry ({rel}, {pos}) out of range")
+            if keys and (rel <= keys[-1] or pos <= values[-1]):
+                raise CorruptIndexError(f"{self.path}: entries not increasing")
+            keys.append(rel)
+            values.append(pos)
+        self._keys, self._values = keys, values
+
+    def append(self, offset: int, position: int) -> None:
+        rel = offset - self.base_offset
+        if not 0 <= rel <= INT32_MAX:
+            raise ValueError(f"offset {offset} does not fit segment base {self.base_offset}")
+        if self._keys and rel <= self._keys[-1]:
+            raise ValueError(f"index offset {offset} not above last entry")
+        self._write_entry(self.ENTRY.pack(rel, position))
+        self._keys.append(rel)
+        self._values.append(position)
+
+    def lookup(self, offset: int) -> tuple[int, int]:
+        """(offset, position) of the greatest entry with offset <= target, else (base, 0)."""
+        i = bisect.bisect_right(self._keys, offset - self.base_offset) - 1
+        if i < 0:
+            return self.base_offset, 0
+        return self.base_offset + self._keys[i], self._values[i]
+
+    def last_entry(self) -> tuple[int, int]:
+        if not self._keys:
+            return self.base_offset, 0
+        return self.base_offset + self._keys[-1], self._values[-1]
+
+    def truncate_to_position(self, position: int) -> None:
+        """Drop entries pointing at or beyond ``position``."""
+        self._truncate_entries(bisect.bisect_left(self._values, position))
+
+
+class TimeIndex(_Index):
+    """Timestamp → relative offset; timestamps strictly grow."""
+
+    ENTRY = struct.Struct(">qi")
+
+    def load(self, next_offset: int | None = None) -> None:
+        entries = self._load_raw()
+        keys: list[int] = []
+        values: list[int] = []
+        for ts, rel in entries:
+            if rel < 0 or (next_offset is not None and self.base_offset + rel >= next_offset):
+                raise CorruptIndexError(f"{self.path}: entry ({ts}, {rel}) out of range")
+            if keys and (ts <= keys[-1] or rel < values[-1]):
+                raise CorruptIndexError(f"{self.path}: entries not increasing")
+            keys.append(ts)
+            values.append(rel)
+        self._keys, self._values = keys, values
+
+    def maybe_append(self, timestamp: int, offset: int, *, skip_full_check: bool = False) -> bool:
+        if self._keys and timestamp <= self._keys[-1]:
+            return False
+        if not skip_full_check and self.is_full():
+            return False
+        rel = offset - self.base_offset
+        if self._values and rel < self._values[-1]:
+            return False
+        self._write_entry(self.ENTRY.pack(timestamp, rel))
+        self._keys.append(timestamp)
+        self._values.append(rel)
+        return True
+
+    def last_entry(self) -> tuple[int, int] | None:
+        """(timestamp, offset) of the last entry, or None."""
+        if not self._keys:
+            return None
+        return self._keys[-1], self.base_offset + self._values[-1]
+
+    def lookup_before(self, timestamp: int) -> int:
+        """An offset such that every batch before its batch has maxTimestamp < ``timestamp``:
+        the offset of the greatest entry with timestamp < target, else the segment base."""
+        i = bisect.bisect_left(self._keys, timestamp) - 1
+        if i < 0:
+            return self.base_offset
+        return self.base_offset + self._values[i]
+
+    def truncate_to_offset(self, offset: int) -> None:
+        """Drop entries for offsets at or beyond ``offset``."""
+        self._truncate_entries(bisect.bisect_left(self._values, offset - self.base_offset))

@@ -1,0 +1,622 @@
+"""``Log``: one partition's log, a directory of segments (Kafka's ``UnifiedLog`` + ``LocalLog``).
+
+Offsets: ``log_start_offset`` ≤ ``high_watermark`` ≤ ``log_end_offset`` always (asserted).
+The log end offset is the next offset to be assigned; the high watermark is set by the caller
+(replication) and bounds what consumers see (pass it as ``upper_bound`` to ``read``).
+
+Deliberate differences from Kafka:
+
+- Segments are deleted at once instead of being renamed ``.deleted`` and removed after
+  ``file.delete.delay.ms``; leftover ``.deleted``/``.cleaned``/``.swap``/``.tmp`` files from
+  Kafka (or a crash) are removed on open.
+- ``segment.jitter.ms`` is ignored (Kafka subtracts a random jitter from ``segment.ms``).
+- ``read`` may return batches from several consecutive segments in one call (Kafka stops at the
+  end of the first segment); clients accept either.
+- Without ``min_one_batch``, a first batch larger than ``max_bytes`` yields no data rather than
+  a truncated partial batch.
+- Index files are not preallocated or memory mapped.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import shutil
+from typing import Callable, NamedTuple
+
+from storage.batches import (
+    NO_PARTITION_LEADER_EPOCH,
+    BatchHeader,
+    iter_headers,
+    iter_record_timestamps,
+    read_header,
+    set_base_offset,
+    set_log_append_time,
+    set_partition_leader_epoch,
+)
+from storage.epochs import LeaderEpochCache
+from storage.errors import InvalidOffset, LogInvariantError, OffsetOutOfRange
+from storage.log_config import LogConfig
+from storage.segment import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    LogSegment,
+)
+
+_STRAY_SUFFIXES = (".deleted", ".cleaned", ".swap", ".tmp")
+
+
+class AppendResult(NamedTuple):
+    base_offset: int  # offset of the first record appended
+    last_offset: int  # offset of the last record appended
+    log_append_time: int  # the broker time stamped on the batches, -1 unless LogAppendTime
+    log_start_offset: int
+
+
+class ReadResult(NamedTuple):
+    data: bytes  # whole batches, possibly empty
+    first_offset: int  # base offset of the first batch returned, -1 if none
+    log_start_offset: int
+    log_end_offset: int
+    high_watermark: int
+
+
+class TimestampAndOffset(NamedTuple):
+    timestamp: int
+    offset: int
+
+
+class OffsetAndTimestamp(NamedTuple):
+    offset: int
+    timestamp: int
+
+
+def parse_partition_dir(name: str) -> tuple[str, int]:
+    """``my-topic-3`` → (``my-topic``, 3). Raises ValueError for anything else."""
+    topic, sep, partition = name.rpartition("-")
+    if not sep or not topic or not partition.isdigit():
+        raise ValueError(f"not a partition directory name: {name!r}")
+    return topic, int(partition)
+
+
+class Log:
+    """One partition's log. Use ``Log.open``. Not thread-safe except ``flush``."""
+
+    def __init__(self, directory: str, config: LogConfig, now_ms: Callable[[], int]):
+        self.directory = directory
+        self.config = config
+        self._now_ms = now_ms
+        try:
+            self.topic, self.partition = parse_partition_dir(os.path.basename(directory))
+        except ValueError:
+            self.topic, self.partition = os.path.basename(directory), 0
+        self._segments: list[LogSegment] = []
+        self._bases: list[int] = []
+        self._log_start_offset = 0
+        self._high_watermark = 0
+        self.recovery_point = 0
+        self.last_flush_ms = now_ms()
+        self.leader_epoch_cache: LeaderEpochCache
+        # Observability for tests and operators.
+        self.recovered_segments = 0  # segments re-scanned (CRC-checked) on open
+        self.rebuilt_indexes = 0  # of which because an index was missing or inconsistent
+        self.truncated_bytes = 0  # bytes cut from torn or corrupt tails on open
+        self.closed = False
+
+    # -- opening -------------------------------------------------------------------------
+    @classmethod
+    def open(cls, directory: str, config: LogConfig, *, now_ms: Callable[[], int],
+             recover: bool, recovery_point: int = 0, log_start_offset: int | None = None,
+             high_watermark: int | None = None) -> "Log":
+        """Open (creating if needed) the log in ``directory``.
+
+        ``recover=True`` (no clean-shutdown marker) re-scans every segment from the one holding
+        ``recovery_point`` on: CRCs are checked, the first torn or corrupt batch and everything
+        after it (later segments included) is cut off, and indexes are rebuilt. With
+        ``recover=False`` segments are loaded from their indexes, and only a segment whose index
+        is missing or inconsistent (or whose tail does not walk) is re-scanned.
+        ``log_start_offset`` / ``high_watermark`` come from the log dir's checkpoints.
+        """
+        os.makedirs(directory, exist_ok=True)
+        log = cls(directory, config, now_ms)
+        log._load(recover, recovery_point, log_start_offset, high_watermark)
+        return log
+
+    def _new_segment(self, base_offset: int) -> LogSegment:
+        return LogSegment(self.directory, base_offset,
+                          index_interval_bytes=self.config.index_interval_bytes,
+                          max_index_bytes=self.config.segment_index_bytes,
+                          created_ms=self._now_ms())
+
+    def _load(self, recover: bool, recovery_point: int, log_start_offset: int | None,
+              high_watermark: int | None) -> None:
+        bases: set[int] = set()
+        for name in os.listdir(self.directory):
+            path = os.path.join(self.directory, name)
+            if name.endswith(_STRAY_SUFFIXES):
+                os.unlink(path) if os.path.isfile(path) else None
+                continue
+            stem, ext = os.path.splitext(name)
+            if ext in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX) and stem.isdigit():
+                if ext == LOG_SUFFIX:
+                    bases.add(int(stem))
+        # Indexes without a log file are orphans.
+        for name in os.listdir(self.directory):
+            stem, ext = os.path.splitext(name)
+            if ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX) and stem.isdigit() \
+                    and int(stem) not in bases:
+                os.unlink(os.path.join(self.directory, name))
+        ordered = sorted(bases)
+        segments: list[LogSegment] = []
+        for i, base in enumerate(ordered):
+            seg = self._new_segment(base)
+            upper = ordered[i + 1] if i + 1 < len(ordered) else None
+            needs_scan = recover and (upper is None or upper > recovery_point)
+            if needs_scan:
+                self.recovered_segments += 1
+                truncated = seg.recover()
+            elif seg.load():
+                truncated = 0
+            else:
+                self.recovered_segments += 1
+                self.rebuilt_indexes += 1
+                truncated = seg.recover()
+            segments.append(seg)
+            if truncated:
+                self.truncated_bytes += truncated
+                # Everything after a torn or corrupt batch is gone, later segments included.
+                for later in ordered[i + 1:]:
+                    doomed = self._new_segment(later)
+                    doomed.delete()
+                break
+        if not segments:
+            start = log_start_offset if log_start_offset is not None else 0
+            segments.append(self._new_segment(start))
+        # An empty segment (other than the last) is dropped; a rolled empty segment can remain
+        # after a crash.
+        self._segments = [s for s in segments[:-1] if s.size > 0] + [segments[-1]]
+        for s in segments[:-1]:
+            if s.size == 0:
+                s.delete()
+        self._bases = [s.base_offset for s in self._segments]
+        for seg in self._segments:
+            if seg.dirty:
+                seg.flush()
+        leo = self.log_end_offset
+        first_base = self._segments[0].base_offset
+        start = first_base if log_start_offset is None else max(log_start_offset, first_base)
+        self._log_start_offset = min(start, leo)
+        self.leader_epoch_cache = LeaderEpochCache(self.directory)
+        self.leader_epoch_cache.truncate_from_end(leo)
+        self.leader_epoch_cache.truncate_from_start(self._log_start_offset)
+        hw = self._log_start_offset if high_watermark is None else high_watermark
+        self._high_watermark = min(max(hw, self._log_start_offset), leo)
+        self.recovery_point = leo
+        self._check_invariants()
+
+    # -- properties ----------------------------------------------------------------------
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @high_watermark.setter
+    def high_watermark(self, offset: int) -> None:
+        """Set the high watermark, clamped to [log start offset, log end offset]."""
+        self._high_watermark = min(max(offset, self._log_start_offset), self.log_end_offset)
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    def _check_invariants(self) -> None:
+        if not self._log_start_offset <= self._high_watermark <= self.log_end_offset:
+            raise LogInvariantError(
+                f"{self.directory}: log start {self._log_start_offset} <= high watermark "
+                f"{self._high_watermark} <= log end {self.log_end_offset} does not hold")
+
+    def _upper_bound(self, index: int) -> int:
+        """Offsets of segment ``index`` lie below this."""
+        if index + 1 < len(self._segments):
+            return self._segments[index + 1].base_offset
+        return self.log_end_offset
+
+    # -- appending -----------------------------------------------------------------------
+    def _roll_if_needed(self, size: int, max_timestamp: int, first_offset: int,
+                        last_offset: int, now_ms: int) -> None:
+        active = self.active_segment
+        if active.should_roll(segment_bytes=self.config.segment_bytes,
+                              segment_ms=self.config.segment_ms, incoming_size=size,
+                              incoming_max_timestamp=max_timestamp, last_offset=last_offset,
+                              now_ms=now_ms):
+            self.roll(first_offset)
+
+    def roll(self, base_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at ``base_offset`` (default: the log end offset)."""
+        active = self.active_segment
+        if base_offset is None:
+            base_offset = self.log_end_offset
+        if active.size == 0:
+            if active.base_offset == base_offset:
+                return active
+            # An empty active segment is replaced rather than left behind.
+            self._segments.pop()
+            self._bases.pop()
+            active.delete()
+        else:
+            active.on_become_inactive()
+        seg = self._new_segment(base_offset)
+        self._segments.append(seg)
+        self._bases.append(base_offset)
+        return seg
+
+    def append(self, buf, leader_epoch: int, now_ms: int | None = None) -> AppendResult:
+        """Append validated batches as leader: assign offsets from the log end offset by
+        patching each batch's baseOffset, stamp ``leader_epoch`` and (for LogAppendTime
+        topics) the append time, write them to the active segment and index them.
+        ``buf`` must be writable (a bytearray or a memoryview of one); it is patched in place."""
+        if now_ms is None:
+            now_ms = self._now_ms()
+        view = memoryview(buf)
+        if view.readonly:
+            raise TypeError("append needs a writable buffer (it patches offsets in place)")
+        log_append = self.config.message_timestamp_type == "LogAppendTime"
+        first_offset = next_offset = self.log_end_offset
+        headers: list[tuple[int, BatchHeader]] = []
+        max_timestamp = -1
+        for pos, header in list(iter_headers(view)):
+            set_base_offset(view, pos, header.size, next_offset)
+            set_partition_leader_epoch(view, pos, header.size, leader_epoch)
+            if log_append:
+                set_log_append_time(view, pos, header.size, now_ms)
+            header = read_header(view, pos)
+            headers.append((pos, header))
+            max_timestamp = max(max_timestamp, header.max_timestamp)
+            next_offset = header.next_offset
+        if not headers:
+            raise ValueError("nothing to append")
+        last_offset = next_offset - 1
+        self._roll_if_needed(len(view), max_timestamp, first_offset, last_offset, now_ms)
+        self.active_segment.append(view, headers)
+        self.leader_epoch_cache.assign(leader_epoch, first_offset)
+        return AppendResult(first_offset, last_offset, now_ms if log_append else -1,
+                            self._log_start_offset)
+
+    def append_as_follower(self, buf) -> AppendResult:
+        """Append batches copied from the leader, keeping their offsets and leader epochs.
+        The first batch must start at or after the log end offset (InvalidOffset otherwise)."""
+        view = memoryview(buf)
+        headers = list(iter_headers(view))
+        if not headers:
+            raise ValueError("nothing to append")
+        first_offset = headers[0][1].base_offset
+        if first_offset < self.log_end_offset:
+            raise InvalidOffset(f"follower append at {first_offset} below log end "
+                                f"{self.log_end_offset}")
+        expect = first_offset
+        for _, header in headers:
+            if header.base_offset < expect:
+                raise InvalidOffset(f"batch offsets not increasing at {header.base_offset}")
+            expect = header.next_offset
+        last_offset = headers[-1][1].last_offset
+        max_timestamp = max(h.max_timestamp for _, h in headers)
+        now_ms = self._now_ms()
+        active = self.active_segment
+        if active.size == 0 and active.base_offset != first_offset:
+            self.roll(first_offset)
+        else:
+            self._roll_if_needed(len(view), max_timestamp, first_offset, last_offset, now_ms)
+        self.active_segment.append(view, headers)
+        for _, header in headers:
+            if header.partition_leader_epoch != NO_PARTITION_LEADER_EPOCH:
+                self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+        return AppendResult(first_offset, last_offset, -1, self._log_start_offset)
+
+    # -- reading -------------------------------------------------------------------------
+    def _segment_index_for(self, offset: int) -> int:
+        return max(bisect.bisect_right(self._bases, offset) - 1, 0)
+
+    def read(self, offset: int, max_bytes: int, *, upper_bound: int | None = None,
+             min_one_batch: bool = True) -> ReadResult:
+        """Whole batches from the one holding ``offset``, at most ``max_bytes`` of them, except
+        that with ``min_one_batch`` a first batch bigger than ``max_bytes`` is returned whole
+        (KIP-74). Batches reaching ``upper_bound`` (high watermark / last stable offset) or
+        beyond are left out. ``OffsetOutOfRange`` below the log start or above the log end."""
+        leo = self.log_end_offset
+        if offset < self._log_start_offset or offset > leo:
+            raise OffsetOutOfRange(offset, self._log_start_offset, leo)
+        bound = leo if upper_bound is None else min(upper_bound, leo)
+        chunks: list[bytes] = []
+        total = 0
+        first = -1
+        done = offset >= bound
+        index = self._segment_index_for(offset)
+        while not done and index < len(self._segments):
+            seg = self._segments[index]
+            found = seg.find(offset) if index == self._segment_index_for(offset) else None
+            start = found[0] if found is not None else (0 if first >= 0 or
+                                                        seg.base_offset >= offset else None)
+            if start is None:
+                index += 1
+                continue
+            end = start
+            for pos, header in seg.walk(start):
+                if header.last_offset < offset:
+                    end = pos + header.size
+                    start = end
+                    continue
+                if header.last_offset >= bound:
+                    done = True
+                    break
+                if total + header.size > max_bytes:
+                    if total == 0 and min_one_batch:
+                        end = pos + header.size
+                        total += header.size
+                        first = header.base_offset if first < 0 else first
+                    done = True
+                    break
+                if first < 0:
+                    first = header.base_offset
+                end = pos + header.size
+                total += header.size
+            if end > start:
+                chunks.append(seg.read(start, end - start))
+            index += 1
+        data = b"".join(chunks)
+        return ReadResult(data, first, self._log_start_offset, leo, self._high_watermark)
+
+    def _first_record_at_or_after(self, seg: LogSegment, position: int, header: BatchHeader,
+                                  predicate) -> tuple[int, int] | None:
+        batch = seg.read(position, header.size)
+        for offset, timestamp in iter_record_timestamps(batch):
+            if offset >= self._log_start_offset and predicate(timestamp):
+                return offset, timestamp
+        return None
+
+    def offset_for_timestamp(self, timestamp: int, *, upper_bound: int | None = None
+                             ) -> OffsetAndTimestamp | None:
+        """The first record (at or after the log start) whose timestamp is >= ``timestamp``,
+        as (offset, timestamp) — the exact record, found through the time index and one scan of
+        the matching batch's records. None when there is none (below ``upper_bound`` if
+        given). ``timestamp`` must be >= 0; ListOffsets' special values (-1 latest, -2
+        earliest, -3 max timestamp) are the caller's, see ``max_timestamp``."""
+        if timestamp < 0:
+            raise ValueError("timestamp must be >= 0")
+        limit = self.log_end_offset if upper_bound is None else upper_bound
+        for i, seg in enumerate(self._segments):
+            if seg.size == 0 or seg.max_timestamp < timestamp:
+                continue
+            if self._upper_bound(i) <= self._log_start_offset:
+                continue
+            start_offset = max(seg.time_index.lookup_before(timestamp), self._log_start_offset)
+            found = seg.find(start_offset)
+            if found is None:
+                continue
+            for pos, header in seg.walk(found[0]):
+                if header.max_timestamp < timestamp or header.last_offset < self._log_start_offset:
+                    continue
+                hit = self._first_record_at_or_after(seg, pos, header,
+                                                     lambda ts: ts >= timestamp)
+                if hit is not None:
+                    if hit[0] >= limit:
+                        return None
+                    return OffsetAndTimestamp(hit[0], hit[1])
+        return None
+
+    def max_timestamp(self) -> TimestampAndOffset | None:
+        """(largest record timestamp, offset of the first record carrying it), or None for an
+        empty log (Kafka's ListOffsets MAX_TIMESTAMP, KIP-734)."""
+        best: LogSegment | None = None
+        for i, seg in enumerate(self._segments):
+            if seg.size == 0 or self._upper_bound(i) <= self._log_start_offset:
+                continue
+            if best is None or seg.max_timestamp > best.max_timestamp:
+                best = seg
+        if best is None or best.max_timestamp < 0:
+            return None
+        found = best.find(best.offset_of_max_timestamp)
+        if found is not None:
+            hit = self._first_record_at_or_after(best, found[0], found[1],
+                                                 lambda ts: ts == best.max_timestamp)
+            if hit is not None:
+                return TimestampAndOffset(hit[1], hit[0])
+        return TimestampAndOffset(best.max_timestamp, best.offset_of_max_timestamp)
+
+    def leader_epoch_for_offset(self, offset: int) -> int | None:
+        return self.leader_epoch_cache.epoch_for_offset(offset)
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch (KIP-101): see ``LeaderEpochCache.end_offset_for``."""
+        return self.leader_epoch_cache.end_offset_for(epoch, self.log_end_offset)
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return self.leader_epoch_cache.latest_epoch
+
+    # -- deleting and truncating -----------------------------------------------------------
+    def _delete_segments(self, count: int) -> int:
+        """Delete the ``count`` oldest segments (rolling first if that would be all)."""
+        if count <= 0:
+            return 0
+        if count >= len(self._segments):
+            count = len(self._segments)
+            self.roll()
+        doomed = self._segments[:count]
+        self._segments = self._segments[count:]
+        self._bases = self._bases[count:]
+        for seg in doomed:
+            seg.delete()
+        first_base = self._segments[0].base_offset
+        if first_base > self._log_start_offset:
+            self._set_log_start(first_base)
+        return count
+
+    def _set_log_start(self, offset: int) -> None:
+        self._log_start_offset = offset
+        if self._high_watermark < offset:
+            self._high_watermark = offset
+        if self.recovery_point < offset:
+            self.recovery_point = offset
+        self.leader_epoch_cache.truncate_from_start(offset)
+        self._check_invariants()
+
+    def _delete_below_log_start(self) -> int:
+        count = 0
+        while count < len(self._segments) and self._upper_bound(count) <= self._log_start_offset:
+            if count == len(self._segments) - 1 and self.active_segment.size == 0:
+                break
+            count += 1
+        return self._delete_segments(count)
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset up to ``offset`` (which may not pass the
+        high watermark: ``OffsetOutOfRange``) and delete the segments wholly below it.
+        Returns the new log start offset."""
+        if offset > self._high_watermark or offset < 0:
+            raise OffsetOutOfRange(offset, self._log_start_offset, self._high_watermark,
+                                   f"cannot move log start to {offset}: high watermark is "
+                                   f"{self._high_watermark}")
+        if offset > self._log_start_offset:
+            self._set_log_start(offset)
+            self._delete_below_log_start()
+        return self._log_start_offset
+
+    def truncate_to(self, offset: int) -> bool:
+        """Follower truncation: drop every batch ending at or after ``offset``. Returns whether
+        anything was removed. Below the log start offset the log is emptied and restarted at
+        ``offset`` (Kafka's ``truncateFullyAndStartAt``)."""
+        if offset >= self.log_end_offset:
+            return False
+        if offset < self._log_start_offset:
+            self.truncate_fully_and_start_at(offset)
+            return True
+        keep = [s for s in self._segments if s.base_offset <= offset]
+        for seg in self._segments[len(keep):]:
+            seg.delete()
+        self._segments = keep
+        self._bases = [s.base_offset for s in keep]
+        self.active_segment.truncate_to(offset)
+        leo = self.log_end_offset
+        self._high_watermark = min(self._high_watermark, leo)
+        self.recovery_point = min(self.recovery_point, leo)
+        self.leader_epoch_cache.truncate_from_end(leo)
+        if self._log_start_offset > leo:
+            self._log_start_offset = leo
+        self._check_invariants()
+        return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Delete everything and restart the log empty at ``offset``."""
+        for seg in self._segments:
+            seg.delete()
+        self._segments = [self._new_segment(offset)]
+        self._bases = [offset]
+        self._log_start_offset = offset
+        self._high_watermark = offset
+        self.recovery_point = offset
+        self.leader_epoch_cache.clear()
+        self._check_invariants()
+
+    def apply_retention(self, now_ms: int | None = None) -> int:
+        """Delete whole old segments for ``cleanup.policy=delete`` logs: those wholly below the
+        log start offset, then by ``retention.ms`` (a segment's largest timestamp older than
+        ``now - retention.ms``; as in Kafka the active segment goes too, after a roll, when it
+        qualifies and is fully below the high watermark), then by ``retention.bytes`` (oldest
+        first, never the active segment). Only segments wholly below the high watermark are
+        deleted. Advances the log start offset; returns the number of segments deleted."""
+        if now_ms is None:
+            now_ms = self._now_ms()
+        deleted = self._delete_below_log_start()
+        if not self.config.delete_enabled:
+            return deleted
+        cfg = self.config
+        if cfg.retention_ms >= 0:
+            count = 0
+            for i, seg in enumerate(self._segments):
+                if seg.size == 0 or self._upper_bound(i) > self._high_watermark:
+                    break
+                if seg.largest_timestamp() >= now_ms - cfg.retention_ms:
+                    break
+                count += 1
+            deleted += self._delete_segments(count)
+        if cfg.retention_bytes >= 0:
+            excess = self.size_bytes - cfg.retention_bytes
+            count = 0
+            for i, seg in enumerate(self._segments[:-1]):
+                if excess - seg.size < 0 or self._upper_bound(i) > self._high_watermark:
+                    break
+                excess -= seg.size
+                count += 1
+            deleted += self._delete_segments(count)
+        return deleted
+
+    # -- flushing and lifecycle ------------------------------------------------------------
+    def unflushed_messages(self) -> int:
+        return self.log_end_offset - self.recovery_point
+
+    def flush_due(self, now_ms: int | None = None) -> bool:
+        """Whether ``flush.messages`` or ``flush.ms`` call for an fsync now, or a rolled
+        segment has not been flushed yet (Kafka flushes a segment when it rolls)."""
+        if now_ms is None:
+            now_ms = self._now_ms()
+        unflushed = self.unflushed_messages()
+        if unflushed <= 0:
+            return False
+        if unflushed >= self.config.flush_messages:
+            return True
+        if now_ms - self.last_flush_ms >= self.config.flush_ms:
+            return True
+        return any(seg.dirty for seg in self._segments[:-1])
+
+    def flush(self, now_ms: int | None = None) -> int:
+        """fsync every segment holding data above the recovery point, then move the recovery
+        point to the log end offset as it was when the flush began. Safe to run on another
+        thread while the reactor appends. Returns the new recovery point."""
+        target = self.log_end_offset
+        segments = list(self._segments)
+        for seg in segments:
+            if seg.dirty:
+                seg.flush()
+        if target > self.recovery_point:
+            self.recovery_point = target
+        self.last_flush_ms = self._now_ms() if now_ms is None else now_ms
+        return self.recovery_point
+
+    def close(self) -> None:
+        """Flush, write the leader epoch checkpoint and close every file."""
+        if self.closed:
+            return
+        self.active_segment.on_become_inactive()
+        self.flush()
+        self.leader_epoch_cache.flush()
+        for seg in self._segments:
+            seg.close()
+        self.closed = True
+
+    def delete(self) -> None:
+        """Close and remove the partition directory."""
+        for seg in self._segments:
+            seg.close()
+        self.closed = True
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return (f"Log({self.directory!r}, start={self._log_start_offset}, "
+                f"hw={self._high_watermark}, end={self.log_end_offset}, "
+                f"segments={len(self._segments)})")

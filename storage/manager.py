@@ -1,0 +1,355 @@
+"""``LogManager``: every partition log of the broker across its log dirs, and topic metadata.
+
+On disk, per log dir (Kafka's names):
+
+- ``<topic>-<partition>/`` partition directories (segments, ``leader-epoch-checkpoint``,
+  ``partition.metadata`` with the topic id);
+- ``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint``,
+  ``replication-offset-checkpoint`` (high watermarks);
+- ``.kafka_cleanshutdown`` while the broker is stopped cleanly (written by ``close``, removed
+  once ``load`` has opened the logs, so a crash later means recovery on the next start);
+- ``wireserver-topics.json`` (ours; Kafka keeps this in ZooKeeper/KRaft): every topic's name, id,
+  partition count and config overrides, with a ``generation`` counter. It is written to every
+  log dir; ``load`` trusts the copy with the highest generation.
+
+Deleted partitions are renamed ``<topic>-<p>.<uuid hex>-delete`` and removed at once; leftovers
+are removed on ``load``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import types
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterator, Mapping
+
+from storage import checkpoint as ckpt
+from storage.errors import (
+    InvalidPartitionsError,
+    InvalidTopicError,
+    TopicExistsError,
+    UnknownTopicError,
+)
+from storage.log import Log, parse_partition_dir
+from storage.log_config import LogConfig
+
+TOPICS_FILE = "wireserver-topics.json"
+MAX_TOPIC_NAME_LENGTH = 249
+_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's ``Topic.validate``: 1..249 characters from [a-zA-Z0-9._-], not '.' or '..'.
+    Raises ``InvalidTopicError`` with Kafka's wording."""
+    if not isinstance(name, str) or not name:
+        raise InvalidTopicError("Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise InvalidTopicError('Topic name cannot be "." or ".."')
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise InvalidTopicError(
+            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} "
+            f"characters, topic name: {name}")
+    if not _LEGAL_TOPIC.match(name):
+        raise InvalidTopicError(
+            f'Topic name "{name}" is illegal, it contains a character other than ASCII '
+            "alphanumerics, '.', '_' and '-'")
+
+
+def _collision_key(name: str) -> str:
+    return name.replace(".", "_")
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    num_partitions: int
+    overrides: Mapping[str, str] = field(default_factory=dict)
+    config: LogConfig = field(default_factory=LogConfig)
+
+
+class LogManager:
+    def __init__(self, log_dirs: list[str], broker_defaults: Mapping[str, Any],
+                 now_ms: Callable[[], int]):
+        if not log_dirs:
+            raise ValueError("at least one log dir is needed")
+        self.log_dirs = [os.path.abspath(d) for d in log_dirs]
+        self.broker_defaults = dict(broker_defaults)
+        self._now_ms = now_ms
+        self._topics: dict[str, TopicInfo] = {}
+        self._logs: dict[tuple[str, int], Log] = {}
+        self._dir_of: dict[tuple[str, int], str] = {}
+        self._generation = 0
+        self.clean_shutdown: dict[str, bool] = {}  # per log dir, as found by load()
+        self.loaded = False
+
+    # -- topics ----------------------------------------------------------------------------
+    @property
+    def topics(self) -> Mapping[str, TopicInfo]:
+        return types.MappingProxyType(self._topics)
+
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        return self._logs.get((topic, partition))
+
+    def logs(self) -> Iterator[tuple[tuple[str, int], Log]]:
+        return iter(list(self._logs.items()))
+
+    def _config_for(self, overrides: Mapping[str, str]) -> LogConfig:
+        return LogConfig.from_values(self.broker_defaults, overrides)
+
+    def _pick_dir(self) -> str:
+        counts = {d: 0 for d in self.log_dirs}
+        for d in self._dir_of.values():
+            counts[d] = counts.get(d, 0) + 1
+        return min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
+
+    def _open_partition(self, info: TopicInfo, partition: int) -> Log:
+        log_dir = self._pick_dir()
+        directory = os.path.join(log_dir, f"{info.name}-{partition}")
+        log = Log.open(directory, info.config, now_ms=self._now_ms, recover=False)
+        ckpt.write_partition_metadata(directory, info.topic_id)
+        self._logs[(info.name, partition)] = log
+        self._dir_of[(info.name, partition)] = log_dir
+        return log
+
+    def create_topic(self, name: str, num_partitions: int,
+                     overrides: Mapping[str, str] | None = None,
+                     topic_id: uuid.UUID | None = None) -> TopicInfo:
+        """Create a topic's partition logs. Raises InvalidTopicError, TopicExistsError,
+        InvalidPartitionsError or ``ConfigValueError`` (an unknown or bad override)."""
+        validate_topic_name(name)
+        if name in self._topics:
+            raise TopicExistsError(f"Topic '{name}' already exists.")
+        key = _collision_key(name)
+        for existing in self._topics:
+            if _collision_key(existing) == key:
+                raise InvalidTopicError(
+                    f"Topic '{name}' collides with existing topic: {existing}")
+        if num_partitions < 1:
+            raise InvalidPartitionsError("Number of partitions must be larger than 0.")
+        overrides = {k: str(v) for k, v in (overrides or {}).items()}
+        config = self._config_for(overrides)
+        info = TopicInfo(name, topic_id or uuid.uuid4(), num_partitions, overrides, config)
+        self._topics[name] = info
+        for p in range(num_partitions):
+            self._open_partition(info, p)
+        self._save_topics()
+        return info
+
+    def delete_topic(self, name: str) -> None:
+        info = self._require(name)
+        for p in range(info.num_partitions):
+            log = self._logs.pop((name, p), None)
+            self._dir_of.pop((name, p), None)
+            if log is not None:
+                self._delete_dir(log)
+        del self._topics[name]
+        self._save_topics()
+        self.checkpoint()
+
+    def _delete_dir(self, log: Log) -> None:
+        for seg in log.segments:
+            seg.close()
+        log.closed = True
+        doomed = f"{log.directory}.{uuid.uuid4().hex}-delete"
+        try:
+            os.replace(log.directory, doomed)
+        except OSError:
+            doomed = log.directory
+        shutil.rmtree(doomed, ignore_errors=True)
+
+    def add_partitions(self, name: str, new_total: int) -> TopicInfo:
+        info = self._require(name)
+        if new_total <= info.num_partitions:
+            raise InvalidPartitionsError(
+                f"Topic currently has {info.num_partitions} partitions, which is higher than "
+                f"or equal to the requested {new_total}.")
+        info = replace(info, num_partitions=new_total)
+        self._topics[name] = info
+        for p in range(self._count_partitions(name), new_total):
+            if (name, p) not in self._logs:
+                self._open_partition(info, p)
+        self._save_topics()
+        return info
+
+    def _count_partitions(self, name: str) -> int:
+        return sum(1 for (t, _) in self._logs if t == name)
+
+    def alter_topic_config(self, name: str, overrides: Mapping[str, str]) -> TopicInfo:
+        """Replace a topic's config overrides (the full set, as AlterConfigs does)."""
+        info = self._require(name)
+        overrides = {k: str(v) for k, v in overrides.items()}
+        config = self._config_for(overrides)
+        info = replace(info, overrides=overrides, config=config)
+        self._topics[name] = info
+        for p in range(info.num_partitions):
+            log = self._logs.get((name, p))
+            if log is not None:
+                log.config = config
+        self._save_topics()
+        return info
+
+    def update_broker_defaults(self, broker_defaults: Mapping[str, Any]) -> None:
+        """New broker-level defaults (dynamic broker config): recompute every topic's config."""
+        self.broker_defaults = dict(broker_defaults)
+        for name, info in list(self._topics.items()):
+            config = self._config_for(info.overrides)
+            self._topics[name] = replace(info, config=config)
+            for p in range(info.num_partitions):
+                log = self._logs.get((name, p))
+                if log is not None:
+                    log.config = config
+
+    def _require(self, name: str) -> TopicInfo:
+        try:
+            return self._topics[name]
+        except KeyError:
+            raise UnknownTopicError(f"Unknown topic: {name}") from None
+
+    # -- persistence -----------------------------------------------------------------------
+    def _save_topics(self) -> None:
+        self._generation += 1
+        doc = {
+            "version": 1,
+            "generation": self._generation,
+            "topics": [
+                {"name": t.name, "topic_id": str(t.topic_id),
+                 "num_partitions": t.num_partitions, "overrides": dict(t.overrides)}
+                for t in sorted(self._topics.values(), key=lambda t: t.name)
+            ],
+        }
+        for d in self.log_dirs:
+            os.makedirs(d, exist_ok=True)
+            ckpt.write_json(os.path.join(d, TOPICS_FILE), doc)
+
+    def _read_topics(self) -> list[dict]:
+        best: dict | None = None
+        for d in self.log_dirs:
+            path = os.path.join(d, TOPICS_FILE)
+            if not os.path.exists(path):
+                continue
+            try:
+                doc = ckpt.read_json(path)
+            except (OSError, ValueError):
+                continue
+            if best is None or doc.get("generation", 0) > best.get("generation", 0):
+                best = doc
+        if best is None:
+            return []
+        self._generation = int(best.get("generation", 0))
+        return list(best.get("topics", []))
+
+    def load(self) -> None:
+        """Open every partition log found in the log dirs, recovering the logs of any dir
+        without a clean-shutdown marker, then remove the markers."""
+        declared = {t["name"]: t for t in self._read_topics()}
+        found: dict[tuple[str, int], str] = {}
+        for d in self.log_dirs:
+            os.makedirs(d, exist_ok=True)
+            self.clean_shutdown[d] = os.path.exists(os.path.join(d, ckpt.CLEAN_SHUTDOWN_MARKER))
+            for name in sorted(os.listdir(d)):
+                path = os.path.join(d, name)
+                if not os.path.isdir(path):
+                    continue
+                if name.endswith("-delete"):
+                    shutil.rmtree(path, ignore_errors=True)
+                    continue
+                try:
+                    topic, partition = parse_partition_dir(name)
+                except ValueError:
+                    continue
+                if name.endswith("-future") or (topic, partition) in found:
+                    continue
+                found[(topic, partition)] = d
+        # Topics: the declared ones, plus any found on disk without a declaration.
+        for name, entry in declared.items():
+            overrides = {k: str(v) for k, v in entry.get("overrides", {}).items()}
+            self._topics[name] = TopicInfo(name, uuid.UUID(entry["topic_id"]),
+                                           int(entry["num_partitions"]), overrides,
+                                           self._config_for(overrides))
+        for (topic, partition), d in found.items():
+            if topic in self._topics:
+                continue
+            try:
+                validate_topic_name(topic)
+            except InvalidTopicError:
+                continue
+            topic_id = ckpt.read_partition_metadata(os.path.join(d, f"{topic}-{partition}"))
+            count = 1 + max(p for (t, p) in found if t == topic)
+            self._topics[topic] = TopicInfo(topic, topic_id or uuid.uuid4(), count, {},
+                                            self._config_for({}))
+        checkpoints = {d: self._read_checkpoints(d) for d in self.log_dirs}
+        for (topic, partition), d in found.items():
+            info = self._topics.get(topic)
+            if info is None:
+                continue
+            tp = (topic, partition)
+            rp, ls, hw = checkpoints[d]
+            directory = os.path.join(d, f"{topic}-{partition}")
+            log = Log.open(directory, info.config, now_ms=self._now_ms,
+                           recover=not self.clean_shutdown[d], recovery_point=rp.get(tp, 0),
+                           log_start_offset=ls.get(tp), high_watermark=hw.get(tp))
+            if ckpt.read_partition_metadata(directory) is None:
+                ckpt.write_partition_metadata(directory, info.topic_id)
+            self._logs[tp] = log
+            self._dir_of[tp] = d
+        # Partitions declared but missing on disk (a crash while creating them).
+        for info in list(self._topics.values()):
+            for p in range(info.num_partitions):
+                if (info.name, p) not in self._logs:
+                    self._open_partition(info, p)
+        self._save_topics()
+        self.checkpoint()
+        for d in self.log_dirs:
+            marker = os.path.join(d, ckpt.CLEAN_SHUTDOWN_MARKER)
+            if os.path.exists(marker):
+                os.unlink(marker)
+                ckpt.fsync_dir(d)
+        self.loaded = True
+
+    def _read_checkpoints(self, d: str) -> tuple[dict, dict, dict]:
+        out = []
+        for name in (ckpt.RECOVERY_POINT_CHECKPOINT, ckpt.LOG_START_OFFSET_CHECKPOINT,
+                     ckpt.REPLICATION_OFFSET_CHECKPOINT):
+            try:
+                out.append(ckpt.read_offsets(os.path.join(d, name)))
+            except (ckpt.CheckpointError, OSError):
+                out.append({})  # a damaged checkpoint means a full re-scan, as in Kafka
+        return out[0], out[1], out[2]
+
+    def checkpoint(self) -> None:
+        """Write the recovery point, log start offset and high watermark checkpoints."""
+        for d in self.log_dirs:
+            mine = {tp: log for tp, log in self._logs.items() if self._dir_of.get(tp) == d}
+            ckpt.write_offsets(os.path.join(d, ckpt.RECOVERY_POINT_CHECKPOINT),
+                               {tp: log.recovery_point for tp, log in mine.items()})
+            ckpt.write_offsets(os.path.join(d, ckpt.LOG_START_OFFSET_CHECKPOINT),
+                               {tp: log.log_start_offset for tp, log in mine.items()})
+            ckpt.write_offsets(os.path.join(d, ckpt.REPLICATION_OFFSET_CHECKPOINT),
+                               {tp: log.high_watermark for tp, log in mine.items()})
+
+    # -- housekeeping ----------------------------------------------------------------------
+    def apply_retention(self, now_ms: int | None = None) -> int:
+        """Run retention on every log; returns the number of segments deleted."""
+        now = self._now_ms() if now_ms is None else now_ms
+        return sum(log.apply_retention(now) for _, log in self.logs())
+
+    def logs_due_for_flush(self, now_ms: int | None = None) -> list[Log]:
+        now = self._now_ms() if now_ms is None else now_ms
+        return [log for _, log in self.logs() if log.flush_due(now)]
+
+    def flush_all(self) -> None:
+        for _, log in self.logs():
+            log.flush()
+
+    def close(self) -> None:
+        """Flush and close every log, write the checkpoints and the clean-shutdown markers."""
+        for _, log in self.logs():
+            log.close()
+        self.checkpoint()
+        self._save_topics()
+        for d in self.log_dirs:
+            ckpt.atomic_write(os.path.join(d, ckpt.CLEAN_SHUTDOWN_MARKER), b"")

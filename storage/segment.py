@@ -1,0 +1,287 @@
+"""One log segment: ``<20-digit base offset>.log`` with its ``.index`` and ``.timeindex``.
+
+The ``.log`` file holds record batches back to back, exactly as stored (Kafka's format). The
+segment keeps in memory what Kafka's ``LogSegment`` keeps: its size, the next offset after its
+last batch, the largest batch ``maxTimestamp`` and the offset of the batch holding it, and the
+first batch's ``maxTimestamp`` (the base for time-based rolling).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterator
+
+from storage.batches import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, crc_ok, read_header
+from storage.index import INT32_MAX, CorruptIndexError, OffsetIndex, TimeIndex
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
+
+
+def filename_prefix(offset: int) -> str:
+    """Kafka's file name for a base offset: 20 digits, zero padded."""
+    return f"{offset:020d}"
+
+
+class CorruptSegmentError(ValueError):
+    """Bytes in a ``.log`` file that do not walk as batches."""
+
+
+class LogSegment:
+    """A segment file and its two indexes. Not thread-safe except ``flush``."""
+
+    def __init__(self, directory: str, base_offset: int, *, index_interval_bytes: int,
+                 max_index_bytes: int, created_ms: int = 0):
+        self.directory = directory
+        self.base_offset = base_offset
+        prefix = os.path.join(directory, filename_prefix(base_offset))
+        self.log_path = prefix + LOG_SUFFIX
+        self.index_interval_bytes = index_interval_bytes
+        self.offset_index = OffsetIndex(prefix + INDEX_SUFFIX, base_offset, max_index_bytes)
+        self.time_index = TimeIndex(prefix + TIME_INDEX_SUFFIX, base_offset, max_index_bytes)
+        self._fd: int | None = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.size = os.fstat(self._fd).st_size
+        self.next_offset = base_offset
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = -1
+        self.first_batch_timestamp: int | None = None
+        self.bytes_since_last_index_entry = 0
+        self.created_ms = created_ms
+        self.closed = False
+        self.dirty = False  # written since the last fsync
+
+    def __repr__(self) -> str:
+        return (f"LogSegment(base={self.base_offset}, next={self.next_offset}, "
+                f"size={self.size})")
+
+    # -- reading -------------------------------------------------------------------------
+    @property
+    def fd(self) -> int:
+        if self._fd is None:
+            raise ValueError(f"segment {self.log_path} is closed")
+        return self._fd
+
+    def read(self, position: int, length: int) -> bytes:
+        out = os.pread(self.fd, length, position)
+        if len(out) != length:
+            raise CorruptSegmentError(f"{self.log_path}: short read at {position}")
+        return out
+
+    def header_at(self, position: int) -> BatchHeader:
+        raw = os.pread(self.fd, HEADER_SIZE, position)
+        if len(raw) < HEADER_SIZE:
+            raise CorruptSegmentError(f"{self.log_path}: torn header at {position}")
+        header = read_header(raw)
+        if header.batch_length < MIN_BATCH_LENGTH or position + header.size > self.size:
+            raise CorruptSegmentError(f"{self.log_path}: bad batch length at {position}")
+        return header
+
+    def walk(self, position: int = 0) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of each batch from ``position`` to the end of the segment."""
+        while position < self.size:
+            header = self.header_at(position)
+            yield position, header
+            position += header.size
+
+    def find(self, offset: int) -> tuple[int, BatchHeader] | None:
+        """The first batch whose last offset is >= ``offset``, or None."""
+        _, position = self.offset_index.lookup(offset)
+        for pos, header in self.walk(position):
+            if header.last_offset >= offset:
+                return pos, header
+        return None
+
+    def largest_timestamp(self) -> int:
+        """Kafka's ``LogSegment.largestTimestamp``: the max batch timestamp, or the file's
+        modification time when no batch carries a timestamp."""
+        if self.max_timestamp >= 0:
+            return self.max_timestamp
+        return int(os.stat(self.log_path).st_mtime * 1000)
+
+    # -- writing -------------------------------------------------------------------------
+    def should_roll(self, *, segment_bytes: int, segment_ms: int, incoming_size: int,
+                    incoming_max_timestamp: int, last_offset: int, now_ms: int) -> bool:
+        """Kafka's ``LogSegment.shouldRoll``. Time is measured from the first batch's
+        maxTimestamp to the incoming batches' maxTimestamp (falling back to the wall time since
+        the segment was created when there is no timestamp)."""
+        if self.size == 0:
+            return False
+        if self.size + incoming_size > segment_bytes:
+            return True
+        if self.first_batch_timestamp is not None and self.first_batch_timestamp >= 0:
+            waited = incoming_max_timestamp - self.first_batch_timestamp
+        else:
+            waited = now_ms - self.created_ms
+        if waited > segment_ms:
+            return True
+        if self.offset_index.is_full() or self.time_index.is_full():
+            return True
+        return last_offset - self.base_offset > INT32_MAX
+
+    def _index_batch(self, position: int, header: BatchHeader) -> None:
+        if header.max_timestamp > self.max_timestamp:
+            self.max_timestamp = header.max_timestamp
+            self.offset_of_max_timestamp = header.last_offset
+        if self.bytes_since_last_index_entry > self.index_interval_bytes:
+            self.offset_index.append(header.last_offset, position)
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self.bytes_since_last_index_entry = 0
+        self.bytes_since_last_index_entry += header.size
+        if self.first_batch_timestamp is None:
+            self.first_batch_timestamp = header.max_timestamp
+        self.next_offset = header.next_offset
+
+    def append(self, data, headers: list[tuple[int, BatchHeader]]) -> None:
+        """Write ``data`` (whole batches, offsets assigned) at the end and index it."""
+        view = memoryview(data)
+        start = self.size
+        written = 0
+        while written < len(view):
+            written += os.pwrite(self.fd, view[written:], start + written)
+        for pos, header in headers:
+            self._index_batch(start + pos, header)
+        self.size = start + len(view)
+        self.dirty = True
+
+    def on_become_inactive(self) -> None:
+        """Kafka appends a final time-index entry for the segment's max timestamp on roll."""
+        if self.max_timestamp >= 0:
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp,
+                                         skip_full_check=True)
+
+    # -- loading and recovery -----------------------------------------------------------
+    def load(self) -> bool:
+        """Load the indexes and the tail after the last index entry, without CRC checks.
+        False when an index is missing or fails its sanity check (rebuild with ``recover``)."""
+        if not self.offset_index.exists() or not self.time_index.exists():
+            return False
+        try:
+            self.offset_index.load(self.size)
+            _, position = self.offset_index.last_entry()
+            self.next_offset = self.base_offset
+            last = self.offset_index.last_entry()
+            if self.offset_index.entries:
+                self.next_offset = last[0] + 1
+            tail_max, tail_max_offset = -1, -1
+            for _, header in self.walk(position):
+                if header.base_offset < self.base_offset:
+                    raise CorruptSegmentError("batch below the segment's base offset")
+                self.next_offset = header.next_offset
+                if header.max_timestamp > tail_max:
+                    tail_max, tail_max_offset = header.max_timestamp, header.last_offset
+            self.time_index.load(self.next_offset)
+            entry = self.time_index.last_entry()
+            if entry is not None:
+                self.max_timestamp, self.offset_of_max_timestamp = entry
+            if tail_max > self.max_timestamp:
+                self.max_timestamp, self.offset_of_max_timestamp = tail_max, tail_max_offset
+            self.first_batch_timestamp = (self.header_at(0).max_timestamp
+                                          if self.size else None)
+            self.bytes_since_last_index_entry = 0
+        except (CorruptIndexError, CorruptSegmentError):
+            return False
+        return True
+
+    def recover(self, min_offset: int | None = None) -> int:
+        """Re-scan the whole segment: walk batches by length, check magic, CRC and offset
+        order, truncate at the first bad batch and rebuild both indexes. Returns the number
+        of bytes truncated."""
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.next_offset = self.base_offset
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = -1
+        self.first_batch_timestamp = None
+        self.bytes_since_last_index_entry = 0
+        file_size = os.fstat(self.fd).st_size
+        self.size = file_size
+        expect = self.base_offset if min_offset is None else max(min_offset, self.base_offset)
+        position = 0
+        while position < file_size:
+            raw = os.pread(self.fd, HEADER_SIZE, position)
+            if len(raw) < HEADER_SIZE:
+                break
+            header = read_header(raw)
+            size = header.size
+            if header.batch_length < MIN_BATCH_LENGTH or position + size > file_size:
+                break
+            if header.magic != 2 or header.last_offset_delta < 0:
+                break
+            if header.base_offset < expect:
+                break
+            if not crc_ok(os.pread(self.fd, size, position), 0, size):
+                break
+            self._index_batch(position, header)
+            expect = header.next_offset
+            position += size
+        truncated = file_size - position
+        if truncated:
+            os.ftruncate(self.fd, position)
+        self.size = position
+        self.dirty = True
+        return truncated
+
+    def truncate_to(self, offset: int) -> int:
+        """Drop every batch whose last offset is >= ``offset`` (Kafka's ``truncateTo``); the
+        segment then ends at a batch boundary. Returns the number of bytes removed."""
+        found = self.find(offset)
+        if found is None:
+            return 0
+        position = found[0]
+        removed = self.size - position
+        os.ftruncate(self.fd, position)
+        self.size = position
+        self.offset_index.truncate_to_position(position)
+        # Recompute the in-memory state from the remaining batches after the last entry.
+        self.time_index.truncate_to_offset(found[1].base_offset)
+        self.next_offset = self.base_offset
+        self.max_timestamp, self.offset_of_max_timestamp = -1, -1
+        entry = self.time_index.last_entry()
+        if entry is not None:
+            self.max_timestamp, self.offset_of_max_timestamp = entry
+        start = 0
+        if self.offset_index.entries:
+            last_offset, start = self.offset_index.last_entry()
+        for _, header in self.walk(start):
+            self.next_offset = header.next_offset
+            if header.max_timestamp > self.max_timestamp:
+                self.max_timestamp, self.offset_of_max_timestamp = (header.max_timestamp,
+                                                                   header.last_offset)
+        if self.size == 0:
+            self.first_batch_timestamp = None
+        self.bytes_since_last_index_entry = 0
+        self.dirty = True
+        return removed
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def flush(self) -> None:
+        if self.closed:
+            return
+        try:
+            os.fsync(self.fd)
+            self.offset_index.flush()
+            self.time_index.flush()
+        except (OSError, ValueError):
+            if not self.closed:
+                raise
+        self.dirty = False
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.offset_index.close()
+        self.time_index.close()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def delete(self) -> None:
+        self.close()
+        for path in (self.log_path, self.offset_index.path, self.time_index.path):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
