@@ -1,0 +1,121 @@
+"""The ``wireserver`` command line: config errors exit 2 before anything starts."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from wireserver import cli
+from wireserver.config import BrokerConfig
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def console_script() -> list[str]:
+    """The installed ``wireserver`` script beside this interpreter, else ``python -m``."""
+    script = Path(sys.executable).parent / "wireserver"
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("wireserver")
+    return [found] if found else [sys.executable, "-m", "wireserver.cli"]
+
+
+def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return subprocess.run([*console_script(), *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT, env=env)
+
+
+def test_bad_override_value_exits_2_naming_the_key():
+    result = run("serve", "--override", "num.partitions=abc")
+    assert result.returncode == 2, result.stderr
+    assert "wireserver: " in result.stderr
+    assert "num.partitions" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_malformed_override_exits_2():
+    result = run("serve", "--override", "num.partitions")
+    assert result.returncode == 2
+    assert "malformed override 'num.partitions'" in result.stderr
+
+
+def test_missing_config_file_exits_2(tmp_path):
+    missing = tmp_path / "server.properties"
+    result = run("serve", "--config", str(missing))
+    assert result.returncode == 2
+    assert f"wireserver: config file {missing} does not exist" in result.stderr
+
+
+def test_bad_value_in_config_file_names_the_key(tmp_path):
+    path = tmp_path / "server.properties"
+    path.write_text("# broker\nlisteners=PLAINTEXT://localhost\n")
+    result = run("serve", "--config", str(path))
+    assert result.returncode == 2
+    assert "listeners" in result.stderr and "NAME://host:port" in result.stderr
+
+
+def test_version_prints():
+    result = run("--version")
+    assert result.returncode == 0
+    assert result.stdout.startswith("wireserver ")
+    assert result.stdout.split()[1][0].isdigit()
+
+
+def test_no_command_prints_usage():
+    assert cli.main([]) == 2
+
+
+def test_unknown_log_level_is_a_usage_error(capsys):
+    assert cli.main(["serve", "--log-level", "LOUD"]) == 2
+    assert "--log-level" in capsys.readouterr().err
+
+
+@pytest.fixture
+def fake_broker(monkeypatch):
+    """Stand-in for wireserver.broker, recording the config it was handed."""
+    module = types.ModuleType("wireserver.broker")
+    seen: list[BrokerConfig] = []
+
+    def serve_forever(config: BrokerConfig) -> int:
+        seen.append(config)
+        return 0
+
+    module.serve_forever = serve_forever
+    monkeypatch.setitem(sys.modules, "wireserver.broker", module)
+    return seen
+
+
+def test_serve_hands_the_loaded_config_to_the_broker(tmp_path, fake_broker):
+    path = tmp_path / "server.properties"
+    path.write_text("num.partitions=3\nlog.dirs=" + str(tmp_path / "data") + "\n")
+    code = cli.main(["serve", "--config", str(path), "--override", "num.partitions=5",
+                     "--override", "listeners=PLAINTEXT://127.0.0.1:0", "--log-level", "debug"])
+    assert code == 0
+    (config,) = fake_broker
+    assert config["num.partitions"] == 5
+    assert config.log_dirs == [str(tmp_path / "data")]
+    assert config.listeners[0].port == 0
+
+
+def test_config_error_is_reported_before_the_broker_is_imported(monkeypatch, capsys):
+    class Exploding(types.ModuleType):
+        def __getattr__(self, name):
+            raise AssertionError("broker must not be touched when the config is bad")
+
+    monkeypatch.setitem(sys.modules, "wireserver.broker", Exploding("wireserver.broker"))
+    assert cli.main(["serve", "--override", "log.retention.check.interval.ms=0"]) == 2
+    assert "log.retention.check.interval.ms" in capsys.readouterr().err
+
+
+def test_broken_broker_module_is_reported(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "wireserver.broker", None)  # import raises ImportError
+    assert cli.main(["serve"]) == 1
+    assert "cannot load the broker" in capsys.readouterr().err
