@@ -43,6 +43,10 @@ class _Index:
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         return self._fd
 
+    def open(self) -> None:
+        """Open (creating if needed) the index file."""
+        self._file()
+
     def _write_entry(self, raw: bytes) -> None:
         os.pwrite(self._file(), raw, len(self._keys) * self.ENTRY.size)
 

@@ -41,6 +41,11 @@ class LogSegment:
         self.index_interval_bytes = index_interval_bytes
         self.offset_index = OffsetIndex(prefix + INDEX_SUFFIX, base_offset, max_index_bytes)
         self.time_index = TimeIndex(prefix + TIME_INDEX_SUFFIX, base_offset, max_index_bytes)
+        # Whether both index files were there before we opened them (else ``load`` fails and
+        # the segment is rebuilt); new (empty) index files are created right away.
+        self.indexes_existed = self.offset_index.exists() and self.time_index.exists()
+        self.offset_index.open()
+        self.time_index.open()
         self._fd: int | None = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.size = os.fstat(self._fd).st_size
         self.next_offset = base_offset
@@ -155,7 +160,7 @@ class LogSegment:
     def load(self) -> bool:
         """Load the indexes and the tail after the last index entry, without CRC checks.
         False when an index is missing or fails its sanity check (rebuild with ``recover``)."""
-        if not self.offset_index.exists() or not self.time_index.exists():
+        if not self.indexes_existed:
             return False
         try:
             self.offset_index.load(self.size)

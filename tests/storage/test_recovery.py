@@ -1,0 +1,164 @@
+"""Reopen after a clean close, and recovery from torn, corrupt and index-less segments."""
+
+from __future__ import annotations
+
+import os
+
+from storage.log import Log
+from tests.storage.helpers import config, make_batch, open_log, record_offsets
+
+CFG = dict(segment_bytes=600, index_interval_bytes=100)
+
+
+def build(path, n=30):
+    log = open_log(path, config(**CFG))
+    for i in range(n):
+        log.append(make_batch(3, ts=1000 + 10 * i), leader_epoch=1)
+    return log
+
+
+def state(log: Log):
+    return (log.log_start_offset, log.log_end_offset, log.size_bytes,
+            [(s.base_offset, s.next_offset, s.size, s.max_timestamp, s.offset_index.entries)
+             for s in log.segments], log.leader_epoch_cache.entries)
+
+
+def segment_files(path, suffix):
+    return sorted(os.path.join(path, n) for n in os.listdir(path) if n.endswith(suffix))
+
+
+def test_reopen_after_clean_close_has_same_state_without_rescan(tmp_path):
+    path = tmp_path / "t-0"
+    log = build(path)
+    log.high_watermark = 90
+    before = state(log)
+    data = log.read(0, 1 << 30).data
+    log.close()
+    log2 = open_log(path, config(**CFG), recover=False, high_watermark=90)
+    assert log2.recovered_segments == 0 and log2.rebuilt_indexes == 0
+    assert state(log2) == before
+    assert log2.read(0, 1 << 30).data == data
+    assert log2.offset_for_timestamp(1153) == (48, 1160)
+    assert log2.append(make_batch(1), 1).base_offset == 90
+
+
+def test_unclean_open_rescans_from_recovery_point(tmp_path):
+    path = tmp_path / "t-0"
+    log = build(path)
+    nseg = len(log.segments)
+    log.flush()
+    log.close()
+    full = open_log(path, config(**CFG), recover=True, recovery_point=0)
+    assert full.recovered_segments == nseg
+    full.close()
+    rp = full.segments[-2].base_offset + 1
+    partial = open_log(path, config(**CFG), recover=True, recovery_point=rp)
+    assert partial.recovered_segments == 2  # the segment holding rp and the active one
+    assert partial.log_end_offset == 90
+
+
+def test_torn_tail_is_truncated(tmp_path):
+    path = tmp_path / "t-0"
+    log = build(path)
+    log.close()
+    last = segment_files(path, ".log")[-1]
+    size = os.path.getsize(last)
+    with open(last, "r+b") as f:
+        f.truncate(size - 17)  # cut the last batch in the middle
+    log2 = open_log(path, config(**CFG), recover=True)
+    assert log2.truncated_bytes > 0
+    assert log2.log_end_offset == 87
+    assert record_offsets(log2.read(0, 1 << 30).data) == list(range(87))
+    assert log2.append(make_batch(1), 1).base_offset == 87
+
+
+def test_torn_tail_after_a_clean_marker_is_still_found(tmp_path):
+    # The index says nothing of the tail, but its walk does not fit: the segment is recovered.
+    path = tmp_path / "t-0"
+    log = build(path)
+    log.close()
+    last = segment_files(path, ".log")[-1]
+    with open(last, "ab") as f:
+        f.write(b"\x00" * 30)
+    log2 = open_log(path, config(**CFG), recover=False)
+    assert log2.rebuilt_indexes == 1
+    assert log2.log_end_offset == 90
+
+
+def test_corrupt_batch_truncates_and_drops_later_segments(tmp_path):
+    path = tmp_path / "t-0"
+    log = build(path)
+    nseg = len(log.segments)
+    log.close()
+    logs = segment_files(path, ".log")
+    victim = logs[1]
+    with open(victim, "r+b") as f:
+        f.seek(os.path.getsize(victim) - 5)
+        byte = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([byte[0] ^ 0xFF]))  # flip a byte in the segment's last batch
+    log2 = open_log(path, config(**CFG), recover=True)
+    assert len(log2.segments) == 2 < nseg
+    assert len(segment_files(path, ".log")) == 2
+    end = log2.log_end_offset
+    assert record_offsets(log2.read(0, 1 << 30).data) == list(range(end))
+    assert end < 90 and end % 3 == 0
+    assert log2.leader_epoch_cache.entries == [(1, 0)]
+
+
+def test_corrupt_last_batch_crc(tmp_path):
+    path = tmp_path / "t-0"
+    log = build(path)
+    log.close()
+    last = segment_files(path, ".log")[-1]
+    with open(last, "r+b") as f:
+        f.seek(-3, os.SEEK_END)
+        b = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([b[0] ^ 0x01]))
+    log2 = open_log(path, config(**CFG), recover=True)
+    assert log2.log_end_offset == 87
+
+
+def test_missing_index_is_rebuilt_after_clean_shutdown(tmp_path):
+    path = tmp_path / "t-0"
+    log = build(path)
+    before = state(log)
+    log.close()
+    os.unlink(segment_files(path, ".index")[0])
+    os.unlink(segment_files(path, ".timeindex")[1])
+    log2 = open_log(path, config(**CFG), recover=False)
+    assert log2.rebuilt_indexes == 2
+    assert state(log2)[:3] == before[:3]
+    assert os.path.exists(segment_files(path, ".index")[0])
+    for offset in range(0, 90, 7):
+        assert log2.read(offset, 1).first_offset <= offset
+
+
+def test_garbled_index_is_rebuilt(tmp_path):
+    path = tmp_path / "t-0"
+    log = build(path)
+    log.close()
+    idx = segment_files(path, ".index")[0]
+    with open(idx, "r+b") as f:
+        f.write(b"\xff\xff\xff\xff\x7f\xff\xff\xff")
+    idx2 = segment_files(path, ".index")[1]
+    with open(idx2, "ab") as f:
+        f.write(b"\x01\x02\x03")  # not a whole entry
+    log2 = open_log(path, config(**CFG), recover=False)
+    assert log2.rebuilt_indexes == 2
+    assert record_offsets(log2.read(0, 1 << 30).data) == list(range(90))
+    for offset in range(90):
+        assert log2.read(offset, 1).first_offset <= offset
+
+
+def test_stray_files_are_removed(tmp_path):
+    path = tmp_path / "t-0"
+    build(path).close()
+    for name in ("00000000000000000099.index", "00000000000000000003.log.deleted",
+                 "leader-epoch-checkpoint.tmp"):
+        (path / name).write_bytes(b"x")
+    open_log(path, config(**CFG)).close()
+    names = os.listdir(path)
+    assert not any(n.endswith((".deleted", ".tmp")) for n in names)
+    assert "00000000000000000099.index" not in names
