@@ -6,8 +6,8 @@
 - SNAPPY: the xerial "snappy-java" stream framing -- the 16-byte header ``\\x82SNAPPY\\x00``,
   version 1, compatible version 1 (both big-endian int32), then blocks of
   ``[int32 compressed length][raw snappy block]``, each block at most 32 KiB uncompressed.
-- LZ4: the LZ4 frame format with independent blocks (Kafka's readers do not support linked
-  blocks).
+- LZ4: the LZ4 frame format with independent blocks (Kafka's Java reader decodes each block
+  on its own, with no dictionary from the previous one).
 - ZSTD: one zstd frame.
 
 ``decompress(codec, data, max_size=...)`` accepts the above, plus raw (unframed) snappy, linked
