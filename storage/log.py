@@ -135,7 +135,8 @@ class Log:
         for name in os.listdir(self.directory):
             path = os.path.join(self.directory, name)
             if name.endswith(_STRAY_SUFFIXES):
-                os.unlink(path) if os.path.isfile(path) else None
+                if os.path.isfile(path):
+                    os.unlink(path)
                 continue
             stem, ext = os.path.splitext(name)
             if ext in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX) and stem.isdigit():
@@ -589,9 +590,11 @@ class Log:
         point to the log end offset as it was when the flush began. Safe to run on another
         thread while the reactor appends. Returns the new recovery point."""
         target = self.log_end_offset
+        start = self.recovery_point
         segments = list(self._segments)
-        for seg in segments:
-            if seg.dirty:
+        for i, seg in enumerate(segments):
+            upper = segments[i + 1].base_offset if i + 1 < len(segments) else None
+            if seg.dirty or upper is None or upper > start:
                 seg.flush()
         if target > self.recovery_point:
             self.recovery_point = target

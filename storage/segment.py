@@ -264,14 +264,15 @@ class LogSegment:
     def flush(self) -> None:
         if self.closed:
             return
+        self.dirty = False  # cleared first: an append racing with the fsync sets it again
         try:
             os.fsync(self.fd)
             self.offset_index.flush()
             self.time_index.flush()
         except (OSError, ValueError):
             if not self.closed:
+                self.dirty = True
                 raise
-        self.dirty = False
 
     def close(self) -> None:
         if self.closed:
