@@ -150,7 +150,8 @@ def encode_response(spec: ApiSpec, version: int, correlation_id: int, response: 
     # Set the version before the header: kafka-python's version setter assumes a request header.
     response._version = version
     response.with_header(correlation_id=correlation_id)
-    return response.encode(header=True, framed=True)
+    # kafka-python hands back a bytearray; transports want immutable bytes.
+    return bytes(response.encode(header=True, framed=True))
 
 
 def make_response(spec: ApiSpec, version: int, **fields: Any) -> ApiMessage:

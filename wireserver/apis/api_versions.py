@@ -1,0 +1,32 @@
+"""ApiVersions (key 18), v0-4.
+
+Built from ``protocol.served.SERVED`` alone. A request at a version above ours is answered with
+a v0 body carrying UNSUPPORTED_VERSION and our full list, so the client can pick a version we
+share (KIP-511); the server layer encodes it at v0 with response header v0.
+
+Skipped: feature flags (supported/finalized features) — we finalize none, so the tagged fields
+stay absent; clients treat that as "no features".
+"""
+
+from __future__ import annotations
+
+from protocol.errors import ErrorCode
+from wireserver.apis import handles
+
+API_KEY = 18
+
+
+def supported_versions(ctx, response_class) -> list:
+    entry = response_class.ApiVersion
+    return [entry(api_key=spec.key, min_version=spec.advertised_min, max_version=spec.max_version)
+            for spec in ctx.broker.registry]
+
+
+@handles(API_KEY)
+def handle(ctx):
+    response_class = ctx.request.spec.response_class
+    if ctx.request.body is None:
+        return response_class(version=0, error_code=ErrorCode.UNSUPPORTED_VERSION,
+                              api_keys=supported_versions(ctx, response_class))
+    return ctx.response(error_code=ErrorCode.NONE, api_keys=supported_versions(ctx, response_class),
+                        throttle_time_ms=0)

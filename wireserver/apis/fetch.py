@@ -1,0 +1,232 @@
+"""Fetch (key 1), v4-18.
+
+- Long-poll: when fewer than ``min_bytes`` are ready and nothing is in error, the request waits
+  in the purgatory until an append to one of its partitions (re-reading then) or ``max_wait_ms``.
+- Size limits: ``max_bytes`` for the response and ``partition_max_bytes`` per partition, with
+  KIP-74's rule that the first batch of the first non-empty partition comes whole even when it is
+  larger than either limit, so a consumer can always make progress.
+- Fetch sessions (KIP-227), full and incremental: see ``wireserver.fetch_sessions``.
+- Topic ids from v13 (UNKNOWN_TOPIC_ID for an id we don't know).
+- OFFSET_OUT_OF_RANGE below the log start or above the log end; consumers never see past the
+  high watermark (read_committed: the last stable offset, equal to it until transactions land).
+
+Skipped (later issues): follower fetches (replica_id >= 0), divergence checks against
+``last_fetched_epoch``, aborted transactions, preferred read replicas (always -1).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from twisted.internet import defer
+
+from protocol.errors import ErrorCode
+from storage.errors import OffsetOutOfRange
+from wireserver.apis import handles
+from wireserver.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition
+
+API_KEY = 1
+ZERO_UUID = uuid.UUID(int=0)
+LEADER_EPOCH = 0
+
+
+def session_cache(broker):
+    cache = getattr(broker, "fetch_sessions", None)
+    if cache is None:
+        from wireserver.fetch_sessions import FetchSessionCache
+        cache = broker.fetch_sessions = FetchSessionCache(
+            broker.config.get("max.incremental.fetch.session.cache.slots", 1000) or 1000)
+    return cache
+
+
+class FetchPlan:
+    """The partitions one Fetch request reads, in response order, and how it answers."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.version = ctx.version
+        self.session = None
+        self.incremental = False
+        self.error = ErrorCode.NONE
+        self.partitions: list[CachedPartition] = []
+
+    def build(self) -> None:
+        body, version = self.ctx.body, self.version
+        cache = session_cache(self.ctx.broker)
+        session_id = body.session_id if version >= 7 else 0
+        epoch = body.session_epoch if version >= 7 else FINAL_EPOCH
+        requested = list(self._requested())
+        if epoch in (FINAL_EPOCH, INITIAL_EPOCH):
+            if session_id:
+                cache.remove(session_id)
+            if epoch == INITIAL_EPOCH:
+                self.session = cache.create()
+                if self.session is not None:
+                    for cached in requested:
+                        self.session.partitions[self._key(cached)] = cached
+            self.partitions = requested
+            return
+        session = cache.get(session_id)
+        if session is None:
+            self.error = ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+            return
+        if session.epoch != epoch:
+            self.error = ErrorCode.INVALID_FETCH_SESSION_EPOCH
+            return
+        for cached in requested:
+            key = self._key(cached)
+            known = session.partitions.get(key)
+            if known is None:
+                session.partitions[key] = cached
+            else:
+                known.fetch_offset = cached.fetch_offset
+                known.max_bytes = cached.max_bytes
+                known.current_leader_epoch = cached.current_leader_epoch
+        for forgotten in body.forgotten_topics_data or []:
+            topic = forgotten.topic_id if version >= 13 else forgotten.topic
+            for partition in forgotten.partitions:
+                session.partitions.pop((topic, partition), None)
+        self.session = session
+        self.incremental = True
+        self.partitions = list(session.partitions.values())
+
+    def _key(self, cached: CachedPartition):
+        return (cached.topic_id if self.version >= 13 else cached.topic, cached.partition)
+
+    def _requested(self):
+        version = self.version
+        topics = self.ctx.broker.logs.topics
+        by_id = {info.topic_id: name for name, info in topics.items()} if version >= 13 else {}
+        for topic in self.ctx.body.topics:
+            name = by_id.get(topic.topic_id) if version >= 13 else topic.topic
+            for p in topic.partitions:
+                yield CachedPartition(
+                    topic=name, topic_id=topic.topic_id if version >= 13 else None,
+                    partition=p.partition, fetch_offset=p.fetch_offset,
+                    max_bytes=p.partition_max_bytes,
+                    current_leader_epoch=p.current_leader_epoch if version >= 9 else -1)
+
+
+class PartitionResult:
+    __slots__ = ("cached", "error", "records", "high_watermark", "last_stable_offset",
+                 "log_start_offset")
+
+    def __init__(self, cached, error, records=b"", hw=-1, lso=-1, log_start=-1):
+        self.cached = cached
+        self.error = error
+        self.records = records
+        self.high_watermark = hw
+        self.last_stable_offset = lso
+        self.log_start_offset = log_start
+
+
+def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
+    body = ctx.body
+    logs = ctx.broker.logs
+    remaining = body.max_bytes
+    min_one = True
+    results = []
+    for cached in plan.partitions:
+        if cached.topic is None:
+            error = ErrorCode.UNKNOWN_TOPIC_ID if plan.version >= 13 else \
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            results.append(PartitionResult(cached, error))
+            continue
+        log = logs.get_log(cached.topic, cached.partition)
+        if log is None:
+            results.append(PartitionResult(cached, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            continue
+        hw, log_start = log.high_watermark, log.log_start_offset
+        epoch = cached.current_leader_epoch
+        if epoch >= 0 and epoch != LEADER_EPOCH:
+            error = ErrorCode.FENCED_LEADER_EPOCH if epoch < LEADER_EPOCH else \
+                ErrorCode.UNKNOWN_LEADER_EPOCH
+            results.append(PartitionResult(cached, error, b"", hw, hw, log_start))
+            continue
+        limit = max(0, min(cached.max_bytes, remaining))
+        try:
+            read = log.read(cached.fetch_offset, limit, upper_bound=hw, min_one_batch=min_one)
+        except OffsetOutOfRange:
+            results.append(PartitionResult(cached, ErrorCode.OFFSET_OUT_OF_RANGE, b"", hw, hw,
+                                           log_start))
+            continue
+        if read.data:
+            min_one = False
+            remaining = max(0, remaining - len(read.data))
+        results.append(PartitionResult(cached, ErrorCode.NONE, read.data, hw, hw, log_start))
+    return results
+
+
+def ready(ctx, results: list[PartitionResult]) -> bool:
+    """Answer now: enough bytes, an error to report, or no wait asked for."""
+    if ctx.body.max_wait_ms <= 0:
+        return True
+    if any(result.error != ErrorCode.NONE for result in results):
+        return True
+    return sum(len(result.records) for result in results) >= max(1, ctx.body.min_bytes)
+
+
+def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
+    response_class = ctx.request.spec.response_class
+    topic_class = response_class.FetchableTopicResponse
+    partition_class = topic_class.PartitionData
+    read_committed = ctx.body.isolation_level == 1
+    topics: list = []
+    by_topic: dict = {}
+    for result in results:
+        cached = result.cached
+        changed = (result.records or result.error != ErrorCode.NONE
+                   or result.high_watermark != cached.sent_high_watermark
+                   or result.last_stable_offset != cached.sent_last_stable_offset
+                   or result.log_start_offset != cached.sent_log_start_offset)
+        cached.sent_high_watermark = result.high_watermark
+        cached.sent_last_stable_offset = result.last_stable_offset
+        cached.sent_log_start_offset = result.log_start_offset
+        if plan.incremental and not changed:
+            continue
+        topic_key = cached.topic_id if plan.version >= 13 else cached.topic
+        entry = by_topic.get(topic_key)
+        if entry is None:
+            entry = by_topic[topic_key] = topic_class(
+                topic=cached.topic, topic_id=cached.topic_id or ZERO_UUID, partitions=[])
+            topics.append(entry)
+        entry.partitions.append(partition_class(
+            partition_index=cached.partition, error_code=result.error,
+            high_watermark=result.high_watermark, last_stable_offset=result.last_stable_offset,
+            log_start_offset=result.log_start_offset,
+            aborted_transactions=[] if read_committed else None,
+            preferred_read_replica=-1, records=result.records))
+    if plan.session is not None:
+        plan.session.advance() if plan.incremental else None
+    session_id = plan.session.id if plan.session is not None else 0
+    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=session_id,
+                        responses=topics)
+
+
+def error_response(ctx, code: ErrorCode):
+    return ctx.response(throttle_time_ms=0, error_code=code, session_id=0, responses=[])
+
+
+@handles(API_KEY)
+@defer.inlineCallbacks
+def handle(ctx):
+    plan = FetchPlan(ctx)
+    plan.build()
+    if plan.error != ErrorCode.NONE:
+        return error_response(ctx, plan.error)
+    if plan.session is not None and not plan.incremental:
+        plan.session.advance()
+    broker = ctx.broker
+    deadline = broker.reactor.seconds() + ctx.body.max_wait_ms / 1000.0
+    keys = [("append", cached.topic, cached.partition) for cached in plan.partitions
+            if cached.topic is not None]
+    results = read_partitions(ctx, plan)
+    while not ready(ctx, results) and keys:
+        remaining = deadline - broker.reactor.seconds()
+        if remaining <= 0:
+            break
+        woken = yield broker.purgatory.watch(keys, remaining)
+        results = read_partitions(ctx, plan)
+        if not woken:
+            break
+    return build_response(ctx, plan, results)

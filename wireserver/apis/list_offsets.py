@@ -1,0 +1,66 @@
+"""ListOffsets (key 2), v1-10.
+
+Special timestamps: -1 latest (the high watermark; with read_committed the last stable offset,
+equal to it until transactions land), -2 earliest (the log start offset), -3 the record with the
+largest timestamp (v7+), -4 earliest local (v8+: the log start, as nothing is tiered), -5 latest
+tiered (v9+: none, so -1). Any other timestamp finds the first record at or after it through
+the time index; none → offset -1.
+"""
+
+from __future__ import annotations
+
+from protocol.errors import ErrorCode
+from wireserver.apis import handles
+
+API_KEY = 2
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+LEADER_EPOCH = 0
+
+
+def lookup(log, timestamp: int) -> tuple[int, int, ErrorCode]:
+    """(timestamp, offset, error) for one partition."""
+    hw = log.high_watermark
+    if timestamp == LATEST:
+        return -1, hw, ErrorCode.NONE
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        return -1, log.log_start_offset, ErrorCode.NONE
+    if timestamp == LATEST_TIERED:
+        return -1, -1, ErrorCode.NONE
+    if timestamp == MAX_TIMESTAMP:
+        found = log.max_timestamp()
+        if found is None or found.offset >= hw:
+            return -1, -1, ErrorCode.NONE
+        return found.timestamp, found.offset, ErrorCode.NONE
+    if timestamp < 0:
+        return -1, -1, ErrorCode.INVALID_REQUEST
+    found = log.offset_for_timestamp(timestamp, upper_bound=hw)
+    if found is None:
+        return -1, -1, ErrorCode.NONE
+    return found.timestamp, found.offset, ErrorCode.NONE
+
+
+@handles(API_KEY)
+def handle(ctx):
+    response_class = ctx.request.spec.response_class
+    topic_class = response_class.ListOffsetsTopicResponse
+    partition_class = topic_class.ListOffsetsPartitionResponse
+    logs = ctx.broker.logs
+    topics = []
+    for topic in ctx.body.topics:
+        partitions = []
+        for requested in topic.partitions:
+            log = logs.get_log(topic.name, requested.partition_index)
+            epoch = requested.current_leader_epoch if ctx.version >= 4 else -1
+            if log is None:
+                ts, offset, error = -1, -1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif epoch >= 0 and epoch != LEADER_EPOCH:
+                ts, offset = -1, -1
+                error = ErrorCode.FENCED_LEADER_EPOCH if epoch < LEADER_EPOCH else \
+                    ErrorCode.UNKNOWN_LEADER_EPOCH
+            else:
+                ts, offset, error = lookup(log, requested.timestamp)
+            partitions.append(partition_class(
+                partition_index=requested.partition_index, error_code=error, timestamp=ts,
+                offset=offset, leader_epoch=LEADER_EPOCH if offset >= 0 else -1))
+        topics.append(topic_class(name=topic.name, partitions=partitions))
+    return ctx.response(throttle_time_ms=0, topics=topics)

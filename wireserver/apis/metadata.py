@@ -1,0 +1,98 @@
+"""Metadata (key 3), v0-13.
+
+One node: this broker leads every partition, with itself as the only replica and ISR, leader
+epoch 0. Unknown topics are created when the request and ``auto.create.topics.enable`` allow it
+(v0-3 always allow it, as in Kafka); since creation here is synchronous the new topic is
+returned at once (Kafka's KRaft brokers answer LEADER_NOT_AVAILABLE first and create it
+asynchronously). Topics can be named by id from v10 on (v12+ sends a null name).
+
+Skipped: authorized-operations bitfields are reported as "not requested" (no authorizer yet).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from protocol.errors import ErrorCode
+from wireserver.apis import handles
+from wireserver.topics import INTERNAL_TOPICS, TopicError, auto_create, check_name
+
+API_KEY = 3
+ZERO_UUID = uuid.UUID(int=0)
+
+
+def broker_entries(ctx, broker_class) -> list:
+    """This broker as the listener the request arrived on advertises it."""
+    broker = ctx.broker
+    listener = next((l for l in broker.advertised if l.name == ctx.listener_name),
+                    broker.advertised[0])
+    return [broker_class(node_id=broker.node_id, host=listener.host, port=listener.port,
+                         rack=broker.config.get("broker.rack"))]
+
+
+def partition_entries(ctx, topic_class, info) -> list:
+    partition_class = topic_class.MetadataResponsePartition
+    node = ctx.broker.node_id
+    return [partition_class(error_code=ErrorCode.NONE, partition_index=p, leader_id=node,
+                            leader_epoch=0, replica_nodes=[node], isr_nodes=[node],
+                            offline_replicas=[])
+            for p in range(info.num_partitions)]
+
+
+def topic_entry(ctx, topic_class, info):
+    return topic_class(error_code=ErrorCode.NONE, name=info.name, topic_id=info.topic_id,
+                       is_internal=info.name in INTERNAL_TOPICS,
+                       partitions=partition_entries(ctx, topic_class, info),
+                       authorized_operations=None)
+
+
+def error_entry(topic_class, code: ErrorCode, name: str | None, topic_id=None):
+    return topic_class(error_code=code, name=name, topic_id=topic_id or ZERO_UUID,
+                       is_internal=False, partitions=[], authorized_operations=None)
+
+
+@handles(API_KEY)
+def handle(ctx):
+    body, version = ctx.body, ctx.version
+    response_class = ctx.request.spec.response_class
+    topic_class = response_class.MetadataResponseTopic
+    logs = ctx.broker.logs
+    # v0: an empty list means every topic; v1+: null means every topic.
+    all_topics = body.topics is None or (version == 0 and not body.topics)
+    allow_auto_create = body.allow_auto_topic_creation if version >= 4 else True
+    topics = []
+    if all_topics:
+        topics = [topic_entry(ctx, topic_class, info) for info in logs.topics.values()]
+    else:
+        by_id = {info.topic_id: info for info in logs.topics.values()}
+        for requested in body.topics:
+            name = requested.name
+            if name is None:
+                info = by_id.get(requested.topic_id)
+                if info is None:
+                    topics.append(error_entry(topic_class, ErrorCode.UNKNOWN_TOPIC_ID, None,
+                                              requested.topic_id))
+                else:
+                    topics.append(topic_entry(ctx, topic_class, info))
+                continue
+            info = logs.topics.get(name)
+            if info is None:
+                try:
+                    check_name(name)
+                    info = auto_create(ctx.broker, name) if allow_auto_create else None
+                except TopicError as exc:
+                    topics.append(error_entry(topic_class, exc.code, name))
+                    continue
+            if info is None:
+                topics.append(error_entry(topic_class, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name))
+            else:
+                topics.append(topic_entry(ctx, topic_class, info))
+    return ctx.response(
+        throttle_time_ms=0,
+        brokers=broker_entries(ctx, response_class.MetadataResponseBroker),
+        cluster_id=ctx.broker.cluster_id,
+        controller_id=ctx.broker.node_id,
+        topics=topics,
+        authorized_operations=None,
+        error_code=ErrorCode.NONE,
+    )

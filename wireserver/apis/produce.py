@@ -1,0 +1,138 @@
+"""Produce (key 0), v3-13 (v0-2 are advertised but refused, as Kafka 4 does).
+
+Each partition is checked and appended on its own: a bad batch fails its partition with Kafka's
+error and nothing else in the request is harmed. The hot path reads batch headers only: it
+never decodes individual records (so per-record checks Kafka makes — consecutive offset deltas,
+per-record timestamps — are left out; the batch header's counts and timestamps are checked).
+
+With one node, acks=-1 means the local write, exactly like acks=1. acks=0 gets no response.
+Produce never creates topics (Kafka creates them from Metadata requests only).
+
+Skipped until idempotence lands: producer id/sequence checks; transactional batches are stored
+as they are.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from protocol.errors import (CorruptRecordBatch, DecodeError, ErrorCode, TruncatedRecordBatch,
+                             UnsupportedMagic)
+from protocol.records import iter_batches
+from wireserver.apis import handles
+from wireserver.topics import TopicError, check_name
+
+API_KEY = 0
+VALID_ACKS = (-1, 0, 1)
+
+
+class PartitionError(Exception):
+    def __init__(self, code: ErrorCode, message: str | None = None):
+        super().__init__(message or code.name)
+        self.code = code
+        self.message = message
+
+
+def check_batches(records: bytearray, config, now_ms: int) -> int:
+    """Validate the batches of one partition's records; returns how many there are."""
+    count = 0
+    try:
+        for batch in iter_batches(records):
+            count += 1
+            if batch.size > config.max_message_bytes:
+                raise PartitionError(ErrorCode.MESSAGE_TOO_LARGE,
+                                     f"The batch of {batch.size} bytes exceeds max.message.bytes "
+                                     f"({config.max_message_bytes}).")
+            if not batch.verify_crc():
+                raise PartitionError(ErrorCode.CORRUPT_MESSAGE,
+                                     "The record batch fails its CRC check.")
+            try:
+                batch.validate(strict=True)
+            except CorruptRecordBatch as exc:
+                raise PartitionError(ErrorCode.INVALID_RECORD, str(exc)) from None
+            if batch.is_control:
+                raise PartitionError(ErrorCode.INVALID_RECORD,
+                                     "Clients are not allowed to write control records.")
+            if config.message_timestamp_type == "CreateTime":
+                if (batch.max_timestamp > now_ms + config.message_timestamp_after_max_ms or
+                        batch.base_timestamp < now_ms - config.message_timestamp_before_max_ms):
+                    raise PartitionError(ErrorCode.INVALID_TIMESTAMP,
+                                         "Timestamp of the batch is out of the acceptable range "
+                                         "(message.timestamp.before.max.ms / after.max.ms).")
+    except UnsupportedMagic as exc:
+        raise PartitionError(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, str(exc)) from None
+    except TruncatedRecordBatch as exc:
+        raise PartitionError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+    except DecodeError as exc:
+        raise PartitionError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+    if count == 0:
+        raise PartitionError(ErrorCode.INVALID_RECORD, "The produce request has no record batch.")
+    if count > 1:
+        raise PartitionError(ErrorCode.INVALID_RECORD,
+                             "Produce requests with version 3+ may contain exactly one record "
+                             "batch per partition.")
+    return count
+
+
+def produce_partition(ctx, topic: str, partition: int, records, acks: int):
+    """Append one partition's records; returns (error, base_offset, log_append_time, log_start)."""
+    broker = ctx.broker
+    if acks not in VALID_ACKS:
+        raise PartitionError(ErrorCode.INVALID_REQUIRED_ACKS)
+    info = broker.logs.topics.get(topic)
+    if info is None or not 0 <= partition < info.num_partitions:
+        raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                             "This server does not host this topic-partition.")
+    log = broker.logs.get_log(topic, partition)
+    if records is None:
+        raise PartitionError(ErrorCode.INVALID_RECORD, "The produce request has no records.")
+    buf = bytearray(records)
+    now = ctx.now_ms()
+    check_batches(buf, info.config, now)
+    result = log.append(buf, leader_epoch=0, now_ms=now)
+    log.high_watermark = log.log_end_offset
+    broker.appended(topic, partition)
+    return result
+
+
+@handles(API_KEY)
+def handle(ctx):
+    body, version = ctx.body, ctx.version
+    response_class = ctx.request.spec.response_class
+    topic_class = response_class.TopicProduceResponse
+    partition_class = topic_class.PartitionProduceResponse
+    by_id = None
+    if version >= 13:
+        by_id = {info.topic_id: info.name for info in ctx.broker.logs.topics.values()}
+    responses = []
+    for topic_data in body.topic_data:
+        name = topic_data.name
+        unknown_id = False
+        if version >= 13:
+            name = by_id.get(topic_data.topic_id)
+            unknown_id = name is None
+        partitions = []
+        for data in topic_data.partition_data:
+            try:
+                if unknown_id:
+                    raise PartitionError(ErrorCode.UNKNOWN_TOPIC_ID)
+                try:
+                    check_name(name)
+                except TopicError as exc:
+                    raise PartitionError(exc.code, exc.message) from None
+                result = produce_partition(ctx, name, data.index, data.records, body.acks)
+            except PartitionError as exc:
+                partitions.append(partition_class(
+                    index=data.index, error_code=exc.code, base_offset=-1, log_append_time_ms=-1,
+                    log_start_offset=-1, record_errors=[], error_message=exc.message))
+            else:
+                partitions.append(partition_class(
+                    index=data.index, error_code=ErrorCode.NONE, base_offset=result.base_offset,
+                    log_append_time_ms=result.log_append_time,
+                    log_start_offset=result.log_start_offset, record_errors=[],
+                    error_message=None))
+        responses.append(topic_class(name=topic_data.name, topic_id=topic_data.topic_id,
+                                     partition_responses=partitions))
+    if body.acks == 0:
+        return None
+    return ctx.response(responses=responses, throttle_time_ms=0)

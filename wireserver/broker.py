@@ -1,0 +1,180 @@
+"""A broker: configuration, partition logs, listeners and housekeeping, wired together.
+
+``Broker`` is what handlers reach through ``RequestContext.broker``; ``serve_forever`` is the
+``wireserver serve`` command's main loop. Time comes from the injected reactor, never from
+``time.time()``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import uuid
+from typing import Any, Callable
+
+from twisted.internet import defer, task, threads
+from twisted.internet.interfaces import IReactorTCP, IReactorTime
+
+from protocol.served import SERVED
+from storage.manager import LogManager
+from wireserver import apis
+from wireserver.config import BrokerConfig, Listener
+from wireserver.purgatory import Purgatory
+from wireserver.server import KafkaServerFactory
+
+log = logging.getLogger(__name__)
+
+
+class Broker:
+    """One wireserver node."""
+
+    def __init__(self, config: BrokerConfig, reactor: Any = None):
+        if reactor is None:
+            from twisted.internet import reactor as global_reactor
+            reactor = global_reactor
+        self.config = config
+        self.reactor = reactor
+        self.registry = SERVED
+        apis.check_handlers(self.registry)
+        self.node_id = config.node_id
+        self.cluster_id: str = ""
+        self.logs: LogManager | None = None
+        self.connections: set = set()
+        self.ports: list = []
+        self.advertised: list[Listener] = []
+        self.purgatory = Purgatory(reactor)
+        self._loops: list[task.LoopingCall] = []
+        self.started = False
+
+    # -- time -------------------------------------------------------------------------------
+
+    def now_ms(self) -> int:
+        return int(self.reactor.seconds() * 1000)
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Open the logs (recovering after an unclean stop), then listen. Synchronous: when it
+        returns, the listeners accept connections and ``advertised`` holds the real ports."""
+        for directory in self.config.log_dirs:
+            os.makedirs(directory, exist_ok=True)
+        self.cluster_id = self._load_or_create_cluster_id()
+        self.logs = LogManager(self.config.log_dirs, self.config.topic_defaults(), self.now_ms)
+        self.logs.load()
+        for _, partition_log in self.logs.logs():
+            # One node: everything in the log is committed.
+            partition_log.high_watermark = partition_log.log_end_offset
+        bound = []
+        for listener in self.config.listeners:
+            factory = KafkaServerFactory(self, listener.name)
+            interface = "" if listener.all_interfaces else listener.host
+            port = self.reactor.listenTCP(listener.port, factory, interface=interface)
+            self.ports.append(port)
+            bound.append(listener.with_port(port.getHost().port))
+        by_name = {listener.name: listener for listener in bound}
+        self.advertised = []
+        for listener in self.config.advertised_listeners:
+            if listener.port == 0 and listener.name in by_name:
+                listener = listener.with_port(by_name[listener.name].port)
+            self.advertised.append(listener)
+        self.bound = bound
+        self._every(self.config["log.retention.check.interval.ms"], self._apply_retention)
+        self._every(self.config["log.flush.scheduler.interval.ms"], self._flush_due_logs)
+        self.started = True
+
+    def _every(self, interval_ms: int, func: Callable[[], Any]) -> None:
+        if interval_ms <= 0 or interval_ms >= 2**62:
+            return
+        loop = task.LoopingCall(func)
+        loop.clock = self.reactor
+        loop.start(interval_ms / 1000.0, now=False).addErrback(
+            lambda failure: log.error("housekeeping failed: %s", failure.getTraceback()))
+        self._loops.append(loop)
+
+    @defer.inlineCallbacks
+    def stop(self):
+        """Stop listening, drop connections, flush and checkpoint every log (so that the next
+        start does not re-scan anything)."""
+        if not self.started:
+            return
+        self.started = False
+        for loop in self._loops:
+            if loop.running:
+                loop.stop()
+        self._loops.clear()
+        yield defer.gatherResults([defer.maybeDeferred(port.stopListening) for port in self.ports])
+        self.ports.clear()
+        for connection in list(self.connections):
+            connection.transport.loseConnection()
+        if self.logs is not None:
+            self.logs.close()
+
+    def _load_or_create_cluster_id(self) -> str:
+        """``cluster.id`` from the config, else from ``meta.properties`` in the first log dir
+        (as Kafka keeps it), else a new random one that is written there."""
+        path = os.path.join(self.config.log_dirs[0], "meta.properties")
+        stored: dict[str, str] = {}
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as handle:
+                for line in handle:
+                    key, sep, value = line.strip().partition("=")
+                    if sep and not key.startswith("#"):
+                        stored[key] = value
+        cluster_id = self.config.cluster_id or stored.get("cluster.id")
+        if not cluster_id:
+            import base64
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if stored.get("cluster.id") != cluster_id or stored.get("node.id") != str(self.node_id):
+            tmp = path + ".tmp"
+            with open(tmp, "w", encoding="utf-8") as handle:
+                handle.write(f"#wireserver\nversion=1\ncluster.id={cluster_id}\n"
+                             f"node.id={self.node_id}\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        return cluster_id
+
+    # -- housekeeping -----------------------------------------------------------------------
+
+    def _apply_retention(self) -> None:
+        if self.logs is not None:
+            self.logs.apply_retention(self.now_ms())
+
+    def _flush_due_logs(self) -> defer.Deferred | None:
+        """fsync logs whose flush.messages / flush.ms is due, off the reactor thread."""
+        if self.logs is None:
+            return None
+        now = self.now_ms()
+        due = self.logs.logs_due_for_flush(now)
+        if not due:
+            return None
+        return threads.deferToThreadPool(self.reactor, self.reactor.getThreadPool(),
+                                         lambda: [partition_log.flush() for partition_log in due])
+
+    # -- appends -----------------------------------------------------------------------------
+
+    def appended(self, topic: str, partition: int) -> None:
+        """Called after every append: wakes fetches waiting on the partition."""
+        self.purgatory.notify(("append", topic, partition))
+
+
+def serve_forever(config: BrokerConfig) -> int:
+    """Run one broker until SIGTERM/SIGINT, then shut down cleanly. Prints one ready line."""
+    from twisted.internet import reactor
+
+    broker = Broker(config, reactor)
+    try:
+        broker.start()
+    except Exception as exc:  # noqa: BLE001 - report any start failure as a message
+        log.error("wireserver failed to start: %s", exc, exc_info=True)
+        print(f"wireserver: failed to start: {exc}", file=sys.stderr)
+        return 1
+    reactor.addSystemEventTrigger("before", "shutdown", broker.stop)
+    endpoints = " ".join(str(listener) for listener in broker.advertised)
+    print(f"wireserver ready: node {broker.node_id} cluster {broker.cluster_id} "
+          f"listening on {endpoints}", flush=True)
+    log.info("ready: listening on %s", endpoints)
+    reactor.run(installSignalHandlers=True)
+    return 0

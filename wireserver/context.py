@@ -1,0 +1,41 @@
+"""What a handler sees of a request: the decoded request, the broker's state, the peer.
+Handlers never touch the transport."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kafka.protocol.api_message import ApiMessage
+
+from protocol.messages import Request
+
+if TYPE_CHECKING:
+    from wireserver.broker import Broker
+
+
+@dataclass(slots=True)
+class RequestContext:
+    request: Request
+    broker: "Broker"
+    peer: str
+    listener_name: str
+
+    @property
+    def version(self) -> int:
+        return self.request.header.api_version
+
+    @property
+    def body(self) -> Any:
+        return self.request.body
+
+    @property
+    def client_id(self) -> str | None:
+        return self.request.header.client_id
+
+    def response(self, **fields: Any) -> ApiMessage:
+        """A response body of this request's API at this request's version."""
+        return self.request.spec.response_class(version=self.version, **fields)
+
+    def now_ms(self) -> int:
+        return self.broker.now_ms()

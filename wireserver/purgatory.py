@@ -1,0 +1,72 @@
+"""The one mechanism for everything that waits: fetch long-polls now; acks=all, JoinGroup and
+transaction markers later.
+
+``watch(keys, timeout_s)`` returns a Deferred that fires ``True`` when any of ``keys`` is
+notified, or ``False`` when the timeout passes first. Time comes from the injected reactor
+(an ``IReactorTime``), so tests drive it with ``twisted.internet.task.Clock``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Hashable, Iterable
+
+from twisted.internet import defer
+from twisted.internet.interfaces import IReactorTime
+
+
+class Purgatory:
+    def __init__(self, clock: IReactorTime):
+        self.clock = clock
+        self._watchers: dict[Hashable, set["_Watch"]] = {}
+
+    def watch(self, keys: Iterable[Hashable], timeout_s: float) -> defer.Deferred:
+        watch = _Watch(self, list(keys))
+        for key in watch.keys:
+            self._watchers.setdefault(key, set()).add(watch)
+        watch.timer = self.clock.callLater(max(0.0, timeout_s), watch.fire, False)
+        return watch.deferred
+
+    def notify(self, key: Hashable) -> int:
+        """Wake every watch on ``key``; returns how many were woken."""
+        watches = self._watchers.pop(key, None)
+        if not watches:
+            return 0
+        for watch in list(watches):
+            watch.fire(True)
+        return len(watches)
+
+    def waiting(self, key: Hashable) -> int:
+        return len(self._watchers.get(key, ()))
+
+    def _forget(self, watch: "_Watch") -> None:
+        for key in watch.keys:
+            watchers = self._watchers.get(key)
+            if watchers is not None:
+                watchers.discard(watch)
+                if not watchers:
+                    del self._watchers[key]
+
+
+class _Watch:
+    __slots__ = ("purgatory", "keys", "deferred", "timer")
+
+    def __init__(self, purgatory: Purgatory, keys: list[Hashable]):
+        self.purgatory = purgatory
+        self.keys = keys
+        self.deferred: defer.Deferred = defer.Deferred(self._cancelled)
+        self.timer: Any = None
+
+    def _cancelled(self, _deferred: defer.Deferred) -> None:
+        self._stop_timer()
+        self.purgatory._forget(self)
+
+    def _stop_timer(self) -> None:
+        if self.timer is not None and self.timer.active():
+            self.timer.cancel()
+
+    def fire(self, woken: bool) -> None:
+        if self.deferred.called:
+            return
+        self._stop_timer()
+        self.purgatory._forget(self)
+        self.deferred.callback(woken)

@@ -1,0 +1,154 @@
+"""The Kafka listener: framing, decoding and strictly ordered responses per connection.
+
+Each connection keeps a queue of the requests it has read. Handlers may finish in any order
+(a long-polling Fetch behind a quick Metadata), but responses leave in request order, as Kafka
+clients require: a response is written only once every earlier one has been. A produce with
+acks=0 takes its place in the queue and writes nothing.
+
+A frame that does not decode, or an API/version we don't serve, closes that connection only
+(as Kafka does) and is logged with the peer's address.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+from typing import TYPE_CHECKING, Any
+
+from twisted.internet import defer, protocol
+from twisted.python.failure import Failure
+
+from protocol.errors import DecodeError, UnsupportedApi
+from protocol.framing import FrameDecoder
+from protocol.messages import Request, decode_request, encode_response
+from wireserver.apis import HANDLERS
+from wireserver.context import RequestContext
+
+if TYPE_CHECKING:
+    from wireserver.broker import Broker
+
+log = logging.getLogger(__name__)
+
+NO_RESPONSE = None
+
+
+class _Slot:
+    """One request's place in its connection's response queue."""
+
+    __slots__ = ("request", "done", "data")
+
+    def __init__(self, request: Request):
+        self.request = request
+        self.done = False
+        self.data: bytes | None = None
+
+
+class KafkaConnection(protocol.Protocol):
+    """One client connection."""
+
+    def __init__(self, broker: "Broker", listener_name: str, max_in_flight: int):
+        self.broker = broker
+        self.listener_name = listener_name
+        self.max_in_flight = max_in_flight
+        self.decoder = FrameDecoder(broker.config["socket.request.max.bytes"])
+        self.pending: collections.deque[_Slot] = collections.deque()
+        self.paused = False
+        self.closed = False
+        self.peer = "?"
+
+    # -- connection lifecycle -------------------------------------------------------------
+
+    def connectionMade(self) -> None:
+        peer = self.transport.getPeer()
+        self.peer = f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}"
+        self.broker.connections.add(self)
+
+    def connectionLost(self, reason: Failure = protocol.connectionDone) -> None:
+        self.closed = True
+        self.broker.connections.discard(self)
+        self.pending.clear()
+
+    def close(self, why: str) -> None:
+        """Drop this connection (only this one) after a protocol violation."""
+        if not self.closed:
+            log.warning("closing connection from %s: %s", self.peer, why)
+            self.closed = True
+            self.transport.loseConnection()
+
+    # -- input ------------------------------------------------------------------------------
+
+    def dataReceived(self, data: bytes) -> None:
+        if self.closed:
+            return
+        try:
+            frames = self.decoder.feed(data)
+        except DecodeError as exc:
+            self.close(str(exc))
+            return
+        for frame in frames:
+            if self.closed:
+                return
+            try:
+                request = decode_request(frame, self.broker.registry)
+            except UnsupportedApi as exc:
+                self.close(f"unsupported request: {exc}")
+                return
+            except DecodeError as exc:
+                self.close(f"malformed request: {exc}")
+                return
+            self._dispatch(request)
+        if len(self.pending) >= self.max_in_flight and not self.paused:
+            self.paused = True
+            self.transport.pauseProducing()
+
+    def _dispatch(self, request: Request) -> None:
+        slot = _Slot(request)
+        self.pending.append(slot)
+        ctx = RequestContext(request=request, broker=self.broker, peer=self.peer,
+                             listener_name=self.listener_name)
+        handler = HANDLERS[request.header.api_key]
+        result = defer.maybeDeferred(handler, ctx)
+        result.addCallbacks(self._completed, self._failed, callbackArgs=(slot,),
+                            errbackArgs=(slot,))
+
+    # -- output -----------------------------------------------------------------------------
+
+    def _completed(self, response: Any, slot: _Slot) -> None:
+        if self.closed:
+            return
+        request = slot.request
+        if response is not NO_RESPONSE:
+            version = request.api_version if request.body is not None else 0
+            slot.data = encode_response(request.spec, version, request.header.correlation_id,
+                                        response)
+        slot.done = True
+        self._flush()
+
+    def _failed(self, failure: Failure, slot: _Slot) -> None:
+        log.error("%s v%d from %s failed: %s", slot.request.spec.name, slot.request.api_version,
+                  self.peer, failure.getTraceback())
+        self.close("internal error while handling a request")
+
+    def _flush(self) -> None:
+        out = []
+        while self.pending and self.pending[0].done:
+            slot = self.pending.popleft()
+            if slot.data is not None:
+                out.append(slot.data)
+        if out:
+            self.transport.writeSequence(out)
+        if self.paused and len(self.pending) < self.max_in_flight:
+            self.paused = False
+            self.transport.resumeProducing()
+
+
+class KafkaServerFactory(protocol.Factory):
+    """Builds a ``KafkaConnection`` per accepted socket on one listener."""
+
+    def __init__(self, broker: "Broker", listener_name: str):
+        self.broker = broker
+        self.listener_name = listener_name
+
+    def buildProtocol(self, addr: Any) -> KafkaConnection:
+        return KafkaConnection(self.broker, self.listener_name,
+                               self.broker.config["queued.max.requests"])

@@ -1,0 +1,116 @@
+"""Topic creation and lookup shared by Metadata (auto-creation), Produce (auto-creation) and
+CreateTopics, with Kafka's error for each way a request can be wrong."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Mapping
+
+from protocol.errors import ErrorCode
+from storage.configdef import ConfigValueError
+from storage.errors import InvalidPartitionsError, InvalidTopicError, TopicExistsError
+from storage.log_config import TOPIC_CONFIGS, LogConfig
+from storage.manager import TopicInfo, validate_topic_name
+
+if TYPE_CHECKING:
+    from wireserver.broker import Broker
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+MAX_PARTITIONS = 2**31 - 1
+
+
+class TopicError(Exception):
+    """A topic operation refused with a Kafka error code and Kafka's message."""
+
+    def __init__(self, code: ErrorCode, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def check_name(name: str) -> None:
+    try:
+        validate_topic_name(name)
+    except InvalidTopicError as exc:
+        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)) from None
+
+
+def resolve_creation(broker: "Broker", name: str, num_partitions: int, replication_factor: int,
+                     configs: Mapping[str, str | None],
+                     assignments: Mapping[int, list[int]] | None = None) -> tuple[int, dict[str, str]]:
+    """Check a creation request the way Kafka does and return (partitions, config overrides).
+    Raises TopicError."""
+    check_name(name)
+    if name in broker.logs.topics:
+        raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+    live_brokers = [broker.node_id]
+    if assignments:
+        if num_partitions != -1 or replication_factor != -1:
+            raise TopicError(ErrorCode.INVALID_REQUEST,
+                             "Both numPartitions or replicationFactor and replicasAssignments "
+                             "were set. Both cannot be used at the same time.")
+        if sorted(assignments) != list(range(len(assignments))):
+            raise TopicError(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                             "Partitions should be a consecutive 0-based integer sequence")
+        for partition, replicas in assignments.items():
+            if not replicas or len(set(replicas)) != len(replicas):
+                raise TopicError(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                                 f"Invalid replica assignment for partition {partition}: {replicas}")
+            unknown = [r for r in replicas if r not in live_brokers]
+            if unknown:
+                raise TopicError(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                                 f"The manual partition assignment includes broker(s) {unknown}, "
+                                 "but those brokers are not registered.")
+        num_partitions = len(assignments)
+    else:
+        if num_partitions == -1:
+            num_partitions = broker.config["num.partitions"]
+        if replication_factor == -1:
+            replication_factor = broker.config["default.replication.factor"]
+        if num_partitions <= 0:
+            raise TopicError(ErrorCode.INVALID_PARTITIONS,
+                             "Number of partitions was set to an invalid non-positive value.")
+        if replication_factor <= 0:
+            raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                             "Replication factor must be larger than 0, or -1 to use the default value.")
+        if replication_factor > len(live_brokers):
+            raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                             f"Unable to replicate the partition {replication_factor} time(s): "
+                             f"The target replication factor of {replication_factor} cannot be "
+                             f"reached because only {len(live_brokers)} broker(s) are registered.")
+    overrides: dict[str, str] = {}
+    for key, value in configs.items():
+        if key not in TOPIC_CONFIGS:
+            raise TopicError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {key}")
+        if value is None:
+            raise TopicError(ErrorCode.INVALID_CONFIG,
+                             f"Null value not supported for topic configs: {key}")
+        overrides[key] = value
+    try:
+        LogConfig.from_values(broker.logs.broker_defaults, overrides)
+    except ConfigValueError as exc:
+        raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+    return num_partitions, overrides
+
+
+def create_topic(broker: "Broker", name: str, num_partitions: int = -1,
+                 replication_factor: int = -1, configs: Mapping[str, str | None] | None = None,
+                 assignments: Mapping[int, list[int]] | None = None) -> TopicInfo:
+    partitions, overrides = resolve_creation(broker, name, num_partitions, replication_factor,
+                                             configs or {}, assignments)
+    try:
+        return broker.logs.create_topic(name, partitions, overrides)
+    except TopicExistsError as exc:
+        raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, str(exc)) from None
+    except InvalidTopicError as exc:
+        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)) from None
+    except InvalidPartitionsError as exc:
+        raise TopicError(ErrorCode.INVALID_PARTITIONS, str(exc)) from None
+
+
+def auto_create(broker: "Broker", name: str) -> TopicInfo | None:
+    """Create ``name`` with the broker defaults if ``auto.create.topics.enable`` allows it.
+    Returns None when auto-creation is off; raises TopicError for an invalid name."""
+    check_name(name)
+    if not broker.config["auto.create.topics.enable"] or name in INTERNAL_TOPICS:
+        return None
+    return create_topic(broker, name)
