@@ -169,7 +169,7 @@ def resolve(version: str = KAFKA_VERSION, *, quiet: bool = True,
         return lib
 
 
-def main() -> None:  # python -m compat_tests.reference.resolve
+def main() -> None:  # python -m compat_tests.reference [resolve]
     started = time.monotonic()
     lib = resolve(quiet=False)
     size = sum(p.stat().st_size for p in lib.glob("*.jar"))
