@@ -45,6 +45,7 @@ class Broker:
         self.ports: list = []
         self.advertised: list[Listener] = []
         self.purgatory = Purgatory(reactor)
+        self._flushing: set = set()
         self._loops: list[task.LoopingCall] = []
         self.started = False
 
@@ -81,7 +82,10 @@ class Broker:
             self.advertised.append(listener)
         self.bound = bound
         self._every(self.config["log.retention.check.interval.ms"], self._apply_retention)
-        self._every(self.config["log.flush.scheduler.interval.ms"], self._flush_due_logs)
+        scheduler_ms = self.config["log.flush.scheduler.interval.ms"]
+        # Kafka's default scheduler interval is Long.MAX, which leaves flush.ms inert; we check
+        # once a second instead, so a topic's flush.ms is honoured without extra settings.
+        self._every(scheduler_ms if scheduler_ms < 2**62 else 1000, self._flush_due_logs)
         self.started = True
 
     def _every(self, interval_ms: int, func: Callable[[], Any]) -> None:
@@ -142,16 +146,31 @@ class Broker:
         if self.logs is not None:
             self.logs.apply_retention(self.now_ms())
 
-    def _flush_due_logs(self) -> defer.Deferred | None:
-        """fsync logs whose flush.messages / flush.ms is due, off the reactor thread."""
-        if self.logs is None:
-            return None
-        now = self.now_ms()
-        due = self.logs.logs_due_for_flush(now)
+    def _flush_due_logs(self) -> None:
+        """fsync logs whose flush.messages / flush.ms is due."""
+        if self.logs is not None:
+            self.flush_in_background(self.logs.logs_due_for_flush(self.now_ms()))
+
+    def flush_in_background(self, due: list) -> defer.Deferred | None:
+        """fsync ``due`` logs on the reactor's thread pool, never on the reactor thread, and
+        at most one flush per log at a time."""
+        due = [partition_log for partition_log in due if partition_log not in self._flushing]
         if not due:
             return None
-        return threads.deferToThreadPool(self.reactor, self.reactor.getThreadPool(),
-                                         lambda: [partition_log.flush() for partition_log in due])
+        self._flushing.update(due)
+
+        def flush_all() -> None:
+            for partition_log in due:
+                partition_log.flush()
+
+        def done(result: Any) -> Any:
+            self._flushing.difference_update(due)
+            return result
+
+        flushed = threads.deferToThreadPool(self.reactor, self.reactor.getThreadPool(), flush_all)
+        flushed.addBoth(done)
+        flushed.addErrback(lambda failure: log.error("flush failed: %s", failure.getTraceback()))
+        return flushed
 
     # -- appends -----------------------------------------------------------------------------
 

@@ -92,6 +92,8 @@ def produce_partition(ctx, topic: str, partition: int, records, acks: int):
     result = log.append(buf, leader_epoch=0, now_ms=now)
     log.high_watermark = log.log_end_offset
     broker.appended(topic, partition)
+    if log.flush_due(now):
+        broker.flush_in_background([log])
     return result
 
 
