@@ -219,6 +219,12 @@ def _with_bootstrap(tool: str, args: Sequence[str], bootstrap: str | None) -> li
     name = tool[:-3] if tool.endswith(".sh") else tool
     if name in _BOOTSTRAP_FIRST:
         return ["--bootstrap-server", bootstrap, *args]
+    if name == "kafka-producer-perf-test":  # 4.1 has no --bootstrap-server flag
+        prop = f"bootstrap.servers={bootstrap}"
+        if "--producer-props" in args:
+            i = args.index("--producer-props") + 1
+            return [*args[:i], prop, *args[i:]]
+        return [*args, "--producer-props", prop]
     return [*args, "--bootstrap-server", bootstrap]
 
 
@@ -230,9 +236,9 @@ def run_tool(tool: str, args: Sequence[str] = (), *, input: str | bytes | None =
     """Run a Kafka CLI tool to completion and capture stdout/stderr.
 
     ``bootstrap`` (optional) adds ``--bootstrap-server <bootstrap>``, which
-    every 4.x client tool accepts (after the other arguments; before them for
-    kafka-metadata-quorum); the address can be any broker, including
-    wireserver. ``input`` is fed to stdin (e.g. console-producer lines);
+    the 4.x client tools accept (after the other arguments; before them for
+    kafka-metadata-quorum; as ``--producer-props bootstrap.servers=...`` for
+    kafka-producer-perf-test); the address can be any broker, wireserver's too. ``input`` is fed to stdin (e.g. console-producer lines);
     otherwise stdin is /dev/null. ``check=True`` raises CalledProcessError.
     """
     cmd = tool_command(tool, _with_bootstrap(tool, args, bootstrap), jvm_opts=jvm_opts)
