@@ -20,6 +20,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 
 from compat_tests.reference import (KAFKA_VERSION, TOOLS, reference_kafka, resolve,
                                     run_tool)
+from compat_tests.reference.launcher import new_cluster_id
 
 pytestmark = pytest.mark.integration
 
@@ -67,6 +68,12 @@ def test_every_tool_main_class_is_in_the_jars():
     # the logging binding the pom adds on purpose
     assert any(j.name.startswith("log4j-slf4j2-impl-") for j in lib.glob("*.jar"))
     assert any(j.name.startswith("slf4j-api-2.") for j in lib.glob("*.jar"))
+
+
+def test_cluster_ids_are_safe_for_the_storage_tool():
+    # 1 in 64 random ids starts with "-", which kafka-storage parses as an option.
+    ids = [new_cluster_id() for _ in range(5000)]
+    assert all(len(i) == 22 and not i.startswith("-") for i in ids)
 
 
 # ----------------------------------------------------------------- one node

@@ -144,8 +144,16 @@ def free_ports(count: int, host: str = HOST) -> list[int]:
 
 
 def new_cluster_id() -> str:
-    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding.
+
+    Like Kafka's own ``Uuid.randomUuid()``, never one starting with ``-``: the
+    storage tool's argument parser would take it for an option
+    (``--cluster-id/-t: expected one argument``).
+    """
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cid.startswith("-"):
+            return cid
 
 
 def _pdeathsig_preexec():
