@@ -1,0 +1,808 @@
+"""A Kafka broker for tests: ``EmbeddedBroker``, a pytest plugin, and a ``KafkaContainer``
+shaped like testcontainers' so existing tests switch with one import.
+
+    from wireserver.testing import EmbeddedBroker
+
+    with EmbeddedBroker() as kafka:                       # in-process, a few milliseconds
+        producer = KafkaProducer(bootstrap_servers=kafka.bootstrap_servers)
+
+    with EmbeddedBroker(mode="subprocess") as kafka:      # its own process: kill(), restart()
+        ...
+        kafka.kill()                                      # SIGKILL, no flush
+        kafka.restart()                                   # same data dir, same port
+
+Modes
+    ``thread``: the broker runs inside the test process, on one reactor thread that this
+    module starts once per process and shares between every thread-mode broker. A Twisted
+    reactor cannot be restarted, so brokers come and go on that one running reactor
+    (``callFromThread``), and a *private* reactor instance is used, never the global
+    ``twisted.internet.reactor``: tests that run their own Twisted reactor are unaffected.
+    ``subprocess``: ``python -m wireserver.cli serve`` on port 0; the ready line it prints
+    gives the port. Its stderr (the broker log) goes to ``log_path``. Only this mode has
+    ``kill()``.
+
+Defaults (``TEST_DEFAULTS``) are single-node safe, as Kafka test setups need: internal topics
+with replication factor 1 and min ISR 1, no initial rebalance delay, ``PLAINTEXT`` on
+``127.0.0.1:0``, and a temporary ``log.dirs`` removed on ``close()`` (a ``data_dir`` you pass
+is kept). ``overrides`` (a dict of Kafka broker keys) goes over them. ``restart()`` binds the
+same port again, so clients keep their bootstrap address.
+
+pytest plugin (registered as the ``wireserver`` ``pytest11`` entry point):
+    ``kafka_broker``          the session's broker (started on first use, one per xdist worker);
+                              every topic is deleted (DeleteTopics) after each test using it
+    ``kafka_bootstrap``       its ``"host:port"``
+    ``kafka_broker_session``  the same broker with no per-test cleanup
+    Options: ``--wireserver-mode=thread|subprocess`` (ini ``wireserver_mode``),
+    ``--wireserver-override KEY=VALUE`` (repeatable; ini ``wireserver_overrides``, one a line),
+    ``--kafka-bootstrap HOST:PORT`` to run the same tests against a broker already running
+    (a real Kafka, say) instead of starting one.
+
+This module imports nothing heavy until a broker starts, because pytest loads it in every
+session of a project that has wireserver installed.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import queue
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from typing import Any, Callable, Iterable, Mapping
+
+log = logging.getLogger(__name__)
+
+__all__ = ["EmbeddedBroker", "ExternalBroker", "KafkaContainer", "KafkaWire", "BrokerStartError",
+           "KafkaWireError", "TEST_DEFAULTS"]
+
+TEST_DEFAULTS: dict[str, str] = {
+    "listeners": "PLAINTEXT://127.0.0.1:0",
+    "offsets.topic.replication.factor": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+}
+
+READY_RE = re.compile(r"^wireserver ready: node (?P<node>-?\d+) cluster (?P<cluster>\S+) "
+                      r"listening on (?P<endpoints>.+)$")
+_ENDPOINT_RE = re.compile(r"^(?P<name>[^:/\s]+)://(?:\[(?P<v6>[^\]]*)\]|(?P<host>[^:]*)):"
+                          r"(?P<port>\d+)$")
+MODES = ("thread", "subprocess")
+
+
+class BrokerStartError(RuntimeError):
+    """The broker did not become ready (bad config, port in use, crash, timeout)."""
+
+
+class KafkaWireError(RuntimeError):
+    """A request to the broker failed with a Kafka error code."""
+
+    def __init__(self, message: str, error_code: int = -1):
+        super().__init__(message)
+        self.error_code = error_code
+
+
+def _parse_endpoints(text: str) -> list[tuple[str, str, int]]:
+    """``"A://h:1,B://[::1]:2"`` (comma or space separated) → ``[(name, host, port), ...]``."""
+    endpoints = []
+    for item in re.split(r"[,\s]+", text.strip()):
+        if not item:
+            continue
+        match = _ENDPOINT_RE.match(item)
+        if match is None:
+            raise ValueError(f"not a listener: {item!r}")
+        host = match.group("v6") if match.group("v6") is not None else match.group("host")
+        endpoints.append((match.group("name").upper(), host, int(match.group("port"))))
+    return endpoints
+
+
+def _format_endpoint(name: str, host: str, port: int) -> str:
+    return f"{name}://[{host}]:{port}" if ":" in host else f"{name}://{host}:{port}"
+
+
+def _host_port(bootstrap: str) -> tuple[str, int]:
+    first = bootstrap.split(",")[0].strip()
+    host, _, port = first.rpartition(":")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+# ------------------------------------------------------------------------------------------
+# A minimal synchronous client for admin chores (and for tests that speak raw protocol)
+
+
+class KafkaWire:
+    """One blocking connection speaking Kafka's protocol with kafka-python's message classes.
+
+    Versions are negotiated with ApiVersions on connect. Used for topic chores here; tests use
+    it to send hand-made requests (``send_raw`` / ``read_response``)."""
+
+    def __init__(self, bootstrap: str, timeout: float = 10.0, client_id: str = "wireserver-testing",
+                 negotiate: bool = True):
+        self.address = _host_port(bootstrap)
+        self.timeout = timeout
+        self.client_id = client_id
+        self.sock = socket.create_connection(self.address, timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._correlation = 0
+        self.versions: dict[int, tuple[int, int]] = {}
+        if negotiate:
+            from kafka.protocol.metadata.api_versions import ApiVersionsRequest
+            response = self.request(ApiVersionsRequest(version=0))
+            self.versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+
+    def __enter__(self) -> "KafkaWire":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def version(self, request_class: Any, highest: int | None = None) -> int:
+        """The highest version of ``request_class`` both sides speak (at most ``highest``)."""
+        served = self.versions.get(request_class.API_KEY)
+        if served is None:
+            raise KafkaWireError(f"the broker does not serve {request_class.name}", 35)
+        low, high = (int(v) for v in request_class.json["validVersions"].split("-"))
+        version = min(high, served[1], highest if highest is not None else high)
+        if version < max(low, served[0]):
+            raise KafkaWireError(f"no common version of {request_class.name}: we speak "
+                                 f"{low}-{high}, the broker {served[0]}-{served[1]}", 35)
+        return version
+
+    def send(self, request: Any) -> int:
+        """Send one request object; returns its correlation id."""
+        self._correlation += 1
+        request.with_header(correlation_id=self._correlation, client_id=self.client_id)
+        self.sock.sendall(request.encode(header=True, framed=True))
+        return self._correlation
+
+    def send_raw(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def read_frame(self) -> bytes:
+        """One response frame (without its size prefix). Raises ``ConnectionError`` on EOF."""
+        (size,) = struct.unpack(">i", self._read_exact(4))
+        return self._read_exact(size)
+
+    def _read_exact(self, n: int) -> bytes:
+        chunks = []
+        while n:
+            chunk = self.sock.recv(min(n, 1 << 20))
+            if not chunk:
+                raise ConnectionError("the broker closed the connection")
+            chunks.append(chunk)
+            n -= len(chunk)
+        return b"".join(chunks)
+
+    def read_response(self, request: Any) -> Any:
+        """Read the response to ``request`` (sent with ``send``) and decode it."""
+        frame = self.read_frame()
+        response_class = request.header.get_response_class()
+        response = response_class.decode(frame, header=True)
+        if response.header.correlation_id != request.header.correlation_id:
+            raise KafkaWireError(f"correlation id {response.header.correlation_id} in reply to "
+                                 f"{request.header.correlation_id}")
+        return response
+
+    def request(self, request: Any) -> Any:
+        self.send(request)
+        return self.read_response(request)
+
+    # -- topic chores ----------------------------------------------------------------------
+
+    def topics(self, include_internal: bool = False) -> list[str]:
+        from kafka.protocol.metadata.metadata import MetadataRequest
+        version = self.version(MetadataRequest, 12)
+        kwargs: dict[str, Any] = {"topics": None if version >= 1 else []}
+        if version >= 4:
+            kwargs["allow_auto_topic_creation"] = False
+        response = self.request(MetadataRequest(version=version, **kwargs))
+        names = []
+        for topic in response.topics:
+            internal = getattr(topic, "is_internal", False) or topic.name.startswith("__")
+            if include_internal or not internal:
+                names.append(topic.name)
+        return sorted(names)
+
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
+                     configs: Mapping[str, Any] | None = None, timeout_ms: int = 30000) -> None:
+        from kafka.protocol.admin.topics import CreateTopicsRequest
+        topic_class = CreateTopicsRequest.CreatableTopic
+        config_class = topic_class.CreatableTopicConfig
+        topic = topic_class(name=name, num_partitions=partitions,
+                            replication_factor=replication_factor, assignments=[],
+                            configs=[config_class(name=k, value=None if v is None else str(v))
+                                     for k, v in (configs or {}).items()])
+        version = self.version(CreateTopicsRequest, 7)
+        kwargs: dict[str, Any] = {"topics": [topic], "timeout_ms": timeout_ms}
+        if version >= 1:
+            kwargs["validate_only"] = False
+        response = self.request(CreateTopicsRequest(version=version, **kwargs))
+        for result in response.topics:
+            if result.error_code:
+                message = getattr(result, "error_message", None) or ""
+                raise KafkaWireError(f"CreateTopics {result.name}: error {result.error_code} "
+                                     f"{message}".rstrip(), result.error_code)
+
+    def delete_topics(self, names: Iterable[str], timeout_ms: int = 30000,
+                      ignore_unknown: bool = True) -> None:
+        from kafka.protocol.admin.topics import DeleteTopicsRequest
+        names = list(names)
+        version = self.version(DeleteTopicsRequest, 6)
+        if version >= 6:
+            state = DeleteTopicsRequest.DeleteTopicState
+            request = DeleteTopicsRequest(version=version, topics=[state(name=n) for n in names],
+                                          timeout_ms=timeout_ms)
+        else:
+            request = DeleteTopicsRequest(version=version, topic_names=names, timeout_ms=timeout_ms)
+        response = self.request(request)
+        for result in response.responses:
+            if result.error_code == 3 and ignore_unknown:  # UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            if result.error_code:
+                raise KafkaWireError(f"DeleteTopics {result.name}: error {result.error_code}",
+                                     result.error_code)
+
+
+class _AdminMixin:
+    """Topic chores over the wire; needs ``bootstrap_servers``."""
+
+    bootstrap_servers: str
+
+    def wire(self, timeout: float = 10.0) -> KafkaWire:
+        """A new raw connection to the broker (close it, or use it as a context manager)."""
+        return KafkaWire(self.bootstrap_servers, timeout=timeout)
+
+    def topics(self) -> list[str]:
+        """Names of the non-internal topics."""
+        with self.wire() as wire:
+            return wire.topics()
+
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
+                     configs: Mapping[str, Any] | None = None) -> None:
+        """Create a topic with CreateTopics (raises ``KafkaWireError`` if the broker refuses)."""
+        with self.wire() as wire:
+            wire.create_topic(name, partitions, replication_factor, configs)
+
+    def delete_all_topics(self, timeout: float = 30.0) -> list[str]:
+        """Delete every non-internal topic with DeleteTopics and wait until Metadata no longer
+        lists them. Internal topics (``__consumer_offsets`` and the like) stay. Returns the
+        names deleted."""
+        deadline = time.monotonic() + timeout
+        with self.wire() as wire:
+            names = wire.topics()
+            if not names:
+                return []
+            wire.delete_topics(names, timeout_ms=int(timeout * 1000))
+            while True:
+                left = set(wire.topics()) & set(names)
+                if not left:
+                    return names
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"topics still listed after DeleteTopics: {sorted(left)}")
+                time.sleep(0.01)
+
+
+class ExternalBroker(_AdminMixin):
+    """A broker something else runs (``--kafka-bootstrap``): only the chores."""
+
+    mode = "external"
+
+    def __init__(self, bootstrap_servers: str):
+        self.bootstrap_servers = bootstrap_servers
+
+    def close(self) -> None:
+        pass
+
+
+# ------------------------------------------------------------------------------------------
+# The process's reactor thread (thread mode)
+
+
+def _new_reactor() -> Any:
+    """A reactor instance of our own, not installed as ``twisted.internet.reactor``."""
+    try:
+        from twisted.internet.epollreactor import EPollReactor
+        return EPollReactor()
+    except ImportError:  # not Linux
+        try:
+            from twisted.internet.pollreactor import PollReactor
+            return PollReactor()
+        except ImportError:
+            from twisted.internet.selectreactor import SelectReactor
+            return SelectReactor()
+
+
+class ReactorThread:
+    """One reactor running in a daemon thread for the whole process. ``call`` runs a function
+    on it and waits for its result (following a Deferred), with a timeout."""
+
+    _instance: "ReactorThread | None" = None
+    _lock = threading.Lock()
+
+    @classmethod
+    def get(cls) -> "ReactorThread":
+        with cls._lock:
+            if cls._instance is None or not cls._instance.thread.is_alive():
+                cls._instance = cls()
+            return cls._instance
+
+    def __init__(self) -> None:
+        self.reactor = _new_reactor()
+        # Don't claim the process's "I/O thread" (twisted.python.threadable): a test may run
+        # the global reactor in its main thread.
+        self.reactor._registerAsIOThread = False
+        running = threading.Event()
+        self.reactor.callWhenRunning(running.set)
+        self.thread = threading.Thread(target=self._run, name="wireserver-reactor", daemon=True)
+        self.thread.start()
+        if not running.wait(10):
+            raise BrokerStartError("the wireserver reactor thread did not start")
+        atexit.register(self.shutdown)
+
+    def _run(self) -> None:
+        self.reactor.run(installSignalHandlers=False)
+
+    def call(self, func: Callable[..., Any], *args: Any, timeout: float = 30.0) -> Any:
+        from twisted.internet import defer
+        results: queue.SimpleQueue = queue.SimpleQueue()
+
+        def run() -> None:
+            d = defer.maybeDeferred(func, *args)
+            d.addCallbacks(lambda value: results.put((True, value)),
+                           lambda failure: results.put((False, failure)))
+
+        self.reactor.callFromThread(run)
+        try:
+            ok, value = results.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError(f"{getattr(func, '__qualname__', func)} did not finish in "
+                               f"{timeout} s on the reactor thread") from None
+        if not ok:
+            value.raiseException()
+        return value
+
+    def shutdown(self) -> None:
+        if self.thread.is_alive():
+            self.reactor.callFromThread(self.reactor.stop)
+            self.thread.join(10)
+
+
+# ------------------------------------------------------------------------------------------
+# EmbeddedBroker
+
+_LIVE: "weakref.WeakSet[EmbeddedBroker]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_leftovers() -> None:
+    for broker in list(_LIVE):
+        try:
+            broker.close()
+        except Exception:  # noqa: BLE001 - best effort at interpreter exit
+            pass
+
+
+class EmbeddedBroker(_AdminMixin):
+    """A wireserver broker for tests. See the module docstring.
+
+    Attributes once started: ``bootstrap_servers`` (``"127.0.0.1:PORT"``), ``host``, ``port``,
+    ``cluster_id``, ``data_dir``; thread mode: ``broker`` (the ``wireserver.broker.Broker``);
+    subprocess mode: ``pid``, ``process``, ``log_path`` and ``log_text()``.
+    """
+
+    def __init__(self, mode: str = "thread", *, overrides: Mapping[str, Any] | None = None,
+                 data_dir: str | os.PathLike | None = None, port: int = 0,
+                 host: str = "127.0.0.1", startup_timeout: float = 30.0,
+                 log_level: str = "INFO", python: str | None = None):
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+        self.mode = mode
+        self.startup_timeout = startup_timeout
+        self.log_level = log_level
+        self.python = python or sys.executable
+        self._own_dir = data_dir is None
+        self._root = tempfile.mkdtemp(prefix="wireserver-")
+        self.data_dir = os.path.join(self._root, "data") if data_dir is None else os.fspath(data_dir)
+        self.log_path = os.path.join(self._root, "broker.log")
+        self.overrides: dict[str, str] = dict(TEST_DEFAULTS)
+        self.overrides["listeners"] = _format_endpoint("PLAINTEXT", host, port)
+        self.overrides["log.dirs"] = self.data_dir
+        for key, value in (overrides or {}).items():
+            self.overrides[key] = _config_text(value)
+        self.endpoints: list[tuple[str, str, int]] = []
+        self.cluster_id: str | None = None
+        self.node_id: int | None = None
+        self.broker: Any = None  # thread mode
+        self.process: subprocess.Popen | None = None  # subprocess mode
+        self._stdout_thread: threading.Thread | None = None
+        self._closed = False
+
+    # -- addresses ---------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        if self.mode == "thread":
+            return self.broker is not None
+        return self.process is not None and self.process.poll() is None
+
+    @property
+    def host(self) -> str:
+        self._require_started()
+        host = self.endpoints[0][1]
+        return host if host not in ("", "0.0.0.0", "::") else "127.0.0.1"
+
+    @property
+    def port(self) -> int:
+        self._require_started()
+        return self.endpoints[0][2]
+
+    @property
+    def bootstrap_servers(self) -> str:  # type: ignore[override]
+        host = self.host
+        return f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    def _require_started(self) -> None:
+        if not self.endpoints:
+            raise RuntimeError("the broker has not been started")
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def __enter__(self) -> "EmbeddedBroker":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def start(self) -> "EmbeddedBroker":
+        """Start the broker and return once it accepts connections. After a first start,
+        it binds the ports it had before (retrying for a few seconds if one is still busy)."""
+        if self._closed:
+            raise RuntimeError("this broker was closed")
+        if self.running:
+            return self
+        _LIVE.add(self)
+        overrides = dict(self.overrides)
+        if self.endpoints:
+            overrides["listeners"] = self._fixed_listeners(overrides["listeners"])
+        deadline = time.monotonic() + (5.0 if self.endpoints else 0.0)
+        while True:
+            try:
+                if self.mode == "thread":
+                    self._start_thread(overrides)
+                else:
+                    self._start_subprocess(overrides)
+                return self
+            except BrokerStartError as exc:
+                if "in use" not in str(exc).lower() or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def _fixed_listeners(self, configured: str) -> str:
+        """``listeners`` with every port 0 replaced by the port that listener got last time."""
+        ports = {name: port for name, _, port in self.endpoints}
+        fixed = []
+        for name, host, port in _parse_endpoints(configured):
+            fixed.append(_format_endpoint(name, host, port or ports.get(name, 0)))
+        return ",".join(fixed)
+
+    def _start_thread(self, overrides: Mapping[str, str]) -> None:
+        from twisted.internet.error import CannotListenError
+
+        from wireserver.broker import Broker
+        from wireserver.config import BrokerConfig
+
+        config = BrokerConfig.load(None, overrides)
+        runner = ReactorThread.get()
+        broker = Broker(config, runner.reactor)
+        try:
+            runner.call(broker.start, timeout=self.startup_timeout)
+        except CannotListenError as exc:
+            runner.call(_abandon, broker, timeout=self.startup_timeout)
+            raise BrokerStartError(f"cannot listen: address in use? {exc}") from exc
+        except Exception:
+            runner.call(_abandon, broker, timeout=self.startup_timeout)
+            raise
+        self.broker = broker
+        self.cluster_id = broker.cluster_id
+        self.node_id = broker.node_id
+        self.endpoints = [(l.name, l.host, l.port) for l in broker.advertised]
+
+    def _command(self, overrides: Mapping[str, str]) -> list[str]:
+        command = [self.python, "-m", "wireserver.cli", "serve", "--log-level", self.log_level]
+        for key, value in overrides.items():
+            command += ["--override", f"{key}={value}"]
+        return command
+
+    def _start_subprocess(self, overrides: Mapping[str, str]) -> None:
+        os.makedirs(self._root, exist_ok=True)
+        with open(self.log_path, "ab") as log_file:
+            process = subprocess.Popen(self._command(overrides), stdin=subprocess.DEVNULL,
+                                       stdout=subprocess.PIPE, stderr=log_file,
+                                       start_new_session=True)
+        ready = threading.Event()
+        found: dict[str, Any] = {}
+
+        def read_stdout() -> None:
+            assert process.stdout is not None
+            for raw in process.stdout:
+                line = raw.decode("utf-8", "replace").rstrip("\n")
+                match = READY_RE.match(line)
+                if match and not ready.is_set():
+                    found["match"] = match
+                    ready.set()
+            ready.set()  # EOF: the process exited
+
+        reader = threading.Thread(target=read_stdout, name=f"wireserver-{process.pid}-stdout",
+                                  daemon=True)
+        reader.start()
+        ready.wait(self.startup_timeout)
+        match = found.get("match")
+        if match is None:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+            raise BrokerStartError(
+                f"wireserver did not become ready in {self.startup_timeout} s "
+                f"(exit code {process.returncode}); log:\n{self._log_tail()}")
+        self.process = process
+        self._stdout_thread = reader
+        self.cluster_id = match.group("cluster")
+        self.node_id = int(match.group("node"))
+        self.endpoints = _parse_endpoints(match.group("endpoints"))
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop cleanly: thread mode stops the Broker; subprocess mode sends SIGTERM and waits
+        (SIGKILL after ``timeout``). The data dir stays, for ``start()``/``restart()``."""
+        if self.mode == "thread":
+            broker, self.broker = self.broker, None
+            if broker is not None:
+                ReactorThread.get().call(broker.stop, timeout=timeout)
+            return
+        process = self.process
+        if process is None:
+            return
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                log.warning("wireserver pid %d ignored SIGTERM for %s s; killing it",
+                            process.pid, timeout)
+                process.kill()
+                process.wait()
+        self._reap()
+
+    def kill(self) -> None:
+        """SIGKILL the broker process: nothing is flushed or checkpointed (subprocess mode)."""
+        if self.mode != "subprocess":
+            raise RuntimeError("kill() needs mode='subprocess'")
+        process = self.process
+        if process is None:
+            return
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        self._reap()
+
+    def _reap(self) -> None:
+        if self._stdout_thread is not None:
+            self._stdout_thread.join(5)
+            self._stdout_thread = None
+        if self.process is not None and self.process.stdout is not None:
+            self.process.stdout.close()
+        self.process = None
+
+    def restart(self, kill: bool = False) -> "EmbeddedBroker":
+        """Stop (or, with ``kill=True``, SIGKILL) and start again on the same data dir and
+        the same port."""
+        if kill:
+            self.kill()
+        else:
+            self.stop()
+        return self.start()
+
+    def close(self) -> None:
+        """Stop, and remove the temporary directory (and the data dir if it was ours)."""
+        if self._closed:
+            return
+        try:
+            self.stop()
+        finally:
+            self._closed = True
+            _LIVE.discard(self)
+            shutil.rmtree(self._root, ignore_errors=True)
+
+    # -- logs --------------------------------------------------------------------------------
+
+    def log_text(self) -> str:
+        """Everything the subprocess broker logged so far (all its runs)."""
+        try:
+            with open(self.log_path, encoding="utf-8", errors="replace") as handle:
+                return handle.read()
+        except FileNotFoundError:
+            return ""
+
+    def _log_tail(self, lines: int = 40) -> str:
+        return "\n".join(self.log_text().splitlines()[-lines:])
+
+    def __repr__(self) -> str:
+        where = self.bootstrap_servers if self.endpoints else "not started"
+        return f"<EmbeddedBroker {self.mode} {where}>"
+
+
+def _abandon(broker: Any) -> None:
+    """Undo a ``Broker.start()`` that failed half-way: close the ports and the logs it opened."""
+    for port in broker.ports:
+        port.stopListening()
+    broker.ports.clear()
+    if broker.logs is not None:
+        broker.logs.close()
+
+
+def _config_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+# ------------------------------------------------------------------------------------------
+# testcontainers-shaped
+
+
+def _env_to_config_key(name: str) -> str | None:
+    """Confluent image convention: ``KAFKA_LOG_RETENTION_MS`` → ``log.retention.ms``
+    (``__`` → ``_``, ``___`` → ``-``)."""
+    if not name.startswith("KAFKA_"):
+        return None
+    body = name[len("KAFKA_"):].lower()
+    return body.replace("___", "\0").replace("__", "\1").replace("_", ".") \
+        .replace("\0", "-").replace("\1", "_")
+
+
+class KafkaContainer(_AdminMixin):
+    """Stands in for ``testcontainers.kafka.KafkaContainer``: same constructor, ``start()``,
+    ``stop()``, ``get_bootstrap_server()``, context manager. The image is accepted and ignored;
+    ``with_env("KAFKA_SOME_KEY", v)`` sets broker key ``some.key`` (the Confluent image rule);
+    other environment variables are ignored. ``mode`` picks the EmbeddedBroker mode."""
+
+    def __init__(self, image: str = "wireserver", port: int = 9093, mode: str = "thread",
+                 **kwargs: Any):
+        self.image = image
+        self.port = port
+        self.mode = mode
+        self.env: dict[str, str] = {}
+        self._overrides: dict[str, Any] = {}
+        self._broker: EmbeddedBroker | None = None
+
+    def with_env(self, key: str, value: Any) -> "KafkaContainer":
+        self.env[key] = str(value)
+        config_key = _env_to_config_key(key)
+        if config_key is not None:
+            self._overrides[config_key] = value
+        return self
+
+    def with_kraft(self) -> "KafkaContainer":
+        return self
+
+    def with_cluster_id(self, cluster_id: str) -> "KafkaContainer":
+        self._overrides["cluster.id"] = cluster_id
+        return self
+
+    def with_name(self, name: str) -> "KafkaContainer":
+        return self
+
+    def start(self, timeout: float = 60.0) -> "KafkaContainer":
+        if self._broker is None:
+            self._broker = EmbeddedBroker(self.mode, overrides=self._overrides,
+                                          startup_timeout=timeout).start()
+        return self
+
+    def stop(self, force: bool = True, delete_volume: bool = True) -> None:
+        if self._broker is not None:
+            self._broker.close()
+            self._broker = None
+
+    def __enter__(self) -> "KafkaContainer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    @property
+    def broker(self) -> EmbeddedBroker:
+        if self._broker is None:
+            raise RuntimeError("the KafkaContainer has not been started")
+        return self._broker
+
+    @property
+    def bootstrap_servers(self) -> str:  # type: ignore[override]
+        return self.broker.bootstrap_servers
+
+    def get_bootstrap_server(self) -> str:
+        return self.broker.bootstrap_servers
+
+    def get_container_host_ip(self) -> str:
+        return self.broker.host
+
+    def get_exposed_port(self, port: int | None = None) -> int:
+        return self.broker.port
+
+
+# ------------------------------------------------------------------------------------------
+# pytest plugin
+
+try:
+    import pytest
+except ImportError:  # pragma: no cover - used without pytest
+    pytest = None  # type: ignore[assignment]
+
+if pytest is not None:
+
+    def pytest_addoption(parser: Any) -> None:
+        group = parser.getgroup("wireserver", "wireserver test broker")
+        group.addoption("--wireserver-mode", choices=MODES, default=None,
+                        help="how the kafka_broker fixture runs wireserver "
+                             "(default: ini wireserver_mode, else thread)")
+        group.addoption("--wireserver-override", action="append", default=[],
+                        metavar="KEY=VALUE", help="a broker config key for kafka_broker")
+        group.addoption("--kafka-bootstrap", default=None, metavar="HOST:PORT",
+                        help="run kafka_broker tests against this running broker instead")
+        parser.addini("wireserver_mode", "thread or subprocess", default="thread")
+        parser.addini("wireserver_overrides", "broker config for kafka_broker, KEY=VALUE a line",
+                      type="linelist", default=[])
+
+    def _fixture_overrides(config: Any) -> dict[str, str]:
+        overrides = {}
+        for item in list(config.getini("wireserver_overrides")) + \
+                list(config.getoption("wireserver_override")):
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise pytest.UsageError(f"wireserver override {item!r} is not KEY=VALUE")
+            overrides[key.strip()] = value.strip()
+        return overrides
+
+    @pytest.fixture(scope="session")
+    def kafka_broker_session(pytestconfig: Any):
+        """The session's broker, without per-test cleanup (see ``kafka_broker``)."""
+        external = pytestconfig.getoption("kafka_bootstrap")
+        if external:
+            yield ExternalBroker(external)
+            return
+        mode = pytestconfig.getoption("wireserver_mode") or pytestconfig.getini("wireserver_mode")
+        broker = EmbeddedBroker(mode, overrides=_fixture_overrides(pytestconfig))
+        broker.start()
+        try:
+            yield broker
+        finally:
+            broker.close()
+
+    @pytest.fixture
+    def kafka_broker(kafka_broker_session: Any):
+        """A broker shared by the whole session; every non-internal topic is deleted after each
+        test that uses it, so tests don't see each other's topics or records."""
+        yield kafka_broker_session
+        kafka_broker_session.delete_all_topics()
+
+    @pytest.fixture
+    def kafka_bootstrap(kafka_broker: Any) -> str:
+        """``"host:port"`` of ``kafka_broker`` (with its per-test cleanup)."""
+        return kafka_broker.bootstrap_servers
