@@ -1,0 +1,93 @@
+"""CreateTopics (key 19), v2-7.
+
+Every topic is checked the way Kafka's controller checks it (``wireserver.topics``): a legal
+name that is not taken, partitions and replication factor (-1 = ``num.partitions`` /
+``default.replication.factor``) or a manual replica assignment (not both), known config keys
+with non-null valid values. Each topic gets its own error code and message (v1+). A name that
+appears more than once in one request gets INVALID_REQUEST "Duplicate topic name." and is not
+created, as in Kafka. ``validate_only`` runs every check and creates nothing.
+
+From v5 a successful result carries the partition count, replication factor and the topic's
+effective configuration (value, source, read-only, sensitive, as DescribeConfigs reports them);
+from v7 the topic id. As in Kafka, a validate-only result carries a fresh id that is not kept.
+
+Skipped: ``timeout_ms`` (creation is synchronous here), CreateTopicPolicy, authorization
+(CLUSTER/TOPIC CREATE and DESCRIBE_CONFIGS are always granted).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from protocol.errors import ErrorCode
+from storage.log_config import LogConfig
+from wireserver.admin import ZERO_UUID, topic_config_rows
+from wireserver.apis import handles
+from wireserver.topics import TopicError, create_topic, resolve_creation
+
+API_KEY = 19
+
+
+def _replication_factor(broker, replication_factor: int, assignments) -> int:
+    if assignments:
+        return len(next(iter(assignments.values())))
+    if replication_factor == -1:
+        return broker.config["default.replication.factor"]
+    return replication_factor
+
+
+def _result(result_class, name, code=ErrorCode.NONE, message=None):
+    return result_class(name=name, topic_id=ZERO_UUID, error_code=code, error_message=message,
+                        topic_config_error_code=ErrorCode.NONE, num_partitions=-1,
+                        replication_factor=-1, configs=[])
+
+
+@handles(API_KEY)
+def handle(ctx):
+    broker, version, body = ctx.broker, ctx.version, ctx.body
+    result_class = ctx.request.spec.response_class.CreatableTopicResult
+    config_class = result_class.CreatableTopicConfigs
+    validate_only = bool(body.validate_only)
+    seen: dict[str, int] = {}
+    for topic in body.topics:
+        seen[topic.name] = seen.get(topic.name, 0) + 1
+    results = []
+    reported: set[str] = set()
+    for topic in body.topics:
+        name = topic.name
+        if seen[name] > 1:
+            if name not in reported:
+                reported.add(name)
+                results.append(_result(result_class, name, ErrorCode.INVALID_REQUEST,
+                                       "Duplicate topic name."))
+            continue
+        assignments = {a.partition_index: list(a.broker_ids) for a in topic.assignments or []}
+        configs = {c.name: c.value for c in topic.configs or []}
+        try:
+            if validate_only:
+                partitions, overrides = resolve_creation(
+                    broker, name, topic.num_partitions, topic.replication_factor, configs,
+                    assignments)
+                topic_id = uuid.uuid4()
+                log_config = LogConfig.from_values(broker.logs.broker_defaults, overrides)
+            else:
+                info = create_topic(broker, name, topic.num_partitions,
+                                    topic.replication_factor, configs, assignments)
+                partitions, overrides = info.num_partitions, info.overrides
+                topic_id, log_config = info.topic_id, info.config
+        except TopicError as exc:
+            results.append(_result(result_class, name, exc.code, exc.message))
+            continue
+        result = _result(result_class, name)
+        if version >= 5:
+            result.num_partitions = partitions
+            result.replication_factor = _replication_factor(broker, topic.replication_factor,
+                                                            assignments)
+            result.configs = [
+                config_class(name=row.name, value=row.value, read_only=row.read_only,
+                             config_source=row.source_id, is_sensitive=row.sensitive)
+                for row in topic_config_rows(broker, overrides, log_config)]
+        if version >= 7:
+            result.topic_id = topic_id
+        results.append(result)
+    return ctx.response(throttle_time_ms=0, topics=results)
