@@ -119,8 +119,12 @@ class KafkaConnection(protocol.Protocol):
         request = slot.request
         if response is not NO_RESPONSE:
             version = request.api_version if request.body is not None else 0
-            slot.data = encode_response(request.spec, version, request.header.correlation_id,
-                                        response)
+            try:
+                slot.data = encode_response(request.spec, version,
+                                            request.header.correlation_id, response)
+            except Exception:  # noqa: BLE001 - a handler built a response that won't encode
+                self._failed(Failure(), slot)
+                return
         slot.done = True
         self._flush()
 
