@@ -64,6 +64,9 @@ class Broker:
         self.cluster_id = self._load_or_create_cluster_id()
         self.logs = LogManager(self.config.log_dirs, self.config.topic_defaults(), self.now_ms)
         self.logs.load()
+        partition_logs = [partition_log for _, partition_log in self.logs.logs()]
+        log.info("loaded %d partition logs; %d segments recovered (re-scanned)",
+                 len(partition_logs), sum(pl.recovered_segments for pl in partition_logs))
         for _, partition_log in self.logs.logs():
             # One node: everything in the log is committed.
             partition_log.high_watermark = partition_log.log_end_offset
