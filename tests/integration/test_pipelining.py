@@ -1,0 +1,105 @@
+"""Requests written back to back on one socket are answered in request order, whatever order
+their handlers finish in; acks=0 produce answers nothing and holds nothing up. Fetch long-poll
+returns as soon as data arrives, and after max_wait_ms when none does."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from tests.integration import raw
+from wireserver.testing import KafkaWire
+
+
+def encode(wire: KafkaWire, request) -> bytes:
+    wire._correlation += 1
+    request.with_header(correlation_id=wire._correlation, client_id="pipeline")
+    return bytes(request.encode(header=True, framed=True))
+
+
+def test_responses_leave_in_request_order(broker, topic):
+    """A long-poll Fetch first, then Metadata requests: the Metadata answers are ready at once
+    but wait behind the Fetch, which completes when another client produces."""
+    with KafkaWire(broker.bootstrap_servers) as wire, \
+            KafkaWire(broker.bootstrap_servers) as producer:
+        raw.ensure_topic(wire, topic)
+        requests = [raw.fetch(topic, 0, 0, max_wait_ms=10000, min_bytes=1)]
+        requests += [raw.metadata([topic], auto_create=False) for _ in range(10)]
+        wire.send_raw(b"".join(encode(wire, r) for r in requests))
+        time.sleep(0.2)  # let the broker read them all; the Fetch is now parked
+        response = producer.request(raw.produce(topic, {0: raw.v2_batch([b"wake up"])}))
+        assert raw.produce_errors(response) == {0: raw.NONE}
+        started = time.monotonic()
+        responses = [wire.read_response(r) for r in requests]  # checks correlation ids
+        assert time.monotonic() - started < 5, "the Fetch waited for max_wait_ms"
+        assert [r.value for r in raw.fetched(responses[0])] == [b"wake up"]
+        assert all(r.topics[0].name == topic for r in responses[1:])
+
+
+def test_many_pipelined_requests(broker, topic):
+    """A few hundred mixed requests in one write, answered one by one in order."""
+    with KafkaWire(broker.bootstrap_servers) as wire:
+        raw.ensure_topic(wire, topic)
+        requests = []
+        for i in range(300):
+            if i % 3 == 0:
+                requests.append(raw.produce(topic, {i % 2: raw.v2_batch([b"%d" % i])}))
+            elif i % 3 == 1:
+                requests.append(raw.fetch(topic, i % 2, 0, max_wait_ms=0, min_bytes=0))
+            else:
+                requests.append(raw.metadata([topic], auto_create=False))
+        wire.send_raw(b"".join(encode(wire, r) for r in requests))
+        for request in requests:
+            wire.read_response(request)
+        values = [r.value for r in raw.fetched(wire.request(raw.fetch(topic, 0, 0)))]
+        assert values == [b"%d" % i for i in range(0, 300, 3) if i % 2 == 0]
+
+
+def test_acks_0_produce_answers_nothing(broker, topic):
+    with KafkaWire(broker.bootstrap_servers) as wire:
+        raw.ensure_topic(wire, topic)
+        fire_and_forget = raw.produce(topic, {0: raw.v2_batch([b"acks=0"])}, acks=0)
+        follow_up = raw.metadata([topic], auto_create=False)
+        wire.send_raw(encode(wire, fire_and_forget) + encode(wire, follow_up))
+        # The very next frame is the Metadata response (read_response checks the id).
+        assert wire.read_response(follow_up).topics[0].name == topic
+        deadline = time.monotonic() + 5
+        while True:
+            records = raw.fetched(wire.request(raw.fetch(topic, 0, 0)))
+            if records:
+                break
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert [r.value for r in records] == [b"acks=0"]
+
+
+def test_long_poll_returns_when_data_arrives(broker, topic):
+    with KafkaWire(broker.bootstrap_servers) as wire:
+        raw.ensure_topic(wire, topic)
+        produced_at: list[float] = []
+
+        def produce_soon():
+            time.sleep(0.3)
+            with KafkaWire(broker.bootstrap_servers) as producer:
+                produced_at.append(time.monotonic())
+                producer.request(raw.produce(topic, {0: raw.v2_batch([b"late"])}))
+
+        thread = threading.Thread(target=produce_soon)
+        started = time.monotonic()
+        thread.start()
+        response = wire.request(raw.fetch(topic, 0, 0, max_wait_ms=5000, min_bytes=1))
+        returned = time.monotonic()
+        thread.join()
+        assert [r.value for r in raw.fetched(response)] == [b"late"]
+        assert produced_at and returned >= produced_at[0]
+        assert returned - started < 4.5, "returned only when max_wait_ms ran out"
+
+
+def test_long_poll_without_data_waits_max_wait(broker, topic):
+    with KafkaWire(broker.bootstrap_servers) as wire:
+        raw.ensure_topic(wire, topic)
+        started = time.monotonic()
+        response = wire.request(raw.fetch(topic, 0, 0, max_wait_ms=1000, min_bytes=1))
+        elapsed = time.monotonic() - started
+        assert raw.fetched(response) == []
+        assert 0.9 <= elapsed < 4, elapsed
