@@ -43,9 +43,9 @@ def _bitfield(operations: Iterable[int]) -> int:
     return field
 
 
-CLUSTER_AUTHORIZED_OPERATIONS = _bitfield((_CREATE, _CLUSTER_ACTION, _DESCRIBE_CONFIGS,
-                                           _ALTER_CONFIGS, _IDEMPOTENT_WRITE, _ALTER,
-                                           _DESCRIBE))
+# kafka-python's DescribeClusterResponse takes the cluster's operations as a set of codes.
+CLUSTER_OPERATIONS = frozenset((_CREATE, _CLUSTER_ACTION, _DESCRIBE_CONFIGS, _ALTER_CONFIGS,
+                                _IDEMPOTENT_WRITE, _ALTER, _DESCRIBE))
 TOPIC_AUTHORIZED_OPERATIONS = _bitfield((_READ, _WRITE, _CREATE, _DESCRIBE, _DELETE, _ALTER,
                                          _DESCRIBE_CONFIGS, _ALTER_CONFIGS))
 AUTHORIZED_OPERATIONS_NOT_REQUESTED = -2**31
@@ -134,3 +134,117 @@ def is_list_key(resource_type: int, name: str) -> bool:
     defs = TOPIC_CONFIGS if resource_type == RESOURCE_TOPIC else BROKER_CONFIGS
     cdef = defs.get(name)
     return cdef is not None and cdef.type == "list"
+
+
+# -- applying configuration changes ---------------------------------------------------------
+
+
+def check_topic_overrides(broker: "Broker", overrides: Mapping[str, str]) -> None:
+    """Raise AdminError(INVALID_CONFIG) unless every key is a topic key with a valid value."""
+    from storage.configdef import ConfigValueError
+    from storage.log_config import LogConfig
+    for name in overrides:
+        if name not in TOPIC_CONFIGS:
+            raise AdminError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
+    try:
+        LogConfig.from_values(broker.logs.broker_defaults, overrides)
+    except ConfigValueError as exc:
+        raise AdminError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+
+
+def set_topic_overrides(broker: "Broker", topic: str, overrides: Mapping[str, str],
+                        validate_only: bool) -> None:
+    """Replace a topic's whole override set (checked first); the logs see it at once."""
+    if topic not in broker.logs.topics:
+        raise AdminError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                         f"The topic '{topic}' does not exist.")
+    check_topic_overrides(broker, overrides)
+    if not validate_only:
+        broker.logs.alter_topic_config(topic, dict(overrides))
+
+
+def set_broker_dynamic(broker: "Broker", cluster_default: bool, props: Mapping[str, str],
+                       validate_only: bool) -> None:
+    """Make ``props`` the broker's (or the cluster default's) whole dynamic layer.
+
+    Unknown keys fail with INVALID_CONFIG (Kafka accepts unknown keys as custom configs; we
+    have nowhere to keep them). Keys that cannot change at runtime and bad values fail with
+    INVALID_REQUEST, as Kafka's ``ConfigAdminManager`` reports them (KAFKA-13609). Changes to
+    broker keys that are topic defaults reach every log that does not override them.
+    """
+    from storage.configdef import ConfigValueError
+    from wireserver.config import ConfigError, UnknownConfigError
+    config = broker.config
+    current = config.dynamic_values(cluster_default=cluster_default)
+    unknown = sorted(name for name in props if name not in BROKER_CONFIGS)
+    if unknown:
+        raise AdminError(ErrorCode.INVALID_CONFIG, f"Unknown broker config(s): {', '.join(unknown)}")
+    changed = {name: value for name, value in props.items() if current.get(name) != value}
+    read_only = sorted(name for name in changed if BROKER_CONFIGS[name].read_only)
+    if read_only:
+        raise AdminError(ErrorCode.INVALID_REQUEST,
+                         f"Cannot update these configs dynamically: {{{', '.join(read_only)}}}")
+    try:
+        for name, value in changed.items():
+            config.validate_dynamic(name, value)
+    except (ConfigValueError, ConfigError) as exc:
+        code = ErrorCode.INVALID_CONFIG if isinstance(exc, UnknownConfigError) else \
+            ErrorCode.INVALID_REQUEST
+        raise AdminError(code, str(exc)) from None
+    if validate_only:
+        return
+    for name in current:
+        if name not in props:
+            config.delete_dynamic(name, cluster_default=cluster_default)
+    for name, value in changed.items():
+        config.set_dynamic(name, value, cluster_default=cluster_default)
+    refresh_topic_defaults(broker)
+
+
+# -- BROKER_LOGGER: Python loggers under log4j's names and levels ---------------------------
+
+ROOT_LOGGER = "root"
+LOG4J_LEVELS = {"OFF": 100, "FATAL": 50, "ERROR": 40, "WARN": 30, "INFO": 20, "DEBUG": 10,
+                "TRACE": 5}
+_PACKAGES = ("wireserver", "storage", "protocol")
+
+
+def _python_logger(name: str):
+    import logging
+    if name == ROOT_LOGGER:
+        return logging.getLogger()
+    known = logging.Logger.manager.loggerDict.get(name)
+    return known if isinstance(known, logging.Logger) else None
+
+
+def logger_levels() -> dict[str, str]:
+    """Our loggers (and root) with their effective levels, named as log4j names them."""
+    import logging
+    names = [ROOT_LOGGER] + sorted(
+        name for name, logger in logging.Logger.manager.loggerDict.items()
+        if isinstance(logger, logging.Logger) and name.split(".")[0] in _PACKAGES)
+    by_number = {number: name for name, number in LOG4J_LEVELS.items()}
+    levels = {}
+    for name in names:
+        level = _python_logger(name).getEffectiveLevel()
+        levels[name] = by_number.get(level) or logging.getLevelName(level)
+    return levels
+
+
+def alter_logger(name: str, level: str | None, validate_only: bool) -> None:
+    """SET (level) or DELETE (None) one logger's level, with Kafka's checks."""
+    import logging
+    logger = _python_logger(name)
+    if logger is None:
+        raise AdminError(ErrorCode.INVALID_CONFIG, f"Logger {name} does not exist!")
+    if level is None:
+        if name == ROOT_LOGGER:
+            raise AdminError(ErrorCode.INVALID_REQUEST,
+                             f"Removing the log level of the {ROOT_LOGGER} logger is not allowed")
+    elif level not in LOG4J_LEVELS:
+        raise AdminError(ErrorCode.INVALID_CONFIG,
+                         f"Cannot set the log level of {name} to {level} as it is not a "
+                         f"supported log level. Valid log levels are "
+                         f"{', '.join(LOG4J_LEVELS)}")
+    if not validate_only:
+        logger.setLevel(logging.NOTSET if level is None else LOG4J_LEVELS[level])

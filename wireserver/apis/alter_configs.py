@@ -1,0 +1,82 @@
+"""AlterConfigs (key 33), v0-2 — the legacy, non-incremental form.
+
+Each resource's listed configs *replace* its whole set, as in Kafka:
+
+- TOPIC: the topic's overrides become exactly the listed keys (unlisted overrides are removed);
+  the logs use the new config at once (retention, max.message.bytes, segment sizes, ...).
+  Unknown topic → UNKNOWN_TOPIC_OR_PARTITION; unknown key or bad value → INVALID_CONFIG.
+- BROKER named by our node id (per-broker) or "" (cluster default): the dynamic config layer
+  becomes exactly the listed keys. Keys that need a restart and bad values → INVALID_REQUEST
+  (Kafka's ConfigAdminManager); unknown keys → INVALID_CONFIG (Kafka keeps unknown keys as
+  custom configs; we refuse them). Changed topic defaults reach every topic at once.
+- Anything else (BROKER_LOGGER included) → INVALID_REQUEST "Unknown resource type".
+
+As in ``ConfigAdminManager.preprocess``: a resource named twice → INVALID_REQUEST for both,
+a key twice or a null value → INVALID_REQUEST. ``validate_only`` checks and changes nothing.
+
+Deliberate difference: dynamic broker configs live in memory only; they are lost on restart
+(Kafka keeps them in the cluster metadata). Skipped: AlterConfigPolicy, authorization.
+"""
+
+from __future__ import annotations
+
+from protocol.errors import ErrorCode
+from wireserver.admin import (RESOURCE_BROKER, RESOURCE_TOPIC, AdminError,
+                              check_broker_resource, set_broker_dynamic, set_topic_overrides)
+from wireserver.apis import handles
+
+API_KEY = 33
+
+
+def duplicate_resources(resources) -> set:
+    seen, duplicates = set(), set()
+    for resource in resources:
+        key = (resource.resource_type, resource.resource_name)
+        (duplicates if key in seen else seen).add(key)
+    return duplicates
+
+
+def check_entries(configs, null_allowed=lambda config: False) -> None:
+    names = [c.name for c in configs]
+    if len(set(names)) != len(names):
+        raise AdminError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+    nulls = [c.name for c in configs if c.value is None and not null_allowed(c)]
+    if nulls:
+        raise AdminError(ErrorCode.INVALID_REQUEST,
+                         "Null value not supported for : " + ", ".join(nulls))
+
+
+def alter(broker, resource, validate_only: bool) -> None:
+    check_entries(resource.configs)
+    props = {c.name: c.value for c in resource.configs}
+    if resource.resource_type == RESOURCE_BROKER:
+        cluster_default = check_broker_resource(broker, resource.resource_name,
+                                                allow_default=True)
+        set_broker_dynamic(broker, cluster_default, props, validate_only)
+    elif resource.resource_type == RESOURCE_TOPIC:
+        set_topic_overrides(broker, resource.resource_name, props, validate_only)
+    else:
+        raise AdminError(ErrorCode.INVALID_REQUEST,
+                         f"Unknown resource type {resource.resource_type}")
+
+
+@handles(API_KEY)
+def handle(ctx):
+    body = ctx.body
+    response_class = ctx.request.spec.response_class
+    result_class = response_class.AlterConfigsResourceResponse
+    duplicates = duplicate_resources(body.resources)
+    results = []
+    for resource in body.resources:
+        code, message = ErrorCode.NONE, None
+        try:
+            if (resource.resource_type, resource.resource_name) in duplicates:
+                raise AdminError(ErrorCode.INVALID_REQUEST,
+                                 "Each resource must appear at most once.")
+            alter(ctx.broker, resource, bool(body.validate_only))
+        except AdminError as exc:
+            code, message = exc.code, exc.message
+        results.append(result_class(error_code=code, error_message=message,
+                                    resource_type=resource.resource_type,
+                                    resource_name=resource.resource_name))
+    return ctx.response(throttle_time_ms=0, responses=results)

@@ -1,0 +1,49 @@
+"""DeleteRecords (key 21), v0-2.
+
+Moves each partition's log start offset up to the requested offset (-1 = the high watermark)
+and deletes the segments wholly below it; the response's ``low_watermark`` is the new log start
+offset. An offset below the current log start changes nothing; one above the high watermark
+(or negative other than -1) fails with OFFSET_OUT_OF_RANGE; an unknown partition with
+UNKNOWN_TOPIC_OR_PARTITION (low watermark -1).
+
+Skipped: ``timeout_ms`` — with one replica the new log start is "replicated" at once, so the
+request never waits (Kafka waits for the followers' low watermarks).
+"""
+
+from __future__ import annotations
+
+from protocol.errors import ErrorCode
+from storage.errors import OffsetOutOfRange
+from wireserver.apis import handles
+
+API_KEY = 21
+HIGH_WATERMARK = -1
+
+
+def delete_before(log, offset: int) -> tuple[int, ErrorCode]:
+    if offset == HIGH_WATERMARK:
+        offset = log.high_watermark
+    try:
+        return log.delete_records_before(offset), ErrorCode.NONE
+    except OffsetOutOfRange:
+        return -1, ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+@handles(API_KEY)
+def handle(ctx):
+    topic_class = ctx.request.spec.response_class.DeleteRecordsTopicResult
+    partition_class = topic_class.DeleteRecordsPartitionResult
+    logs = ctx.broker.logs
+    topics = []
+    for topic in ctx.body.topics:
+        partitions = []
+        for requested in topic.partitions:
+            log = logs.get_log(topic.name, requested.partition_index)
+            if log is None:
+                low, error = -1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                low, error = delete_before(log, requested.offset)
+            partitions.append(partition_class(partition_index=requested.partition_index,
+                                              low_watermark=low, error_code=error))
+        topics.append(topic_class(name=topic.name, partitions=partitions))
+    return ctx.response(throttle_time_ms=0, topics=topics)

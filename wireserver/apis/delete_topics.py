@@ -1,0 +1,88 @@
+"""DeleteTopics (key 20), v1-6.
+
+Topics are named (v1-5: ``topic_names``; v6: ``topics`` with a name or a topic id). As in
+Kafka's controller: with ``delete.topic.enable=false`` every topic fails with
+TOPIC_DELETION_DISABLED (INVALID_REQUEST before v3); a name or id given twice fails with
+INVALID_REQUEST; a v6 entry with both a name and an id fails with INVALID_REQUEST; unknown
+names get UNKNOWN_TOPIC_OR_PARTITION and unknown ids UNKNOWN_TOPIC_ID. Error messages from v5.
+
+Deletion is synchronous: the partition directories are gone when the response leaves. Fetches
+waiting on a deleted partition are woken, re-read, and answer UNKNOWN_TOPIC_OR_PARTITION; fetch
+sessions simply find the log gone.
+
+Skipped: ``timeout_ms``, authorization. Internal topics are not protected (Kafka's
+``kafka-topics`` tool refuses them on the client side).
+"""
+
+from __future__ import annotations
+
+from protocol.errors import ErrorCode
+from wireserver.admin import ZERO_UUID
+from wireserver.apis import handles
+
+API_KEY = 20
+
+
+def delete(broker, name: str) -> None:
+    info = broker.logs.topics[name]
+    broker.logs.delete_topic(name)
+    for partition in range(info.num_partitions):
+        broker.appended(name, partition)  # wake fetches parked on the partition
+
+
+@handles(API_KEY)
+def handle(ctx):
+    broker, version, body = ctx.broker, ctx.version, ctx.body
+    result_class = ctx.request.spec.response_class.DeletableTopicResult
+    topics = broker.logs.topics
+    if version >= 6:
+        wanted = [(t.name, t.topic_id) for t in body.topics]
+    else:
+        wanted = [(name, ZERO_UUID) for name in body.topic_names]
+    wanted = [(name, topic_id if topic_id is not None else ZERO_UUID)
+              for name, topic_id in wanted]
+
+    def result(name, topic_id, code=ErrorCode.NONE, message=None):
+        return result_class(name=name, topic_id=topic_id, error_code=code,
+                            error_message=message if version >= 5 else None)
+
+    if not broker.config["delete.topic.enable"]:
+        code = ErrorCode.TOPIC_DELETION_DISABLED if version >= 3 else ErrorCode.INVALID_REQUEST
+        return ctx.response(throttle_time_ms=0, responses=[
+            result(name, topic_id, code, "Topic deletion is disabled.")
+            for name, topic_id in wanted])
+    name_counts: dict[str, int] = {}
+    id_counts: dict = {}
+    for name, topic_id in wanted:
+        if name is not None:
+            name_counts[name] = name_counts.get(name, 0) + 1
+        elif topic_id != ZERO_UUID:
+            id_counts[topic_id] = id_counts.get(topic_id, 0) + 1
+    by_id = {info.topic_id: info.name for info in topics.values()}
+    results = []
+    for name, topic_id in wanted:
+        if name is not None and topic_id != ZERO_UUID:
+            results.append(result(name, topic_id, ErrorCode.INVALID_REQUEST,
+                                  "You may not specify both topic name and topic id."))
+        elif name is not None and name_counts[name] > 1:
+            results.append(result(name, topic_id, ErrorCode.INVALID_REQUEST,
+                                  "Duplicate topic name."))
+        elif name is None and id_counts.get(topic_id, 0) > 1:
+            results.append(result(None, topic_id, ErrorCode.INVALID_REQUEST,
+                                  "Duplicate topic id."))
+        elif name is None:
+            found = by_id.get(topic_id)
+            if found is None:
+                results.append(result(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID,
+                                      "This server does not host this topic ID."))
+            else:
+                delete(broker, found)
+                results.append(result(found, topic_id))
+        elif name not in topics:
+            results.append(result(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                  "This server does not host this topic-partition."))
+        else:
+            found_id = topics[name].topic_id
+            delete(broker, name)
+            results.append(result(name, found_id))
+    return ctx.response(throttle_time_ms=0, responses=results)

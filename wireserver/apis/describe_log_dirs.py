@@ -1,0 +1,56 @@
+"""DescribeLogDirs (key 35), v1-4.
+
+Every log dir with the partitions it holds (all of them, or those named in the request; names
+or partitions we don't have are left out, as in Kafka) and their sizes on disk. With one node
+there are no followers and no future replicas: ``offset_lag`` is 0 and ``is_future_key``
+false. v3 adds the top-level error code (always NONE), v4 the dir's total and usable bytes
+from ``os.statvfs``. A dir that cannot be read reports KAFKA_STORAGE_ERROR.
+
+Skipped: authorization (CLUSTER DESCRIBE always granted); v5's ``is_cordoned`` (Kafka 4.3).
+"""
+
+from __future__ import annotations
+
+import os
+
+from protocol.errors import ErrorCode
+from wireserver.apis import handles
+
+API_KEY = 35
+
+
+def disk_bytes(directory: str) -> tuple[int, int]:
+    stats = os.statvfs(directory)
+    return stats.f_blocks * stats.f_frsize, stats.f_bavail * stats.f_frsize
+
+
+@handles(API_KEY)
+def handle(ctx):
+    logs = ctx.broker.logs
+    result_class = ctx.request.spec.response_class.DescribeLogDirsResult
+    topic_class = result_class.DescribeLogDirsTopic
+    partition_class = topic_class.DescribeLogDirsPartition
+    wanted = None
+    if ctx.body.topics is not None:
+        wanted = {(t.topic, p) for t in ctx.body.topics for p in t.partitions}
+    by_dir: dict[str, dict[str, list]] = {d: {} for d in logs.log_dirs}
+    for (topic, partition), log in sorted(logs.logs()):
+        if wanted is not None and (topic, partition) not in wanted:
+            continue
+        directory = os.path.dirname(os.path.abspath(log.directory))
+        by_dir.setdefault(directory, {}).setdefault(topic, []).append(partition_class(
+            partition_index=partition, partition_size=log.size_bytes, offset_lag=0,
+            is_future_key=False))
+    results = []
+    for directory, topics in by_dir.items():
+        try:
+            total, usable = disk_bytes(directory)
+            error = ErrorCode.NONE
+        except OSError:
+            total, usable, error = -1, -1, ErrorCode.KAFKA_STORAGE_ERROR
+            topics = {}
+        results.append(result_class(
+            error_code=error, log_dir=directory,
+            topics=[topic_class(name=name, partitions=parts) for name, parts in topics.items()],
+            total_bytes=total, usable_bytes=usable))
+    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, results=results)

@@ -1,0 +1,79 @@
+"""DescribeTopicPartitions (key 75), v0.
+
+Kafka's ``DescribeTopicPartitionsRequestHandler`` and ``describeTopicResponse``: the named
+topics (an empty list means every topic), sorted by name, starting at the cursor's topic and
+partition, with at most ``response_partition_limit`` partitions in all (clamped to
+1..``max.request.partition.size.limit`` = 2000). When the limit stops the walk inside a topic,
+or before the next topic, ``next_cursor`` points there. A cursor whose topic is not among the
+named ones, or with a negative partition, fails the request with INVALID_REQUEST. Unknown named
+topics come back with UNKNOWN_TOPIC_OR_PARTITION (they use none of the partition budget).
+
+Each partition: this node as leader and the only replica and ISR, leader epoch 0, empty
+eligible-leader-replica and last-known-ELR lists (KIP-966), no offline replicas. Topic
+authorized operations are everything Kafka supports on a topic (no authorizer).
+"""
+
+from __future__ import annotations
+
+from protocol.errors import ErrorCode
+from wireserver.admin import TOPIC_AUTHORIZED_OPERATIONS, ZERO_UUID
+from wireserver.apis import handles
+from wireserver.topics import INTERNAL_TOPICS
+
+API_KEY = 75
+MAX_PARTITION_LIMIT = 2000  # Kafka's max.request.partition.size.limit default
+
+
+@handles(API_KEY)
+def handle(ctx):
+    body = ctx.body
+    response_class = ctx.request.spec.response_class
+    topic_class = response_class.DescribeTopicPartitionsResponseTopic
+    partition_class = topic_class.DescribeTopicPartitionsResponsePartition
+    cursor_class = response_class.Cursor
+    topics = ctx.broker.logs.topics
+    node = ctx.broker.node_id
+    requested = {t.name for t in body.topics}
+    fetch_all = not requested
+    cursor = body.cursor
+    if cursor is not None and ((not fetch_all and cursor.topic_name not in requested)
+                               or cursor.partition_index < 0):
+        # Kafka throws InvalidRequestException; the request's error response gives every
+        # requested topic that error (DescribeTopicPartitionsRequest.getErrorResponse).
+        return ctx.response(throttle_time_ms=0, next_cursor=None, topics=[
+            topic_class(error_code=ErrorCode.INVALID_REQUEST, name=name, topic_id=ZERO_UUID,
+                        is_internal=False, partitions=[],
+                        topic_authorized_operations=-2**31)
+            for name in sorted(requested)])
+    names = sorted(topics) if fetch_all else sorted(requested)
+    if cursor is not None:
+        names = [name for name in names if name >= cursor.topic_name]
+    remaining = max(min(MAX_PARTITION_LIMIT, body.response_partition_limit), 1)
+    result, next_cursor = [], None
+    for name in names:
+        info = topics.get(name)
+        if info is None:
+            if not fetch_all:
+                result.append(topic_class(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                          name=name, topic_id=ZERO_UUID, is_internal=False,
+                                          partitions=[], topic_authorized_operations=-2**31))
+            continue
+        if remaining == 0:
+            next_cursor = cursor_class(topic_name=name, partition_index=0)
+            break
+        start = cursor.partition_index if cursor is not None and cursor.topic_name == name \
+            else 0
+        end = min(info.num_partitions, start + remaining)
+        partitions = [partition_class(error_code=ErrorCode.NONE, partition_index=p,
+                                      leader_id=node, leader_epoch=0, replica_nodes=[node],
+                                      isr_nodes=[node], eligible_leader_replicas=[],
+                                      last_known_elr=[], offline_replicas=[])
+                      for p in range(start, end)]
+        result.append(topic_class(error_code=ErrorCode.NONE, name=name, topic_id=info.topic_id,
+                                  is_internal=name in INTERNAL_TOPICS, partitions=partitions,
+                                  topic_authorized_operations=TOPIC_AUTHORIZED_OPERATIONS))
+        if end < info.num_partitions:
+            next_cursor = cursor_class(topic_name=name, partition_index=end)
+            break
+        remaining -= len(partitions)
+    return ctx.response(throttle_time_ms=0, topics=result, next_cursor=next_cursor)

@@ -1,0 +1,154 @@
+"""IncrementalAlterConfigs (key 44), v0-1.
+
+Operations per key: SET (0), DELETE (1), APPEND (2) and SUBTRACT (3) — the last two for list
+keys only, starting from the current value or, when unset, the key's default.
+
+- TOPIC: applied to the topic's overrides as Kafka's controller does (APPEND adds values not
+  already present, SUBTRACT removes them; on a non-list key → INVALID_CONFIG "Can't APPEND to
+  key ..."); unknown keys or bad values → INVALID_CONFIG; unknown topic →
+  UNKNOWN_TOPIC_OR_PARTITION. The logs use the new config at once.
+- BROKER (our node id, or "" for the cluster default): applied to the dynamic layer as Kafka's
+  ``ConfigAdminManager.prepareIncrementalConfigs`` does (APPEND/SUBTRACT on a non-list key →
+  INVALID_REQUEST); keys that need a restart and bad values → INVALID_REQUEST; unknown keys →
+  INVALID_CONFIG. Topic-default keys reach every topic at once.
+- BROKER_LOGGER (our node id): SET a level (OFF, FATAL, ERROR, WARN, INFO, DEBUG, TRACE) or
+  DELETE it on one of our Python loggers; unknown logger → INVALID_CONFIG, root DELETE or
+  APPEND/SUBTRACT → INVALID_REQUEST.
+
+A resource named twice → INVALID_REQUEST for both; a key twice, a null value for anything but
+DELETE, or an unknown operation → INVALID_REQUEST. ``validate_only`` changes nothing.
+
+Deliberate difference: dynamic broker configs are kept in memory only (lost on restart).
+Skipped: AlterConfigPolicy, authorization.
+"""
+
+from __future__ import annotations
+
+from protocol.errors import ErrorCode
+from storage.log_config import TOPIC_CONFIGS
+from wireserver.admin import (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC,
+                              AdminError, alter_logger, check_broker_resource, is_list_key,
+                              set_broker_dynamic, set_topic_overrides)
+from wireserver.apis import handles
+from wireserver.apis.alter_configs import check_entries, duplicate_resources
+from wireserver.config import BROKER_CONFIGS
+
+API_KEY = 44
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
+
+
+def _split(value: str | None) -> list[str]:
+    return [part.strip() for part in (value or "").split(",") if part.strip()]
+
+
+def _default_list(defs, name: str) -> str:
+    cdef = defs[name]
+    return cdef.render(cdef.default) or ""
+
+
+def topic_ops(broker, topic: str, configs, validate_only: bool) -> None:
+    info = broker.logs.topics.get(topic)
+    if info is None:
+        raise AdminError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                         f"The topic '{topic}' does not exist.")
+    props = dict(info.overrides)
+    for config in configs:
+        name, op = config.name, config.config_operation
+        if op == SET:
+            props[name] = config.value
+        elif op == DELETE:
+            props.pop(name, None)
+        else:
+            if not is_list_key(RESOURCE_TOPIC, name):
+                if name not in TOPIC_CONFIGS:
+                    raise AdminError(ErrorCode.INVALID_CONFIG,
+                                     f"Unknown topic config name: {name}")
+                raise AdminError(ErrorCode.INVALID_CONFIG,
+                                 f"Can't {OP_NAMES[op]} to key {name} because its type is "
+                                 "not LIST.")
+            values = _split(props.get(name, _default_list(TOPIC_CONFIGS, name)))
+            for part in _split(config.value):
+                if op == APPEND and part not in values:
+                    values.append(part)
+                elif op == SUBTRACT and part in values:
+                    values.remove(part)
+            props[name] = ",".join(values)
+    set_topic_overrides(broker, topic, props, validate_only)
+
+
+def broker_ops(broker, cluster_default: bool, configs, validate_only: bool) -> None:
+    props = broker.config.dynamic_values(cluster_default=cluster_default)
+    for config in configs:
+        name, op = config.name, config.config_operation
+        if op == SET:
+            props[name] = config.value
+        elif op == DELETE:
+            props.pop(name, None)
+        else:
+            if name not in BROKER_CONFIGS:
+                raise AdminError(ErrorCode.INVALID_CONFIG, f"Unknown config name: {name}")
+            if not is_list_key(RESOURCE_BROKER, name):
+                raise AdminError(ErrorCode.INVALID_REQUEST,
+                                 f"Config value {OP_NAMES[op].lower()} is not allowed for "
+                                 f"config key: {name}")
+            values = _split(props.get(name, _default_list(BROKER_CONFIGS, name)))
+            change = _split(config.value)
+            values = values + change if op == APPEND else [v for v in values if v not in change]
+            props[name] = ",".join(values)
+    set_broker_dynamic(broker, cluster_default, props, validate_only)
+
+
+def logger_ops(broker, name: str, configs, validate_only: bool) -> None:
+    check_broker_resource(broker, name, allow_default=False)
+    for config in configs:
+        if config.config_operation in (APPEND, SUBTRACT):
+            raise AdminError(ErrorCode.INVALID_REQUEST,
+                             f"{OP_NAMES[config.config_operation]} operation is not allowed "
+                             "for the BROKER_LOGGER resource")
+    for config in configs:  # check everything before changing anything
+        alter_logger(config.name, config.value if config.config_operation == SET else None,
+                     validate_only=True)
+    if not validate_only:
+        for config in configs:
+            alter_logger(config.name,
+                         config.value if config.config_operation == SET else None, False)
+
+
+def alter(broker, resource, validate_only: bool) -> None:
+    check_entries(resource.configs, null_allowed=lambda c: c.config_operation == DELETE)
+    for config in resource.configs:
+        if config.config_operation not in OP_NAMES:
+            raise AdminError(ErrorCode.INVALID_REQUEST,
+                             f"Unknown operations type {config.config_operation}")
+    kind, name = resource.resource_type, resource.resource_name
+    if kind == RESOURCE_TOPIC:
+        topic_ops(broker, name, resource.configs, validate_only)
+    elif kind == RESOURCE_BROKER:
+        cluster_default = check_broker_resource(broker, name, allow_default=True)
+        broker_ops(broker, cluster_default, resource.configs, validate_only)
+    elif kind == RESOURCE_BROKER_LOGGER:
+        logger_ops(broker, name, resource.configs, validate_only)
+    else:
+        raise AdminError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {kind}")
+
+
+@handles(API_KEY)
+def handle(ctx):
+    body = ctx.body
+    result_class = ctx.request.spec.response_class.AlterConfigsResourceResponse
+    duplicates = duplicate_resources(body.resources)
+    results = []
+    for resource in body.resources:
+        code, message = ErrorCode.NONE, None
+        try:
+            if (resource.resource_type, resource.resource_name) in duplicates:
+                raise AdminError(ErrorCode.INVALID_REQUEST,
+                                 "Each resource must appear at most once.")
+            alter(ctx.broker, resource, bool(body.validate_only))
+        except AdminError as exc:
+            code, message = exc.code, exc.message
+        results.append(result_class(error_code=code, error_message=message,
+                                    resource_type=resource.resource_type,
+                                    resource_name=resource.resource_name))
+    return ctx.response(throttle_time_ms=0, responses=results)

@@ -1,0 +1,61 @@
+"""OffsetForLeaderEpoch (key 23), v2-4.
+
+For each partition, the largest leader epoch at or below the requested one and the end offset
+of that epoch (the start of the next higher epoch, or the log end offset for the latest one),
+from the partition's leader epoch cache (KIP-101/279); (-1, -1) for an undefined epoch or one
+above every known epoch. This node became leader of every partition at epoch 0 at the start of
+its log, so an empty cache answers as if it held (0, log end offset) — what Kafka's
+``makeLeader`` would have written.
+
+``current_leader_epoch`` fences as in Fetch: older than ours → FENCED_LEADER_EPOCH, newer →
+UNKNOWN_LEADER_EPOCH; -1 skips the check. Unknown partitions → UNKNOWN_TOPIC_OR_PARTITION.
+
+Skipped: ``replica_id`` (v3+) is accepted but changes nothing (a follower's request would be
+answered the same way; one node has no followers).
+"""
+
+from __future__ import annotations
+
+from protocol.errors import ErrorCode
+from wireserver.apis import handles
+
+API_KEY = 23
+LEADER_EPOCH = 0
+UNDEFINED = -1
+
+
+def end_offset_for(log, epoch: int) -> tuple[int, int]:
+    if epoch == UNDEFINED:
+        return UNDEFINED, UNDEFINED
+    if log.latest_epoch is None:
+        if epoch == LEADER_EPOCH:
+            return LEADER_EPOCH, log.log_end_offset
+        return UNDEFINED, UNDEFINED
+    return log.end_offset_for_epoch(epoch)
+
+
+@handles(API_KEY)
+def handle(ctx):
+    topic_class = ctx.request.spec.response_class.OffsetForLeaderTopicResult
+    partition_class = topic_class.EpochEndOffset
+    logs = ctx.broker.logs
+    topics = []
+    for topic in ctx.body.topics:
+        partitions = []
+        for requested in topic.partitions:
+            log = logs.get_log(topic.topic, requested.partition)
+            current = requested.current_leader_epoch
+            epoch, offset = UNDEFINED, UNDEFINED
+            if log is None:
+                error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif current >= 0 and current < LEADER_EPOCH:
+                error = ErrorCode.FENCED_LEADER_EPOCH
+            elif current > LEADER_EPOCH:
+                error = ErrorCode.UNKNOWN_LEADER_EPOCH
+            else:
+                error = ErrorCode.NONE
+                epoch, offset = end_offset_for(log, requested.leader_epoch)
+            partitions.append(partition_class(error_code=error, partition=requested.partition,
+                                              leader_epoch=epoch, end_offset=offset))
+        topics.append(topic_class(topic=topic.topic, partitions=partitions))
+    return ctx.response(throttle_time_ms=0, topics=topics)
