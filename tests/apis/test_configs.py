@@ -1,0 +1,145 @@
+"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs through confluent-kafka's and
+kafka-python's admin clients."""
+
+from __future__ import annotations
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
+from kafka import KafkaProducer
+from kafka.admin import NewTopic
+from kafka.errors import MessageSizeTooLargeError
+from kafka.protocol.admin.configs import (DescribeConfigsRequest, DescribeConfigsResponse,
+                                          IncrementalAlterConfigsRequest,
+                                          IncrementalAlterConfigsResponse)
+import pytest
+
+from tests.apis.conftest import wait
+
+
+def describe(cadmin, kind, name, **kwargs):
+    resource = ConfigResource(kind, name)
+    return wait(cadmin.describe_configs([resource], **kwargs))[resource]
+
+
+def alter(cadmin, kind, name, ops, incremental=True, validate_only=False):
+    resource = ConfigResource(kind, name, incremental_configs=ops) if incremental else \
+        ConfigResource(kind, name, set_config=ops)
+    call = cadmin.incremental_alter_configs if incremental else cadmin.alter_configs
+    return wait(call([resource], validate_only=validate_only))[resource]
+
+
+def op(name, value, kind=AlterConfigOpType.SET):
+    return ConfigEntry(name, value, incremental_operation=kind)
+
+
+def test_describe_topic_and_broker(cadmin, kadmin, topic_name):
+    kadmin.create_topics([NewTopic(topic_name, 1, 1, topic_configs={"retention.ms": "12345"})])
+    configs = describe(cadmin, "topic", topic_name)
+    assert configs["retention.ms"].value == "12345"
+    assert configs["retention.ms"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    synonyms = configs["retention.ms"].synonyms
+    assert list(synonyms)[0] == "retention.ms"
+    assert configs["segment.bytes"].source == ConfigSource.DEFAULT_CONFIG.value
+    assert configs["segment.bytes"].value == "1073741824"
+    broker_configs = describe(cadmin, "broker", "1")
+    assert broker_configs["num.partitions"].value == "1"
+    assert broker_configs["listeners"].is_read_only
+    assert not broker_configs["log.retention.bytes"].is_read_only
+    missing = describe(cadmin, "topic", topic_name + "-none")
+    assert missing.args[0].name() == "UNKNOWN_TOPIC_OR_PART"
+
+
+def test_incremental_alter_topic_takes_effect(broker, cadmin, kadmin, topic_name):
+    kadmin.create_topics([NewTopic(topic_name, 1, 1)])
+    assert alter(cadmin, "topic", topic_name, [op("max.message.bytes", "200")]) is None
+    configs = describe(cadmin, "topic", topic_name)
+    assert configs["max.message.bytes"].value == "200"
+    assert configs["max.message.bytes"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, enable_idempotence=False,
+                             retries=0)
+    with pytest.raises(MessageSizeTooLargeError):
+        producer.send(topic_name, b"x" * 1000).get(10)
+    producer.close()
+    assert alter(cadmin, "topic", topic_name, [op("cleanup.policy", "compact",
+                                                  AlterConfigOpType.APPEND)]) is None
+    assert describe(cadmin, "topic", topic_name)["cleanup.policy"].value == "delete,compact"
+    assert alter(cadmin, "topic", topic_name, [op("cleanup.policy", "delete",
+                                                  AlterConfigOpType.SUBTRACT)]) is None
+    assert describe(cadmin, "topic", topic_name)["cleanup.policy"].value == "compact"
+    assert alter(cadmin, "topic", topic_name, [op("max.message.bytes", None,
+                                                  AlterConfigOpType.DELETE)]) is None
+    assert describe(cadmin, "topic", topic_name)["max.message.bytes"].source == \
+        ConfigSource.DEFAULT_CONFIG.value
+    errors = [alter(cadmin, "topic", topic_name, [op("retention.ms", "5",
+                                                     AlterConfigOpType.APPEND)]),
+              alter(cadmin, "topic", topic_name, [op("no.such.key", "1")]),
+              alter(cadmin, "topic", topic_name, [op("retention.ms", "soon")])]
+    assert [e.args[0].name() for e in errors] == ["INVALID_CONFIG"] * 3
+    unknown = alter(cadmin, "topic", topic_name + "-none", [op("retention.ms", "5")])
+    assert unknown.args[0].name() == "UNKNOWN_TOPIC_OR_PART"
+    assert alter(cadmin, "topic", topic_name, [op("retention.ms", "5")],
+                 validate_only=True) is None
+    assert describe(cadmin, "topic", topic_name)["retention.ms"].value != "5"
+
+
+def test_legacy_alter_replaces_overrides(cadmin, kadmin, topic_name):
+    kadmin.create_topics([NewTopic(topic_name, 1, 1, topic_configs={"retention.ms": "1000"})])
+    assert alter(cadmin, "topic", topic_name, {"segment.ms": "60000"},
+                 incremental=False) is None
+    configs = describe(cadmin, "topic", topic_name)
+    assert configs["segment.ms"].value == "60000"
+    assert configs["retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value
+
+
+DELETE = 1
+
+
+def raw_alter(raw, name, key, value, operation=0):
+    request = IncrementalAlterConfigsRequest
+    resource = request.AlterConfigsResource
+    response = raw.send(request, IncrementalAlterConfigsResponse, 1, validate_only=False,
+                        resources=[resource(resource_type=4, resource_name=name, configs=[
+                            resource.AlterableConfig(name=key, config_operation=operation,
+                                                     value=value)])])
+    return response.responses[0].error_code
+
+
+def raw_describe(raw, name, expect_error=0, kind=4):
+    request = DescribeConfigsRequest
+    response = raw.send(request, DescribeConfigsResponse, 4, include_synonyms=True,
+                        include_documentation=True, resources=[request.DescribeConfigsResource(
+                            resource_type=kind, resource_name=name, configuration_keys=None)])
+    assert response.results[0].error_code == expect_error
+    return response.results[0].configs
+
+
+def test_describe_other_broker_is_invalid(raw):
+    raw_describe(raw, "7", expect_error=42)
+    raw_describe(raw, "x", expect_error=42)
+    configs = {c.name: c for c in raw_describe(raw, "1")}
+    assert configs["num.partitions"].documentation
+    assert configs["num.partitions"].config_type == 3  # INT
+    loggers = {c.name: c.value for c in raw_describe(raw, "1", kind=8)}  # BROKER_LOGGER
+    assert "root" in loggers
+
+
+def test_broker_dynamic_config_reaches_topics(cadmin, kadmin, raw, topic_name):
+    kadmin.create_topics([NewTopic(topic_name, 1, 1)])
+    assert alter(cadmin, "broker", "1", [op("log.retention.bytes", "777")]) is None
+    broker_configs = describe(cadmin, "broker", "1")
+    assert broker_configs["log.retention.bytes"].value == "777"
+    assert broker_configs["log.retention.bytes"].source == \
+        ConfigSource.DYNAMIC_BROKER_CONFIG.value
+    topic = describe(cadmin, "topic", topic_name)["retention.bytes"]
+    assert topic.value == "777" and topic.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+    assert raw_alter(raw, "", "log.retention.bytes", "888") == 0
+    defaults = raw_describe(raw, "")
+    assert [(c.name, c.value, c.config_source) for c in defaults] == [
+        ("log.retention.bytes", "888", 3)]  # DYNAMIC_DEFAULT_BROKER_CONFIG
+    assert alter(cadmin, "broker", "1", [op("log.retention.bytes", None,
+                                            AlterConfigOpType.DELETE)]) is None
+    assert describe(cadmin, "topic", topic_name)["retention.bytes"].value == "888"
+    read_only = alter(cadmin, "broker", "1", [op("listeners", "PLAINTEXT://:1")])
+    assert read_only.args[0].name() == "INVALID_REQUEST"
+    assert raw_alter(raw, "", "log.retention.bytes", None, DELETE) == 0
+    assert describe(cadmin, "topic", topic_name)["retention.bytes"].value == "-1"
