@@ -26,6 +26,7 @@ from kafka.protocol.consumer.offsets import (ListOffsetsRequest, ListOffsetsResp
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
+from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
 
 from protocol.registry import ApiRegistry
 
@@ -48,3 +49,5 @@ SERVED.register(CreatePartitionsRequest, CreatePartitionsResponse, 0, 3)
 SERVED.register(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, 0, 1)
 SERVED.register(DescribeClusterRequest, DescribeClusterResponse, 0, 2)
 SERVED.register(DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, 0, 0)
+# Idempotent producer.
+SERVED.register(InitProducerIdRequest, InitProducerIdResponse, 0, 5)

@@ -37,6 +37,7 @@ from storage.batches import (
 from storage.epochs import LeaderEpochCache
 from storage.errors import InvalidOffset, LogInvariantError, OffsetOutOfRange
 from storage.log_config import LogConfig
+from storage.producer_state import ProducerStateManager
 from storage.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -52,6 +53,7 @@ class AppendResult(NamedTuple):
     last_offset: int  # offset of the last record appended
     log_append_time: int  # the broker time stamped on the batches, -1 unless LogAppendTime
     log_start_offset: int
+    duplicate: bool = False  # a retried idempotent batch: nothing written, original offsets
 
 
 class ReadResult(NamedTuple):
@@ -83,7 +85,8 @@ def parse_partition_dir(name: str) -> tuple[str, int]:
 class Log:
     """One partition's log. Use ``Log.open``. Not thread-safe except ``flush``."""
 
-    def __init__(self, directory: str, config: LogConfig, now_ms: Callable[[], int]):
+    def __init__(self, directory: str, config: LogConfig, now_ms: Callable[[], int],
+                 producer_id_expiration_ms: int = 86_400_000):
         self.directory = directory
         self.config = config
         self._now_ms = now_ms
@@ -98,6 +101,7 @@ class Log:
         self.recovery_point = 0
         self.last_flush_ms = now_ms()
         self.leader_epoch_cache: LeaderEpochCache
+        self.producer_state = ProducerStateManager(directory, producer_id_expiration_ms)
         # Observability for tests and operators.
         self.recovered_segments = 0  # segments re-scanned (CRC-checked) on open
         self.rebuilt_indexes = 0  # of which because an index was missing or inconsistent
@@ -108,7 +112,8 @@ class Log:
     @classmethod
     def open(cls, directory: str, config: LogConfig, *, now_ms: Callable[[], int],
              recover: bool, recovery_point: int = 0, log_start_offset: int | None = None,
-             high_watermark: int | None = None) -> "Log":
+             high_watermark: int | None = None,
+             producer_id_expiration_ms: int = 86_400_000) -> "Log":
         """Open (creating if needed) the log in ``directory``.
 
         ``recover=True`` (no clean-shutdown marker) re-scans every segment from the one holding
@@ -117,9 +122,11 @@ class Log:
         ``recover=False`` segments are loaded from their indexes, and only a segment whose index
         is missing or inconsistent (or whose tail does not walk) is re-scanned.
         ``log_start_offset`` / ``high_watermark`` come from the log dir's checkpoints.
+        Producer state is then loaded from the newest snapshot and rebuilt from the batch
+        headers after it.
         """
         os.makedirs(directory, exist_ok=True)
-        log = cls(directory, config, now_ms)
+        log = cls(directory, config, now_ms, producer_id_expiration_ms)
         log._load(recover, recovery_point, log_start_offset, high_watermark)
         return log
 
@@ -195,6 +202,37 @@ class Log:
         self._high_watermark = min(max(hw, self._log_start_offset), leo)
         self.recovery_point = leo
         self._check_invariants()
+        self.producer_state.load(self._log_start_offset, leo, self._now_ms())
+        self._replay_producer_state()
+
+    def _replay_producer_state(self) -> int:
+        """Bring producer state from its map end offset up to the log end by reading batch
+        headers (no records). Returns the number of batches replayed."""
+        state = self.producer_state
+        start = max(state.map_end_offset, self._log_start_offset)
+        count = 0
+        for i, seg in enumerate(self._segments):
+            if seg.size == 0 or self._upper_bound(i) <= start:
+                continue
+            if seg.base_offset < start:
+                found = seg.find(start)
+                if found is None:
+                    continue
+                position = found[0]
+            else:
+                position = 0
+            for _, header in seg.walk(position):
+                if header.last_offset >= start:
+                    state.replay(header)
+                    count += 1
+        state.map_end_offset = self.log_end_offset
+        state.replayed_batches = count
+        return count
+
+    def _rebuild_producer_state(self) -> None:
+        """After truncation: reload the newest snapshot at or below the new end, replay."""
+        self.producer_state.load(self._log_start_offset, self.log_end_offset, self._now_ms())
+        self._replay_producer_state()
 
     # -- properties ----------------------------------------------------------------------
     @property
@@ -265,6 +303,9 @@ class Log:
         seg = self._new_segment(base_offset)
         self._segments.append(seg)
         self._bases.append(base_offset)
+        if self.producer_state.map_end_offset == base_offset:
+            # Kafka snapshots producer state at every roll; fsynced by the next flush.
+            self.producer_state.take_snapshot(sync=False)
         return seg
 
     def append(self, buf, leader_epoch: int, now_ms: int | None = None) -> AppendResult:
@@ -279,9 +320,18 @@ class Log:
             raise TypeError("append needs a writable buffer (it patches offsets in place)")
         log_append = self.config.message_timestamp_type == "LogAppendTime"
         first_offset = next_offset = self.log_end_offset
+        incoming = list(iter_headers(view))
+        # Idempotent producers: a duplicate answers the original offsets and writes nothing;
+        # epoch and sequence errors raise before anything is written.
+        prepared = self.producer_state.prepare((h for _, h in incoming), first_offset,
+                                               now_ms if log_append else None)
+        if prepared.duplicate is not None:
+            dup = prepared.duplicate
+            return AppendResult(dup.first_offset, dup.last_offset, dup.timestamp,
+                                self._log_start_offset, True)
         headers: list[tuple[int, BatchHeader]] = []
         max_timestamp = -1
-        for pos, header in list(iter_headers(view)):
+        for pos, header in incoming:
             set_base_offset(view, pos, header.size, next_offset)
             set_partition_leader_epoch(view, pos, header.size, leader_epoch)
             if log_append:
@@ -296,6 +346,7 @@ class Log:
         self._roll_if_needed(len(view), max_timestamp, first_offset, last_offset, now_ms)
         self.active_segment.append(view, headers)
         self.leader_epoch_cache.assign(leader_epoch, first_offset)
+        self.producer_state.commit(prepared, self.log_end_offset)
         return AppendResult(first_offset, last_offset, now_ms if log_append else -1,
                             self._log_start_offset)
 
@@ -327,6 +378,7 @@ class Log:
         for _, header in headers:
             if header.partition_leader_epoch != NO_PARTITION_LEADER_EPOCH:
                 self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+            self.producer_state.replay(header)
         return AppendResult(first_offset, last_offset, -1, self._log_start_offset)
 
     # -- reading -------------------------------------------------------------------------
@@ -475,6 +527,7 @@ class Log:
         if self.recovery_point < offset:
             self.recovery_point = offset
         self.leader_epoch_cache.truncate_from_start(offset)
+        self.producer_state.on_log_start_offset_incremented(offset)
         self._check_invariants()
 
     def _delete_below_log_start(self) -> int:
@@ -520,6 +573,7 @@ class Log:
         if self._log_start_offset > leo:
             self._log_start_offset = leo
         self._check_invariants()
+        self._rebuild_producer_state()
         return True
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -532,6 +586,7 @@ class Log:
         self._high_watermark = offset
         self.recovery_point = offset
         self.leader_epoch_cache.clear()
+        self.producer_state.truncate_fully_and_start_at(offset)
         self._check_invariants()
 
     def apply_retention(self, now_ms: int | None = None) -> int:
@@ -591,6 +646,7 @@ class Log:
         thread while the reactor appends. Returns the new recovery point."""
         target = self.log_end_offset
         start = self.recovery_point
+        self.producer_state.sync_snapshots()
         segments = list(self._segments)
         for i, seg in enumerate(segments):
             upper = segments[i + 1].base_offset if i + 1 < len(segments) else None
@@ -607,6 +663,7 @@ class Log:
             return
         self.active_segment.on_become_inactive()
         self.flush()
+        self.producer_state.take_snapshot(sync=True)
         self.leader_epoch_cache.flush()
         for seg in self._segments:
             seg.close()

@@ -73,12 +73,13 @@ class TopicInfo:
 
 class LogManager:
     def __init__(self, log_dirs: list[str], broker_defaults: Mapping[str, Any],
-                 now_ms: Callable[[], int]):
+                 now_ms: Callable[[], int], producer_id_expiration_ms: int = 86_400_000):
         if not log_dirs:
             raise ValueError("at least one log dir is needed")
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
         self.broker_defaults = dict(broker_defaults)
         self._now_ms = now_ms
+        self.producer_id_expiration_ms = producer_id_expiration_ms
         self._topics: dict[str, TopicInfo] = {}
         self._logs: dict[tuple[str, int], Log] = {}
         self._dir_of: dict[tuple[str, int], str] = {}
@@ -109,7 +110,8 @@ class LogManager:
     def _open_partition(self, info: TopicInfo, partition: int) -> Log:
         log_dir = self._pick_dir()
         directory = os.path.join(log_dir, f"{info.name}-{partition}")
-        log = Log.open(directory, info.config, now_ms=self._now_ms, recover=False)
+        log = Log.open(directory, info.config, now_ms=self._now_ms, recover=False,
+                       producer_id_expiration_ms=self.producer_id_expiration_ms)
         ckpt.write_partition_metadata(directory, info.topic_id)
         self._logs[(info.name, partition)] = log
         self._dir_of[(info.name, partition)] = log_dir
@@ -291,7 +293,8 @@ class LogManager:
             directory = os.path.join(d, f"{topic}-{partition}")
             log = Log.open(directory, info.config, now_ms=self._now_ms,
                            recover=not self.clean_shutdown[d], recovery_point=rp.get(tp, 0),
-                           log_start_offset=ls.get(tp), high_watermark=hw.get(tp))
+                           log_start_offset=ls.get(tp), high_watermark=hw.get(tp),
+                           producer_id_expiration_ms=self.producer_id_expiration_ms)
             if ckpt.read_partition_metadata(directory) is None:
                 ckpt.write_partition_metadata(directory, info.topic_id)
             self._logs[tp] = log
@@ -336,6 +339,16 @@ class LogManager:
         """Run retention on every log; returns the number of segments deleted."""
         now = self._now_ms() if now_ms is None else now_ms
         return sum(log.apply_retention(now) for _, log in self.logs())
+
+    def remove_expired_producers(self, now_ms: int | None = None,
+                                 expiration_ms: int | None = None) -> int:
+        """Forget idempotent producers idle for ``producer.id.expiration.ms`` in every log
+        (Kafka checks every ``producer.id.expiration.check.interval.ms``)."""
+        now = self._now_ms() if now_ms is None else now_ms
+        if expiration_ms is not None:
+            self.producer_id_expiration_ms = expiration_ms
+        return sum(log.producer_state.remove_expired(now, self.producer_id_expiration_ms)
+                   for _, log in self.logs())
 
     def logs_due_for_flush(self, now_ms: int | None = None) -> list[Log]:
         now = self._now_ms() if now_ms is None else now_ms

@@ -21,10 +21,14 @@ from protocol.served import SERVED
 from storage.manager import LogManager
 from wireserver import apis
 from wireserver.config import BrokerConfig, Listener
+from wireserver.producer_ids import ProducerIdManager
 from wireserver.purgatory import Purgatory
 from wireserver.server import KafkaServerFactory
 
 log = logging.getLogger(__name__)
+
+#: Kafka's producer.id.expiration.check.interval.ms default (not a wireserver config key yet).
+PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS = 600_000
 
 
 class Broker:
@@ -45,6 +49,7 @@ class Broker:
         self.ports: list = []
         self.advertised: list[Listener] = []
         self.purgatory = Purgatory(reactor)
+        self.producer_ids: ProducerIdManager | None = None
         self._flushing: set = set()
         self._loops: list[task.LoopingCall] = []
         self.started = False
@@ -62,7 +67,9 @@ class Broker:
         for directory in self.config.log_dirs:
             os.makedirs(directory, exist_ok=True)
         self.cluster_id = self._load_or_create_cluster_id()
-        self.logs = LogManager(self.config.log_dirs, self.config.topic_defaults(), self.now_ms)
+        self.producer_ids = ProducerIdManager(self.config.log_dirs[0])
+        self.logs = LogManager(self.config.log_dirs, self.config.topic_defaults(), self.now_ms,
+                               self.config["producer.id.expiration.ms"])
         self.logs.load()
         partition_logs = [partition_log for _, partition_log in self.logs.logs()]
         log.info("loaded %d partition logs; %d segments recovered (re-scanned)",
@@ -85,6 +92,7 @@ class Broker:
             self.advertised.append(listener)
         self.bound = bound
         self._every(self.config["log.retention.check.interval.ms"], self._apply_retention)
+        self._every(PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, self._remove_expired_producers)
         scheduler_ms = self.config["log.flush.scheduler.interval.ms"]
         # Kafka's default scheduler interval is Long.MAX, which leaves flush.ms inert; we check
         # once a second instead, so a topic's flush.ms is honoured without extra settings.
@@ -148,6 +156,11 @@ class Broker:
     def _apply_retention(self) -> None:
         if self.logs is not None:
             self.logs.apply_retention(self.now_ms())
+
+    def _remove_expired_producers(self) -> None:
+        if self.logs is not None:
+            self.logs.remove_expired_producers(self.now_ms(),
+                                               self.config["producer.id.expiration.ms"])
 
     def _flush_due_logs(self) -> None:
         """fsync logs whose flush.messages / flush.ms is due."""

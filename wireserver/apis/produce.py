@@ -8,8 +8,15 @@ per-record timestamps — are left out; the batch header's counts and timestamps
 With one node, acks=-1 means the local write, exactly like acks=1. acks=0 gets no response.
 Produce never creates topics (Kafka creates them from Metadata requests only).
 
-Skipped until idempotence lands: producer id/sequence checks; transactional batches are stored
-as they are.
+Idempotent producers (batches with a producer id): between validation and append the
+partition's producer state (``storage.producer_state``) checks epoch and sequence from the batch
+header alone. A retry of one of the producer's last five batches is answered with the offsets
+of the original append (error NONE, log_append_time = the original batch's max timestamp, as
+Kafka does) and nothing is written; an older epoch is INVALID_PRODUCER_EPOCH, a sequence gap
+OUT_OF_ORDER_SEQUENCE_NUMBER. Producer state changes only after the append succeeded.
+
+Skipped until transactions land: transactional batches are checked like idempotent ones and
+stored as they are (no verification against a transaction coordinator, no LSO).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import uuid
 from protocol.errors import (CorruptRecordBatch, DecodeError, ErrorCode, TruncatedRecordBatch,
                              UnsupportedMagic)
 from protocol.records import iter_batches
+from storage.producer_state import InvalidProducerEpoch, OutOfOrderSequence
 from wireserver.apis import handles
 from wireserver.topics import TopicError, check_name
 
@@ -53,6 +61,10 @@ def check_batches(records: bytearray, config, now_ms: int) -> int:
             if batch.is_control:
                 raise PartitionError(ErrorCode.INVALID_RECORD,
                                      "Clients are not allowed to write control records.")
+            if batch.producer_id >= 0 and batch.base_sequence < 0:
+                raise PartitionError(ErrorCode.INVALID_RECORD,
+                                     f"Invalid sequence number {batch.base_sequence} in record "
+                                     f"batch with producerId {batch.producer_id}")
             if config.message_timestamp_type == "CreateTime":
                 if (batch.max_timestamp > now_ms + config.message_timestamp_after_max_ms or
                         batch.base_timestamp < now_ms - config.message_timestamp_before_max_ms):
@@ -89,7 +101,12 @@ def produce_partition(ctx, topic: str, partition: int, records, acks: int):
     buf = bytearray(records)
     now = ctx.now_ms()
     check_batches(buf, info.config, now)
-    result = log.append(buf, leader_epoch=0, now_ms=now)
+    try:
+        result = log.append(buf, leader_epoch=0, now_ms=now)
+    except (OutOfOrderSequence, InvalidProducerEpoch) as exc:
+        raise PartitionError(exc.error_code, str(exc)) from None
+    if result.duplicate:
+        return result
     log.high_watermark = log.log_end_offset
     broker.appended(topic, partition)
     if log.flush_due(now):

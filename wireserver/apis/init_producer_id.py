@@ -1,0 +1,63 @@
+"""InitProducerId (key 22), v0-5 (Kafka 4.1 serves 0-5; v6, KIP-939 two-phase commit, is
+unstable upstream and not served).
+
+Idempotent producers (null transactional id) get a new producer id with epoch 0 from
+``wireserver.producer_ids`` (blocks persisted before use: unique across restarts).
+
+KIP-360 (v3+): a request carrying the producer id and epoch it had (both set, or both -1:
+anything else is INVALID_REQUEST, as in Kafka) asks to recover. For an id this broker handed
+out, we answer the same id with the epoch bumped by one; once the epoch is exhausted
+(>= Short.MAX - 1, Kafka's rule) a new id with epoch 0. The answer depends only on the request,
+so a retried InitProducerId gets the same answer. Deliberate difference: Kafka 4.1 ignores the
+id and epoch of an idempotent producer and always hands out a new id with epoch 0 (its
+TransactionCoordinator.handleInitProducerId); the issue asks for the bump, and either answer
+leaves the producer with a fresh (id, epoch) whose sequences start at 0.
+
+Transactional ids: transactions are not built yet. As Kafka, an empty transactional id is
+INVALID_REQUEST and a timeout outside (0, transaction.max.timeout.ms] is
+INVALID_TRANSACTION_TIMEOUT; anything else is COORDINATOR_NOT_AVAILABLE (what Kafka answers
+while no transaction coordinator can serve the id; clients treat it as retriable and look the
+coordinator up again, so a transactional producer waits and times out rather than failing with
+a confusing error).
+"""
+
+from __future__ import annotations
+
+from protocol.errors import ErrorCode
+from wireserver.apis import handles
+
+API_KEY = 22
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+SHORT_MAX = 32767
+
+
+@handles(API_KEY)
+def handle(ctx):
+    body = ctx.body
+    broker = ctx.broker
+
+    def answer(error: ErrorCode, producer_id: int = NO_PRODUCER_ID,
+               epoch: int = NO_PRODUCER_EPOCH):
+        return ctx.response(throttle_time_ms=0, error_code=error, producer_id=producer_id,
+                            producer_epoch=epoch)
+
+    producer_id = NO_PRODUCER_ID
+    epoch = NO_PRODUCER_EPOCH
+    if ctx.version >= 3:
+        producer_id, epoch = body.producer_id, body.producer_epoch
+    if (producer_id == NO_PRODUCER_ID) != (epoch == NO_PRODUCER_EPOCH):
+        return answer(ErrorCode.INVALID_REQUEST)
+    transactional_id = body.transactional_id
+    if transactional_id is None:
+        ids = broker.producer_ids
+        if producer_id >= 0 and epoch >= 0 and ids.was_allocated(producer_id) \
+                and epoch < SHORT_MAX - 1:
+            return answer(ErrorCode.NONE, producer_id, epoch + 1)
+        return answer(ErrorCode.NONE, ids.generate(), 0)
+    if transactional_id == "":
+        return answer(ErrorCode.INVALID_REQUEST)
+    timeout = body.transaction_timeout_ms
+    if not 0 < timeout <= broker.config["transaction.max.timeout.ms"]:
+        return answer(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
+    return answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
