@@ -19,11 +19,23 @@ from kafka.protocol.admin.topics import (CreatePartitionsRequest, CreatePartitio
                                          DeleteTopicsRequest, DeleteTopicsResponse,
                                          DescribeTopicPartitionsRequest,
                                          DescribeTopicPartitionsResponse)
+from kafka.protocol.admin.groups import (DeleteGroupsRequest, DeleteGroupsResponse,
+                                         DescribeGroupsRequest, DescribeGroupsResponse,
+                                         ListGroupsRequest, ListGroupsResponse)
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
+from kafka.protocol.consumer.group import (HeartbeatRequest, HeartbeatResponse,
+                                          JoinGroupRequest, JoinGroupResponse,
+                                          LeaveGroupRequest, LeaveGroupResponse,
+                                          OffsetCommitRequest, OffsetCommitResponse,
+                                          OffsetDeleteRequest, OffsetDeleteResponse,
+                                          OffsetFetchRequest, OffsetFetchResponse,
+                                          SyncGroupRequest, SyncGroupResponse)
 from kafka.protocol.consumer.offsets import (ListOffsetsRequest, ListOffsetsResponse,
                                              OffsetForLeaderEpochRequest,
                                              OffsetForLeaderEpochResponse)
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kafka.protocol.metadata.find_coordinator import (FindCoordinatorRequest,
+                                                     FindCoordinatorResponse)
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
@@ -51,3 +63,15 @@ SERVED.register(DescribeClusterRequest, DescribeClusterResponse, 0, 2)
 SERVED.register(DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, 0, 0)
 # Idempotent producer.
 SERVED.register(InitProducerIdRequest, InitProducerIdResponse, 0, 5)
+# Group coordinator (classic protocol) and committed offsets.
+SERVED.register(OffsetCommitRequest, OffsetCommitResponse, 2, 9)
+SERVED.register(OffsetFetchRequest, OffsetFetchResponse, 1, 9)
+SERVED.register(FindCoordinatorRequest, FindCoordinatorResponse, 0, 6)
+SERVED.register(JoinGroupRequest, JoinGroupResponse, 0, 9)
+SERVED.register(HeartbeatRequest, HeartbeatResponse, 0, 4)
+SERVED.register(LeaveGroupRequest, LeaveGroupResponse, 0, 5)
+SERVED.register(SyncGroupRequest, SyncGroupResponse, 0, 5)
+SERVED.register(DescribeGroupsRequest, DescribeGroupsResponse, 0, 6)
+SERVED.register(ListGroupsRequest, ListGroupsResponse, 0, 5)
+SERVED.register(DeleteGroupsRequest, DeleteGroupsResponse, 0, 2)
+SERVED.register(OffsetDeleteRequest, OffsetDeleteResponse, 0, 0)

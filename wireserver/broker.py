@@ -21,6 +21,7 @@ from protocol.served import SERVED
 from storage.manager import LogManager
 from wireserver import apis
 from wireserver.config import BrokerConfig, Listener
+from wireserver.groups import GroupCoordinator
 from wireserver.producer_ids import ProducerIdManager
 from wireserver.purgatory import Purgatory
 from wireserver.server import KafkaServerFactory
@@ -49,6 +50,7 @@ class Broker:
         self.ports: list = []
         self.advertised: list[Listener] = []
         self.purgatory = Purgatory(reactor)
+        self.groups: GroupCoordinator | None = None
         self.producer_ids: ProducerIdManager | None = None
         self._flushing: set = set()
         self._loops: list[task.LoopingCall] = []
@@ -77,6 +79,8 @@ class Broker:
         for _, partition_log in self.logs.logs():
             # One node: everything in the log is committed.
             partition_log.high_watermark = partition_log.log_end_offset
+        self.groups = GroupCoordinator(self)
+        self.groups.start()
         bound = []
         for listener in self.config.listeners:
             factory = KafkaServerFactory(self, listener.name)
@@ -123,6 +127,8 @@ class Broker:
         self.ports.clear()
         for connection in list(self.connections):
             connection.transport.loseConnection()
+        if self.groups is not None:
+            self.groups.stop()
         if self.logs is not None:
             self.logs.close()
 

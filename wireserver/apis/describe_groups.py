@@ -1,0 +1,50 @@
+"""DescribeGroups (key 15), v0-6.
+
+Member metadata and assignments are reported only for a Stable group (as Kafka). An unknown
+group is GROUP_ID_NOT_FOUND from v6 (KIP-1043) and a "Dead" group with no error before.
+
+Skipped: authorized operations (no authorizer): reported as not requested.
+"""
+
+from __future__ import annotations
+
+from protocol.errors import ErrorCode
+from wireserver.apis import handles
+from wireserver.groups import GroupState
+
+API_KEY = 15
+
+
+@handles(API_KEY)
+def handle(ctx):
+    body, version = ctx.body, ctx.version
+    coordinator = ctx.broker.groups
+    group_class = ctx.request.spec.response_class.DescribedGroup
+    member_class = group_class.DescribedGroupMember
+    ready_error = coordinator.ensure_ready()
+    described = []
+    for group_id in body.groups:
+        group = coordinator.groups.get(group_id) if ready_error is None else None
+        if ready_error is not None or group is None:
+            error = ready_error or (ErrorCode.GROUP_ID_NOT_FOUND if version >= 6
+                                    else ErrorCode.NONE)
+            described.append(group_class(
+                error_code=error,
+                error_message=f"Group {group_id} not found." if error else None,
+                group_id=group_id, group_state=str(GroupState.DEAD) if not error else "",
+                protocol_type="", protocol_data="", members=[],
+                authorized_operations=None))
+            continue
+        stable = group.is_in(GroupState.STABLE)
+        members = [member_class(
+            member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
+            client_host=m.client_host,
+            member_metadata=m.metadata_for(group.protocol_name) if stable else b"",
+            member_assignment=m.assignment if stable else b"")
+            for m in group.members.values()]
+        described.append(group_class(
+            error_code=ErrorCode.NONE, error_message=None, group_id=group_id,
+            group_state=str(group.state), protocol_type=group.protocol_type or "",
+            protocol_data=(group.protocol_name or "") if stable else "", members=members,
+            authorized_operations=None))
+    return ctx.response(throttle_time_ms=0, groups=described)

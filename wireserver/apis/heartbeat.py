@@ -1,0 +1,19 @@
+"""Heartbeat (key 12), v0-4: keeps a member's session alive; REBALANCE_IN_PROGRESS tells it to
+rejoin, UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION / FENCED_INSTANCE_ID that it lost its place."""
+
+from __future__ import annotations
+
+from wireserver.apis import handles
+
+API_KEY = 12
+
+
+@handles(API_KEY)
+def handle(ctx):
+    body, version = ctx.body, ctx.version
+    coordinator = ctx.broker.groups
+    error = coordinator.ensure_ready()
+    if error is None:
+        error = coordinator.heartbeat(body.group_id, body.generation_id, body.member_id,
+                                      body.group_instance_id if version >= 3 else None)
+    return ctx.response(throttle_time_ms=0, error_code=error)

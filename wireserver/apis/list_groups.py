@@ -1,0 +1,34 @@
+"""ListGroups (key 16), v0-5: every group, with its state from v4 (and the v4+ states filter)
+and its type from v5 (always ``classic`` here; the v5 types filter). Both filters compare
+case-insensitively, as Kafka does."""
+
+from __future__ import annotations
+
+from protocol.errors import ErrorCode
+from wireserver.apis import handles
+
+API_KEY = 16
+GROUP_TYPE = "classic"
+
+
+@handles(API_KEY)
+def handle(ctx):
+    body, version = ctx.body, ctx.version
+    coordinator = ctx.broker.groups
+    listed_class = ctx.request.spec.response_class.ListedGroup
+    error = coordinator.ensure_ready()
+    if error is not None:
+        return ctx.response(throttle_time_ms=0, error_code=error, groups=[])
+    states = {s.lower() for s in body.states_filter} if version >= 4 and body.states_filter else None
+    types = {t.lower() for t in body.types_filter} if version >= 5 and body.types_filter else None
+    listed = []
+    for group in coordinator.list_groups():
+        state = str(group.state)
+        if states is not None and state.lower() not in states:
+            continue
+        if types is not None and GROUP_TYPE not in types:
+            continue
+        listed.append(listed_class(group_id=group.group_id,
+                                   protocol_type=group.protocol_type or "",
+                                   group_state=state, group_type=GROUP_TYPE))
+    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, groups=listed)

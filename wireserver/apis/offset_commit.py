@@ -1,0 +1,46 @@
+"""OffsetCommit (key 8), v2-9 (v0-1 were removed in Kafka 4).
+
+Members commit with their generation and member id (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
+FENCED_INSTANCE_ID, REBALANCE_IN_PROGRESS while the group completes a rebalance); generation -1
+with no member id is a "simple" commit, allowed only while the group has no members. For a group
+that does not exist, a member commit gets GROUP_ID_NOT_FOUND from v9 and ILLEGAL_GENERATION
+before. Each partition: UNKNOWN_TOPIC_OR_PARTITION, OFFSET_METADATA_TOO_LARGE past
+``offset.metadata.max.bytes``. The commit is in ``__consumer_offsets`` before the response.
+
+Skipped: ``retention_time_ms`` (v2-4) is ignored, as Kafka 4 does.
+"""
+
+from __future__ import annotations
+
+from protocol.errors import ErrorCode
+from wireserver.apis import handles
+from wireserver.groups.coordinator import OffsetCommit
+
+API_KEY = 8
+
+
+@handles(API_KEY)
+def handle(ctx):
+    body, version = ctx.body, ctx.version
+    coordinator = ctx.broker.groups
+    topic_class = ctx.request.spec.response_class.OffsetCommitResponseTopic
+    partition_class = topic_class.OffsetCommitResponsePartition
+    commits = [OffsetCommit(t.name, p.partition_index, p.committed_offset,
+                            p.committed_leader_epoch if version >= 6 else -1,
+                            p.committed_metadata)
+               for t in body.topics for p in t.partitions]
+    error = coordinator.ensure_ready()
+    if error is None and body.group_id is None:
+        error = ErrorCode.INVALID_GROUP_ID
+    if error is not None:
+        results = {(c.topic, c.partition): error for c in commits}
+    else:
+        results = coordinator.commit_offsets(
+            body.group_id, body.generation_id_or_member_epoch, body.member_id or "",
+            body.group_instance_id if version >= 7 else None, version, commits)
+    return ctx.response(throttle_time_ms=0, topics=[
+        topic_class(name=t.name, partitions=[
+            partition_class(partition_index=p.partition_index,
+                            error_code=results[(t.name, p.partition_index)])
+            for p in t.partitions])
+        for t in body.topics])

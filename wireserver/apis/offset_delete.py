@@ -1,0 +1,33 @@
+"""OffsetDelete (key 47), v0: removes committed offsets of a group (tombstones). GROUP_ID_NOT_FOUND
+for an unknown group; NON_EMPTY_GROUP for a non-empty group that is not a consumer group; per
+partition GROUP_SUBSCRIBED_TO_TOPIC while members subscribe to the topic (unknown subscriptions
+count as subscribed, as in Kafka), UNKNOWN_TOPIC_OR_PARTITION for a partition that does not
+exist."""
+
+from __future__ import annotations
+
+from protocol.errors import ErrorCode
+from wireserver.apis import handles
+
+API_KEY = 47
+
+
+@handles(API_KEY)
+def handle(ctx):
+    body = ctx.body
+    coordinator = ctx.broker.groups
+    topic_class = ctx.request.spec.response_class.OffsetDeleteResponseTopic
+    partition_class = topic_class.OffsetDeleteResponsePartition
+    error = coordinator.ensure_ready()
+    if error is not None:
+        return ctx.response(error_code=error, throttle_time_ms=0, topics=[])
+    requested = [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
+    top, results = coordinator.delete_offsets(body.group_id, requested)
+    if top != ErrorCode.NONE:
+        return ctx.response(error_code=top, throttle_time_ms=0, topics=[])
+    return ctx.response(error_code=ErrorCode.NONE, throttle_time_ms=0, topics=[
+        topic_class(name=t.name, partitions=[
+            partition_class(partition_index=p.partition_index,
+                            error_code=results[(t.name, p.partition_index)])
+            for p in t.partitions])
+        for t in body.topics])

@@ -1,0 +1,66 @@
+"""OffsetFetch (key 9), v1-9.
+
+Null topics (v2+) mean every offset the group has. v8+ fetch several groups at once. A partition
+with no committed offset answers offset -1, leader epoch -1, empty metadata, no error (also for
+a group that does not exist). ``require_stable`` (v7+) has nothing to wait for: there are no
+pending transactional offsets until transactions land.
+
+Skipped: the v9 member id / epoch checks apply to consumer-protocol (KIP-848) groups only.
+"""
+
+from __future__ import annotations
+
+from protocol.errors import ErrorCode
+from wireserver.apis import handles
+
+API_KEY = 9
+
+
+def _fetch(coordinator, group_id, topics):
+    requested = None if topics is None else [(t.name, list(t.partition_indexes)) for t in topics]
+    return coordinator.fetch_offsets(group_id, requested)
+
+
+@handles(API_KEY)
+def handle(ctx):
+    body, version = ctx.body, ctx.version
+    coordinator = ctx.broker.groups
+    response_class = ctx.request.spec.response_class
+    error = coordinator.ensure_ready() or ErrorCode.NONE
+
+    if version >= 8:
+        group_class = response_class.OffsetFetchResponseGroup
+        topic_class = group_class.OffsetFetchResponseTopics
+        partition_class = topic_class.OffsetFetchResponsePartitions
+        groups = []
+        for g in body.groups:
+            found = [] if error else _fetch(coordinator, g.group_id, g.topics)
+            groups.append(group_class(group_id=g.group_id, error_code=error, topics=[
+                topic_class(name=topic, partitions=[_partition(partition_class, p, c)
+                                                    for p, c in parts])
+                for topic, parts in found]))
+        return ctx.response(throttle_time_ms=0, groups=groups)
+
+    topic_class = response_class.OffsetFetchResponseTopic
+    partition_class = topic_class.OffsetFetchResponsePartition
+    if error:
+        if version >= 2:
+            return ctx.response(throttle_time_ms=0, topics=[], error_code=error)
+        # v1 has no top-level error: report it on every partition.
+        return ctx.response(throttle_time_ms=0, topics=[
+            topic_class(name=t.name, partitions=[
+                _partition(partition_class, p, None, error) for p in t.partition_indexes])
+            for t in body.topics or []])
+    found = _fetch(coordinator, body.group_id, body.topics)
+    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, topics=[
+        topic_class(name=topic, partitions=[_partition(partition_class, p, c) for p, c in parts])
+        for topic, parts in found])
+
+
+def _partition(partition_class, partition, committed, error=ErrorCode.NONE):
+    if committed is None:
+        return partition_class(partition_index=partition, committed_offset=-1,
+                               committed_leader_epoch=-1, metadata="", error_code=error)
+    return partition_class(partition_index=partition, committed_offset=committed.offset,
+                           committed_leader_epoch=committed.leader_epoch,
+                           metadata=committed.metadata, error_code=error)

@@ -1,0 +1,924 @@
+"""The classic group coordinator: membership (JoinGroup, SyncGroup, Heartbeat, LeaveGroup),
+static membership (KIP-345), committed offsets, and their persistence in ``__consumer_offsets``.
+
+One node leads every partition of ``__consumer_offsets``, so this broker coordinates every group.
+A group's records go to partition ``abs(hash(group_id)) % N`` as in Kafka.
+
+Time and waiting (one mechanism per concept, all on the injected reactor):
+
+- JoinGroup and SyncGroup responses that must wait are plain Deferreds held on the member
+  (``join_deferred``, ``sync_deferred``) and fired when the rebalance step completes.
+- The rebalance deadline (Kafka's DelayedJoin / InitialDelayedJoin), the pending-sync deadline,
+  member session timeouts and pending-member timeouts are ``reactor.callLater`` timers, so unit
+  tests drive them with ``twisted.internet.task.Clock``.
+- Offset expiry runs every ``offsets.retention.check.interval.ms`` on a ``LoopingCall`` bound to
+  the same reactor.
+
+Writes to ``__consumer_offsets`` are synchronous local appends (one node: appended means
+committed), so a commit's response goes out after its record is in the log. State is loaded back
+synchronously when the broker starts (Kafka loads asynchronously and answers
+COORDINATOR_LOAD_IN_PROGRESS meanwhile; we never need to).
+
+Deliberate differences from Kafka: a group created by a JoinGroup that fails at once is not
+kept; ties in protocol selection go to the leader's preference order (Kafka's order is
+unspecified).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable, Optional
+
+from twisted.internet import defer, task
+
+from protocol.errors import ErrorCode
+from protocol.records import RecordBatchBuilder, iter_batches
+from wireserver.groups.group import (CONSUMER_PROTOCOL_TYPE, CommittedOffset, Group, Member)
+from wireserver.groups.records import (OFFSETS_TOPIC, GroupKey, GroupValue, MemberValue,
+                                       OffsetKey, OffsetValue, RecordFormatError, decode_group_value,
+                                       decode_key, decode_offset_value, encode_group_value,
+                                       encode_key, encode_offset_value, partition_for)
+from wireserver.groups.state import GroupState
+
+if TYPE_CHECKING:
+    from wireserver.broker import Broker
+
+log = logging.getLogger(__name__)
+
+S = GroupState
+#: How long a new member's JoinGroup may wait before it is dropped (Kafka's
+#: ``NewMemberJoinTimeoutMs``).
+NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
+LOAD_CHUNK_BYTES = 1 << 20
+
+
+@dataclass
+class JoinRequest:
+    group_id: str
+    member_id: str
+    group_instance_id: Optional[str]
+    require_known_member_id: bool
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+    api_version: int = 9
+    reason: Optional[str] = None
+
+
+@dataclass
+class JoinResult:
+    error: ErrorCode
+    member_id: str = ""
+    generation_id: int = -1
+    protocol_type: Optional[str] = None
+    protocol_name: Optional[str] = None
+    leader_id: str = ""
+    members: list[tuple[str, Optional[str], bytes]] = field(default_factory=list)
+    skip_assignment: bool = False
+
+
+@dataclass
+class SyncResult:
+    error: ErrorCode
+    protocol_type: Optional[str] = None
+    protocol_name: Optional[str] = None
+    assignment: bytes = b""
+
+
+@dataclass(frozen=True)
+class OffsetCommit:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int = -1
+    metadata: Optional[str] = ""
+
+
+class GroupCoordinator:
+    def __init__(self, broker: "Broker"):
+        self.broker = broker
+        self.reactor = broker.reactor
+        self.config = broker.config
+        self.groups: dict[str, Group] = {}
+        self._expiry_loop: Optional[task.LoopingCall] = None
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def now_ms(self) -> int:
+        return self.broker.now_ms()
+
+    def start(self) -> None:
+        """Load groups and offsets from ``__consumer_offsets`` (if it exists), then start the
+        offset-expiry timer."""
+        self.load()
+        interval = self.config["offsets.retention.check.interval.ms"]
+        loop = task.LoopingCall(self.expire_offsets)
+        loop.clock = self.reactor
+        loop.start(interval / 1000.0, now=False).addErrback(
+            lambda failure: log.error("offset expiry failed: %s", failure.getTraceback()))
+        self._expiry_loop = loop
+
+    def stop(self) -> None:
+        if self._expiry_loop is not None and self._expiry_loop.running:
+            self._expiry_loop.stop()
+        self._expiry_loop = None
+        for group in self.groups.values():
+            self._cancel_group_timers(group)
+
+    def _cancel_group_timers(self, group: Group) -> None:
+        for timer in (group.join_timer, group.sync_timer, *group.pending_members.values()):
+            _cancel(timer)
+        group.join_timer = group.sync_timer = None
+        for member in group.members.values():
+            _cancel(member.heartbeat_timer)
+            member.heartbeat_timer = None
+
+    # -- the offsets topic ------------------------------------------------------------------
+
+    def num_partitions(self) -> int:
+        info = self.broker.logs.topics.get(OFFSETS_TOPIC)
+        if info is not None:
+            return info.num_partitions
+        return self.config["offsets.topic.num.partitions"]
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions())
+
+    def ensure_ready(self) -> Optional[ErrorCode]:
+        """Create ``__consumer_offsets`` on first use. COORDINATOR_NOT_AVAILABLE while it cannot
+        be created (as Kafka: its replication factor exceeds the live brokers)."""
+        if OFFSETS_TOPIC in self.broker.logs.topics:
+            return None
+        replication = self.config["offsets.topic.replication.factor"]
+        live_brokers = 1
+        if replication > live_brokers:
+            log.warning("cannot create %s: offsets.topic.replication.factor=%d but %d live "
+                        "broker(s)", OFFSETS_TOPIC, replication, live_brokers)
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        from wireserver.topics import TopicError, create_topic
+        try:
+            create_topic(self.broker, OFFSETS_TOPIC, self.config["offsets.topic.num.partitions"],
+                         replication,
+                         {"cleanup.policy": "compact", "compression.type": "producer",
+                          "segment.bytes": str(self.config["offsets.topic.segment.bytes"])})
+        except TopicError as exc:
+            if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                log.error("cannot create %s: %s", OFFSETS_TOPIC, exc)
+                return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return None
+
+    def _append(self, group_id: str, entries: list[tuple[bytes, Optional[bytes]]]) -> ErrorCode:
+        """Append records for one group to its partition. NONE once they are in the log."""
+        if not entries:
+            return ErrorCode.NONE
+        error = self.ensure_ready()
+        if error is not None:
+            return error
+        partition = self.partition_for(group_id)
+        partition_log = self.broker.logs.get_log(OFFSETS_TOPIC, partition)
+        if partition_log is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        now = self.now_ms()
+        builder = RecordBatchBuilder()
+        for key, value in entries:
+            builder.append(now, key, value)
+        try:
+            partition_log.append(builder.build(), leader_epoch=0, now_ms=now)
+        except Exception:  # noqa: BLE001 - storage failures become a retriable error
+            log.exception("append to %s-%d failed", OFFSETS_TOPIC, partition)
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        partition_log.high_watermark = partition_log.log_end_offset
+        self.broker.appended(OFFSETS_TOPIC, partition)
+        if partition_log.flush_due(now):
+            self.broker.flush_in_background([partition_log])
+        return ErrorCode.NONE
+
+    def _group_record(self, group: Group) -> tuple[bytes, bytes]:
+        value = GroupValue(
+            protocol_type=group.protocol_type or "", generation=group.generation_id,
+            protocol=group.protocol_name, leader=group.leader_id,
+            current_state_timestamp=group.current_state_timestamp,
+            members=[MemberValue(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                 m.rebalance_timeout_ms, m.session_timeout_ms,
+                                 m.metadata_for(group.protocol_name), m.assignment)
+                     for m in group.members.values()])
+        return encode_key(GroupKey(group.group_id)), encode_group_value(value)
+
+    def _store_group(self, group: Group) -> ErrorCode:
+        return self._append(group.group_id, [self._group_record(group)])
+
+    # -- loading ----------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Replay every partition of ``__consumer_offsets`` into memory."""
+        logs = self.broker.logs
+        info = logs.topics.get(OFFSETS_TOPIC)
+        if info is None:
+            return
+        values: dict[str, GroupValue] = {}
+        offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
+        for partition in range(info.num_partitions):
+            partition_log = logs.get_log(OFFSETS_TOPIC, partition)
+            if partition_log is not None:
+                self._replay(partition_log, values, offsets)
+        now = self.now_ms()
+        for group_id in set(values) | set(offsets):
+            group = self._restore_group(group_id, values.get(group_id), now)
+            group.offsets = offsets.get(group_id, {})
+            self.groups[group_id] = group
+        if self.groups:
+            log.info("loaded %d group(s) from %s", len(self.groups), OFFSETS_TOPIC)
+
+    def _replay(self, partition_log, values: dict, offsets: dict) -> None:
+        position = partition_log.log_start_offset
+        end = partition_log.high_watermark
+        while position < end:
+            result = partition_log.read(position, LOAD_CHUNK_BYTES, upper_bound=end)
+            if not result.data:
+                break
+            advanced = position
+            for batch in iter_batches(result.data):
+                advanced = batch.next_offset
+                if batch.is_control:
+                    continue
+                for record in batch.records():
+                    if record.offset < position:
+                        continue
+                    self._apply_record(record.key, record.value, values, offsets)
+            if advanced <= position:
+                break
+            position = advanced
+
+    @staticmethod
+    def _apply_record(key_bytes, value_bytes, values: dict, offsets: dict) -> None:
+        if key_bytes is None:
+            return
+        try:
+            key = decode_key(key_bytes)
+            if isinstance(key, OffsetKey):
+                group_offsets = offsets.setdefault(key.group, {})
+                if value_bytes is None:
+                    group_offsets.pop((key.topic, key.partition), None)
+                else:
+                    value = decode_offset_value(value_bytes)
+                    group_offsets[(key.topic, key.partition)] = CommittedOffset(
+                        value.offset, value.leader_epoch, value.metadata, value.commit_timestamp)
+            elif isinstance(key, GroupKey):
+                if value_bytes is None:
+                    values.pop(key.group, None)
+                else:
+                    values[key.group] = decode_group_value(value_bytes)
+        except (RecordFormatError, ValueError) as exc:
+            log.warning("skipping unreadable %s record: %s", OFFSETS_TOPIC, exc)
+
+    def _restore_group(self, group_id: str, value: Optional[GroupValue], now: int) -> Group:
+        if value is None:
+            return Group(group_id, now)
+        state = S.STABLE if value.members else S.EMPTY
+        group = Group(group_id, now, state)
+        group.generation_id = value.generation
+        group.protocol_type = value.protocol_type or None
+        group.protocol_name = value.protocol
+        if value.current_state_timestamp >= 0:
+            group.current_state_timestamp = value.current_state_timestamp
+        for m in value.members:
+            member = Member(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                            m.rebalance_timeout, m.session_timeout, value.protocol_type,
+                            [(value.protocol or "", m.subscription)])
+            member.assignment = m.assignment
+            group.add(member)
+        group.leader_id = value.leader if value.leader in group.members else group.leader_id
+        for member in group.members.values():
+            self._schedule_heartbeat(group, member)
+        return group
+
+    # -- JoinGroup --------------------------------------------------------------------------
+
+    def join_group(self, req: JoinRequest) -> defer.Deferred:
+        d: defer.Deferred = defer.Deferred()
+        if not req.group_id:
+            d.callback(JoinResult(ErrorCode.INVALID_GROUP_ID, req.member_id))
+            return d
+        if not (self.config["group.min.session.timeout.ms"] <= req.session_timeout_ms
+                <= self.config["group.max.session.timeout.ms"]):
+            d.callback(JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, req.member_id))
+            return d
+        if req.rebalance_timeout_ms < 0:
+            req.rebalance_timeout_ms = req.session_timeout_ms
+        group = self.groups.get(req.group_id)
+        created = False
+        if group is None:
+            if req.member_id:
+                d.callback(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, req.member_id))
+                return d
+            group = self.groups[req.group_id] = Group(req.group_id, self.now_ms())
+            created = True
+        if not self._accept_joining_member(group, req.member_id):
+            if group.has(req.member_id):
+                self._remove_member(group, req.member_id)
+            d.callback(JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED, ""))
+        elif not req.member_id:
+            self._new_member_join(group, req, d)
+        else:
+            self._current_member_join(group, req, d)
+        if group.is_in(S.PREPARING_REBALANCE):
+            self._try_complete_join(group)
+        if (created and group.is_in(S.EMPTY) and not group.members and not group.pending_members
+                and not group.offsets):
+            del self.groups[req.group_id]
+        return d
+
+    def _accept_joining_member(self, group: Group, member_id: str) -> bool:
+        max_size = self.config["group.max.size"]
+        if group.is_in(S.EMPTY, S.DEAD):
+            return True
+        if group.is_in(S.PREPARING_REBALANCE):
+            member = group.members.get(member_id)
+            awaiting = sum(1 for m in group.members.values() if m.awaiting_join)
+            return (member is not None and member.awaiting_join) or awaiting < max_size
+        return group.has(member_id) or len(group.members) < max_size
+
+    def _new_member_join(self, group: Group, req: JoinRequest, d: defer.Deferred) -> None:
+        if group.is_in(S.DEAD):
+            d.callback(JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, ""))
+            return
+        if not group.supports_protocols(req.protocol_type, [n for n, _ in req.protocols]):
+            d.callback(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, ""))
+            return
+        prefix = req.group_instance_id if req.group_instance_id is not None else req.client_id
+        new_id = f"{prefix}-{uuid.uuid4()}"
+        if req.group_instance_id is not None:
+            self._static_member_join(group, req, new_id, d)
+        elif req.require_known_member_id:
+            # KIP-394: hand out the id first; the member must come back with it.
+            group.pending_members[new_id] = self.reactor.callLater(
+                req.session_timeout_ms / 1000.0, self._pending_member_expired, group, new_id)
+            d.callback(JoinResult(ErrorCode.MEMBER_ID_REQUIRED, new_id))
+        else:
+            self._add_member_and_rebalance(group, req, new_id, d)
+
+    def _current_member_join(self, group: Group, req: JoinRequest, d: defer.Deferred) -> None:
+        member_id = req.member_id
+        if group.is_in(S.DEAD):
+            d.callback(JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id))
+            return
+        if not group.supports_protocols(req.protocol_type, [n for n, _ in req.protocols]):
+            d.callback(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
+            return
+        if member_id in group.pending_members:
+            _cancel(group.pending_members.pop(member_id))
+            self._add_member_and_rebalance(group, req, member_id, d)
+            return
+        if group.is_static_member_fenced(req.group_instance_id, member_id):
+            d.callback(JoinResult(ErrorCode.FENCED_INSTANCE_ID, member_id))
+            return
+        if (not group.has(member_id) or (req.group_instance_id is not None
+                                         and group.static_member_id(req.group_instance_id) is None)):
+            d.callback(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
+            return
+        member = group.members[member_id]
+        if group.is_in(S.PREPARING_REBALANCE):
+            self._update_member_and_rebalance(group, member, req, d)
+        elif group.is_in(S.COMPLETING_REBALANCE):
+            if member.matches(req.protocols):
+                # It lost the JoinGroup response: answer it again for this generation.
+                d.callback(self._join_result(group, member))
+            else:
+                self._update_member_and_rebalance(group, member, req, d)
+        elif group.is_in(S.STABLE):
+            if group.is_leader(member_id) or not member.matches(req.protocols):
+                self._update_member_and_rebalance(group, member, req, d)
+            else:
+                d.callback(self._join_result(group, member))
+        else:
+            d.callback(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
+
+    def _static_member_join(self, group: Group, req: JoinRequest, new_id: str,
+                            d: defer.Deferred) -> None:
+        instance_id = req.group_instance_id
+        old_id = group.static_member_id(instance_id)
+        if old_id is None:
+            self._add_member_and_rebalance(group, req, new_id, d)
+            return
+        # A known static member restarted: its old member id is fenced and replaced.
+        old_member = group.members[old_id]
+        old_member.complete_join(JoinResult(ErrorCode.FENCED_INSTANCE_ID, old_id))
+        old_member.complete_sync(SyncResult(ErrorCode.FENCED_INSTANCE_ID))
+        previous_leader = group.leader_id or ""
+        saved = (old_member.protocols, old_member.rebalance_timeout_ms,
+                 old_member.session_timeout_ms)
+        member = group.replace_static_member(instance_id, old_id, new_id)
+        self._schedule_heartbeat(group, member)
+        self._update_member(member, req, d)
+        if group.is_in(S.STABLE):
+            if group.select_protocol() == group.protocol_name:
+                error = self._store_group(group)
+                if error != ErrorCode.NONE:
+                    member.join_deferred = None
+                    group.replace_static_member(instance_id, new_id, old_id)
+                    member.protocols, member.rebalance_timeout_ms, member.session_timeout_ms = saved
+                    self._schedule_heartbeat(group, member)
+                    d.callback(JoinResult(error, ""))
+                    return
+                if req.api_version >= 9:
+                    # KIP-814: the leader learns it leads but must not reassign.
+                    is_leader = group.is_leader(new_id)
+                    member.complete_join(self._join_result(group, member,
+                                                           skip_assignment=is_leader))
+                else:
+                    # Older clients: report the previous leader id so a restarted leader does
+                    # not compute an assignment the stable group would never distribute.
+                    result = self._join_result(group, member)
+                    result.leader_id = previous_leader
+                    result.members = []
+                    member.complete_join(result)
+            else:
+                self._maybe_prepare_rebalance(group, "static member joined with a new protocol")
+        elif group.is_in(S.COMPLETING_REBALANCE):
+            self._maybe_prepare_rebalance(group, "static member rejoined during a rebalance")
+
+    def _add_member_and_rebalance(self, group: Group, req: JoinRequest, member_id: str,
+                                  d: defer.Deferred) -> None:
+        member = Member(member_id, req.group_instance_id, req.client_id, req.client_host,
+                        req.rebalance_timeout_ms, req.session_timeout_ms, req.protocol_type,
+                        [(n, bytes(m)) for n, m in req.protocols])
+        member.is_new = True
+        if group.is_in(S.PREPARING_REBALANCE) and group.generation_id == 0:
+            group.new_member_added = True
+        member.join_deferred = d
+        group.add(member)
+        # A new member cannot heartbeat before its JoinGroup returns; it is dropped only if the
+        # join takes far too long (it will retry if it is still alive).
+        self._schedule_heartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
+        self._maybe_prepare_rebalance(group, f"adding new member {member_id}")
+
+    def _update_member(self, member: Member, req: JoinRequest, d: defer.Deferred) -> None:
+        if member.join_deferred is not None:
+            member.complete_join(JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id))
+        member.protocols = [(n, bytes(m)) for n, m in req.protocols]
+        member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        member.session_timeout_ms = req.session_timeout_ms
+        member.join_deferred = d
+
+    def _update_member_and_rebalance(self, group: Group, member: Member, req: JoinRequest,
+                                     d: defer.Deferred) -> None:
+        self._update_member(member, req, d)
+        self._maybe_prepare_rebalance(group, f"member {member.member_id} rejoined")
+
+    def _join_result(self, group: Group, member: Member, skip_assignment: bool = False
+                     ) -> JoinResult:
+        members = []
+        if group.is_leader(member.member_id):
+            members = [(m.member_id, m.group_instance_id, m.metadata_for(group.protocol_name))
+                       for m in group.members.values()]
+        return JoinResult(ErrorCode.NONE, member.member_id, group.generation_id,
+                          group.protocol_type, group.protocol_name, group.leader_id or "",
+                          members, skip_assignment)
+
+    # -- rebalancing ------------------------------------------------------------------------
+
+    def _maybe_prepare_rebalance(self, group: Group, reason: str) -> None:
+        if group.can_rebalance():
+            self._prepare_rebalance(group, reason)
+
+    def _prepare_rebalance(self, group: Group, reason: str) -> None:
+        log.info("preparing to rebalance group %s (generation %d): %s", group.group_id,
+                 group.generation_id, reason)
+        if group.is_in(S.COMPLETING_REBALANCE):
+            self._reset_and_propagate_assignment_error(group, ErrorCode.REBALANCE_IN_PROGRESS)
+        _cancel(group.sync_timer)
+        group.sync_timer = None
+        _cancel(group.join_timer)
+        was_empty = group.is_in(S.EMPTY)
+        group.transition_to(S.PREPARING_REBALANCE, self.now_ms())
+        delay = self.config["group.initial.rebalance.delay.ms"]
+        if was_empty and delay > 0:
+            # Kafka's InitialDelayedJoin: wait for more members before the first generation,
+            # extended while new members keep arriving, up to the rebalance timeout.
+            group.in_initial_delay = True
+            group.new_member_added = False
+            group.initial_delay_remaining_ms = max(group.rebalance_timeout_ms() - delay, 0)
+            group.join_timer = self.reactor.callLater(delay / 1000.0, self._initial_delay_expired,
+                                                      group)
+        else:
+            group.in_initial_delay = False
+            group.join_timer = self.reactor.callLater(group.rebalance_timeout_ms() / 1000.0,
+                                                      self._complete_join, group)
+            self._try_complete_join(group)
+
+    def _initial_delay_expired(self, group: Group) -> None:
+        group.join_timer = None
+        if not group.is_in(S.PREPARING_REBALANCE):
+            return
+        delay = self.config["group.initial.rebalance.delay.ms"]
+        if group.new_member_added and group.initial_delay_remaining_ms > 0:
+            group.new_member_added = False
+            step = min(delay, group.initial_delay_remaining_ms)
+            group.initial_delay_remaining_ms = max(group.initial_delay_remaining_ms - step, 0)
+            group.join_timer = self.reactor.callLater(step / 1000.0, self._initial_delay_expired,
+                                                      group)
+        else:
+            group.in_initial_delay = False
+            self._complete_join(group)
+
+    def _try_complete_join(self, group: Group) -> None:
+        if (group.is_in(S.PREPARING_REBALANCE) and not group.in_initial_delay
+                and group.all_joined()):
+            self._complete_join(group)
+
+    def _complete_join(self, group: Group) -> None:
+        """The join phase ends (all members rejoined, or the rebalance timeout passed)."""
+        if not group.is_in(S.PREPARING_REBALANCE) or self.groups.get(group.group_id) is not group:
+            return
+        _cancel(group.join_timer)
+        group.join_timer = None
+        group.in_initial_delay = False
+        for member in list(group.members.values()):
+            if not member.awaiting_join and not member.is_static:
+                log.info("removing member %s of group %s: it did not rejoin in time",
+                         member.member_id, group.group_id)
+                self._remove_member(group, member.member_id)
+        if not group.elect_joined_leader() and group.members:
+            # Nobody rejoined yet: wait another rebalance timeout for the session timeouts.
+            group.join_timer = self.reactor.callLater(group.rebalance_timeout_ms() / 1000.0,
+                                                      self._complete_join, group)
+            return
+        now = self.now_ms()
+        group.generation_id += 1
+        if group.members:
+            group.protocol_name = group.select_protocol()
+            group.transition_to(S.COMPLETING_REBALANCE, now)
+        else:
+            group.protocol_name = None
+            group.transition_to(S.EMPTY, now)
+        group.pending_sync = set(group.members)
+        log.info("group %s: generation %d, %d member(s), protocol %s", group.group_id,
+                 group.generation_id, len(group.members), group.protocol_name)
+        if group.is_in(S.EMPTY):
+            self._store_group(group)
+            return
+        generation = group.generation_id
+        for member in list(group.members.values()):
+            member.complete_join(self._join_result(group, member))
+            self._schedule_heartbeat(group, member)
+            member.is_new = False
+        group.sync_timer = self.reactor.callLater(group.rebalance_timeout_ms() / 1000.0,
+                                                  self._pending_sync_expired, group, generation)
+
+    def _pending_sync_expired(self, group: Group, generation: int) -> None:
+        group.sync_timer = None
+        if generation != group.generation_id or self.groups.get(group.group_id) is not group:
+            return
+        if group.is_in(S.COMPLETING_REBALANCE, S.STABLE) and group.pending_sync:
+            missing = sorted(group.pending_sync)
+            for member_id in missing:
+                self._remove_member(group, member_id)
+            self._prepare_rebalance(group, f"members {missing} did not sync in time")
+
+    def _reset_and_propagate_assignment_error(self, group: Group, error: ErrorCode) -> None:
+        for member in group.members.values():
+            member.assignment = b""
+            member.complete_sync(SyncResult(error))
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    def _schedule_heartbeat(self, group: Group, member: Member,
+                            timeout_ms: Optional[int] = None) -> None:
+        _cancel(member.heartbeat_timer)
+        timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
+        member.heartbeat_timer = self.reactor.callLater(timeout / 1000.0,
+                                                        self._heartbeat_expired, group, member)
+
+    def _heartbeat_expired(self, group: Group, member: Member) -> None:
+        member.heartbeat_timer = None
+        if (self.groups.get(group.group_id) is not group
+                or group.members.get(member.member_id) is not member):
+            return
+        if (member.awaiting_join and not member.is_new) or member.awaiting_sync:
+            # Its JoinGroup/SyncGroup is parked here; the rebalance deadlines decide its fate.
+            self._schedule_heartbeat(group, member)
+            return
+        log.info("member %s of group %s failed: session timeout", member.member_id,
+                 group.group_id)
+        self._remove_member_and_update_group(group, member, "session timeout")
+
+    def _pending_member_expired(self, group: Group, member_id: str) -> None:
+        if group.pending_members.pop(member_id, None) is not None:
+            self._try_complete_join(group)
+
+    def _remove_member(self, group: Group, member_id: str) -> Optional[Member]:
+        member = group.remove(member_id)
+        if member is not None:
+            _cancel(member.heartbeat_timer)
+            member.heartbeat_timer = None
+        return member
+
+    def _remove_member_and_update_group(self, group: Group, member: Member, reason: str) -> None:
+        member.complete_join(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, ""))
+        member.complete_sync(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
+        self._remove_member(group, member.member_id)
+        if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
+            self._maybe_prepare_rebalance(group, f"removing member {member.member_id}: {reason}")
+        elif group.is_in(S.PREPARING_REBALANCE):
+            self._try_complete_join(group)
+
+    # -- SyncGroup --------------------------------------------------------------------------
+
+    def sync_group(self, group_id: str, generation_id: int, member_id: str,
+                   group_instance_id: Optional[str], protocol_type: Optional[str],
+                   protocol_name: Optional[str], assignments: dict[str, bytes]) -> defer.Deferred:
+        d: defer.Deferred = defer.Deferred()
+        group = self.groups.get(group_id)
+        error = None
+        if group is None:
+            error = ErrorCode.UNKNOWN_MEMBER_ID
+        elif group.is_in(S.DEAD):
+            error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        elif group.is_static_member_fenced(group_instance_id, member_id):
+            error = ErrorCode.FENCED_INSTANCE_ID
+        elif not group.has(member_id):
+            error = ErrorCode.UNKNOWN_MEMBER_ID
+        elif generation_id != group.generation_id:
+            error = ErrorCode.ILLEGAL_GENERATION
+        elif protocol_type is not None and protocol_type != group.protocol_type:
+            error = ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        elif protocol_name is not None and protocol_name != group.protocol_name:
+            error = ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        elif group.is_in(S.EMPTY):
+            error = ErrorCode.UNKNOWN_MEMBER_ID
+        elif group.is_in(S.PREPARING_REBALANCE):
+            error = ErrorCode.REBALANCE_IN_PROGRESS
+        if error is not None:
+            d.callback(SyncResult(error))
+            return d
+        member = group.members[member_id]
+        if group.is_in(S.STABLE):
+            group.pending_sync.discard(member_id)
+            d.callback(SyncResult(ErrorCode.NONE, group.protocol_type, group.protocol_name,
+                                  member.assignment))
+            self._schedule_heartbeat(group, member)
+            return d
+        # CompletingRebalance: park until the leader's assignment arrives.
+        if member.sync_deferred is not None:
+            member.complete_sync(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
+        member.sync_deferred = d
+        group.pending_sync.discard(member_id)
+        if group.is_leader(member_id):
+            for m in group.members.values():
+                m.assignment = bytes(assignments.get(m.member_id, b"") or b"")
+            error = self._store_group(group)
+            if error != ErrorCode.NONE:
+                self._reset_and_propagate_assignment_error(group, error)
+                self._maybe_prepare_rebalance(group, "storing the assignment failed")
+                return d
+            group.transition_to(S.STABLE, self.now_ms())
+            for m in list(group.members.values()):
+                m.complete_sync(SyncResult(ErrorCode.NONE, group.protocol_type,
+                                           group.protocol_name, m.assignment))
+                self._schedule_heartbeat(group, m)
+        return d
+
+    # -- Heartbeat, LeaveGroup --------------------------------------------------------------
+
+    def heartbeat(self, group_id: str, generation_id: int, member_id: str,
+                  group_instance_id: Optional[str]) -> ErrorCode:
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if group.is_in(S.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if group.is_static_member_fenced(group_instance_id, member_id):
+            return ErrorCode.FENCED_INSTANCE_ID
+        if not group.has(member_id):
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if generation_id != group.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        if group.is_in(S.EMPTY):
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        self._schedule_heartbeat(group, group.members[member_id])
+        if group.is_in(S.PREPARING_REBALANCE):
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.NONE
+
+    def leave_group(self, group_id: str, leaving: list[tuple[str, Optional[str]]]
+                    ) -> tuple[ErrorCode, list[ErrorCode]]:
+        """(top-level error, one error per leaving (member id, instance id))."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID] * len(leaving)
+        if group.is_in(S.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
+        errors = []
+        for member_id, instance_id in leaving:
+            if not member_id:
+                # Removal by instance id alone (the admin client's removeMembersFromGroup).
+                current = group.static_member_id(instance_id)
+                if current is None:
+                    errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
+                else:
+                    self._remove_member_and_update_group(group, group.members[current],
+                                                         "removed by instance id")
+                    errors.append(ErrorCode.NONE)
+            elif member_id in group.pending_members:
+                _cancel(group.pending_members.pop(member_id))
+                self._try_complete_join(group)
+                errors.append(ErrorCode.NONE)
+            elif group.is_static_member_fenced(instance_id, member_id):
+                errors.append(ErrorCode.FENCED_INSTANCE_ID)
+            elif group.has(member_id):
+                self._remove_member_and_update_group(group, group.members[member_id],
+                                                     "the member left")
+                errors.append(ErrorCode.NONE)
+            else:
+                errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
+        return ErrorCode.NONE, errors
+
+    # -- admin ------------------------------------------------------------------------------
+
+    def list_groups(self) -> list[Group]:
+        return [g for g in self.groups.values() if not g.is_in(S.DEAD)]
+
+    def delete_groups(self, group_ids: Iterable[str]) -> dict[str, ErrorCode]:
+        results = {}
+        for group_id in group_ids:
+            group = self.groups.get(group_id)
+            if group is None or group.is_in(S.DEAD):
+                results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
+            elif not group.is_in(S.EMPTY):
+                results[group_id] = ErrorCode.NON_EMPTY_GROUP
+            else:
+                entries = [(encode_key(OffsetKey(group_id, t, p)), None) for t, p in group.offsets]
+                entries.append((encode_key(GroupKey(group_id)), None))
+                error = self._append(group_id, entries)
+                if error == ErrorCode.NONE:
+                    self._drop_group(group)
+                results[group_id] = error
+        return results
+
+    def _drop_group(self, group: Group) -> None:
+        group.transition_to(S.DEAD, self.now_ms())
+        self._cancel_group_timers(group)
+        group.offsets = {}
+        self.groups.pop(group.group_id, None)
+
+    # -- offsets ----------------------------------------------------------------------------
+
+    def commit_offsets(self, group_id: str, generation_id: int, member_id: str,
+                       group_instance_id: Optional[str], api_version: int,
+                       commits: list[OffsetCommit]) -> dict[tuple[str, int], ErrorCode]:
+        def everywhere(error: ErrorCode) -> dict[tuple[str, int], ErrorCode]:
+            return {(c.topic, c.partition): error for c in commits}
+
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                return everywhere(ErrorCode.GROUP_ID_NOT_FOUND if api_version >= 9
+                                  else ErrorCode.ILLEGAL_GENERATION)
+            # A "simple" group: offsets stored by a client that does not use group management.
+            group = Group(group_id, self.now_ms())
+        error = self._validate_commit(group, generation_id, member_id, group_instance_id)
+        if error is not None:
+            return everywhere(error)
+        if member_id and group.is_in(S.STABLE, S.PREPARING_REBALANCE) and group.has(member_id):
+            self._schedule_heartbeat(group, group.members[member_id])
+        results: dict[tuple[str, int], ErrorCode] = {}
+        accepted: list[tuple[OffsetCommit, CommittedOffset]] = []
+        max_metadata = self.config["offset.metadata.max.bytes"]
+        topics = self.broker.logs.topics
+        now = self.now_ms()
+        for c in commits:
+            info = topics.get(c.topic)
+            if info is None or not 0 <= c.partition < info.num_partitions:
+                results[(c.topic, c.partition)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif c.metadata is not None and len(c.metadata.encode("utf-8")) > max_metadata:
+                results[(c.topic, c.partition)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                accepted.append((c, CommittedOffset(c.offset, c.leader_epoch, c.metadata or "",
+                                                    now)))
+        entries = [(encode_key(OffsetKey(group_id, c.topic, c.partition)),
+                    encode_offset_value(OffsetValue(o.offset, o.leader_epoch, o.metadata,
+                                                    o.commit_timestamp)))
+                   for c, o in accepted]
+        error = self._append(group_id, entries)
+        for c, committed in accepted:
+            results[(c.topic, c.partition)] = error
+            if error == ErrorCode.NONE:
+                group.offsets[(c.topic, c.partition)] = committed
+        if error == ErrorCode.NONE and accepted and group_id not in self.groups:
+            self.groups[group_id] = group
+        return results
+
+    @staticmethod
+    def _validate_commit(group: Group, generation_id: int, member_id: str,
+                         group_instance_id: Optional[str]) -> Optional[ErrorCode]:
+        if group.is_in(S.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if generation_id < 0 and group.is_in(S.EMPTY):
+            return None
+        if generation_id >= 0 or member_id or group_instance_id is not None:
+            if group.is_static_member_fenced(group_instance_id, member_id):
+                return ErrorCode.FENCED_INSTANCE_ID
+            if not group.has(member_id):
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if generation_id != group.generation_id:
+                return ErrorCode.ILLEGAL_GENERATION
+        elif not group.is_in(S.EMPTY):
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if group.is_in(S.COMPLETING_REBALANCE):
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return None
+
+    def fetch_offsets(self, group_id: str, topics: Optional[list[tuple[str, list[int]]]]
+                      ) -> list[tuple[str, list[tuple[int, Optional[CommittedOffset]]]]]:
+        """Committed offsets per topic; ``topics`` None means all of the group's. No
+        transactions yet, so nothing is ever pending (require_stable has nothing to wait for)."""
+        group = self.groups.get(group_id)
+        offsets = group.offsets if group is not None else {}
+        if topics is None:
+            by_topic: dict[str, list[tuple[int, Optional[CommittedOffset]]]] = {}
+            for (topic, partition), committed in sorted(offsets.items()):
+                by_topic.setdefault(topic, []).append((partition, committed))
+            return list(by_topic.items())
+        return [(topic, [(p, offsets.get((topic, p))) for p in partitions])
+                for topic, partitions in topics]
+
+    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]
+                       ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
+        group = self.groups.get(group_id)
+        if group is None or group.is_in(S.DEAD):
+            return ErrorCode.GROUP_ID_NOT_FOUND, {}
+        if not group.is_in(S.EMPTY) and group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            return ErrorCode.NON_EMPTY_GROUP, {}
+        results: dict[tuple[str, int], ErrorCode] = {}
+        doomed = []
+        topics = self.broker.logs.topics
+        for topic, partition in partitions:
+            info = topics.get(topic)
+            if info is None or not 0 <= partition < info.num_partitions:
+                results[(topic, partition)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif group.is_subscribed_to(topic):
+                results[(topic, partition)] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+            else:
+                results[(topic, partition)] = ErrorCode.NONE
+                if (topic, partition) in group.offsets:
+                    doomed.append((topic, partition))
+        error = self._append(group_id, [(encode_key(OffsetKey(group_id, t, p)), None)
+                                        for t, p in doomed])
+        if error != ErrorCode.NONE:
+            return error, {}
+        for tp in doomed:
+            group.offsets.pop(tp, None)
+        return ErrorCode.NONE, results
+
+    # -- expiry -----------------------------------------------------------------------------
+
+    def expire_offsets(self) -> int:
+        """Drop offsets past ``offsets.retention.minutes`` (KIP-211 rules) and forget empty
+        groups with no offsets left. Returns how many offsets expired."""
+        retention = self.config["offsets.retention.minutes"] * 60_000
+        now = self.now_ms()
+        expired_total = 0
+        for group in list(self.groups.values()):
+            expired = self._expired_offsets(group, now, retention)
+            entries = [(encode_key(OffsetKey(group.group_id, t, p)), None) for t, p in expired]
+            drop = (group.is_in(S.EMPTY) and not group.members and not group.pending_members
+                    and len(expired) == len(group.offsets))
+            if drop:
+                entries.append((encode_key(GroupKey(group.group_id)), None))
+            if self._append(group.group_id, entries) != ErrorCode.NONE:
+                continue
+            for tp in expired:
+                group.offsets.pop(tp, None)
+            expired_total += len(expired)
+            if drop:
+                log.info("group %s expired: empty and no committed offsets left", group.group_id)
+                self._drop_group(group)
+        return expired_total
+
+    @staticmethod
+    def _expired_offsets(group: Group, now: int, retention: int) -> list[tuple[str, int]]:
+        if group.protocol_type is None:
+            # Simple consumer: each offset expires on its own, from its commit time.
+            return [tp for tp, o in group.offsets.items() if now - o.commit_timestamp >= retention]
+        if group.is_in(S.EMPTY):
+            # No members: everything expires once the group has been empty long enough.
+            if now - group.current_state_timestamp >= retention:
+                return list(group.offsets)
+            return []
+        if group.protocol_type == CONSUMER_PROTOCOL_TYPE and group.is_in(S.STABLE):
+            subscribed = group.subscribed_topics()
+            if subscribed is None:
+                return []
+            return [tp for tp, o in group.offsets.items()
+                    if tp[0] not in subscribed and now - o.commit_timestamp >= retention]
+        return []
+
+
+def _cancel(timer: Any) -> None:
+    if timer is not None and timer.active():
+        timer.cancel()

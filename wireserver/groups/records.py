@@ -1,0 +1,290 @@
+"""Records of ``__consumer_offsets``, laid out as Apache Kafka's group coordinator writes them
+(``group-coordinator/src/main/resources/common/message/*.json``), so the topic reads the same
+to Kafka's own tools.
+
+A key starts with an int16 record type (the "key version" of older Kafka), a value with an
+int16 value version; strings are int16-length UTF-8, bytes int32-length, arrays int32-count
+(these versions are not flexible). A null value is a tombstone.
+
+- OffsetCommitKey (type 1; type 0 is the legacy spelling, read the same): group, topic,
+  partition.
+- OffsetCommitValue: we write version 3 (offset, leaderEpoch, metadata, commitTimestamp) and
+  read versions 0-3 (v1 carries an expireTimestamp after commitTimestamp).
+- GroupMetadataKey (type 2): group.
+- GroupMetadataValue: we write version 3 (protocolType, generation, protocol?, leader?,
+  currentStateTimestamp, members[memberId, groupInstanceId?, clientId, clientHost,
+  rebalanceTimeout, sessionTimeout, subscription, assignment]) and read versions 0-3.
+
+Also here: which partition of ``__consumer_offsets`` holds a group (Java's ``String.hashCode``
+and Kafka's ``Utils.abs``, so a group lands on the partition Kafka would choose).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+LEGACY_OFFSET_COMMIT_KEY = 0
+OFFSET_COMMIT_KEY = 1
+GROUP_METADATA_KEY = 2
+
+OFFSET_COMMIT_VALUE_VERSION = 3
+GROUP_METADATA_VALUE_VERSION = 3
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+
+
+class RecordFormatError(ValueError):
+    """A key or value of ``__consumer_offsets`` we cannot read."""
+
+
+# -- partitioning -----------------------------------------------------------------------------
+
+def java_string_hashcode(text: str) -> int:
+    """``java.lang.String.hashCode``: over UTF-16 code units, 32-bit signed arithmetic."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def kafka_abs(n: int) -> int:
+    """Kafka's ``Utils.abs``: ``Integer.MIN_VALUE`` maps to 0, not to itself."""
+    return 0 if n == -(1 << 31) else abs(n)
+
+
+def partition_for(group_id: str, num_partitions: int) -> int:
+    return kafka_abs(java_string_hashcode(group_id)) % num_partitions
+
+
+# -- primitive writers/readers ----------------------------------------------------------------
+
+class _Writer:
+    __slots__ = ("buf",)
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+
+    def int16(self, v: int) -> "_Writer":
+        self.buf += _I16.pack(v)
+        return self
+
+    def int32(self, v: int) -> "_Writer":
+        self.buf += _I32.pack(v)
+        return self
+
+    def int64(self, v: int) -> "_Writer":
+        self.buf += _I64.pack(v)
+        return self
+
+    def string(self, v: Optional[str]) -> "_Writer":
+        if v is None:
+            return self.int16(-1)
+        data = v.encode("utf-8")
+        if len(data) > 0x7FFF:
+            raise RecordFormatError("string longer than 32767 bytes")
+        self.int16(len(data))
+        self.buf += data
+        return self
+
+    def bytes_(self, v: Optional[bytes]) -> "_Writer":
+        if v is None:
+            return self.int32(-1)
+        self.int32(len(v))
+        self.buf += v
+        return self
+
+
+class _Reader:
+    __slots__ = ("data", "pos")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = memoryview(data)
+        self.pos = 0
+
+    def _take(self, n: int) -> memoryview:
+        if n < 0 or self.pos + n > len(self.data):
+            raise RecordFormatError("record truncated")
+        chunk = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return chunk
+
+    def int16(self) -> int:
+        return _I16.unpack(self._take(2))[0]
+
+    def int32(self) -> int:
+        return _I32.unpack(self._take(4))[0]
+
+    def int64(self) -> int:
+        return _I64.unpack(self._take(8))[0]
+
+    def string(self, nullable: bool = False) -> Optional[str]:
+        n = self.int16()
+        if n == -1 and nullable:
+            return None
+        try:
+            return str(self._take(n), "utf-8")
+        except UnicodeDecodeError as exc:
+            raise RecordFormatError(f"string is not UTF-8: {exc}") from None
+
+    def bytes_(self) -> Optional[bytes]:
+        n = self.int32()
+        if n == -1:
+            return None
+        return bytes(self._take(n))
+
+
+# -- keys -------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class OffsetKey:
+    group: str
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True)
+class GroupKey:
+    group: str
+
+
+Key = Union[OffsetKey, GroupKey]
+
+
+def encode_key(key: Key) -> bytes:
+    if isinstance(key, OffsetKey):
+        w = _Writer().int16(OFFSET_COMMIT_KEY).string(key.group).string(key.topic)
+        return bytes(w.int32(key.partition).buf)
+    return bytes(_Writer().int16(GROUP_METADATA_KEY).string(key.group).buf)
+
+
+def decode_key(data: bytes) -> Optional[Key]:
+    """The key, or None for a record type this coordinator does not keep (the KIP-848, share
+    and streams group records Kafka also writes here)."""
+    r = _Reader(data)
+    kind = r.int16()
+    if kind in (LEGACY_OFFSET_COMMIT_KEY, OFFSET_COMMIT_KEY):
+        return OffsetKey(r.string(), r.string(), r.int32())
+    if kind == GROUP_METADATA_KEY:
+        return GroupKey(r.string())
+    return None
+
+
+# -- offset values ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class OffsetValue:
+    offset: int
+    leader_epoch: int = -1
+    metadata: str = ""
+    commit_timestamp: int = -1
+    expire_timestamp: int = -1
+
+
+def encode_offset_value(value: OffsetValue) -> bytes:
+    w = _Writer().int16(OFFSET_COMMIT_VALUE_VERSION).int64(value.offset)
+    w.int32(value.leader_epoch).string(value.metadata or "").int64(value.commit_timestamp)
+    return bytes(w.buf)
+
+
+def decode_offset_value(data: bytes) -> OffsetValue:
+    r = _Reader(data)
+    version = r.int16()
+    if version not in (0, 1, 2, 3):
+        raise RecordFormatError(f"unsupported OffsetCommitValue version {version}")
+    offset = r.int64()
+    leader_epoch = r.int32() if version >= 3 else -1
+    metadata = r.string() or ""
+    commit_timestamp = r.int64()
+    expire_timestamp = r.int64() if version == 1 else -1
+    return OffsetValue(offset, leader_epoch, metadata, commit_timestamp, expire_timestamp)
+
+
+# -- group values -----------------------------------------------------------------------------
+
+@dataclass
+class MemberValue:
+    member_id: str
+    group_instance_id: Optional[str]
+    client_id: str
+    client_host: str
+    rebalance_timeout: int
+    session_timeout: int
+    subscription: bytes
+    assignment: bytes
+
+
+@dataclass
+class GroupValue:
+    protocol_type: str
+    generation: int
+    protocol: Optional[str]
+    leader: Optional[str]
+    current_state_timestamp: int = -1
+    members: list[MemberValue] = field(default_factory=list)
+
+
+def encode_group_value(value: GroupValue) -> bytes:
+    w = _Writer().int16(GROUP_METADATA_VALUE_VERSION)
+    w.string(value.protocol_type).int32(value.generation)
+    w.string(value.protocol).string(value.leader).int64(value.current_state_timestamp)
+    w.int32(len(value.members))
+    for m in value.members:
+        w.string(m.member_id).string(m.group_instance_id).string(m.client_id)
+        w.string(m.client_host).int32(m.rebalance_timeout).int32(m.session_timeout)
+        w.bytes_(m.subscription).bytes_(m.assignment)
+    return bytes(w.buf)
+
+
+def decode_group_value(data: bytes) -> GroupValue:
+    r = _Reader(data)
+    version = r.int16()
+    if version not in (0, 1, 2, 3):
+        raise RecordFormatError(f"unsupported GroupMetadataValue version {version}")
+    protocol_type = r.string() or ""
+    generation = r.int32()
+    protocol = r.string(nullable=True)
+    leader = r.string(nullable=True)
+    timestamp = r.int64() if version >= 2 else -1
+    count = r.int32()
+    if count < 0:
+        count = 0
+    members = []
+    for _ in range(count):
+        member_id = r.string()
+        instance_id = r.string(nullable=True) if version >= 3 else None
+        client_id = r.string()
+        client_host = r.string()
+        rebalance_timeout = r.int32() if version >= 1 else -1
+        session_timeout = r.int32()
+        subscription = r.bytes_() or b""
+        assignment = r.bytes_() or b""
+        if rebalance_timeout < 0:
+            rebalance_timeout = session_timeout
+        members.append(MemberValue(member_id, instance_id, client_id, client_host,
+                                   rebalance_timeout, session_timeout, subscription, assignment))
+    return GroupValue(protocol_type, generation, protocol, leader, timestamp, members)
+
+
+# -- consumer protocol ------------------------------------------------------------------------
+
+def subscribed_topics(subscription: bytes) -> Optional[set[str]]:
+    """The topics of a ``consumer`` protocol subscription (ConsumerProtocolSubscription: int16
+    version, then an array of topic names in every version), or None if it cannot be read."""
+    try:
+        r = _Reader(subscription)
+        version = r.int16()
+        if version < 0:
+            return None
+        count = r.int32()
+        if count < 0:
+            return None
+        return {r.string() for _ in range(count)}
+    except (RecordFormatError, struct.error):
+        return None
