@@ -285,14 +285,17 @@ class _AdminMixin:
             names = wire.topics()
             if not names:
                 return []
-            wire.delete_topics(names, timeout_ms=int(timeout * 1000))
+            left = names
             while True:
-                left = set(wire.topics()) & set(names)
+                wire.delete_topics(left, timeout_ms=int(timeout * 1000))
+                # Gone, unless a client still running auto-created one again meanwhile.
+                left = sorted(set(wire.topics()) & set(names))
                 if not left:
                     return names
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"topics still listed after DeleteTopics: {sorted(left)}")
-                time.sleep(0.01)
+                    raise TimeoutError(f"topics still there after DeleteTopics: {left} (a "
+                                       "client still running may be re-creating them)")
+                time.sleep(0.05)
 
 
 class ExternalBroker(_AdminMixin):
@@ -350,7 +353,6 @@ class ReactorThread:
         self.thread.start()
         if not running.wait(10):
             raise BrokerStartError("the wireserver reactor thread did not start")
-        atexit.register(self.shutdown)
 
     def _run(self) -> None:
         self.reactor.run(installSignalHandlers=False)
@@ -387,12 +389,15 @@ _LIVE: "weakref.WeakSet[EmbeddedBroker]" = weakref.WeakSet()
 
 
 @atexit.register
-def _close_leftovers() -> None:
+def _at_exit() -> None:
+    """Close brokers nobody closed (a subprocess would outlive us), then stop the reactor."""
     for broker in list(_LIVE):
         try:
             broker.close()
         except Exception:  # noqa: BLE001 - best effort at interpreter exit
             pass
+    if ReactorThread._instance is not None:
+        ReactorThread._instance.shutdown()
 
 
 class EmbeddedBroker(_AdminMixin):
@@ -426,6 +431,7 @@ class EmbeddedBroker(_AdminMixin):
         self.cluster_id: str | None = None
         self.node_id: int | None = None
         self.broker: Any = None  # thread mode
+        self._runner: ReactorThread | None = None
         self.process: subprocess.Popen | None = None  # subprocess mode
         self._stdout_thread: threading.Thread | None = None
         self._closed = False
@@ -520,6 +526,7 @@ class EmbeddedBroker(_AdminMixin):
             runner.call(_abandon, broker, timeout=self.startup_timeout)
             raise
         self.broker = broker
+        self._runner = runner
         self.cluster_id = broker.cluster_id
         self.node_id = broker.node_id
         self.endpoints = [(l.name, l.host, l.port) for l in broker.advertised]
@@ -572,8 +579,12 @@ class EmbeddedBroker(_AdminMixin):
         (SIGKILL after ``timeout``). The data dir stays, for ``start()``/``restart()``."""
         if self.mode == "thread":
             broker, self.broker = self.broker, None
-            if broker is not None:
-                ReactorThread.get().call(broker.stop, timeout=timeout)
+            if broker is None:
+                return
+            if self._runner is not None and self._runner.thread.is_alive():
+                self._runner.call(broker.stop, timeout=timeout)
+            elif broker.logs is not None:  # the reactor is gone (interpreter exit)
+                broker.logs.close()
             return
         process = self.process
         if process is None:
@@ -765,7 +776,8 @@ if pytest is not None:
         group.addoption("--wireserver-override", action="append", default=[],
                         metavar="KEY=VALUE", help="a broker config key for kafka_broker")
         group.addoption("--kafka-bootstrap", default=None, metavar="HOST:PORT",
-                        help="run kafka_broker tests against this running broker instead")
+                        help="run kafka_broker tests against this running broker instead; "
+                             "every non-internal topic on it is deleted after each test")
         parser.addini("wireserver_mode", "thread or subprocess", default="thread")
         parser.addini("wireserver_overrides", "broker config for kafka_broker, KEY=VALUE a line",
                       type="linelist", default=[])
