@@ -227,7 +227,7 @@ class GroupCoordinator:
             if partition_log is not None:
                 self._replay(partition_log, values, offsets)
         now = self.now_ms()
-        for group_id in set(values) | set(offsets):
+        for group_id in set(values) | {g for g, found in offsets.items() if found}:
             group = self._restore_group(group_id, values.get(group_id), now)
             group.offsets = offsets.get(group_id, {})
             self.groups[group_id] = group
