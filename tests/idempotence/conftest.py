@@ -274,3 +274,24 @@ def read_all(bootstrap: str, topic: str, partition: int = 0, timeout: float = 20
         return values
     finally:
         consumer.close()
+
+
+class RawClient:
+    """One socket to the broker; sends kafka-python request objects, decodes the answers."""
+
+    def __init__(self, port: int):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self._correlation = 0
+
+    def send(self, request_class, response_class, version: int, **fields):
+        self._correlation += 1
+        request = request_class(version=version, **fields)
+        request.with_header(correlation_id=self._correlation, client_id="idempotence-tests")
+        self.sock.sendall(bytes(request.encode(header=True, framed=True)))
+        frame = _read_frame(self.sock)
+        if frame is None:
+            raise ConnectionError("broker closed the connection")
+        return response_class.decode(frame, version=version, header=True, framed=True)
+
+    def close(self) -> None:
+        _close(self.sock)
