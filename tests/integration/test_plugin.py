@@ -78,17 +78,22 @@ def test_same_broker_for_the_session(kafka_broker_session, kafka_bootstrap):
 '''
 
 
-@pytest.mark.parametrize("mode", ["thread", "subprocess"])
+@pytest.mark.parametrize("mode", ["thread", "subprocess", "external"])
 def test_plugin_in_a_user_project(tmp_path, mode):
     """A project with wireserver installed gets the fixtures with no conftest at all (the
-    pytest11 entry point), and each test starts with no topics."""
+    pytest11 entry point), and each test starts with no topics. ``external`` points the
+    fixtures at a broker that is already running (``--kafka-bootstrap``)."""
     (tmp_path / "test_user.py").write_text(textwrap.dedent(PLUGIN_USER_TESTS))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                             f"--wireserver-mode={mode}", "test_user.py"],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "3 passed" in result.stdout
+    with EmbeddedBroker() as running:
+        option = (f"--kafka-bootstrap={running.bootstrap_servers}" if mode == "external"
+                  else f"--wireserver-mode={mode}")
+        result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                                 option, "test_user.py"], cwd=tmp_path, capture_output=True,
+                                text=True, timeout=120, env=env)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "3 passed" in result.stdout
+        assert running.topics() == []  # the external broker was cleaned up too
 
 
 def test_kafka_container_drop_in():
