@@ -1,0 +1,301 @@
+"""Consumer groups of real clients against a wireserver subprocess: kafka-python, aiokafka and
+confluent-kafka groups share partitions exactly once; a silent member is expired after its
+session timeout; leaving rebalances; committed offsets survive a broker restart; a static member
+restarts without a rebalance; admin clients list, describe and delete groups and offsets."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+
+import pytest
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka.admin import NewTopic
+
+from tests.groups.conftest import wait_for
+
+PARTITIONS = 6
+RECORDS = 120
+
+
+def make_topic(broker, partitions=PARTITIONS) -> str:
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    admin.create_topics([NewTopic(name, partitions, 1)])
+    admin.close()
+    return name
+
+
+def produce(broker, topic, count=RECORDS, start=0) -> None:
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, enable_idempotence=False)
+    for i in range(start, start + count):
+        producer.send(topic, str(i).encode(), partition=i % PARTITIONS)
+    producer.flush()
+    producer.close()
+
+
+def check_exactly_once(consumed: list[bytes], count=RECORDS) -> None:
+    assert len(consumed) == count, f"{len(consumed)} records consumed, expected {count}"
+    assert sorted(int(v) for v in consumed) == list(range(count))
+
+
+def check_disjoint(assignments: list[set]) -> None:
+    union = set().union(*assignments)
+    assert sum(len(a) for a in assignments) == len(union) == PARTITIONS
+
+
+# -- kafka-python -----------------------------------------------------------------------------
+
+def kp_consumer(broker, topic, group, assignor="range", **kw):
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+    strategy = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
+    settings = dict(bootstrap_servers=broker.bootstrap, group_id=group,
+                    auto_offset_reset="earliest", enable_auto_commit=False,
+                    partition_assignment_strategy=[strategy[assignor]],
+                    session_timeout_ms=6000, heartbeat_interval_ms=500)
+    settings.update(kw)
+    consumer = KafkaConsumer(**settings)
+    consumer.subscribe([topic])
+    return consumer
+
+
+@pytest.mark.parametrize("assignor", ["range", "roundrobin"])
+def test_kafka_python_group_shares_partitions_exactly_once(served_broker, assignor):
+    topic = make_topic(served_broker)
+    consumers = [kp_consumer(served_broker, topic, "kp-" + assignor, assignor) for _ in range(3)]
+    consumed: list[bytes] = []
+
+    def poll_all():
+        for c in consumers:
+            for records in c.poll(timeout_ms=50).values():
+                consumed.extend(r.value for r in records)
+
+    try:
+        wait_for(lambda: [len(c.assignment()) for c in consumers] == [2, 2, 2], 60, poll_all,
+                 "three members with two partitions each")
+        check_disjoint([c.assignment() for c in consumers])
+        produce(served_broker, topic)
+        wait_for(lambda: len(consumed) >= RECORDS, 30, poll_all, "every record")
+        for _ in range(5):
+            poll_all()
+        check_exactly_once(consumed)
+    finally:
+        for c in consumers:
+            c.close()
+
+
+# -- aiokafka ---------------------------------------------------------------------------------
+
+def test_aiokafka_group_shares_partitions_exactly_once(served_broker):
+    from aiokafka import AIOKafkaConsumer
+    topic = make_topic(served_broker)
+
+    async def run():
+        consumers = [AIOKafkaConsumer(topic, bootstrap_servers=served_broker.bootstrap,
+                                      group_id="aio", auto_offset_reset="earliest",
+                                      enable_auto_commit=False, session_timeout_ms=6000,
+                                      heartbeat_interval_ms=500) for _ in range(3)]
+        for c in consumers:
+            await c.start()
+        consumed: list[bytes] = []
+        try:
+            deadline = time.monotonic() + 60
+            while [len(c.assignment()) for c in consumers] != [2, 2, 2]:
+                assert time.monotonic() < deadline, "group never settled"
+                for c in consumers:
+                    for records in (await c.getmany(timeout_ms=50)).values():
+                        consumed.extend(r.value for r in records)
+            check_disjoint([c.assignment() for c in consumers])
+            produce(served_broker, topic)
+            deadline = time.monotonic() + 30
+            while len(consumed) < RECORDS and time.monotonic() < deadline:
+                for c in consumers:
+                    for records in (await c.getmany(timeout_ms=50)).values():
+                        consumed.extend(r.value for r in records)
+            check_exactly_once(consumed)
+        finally:
+            for c in consumers:
+                await c.stop()
+
+    asyncio.run(run())
+
+
+# -- confluent-kafka --------------------------------------------------------------------------
+
+def ck_consumer(broker, topic, group, assignor="range", on_assign=None, **extra):
+    from confluent_kafka import Consumer
+    config = {"bootstrap.servers": broker.bootstrap, "group.id": group,
+              "auto.offset.reset": "earliest", "enable.auto.commit": False,
+              "partition.assignment.strategy": assignor, "session.timeout.ms": 6000,
+              "heartbeat.interval.ms": 500, "topic.metadata.refresh.interval.ms": 1000}
+    config.update(extra)
+    consumer = Consumer(config)
+    kwargs = {"on_assign": on_assign} if on_assign else {}
+    consumer.subscribe([topic], **kwargs)
+    return consumer
+
+
+@pytest.mark.parametrize("assignor", ["range", "roundrobin", "cooperative-sticky"])
+def test_confluent_group_shares_partitions_exactly_once(served_broker, assignor):
+    topic = make_topic(served_broker)
+    consumers = [ck_consumer(served_broker, topic, "ck-" + assignor, assignor) for _ in range(3)]
+    consumed: list[bytes] = []
+
+    def poll_all():
+        for c in consumers:
+            message = c.poll(0.05)
+            if message is not None and not message.error():
+                consumed.append(message.value())
+
+    try:
+        wait_for(lambda: [len(c.assignment()) for c in consumers] == [2, 2, 2], 60, poll_all,
+                 "three members with two partitions each")
+        check_disjoint([{(p.topic, p.partition) for p in c.assignment()} for c in consumers])
+        produce(served_broker, topic)
+        wait_for(lambda: len(consumed) >= RECORDS, 30, poll_all, "every record")
+        for _ in range(10):
+            poll_all()
+        check_exactly_once(consumed)
+    finally:
+        for c in consumers:
+            c.close()
+
+
+# -- failures and restarts --------------------------------------------------------------------
+
+SILENT_MEMBER = textwrap.dedent("""
+    import sys
+    from kafka import KafkaConsumer
+    consumer = KafkaConsumer(bootstrap_servers=sys.argv[1], group_id=sys.argv[3],
+                             session_timeout_ms=3000, heartbeat_interval_ms=500,
+                             enable_auto_commit=False)
+    consumer.subscribe([sys.argv[2]])
+    while not consumer.assignment():
+        consumer.poll(timeout_ms=100)
+    print("assigned", len(consumer.assignment()), flush=True)
+    while True:
+        consumer.poll(timeout_ms=100)
+""")
+
+
+def test_stopped_member_is_expired_and_its_partitions_move(served_broker):
+    topic = make_topic(served_broker)
+    child = subprocess.Popen([sys.executable, "-c", SILENT_MEMBER, served_broker.bootstrap, topic,
+                              "silent"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().startswith("assigned")
+        survivor = kp_consumer(served_broker, topic, "silent", session_timeout_ms=3000)
+        poll = lambda: survivor.poll(timeout_ms=50)  # noqa: E731
+        wait_for(lambda: len(survivor.assignment()) == 3, 30, poll, "a 3/3 split")
+        child.send_signal(signal.SIGSTOP)
+        stopped = time.monotonic()
+        wait_for(lambda: len(survivor.assignment()) == PARTITIONS, 30, poll,
+                 "the stopped member's partitions")
+        assert time.monotonic() - stopped >= 2.5  # not before its session timeout
+        survivor.close()
+    finally:
+        child.send_signal(signal.SIGCONT)
+        child.kill()
+        child.wait()
+
+
+def test_leaving_member_triggers_a_rebalance(served_broker):
+    topic = make_topic(served_broker)
+    a = kp_consumer(served_broker, topic, "leave", session_timeout_ms=30000)
+    b = kp_consumer(served_broker, topic, "leave", session_timeout_ms=30000)
+    poll = lambda: (a.poll(timeout_ms=50), b.poll(timeout_ms=50))  # noqa: E731
+    wait_for(lambda: len(a.assignment()) == len(b.assignment()) == 3, 30, poll, "a 3/3 split")
+    b.close()  # sends LeaveGroup
+    left = time.monotonic()
+    wait_for(lambda: len(a.assignment()) == PARTITIONS, 20, lambda: a.poll(timeout_ms=50),
+             "a takes over")
+    assert time.monotonic() - left < 10  # well before the 30 s session timeout
+    a.close()
+
+
+def test_committed_offsets_survive_a_restart(served_broker):
+    topic = make_topic(served_broker)
+    produce(served_broker, topic)
+    c = kp_consumer(served_broker, topic, "restart")
+    consumed = []
+    wait_for(lambda: len(consumed) >= RECORDS, 30,
+             lambda: [consumed.extend(rs) for rs in c.poll(timeout_ms=100).values()], "records")
+    c.commit()
+    committed = {tp: c.committed(tp) for tp in c.assignment()}
+    c.close()
+    served_broker.restart()
+    produce(served_broker, topic, count=60, start=RECORDS)
+    c = kp_consumer(served_broker, topic, "restart")
+    resumed = []
+    wait_for(lambda: len(resumed) >= 60, 30,
+             lambda: [resumed.extend(rs) for rs in c.poll(timeout_ms=100).values()], "records")
+    assert sorted(int(r.value) for r in resumed) == list(range(RECORDS, RECORDS + 60))
+    for tp, offset in committed.items():
+        assert c.committed(tp) >= offset == RECORDS // PARTITIONS
+    c.close()
+
+
+def test_static_member_restarts_without_a_rebalance(served_broker):
+    topic = make_topic(served_broker)
+    assigned = []
+    a = ck_consumer(served_broker, topic, "static", on_assign=lambda c, ps: assigned.append(ps),
+                    **{"group.instance.id": "a", "session.timeout.ms": 20000})
+    b = ck_consumer(served_broker, topic, "static",
+                    **{"group.instance.id": "b", "session.timeout.ms": 20000})
+    poll = lambda: (a.poll(0.05), b.poll(0.05))  # noqa: E731
+    wait_for(lambda: len(a.assignment()) == len(b.assignment()) == 3, 60, poll, "a 3/3 split")
+    before = sorted(p.partition for p in b.assignment())
+    rounds = len(assigned)
+    b.close()  # a static member does not leave the group
+    b = ck_consumer(served_broker, topic, "static",
+                    **{"group.instance.id": "b", "session.timeout.ms": 20000})
+    wait_for(lambda: len(b.assignment()) == 3, 30, poll, "b back")
+    assert sorted(p.partition for p in b.assignment()) == before
+    for _ in range(20):
+        poll()
+    assert len(assigned) == rounds, "the other member saw a rebalance"
+    a.close()
+    b.close()
+
+
+def test_admin_clients_see_groups_and_offsets(served_broker):
+    from confluent_kafka import ConsumerGroupTopicPartitions
+    from confluent_kafka.admin import AdminClient
+    topic = make_topic(served_broker)
+    produce(served_broker, topic)
+    c = kp_consumer(served_broker, topic, "admin-g")
+    consumed = []
+    wait_for(lambda: len(consumed) >= RECORDS, 30,
+             lambda: [consumed.extend(rs) for rs in c.poll(timeout_ms=100).values()], "records")
+    c.commit()
+
+    kp = KafkaAdminClient(bootstrap_servers=served_broker.bootstrap)
+    listed = {g["group_id"]: g for g in kp.list_groups()}
+    assert listed["admin-g"]["group_state"] == "Stable"
+    described = kp.describe_groups(["admin-g"])["admin-g"]
+    assert described["protocol_data"] == "range" and len(described["members"]) == 1
+    offsets = kp.list_group_offsets("admin-g")["admin-g"]
+    assert sum(o.offset for o in offsets.values()) == RECORDS
+
+    ck = AdminClient({"bootstrap.servers": served_broker.bootstrap})
+    result = ck.list_consumer_groups().result()
+    assert "admin-g" in {g.group_id for g in result.valid}
+    group = ck.describe_consumer_groups(["admin-g"])["admin-g"].result()
+    assert len(group.members) == 1 and str(group.state).endswith("STABLE")
+    fetched = ck.list_consumer_group_offsets([ConsumerGroupTopicPartitions("admin-g")])
+    partitions = fetched["admin-g"].result().topic_partitions
+    assert sum(p.offset for p in partitions) == RECORDS
+
+    # a group with members cannot be deleted; once empty it can
+    with pytest.raises(Exception):
+        ck.delete_consumer_groups(["admin-g"])["admin-g"].result()
+    c.close()
+    ck.delete_consumer_groups(["admin-g"])["admin-g"].result()
+    assert "admin-g" not in {g["group_id"] for g in kp.list_groups()}
+    kp.close()
