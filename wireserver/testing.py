@@ -418,9 +418,10 @@ class EmbeddedBroker(_AdminMixin):
         self.startup_timeout = startup_timeout
         self.log_level = log_level
         self.python = python or sys.executable
-        self._own_dir = data_dir is None
+        # _root holds the broker log, and the data dir unless one is given (then it is kept).
         self._root = tempfile.mkdtemp(prefix="wireserver-")
-        self.data_dir = os.path.join(self._root, "data") if data_dir is None else os.fspath(data_dir)
+        self.data_dir = (os.path.join(self._root, "data") if data_dir is None
+                         else os.fspath(data_dir))
         self.log_path = os.path.join(self._root, "broker.log")
         self.overrides: dict[str, str] = dict(TEST_DEFAULTS)
         self.overrides["listeners"] = _format_endpoint("PLAINTEXT", host, port)
@@ -432,6 +433,7 @@ class EmbeddedBroker(_AdminMixin):
         self.node_id: int | None = None
         self.broker: Any = None  # thread mode
         self._runner: ReactorThread | None = None
+        self._bound_ports: dict[str, int] = {}
         self.process: subprocess.Popen | None = None  # subprocess mode
         self._stdout_thread: threading.Thread | None = None
         self._closed = False
@@ -501,8 +503,11 @@ class EmbeddedBroker(_AdminMixin):
                 time.sleep(0.05)
 
     def _fixed_listeners(self, configured: str) -> str:
-        """``listeners`` with every port 0 replaced by the port that listener got last time."""
+        """``listeners`` with every port 0 replaced by the port that listener got last time
+        (the bound port in thread mode; the advertised one, from the ready line, in
+        subprocess mode)."""
         ports = {name: port for name, _, port in self.endpoints}
+        ports.update(self._bound_ports)
         fixed = []
         for name, host, port in _parse_endpoints(configured):
             fixed.append(_format_endpoint(name, host, port or ports.get(name, 0)))
@@ -530,6 +535,7 @@ class EmbeddedBroker(_AdminMixin):
         self.cluster_id = broker.cluster_id
         self.node_id = broker.node_id
         self.endpoints = [(l.name, l.host, l.port) for l in broker.advertised]
+        self._bound_ports = {l.name.upper(): l.port for l in broker.bound}
 
     def _command(self, overrides: Mapping[str, str]) -> list[str]:
         command = [self.python, "-m", "wireserver.cli", "serve", "--log-level", self.log_level]

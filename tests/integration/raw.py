@@ -143,7 +143,8 @@ def connection_closed(sock: socket.socket, timeout: float = 5.0) -> bool:
     return data == b""
 
 
-def roundtrip(bootstrap: str, topic: str, partition: int = 0, wire: KafkaWire | None = None) -> None:
+def roundtrip(bootstrap: str, topic: str, partition: int = 0,
+              wire: KafkaWire | None = None) -> None:
     """Produce one record (acks=1) and fetch it back: proof the broker still serves."""
     own = wire is None
     wire = wire or KafkaWire(bootstrap)
