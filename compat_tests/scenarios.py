@@ -1,0 +1,511 @@
+"""The compatibility scenarios: each is ``fn(bootstrap, client) -> observation``.
+
+An observation is a JSON-able dict of normalized facts a user would see (records read back
+in order with their keys, values, headers, partitions and offsets; error names; config values
+and sources; partition counts). The test module runs every scenario against the reference
+Kafka and against wireserver with the same client and asserts the two observations are equal,
+after each passed the scenario's own ``check`` (so a scenario that observes nothing on both
+sides still fails).
+
+Known differences (scenario → reason) are in :data:`DIFFERENCES`; pending work (an API
+wireserver does not serve yet) is in each scenario's ``pending`` map and becomes a strict
+xfail, so the mark has to go the day the scenario starts passing.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from compat_tests import admin_clients as admin
+from compat_tests import neutral
+from compat_tests.clients import CLIENTS, CODECS, Client, ClientError, Unsupported, record
+
+ALL_CLIENTS = tuple(CLIENTS)
+PRODUCERS_NEEDING_PID = ("kafka-python", "java")   # idempotent by default
+
+INIT_PID = "pending: InitProducerId (issue 6) — the client's default producer is idempotent"
+GROUPS = "pending: consumer groups (issue 5)"
+
+
+@dataclass
+class Scenario:
+    name: str
+    fn: Callable[[str, Client], dict]
+    clients: tuple[str, ...]
+    check: Callable[[dict], None]
+    auto_create: bool = True
+    pending: dict[str, str] = field(default_factory=dict)   # client or "*" -> reason
+    doc: str = ""
+
+    def pending_reason(self, client: str) -> str | None:
+        return self.pending.get(client) or self.pending.get("*")
+
+
+SCENARIOS: dict[str, Scenario] = {}
+
+
+def scenario(name: str, clients=ALL_CLIENTS, *, check: Callable[[dict], None],
+             auto_create: bool = True, pending: dict[str, str] | None = None):
+    def register(fn):
+        if name in SCENARIOS:
+            raise ValueError(f"scenario {name} twice")
+        SCENARIOS[name] = Scenario(name, fn, tuple(clients), check, auto_create,
+                                   dict(pending or {}), (fn.__doc__ or "").strip())
+        return fn
+    return register
+
+
+#: (scenario, client or "*") -> why wireserver differs on purpose. The test asserts these
+#: still differ, so an entry that no longer applies fails and gets removed.
+DIFFERENCES: dict[tuple[str, str], str] = {}
+
+
+def known_difference(name: str, client: str) -> str | None:
+    return DIFFERENCES.get((name, client)) or DIFFERENCES.get((name, "*"))
+
+
+# ------------------------------------------------------------------------------ helpers
+
+BASE_TS = 1_700_000_000_000
+
+
+def sample_records(client: Client, n: int, partitions: int, tag: str) -> list[dict]:
+    """``n`` keyed records with headers, spread over ``partitions`` where the client can
+    choose a partition, with CreateTime timestamps where the client can set one."""
+    out = []
+    for i in range(n):
+        headers = [("trace", f"t{i}"), ("h", "x")] if client.per_record_headers \
+            else [("h", "x")]
+        out.append(record(
+            value=f"{tag}-{i}-" + "payload" * (5 + i), key=f"key-{i}", headers=headers,
+            partition=(i % partitions) if client.per_record_partition else None,
+            timestamp=(BASE_TS + i * 1000) if client.per_record_timestamps else None))
+    return out
+
+
+def normalize_records(records: list[dict], sent_timestamps: bool) -> list[dict]:
+    """Drop what is volatile: a broker-given or producer-clock timestamp becomes "now"."""
+    out = []
+    now = time.time() * 1000
+    for r in records:
+        r = dict(r)
+        if not sent_timestamps and isinstance(r.get("timestamp"), int):
+            r["timestamp"] = "now" if abs(r["timestamp"] - now) < 600_000 else r["timestamp"]
+        out.append(r)
+    return out
+
+
+def read_all(bootstrap: str, client: Client, topic: str, partitions: int, total: int,
+             sent_timestamps: bool) -> dict[str, list]:
+    ends = neutral.wait_for_end_offsets(bootstrap, topic, partitions, total)
+    out = {}
+    for p in range(partitions):
+        got = client.consume(bootstrap, topic, p, ends[p]) if ends[p] else []
+        out[str(p)] = normalize_records(got, sent_timestamps)
+    return out
+
+
+def _error(fn, *args, **kwargs) -> str:
+    try:
+        fn(*args, **kwargs)
+        return "ok"
+    except ClientError as exc:
+        return exc.name
+
+
+# ------------------------------------------------------------------------------ round trips
+
+def _roundtrip(codec: str, acks: str):
+    def fn(bootstrap: str, client: Client) -> dict:
+        topic = neutral.create_topic(bootstrap, f"rt-{codec}", partitions=3)
+        records = sample_records(client, 12, 3, codec)
+        reports = client.produce(bootstrap, topic, records, acks=acks, compression=codec)
+        if acks == "0":
+            reports = [{"partition": r["partition"], "offset": "n/a"} for r in reports]
+        return {"reports": reports,
+                "read": read_all(bootstrap, client, topic, 3, len(records),
+                                 client.per_record_timestamps)}
+    fn.__doc__ = (f"produce 12 keyed records with headers (and partitions, CreateTime where "
+                  f"the client can set them), codec {codec}, acks={acks}; read every "
+                  f"partition back with the same client")
+    return fn
+
+
+def _check_roundtrip(obs: dict) -> None:
+    records = [r for part in obs["read"].values() for r in part]
+    assert len(records) == 12, f"read {len(records)} of 12 records"
+    for part in obs["read"].values():
+        offsets = [r["offset"] for r in part]
+        assert offsets == list(range(len(part))), offsets
+        indexes = [int(r["key"].split("-")[1]) for r in part]
+        assert indexes == sorted(indexes), "order within a partition"
+
+
+for _codec in CODECS:
+    scenario(f"roundtrip[{_codec}]", check=_check_roundtrip,
+             pending={c: INIT_PID for c in PRODUCERS_NEEDING_PID})(_roundtrip(_codec, "all"))
+for _acks in ("0", "1"):
+    scenario(f"acks[{_acks}]", check=_check_roundtrip,
+             pending={c: INIT_PID for c in PRODUCERS_NEEDING_PID})(_roundtrip("none", _acks))
+
+
+@scenario("consume", check=lambda o: _check_consume(o))
+def consume(bootstrap: str, client: Client) -> dict:
+    """confluent-kafka writes (gzip, CreateTime, headers, a null key, an empty value); the
+    client reads both partitions from the start and one from offset 2"""
+    topic = neutral.create_topic(bootstrap, "consume", partitions=2)
+    records = [record(value=f"v{i}" if i != 3 else "", key=None if i == 1 else f"k{i}",
+                      headers=[("n", str(i))] if i % 2 else [], partition=i % 2,
+                      timestamp=BASE_TS + 500 * i) for i in range(8)]
+    neutral.write(bootstrap, topic, records, compression="gzip")
+    return {"p0": client.consume(bootstrap, topic, 0, 4),
+            "p1": client.consume(bootstrap, topic, 1, 4),
+            "p0_from_2": client.consume(bootstrap, topic, 0, 2, offset=2)}
+
+
+def _check_consume(obs: dict) -> None:
+    assert len(obs["p0"]) == 4 and len(obs["p1"]) == 4, obs
+    assert [r["offset"] for r in obs["p0_from_2"]] == [2, 3]
+    assert obs["p0"][0]["timestamp"] == BASE_TS
+
+
+# ------------------------------------------------------------------------------ errors
+
+@scenario("unknown-topic[auto-create off]", auto_create=False,
+          check=lambda o: _check_unknown_off(o),
+          pending={c: INIT_PID for c in PRODUCERS_NEEDING_PID})
+def unknown_topic_off(bootstrap: str, client: Client) -> dict:
+    """produce to a topic that does not exist on a broker with auto-create off"""
+    topic = neutral.topic_name("missing")
+    config = {"kafka-python": {"max_block_ms": 3000},
+              "aiokafka": {"request_timeout_ms": 3000},
+              "confluent-kafka": {"message.timeout.ms": 3000},
+              "kcat": {"message.timeout.ms": 3000},
+              "java": {"max.block.ms": 3000}}[client.name]
+    error = _error(client.produce, bootstrap, topic, [record("x", key="k")], config=config)
+    return {"produce": error, "metadata_error": neutral.metadata(bootstrap, topic)[0]}
+
+
+def _check_unknown_off(obs: dict) -> None:
+    assert obs["produce"] != "ok"
+    assert obs["metadata_error"] == 3  # UNKNOWN_TOPIC_OR_PARTITION
+
+
+@scenario("unknown-topic[auto-create on]", check=lambda o: _check_unknown_on(o),
+          pending={c: INIT_PID for c in PRODUCERS_NEEDING_PID})
+def unknown_topic_on(bootstrap: str, client: Client) -> dict:
+    """produce to a topic that does not exist with auto-create on: num.partitions=3"""
+    topic = neutral.topic_name("autocreate")
+    records = [record(f"v{i}", key=f"k{i}") for i in range(6)]
+    produced = _error(client.produce, bootstrap, topic, records)
+    partitions = neutral.wait_for_topic(bootstrap, topic, 3)
+    ends = neutral.wait_for_end_offsets(bootstrap, topic, 3, 6) if partitions else None
+    return {"produce": produced, "partitions": partitions,
+            "records": sum(ends) if ends else None}
+
+
+def _check_unknown_on(obs: dict) -> None:
+    assert obs == {"produce": "ok", "partitions": 3, "records": 6}, obs
+
+
+INVALID_NAMES = {"space": "bad name", "dots": "..", "too-long": "t" * 250,
+                 "slash": "bad/slash"}
+
+
+@scenario("invalid-topic-name", clients=admin.ADMIN_CLIENTS,
+          check=lambda o: _check_invalid(o))
+def invalid_topic_name(bootstrap: str, client: Client) -> dict:
+    """create topics with invalid names through the client's admin API"""
+    return {label: admin.create_topic(client.name, bootstrap, name, 1)
+            for label, name in INVALID_NAMES.items()}
+
+
+def _check_invalid(obs: dict) -> None:
+    assert all(v != "ok" for v in obs.values()), obs
+
+
+@scenario("message-too-large", check=lambda o: _check_too_large(o),
+          pending={c: INIT_PID for c in PRODUCERS_NEEDING_PID})
+def message_too_large(bootstrap: str, client: Client) -> dict:
+    """a 6000-byte record to a topic with max.message.bytes=2048, then a small one"""
+    topic = neutral.create_topic(bootstrap, "too-large", configs={"max.message.bytes": 2048})
+    big = _error(client.produce, bootstrap, topic,
+                 [record("".join(chr(97 + (i * 7919) % 26) for i in range(6000)), key="big")])
+    small = _error(client.produce, bootstrap, topic, [record("small", key="small")])
+    return {"big": big, "small": small, "end": neutral.list_offsets(bootstrap, topic, 1)}
+
+
+def _check_too_large(obs: dict) -> None:
+    assert obs["big"] != "ok" and obs["small"] == "ok" and obs["end"] == [1], obs
+
+
+@scenario("offset-out-of-range", check=lambda o: _check_out_of_range(o))
+def offset_out_of_range(bootstrap: str, client: Client) -> dict:
+    """five records; the client starts at offset 50 with auto.offset.reset earliest
+    (reads from 0) and latest (reads nothing)"""
+    topic = neutral.create_topic(bootstrap, "oor")
+    neutral.write(bootstrap, topic, [record(f"v{i}", key=f"k{i}") for i in range(5)])
+    earliest = client.consume(bootstrap, topic, 0, 5, offset=50, reset="earliest")
+    latest = client.consume(bootstrap, topic, 0, 1, offset=50, reset="latest", timeout=3)
+    return {"earliest": [r["offset"] for r in earliest],
+            "latest": [r["offset"] for r in latest]}
+
+
+def _check_out_of_range(obs: dict) -> None:
+    assert obs["earliest"] == [0, 1, 2, 3, 4] and obs["latest"] == [], obs
+
+
+@scenario("list-offsets-by-time", check=lambda o: _check_by_time(o))
+def list_offsets_by_time(bootstrap: str, client: Client) -> dict:
+    """CreateTime 1000 ms apart; offsets for times before, between, at and after them"""
+    topic = neutral.create_topic(bootstrap, "bytime")
+    neutral.write(bootstrap, topic, [record(f"v{i}", key=f"k{i}", timestamp=BASE_TS + 1000 * i)
+                                     for i in range(5)])
+    probes = {"before": BASE_TS - 5000, "exact": BASE_TS + 2000,
+              "between": BASE_TS + 2500, "after": BASE_TS + 60000}
+    return {label: client.offsets_for_time(bootstrap, topic, 0, ts)
+            for label, ts in probes.items()}
+
+
+def _check_by_time(obs: dict) -> None:
+    assert obs == {"before": 0, "exact": 2, "between": 3, "after": None}, obs
+
+
+@scenario("delete-records", clients=("kafka-python", "aiokafka", "confluent-kafka", "java"),
+          check=lambda o: _check_delete_records(o))
+def delete_records(bootstrap: str, client: Client) -> dict:
+    """ten records; DeleteRecords before offset 4 through the client; read from earliest"""
+    topic = neutral.create_topic(bootstrap, "delrec")
+    neutral.write(bootstrap, topic, [record(f"v{i}", key=f"k{i}") for i in range(10)])
+    deleted = admin.delete_records(client.name, bootstrap, topic, 0, 4)
+    got = client.consume(bootstrap, topic, 0, 6)
+    return {"delete": deleted, "low_watermark": neutral.list_offsets(bootstrap, topic, 1, -2),
+            "read": [r["offset"] for r in got]}
+
+
+def _check_delete_records(obs: dict) -> None:
+    assert obs == {"delete": "ok", "low_watermark": [4], "read": [4, 5, 6, 7, 8, 9]}, obs
+
+
+@scenario("produce-to-missing-partition",
+          clients=("kafka-python", "aiokafka", "confluent-kafka", "kcat"),
+          check=lambda o: _check_missing_partition(o),
+          pending={"kafka-python": INIT_PID})
+def produce_to_missing_partition(bootstrap: str, client: Client) -> dict:
+    """a one-partition topic; the client sends to partition 5"""
+    topic = neutral.create_topic(bootstrap, "nopart")
+    config = {"kafka-python": {"max_block_ms": 3000},
+              "aiokafka": {"request_timeout_ms": 3000},
+              "confluent-kafka": {"message.timeout.ms": 3000},
+              "kcat": {"message.timeout.ms": 3000}}[client.name]
+    try:
+        error = _error(client.produce, bootstrap, topic, [record("x", key="k", partition=5)],
+                       config=config)
+    except (AssertionError, ValueError) as exc:  # a client-side check
+        error = type(exc).__name__
+    return {"produce": error, "end": neutral.list_offsets(bootstrap, topic, 1)}
+
+
+def _check_missing_partition(obs: dict) -> None:
+    assert obs["produce"] != "ok" and obs["end"] == [0], obs
+
+
+# ------------------------------------------------------------------------------ topic admin
+
+CONFIG_KEYS = ["retention.ms", "cleanup.policy", "max.message.bytes", "segment.bytes",
+               "min.insync.replicas", "compression.type", "message.timestamp.type"]
+
+
+@scenario("create-topic", clients=admin.ADMIN_CLIENTS, check=lambda o: _check_create(o))
+def create_topic(bootstrap: str, client: Client) -> dict:
+    """validate-only create, real create with configs, a duplicate create"""
+    name = neutral.topic_name("create")
+    obs: dict[str, Any] = {}
+    try:
+        obs["validate_only"] = admin.create_topic(client.name, bootstrap, name, 4,
+                                                  {"retention.ms": "3600000"},
+                                                  validate_only=True)
+        obs["exists_after_validate"] = neutral.topic_exists(bootstrap, name)
+    except Unsupported:
+        pass
+    obs["create"] = admin.create_topic(client.name, bootstrap, name, 4,
+                                       {"retention.ms": "3600000", "cleanup.policy": "compact"})
+    obs["partitions"] = neutral.wait_for_topic(bootstrap, name, 4)
+    obs["duplicate"] = admin.create_topic(client.name, bootstrap, name, 4)
+    obs["bad_config"] = admin.create_topic(client.name, bootstrap, name + "-b", 1,
+                                           {"retention.ms": "soon"})
+    obs["zero_partitions"] = admin.create_topic(client.name, bootstrap, name + "-z", 0) \
+        if client.name != "java" else "n/a"
+    return obs
+
+
+def _check_create(obs: dict) -> None:
+    assert obs["create"] == "ok" and obs["partitions"] == 4, obs
+    assert obs["duplicate"] != "ok" and obs["bad_config"] != "ok", obs
+    if "validate_only" in obs:
+        assert obs["validate_only"] == "ok" and obs["exists_after_validate"] is False, obs
+
+
+@scenario("describe-configs", clients=admin.ADMIN_CLIENTS, check=lambda o: _check_describe(o))
+def describe_configs(bootstrap: str, client: Client) -> dict:
+    """values and sources of a handful of topic keys, one of them set on the topic"""
+    topic = neutral.create_topic(bootstrap, "cfg", configs={"retention.ms": "3600000"})
+    return admin.describe_topic_configs(client.name, bootstrap, topic, CONFIG_KEYS)
+
+
+def _check_describe(obs: dict) -> None:
+    assert obs["retention.ms"] == ["3600000", "DYNAMIC_TOPIC_CONFIG"], obs
+    assert obs["cleanup.policy"] is not None, obs
+
+
+@scenario("alter-configs", clients=admin.ADMIN_CLIENTS, check=lambda o: _check_alter(o))
+def alter_configs(bootstrap: str, client: Client) -> dict:
+    """incremental SET and DELETE, an invalid value, and (not Java) a legacy AlterConfigs"""
+    topic = neutral.create_topic(bootstrap, "alter", configs={"retention.ms": "3600000"})
+    keys = ["retention.ms", "cleanup.policy", "max.message.bytes"]
+    obs: dict[str, Any] = {}
+    obs["set"] = admin.alter_topic_config(client.name, bootstrap, topic,
+                                          {"max.message.bytes": "4096"}, ["retention.ms"])
+    obs["after_set"] = admin.describe_topic_configs(client.name, bootstrap, topic, keys)
+    obs["invalid"] = admin.alter_topic_config(client.name, bootstrap, topic,
+                                              {"cleanup.policy": "sometimes"})
+    if client.name != "java":
+        obs["legacy"] = admin.alter_topic_config(client.name, bootstrap, topic,
+                                                 {"cleanup.policy": "compact"},
+                                                 incremental=False)
+        obs["after_legacy"] = admin.describe_topic_configs(client.name, bootstrap, topic, keys)
+    return obs
+
+
+def _check_alter(obs: dict) -> None:
+    assert obs["set"] == "ok", obs
+    assert obs["after_set"]["max.message.bytes"] == ["4096", "DYNAMIC_TOPIC_CONFIG"], obs
+    assert obs["after_set"]["retention.ms"][1] != "DYNAMIC_TOPIC_CONFIG", obs
+    assert obs["invalid"] != "ok", obs
+
+
+@scenario("create-partitions", clients=admin.ADMIN_CLIENTS, check=lambda o: _check_parts(o))
+def create_partitions(bootstrap: str, client: Client) -> dict:
+    """grow a topic from 1 to 3 partitions, then try to shrink it to 2"""
+    topic = neutral.create_topic(bootstrap, "parts")
+    grow = admin.create_partitions(client.name, bootstrap, topic, 3)
+    count = neutral.wait_for_topic(bootstrap, topic, 3)
+    shrink = admin.create_partitions(client.name, bootstrap, topic, 2)
+    missing = admin.create_partitions(client.name, bootstrap, topic + "-missing", 2)
+    return {"grow": grow, "partitions": count, "shrink": shrink, "missing": missing}
+
+
+def _check_parts(obs: dict) -> None:
+    assert obs["grow"] == "ok" and obs["partitions"] == 3 and obs["shrink"] != "ok", obs
+
+
+@scenario("delete-topic", clients=admin.ADMIN_CLIENTS, check=lambda o: _check_delete(o))
+def delete_topic(bootstrap: str, client: Client) -> dict:
+    """delete a topic, then delete it again"""
+    topic = neutral.create_topic(bootstrap, "del")
+    first = admin.delete_topic(client.name, bootstrap, topic)
+    deadline = time.monotonic() + 10
+    while neutral.topic_exists(bootstrap, topic) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return {"delete": first, "exists": neutral.topic_exists(bootstrap, topic),
+            "again": admin.delete_topic(client.name, bootstrap, topic)}
+
+
+def _check_delete(obs: dict) -> None:
+    assert obs["delete"] == "ok" and obs["exists"] is False and obs["again"] != "ok", obs
+
+
+@scenario("describe-cluster", clients=admin.ADMIN_CLIENTS, check=lambda o: _check_cluster(o))
+def describe_cluster(bootstrap: str, client: Client) -> dict:
+    """broker count and whether the controller is one of the brokers"""
+    return admin.describe_cluster(client.name, bootstrap)
+
+
+def _check_cluster(obs: dict) -> None:
+    assert obs["brokers"] == 1, obs
+
+
+@scenario("describe-log-dirs", clients=("kafka-python", "java"),
+          check=lambda o: _check_log_dirs(o))
+def describe_log_dirs(bootstrap: str, client: Client) -> dict:
+    """a two-partition topic's partitions in DescribeLogDirs"""
+    topic = neutral.create_topic(bootstrap, "logdirs", partitions=2)
+    return admin.describe_log_dirs(client.name, bootstrap, topic)
+
+
+def _check_log_dirs(obs: dict) -> None:
+    assert obs["partitions"] == ["0", "1"] and obs["log_dirs"] >= 1, obs
+
+
+# ------------------------------------------------------------------------------ Java tools
+
+@scenario("verifiable-producer", clients=("java",), check=lambda o: _check_verifiable(o),
+          pending={"java": INIT_PID})
+def verifiable_producer(bootstrap: str, client: Client) -> dict:
+    """kafka-verifiable-producer: 200 acked sends (acks=all), then the high watermark"""
+    import json
+
+    from compat_tests.reference import run_tool
+    topic = neutral.create_topic(bootstrap, "verif", partitions=2)
+    proc = run_tool("kafka-verifiable-producer",
+                    ["--topic", topic, "--max-messages", "200", "--acks", "-1"],
+                    bootstrap=bootstrap, timeout=120)
+    events = [json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{")]
+    acked = [e for e in events if e.get("name") == "producer_send_success"]
+    failed = [e for e in events if e.get("name") == "producer_send_error"]
+    return {"acked": len(acked), "failed": len(failed),
+            "errors": sorted({e.get("exception", "?") for e in failed}),
+            "high_watermarks": neutral.list_offsets(bootstrap, topic, 2)}
+
+
+def _check_verifiable(obs: dict) -> None:
+    assert obs["acked"] == 200 and sum(obs["high_watermarks"]) == 200, obs
+
+
+@scenario("producer-perf-test", clients=("java",), check=lambda o: _check_perf(o),
+          pending={"java": INIT_PID})
+def producer_perf_test(bootstrap: str, client: Client) -> dict:
+    """kafka-producer-perf-test: 2000 records of 100 bytes, lz4"""
+    from compat_tests.reference import run_tool
+    topic = neutral.create_topic(bootstrap, "perf")
+    proc = run_tool("kafka-producer-perf-test",
+                    ["--topic", topic, "--num-records", "2000", "--record-size", "100",
+                     "--throughput", "-1", "--producer-props", "compression.type=lz4",
+                     "acks=all"], bootstrap=bootstrap, timeout=120)
+    import re
+    m = re.search(r"^(\d+) records sent", proc.stdout, re.M)
+    return {"sent": int(m.group(1)) if m else None,
+            "exit": proc.returncode,
+            "high_watermark": neutral.list_offsets(bootstrap, topic, 1)}
+
+
+def _check_perf(obs: dict) -> None:
+    assert obs == {"sent": 2000, "exit": 0, "high_watermark": [2000]}, obs
+
+
+@scenario("verifiable-consumer", clients=("java",), check=lambda o: _check_vconsumer(o),
+          pending={"java": GROUPS})
+def verifiable_consumer(bootstrap: str, client: Client) -> dict:
+    """kafka-verifiable-consumer in a group reads 20 records written by confluent-kafka"""
+    import json
+
+    from compat_tests.reference import run_tool
+    topic = neutral.create_topic(bootstrap, "vcons")
+    neutral.write(bootstrap, topic, [record(f"v{i}", key=f"k{i}") for i in range(20)])
+    try:
+        proc = run_tool("kafka-verifiable-consumer",
+                        ["--topic", topic, "--group-id", neutral.topic_name("group"),
+                         "--max-messages", "20", "--reset-policy", "earliest"],
+                        bootstrap=bootstrap, timeout=25)
+    except subprocess.TimeoutExpired:  # it waits for its group forever
+        return {"consumed": 0, "exit": "timeout"}
+    events = [json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{")]
+    consumed = sum(e.get("count", 0) for e in events if e.get("name") == "records_consumed")
+    return {"consumed": consumed, "exit": proc.returncode}
+
+
+def _check_vconsumer(obs: dict) -> None:
+    assert obs == {"consumed": 20, "exit": 0}, obs
