@@ -69,10 +69,6 @@ class ProducerIdManager:
         self._next += 1
         return producer_id
 
-    def was_allocated(self, producer_id: int) -> bool:
-        """Whether ``producer_id`` can have come from this allocator (now or before a restart)."""
-        return 0 <= producer_id < self._durable_next
-
     @property
     def next_block_start(self) -> int:
         return self._durable_next

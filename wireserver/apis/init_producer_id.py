@@ -4,14 +4,11 @@ unstable upstream and not served).
 Idempotent producers (null transactional id) get a new producer id with epoch 0 from
 ``wireserver.producer_ids`` (blocks persisted before use: unique across restarts).
 
-KIP-360 (v3+): a request carrying the producer id and epoch it had (both set, or both -1:
-anything else is INVALID_REQUEST, as in Kafka) asks to recover. For an id this broker handed
-out, we answer the same id with the epoch bumped by one; once the epoch is exhausted
-(>= Short.MAX - 1, Kafka's rule) a new id with epoch 0. The answer depends only on the request,
-so a retried InitProducerId gets the same answer. Deliberate difference: Kafka 4.1 ignores the
-id and epoch of an idempotent producer and always hands out a new id with epoch 0 (its
-TransactionCoordinator.handleInitProducerId); the issue asks for the bump, and either answer
-leaves the producer with a fresh (id, epoch) whose sequences start at 0.
+KIP-360 (v3+): a request may carry the producer id and epoch it had (both set, or both -1:
+anything else is INVALID_REQUEST, as in Kafka). For an idempotent producer Kafka ignores them
+and hands out a new id with epoch 0 (TransactionCoordinator.handleInitProducerId), and so do
+we: either way the producer continues with a fresh (id, epoch) whose sequences start at 0.
+Epoch bumps of the same id belong to transactional ids.
 
 Transactional ids: transactions are not built yet. As Kafka, an empty transactional id is
 INVALID_REQUEST and a timeout outside (0, transaction.max.timeout.ms] is
@@ -29,7 +26,6 @@ from wireserver.apis import handles
 API_KEY = 22
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
-SHORT_MAX = 32767
 
 
 @handles(API_KEY)
@@ -50,11 +46,7 @@ def handle(ctx):
         return answer(ErrorCode.INVALID_REQUEST)
     transactional_id = body.transactional_id
     if transactional_id is None:
-        ids = broker.producer_ids
-        if producer_id >= 0 and epoch >= 0 and ids.was_allocated(producer_id) \
-                and epoch < SHORT_MAX - 1:
-            return answer(ErrorCode.NONE, producer_id, epoch + 1)
-        return answer(ErrorCode.NONE, ids.generate(), 0)
+        return answer(ErrorCode.NONE, broker.producer_ids.generate(), 0)
     if transactional_id == "":
         return answer(ErrorCode.INVALID_REQUEST)
     timeout = body.transaction_timeout_ms
