@@ -1,0 +1,149 @@
+"""What a user sees of storage through a real broker: retention deleting old segments and
+moving ListOffsets earliest, topics and their configs surviving restarts, and recovery from a
+torn or corrupted tail after a crash."""
+
+from __future__ import annotations
+
+import glob
+import os
+import time
+
+import confluent_kafka
+import pytest
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+from wireserver.testing import EmbeddedBroker
+
+
+def wait_for(condition, timeout=20.0, interval=0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout} s")
+
+
+def produce(bootstrap, topic, values, partition=0):
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 0,
+                                         "acks": "1", "enable.idempotence": False})
+    delivered = []
+    for value in values:
+        producer.produce(topic, value, partition=partition,
+                         on_delivery=lambda err, msg: delivered.append((err, msg.offset())))
+        producer.flush(10)  # one batch per record, so small segments roll often
+    assert [err for err, _ in delivered] == [None] * len(values)
+    return [offset for _, offset in delivered]
+
+
+def earliest_and_latest(bootstrap, topic, partition=0):
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "probe"})
+    try:
+        return consumer.get_watermark_offsets(confluent_kafka.TopicPartition(topic, partition),
+                                              timeout=10)
+    finally:
+        consumer.close()
+
+
+def consume_all(bootstrap, topic, expected, partition=0):
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "reader",
+                                         "enable.auto.commit": False,
+                                         "auto.offset.reset": "earliest"})
+    consumer.assign([confluent_kafka.TopicPartition(topic, partition,
+                                                    confluent_kafka.OFFSET_BEGINNING)])
+    got = []
+    deadline = time.monotonic() + 20
+    while len(got) < expected and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            got.append((message.offset(), message.value()))
+    consumer.close()
+    return got
+
+
+def create(bootstrap, topic, config):
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1, config=config)])[topic].result(10)
+
+
+def test_retention_deletes_old_segments_and_moves_earliest(tmp_path):
+    with EmbeddedBroker("thread", data_dir=str(tmp_path),
+                        overrides={"log.retention.check.interval.ms": 200}) as broker:
+        bootstrap = broker.bootstrap_servers
+        create(bootstrap, "aging", {"segment.bytes": "200", "retention.bytes": "400"})
+        produce(bootstrap, "aging", [b"x" * 100 for _ in range(12)])
+        low, high = wait_for(lambda: (lambda w: w if w[0] > 0 else None)(
+            earliest_and_latest(bootstrap, "aging")))
+        assert high == 12 and 0 < low < 12
+        segments = glob.glob(os.path.join(str(tmp_path), "aging-0", "*.log"))
+        assert min(int(os.path.basename(s)[:20]) for s in segments) == low
+        assert [offset for offset, _ in consume_all(bootstrap, "aging", high - low)] == \
+            list(range(low, high))
+
+
+def test_retention_by_time(tmp_path):
+    with EmbeddedBroker("thread", data_dir=str(tmp_path),
+                        overrides={"log.retention.check.interval.ms": 200}) as broker:
+        bootstrap = broker.bootstrap_servers
+        create(bootstrap, "brief", {"segment.bytes": "200", "retention.ms": "1000"})
+        produce(bootstrap, "brief", [b"y" * 100 for _ in range(6)])
+        low, high = wait_for(lambda: (lambda w: w if w[0] == w[1] else None)(
+            earliest_and_latest(bootstrap, "brief")), timeout=30)
+        assert low == high == 6
+
+
+@pytest.mark.parametrize("mode", ["thread", "subprocess"])
+def test_topics_and_configs_survive_restart(tmp_path, mode):
+    broker = EmbeddedBroker(mode, data_dir=str(tmp_path)).start()
+    try:
+        bootstrap = broker.bootstrap_servers
+        create(bootstrap, "kept", {"retention.ms": "123456", "cleanup.policy": "delete"})
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_partitions([confluent_kafka.admin.NewPartitions("kept", 3)])["kept"].result(10)
+        produce(bootstrap, "kept", [b"a", b"b"], partition=2)
+        broker.restart()
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        after = admin.list_topics(timeout=10).topics["kept"]
+        assert sorted(after.partitions) == [0, 1, 2]
+        resource = ConfigResource(ConfigResource.Type.TOPIC, "kept")
+        configs = admin.describe_configs([resource])[resource].result(10)
+        assert configs["retention.ms"].value == "123456"
+        assert configs["retention.ms"].source == \
+            confluent_kafka.admin.ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+        assert [v for _, v in consume_all(broker.bootstrap_servers, "kept", 2, partition=2)] == \
+            [b"a", b"b"]
+    finally:
+        broker.close()
+
+
+def damage_last_batch(log_path: str, how: str) -> None:
+    size = os.path.getsize(log_path)
+    with open(log_path, "r+b") as handle:
+        if how == "torn":
+            handle.truncate(size - 7)  # the last batch loses its tail
+        else:
+            handle.seek(size - 3)
+            byte = handle.read(1)
+            handle.seek(size - 3)
+            handle.write(bytes([byte[0] ^ 0xFF]))  # the last batch fails its CRC
+
+
+@pytest.mark.parametrize("how", ["torn", "corrupt"])
+def test_recovery_truncates_a_damaged_tail(tmp_path, how):
+    broker = EmbeddedBroker("subprocess", data_dir=str(tmp_path)).start()
+    try:
+        bootstrap = broker.bootstrap_servers
+        create(bootstrap, "crash", {})
+        produce(bootstrap, "crash", [b"r%d" % i for i in range(5)])
+        broker.kill()
+        damage_last_batch(os.path.join(str(tmp_path), "crash-0", "00000000000000000000.log"), how)
+        broker.start()
+        bootstrap = broker.bootstrap_servers
+        assert "segments recovered" in broker.log_text()
+        assert earliest_and_latest(bootstrap, "crash") == (0, 4)
+        assert [v for _, v in consume_all(bootstrap, "crash", 4)] == [b"r%d" % i for i in range(4)]
+        assert produce(bootstrap, "crash", [b"after"]) == [4]
+        assert [v for _, v in consume_all(bootstrap, "crash", 5)][-1] == b"after"
+    finally:
+        broker.close()
