@@ -187,7 +187,8 @@ def describe_topic_configs(client: str, bootstrap: str, name: str,
             raise ClientError(error or f"exit {proc.returncode}", proc.stderr[-600:])
         out = {k: None for k in keys}
         for line in proc.stdout.splitlines():
-            m = re.match(r"\s+([\w.]+)=(.*?) sensitive=\w+ synonyms=\{(\w+):", line)
+            # the source is the first synonym's; kafka-configs prints none for some keys
+            m = re.match(r"\s+([\w.]+)=(.*?) sensitive=\w+ synonyms=\{(\w*)", line)
             if m and m.group(1) in out:
                 out[m.group(1)] = [m.group(2), m.group(3)]
         return out
@@ -215,12 +216,13 @@ def alter_topic_config(client: str, bootstrap: str, name: str, set_: dict[str, s
         admin = _kp_admin(bootstrap)
         try:
             if incremental:
-                ops = [AlterConfigOp(k, v, "SET") for k, v in set_.items()] + \
-                      [AlterConfigOp(k, None, "DELETE") for k in delete]
+                ops = {k: (AlterConfigOp.SET, v) for k, v in set_.items()}
+                ops.update({k: (AlterConfigOp.DELETE, None) for k in delete})
                 resource = ConfigResource(ConfigResourceType.TOPIC, name, ops)
             else:
                 resource = ConfigResource(ConfigResourceType.TOPIC, name, dict(set_))
-            result = admin.alter_configs([resource], incremental=incremental)
+            result = admin.alter_configs([resource], incremental=incremental,
+                                         raise_on_unknown=False)
             return _kp_alter_result(result)
         except Exception as exc:
             return _kp_error(exc)
@@ -261,14 +263,23 @@ def alter_topic_config(client: str, bootstrap: str, name: str, set_: dict[str, s
 
 
 def _kp_alter_result(result: Any) -> str:
-    """kafka-python returns the response(s); pick the first error in it."""
-    text = repr(result)
-    codes = [int(c) for c in re.findall(r"error_code=(-?\d+)", text)]
-    bad = [c for c in codes if c]
-    if not bad:
-        return "ok"
-    from kafka.errors import for_code
-    return for_code(bad[0]).message
+    """kafka-python answers {resource_type: {name: Error or result}}: the first error's name."""
+    def errors(node):
+        if isinstance(node, dict):
+            for v in node.values():
+                yield from errors(v)
+        elif isinstance(node, BaseException) or (isinstance(node, type)
+                                                 and issubclass(node, BaseException)):
+            errno = getattr(node, "errno", 0)
+            if errno:
+                yield getattr(node, "message", None) or type(node).__name__
+        elif isinstance(node, str):
+            m = re.match(r"\[Error (-?\d+)\]", node)
+            if m and int(m.group(1)):
+                from kafka.errors import for_code
+                yield for_code(int(m.group(1))).message
+    found = list(errors(result))
+    return found[0] if found else "ok"
 
 
 # --------------------------------------------------------------------------- cluster

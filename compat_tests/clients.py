@@ -75,10 +75,11 @@ class Client:
     per_record_partition = True
 
     def produce(self, bootstrap: str, topic: str, records: list[dict[str, Any]], *,
-                acks: str = "1", compression: str = "none",
+                acks: str | None = None, compression: str = "none",
                 config: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Send ``records`` in order and wait for every acknowledgement. Returns what the
-        client reports per record ({"partition", "offset"}; offset -1 when acks=0)."""
+        client reports per record ({"partition", "offset"}). ``acks=None`` keeps the
+        client's default (all for Java, kafka-python 3, librdkafka; 1 for aiokafka)."""
         raise NotImplementedError
 
     def consume(self, bootstrap: str, topic: str, partition: int, count: int, *,
@@ -101,14 +102,16 @@ class Client:
 class KafkaPythonClient(Client):
     name = "kafka-python"
 
-    def produce(self, bootstrap, topic, records, *, acks="1", compression="none", config=None):
+    def produce(self, bootstrap, topic, records, *, acks=None, compression="none", config=None):
         from kafka import KafkaProducer
         from kafka.errors import KafkaError
-        producer = KafkaProducer(
-            bootstrap_servers=bootstrap, acks=_acks(acks, int),
-            compression_type=None if compression == "none" else compression,
-            max_block_ms=int(TIMEOUT * 1000), request_timeout_ms=10000,
-            client_id="compat-kafka-python", **(config or {}))
+        settings = {"bootstrap_servers": bootstrap,
+                    "compression_type": None if compression == "none" else compression,
+                    "max_block_ms": int(TIMEOUT * 1000), "request_timeout_ms": 10000,
+                    "client_id": "compat-kafka-python", **(config or {})}
+        if acks is not None:
+            settings["acks"] = _acks(acks, int)
+        producer = KafkaProducer(**settings)
         try:
             futures = []
             for r in records:
@@ -176,17 +179,19 @@ class KafkaPythonClient(Client):
 class AioKafkaClient(Client):
     name = "aiokafka"
 
-    def produce(self, bootstrap, topic, records, *, acks="1", compression="none", config=None):
+    def produce(self, bootstrap, topic, records, *, acks=None, compression="none", config=None):
         return asyncio.run(self._produce(bootstrap, topic, records, acks, compression,
                                          config or {}))
 
     async def _produce(self, bootstrap, topic, records, acks, compression, config):
         from aiokafka import AIOKafkaProducer
         from aiokafka.errors import KafkaError
-        producer = AIOKafkaProducer(
-            bootstrap_servers=bootstrap, acks=_acks(acks, int),
-            compression_type=None if compression == "none" else compression,
-            request_timeout_ms=10000, client_id="compat-aiokafka", **config)
+        settings = {"bootstrap_servers": bootstrap,
+                    "compression_type": None if compression == "none" else compression,
+                    "request_timeout_ms": 10000, "client_id": "compat-aiokafka", **config}
+        if acks is not None:
+            settings["acks"] = _acks(acks, int)
+        producer = AIOKafkaProducer(**settings)
         try:
             await asyncio.wait_for(producer.start(), TIMEOUT)
             futures = []
@@ -196,9 +201,10 @@ class AioKafkaClient(Client):
                     timestamp_ms=r["timestamp"],
                     headers=[(k, _b(v)) for k, v in r["headers"]] or None))
             out = []
-            for f in futures:
+            for r, f in zip(records, futures):
                 meta = await asyncio.wait_for(f, TIMEOUT)
-                out.append({"partition": meta.partition, "offset": meta.offset})
+                out.append({"partition": r["partition"], "offset": None} if meta is None
+                           else {"partition": meta.partition, "offset": meta.offset})
             return out
         except KafkaError as exc:
             raise ClientError(_kafka_error_name(exc), str(exc)) from exc
@@ -262,11 +268,14 @@ class AioKafkaClient(Client):
 class ConfluentClient(Client):
     name = "confluent-kafka"
 
-    def produce(self, bootstrap, topic, records, *, acks="1", compression="none", config=None):
+    def produce(self, bootstrap, topic, records, *, acks=None, compression="none", config=None):
         from confluent_kafka import KafkaException, Producer
-        producer = Producer({"bootstrap.servers": bootstrap, "acks": acks,
-                             "compression.type": compression, "message.timeout.ms": 10000,
-                             "client.id": "compat-confluent", **(config or {})})
+        settings = {"bootstrap.servers": bootstrap, "compression.type": compression,
+                    "message.timeout.ms": 10000, "client.id": "compat-confluent",
+                    **(config or {})}
+        if acks is not None:
+            settings["acks"] = acks
+        producer = Producer(settings)
         reports: list[Any] = [None] * len(records)
 
         def delivered(index):
@@ -364,7 +373,7 @@ class KcatClient(Client):
         return subprocess.run([exe, *args], input=input, capture_output=True, text=True,
                               timeout=timeout)
 
-    def produce(self, bootstrap, topic, records, *, acks="1", compression="none", config=None):
+    def produce(self, bootstrap, topic, records, *, acks=None, compression="none", config=None):
         if any(r["timestamp"] is not None for r in records):
             raise Unsupported("kcat cannot set a per-record timestamp")
         headers = {tuple(h) for r in records for h in r["headers"]}
@@ -381,8 +390,9 @@ class KcatClient(Client):
                 groups.append((r["partition"], [r]))
         for partition, group in groups:
             args = ["-P", "-b", bootstrap, "-t", topic, "-K", "\t", "-z", compression,
-                    "-X", f"acks={acks}", "-X", "message.timeout.ms=10000",
-                    "-X", "client.id=compat-kcat"]
+                    "-X", "message.timeout.ms=10000", "-X", "client.id=compat-kcat"]
+            if acks is not None:
+                args += ["-X", f"acks={acks}"]
             for key, value in (config or {}).items():
                 args += ["-X", f"{key}={value}"]
             if partition is not None:
@@ -440,16 +450,18 @@ class JavaClient(Client):
     per_record_timestamps = False   # the console producer stamps CreateTime itself
     per_record_partition = False    # ... and has no partition option (keys pick it)
 
-    def produce(self, bootstrap, topic, records, *, acks="1", compression="none", config=None):
+    def produce(self, bootstrap, topic, records, *, acks=None, compression="none", config=None):
         if any(r["timestamp"] is not None for r in records):
             raise Unsupported("the console producer cannot set a per-record timestamp")
         partitions = {r["partition"] for r in records}
         if len(partitions) > 1:
             raise Unsupported("the console producer sends to one partition per run")
         [partition] = partitions or {None}
-        props = {"acks": acks, "compression.type": compression, "max.block.ms": 10000,
+        props = {"compression.type": compression, "max.block.ms": 10000,
                  "request.timeout.ms": 8000, "delivery.timeout.ms": 10000,
                  "client.id": "compat-java", **(config or {})}
+        if acks is not None:
+            props["acks"] = acks
         args = ["--topic", topic, "--property", "parse.key=true",
                 "--property", "parse.headers=true", "--property", "null.marker=<null>"]
         if partition is not None:
@@ -476,8 +488,8 @@ class JavaClient(Client):
                 "--consumer-property", "client.id=compat-java"]
         for p in ("print.timestamp", "print.partition", "print.offset", "print.headers",
                   "print.key", "print.value"):
-            args += ["--formatter-property", f"{p}=true"]
-        args += ["--formatter-property", "null.literal=<null>"]
+            args += ["--property", f"{p}=true"]
+        args += ["--property", "null.literal=<null>"]
         proc = run_tool("kafka-console-consumer", args, bootstrap=bootstrap,
                         timeout=timeout + 60)
         error = _java_error(proc.stderr, ignore=("TimeoutException",))

@@ -148,8 +148,8 @@ for _codec in CODECS:
     scenario(f"roundtrip[{_codec}]", check=_check_roundtrip,
              pending={c: INIT_PID for c in PRODUCERS_NEEDING_PID})(_roundtrip(_codec, "all"))
 for _acks in ("0", "1"):
-    scenario(f"acks[{_acks}]", check=_check_roundtrip,
-             pending={c: INIT_PID for c in PRODUCERS_NEEDING_PID})(_roundtrip("none", _acks))
+    # acks other than all: the Java and kafka-python producers leave idempotence off
+    scenario(f"acks[{_acks}]", check=_check_roundtrip)(_roundtrip("none", _acks))
 
 
 @scenario("consume", check=lambda o: _check_consume(o))
@@ -383,7 +383,7 @@ def alter_configs(bootstrap: str, client: Client) -> dict:
 def _check_alter(obs: dict) -> None:
     assert obs["set"] == "ok", obs
     assert obs["after_set"]["max.message.bytes"] == ["4096", "DYNAMIC_TOPIC_CONFIG"], obs
-    assert obs["after_set"]["retention.ms"][1] != "DYNAMIC_TOPIC_CONFIG", obs
+    assert obs["after_set"]["retention.ms"][0] != "3600000", obs
     assert obs["invalid"] != "ok", obs
 
 
@@ -442,8 +442,7 @@ def _check_log_dirs(obs: dict) -> None:
 
 # ------------------------------------------------------------------------------ Java tools
 
-@scenario("verifiable-producer", clients=("java",), check=lambda o: _check_verifiable(o),
-          pending={"java": INIT_PID})
+@scenario("verifiable-producer", clients=("java",), check=lambda o: _check_verifiable(o))
 def verifiable_producer(bootstrap: str, client: Client) -> dict:
     """kafka-verifiable-producer: 200 acked sends (acks=all), then the high watermark"""
     import json

@@ -48,8 +48,8 @@ def run_once(scenario, client, bootstrap: str) -> dict:
                 "traceback": traceback.format_exc()}
     try:
         scenario.check(observation)
-    except AssertionError as exc:
-        return {"status": f"check failed: {exc}"[:300], "observation": observation}
+    except Exception as exc:  # an assertion, or a TypeError on a malformed observation
+        return {"status": f"check failed: {exc!r}"[:300], "observation": observation}
     return {"status": "ok", "observation": observation}
 
 
