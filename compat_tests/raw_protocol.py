@@ -1,0 +1,430 @@
+"""Raw-protocol differential: the same requests to Kafka and wireserver, responses diffed.
+
+Requests are built with kafka-python's message classes (the client side, independent of the
+broker's own code) and sent over one plain socket per target
+(:class:`wireserver.testing.KafkaWire`). For every API that has a builder here and that both
+servers advertise, every version in the common range is sent: valid requests and edge cases
+(unknown topic or partition, bad offsets, invalid names and configs, a corrupt batch). The
+decoded responses are turned into dicts and normalized (node ids, cluster id, topic ids,
+throttle times, broker timestamps, host/port, session ids, log dir paths, free-text error
+messages), then compared.
+
+Both targets get the same topic names, so the answers can be compared field by field; the
+auto-create-off brokers are used, so that a request never creates a topic as a side effect.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeLogDirsRequest
+from kafka.protocol.admin.configs import (AlterConfigsRequest, DescribeConfigsRequest,
+                                          IncrementalAlterConfigsRequest)
+from kafka.protocol.admin.topics import (CreatePartitionsRequest, CreateTopicsRequest,
+                                         DeleteRecordsRequest, DeleteTopicsRequest,
+                                         DescribeTopicPartitionsRequest)
+from kafka.protocol.consumer.fetch import FetchRequest
+from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderEpochRequest
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest
+from kafka.protocol.metadata.metadata import MetadataRequest
+from kafka.protocol.producer.produce import ProduceRequest
+from kafka.record.default_records import DefaultRecordBatchBuilder
+from kafka.record.memory_records import MemoryRecords
+
+from wireserver.testing import KafkaWire
+
+TOPIC_RESOURCE = 2
+BROKER_RESOURCE = 4
+
+
+@dataclass
+class Context:
+    """Per target: the shared topic (same name on both) and this target's ids."""
+    topic: str
+    topic_id: Any
+    node_id: int
+    run: str
+    extra: dict = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------------------ normalizing
+
+VOLATILE = {
+    "throttle_time_ms": 0, "cluster_id": "<cluster>", "controller_id": "<node>",
+    "node_id": "<node>", "leader_id": "<node>", "broker_id": "<node>",
+    "replica_nodes": "<nodes>", "isr_nodes": "<nodes>", "offline_replicas": "<nodes>",
+    "host": "<host>", "port": "<port>", "topic_id": "<topic-id>", "session_id": "<session>",
+    "log_dir": "<dir>", "total_bytes": "<bytes>", "usable_bytes": "<bytes>",
+    "error_message": "<message>", "rack": None, "leader_epoch_start_offset": None,
+}
+
+
+def normalize(value: Any, key: str | None = None) -> Any:
+    if key in VOLATILE:
+        if key == "error_message":
+            return None  # free text: only its presence could be compared, and not even that
+        if key in ("replica_nodes", "isr_nodes", "offline_replicas"):
+            return len(value) if isinstance(value, list) else value
+        return VOLATILE[key]
+    if key == "records" and isinstance(value, (bytes, bytearray, memoryview)):
+        return decode_records(bytes(value))
+    if key in ("log_append_time_ms", "timestamp") and isinstance(value, int) and value > 10**12:
+        return "<broker-time>" if value > 1_750_000_000_000 else value
+    if isinstance(value, dict):
+        return {k: normalize(v, k) for k, v in value.items()
+                if k not in ("unknown_tags", "tags", "_tagged_fields")}
+    if isinstance(value, (list, tuple)):
+        return [normalize(v, key) for v in value]
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex()
+    if isinstance(value, uuid.UUID):
+        return "<uuid>"
+    return value if isinstance(value, (int, str, float, bool, type(None))) else repr(value)
+
+
+def diff_paths(a: Any, b: Any, path: str = "", limit: int = 12) -> list[str]:
+    """Where two normalized responses differ: ``path: kafka=... wireserver=...`` lines.
+    Lists of named entries (topics, configs, partitions) are matched by name/index."""
+    out: list[str] = []
+
+    def key_of(item: Any) -> Any:
+        if isinstance(item, dict):
+            for k in ("name", "partition_index", "partition", "api_key", "resource_name",
+                      "topic", "index"):
+                if k in item:
+                    return item[k]
+        return None
+
+    def walk(x: Any, y: Any, p: str) -> None:
+        if len(out) >= limit or x == y:
+            return
+        if isinstance(x, dict) and isinstance(y, dict):
+            for k in sorted(set(x) | set(y)):
+                if k not in x or k not in y:
+                    out.append(f"{p}.{k}: kafka={_brief(x.get(k, '<absent>'))} "
+                               f"wireserver={_brief(y.get(k, '<absent>'))}")
+                else:
+                    walk(x[k], y[k], f"{p}.{k}")
+            return
+        if isinstance(x, list) and isinstance(y, list):
+            kx, ky = [key_of(i) for i in x], [key_of(i) for i in y]
+            if None not in kx and None not in ky and len(set(kx)) == len(kx):
+                mx, my = dict(zip(kx, x)), dict(zip(ky, y))
+                for k in list(dict.fromkeys(kx + ky)):
+                    if k not in mx or k not in my:
+                        out.append(f"{p}[{k}]: only in "
+                                   f"{'kafka' if k in mx else 'wireserver'}")
+                    else:
+                        walk(mx[k], my[k], f"{p}[{k}]")
+                    if len(out) >= limit:
+                        return
+                return
+            if len(x) == len(y):
+                for i, (xi, yi) in enumerate(zip(x, y)):
+                    walk(xi, yi, f"{p}[{i}]")
+                return
+        out.append(f"{p}: kafka={_brief(x)} wireserver={_brief(y)}")
+
+    walk(a, b, path)
+    return out
+
+
+def _brief(value: Any) -> str:
+    import json
+    text = json.dumps(value, sort_keys=True, default=repr)
+    return text if len(text) <= 160 else text[:160] + "…"
+
+
+def decode_records(data: bytes) -> list:
+    out = []
+    records = MemoryRecords(data)
+    while True:
+        batch = records.next_batch()
+        if batch is None:
+            break
+        for r in batch:
+            out.append({"offset": r.offset, "key": r.key, "value": r.value,
+                        "timestamp": r.timestamp, "headers": list(r.headers)})
+    return normalize(out)
+
+
+def to_dict(message: Any) -> dict:
+    return message.to_dict() if hasattr(message, "to_dict") else dict(message)
+
+
+# ------------------------------------------------------------------------------ requests
+
+def batch(values: list[bytes], base_ts: int = 1_700_000_000_000) -> bytes:
+    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
+                                        producer_id=-1, producer_epoch=-1, base_sequence=-1,
+                                        batch_size=1 << 30)
+    for i, v in enumerate(values):
+        builder.append(i, timestamp=base_ts + i, key=b"k%d" % i, value=v, headers=[("h", b"x")])
+    return bytes(builder.build())
+
+
+def corrupt(data: bytes) -> bytes:
+    out = bytearray(data)
+    out[-1] ^= 0xFF
+    return bytes(out)
+
+
+Builder = Callable[[int, Context], Iterator[tuple[str, Any]]]
+BUILDERS: dict[int, tuple[Any, Builder]] = {}
+
+
+def builder(request_class):
+    def register(fn):
+        BUILDERS[request_class.API_KEY] = (request_class, fn)
+        return fn
+    return register
+
+
+def _missing(ctx: Context) -> str:
+    return f"compat-raw-missing-{ctx.run}"
+
+
+@builder(ApiVersionsRequest)
+def _api_versions(v, ctx):
+    kwargs = {"client_software_name": "compat-raw", "client_software_version": "1.0"} \
+        if v >= 3 else {}
+    yield "plain", ApiVersionsRequest(version=v, **kwargs)
+    if v >= 3:
+        yield "bad-software-name", ApiVersionsRequest(
+            version=v, client_software_name="bad name!", client_software_version="1.0")
+
+
+@builder(MetadataRequest)
+def _metadata(v, ctx):
+    t = MetadataRequest.MetadataRequestTopic
+    kwargs = {"allow_auto_topic_creation": False} if v >= 4 else {}
+    yield "topic+missing", MetadataRequest(version=v, topics=[t(name=ctx.topic),
+                                                              t(name=_missing(ctx))], **kwargs)
+    if v >= 1:
+        yield "no-topics", MetadataRequest(version=v, topics=[], **kwargs)
+
+
+@builder(ProduceRequest)
+def _produce(v, ctx):
+    td = ProduceRequest.TopicProduceData
+    pd = td.PartitionProduceData
+
+    def req(partitions, name=ctx.topic, acks=1):
+        ident = {"topic_id": ctx.topic_id} if v >= 13 else {"name": name}
+        if v >= 13 and name != ctx.topic:
+            ident = {"topic_id": uuid.UUID(int=12345)}
+        return ProduceRequest(version=v, transactional_id=None, acks=acks, timeout_ms=5000,
+                              topic_data=[td(**ident, partition_data=[
+                                  pd(index=p, records=r) for p, r in partitions.items()])])
+    yield "two-records", req({0: batch([b"v%d-a" % v, b"v%d-b" % v])})
+    yield "unknown-partition", req({7: batch([b"x"])})
+    yield "corrupt-crc", req({0: corrupt(batch([b"bad"]))})
+    yield "unknown-topic", req({0: batch([b"x"])}, name=_missing(ctx))
+
+
+@builder(FetchRequest)
+def _fetch(v, ctx):
+    ft = FetchRequest.FetchTopic
+    fp = ft.FetchPartition
+
+    def req(partition, offset, name=ctx.topic):
+        ident = {"topic_id": ctx.topic_id} if v >= 13 else {"topic": name}
+        if v >= 13 and name != ctx.topic:
+            ident = {"topic_id": uuid.UUID(int=12345)}
+        return FetchRequest(version=v, replica_id=-1, max_wait_ms=0, min_bytes=0,
+                            max_bytes=1 << 20, isolation_level=0, session_id=0,
+                            session_epoch=-1, topics=[ft(**ident, partitions=[fp(
+                                partition=partition, current_leader_epoch=-1,
+                                fetch_offset=offset, last_fetched_epoch=-1, log_start_offset=-1,
+                                partition_max_bytes=1 << 20)])])
+    yield "from-0", req(0, 0)
+    yield "out-of-range", req(0, 100000)
+    yield "unknown-partition", req(7, 0)
+    yield "unknown-topic", req(0, 0, name=_missing(ctx))
+
+
+@builder(ListOffsetsRequest)
+def _list_offsets(v, ctx):
+    lt = ListOffsetsRequest.ListOffsetsTopic
+    lp = lt.ListOffsetsPartition
+
+    def req(pairs, name=ctx.topic):
+        return ListOffsetsRequest(version=v, replica_id=-1, isolation_level=0, topics=[
+            lt(name=name, partitions=[lp(partition_index=p, current_leader_epoch=-1,
+                                         timestamp=ts) for p, ts in pairs])])
+    yield "latest+earliest", req([(0, -1), (1, -2)])
+    yield "by-time", req([(0, 1_700_000_000_000)])
+    if v >= 7:
+        yield "max-timestamp", req([(0, -3)])
+    yield "unknown-partition", req([(7, -1)])
+    yield "unknown-topic", req([(0, -1)], name=_missing(ctx))
+
+
+@builder(CreateTopicsRequest)
+def _create_topics(v, ctx):
+    ct = CreateTopicsRequest.CreatableTopic
+    cc = ct.CreatableTopicConfig
+
+    def topic(name, partitions=2, configs=()):
+        return ct(name=name, num_partitions=partitions, replication_factor=1, assignments=[],
+                  configs=[cc(name=k, value=val) for k, val in configs])
+    yield "validate-only", CreateTopicsRequest(
+        version=v, timeout_ms=10000, validate_only=True,
+        topics=[topic(f"compat-raw-new-{ctx.run}-{v}", 2, [("retention.ms", "1000")])])
+    yield "existing+invalid", CreateTopicsRequest(
+        version=v, timeout_ms=10000, validate_only=True,
+        topics=[topic(ctx.topic), topic("bad name"), topic(f"compat-raw-cfg-{ctx.run}", 1,
+                                                           [("retention.ms", "soon")]),
+                topic(f"compat-raw-zero-{ctx.run}", 0)])
+
+
+@builder(DeleteTopicsRequest)
+def _delete_topics(v, ctx):
+    if v >= 6:
+        yield "unknown", DeleteTopicsRequest(version=v, timeout_ms=10000, topics=[
+            DeleteTopicsRequest.DeleteTopicState(name=_missing(ctx))])
+    else:
+        yield "unknown", DeleteTopicsRequest(version=v, timeout_ms=10000,
+                                             topic_names=[_missing(ctx)])
+
+
+@builder(DeleteRecordsRequest)
+def _delete_records(v, ctx):
+    dt = DeleteRecordsRequest.DeleteRecordsTopic
+    dp = dt.DeleteRecordsPartition
+    yield "noop+bad", DeleteRecordsRequest(version=v, timeout_ms=10000, topics=[
+        dt(name=ctx.topic, partitions=[dp(partition_index=0, offset=0),
+                                       dp(partition_index=1, offset=1000),
+                                       dp(partition_index=7, offset=0)]),
+        dt(name=_missing(ctx), partitions=[dp(partition_index=0, offset=0)])])
+
+
+@builder(OffsetForLeaderEpochRequest)
+def _offset_for_leader_epoch(v, ctx):
+    ot = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
+    op = ot.OffsetForLeaderPartition
+    kwargs = {"replica_id": -1} if v >= 3 else {}
+    yield "epoch-0+bad", OffsetForLeaderEpochRequest(version=v, **kwargs, topics=[
+        ot(topic=ctx.topic, partitions=[
+            op(partition=0, current_leader_epoch=-1, leader_epoch=0),
+            op(partition=1, current_leader_epoch=-1, leader_epoch=5),
+            op(partition=7, current_leader_epoch=-1, leader_epoch=0)])])
+
+
+@builder(DescribeConfigsRequest)
+def _describe_configs(v, ctx):
+    r = DescribeConfigsRequest.DescribeConfigsResource
+    yield "topic-keys", DescribeConfigsRequest(version=v, include_synonyms=True, resources=[
+        r(resource_type=TOPIC_RESOURCE, resource_name=ctx.topic,
+          configuration_keys=["retention.ms", "cleanup.policy", "max.message.bytes",
+                              "segment.bytes", "no.such.key"])])
+    yield "broker-keys", DescribeConfigsRequest(version=v, include_synonyms=False, resources=[
+        r(resource_type=BROKER_RESOURCE, resource_name=str(ctx.node_id),
+          configuration_keys=["num.partitions", "auto.create.topics.enable",
+                              "message.max.bytes", "log.retention.hours"])])
+    yield "unknown-topic", DescribeConfigsRequest(version=v, resources=[
+        r(resource_type=TOPIC_RESOURCE, resource_name=_missing(ctx),
+          configuration_keys=None)])
+
+
+@builder(AlterConfigsRequest)
+def _alter_configs(v, ctx):
+    r = AlterConfigsRequest.AlterConfigsResource
+    c = r.AlterableConfig
+    yield "validate", AlterConfigsRequest(version=v, validate_only=True, resources=[
+        r(resource_type=TOPIC_RESOURCE, resource_name=ctx.topic,
+          configs=[c(name="retention.ms", value="1000")])])
+    yield "invalid+unknown", AlterConfigsRequest(version=v, validate_only=True, resources=[
+        r(resource_type=TOPIC_RESOURCE, resource_name=ctx.topic,
+          configs=[c(name="cleanup.policy", value="sometimes")]),
+        r(resource_type=TOPIC_RESOURCE, resource_name=_missing(ctx),
+          configs=[c(name="retention.ms", value="1000")])])
+
+
+@builder(IncrementalAlterConfigsRequest)
+def _incremental_alter_configs(v, ctx):
+    r = IncrementalAlterConfigsRequest.AlterConfigsResource
+    c = r.AlterableConfig
+    yield "validate", IncrementalAlterConfigsRequest(version=v, validate_only=True, resources=[
+        r(resource_type=TOPIC_RESOURCE, resource_name=ctx.topic,
+          configs=[c(name="retention.ms", config_operation=0, value="1000"),
+                   c(name="cleanup.policy", config_operation=1, value=None)])])
+    yield "invalid+unknown", IncrementalAlterConfigsRequest(
+        version=v, validate_only=True, resources=[
+            r(resource_type=TOPIC_RESOURCE, resource_name=ctx.topic,
+              configs=[c(name="max.message.bytes", config_operation=0, value="-5")]),
+            r(resource_type=TOPIC_RESOURCE, resource_name=_missing(ctx),
+              configs=[c(name="retention.ms", config_operation=0, value="1")])])
+
+
+@builder(CreatePartitionsRequest)
+def _create_partitions(v, ctx):
+    t = CreatePartitionsRequest.CreatePartitionsTopic
+    yield "validate+bad", CreatePartitionsRequest(version=v, timeout_ms=10000,
+                                                  validate_only=True, topics=[
+        t(name=ctx.topic, count=5, assignments=None),
+        t(name=_missing(ctx), count=2, assignments=None)])
+    yield "shrink", CreatePartitionsRequest(version=v, timeout_ms=10000, validate_only=True,
+                                            topics=[t(name=ctx.topic, count=1,
+                                                      assignments=None)])
+
+
+@builder(DescribeLogDirsRequest)
+def _describe_log_dirs(v, ctx):
+    t = DescribeLogDirsRequest.DescribableLogDirTopic
+    yield "topic", DescribeLogDirsRequest(version=v, topics=[t(topic=ctx.topic,
+                                                               partitions=[0, 1, 7])])
+
+
+@builder(DescribeClusterRequest)
+def _describe_cluster(v, ctx):
+    yield "plain", DescribeClusterRequest(version=v)
+
+
+@builder(DescribeTopicPartitionsRequest)
+def _describe_topic_partitions(v, ctx):
+    t = DescribeTopicPartitionsRequest.TopicRequest
+    yield "topic+missing", DescribeTopicPartitionsRequest(
+        version=v, topics=[t(name=ctx.topic), t(name=_missing(ctx))])
+
+
+# ------------------------------------------------------------------------------ driving
+
+def api_versions(bootstrap: str) -> dict[int, tuple[int, int]]:
+    with KafkaWire(bootstrap, client_id="compat-raw") as wire:
+        return dict(wire.versions)
+
+
+def _strip_api_keys(response: dict) -> dict:
+    """ApiVersions: the key list is compared on its own (test_api_versions)."""
+    if "api_keys" in response:
+        response = dict(response, api_keys="<compared separately>")
+    return response
+
+
+def exchange(bootstrap: str, request: Any) -> Any:
+    """Send one request on a fresh connection; the normalized response dict, or
+    "connection closed" when the server hangs up (as both do for versions they refuse)."""
+    wire = KafkaWire(bootstrap, client_id="compat-raw", negotiate=False, timeout=15)
+    try:
+        try:
+            response = wire.request(request)
+        except (ConnectionError, struct.error, OSError) as exc:
+            return f"connection closed ({type(exc).__name__})"
+        result = normalize(to_dict(response))
+        return _strip_api_keys(result) if request.API_KEY == 18 else result
+    finally:
+        wire.close()
+
+
+def context(bootstrap: str, topic: str, run: str) -> Context:
+    with KafkaWire(bootstrap, client_id="compat-raw") as wire:
+        response = wire.request(MetadataRequest(
+            version=12, topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+            allow_auto_topic_creation=False))
+        node_id = response.brokers[0].node_id
+        topic_id = next(t.topic_id for t in response.topics if t.name == topic)
+    return Context(topic, topic_id, node_id, run)
