@@ -1,0 +1,819 @@
+"""wireserver side by side with Apache Kafka: the same workloads, the same clients, one table.
+
+Run: ``scripts/bench`` (or ``python -m benchmarks.compare``) ``[--quick] [--no-pin]
+[--targets kafka,wireserver] [--skip-java] [--output benchmarks/results.md]``.
+
+For each broker in turn (the reference Apache Kafka 4.x from ``compat_tests.reference``,
+one KRaft node; then wireserver as a ``wireserver serve`` subprocess) it
+
+1. starts it and times spawn → first successful Metadata response (for Kafka this includes
+   ``kafka-storage format`` and the JVM start), then reads the idle RSS;
+2. runs the throughput workloads while sampling the RSS of the broker's process tree:
+   confluent-kafka (librdkafka) producers for 1 KB and 100 B records × 1 and 8 partitions ×
+   acks 1 and all, Kafka's ``kafka-producer-perf-test`` (the Java producer, idempotent by
+   default), and full-log reads with confluent-kafka and ``kafka-consumer-perf-test``;
+3. runs the latency workloads: produce latency at a fixed 5,000 records/s (librdkafka and the
+   Java perf test), end-to-end latency (produce → consume) at a fixed rate, and the time for a
+   confluent-kafka consumer with a fresh group to get its assignment;
+4. stops it; a few more cold starts give the median start-up time.
+
+Every load generator is a separate process (``benchmarks.rdkafka_load`` for librdkafka; a
+JVM for Kafka's tools). On a machine with two or more usable CPUs the broker (and all its
+threads) is pinned to the first CPU and every client to the others. Each workload has a
+warm-up and reports the median of its repetitions. The table is printed and written to
+``benchmarks/results.md`` (overwritten) with the machine, the command line and the date.
+
+These are figures, never assertions; see DESIGN.md ("Benchmarks live in benchmarks/").
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "benchmarks" / "results.md"
+MIB = 1024 * 1024
+
+
+# ------------------------------------------------------------------------------ sizes
+
+@dataclass(frozen=True)
+class Sizes:
+    records_1k: int          # records per timed produce repetition, 1 KB values
+    records_100: int         # records per timed produce repetition, 100 B values
+    reps: int                # timed repetitions of each librdkafka workload
+    java_reps: int           # runs of each Java perf-test (a JVM each)
+    latency_seconds: float   # timed part of each fixed-rate latency run
+    join_reps: int
+    kafka_starts: int        # cold starts measured in total (the first is the one used)
+    wireserver_starts: int
+
+
+DEFAULT = Sizes(records_1k=200_000, records_100=1_000_000, reps=3, java_reps=2,
+                latency_seconds=10.0, join_reps=5, kafka_starts=3, wireserver_starts=5)
+QUICK = Sizes(records_1k=30_000, records_100=150_000, reps=3, java_reps=1,
+              latency_seconds=3.0, join_reps=3, kafka_starts=1, wireserver_starts=3)
+
+LATENCY_RATE = 5000      # records/s for the produce-latency workloads
+E2E_RATE = 1000          # records/s for the end-to-end workload
+IDLE_SETTLE_S = 2.0      # wait after start-up before reading the idle RSS
+
+
+# ------------------------------------------------------------------------------ CPUs
+
+@dataclass
+class Pinning:
+    broker: set[int] | None
+    client: set[int] | None
+
+    def describe(self) -> str:
+        if self.broker is None:
+            return f"not pinned ({os.cpu_count()} CPUs shared by broker and clients)"
+        return (f"broker pinned to CPU {_cpus(self.broker)}, clients (load generators and "
+                f"this harness) to CPU {_cpus(self.client)}")
+
+    def client_preexec(self) -> Callable[[], None] | None:
+        cpus = self.client
+        return None if cpus is None else (lambda: os.sched_setaffinity(0, cpus))
+
+    def broker_preexec(self) -> Callable[[], None] | None:
+        cpus = self.broker
+        return None if cpus is None else (lambda: os.sched_setaffinity(0, cpus))
+
+    @contextlib.contextmanager
+    def as_broker(self):
+        """Run the block on the broker's CPU, so processes it spawns inherit that mask."""
+        if self.broker is None:
+            yield
+            return
+        before = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, self.broker)
+        try:
+            yield
+        finally:
+            os.sched_setaffinity(0, before)
+
+    def pin_tree(self, pid: int) -> None:
+        """Set the broker mask on every thread of ``pid``'s process tree (belt and braces)."""
+        if self.broker is None:
+            return
+        for p in tree_pids(pid):
+            with contextlib.suppress(OSError):
+                for tid in os.listdir(f"/proc/{p}/task"):
+                    with contextlib.suppress(OSError):
+                        os.sched_setaffinity(int(tid), self.broker)
+
+
+def _cpus(cpus: set[int] | None) -> str:
+    return ",".join(map(str, sorted(cpus or ())))
+
+
+def choose_pinning(enabled: bool) -> Pinning:
+    if not enabled or not hasattr(os, "sched_setaffinity"):
+        return Pinning(None, None)
+    usable = sorted(os.sched_getaffinity(0))
+    if len(usable) < 2:
+        return Pinning(None, None)
+    return Pinning({usable[0]}, set(usable[1:]))
+
+
+# ------------------------------------------------------------------------------ /proc
+
+def tree_pids(root: int) -> list[int]:
+    """``root`` and all its descendants (from the ppid field of /proc/*/stat)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, ()))
+    return found
+
+
+def rss_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def tree_rss_kib(root: int) -> int:
+    return sum(rss_kib(p) for p in tree_pids(root))
+
+
+class RssSampler:
+    """Samples the RSS of a process tree every ``interval`` s in a thread; keeps the peak."""
+
+    def __init__(self, pid: int, interval: float = 0.2):
+        self.pid = pid
+        self.interval = interval
+        self.peak_kib = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak_kib = max(self.peak_kib, tree_rss_kib(self.pid))
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> "RssSampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
+# ------------------------------------------------------------------------------ probing
+
+def metadata_ok(bootstrap: str) -> bool:
+    """One Metadata request over a fresh connection; True if it lists a broker."""
+    from kafka.protocol.metadata.metadata import MetadataRequest
+
+    from wireserver.testing import KafkaWire
+    try:
+        with KafkaWire(bootstrap, timeout=2.0, negotiate=False,
+                       client_id="wireserver-bench-probe") as wire:
+            response = wire.request(MetadataRequest(version=12, topics=None,
+                                                    allow_auto_topic_creation=False))
+            return bool(response.brokers)
+    except Exception:  # refused, reset, not ready: poll again
+        return False
+
+
+def wait_metadata(bootstrap: str, timeout: float, alive: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + timeout
+    while not metadata_ok(bootstrap):
+        if not alive():
+            raise RuntimeError(f"broker at {bootstrap} exited during start-up")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"broker at {bootstrap} did not answer Metadata in {timeout} s")
+        time.sleep(0.01)
+
+
+def served_api_keys(bootstrap: str) -> set[int]:
+    from wireserver.testing import KafkaWire
+    with KafkaWire(bootstrap, timeout=10.0, client_id="wireserver-bench-probe") as wire:
+        return set(wire.versions)
+
+
+# ------------------------------------------------------------------------------ brokers
+
+@dataclass
+class Broker:
+    """A running broker under test."""
+    name: str
+    version: str
+    bootstrap: str
+    pid: int
+    startup_s: float
+    stop: Callable[[], None]
+    ready_line_s: float | None = None
+
+
+def start_wireserver(pinning: Pinning) -> Broker:
+    """``wireserver serve`` on a free port with a fresh data dir; timed to first Metadata."""
+    from wireserver.testing import READY_RE, TEST_DEFAULTS, _parse_endpoints
+
+    root = tempfile.mkdtemp(prefix="wireserver-bench-")
+    overrides = {**TEST_DEFAULTS, "log.dirs": os.path.join(root, "data")}
+    command = [sys.executable, "-m", "wireserver.cli", "serve", "--log-level", "WARNING"]
+    for key, value in overrides.items():
+        command += ["--override", f"{key}={value}"]
+    log_file = open(os.path.join(root, "broker.log"), "wb")
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=log_file, preexec_fn=pinning.broker_preexec())
+    assert process.stdout is not None
+    line = process.stdout.readline().decode("utf-8", "replace").strip()
+    ready_line = time.perf_counter() - started
+    match = READY_RE.match(line)
+    if match is None:
+        process.kill()
+        process.wait()
+        log_file.close()
+        tail = Path(root, "broker.log").read_text(errors="replace")[-2000:]
+        shutil.rmtree(root, ignore_errors=True)
+        raise RuntimeError(f"wireserver did not print its ready line ({line!r}):\n{tail}")
+    _, host, port = _parse_endpoints(match.group("endpoints"))[0]
+    bootstrap = f"{host}:{port}"
+    wait_metadata(bootstrap, 30, lambda: process.poll() is None)
+    startup = time.perf_counter() - started
+    # Keep draining stdout so the broker never blocks on a full pipe.
+    threading.Thread(target=lambda: [None for _ in process.stdout], daemon=True).start()
+
+    def stop() -> None:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        log_file.close()
+        shutil.rmtree(root, ignore_errors=True)
+
+    from wireserver.cli import version as wireserver_version
+    return Broker("wireserver", wireserver_version(), bootstrap, process.pid, startup, stop,
+                  ready_line)
+
+
+def start_kafka(pinning: Pinning) -> Broker:
+    """One KRaft node from compat_tests.reference; timed from ``start()`` (storage format,
+    JVM start) to the first Metadata answer that lists the broker."""
+    from compat_tests.reference import KAFKA_VERSION, KafkaCluster
+
+    class TimedKafka(KafkaCluster):
+        """Polls readiness every 10 ms with the same probe as wireserver gets."""
+
+        def wait_ready(self, timeout=None, nodes=None):
+            node = self.nodes[0]
+            wait_metadata(node.address, timeout or self.startup_timeout, node.running)
+
+    cluster = TimedKafka(nodes=1)
+    started = time.perf_counter()
+    with pinning.as_broker():
+        cluster.start()
+    startup = time.perf_counter() - started
+    pid = cluster.nodes[0].process.pid
+    pinning.pin_tree(pid)
+    return Broker("Kafka", KAFKA_VERSION, cluster.bootstrap_servers, pid, startup,
+                  lambda: cluster.stop(timeout=30))
+
+
+STARTERS = {"kafka": start_kafka, "wireserver": start_wireserver}
+
+
+# ------------------------------------------------------------------------------ clients
+
+def run_rdkafka(pinning: Pinning, *args: object, timeout: float = 900) -> dict:
+    """Run one ``benchmarks.rdkafka_load`` command in its own (client-pinned) process."""
+    command = [sys.executable, "-m", "benchmarks.rdkafka_load", *map(str, args)]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                              cwd=REPO, preexec_fn=pinning.client_preexec())
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout:.0f} s"}
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        return {"error": f"exit {done.returncode}: {done.stderr.strip()[-300:]}"}
+    return json.loads(lines[-1])
+
+
+def run_java_tool(pinning: Pinning, tool: str, args: list[str],
+                  timeout: float = 600) -> subprocess.CompletedProcess | str:
+    from compat_tests.reference import tool_command
+    try:
+        return subprocess.run(tool_command(tool, args), capture_output=True, text=True,
+                              timeout=timeout, stdin=subprocess.DEVNULL, cwd=REPO,
+                              preexec_fn=pinning.client_preexec())
+    except subprocess.TimeoutExpired:
+        return f"timed out after {timeout:.0f} s"
+
+
+_PERF_SUMMARY = re.compile(
+    r"(?P<records>\d+) records sent, (?P<rps>[\d.]+) records/sec \((?P<mbps>[\d.]+) MB/sec\), "
+    r"(?P<avg>[\d.]+) ms avg latency, (?P<max>[\d.]+) ms max latency, (?P<p50>\d+) ms 50th, "
+    r"(?P<p95>\d+) ms 95th, (?P<p99>\d+) ms 99th")
+
+
+def java_produce(pinning: Pinning, bootstrap: str, topic: str, records: int, size: int,
+                 throughput: int, props: dict[str, str]) -> dict:
+    """``kafka-producer-perf-test``; the summary line's figures (MB = MiB, as the tool counts)."""
+    args = ["--topic", topic, "--num-records", str(records), "--record-size", str(size),
+            "--throughput", str(throughput), "--producer-props",
+            f"bootstrap.servers={bootstrap}", *(f"{k}={v}" for k, v in props.items())]
+    done = run_java_tool(pinning, "kafka-producer-perf-test", args)
+    if isinstance(done, str):
+        return {"error": done}
+    found = [m for m in _PERF_SUMMARY.finditer(done.stdout)]
+    if done.returncode != 0 or not found:
+        text = (done.stderr.strip() or done.stdout.strip())[-300:]
+        return {"error": f"exit {done.returncode}: {text}"}
+    m = found[-1]
+    if int(m["records"]) < records:
+        return {"error": f"only {m['records']} of {records} records sent"}
+    return {"records_per_s": float(m["rps"]), "mib_per_s": float(m["mbps"]),
+            "p50": float(m["p50"]), "p99": float(m["p99"])}
+
+
+def java_consume(pinning: Pinning, bootstrap: str, topic: str, records: int) -> dict:
+    """``kafka-consumer-perf-test`` (a subscribing consumer, so it needs groups): the fetch
+    MB/s, i.e. excluding the group join."""
+    args = ["--bootstrap-server", bootstrap, "--topic", topic, "--messages", str(records),
+            "--timeout", "30000", "--hide-header"]
+    done = run_java_tool(pinning, "kafka-consumer-perf-test", args)
+    if isinstance(done, str):
+        return {"error": done}
+    for line in reversed(done.stdout.strip().splitlines()):
+        fields = [f.strip() for f in line.split(",")]
+        if len(fields) >= 10:
+            try:
+                consumed = int(fields[4])
+                fetch_mib_s, fetch_rps = float(fields[8]), float(fields[9])
+            except ValueError:
+                continue
+            if consumed < records:
+                return {"error": f"consumed {consumed} of {records} records"}
+            return {"mib_per_s": fetch_mib_s, "records_per_s": fetch_rps,
+                    "rebalance_ms": float(fields[6])}
+    text = (done.stderr.strip() or done.stdout.strip())[-300:]
+    return {"error": f"exit {done.returncode}: {text}"}
+
+
+# ------------------------------------------------------------------------------ table rows
+
+@dataclass
+class Row:
+    workload: str
+    unit: str
+    higher_better: bool
+    values: dict[str, float | str] = field(default_factory=dict)  # target -> figure or note
+    extra: dict[str, str] = field(default_factory=dict)           # target -> suffix text
+
+
+class Results:
+    def __init__(self) -> None:
+        self.rows: list[Row] = []
+        self.errors: list[str] = []
+        self._index: dict[str, Row] = {}
+
+    def row(self, key: str, workload: str, unit: str, higher_better: bool) -> Row:
+        if key not in self._index:
+            self._index[key] = Row(workload, unit, higher_better)
+            self.rows.append(self._index[key])
+        return self._index[key]
+
+    def put(self, target: str, key: str, workload: str, unit: str, higher_better: bool,
+            value: float | str, extra: str = "") -> None:
+        row = self.row(key, workload, unit, higher_better)
+        row.values[target] = value
+        if extra:
+            row.extra[target] = extra
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def _fmt(value: float | str | None) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, str):
+        return value
+    if value >= 10_000:
+        return f"{value:,.0f}"
+    if value >= 100:
+        return f"{value:.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def _fmt_rate(records_per_s: float) -> str:
+    if records_per_s >= 1e6:
+        return f"{records_per_s / 1e6:.2f} M rec/s"
+    return f"{records_per_s / 1e3:.0f} k rec/s"
+
+
+# ------------------------------------------------------------------------------ workloads
+
+class Session:
+    """Runs every workload against one broker and files figures under its name."""
+
+    def __init__(self, broker: Broker, sizes: Sizes, pinning: Pinning, results: Results,
+                 java: bool, log: Callable[[str], None]):
+        self.b = broker
+        self.sizes = sizes
+        self.pinning = pinning
+        self.results = results
+        self.java = java
+        self.log = log
+        self.target = broker.name
+        self.topic_records: dict[str, int] = {}  # records in each topic, as consume() saw
+
+    def put(self, key: str, workload: str, unit: str, higher_better: bool,
+            value: float | str, extra: str = "") -> None:
+        self.results.put(self.target, key, workload, unit, higher_better, value, extra)
+
+    def failed(self, key: str, workload: str, unit: str, higher_better: bool,
+               error: str) -> None:
+        self.log(f"  {workload}: FAILED: {error}")
+        self.put(key, workload, unit, higher_better, "failed")
+        self.results.errors.append(f"{self.target}, {workload}: {error}")
+
+    # -- throughput ------------------------------------------------------------------
+
+    def produce_matrix(self) -> None:
+        for size in (1024, 100):
+            records = self.sizes.records_1k if size == 1024 else self.sizes.records_100
+            for partitions in (1, 8):
+                for acks in ("1", "all"):
+                    label = "1 KB" if size == 1024 else "100 B"
+                    workload = (f"produce {label}, {partitions} partition"
+                                f"{'s' if partitions > 1 else ''}, acks={acks} (librdkafka)")
+                    key = f"produce-{size}-{partitions}-{acks}"
+                    topic = f"bench-{size}-p{partitions}-acks{acks}"
+                    out = run_rdkafka(self.pinning, "produce", "--bootstrap", self.b.bootstrap,
+                                      "--topic", topic, "--partitions", partitions,
+                                      "--size", size, "--acks", acks, "--records", records,
+                                      "--reps", self.sizes.reps, "--warmup", records // 5)
+                    if "error" in out:
+                        self.failed(key, workload, "MB/s", True, out["error"])
+                        continue
+                    seconds = _median([r["seconds"] for r in out["reps"]])
+                    mib_s = records * size / MIB / seconds
+                    self.put(key, workload, "MB/s", True, mib_s,
+                             f" ({_fmt_rate(records / seconds)})")
+                    self.log(f"  {workload}: {mib_s:.1f} MB/s, {records / seconds:,.0f} rec/s")
+
+    def java_produce(self) -> None:
+        for size in (1024, 100):
+            records = self.sizes.records_1k if size == 1024 else self.sizes.records_100
+            label = "1 KB" if size == 1024 else "100 B"
+            workload = (f"produce {label}, 1 partition, acks=all, idempotent "
+                        f"(Java kafka-producer-perf-test)")
+            key = f"java-produce-{size}"
+            topic = f"bench-java-{size}"
+            runs = []
+            for _ in range(self.sizes.java_reps):
+                out = java_produce(self.pinning, self.b.bootstrap, topic, records, size, -1,
+                                   {"acks": "all"})
+                if "error" in out:
+                    self.failed(key, workload, "MB/s", True, out["error"])
+                    break
+                runs.append(out)
+            else:
+                mib_s = _median([r["mib_per_s"] for r in runs])
+                rps = _median([r["records_per_s"] for r in runs])
+                self.put(key, workload, "MB/s", True, mib_s, f" ({_fmt_rate(rps)})")
+                self.log(f"  {workload}: {mib_s:.1f} MB/s, {rps:,.0f} rec/s")
+
+    def consume(self) -> None:
+        for size, partitions, acks in ((1024, 1, "1"), (100, 8, "1")):
+            label = "1 KB" if size == 1024 else "100 B"
+            topic = f"bench-{size}-p{partitions}-acks{acks}"
+            workload = (f"consume {label} from a full log, {partitions} partition"
+                        f"{'s' if partitions > 1 else ''} (librdkafka, assigned)")
+            key = f"consume-{size}-{partitions}"
+            out = run_rdkafka(self.pinning, "consume", "--bootstrap", self.b.bootstrap,
+                              "--topic", topic, "--reps", self.sizes.reps, "--warmup")
+            if "error" in out:
+                self.failed(key, workload, "MB/s", True, out["error"])
+                continue
+            seconds = _median([r["seconds"] for r in out["reps"]])
+            nbytes, records = out["reps"][0]["bytes"], out["reps"][0]["records"]
+            self.topic_records[topic] = records
+            mib_s = nbytes / MIB / seconds
+            self.put(key, workload, "MB/s", True, mib_s, f" ({_fmt_rate(records / seconds)})")
+            self.log(f"  {workload}: {mib_s:.1f} MB/s over {records:,} records")
+
+    def java_consume(self) -> None:
+        topic = "bench-1024-p1-acks1"
+        records = self.topic_records.get(topic, self.sizes.records_1k)
+        workload = "consume 1 KB from a full log, 1 partition (Java kafka-consumer-perf-test, group)"
+        key = "java-consume-1024"
+        runs = []
+        for _ in range(self.sizes.java_reps):
+            out = java_consume(self.pinning, self.b.bootstrap, topic, records)
+            if "error" in out:
+                self.failed(key, workload, "MB/s", True, out["error"])
+                return
+            runs.append(out)
+        mib_s = _median([r["mib_per_s"] for r in runs])
+        rps = _median([r["records_per_s"] for r in runs])
+        self.put(key, workload, "MB/s", True, mib_s, f" ({_fmt_rate(rps)})")
+        self.log(f"  {workload}: {mib_s:.1f} MB/s")
+
+    # -- latency ---------------------------------------------------------------------
+
+    def produce_latency(self) -> None:
+        base = f"produce latency @ {LATENCY_RATE:,} rec/s, 1 KB, acks=all"
+        out = run_rdkafka(self.pinning, "latency", "--bootstrap", self.b.bootstrap,
+                          "--topic", "bench-latency", "--rate", LATENCY_RATE,
+                          "--seconds", self.sizes.latency_seconds, "--acks", "all")
+        for q in ("p50", "p99"):
+            workload = f"{base}, {q} (librdkafka, linger.ms=1)"
+            if "error" in out:
+                self.failed(f"lat-{q}", workload, "ms", False, out["error"])
+            else:
+                self.put(f"lat-{q}", workload, "ms", False, out[q])
+        if "error" not in out:
+            self.log(f"  {base} (librdkafka): p50 {out['p50']:.2f} ms, p99 {out['p99']:.2f} ms")
+        if not self.java:
+            return
+        records = int(LATENCY_RATE * (self.sizes.latency_seconds + 1))
+        out = java_produce(self.pinning, self.b.bootstrap, "bench-latency-java", records, 1024,
+                           LATENCY_RATE, {"acks": "all", "linger.ms": "1"})
+        for q in ("p50", "p99"):
+            workload = f"{base}, {q} (Java perf-test, linger.ms=1, whole ms)"
+            if "error" in out:
+                self.failed(f"java-lat-{q}", workload, "ms", False, out["error"])
+            else:
+                self.put(f"java-lat-{q}", workload, "ms", False, out[q])
+        if "error" not in out:
+            self.log(f"  {base} (Java): p50 {out['p50']:.0f} ms, p99 {out['p99']:.0f} ms")
+
+    def e2e_latency(self) -> None:
+        base = f"end-to-end latency @ {E2E_RATE:,} rec/s, 1 KB, acks=all"
+        out = run_rdkafka(self.pinning, "e2e", "--bootstrap", self.b.bootstrap,
+                          "--topic", "bench-e2e", "--rate", E2E_RATE,
+                          "--seconds", self.sizes.latency_seconds, "--acks", "all")
+        for q in ("p50", "p99"):
+            workload = f"{base}, {q} (librdkafka produce → consume)"
+            if "error" in out:
+                self.failed(f"e2e-{q}", workload, "ms", False, out["error"])
+            else:
+                self.put(f"e2e-{q}", workload, "ms", False, out[q])
+        if "error" not in out:
+            self.log(f"  {base}: p50 {out['p50']:.2f} ms, p99 {out['p99']:.2f} ms")
+
+    def group_join(self) -> None:
+        workload = "consumer group join, fresh group, to assignment (librdkafka)"
+        key = "join"
+        if 11 not in served_api_keys(self.b.bootstrap):  # JoinGroup
+            self.put(key, workload, "ms", False, "n/a (not served)")
+            self.log(f"  {workload}: n/a (JoinGroup not served)")
+            return
+        out = run_rdkafka(self.pinning, "join", "--bootstrap", self.b.bootstrap,
+                          "--topic", "bench-1024-p1-acks1", "--reps", self.sizes.join_reps)
+        if "error" in out:
+            self.failed(key, workload, "ms", False, out["error"])
+            return
+        ms = _median(out["ms"])
+        self.put(key, workload, "ms", False, ms)
+        self.log(f"  {workload}: {ms:.1f} ms (median of {len(out['ms'])})")
+
+
+def run_target(name: str, sizes: Sizes, pinning: Pinning, results: Results, java: bool,
+               log: Callable[[str], None]) -> None:
+    starter = STARTERS[name]
+    log(f"== {name}: starting")
+    broker = starter(pinning)
+    starts = [broker.startup_s]
+    try:
+        log(f"  {broker.name} {broker.version} ready at {broker.bootstrap} (pid {broker.pid}) "
+            f"in {broker.startup_s * 1000:.0f} ms")
+        time.sleep(IDLE_SETTLE_S)
+        idle = tree_rss_kib(broker.pid) / 1024
+        session = Session(broker, sizes, pinning, results, java, log)
+        target = broker.name
+        results.put(target, "rss-idle", f"idle RSS, {IDLE_SETTLE_S:.0f} s after start-up "
+                    "(process tree)", "MiB", False, idle)
+        log(f"  idle RSS {idle:.0f} MiB")
+        with RssSampler(broker.pid) as sampler:
+            session.produce_matrix()
+            if java:
+                session.java_produce()
+            session.consume()
+            if java:
+                session.java_consume()
+        results.put(target, "rss-load", "peak RSS during the throughput workloads "
+                    "(process tree)", "MiB", False, sampler.peak_kib / 1024)
+        log(f"  peak RSS under load {sampler.peak_kib / 1024:.0f} MiB")
+        session.produce_latency()
+        session.e2e_latency()
+        session.group_join()
+    finally:
+        broker.stop()
+    total = sizes.kafka_starts if name == "kafka" else sizes.wireserver_starts
+    for _ in range(total - 1):
+        again = starter(pinning)
+        again.stop()
+        starts.append(again.startup_s)
+    results.put(broker.name, "startup", "start-up: spawn → first Metadata answer "
+                "(Kafka: incl. storage format + JVM)", "ms", False, _median(starts) * 1000,
+                f" (n={len(starts)})")
+    log(f"  start-up median {_median(starts) * 1000:.0f} ms over {len(starts)}")
+
+
+# ------------------------------------------------------------------------------ report
+
+TARGET_ORDER = ("Kafka", "wireserver")
+
+
+def render_table(results: Results) -> list[str]:
+    lines = ["| workload | unit | Kafka | wireserver | ours ÷ Kafka | better |",
+             "|---|---|---|---|---|---|"]
+    for row in results.rows:
+        cells = []
+        for target in TARGET_ORDER:
+            value = row.values.get(target)
+            cells.append(_fmt(value) + row.extra.get(target, ""))
+        kafka, ours = row.values.get("Kafka"), row.values.get("wireserver")
+        if isinstance(kafka, float) and isinstance(ours, float) and kafka > 0:
+            ratio = f"{ours / kafka:.2f}×"
+        else:
+            ratio = "—"
+        better = "higher" if row.higher_better else "lower"
+        lines.append(f"| {row.workload} | {row.unit} | {cells[0]} | {cells[1]} | {ratio} "
+                     f"| {better} |")
+    return lines
+
+
+def machine_lines() -> list[str]:
+    model = "unknown"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    mem = "unknown"
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
+    java = "unknown"
+    with contextlib.suppress(Exception):
+        from compat_tests.reference import which_java
+        out = subprocess.run([which_java() or "java", "-version"], capture_output=True,
+                             text=True, timeout=30)
+        java = (out.stderr or out.stdout).splitlines()[0].strip()
+    from compat_tests.reference import KAFKA_VERSION
+    import confluent_kafka
+
+    from wireserver.cli import version as wireserver_version
+    return [
+        f"- CPUs: {os.cpu_count()} × {model}",
+        f"- memory: {mem}",
+        f"- OS: {platform.platform()}",
+        f"- Python {platform.python_version()} ({sys.executable})",
+        f"- Java: {java}",
+        f"- Apache Kafka {KAFKA_VERSION} (KRaft, 1 combined node, jars from Maven via "
+        "compat_tests.reference; -Xmx512m G1)",
+        f"- wireserver {wireserver_version()}",
+        f"- clients: confluent-kafka {confluent_kafka.__version__} "
+        f"(librdkafka {confluent_kafka.libversion()[0]}); Kafka {KAFKA_VERSION} perf tools "
+        "(Java producer/consumer)",
+    ]
+
+
+def write_results(path: Path, argv: list[str], started: datetime.datetime, elapsed: float,
+                  pinning: Pinning, sizes: Sizes, quick: bool, table: list[str],
+                  errors: list[str], load: str) -> None:
+    text = [
+        "# wireserver vs Apache Kafka: side-by-side benchmark",
+        "",
+        "Written by `scripts/bench` (`python -m benchmarks.compare`); overwritten on every run.",
+        "Figures, not assertions. MB = MiB of record values (Kafka's perf tools count the same way).",
+        "",
+        f"- date: {started.isoformat(timespec='seconds')} (run took {elapsed / 60:.1f} min)",
+        f"- command: `{' '.join(argv)}`",
+        f"- sizes ({'--quick' if quick else 'default'}): {sizes.records_1k:,} × 1 KB or "
+        f"{sizes.records_100:,} × 100 B records per repetition, {sizes.reps} repetitions "
+        f"(+ warm-up) per librdkafka workload, {sizes.java_reps} run(s) per Java tool, "
+        f"{sizes.latency_seconds:g} s per latency run, {sizes.join_reps} group joins, "
+        f"{sizes.kafka_starts} Kafka / {sizes.wireserver_starts} wireserver cold starts",
+        f"- CPU pinning: {pinning.describe()}",
+        f"- load average at the start: {load}",
+        *machine_lines(),
+        "",
+        *table,
+        "",
+        "Method: each broker runs alone, one after the other, on the same machine and loopback "
+        "interface. Each librdkafka workload is a fresh client process that sends a warm-up "
+        "(a fifth of the records) and then times each repetition from the first produce() to "
+        "the last acknowledgement; the figure is the median. Consume reads the topic written by "
+        "the produce workload from offset 0 (one untimed pass first). Latency workloads send "
+        "at a fixed rate and drop the first second. The Java tools run in a fresh JVM each time "
+        "(JIT warm-up is part of their figure). Start-up is from process spawn to the first "
+        "Metadata answer listing a broker (10 ms polling); for Kafka it includes "
+        "`kafka-storage format` and the JVM start.",
+        "",
+        "Reading the figures: with pinning, each broker gets one core, which constrains a "
+        "multi-threaded JVM broker (network, request-handler, GC and JIT threads share it) more "
+        "than single-threaded wireserver. The clients get one core too: the Python librdkafka "
+        "producer tops out near 0.7-1 M records/s, so 100 B produce figures may be client-bound, "
+        "and each Java tool JITs while it measures (short runs; its latency p99 includes that "
+        "warm-up). Other work on the machine at the time (see the load average) adds noise, "
+        "chiefly to p99 latencies and to single repetitions.",
+    ]
+    if errors:
+        text += ["", "Failures:", "", *(f"- {e}" for e in errors)]
+    path.write_text("\n".join(text) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.compare",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes: about 2 minutes")
+    parser.add_argument("--no-pin", action="store_true", help="do not pin broker and clients")
+    parser.add_argument("--targets", default="kafka,wireserver",
+                        help="comma-separated subset of: kafka, wireserver")
+    parser.add_argument("--skip-java", action="store_true",
+                        help="skip Kafka's Java perf tools (librdkafka only)")
+    parser.add_argument("--output", type=Path, default=RESULTS,
+                        help=f"results file (default {RESULTS.relative_to(REPO)})")
+    args = parser.parse_args(argv)
+    targets = [t.strip() for t in args.targets.split(",") if t.strip()]
+    unknown = set(targets) - set(STARTERS)
+    if unknown:
+        parser.error(f"unknown target(s): {', '.join(sorted(unknown))}")
+
+    sizes = QUICK if args.quick else DEFAULT
+    pinning = choose_pinning(not args.no_pin)
+    if pinning.client is not None:
+        os.sched_setaffinity(0, pinning.client)  # this harness counts as a client
+    started = datetime.datetime.now().astimezone()
+    t0 = time.monotonic()
+    load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+    def log(message: str) -> None:
+        print(message, flush=True)
+
+    log(f"wireserver vs Apache Kafka ({'quick' if args.quick else 'default'} sizes); "
+        f"{pinning.describe()}; load average {load}")
+    results = Results()
+    for name in targets:
+        try:
+            run_target(name, sizes, pinning, results, not args.skip_java, log)
+        except Exception as exc:  # a broker that does not start: report, go on with the other
+            log(f"== {name}: FAILED: {type(exc).__name__}: {exc}")
+            results.errors.append(f"{name}: {type(exc).__name__}: {str(exc)[:500]}")
+    elapsed = time.monotonic() - t0
+    table = render_table(results)
+    log("")
+    log(f"Results ({pinning.describe()}; other work on this machine makes figures noisy):")
+    for line in table:
+        log(line)
+    command = "python -m benchmarks.compare" + ("" if not argv else " " + " ".join(argv))
+    write_results(args.output, [command], started, elapsed, pinning, sizes, args.quick, table,
+                  results.errors, load)
+    log(f"\nwritten to {args.output} ({elapsed / 60:.1f} min)")
+    return 1 if results.errors and not results.rows else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
