@@ -24,6 +24,17 @@ def create_topic(bootstrap: str, prefix: str, partitions: int = 1,
     with KafkaWire(bootstrap, client_id="compat-neutral") as wire:
         wire.create_topic(name, partitions=partitions, configs=configs)
     wait_for_topic(bootstrap, name, partitions)
+    # Kafka (KRaft) lists a new topic before its leaders serve it; an acks=0 record sent in
+    # between is dropped silently. Wait until every partition answers ListOffsets.
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            list_offsets(bootstrap, name, partitions)
+            break
+        except RuntimeError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
     return name
 
 
