@@ -132,6 +132,25 @@ def diff_paths(a: Any, b: Any, path: str = "", limit: int = 12) -> list[str]:
     return out
 
 
+_ENTRY_KEYS = ("name", "partition_index", "partition", "api_key", "resource_name", "topic",
+               "index")
+
+
+def sort_keyed_lists(value: Any) -> Any:
+    """Lists of named entries (topics, partitions, configs, resources) sorted by name: Kafka
+    builds responses from hash maps, so their order is not part of the contract."""
+    if isinstance(value, dict):
+        return {k: sort_keyed_lists(v) for k, v in value.items()}
+    if isinstance(value, list):
+        items = [sort_keyed_lists(v) for v in value]
+        if items and all(isinstance(i, dict) for i in items):
+            for k in _ENTRY_KEYS:
+                if all(k in i for i in items):
+                    return sorted(items, key=lambda i: str(i[k]))
+        return items
+    return value
+
+
 def _brief(value: Any) -> str:
     import json
     text = json.dumps(value, sort_keys=True, default=repr)
@@ -414,7 +433,7 @@ def exchange(bootstrap: str, request: Any) -> Any:
             response = wire.request(request)
         except (ConnectionError, struct.error, OSError) as exc:
             return f"connection closed ({type(exc).__name__})"
-        result = normalize(to_dict(response))
+        result = sort_keyed_lists(normalize(to_dict(response)))
         return _strip_api_keys(result) if request.API_KEY == 18 else result
     finally:
         wire.close()
