@@ -26,6 +26,7 @@ class ServedBroker:
         self.overrides.update(overrides)
         self.process: subprocess.Popen | None = None
         self.port = 0
+        self.output: list[str] = []
 
     @property
     def bootstrap(self) -> str:
@@ -48,9 +49,13 @@ class ServedBroker:
                 break
         else:
             raise RuntimeError("wireserver did not become ready")
-        # keep draining its output so it never blocks on a full pipe
+        # keep draining its output (into self.output) so it never blocks on a full pipe
         import threading
-        threading.Thread(target=self.process.stdout.read, daemon=True).start()
+        threading.Thread(target=self._drain, args=(self.process.stdout,), daemon=True).start()
+
+    def _drain(self, stream) -> None:
+        for line in stream:
+            self.output.append(line)
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -77,8 +77,13 @@ def test_kafka_python_group_shares_partitions_exactly_once(served_broker, assign
                 consumed.extend(r.value for r in records)
 
     try:
-        wait_for(lambda: [len(c.assignment()) for c in consumers] == [2, 2, 2], 60, poll_all,
-                 "three members with two partitions each")
+        try:
+            wait_for(lambda: [len(c.assignment()) for c in consumers] == [2, 2, 2], 60, poll_all,
+                     "three members with two partitions each")
+        except AssertionError:
+            print("".join(served_broker.output[:40]))
+            print([c.assignment() for c in consumers])
+            raise
         check_disjoint([c.assignment() for c in consumers])
         produce(served_broker, topic)
         wait_for(lambda: len(consumed) >= RECORDS, 30, poll_all, "every record")
