@@ -27,6 +27,8 @@ RAW_DIFFERENCES: dict[tuple[str, str], tuple[int, str]] = {
                                   "kraft.version, transaction.version, group.version...): it "
                                   "is not a KRaft node and has no transactions v2 or KIP-848 "
                                   "groups yet"),
+    ("CreateTopics", "validate-only"): (5, "the min.insync.replicas source in the returned "
+                                           "configs (see compat_tests.scenarios.MIN_ISR_SOURCE)"),
 }
 
 

@@ -115,6 +115,12 @@ _DEFS = [
     _topic("preallocate", "boolean", False,
            "Preallocate segment files on roll.",
            None, "log.preallocate"),
+    _topic("remote.log.copy.disable", "boolean", False,
+           "Tiered storage: stop copying segments to remote storage. No effect here.",
+           None, None),
+    _topic("remote.log.delete.on.disable", "boolean", False,
+           "Tiered storage: delete remote data when it is disabled. No effect here.",
+           None, None),
     _topic("remote.storage.enable", "boolean", False,
            "Tiered storage for this topic. Not supported; accepted for compatibility.",
            None, None),
@@ -176,6 +182,8 @@ class LogConfig:
     min_compaction_lag_ms: int = 0
     min_insync_replicas: int = 1
     preallocate: bool = False
+    remote_log_copy_disable: bool = False
+    remote_log_delete_on_disable: bool = False
     remote_storage_enable: bool = False
     retention_bytes: int = -1
     retention_ms: int = 604800000

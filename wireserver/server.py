@@ -129,6 +129,10 @@ class KafkaConnection(protocol.Protocol):
         self._flush()
 
     def _failed(self, failure: Failure, slot: _Slot) -> None:
+        if failure.check(DecodeError):
+            # A handler found the request invalid in a way Kafka answers by disconnecting.
+            self.close(f"invalid {slot.request.spec.name} request: {failure.value}")
+            return
         log.error("%s v%d from %s failed: %s", slot.request.spec.name, slot.request.api_version,
                   self.peer, failure.getTraceback())
         self.close("internal error while handling a request")

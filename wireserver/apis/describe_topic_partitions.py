@@ -56,7 +56,8 @@ def handle(ctx):
             if not fetch_all:
                 result.append(topic_class(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                           name=name, topic_id=ZERO_UUID, is_internal=False,
-                                          partitions=[], topic_authorized_operations=-2**31))
+                                          partitions=[],
+                                          topic_authorized_operations=TOPIC_AUTHORIZED_OPERATIONS))
             continue
         if remaining == 0:
             next_cursor = cursor_class(topic_name=name, partition_index=0)

@@ -28,6 +28,7 @@ from wireserver.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, CachedPartitio
 API_KEY = 1
 ZERO_UUID = uuid.UUID(int=0)
 LEADER_EPOCH = 0
+UNKNOWN = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID)
 
 
 def session_cache(broker):
@@ -108,6 +109,8 @@ class FetchPlan:
 
 
 class PartitionResult:
+    """One partition's answer; an errored one carries -1 for every offset, as Kafka's does."""
+
     __slots__ = ("cached", "error", "records", "high_watermark", "last_stable_offset",
                  "log_start_offset")
 
@@ -141,14 +144,13 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
         if epoch >= 0 and epoch != LEADER_EPOCH:
             error = ErrorCode.FENCED_LEADER_EPOCH if epoch < LEADER_EPOCH else \
                 ErrorCode.UNKNOWN_LEADER_EPOCH
-            results.append(PartitionResult(cached, error, b"", hw, hw, log_start))
+            results.append(PartitionResult(cached, error))
             continue
         limit = max(0, min(cached.max_bytes, remaining))
         try:
             read = log.read(cached.fetch_offset, limit, upper_bound=hw, min_one_batch=min_one)
         except OffsetOutOfRange:
-            results.append(PartitionResult(cached, ErrorCode.OFFSET_OUT_OF_RANGE, b"", hw, hw,
-                                           log_start))
+            results.append(PartitionResult(cached, ErrorCode.OFFSET_OUT_OF_RANGE))
             continue
         if read.data:
             min_one = False
@@ -194,7 +196,8 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
             partition_index=cached.partition, error_code=result.error,
             high_watermark=result.high_watermark, last_stable_offset=result.last_stable_offset,
             log_start_offset=result.log_start_offset,
-            aborted_transactions=[] if read_committed else None,
+            # Kafka answers a partition it doesn't know with an empty (not null) list.
+            aborted_transactions=[] if read_committed or result.error in UNKNOWN else None,
             preferred_read_replica=-1, records=result.records))
     if plan.session is not None:
         plan.session.advance() if plan.incremental else None
