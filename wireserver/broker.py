@@ -26,6 +26,7 @@ from wireserver.groups import GroupCoordinator
 from wireserver.producer_ids import ProducerIdManager
 from wireserver.purgatory import Purgatory
 from wireserver.server import KafkaServerFactory
+from wireserver.txn import TransactionCoordinator
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,7 @@ class Broker:
         self.advertised: list[Listener] = []
         self.purgatory = Purgatory(reactor)
         self.groups: GroupCoordinator | None = None
+        self.txn: TransactionCoordinator | None = None
         self.producer_ids: ProducerIdManager | None = None
         self._flushing: set = set()
         self._loops: list[task.LoopingCall] = []
@@ -82,6 +84,8 @@ class Broker:
             partition_log.high_watermark = partition_log.log_end_offset
         self.groups = GroupCoordinator(self)
         self.groups.start()
+        self.txn = TransactionCoordinator(self)
+        self.txn.start()
         bound = []
         for listener in self.config.listeners:
             factory = KafkaServerFactory(self, listener.name)
@@ -130,6 +134,8 @@ class Broker:
             connection.transport.loseConnection()
         if self.groups is not None:
             self.groups.stop()
+        if self.txn is not None:
+            self.txn.stop()
         if self.logs is not None:
             self.logs.close()
 
