@@ -474,7 +474,7 @@ class TransactionCoordinator:
         transaction (Kafka's KIP-890 part 1 verification, done locally)."""
         txn = self.transaction_of(producer_id)
         if txn is None:
-            return E.INVALID_PRODUCER_ID_MAPPING
+            return E.INVALID_TXN_STATE
         if producer_epoch < txn.producer_epoch:
             return E.INVALID_PRODUCER_EPOCH
         if (producer_epoch != txn.producer_epoch or txn.state != S.ONGOING
