@@ -28,12 +28,13 @@ import uuid
 
 from protocol.errors import (CorruptRecordBatch, DecodeError, ErrorCode, TruncatedRecordBatch,
                              UnsupportedMagic)
-from protocol.records import RecordBatch, iter_batches
+from protocol.records import ATTR_TRANSACTIONAL_MASK, RecordBatch, iter_batches
 from storage.producer_state import InvalidProducerEpoch, OutOfOrderSequence
 from wireserver.apis import handles
 from wireserver.topics import TopicError, check_name
 
 API_KEY = 0
+ATTRIBUTES_LOW_BYTE = 22  # the low byte of the int16 attributes of a v2 batch header
 VALID_ACKS = (-1, 0, 1)
 
 
@@ -104,8 +105,8 @@ def produce_partition(ctx, topic: str, partition: int, records, acks: int):
     buf = bytearray(records)
     now = ctx.now_ms()
     check_batches(buf, info.config, now)
-    batch = RecordBatch(memoryview(buf))
-    if batch.is_transactional:
+    if buf[ATTRIBUTES_LOW_BYTE] & ATTR_TRANSACTIONAL_MASK:
+        batch = RecordBatch(memoryview(buf))
         error = broker.txn.check_produce(batch.producer_id, batch.producer_epoch, topic,
                                          partition)
         if error is not None:
