@@ -51,6 +51,9 @@ from kafka.protocol.producer.transaction import (AddOffsetsToTxnRequest, AddOffs
                                                  TxnOffsetCommitResponse, WriteTxnMarkersRequest,
                                                  WriteTxnMarkersResponse)
 
+from protocol.messages_extra import (ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse,
+                                     ConsumerGroupHeartbeatRequest,
+                                     ConsumerGroupHeartbeatResponse)
 from protocol.registry import ApiRegistry
 
 SERVED = ApiRegistry()
@@ -86,6 +89,9 @@ SERVED.register(DescribeGroupsRequest, DescribeGroupsResponse, 0, 6)
 SERVED.register(ListGroupsRequest, ListGroupsResponse, 0, 5)
 SERVED.register(DeleteGroupsRequest, DeleteGroupsResponse, 0, 2)
 SERVED.register(OffsetDeleteRequest, OffsetDeleteResponse, 0, 0)
+# Consumer group protocol (KIP-848); message classes from protocol.messages_extra.
+SERVED.register(ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, 0, 1)
+SERVED.register(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, 0, 1)
 # Transactions (protocol v1; EndTxn 5 and TxnOffsetCommit 5 belong to KIP-890 v2, not served).
 SERVED.register(AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, 0, 5)
 SERVED.register(AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, 0, 4)

@@ -271,6 +271,10 @@ _BROKER_ONLY = [
          "Smallest heartbeat interval of a consumer-protocol group.", at_least(1)),
     _key("group.consumer.max.heartbeat.interval.ms", "int", 15000,
          "Largest heartbeat interval of a consumer-protocol group.", at_least(1)),
+    _key("group.consumer.assignors", "list", ["uniform", "range"],
+         "Server-side assignors of consumer-protocol groups; the first is the default.",
+         one_of("uniform", "range", "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
+                "org.apache.kafka.coordinator.group.assignor.RangeAssignor")),
     _key("group.consumer.max.size", "int", INT_MAX,
          "Most members of a consumer-protocol group.", at_least(1)),
     # Transaction coordinator

@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wireserver.groups.records import (GroupKey, GroupValue, MemberValue, OffsetKey, OffsetValue,
-                                       decode_group_value, decode_key, decode_offset_value,
-                                       encode_group_value, encode_key, encode_offset_value,
-                                       java_string_hashcode, kafka_abs, partition_for,
-                                       subscribed_topics)
+from wireserver.groups.records import (ConsumerGroupKey, GroupKey, GroupValue, MemberValue,
+                                       OffsetKey, OffsetValue, decode_group_value, decode_key,
+                                       decode_offset_value, encode_group_value, encode_key,
+                                       encode_offset_value, java_string_hashcode, kafka_abs,
+                                       partition_for, subscribed_topics)
 from wireserver.groups.state import (VALID_PREVIOUS, GroupState, IllegalStateTransition,
                                      StateMachine)
 
@@ -74,7 +74,8 @@ def test_older_offset_value_versions_decode():
     assert decode_offset_value(v1) == OffsetValue(7, -1, "", 11, 99)
     legacy_key = b"\x00\x00" + b"\x00\x01g" + b"\x00\x01t" + b"\x00\x00\x00\x00"
     assert decode_key(legacy_key) == OffsetKey("g", "t", 0)
-    assert decode_key(b"\x00\x03\x00\x01g") is None  # a KIP-848 record: not ours
+    assert decode_key(b"\x00\x03\x00\x01g") == ConsumerGroupKey("g")  # KIP-848 group epoch
+    assert decode_key(b"\x00\x04\x00\x01g") is None  # other KIP-848 records: not kept
 
 
 names = st.text(max_size=20)

@@ -1,6 +1,7 @@
 """ListGroups (key 16), v0-5: every group, with its state from v4 (and the v4+ states filter)
-and its type from v5 (always ``classic`` here; the v5 types filter). Both filters compare
-case-insensitively, as Kafka does."""
+and its type from v5 (``classic``, or ``consumer`` for a KIP-848 group, whose protocol type is
+``consumer`` and whose states are Empty, Assigning, Reconciling and Stable; the v5 types
+filter). Both filters compare case-insensitively, as Kafka does."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from wireserver.apis import handles
 
 API_KEY = 16
 GROUP_TYPE = "classic"
+CONSUMER_GROUP_TYPE = "consumer"
 
 
 @handles(API_KEY)
@@ -31,4 +33,12 @@ def handle(ctx):
         listed.append(listed_class(group_id=group.group_id,
                                    protocol_type=group.protocol_type or "",
                                    group_state=state, group_type=GROUP_TYPE))
+    for group in list(coordinator.consumer.groups.values()):
+        state = str(group.state)
+        if states is not None and state.lower() not in states:
+            continue
+        if types is not None and CONSUMER_GROUP_TYPE not in types:
+            continue
+        listed.append(listed_class(group_id=group.group_id, protocol_type=CONSUMER_GROUP_TYPE,
+                                   group_state=state, group_type=CONSUMER_GROUP_TYPE))
     return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, groups=listed)

@@ -5,7 +5,9 @@ with no committed offset answers offset -1, leader epoch -1, empty metadata, no 
 a group that does not exist). ``require_stable`` (v7+): a partition with transactional offsets
 awaiting their commit or abort answers UNSTABLE_OFFSET_COMMIT (retriable) and offset -1.
 
-Skipped: the v9 member id / epoch checks apply to consumer-protocol (KIP-848) groups only.
+v9 names the member (member id, member epoch): for a consumer-protocol (KIP-848) group it must
+be a member (UNKNOWN_MEMBER_ID) at its current epoch (STALE_MEMBER_EPOCH), as in Kafka; a fetch
+without a member id (the admin client's) is not checked, nor is any fetch for a classic group.
 """
 
 from __future__ import annotations
@@ -28,6 +30,14 @@ def _fetch(coordinator, group_id, topics, require_stable=False):
 UNSTABLE = object()  # stands for "pending transactional offsets" in _fetch's answer
 
 
+def _member_epoch_error(coordinator, g, version):
+    group = coordinator.consumer.groups.get(g.group_id) if version >= 9 else None
+    if group is None:
+        return ErrorCode.NONE
+    return coordinator.consumer.validate_offset_fetch(group, g.member_id,
+                                                     g.member_epoch) or ErrorCode.NONE
+
+
 @handles(API_KEY)
 def handle(ctx):
     body, version = ctx.body, ctx.version
@@ -41,9 +51,10 @@ def handle(ctx):
         partition_class = topic_class.OffsetFetchResponsePartitions
         groups = []
         for g in body.groups:
-            found = [] if error else _fetch(coordinator, g.group_id, g.topics,
+            group_error = error or _member_epoch_error(coordinator, g, version)
+            found = [] if group_error else _fetch(coordinator, g.group_id, g.topics,
                                             body.require_stable)
-            groups.append(group_class(group_id=g.group_id, error_code=error, topics=[
+            groups.append(group_class(group_id=g.group_id, error_code=group_error, topics=[
                 topic_class(name=topic, partitions=[_partition(partition_class, p, c)
                                                     for p, c in parts])
                 for topic, parts in found]))

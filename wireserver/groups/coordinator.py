@@ -45,7 +45,10 @@ from protocol.errors import DecodeError
 from protocol.records import (ControlRecordType, RecordBatchBuilder, decode_control_record,
                               iter_batches)
 from storage.producer_state import InvalidProducerEpoch
+from wireserver.groups.consumer_coordinator import ConsumerGroupCoordinator
 from wireserver.groups.group import (CONSUMER_PROTOCOL_TYPE, CommittedOffset, Group, Member)
+from wireserver.groups.records import (ConsumerGroupKey, ConsumerGroupValue,
+                                       decode_consumer_group_value)
 from wireserver.groups.records import (OFFSETS_TOPIC, GroupKey, GroupValue, MemberValue,
                                        OffsetKey, OffsetValue, RecordFormatError, decode_group_value,
                                        decode_key, decode_offset_value, encode_group_value,
@@ -115,6 +118,8 @@ class GroupCoordinator:
         self.reactor = broker.reactor
         self.config = broker.config
         self.groups: dict[str, Group] = {}
+        # Groups of type "consumer" (KIP-848) live apart from the classic ones.
+        self.consumer = ConsumerGroupCoordinator(self)
         # Transactional offsets awaiting their marker: producer id -> group -> partition.
         self.pending_txn: dict[int, dict[str, dict[tuple[str, int], CommittedOffset]]] = {}
         self._expiry_loop: Optional[task.LoopingCall] = None
@@ -141,6 +146,7 @@ class GroupCoordinator:
         self._expiry_loop = None
         for group in self.groups.values():
             self._cancel_group_timers(group)
+        self.consumer.stop()
 
     def _cancel_group_timers(self, group: Group) -> None:
         for timer in (group.join_timer, group.sync_timer, *group.pending_members.values()):
@@ -256,6 +262,9 @@ class GroupCoordinator:
         pending_groups = {g for by_group in self.pending_txn.values() for g in by_group}
         for group_id in set(values) | {g for g, found in offsets.items() if found} | \
                 pending_groups:
+            if isinstance(values.get(group_id), ConsumerGroupValue):
+                self.consumer.restore(group_id, values[group_id], offsets.get(group_id, {}))
+                continue
             group = self._restore_group(group_id, values.get(group_id), now)
             group.offsets = offsets.get(group_id, {})
             self.groups[group_id] = group
@@ -318,9 +327,11 @@ class GroupCoordinator:
                     value = decode_offset_value(value_bytes)
                     group_offsets[(key.topic, key.partition)] = CommittedOffset(
                         value.offset, value.leader_epoch, value.metadata, value.commit_timestamp)
-            elif isinstance(key, GroupKey):
+            elif isinstance(key, (GroupKey, ConsumerGroupKey)):
                 if value_bytes is None:
                     values.pop(key.group, None)
+                elif isinstance(key, ConsumerGroupKey):
+                    values[key.group] = decode_consumer_group_value(value_bytes)
                 else:
                     values[key.group] = decode_group_value(value_bytes)
         except (RecordFormatError, ValueError) as exc:
@@ -360,6 +371,14 @@ class GroupCoordinator:
             return d
         if req.rebalance_timeout_ms < 0:
             req.rebalance_timeout_ms = req.session_timeout_ms
+        consumer_group = self.consumer.groups.get(req.group_id)
+        if consumer_group is not None:
+            if consumer_group.members:
+                d.callback(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id))
+                return d
+            # An empty consumer group becomes a classic group and keeps its offsets.
+            self.groups[req.group_id] = Group(req.group_id, self.now_ms())
+            self.groups[req.group_id].offsets = self.consumer.convert_to_classic(consumer_group)
         group = self.groups.get(req.group_id)
         created = False
         if group is None:
@@ -796,6 +815,9 @@ class GroupCoordinator:
     def delete_groups(self, group_ids: Iterable[str]) -> dict[str, ErrorCode]:
         results = {}
         for group_id in group_ids:
+            if group_id in self.consumer.groups:
+                results[group_id] = self.consumer.delete(self.consumer.groups[group_id])
+                continue
             group = self.groups.get(group_id)
             if group is None or group.is_in(S.DEAD):
                 results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
@@ -825,13 +847,20 @@ class GroupCoordinator:
             return {(c.topic, c.partition): error for c in commits}
 
         group = self.groups.get(group_id)
-        if group is None:
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            # generation_id is the member epoch for a consumer-protocol group.
+            group = consumer_group
+            error = self.consumer.validate_offset_commit(group, member_id, generation_id,
+                                                         api_version)
+        elif group is None:
             if generation_id >= 0:
                 return everywhere(ErrorCode.GROUP_ID_NOT_FOUND if api_version >= 9
                                   else ErrorCode.ILLEGAL_GENERATION)
             # A "simple" group: offsets stored by a client that does not use group management.
             group = Group(group_id, self.now_ms())
-        error = self._validate_commit(group, generation_id, member_id, group_instance_id)
+        if consumer_group is None:
+            error = self._validate_commit(group, generation_id, member_id, group_instance_id)
         if error is not None:
             return everywhere(error)
         if member_id and group.is_in(S.STABLE, S.PREPARING_REBALANCE) and group.has(member_id):
@@ -859,7 +888,8 @@ class GroupCoordinator:
             results[(c.topic, c.partition)] = error
             if error == ErrorCode.NONE:
                 group.offsets[(c.topic, c.partition)] = committed
-        if error == ErrorCode.NONE and accepted and group_id not in self.groups:
+        if error == ErrorCode.NONE and accepted and group_id not in self.groups and \
+                consumer_group is None:
             self.groups[group_id] = group
         return results
 
@@ -963,7 +993,7 @@ class GroupCoordinator:
                       ) -> list[tuple[str, list[tuple[int, Optional[CommittedOffset]]]]]:
         """Committed offsets per topic; ``topics`` None means all of the group's. Pending
         transactional offsets are not included (see ``has_pending``)."""
-        group = self.groups.get(group_id)
+        group = self.groups.get(group_id) or self.consumer.groups.get(group_id)
         offsets = group.offsets if group is not None else {}
         if topics is None:
             by_topic: dict[str, list[tuple[int, Optional[CommittedOffset]]]] = {}

@@ -11,6 +11,10 @@ int16 value version; strings are int16-length UTF-8, bytes int32-length, arrays 
 - OffsetCommitValue: we write version 3 (offset, leaderEpoch, metadata, commitTimestamp) and
   read versions 0-3 (v1 carries an expireTimestamp after commitTimestamp).
 - GroupMetadataKey (type 2): group.
+- ConsumerGroupMetadataKey (type 3): group. Its value (version 0, flexible): the epoch of a
+  consumer-protocol (KIP-848) group, then tagged fields; fields Kafka appended later are
+  ignored on read. Kafka's other KIP-848 records (types 4-8: member subscriptions, target and
+  current assignments) are neither written nor read: members rejoin after a restart.
 - GroupMetadataValue: we write version 3 (protocolType, generation, protocol?, leader?,
   currentStateTimestamp, members[memberId, groupInstanceId?, clientId, clientHost,
   rebalanceTimeout, sessionTimeout, subscription, assignment]) and read versions 0-3.
@@ -30,6 +34,7 @@ OFFSETS_TOPIC = "__consumer_offsets"
 LEGACY_OFFSET_COMMIT_KEY = 0
 OFFSET_COMMIT_KEY = 1
 GROUP_METADATA_KEY = 2
+CONSUMER_GROUP_METADATA_KEY = 3
 
 OFFSET_COMMIT_VALUE_VERSION = 3
 GROUP_METADATA_VALUE_VERSION = 3
@@ -154,13 +159,20 @@ class GroupKey:
     group: str
 
 
-Key = Union[OffsetKey, GroupKey]
+@dataclass(frozen=True)
+class ConsumerGroupKey:
+    group: str
+
+
+Key = Union[OffsetKey, GroupKey, ConsumerGroupKey]
 
 
 def encode_key(key: Key) -> bytes:
     if isinstance(key, OffsetKey):
         w = _Writer().int16(OFFSET_COMMIT_KEY).string(key.group).string(key.topic)
         return bytes(w.int32(key.partition).buf)
+    if isinstance(key, ConsumerGroupKey):
+        return bytes(_Writer().int16(CONSUMER_GROUP_METADATA_KEY).string(key.group).buf)
     return bytes(_Writer().int16(GROUP_METADATA_KEY).string(key.group).buf)
 
 
@@ -173,7 +185,27 @@ def decode_key(data: bytes) -> Optional[Key]:
         return OffsetKey(r.string(), r.string(), r.int32())
     if kind == GROUP_METADATA_KEY:
         return GroupKey(r.string())
+    if kind == CONSUMER_GROUP_METADATA_KEY:
+        return ConsumerGroupKey(r.string())
     return None
+
+
+@dataclass(frozen=True)
+class ConsumerGroupValue:
+    epoch: int
+
+
+def encode_consumer_group_value(value: ConsumerGroupValue) -> bytes:
+    # Version 0, flexible: the epoch and an empty tagged-field section.
+    return bytes(_Writer().int16(0).int32(value.epoch).buf) + b"\x00"
+
+
+def decode_consumer_group_value(data: bytes) -> ConsumerGroupValue:
+    r = _Reader(data)
+    version = r.int16()
+    if version < 0:
+        raise RecordFormatError(f"unsupported ConsumerGroupMetadataValue version {version}")
+    return ConsumerGroupValue(r.int32())
 
 
 # -- offset values ----------------------------------------------------------------------------

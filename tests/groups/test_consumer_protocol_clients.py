@@ -1,0 +1,149 @@
+"""The consumer group protocol (KIP-848) with real clients on a real broker: librdkafka
+(confluent-kafka, ``group.protocol=consumer``) and the Java 4.x consumer through Kafka's
+console consumer, plus ConsumerGroupDescribe and ListGroups through the admin client."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+from confluent_kafka import Consumer, Producer  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+from wireserver.testing import EmbeddedBroker  # noqa: E402
+
+OVERRIDES = {
+    "group.consumer.heartbeat.interval.ms": "500",
+    "group.consumer.min.heartbeat.interval.ms": "500",
+    "group.consumer.session.timeout.ms": "6000",
+    "group.consumer.min.session.timeout.ms": "6000",
+}
+PARTITIONS = 6
+
+
+@pytest.fixture(scope="module")
+def kafka():
+    with EmbeddedBroker(overrides=OVERRIDES) as broker:
+        yield broker
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = PARTITIONS) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(timeout=30)
+
+
+def produce(bootstrap: str, topic: str, start: int, count: int) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(start, start + count):
+        producer.produce(topic, value=str(i).encode(), partition=i % PARTITIONS)
+    assert producer.flush(30) == 0
+
+
+class Tracked:
+    def __init__(self, bootstrap: str, group: str, topic: str, name: str):
+        self.name = name
+        self.owned: set[int] = set()
+        self.values: list[int] = []
+        self.consumer = Consumer({
+            "bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
+            "auto.offset.reset": "earliest", "enable.auto.commit": True,
+            "auto.commit.interval.ms": 200})
+        self.consumer.subscribe([topic], on_assign=self._assign, on_revoke=self._revoke)
+
+    def _assign(self, consumer, partitions):
+        self.owned |= {p.partition for p in partitions}
+
+    def _revoke(self, consumer, partitions):
+        self.owned -= {p.partition for p in partitions}
+
+    def poll(self) -> None:
+        message = self.consumer.poll(0.05)
+        if message is not None and message.error() is None:
+            self.values.append(int(message.value()))
+
+
+def poll_until(members, condition, timeout=60.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for m in members:
+            m.poll()
+        if condition():
+            return
+    raise AssertionError(f"timed out waiting for {what}: "
+                         + ", ".join(f"{m.name} owns {sorted(m.owned)}" for m in members))
+
+
+def exclusive_and_complete(members) -> bool:
+    owned = [p for m in members for p in m.owned]
+    return len(owned) == len(set(owned)) == PARTITIONS and all(m.owned for m in members)
+
+
+def test_confluent_consumers_share_partitions_and_take_over_on_leave(kafka):
+    bootstrap = kafka.bootstrap_servers
+    create_topic(bootstrap, "kip848")
+    members = [Tracked(bootstrap, "g848", "kip848", f"c{i}") for i in range(3)]
+    try:
+        poll_until(members, lambda: exclusive_and_complete(members), what="3 members stable")
+        assert sorted(len(m.owned) for m in members) == [2, 2, 2]
+        produce(bootstrap, "kip848", 0, 600)
+        poll_until(members, lambda: sum(len(m.values) for m in members) >= 600,
+                   what="600 records")
+        everything = [v for m in members for v in m.values]
+        assert sorted(everything) == list(range(600)), "each record exactly once"
+        for m in members:
+            assert {v % PARTITIONS for v in m.values} <= m.owned
+
+        # ConsumerGroupDescribe and ListGroups through the admin client.
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        described = admin.describe_consumer_groups(["g848"])["g848"].result(timeout=30)
+        assert str(described.type).endswith("CONSUMER")
+        assert len(described.members) == 3
+        assignments = sorted(tp.partition for member in described.members
+                             for tp in member.assignment.topic_partitions)
+        assert assignments == list(range(PARTITIONS))
+        listed = admin.list_consumer_groups().result(timeout=30)
+        assert any(g.group_id == "g848" and str(g.type).endswith("CONSUMER")
+                   for g in listed.valid)
+
+        # One member leaves: its partitions go to the other two, nothing is owned twice.
+        gone = members.pop()
+        gone.consumer.close()
+        poll_until(members, lambda: exclusive_and_complete(members), what="2 members stable")
+        assert sorted(len(m.owned) for m in members) == [3, 3]
+        produce(bootstrap, "kip848", 600, 300)
+        poll_until(members, lambda: sum(len(v) for v in
+                                        [[x for x in m.values if x >= 600] for m in members])
+                   >= 300, what="300 more records")
+        later = [v for m in members for v in m.values if v >= 600]
+        assert sorted(later) == list(range(600, 900))
+    finally:
+        for m in members:
+            m.consumer.close()
+
+
+def test_java_console_consumer_with_consumer_protocol(kafka):
+    reference = pytest.importorskip("compat_tests.reference")
+    try:
+        reference.resolve()
+    except Exception as exc:  # noqa: BLE001 - no JVM or jars on this machine
+        pytest.skip(f"no Kafka CLI tools: {exc}")
+    bootstrap = kafka.bootstrap_servers
+    create_topic(bootstrap, "kip848-java", 3)
+    produce_count = 30
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(produce_count):
+        producer.produce("kip848-java", value=f"v{i}".encode(), partition=i % 3)
+    assert producer.flush(30) == 0
+    proc = reference.run_tool("kafka-console-consumer", [
+        "--topic", "kip848-java", "--group", "java848", "--from-beginning",
+        "--max-messages", str(produce_count), "--timeout-ms", "60000",
+        "--consumer-property", "group.protocol=consumer"], bootstrap=bootstrap, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("v")]
+    assert sorted(lines) == sorted(f"v{i}" for i in range(produce_count))
+    # The group is a consumer group that committed its offsets.
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    described = admin.describe_consumer_groups(["java848"])["java848"].result(timeout=30)
+    assert str(described.type).endswith("CONSUMER")

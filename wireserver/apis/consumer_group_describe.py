@@ -1,0 +1,67 @@
+"""ConsumerGroupDescribe (key 69), v0-1: a consumer-protocol group's state, epochs, assignor and
+members, each with its current and target assignment (topic id and name). v1 adds the member
+type (1: a consumer-protocol member; there are no classic members in our consumer groups).
+
+A group that does not exist, or is a classic group, is GROUP_ID_NOT_FOUND ("Group X is not a
+consumer group." for the latter, as Kafka). Skipped: authorized operations (no authorizer):
+reported as not requested.
+"""
+
+from __future__ import annotations
+
+from protocol.errors import ErrorCode
+from wireserver.apis import handles
+
+API_KEY = 69
+CONSUMER_MEMBER_TYPE = 1
+NOT_REQUESTED = -(2**31)
+
+
+@handles(API_KEY)
+def handle(ctx):
+    body = ctx.body
+    coordinator = ctx.broker.groups
+    group_class = ctx.request.spec.response_class.DescribedGroup
+    member_class = group_class.Member
+    assignment_class = member_class.Assignment
+    ready_error = coordinator.ensure_ready()
+    names = coordinator.consumer.topic_names()
+
+    def assignment(partitions):
+        return assignment_class(topic_partitions=[
+            assignment_class.TopicPartitions(topic_id=topic_id, topic_name=names.get(topic_id, ""),
+                                             partitions=sorted(ps))
+            for topic_id, ps in sorted(partitions.items(), key=lambda i: names.get(i[0], ""))
+            if ps])
+
+    def failed(group_id, error, message):
+        return group_class(error_code=error, error_message=message, group_id=group_id,
+                           group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
+                           members=[], authorized_operations=NOT_REQUESTED)
+
+    described = []
+    for group_id in body.group_ids:
+        group = coordinator.consumer.groups.get(group_id)
+        if ready_error is not None:
+            described.append(failed(group_id, ready_error, None))
+        elif group is None:
+            message = (f"Group {group_id} is not a consumer group."
+                       if group_id in coordinator.groups else f"Group {group_id} not found.")
+            described.append(failed(group_id, ErrorCode.GROUP_ID_NOT_FOUND, message))
+        else:
+            described.append(group_class(
+                error_code=ErrorCode.NONE, error_message=None, group_id=group_id,
+                group_state=str(group.state), group_epoch=group.group_epoch,
+                assignment_epoch=group.assignment_epoch,
+                assignor_name=group.assignor_name or coordinator.consumer.default_assignor(),
+                members=[member_class(
+                    member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
+                    member_epoch=m.member_epoch, client_id=m.client_id,
+                    client_host=m.client_host, subscribed_topic_names=m.subscribed_topic_names,
+                    subscribed_topic_regex=m.subscribed_topic_regex,
+                    assignment=assignment(m.assigned),
+                    target_assignment=assignment(group.target.get(m.member_id, {})),
+                    member_type=CONSUMER_MEMBER_TYPE)
+                    for m in group.members.values()],
+                authorized_operations=NOT_REQUESTED))
+    return ctx.response(throttle_time_ms=0, groups=described)

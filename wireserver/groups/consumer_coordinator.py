@@ -1,0 +1,530 @@
+"""The consumer group protocol (KIP-848): ConsumerGroupHeartbeat, ConsumerGroupDescribe, and
+the member-epoch checks of OffsetCommit/OffsetFetch for groups of type "consumer".
+
+One heartbeat does, in order (Kafka's ``GroupMetadataManager.consumerGroupHeartbeat``):
+validate the request; find or create the group and the member (epoch 0 joins, -1 leaves, -2 is
+a static member's temporary leave, anything else must match the member's epoch, or be its
+previous epoch with owned partitions it still holds); record what changed (subscription,
+assignor, the subscribed topics' partitions) and bump the group epoch if anything did;
+compute a new target assignment when the group epoch is ahead of the assignment epoch; move
+the member one reconciliation step (``ConsumerGroup.reconcile``); re-arm its session timer;
+answer with its epoch and, when it changed or was asked for, its assignment.
+
+Timers run on the injected reactor: a member that does not heartbeat within
+``group.consumer.session.timeout.ms`` is removed; a member that does not revoke within its
+rebalance timeout is removed too (Kafka fences both the same way).
+
+Persistence: the group's epoch is written to ``__consumer_offsets`` (ConsumerGroupMetadata
+records) and committed offsets as for classic groups. After a restart a group comes back
+Empty with its epoch and offsets; its members get UNKNOWN_MEMBER_ID on their next heartbeat
+and rejoin with epoch 0 (Kafka also restores members and assignments; we do not).
+
+Coexistence with classic groups: a ConsumerGroupHeartbeat for an empty classic group turns it
+into a consumer group (keeping its offsets); for a classic group with members it answers
+GROUP_ID_NOT_FOUND (Kafka's online upgrade of a live classic group is not done). The
+classic coordinator answers JoinGroup on a non-empty consumer group with
+INCONSISTENT_GROUP_PROTOCOL and takes over an empty one.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Optional
+
+from protocol.errors import ErrorCode
+from wireserver.groups import assignors
+from wireserver.groups.consumer_group import (JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH,
+                                              ConsumerGroup, ConsumerGroupMember,
+                                              ConsumerGroupState, MemberState, TopicPartitions)
+from wireserver.groups.records import (ConsumerGroupKey, ConsumerGroupValue, GroupKey, OffsetKey,
+                                       encode_consumer_group_value, encode_key)
+
+if TYPE_CHECKING:
+    from wireserver.groups.coordinator import GroupCoordinator
+
+log = logging.getLogger(__name__)
+
+C = ConsumerGroupState
+#: Kafka's INVALID_REGULAR_EXPRESSION (protocol.errors stops before it).
+INVALID_REGULAR_EXPRESSION = 128
+
+
+@dataclass
+class HeartbeatRequest:
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: Optional[str] = None
+    rack_id: Optional[str] = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: Optional[list[str]] = None
+    subscribed_topic_regex: Optional[str] = None
+    server_assignor: Optional[str] = None
+    owned: Optional[TopicPartitions] = None
+    client_id: str = ""
+    client_host: str = ""
+    api_version: int = 1
+
+
+@dataclass
+class HeartbeatResult:
+    error: int
+    message: Optional[str] = None
+    member_id: Optional[str] = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: Optional[TopicPartitions] = None
+
+
+class HeartbeatError(Exception):
+    def __init__(self, error: int, message: Optional[str] = None):
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+class ConsumerGroupCoordinator:
+    def __init__(self, coordinator: "GroupCoordinator"):
+        self.coordinator = coordinator
+        self.reactor = coordinator.reactor
+        self.config = coordinator.config
+        self.groups: dict[str, ConsumerGroup] = {}
+
+    def now_ms(self) -> int:
+        return self.coordinator.now_ms()
+
+    def stop(self) -> None:
+        for group in self.groups.values():
+            for member in group.members.values():
+                self._cancel_timers(member)
+
+    # -- configuration ----------------------------------------------------------------------
+
+    def _assignor_names(self) -> list[str]:
+        return [assignors.assignor_name(n) for n in self.config["group.consumer.assignors"]]
+
+    def default_assignor(self) -> str:
+        return self._assignor_names()[0]
+
+    def _session_timeout_ms(self) -> int:
+        return self.config["group.consumer.session.timeout.ms"]
+
+    def _heartbeat_interval_ms(self) -> int:
+        return self.config["group.consumer.heartbeat.interval.ms"]
+
+    # -- ConsumerGroupHeartbeat -------------------------------------------------------------
+
+    def heartbeat(self, req: HeartbeatRequest) -> HeartbeatResult:
+        try:
+            self._validate(req)
+            if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+                return self._leave(req)
+            return self._heartbeat(req)
+        except HeartbeatError as exc:
+            return HeartbeatResult(exc.error, exc.message, member_id=req.member_id or None)
+
+    def _validate(self, req: HeartbeatRequest) -> None:
+        def invalid(message: str) -> HeartbeatError:
+            return HeartbeatError(ErrorCode.INVALID_REQUEST, message)
+
+        if not req.group_id:
+            raise invalid("GroupId can't be empty.")
+        if req.instance_id == "":
+            raise invalid("InstanceId can't be empty.")
+        if req.rack_id == "":
+            raise invalid("RackId can't be empty.")
+        if req.member_epoch < STATIC_LEAVE_EPOCH:
+            raise invalid(f"MemberEpoch is invalid: {req.member_epoch}.")
+        if not req.member_id and (req.api_version >= 1 or req.member_epoch != JOIN_EPOCH):
+            raise invalid("MemberId can't be empty.")
+        if req.member_epoch == JOIN_EPOCH:
+            if req.rebalance_timeout_ms == -1:
+                raise invalid("RebalanceTimeoutMs must be provided in first request.")
+            if req.owned:
+                raise invalid("TopicPartitions must be empty when (re-)joining.")
+            if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
+                raise invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in "
+                              "first request.")
+        if req.member_epoch == STATIC_LEAVE_EPOCH and req.instance_id is None:
+            raise invalid("InstanceId can't be null.")
+        if req.subscribed_topic_regex is not None:
+            try:
+                re.compile(req.subscribed_topic_regex)
+            except re.error as exc:
+                raise HeartbeatError(INVALID_REGULAR_EXPRESSION,
+                                     f"SubscribedTopicRegex `{req.subscribed_topic_regex}` is "
+                                     f"not a valid regular expression: {exc}.") from None
+        if req.server_assignor is not None:
+            try:
+                name = assignors.assignor_name(req.server_assignor)
+            except assignors.UnsupportedAssignor:
+                name = None
+            if name not in self._assignor_names():
+                raise HeartbeatError(ErrorCode.UNSUPPORTED_ASSIGNOR,
+                                     f"ServerAssignor {req.server_assignor} is not supported. "
+                                     f"Supported assignors: "
+                                     f"{', '.join(self._assignor_names())}.")
+
+    def _group_for_join(self, group_id: str) -> ConsumerGroup:
+        group = self.groups.get(group_id)
+        if group is not None:
+            return group
+        classic = self.coordinator.groups.get(group_id)
+        group = ConsumerGroup(group_id, self.now_ms())
+        if classic is not None:
+            if classic.members or classic.pending_members:
+                raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND,
+                                     f"Group {group_id} is not a consumer group.")
+            # An empty classic group becomes a consumer group and keeps its offsets.
+            group.offsets = classic.offsets
+            if self.coordinator._append(group_id, [(encode_key(GroupKey(group_id)), None)]) \
+                    != ErrorCode.NONE:
+                raise HeartbeatError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            self.coordinator._drop_group(classic)
+        self.groups[group_id] = group
+        return group
+
+    def _heartbeat(self, req: HeartbeatRequest) -> HeartbeatResult:
+        now = self.now_ms()
+        if req.member_epoch == JOIN_EPOCH:
+            group = self._group_for_join(req.group_id)
+            member = self._join(group, req)
+        else:
+            group = self.groups.get(req.group_id)
+            if group is None:
+                raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND,
+                                     f"Group {req.group_id} not found.")
+            member = self._known_member(group, req)
+        before = (member.member_epoch, {t: set(p) for t, p in member.assigned.items()})
+        bump = self._update_member(group, member, req)
+        if self._refresh_metadata(group):
+            bump = True
+        if self._refresh_assignor(group):
+            bump = True
+        if bump:
+            group.group_epoch += 1
+            group.update_state(now)
+            self._store(group)
+        self._maybe_assign(group)
+        group.reconcile(member, req.owned)
+        self._arm_revocation_timer(group, member)
+        group.update_state(now)
+        self._arm_session_timer(group, member)
+        changed = before != (member.member_epoch, member.assigned)
+        send = req.member_epoch == JOIN_EPOCH or changed or (
+            req.owned is not None and req.owned != member.assigned)
+        return HeartbeatResult(ErrorCode.NONE, member_id=member.member_id,
+                               member_epoch=member.member_epoch,
+                               heartbeat_interval_ms=self._heartbeat_interval_ms(),
+                               assignment=member.assigned if send else None)
+
+    def _join(self, group: ConsumerGroup, req: HeartbeatRequest) -> ConsumerGroupMember:
+        member_id = req.member_id or _new_member_id()
+        if req.instance_id is not None:
+            current_id = group.static_members.get(req.instance_id)
+            if current_id is not None and current_id != member_id:
+                old = group.members[current_id]
+                if old.member_epoch != STATIC_LEAVE_EPOCH:
+                    raise HeartbeatError(ErrorCode.UNRELEASED_INSTANCE_ID,
+                                         f"Static member {current_id} with instance id "
+                                         f"{req.instance_id} is not released yet.")
+                return self._replace_static_member(group, old, member_id)
+        member = group.members.get(member_id)
+        if member is not None:
+            # A known member rejoins: it gave up whatever it owned.
+            group.reset_member_assignment(member)
+            return member
+        if len(group.members) >= self.config["group.consumer.max.size"]:
+            raise HeartbeatError(ErrorCode.GROUP_MAX_SIZE_REACHED,
+                                 f"The consumer group has reached its maximum capacity of "
+                                 f"{self.config['group.consumer.max.size']} members.")
+        member = ConsumerGroupMember(member_id, req.client_id, req.client_host)
+        member.instance_id = req.instance_id
+        group.add(member)
+        return member
+
+    def _replace_static_member(self, group: ConsumerGroup, old: ConsumerGroupMember,
+                               new_id: str) -> ConsumerGroupMember:
+        """A static member back from a temporary leave under a new member id: it takes over
+        the old member's assignment and target, and the group epoch does not move."""
+        self._cancel_timers(old)
+        del group.members[old.member_id]
+        new = ConsumerGroupMember(new_id, old.client_id, old.client_host)
+        for attr in ("instance_id", "rack_id", "rebalance_timeout_ms", "subscribed_topic_names",
+                     "subscribed_topic_regex", "server_assignor", "state", "assigned",
+                     "pending_revocation", "previous_member_epoch"):
+            setattr(new, attr, getattr(old, attr))
+        new.member_epoch = old.previous_member_epoch if old.member_epoch < 0 else old.member_epoch
+        group.add(new)
+        if old.member_id in group.target:
+            group.target[new_id] = group.target.pop(old.member_id)
+        return new
+
+    def _known_member(self, group: ConsumerGroup, req: HeartbeatRequest) -> ConsumerGroupMember:
+        member = group.members.get(req.member_id)
+        if req.instance_id is not None:
+            current_id = group.static_members.get(req.instance_id)
+            if current_id is not None and current_id != req.member_id:
+                raise HeartbeatError(ErrorCode.FENCED_INSTANCE_ID,
+                                     f"Static member {req.member_id} with instance id "
+                                     f"{req.instance_id} was fenced by member {current_id}.")
+        if member is None:
+            raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                 f"Member {req.member_id} is not a member of group "
+                                 f"{req.group_id}.")
+        if req.member_epoch > member.member_epoch:
+            raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH,
+                                 f"The consumer group member has a greater member epoch "
+                                 f"({req.member_epoch}) than the one known by the group "
+                                 f"coordinator ({member.member_epoch}). The member must abandon "
+                                 f"all its partitions and rejoin.")
+        if req.member_epoch < member.member_epoch and (
+                req.member_epoch != member.previous_member_epoch
+                or not _is_subset(req.owned, member.assigned)):
+            raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH,
+                                 f"The consumer group member has a smaller member epoch "
+                                 f"({req.member_epoch}) than the one known by the group "
+                                 f"coordinator ({member.member_epoch}). The member must abandon "
+                                 f"all its partitions and rejoin.")
+        return member
+
+    def _update_member(self, group: ConsumerGroup, member: ConsumerGroupMember,
+                       req: HeartbeatRequest) -> bool:
+        """Apply the fields the request carries; True if the assignment depends on a change."""
+        changed = member.member_id not in group.target
+        if req.rack_id is not None:
+            member.rack_id = req.rack_id
+        if req.rebalance_timeout_ms != -1:
+            member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        if req.client_id:
+            member.client_id = req.client_id
+        if req.client_host:
+            member.client_host = req.client_host
+        if req.subscribed_topic_names is not None and \
+                sorted(req.subscribed_topic_names) != sorted(member.subscribed_topic_names):
+            member.subscribed_topic_names = sorted(set(req.subscribed_topic_names))
+            changed = True
+        if req.subscribed_topic_regex is not None:
+            regex = req.subscribed_topic_regex or None
+            if regex != member.subscribed_topic_regex:
+                member.subscribed_topic_regex = regex
+                changed = True
+        if req.server_assignor is not None:
+            name = assignors.assignor_name(req.server_assignor)
+            if name != member.server_assignor:
+                member.server_assignor = name
+                changed = True
+        return changed
+
+    # -- leaving ----------------------------------------------------------------------------
+
+    def _leave(self, req: HeartbeatRequest) -> HeartbeatResult:
+        group = self.groups.get(req.group_id)
+        if group is None:
+            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found.")
+        if req.instance_id is not None:
+            current_id = group.static_members.get(req.instance_id)
+            if current_id is None:
+                raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                     f"Instance id {req.instance_id} is unknown.")
+            if current_id != req.member_id:
+                raise HeartbeatError(ErrorCode.FENCED_INSTANCE_ID,
+                                     f"Static member {req.member_id} with instance id "
+                                     f"{req.instance_id} was fenced by member {current_id}.")
+        member = group.members.get(req.member_id)
+        if member is None:
+            raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                 f"Member {req.member_id} is not a member of group "
+                                 f"{req.group_id}.")
+        if req.member_epoch == STATIC_LEAVE_EPOCH:
+            # Keeps its partitions (nobody else gets them) until it is back or its session
+            # expires.
+            if member.member_epoch != STATIC_LEAVE_EPOCH:
+                member.previous_member_epoch = member.member_epoch
+                member.member_epoch = STATIC_LEAVE_EPOCH
+            self._cancel_revocation_timer(member)
+            group.update_state(self.now_ms())
+            self._arm_session_timer(group, member)
+        else:
+            self.remove_member(group, member, "the member left")
+        return HeartbeatResult(ErrorCode.NONE, member_id=req.member_id,
+                               member_epoch=req.member_epoch, heartbeat_interval_ms=0)
+
+    def remove_member(self, group: ConsumerGroup, member: ConsumerGroupMember,
+                      reason: str) -> None:
+        log.info("consumer group %s: removing member %s (%s)", group.group_id, member.member_id,
+                 reason)
+        self._cancel_timers(member)
+        group.remove(member.member_id)
+        group.group_epoch += 1
+        self._refresh_metadata(group)
+        self._refresh_assignor(group)
+        group.update_state(self.now_ms())
+        self._store(group)
+        self._maybe_assign(group)
+        group.update_state(self.now_ms())
+
+    # -- target assignment ------------------------------------------------------------------
+
+    def _subscriptions(self, group: ConsumerGroup) -> dict[str, set[str]]:
+        topics = self.coordinator.broker.logs.topics
+        out = {}
+        for member_id, member in group.members.items():
+            names = {n for n in member.subscribed_topic_names if n in topics}
+            if member.subscribed_topic_regex:
+                pattern = re.compile(member.subscribed_topic_regex)
+                names.update(n for n in topics
+                             if not n.startswith("__") and pattern.fullmatch(n))
+            out[member_id] = names
+        return out
+
+    def _refresh_metadata(self, group: ConsumerGroup) -> bool:
+        """Update the subscribed topics' ids and partition counts; True if they changed."""
+        topics = self.coordinator.broker.logs.topics
+        names = set().union(*self._subscriptions(group).values()) if group.members else set()
+        metadata = {n: (topics[n].topic_id, topics[n].num_partitions) for n in sorted(names)}
+        if metadata != group.subscription_metadata:
+            group.subscription_metadata = metadata
+            return True
+        return False
+
+    def _refresh_assignor(self, group: ConsumerGroup) -> bool:
+        """The assignor most members ask for, else the first configured one."""
+        votes = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
+        name = votes.most_common(1)[0][0] if votes else self._assignor_names()[0]
+        if name != group.assignor_name:
+            group.assignor_name = name
+            return True
+        return False
+
+    def _maybe_assign(self, group: ConsumerGroup) -> None:
+        if group.group_epoch <= group.assignment_epoch:
+            return
+        assign = assignors.ASSIGNORS[group.assignor_name or self._assignor_names()[0]]
+        group.target = assign(self._subscriptions(group), group.subscription_metadata,
+                              group.target)
+        group.assignment_epoch = group.group_epoch
+        group.update_state(self.now_ms())
+
+    # -- timers -----------------------------------------------------------------------------
+
+    def _arm_session_timer(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        _cancel(member.session_timer)
+        member.session_timer = self.reactor.callLater(
+            self._session_timeout_ms() / 1000.0, self._session_expired, group, member)
+
+    def _session_expired(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        member.session_timer = None
+        if group.members.get(member.member_id) is member:
+            self.remove_member(group, member, "its session timed out")
+
+    def _arm_revocation_timer(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        if member.state is not MemberState.UNREVOKED_PARTITIONS:
+            self._cancel_revocation_timer(member)
+        elif member.revocation_timer is None:
+            member.revocation_timer = self.reactor.callLater(
+                member.rebalance_timeout_ms / 1000.0, self._revocation_expired, group, member,
+                member.member_epoch)
+
+    def _revocation_expired(self, group: ConsumerGroup, member: ConsumerGroupMember,
+                            epoch: int) -> None:
+        member.revocation_timer = None
+        if group.members.get(member.member_id) is member and \
+                member.state is MemberState.UNREVOKED_PARTITIONS and member.member_epoch == epoch:
+            self.remove_member(group, member, "it did not revoke its partitions in time")
+
+    @staticmethod
+    def _cancel_revocation_timer(member: ConsumerGroupMember) -> None:
+        _cancel(member.revocation_timer)
+        member.revocation_timer = None
+
+    def _cancel_timers(self, member: ConsumerGroupMember) -> None:
+        _cancel(member.session_timer)
+        member.session_timer = None
+        self._cancel_revocation_timer(member)
+
+    # -- persistence ------------------------------------------------------------------------
+
+    def _store(self, group: ConsumerGroup) -> None:
+        error = self.coordinator._append(group.group_id, [(
+            encode_key(ConsumerGroupKey(group.group_id)),
+            encode_consumer_group_value(ConsumerGroupValue(group.group_epoch)))])
+        if error != ErrorCode.NONE:
+            log.warning("consumer group %s: epoch %d not persisted: %s", group.group_id,
+                        group.group_epoch, error.name)
+
+    def restore(self, group_id: str, value: ConsumerGroupValue, offsets: dict) -> ConsumerGroup:
+        group = ConsumerGroup(group_id, self.now_ms())
+        group.group_epoch = group.assignment_epoch = value.epoch
+        group.offsets = offsets
+        self.groups[group_id] = group
+        return group
+
+    def delete(self, group: ConsumerGroup) -> ErrorCode:
+        if group.members:
+            return ErrorCode.NON_EMPTY_GROUP
+        entries = [(encode_key(OffsetKey(group.group_id, t, p)), None) for t, p in group.offsets]
+        entries.append((encode_key(ConsumerGroupKey(group.group_id)), None))
+        error = self.coordinator._append(group.group_id, entries)
+        if error == ErrorCode.NONE:
+            group.transition_to(C.DEAD, self.now_ms())
+            group.offsets = {}
+            self.groups.pop(group.group_id, None)
+        return error
+
+    # -- offsets ----------------------------------------------------------------------------
+
+    @staticmethod
+    def validate_offset_commit(group: ConsumerGroup, member_id: str, member_epoch: int,
+                               api_version: int) -> Optional[ErrorCode]:
+        """Kafka's ``ConsumerGroup.validateOffsetCommit`` (non-transactional)."""
+        if member_epoch < 0 and not group.members:
+            return None
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if api_version < 9:
+            return ErrorCode.UNSUPPORTED_VERSION
+        if member_epoch > member.member_epoch:
+            return ErrorCode.FENCED_MEMBER_EPOCH
+        if member_epoch < member.member_epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return None
+
+    @staticmethod
+    def validate_offset_fetch(group: ConsumerGroup, member_id: Optional[str],
+                              member_epoch: int) -> Optional[ErrorCode]:
+        """Kafka's ``ConsumerGroup.validateOffsetFetch``: only a fetch that names a member
+        is checked (the admin client's is not)."""
+        if member_epoch < 0 and member_id is None:
+            return None
+        member = group.members.get(member_id or "")
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if member_epoch != member.member_epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return None
+
+    # -- describe ---------------------------------------------------------------------------
+
+    def topic_names(self) -> dict[uuid.UUID, str]:
+        return {info.topic_id: name for name, info in self.coordinator.broker.logs.topics.items()}
+
+
+def _new_member_id() -> str:
+    return str(uuid.uuid4())
+
+
+def _is_subset(owned: Optional[TopicPartitions], assigned: TopicPartitions) -> bool:
+    if owned is None:
+        return False
+    return all(ps <= assigned.get(t, set()) for t, ps in owned.items() if ps)
+
+
+def _cancel(timer: Any) -> None:
+    if timer is not None and timer.active():
+        timer.cancel()
