@@ -39,6 +39,15 @@ from kafka.protocol.metadata.find_coordinator import (FindCoordinatorRequest,
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
+from kafka.protocol.sasl import (SaslAuthenticateRequest, SaslAuthenticateResponse,
+                                 SaslHandshakeRequest, SaslHandshakeResponse)
+from kafka.protocol.admin.acl import (CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest,
+                                      DeleteAclsResponse, DescribeAclsRequest,
+                                      DescribeAclsResponse)
+from kafka.protocol.admin.users import (AlterUserScramCredentialsRequest,
+                                        AlterUserScramCredentialsResponse,
+                                        DescribeUserScramCredentialsRequest,
+                                        DescribeUserScramCredentialsResponse)
 
 from protocol.registry import ApiRegistry
 
@@ -75,3 +84,11 @@ SERVED.register(DescribeGroupsRequest, DescribeGroupsResponse, 0, 6)
 SERVED.register(ListGroupsRequest, ListGroupsResponse, 0, 5)
 SERVED.register(DeleteGroupsRequest, DeleteGroupsResponse, 0, 2)
 SERVED.register(OffsetDeleteRequest, OffsetDeleteResponse, 0, 0)
+# Security: SASL, ACLs, SCRAM credentials (wireserver.security).
+SERVED.register(SaslHandshakeRequest, SaslHandshakeResponse, 0, 1)
+SERVED.register(SaslAuthenticateRequest, SaslAuthenticateResponse, 0, 2)
+SERVED.register(DescribeAclsRequest, DescribeAclsResponse, 1, 3)
+SERVED.register(CreateAclsRequest, CreateAclsResponse, 1, 3)
+SERVED.register(DeleteAclsRequest, DeleteAclsResponse, 1, 3)
+SERVED.register(DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse, 0, 0)
+SERVED.register(AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse, 0, 0)
