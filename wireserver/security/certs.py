@@ -86,7 +86,7 @@ def issue(ca: Issued, common_name: str, *, organization: str | None = None,
 
 
 @dataclass
-class TestPki:
+class PkiFiles:
     """Files of a test PKI: ``ca`` (CA cert), ``server`` (cert chain + key in one PEM),
     ``client_cert`` / ``client_key`` for a client called ``client_cn``."""
 
@@ -98,14 +98,18 @@ class TestPki:
     client_cert: str
     client_key: str
     client_dn: str
+    admin_cert: str
+    admin_key: str
+    admin_dn: str
 
 
 def write_test_pki(directory: str, client_cn: str = "client",
-                   client_org: str | None = "wireserver") -> TestPki:
+                   client_org: str | None = "wireserver") -> PkiFiles:
     os.makedirs(directory, exist_ok=True)
     ca = make_ca()
     server = issue(ca, "localhost", hosts=("localhost", "127.0.0.1", "::1"))
     client = issue(ca, client_cn, organization=client_org, client=True)
+    admin = issue(ca, "wireserver-admin", organization=client_org, client=True)
 
     def write(name: str, data: bytes) -> str:
         path = os.path.join(directory, name)
@@ -113,7 +117,7 @@ def write_test_pki(directory: str, client_cn: str = "client",
             handle.write(data)
         return path
 
-    return TestPki(
+    return PkiFiles(
         directory=directory,
         ca=write("ca.pem", ca.cert_pem),
         server=write("server.pem", server.cert_pem + server.key_pem),
@@ -122,4 +126,7 @@ def write_test_pki(directory: str, client_cn: str = "client",
         client_cert=write("client-cert.pem", client.cert_pem),
         client_key=write("client-key.pem", client.key_pem),
         client_dn=client.cert.subject.rfc4514_string(),
+        admin_cert=write("admin-cert.pem", admin.cert_pem),
+        admin_key=write("admin-key.pem", admin.key_pem),
+        admin_dn=admin.cert.subject.rfc4514_string(),
     )

@@ -44,7 +44,10 @@ class SecurityManager:
         """Bind ``listener`` with TLS when its protocol asks for it."""
         context = self.tls.get(listener.name)
         if context is not None:
-            return reactor.listenSSL(listener.port, factory, context, interface=interface)
+            # Not listenSSL: its TLS layer schedules writes on the global reactor, and the
+            # embedded broker runs on a private one. The TLS wrapper takes the clock to use.
+            from twisted.protocols.tls import TLSMemoryBIOFactory
+            factory = TLSMemoryBIOFactory(context, False, factory, clock=reactor)
         return reactor.listenTCP(listener.port, factory, interface=interface)
 
     def new_connection(self, listener: str, host: str) -> ConnectionSecurity:

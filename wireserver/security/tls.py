@@ -21,6 +21,8 @@ from typing import Any
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from OpenSSL import SSL, crypto
+from twisted.internet.interfaces import IOpenSSLServerConnectionCreator
+from zope.interface import implementer
 
 from wireserver.config import BrokerConfig
 
@@ -142,14 +144,19 @@ def server_context(config: BrokerConfig, listener: str) -> SSL.Context:
     return context
 
 
+@implementer(IOpenSSLServerConnectionCreator)
 class ServerContextFactory:
-    """What ``reactor.listenSSL`` wants: an object with ``getContext()``."""
+    """What Twisted's TLS layer wants: a new server ``SSL.Connection`` per accepted socket,
+    all from the listener's one context."""
 
     def __init__(self, context: SSL.Context):
         self._context = context
 
     def getContext(self) -> SSL.Context:  # noqa: N802 - Twisted's interface
         return self._context
+
+    def serverConnectionForTLS(self, protocol: Any) -> SSL.Connection:  # noqa: N802
+        return SSL.Connection(self._context, None)
 
 
 def peer_principal(transport: Any) -> str | None:
