@@ -8,10 +8,15 @@
 - Fetch sessions (KIP-227), full and incremental: see ``wireserver.fetch_sessions``.
 - Topic ids from v13 (UNKNOWN_TOPIC_ID for an id we don't know).
 - OFFSET_OUT_OF_RANGE below the log start or above the log end; consumers never see past the
-  high watermark (read_committed: the last stable offset, equal to it until transactions land).
+  high watermark.
+- isolation_level read_committed (1): reads stop at the last stable offset (the first offset of
+  the oldest open transaction, or the high watermark), and ``aborted_transactions`` lists the
+  aborted transactions (producer id, first offset) overlapping the returned batches, from the
+  segments' ``.txnindex``, so the client drops their records. ``last_stable_offset`` is
+  reported for both isolation levels, as Kafka does.
 
 Skipped (later issues): follower fetches (replica_id >= 0), divergence checks against
-``last_fetched_epoch``, aborted transactions, preferred read replicas (always -1).
+``last_fetched_epoch``, preferred read replicas (always -1).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import uuid
 from twisted.internet import defer
 
 from protocol.errors import ErrorCode
+from storage.batches import iter_headers
 from storage.errors import OffsetOutOfRange
 from wireserver.apis import handles
 from wireserver.security import checks
@@ -113,15 +119,16 @@ class PartitionResult:
     """One partition's answer; an errored one carries -1 for every offset, as Kafka's does."""
 
     __slots__ = ("cached", "error", "records", "high_watermark", "last_stable_offset",
-                 "log_start_offset")
+                 "log_start_offset", "aborted")
 
-    def __init__(self, cached, error, records=b"", hw=-1, lso=-1, log_start=-1):
+    def __init__(self, cached, error, records=b"", hw=-1, lso=-1, log_start=-1, aborted=None):
         self.cached = cached
         self.error = error
         self.records = records
         self.high_watermark = hw
         self.last_stable_offset = lso
         self.log_start_offset = log_start
+        self.aborted = aborted
 
 
 def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
@@ -129,6 +136,7 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
     logs = ctx.broker.logs
     remaining = body.max_bytes
     min_one = True
+    read_committed = body.isolation_level == 1
     results = []
     for cached in plan.partitions:
         if cached.topic is None:
@@ -145,6 +153,7 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
             results.append(PartitionResult(cached, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             continue
         hw, log_start = log.high_watermark, log.log_start_offset
+        lso = log.last_stable_offset
         epoch = cached.current_leader_epoch
         if epoch >= 0 and epoch != LEADER_EPOCH:
             error = ErrorCode.FENCED_LEADER_EPOCH if epoch < LEADER_EPOCH else \
@@ -153,15 +162,28 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
             continue
         limit = max(0, min(cached.max_bytes, remaining))
         try:
-            read = log.read(cached.fetch_offset, limit, upper_bound=hw, min_one_batch=min_one)
+            read = log.read(cached.fetch_offset, limit, upper_bound=lso if read_committed else hw,
+                            min_one_batch=min_one)
         except OffsetOutOfRange:
             results.append(PartitionResult(cached, ErrorCode.OFFSET_OUT_OF_RANGE))
             continue
         if read.data:
             min_one = False
             remaining = max(0, remaining - len(read.data))
-        results.append(PartitionResult(cached, ErrorCode.NONE, read.data, hw, hw, log_start))
+        aborted = None
+        if read_committed and read.data:
+            aborted = log.collect_aborted(cached.fetch_offset, _end_offset(read.data))
+        results.append(PartitionResult(cached, ErrorCode.NONE, read.data, hw, lso, log_start,
+                                       aborted))
     return results
+
+
+def _end_offset(data) -> int:
+    """The offset after the last batch of ``data`` (whole batches)."""
+    end = -1
+    for _, header in iter_headers(data):
+        end = header.next_offset
+    return end
 
 
 def ready(ctx, results: list[PartitionResult]) -> bool:
@@ -177,6 +199,7 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
     response_class = ctx.request.spec.response_class
     topic_class = response_class.FetchableTopicResponse
     partition_class = topic_class.PartitionData
+    aborted_class = partition_class.AbortedTransaction
     read_committed = ctx.body.isolation_level == 1
     topics: list = []
     by_topic: dict = {}
@@ -202,7 +225,10 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
             high_watermark=result.high_watermark, last_stable_offset=result.last_stable_offset,
             log_start_offset=result.log_start_offset,
             # Kafka answers a partition it doesn't know with an empty (not null) list.
-            aborted_transactions=[] if read_committed or result.error in UNKNOWN else None,
+            aborted_transactions=(
+                [aborted_class(producer_id=txn.producer_id, first_offset=txn.first_offset)
+                 for txn in result.aborted or ()]
+                if read_committed or result.error in UNKNOWN else None),
             preferred_read_replica=-1, records=result.records))
     if plan.session is not None:
         plan.session.advance() if plan.incremental else None
