@@ -121,7 +121,7 @@ def server_context(config: BrokerConfig, listener: str) -> SSL.Context:
     context.use_certificate(crypto.X509.from_cryptography(certs[0]))
     for extra in certs[1:]:
         context.add_extra_chain_cert(crypto.X509.from_cryptography(extra))
-    context.use_privatekey(crypto.PKey.from_cryptography_key(key))
+    context.use_privatekey(key)
     context.check_privatekey()
     store = context.get_cert_store()
     trusted = truststore(config, listener)
