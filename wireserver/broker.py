@@ -25,6 +25,7 @@ from wireserver.config import BrokerConfig, Listener
 from wireserver.groups import GroupCoordinator
 from wireserver.producer_ids import ProducerIdManager
 from wireserver.purgatory import Purgatory
+from wireserver.security.manager import SecurityManager
 from wireserver.server import KafkaServerFactory
 from wireserver.txn import TransactionCoordinator
 
@@ -55,6 +56,7 @@ class Broker:
         self.groups: GroupCoordinator | None = None
         self.txn: TransactionCoordinator | None = None
         self.producer_ids: ProducerIdManager | None = None
+        self.security: SecurityManager | None = None
         self._flushing: set = set()
         self._loops: list[task.LoopingCall] = []
         self.started = False
@@ -72,6 +74,7 @@ class Broker:
         for directory in self.config.log_dirs:
             os.makedirs(directory, exist_ok=True)
         self.cluster_id = self._load_or_create_cluster_id()
+        self.security = SecurityManager(self)
         self.producer_ids = ProducerIdManager(self.config.log_dirs[0])
         self.logs = LogManager(self.config.log_dirs, self.config.topic_defaults(), self.now_ms,
                                self.config["producer.id.expiration.ms"])
@@ -90,7 +93,7 @@ class Broker:
         for listener in self.config.listeners:
             factory = KafkaServerFactory(self, listener.name)
             interface = "" if listener.all_interfaces else listener.host
-            port = self.reactor.listenTCP(listener.port, factory, interface=interface)
+            port = self.security.listen(self.reactor, listener, factory, interface)
             self.ports.append(port)
             bound.append(listener.with_port(port.getHost().port))
         by_name = {listener.name: listener for listener in bound}

@@ -29,6 +29,7 @@ from protocol.errors import ErrorCode
 from storage.batches import iter_headers
 from storage.errors import OffsetOutOfRange
 from wireserver.apis import handles
+from wireserver.security import checks
 from wireserver.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition
 
 API_KEY = 1
@@ -142,6 +143,10 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
             error = ErrorCode.UNKNOWN_TOPIC_ID if plan.version >= 13 else \
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             results.append(PartitionResult(cached, error))
+            continue
+        denied = checks.fetch_topic(ctx, cached.topic)
+        if denied:
+            results.append(PartitionResult(cached, denied))
             continue
         log = logs.get_log(cached.topic, cached.partition)
         if log is None:

@@ -15,6 +15,7 @@ import uuid
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
+from wireserver.security import checks
 from wireserver.topics import INTERNAL_TOPICS, TopicError, auto_create, check_name
 
 API_KEY = 3
@@ -62,7 +63,8 @@ def handle(ctx):
     allow_auto_create = body.allow_auto_topic_creation if version >= 4 else True
     topics = []
     if all_topics:
-        topics = [topic_entry(ctx, topic_class, info) for info in logs.topics.values()]
+        topics = [topic_entry(ctx, topic_class, info) for info in logs.topics.values()
+                  if not checks.describe_topic(ctx, info.name)]  # unauthorized: hidden
     else:
         by_id = {info.topic_id: info for info in logs.topics.values()}
         for requested in body.topics:
@@ -76,6 +78,11 @@ def handle(ctx):
                     topics.append(topic_entry(ctx, topic_class, info))
                 continue
             info = logs.topics.get(name)
+            denied = checks.describe_topic(ctx, name) or (
+                info is None and allow_auto_create and checks.create_topic(ctx, name))
+            if denied:
+                topics.append(error_entry(topic_class, denied, name))
+                continue
             if info is None:
                 try:
                     check_name(name)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
+from wireserver.security import checks
 
 API_KEY = 9
 
@@ -41,9 +42,12 @@ def handle(ctx):
         partition_class = topic_class.OffsetFetchResponsePartitions
         groups = []
         for g in body.groups:
-            found = [] if error else _fetch(coordinator, g.group_id, g.topics,
-                                            body.require_stable)
-            groups.append(group_class(group_id=g.group_id, error_code=error, topics=[
+            group_error = error or checks.describe_group(ctx, g.group_id) or ErrorCode.NONE
+            found = [] if group_error else [
+                (topic, parts) for topic, parts in _fetch(coordinator, g.group_id, g.topics,
+                                                          body.require_stable)
+                if not checks.describe_topic(ctx, topic)]
+            groups.append(group_class(group_id=g.group_id, error_code=group_error, topics=[
                 topic_class(name=topic, partitions=[_partition(partition_class, p, c)
                                                     for p, c in parts])
                 for topic, parts in found]))
@@ -51,6 +55,7 @@ def handle(ctx):
 
     topic_class = response_class.OffsetFetchResponseTopic
     partition_class = topic_class.OffsetFetchResponsePartition
+    error = error or checks.describe_group(ctx, body.group_id) or ErrorCode.NONE
     if error:
         if version >= 2:
             return ctx.response(throttle_time_ms=0, topics=[], error_code=error)

@@ -31,6 +31,7 @@ from protocol.errors import (CorruptRecordBatch, DecodeError, ErrorCode, Truncat
 from protocol.records import ATTR_TRANSACTIONAL_MASK, RecordBatch, iter_batches
 from storage.producer_state import InvalidProducerEpoch, OutOfOrderSequence
 from wireserver.apis import handles
+from wireserver.security import checks
 from wireserver.topics import TopicError, check_name
 
 API_KEY = 0
@@ -134,6 +135,7 @@ def handle(ctx):
     if version >= 13:
         by_id = {info.topic_id: info.name for info in ctx.broker.logs.topics.values()}
     responses = []
+    txn_denied = checks.produce_transactional_id(ctx)
     for topic_data in body.topic_data:
         name = topic_data.name
         unknown_id = False
@@ -145,6 +147,9 @@ def handle(ctx):
             try:
                 if unknown_id:
                     raise PartitionError(ErrorCode.UNKNOWN_TOPIC_ID)
+                denied = txn_denied or checks.produce_topic(ctx, name)
+                if denied:
+                    raise PartitionError(denied)
                 try:
                     check_name(name)
                 except TopicError as exc:
