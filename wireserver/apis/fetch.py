@@ -10,8 +10,13 @@
 - OFFSET_OUT_OF_RANGE below the log start or above the log end; consumers never see past the
   high watermark (read_committed: the last stable offset, equal to it until transactions land).
 
-Skipped (later issues): follower fetches (replica_id >= 0), divergence checks against
-``last_fetched_epoch``, aborted transactions, preferred read replicas (always -1).
+Cluster mode: only the leader answers (NOT_LEADER_OR_FOLLOWER elsewhere) and epochs are fenced
+against the partition's leader epoch. A follower's fetch (``replica_id`` >= 0) reads up to the
+log end offset rather than the high watermark, and its fetch offset tells the leader the
+follower's log end offset (high watermark, ISR expansion: ``ClusterNode.follower_fetched``).
+
+Skipped (later issues): divergence checks against ``last_fetched_epoch`` (followers truncate
+with OffsetForLeaderEpoch first), aborted transactions, preferred read replicas (always -1).
 """
 
 from __future__ import annotations
@@ -123,9 +128,19 @@ class PartitionResult:
         self.log_start_offset = log_start
 
 
+def replica_id(ctx) -> int:
+    body = ctx.body
+    if ctx.version >= 15:
+        state = getattr(body, "replica_state", None)
+        return state.replica_id if state is not None else -1
+    return body.replica_id
+
+
 def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
     body = ctx.body
     logs = ctx.broker.logs
+    cluster = ctx.broker.cluster
+    follower = cluster is not None and replica_id(ctx) >= 0
     remaining = body.max_bytes
     min_one = True
     results = []
@@ -141,14 +156,20 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
             continue
         hw, log_start = log.high_watermark, log.log_start_offset
         epoch = cached.current_leader_epoch
-        if epoch >= 0 and epoch != LEADER_EPOCH:
+        if cluster is not None:
+            error, _ = cluster.check_leader(cached.topic, cached.partition, epoch)
+            if error is not None:
+                results.append(PartitionResult(cached, error))
+                continue
+        elif epoch >= 0 and epoch != LEADER_EPOCH:
             error = ErrorCode.FENCED_LEADER_EPOCH if epoch < LEADER_EPOCH else \
                 ErrorCode.UNKNOWN_LEADER_EPOCH
             results.append(PartitionResult(cached, error))
             continue
         limit = max(0, min(cached.max_bytes, remaining))
         try:
-            read = log.read(cached.fetch_offset, limit, upper_bound=hw, min_one_batch=min_one)
+            read = log.read(cached.fetch_offset, limit, upper_bound=None if follower else hw,
+                            min_one_batch=min_one)
         except OffsetOutOfRange:
             results.append(PartitionResult(cached, ErrorCode.OFFSET_OUT_OF_RANGE))
             continue
@@ -223,6 +244,12 @@ def handle(ctx):
     deadline = broker.reactor.seconds() + ctx.body.max_wait_ms / 1000.0
     keys = [("append", cached.topic, cached.partition) for cached in plan.partitions
             if cached.topic is not None]
+    follower = replica_id(ctx)
+    if broker.cluster is not None and follower >= 0:
+        for cached in plan.partitions:
+            if cached.topic is not None:
+                broker.cluster.follower_fetched((cached.topic, cached.partition), follower,
+                                                cached.fetch_offset)
     results = read_partitions(ctx, plan)
     while not ready(ctx, results) and keys:
         remaining = deadline - broker.reactor.seconds()
