@@ -96,6 +96,7 @@ class ClusterNode:
         self.zk.start(timeout=connect_ms / 1000.0)
         for path in zd.PERSISTENT_PATHS:
             self.zk.ensure_path(path)
+        self._adopt_cluster_id()
         self._register()
 
         def on_state(state: Any) -> None:
@@ -143,6 +144,28 @@ class ClusterNode:
             func(*args)
         except Exception:  # noqa: BLE001
             log.exception("handling a ZooKeeper change failed")
+
+    def _adopt_cluster_id(self) -> None:
+        """The cluster id lives in ``/cluster/id``: the first broker writes its own there, the
+        others adopt it (and record it in their ``meta.properties``)."""
+        import json
+        import os
+
+        from kazoo.exceptions import NodeExistsError
+
+        doc = json.dumps({"version": "1", "id": self.broker.cluster_id}).encode()
+        try:
+            self.zk.create(zd.CLUSTER_ID, doc, makepath=True)
+        except NodeExistsError:
+            data, _ = self.zk.get(zd.CLUSTER_ID)
+            cluster_id = json.loads(data)["id"]
+            if cluster_id != self.broker.cluster_id:
+                self.broker.cluster_id = cluster_id
+                path = os.path.join(self.broker.config.log_dirs[0], "meta.properties")
+                with open(path + ".tmp", "w", encoding="utf-8") as handle:
+                    handle.write(f"#wireserver\nversion=1\ncluster.id={cluster_id}\n"
+                                 f"node.id={self.node_id}\n")
+                os.replace(path + ".tmp", path)
 
     def _register(self) -> None:
         from kazoo.exceptions import NodeExistsError

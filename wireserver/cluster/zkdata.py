@@ -14,6 +14,7 @@ TOPICS = "/brokers/topics"
 CONFIG_TOPICS = "/config/topics"
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
+CLUSTER_ID = "/cluster/id"
 PERSISTENT_PATHS = (BROKER_IDS, TOPICS, CONFIG_TOPICS, "/admin/delete_topics",
                     "/isr_change_notification")
 
