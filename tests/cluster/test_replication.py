@@ -83,9 +83,10 @@ def test_rf3_topic_has_three_replicas_and_full_isr(cluster):
         assert epoch == 0
     # Round-robin placement: every broker is the preferred leader of one partition.
     assert sorted(p[2][0] for p in partitions.values()) == [1, 2, 3]
-    # Every broker answers the same.
+    # Every broker answers the same (once the ZooKeeper watches have fired everywhere).
     for broker in cluster.brokers.values():
-        assert metadata(broker.bootstrap_servers, "placed")[2] == partitions
+        wait_for(lambda: metadata(broker.bootstrap_servers, "placed")[2] == partitions, 10,
+                 what=f"broker {broker.node_id} to see the topic")
 
 
 def test_acks_all_reaches_every_broker_log(cluster):
