@@ -46,12 +46,12 @@ def test_unclean_leader_election(cluster):
     any_broker = next(iter(cluster.brokers.values())).bootstrap_servers
     leader, _, replicas, _ = metadata(any_broker, topic)[2][0]
     follower = next(r for r in replicas if r != leader)
+    observer = next(b for i, b in cluster.brokers.items() if i not in replicas)
     # The follower dies first and leaves the ISR; then the leader dies: offline.
     cluster.brokers[follower].kill()
-    wait_for(lambda: metadata(any_broker, topic)[2][0][3] == [leader], 30,
+    wait_for(lambda: metadata(observer.bootstrap_servers, topic)[2][0][3] == [leader], 30,
              what="the ISR to shrink")
     cluster.brokers[leader].kill()
-    observer = next(b for b in cluster.brokers.values() if b.running)
     wait_for(lambda: metadata(observer.bootstrap_servers, topic)[2][0][0] == -1, 30,
              what="the partition to go offline")
     # The out-of-sync follower returns and, unclean election being on, leads.
