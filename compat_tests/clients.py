@@ -32,7 +32,7 @@ from compat_tests.reference import run_tool
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 #: seconds a client may wait for anything (metadata, an ack, a record)
-TIMEOUT = 15.0
+TIMEOUT = 30.0  # generous: a cold client on a loaded 2-core machine can take a while
 
 
 class ClientError(Exception):
@@ -91,6 +91,12 @@ class Client:
 
     def offsets_for_time(self, bootstrap: str, topic: str, partition: int,
                          timestamp: int) -> int | None:
+        raise Unsupported(self.name)
+
+    def consume_group(self, bootstrap: str, topic: str, group: str, count: int, *,
+                      timeout: float = TIMEOUT) -> list[str]:
+        """Subscribe to ``topic`` in consumer group ``group`` from the earliest offset, read
+        ``count`` records, commit what was read and leave. Returns the values read."""
         raise Unsupported(self.name)
 
     def __repr__(self) -> str:
@@ -160,6 +166,22 @@ class KafkaPythonClient(Client):
             return out[:count]
         except KafkaError as exc:
             raise ClientError(_kafka_error_name(exc), str(exc)) from exc
+        finally:
+            consumer.close()
+
+    def consume_group(self, bootstrap, topic, group, count, *, timeout=TIMEOUT):
+        from kafka import KafkaConsumer
+        consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
+                                 enable_auto_commit=False, auto_offset_reset="earliest",
+                                 request_timeout_ms=10000, client_id="compat-kafka-python")
+        values: list[str] = []
+        try:
+            deadline = time.monotonic() + timeout
+            while len(values) < count and time.monotonic() < deadline:
+                for batch in consumer.poll(timeout_ms=300).values():
+                    values.extend(_s(m.value) for m in batch)
+            consumer.commit()
+            return values
         finally:
             consumer.close()
 
@@ -249,6 +271,26 @@ class AioKafkaClient(Client):
 
     def offsets_for_time(self, bootstrap, topic, partition, timestamp):
         return asyncio.run(self._offsets_for_time(bootstrap, topic, partition, timestamp))
+
+    def consume_group(self, bootstrap, topic, group, count, *, timeout=TIMEOUT):
+        return asyncio.run(self._consume_group(bootstrap, topic, group, count, timeout))
+
+    async def _consume_group(self, bootstrap, topic, group, count, timeout):
+        from aiokafka import AIOKafkaConsumer
+        consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
+                                    enable_auto_commit=False, auto_offset_reset="earliest",
+                                    request_timeout_ms=10000, client_id="compat-aiokafka")
+        values: list[str] = []
+        try:
+            await asyncio.wait_for(consumer.start(), TIMEOUT)
+            deadline = time.monotonic() + timeout
+            while len(values) < count and time.monotonic() < deadline:
+                for batch in (await consumer.getmany(timeout_ms=300)).values():
+                    values.extend(_s(m.value) for m in batch)
+            await consumer.commit()
+            return values
+        finally:
+            await consumer.stop()
 
     async def _offsets_for_time(self, bootstrap, topic, partition, timestamp):
         from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -351,6 +393,24 @@ class ConfluentClient(Client):
             if found.error:
                 raise ClientError(found.error.name(), found.error.str())
             return None if found.offset < 0 else found.offset
+        finally:
+            consumer.close()
+
+    def consume_group(self, bootstrap, topic, group, count, *, timeout=TIMEOUT):
+        from confluent_kafka import Consumer
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                             "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                             "client.id": "compat-confluent"})
+        values: list[str] = []
+        try:
+            consumer.subscribe([topic])
+            deadline = time.monotonic() + timeout
+            while len(values) < count and time.monotonic() < deadline:
+                message = consumer.poll(0.3)
+                if message is not None and message.error() is None:
+                    values.append(_s(message.value()))
+            consumer.commit(asynchronous=False)
+            return values
         finally:
             consumer.close()
 
@@ -508,6 +568,17 @@ class JavaClient(Client):
                             int(part.split(":")[1]), int(ts_value), int(off.split(":")[1]),
                             {"CreateTime": 0, "LogAppendTime": 1}.get(ts_type)))
         return out
+
+    def consume_group(self, bootstrap, topic, group, count, *, timeout=TIMEOUT):
+        args = ["--topic", topic, "--group", group, "--from-beginning",
+                "--max-messages", str(count), "--timeout-ms", str(int(timeout * 1000)),
+                "--consumer-property", "client.id=compat-java"]
+        proc = run_tool("kafka-console-consumer", args, bootstrap=bootstrap,
+                        timeout=timeout + 60)
+        error = _java_error(proc.stderr, ignore=("TimeoutException",))
+        if error:
+            raise ClientError(error, proc.stderr.strip()[-800:])
+        return proc.stdout.splitlines()  # it commits on close (enable.auto.commit)
 
     def offsets_for_time(self, bootstrap, topic, partition, timestamp):
         proc = run_tool("kafka-get-offsets", ["--topic", topic, "--partitions", str(partition),

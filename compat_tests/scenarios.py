@@ -442,6 +442,45 @@ def _check_log_dirs(obs: dict) -> None:
     assert obs["partitions"] == ["0", "1"] and obs["log_dirs"] >= 1, obs
 
 
+# ------------------------------------------------------------------------------ groups
+
+def consumer_groups_tool(bootstrap: str, args: list[str]) -> str:
+    from compat_tests.reference import run_tool
+    proc = run_tool("kafka-consumer-groups", args, bootstrap=bootstrap, timeout=90)
+    return proc.stdout
+
+
+@scenario("group-consume-commit",
+          clients=("kafka-python", "aiokafka", "confluent-kafka", "java"),
+          check=lambda o: _check_group(o))
+def group_consume_commit(bootstrap: str, client: Client) -> dict:
+    """a consumer group reads a 2-partition topic, commits and leaves; kafka-consumer-groups
+    then lists the group and describes its committed offsets and lag"""
+    topic = neutral.create_topic(bootstrap, "grp", partitions=2)
+    neutral.write(bootstrap, topic, [record(f"g{i}", key=f"k{i}") for i in range(12)])
+    group = neutral.topic_name("group")
+    values = client.consume_group(bootstrap, topic, group, 12)
+    listed = consumer_groups_tool(bootstrap, ["--list"]).split()
+    describe = consumer_groups_tool(bootstrap, ["--describe", "--group", group])
+    rows = []
+    for line in describe.splitlines():
+        fields = line.split()
+        if len(fields) >= 6 and fields[1] == topic:
+            rows.append(fields[2:6])  # partition, current offset, log end offset, lag
+    neutral.write(bootstrap, topic, [record("late", key="k0")])
+    lag = consumer_groups_tool(bootstrap, ["--describe", "--group", group])
+    total_lag = sum(int(line.split()[5]) for line in lag.splitlines()
+                    if len(line.split()) >= 6 and line.split()[1] == topic)
+    return {"values": sorted(values), "listed": group in listed, "offsets": sorted(rows),
+            "lag_after_one_more": total_lag}
+
+
+def _check_group(obs: dict) -> None:
+    assert obs["values"] == sorted(f"g{i}" for i in range(12)), obs
+    assert obs["listed"] and obs["lag_after_one_more"] == 1, obs
+    assert sum(int(row[1]) for row in obs["offsets"]) == 12, obs
+
+
 # ------------------------------------------------------------------------------ Java tools
 
 @scenario("verifiable-producer", clients=("java",), check=lambda o: _check_verifiable(o))

@@ -14,9 +14,11 @@ from typing import Any
 from kafka.protocol.api_message import ApiMessage
 
 from protocol.errors import DecodeError, UnsupportedApi
+from protocol.fetch_response import encode_fetch_response
 from protocol.registry import ApiRegistry, ApiSpec
 
 API_VERSIONS_KEY = 18
+FETCH_KEY = 1
 _FIXED = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 _INT16 = struct.Struct(">h")
 
@@ -152,6 +154,15 @@ def encode_response(spec: ApiSpec, version: int, correlation_id: int, response: 
     response.with_header(correlation_id=correlation_id)
     # kafka-python hands back a bytearray; transports want immutable bytes.
     return bytes(response.encode(header=True, framed=True))
+
+
+def encode_response_chunks(spec: ApiSpec, version: int, correlation_id: int,
+                           response: ApiMessage) -> list[bytes]:
+    """The framed response as chunks for ``writeSequence``. Fetch goes through the hand-written
+    encoder that passes records through without copying them; everything else is one chunk."""
+    if spec.key == FETCH_KEY:
+        return encode_fetch_response(response, version, correlation_id)
+    return [encode_response(spec, version, correlation_id, response)]
 
 
 def make_response(spec: ApiSpec, version: int, **fields: Any) -> ApiMessage:

@@ -38,7 +38,18 @@ from kafka.protocol.metadata.find_coordinator import (FindCoordinatorRequest,
                                                      FindCoordinatorResponse)
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
-from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
+from kafka.protocol.admin.transactions import (DescribeProducersRequest,
+                                               DescribeProducersResponse,
+                                               DescribeTransactionsRequest,
+                                               DescribeTransactionsResponse,
+                                               ListTransactionsRequest, ListTransactionsResponse)
+from kafka.protocol.producer.transaction import (AddOffsetsToTxnRequest, AddOffsetsToTxnResponse,
+                                                 AddPartitionsToTxnRequest,
+                                                 AddPartitionsToTxnResponse, EndTxnRequest,
+                                                 EndTxnResponse, InitProducerIdRequest,
+                                                 InitProducerIdResponse, TxnOffsetCommitRequest,
+                                                 TxnOffsetCommitResponse, WriteTxnMarkersRequest,
+                                                 WriteTxnMarkersResponse)
 
 from protocol.registry import ApiRegistry
 
@@ -75,3 +86,12 @@ SERVED.register(DescribeGroupsRequest, DescribeGroupsResponse, 0, 6)
 SERVED.register(ListGroupsRequest, ListGroupsResponse, 0, 5)
 SERVED.register(DeleteGroupsRequest, DeleteGroupsResponse, 0, 2)
 SERVED.register(OffsetDeleteRequest, OffsetDeleteResponse, 0, 0)
+# Transactions (protocol v1; EndTxn 5 and TxnOffsetCommit 5 belong to KIP-890 v2, not served).
+SERVED.register(AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, 0, 5)
+SERVED.register(AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, 0, 4)
+SERVED.register(EndTxnRequest, EndTxnResponse, 0, 4)
+SERVED.register(WriteTxnMarkersRequest, WriteTxnMarkersResponse, 1, 1)
+SERVED.register(TxnOffsetCommitRequest, TxnOffsetCommitResponse, 0, 4)
+SERVED.register(DescribeProducersRequest, DescribeProducersResponse, 0, 0)
+SERVED.register(DescribeTransactionsRequest, DescribeTransactionsResponse, 0, 0)
+SERVED.register(ListTransactionsRequest, ListTransactionsResponse, 0, 2)

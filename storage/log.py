@@ -4,6 +4,14 @@ Offsets: ``log_start_offset`` ≤ ``high_watermark`` ≤ ``log_end_offset`` alwa
 The log end offset is the next offset to be assigned; the high watermark is set by the caller
 (replication) and bounds what consumers see (pass it as ``upper_bound`` to ``read``).
 
+Transactions: ``last_stable_offset`` is the smaller of the high watermark and the first offset
+of the oldest open transaction (read_committed consumers read below it). ``append_marker``
+writes a COMMIT/ABORT control batch for a producer; an ABORT adds an ``AbortedTxn`` entry to the
+``.txnindex`` of the segment holding the marker, and ``collect_aborted`` answers which aborted
+transactions overlap a fetched range. The index is rebuilt from the log when a segment is
+re-scanned (entries past the recovered end are dropped) and by the replay of batch headers after
+the producer-state snapshot (``AbortedTxn`` entries are added again where missing).
+
 Deliberate differences from Kafka:
 
 - Segments are deleted at once instead of being renamed ``.deleted`` and removed after
@@ -37,7 +45,10 @@ from storage.batches import (
 from storage.epochs import LeaderEpochCache
 from storage.errors import InvalidOffset, LogInvariantError, OffsetOutOfRange
 from storage.log_config import LogConfig
-from storage.producer_state import ProducerStateManager
+from protocol.errors import DecodeError
+from protocol.records import RecordBatch, build_control_batch, decode_control_record
+from storage.producer_state import CompletedTxn, InvalidProducerEpoch, ProducerStateManager
+from storage.txn_index import TXN_INDEX_SUFFIX, AbortedTxn
 from storage.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -146,13 +157,14 @@ class Log:
                     os.unlink(path)
                 continue
             stem, ext = os.path.splitext(name)
-            if ext in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX) and stem.isdigit():
+            if ext in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX) \
+                    and stem.isdigit():
                 if ext == LOG_SUFFIX:
                     bases.add(int(stem))
         # Indexes without a log file are orphans.
         for name in os.listdir(self.directory):
             stem, ext = os.path.splitext(name)
-            if ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX) and stem.isdigit() \
+            if ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX) and stem.isdigit() \
                     and int(stem) not in bases:
                 os.unlink(os.path.join(self.directory, name))
         ordered = sorted(bases)
@@ -221,13 +233,33 @@ class Log:
                 position = found[0]
             else:
                 position = 0
-            for _, header in seg.walk(position):
+            for pos, header in seg.walk(position):
                 if header.last_offset >= start:
-                    state.replay(header)
+                    control = self._control_type(seg, pos, header) if header.is_control \
+                        else None
+                    completed = state.replay(header, control)
+                    if completed is not None:
+                        self._index_completed(seg, completed)
                     count += 1
         state.map_end_offset = self.log_end_offset
         state.replayed_batches = count
         return count
+
+    @staticmethod
+    def _control_type(seg: LogSegment, position: int, header: BatchHeader) -> int | None:
+        """The type of a control batch's record (0 ABORT, 1 COMMIT, ...), None if unreadable."""
+        try:
+            for record in RecordBatch(seg.read(position, header.size)).records():
+                return decode_control_record(record)[0]
+        except DecodeError:
+            return None
+        return None
+
+    def _index_completed(self, seg: LogSegment, completed: CompletedTxn) -> None:
+        if completed.is_aborted:
+            lso = self.producer_state.last_stable_offset_after(completed)
+            seg.txn_index.append(AbortedTxn(completed.producer_id, completed.first_offset,
+                                            completed.last_offset, lso))
 
     def _rebuild_producer_state(self) -> None:
         """After truncation: reload the newest snapshot at or below the new end, replay."""
@@ -259,6 +291,30 @@ class Log:
     def high_watermark(self, offset: int) -> None:
         """Set the high watermark, clamped to [log start offset, log end offset]."""
         self._high_watermark = min(max(offset, self._log_start_offset), self.log_end_offset)
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        return self.producer_state.first_unstable_offset()
+
+    @property
+    def last_stable_offset(self) -> int:
+        """min(first offset of the oldest open transaction, high watermark)."""
+        first = self.producer_state.first_unstable_offset()
+        hw = self._high_watermark
+        return hw if first is None or first > hw else max(first, self._log_start_offset)
+
+    def collect_aborted(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [fetch_offset, upper_bound), oldest first. Markers
+        follow their data, so the search starts at the segment holding ``fetch_offset`` and
+        stops after a segment with an entry whose LSO reaches ``upper_bound`` (Kafka's
+        ``isComplete``), or at the end of the log."""
+        out: list[AbortedTxn] = []
+        for i in range(self._segment_index_for(fetch_offset), len(self._segments)):
+            index = self._segments[i].txn_index
+            out.extend(index.collect(fetch_offset, upper_bound))
+            if any(txn.last_stable_offset >= upper_bound for txn in index.entries[-1:]):
+                break
+        return out
 
     @property
     def size_bytes(self) -> int:
@@ -308,7 +364,8 @@ class Log:
             self.producer_state.take_snapshot(sync=False)
         return seg
 
-    def append(self, buf, leader_epoch: int, now_ms: int | None = None) -> AppendResult:
+    def append(self, buf, leader_epoch: int, now_ms: int | None = None, *,
+               check_sequences: bool = True) -> AppendResult:
         """Append validated batches as leader: assign offsets from the log end offset by
         patching each batch's baseOffset, stamp ``leader_epoch`` and (for LogAppendTime
         topics) the append time, write them to the active segment and index them.
@@ -324,7 +381,8 @@ class Log:
         # Idempotent producers: a duplicate answers the original offsets and writes nothing;
         # epoch and sequence errors raise before anything is written.
         prepared = self.producer_state.prepare((h for _, h in incoming), first_offset,
-                                               now_ms if log_append else None)
+                                               now_ms if log_append else None,
+                                               check_sequences=check_sequences)
         if prepared.duplicate is not None:
             dup = prepared.duplicate
             return AppendResult(dup.first_offset, dup.last_offset, dup.timestamp,
@@ -349,6 +407,33 @@ class Log:
         self.producer_state.commit(prepared, self.log_end_offset)
         return AppendResult(first_offset, last_offset, now_ms if log_append else -1,
                             self._log_start_offset)
+
+    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool,
+                      coordinator_epoch: int = 0, leader_epoch: int = 0,
+                      now_ms: int | None = None) -> tuple[AppendResult, CompletedTxn | None]:
+        """Write a transaction marker (a COMMIT or ABORT control batch) for ``producer_id`` as
+        the transaction coordinator does (Kafka's ``AppendOrigin.COORDINATOR``): an epoch below
+        the producer's current one raises ``InvalidProducerEpoch``. Closes the producer's open
+        transaction here, if any (an ABORT is indexed in ``.txnindex``)."""
+        if now_ms is None:
+            now_ms = self._now_ms()
+        entry = self.producer_state.entry(producer_id)
+        if entry is not None and producer_epoch < entry.producer_epoch:
+            raise InvalidProducerEpoch(
+                f"Epoch of producer {producer_id} in the transaction marker is "
+                f"{producer_epoch}, smaller than the last seen epoch {entry.producer_epoch}")
+        offset = self.log_end_offset
+        batch = build_control_batch(commit, producer_id, producer_epoch, now_ms,
+                                    coordinator_epoch, base_offset=offset,
+                                    partition_leader_epoch=leader_epoch)
+        header = read_header(batch, 0)
+        self._roll_if_needed(len(batch), header.max_timestamp, offset, offset, now_ms)
+        self.active_segment.append(batch, [(0, header)])
+        self.leader_epoch_cache.assign(leader_epoch, offset)
+        completed = self.producer_state.replay(header, 1 if commit else 0)
+        if completed is not None:
+            self._index_completed(self.active_segment, completed)
+        return AppendResult(offset, offset, -1, self._log_start_offset), completed
 
     def append_as_follower(self, buf) -> AppendResult:
         """Append batches copied from the leader, keeping their offsets and leader epochs.
@@ -375,10 +460,19 @@ class Log:
         else:
             self._roll_if_needed(len(view), max_timestamp, first_offset, last_offset, now_ms)
         self.active_segment.append(view, headers)
-        for _, header in headers:
+        for pos, header in headers:
             if header.partition_leader_epoch != NO_PARTITION_LEADER_EPOCH:
                 self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
-            self.producer_state.replay(header)
+            control = None
+            if header.is_control:
+                try:
+                    record = next(iter(RecordBatch(view[pos:pos + header.size]).records()))
+                    control = decode_control_record(record)[0]
+                except (DecodeError, StopIteration):
+                    control = None
+            completed = self.producer_state.replay(header, control)
+            if completed is not None:
+                self._index_completed(self.active_segment, completed)
         return AppendResult(first_offset, last_offset, -1, self._log_start_offset)
 
     # -- reading -------------------------------------------------------------------------

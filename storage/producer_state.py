@@ -55,8 +55,17 @@ of any in-flight batch is still recognised after a restart. Version 1 files (fro
 dir) are read, never written.
 
 Producer entries are removed only when ``producer.id.expiration.ms`` has passed since their
-last batch's timestamp (``remove_expired``, and when a snapshot is loaded), not by retention.
-Transactions are not tracked yet: ``current_txn_first_offset`` is always -1.
+last batch's timestamp (``remove_expired``, and when a snapshot is loaded), not by retention,
+and never while they have a transaction open.
+
+Transactions (Kafka's ``ongoingTxns`` / ``appendEndTxnMarker``): the first transactional batch
+of a producer sets its entry's ``current_txn_first_offset``; the producer's COMMIT or ABORT
+marker (a control batch; its record gives the type) closes it and yields a ``CompletedTxn``.
+``first_unstable_offset`` is the smallest first offset of the open transactions, which bounds
+the partition's last stable offset. Open transactions survive restarts through the snapshot
+field and the replay of batch headers (control records are the only records decoded).
+Batches the broker writes itself (``check_sequences=False``: TxnOffsetCommit records in
+``__consumer_offsets``, Kafka's ``AppendOrigin.COORDINATOR``) get the epoch check only.
 """
 
 from __future__ import annotations
@@ -94,6 +103,15 @@ class OutOfOrderSequence(StorageError):
 
 class InvalidProducerEpoch(StorageError):
     error_code = ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+class CompletedTxn(NamedTuple):
+    """A transaction closed by a marker in this partition (Kafka's ``CompletedTxn``)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int  # the marker's offset
+    is_aborted: bool
 
 
 class CorruptSnapshot(ValueError):
@@ -305,6 +323,7 @@ class ProducerStateManager:
         self.directory = directory
         self.expiration_ms = expiration_ms
         self.producers: dict[int, ProducerStateEntry] = {}
+        self.ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
         self.map_end_offset = 0  # state covers every batch below this offset
         self.last_snapshot_offset = -1
         self.snapshots: list[int] = list_snapshots(directory)
@@ -313,7 +332,8 @@ class ProducerStateManager:
 
     # -- checks on the produce path ------------------------------------------------------
     def prepare(self, headers: Iterable, first_offset: int,
-                log_append_time: int | None = None) -> PreparedAppend:
+                log_append_time: int | None = None, *,
+                check_sequences: bool = True) -> PreparedAppend:
         """Validate the batches a client sends (headers before offsets are assigned; they will
         get consecutive offsets from ``first_offset``). Returns the duplicate batch, if any
         batch is one, else the entries to ``commit`` after the append. Raises
@@ -342,9 +362,16 @@ class ProducerStateManager:
                 updates[pid] = updated
             original_epoch = current.producer_epoch if current is not None else NO_PRODUCER_EPOCH
             self._check_epoch(pid, epoch, updated.producer_epoch, offset)
-            self._check_sequence(pid, epoch, first_seq, updated, original_epoch, offset)
+            if check_sequences:
+                self._check_sequence(pid, epoch, first_seq, updated, original_epoch, offset)
             timestamp = log_append_time if log_append_time is not None else header.max_timestamp
-            updated.add_batch(epoch, last_seq, offset + delta, delta, timestamp)
+            if check_sequences or first_seq >= 0:
+                updated.add_batch(epoch, last_seq, offset + delta, delta, timestamp)
+            else:
+                updated.maybe_update_epoch(epoch)
+                updated.last_timestamp = timestamp
+            if header.is_transactional and updated.current_txn_first_offset < 0:
+                updated.current_txn_first_offset = offset
             offset += delta + 1
         return PreparedAppend(None, updates) if updates else _NOTHING
 
@@ -378,11 +405,16 @@ class ProducerStateManager:
         """Install what ``prepare`` computed, once the batches are in the log."""
         for pid, entry in prepared.updates.items():
             self.producers[pid] = entry
+            if entry.current_txn_first_offset >= 0:
+                self.ongoing[pid] = entry.current_txn_first_offset
         self.map_end_offset = end_offset
 
     # -- replay (recovery, truncation, follower appends) ---------------------------------
-    def replay(self, header) -> None:
-        """Update from a batch already in the log (offsets assigned); no validation."""
+    def replay(self, header, control_type: int | None = None) -> CompletedTxn | None:
+        """Update from a batch already in the log (offsets assigned); no validation. For a
+        transaction marker pass ``control_type`` (0 ABORT, 1 COMMIT, from its record); the
+        transaction it closes is returned."""
+        completed = None
         pid = header.producer_id
         if pid >= 0:
             entry = self.producers.get(pid)
@@ -392,14 +424,38 @@ class ProducerStateManager:
                 # A transaction marker: the epoch moves on, no data batch is cached.
                 entry.maybe_update_epoch(header.producer_epoch)
                 entry.last_timestamp = header.max_timestamp
+                if control_type in (0, 1):
+                    first = entry.current_txn_first_offset
+                    completed = CompletedTxn(pid, first if first >= 0 else header.base_offset,
+                                             header.last_offset, control_type == 0)
                 entry.current_txn_first_offset = -1
+                self.ongoing.pop(pid, None)
             else:
-                entry.add_batch(header.producer_epoch,
-                                increment_sequence(header.base_sequence,
-                                                   header.last_offset_delta),
-                                header.last_offset, header.last_offset_delta,
-                                header.max_timestamp)
+                if header.base_sequence >= 0:
+                    entry.add_batch(header.producer_epoch,
+                                    increment_sequence(header.base_sequence,
+                                                       header.last_offset_delta),
+                                    header.last_offset, header.last_offset_delta,
+                                    header.max_timestamp)
+                else:
+                    entry.maybe_update_epoch(header.producer_epoch)
+                    entry.last_timestamp = header.max_timestamp
+                if header.is_transactional and entry.current_txn_first_offset < 0:
+                    entry.current_txn_first_offset = header.base_offset
+                    self.ongoing[pid] = header.base_offset
         self.map_end_offset = header.next_offset
+        return completed
+
+    # -- transactions -------------------------------------------------------------------
+    def first_unstable_offset(self) -> int | None:
+        """First offset of the oldest open transaction, None when none is open."""
+        return min(self.ongoing.values()) if self.ongoing else None
+
+    def last_stable_offset_after(self, completed: CompletedTxn) -> int:
+        """The LSO once ``completed`` is closed (Kafka's ``lastStableOffset(completedTxn)``),
+        recorded in its aborted-transaction index entry."""
+        others = [first for pid, first in self.ongoing.items() if pid != completed.producer_id]
+        return min(others) if others else completed.last_offset + 1
 
     # -- expiration ---------------------------------------------------------------------
     def is_expired(self, entry: ProducerStateEntry, now_ms: int,
@@ -472,13 +528,17 @@ class ProducerStateManager:
         with open(self._path(offset), "rb") as f:
             return decode_snapshot(f.read())
 
-    def load(self, log_start_offset: int, log_end_offset: int, now_ms: int) -> None:
+    def load(self, log_start_offset: int, log_end_offset: int, now_ms: int,
+             max_snapshot_offset: int | None = None) -> None:
         """Reset to the newest readable snapshot in [log start, log end] (corrupt ones are
         deleted), dropping expired producers; ``map_end_offset`` tells where to replay from
         (the snapshot's offset, or the log start when there is none)."""
         self.producers = {}
+        self.ongoing = {}
         self.snapshots = list_snapshots(self.directory)
-        self.delete_snapshots_outside(log_start_offset, log_end_offset)
+        upper = log_end_offset if max_snapshot_offset is None else min(log_end_offset,
+                                                                        max_snapshot_offset)
+        self.delete_snapshots_outside(log_start_offset, upper)
         self.replayed_batches = 0
         while self.snapshots:
             offset = self.snapshots[-1]
@@ -490,6 +550,8 @@ class ProducerStateManager:
             for entry in entries:
                 if not self.is_expired(entry, now_ms):
                     self.producers[entry.producer_id] = entry
+                    if entry.current_txn_first_offset >= 0:
+                        self.ongoing[entry.producer_id] = entry.current_txn_first_offset
             self.map_end_offset = offset
             self.last_snapshot_offset = offset
             return
@@ -498,6 +560,7 @@ class ProducerStateManager:
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         self.producers = {}
+        self.ongoing = {}
         for snap in list(self.snapshots):
             self._delete_snapshot(snap)
         self.map_end_offset = offset

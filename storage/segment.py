@@ -1,4 +1,5 @@
-"""One log segment: ``<20-digit base offset>.log`` with its ``.index`` and ``.timeindex``.
+"""One log segment: ``<20-digit base offset>.log`` with its ``.index``, ``.timeindex`` and (once
+a transaction aborted in it) ``.txnindex`` (``storage.txn_index``).
 
 The ``.log`` file holds record batches back to back, exactly as stored (Kafka's format). The
 segment keeps in memory what Kafka's ``LogSegment`` keeps: its size, the next offset after its
@@ -13,6 +14,7 @@ from typing import Iterator
 
 from storage.batches import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, crc_ok, read_header
 from storage.index import INT32_MAX, CorruptIndexError, OffsetIndex, TimeIndex
+from storage.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -41,6 +43,7 @@ class LogSegment:
         self.index_interval_bytes = index_interval_bytes
         self.offset_index = OffsetIndex(prefix + INDEX_SUFFIX, base_offset, max_index_bytes)
         self.time_index = TimeIndex(prefix + TIME_INDEX_SUFFIX, base_offset, max_index_bytes)
+        self.txn_index = TransactionIndex(prefix + TXN_INDEX_SUFFIX)
         # Whether both index files were there before we opened them (else ``load`` fails and
         # the segment is rebuilt); new (empty) index files are created right away.
         self.indexes_existed = self.offset_index.exists() and self.time_index.exists()
@@ -224,6 +227,9 @@ class LogSegment:
         truncated = file_size - position
         if truncated:
             os.ftruncate(self.fd, position)
+        # Entries for markers that did not survive go; the producer-state replay after the
+        # snapshot re-adds any that are missing.
+        self.txn_index.truncate_to(self.next_offset)
         self.size = position
         self.dirty = True
         return truncated
@@ -239,6 +245,7 @@ class LogSegment:
         os.ftruncate(self.fd, position)
         self.size = position
         self.offset_index.truncate_to_position(position)
+        self.txn_index.truncate_to(offset)
         # Recompute the in-memory state from the remaining batches after the last entry.
         self.time_index.truncate_to_offset(found[1].base_offset)
         self.next_offset = self.base_offset
@@ -269,6 +276,7 @@ class LogSegment:
             os.fsync(self.fd)
             self.offset_index.flush()
             self.time_index.flush()
+            self.txn_index.flush()
         except (OSError, ValueError):
             if not self.closed:
                 self.dirty = True
@@ -280,13 +288,15 @@ class LogSegment:
         self.closed = True
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
 
     def delete(self) -> None:
         self.close()
-        for path in (self.log_path, self.offset_index.path, self.time_index.path):
+        for path in (self.log_path, self.offset_index.path, self.time_index.path,
+                     self.txn_index.path):
             try:
                 os.unlink(path)
             except FileNotFoundError:

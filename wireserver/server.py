@@ -20,7 +20,7 @@ from twisted.python.failure import Failure
 
 from protocol.errors import DecodeError, UnsupportedApi
 from protocol.framing import FrameDecoder
-from protocol.messages import Request, decode_request, encode_response
+from protocol.messages import Request, decode_request, encode_response_chunks
 from wireserver.apis import HANDLERS
 from wireserver.context import RequestContext
 
@@ -40,7 +40,7 @@ class _Slot:
     def __init__(self, request: Request):
         self.request = request
         self.done = False
-        self.data: bytes | None = None
+        self.data: list[bytes] | None = None
 
 
 class KafkaConnection(protocol.Protocol):
@@ -120,8 +120,8 @@ class KafkaConnection(protocol.Protocol):
         if response is not NO_RESPONSE:
             version = request.api_version if request.body is not None else 0
             try:
-                slot.data = encode_response(request.spec, version,
-                                            request.header.correlation_id, response)
+                slot.data = encode_response_chunks(request.spec, version,
+                                                   request.header.correlation_id, response)
             except Exception:  # noqa: BLE001 - a handler built a response that won't encode
                 self._failed(Failure(), slot)
                 return
@@ -142,7 +142,7 @@ class KafkaConnection(protocol.Protocol):
         while self.pending and self.pending[0].done:
             slot = self.pending.popleft()
             if slot.data is not None:
-                out.append(slot.data)
+                out.extend(slot.data)
         if out:
             self.transport.writeSequence(out)
         if self.paused and len(self.pending) < self.max_in_flight:

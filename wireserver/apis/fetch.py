@@ -8,15 +8,20 @@
 - Fetch sessions (KIP-227), full and incremental: see ``wireserver.fetch_sessions``.
 - Topic ids from v13 (UNKNOWN_TOPIC_ID for an id we don't know).
 - OFFSET_OUT_OF_RANGE below the log start or above the log end; consumers never see past the
-  high watermark (read_committed: the last stable offset, equal to it until transactions land).
+  high watermark.
+- isolation_level read_committed (1): reads stop at the last stable offset (the first offset of
+  the oldest open transaction, or the high watermark), and ``aborted_transactions`` lists the
+  aborted transactions (producer id, first offset) overlapping the returned batches, from the
+  segments' ``.txnindex``, so the client drops their records. ``last_stable_offset`` is
+  reported for both isolation levels, as Kafka does.
 
 Cluster mode: only the leader answers (NOT_LEADER_OR_FOLLOWER elsewhere) and epochs are fenced
 against the partition's leader epoch. A follower's fetch (``replica_id`` >= 0) reads up to the
-log end offset rather than the high watermark, and its fetch offset tells the leader the
+log end offset rather than the high watermark or LSO, and its fetch offset tells the leader the
 follower's log end offset (high watermark, ISR expansion: ``ClusterNode.follower_fetched``).
 
 Skipped (later issues): divergence checks against ``last_fetched_epoch`` (followers truncate
-with OffsetForLeaderEpoch first), aborted transactions, preferred read replicas (always -1).
+with OffsetForLeaderEpoch first), preferred read replicas (always -1).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import uuid
 from twisted.internet import defer
 
 from protocol.errors import ErrorCode
+from storage.batches import iter_headers
 from storage.errors import OffsetOutOfRange
 from wireserver.apis import handles
 from wireserver.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition
@@ -117,15 +123,16 @@ class PartitionResult:
     """One partition's answer; an errored one carries -1 for every offset, as Kafka's does."""
 
     __slots__ = ("cached", "error", "records", "high_watermark", "last_stable_offset",
-                 "log_start_offset")
+                 "log_start_offset", "aborted")
 
-    def __init__(self, cached, error, records=b"", hw=-1, lso=-1, log_start=-1):
+    def __init__(self, cached, error, records=b"", hw=-1, lso=-1, log_start=-1, aborted=None):
         self.cached = cached
         self.error = error
         self.records = records
         self.high_watermark = hw
         self.last_stable_offset = lso
         self.log_start_offset = log_start
+        self.aborted = aborted
 
 
 def replica_id(ctx) -> int:
@@ -143,6 +150,7 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
     follower = cluster is not None and replica_id(ctx) >= 0
     remaining = body.max_bytes
     min_one = True
+    read_committed = body.isolation_level == 1
     results = []
     for cached in plan.partitions:
         if cached.topic is None:
@@ -155,6 +163,7 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
             results.append(PartitionResult(cached, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             continue
         hw, log_start = log.high_watermark, log.log_start_offset
+        lso = log.last_stable_offset
         epoch = cached.current_leader_epoch
         if cluster is not None:
             error, _ = cluster.check_leader(cached.topic, cached.partition, epoch)
@@ -168,7 +177,8 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
             continue
         limit = max(0, min(cached.max_bytes, remaining))
         try:
-            read = log.read(cached.fetch_offset, limit, upper_bound=None if follower else hw,
+            bound = None if follower else (lso if read_committed else hw)
+            read = log.read(cached.fetch_offset, limit, upper_bound=bound,
                             min_one_batch=min_one)
         except OffsetOutOfRange:
             results.append(PartitionResult(cached, ErrorCode.OFFSET_OUT_OF_RANGE))
@@ -176,8 +186,20 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
         if read.data:
             min_one = False
             remaining = max(0, remaining - len(read.data))
-        results.append(PartitionResult(cached, ErrorCode.NONE, read.data, hw, hw, log_start))
+        aborted = None
+        if read_committed and read.data:
+            aborted = log.collect_aborted(cached.fetch_offset, _end_offset(read.data))
+        results.append(PartitionResult(cached, ErrorCode.NONE, read.data, hw, lso, log_start,
+                                       aborted))
     return results
+
+
+def _end_offset(data) -> int:
+    """The offset after the last batch of ``data`` (whole batches)."""
+    end = -1
+    for _, header in iter_headers(data):
+        end = header.next_offset
+    return end
 
 
 def ready(ctx, results: list[PartitionResult]) -> bool:
@@ -193,6 +215,7 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
     response_class = ctx.request.spec.response_class
     topic_class = response_class.FetchableTopicResponse
     partition_class = topic_class.PartitionData
+    aborted_class = partition_class.AbortedTransaction
     read_committed = ctx.body.isolation_level == 1
     topics: list = []
     by_topic: dict = {}
@@ -218,7 +241,10 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
             high_watermark=result.high_watermark, last_stable_offset=result.last_stable_offset,
             log_start_offset=result.log_start_offset,
             # Kafka answers a partition it doesn't know with an empty (not null) list.
-            aborted_transactions=[] if read_committed or result.error in UNKNOWN else None,
+            aborted_transactions=(
+                [aborted_class(producer_id=txn.producer_id, first_offset=txn.first_offset)
+                 for txn in result.aborted or ()]
+                if read_committed or result.error in UNKNOWN else None),
             preferred_read_replica=-1, records=result.records))
     if plan.session is not None:
         plan.session.advance() if plan.incremental else None

@@ -5,8 +5,11 @@ Key type 0 (group): this broker coordinates every group (one node leads every pa
 replication factor exceeds the live brokers, as with Kafka's default of 3 on one node) the
 answer is COORDINATOR_NOT_AVAILABLE, as Kafka's. v4+ batch ``coordinator_keys``.
 
-Skipped: key type 1 (transaction) answers COORDINATOR_NOT_AVAILABLE until the transaction
-coordinator lands; other key types (share) answer INVALID_REQUEST.
+Key type 1 (transaction): this broker coordinates every transactional id (it leads every
+partition of ``__transaction_state``, created here on first use, COORDINATOR_NOT_AVAILABLE
+while ``transaction.state.log.replication.factor`` exceeds the live brokers).
+
+Skipped: other key types (share) answer INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ def _lookup(ctx, key_type: int) -> ErrorCode:
     if key_type == GROUP:
         return ctx.broker.groups.ensure_ready() or ErrorCode.NONE
     if key_type == TRANSACTION:
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return ctx.broker.txn.ensure_ready() or ErrorCode.NONE
     return ErrorCode.INVALID_REQUEST
 
 

@@ -10,18 +10,19 @@ and hands out a new id with epoch 0 (TransactionCoordinator.handleInitProducerId
 we: either way the producer continues with a fresh (id, epoch) whose sequences start at 0.
 Epoch bumps of the same id belong to transactional ids.
 
-Transactional ids: transactions are not built yet. As Kafka, an empty transactional id is
-INVALID_REQUEST and a timeout outside (0, transaction.max.timeout.ms] is
-INVALID_TRANSACTION_TIMEOUT; anything else is COORDINATOR_NOT_AVAILABLE (what Kafka answers
-while no transaction coordinator can serve the id; clients treat it as retriable and look the
-coordinator up again, so a transactional producer waits and times out rather than failing with
-a confusing error).
+Transactional ids: as Kafka, an empty transactional id is INVALID_REQUEST and a timeout
+outside (0, transaction.max.timeout.ms] is INVALID_TRANSACTION_TIMEOUT; the rest goes to the
+transaction coordinator (``wireserver.txn``): a new producer id with epoch 0, or the next epoch
+of the id's producer (fencing the previous one; an open transaction is aborted first and the
+answer is CONCURRENT_TRANSACTIONS, so the client retries). PRODUCER_FENCED is
+INVALID_PRODUCER_EPOCH before v4 (KIP-588).
 """
 
 from __future__ import annotations
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
+from wireserver.txn.api import fenced_for_version
 
 API_KEY = 22
 NO_PRODUCER_ID = -1
@@ -52,4 +53,6 @@ def handle(ctx):
     timeout = body.transaction_timeout_ms
     if not 0 < timeout <= broker.config["transaction.max.timeout.ms"]:
         return answer(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
-    return answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    error, producer_id, epoch = broker.txn.init_producer_id(transactional_id, timeout,
+                                                            producer_id, epoch)
+    return answer(fenced_for_version(error, ctx.version, 4), producer_id, epoch)

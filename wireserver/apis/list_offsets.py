@@ -1,7 +1,7 @@
 """ListOffsets (key 2), v1-10.
 
-Special timestamps: -1 latest (the high watermark; with read_committed the last stable offset,
-equal to it until transactions land), -2 earliest (the log start offset), -3 the record with the
+Special timestamps: -1 latest (the high watermark; with isolation_level read_committed the last
+stable offset, and lookups by timestamp find nothing at or past it), -2 earliest (the log start offset), -3 the record with the
 largest timestamp (v7+), -4 earliest local (v8+: the log start, as nothing is tiered), -5 latest
 tiered (v9+: none, so -1). Any other timestamp finds the first record at or after it through
 the time index; none → offset -1. In cluster mode only the leader answers (NOT_LEADER_OR_FOLLOWER
@@ -18,9 +18,9 @@ LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4,
 LEADER_EPOCH = 0
 
 
-def lookup(log, timestamp: int) -> tuple[int, int, ErrorCode]:
+def lookup(log, timestamp: int, read_committed: bool = False) -> tuple[int, int, ErrorCode]:
     """(timestamp, offset, error) for one partition."""
-    hw = log.high_watermark
+    hw = log.last_stable_offset if read_committed else log.high_watermark
     if timestamp == LATEST:
         return -1, hw, ErrorCode.NONE
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
@@ -67,7 +67,8 @@ def handle(ctx):
                 error = ErrorCode.FENCED_LEADER_EPOCH if epoch < LEADER_EPOCH else \
                     ErrorCode.UNKNOWN_LEADER_EPOCH
             else:
-                ts, offset, error = lookup(log, requested.timestamp)
+                ts, offset, error = lookup(log, requested.timestamp,
+                                           ctx.version >= 2 and ctx.body.isolation_level == 1)
             partitions.append(partition_class(
                 partition_index=requested.partition_index, error_code=error, timestamp=ts,
                 offset=offset, leader_epoch=leader_epoch if offset >= 0 else -1))

@@ -2,8 +2,8 @@
 
 Null topics (v2+) mean every offset the group has. v8+ fetch several groups at once. A partition
 with no committed offset answers offset -1, leader epoch -1, empty metadata, no error (also for
-a group that does not exist). ``require_stable`` (v7+) has nothing to wait for: there are no
-pending transactional offsets until transactions land.
+a group that does not exist). ``require_stable`` (v7+): a partition with transactional offsets
+awaiting their commit or abort answers UNSTABLE_OFFSET_COMMIT (retriable) and offset -1.
 
 Skipped: the v9 member id / epoch checks apply to consumer-protocol (KIP-848) groups only.
 """
@@ -16,9 +16,16 @@ from wireserver.apis import handles
 API_KEY = 9
 
 
-def _fetch(coordinator, group_id, topics):
+def _fetch(coordinator, group_id, topics, require_stable=False):
     requested = None if topics is None else [(t.name, list(t.partition_indexes)) for t in topics]
-    return coordinator.fetch_offsets(group_id, requested)
+    found = coordinator.fetch_offsets(group_id, requested)
+    if not require_stable or not coordinator.pending_txn:
+        return found
+    return [(topic, [(p, UNSTABLE if coordinator.has_pending(group_id, topic, p) else c)
+                     for p, c in parts]) for topic, parts in found]
+
+
+UNSTABLE = object()  # stands for "pending transactional offsets" in _fetch's answer
 
 
 @handles(API_KEY)
@@ -34,7 +41,8 @@ def handle(ctx):
         partition_class = topic_class.OffsetFetchResponsePartitions
         groups = []
         for g in body.groups:
-            found = [] if error else _fetch(coordinator, g.group_id, g.topics)
+            found = [] if error else _fetch(coordinator, g.group_id, g.topics,
+                                            body.require_stable)
             groups.append(group_class(group_id=g.group_id, error_code=error, topics=[
                 topic_class(name=topic, partitions=[_partition(partition_class, p, c)
                                                     for p, c in parts])
@@ -51,13 +59,16 @@ def handle(ctx):
             topic_class(name=t.name, partitions=[
                 _partition(partition_class, p, None, error) for p in t.partition_indexes])
             for t in body.topics or []])
-    found = _fetch(coordinator, body.group_id, body.topics)
+    found = _fetch(coordinator, body.group_id, body.topics,
+                   version >= 7 and body.require_stable)
     return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, topics=[
         topic_class(name=topic, partitions=[_partition(partition_class, p, c) for p, c in parts])
         for topic, parts in found])
 
 
 def _partition(partition_class, partition, committed, error=ErrorCode.NONE):
+    if committed is UNSTABLE:
+        committed, error = None, ErrorCode.UNSTABLE_OFFSET_COMMIT
     if committed is None:
         return partition_class(partition_index=partition, committed_offset=-1,
                                committed_leader_epoch=-1, metadata="", error_code=error)

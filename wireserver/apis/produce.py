@@ -21,8 +21,11 @@ of the original append (error NONE, log_append_time = the original batch's max t
 Kafka does) and nothing is written; an older epoch is INVALID_PRODUCER_EPOCH, a sequence gap
 OUT_OF_ORDER_SEQUENCE_NUMBER. Producer state changes only after the append succeeded.
 
-Skipped until transactions land: transactional batches are checked like idempotent ones and
-stored as they are (no verification against a transaction coordinator, no LSO).
+Transactional batches are checked like idempotent ones and, first, against the transaction
+coordinator (Kafka's KIP-890 part 1 verification, done in-process): the partition must be in
+the producer's open transaction at the producer's current epoch. An older epoch is
+INVALID_PRODUCER_EPOCH; anything else (no open transaction, partition not added, unknown
+producer id) is INVALID_TXN_STATE.
 """
 
 from __future__ import annotations
@@ -33,12 +36,13 @@ from twisted.internet import defer
 
 from protocol.errors import (CorruptRecordBatch, DecodeError, ErrorCode, TruncatedRecordBatch,
                              UnsupportedMagic)
-from protocol.records import iter_batches
+from protocol.records import ATTR_TRANSACTIONAL_MASK, RecordBatch, iter_batches
 from storage.producer_state import InvalidProducerEpoch, OutOfOrderSequence
 from wireserver.apis import handles
 from wireserver.topics import TopicError, check_name
 
 API_KEY = 0
+ATTRIBUTES_LOW_BYTE = 22  # the low byte of the int16 attributes of a v2 batch header
 VALID_ACKS = (-1, 0, 1)
 
 
@@ -122,6 +126,12 @@ def produce_partition(ctx, topic: str, partition: int, records, acks: int):
     buf = bytearray(records)
     now = ctx.now_ms()
     check_batches(buf, info.config, now)
+    if buf[ATTRIBUTES_LOW_BYTE] & ATTR_TRANSACTIONAL_MASK:
+        batch = RecordBatch(memoryview(buf))
+        error = broker.txn.check_produce(batch.producer_id, batch.producer_epoch, topic,
+                                         partition)
+        if error is not None:
+            raise PartitionError(error)
     try:
         result = log.append(buf, leader_epoch=leader_epoch, now_ms=now)
     except (OutOfOrderSequence, InvalidProducerEpoch) as exc:

@@ -19,6 +19,13 @@ committed), so a commit's response goes out after its record is in the log. Stat
 synchronously when the broker starts (Kafka loads asynchronously and answers
 COORDINATOR_LOAD_IN_PROGRESS meanwhile; we never need to).
 
+Transactional offsets (TxnOffsetCommit): written to ``__consumer_offsets`` as a transactional
+batch of the producer (its id and epoch, no sequence) and kept *pending* per producer id until
+the transaction coordinator writes the producer's marker to that partition
+(``complete_transaction``): COMMIT makes them the group's committed offsets, ABORT drops them.
+Loading replays the same way (transactional batches are pending until their marker). OffsetFetch
+with ``require_stable`` answers UNSTABLE_OFFSET_COMMIT for a partition with pending offsets.
+
 Deliberate differences from Kafka: a group created by a JoinGroup that fails at once is not
 kept; ties in protocol selection go to the leader's preference order (Kafka's order is
 unspecified).
@@ -34,7 +41,10 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional
 from twisted.internet import defer, task
 
 from protocol.errors import ErrorCode
-from protocol.records import RecordBatchBuilder, iter_batches
+from protocol.errors import DecodeError
+from protocol.records import (ControlRecordType, RecordBatchBuilder, decode_control_record,
+                              iter_batches)
+from storage.producer_state import InvalidProducerEpoch
 from wireserver.groups.group import (CONSUMER_PROTOCOL_TYPE, CommittedOffset, Group, Member)
 from wireserver.groups.records import (OFFSETS_TOPIC, GroupKey, GroupValue, MemberValue,
                                        OffsetKey, OffsetValue, RecordFormatError, decode_group_value,
@@ -105,6 +115,8 @@ class GroupCoordinator:
         self.reactor = broker.reactor
         self.config = broker.config
         self.groups: dict[str, Group] = {}
+        # Transactional offsets awaiting their marker: producer id -> group -> partition.
+        self.pending_txn: dict[int, dict[str, dict[tuple[str, int], CommittedOffset]]] = {}
         self._expiry_loop: Optional[task.LoopingCall] = None
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -172,8 +184,10 @@ class GroupCoordinator:
                 return ErrorCode.COORDINATOR_NOT_AVAILABLE
         return None
 
-    def _append(self, group_id: str, entries: list[tuple[bytes, Optional[bytes]]]) -> ErrorCode:
-        """Append records for one group to its partition. NONE once they are in the log."""
+    def _append(self, group_id: str, entries: list[tuple[bytes, Optional[bytes]]],
+                producer: Optional[tuple[int, int]] = None) -> ErrorCode:
+        """Append records for one group to its partition. NONE once they are in the log.
+        ``producer`` (id, epoch) makes the batch transactional (TxnOffsetCommit)."""
         if not entries:
             return ErrorCode.NONE
         error = self.ensure_ready()
@@ -184,11 +198,18 @@ class GroupCoordinator:
         if partition_log is None:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         now = self.now_ms()
-        builder = RecordBatchBuilder()
+        if producer is None:
+            builder = RecordBatchBuilder()
+        else:
+            builder = RecordBatchBuilder(producer_id=producer[0], producer_epoch=producer[1],
+                                         is_transactional=True)
         for key, value in entries:
             builder.append(now, key, value)
         try:
-            partition_log.append(builder.build(), leader_epoch=0, now_ms=now)
+            partition_log.append(builder.build(), leader_epoch=0, now_ms=now,
+                                 check_sequences=producer is None)
+        except InvalidProducerEpoch:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
         except Exception:  # noqa: BLE001 - storage failures become a retriable error
             log.exception("append to %s-%d failed", OFFSETS_TOPIC, partition)
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -225,16 +246,26 @@ class GroupCoordinator:
         for partition in range(info.num_partitions):
             partition_log = logs.get_log(OFFSETS_TOPIC, partition)
             if partition_log is not None:
-                self._replay(partition_log, values, offsets)
+                pending: dict = {}
+                self._replay(partition_log, values, offsets, pending)
+                for pid, by_group in pending.items():
+                    mine = self.pending_txn.setdefault(pid, {})
+                    for group_id, found in by_group.items():
+                        mine.setdefault(group_id, {}).update(found)
         now = self.now_ms()
-        for group_id in set(values) | {g for g, found in offsets.items() if found}:
+        pending_groups = {g for by_group in self.pending_txn.values() for g in by_group}
+        for group_id in set(values) | {g for g, found in offsets.items() if found} | \
+                pending_groups:
             group = self._restore_group(group_id, values.get(group_id), now)
             group.offsets = offsets.get(group_id, {})
             self.groups[group_id] = group
         if self.groups:
             log.info("loaded %d group(s) from %s", len(self.groups), OFFSETS_TOPIC)
 
-    def _replay(self, partition_log, values: dict, offsets: dict) -> None:
+    def _replay(self, partition_log, values: dict, offsets: dict,
+                pending: Optional[dict] = None) -> None:
+        if pending is None:
+            pending = {}
         position = partition_log.log_start_offset
         end = partition_log.high_watermark
         while position < end:
@@ -245,14 +276,33 @@ class GroupCoordinator:
             for batch in iter_batches(result.data):
                 advanced = batch.next_offset
                 if batch.is_control:
+                    self._replay_marker(batch, offsets, pending)
                     continue
+                target = offsets
+                if batch.is_transactional:
+                    # Pending until the producer's marker says commit or abort.
+                    target = pending.setdefault(batch.producer_id, {})
                 for record in batch.records():
                     if record.offset < position:
                         continue
-                    self._apply_record(record.key, record.value, values, offsets)
+                    self._apply_record(record.key, record.value, values, target)
             if advanced <= position:
                 break
             position = advanced
+
+    @staticmethod
+    def _replay_marker(batch, offsets: dict, pending: dict) -> None:
+        found = pending.pop(batch.producer_id, None)
+        if not found:
+            return
+        try:
+            kind = next(iter(batch.records()), None)
+            kind = decode_control_record(kind)[0] if kind is not None else None
+        except DecodeError:
+            kind = None
+        if kind == ControlRecordType.COMMIT:
+            for group_id, committed in found.items():
+                offsets.setdefault(group_id, {}).update(committed)
 
     @staticmethod
     def _apply_record(key_bytes, value_bytes, values: dict, offsets: dict) -> None:
@@ -833,10 +883,86 @@ class GroupCoordinator:
             return ErrorCode.REBALANCE_IN_PROGRESS
         return None
 
+    # -- transactional offsets --------------------------------------------------------------
+
+    def txn_offset_commit(self, group_id: str, producer_id: int, producer_epoch: int,
+                          generation_id: int, member_id: str, group_instance_id: Optional[str],
+                          commits: list[OffsetCommit]) -> dict[tuple[str, int], ErrorCode]:
+        """TxnOffsetCommit: validate as a commit (generation and member only when given, v3+),
+        write the offsets as a transactional batch and keep them pending."""
+        def everywhere(error: ErrorCode) -> dict[tuple[str, int], ErrorCode]:
+            return {(c.topic, c.partition): error for c in commits}
+
+        error = self.ensure_ready()
+        if error is not None:
+            return everywhere(error)
+        group = self.groups.get(group_id)
+        if group is not None and group.is_in(S.DEAD):
+            return everywhere(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if generation_id >= 0 or member_id or group_instance_id is not None:
+            if group is None:
+                return everywhere(ErrorCode.ILLEGAL_GENERATION)
+            if group.is_static_member_fenced(group_instance_id, member_id):
+                return everywhere(ErrorCode.FENCED_INSTANCE_ID)
+            if member_id and not group.has(member_id):
+                return everywhere(ErrorCode.UNKNOWN_MEMBER_ID)
+            if generation_id >= 0 and generation_id != group.generation_id:
+                return everywhere(ErrorCode.ILLEGAL_GENERATION)
+        results: dict[tuple[str, int], ErrorCode] = {}
+        accepted: list[tuple[OffsetCommit, CommittedOffset]] = []
+        max_metadata = self.config["offset.metadata.max.bytes"]
+        topics = self.broker.logs.topics
+        now = self.now_ms()
+        for c in commits:
+            info = topics.get(c.topic)
+            if info is None or not 0 <= c.partition < info.num_partitions:
+                results[(c.topic, c.partition)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif c.metadata is not None and len(c.metadata.encode("utf-8")) > max_metadata:
+                results[(c.topic, c.partition)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                accepted.append((c, CommittedOffset(c.offset, c.leader_epoch, c.metadata or "",
+                                                    now)))
+        entries = [(encode_key(OffsetKey(group_id, c.topic, c.partition)),
+                    encode_offset_value(OffsetValue(o.offset, o.leader_epoch, o.metadata,
+                                                    o.commit_timestamp)))
+                   for c, o in accepted]
+        error = self._append(group_id, entries, (producer_id, producer_epoch))
+        pending = self.pending_txn.setdefault(producer_id, {}).setdefault(group_id, {})
+        for c, committed in accepted:
+            results[(c.topic, c.partition)] = error
+            if error == ErrorCode.NONE:
+                pending[(c.topic, c.partition)] = committed
+        if not pending:
+            self.pending_txn[producer_id].pop(group_id, None)
+        if error == ErrorCode.NONE and accepted and group_id not in self.groups:
+            self.groups[group_id] = Group(group_id, now)
+        return results
+
+    def complete_transaction(self, producer_id: int, commit: bool, partition: int) -> None:
+        """The producer's marker reached partition ``partition`` of ``__consumer_offsets``:
+        its pending offsets for the groups stored there become committed (or are dropped)."""
+        by_group = self.pending_txn.get(producer_id)
+        if not by_group:
+            return
+        for group_id in [g for g in by_group if self.partition_for(g) == partition]:
+            found = by_group.pop(group_id)
+            if not commit:
+                continue
+            group = self.groups.get(group_id)
+            if group is None:
+                group = self.groups[group_id] = Group(group_id, self.now_ms())
+            group.offsets.update(found)
+        if not by_group:
+            self.pending_txn.pop(producer_id, None)
+
+    def has_pending(self, group_id: str, topic: str, partition: int) -> bool:
+        return any((topic, partition) in by_group.get(group_id, {})
+                   for by_group in self.pending_txn.values())
+
     def fetch_offsets(self, group_id: str, topics: Optional[list[tuple[str, list[int]]]]
                       ) -> list[tuple[str, list[tuple[int, Optional[CommittedOffset]]]]]:
-        """Committed offsets per topic; ``topics`` None means all of the group's. No
-        transactions yet, so nothing is ever pending (require_stable has nothing to wait for)."""
+        """Committed offsets per topic; ``topics`` None means all of the group's. Pending
+        transactional offsets are not included (see ``has_pending``)."""
         group = self.groups.get(group_id)
         offsets = group.offsets if group is not None else {}
         if topics is None:

@@ -1,0 +1,152 @@
+"""The aborted-transaction index of a segment: ``<20-digit base offset>.txnindex`` (Kafka's
+``TransactionIndex`` and ``AbortedTxn``).
+
+Each entry is 34 bytes, big-endian, as Kafka writes them:
+
+    version            int16  0
+    producer_id        int64
+    first_offset       int64  first offset of the aborted transaction in this partition
+    last_offset        int64  offset of its ABORT marker
+    last_stable_offset int64  the partition's LSO right after the marker was written
+
+An entry is appended to the index of the segment that holds the ABORT marker, so entries are
+ordered by ``last_offset``. A read_committed fetch asks every segment from the one holding the
+fetch offset for entries overlapping the returned range (``last_offset >= fetch offset`` and
+``first_offset < end of the returned data``), and the client drops the aborted records.
+
+The file is created on the first entry (a segment with no aborted transaction has none, as in
+Kafka). Entries are kept in memory; a torn tail (a length that is not a multiple of 34) is cut
+off when the file is read.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from typing import Iterable, NamedTuple
+
+TXN_INDEX_SUFFIX = ".txnindex"
+ABORTED_TXN_VERSION = 0
+_ENTRY = struct.Struct(">hqqqq")
+ENTRY_SIZE = _ENTRY.size  # 34
+
+
+class CorruptTxnIndex(ValueError):
+    pass
+
+
+class AbortedTxn(NamedTuple):
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int
+
+    def encode(self) -> bytes:
+        return _ENTRY.pack(ABORTED_TXN_VERSION, self.producer_id, self.first_offset,
+                           self.last_offset, self.last_stable_offset)
+
+    @classmethod
+    def decode(cls, raw, pos: int = 0) -> "AbortedTxn":
+        version, pid, first, last, lso = _ENTRY.unpack_from(raw, pos)
+        if version != ABORTED_TXN_VERSION:
+            raise CorruptTxnIndex(f"unknown aborted transaction entry version {version}")
+        return cls(pid, first, last, lso)
+
+
+class TransactionIndex:
+    """One segment's ``.txnindex``. Reactor thread only, except ``flush``."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._entries: list[AbortedTxn] | None = None  # loaded on first use
+        self._fd: int | None = None
+        self.dirty = False
+
+    # -- reading -------------------------------------------------------------------------
+    def _load(self) -> list[AbortedTxn]:
+        if self._entries is not None:
+            return self._entries
+        entries: list[AbortedTxn] = []
+        try:
+            with open(self.path, "rb") as f:
+                raw = f.read()
+        except FileNotFoundError:
+            raw = b""
+        whole = len(raw) - len(raw) % ENTRY_SIZE
+        try:
+            for pos in range(0, whole, ENTRY_SIZE):
+                entries.append(AbortedTxn.decode(raw, pos))
+        except CorruptTxnIndex:
+            whole = len(entries) * ENTRY_SIZE
+        if whole != len(raw):
+            os.truncate(self.path, whole)
+        self._entries = entries
+        return entries
+
+    @property
+    def entries(self) -> list[AbortedTxn]:
+        return list(self._load())
+
+    def collect(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """Entries overlapping [fetch_offset, upper_bound)."""
+        return [txn for txn in self._load()
+                if txn.last_offset >= fetch_offset and txn.first_offset < upper_bound]
+
+    # -- writing -------------------------------------------------------------------------
+    def _file(self) -> int:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        return self._fd
+
+    def append(self, txn: AbortedTxn) -> bool:
+        """Add an entry unless one at or after its marker offset is there already (replaying
+        the log after a restart finds the markers it indexed before). Returns whether added."""
+        entries = self._load()
+        if entries and entries[-1].last_offset >= txn.last_offset:
+            return False
+        os.pwrite(self._file(), txn.encode(), len(entries) * ENTRY_SIZE)
+        entries.append(txn)
+        self.dirty = True
+        return True
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop entries whose marker is at or after ``offset``."""
+        entries = self._load()
+        keep = [txn for txn in entries if txn.last_offset < offset]
+        if len(keep) == len(entries):
+            return
+        self._entries = keep
+        if os.path.exists(self.path):
+            os.truncate(self.path, len(keep) * ENTRY_SIZE)
+        self.dirty = True
+
+    def reset(self) -> None:
+        self._entries = []
+        if os.path.exists(self.path):
+            os.truncate(self.path, 0)
+        self.dirty = True
+
+    def write_all(self, entries: Iterable[AbortedTxn]) -> None:
+        self.reset()
+        for txn in entries:
+            self.append(txn)
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def flush(self) -> None:
+        fd = self._fd
+        if fd is not None and self.dirty:
+            self.dirty = False
+            os.fsync(fd)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def delete(self) -> None:
+        self.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        self._entries = []

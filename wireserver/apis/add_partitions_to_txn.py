@@ -1,0 +1,60 @@
+"""AddPartitionsToTxn (key 24), v0-5 (Kafka 4.1's range).
+
+v0-3 are what clients send: one transactional id and its partitions. v4+ batch several
+transactional ids; Kafka reserves them for brokers (KIP-890 part 1 verification) and, with
+``verify_only``, only checks that each partition is already in the open transaction
+(INVALID_TXN_STATE when not). We serve both forms the same way without inter-broker
+authorization. Unknown partitions answer UNKNOWN_TOPIC_OR_PARTITION and the rest of the request
+OPERATION_NOT_ATTEMPTED. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2 (KIP-588).
+"""
+
+from __future__ import annotations
+
+from protocol.errors import ErrorCode
+from wireserver.apis import handles
+from wireserver.txn.api import fenced_for_version
+
+API_KEY = 24
+
+
+def _results(topic_class, results: dict, version: int):
+    partition_class = topic_class.AddPartitionsToTxnPartitionResult
+    by_topic: dict[str, list] = {}
+    for (topic, partition), error in results.items():
+        by_topic.setdefault(topic, []).append(partition_class(
+            partition_index=partition,
+            partition_error_code=fenced_for_version(error, version, 2)))
+    return [topic_class(name=topic, results_by_partition=parts)
+            for topic, parts in by_topic.items()]
+
+
+def _partitions(topics) -> list[tuple[str, int]]:
+    return [(topic.name, p) for topic in topics for p in topic.partitions]
+
+
+@handles(API_KEY)
+def handle(ctx):
+    body, version = ctx.body, ctx.version
+    coordinator = ctx.broker.txn
+    response_class = ctx.request.spec.response_class
+    if version <= 3:
+        results = coordinator.add_partitions(
+            body.v3_and_below_transactional_id, body.v3_and_below_producer_id,
+            body.v3_and_below_producer_epoch, _partitions(body.v3_and_below_topics))
+        return ctx.response(throttle_time_ms=0, results_by_topic_v3_and_below=_results(
+            response_class.AddPartitionsToTxnTopicResult, results, version))
+    result_class = response_class.AddPartitionsToTxnResult
+    topic_class = result_class.AddPartitionsToTxnTopicResult
+    out = []
+    for txn in body.transactions:
+        partitions = _partitions(txn.topics)
+        if txn.verify_only:
+            results = coordinator.verify_partitions(txn.transactional_id, txn.producer_id,
+                                                    txn.producer_epoch, partitions)
+        else:
+            results = coordinator.add_partitions(txn.transactional_id, txn.producer_id,
+                                                  txn.producer_epoch, partitions)
+        out.append(result_class(transactional_id=txn.transactional_id,
+                                topic_results=_results(topic_class, results, version)))
+    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE,
+                        results_by_transaction=out)

@@ -1,0 +1,38 @@
+"""DescribeProducers (key 61), v0: the producer state of each partition (Kafka's
+``ProducerStateManager.activeProducers``): id, epoch, last sequence, last timestamp,
+coordinator epoch and the first offset of its open transaction (-1 when none)."""
+
+from __future__ import annotations
+
+from protocol.errors import ErrorCode
+from wireserver.apis import handles
+
+API_KEY = 61
+
+
+@handles(API_KEY)
+def handle(ctx):
+    logs = ctx.broker.logs
+    topic_class = ctx.request.spec.response_class.TopicResponse
+    partition_class = topic_class.PartitionResponse
+    producer_class = partition_class.ProducerState
+    topics = []
+    for topic in ctx.body.topics:
+        partitions = []
+        for index in topic.partition_indexes:
+            partition_log = logs.get_log(topic.name, index)
+            if partition_log is None:
+                partitions.append(partition_class(
+                    partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    error_message=None, active_producers=[]))
+                continue
+            producers = [producer_class(
+                producer_id=entry.producer_id, producer_epoch=entry.producer_epoch,
+                last_sequence=entry.last_seq, last_timestamp=entry.last_timestamp,
+                coordinator_epoch=entry.coordinator_epoch,
+                current_txn_start_offset=entry.current_txn_first_offset)
+                for entry in partition_log.producer_state.producers.values()]
+            partitions.append(partition_class(partition_index=index, error_code=ErrorCode.NONE,
+                                              error_message=None, active_producers=producers))
+        topics.append(topic_class(name=topic.name, partitions=partitions))
+    return ctx.response(throttle_time_ms=0, topics=topics)

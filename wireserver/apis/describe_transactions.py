@@ -1,0 +1,35 @@
+"""DescribeTransactions (key 65), v0: state, timeout, start time, producer id and epoch and
+the partitions of each transactional id (TRANSACTIONAL_ID_NOT_FOUND for an id we don't know)."""
+
+from __future__ import annotations
+
+from protocol.errors import ErrorCode
+from wireserver.apis import handles
+
+API_KEY = 65
+
+
+@handles(API_KEY)
+def handle(ctx):
+    coordinator = ctx.broker.txn
+    state_class = ctx.request.spec.response_class.TransactionState
+    topic_class = state_class.TopicData
+    out = []
+    for transactional_id in ctx.body.transactional_ids:
+        txn = coordinator.txns.get(transactional_id)
+        if txn is None:
+            out.append(state_class(error_code=ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,
+                                   transactional_id=transactional_id, transaction_state="",
+                                   transaction_timeout_ms=0, transaction_start_time_ms=-1,
+                                   producer_id=-1, producer_epoch=-1, topics=[]))
+            continue
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in sorted(txn.partitions):
+            by_topic.setdefault(topic, []).append(partition)
+        out.append(state_class(
+            error_code=ErrorCode.NONE, transactional_id=transactional_id,
+            transaction_state=txn.state.display, transaction_timeout_ms=txn.txn_timeout_ms,
+            transaction_start_time_ms=txn.txn_start_timestamp, producer_id=txn.producer_id,
+            producer_epoch=txn.producer_epoch,
+            topics=[topic_class(topic=t, partitions=ps) for t, ps in by_topic.items()]))
+    return ctx.response(throttle_time_ms=0, transaction_states=out)

@@ -1,0 +1,51 @@
+"""TxnOffsetCommit (key 28), v0-4.
+
+Offsets a transactional producer commits for a group: the producer must be the current one of
+its transactional id (epoch check; the group's offsets partition must be in its open transaction,
+INVALID_TXN_STATE otherwise), and, from v3 (KIP-447), the generation, member id and instance id
+are checked when given. The offsets stay pending until EndTxn (see
+``wireserver.groups.coordinator``). v5 (transaction protocol v2, implicit AddOffsetsToTxn) is
+not served.
+"""
+
+from __future__ import annotations
+
+from protocol.errors import ErrorCode
+from wireserver.apis import handles
+from wireserver.groups.coordinator import OffsetCommit
+
+API_KEY = 28
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+@handles(API_KEY)
+def handle(ctx):
+    body, version = ctx.body, ctx.version
+    broker = ctx.broker
+    commits = [OffsetCommit(t.name, p.partition_index, p.committed_offset,
+                            p.committed_leader_epoch if version >= 2 else -1,
+                            p.committed_metadata)
+               for t in body.topics for p in t.partitions]
+    error = broker.groups.ensure_ready()
+    if error is None:
+        error = broker.txn.check_produce(body.producer_id, body.producer_epoch, OFFSETS_TOPIC,
+                                         broker.groups.partition_for(body.group_id))
+        if error == ErrorCode.INVALID_PRODUCER_ID_MAPPING:
+            error = ErrorCode.INVALID_TXN_STATE
+    if error is not None:
+        results = {(c.topic, c.partition): error for c in commits}
+    elif version >= 3:
+        results = broker.groups.txn_offset_commit(
+            body.group_id, body.producer_id, body.producer_epoch, body.generation_id,
+            body.member_id, body.group_instance_id, commits)
+    else:
+        results = broker.groups.txn_offset_commit(body.group_id, body.producer_id,
+                                                  body.producer_epoch, -1, "", None, commits)
+    topic_class = ctx.request.spec.response_class.TxnOffsetCommitResponseTopic
+    partition_class = topic_class.TxnOffsetCommitResponsePartition
+    by_topic: dict[str, list] = {}
+    for (topic, partition), code in results.items():
+        by_topic.setdefault(topic, []).append(partition_class(partition_index=partition,
+                                                              error_code=code))
+    return ctx.response(throttle_time_ms=0, topics=[
+        topic_class(name=topic, partitions=parts) for topic, parts in by_topic.items()])

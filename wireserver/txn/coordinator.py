@@ -1,0 +1,541 @@
+"""The transaction coordinator (Kafka's ``TransactionCoordinator``, ``TransactionStateManager``
+and, for one node, ``TransactionMarkerChannelManager``), transaction protocol v1.
+
+One node leads every partition of ``__transaction_state``, so this broker coordinates every
+transactional id; an id's records go to partition ``abs(hashCode(id)) % N``. The topic is
+created (compacted) on first use and replayed into memory when the broker starts.
+
+Each state change is written to ``__transaction_state`` before it is acted on. Ending a
+transaction goes Ongoing → PrepareCommit/PrepareAbort (written) → markers → CompleteCommit/
+CompleteAbort (written). Markers are written straight into the local partition logs (Kafka
+sends WriteTxnMarkers to each partition leader); a marker to a ``__consumer_offsets`` partition
+also tells the group coordinator to commit or drop the producer's pending offsets. Everything is
+synchronous on the reactor thread, so a client never sees a Prepare state (it would answer
+CONCURRENT_TRANSACTIONS); a broker that stops between the Prepare record and the Complete record
+finishes the transaction when it loads the log again, as Kafka does.
+
+Fencing: InitProducerId for an id with an open transaction bumps the epoch (PrepareEpochFence),
+aborts the transaction with the new epoch and answers CONCURRENT_TRANSACTIONS; the retry gets
+the next epoch. Requests with an older epoch get PRODUCER_FENCED (INVALID_PRODUCER_EPOCH for the
+request versions that predate KIP-588, mapped by the handlers). A transaction open for longer
+than its timeout is fenced and aborted the same way by a timer on the injected reactor
+(``transaction.abort.timed.out.transaction.cleanup.interval.ms``); idle ids are forgotten after
+``transactional.id.expiration.ms`` (a tombstone is written).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import TYPE_CHECKING, Callable, Iterable, Optional
+
+from twisted.internet import task
+
+from protocol.errors import ErrorCode
+from protocol.records import RecordBatchBuilder, iter_batches
+from storage.producer_state import InvalidProducerEpoch
+from wireserver.txn.records import (TRANSACTION_STATE_TOPIC, TxnLogValue, TxnRecordError,
+                                    decode_key, decode_value, encode_key, encode_value,
+                                    partition_for)
+from wireserver.txn.state import (NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TransactionMetadata,
+                                  TxnState)
+
+if TYPE_CHECKING:
+    from wireserver.broker import Broker
+
+log = logging.getLogger(__name__)
+
+S = TxnState
+E = ErrorCode
+OFFSETS_TOPIC = "__consumer_offsets"
+LOAD_CHUNK_BYTES = 1 << 20
+
+
+class TransactionCoordinator:
+    def __init__(self, broker: "Broker"):
+        self.broker = broker
+        self.reactor = broker.reactor
+        self.config = broker.config
+        self.txns: dict[str, TransactionMetadata] = {}
+        self._by_pid: dict[int, str] = {}  # producer id -> transactional id
+        self.coordinator_epoch = 0
+        self._loops: list[task.LoopingCall] = []
+
+    def now_ms(self) -> int:
+        return self.broker.now_ms()
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.load()
+        self._every(self.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
+                    self.abort_timed_out)
+        self._every(self.config["transaction.remove.expired.transaction.cleanup.interval.ms"],
+                    self.expire_transactional_ids)
+
+    def _every(self, interval_ms: int, func: Callable[[], object]) -> None:
+        loop = task.LoopingCall(func)
+        loop.clock = self.reactor
+        loop.start(interval_ms / 1000.0, now=False).addErrback(
+            lambda failure: log.error("transaction housekeeping failed: %s",
+                                      failure.getTraceback()))
+        self._loops.append(loop)
+
+    def stop(self) -> None:
+        for loop in self._loops:
+            if loop.running:
+                loop.stop()
+        self._loops.clear()
+
+    # -- the transaction log ----------------------------------------------------------------
+
+    def num_partitions(self) -> int:
+        info = self.broker.logs.topics.get(TRANSACTION_STATE_TOPIC)
+        if info is not None:
+            return info.num_partitions
+        return self.config["transaction.state.log.num.partitions"]
+
+    def partition_for(self, transactional_id: str) -> int:
+        return partition_for(transactional_id, self.num_partitions())
+
+    def ensure_ready(self) -> Optional[ErrorCode]:
+        """Create ``__transaction_state`` on first use; COORDINATOR_NOT_AVAILABLE while its
+        replication factor exceeds the live brokers (Kafka's default of 3 on one node)."""
+        if TRANSACTION_STATE_TOPIC in self.broker.logs.topics:
+            return None
+        replication = self.config["transaction.state.log.replication.factor"]
+        if replication > 1:
+            log.warning("cannot create %s: transaction.state.log.replication.factor=%d but 1 "
+                        "live broker", TRANSACTION_STATE_TOPIC, replication)
+            return E.COORDINATOR_NOT_AVAILABLE
+        from wireserver.topics import TopicError, create_topic
+        try:
+            create_topic(self.broker, TRANSACTION_STATE_TOPIC,
+                         self.config["transaction.state.log.num.partitions"], replication,
+                         {"cleanup.policy": "compact", "compression.type": "uncompressed",
+                          "min.insync.replicas":
+                              str(self.config["transaction.state.log.min.isr"]),
+                          "unclean.leader.election.enable": "false",
+                          "segment.bytes":
+                              str(self.config["transaction.state.log.segment.bytes"])})
+        except TopicError as exc:
+            if exc.code != E.TOPIC_ALREADY_EXISTS:
+                log.error("cannot create %s: %s", TRANSACTION_STATE_TOPIC, exc)
+                return E.COORDINATOR_NOT_AVAILABLE
+        return None
+
+    def _write(self, txn: TransactionMetadata, tombstone: bool = False) -> ErrorCode:
+        """Persist ``txn`` (its current state) to its partition of ``__transaction_state``."""
+        error = self.ensure_ready()
+        if error is not None:
+            return error
+        partition = self.partition_for(txn.transactional_id)
+        partition_log = self.broker.logs.get_log(TRANSACTION_STATE_TOPIC, partition)
+        if partition_log is None:
+            return E.COORDINATOR_NOT_AVAILABLE
+        value = None
+        if not tombstone:
+            by_topic: dict[str, list[int]] = {}
+            for topic, p in sorted(txn.partitions):
+                by_topic.setdefault(topic, []).append(p)
+            value = encode_value(TxnLogValue(
+                txn.producer_id, txn.producer_epoch, txn.txn_timeout_ms, txn.state.id,
+                None if txn.state == S.EMPTY else sorted(by_topic.items()),
+                txn.txn_last_update_timestamp, txn.txn_start_timestamp))
+        now = self.now_ms()
+        builder = RecordBatchBuilder()
+        builder.append(now, encode_key(txn.transactional_id), value)
+        try:
+            partition_log.append(builder.build(), leader_epoch=0, now_ms=now)
+        except Exception:  # noqa: BLE001 - storage failures become a retriable error
+            log.exception("append to %s-%d failed", TRANSACTION_STATE_TOPIC, partition)
+            return E.COORDINATOR_NOT_AVAILABLE
+        self._appended(partition_log, TRANSACTION_STATE_TOPIC, partition, now)
+        return E.NONE
+
+    def _appended(self, partition_log, topic: str, partition: int, now: int) -> None:
+        partition_log.high_watermark = partition_log.log_end_offset
+        self.broker.appended(topic, partition)
+        if partition_log.flush_due(now):
+            self.broker.flush_in_background([partition_log])
+
+    def _set(self, txn: TransactionMetadata) -> None:
+        old = self.txns.get(txn.transactional_id)
+        if old is not None and old.producer_id != txn.producer_id:
+            self._by_pid.pop(old.producer_id, None)
+        self.txns[txn.transactional_id] = txn
+        self._by_pid[txn.producer_id] = txn.transactional_id
+
+    def _forget(self, transactional_id: str) -> None:
+        old = self.txns.pop(transactional_id, None)
+        if old is not None:
+            self._by_pid.pop(old.producer_id, None)
+
+    def _commit_state(self, txn: TransactionMetadata, new: TransactionMetadata) -> ErrorCode:
+        """Write ``new`` and, once it is in the log, make it the id's state."""
+        error = self._write(new)
+        if error == E.NONE:
+            self._set(new)
+        return error
+
+    # -- loading ----------------------------------------------------------------------------
+
+    def load(self) -> None:
+        logs = self.broker.logs
+        info = logs.topics.get(TRANSACTION_STATE_TOPIC)
+        if info is None:
+            return
+        found: dict[str, Optional[TxnLogValue]] = {}
+        for partition in range(info.num_partitions):
+            partition_log = logs.get_log(TRANSACTION_STATE_TOPIC, partition)
+            if partition_log is not None:
+                self._replay(partition_log, found)
+        for transactional_id, value in found.items():
+            if value is None:
+                continue
+            try:
+                state = S.from_id(value.status)
+            except ValueError:
+                log.warning("skipping %s with unknown state %d", transactional_id, value.status)
+                continue
+            if state == S.DEAD:
+                continue
+            partitions = {(topic, p) for topic, ids in value.partitions or [] for p in ids}
+            self._set(TransactionMetadata(
+                transactional_id, value.producer_id, value.producer_epoch, value.timeout_ms,
+                state, partitions, value.start_timestamp, value.last_update_timestamp))
+        # A transaction caught between its Prepare record and its Complete record is finished
+        # now (Kafka re-sends its markers when it loads the partition).
+        for txn in list(self.txns.values()):
+            if txn.state.is_prepare:
+                self._complete(txn, txn.state == S.PREPARE_COMMIT)
+        if self.txns:
+            log.info("loaded %d transactional id(s) from %s", len(self.txns),
+                     TRANSACTION_STATE_TOPIC)
+
+    @staticmethod
+    def _replay(partition_log, found: dict) -> None:
+        position = partition_log.log_start_offset
+        end = partition_log.high_watermark
+        while position < end:
+            result = partition_log.read(position, LOAD_CHUNK_BYTES, upper_bound=end)
+            if not result.data:
+                break
+            advanced = position
+            for batch in iter_batches(result.data):
+                advanced = batch.next_offset
+                if batch.is_control:
+                    continue
+                for record in batch.records():
+                    if record.offset < position or record.key is None:
+                        continue
+                    try:
+                        key = decode_key(record.key)
+                        found[key] = None if record.value is None else decode_value(record.value)
+                    except TxnRecordError as exc:
+                        log.warning("skipping unreadable %s record: %s",
+                                    TRANSACTION_STATE_TOPIC, exc)
+            if advanced <= position:
+                break
+            position = advanced
+
+    # -- InitProducerId ---------------------------------------------------------------------
+
+    def init_producer_id(self, transactional_id: str, timeout_ms: int,
+                         expected_pid: int = NO_PRODUCER_ID,
+                         expected_epoch: int = NO_PRODUCER_EPOCH) -> tuple[ErrorCode, int, int]:
+        """(error, producer id, epoch) for a transactional producer's InitProducerId."""
+        error = self.ensure_ready()
+        if error is not None:
+            return error, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        now = self.now_ms()
+        txn = self.txns.get(transactional_id)
+        if txn is None:
+            txn = TransactionMetadata(transactional_id, self.broker.producer_ids.generate(),
+                                      NO_PRODUCER_EPOCH, timeout_ms, S.EMPTY, set(), -1, now)
+            self._set(txn)
+        fail = (lambda code: (code, NO_PRODUCER_ID, NO_PRODUCER_EPOCH))
+        if txn.state.is_prepare or txn.state == S.PREPARE_EPOCH_FENCE:
+            return fail(E.CONCURRENT_TRANSACTIONS)
+        if expected_pid != NO_PRODUCER_ID:
+            # KIP-360: the producer says which id and epoch it had.
+            if expected_pid not in (txn.producer_id, txn.last_producer_id):
+                return fail(E.INVALID_PRODUCER_ID_MAPPING)
+            retry = (expected_pid == txn.last_producer_id
+                     and expected_epoch == txn.last_producer_epoch
+                     and txn.state == S.EMPTY)
+            if retry:
+                return E.NONE, txn.producer_id, txn.producer_epoch
+            if expected_pid != txn.producer_id or expected_epoch != txn.producer_epoch:
+                return fail(E.PRODUCER_FENCED)
+        if txn.state == S.ONGOING:
+            # Fence the current producer and abort its transaction; the client retries.
+            self._fence_and_abort(txn)
+            return fail(E.CONCURRENT_TRANSACTIONS)
+        new = txn.copy()
+        new.last_producer_id, new.last_producer_epoch = txn.producer_id, txn.producer_epoch
+        if txn.epoch_exhausted:
+            new.producer_id = self.broker.producer_ids.generate()
+            new.producer_epoch = 0
+        else:
+            new.producer_epoch = txn.producer_epoch + 1
+        new.txn_timeout_ms = timeout_ms
+        new.partitions = set()
+        new.txn_start_timestamp = -1
+        new.transition_to(S.EMPTY, now)
+        error = self._commit_state(txn, new)
+        if error != E.NONE:
+            if txn.producer_epoch == NO_PRODUCER_EPOCH:
+                self._forget(transactional_id)
+            return fail(error)
+        return E.NONE, new.producer_id, new.producer_epoch
+
+    def _fence_and_abort(self, txn: TransactionMetadata) -> ErrorCode:
+        """Bump the epoch of an open transaction (so its producer is fenced) and abort it."""
+        fenced = txn.copy()
+        now = self.now_ms()
+        fenced.transition_to(S.PREPARE_EPOCH_FENCE, now)
+        if not txn.epoch_exhausted:
+            fenced.producer_epoch = txn.producer_epoch + 1
+        self._set(fenced)
+        error = self._end(fenced, commit=False)
+        if error != E.NONE:
+            self._set(txn)
+        return error
+
+    # -- checks shared by the txn APIs ------------------------------------------------------
+
+    def _check(self, txn: Optional[TransactionMetadata], producer_id: int,
+               producer_epoch: int) -> Optional[ErrorCode]:
+        if txn is None or txn.producer_id != producer_id:
+            return E.INVALID_PRODUCER_ID_MAPPING
+        if txn.producer_epoch != producer_epoch:
+            return E.PRODUCER_FENCED
+        return None
+
+    # -- AddPartitionsToTxn / AddOffsetsToTxn -----------------------------------------------
+
+    def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                       partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
+        partitions = list(partitions)
+        if not transactional_id:
+            return {tp: E.INVALID_REQUEST for tp in partitions}
+        error = self.ensure_ready()
+        topics = self.broker.logs.topics
+        unknown = {tp for tp in partitions
+                   if tp[0] not in topics or not 0 <= tp[1] < topics[tp[0]].num_partitions}
+        if error is None and unknown:
+            return {tp: E.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown
+                    else E.OPERATION_NOT_ATTEMPTED for tp in partitions}
+        if error is None:
+            error = self._add(transactional_id, producer_id, producer_epoch, partitions)
+        return {tp: error for tp in partitions}
+
+    def _add(self, transactional_id: str, producer_id: int, producer_epoch: int,
+             partitions: list[tuple[str, int]]) -> ErrorCode:
+        txn = self.txns.get(transactional_id)
+        error = self._check(txn, producer_id, producer_epoch)
+        if error is not None:
+            return error
+        assert txn is not None
+        if txn.state.is_prepare or txn.state == S.PREPARE_EPOCH_FENCE:
+            return E.CONCURRENT_TRANSACTIONS
+        if txn.state == S.ONGOING and set(partitions) <= txn.partitions:
+            return E.NONE
+        now = self.now_ms()
+        new = txn.copy()
+        if txn.state != S.ONGOING:
+            new.txn_start_timestamp = now
+        new.partitions |= set(partitions)
+        new.transition_to(S.ONGOING, now)
+        return self._commit_state(txn, new)
+
+    def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                          partitions: Iterable[tuple[str, int]]
+                          ) -> dict[tuple[str, int], ErrorCode]:
+        """AddPartitionsToTxn v4+ ``verify_only``: whether each partition is in the open
+        transaction (INVALID_TXN_STATE when not)."""
+        txn = self.txns.get(transactional_id)
+        error = self._check(txn, producer_id, producer_epoch)
+        out = {}
+        for tp in partitions:
+            if error is not None:
+                out[tp] = error
+            elif txn is None or txn.state != S.ONGOING or tp not in txn.partitions:
+                out[tp] = E.INVALID_TXN_STATE
+            else:
+                out[tp] = E.NONE
+        return out
+
+    def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                    group_id: str) -> ErrorCode:
+        if not transactional_id:
+            return E.INVALID_REQUEST
+        error = self.ensure_ready() or self.broker.groups.ensure_ready()
+        if error is not None:
+            return error
+        partition = self.broker.groups.partition_for(group_id)
+        return self._add(transactional_id, producer_id, producer_epoch,
+                         [(OFFSETS_TOPIC, partition)])
+
+    # -- EndTxn -----------------------------------------------------------------------------
+
+    def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                commit: bool) -> ErrorCode:
+        if not transactional_id:
+            return E.INVALID_REQUEST
+        error = self.ensure_ready()
+        if error is not None:
+            return error
+        txn = self.txns.get(transactional_id)
+        error = self._check(txn, producer_id, producer_epoch)
+        if error is not None:
+            return error
+        assert txn is not None
+        state = txn.state
+        if state == S.ONGOING:
+            return self._end(txn, commit)
+        if state == S.COMPLETE_COMMIT:
+            return E.NONE if commit else E.INVALID_TXN_STATE
+        if state == S.COMPLETE_ABORT:
+            return E.NONE if not commit else E.INVALID_TXN_STATE
+        if state == S.PREPARE_COMMIT:
+            return E.CONCURRENT_TRANSACTIONS if commit else E.INVALID_TXN_STATE
+        if state == S.PREPARE_ABORT:
+            return E.CONCURRENT_TRANSACTIONS if not commit else E.INVALID_TXN_STATE
+        if state == S.PREPARE_EPOCH_FENCE:
+            return E.CONCURRENT_TRANSACTIONS
+        return E.INVALID_TXN_STATE  # Empty, Dead
+
+    def _end(self, txn: TransactionMetadata, commit: bool) -> ErrorCode:
+        prepared = txn.copy()
+        prepared.transition_to(S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, self.now_ms())
+        error = self._commit_state(txn, prepared)
+        if error != E.NONE:
+            return error
+        return self._complete(prepared, commit)
+
+    def _complete(self, prepared: TransactionMetadata, commit: bool) -> ErrorCode:
+        """Write the markers of a prepared transaction, then its Complete state."""
+        self.write_markers(prepared.producer_id, prepared.producer_epoch, commit,
+                           prepared.partitions)
+        done = prepared.copy()
+        done.transition_to(S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT, self.now_ms())
+        done.partitions = set()
+        if self._write(done) != E.NONE:
+            # The markers are written: the transaction is over even without its Complete
+            # record (a reload finds the Prepare record and writes the markers again).
+            log.warning("could not record the end of %s's transaction", done.transactional_id)
+        self._set(done)
+        return E.NONE
+
+    def write_markers(self, producer_id: int, producer_epoch: int, commit: bool,
+                      partitions: Iterable[tuple[str, int]],
+                      coordinator_epoch: Optional[int] = None) -> dict[tuple[str, int], ErrorCode]:
+        """Append a COMMIT/ABORT marker to each partition (the single-node stand-in for
+        WriteTxnMarkers). Partitions that no longer exist are skipped, as Kafka does."""
+        if coordinator_epoch is None:
+            coordinator_epoch = self.coordinator_epoch
+        results: dict[tuple[str, int], ErrorCode] = {}
+        now = self.now_ms()
+        for topic, partition in sorted(partitions):
+            partition_log = self.broker.logs.get_log(topic, partition)
+            if partition_log is None:
+                results[(topic, partition)] = E.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            try:
+                partition_log.append_marker(producer_id, producer_epoch, commit,
+                                            coordinator_epoch, now_ms=now)
+            except InvalidProducerEpoch as exc:
+                log.warning("marker for producer %d on %s-%d refused: %s", producer_id, topic,
+                            partition, exc)
+                results[(topic, partition)] = E.INVALID_PRODUCER_EPOCH
+                continue
+            except Exception:  # noqa: BLE001 - one bad partition must not stop the others
+                log.exception("marker for producer %d on %s-%d failed", producer_id, topic,
+                              partition)
+                results[(topic, partition)] = E.KAFKA_STORAGE_ERROR
+                continue
+            self._appended(partition_log, topic, partition, now)
+            if topic == OFFSETS_TOPIC and self.broker.groups is not None:
+                self.broker.groups.complete_transaction(producer_id, commit, partition)
+            results[(topic, partition)] = E.NONE
+        return results
+
+    # -- Produce verification ---------------------------------------------------------------
+
+    def transaction_of(self, producer_id: int) -> Optional[TransactionMetadata]:
+        transactional_id = self._by_pid.get(producer_id)
+        return None if transactional_id is None else self.txns.get(transactional_id)
+
+    def check_produce(self, producer_id: int, producer_epoch: int, topic: str,
+                      partition: int) -> Optional[ErrorCode]:
+        """A transactional batch may only go to a partition added to its producer's open
+        transaction (Kafka's KIP-890 part 1 verification, done locally)."""
+        txn = self.transaction_of(producer_id)
+        if txn is None:
+            return E.INVALID_TXN_STATE
+        if producer_epoch < txn.producer_epoch:
+            return E.INVALID_PRODUCER_EPOCH
+        if (producer_epoch != txn.producer_epoch or txn.state != S.ONGOING
+                or (topic, partition) not in txn.partitions):
+            return E.INVALID_TXN_STATE
+        return None
+
+    # -- timeouts and expiry ----------------------------------------------------------------
+
+    def abort_timed_out(self) -> int:
+        """Fence and abort every transaction open for longer than its timeout."""
+        now = self.now_ms()
+        count = 0
+        for txn in list(self.txns.values()):
+            if txn.state == S.ONGOING and txn.txn_start_timestamp + txn.txn_timeout_ms < now:
+                log.info("aborting transaction of %s: open for %d ms, timeout %d ms",
+                         txn.transactional_id, now - txn.txn_start_timestamp, txn.txn_timeout_ms)
+                if self._fence_and_abort(txn) == E.NONE:
+                    count += 1
+        return count
+
+    def expire_transactional_ids(self) -> int:
+        now = self.now_ms()
+        limit = self.config["transactional.id.expiration.ms"]
+        count = 0
+        for txn in list(self.txns.values()):
+            if (txn.state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT)
+                    and now - txn.txn_last_update_timestamp >= limit):
+                dead = txn.copy()
+                dead.transition_to(S.DEAD, now)
+                if self._write(dead, tombstone=True) == E.NONE:
+                    self._forget(txn.transactional_id)
+                    count += 1
+        return count
+
+    # -- admin ------------------------------------------------------------------------------
+
+    def list_transactions(self, states: list[str], producer_ids: list[int],
+                          duration_ms: int = -1, pattern: Optional[str] = None
+                          ) -> tuple[list[str], list[TransactionMetadata]]:
+        """(unknown state filters, matching transactions)."""
+        wanted = set()
+        unknown = []
+        for name in states:
+            state = S.from_name(name)
+            if state is None:
+                unknown.append(name)
+            else:
+                wanted.add(state)
+        regex = re.compile(pattern) if pattern else None
+        now = self.now_ms()
+        out = []
+        for txn in self.txns.values():
+            if states and txn.state not in wanted:
+                continue
+            if producer_ids and txn.producer_id not in producer_ids:
+                continue
+            if duration_ms >= 0 and (txn.txn_start_timestamp < 0
+                                     or now - txn.txn_start_timestamp < duration_ms):
+                continue
+            if regex is not None and not regex.fullmatch(txn.transactional_id):
+                continue
+            out.append(txn)
+        return unknown, out
