@@ -57,6 +57,8 @@ class Broker:
         self.txn: TransactionCoordinator | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.security: SecurityManager | None = None
+        # Cluster mode (``zookeeper.connect`` set): a wireserver.cluster.node.ClusterNode.
+        self.cluster = None
         self._flushing: set = set()
         self._loops: list[task.LoopingCall] = []
         self.started = False
@@ -82,9 +84,11 @@ class Broker:
         partition_logs = [partition_log for _, partition_log in self.logs.logs()]
         log.info("loaded %d partition logs; %d segments recovered (re-scanned)",
                  len(partition_logs), sum(pl.recovered_segments for pl in partition_logs))
+        clustered = bool(self.config.get("zookeeper.connect"))
         for _, partition_log in self.logs.logs():
-            # One node: everything in the log is committed.
-            partition_log.high_watermark = partition_log.log_end_offset
+            if not clustered:
+                # One node: everything in the log is committed.
+                partition_log.high_watermark = partition_log.log_end_offset
         self.groups = GroupCoordinator(self)
         self.groups.start()
         self.txn = TransactionCoordinator(self)
@@ -103,6 +107,10 @@ class Broker:
                 listener = listener.with_port(by_name[listener.name].port)
             self.advertised.append(listener)
         self.bound = bound
+        if clustered:
+            from wireserver.cluster.node import ClusterNode
+            self.cluster = ClusterNode(self)
+            self.cluster.start()
         self._every(self.config["log.retention.check.interval.ms"], self._apply_retention)
         self._every(PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, self._remove_expired_producers)
         scheduler_ms = self.config["log.flush.scheduler.interval.ms"]
@@ -131,6 +139,8 @@ class Broker:
             if loop.running:
                 loop.stop()
         self._loops.clear()
+        if self.cluster is not None:
+            self.cluster.stop()
         yield defer.gatherResults([defer.maybeDeferred(port.stopListening) for port in self.ports])
         self.ports.clear()
         for connection in list(self.connections):

@@ -10,7 +10,6 @@ from typing import Any
 
 from protocol.messages import peek_header
 from protocol.errors import DecodeError
-from wireserver.security import tls
 from wireserver.security.sasl import AuthState, IllegalSaslState, SaslFailure
 
 log = logging.getLogger(__name__)
@@ -26,6 +25,7 @@ def admit(connection: Any, frame: memoryview) -> bool:
     if security.uses_tls and not security.tls_principal_done:
         security.tls_principal_done = True
         if not security.uses_sasl:
+            from wireserver.security import tls  # pyOpenSSL only where TLS is configured
             principal = tls.peer_principal(connection.transport)
             if principal is not None:
                 security.principal = principal
