@@ -50,6 +50,15 @@ from kafka.protocol.producer.transaction import (AddOffsetsToTxnRequest, AddOffs
                                                  InitProducerIdResponse, TxnOffsetCommitRequest,
                                                  TxnOffsetCommitResponse, WriteTxnMarkersRequest,
                                                  WriteTxnMarkersResponse)
+from kafka.protocol.sasl import (SaslAuthenticateRequest, SaslAuthenticateResponse,
+                                 SaslHandshakeRequest, SaslHandshakeResponse)
+from kafka.protocol.admin.acl import (CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest,
+                                      DeleteAclsResponse, DescribeAclsRequest,
+                                      DescribeAclsResponse)
+from kafka.protocol.admin.users import (AlterUserScramCredentialsRequest,
+                                        AlterUserScramCredentialsResponse,
+                                        DescribeUserScramCredentialsRequest,
+                                        DescribeUserScramCredentialsResponse)
 
 from protocol.messages_extra import (ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse,
                                      ConsumerGroupHeartbeatRequest,
@@ -101,3 +110,11 @@ SERVED.register(TxnOffsetCommitRequest, TxnOffsetCommitResponse, 0, 4)
 SERVED.register(DescribeProducersRequest, DescribeProducersResponse, 0, 0)
 SERVED.register(DescribeTransactionsRequest, DescribeTransactionsResponse, 0, 0)
 SERVED.register(ListTransactionsRequest, ListTransactionsResponse, 0, 2)
+# Security: SASL, ACLs, SCRAM credentials (wireserver.security).
+SERVED.register(SaslHandshakeRequest, SaslHandshakeResponse, 0, 1)
+SERVED.register(SaslAuthenticateRequest, SaslAuthenticateResponse, 0, 2)
+SERVED.register(DescribeAclsRequest, DescribeAclsResponse, 1, 3)
+SERVED.register(CreateAclsRequest, CreateAclsResponse, 1, 3)
+SERVED.register(DeleteAclsRequest, DeleteAclsResponse, 1, 3)
+SERVED.register(DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse, 0, 0)
+SERVED.register(AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse, 0, 0)

@@ -25,6 +25,7 @@ from wireserver.config import BrokerConfig, Listener
 from wireserver.groups import GroupCoordinator
 from wireserver.producer_ids import ProducerIdManager
 from wireserver.purgatory import Purgatory
+from wireserver.security.manager import SecurityManager
 from wireserver.server import KafkaServerFactory
 from wireserver.txn import TransactionCoordinator
 
@@ -55,6 +56,9 @@ class Broker:
         self.groups: GroupCoordinator | None = None
         self.txn: TransactionCoordinator | None = None
         self.producer_ids: ProducerIdManager | None = None
+        self.security: SecurityManager | None = None
+        # Cluster mode (``zookeeper.connect`` set): a wireserver.cluster.node.ClusterNode.
+        self.cluster = None
         self._flushing: set = set()
         self._loops: list[task.LoopingCall] = []
         self.started = False
@@ -72,6 +76,7 @@ class Broker:
         for directory in self.config.log_dirs:
             os.makedirs(directory, exist_ok=True)
         self.cluster_id = self._load_or_create_cluster_id()
+        self.security = SecurityManager(self)
         self.producer_ids = ProducerIdManager(self.config.log_dirs[0])
         self.logs = LogManager(self.config.log_dirs, self.config.topic_defaults(), self.now_ms,
                                self.config["producer.id.expiration.ms"])
@@ -79,9 +84,11 @@ class Broker:
         partition_logs = [partition_log for _, partition_log in self.logs.logs()]
         log.info("loaded %d partition logs; %d segments recovered (re-scanned)",
                  len(partition_logs), sum(pl.recovered_segments for pl in partition_logs))
+        clustered = bool(self.config.get("zookeeper.connect"))
         for _, partition_log in self.logs.logs():
-            # One node: everything in the log is committed.
-            partition_log.high_watermark = partition_log.log_end_offset
+            if not clustered:
+                # One node: everything in the log is committed.
+                partition_log.high_watermark = partition_log.log_end_offset
         self.groups = GroupCoordinator(self)
         self.groups.start()
         self.txn = TransactionCoordinator(self)
@@ -90,7 +97,7 @@ class Broker:
         for listener in self.config.listeners:
             factory = KafkaServerFactory(self, listener.name)
             interface = "" if listener.all_interfaces else listener.host
-            port = self.reactor.listenTCP(listener.port, factory, interface=interface)
+            port = self.security.listen(self.reactor, listener, factory, interface)
             self.ports.append(port)
             bound.append(listener.with_port(port.getHost().port))
         by_name = {listener.name: listener for listener in bound}
@@ -100,6 +107,10 @@ class Broker:
                 listener = listener.with_port(by_name[listener.name].port)
             self.advertised.append(listener)
         self.bound = bound
+        if clustered:
+            from wireserver.cluster.node import ClusterNode
+            self.cluster = ClusterNode(self)
+            self.cluster.start()
         self._every(self.config["log.retention.check.interval.ms"], self._apply_retention)
         self._every(PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, self._remove_expired_producers)
         scheduler_ms = self.config["log.flush.scheduler.interval.ms"]
@@ -128,6 +139,8 @@ class Broker:
             if loop.running:
                 loop.stop()
         self._loops.clear()
+        if self.cluster is not None:
+            self.cluster.stop()
         yield defer.gatherResults([defer.maybeDeferred(port.stopListening) for port in self.ports])
         self.ports.clear()
         for connection in list(self.connections):

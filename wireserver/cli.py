@@ -49,6 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="set one config key, over the file (repeatable)")
     serve.add_argument("--log-level", metavar="LEVEL", default="INFO", type=str.upper,
                        choices=LOG_LEVELS, help="one of %(choices)s (default %(default)s)")
+    cluster = commands.add_parser(
+        "cluster", help="run a development cluster (ZooKeeper and N brokers)",
+        description="Start ZooKeeper and N brokers on free ports of 127.0.0.1 and print one "
+                    "line per broker; Ctrl-C stops them all.")
+    from wireserver.cluster.dev import add_arguments
+    add_arguments(cluster)
     return parser
 
 
@@ -73,6 +79,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return serve(args)
         except KeyboardInterrupt:
             return 130
+    if args.command == "cluster":
+        from wireserver.cluster.dev import run
+        return run(args)
     parser.print_help(sys.stderr)
     return 2
 

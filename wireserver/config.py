@@ -101,6 +101,8 @@ CONFIG_TYPE_IDS = {
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 DEFAULT_SECURITY_PROTOCOL_MAP = "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
 
+LISTENER_PREFIX = "listener.name."
+
 HOUR_MS = 60 * 60 * 1000
 MINUTE_MS = 60 * 1000
 
@@ -184,6 +186,62 @@ _BROKER_ONLY = [
          dynamic=True),
     _key("fetch.max.bytes", "int", 57671680,
          "Largest response the broker returns to one Fetch request.", at_least(1024)),
+    # Security (TLS, SASL, ACLs). Every ssl.* / sasl.* key can also be given per listener as
+    # listener.name.<listener>.<key> (and the JAAS config per mechanism as
+    # listener.name.<listener>.<mechanism>.sasl.jaas.config), as in Kafka.
+    _key("ssl.keystore.type", "string", "JKS",
+         "Format of the key store. Only PEM is supported (a file with the certificate chain "
+         "and the private key, or ssl.keystore.certificate.chain / ssl.keystore.key inline).",
+         one_of("JKS", "PKCS12", "PEM")),
+    _key("ssl.keystore.location", "string", None,
+         "Key store file of SSL listeners (PEM: certificate chain and private key)."),
+    _key("ssl.keystore.password", "password", None,
+         "Password of the key store file (PEM: of the encrypted private key).", sensitive=True),
+    _key("ssl.key.password", "password", None,
+         "Password of the private key (PEM: of the encrypted private key).", sensitive=True),
+    _key("ssl.keystore.certificate.chain", "password", None,
+         "The certificate chain in PEM, inline (with ssl.keystore.type=PEM).", sensitive=True),
+    _key("ssl.keystore.key", "password", None,
+         "The private key in PEM, inline (with ssl.keystore.type=PEM).", sensitive=True),
+    _key("ssl.truststore.type", "string", "JKS",
+         "Format of the trust store. Only PEM is supported.", one_of("JKS", "PKCS12", "PEM")),
+    _key("ssl.truststore.location", "string", None,
+         "Trust store file (PEM certificates) used to verify client certificates."),
+    _key("ssl.truststore.password", "password", None,
+         "Password of the trust store (unused with PEM).", sensitive=True),
+    _key("ssl.truststore.certificates", "password", None,
+         "Trusted certificates in PEM, inline (with ssl.truststore.type=PEM).", sensitive=True),
+    _key("ssl.client.auth", "string", "none",
+         "Client certificates on SSL listeners: none, requested or required.",
+         one_of("none", "requested", "required")),
+    _key("ssl.protocol", "string", "TLSv1.3",
+         "TLS protocol of the SSL context (TLSv1.2 or TLSv1.3 are both accepted from clients)."),
+    _key("ssl.enabled.protocols", "list", ["TLSv1.2", "TLSv1.3"],
+         "TLS versions accepted on SSL listeners.", one_of("TLSv1.2", "TLSv1.3")),
+    _key("sasl.enabled.mechanisms", "list", ["GSSAPI"],
+         "SASL mechanisms served on SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, "
+         "OAUTHBEARER (GSSAPI, Kafka's default, is not supported and is ignored)."),
+    _key("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI",
+         "SASL mechanism brokers use between themselves."),
+    _key("sasl.jaas.config", "password", None,
+         "JAAS login configuration for SASL listeners (normally given per listener and "
+         "mechanism); PlainLoginModule user_<name>=\"<password>\" options define PLAIN users.",
+         sensitive=True),
+    _key("sasl.oauthbearer.expected.audience", "list", [],
+         "OAUTHBEARER: accepted audiences of a token (empty: any)."),
+    _key("connections.max.reauth.ms", "long", 0,
+         "Largest SASL session lifetime (KIP-368); 0 = sessions never expire. Clients "
+         "re-authenticate before it ends, or their connection is closed.", at_least(0)),
+    _key("connection.failed.authentication.delay.ms", "int", 100,
+         "Accepted for compatibility; a failed authentication is answered at once.",
+         at_least(0)),
+    _key("authorizer.class.name", "string", "",
+         "Authorizer; org.apache.kafka.metadata.authorizer.StandardAuthorizer or "
+         "kafka.security.authorizer.AclAuthorizer turn on ACLs (empty = everything allowed)."),
+    _key("super.users", "string", "",
+         "Semicolon-separated principals (User:name) that bypass ACLs."),
+    _key("allow.everyone.if.no.acl.found", "boolean", False,
+         "With an authorizer: allow an operation on a resource that has no ACL at all."),
     # Topics
     _key("num.partitions", "int", 1,
          "Partitions of an auto-created topic, and of CreateTopics with -1.", at_least(1)),
@@ -658,8 +716,12 @@ class BrokerConfig:
         self._dynamic_default: dict[str, Any] = {}
         self._subscribers: list[Callable[[str], None]] = []
         self.unknown: dict[str, Any] = {}
+        self._per_listener: dict[str, Any] = {}
         for name, raw in (values or {}).items():
             cdef = BROKER_CONFIGS.get(name)
+            if cdef is None and name.startswith(LISTENER_PREFIX):
+                self._per_listener[name] = self._parse_per_listener(name, raw)
+                continue
             if cdef is None:
                 self.unknown[name] = raw
                 continue
@@ -732,6 +794,33 @@ class BrokerConfig:
         """Dynamic values as strings (per broker, or the cluster-wide defaults), to persist."""
         layer = self._dynamic_default if cluster_default else self._dynamic_broker
         return {name: BROKER_CONFIGS[name].render(value) for name, value in layer.items()}
+
+    @staticmethod
+    def _parse_per_listener(name: str, raw: Any) -> Any:
+        """``listener.name.<listener>.<key>``: parsed as ``<key>`` when we know it."""
+        rest = name[len(LISTENER_PREFIX):].partition(".")[2]
+        for candidate in (rest, rest.partition(".")[2]):  # <key> or <mechanism>.<key>
+            cdef = BROKER_CONFIGS.get(candidate)
+            if cdef is not None:
+                return cdef.parse(raw)
+        return raw
+
+    def listener_value(self, listener: str, name: str, mechanism: str | None = None) -> Any:
+        """``name`` as the listener sees it, Kafka's precedence:
+        ``listener.name.<listener>.<mechanism>.<name>`` (mechanism keys only), then
+        ``listener.name.<listener>.<name>``, then the plain broker key."""
+        prefix = f"{LISTENER_PREFIX}{listener.lower()}."
+        if mechanism is not None:
+            key = f"{prefix}{mechanism.lower()}.{name}"
+            if key in self._per_listener:
+                return _copy(self._per_listener[key])
+        if prefix + name in self._per_listener:
+            return _copy(self._per_listener[prefix + name])
+        return self.get(name)
+
+    def per_listener_values(self) -> dict[str, Any]:
+        """Every ``listener.name.*`` key that was given."""
+        return dict(self._per_listener)
 
     @property
     def node_id(self) -> int:

@@ -20,6 +20,8 @@ class RequestContext:
     broker: "Broker"
     peer: str
     listener_name: str
+    #: the connection's ``wireserver.security.ConnectionSecurity`` (principal, host, SASL)
+    security: Any = None
 
     @property
     def version(self) -> int:

@@ -23,6 +23,7 @@ from protocol.framing import FrameDecoder
 from protocol.messages import Request, decode_request, encode_response_chunks
 from wireserver.apis import HANDLERS
 from wireserver.context import RequestContext
+from wireserver.security import connection as security_hooks
 
 if TYPE_CHECKING:
     from wireserver.broker import Broker
@@ -55,12 +56,16 @@ class KafkaConnection(protocol.Protocol):
         self.paused = False
         self.closed = False
         self.peer = "?"
+        self.security = None
 
     # -- connection lifecycle -------------------------------------------------------------
 
     def connectionMade(self) -> None:
         peer = self.transport.getPeer()
         self.peer = f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}"
+        if self.broker.security is not None:
+            self.security = self.broker.security.new_connection(self.listener_name,
+                                                                getattr(peer, "host", "*"))
         self.broker.connections.add(self)
 
     def connectionLost(self, reason: Failure = protocol.connectionDone) -> None:
@@ -88,6 +93,11 @@ class KafkaConnection(protocol.Protocol):
         for frame in frames:
             if self.closed:
                 return
+            security = self.security
+            if security is not None and (security.authenticator is not None
+                                         or not security.tls_principal_done):
+                if not security_hooks.admit(self, frame):
+                    continue
             try:
                 request = decode_request(frame, self.broker.registry)
             except UnsupportedApi as exc:
@@ -105,7 +115,7 @@ class KafkaConnection(protocol.Protocol):
         slot = _Slot(request)
         self.pending.append(slot)
         ctx = RequestContext(request=request, broker=self.broker, peer=self.peer,
-                             listener_name=self.listener_name)
+                             listener_name=self.listener_name, security=self.security)
         handler = HANDLERS[request.header.api_key]
         result = defer.maybeDeferred(handler, ctx)
         result.addCallbacks(self._completed, self._failed, callbackArgs=(slot,),
@@ -127,6 +137,8 @@ class KafkaConnection(protocol.Protocol):
                 return
         slot.done = True
         self._flush()
+        if self.security is not None and self.security.authenticator is not None:
+            security_hooks.after_response(self)
 
     def _failed(self, failure: Failure, slot: _Slot) -> None:
         if failure.check(DecodeError):

@@ -127,18 +127,59 @@ class KafkaWire:
     it to send hand-made requests (``send_raw`` / ``read_response``)."""
 
     def __init__(self, bootstrap: str, timeout: float = 10.0, client_id: str = "wireserver-testing",
-                 negotiate: bool = True):
+                 negotiate: bool = True, *, ssl_context: Any = None,
+                 sasl: tuple[str, str, str] | None = None):
         self.address = _host_port(bootstrap)
         self.timeout = timeout
         self.client_id = client_id
         self.sock = socket.create_connection(self.address, timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if ssl_context is not None:
+            self.sock = ssl_context.wrap_socket(self.sock, server_hostname=self.address[0])
         self._correlation = 0
         self.versions: dict[int, tuple[int, int]] = {}
-        if negotiate:
+        if negotiate or sasl:
             from kafka.protocol.metadata.api_versions import ApiVersionsRequest
             response = self.request(ApiVersionsRequest(version=0))
             self.versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+        if sasl is not None:
+            self.authenticate(*sasl)
+
+    def authenticate(self, mechanism: str, username: str, password: str) -> None:
+        """SaslHandshake v1 + SaslAuthenticate with PLAIN or SCRAM-SHA-256/512."""
+        from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
+        handshake = self.request(SaslHandshakeRequest(version=1, mechanism=mechanism))
+        if handshake.error_code:
+            raise KafkaWireError(f"SaslHandshake {mechanism}: error {handshake.error_code}",
+                                 handshake.error_code)
+
+        def step(token: bytes) -> bytes:
+            response = self.request(SaslAuthenticateRequest(version=1, auth_bytes=token))
+            if response.error_code:
+                raise KafkaWireError(f"SaslAuthenticate: {response.error_message}",
+                                     response.error_code)
+            return bytes(response.auth_bytes)
+
+        if mechanism == "PLAIN":
+            step(b"\0" + username.encode() + b"\0" + password.encode())
+            return
+        if not mechanism.startswith("SCRAM-"):
+            raise ValueError(f"KafkaWire cannot authenticate with {mechanism}")
+        import base64
+        import secrets
+        from wireserver.security import scram
+        nonce = secrets.token_urlsafe(18)
+        first_bare = f"n={username.replace('=', '=3D').replace(',', '=2C')},r={nonce}"
+        server_first = step(("n,," + first_bare).encode()).decode()
+        fields = dict(item.split("=", 1) for item in server_first.split(","))
+        salted = scram.salted_password(mechanism, password, base64.b64decode(fields["s"]),
+                                       int(fields["i"]))
+        without_proof = f"c=biws,r={fields['r']}"
+        auth_message = f"{first_bare},{server_first},{without_proof}".encode()
+        client_key = scram.hmac_of(mechanism, salted, b"Client Key")
+        signature = scram.hmac_of(mechanism, scram.digest(mechanism, client_key), auth_message)
+        proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature))).decode()
+        step(f"{without_proof},p={proof}".encode())
 
     def __enter__(self) -> "KafkaWire":
         return self
@@ -262,8 +303,12 @@ class _AdminMixin:
     bootstrap_servers: str
 
     def wire(self, timeout: float = 10.0) -> KafkaWire:
-        """A new raw connection to the broker (close it, or use it as a context manager)."""
-        return KafkaWire(self.bootstrap_servers, timeout=timeout)
+        """A new raw connection to the broker (close it, or use it as a context manager).
+        On a secured embedded broker it authenticates as the broker's admin (a super user)."""
+        return KafkaWire(self.bootstrap_servers, timeout=timeout, **self._wire_security())
+
+    def _wire_security(self) -> dict[str, Any]:
+        return {}
 
     def topics(self) -> list[str]:
         """Names of the non-internal topics."""
@@ -411,7 +456,10 @@ class EmbeddedBroker(_AdminMixin):
     def __init__(self, mode: str = "thread", *, overrides: Mapping[str, Any] | None = None,
                  data_dir: str | os.PathLike | None = None, port: int = 0,
                  host: str = "127.0.0.1", startup_timeout: float = 30.0,
-                 log_level: str = "INFO", python: str | None = None):
+                 log_level: str = "INFO", python: str | None = None,
+                 sasl: str | None = None, users: Mapping[str, str] | None = None,
+                 tls: bool = False, client_auth: str = "none", authorizer: bool = False,
+                 super_users: Iterable[str] = ()):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
         self.mode = mode
@@ -426,6 +474,8 @@ class EmbeddedBroker(_AdminMixin):
         self.overrides: dict[str, str] = dict(TEST_DEFAULTS)
         self.overrides["listeners"] = _format_endpoint("PLAINTEXT", host, port)
         self.overrides["log.dirs"] = self.data_dir
+        self._secure(host, port, sasl, dict(users or {}), tls, client_auth, authorizer,
+                     list(super_users))
         for key, value in (overrides or {}).items():
             self.overrides[key] = _config_text(value)
         self.endpoints: list[tuple[str, str, int]] = []
@@ -437,6 +487,77 @@ class EmbeddedBroker(_AdminMixin):
         self.process: subprocess.Popen | None = None  # subprocess mode
         self._stdout_thread: threading.Thread | None = None
         self._closed = False
+
+    # -- security ----------------------------------------------------------------------------
+
+    def _secure(self, host: str, port: int, sasl: str | None, users: dict[str, str],
+                tls: bool, client_auth: str, authorizer: bool, super_users: list[str]) -> None:
+        """Turn on SASL (one mechanism), TLS (a generated CA and server certificate for
+        127.0.0.1/localhost) and ACLs. The broker's own admin chores authenticate as
+        ``admin_user`` (SASL) or with the ``admin`` client certificate (TLS only), a super
+        user."""
+        self.sasl_mechanism = sasl.upper() if sasl else None
+        self.users = users
+        self.pki = None
+        self.ca_path = None
+        self.admin_user: tuple[str, str] | None = None
+        if not (sasl or tls or authorizer):
+            return
+        protocol = {(True, True): "SASL_SSL", (True, False): "SASL_PLAINTEXT",
+                    (False, True): "SSL", (False, False): "PLAINTEXT"}[(bool(sasl), tls)]
+        self.overrides["listeners"] = _format_endpoint(protocol, host, port)
+        self.protocol = protocol
+        supers = list(super_users)
+        if tls:
+            from wireserver.security.certs import write_test_pki
+            self.pki = write_test_pki(os.path.join(self._root, "pki"))
+            self.ca_path = self.pki.ca
+            self.overrides.update({
+                "ssl.keystore.type": "PEM", "ssl.keystore.location": self.pki.server,
+                "ssl.truststore.type": "PEM", "ssl.truststore.location": self.pki.ca,
+                "ssl.client.auth": client_auth,
+            })
+            if not sasl:
+                supers.append("User:" + self.pki.admin_dn)
+        if sasl:
+            import secrets
+            mechanism = self.sasl_mechanism
+            self.admin_user = ("wireserver-admin", secrets.token_urlsafe(12))
+            everyone = {**users, self.admin_user[0]: self.admin_user[1]}
+            self.overrides["sasl.enabled.mechanisms"] = mechanism
+            prefix = f"listener.name.{protocol.lower()}.{mechanism.lower()}.sasl.jaas.config"
+            if mechanism == "PLAIN":
+                options = " ".join(f'user_{name}="{password}"'
+                                   for name, password in everyone.items())
+                self.overrides[prefix] = ("org.apache.kafka.common.security.plain."
+                                          f"PlainLoginModule required {options};")
+            elif mechanism.startswith("SCRAM-"):
+                from wireserver.security.scram import write_users
+                write_users(self.data_dir, mechanism, everyone)
+            elif mechanism == "OAUTHBEARER":
+                self.overrides[prefix] = ("org.apache.kafka.common.security.oauthbearer."
+                                          "OAuthBearerLoginModule required;")
+                self.admin_user = None
+            else:
+                raise ValueError(f"unsupported SASL mechanism {sasl!r}")
+            if self.admin_user is not None:
+                supers.append(f"User:{self.admin_user[0]}")
+        if authorizer:
+            self.overrides["authorizer.class.name"] = (
+                "org.apache.kafka.metadata.authorizer.StandardAuthorizer")
+            self.overrides["super.users"] = ";".join(supers)
+
+    def _wire_security(self) -> dict[str, Any]:
+        options: dict[str, Any] = {}
+        if self.pki is not None:
+            import ssl
+            context = ssl.create_default_context(cafile=self.pki.ca)
+            if not self.sasl_mechanism:
+                context.load_cert_chain(self.pki.admin_cert, self.pki.admin_key)
+            options["ssl_context"] = context
+        if self.admin_user is not None:
+            options["sasl"] = (self.sasl_mechanism, *self.admin_user)
+        return options
 
     # -- addresses ---------------------------------------------------------------------------
 

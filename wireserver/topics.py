@@ -1,5 +1,10 @@
 """Topic creation and lookup shared by Metadata (auto-creation), Produce (auto-creation) and
-CreateTopics, with Kafka's error for each way a request can be wrong."""
+CreateTopics, with Kafka's error for each way a request can be wrong.
+
+In cluster mode a topic (other than the internal ones, which stay local for now) is created in
+ZooKeeper with replicas placed on the live brokers by Kafka's round-robin (rack-aware when racks
+are set); every broker then opens its logs from the watch, and the controller elects leaders.
+"""
 
 from __future__ import annotations
 
@@ -40,9 +45,10 @@ def resolve_creation(broker: "Broker", name: str, num_partitions: int, replicati
     """Check a creation request the way Kafka does and return (partitions, config overrides).
     Raises TopicError."""
     check_name(name)
-    if name in broker.logs.topics:
+    cluster = broker.cluster if name not in INTERNAL_TOPICS else None
+    if name in broker.logs.topics or (cluster is not None and name in cluster.topics):
         raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
-    live_brokers = [broker.node_id]
+    live_brokers = sorted(cluster.brokers) if cluster is not None else [broker.node_id]
     if assignments:
         if num_partitions != -1 or replication_factor != -1:
             raise TopicError(ErrorCode.INVALID_REQUEST,
@@ -97,6 +103,9 @@ def create_topic(broker: "Broker", name: str, num_partitions: int = -1,
                  assignments: Mapping[int, list[int]] | None = None) -> TopicInfo:
     partitions, overrides = resolve_creation(broker, name, num_partitions, replication_factor,
                                              configs or {}, assignments)
+    if broker.cluster is not None and name not in INTERNAL_TOPICS:
+        return create_in_cluster(broker, name, partitions, replication_factor, overrides,
+                                 assignments)
     try:
         return broker.logs.create_topic(name, partitions, overrides)
     except TopicExistsError as exc:
@@ -105,6 +114,35 @@ def create_topic(broker: "Broker", name: str, num_partitions: int = -1,
         raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)) from None
     except InvalidPartitionsError as exc:
         raise TopicError(ErrorCode.INVALID_PARTITIONS, str(exc)) from None
+
+
+def create_in_cluster(broker: "Broker", name: str, partitions: int, replication_factor: int,
+                      overrides: dict[str, str],
+                      assignments: Mapping[int, list[int]] | None) -> TopicInfo:
+    import uuid
+
+    from kazoo.exceptions import NodeExistsError
+
+    from wireserver.cluster.placement import PlacementError, assign_replicas
+
+    cluster = broker.cluster
+    if assignments:
+        replicas = {p: list(r) for p, r in assignments.items()}
+    else:
+        if replication_factor == -1:
+            replication_factor = broker.config["default.replication.factor"]
+        try:
+            replicas = assign_replicas(partitions, replication_factor, cluster.live_racks())
+        except PlacementError as exc:
+            raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR, str(exc)) from None
+    topic_id = uuid.uuid4()
+    try:
+        cluster.create_topic(name, topic_id, replicas, overrides)
+    except NodeExistsError:
+        raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS,
+                         f"Topic '{name}' already exists.") from None
+    return TopicInfo(name, topic_id, partitions, overrides,
+                     LogConfig.from_values(broker.logs.broker_defaults, overrides))
 
 
 def auto_create(broker: "Broker", name: str) -> TopicInfo | None:

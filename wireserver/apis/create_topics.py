@@ -11,7 +11,11 @@ From v5 a successful result carries the partition count, replication factor and 
 effective configuration (value, source, read-only, sensitive, as DescribeConfigs reports them);
 from v7 the topic id. As in Kafka, a validate-only result carries a fresh id that is not kept.
 
-Skipped: ``timeout_ms`` (creation is synchronous here), CreateTopicPolicy, authorization
+Cluster mode: the topic is written to ZooKeeper and the response waits (up to ``timeout_ms``)
+until every partition has a leader in this broker's view, as Kafka's ZooKeeper-era
+DelayedCreatePartitions did; REQUEST_TIMED_OUT otherwise.
+
+Skipped: ``timeout_ms`` in one-node mode (creation is synchronous there), CreateTopicPolicy, authorization
 (CLUSTER/TOPIC CREATE and DESCRIBE_CONFIGS are always granted).
 """
 
@@ -19,11 +23,13 @@ from __future__ import annotations
 
 import uuid
 
+from twisted.internet import defer, task
+
 from protocol.errors import ErrorCode
 from storage.log_config import LogConfig
 from wireserver.admin import ZERO_UUID, topic_config_rows
 from wireserver.apis import handles
-from wireserver.topics import TopicError, create_topic, resolve_creation
+from wireserver.topics import INTERNAL_TOPICS, TopicError, create_topic, resolve_creation
 
 API_KEY = 19
 
@@ -90,4 +96,35 @@ def handle(ctx):
         if version >= 7:
             result.topic_id = topic_id
         results.append(result)
+    if broker.cluster is not None and not validate_only and body.timeout_ms > 0:
+        created = [r for r in results if r.error_code == ErrorCode.NONE and
+                   r.name not in INTERNAL_TOPICS]
+        if created:
+            return wait_for_leaders(ctx, created, results)
+    return ctx.response(throttle_time_ms=0, topics=results)
+
+
+@defer.inlineCallbacks
+def wait_for_leaders(ctx, created, results):
+    broker = ctx.broker
+    cluster = broker.cluster
+    deadline = broker.reactor.seconds() + ctx.body.timeout_ms / 1000.0
+
+    def has_leaders(name):
+        assignment = cluster.topics.get(name)
+        if assignment is None:
+            return False
+        return all((s := cluster.partition(name, p)) is not None and s.leader >= 0
+                   for p in assignment.replicas)
+
+    while True:
+        pending = [r for r in created if not has_leaders(r.name)]
+        if not pending:
+            break
+        if broker.reactor.seconds() >= deadline:
+            for result in pending:
+                result.error_code = ErrorCode.REQUEST_TIMED_OUT
+                result.error_message = "Timed out waiting for the topic's leaders."
+            break
+        yield task.deferLater(broker.reactor, 0.02, lambda: None)
     return ctx.response(throttle_time_ms=0, topics=results)

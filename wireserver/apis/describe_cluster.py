@@ -40,6 +40,18 @@ def handle(ctx):
     listener = next((l for l in broker.advertised if l.name == ctx.listener_name),
                     broker.advertised[0])
     operations = set(CLUSTER_OPERATIONS) if body.include_cluster_authorized_operations else None
+    cluster = broker.cluster
+    if cluster is not None:
+        brokers = []
+        for node_id, info in sorted(cluster.brokers.items()):
+            host, port = cluster.endpoint_for(info, ctx.listener_name)
+            brokers.append(broker_class(broker_id=node_id, host=host, port=port, rack=info.rack,
+                                        is_fenced=False))
+        return ctx.response(
+            throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None,
+            endpoint_type=BROKER_ENDPOINT, cluster_id=broker.cluster_id,
+            controller_id=cluster.controller_id, brokers=brokers,
+            authorized_operations=operations)
     return ctx.response(
         throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None,
         endpoint_type=BROKER_ENDPOINT, cluster_id=broker.cluster_id,

@@ -15,8 +15,13 @@
   segments' ``.txnindex``, so the client drops their records. ``last_stable_offset`` is
   reported for both isolation levels, as Kafka does.
 
-Skipped (later issues): follower fetches (replica_id >= 0), divergence checks against
-``last_fetched_epoch``, preferred read replicas (always -1).
+Cluster mode: only the leader answers (NOT_LEADER_OR_FOLLOWER elsewhere) and epochs are fenced
+against the partition's leader epoch. A follower's fetch (``replica_id`` >= 0) reads up to the
+log end offset rather than the high watermark or LSO, and its fetch offset tells the leader the
+follower's log end offset (high watermark, ISR expansion: ``ClusterNode.follower_fetched``).
+
+Skipped (later issues): divergence checks against ``last_fetched_epoch`` (followers truncate
+with OffsetForLeaderEpoch first), preferred read replicas (always -1).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from protocol.errors import ErrorCode
 from storage.batches import iter_headers
 from storage.errors import OffsetOutOfRange
 from wireserver.apis import handles
+from wireserver.security import checks
 from wireserver.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition
 
 API_KEY = 1
@@ -130,9 +136,19 @@ class PartitionResult:
         self.aborted = aborted
 
 
+def replica_id(ctx) -> int:
+    body = ctx.body
+    if ctx.version >= 15:
+        state = getattr(body, "replica_state", None)
+        return state.replica_id if state is not None else -1
+    return body.replica_id
+
+
 def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
     body = ctx.body
     logs = ctx.broker.logs
+    cluster = ctx.broker.cluster
+    follower = cluster is not None and replica_id(ctx) >= 0
     remaining = body.max_bytes
     min_one = True
     read_committed = body.isolation_level == 1
@@ -143,6 +159,10 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             results.append(PartitionResult(cached, error))
             continue
+        denied = checks.fetch_topic(ctx, cached.topic)
+        if denied:
+            results.append(PartitionResult(cached, denied))
+            continue
         log = logs.get_log(cached.topic, cached.partition)
         if log is None:
             results.append(PartitionResult(cached, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
@@ -150,14 +170,20 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
         hw, log_start = log.high_watermark, log.log_start_offset
         lso = log.last_stable_offset
         epoch = cached.current_leader_epoch
-        if epoch >= 0 and epoch != LEADER_EPOCH:
+        if cluster is not None:
+            error, _ = cluster.check_leader(cached.topic, cached.partition, epoch)
+            if error is not None:
+                results.append(PartitionResult(cached, error))
+                continue
+        elif epoch >= 0 and epoch != LEADER_EPOCH:
             error = ErrorCode.FENCED_LEADER_EPOCH if epoch < LEADER_EPOCH else \
                 ErrorCode.UNKNOWN_LEADER_EPOCH
             results.append(PartitionResult(cached, error))
             continue
         limit = max(0, min(cached.max_bytes, remaining))
         try:
-            read = log.read(cached.fetch_offset, limit, upper_bound=lso if read_committed else hw,
+            bound = None if follower else (lso if read_committed else hw)
+            read = log.read(cached.fetch_offset, limit, upper_bound=bound,
                             min_one_batch=min_one)
         except OffsetOutOfRange:
             results.append(PartitionResult(cached, ErrorCode.OFFSET_OUT_OF_RANGE))
@@ -249,6 +275,12 @@ def handle(ctx):
     deadline = broker.reactor.seconds() + ctx.body.max_wait_ms / 1000.0
     keys = [("append", cached.topic, cached.partition) for cached in plan.partitions
             if cached.topic is not None]
+    follower = replica_id(ctx)
+    if broker.cluster is not None and follower >= 0:
+        for cached in plan.partitions:
+            if cached.topic is not None:
+                broker.cluster.follower_fetched((cached.topic, cached.partition), follower,
+                                                cached.fetch_offset)
     results = read_partitions(ctx, plan)
     while not ready(ctx, results) and keys:
         remaining = deadline - broker.reactor.seconds()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
+from wireserver.security import checks
 from wireserver.groups.api import message
 
 API_KEY = 10
@@ -47,12 +48,12 @@ def handle(ctx):
         coordinator_class = ctx.request.spec.response_class.Coordinator
         coordinators = []
         for key in body.coordinator_keys:
-            error = _lookup(ctx, key_type)
+            error = checks.find_coordinator(ctx, key_type, key) or _lookup(ctx, key_type)
             node, host, port = where(error)
             coordinators.append(coordinator_class(key=key, node_id=node, host=host, port=port,
                                                   error_code=error, error_message=message(error)))
         return ctx.response(throttle_time_ms=0, coordinators=coordinators)
-    error = _lookup(ctx, key_type)
+    error = checks.find_coordinator(ctx, key_type, body.key) or _lookup(ctx, key_type)
     node, host, port = where(error)
     return ctx.response(throttle_time_ms=0, error_code=error, error_message=message(error),
                         node_id=node, host=host, port=port)

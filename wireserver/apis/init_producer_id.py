@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
+from wireserver.security import checks
 from wireserver.txn.api import fenced_for_version
 
 API_KEY = 22
@@ -39,6 +40,9 @@ def handle(ctx):
         return ctx.response(throttle_time_ms=0, error_code=error, producer_id=producer_id,
                             producer_epoch=epoch)
 
+    denied = checks.init_producer_id(ctx)
+    if denied:
+        return answer(denied)
     producer_id = NO_PRODUCER_ID
     epoch = NO_PRODUCER_EPOCH
     if ctx.version >= 3:

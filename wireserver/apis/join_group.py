@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
+from wireserver.security import checks
 from wireserver.groups import JoinRequest, JoinResult
 from wireserver.groups.api import client_host
 
@@ -35,7 +36,7 @@ def build(ctx, result: JoinResult):
 def handle(ctx):
     body, version = ctx.body, ctx.version
     coordinator = ctx.broker.groups
-    error = coordinator.ensure_ready()
+    error = coordinator.ensure_ready() or checks.read_group(ctx, body.group_id)
     if error is not None:
         return build(ctx, JoinResult(error, body.member_id))
     request = JoinRequest(

@@ -4,7 +4,8 @@ Special timestamps: -1 latest (the high watermark; with isolation_level read_com
 stable offset, and lookups by timestamp find nothing at or past it), -2 earliest (the log start offset), -3 the record with the
 largest timestamp (v7+), -4 earliest local (v8+: the log start, as nothing is tiered), -5 latest
 tiered (v9+: none, so -1). Any other timestamp finds the first record at or after it through
-the time index; none → offset -1.
+the time index; none → offset -1. In cluster mode only the leader answers (NOT_LEADER_OR_FOLLOWER
+elsewhere), with its leader epoch.
 """
 
 from __future__ import annotations
@@ -45,15 +46,23 @@ def handle(ctx):
     topic_class = response_class.ListOffsetsTopicResponse
     partition_class = topic_class.ListOffsetsPartitionResponse
     logs = ctx.broker.logs
+    cluster = ctx.broker.cluster
     topics = []
     for topic in ctx.body.topics:
         partitions = []
         for requested in topic.partitions:
             log = logs.get_log(topic.name, requested.partition_index)
             epoch = requested.current_leader_epoch if ctx.version >= 4 else -1
+            leader_epoch = LEADER_EPOCH
+            cluster_error = None
+            if cluster is not None and log is not None:
+                cluster_error, leader_epoch = cluster.check_leader(
+                    topic.name, requested.partition_index, epoch)
             if log is None:
                 ts, offset, error = -1, -1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif epoch >= 0 and epoch != LEADER_EPOCH:
+            elif cluster_error is not None:
+                ts, offset, error = -1, -1, cluster_error
+            elif cluster is None and epoch >= 0 and epoch != LEADER_EPOCH:
                 ts, offset = -1, -1
                 error = ErrorCode.FENCED_LEADER_EPOCH if epoch < LEADER_EPOCH else \
                     ErrorCode.UNKNOWN_LEADER_EPOCH
@@ -62,6 +71,6 @@ def handle(ctx):
                                            ctx.version >= 2 and ctx.body.isolation_level == 1)
             partitions.append(partition_class(
                 partition_index=requested.partition_index, error_code=error, timestamp=ts,
-                offset=offset, leader_epoch=LEADER_EPOCH if offset >= 0 else -1))
+                offset=offset, leader_epoch=leader_epoch if offset >= 0 else -1))
         topics.append(topic_class(name=topic.name, partitions=partitions))
     return ctx.response(throttle_time_ms=0, topics=topics)

@@ -6,6 +6,12 @@ epoch 0. Unknown topics are created when the request and ``auto.create.topics.en
 returned at once (Kafka's KRaft brokers answer LEADER_NOT_AVAILABLE first and create it
 asynchronously). Topics can be named by id from v10 on (v12+ sends a null name).
 
+Cluster mode: brokers, controller, leaders, leader epochs, replicas and ISRs come from the
+ZooKeeper view (``broker.cluster``); a partition without a live leader answers
+LEADER_NOT_AVAILABLE with leader -1 and its dead replicas as offline; an auto-created topic
+answers LEADER_NOT_AVAILABLE until its creation has gone through ZooKeeper (as Kafka's
+ZooKeeper-era brokers did).
+
 Skipped: authorized-operations bitfields are reported as "not requested" (no authorizer yet).
 """
 
@@ -15,6 +21,7 @@ import uuid
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
+from wireserver.security import checks
 from wireserver.topics import INTERNAL_TOPICS, TopicError, auto_create, check_name
 
 API_KEY = 3
@@ -24,6 +31,13 @@ ZERO_UUID = uuid.UUID(int=0)
 def broker_entries(ctx, broker_class) -> list:
     """This broker as the listener the request arrived on advertises it."""
     broker = ctx.broker
+    cluster = broker.cluster
+    if cluster is not None:
+        entries = []
+        for node_id, info in sorted(cluster.brokers.items()):
+            host, port = cluster.endpoint_for(info, ctx.listener_name)
+            entries.append(broker_class(node_id=node_id, host=host, port=port, rack=info.rack))
+        return entries
     listener = next((l for l in broker.advertised if l.name == ctx.listener_name),
                     broker.advertised[0])
     return [broker_class(node_id=broker.node_id, host=listener.host, port=listener.port,
@@ -33,6 +47,23 @@ def broker_entries(ctx, broker_class) -> list:
 def partition_entries(ctx, topic_class, info) -> list:
     partition_class = topic_class.MetadataResponsePartition
     node = ctx.broker.node_id
+    cluster = ctx.broker.cluster
+    if cluster is not None and info.name in cluster.topics:
+        entries = []
+        for p, replicas in sorted(cluster.topics[info.name].replicas.items()):
+            state = cluster.partition(info.name, p)
+            offline = [r for r in replicas if r not in cluster.brokers]
+            if state is None or state.leader < 0 or state.leader not in cluster.brokers:
+                entries.append(partition_class(
+                    error_code=ErrorCode.LEADER_NOT_AVAILABLE, partition_index=p, leader_id=-1,
+                    leader_epoch=state.leader_epoch if state else -1, replica_nodes=replicas,
+                    isr_nodes=state.isr if state else [], offline_replicas=offline))
+                continue
+            entries.append(partition_class(
+                error_code=ErrorCode.NONE, partition_index=p, leader_id=state.leader,
+                leader_epoch=state.leader_epoch, replica_nodes=replicas, isr_nodes=state.isr,
+                offline_replicas=offline))
+        return entries
     return [partition_class(error_code=ErrorCode.NONE, partition_index=p, leader_id=node,
                             leader_epoch=0, replica_nodes=[node], isr_nodes=[node],
                             offline_replicas=[])
@@ -57,31 +88,51 @@ def handle(ctx):
     response_class = ctx.request.spec.response_class
     topic_class = response_class.MetadataResponseTopic
     logs = ctx.broker.logs
+    cluster = ctx.broker.cluster
+
+    def visible(info):
+        return (info is not None and (cluster is None or info.name in cluster.topics or
+                                      info.name in INTERNAL_TOPICS))
     # v0: an empty list means every topic; v1+: null means every topic.
     all_topics = body.topics is None or (version == 0 and not body.topics)
     allow_auto_create = body.allow_auto_topic_creation if version >= 4 else True
     topics = []
     if all_topics:
-        topics = [topic_entry(ctx, topic_class, info) for info in logs.topics.values()]
+        topics = [topic_entry(ctx, topic_class, info) for info in logs.topics.values()
+                  if visible(info) and not checks.describe_topic(ctx, info.name)]
+        # (unauthorized topics are hidden, as Kafka hides them)
     else:
         by_id = {info.topic_id: info for info in logs.topics.values()}
         for requested in body.topics:
             name = requested.name
             if name is None:
                 info = by_id.get(requested.topic_id)
-                if info is None:
+                if not visible(info) or checks.describe_topic(ctx, info.name):
                     topics.append(error_entry(topic_class, ErrorCode.UNKNOWN_TOPIC_ID, None,
                                               requested.topic_id))
                 else:
                     topics.append(topic_entry(ctx, topic_class, info))
                 continue
             info = logs.topics.get(name)
+            if not visible(info):
+                info = None
+            denied = checks.describe_topic(ctx, name) or (
+                info is None and allow_auto_create and checks.create_topic(ctx, name))
+            if denied:
+                topics.append(error_entry(topic_class, denied, name))
+                continue
             if info is None:
                 try:
                     check_name(name)
                     info = auto_create(ctx.broker, name) if allow_auto_create else None
                 except TopicError as exc:
-                    topics.append(error_entry(topic_class, exc.code, name))
+                    code = exc.code
+                    if cluster is not None and code == ErrorCode.TOPIC_ALREADY_EXISTS:
+                        code = ErrorCode.LEADER_NOT_AVAILABLE
+                    topics.append(error_entry(topic_class, code, name))
+                    continue
+                if info is not None and not visible(logs.topics.get(name)):
+                    topics.append(error_entry(topic_class, ErrorCode.LEADER_NOT_AVAILABLE, name))
                     continue
             if info is None:
                 topics.append(error_entry(topic_class, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name))
@@ -91,7 +142,7 @@ def handle(ctx):
         throttle_time_ms=0,
         brokers=broker_entries(ctx, response_class.MetadataResponseBroker),
         cluster_id=ctx.broker.cluster_id,
-        controller_id=ctx.broker.node_id,
+        controller_id=ctx.broker.node_id if cluster is None else cluster.controller_id,
         topics=topics,
         authorized_operations=None,
         error_code=ErrorCode.NONE,

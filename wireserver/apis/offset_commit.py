@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
+from wireserver.security import checks
 from wireserver.groups.coordinator import OffsetCommit
 
 API_KEY = 8
@@ -32,12 +33,16 @@ def handle(ctx):
     error = coordinator.ensure_ready()
     if error is None and body.group_id is None:
         error = ErrorCode.INVALID_GROUP_ID
+    error = error or checks.read_group(ctx, body.group_id)
     if error is not None:
         results = {(c.topic, c.partition): error for c in commits}
     else:
+        denied = {(c.topic, c.partition): checks.read_topic(ctx, c.topic) for c in commits}
         results = coordinator.commit_offsets(
             body.group_id, body.generation_id_or_member_epoch, body.member_id or "",
-            body.group_instance_id if version >= 7 else None, version, commits)
+            body.group_instance_id if version >= 7 else None, version,
+            [c for c in commits if not denied[(c.topic, c.partition)]])
+        results.update({key: error for key, error in denied.items() if error})
     return ctx.response(throttle_time_ms=0, topics=[
         topic_class(name=t.name, partitions=[
             partition_class(partition_index=p.partition_index,

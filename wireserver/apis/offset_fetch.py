@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
+from wireserver.security import checks
 
 API_KEY = 9
 
@@ -51,9 +52,12 @@ def handle(ctx):
         partition_class = topic_class.OffsetFetchResponsePartitions
         groups = []
         for g in body.groups:
-            group_error = error or _member_epoch_error(coordinator, g, version)
-            found = [] if group_error else _fetch(coordinator, g.group_id, g.topics,
-                                            body.require_stable)
+            group_error = (error or checks.describe_group(ctx, g.group_id)
+                           or _member_epoch_error(coordinator, g, version) or ErrorCode.NONE)
+            found = [] if group_error else [
+                (topic, parts) for topic, parts in _fetch(coordinator, g.group_id, g.topics,
+                                                          body.require_stable)
+                if not checks.describe_topic(ctx, topic)]
             groups.append(group_class(group_id=g.group_id, error_code=group_error, topics=[
                 topic_class(name=topic, partitions=[_partition(partition_class, p, c)
                                                     for p, c in parts])
@@ -62,6 +66,7 @@ def handle(ctx):
 
     topic_class = response_class.OffsetFetchResponseTopic
     partition_class = topic_class.OffsetFetchResponsePartition
+    error = error or checks.describe_group(ctx, body.group_id) or ErrorCode.NONE
     if error:
         if version >= 2:
             return ctx.response(throttle_time_ms=0, topics=[], error_code=error)

@@ -10,8 +10,8 @@ its log, so an empty cache answers as if it held (0, log end offset) — what Ka
 ``current_leader_epoch`` fences as in Fetch: older than ours → FENCED_LEADER_EPOCH, newer →
 UNKNOWN_LEADER_EPOCH; -1 skips the check. Unknown partitions → UNKNOWN_TOPIC_OR_PARTITION.
 
-Skipped: ``replica_id`` (v3+) is accepted but changes nothing (a follower's request would be
-answered the same way; one node has no followers).
+In cluster mode only the leader answers (NOT_LEADER_OR_FOLLOWER elsewhere) and fencing is
+against the partition's leader epoch; followers ask before fetching from a new leader.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ def handle(ctx):
     topic_class = ctx.request.spec.response_class.OffsetForLeaderTopicResult
     partition_class = topic_class.EpochEndOffset
     logs = ctx.broker.logs
+    cluster = ctx.broker.cluster
     topics = []
     for topic in ctx.body.topics:
         partitions = []
@@ -46,8 +47,16 @@ def handle(ctx):
             log = logs.get_log(topic.topic, requested.partition)
             current = requested.current_leader_epoch
             epoch, offset = UNDEFINED, UNDEFINED
+            cluster_error = None
+            if cluster is not None and log is not None:
+                cluster_error, _ = cluster.check_leader(topic.topic, requested.partition,
+                                                        current)
             if log is None:
                 error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif cluster is not None:
+                error = cluster_error or ErrorCode.NONE
+                if cluster_error is None:
+                    epoch, offset = end_offset_for(log, requested.leader_epoch)
             elif current >= 0 and current < LEADER_EPOCH:
                 error = ErrorCode.FENCED_LEADER_EPOCH
             elif current > LEADER_EPOCH:

@@ -6,6 +6,12 @@ never decodes individual records (so per-record checks Kafka makes — consecuti
 per-record timestamps — are left out; the batch header's counts and timestamps are checked).
 
 With one node, acks=-1 means the local write, exactly like acks=1. acks=0 gets no response.
+In cluster mode (``wireserver.cluster``) only the partition's leader appends
+(NOT_LEADER_OR_FOLLOWER elsewhere), stamping its leader epoch; acks=-1 is refused with
+NOT_ENOUGH_REPLICAS when the ISR is smaller than ``min.insync.replicas``, and after the append
+waits in the purgatory until the high watermark passes the batch (every ISR member has it),
+answering NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below the minimum meanwhile,
+NOT_LEADER_OR_FOLLOWER if leadership moved, REQUEST_TIMED_OUT after the request's timeout.
 Produce never creates topics (Kafka creates them from Metadata requests only).
 
 Idempotent producers (batches with a producer id): between validation and append the
@@ -26,11 +32,14 @@ from __future__ import annotations
 
 import uuid
 
+from twisted.internet import defer
+
 from protocol.errors import (CorruptRecordBatch, DecodeError, ErrorCode, TruncatedRecordBatch,
                              UnsupportedMagic)
 from protocol.records import ATTR_TRANSACTIONAL_MASK, RecordBatch, iter_batches
 from storage.producer_state import InvalidProducerEpoch, OutOfOrderSequence
 from wireserver.apis import handles
+from wireserver.security import checks
 from wireserver.topics import TopicError, check_name
 
 API_KEY = 0
@@ -100,6 +109,19 @@ def produce_partition(ctx, topic: str, partition: int, records, acks: int):
         raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                              "This server does not host this topic-partition.")
     log = broker.logs.get_log(topic, partition)
+    leader_epoch = 0
+    cluster = broker.cluster
+    if cluster is not None:
+        error, leader_epoch = cluster.check_leader(topic, partition)
+        if error is not None:
+            raise PartitionError(error)
+        isr = cluster.partition(topic, partition).isr
+        if acks == -1 and len(isr) < info.config.min_insync_replicas:
+            raise PartitionError(ErrorCode.NOT_ENOUGH_REPLICAS,
+                                 f"The size of the current ISR {set(isr)} is insufficient to "
+                                 f"satisfy the min.isr requirement of "
+                                 f"{info.config.min_insync_replicas} for partition "
+                                 f"{topic}-{partition}")
     if records is None:
         raise PartitionError(ErrorCode.INVALID_RECORD, "The produce request has no records.")
     buf = bytearray(records)
@@ -112,13 +134,16 @@ def produce_partition(ctx, topic: str, partition: int, records, acks: int):
         if error is not None:
             raise PartitionError(error)
     try:
-        result = log.append(buf, leader_epoch=0, now_ms=now)
+        result = log.append(buf, leader_epoch=leader_epoch, now_ms=now)
     except (OutOfOrderSequence, InvalidProducerEpoch) as exc:
         raise PartitionError(exc.error_code, str(exc)) from None
     if result.duplicate:
         return result
-    log.high_watermark = log.log_end_offset
+    if cluster is None:
+        log.high_watermark = log.log_end_offset
     broker.appended(topic, partition)
+    if cluster is not None:
+        cluster.maybe_advance_hw((topic, partition))
     if log.flush_due(now):
         broker.flush_in_background([log])
     return result
@@ -134,6 +159,8 @@ def handle(ctx):
     if version >= 13:
         by_id = {info.topic_id: info.name for info in ctx.broker.logs.topics.values()}
     responses = []
+    txn_denied = checks.produce_transactional_id(ctx)
+    replicating = []  # acks=-1 in cluster mode: (topic, partition, last offset, response entry)
     for topic_data in body.topic_data:
         name = topic_data.name
         unknown_id = False
@@ -145,6 +172,9 @@ def handle(ctx):
             try:
                 if unknown_id:
                     raise PartitionError(ErrorCode.UNKNOWN_TOPIC_ID)
+                denied = txn_denied or checks.produce_topic(ctx, name)
+                if denied:
+                    raise PartitionError(denied)
                 try:
                     check_name(name)
                 except TopicError as exc:
@@ -160,8 +190,42 @@ def handle(ctx):
                     log_append_time_ms=result.log_append_time,
                     log_start_offset=result.log_start_offset, record_errors=[],
                     error_message=None))
+                if ctx.broker.cluster is not None and body.acks == -1:
+                    replicating.append((name, data.index, result.last_offset, partitions[-1]))
         responses.append(topic_class(name=topic_data.name, topic_id=topic_data.topic_id,
                                      partition_responses=partitions))
     if body.acks == 0:
         return None
+    if replicating:
+        return await_replication(ctx, replicating, responses)
+    return ctx.response(responses=responses, throttle_time_ms=0)
+
+
+@defer.inlineCallbacks
+def await_replication(ctx, waiting, responses):
+    """Cluster mode, acks=-1: hold the response until every ISR member has each partition's
+    batch (Kafka's DelayedProduce), or the request's timeout."""
+    broker = ctx.broker
+    cluster = broker.cluster
+    deadline = broker.reactor.seconds() + max(0, ctx.body.timeout_ms) / 1000.0
+    while waiting:
+        still = []
+        for name, index, last_offset, entry in waiting:
+            info = broker.logs.topics.get(name)
+            min_isr = info.config.min_insync_replicas if info is not None else 1
+            status = cluster.replication_status(name, index, last_offset, min_isr)
+            if status is None:
+                still.append((name, index, last_offset, entry))
+            elif status != ErrorCode.NONE:
+                entry.error_code = status
+        waiting = still
+        if not waiting:
+            break
+        remaining = deadline - broker.reactor.seconds()
+        if remaining <= 0:
+            for _, _, _, entry in waiting:
+                entry.error_code = ErrorCode.REQUEST_TIMED_OUT
+            break
+        yield broker.purgatory.watch([("hw", name, index) for name, index, _, _ in waiting],
+                                     remaining)
     return ctx.response(responses=responses, throttle_time_ms=0)

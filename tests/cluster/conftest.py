@@ -1,0 +1,71 @@
+"""A real ZooKeeper (per test module) and real broker processes on 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from wireserver.cluster.zookeeper import ZooKeeperError, ZooKeeperServer, available
+from wireserver.testing import EmbeddedBroker
+
+CLUSTER_OVERRIDES = {
+    "zookeeper.session.timeout.ms": "4000",
+    "replica.lag.time.max.ms": "3000",
+    "replica.fetch.wait.max.ms": "200",
+    "replica.fetch.backoff.ms": "200",
+    "offsets.topic.replication.factor": "1",
+}
+
+
+@pytest.fixture(scope="module")
+def zookeeper():
+    if not available():
+        if os.environ.get("CI") == "true":
+            pytest.fail("ZooKeeper is not installed (scripts/test installs it)")
+        pytest.skip("ZooKeeper is not installed (apt-get install zookeeper)")
+    server = ZooKeeperServer()
+    try:
+        server.start()
+    except ZooKeeperError as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
+    yield server
+    server.close()
+
+
+class Cluster:
+    def __init__(self, zookeeper: ZooKeeperServer, count: int, chroot: str,
+                 overrides: dict | None = None):
+        self.brokers: dict[int, EmbeddedBroker] = {}
+        for broker_id in range(1, count + 1):
+            settings = dict(CLUSTER_OVERRIDES)
+            settings.update({"broker.id": str(broker_id),
+                             "zookeeper.connect": zookeeper.connect + chroot})
+            settings.update(overrides or {})
+            self.brokers[broker_id] = EmbeddedBroker("subprocess", overrides=settings)
+
+    def start(self) -> "Cluster":
+        for broker in self.brokers.values():
+            broker.start()
+        return self
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap_servers for b in self.brokers.values() if b.running)
+
+    def close(self) -> None:
+        for broker in self.brokers.values():
+            broker.close()
+
+
+def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {what}")

@@ -1,0 +1,64 @@
+"""Controller failover and unclean leader election on a 3-broker cluster."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.cluster.conftest import Cluster, wait_for
+from tests.cluster.test_replication import metadata
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def cluster(zookeeper):
+    nodes = Cluster(zookeeper, 3, "/wireserver-leadership").start()
+    yield nodes
+    nodes.close()
+
+
+def test_controller_moves_when_it_dies(cluster):
+    any_broker = next(iter(cluster.brokers.values())).bootstrap_servers
+    controller = wait_for(lambda: metadata(any_broker, "none")[0] in (1, 2, 3) and
+                          metadata(any_broker, "none")[0], 10, what="a controller")
+    cluster.brokers[controller].kill()
+    survivor = next(b for b in cluster.brokers.values() if b.running)
+    new = wait_for(lambda: (c := metadata(survivor.bootstrap_servers, "none")[0]) not in
+                   (-1, controller) and c, 30, what="a new controller")
+    assert new != controller
+    # The new controller does its job: a topic created now gets leaders.
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic("after-controller", 2, 2)])["after-controller"].result(30)
+    _, brokers, partitions = metadata(survivor.bootstrap_servers, "after-controller")
+    assert controller not in brokers
+    assert all(p[0] in brokers for p in partitions.values())
+    cluster.brokers[controller].start()
+    wait_for(lambda: len(metadata(survivor.bootstrap_servers, "none")[1]) == 3, 30,
+             what="the broker to register again")
+
+
+def test_unclean_leader_election(cluster):
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    topic = "unclean"
+    admin.create_topics([NewTopic(topic, 1, 2, config={
+        "unclean.leader.election.enable": "true"})])[topic].result(30)
+    any_broker = next(iter(cluster.brokers.values())).bootstrap_servers
+    leader, _, replicas, _ = metadata(any_broker, topic)[2][0]
+    follower = next(r for r in replicas if r != leader)
+    observer = next(b for i, b in cluster.brokers.items() if i not in replicas)
+    # The follower dies first and leaves the ISR; then the leader dies: offline.
+    cluster.brokers[follower].kill()
+    wait_for(lambda: metadata(observer.bootstrap_servers, topic)[2][0][3] == [leader], 30,
+             what="the ISR to shrink")
+    cluster.brokers[leader].kill()
+    wait_for(lambda: metadata(observer.bootstrap_servers, topic)[2][0][0] == -1, 30,
+             what="the partition to go offline")
+    # The out-of-sync follower returns and, unclean election being on, leads.
+    cluster.brokers[follower].start()
+    got = wait_for(lambda: (p := metadata(observer.bootstrap_servers, topic)[2][0])[0] ==
+                   follower and p, 30, what="the unclean election")
+    assert got[3] == [follower]
+    cluster.brokers[leader].start()
+    wait_for(lambda: sorted(metadata(observer.bootstrap_servers, topic)[2][0][3]) ==
+             sorted(replicas), 30, what="the old leader to rejoin as follower")

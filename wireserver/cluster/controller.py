@@ -1,0 +1,128 @@
+"""The controller: the one broker that holds the ephemeral ``/controller`` znode (Kafka's
+ZooKeeper-era ``KafkaController``, reduced to what leadership needs).
+
+- A new topic (``/brokers/topics/<t>`` written by whichever broker received CreateTopics or
+  auto-created it): each partition's state znode is created with the first live replica of
+  its assignment as leader, the live replicas as ISR, leader epoch 0.
+- A broker leaves (its ephemeral ``/brokers/ids/<id>`` disappears) or comes back under a new
+  session: every partition it led gets a new leader, the first replica of the assignment that
+  is alive and in the ISR (Kafka's ``OfflinePartitionLeaderElectionStrategy``), with the leader
+  epoch bumped; with ``unclean.leader.election.enable`` a live replica outside the ISR may lead
+  when no ISR member is alive. With no candidate the partition is offline (leader -1, the ISR
+  left as it was, so that its last member can lead again when it returns). Dead followers are
+  removed from the ISR of partitions whose leader lives.
+- A broker arrives: offline partitions it can lead get it as leader.
+
+Every write is conditional on the znode version this controller read; on a conflict (the leader
+changed the ISR meanwhile) the state is re-read and the decision made again.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from wireserver.cluster import zkdata as zd
+
+if TYPE_CHECKING:
+    from wireserver.cluster.node import ClusterNode
+
+log = logging.getLogger(__name__)
+
+
+class Controller:
+    def __init__(self, node: "ClusterNode", epoch: int):
+        self.node = node
+        self.epoch = epoch
+        self.active = True
+
+    def start(self) -> None:
+        self.reconcile_all(set())
+
+    def resign(self) -> None:
+        log.info("broker %d is no longer the controller", self.node.node_id)
+        self.active = False
+
+    def on_brokers_changed(self, bounced: set[int]) -> None:
+        if bounced:
+            log.info("brokers %s came back under a new session", sorted(bounced))
+            self.reconcile_all(bounced)
+        self.reconcile_all(set())
+
+    def on_new_topic(self, name: str) -> None:
+        assignment = self.node.topics.get(name)
+        if assignment is not None:
+            for partition in sorted(assignment.replicas):
+                self.reconcile((name, partition), set())
+
+    def reconcile_all(self, excluded: set[int]) -> None:
+        for name, assignment in list(self.node.topics.items()):
+            for partition in sorted(assignment.replicas):
+                self.reconcile((name, partition), excluded)
+
+    def _unclean_allowed(self, topic: str) -> bool:
+        info = self.node.broker.logs.topics.get(topic)
+        return bool(info and info.config.unclean_leader_election_enable)
+
+    def reconcile(self, tp: tuple[str, int], excluded: set[int]) -> None:
+        from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+
+        node = self.node
+        zk = node.zk
+        path = zd.state_path(*tp)
+        replicas = node.topics[tp[0]].replicas.get(tp[1], [])
+        for _attempt in range(5):
+            if not self.active:
+                return
+            live = {b for b in node.brokers if b not in excluded}
+            try:
+                data, stat = zk.get(path)
+            except NoNodeError:
+                alive = [r for r in replicas if r in live]
+                state = zd.PartitionState(alive[0] if alive else -1, 0, alive or list(replicas),
+                                          self.epoch, 0, list(replicas))
+                try:
+                    zk.create(path, state.encode(), makepath=True)
+                except NodeExistsError:
+                    continue
+                log.info("%s-%d: created with leader %d, ISR %s", tp[0], tp[1], state.leader,
+                         state.isr)
+                node.apply_state(tp, state)
+                return
+            state = zd.PartitionState.decode(data, stat.version, replicas)
+            new = self._decide(tp, state, live)
+            if new is None:
+                return
+            try:
+                stat = zk.set(path, new.encode(), version=state.zk_version)
+            except BadVersionError:
+                continue
+            log.info("%s-%d: leader %d -> %d, epoch %d -> %d, ISR %s -> %s", tp[0], tp[1],
+                     state.leader, new.leader, state.leader_epoch, new.leader_epoch, state.isr,
+                     new.isr)
+            node.apply_state(tp, replace(new, zk_version=stat.version))
+            return
+
+    def _decide(self, tp, state: zd.PartitionState, live: set[int]) -> zd.PartitionState | None:
+        isr_live = [r for r in state.isr if r in live]
+        if state.leader in live:
+            if isr_live != state.isr:
+                return replace(state, isr=isr_live or [state.leader],
+                               controller_epoch=self.epoch)
+            return None
+        candidates = [r for r in state.replicas if r in isr_live]
+        if candidates:
+            leader, isr = candidates[0], isr_live
+        else:
+            alive = [r for r in state.replicas if r in live]
+            if alive and self._unclean_allowed(tp[0]):
+                log.warning("%s-%d: unclean leader election of broker %d", tp[0], tp[1],
+                            alive[0])
+                leader, isr = alive[0], [alive[0]]
+            else:
+                if state.leader == -1:
+                    return None
+                leader, isr = -1, state.isr
+        return replace(state, leader=leader, leader_epoch=state.leader_epoch + 1, isr=isr,
+                       controller_epoch=self.epoch)

@@ -1,0 +1,240 @@
+"""The follower side of replication: one ``ReplicaFetcher`` per leader broker (Kafka's
+``ReplicaFetcherThread``, as a Twisted loop on the reactor).
+
+For each partition it follows, the fetcher first truncates (KIP-101/KIP-279): it asks the leader
+with OffsetForLeaderEpoch for the end offset of its own latest leader epoch and cuts its log
+there (where the leader answers an older epoch, to the smaller of the leader's end offset and
+its own end offset for that epoch; where the leader knows no epoch, to its high watermark).
+Then it fetches from its log end offset with ``replica_id`` set to its broker id, appends what
+comes with ``append_as_follower`` (offsets and leader epochs as the leader wrote them), and
+takes the leader's high watermark, capped at its own log end offset. The fetch offset is how the
+leader learns the follower's log end offset.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from twisted.internet import defer, task
+
+from protocol.errors import ErrorCode
+from protocol.served import SERVED
+
+if TYPE_CHECKING:
+    from wireserver.cluster.node import ClusterNode
+
+log = logging.getLogger(__name__)
+
+FETCH_VERSION = 12
+OFFSET_FOR_LEADER_EPOCH_VERSION = 4
+UNDEFINED = -1
+
+
+@dataclass
+class FetchState:
+    leader_epoch: int
+    needs_truncation: bool = True
+
+
+class ReplicaFetcher:
+    def __init__(self, node: "ClusterNode", leader_id: int):
+        self.node = node
+        self.broker = node.broker
+        self.reactor = node.broker.reactor
+        self.leader_id = leader_id
+        self.partitions: dict[tuple[str, int], FetchState] = {}
+        self.running = False
+        self.connection: Any = None
+        self._wakeup: defer.Deferred | None = None
+        self._done: defer.Deferred | None = None
+        config = node.broker.config
+        self.wait_ms = config["replica.fetch.wait.max.ms"]
+        self.min_bytes = config["replica.fetch.min.bytes"]
+        self.max_bytes = config["replica.fetch.response.max.bytes"]
+        self.partition_max_bytes = config["replica.fetch.max.bytes"]
+        self.backoff_s = min(config["replica.fetch.backoff.ms"], 1000) / 1000.0
+
+    # -- partitions ------------------------------------------------------------------------
+    def add(self, tp: tuple[str, int], leader_epoch: int) -> None:
+        self.partitions[tp] = FetchState(leader_epoch)
+        self._wake()
+
+    def remove(self, tp: tuple[str, int]) -> None:
+        self.partitions.pop(tp, None)
+
+    def _wake(self) -> None:
+        wakeup, self._wakeup = self._wakeup, None
+        if wakeup is not None and not wakeup.called:
+            wakeup.callback(None)
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> None:
+        if not self.running:
+            self.running = True
+            self._done = self._run()
+
+    def stop(self) -> None:
+        self.running = False
+        self._wake()
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = None
+
+    def _sleep(self, seconds: float) -> defer.Deferred:
+        return task.deferLater(self.reactor, seconds, lambda: None)
+
+    @defer.inlineCallbacks
+    def _run(self):
+        while self.running:
+            if not self.partitions:
+                self._wakeup = defer.Deferred()
+                self._wakeup.addTimeout(1.0, self.reactor, onTimeoutCancel=lambda *_: None)
+                yield self._wakeup
+                continue
+            try:
+                if self.connection is None or self.connection.closed:
+                    self.connection = yield self._connect()
+                truncating = [tp for tp, st in self.partitions.items() if st.needs_truncation]
+                if truncating:
+                    yield self._truncate(truncating)
+                fetching = [tp for tp, st in self.partitions.items() if not st.needs_truncation]
+                if fetching:
+                    yield self._fetch(fetching)
+                elif truncating:
+                    yield self._sleep(self.backoff_s)
+            except Exception as exc:  # noqa: BLE001 - any failure: reconnect after a pause
+                if self.running:
+                    log.info("fetching from broker %d failed: %s", self.leader_id, exc)
+                if self.connection is not None:
+                    self.connection.close()
+                    self.connection = None
+                if self.running:
+                    yield self._sleep(self.backoff_s)
+
+    def _connect(self) -> defer.Deferred:
+        from wireserver.cluster.client import connect
+        info = self.node.brokers.get(self.leader_id)
+        if info is None or not info.endpoints:
+            return defer.fail(RuntimeError(f"broker {self.leader_id} is not registered"))
+        host, port = self.node.endpoint_for(info)
+        return connect(self.reactor, host, port, f"replica-fetcher-{self.broker.node_id}")
+
+    # -- truncation ------------------------------------------------------------------------
+    @defer.inlineCallbacks
+    def _truncate(self, tps: list[tuple[str, int]]):
+        request_class = SERVED.get(23).request_class
+        topic_class = request_class.OffsetForLeaderTopic
+        partition_class = topic_class.OffsetForLeaderPartition
+        asked: dict[tuple[str, int], tuple[int, int]] = {}
+        by_topic: dict[str, list] = {}
+        for tp in tps:
+            partition_log = self.broker.logs.get_log(*tp)
+            if partition_log is None:
+                continue
+            epoch = partition_log.latest_epoch
+            epoch = UNDEFINED if epoch is None else epoch
+            state = self.partitions[tp]
+            asked[tp] = (epoch, state.leader_epoch)
+            by_topic.setdefault(tp[0], []).append(partition_class(
+                partition=tp[1], current_leader_epoch=state.leader_epoch, leader_epoch=epoch))
+        if not by_topic:
+            return
+        request = request_class(version=OFFSET_FOR_LEADER_EPOCH_VERSION,
+                                replica_id=self.broker.node_id,
+                                topics=[topic_class(topic=t, partitions=ps)
+                                        for t, ps in by_topic.items()])
+        response = yield self.connection.request(request)
+        for topic in response.topics:
+            for result in topic.partitions:
+                tp = (topic.topic, result.partition)
+                state = self.partitions.get(tp)
+                if state is None or tp not in asked or asked[tp][1] != state.leader_epoch:
+                    continue
+                if result.error_code != ErrorCode.NONE:
+                    log.info("OffsetForLeaderEpoch %s-%d from broker %d: %s", tp[0], tp[1],
+                             self.leader_id, ErrorCode(result.error_code).name)
+                    continue
+                self._truncate_one(tp, asked[tp][0], result.leader_epoch, result.end_offset)
+                state.needs_truncation = False
+
+    def _truncate_one(self, tp, our_epoch: int, leader_epoch: int, leader_end: int) -> None:
+        partition_log = self.broker.logs.get_log(*tp)
+        leo = partition_log.log_end_offset
+        if our_epoch == UNDEFINED or leader_epoch == UNDEFINED or leader_end == UNDEFINED:
+            target = partition_log.high_watermark
+        elif leader_epoch == our_epoch:
+            target = min(leader_end, leo)
+        else:
+            _, our_end = partition_log.end_offset_for_epoch(leader_epoch)
+            target = min(leader_end, our_end if our_end >= 0 else partition_log.high_watermark)
+        if target < leo:
+            log.info("truncating %s-%d from %d to %d (leader %d: epoch %d ends at %d)", tp[0],
+                     tp[1], leo, target, self.leader_id, leader_epoch, leader_end)
+            partition_log.truncate_to(target)
+
+    # -- fetching --------------------------------------------------------------------------
+    @defer.inlineCallbacks
+    def _fetch(self, tps: list[tuple[str, int]]):
+        request_class = SERVED.get(1).request_class
+        topic_class = request_class.FetchTopic
+        partition_class = topic_class.FetchPartition
+        by_topic: dict[str, list] = {}
+        sent: dict[tuple[str, int], tuple[int, int]] = {}
+        for tp in tps:
+            partition_log = self.broker.logs.get_log(*tp)
+            if partition_log is None:
+                continue
+            state = self.partitions[tp]
+            latest = partition_log.latest_epoch
+            sent[tp] = (partition_log.log_end_offset, state.leader_epoch)
+            by_topic.setdefault(tp[0], []).append(partition_class(
+                partition=tp[1], current_leader_epoch=state.leader_epoch,
+                fetch_offset=partition_log.log_end_offset,
+                last_fetched_epoch=UNDEFINED if latest is None else latest,
+                log_start_offset=partition_log.log_start_offset,
+                partition_max_bytes=self.partition_max_bytes))
+        if not by_topic:
+            yield self._sleep(self.backoff_s)
+            return
+        request = request_class(
+            version=FETCH_VERSION, replica_id=self.broker.node_id, max_wait_ms=self.wait_ms,
+            min_bytes=self.min_bytes, max_bytes=self.max_bytes, isolation_level=0,
+            session_id=0, session_epoch=-1,
+            topics=[topic_class(topic=t, partitions=ps) for t, ps in by_topic.items()],
+            forgotten_topics_data=[], rack_id="")
+        response = yield self.connection.request(request)
+        if response.error_code != ErrorCode.NONE:
+            log.info("fetch from broker %d: %s", self.leader_id,
+                     ErrorCode(response.error_code).name)
+            yield self._sleep(self.backoff_s)
+            return
+        errors = 0
+        for topic in response.responses:
+            for data in topic.partitions:
+                tp = (topic.topic, data.partition_index)
+                state = self.partitions.get(tp)
+                if state is None or tp not in sent or sent[tp][1] != state.leader_epoch:
+                    continue
+                if data.error_code != ErrorCode.NONE:
+                    errors += 1
+                    if data.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                        state.needs_truncation = True
+                    continue
+                self._apply(tp, sent[tp][0], data)
+        if errors:
+            yield self._sleep(self.backoff_s)
+
+    def _apply(self, tp, fetch_offset: int, data: Any) -> None:
+        partition_log = self.broker.logs.get_log(*tp)
+        if partition_log is None or partition_log.log_end_offset != fetch_offset:
+            return
+        records = data.records
+        if records:
+            if not isinstance(records, (bytes, bytearray, memoryview)):
+                records = bytes(records)
+            partition_log.append_as_follower(bytearray(records))
+            if partition_log.flush_due():
+                self.broker.flush_in_background([partition_log])
+        partition_log.high_watermark = min(data.high_watermark, partition_log.log_end_offset)

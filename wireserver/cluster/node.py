@@ -1,0 +1,508 @@
+"""A broker's membership in a ZooKeeper cluster (``zookeeper.connect`` set).
+
+``ClusterNode`` keeps the broker's view of the cluster, read from ZooKeeper and refreshed by
+watches: live brokers (``/brokers/ids``), the controller (``/controller``), topic assignments
+(``/brokers/topics/<t>``) and every partition's state (leader, leader epoch, ISR). From that
+state it makes this broker leader or follower of each partition it replicates. As leader it
+tracks each follower's log end offset (the offset of its fetches), advances the high watermark
+to the minimum over the ISR, and shrinks and expands the ISR (a conditional write of the state
+znode, as Kafka's ZooKeeper-era ``Partition.maybeShrinkIsr``/``maybeExpandIsr`` did). As
+follower it fetches from the leader (``wireserver.cluster.fetcher``).
+
+kazoo runs watch callbacks on its own thread; every one is brought back to the reactor with
+``callFromThread``. ZooKeeper reads and writes made from the reactor thread are synchronous:
+ZooKeeper is on the local network and these are rare (membership and leadership changes, ISR
+changes), never per request.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from twisted.internet import task
+
+from wireserver.cluster import zkdata as zd
+from wireserver.cluster.fetcher import ReplicaFetcher
+
+if TYPE_CHECKING:
+    from wireserver.broker import Broker
+
+log = logging.getLogger(__name__)
+
+TP = tuple[str, int]
+
+
+@dataclass
+class FollowerState:
+    leo: int = -1  # unknown until it fetches from this leader
+    last_caught_up_ms: int = 0
+    last_fetch_ms: int = 0
+    last_fetch_leader_leo: int = -1
+
+
+@dataclass
+class LeaderState:
+    leader_epoch: int
+    epoch_start_offset: int
+    followers: dict[int, FollowerState] = field(default_factory=dict)
+
+
+def split_chroot(connect: str) -> tuple[str, str]:
+    slash = connect.find("/")
+    if slash < 0:
+        return connect, ""
+    chroot = connect[slash:].rstrip("/")
+    return connect[:slash], chroot
+
+
+class ClusterNode:
+    def __init__(self, broker: "Broker"):
+        self.broker = broker
+        self.reactor = broker.reactor
+        self.node_id = broker.node_id
+        self.zk: Any = None
+        self.brokers: dict[int, zd.BrokerInfo] = {}
+        self.broker_czxids: dict[int, int] = {}
+        self.controller_id = -1
+        self.controller: Any = None
+        self.topics: dict[str, zd.TopicAssignment] = {}
+        self.states: dict[TP, zd.PartitionState] = {}
+        self.leading: dict[TP, LeaderState] = {}
+        self.following: dict[TP, int] = {}
+        self.fetchers: dict[int, ReplicaFetcher] = {}
+        self.lag_max_ms = broker.config["replica.lag.time.max.ms"]
+        self._loops: list[task.LoopingCall] = []
+        self._session_lost = False
+        self.stopped = False
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> None:
+        from kazoo.client import KazooClient, KazooState
+
+        config = self.broker.config
+        hosts, chroot = split_chroot(config["zookeeper.connect"])
+        timeout_ms = config["zookeeper.session.timeout.ms"]
+        connect_ms = config.get("zookeeper.connection.timeout.ms") or timeout_ms
+        if chroot:
+            bootstrap = KazooClient(hosts=hosts, timeout=connect_ms / 1000.0)
+            bootstrap.start(timeout=connect_ms / 1000.0)
+            bootstrap.ensure_path(chroot)
+            bootstrap.stop()
+            bootstrap.close()
+        self.zk = KazooClient(hosts=hosts + chroot, timeout=timeout_ms / 1000.0)
+        self.zk.start(timeout=connect_ms / 1000.0)
+        for path in zd.PERSISTENT_PATHS:
+            self.zk.ensure_path(path)
+        self._adopt_cluster_id()
+        self._register()
+
+        def on_state(state: Any) -> None:
+            if state == KazooState.LOST:
+                self._session_lost = True
+            elif state == KazooState.CONNECTED and self._session_lost:
+                self._session_lost = False
+                self.reactor.callFromThread(self._after_session_loss)
+
+        self.zk.add_listener(on_state)
+        self.zk.ChildrenWatch(zd.BROKER_IDS, self._from_zk(self._on_brokers))
+        self.zk.ChildrenWatch(zd.TOPICS, self._from_zk(self._on_topics))
+        self.zk.DataWatch(zd.CONTROLLER, self._from_zk(self._on_controller))
+        loop = task.LoopingCall(self._shrink_isrs)
+        loop.clock = self.reactor
+        loop.start(max(0.1, self.lag_max_ms / 2000.0), now=False)
+        self._loops.append(loop)
+
+    def stop(self) -> None:
+        self.stopped = True
+        for loop in self._loops:
+            if loop.running:
+                loop.stop()
+        for fetcher in self.fetchers.values():
+            fetcher.stop()
+        self.fetchers.clear()
+        if self.zk is not None:
+            try:
+                self.zk.stop()
+                self.zk.close()
+            except Exception:  # noqa: BLE001
+                log.exception("closing the ZooKeeper session failed")
+
+    def _from_zk(self, func):
+        """A kazoo watch callback that runs ``func`` on the reactor thread."""
+        def callback(*args: Any) -> None:
+            if not self.stopped:
+                self.reactor.callFromThread(self._guarded, func, *args)
+        return callback
+
+    def _guarded(self, func, *args: Any) -> None:
+        if self.stopped:
+            return
+        try:
+            func(*args)
+        except Exception:  # noqa: BLE001
+            log.exception("handling a ZooKeeper change failed")
+
+    def _adopt_cluster_id(self) -> None:
+        """The cluster id lives in ``/cluster/id``: the first broker writes its own there, the
+        others adopt it (and record it in their ``meta.properties``)."""
+        import json
+        import os
+
+        from kazoo.exceptions import NodeExistsError
+
+        doc = json.dumps({"version": "1", "id": self.broker.cluster_id}).encode()
+        try:
+            self.zk.create(zd.CLUSTER_ID, doc, makepath=True)
+        except NodeExistsError:
+            data, _ = self.zk.get(zd.CLUSTER_ID)
+            cluster_id = json.loads(data)["id"]
+            if cluster_id != self.broker.cluster_id:
+                self.broker.cluster_id = cluster_id
+                path = os.path.join(self.broker.config.log_dirs[0], "meta.properties")
+                with open(path + ".tmp", "w", encoding="utf-8") as handle:
+                    handle.write(f"#wireserver\nversion=1\ncluster.id={cluster_id}\n"
+                                 f"node.id={self.node_id}\n")
+                os.replace(path + ".tmp", path)
+
+    def _register(self) -> None:
+        from kazoo.exceptions import NodeExistsError
+
+        endpoints = {l.name: (l.host, l.port) for l in self.broker.advertised}
+        info = zd.BrokerInfo(self.node_id, endpoints, self.broker.config.get("broker.rack"))
+        path = zd.broker_path(self.node_id)
+        try:
+            self.zk.create(path, info.encode(), ephemeral=True)
+        except NodeExistsError:
+            # Left by our previous process (killed before its session expired): replace it.
+            _, stat = self.zk.get(path)
+            if stat.ephemeralOwner == self.zk.client_id[0]:
+                return
+            log.warning("replacing a stale registration of broker %d", self.node_id)
+            self.zk.delete(path)
+            self.zk.create(path, info.encode(), ephemeral=True)
+
+    def _after_session_loss(self) -> None:
+        log.warning("ZooKeeper session expired; registering again")
+        self._register()
+        if self.controller is not None:
+            self.controller.resign()
+            self.controller = None
+        self._elect()
+
+    # -- controller election ---------------------------------------------------------------
+    def _on_controller(self, data: bytes | None, stat: Any, *_: Any) -> None:
+        self.controller_id = zd.decode_controller(data)
+        if self.controller is not None and self.controller_id != self.node_id:
+            self.controller.resign()
+            self.controller = None
+        if data is None:
+            self._elect()
+
+    def _elect(self) -> None:
+        from kazoo.exceptions import BadVersionError, NoNodeError, NodeExistsError
+
+        from wireserver.cluster.controller import Controller
+
+        try:
+            self.zk.create(zd.CONTROLLER, zd.encode_controller(self.node_id), ephemeral=True)
+        except NodeExistsError:
+            data, _ = self.zk.get(zd.CONTROLLER)
+            self.controller_id = zd.decode_controller(data)
+            return
+        while True:
+            try:
+                data, stat = self.zk.get(zd.CONTROLLER_EPOCH)
+                epoch = int(data) + 1
+                self.zk.set(zd.CONTROLLER_EPOCH, str(epoch).encode(), version=stat.version)
+                break
+            except NoNodeError:
+                try:
+                    self.zk.create(zd.CONTROLLER_EPOCH, b"1")
+                    epoch = 1
+                    break
+                except NodeExistsError:
+                    continue
+            except BadVersionError:
+                continue
+        self.controller_id = self.node_id
+        log.info("broker %d is the controller (controller epoch %d)", self.node_id, epoch)
+        self.controller = Controller(self, epoch)
+        self.controller.start()
+
+    # -- brokers ---------------------------------------------------------------------------
+    def _on_brokers(self, children: list[str]) -> None:
+        from kazoo.exceptions import NoNodeError
+
+        brokers: dict[int, zd.BrokerInfo] = {}
+        czxids: dict[int, int] = {}
+        for child in children:
+            try:
+                data, stat = self.zk.get(zd.broker_path(int(child)))
+            except (NoNodeError, ValueError):
+                continue
+            brokers[int(child)] = zd.BrokerInfo.decode(int(child), data)
+            czxids[int(child)] = stat.czxid
+        bounced = {b for b, z in czxids.items() if b in self.broker_czxids and
+                   self.broker_czxids[b] != z}
+        self.brokers, self.broker_czxids = brokers, czxids
+        log.info("live brokers: %s", sorted(brokers))
+        if self.controller is not None:
+            self.controller.on_brokers_changed(bounced)
+
+    def endpoint_for(self, info: zd.BrokerInfo, listener_name: str | None = None
+                     ) -> tuple[str, int]:
+        if listener_name is None:
+            listener_name = self.broker.config.get("inter.broker.listener.name") or \
+                self.broker.advertised[0].name
+        if listener_name in info.endpoints:
+            return info.endpoints[listener_name]
+        return next(iter(info.endpoints.values()))
+
+    # -- topics ----------------------------------------------------------------------------
+    def _on_topics(self, children: list[str]) -> None:
+        from kazoo.exceptions import NoNodeError
+
+        for name in children:
+            if name in self.topics:
+                continue
+            try:
+                data, _ = self.zk.get(zd.topic_path(name))
+            except NoNodeError:
+                continue
+            assignment = zd.TopicAssignment.decode(name, data)
+            try:
+                config_data, _ = self.zk.get(zd.topic_config_path(name))
+            except NoNodeError:
+                config_data = None
+            self._ensure_local(assignment, zd.decode_topic_config(config_data))
+            self.topics[name] = assignment
+            for partition in assignment.replicas:
+                self.zk.DataWatch(zd.state_path(name, partition),
+                                  self._from_zk(self._state_watch(name, partition)))
+            if self.controller is not None:
+                self.controller.on_new_topic(name)
+
+    def _ensure_local(self, assignment: zd.TopicAssignment, overrides: dict[str, str]) -> None:
+        logs = self.broker.logs
+        info = logs.topics.get(assignment.name)
+        if info is None:
+            logs.create_topic(assignment.name, len(assignment.replicas), overrides,
+                              topic_id=assignment.topic_id)
+        elif info.num_partitions < len(assignment.replicas):
+            logs.add_partitions(assignment.name, len(assignment.replicas))
+
+    def create_topic(self, name: str, topic_id: uuid.UUID, replicas: dict[int, list[int]],
+                     overrides: dict[str, str]) -> None:
+        """Write a new topic to ZooKeeper (config first, then the assignment, as Kafka's
+        ``AdminZkClient`` does); the controller then elects its leaders. Raises kazoo's
+        NodeExistsError when the topic exists."""
+        from kazoo.exceptions import NodeExistsError
+
+        assignment = zd.TopicAssignment(name, topic_id, replicas)
+        try:
+            self.zk.create(zd.topic_config_path(name), zd.encode_topic_config(overrides),
+                           makepath=True)
+        except NodeExistsError:
+            self.zk.set(zd.topic_config_path(name), zd.encode_topic_config(overrides))
+        self.zk.create(zd.topic_path(name), assignment.encode(), makepath=True)
+
+    def live_racks(self) -> dict[int, str | None]:
+        return {b: info.rack for b, info in self.brokers.items()}
+
+    # -- partition state -------------------------------------------------------------------
+    def _state_watch(self, topic: str, partition: int):
+        def on_state(data: bytes | None, stat: Any, *_: Any) -> None:
+            if data is None or stat is None:
+                return
+            assignment = self.topics.get(topic)
+            replicas = assignment.replicas.get(partition, []) if assignment else []
+            self.apply_state((topic, partition),
+                             zd.PartitionState.decode(data, stat.version, replicas))
+        return on_state
+
+    def partition(self, topic: str, partition: int) -> zd.PartitionState | None:
+        return self.states.get((topic, partition))
+
+    def apply_state(self, tp: TP, new: zd.PartitionState) -> None:
+        old = self.states.get(tp)
+        if old is not None and new.zk_version < old.zk_version:
+            return
+        self.states[tp] = new
+        partition_log = self.broker.logs.get_log(*tp)
+        me = self.node_id
+        if partition_log is not None and me in new.replicas:
+            if new.leader == me:
+                current = self.leading.get(tp)
+                if current is None or current.leader_epoch != new.leader_epoch:
+                    self._become_leader(tp, new, partition_log)
+                else:
+                    self.maybe_advance_hw(tp)
+            else:
+                self.leading.pop(tp, None)
+                if new.leader >= 0:
+                    if (self.following.get(tp) != new.leader or old is None or
+                            old.leader_epoch != new.leader_epoch):
+                        self._become_follower(tp, new)
+                else:
+                    self._stop_following(tp)
+        self.broker.purgatory.notify(("hw", tp[0], tp[1]))
+
+    def _become_leader(self, tp: TP, state: zd.PartitionState, partition_log: Any) -> None:
+        self._stop_following(tp)
+        leo = partition_log.log_end_offset
+        partition_log.leader_epoch_cache.assign(state.leader_epoch, leo)
+        now = self.broker.now_ms()
+        followers = {r: FollowerState(last_caught_up_ms=now if r in state.isr else 0)
+                     for r in state.replicas if r != self.node_id}
+        self.leading[tp] = LeaderState(state.leader_epoch, leo, followers)
+        log.info("%s-%d: leader at epoch %d (log end %d, ISR %s)", tp[0], tp[1],
+                 state.leader_epoch, leo, state.isr)
+        self.maybe_advance_hw(tp)
+
+    def _become_follower(self, tp: TP, state: zd.PartitionState) -> None:
+        self._stop_following(tp)
+        fetcher = self.fetchers.get(state.leader)
+        if fetcher is None:
+            fetcher = self.fetchers[state.leader] = ReplicaFetcher(self, state.leader)
+            fetcher.start()
+        fetcher.add(tp, state.leader_epoch)
+        self.following[tp] = state.leader
+        log.info("%s-%d: follower of broker %d at epoch %d", tp[0], tp[1], state.leader,
+                 state.leader_epoch)
+
+    def _stop_following(self, tp: TP) -> None:
+        leader = self.following.pop(tp, None)
+        if leader is not None and leader in self.fetchers:
+            self.fetchers[leader].remove(tp)
+
+    # -- leader side: followers, high watermark, ISR -----------------------------------------
+    def is_leader(self, topic: str, partition: int) -> bool:
+        return (topic, partition) in self.leading
+
+    def follower_fetched(self, tp: TP, replica_id: int, fetch_offset: int) -> None:
+        leader = self.leading.get(tp)
+        partition_log = self.broker.logs.get_log(*tp)
+        if leader is None or partition_log is None:
+            return
+        follower = leader.followers.get(replica_id)
+        if follower is None:
+            return
+        now = self.broker.now_ms()
+        leo = partition_log.log_end_offset
+        if fetch_offset >= leo:
+            follower.last_caught_up_ms = now
+        elif fetch_offset >= follower.last_fetch_leader_leo >= 0:
+            follower.last_caught_up_ms = max(follower.last_caught_up_ms, follower.last_fetch_ms)
+        follower.last_fetch_leader_leo = leo
+        follower.last_fetch_ms = now
+        follower.leo = fetch_offset
+        self._maybe_expand_isr(tp, replica_id)
+        self.maybe_advance_hw(tp)
+
+    def maybe_advance_hw(self, tp: TP) -> None:
+        leader = self.leading.get(tp)
+        state = self.states.get(tp)
+        partition_log = self.broker.logs.get_log(*tp)
+        if leader is None or state is None or partition_log is None:
+            return
+        hw = partition_log.log_end_offset
+        for replica in state.isr:
+            if replica == self.node_id:
+                continue
+            follower = leader.followers.get(replica)
+            if follower is None or follower.leo < 0:
+                return
+            hw = min(hw, follower.leo)
+        if hw > partition_log.high_watermark:
+            partition_log.high_watermark = hw
+            self.broker.purgatory.notify(("hw", tp[0], tp[1]))
+            self.broker.purgatory.notify(("append", tp[0], tp[1]))
+
+    def _maybe_expand_isr(self, tp: TP, replica_id: int) -> None:
+        state = self.states.get(tp)
+        leader = self.leading.get(tp)
+        partition_log = self.broker.logs.get_log(*tp)
+        if state is None or leader is None or replica_id in state.isr:
+            return
+        if replica_id not in self.brokers:
+            return
+        follower = leader.followers[replica_id]
+        if follower.leo >= partition_log.high_watermark and \
+                follower.leo >= leader.epoch_start_offset:
+            log.info("%s-%d: expanding ISR %s with broker %d", tp[0], tp[1], state.isr,
+                     replica_id)
+            self.write_isr(tp, state.isr + [replica_id])
+
+    def _shrink_isrs(self) -> None:
+        now = self.broker.now_ms()
+        for tp, leader in list(self.leading.items()):
+            state = self.states.get(tp)
+            if state is None:
+                continue
+            lagging = [r for r in state.isr if r != self.node_id and r in leader.followers and
+                       now - leader.followers[r].last_caught_up_ms > self.lag_max_ms]
+            if lagging:
+                log.info("%s-%d: shrinking ISR %s: %s out of sync", tp[0], tp[1], state.isr,
+                         lagging)
+                self.write_isr(tp, [r for r in state.isr if r not in lagging])
+
+    def write_isr(self, tp: TP, isr: list[int]) -> bool:
+        """Conditionally update the ISR in ZooKeeper; on a version conflict re-read the state
+        (someone else — the controller — changed it) and give up this change."""
+        from kazoo.exceptions import BadVersionError, NoNodeError
+
+        state = self.states[tp]
+        new = replace(state, isr=isr)
+        path = zd.state_path(*tp)
+        try:
+            stat = self.zk.set(path, new.encode(), version=state.zk_version)
+        except BadVersionError:
+            try:
+                data, stat = self.zk.get(path)
+            except NoNodeError:
+                return False
+            self.apply_state(tp, zd.PartitionState.decode(data, stat.version, state.replicas))
+            return False
+        self.apply_state(tp, replace(new, zk_version=stat.version))
+        self.maybe_advance_hw(tp)
+        return True
+
+    # -- for request handlers --------------------------------------------------------------
+    def check_leader(self, topic: str, partition: int, current_leader_epoch: int = -1):
+        """(error or None, leader epoch) for a request that must reach the leader:
+        NOT_LEADER_OR_FOLLOWER when this broker does not lead the partition, and the fencing
+        of ``current_leader_epoch`` (older: FENCED_LEADER_EPOCH, newer: UNKNOWN_LEADER_EPOCH)."""
+        from protocol.errors import ErrorCode
+
+        state = self.states.get((topic, partition))
+        if state is None:
+            if topic in self.topics:
+                return ErrorCode.LEADER_NOT_AVAILABLE, -1
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1
+        epoch = state.leader_epoch
+        if current_leader_epoch >= 0 and current_leader_epoch < epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH, epoch
+        if current_leader_epoch > epoch:
+            return ErrorCode.UNKNOWN_LEADER_EPOCH, epoch
+        if (topic, partition) not in self.leading:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, epoch
+        return None, epoch
+
+    def replication_status(self, topic: str, partition: int, last_offset: int,
+                           min_isr: int):
+        """For an acks=all produce waiting on ``last_offset``: None while waiting, else the
+        partition's final error code (Kafka's ``DelayedProduce`` check)."""
+        from protocol.errors import ErrorCode
+
+        state = self.states.get((topic, partition))
+        partition_log = self.broker.logs.get_log(topic, partition)
+        if state is None or partition_log is None or (topic, partition) not in self.leading:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if partition_log.high_watermark > last_offset:
+            if len(state.isr) < min_isr:
+                return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+            return ErrorCode.NONE
+        return None

@@ -1,0 +1,144 @@
+"""ZooKeeper paths and the JSON of each znode, laid out as Kafka's ZooKeeper-era brokers kept
+them (``kafka.zk.ZkData``)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+
+BROKER_IDS = "/brokers/ids"
+TOPICS = "/brokers/topics"
+CONFIG_TOPICS = "/config/topics"
+CONTROLLER = "/controller"
+CONTROLLER_EPOCH = "/controller_epoch"
+CLUSTER_ID = "/cluster/id"
+PERSISTENT_PATHS = (BROKER_IDS, TOPICS, CONFIG_TOPICS, "/admin/delete_topics",
+                    "/isr_change_notification")
+
+
+def broker_path(broker_id: int) -> str:
+    return f"{BROKER_IDS}/{broker_id}"
+
+
+def topic_path(topic: str) -> str:
+    return f"{TOPICS}/{topic}"
+
+
+def topic_config_path(topic: str) -> str:
+    return f"{CONFIG_TOPICS}/{topic}"
+
+
+def partitions_path(topic: str) -> str:
+    return f"{TOPICS}/{topic}/partitions"
+
+
+def state_path(topic: str, partition: int) -> str:
+    return f"{TOPICS}/{topic}/partitions/{partition}/state"
+
+
+def _dumps(doc: dict) -> bytes:
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def uuid_to_kafka(value: uuid.UUID) -> str:
+    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
+
+
+def uuid_from_kafka(text: str) -> uuid.UUID:
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    broker_id: int
+    endpoints: dict[str, tuple[str, int]]  # listener name -> (host, port)
+    rack: str | None
+
+    def encode(self) -> bytes:
+        names = list(self.endpoints)
+        host, port = self.endpoints[names[0]] if names else ("", -1)
+        doc = {"version": 5, "host": host, "port": port, "jmx_port": -1,
+               "timestamp": str(int(time.time() * 1000)), "features": {},
+               "listener_security_protocol_map": {n: "PLAINTEXT" for n in names},
+               "endpoints": [f"{n}://{h}:{p}" for n, (h, p) in self.endpoints.items()]}
+        if self.rack is not None:
+            doc["rack"] = self.rack
+        return _dumps(doc)
+
+    @classmethod
+    def decode(cls, broker_id: int, data: bytes) -> "BrokerInfo":
+        doc = json.loads(data)
+        endpoints = {}
+        for text in doc.get("endpoints", []):
+            name, _, rest = text.partition("://")
+            host, _, port = rest.rpartition(":")
+            endpoints[name] = (host.strip("[]"), int(port))
+        return cls(broker_id, endpoints, doc.get("rack"))
+
+
+@dataclass(frozen=True)
+class TopicAssignment:
+    name: str
+    topic_id: uuid.UUID
+    replicas: dict[int, list[int]]  # partition -> replica broker ids, preferred leader first
+
+    def encode(self) -> bytes:
+        return _dumps({"version": 3, "topic_id": uuid_to_kafka(self.topic_id),
+                       "partitions": {str(p): r for p, r in sorted(self.replicas.items())},
+                       "adding_replicas": {}, "removing_replicas": {}})
+
+    @classmethod
+    def decode(cls, name: str, data: bytes) -> "TopicAssignment":
+        doc = json.loads(data)
+        topic_id = doc.get("topic_id")
+        return cls(name, uuid_from_kafka(topic_id) if topic_id else uuid.uuid5(uuid.NAMESPACE_URL, name),
+                   {int(p): list(r) for p, r in doc["partitions"].items()})
+
+
+def encode_topic_config(overrides: dict[str, str]) -> bytes:
+    return _dumps({"version": 1, "config": overrides})
+
+
+def decode_topic_config(data: bytes | None) -> dict[str, str]:
+    if not data:
+        return {}
+    return {k: str(v) for k, v in json.loads(data).get("config", {}).items()}
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """``/brokers/topics/<t>/partitions/<p>/state`` plus the znode version it was read at."""
+
+    leader: int
+    leader_epoch: int
+    isr: list[int]
+    controller_epoch: int
+    zk_version: int = -1
+    replicas: list[int] = field(default_factory=list)  # from the topic assignment
+
+    def encode(self) -> bytes:
+        return _dumps({"version": 1, "leader": self.leader, "leader_epoch": self.leader_epoch,
+                       "isr": self.isr, "controller_epoch": self.controller_epoch})
+
+    @classmethod
+    def decode(cls, data: bytes, zk_version: int, replicas: list[int]) -> "PartitionState":
+        doc = json.loads(data)
+        return cls(int(doc["leader"]), int(doc["leader_epoch"]), [int(b) for b in doc["isr"]],
+                   int(doc["controller_epoch"]), zk_version, list(replicas))
+
+
+def encode_controller(broker_id: int) -> bytes:
+    return _dumps({"version": 2, "brokerid": broker_id,
+                   "timestamp": str(int(time.time() * 1000)), "kraftControllerEpoch": -1})
+
+
+def decode_controller(data: bytes | None) -> int:
+    if not data:
+        return -1
+    try:
+        return int(json.loads(data)["brokerid"])
+    except (ValueError, KeyError):
+        return -1

@@ -1,0 +1,72 @@
+"""The connection-side hooks of security, kept out of ``server.py``: what happens to a frame
+before it is dispatched (the SASL gate, raw SASL tokens, expired sessions) and after a response
+(closing a connection whose authentication failed)."""
+
+from __future__ import annotations
+
+import logging
+import struct
+from typing import Any
+
+from protocol.messages import peek_header
+from protocol.errors import DecodeError
+from wireserver.security.sasl import AuthState, IllegalSaslState, SaslFailure
+
+log = logging.getLogger(__name__)
+_SIZE = struct.Struct(">i")
+
+
+def admit(connection: Any, frame: memoryview) -> bool:
+    """Decide whether ``frame`` goes on to normal dispatch. False means it was consumed here
+    (a raw SASL token) or the connection is being closed."""
+    security = connection.security
+    if security is None:
+        return True
+    if security.uses_tls and not security.tls_principal_done:
+        security.tls_principal_done = True
+        if not security.uses_sasl:
+            from wireserver.security import tls  # pyOpenSSL only where TLS is configured
+            principal = tls.peer_principal(connection.transport)
+            if principal is not None:
+                security.principal = principal
+    authenticator = security.authenticator
+    if authenticator is None:
+        return True
+    if authenticator.state is AuthState.AUTHENTICATE and authenticator.raw_tokens:
+        _raw_token(connection, authenticator, bytes(frame))
+        return False
+    try:
+        api_key = peek_header(frame)[0]
+    except DecodeError as exc:
+        connection.close(f"malformed request: {exc}")
+        return False
+    if authenticator.expired() and api_key not in (17, 36):
+        connection.close(f"SASL session of {security.principal} expired without "
+                         f"re-authentication")
+        return False
+    if not authenticator.allows(api_key):
+        authenticator.fail(f"unexpected request (API key {api_key}) in SASL state "
+                           f"{authenticator.state.name}")
+        connection.close(f"unexpected Kafka request of API key {api_key} during SASL "
+                         f"authentication")
+        return False
+    return True
+
+
+def _raw_token(connection: Any, authenticator: Any, token: bytes) -> None:
+    """SaslHandshake v0 framing: a length-prefixed token in, a length-prefixed one out."""
+    try:
+        challenge = authenticator.authenticate(token)
+    except (SaslFailure, IllegalSaslState) as exc:
+        connection.close(f"SASL authentication failed: {exc}")
+        return
+    if authenticator.state is AuthState.COMPLETE:
+        connection.security.principal = authenticator.principal
+    connection.transport.write(_SIZE.pack(len(challenge)) + challenge)
+
+
+def after_response(connection: Any) -> None:
+    """Close a connection whose authentication just failed (its error response is written)."""
+    authenticator = connection.security.authenticator
+    if authenticator is not None and authenticator.state is AuthState.FAILED:
+        connection.close(f"SASL authentication failed: {authenticator.failure}")

@@ -1,0 +1,61 @@
+"""The broker's security state: TLS contexts and SASL settings per listener, the SCRAM
+credential store and the authorizer. ``Broker.security`` is one of these."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from wireserver.security import ConnectionSecurity
+from wireserver.security.acls import Authorizer
+from wireserver.security.sasl import SaslAuthenticator, SaslListenerSettings, SUPPORTED_MECHANISMS
+from wireserver.security.scram import ScramStore
+
+log = logging.getLogger(__name__)
+
+
+class SecurityManager:
+    def __init__(self, broker: Any):
+        self.broker = broker
+        config = broker.config
+        self.config = config
+        directory = config.log_dirs[0]
+        self.scram = ScramStore(directory)
+        self.authorizer = Authorizer.from_config(config, directory)
+        self.protocols = {listener.name: listener.security_protocol
+                          for listener in config.listeners}
+        self.sasl: dict[str, SaslListenerSettings] = {}
+        self.tls: dict[str, Any] = {}
+        for listener in config.listeners:
+            protocol = listener.security_protocol
+            if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+                settings = SaslListenerSettings.from_config(config, listener.name, self.scram)
+                if not settings.mechanisms:
+                    raise ValueError(f"listener {listener.name} uses {protocol} but none of "
+                                     f"sasl.enabled.mechanisms is supported (we serve "
+                                     f"{', '.join(SUPPORTED_MECHANISMS)})")
+                self.sasl[listener.name] = settings
+            if protocol in ("SSL", "SASL_SSL"):
+                from wireserver.security import tls
+                self.tls[listener.name] = tls.ServerContextFactory(
+                    tls.server_context(config, listener.name))
+
+    def listen(self, reactor: Any, listener: Any, factory: Any, interface: str) -> Any:
+        """Bind ``listener`` with TLS when its protocol asks for it."""
+        context = self.tls.get(listener.name)
+        if context is not None:
+            # Not listenSSL: its TLS layer schedules writes on the global reactor, and the
+            # embedded broker runs on a private one. The TLS wrapper takes the clock to use.
+            from twisted.protocols.tls import TLSMemoryBIOFactory
+            factory = TLSMemoryBIOFactory(context, False, factory, clock=reactor)
+        return reactor.listenTCP(listener.port, factory, interface=interface)
+
+    def new_connection(self, listener: str, host: str) -> ConnectionSecurity:
+        security = ConnectionSecurity(listener=listener,
+                                      protocol=self.protocols.get(listener, "PLAINTEXT"),
+                                      host=host)
+        security.tls_principal_done = not security.uses_tls
+        settings = self.sasl.get(listener)
+        if settings is not None:
+            security.authenticator = SaslAuthenticator(settings, self.broker.now_ms)
+        return security
