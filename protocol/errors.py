@@ -147,6 +147,7 @@ class ErrorCode(enum.IntEnum):
     INVALID_VOTER_KEY = (125, False)
     DUPLICATE_VOTER = (126, False)
     VOTER_NOT_FOUND = (127, False)
+    INVALID_REGULAR_EXPRESSION = (128, False)
 
 
 class DecodeError(ValueError):

@@ -49,8 +49,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 C = ConsumerGroupState
-#: Kafka's INVALID_REGULAR_EXPRESSION (protocol.errors stops before it).
-INVALID_REGULAR_EXPRESSION = 128
 
 
 @dataclass
@@ -155,7 +153,7 @@ class ConsumerGroupCoordinator:
             try:
                 re.compile(req.subscribed_topic_regex)
             except re.error as exc:
-                raise HeartbeatError(INVALID_REGULAR_EXPRESSION,
+                raise HeartbeatError(ErrorCode.INVALID_REGULAR_EXPRESSION,
                                      f"SubscribedTopicRegex `{req.subscribed_topic_regex}` is "
                                      f"not a valid regular expression: {exc}.") from None
         if req.server_assignor is not None:
