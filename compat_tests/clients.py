@@ -99,6 +99,12 @@ class Client:
         ``count`` records, commit what was read and leave. Returns the values read."""
         raise Unsupported(self.name)
 
+    def consume_group_with(self, bootstrap: str, topic: str, group: str, count: int,
+                           config: dict[str, str], *, timeout: float = TIMEOUT) -> list[str]:
+        """:meth:`consume_group` with extra consumer settings (``group.protocol=consumer``
+        for the KIP-848 protocol, say). Returns the values read."""
+        raise Unsupported(self.name)
+
     def __repr__(self) -> str:
         return self.name
 
@@ -414,6 +420,24 @@ class ConfluentClient(Client):
         finally:
             consumer.close()
 
+    def consume_group_with(self, bootstrap, topic, group, count, config, *, timeout=TIMEOUT):
+        from confluent_kafka import Consumer
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                             "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                             "client.id": "compat-confluent", **config})
+        values: list[str] = []
+        try:
+            consumer.subscribe([topic])
+            deadline = time.monotonic() + timeout
+            while len(values) < count and time.monotonic() < deadline:
+                message = consumer.poll(0.3)
+                if message is not None and message.error() is None:
+                    values.append(_s(message.value()))
+            consumer.commit(asynchronous=False)
+            return values
+        finally:
+            consumer.close()
+
 
 # ---------------------------------------------------------------------------- kcat
 
@@ -573,6 +597,19 @@ class JavaClient(Client):
         args = ["--topic", topic, "--group", group, "--from-beginning",
                 "--max-messages", str(count), "--timeout-ms", str(int(timeout * 1000)),
                 "--consumer-property", "client.id=compat-java"]
+        proc = run_tool("kafka-console-consumer", args, bootstrap=bootstrap,
+                        timeout=timeout + 60)
+        error = _java_error(proc.stderr, ignore=("TimeoutException",))
+        if error:
+            raise ClientError(error, proc.stderr.strip()[-800:])
+        return proc.stdout.splitlines()  # it commits on close (enable.auto.commit)
+
+    def consume_group_with(self, bootstrap, topic, group, count, config, *, timeout=TIMEOUT):
+        args = ["--topic", topic, "--group", group, "--from-beginning",
+                "--max-messages", str(count), "--timeout-ms", str(int(timeout * 1000)),
+                "--consumer-property", "client.id=compat-java"]
+        for key, value in config.items():
+            args += ["--consumer-property", f"{key}={value}"]
         proc = run_tool("kafka-console-consumer", args, bootstrap=bootstrap,
                         timeout=timeout + 60)
         error = _java_error(proc.stderr, ignore=("TimeoutException",))
