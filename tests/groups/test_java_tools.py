@@ -1,0 +1,205 @@
+"""Kafka's own Java tools against wireserver's consumer groups: ``kafka-consumer-groups``
+lists, describes and resets offsets (--to-earliest, --to-offset, --shift-by; --dry-run
+changes nothing; an active group refuses), a consumer resumes where the reset put it, and
+the Java console consumer joins a KIP-848 group (``group.protocol=consumer``), consumes and
+commits."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer  # noqa: E402
+from confluent_kafka import TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+from wireserver.testing import EmbeddedBroker  # noqa: E402
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def reference():
+    reference = pytest.importorskip("compat_tests.reference")
+    try:
+        reference.resolve()
+    except Exception as exc:  # noqa: BLE001 - no JVM or jars on this machine
+        pytest.skip(f"no Kafka CLI tools: {exc}")
+    return reference
+
+
+@pytest.fixture(scope="module")
+def kafka():
+    with EmbeddedBroker() as broker:
+        yield broker
+
+
+def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(timeout=30)
+
+
+def produce(bootstrap: str, topic: str, partitions: int, count: int) -> None:
+    """Record i goes to partition i % partitions with value ``v<i>``."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(count):
+        producer.produce(topic, value=f"v{i}".encode(), partition=i % partitions)
+    assert producer.flush(30) == 0
+
+
+def consume(bootstrap: str, topic: str, group: str, count: int, timeout: float = 30.0):
+    """Join ``group``, read ``count`` records (then a little longer, to catch extras),
+    commit and leave. Returns the values read."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    values: list[str] = []
+    try:
+        deadline = time.monotonic() + timeout
+        extra_until = None
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.1)
+            if message is not None and message.error() is None:
+                values.append(message.value().decode())
+            if len(values) >= count:
+                extra_until = extra_until or time.monotonic() + 0.5
+                if time.monotonic() > extra_until:
+                    break
+        if values:
+            consumer.commit(asynchronous=False)
+        return values
+    finally:
+        consumer.close()
+
+
+def committed(bootstrap: str, group: str, topic: str, partitions: int) -> list[int]:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p)
+                                                   for p in range(partitions)])
+    found = admin.list_consumer_group_offsets([request])[group].result(timeout=30)
+    return [tp.offset for tp in sorted(found.topic_partitions, key=lambda tp: tp.partition)]
+
+
+def groups_tool(reference, bootstrap: str, *args: str, ok: bool = True):
+    proc = reference.run_tool("kafka-consumer-groups", list(args), bootstrap=bootstrap,
+                              timeout=90)
+    if ok:
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def rows(output: str, topic: str) -> list[list[str]]:
+    """The table rows for ``topic``: the columns after GROUP and TOPIC."""
+    return sorted((line.split()[2:] for line in output.splitlines()
+                   if len(line.split()) > 2 and line.split()[1] == topic),
+                  key=lambda row: int(row[0]))
+
+
+def test_list_and_describe(kafka, reference):
+    bootstrap = kafka.bootstrap_servers
+    create_topic(bootstrap, "tools-describe", 3)
+    produce(bootstrap, "tools-describe", 3, 9)
+    assert len(consume(bootstrap, "tools-describe", "describe-group", 9)) == 9
+
+    listed = groups_tool(reference, bootstrap, "--list").stdout.split()
+    assert "describe-group" in listed
+
+    described = groups_tool(reference, bootstrap, "--describe", "--group", "describe-group")
+    # PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID (no members: -)
+    assert [row[:5] for row in rows(described.stdout, "tools-describe")] == [
+        [str(p), "3", "3", "0", "-"] for p in range(3)]
+
+    state = groups_tool(reference, bootstrap, "--describe", "--group", "describe-group",
+                        "--state")
+    [line] = [line for line in state.stdout.splitlines() if line.startswith("describe-group")]
+    assert line.split()[-2:] == ["Empty", "0"]
+
+    produce(bootstrap, "tools-describe", 3, 3)
+    lagging = groups_tool(reference, bootstrap, "--describe", "--group", "describe-group")
+    assert [row[1:4] for row in rows(lagging.stdout, "tools-describe")] == [
+        ["3", "4", "1"]] * 3
+
+
+def test_reset_offsets_then_resume(kafka, reference):
+    bootstrap = kafka.bootstrap_servers
+    topic, group = "tools-reset", "reset-group"
+    create_topic(bootstrap, topic, 2)
+    produce(bootstrap, topic, 2, 12)
+    assert len(consume(bootstrap, topic, group, 12)) == 12
+    assert committed(bootstrap, group, topic, 2) == [6, 6]
+
+    def reset(*how: str, execute: bool = True) -> list[list[str]]:
+        proc = groups_tool(reference, bootstrap, "--reset-offsets", "--group", group,
+                           "--topic", topic, *how, "--execute" if execute else "--dry-run")
+        return rows(proc.stdout, topic)  # PARTITION NEW-OFFSET
+
+    # --dry-run shows the plan and changes nothing.
+    assert reset("--to-earliest", execute=False) == [["0", "0"], ["1", "0"]]
+    assert reset("--shift-by", "-2", execute=False) == [["0", "4"], ["1", "4"]]
+    assert committed(bootstrap, group, topic, 2) == [6, 6]
+
+    # --to-earliest: the group reads everything again.
+    assert reset("--to-earliest") == [["0", "0"], ["1", "0"]]
+    assert committed(bootstrap, group, topic, 2) == [0, 0]
+    assert sorted(consume(bootstrap, topic, group, 12)) == sorted(f"v{i}" for i in range(12))
+    assert committed(bootstrap, group, topic, 2) == [6, 6]
+
+    # --to-offset 4 on both partitions: offsets 4 and 5 of each.
+    assert reset("--to-offset", "4") == [["0", "4"], ["1", "4"]]
+    assert sorted(consume(bootstrap, topic, group, 4)) == sorted(["v8", "v9", "v10", "v11"])
+
+    # --shift-by -2 from the end (6): the last two of each partition again.
+    assert reset("--shift-by", "-2") == [["0", "4"], ["1", "4"]]
+    assert sorted(consume(bootstrap, topic, group, 4)) == sorted(["v8", "v9", "v10", "v11"])
+    assert committed(bootstrap, group, topic, 2) == [6, 6]
+
+    # A group with an active member cannot be reset.
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    try:
+        deadline = time.monotonic() + 30
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.1)
+        assert consumer.assignment()
+        refused = groups_tool(reference, bootstrap, "--reset-offsets", "--group", group,
+                              "--topic", topic, "--to-earliest", "--execute", ok=False)
+        assert "inactive" in refused.stdout + refused.stderr
+    finally:
+        consumer.close()
+    assert committed(bootstrap, group, topic, 2) == [6, 6]
+
+
+def test_java_console_consumer_kip848_commits(kafka, reference):
+    bootstrap = kafka.bootstrap_servers
+    topic, group = "tools-kip848", "java-kip848"
+    create_topic(bootstrap, topic, 3)
+    produce(bootstrap, topic, 3, 30)
+    proc = reference.run_tool("kafka-console-consumer", [
+        "--topic", topic, "--group", group, "--from-beginning", "--max-messages", "30",
+        "--timeout-ms", "60000", "--consumer-property", "group.protocol=consumer"],
+        bootstrap=bootstrap, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert sorted(l for l in proc.stdout.splitlines() if l.startswith("v")) == sorted(
+        f"v{i}" for i in range(30))
+
+    # It committed on close: kafka-consumer-groups shows every partition at its end, no lag.
+    described = groups_tool(reference, bootstrap, "--describe", "--group", group)
+    assert [row[:4] for row in rows(described.stdout, topic)] == [
+        [str(p), "10", "10", "0"] for p in range(3)]
+    assert committed(bootstrap, group, topic, 3) == [10, 10, 10]
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    found = admin.describe_consumer_groups([group])[group].result(timeout=30)
+    assert str(found.type).endswith("CONSUMER") and not found.members
+
+    # A second KIP-848 run in the same group reads only what came after the commit.
+    produce(bootstrap, topic, 3, 6)
+    again = reference.run_tool("kafka-console-consumer", [
+        "--topic", topic, "--group", group, "--max-messages", "6", "--timeout-ms", "60000",
+        "--consumer-property", "group.protocol=consumer"], bootstrap=bootstrap, timeout=120)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert sorted(l for l in again.stdout.splitlines() if l.startswith("v")) == sorted(
+        f"v{i}" for i in range(6))
+    assert committed(bootstrap, group, topic, 3) == [12, 12, 12]
