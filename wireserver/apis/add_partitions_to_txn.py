@@ -6,12 +6,18 @@ transactional ids; Kafka reserves them for brokers (KIP-890 part 1 verification)
 (INVALID_TXN_STATE when not). We serve both forms the same way without inter-broker
 authorization. Unknown partitions answer UNKNOWN_TOPIC_OR_PARTITION and the rest of the request
 OPERATION_NOT_ATTEMPTED. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2 (KIP-588).
+
+Authorization as ``KafkaApis``: v0-3 need WRITE on the transactional id (every partition
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED otherwise) and on each topic (TOPIC_AUTHORIZATION_FAILED,
+always for internal topics; the other partitions OPERATION_NOT_ATTEMPTED); v4+ need
+CLUSTER_ACTION on the cluster (top-level CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
+from wireserver.security import checks
 from wireserver.txn.api import fenced_for_version
 
 API_KEY = 24
@@ -38,11 +44,16 @@ def handle(ctx):
     coordinator = ctx.broker.txn
     response_class = ctx.request.spec.response_class
     if version <= 3:
-        results = coordinator.add_partitions(
+        partitions = _partitions(body.v3_and_below_topics)
+        results = checks.add_partitions_to_txn(  # WRITE on the transactional id and topics
+            ctx, body.v3_and_below_transactional_id, partitions) or coordinator.add_partitions(
             body.v3_and_below_transactional_id, body.v3_and_below_producer_id,
-            body.v3_and_below_producer_epoch, _partitions(body.v3_and_below_topics))
+            body.v3_and_below_producer_epoch, partitions)
         return ctx.response(throttle_time_ms=0, results_by_topic_v3_and_below=_results(
             response_class.AddPartitionsToTxnTopicResult, results, version))
+    denied = checks.cluster_action(ctx)  # v4+ come from brokers
+    if denied:
+        return ctx.response(throttle_time_ms=0, error_code=denied, results_by_transaction=[])
     result_class = response_class.AddPartitionsToTxnResult
     topic_class = result_class.AddPartitionsToTxnTopicResult
     out = []

@@ -15,7 +15,9 @@ As in ``ConfigAdminManager.preprocess``: a resource named twice → INVALID_REQU
 a key twice or a null value → INVALID_REQUEST. ``validate_only`` checks and changes nothing.
 
 Deliberate difference: dynamic broker configs live in memory only; they are lost on restart
-(Kafka keeps them in the cluster metadata). Skipped: AlterConfigPolicy, authorization.
+(Kafka keeps them in the cluster metadata). Authorization after the duplicate checks: ALTER_CONFIGS
+on the topic (TOPIC_AUTHORIZATION_FAILED) or the cluster for BROKER resources
+(CLUSTER_AUTHORIZATION_FAILED). Skipped: AlterConfigPolicy.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from protocol.errors import ErrorCode
 from wireserver.admin import (RESOURCE_BROKER, RESOURCE_TOPIC, AdminError,
                               check_broker_resource, set_broker_dynamic, set_topic_overrides)
 from wireserver.apis import handles
+from wireserver.security import checks
 
 API_KEY = 33
 
@@ -73,6 +76,10 @@ def handle(ctx):
             if (resource.resource_type, resource.resource_name) in duplicates:
                 raise AdminError(ErrorCode.INVALID_REQUEST,
                                  "Each resource must appear at most once.")
+            denied = checks.alter_configs(ctx, resource.resource_type, resource.resource_name,
+                                          loggers=False)
+            if denied:
+                raise AdminError(denied, checks.message(denied))
             alter(ctx.broker, resource, bool(body.validate_only))
         except AdminError as exc:
             code, message = exc.code, exc.message

@@ -3,14 +3,17 @@ members, each with its current and target assignment (topic id and name). v1 add
 type (1: a consumer-protocol member; there are no classic members in our consumer groups).
 
 A group that does not exist, or is a classic group, is GROUP_ID_NOT_FOUND ("Group X is not a
-consumer group." for the latter, as Kafka). Skipped: authorized operations (no authorizer):
-reported as not requested.
+consumer group." for the latter, as Kafka). Each group needs DESCRIBE (GROUP_AUTHORIZATION_FAILED);
+a group whose members' current or target assignments name a topic the principal may not
+DESCRIBE is TOPIC_AUTHORIZATION_FAILED without members, as in Kafka. Skipped: authorized
+operations: reported as not requested.
 """
 
 from __future__ import annotations
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
+from wireserver.security import checks
 
 API_KEY = 69
 CONSUMER_MEMBER_TYPE = 1
@@ -42,7 +45,16 @@ def handle(ctx):
     described = []
     for group_id in body.group_ids:
         group = coordinator.consumer.groups.get(group_id)
-        if ready_error is not None:
+        if denied := checks.describe_group(ctx, group_id):  # GROUP_AUTHORIZATION_FAILED
+            described.append(failed(group_id, denied, None))
+        elif group is not None and ready_error is None and checks.describe_topics(ctx, {
+                names[topic_id] for m in group.members.values()
+                for assigned in (m.assigned, group.target.get(m.member_id, {}))
+                for topic_id in assigned if topic_id in names}):  # every assigned topic needs DESCRIBE
+            described.append(failed(group_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                    "The group has described topic(s) that the client is not "
+                                    "authorized to describe."))
+        elif ready_error is not None:
             described.append(failed(group_id, ready_error, None))
         elif group is None:
             message = (f"Group {group_id} is not a consumer group."

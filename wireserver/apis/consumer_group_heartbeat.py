@@ -9,6 +9,11 @@ brings its own member id (INVALID_REQUEST if empty) and may subscribe with
 ``SubscribedTopicRegex`` (matched in full against topic names with Python's ``re``, Kafka
 uses RE2/J: the two differ only in exotic syntax; internal topics never match).
 
+Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED), and DESCRIBE on every name in
+``SubscribedTopicNames`` (TOPIC_AUTHORIZATION_FAILED otherwise). Kafka's coordinator also leaves
+topics the member may not describe out of a regex subscription; ours does not (fetching them
+still fails with TOPIC_AUTHORIZATION_FAILED).
+
 Skipped: rack-aware assignment (RackId is kept and described, not used), and client-side
 assignors (gone from the protocol in Kafka 4).
 """
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
+from wireserver.security import checks
 from wireserver.groups.api import client_host
 from wireserver.groups.consumer_coordinator import HeartbeatRequest
 
@@ -31,6 +37,9 @@ def handle(ctx):
     protocols = coordinator.config["group.coordinator.rebalance.protocols"]
     if error is None and "consumer" not in protocols:
         error = ErrorCode.UNSUPPORTED_VERSION
+    # READ on the group, then DESCRIBE on every subscribed topic name (KafkaApis)
+    error = error or checks.read_group(ctx, body.group_id) or checks.describe_topics(
+        ctx, body.subscribed_topic_names)
     if error is not None:
         return ctx.response(throttle_time_ms=0, error_code=error, error_message=None,
                             member_id=None, member_epoch=0, heartbeat_interval_ms=0,

@@ -7,7 +7,9 @@ the topic's replication factor (INVALID_REPLICATION_ASSIGNMENT); a topic named t
 INVALID_REQUEST; an unknown topic UNKNOWN_TOPIC_OR_PARTITION. ``validate_only`` changes
 nothing.
 
-Skipped: ``timeout_ms`` (synchronous), authorization.
+Each topic needs ALTER (TOPIC_AUTHORIZATION_FAILED, before any other check but duplicates).
+
+Skipped: ``timeout_ms`` (synchronous).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 from protocol.errors import ErrorCode
 from storage.errors import InvalidPartitionsError
 from wireserver.apis import handles
+from wireserver.security import checks
 from wireserver.topics import MAX_PARTITIONS, TopicError
 
 API_KEY = 37
@@ -82,6 +85,11 @@ def handle(ctx):
                 reported.add(topic.name)
                 results.append(result_class(name=topic.name, error_code=ErrorCode.INVALID_REQUEST,
                                             error_message="Duplicate topic name."))
+            continue
+        if checks.alter_topic(ctx, topic.name):  # ALTER on the topic
+            results.append(result_class(name=topic.name,
+                                        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                        error_message=None))
             continue
         try:
             check(broker, topic)

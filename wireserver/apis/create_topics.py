@@ -15,8 +15,12 @@ Cluster mode: the topic is written to ZooKeeper and the response waits (up to ``
 until every partition has a leader in this broker's view, as Kafka's ZooKeeper-era
 DelayedCreatePartitions did; REQUEST_TIMED_OUT otherwise.
 
-Skipped: ``timeout_ms`` in one-node mode (creation is synchronous there), CreateTopicPolicy, authorization
-(CLUSTER/TOPIC CREATE and DESCRIBE_CONFIGS are always granted).
+Authorization (``ControllerApis.createTopics``): CREATE on the cluster or on the topic, else
+TOPIC_AUTHORIZATION_FAILED "Authorization failed."; without DESCRIBE_CONFIGS on a created topic
+the result has ``topic_config_error_code`` TOPIC_AUTHORIZATION_FAILED and no configs, partition
+count or replication factor.
+
+Skipped: ``timeout_ms`` in one-node mode (creation is synchronous there), CreateTopicPolicy.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from protocol.errors import ErrorCode
 from storage.log_config import LogConfig
 from wireserver.admin import ZERO_UUID, topic_config_rows
 from wireserver.apis import handles
+from wireserver.security import checks
 from wireserver.topics import INTERNAL_TOPICS, TopicError, create_topic, resolve_creation
 
 API_KEY = 19
@@ -67,6 +72,10 @@ def handle(ctx):
                 results.append(_result(result_class, name, ErrorCode.INVALID_REQUEST,
                                        "Duplicate topic name."))
             continue
+        if checks.create_topic(ctx, name):  # CREATE on the cluster or the topic
+            results.append(_result(result_class, name, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                   "Authorization failed."))
+            continue
         assignments = {a.partition_index: list(a.broker_ids) for a in topic.assignments or []}
         configs = {c.name: c.value for c in topic.configs or []}
         try:
@@ -85,7 +94,10 @@ def handle(ctx):
             results.append(_result(result_class, name, exc.code, exc.message))
             continue
         result = _result(result_class, name)
-        if version >= 5:
+        hidden = checks.describe_topic_configs(ctx, name)  # configs need DESCRIBE_CONFIGS
+        if hidden:
+            result.topic_config_error_code = hidden
+        elif version >= 5:
             result.num_partitions = partitions
             result.replication_factor = _replication_factor(broker, topic.replication_factor,
                                                             assignments)

@@ -1,10 +1,11 @@
 """DeleteGroups (key 42), v0-2: removes empty groups and their committed offsets (tombstones in
 ``__consumer_offsets``); GROUP_ID_NOT_FOUND for an unknown group, NON_EMPTY_GROUP while it has
-members."""
+members. Each group needs DELETE (GROUP_AUTHORIZATION_FAILED)."""
 
 from __future__ import annotations
 
 from wireserver.apis import handles
+from wireserver.security import checks
 
 API_KEY = 42
 
@@ -15,7 +16,10 @@ def handle(ctx):
     result_class = ctx.request.spec.response_class.DeletableGroupResult
     names = list(ctx.body.groups_names)
     error = coordinator.ensure_ready()
-    results = {name: error for name in names} if error is not None \
-        else coordinator.delete_groups(names)
+    denied = {name: checks.delete_group(ctx, name) for name in names}  # DELETE on the group
+    allowed = [name for name in names if not denied[name]]
+    results = {name: error for name in allowed} if error is not None \
+        else coordinator.delete_groups(allowed)
+    results.update({name: code for name, code in denied.items() if code})
     return ctx.response(throttle_time_ms=0, results=[
         result_class(group_id=name, error_code=results[name]) for name in names])

@@ -4,7 +4,8 @@ Moves each partition's log start offset up to the requested offset (-1 = the hig
 and deletes the segments wholly below it; the response's ``low_watermark`` is the new log start
 offset. An offset below the current log start changes nothing; one above the high watermark
 (or negative other than -1) fails with OFFSET_OUT_OF_RANGE; an unknown partition with
-UNKNOWN_TOPIC_OR_PARTITION (low watermark -1).
+UNKNOWN_TOPIC_OR_PARTITION (low watermark -1). Each topic needs DELETE
+(TOPIC_AUTHORIZATION_FAILED, low watermark -1).
 
 Skipped: ``timeout_ms`` — with one replica the new log start is "replicated" at once, so the
 request never waits (Kafka waits for the followers' low watermarks).
@@ -15,6 +16,7 @@ from __future__ import annotations
 from protocol.errors import ErrorCode
 from storage.errors import OffsetOutOfRange
 from wireserver.apis import handles
+from wireserver.security import checks
 
 API_KEY = 21
 HIGH_WATERMARK = -1
@@ -37,9 +39,12 @@ def handle(ctx):
     topics = []
     for topic in ctx.body.topics:
         partitions = []
+        denied = checks.delete_records(ctx, topic.name)  # DELETE on the topic
         for requested in topic.partitions:
             log = logs.get_log(topic.name, requested.partition_index)
-            if log is None:
+            if denied:
+                low, error = -1, denied
+            elif log is None:
                 low, error = -1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 low, error = delete_before(log, requested.offset)

@@ -10,7 +10,12 @@ Deletion is synchronous: the partition directories are gone when the response le
 waiting on a deleted partition are woken, re-read, and answer UNKNOWN_TOPIC_OR_PARTITION; fetch
 sessions simply find the log gone.
 
-Skipped: ``timeout_ms``, authorization. Internal topics are not protected (Kafka's
+Authorization as ``ControllerApis.deleteTopics``: DELETE on the cluster, or DELETE on the topic;
+a topic the principal may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED whether or not it exists
+(an unknown one it may describe stays UNKNOWN_TOPIC_OR_PARTITION); by id, an unauthorized topic
+is named only when describable.
+
+Skipped: ``timeout_ms``. Internal topics are not protected (Kafka's
 ``kafka-topics`` tool refuses them on the client side).
 """
 
@@ -19,6 +24,7 @@ from __future__ import annotations
 from protocol.errors import ErrorCode
 from wireserver.admin import ZERO_UUID
 from wireserver.apis import handles
+from wireserver.security import checks
 
 API_KEY = 20
 
@@ -75,9 +81,15 @@ def handle(ctx):
             if found is None:
                 results.append(result(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID,
                                       "This server does not host this topic ID."))
+            elif checks.delete_topic_by_name(ctx, found, True):  # name only if describable
+                results.append(result(None if checks.describe_topic(ctx, found) else found,
+                                      topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                      checks.message(ErrorCode.TOPIC_AUTHORIZATION_FAILED)))
             else:
                 delete(broker, found)
                 results.append(result(found, topic_id))
+        elif denied := checks.delete_topic_by_name(ctx, name, name in topics):
+            results.append(result(name, ZERO_UUID, denied, checks.message(denied)))
         elif name not in topics:
             results.append(result(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                   "This server does not host this topic-partition."))

@@ -2,8 +2,9 @@
 
 This broker as the only broker and as the "controller" (Kafka's brokers also answer with a
 broker id there, since clients cannot reach KRaft controllers), the cluster id, and the
-cluster's authorized operations when asked (every operation Kafka supports on CLUSTER: there is
-no authorizer). ``endpoint_type`` (v1+): 1 (brokers) is served; 2 (controllers) fails with
+cluster's authorized operations when asked: those Kafka supports on CLUSTER that the principal is
+allowed, none at all without DESCRIBE on the cluster (``AuthHelper.computeDescribeClusterResponse``:
+the request itself needs no ACL). ``endpoint_type`` (v1+): 1 (brokers) is served; 2 (controllers) fails with
 MISMATCHED_ENDPOINT_TYPE and anything else with UNSUPPORTED_ENDPOINT_TYPE, as in Kafka's
 ``AuthHelper.computeDescribeClusterResponse`` (INVALID_REQUEST at v0). v2 reports ``is_fenced``
 false; ``include_fenced_brokers`` changes nothing since a single node is never fenced.
@@ -14,6 +15,7 @@ from __future__ import annotations
 from protocol.errors import ErrorCode
 from wireserver.admin import CLUSTER_OPERATIONS
 from wireserver.apis import handles
+from wireserver.security import checks
 
 API_KEY = 60
 BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2
@@ -39,7 +41,8 @@ def handle(ctx):
     broker_class = ctx.request.spec.response_class.DescribeClusterBroker
     listener = next((l for l in broker.advertised if l.name == ctx.listener_name),
                     broker.advertised[0])
-    operations = set(CLUSTER_OPERATIONS) if body.include_cluster_authorized_operations else None
+    operations = (checks.cluster_operations(ctx, CLUSTER_OPERATIONS)
+                  if body.include_cluster_authorized_operations else None)
     cluster = broker.cluster
     if cluster is not None:
         brokers = []

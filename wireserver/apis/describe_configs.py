@@ -14,7 +14,9 @@ Kafka's ``ConfigHelper.describeConfigs``, per resource:
 - Anything else (GROUP, CLIENT_METRICS, ...) → INVALID_REQUEST "Unsupported resource type".
 
 Sensitive values are null. v3+ adds the config type and, with ``include_documentation``, the
-documentation. Skipped: authorization (DESCRIBE_CONFIGS always granted).
+documentation. Authorization: DESCRIBE_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or, for
+BROKER and BROKER_LOGGER resources, on the cluster (CLUSTER_AUTHORIZATION_FAILED), with
+Kafka's default message and no configs.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from protocol.errors import ErrorCode
 from wireserver.admin import (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC,
                               AdminError, check_broker_resource, logger_levels, topic_rows)
 from wireserver.apis import handles
+from wireserver.security import checks
 from wireserver.config import (CONFIG_SOURCE_IDS, DEFAULT_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
                                BrokerConfig)
 from wireserver.topics import TopicError, check_name
@@ -105,6 +108,9 @@ def handle(ctx):
     results = []
     for resource in ctx.body.resources:
         try:
+            denied = checks.describe_configs(ctx, resource.resource_type, resource.resource_name)
+            if denied:
+                raise AdminError(denied, checks.message(denied))
             configs = describer.describe(resource)
             code, message = ErrorCode.NONE, None
         except AdminError as exc:

@@ -1,7 +1,8 @@
 """DescribeGroups (key 15), v0-6.
 
 Member metadata and assignments are reported only for a Stable group (as Kafka). An unknown
-group is GROUP_ID_NOT_FOUND from v6 (KIP-1043) and a "Dead" group with no error before.
+group is GROUP_ID_NOT_FOUND from v6 (KIP-1043) and a "Dead" group with no error before. Each
+group needs DESCRIBE (GROUP_AUTHORIZATION_FAILED).
 
 Skipped: authorized operations (no authorizer): reported as not requested.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
+from wireserver.security import checks
 from wireserver.groups import GroupState
 
 API_KEY = 15
@@ -24,6 +26,12 @@ def handle(ctx):
     ready_error = coordinator.ensure_ready()
     described = []
     for group_id in body.groups:
+        if denied := checks.describe_group(ctx, group_id):  # GROUP_AUTHORIZATION_FAILED
+            described.append(group_class(
+                error_code=denied, error_message=checks.message(denied), group_id=group_id,
+                group_state="", protocol_type="", protocol_data="", members=[],
+                authorized_operations=None))
+            continue
         group = coordinator.groups.get(group_id) if ready_error is None else None
         if ready_error is not None or group is None:
             error = ready_error or (ErrorCode.GROUP_ID_NOT_FOUND if version >= 6

@@ -3,10 +3,11 @@
 Every log dir with the partitions it holds (all of them, or those named in the request; names
 or partitions we don't have are left out, as in Kafka) and their sizes on disk. With one node
 there are no followers and no future replicas: ``offset_lag`` is 0 and ``is_future_key``
-false. v3 adds the top-level error code (always NONE), v4 the dir's total and usable bytes
+false. v3 adds the top-level error code, v4 the dir's total and usable bytes
 from ``os.statvfs``. A dir that cannot be read reports KAFKA_STORAGE_ERROR.
 
-Skipped: authorization (CLUSTER DESCRIBE always granted); v5's ``is_cordoned`` (Kafka 4.3).
+Needs DESCRIBE on the cluster: without it the answer has no dirs and (v3+) the top-level error
+CLUSTER_AUTHORIZATION_FAILED. Skipped: v5's ``is_cordoned`` (Kafka 4.3).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import os
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
+from wireserver.security import checks
+from wireserver.security.acls import Operation
 
 API_KEY = 35
 
@@ -26,6 +29,9 @@ def disk_bytes(directory: str) -> tuple[int, int]:
 
 @handles(API_KEY)
 def handle(ctx):
+    denied = checks.cluster(ctx, Operation.DESCRIBE)  # CLUSTER_AUTHORIZATION_FAILED, no dirs
+    if denied:
+        return ctx.response(throttle_time_ms=0, error_code=denied, results=[])
     logs = ctx.broker.logs
     result_class = ctx.request.spec.response_class.DescribeLogDirsResult
     topic_class = result_class.DescribeLogDirsTopic

@@ -1,11 +1,13 @@
 """DescribeProducers (key 61), v0: the producer state of each partition (Kafka's
 ``ProducerStateManager.activeProducers``): id, epoch, last sequence, last timestamp,
-coordinator epoch and the first offset of its open transaction (-1 when none)."""
+coordinator epoch and the first offset of its open transaction (-1 when none). Each topic needs
+READ (TOPIC_AUTHORIZATION_FAILED)."""
 
 from __future__ import annotations
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
+from wireserver.security import checks
 
 API_KEY = 61
 
@@ -19,12 +21,14 @@ def handle(ctx):
     topics = []
     for topic in ctx.body.topics:
         partitions = []
+        denied = checks.describe_producers(ctx, topic.name)  # READ on the topic
         for index in topic.partition_indexes:
             partition_log = logs.get_log(topic.name, index)
-            if partition_log is None:
+            if denied or partition_log is None:
+                error = denied or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 partitions.append(partition_class(
-                    partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                    error_message=None, active_producers=[]))
+                    partition_index=index, error_code=error, error_message=checks.message(error),
+                    active_producers=[]))
                 continue
             producers = [producer_class(
                 producer_id=entry.producer_id, producer_epoch=entry.producer_epoch,

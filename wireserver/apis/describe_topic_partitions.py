@@ -10,7 +10,11 @@ topics come back with UNKNOWN_TOPIC_OR_PARTITION (they use none of the partition
 
 Each partition: this node as leader and the only replica and ISR, leader epoch 0, empty
 eligible-leader-replica and last-known-ELR lists (KIP-966), no offline replicas. Topic
-authorized operations are everything Kafka supports on a topic (no authorizer).
+authorized operations are those Kafka supports on a topic that the principal is allowed.
+
+Authorization as Kafka's handler: topics without DESCRIBE are left out of an all-topics answer
+and, when named, come after the others with TOPIC_AUTHORIZATION_FAILED and no topic id; they use
+none of the partition budget.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 from protocol.errors import ErrorCode
 from wireserver.admin import TOPIC_AUTHORIZED_OPERATIONS, ZERO_UUID
 from wireserver.apis import handles
+from wireserver.security import checks
 from wireserver.topics import INTERNAL_TOPICS
 
 API_KEY = 75
@@ -48,6 +53,8 @@ def handle(ctx):
     names = sorted(topics) if fetch_all else sorted(requested)
     if cursor is not None:
         names = [name for name in names if name >= cursor.topic_name]
+    denied = {name for name in names if checks.describe_topic(ctx, name)}  # as Metadata hides
+    names = [name for name in names if name not in denied]
     remaining = max(min(MAX_PARTITION_LIMIT, body.response_partition_limit), 1)
     result, next_cursor = [], None
     for name in names:
@@ -57,7 +64,8 @@ def handle(ctx):
                 result.append(topic_class(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                           name=name, topic_id=ZERO_UUID, is_internal=False,
                                           partitions=[],
-                                          topic_authorized_operations=TOPIC_AUTHORIZED_OPERATIONS))
+                                          topic_authorized_operations=checks.topic_operations(
+                                              ctx, name, TOPIC_AUTHORIZED_OPERATIONS)))
             continue
         if remaining == 0:
             next_cursor = cursor_class(topic_name=name, partition_index=0)
@@ -72,9 +80,14 @@ def handle(ctx):
                       for p in range(start, end)]
         result.append(topic_class(error_code=ErrorCode.NONE, name=name, topic_id=info.topic_id,
                                   is_internal=name in INTERNAL_TOPICS, partitions=partitions,
-                                  topic_authorized_operations=TOPIC_AUTHORIZED_OPERATIONS))
+                                  topic_authorized_operations=checks.topic_operations(
+                                      ctx, name, TOPIC_AUTHORIZED_OPERATIONS)))
         if end < info.num_partitions:
             next_cursor = cursor_class(topic_name=name, partition_index=end)
             break
         remaining -= len(partitions)
+    result += [topic_class(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name,
+                           topic_id=ZERO_UUID, is_internal=False, partitions=[],
+                           topic_authorized_operations=-2**31)
+               for name in sorted(denied) if not fetch_all]
     return ctx.response(throttle_time_ms=0, topics=result, next_cursor=next_cursor)

@@ -1,10 +1,13 @@
 """DescribeTransactions (key 65), v0: state, timeout, start time, producer id and epoch and
-the partitions of each transactional id (TRANSACTIONAL_ID_NOT_FOUND for an id we don't know)."""
+the partitions of each transactional id (TRANSACTIONAL_ID_NOT_FOUND for an id we don't know).
+Each id needs DESCRIBE (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); topics the principal may not
+DESCRIBE are left out."""
 
 from __future__ import annotations
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
+from wireserver.security import checks
 
 API_KEY = 65
 
@@ -17,14 +20,17 @@ def handle(ctx):
     out = []
     for transactional_id in ctx.body.transactional_ids:
         txn = coordinator.txns.get(transactional_id)
-        if txn is None:
-            out.append(state_class(error_code=ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,
+        denied = checks.describe_transactional_id(ctx, transactional_id)
+        if denied or txn is None:
+            out.append(state_class(error_code=denied or ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,
                                    transactional_id=transactional_id, transaction_state="",
                                    transaction_timeout_ms=0, transaction_start_time_ms=-1,
                                    producer_id=-1, producer_epoch=-1, topics=[]))
             continue
         by_topic: dict[str, list[int]] = {}
         for topic, partition in sorted(txn.partitions):
+            if checks.describe_topic(ctx, topic):  # only topics the principal may describe
+                continue
             by_topic.setdefault(topic, []).append(partition)
         out.append(state_class(
             error_code=ErrorCode.NONE, transactional_id=transactional_id,

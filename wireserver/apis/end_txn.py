@@ -4,12 +4,13 @@ Commits or aborts the producer's open transaction: markers are written to every 
 it before the response goes out. v5 (Kafka 4.x, KIP-890 transaction protocol v2: the
 coordinator bumps the epoch at every commit and answers the new one) is not served, as the
 ``transaction.version`` feature is not advertised. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH
-before v2 (KIP-588).
+before v2 (KIP-588). Needs WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
 
 from wireserver.apis import handles
+from wireserver.security import checks
 from wireserver.txn.api import fenced_for_version
 
 API_KEY = 26
@@ -18,6 +19,6 @@ API_KEY = 26
 @handles(API_KEY)
 def handle(ctx):
     body = ctx.body
-    error = ctx.broker.txn.end_txn(body.transactional_id, body.producer_id, body.producer_epoch,
-                                   bool(body.committed))
+    error = checks.write_transactional_id(ctx, body.transactional_id) or ctx.broker.txn.end_txn(
+        body.transactional_id, body.producer_id, body.producer_epoch, bool(body.committed))
     return ctx.response(throttle_time_ms=0, error_code=fenced_for_version(error, ctx.version, 2))

@@ -19,7 +19,9 @@ A resource named twice → INVALID_REQUEST for both; a key twice, a null value f
 DELETE, or an unknown operation → INVALID_REQUEST. ``validate_only`` changes nothing.
 
 Deliberate difference: dynamic broker configs are kept in memory only (lost on restart).
-Skipped: AlterConfigPolicy, authorization.
+Authorization after the duplicate checks: ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or
+the cluster for BROKER and BROKER_LOGGER resources (CLUSTER_AUTHORIZATION_FAILED).
+Skipped: AlterConfigPolicy.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from wireserver.admin import (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_
 from wireserver.apis import handles
 from wireserver.apis.alter_configs import check_entries, duplicate_resources
 from wireserver.config import BROKER_CONFIGS
+from wireserver.security import checks
 
 API_KEY = 44
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -145,6 +148,9 @@ def handle(ctx):
             if (resource.resource_type, resource.resource_name) in duplicates:
                 raise AdminError(ErrorCode.INVALID_REQUEST,
                                  "Each resource must appear at most once.")
+            denied = checks.alter_configs(ctx, resource.resource_type, resource.resource_name)
+            if denied:
+                raise AdminError(denied, checks.message(denied))
             alter(ctx.broker, resource, bool(body.validate_only))
         except AdminError as exc:
             code, message = exc.code, exc.message

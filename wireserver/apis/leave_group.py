@@ -2,13 +2,15 @@
 
 v0-2 name one member and report its error at the top level; v3+ name several (KIP-345) by
 member id and/or group instance id (an empty member id removes a static member by instance id,
-as the admin client does) with an error each.
+as the admin client does) with an error each. Needs READ on the group (GROUP_AUTHORIZATION_FAILED
+at the top level).
 """
 
 from __future__ import annotations
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
+from wireserver.security import checks
 
 API_KEY = 13
 
@@ -21,7 +23,7 @@ def handle(ctx):
         leaving = [(m.member_id or "", m.group_instance_id) for m in body.members]
     else:
         leaving = [(body.member_id or "", None)]
-    error = coordinator.ensure_ready()
+    error = checks.read_group(ctx, body.group_id) or coordinator.ensure_ready()
     if error is not None:
         top, errors = error, []
     else:

@@ -1,12 +1,14 @@
 """ListGroups (key 16), v0-5: every group, with its state from v4 (and the v4+ states filter)
 and its type from v5 (``classic``, or ``consumer`` for a KIP-848 group, whose protocol type is
 ``consumer`` and whose states are Empty, Assigning, Reconciling and Stable; the v5 types
-filter). Both filters compare case-insensitively, as Kafka does."""
+filter). Both filters compare case-insensitively, as Kafka does. A principal with DESCRIBE on
+the cluster sees every group, any other only the groups it may DESCRIBE."""
 
 from __future__ import annotations
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
+from wireserver.security import checks
 
 API_KEY = 16
 GROUP_TYPE = "classic"
@@ -30,6 +32,8 @@ def handle(ctx):
             continue
         if types is not None and GROUP_TYPE not in types:
             continue
+        if not checks.list_group(ctx, group.group_id):
+            continue
         listed.append(listed_class(group_id=group.group_id,
                                    protocol_type=group.protocol_type or "",
                                    group_state=state, group_type=GROUP_TYPE))
@@ -38,6 +42,8 @@ def handle(ctx):
         if states is not None and state.lower() not in states:
             continue
         if types is not None and CONSUMER_GROUP_TYPE not in types:
+            continue
+        if not checks.list_group(ctx, group.group_id):
             continue
         listed.append(listed_class(group_id=group.group_id, protocol_type=CONSUMER_GROUP_TYPE,
                                    group_state=state, group_type=CONSUMER_GROUP_TYPE))

@@ -5,13 +5,15 @@ stable offset, and lookups by timestamp find nothing at or past it), -2 earliest
 largest timestamp (v7+), -4 earliest local (v8+: the log start, as nothing is tiered), -5 latest
 tiered (v9+: none, so -1). Any other timestamp finds the first record at or after it through
 the time index; none → offset -1. In cluster mode only the leader answers (NOT_LEADER_OR_FOLLOWER
-elsewhere), with its leader epoch.
+elsewhere), with its leader epoch. Each topic needs DESCRIBE (TOPIC_AUTHORIZATION_FAILED on every
+partition otherwise).
 """
 
 from __future__ import annotations
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
+from wireserver.security import checks
 
 API_KEY = 2
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
@@ -50,7 +52,13 @@ def handle(ctx):
     topics = []
     for topic in ctx.body.topics:
         partitions = []
+        denied = checks.describe_topic(ctx, topic.name)  # TOPIC_AUTHORIZATION_FAILED
         for requested in topic.partitions:
+            if denied:
+                partitions.append(partition_class(
+                    partition_index=requested.partition_index, error_code=denied, timestamp=-1,
+                    offset=-1, leader_epoch=-1))
+                continue
             log = logs.get_log(topic.name, requested.partition_index)
             epoch = requested.current_leader_epoch if ctx.version >= 4 else -1
             leader_epoch = LEADER_EPOCH

@@ -1,7 +1,8 @@
 """ListTransactions (key 66), v0-2: every transactional id this coordinator knows, filtered by
 state names (unknown names are echoed in ``unknown_state_filters``), producer ids, v1+
 ``duration_filter`` (open for at least that many ms) and v2+ ``transactional_id_pattern`` (a
-regular expression matched against the whole id; an invalid one is INVALID_REGULAR_EXPRESSION)."""
+regular expression matched against the whole id; an invalid one is INVALID_REGULAR_EXPRESSION).
+Only the ids the principal may DESCRIBE are listed."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import re
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
+from wireserver.security import checks
 
 API_KEY = 66
 
@@ -32,7 +34,9 @@ def handle(ctx):
                         transaction_states=[state_class(transactional_id=t.transactional_id,
                                                         producer_id=t.producer_id,
                                                         transaction_state=t.state.display)
-                                            for t in found])
+                                            for t in found
+                                            if not checks.describe_transactional_id(
+                                                ctx, t.transactional_id)])
 
 
 def _invalid_regex() -> ErrorCode:

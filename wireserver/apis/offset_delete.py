@@ -2,12 +2,14 @@
 for an unknown group; NON_EMPTY_GROUP for a non-empty group that is not a consumer group; per
 partition GROUP_SUBSCRIBED_TO_TOPIC while members subscribe to the topic (unknown subscriptions
 count as subscribed, as in Kafka), UNKNOWN_TOPIC_OR_PARTITION for a partition that does not
-exist."""
+exist. Needs DELETE on the group (GROUP_AUTHORIZATION_FAILED) and READ on each topic
+(TOPIC_AUTHORIZATION_FAILED per partition)."""
 
 from __future__ import annotations
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
+from wireserver.security import checks
 
 API_KEY = 47
 
@@ -18,11 +20,15 @@ def handle(ctx):
     coordinator = ctx.broker.groups
     topic_class = ctx.request.spec.response_class.OffsetDeleteResponseTopic
     partition_class = topic_class.OffsetDeleteResponsePartition
-    error = coordinator.ensure_ready()
+    error = checks.delete_group(ctx, body.group_id) or coordinator.ensure_ready()
     if error is not None:
         return ctx.response(error_code=error, throttle_time_ms=0, topics=[])
-    requested = [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
+    denied = {t.name: checks.read_topic(ctx, t.name) for t in body.topics}  # READ per topic
+    requested = [(t.name, p.partition_index) for t in body.topics for p in t.partitions
+                 if not denied[t.name]]
     top, results = coordinator.delete_offsets(body.group_id, requested)
+    results.update({(t.name, p.partition_index): denied[t.name] for t in body.topics
+                    for p in t.partitions if denied[t.name]})
     if top != ErrorCode.NONE:
         return ctx.response(error_code=top, throttle_time_ms=0, topics=[])
     return ctx.response(error_code=ErrorCode.NONE, throttle_time_ms=0, topics=[

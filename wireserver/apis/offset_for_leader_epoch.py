@@ -12,12 +12,16 @@ UNKNOWN_LEADER_EPOCH; -1 skips the check. Unknown partitions → UNKNOWN_TOPIC_O
 
 In cluster mode only the leader answers (NOT_LEADER_OR_FOLLOWER elsewhere) and fencing is
 against the partition's leader epoch; followers ask before fetching from a new leader.
+
+Authorization: CLUSTER_ACTION on the cluster (followers), else DESCRIBE on each topic (consumers,
+KIP-320); TOPIC_AUTHORIZATION_FAILED on every partition of a topic without either.
 """
 
 from __future__ import annotations
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
+from wireserver.security import checks
 
 API_KEY = 23
 LEADER_EPOCH = 0
@@ -43,7 +47,12 @@ def handle(ctx):
     topics = []
     for topic in ctx.body.topics:
         partitions = []
+        denied = checks.offset_for_leader_epoch(ctx, topic.topic)
         for requested in topic.partitions:
+            if denied:
+                partitions.append(partition_class(error_code=denied, partition=requested.partition,
+                                                  leader_epoch=UNDEFINED, end_offset=UNDEFINED))
+                continue
             log = logs.get_log(topic.topic, requested.partition)
             current = requested.current_leader_epoch
             epoch, offset = UNDEFINED, UNDEFINED

@@ -2,12 +2,14 @@
 
 The leader's assignment is stored in ``__consumer_offsets`` and handed to every member; the
 followers' responses wait (a Deferred) until it arrives. v5 checks the protocol type and name
-against the group's (INCONSISTENT_GROUP_PROTOCOL).
+against the group's (INCONSISTENT_GROUP_PROTOCOL). Needs READ on the group
+(GROUP_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
 
 from wireserver.apis import handles
+from wireserver.security import checks
 from wireserver.groups import SyncResult
 
 API_KEY = 14
@@ -23,7 +25,7 @@ def build(ctx, result: SyncResult):
 def handle(ctx):
     body, version = ctx.body, ctx.version
     coordinator = ctx.broker.groups
-    error = coordinator.ensure_ready()
+    error = checks.read_group(ctx, body.group_id) or coordinator.ensure_ready()
     if error is not None:
         return build(ctx, SyncResult(error))
     assignments = {a.member_id: bytes(a.assignment or b"") for a in body.assignments}

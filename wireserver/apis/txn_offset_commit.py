@@ -6,12 +6,17 @@ INVALID_TXN_STATE otherwise), and, from v3 (KIP-447), the generation, member id 
 are checked when given. The offsets stay pending until EndTxn (see
 ``wireserver.groups.coordinator``). v5 (transaction protocol v2, implicit AddOffsetsToTxn) is
 not served.
+
+Authorization: WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and READ on
+the group (GROUP_AUTHORIZATION_FAILED) for every partition, then READ on each topic
+(TOPIC_AUTHORIZATION_FAILED for its partitions; the others are committed).
 """
 
 from __future__ import annotations
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
+from wireserver.security import checks
 from wireserver.groups.coordinator import OffsetCommit
 
 API_KEY = 28
@@ -26,7 +31,13 @@ def handle(ctx):
                             p.committed_leader_epoch if version >= 2 else -1,
                             p.committed_metadata)
                for t in body.topics for p in t.partitions]
-    error = broker.groups.ensure_ready()
+    # WRITE on the transactional id, READ on the group, READ on each topic (KafkaApis)
+    error = (checks.write_transactional_id(ctx, body.transactional_id)
+             or checks.read_group(ctx, body.group_id) or broker.groups.ensure_ready())
+    denied = {c.topic: checks.read_topic(ctx, c.topic) for c in commits}
+    filtered = error is None and any(denied.values())
+    if filtered:
+        commits = [c for c in commits if not denied[c.topic]]
     if error is None:
         error = broker.txn.check_produce(body.producer_id, body.producer_epoch, OFFSETS_TOPIC,
                                          broker.groups.partition_for(body.group_id))
@@ -41,6 +52,9 @@ def handle(ctx):
     else:
         results = broker.groups.txn_offset_commit(body.group_id, body.producer_id,
                                                   body.producer_epoch, -1, "", None, commits)
+    if filtered:
+        results.update({(t.name, p.partition_index): denied[t.name] for t in body.topics
+                        for p in t.partitions if denied[t.name]})
     topic_class = ctx.request.spec.response_class.TxnOffsetCommitResponseTopic
     partition_class = topic_class.TxnOffsetCommitResponsePartition
     by_topic: dict[str, list] = {}
