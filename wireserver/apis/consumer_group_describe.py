@@ -42,8 +42,9 @@ def handle(ctx):
     described = []
     for group_id in body.group_ids:
         group = coordinator.consumer.groups.get(group_id)
-        if ready_error is not None:
-            described.append(failed(group_id, ready_error, None))
+        group_error = ready_error or coordinator.ensure_ready(group_id)
+        if group_error is not None:
+            described.append(failed(group_id, group_error, None))
         elif group is None:
             message = (f"Group {group_id} is not a consumer group."
                        if group_id in coordinator.groups else f"Group {group_id} not found.")

@@ -15,7 +15,12 @@ def handle(ctx):
     result_class = ctx.request.spec.response_class.DeletableGroupResult
     names = list(ctx.body.groups_names)
     error = coordinator.ensure_ready()
-    results = {name: error for name in names} if error is not None \
-        else coordinator.delete_groups(names)
+    if error is not None:
+        results = {name: error for name in names}
+    else:
+        # Cluster mode: each group to its coordinator (NOT_COORDINATOR elsewhere).
+        elsewhere = {n: e for n in names if (e := coordinator.ensure_ready(n)) is not None}
+        results = coordinator.delete_groups([n for n in names if n not in elsewhere])
+        results.update(elsewhere)
     return ctx.response(throttle_time_ms=0, results=[
         result_class(group_id=name, error_code=results[name]) for name in names])

@@ -24,9 +24,10 @@ def handle(ctx):
     ready_error = coordinator.ensure_ready()
     described = []
     for group_id in body.groups:
-        group = coordinator.groups.get(group_id) if ready_error is None else None
-        if ready_error is not None or group is None:
-            error = ready_error or (ErrorCode.GROUP_ID_NOT_FOUND if version >= 6
+        group_error = ready_error or coordinator.ensure_ready(group_id)
+        group = coordinator.groups.get(group_id) if group_error is None else None
+        if group_error is not None or group is None:
+            error = group_error or (ErrorCode.GROUP_ID_NOT_FOUND if version >= 6
                                     else ErrorCode.NONE)
             described.append(group_class(
                 error_code=error,

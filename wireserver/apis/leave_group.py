@@ -21,7 +21,7 @@ def handle(ctx):
         leaving = [(m.member_id or "", m.group_instance_id) for m in body.members]
     else:
         leaving = [(body.member_id or "", None)]
-    error = coordinator.ensure_ready()
+    error = coordinator.ensure_ready(body.group_id)
     if error is not None:
         top, errors = error, []
     else:

@@ -18,7 +18,7 @@ def handle(ctx):
     coordinator = ctx.broker.groups
     topic_class = ctx.request.spec.response_class.OffsetDeleteResponseTopic
     partition_class = topic_class.OffsetDeleteResponsePartition
-    error = coordinator.ensure_ready()
+    error = coordinator.ensure_ready(body.group_id)
     if error is not None:
         return ctx.response(error_code=error, throttle_time_ms=0, topics=[])
     requested = [(t.name, p.partition_index) for t in body.topics for p in t.partitions]

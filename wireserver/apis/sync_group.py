@@ -23,7 +23,7 @@ def build(ctx, result: SyncResult):
 def handle(ctx):
     body, version = ctx.body, ctx.version
     coordinator = ctx.broker.groups
-    error = coordinator.ensure_ready()
+    error = coordinator.ensure_ready(body.group_id)
     if error is not None:
         return build(ctx, SyncResult(error))
     assignments = {a.member_id: bytes(a.assignment or b"") for a in body.assignments}

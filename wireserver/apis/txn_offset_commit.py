@@ -10,6 +10,8 @@ not served.
 
 from __future__ import annotations
 
+from twisted.internet import defer
+
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.groups.coordinator import OffsetCommit
@@ -19,6 +21,7 @@ OFFSETS_TOPIC = "__consumer_offsets"
 
 
 @handles(API_KEY)
+@defer.inlineCallbacks
 def handle(ctx):
     body, version = ctx.body, ctx.version
     broker = ctx.broker
@@ -26,7 +29,7 @@ def handle(ctx):
                             p.committed_leader_epoch if version >= 2 else -1,
                             p.committed_metadata)
                for t in body.topics for p in t.partitions]
-    error = broker.groups.ensure_ready()
+    error = broker.groups.ensure_ready(body.group_id)
     if error is None:
         error = broker.txn.check_produce(body.producer_id, body.producer_epoch, OFFSETS_TOPIC,
                                          broker.groups.partition_for(body.group_id))
@@ -41,6 +44,11 @@ def handle(ctx):
     else:
         results = broker.groups.txn_offset_commit(body.group_id, body.producer_id,
                                                   body.producer_epoch, -1, "", None, commits)
+    if ErrorCode.NONE in results.values():
+        replicated = yield broker.groups.replicated(body.group_id)
+        if replicated != ErrorCode.NONE:
+            results = {key: replicated if code == ErrorCode.NONE else code
+                       for key, code in results.items()}
     topic_class = ctx.request.spec.response_class.TxnOffsetCommitResponseTopic
     partition_class = topic_class.TxnOffsetCommitResponsePartition
     by_topic: dict[str, list] = {}
