@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, ElectionType
+from confluent_kafka import ElectionType
+from confluent_kafka.admin import AdminClient
 
 from protocol.served import SERVED
 from wireserver.testing import KafkaWire
