@@ -20,6 +20,7 @@ import traceback
 import pytest
 
 from compat_tests.clients import CLIENTS
+from compat_tests import scenarios_groups, scenarios_txn  # noqa: F401 - they register scenarios
 from compat_tests.scenarios import SCENARIOS, known_difference
 from compat_tests.targets import KAFKA, WIRESERVER
 

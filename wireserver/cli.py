@@ -11,8 +11,10 @@ like any other usage error. Only then is ``wireserver.broker`` imported and run.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import sys
+import types
 from typing import Sequence
 
 from storage.configdef import ConfigValueError
@@ -86,6 +88,47 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2
 
 
+def _without_kafka_client() -> None:
+    """Let a broker process import kafka-python's message classes without its client.
+
+    ``import kafka.protocol`` first runs ``kafka/__init__.py``, which imports the whole client
+    (producer, consumer, admin, networking): several megabytes of a broker's idle memory for
+    code a broker never runs. A ``serve`` process needs only ``kafka.protocol`` and
+    ``kafka.record``, so it registers the package without running its ``__init__``; the
+    submodules import exactly as usual. (Embedded brokers in a test process leave ``kafka``
+    alone: the tests' own clients need it whole.)
+    """
+    if "kafka" in sys.modules:
+        return
+    spec = importlib.util.find_spec("kafka")
+    if spec is None or not spec.submodule_search_locations:
+        return
+    package = types.ModuleType("kafka")
+    package.__path__ = list(spec.submodule_search_locations)
+    package.__spec__ = spec
+    package.__file__ = spec.origin
+    sys.modules["kafka"] = package
+
+
+def _reactor_without_tls(config: BrokerConfig) -> None:
+    """Install the reactor without pyOpenSSL when no listener uses TLS.
+
+    Twisted's TCP module loads pyOpenSSL (and with it ``cryptography``) whenever it is
+    installed, for ``startTLS``: about 13 MB of an idle broker. wireserver's own TLS listeners
+    wrap connections with ``twisted.protocols.tls`` instead, so a broker without SSL listeners
+    hides pyOpenSSL while the reactor is imported; later imports see it as usual.
+    """
+    if any(listener.security_protocol in ("SSL", "SASL_SSL") for listener in config.listeners):
+        return
+    if "twisted.internet.reactor" in sys.modules or "OpenSSL" in sys.modules:
+        return
+    sys.modules["OpenSSL"] = None  # type: ignore[assignment]  # makes "import OpenSSL" fail
+    try:
+        from twisted.internet import reactor  # noqa: F401 - installs the default reactor
+    finally:
+        del sys.modules["OpenSSL"]
+
+
 def serve(args: argparse.Namespace) -> int:
     configure_logging(args.log_level)
     try:
@@ -93,6 +136,8 @@ def serve(args: argparse.Namespace) -> int:
     except (ConfigError, ConfigValueError) as exc:
         print(f"wireserver: {exc}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
+    _without_kafka_client()
+    _reactor_without_tls(config)
     try:
         from wireserver.broker import serve_forever
     except ImportError as exc:

@@ -13,7 +13,7 @@ from protocol.errors import ErrorCode
 from wireserver.broker import Broker
 from wireserver.config import BrokerConfig
 from wireserver.groups import IllegalStateTransition, assignors
-from wireserver.groups.consumer_coordinator import INVALID_REGULAR_EXPRESSION, HeartbeatRequest
+from wireserver.groups.consumer_coordinator import HeartbeatRequest
 from wireserver.groups.consumer_group import ConsumerGroup, ConsumerGroupState
 from wireserver.groups.coordinator import OffsetCommit
 from wireserver.topics import create_topic
@@ -217,7 +217,7 @@ def test_invalid_requests(broker):
         E.UNSUPPORTED_ASSIGNOR
     assert consumer.heartbeat(HeartbeatRequest(**{**base, "subscribed_topic_names": None},
                                                subscribed_topic_regex="(")).error == \
-        INVALID_REGULAR_EXPRESSION
+        ErrorCode.INVALID_REGULAR_EXPRESSION
 
 
 def test_regex_subscription(broker):

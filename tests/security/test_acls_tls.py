@@ -187,3 +187,15 @@ def test_tls_client_certificate_is_the_principal():
         with pytest.raises(OSError):
             with KafkaWire(broker.bootstrap_servers, ssl_context=context, timeout=3):
                 pass
+
+
+@pytest.mark.parametrize("mode", ["subprocess"])
+def test_tls_listener_in_a_serve_process(mode):
+    """``wireserver serve`` hides pyOpenSSL from the reactor only when no listener uses TLS;
+    a TLS listener in a serve process still handshakes and answers."""
+    with EmbeddedBroker(mode, tls=True) as broker:
+        broker.create_topic("t")
+        context = ssl.create_default_context(cafile=broker.ca_path)
+        with KafkaWire(broker.bootstrap_servers, ssl_context=context) as wire:
+            assert [t.name for t in wire.request(MetadataRequest(version=1, topics=None)).topics] \
+                == ["t"]
