@@ -17,6 +17,7 @@ from kafka.protocol.admin.topics import (CreatePartitionsRequest, CreatePartitio
                                          CreateTopicsRequest, CreateTopicsResponse,
                                          DeleteRecordsRequest, DeleteRecordsResponse,
                                          DeleteTopicsRequest, DeleteTopicsResponse,
+                                         ElectLeadersRequest, ElectLeadersResponse,
                                          DescribeTopicPartitionsRequest,
                                          DescribeTopicPartitionsResponse)
 from kafka.protocol.admin.groups import (DeleteGroupsRequest, DeleteGroupsResponse,
@@ -84,6 +85,7 @@ SERVED.register(CreatePartitionsRequest, CreatePartitionsResponse, 0, 3)
 SERVED.register(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, 0, 1)
 SERVED.register(DescribeClusterRequest, DescribeClusterResponse, 0, 2)
 SERVED.register(DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, 0, 0)
+SERVED.register(ElectLeadersRequest, ElectLeadersResponse, 0, 2)
 # Idempotent producer.
 SERVED.register(InitProducerIdRequest, InitProducerIdResponse, 0, 5)
 # Group coordinator (classic protocol) and committed offsets.

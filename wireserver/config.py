@@ -293,6 +293,15 @@ _BROKER_ONLY = [
     _key("replica.socket.timeout.ms", "int", 30000, "Socket timeout of follower fetches."),
     _key("replica.high.watermark.checkpoint.interval.ms", "long", 5000,
          "How often high watermarks are checkpointed."),
+    _key("auto.leader.rebalance.enable", "boolean", True,
+         "The controller moves leadership back to the preferred replica (the first of the "
+         "assignment) when a broker's share of partitions led by others passes "
+         "leader.imbalance.per.broker.percentage."),
+    _key("leader.imbalance.check.interval.seconds", "long", 300,
+         "How often the controller checks for leader imbalance.", at_least(1)),
+    _key("leader.imbalance.per.broker.percentage", "int", 10,
+         "The percentage of a broker's preferred partitions led elsewhere that triggers a "
+         "preferred leader election.", at_least(0)),
     # Group coordinator
     _key("offsets.topic.num.partitions", "int", 50,
          "Partitions of __consumer_offsets (do not change after it exists).", at_least(1)),

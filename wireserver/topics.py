@@ -1,7 +1,7 @@
 """Topic creation and lookup shared by Metadata (auto-creation), Produce (auto-creation) and
 CreateTopics, with Kafka's error for each way a request can be wrong.
 
-In cluster mode a topic (other than the internal ones, which stay local for now) is created in
+In cluster mode a topic (other than ``__transaction_state``, which stays local for now) is created in
 ZooKeeper with replicas placed on the live brokers by Kafka's round-robin (rack-aware when racks
 are set); every broker then opens its logs from the watch, and the controller elects leaders.
 """
@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from wireserver.broker import Broker
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+#: Internal topics each broker keeps for itself in cluster mode (the transaction coordinator is
+#: not cluster-aware yet).
+LOCAL_TOPICS = frozenset({"__transaction_state"})
 MAX_PARTITIONS = 2**31 - 1
 
 
@@ -45,7 +48,7 @@ def resolve_creation(broker: "Broker", name: str, num_partitions: int, replicati
     """Check a creation request the way Kafka does and return (partitions, config overrides).
     Raises TopicError."""
     check_name(name)
-    cluster = broker.cluster if name not in INTERNAL_TOPICS else None
+    cluster = broker.cluster if name not in LOCAL_TOPICS else None
     if name in broker.logs.topics or (cluster is not None and name in cluster.topics):
         raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
     live_brokers = sorted(cluster.brokers) if cluster is not None else [broker.node_id]
@@ -103,7 +106,7 @@ def create_topic(broker: "Broker", name: str, num_partitions: int = -1,
                  assignments: Mapping[int, list[int]] | None = None) -> TopicInfo:
     partitions, overrides = resolve_creation(broker, name, num_partitions, replication_factor,
                                              configs or {}, assignments)
-    if broker.cluster is not None and name not in INTERNAL_TOPICS:
+    if broker.cluster is not None and name not in LOCAL_TOPICS:
         return create_in_cluster(broker, name, partitions, replication_factor, overrides,
                                  assignments)
     try:

@@ -219,3 +219,28 @@ def test_describe_topic_partitions(kadmin, raw, topic_name):
     assert {a, b} <= {t.name for t in everything.topics}
     bad = describe_partitions(raw, [a], cursor=(b, 0))
     assert [t.error_code for t in bad.topics] == [42]
+
+
+def test_elect_leaders_on_one_node(cadmin, raw, topic_name):
+    from confluent_kafka import ElectionType
+    from kafka.protocol.admin.topics import ElectLeadersRequest, ElectLeadersResponse
+
+    from confluent_kafka.admin import NewTopic as CNewTopic
+
+    cadmin.create_topics([CNewTopic(topic_name, 2, 1)])[topic_name].result(10)
+    result = cadmin.elect_leaders(ElectionType.PREFERRED,
+                                  [CTopicPartition(topic_name, 0)]).result(10)
+    (error,) = result.values()
+    assert "ELECTION_NOT_NEEDED" in str(error)
+    topics = [ElectLeadersRequest.TopicPartitions(topic=topic_name, partitions=[1, 7])]
+    for version in (0, 1, 2):
+        fields = {"election_type": 1} if version >= 1 else {}
+        response = raw.send(ElectLeadersRequest, ElectLeadersResponse, version,
+                            topic_partitions=topics, timeout_ms=1000, **fields)
+        (entry,) = response.replica_election_results
+        assert [(p.partition_id, p.error_code) for p in entry.partition_result] == \
+            [(1, 84), (7, 3)]  # ELECTION_NOT_NEEDED, UNKNOWN_TOPIC_OR_PARTITION
+    # All partitions: those needing no election are left out.
+    response = raw.send(ElectLeadersRequest, ElectLeadersResponse, 2, election_type=0,
+                        topic_partitions=None, timeout_ms=1000)
+    assert response.error_code == 0 and response.replica_election_results == []

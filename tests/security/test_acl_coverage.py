@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 from kafka.protocol.admin.acl import CreateAclsRequest, DeleteAclsRequest
 from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeLogDirsRequest
+from kafka.protocol.admin.topics import ElectLeadersRequest
 from kafka.protocol.admin.configs import (AlterConfigsRequest, DescribeConfigsRequest,
                                           IncrementalAlterConfigsRequest)
 from kafka.protocol.admin.groups import (DeleteGroupsRequest, DescribeGroupsRequest,
@@ -81,6 +82,7 @@ REQUIRED = {
     36: "none",
     37: "ALTER topic",
     42: "DELETE group",
+    43: "ALTER cluster",
     44: "ALTER_CONFIGS topic / cluster (broker and broker-logger resources)",
     47: "DELETE group + READ topic",
     50: "DESCRIBE cluster (*)",
@@ -306,6 +308,9 @@ CASES = [
      [(*CLUSTER, O.ALTER_CONFIGS)], CLUSTER_DENIED),
     (35, lambda: DescribeLogDirsRequest(version=4, topics=None), top, [],
      [(*CLUSTER, O.DESCRIBE)], CLUSTER_DENIED),
+    (43, lambda: ElectLeadersRequest(version=2, election_type=0, topic_partitions=None,
+                                     timeout_ms=1000), top, [], [(*CLUSTER, O.ALTER)],
+     CLUSTER_DENIED),
     (37, create_partitions, lambda r: r.results[0].error_code, [], [topic_acl(O.ALTER)],
      TOPIC_DENIED),
     (75, describe_topic_partitions, lambda r: r.topics[0].error_code, [],

@@ -45,17 +45,18 @@ def handle(ctx):
     described = []
     for group_id in body.group_ids:
         group = coordinator.consumer.groups.get(group_id)
+        group_error = ready_error or coordinator.ensure_ready(group_id)
         if denied := checks.describe_group(ctx, group_id):  # GROUP_AUTHORIZATION_FAILED
             described.append(failed(group_id, denied, None))
-        elif group is not None and ready_error is None and checks.describe_topics(ctx, {
+        elif group is not None and group_error is None and checks.describe_topics(ctx, {
                 names[topic_id] for m in group.members.values()
                 for assigned in (m.assigned, group.target.get(m.member_id, {}))
                 for topic_id in assigned if topic_id in names}):  # every assigned topic needs DESCRIBE
             described.append(failed(group_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                                     "The group has described topic(s) that the client is not "
                                     "authorized to describe."))
-        elif ready_error is not None:
-            described.append(failed(group_id, ready_error, None))
+        elif group_error is not None:
+            described.append(failed(group_id, group_error, None))
         elif group is None:
             message = (f"Group {group_id} is not a consumer group."
                        if group_id in coordinator.groups else f"Group {group_id} not found.")

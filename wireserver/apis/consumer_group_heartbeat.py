@@ -33,7 +33,7 @@ API_KEY = 68
 def handle(ctx):
     body, version = ctx.body, ctx.version
     coordinator = ctx.broker.groups
-    error = coordinator.ensure_ready()
+    error = coordinator.ensure_ready(body.group_id)
     protocols = coordinator.config["group.coordinator.rebalance.protocols"]
     if error is None and "consumer" not in protocols:
         error = ErrorCode.UNSUPPORTED_VERSION

@@ -18,8 +18,13 @@ def handle(ctx):
     error = coordinator.ensure_ready()
     denied = {name: checks.delete_group(ctx, name) for name in names}  # DELETE on the group
     allowed = [name for name in names if not denied[name]]
-    results = {name: error for name in allowed} if error is not None \
-        else coordinator.delete_groups(allowed)
+    if error is not None:
+        results = {name: error for name in allowed}
+    else:
+        # Cluster mode: each group to its coordinator (NOT_COORDINATOR elsewhere).
+        elsewhere = {n: e for n in allowed if (e := coordinator.ensure_ready(n)) is not None}
+        results = coordinator.delete_groups([n for n in allowed if n not in elsewhere])
+        results.update(elsewhere)
     results.update({name: code for name, code in denied.items() if code})
     return ctx.response(throttle_time_ms=0, results=[
         result_class(group_id=name, error_code=results[name]) for name in names])

@@ -32,9 +32,10 @@ def handle(ctx):
                 group_state="", protocol_type="", protocol_data="", members=[],
                 authorized_operations=None))
             continue
-        group = coordinator.groups.get(group_id) if ready_error is None else None
-        if ready_error is not None or group is None:
-            error = ready_error or (ErrorCode.GROUP_ID_NOT_FOUND if version >= 6
+        group_error = ready_error or coordinator.ensure_ready(group_id)
+        group = coordinator.groups.get(group_id) if group_error is None else None
+        if group_error is not None or group is None:
+            error = group_error or (ErrorCode.GROUP_ID_NOT_FOUND if version >= 6
                                     else ErrorCode.NONE)
             described.append(group_class(
                 error_code=error,

@@ -9,6 +9,13 @@ Key type 1 (transaction): this broker coordinates every transactional id (it lea
 partition of ``__transaction_state``, created here on first use, COORDINATOR_NOT_AVAILABLE
 while ``transaction.state.log.replication.factor`` exceeds the live brokers).
 
+In cluster mode a group's coordinator is the leader of its partition of ``__consumer_offsets``
+(created through ZooKeeper with ``offsets.topic.replication.factor`` replicas): any broker
+answers with that leader's endpoint on the listener the request came in on,
+COORDINATOR_NOT_AVAILABLE while the partition has no live leader, and
+COORDINATOR_LOAD_IN_PROGRESS when it is this broker and it is still loading the partition.
+Transactions stay with the broker asked (``__transaction_state`` is local to each broker).
+
 Skipped: other key types (share) answer INVALID_REQUEST.
 """
 
@@ -21,14 +28,27 @@ from wireserver.groups.api import message
 
 API_KEY = 10
 GROUP, TRANSACTION = 0, 1
+OFFSETS_TOPIC = "__consumer_offsets"
 
 
-def _lookup(ctx, key_type: int) -> ErrorCode:
+def _lookup(ctx, key_type: int, key: str) -> tuple[ErrorCode, int]:
+    """(error, coordinator broker id)."""
+    broker = ctx.broker
     if key_type == GROUP:
-        return ctx.broker.groups.ensure_ready() or ErrorCode.NONE
+        error = broker.groups.ensure_ready()
+        cluster = broker.cluster
+        if error is not None or cluster is None:
+            return error or ErrorCode.NONE, broker.node_id
+        partition = broker.groups.partition_for(key or "")
+        state = cluster.partition(OFFSETS_TOPIC, partition)
+        if state is None or state.leader not in cluster.brokers:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1
+        if state.leader == broker.node_id and partition in broker.groups.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, -1
+        return ErrorCode.NONE, state.leader
     if key_type == TRANSACTION:
-        return ctx.broker.txn.ensure_ready() or ErrorCode.NONE
-    return ErrorCode.INVALID_REQUEST
+        return broker.txn.ensure_ready() or ErrorCode.NONE, broker.node_id
+    return ErrorCode.INVALID_REQUEST, -1
 
 
 @handles(API_KEY)
@@ -39,21 +59,29 @@ def handle(ctx):
     listener = next((l for l in broker.advertised if l.name == ctx.listener_name),
                     broker.advertised[0])
 
-    def where(error: ErrorCode) -> tuple[int, str, int]:
-        if error == ErrorCode.NONE:
+    def where(error: ErrorCode, node_id: int) -> tuple[int, str, int]:
+        if error != ErrorCode.NONE:
+            return -1, "", -1
+        if node_id == broker.node_id:
             return broker.node_id, listener.host, listener.port
-        return -1, "", -1
+        host, port = broker.cluster.endpoint_for(broker.cluster.brokers[node_id],
+                                                 listener.name)
+        return node_id, host, port
+
+    def lookup(key: str) -> tuple[ErrorCode, int]:
+        denied = checks.find_coordinator(ctx, key_type, key)
+        return (denied, -1) if denied else _lookup(ctx, key_type, key)
 
     if version >= 4:
         coordinator_class = ctx.request.spec.response_class.Coordinator
         coordinators = []
         for key in body.coordinator_keys:
-            error = checks.find_coordinator(ctx, key_type, key) or _lookup(ctx, key_type)
-            node, host, port = where(error)
+            error, coordinator = lookup(key)
+            node, host, port = where(error, coordinator)
             coordinators.append(coordinator_class(key=key, node_id=node, host=host, port=port,
                                                   error_code=error, error_message=message(error)))
         return ctx.response(throttle_time_ms=0, coordinators=coordinators)
-    error = checks.find_coordinator(ctx, key_type, body.key) or _lookup(ctx, key_type)
-    node, host, port = where(error)
+    error, coordinator = lookup(body.key)
+    node, host, port = where(error, coordinator)
     return ctx.response(throttle_time_ms=0, error_code=error, error_message=message(error),
                         node_id=node, host=host, port=port)

@@ -14,7 +14,7 @@ API_KEY = 12
 def handle(ctx):
     body, version = ctx.body, ctx.version
     coordinator = ctx.broker.groups
-    error = checks.read_group(ctx, body.group_id) or coordinator.ensure_ready()
+    error = checks.read_group(ctx, body.group_id) or coordinator.ensure_ready(body.group_id)
     if error is None:
         error = coordinator.heartbeat(body.group_id, body.generation_id, body.member_id,
                                       body.group_instance_id if version >= 3 else None)

@@ -36,7 +36,7 @@ def build(ctx, result: JoinResult):
 def handle(ctx):
     body, version = ctx.body, ctx.version
     coordinator = ctx.broker.groups
-    error = coordinator.ensure_ready() or checks.read_group(ctx, body.group_id)
+    error = coordinator.ensure_ready(body.group_id) or checks.read_group(ctx, body.group_id)
     if error is not None:
         return build(ctx, JoinResult(error, body.member_id))
     request = JoinRequest(

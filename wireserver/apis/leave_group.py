@@ -23,7 +23,7 @@ def handle(ctx):
         leaving = [(m.member_id or "", m.group_instance_id) for m in body.members]
     else:
         leaving = [(body.member_id or "", None)]
-    error = checks.read_group(ctx, body.group_id) or coordinator.ensure_ready()
+    error = checks.read_group(ctx, body.group_id) or coordinator.ensure_ready(body.group_id)
     if error is not None:
         top, errors = error, []
     else:

@@ -5,12 +5,15 @@ FENCED_INSTANCE_ID, REBALANCE_IN_PROGRESS while the group completes a rebalance)
 with no member id is a "simple" commit, allowed only while the group has no members. For a group
 that does not exist, a member commit gets GROUP_ID_NOT_FOUND from v9 and ILLEGAL_GENERATION
 before. Each partition: UNKNOWN_TOPIC_OR_PARTITION, OFFSET_METADATA_TOO_LARGE past
-``offset.metadata.max.bytes``. The commit is in ``__consumer_offsets`` before the response.
+``offset.metadata.max.bytes``. The commit is in ``__consumer_offsets`` before the response (in cluster mode: below the high
+watermark, as Kafka appends commits with acks=-1).
 
 Skipped: ``retention_time_ms`` (v2-4) is ignored, as Kafka 4 does.
 """
 
 from __future__ import annotations
+
+from twisted.internet import defer
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
@@ -21,6 +24,7 @@ API_KEY = 8
 
 
 @handles(API_KEY)
+@defer.inlineCallbacks
 def handle(ctx):
     body, version = ctx.body, ctx.version
     coordinator = ctx.broker.groups
@@ -33,6 +37,7 @@ def handle(ctx):
     error = coordinator.ensure_ready()
     if error is None and body.group_id is None:
         error = ErrorCode.INVALID_GROUP_ID
+    error = error or coordinator.ensure_ready(body.group_id)
     error = error or checks.read_group(ctx, body.group_id)
     if error is not None:
         results = {(c.topic, c.partition): error for c in commits}
@@ -43,6 +48,12 @@ def handle(ctx):
             body.group_instance_id if version >= 7 else None, version,
             [c for c in commits if not denied[(c.topic, c.partition)]])
         results.update({key: error for key, error in denied.items() if error})
+        if ErrorCode.NONE in results.values():
+            # Cluster mode: answered once the commit is replicated (acks=-1, as Kafka).
+            replicated = yield coordinator.replicated(body.group_id)
+            if replicated != ErrorCode.NONE:
+                results = {key: replicated if code == ErrorCode.NONE else code
+                           for key, code in results.items()}
     return ctx.response(throttle_time_ms=0, topics=[
         topic_class(name=t.name, partitions=[
             partition_class(partition_index=p.partition_index,

@@ -20,7 +20,7 @@ def handle(ctx):
     coordinator = ctx.broker.groups
     topic_class = ctx.request.spec.response_class.OffsetDeleteResponseTopic
     partition_class = topic_class.OffsetDeleteResponsePartition
-    error = checks.delete_group(ctx, body.group_id) or coordinator.ensure_ready()
+    error = checks.delete_group(ctx, body.group_id) or coordinator.ensure_ready(body.group_id)
     if error is not None:
         return ctx.response(error_code=error, throttle_time_ms=0, topics=[])
     denied = {t.name: checks.read_topic(ctx, t.name) for t in body.topics}  # READ per topic

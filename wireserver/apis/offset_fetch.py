@@ -52,7 +52,8 @@ def handle(ctx):
         partition_class = topic_class.OffsetFetchResponsePartitions
         groups = []
         for g in body.groups:
-            group_error = (error or checks.describe_group(ctx, g.group_id)
+            group_error = (error or coordinator.ensure_ready(g.group_id)
+                           or checks.describe_group(ctx, g.group_id)
                            or _member_epoch_error(coordinator, g, version) or ErrorCode.NONE)
             found = [] if group_error else [
                 (topic, parts) for topic, parts in _fetch(coordinator, g.group_id, g.topics,
@@ -66,7 +67,8 @@ def handle(ctx):
 
     topic_class = response_class.OffsetFetchResponseTopic
     partition_class = topic_class.OffsetFetchResponsePartition
-    error = error or checks.describe_group(ctx, body.group_id) or ErrorCode.NONE
+    error = (error or coordinator.ensure_ready(body.group_id)
+             or checks.describe_group(ctx, body.group_id) or ErrorCode.NONE)
     if error:
         if version >= 2:
             return ctx.response(throttle_time_ms=0, topics=[], error_code=error)

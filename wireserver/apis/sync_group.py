@@ -25,7 +25,7 @@ def build(ctx, result: SyncResult):
 def handle(ctx):
     body, version = ctx.body, ctx.version
     coordinator = ctx.broker.groups
-    error = checks.read_group(ctx, body.group_id) or coordinator.ensure_ready()
+    error = checks.read_group(ctx, body.group_id) or coordinator.ensure_ready(body.group_id)
     if error is not None:
         return build(ctx, SyncResult(error))
     assignments = {a.member_id: bytes(a.assignment or b"") for a in body.assignments}

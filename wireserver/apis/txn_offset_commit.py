@@ -14,6 +14,8 @@ the group (GROUP_AUTHORIZATION_FAILED) for every partition, then READ on each to
 
 from __future__ import annotations
 
+from twisted.internet import defer
+
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.security import checks
@@ -24,6 +26,7 @@ OFFSETS_TOPIC = "__consumer_offsets"
 
 
 @handles(API_KEY)
+@defer.inlineCallbacks
 def handle(ctx):
     body, version = ctx.body, ctx.version
     broker = ctx.broker
@@ -33,7 +36,7 @@ def handle(ctx):
                for t in body.topics for p in t.partitions]
     # WRITE on the transactional id, READ on the group, READ on each topic (KafkaApis)
     error = (checks.write_transactional_id(ctx, body.transactional_id)
-             or checks.read_group(ctx, body.group_id) or broker.groups.ensure_ready())
+             or checks.read_group(ctx, body.group_id) or broker.groups.ensure_ready(body.group_id))
     denied = {c.topic: checks.read_topic(ctx, c.topic) for c in commits}
     filtered = error is None and any(denied.values())
     if filtered:
@@ -52,6 +55,11 @@ def handle(ctx):
     else:
         results = broker.groups.txn_offset_commit(body.group_id, body.producer_id,
                                                   body.producer_epoch, -1, "", None, commits)
+    if ErrorCode.NONE in results.values():
+        replicated = yield broker.groups.replicated(body.group_id)
+        if replicated != ErrorCode.NONE:
+            results = {key: replicated if code == ErrorCode.NONE else code
+                       for key, code in results.items()}
     if filtered:
         results.update({(t.name, p.partition_index): denied[t.name] for t in body.topics
                         for p in t.partitions if denied[t.name]})

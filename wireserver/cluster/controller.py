@@ -13,6 +13,15 @@ ZooKeeper-era ``KafkaController``, reduced to what leadership needs).
   removed from the ISR of partitions whose leader lives.
 - A broker arrives: offline partitions it can lead get it as leader.
 
+- ElectLeaders (``elect``, Kafka's ``onReplicaElection``): PREFERRED moves leadership to the
+  first replica of the assignment when it is alive and in the ISR (ELECTION_NOT_NEEDED when it
+  leads already, PREFERRED_LEADER_NOT_AVAILABLE otherwise); UNCLEAN elects, for a partition
+  without a live leader, the first live ISR member or else the first live replica.
+- ``auto.leader.rebalance.enable`` (Kafka's ``checkAndTriggerAutoLeaderRebalance``): every
+  ``leader.imbalance.check.interval.seconds``, for each broker, the share of the partitions it
+  is the preferred leader of that another broker leads; above
+  ``leader.imbalance.per.broker.percentage`` those partitions get a preferred election.
+
 Every write is conditional on the znode version this controller read; on a conflict (the leader
 changed the ISR meanwhile) the state is re-read and the decision made again.
 """
@@ -23,6 +32,9 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from twisted.internet import task
+
+from protocol.errors import ErrorCode
 from wireserver.cluster import zkdata as zd
 
 if TYPE_CHECKING:
@@ -30,19 +42,113 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+PREFERRED, UNCLEAN = 0, 1
+
 
 class Controller:
     def __init__(self, node: "ClusterNode", epoch: int):
         self.node = node
         self.epoch = epoch
         self.active = True
+        self._rebalance: task.LoopingCall | None = None
 
     def start(self) -> None:
         self.reconcile_all(set())
+        config = self.node.broker.config
+        if config["auto.leader.rebalance.enable"]:
+            loop = task.LoopingCall(self._guarded_rebalance)
+            loop.clock = self.node.reactor
+            loop.start(config["leader.imbalance.check.interval.seconds"], now=False)
+            self._rebalance = loop
 
     def resign(self) -> None:
         log.info("broker %d is no longer the controller", self.node.node_id)
         self.active = False
+        if self._rebalance is not None and self._rebalance.running:
+            self._rebalance.stop()
+        self._rebalance = None
+
+    # -- preferred and unclean elections -----------------------------------------------------
+    def _guarded_rebalance(self) -> None:
+        try:
+            self.check_and_trigger_rebalance()
+        except Exception:  # noqa: BLE001 - the next round tries again
+            log.exception("leader rebalance failed")
+
+    def check_and_trigger_rebalance(self) -> list[tuple[str, int]]:
+        """Kafka's ``checkAndTriggerAutoLeaderRebalance``; returns the partitions moved."""
+        node = self.node
+        threshold = node.broker.config["leader.imbalance.per.broker.percentage"] / 100.0
+        by_preferred: dict[int, list[tuple[str, int]]] = {}
+        for name, assignment in list(node.topics.items()):
+            for partition, replicas in assignment.replicas.items():
+                if replicas:
+                    by_preferred.setdefault(replicas[0], []).append((name, partition))
+        moved = []
+        for broker_id, tps in sorted(by_preferred.items()):
+            elsewhere = [tp for tp in tps if (state := node.states.get(tp)) is not None and
+                         state.leader != broker_id]
+            if not tps or len(elsewhere) / len(tps) <= threshold:
+                continue
+            log.info("broker %d leads %d of its %d preferred partitions elsewhere: electing",
+                     broker_id, len(elsewhere), len(tps))
+            for tp in sorted(elsewhere):
+                if self.elect(tp, PREFERRED) == ErrorCode.NONE:
+                    moved.append(tp)
+        return moved
+
+    def elect(self, tp: tuple[str, int], election_type: int) -> ErrorCode:
+        """One partition's ElectLeaders election; the error code of its result."""
+        from kazoo.exceptions import BadVersionError, NoNodeError
+
+        node = self.node
+        assignment = node.topics.get(tp[0])
+        if assignment is None or tp[1] not in assignment.replicas:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        replicas = assignment.replicas[tp[1]]
+        path = zd.state_path(*tp)
+        for _attempt in range(5):
+            if not self.active:
+                return ErrorCode.NOT_CONTROLLER
+            live = set(node.brokers)
+            try:
+                data, stat = node.zk.get(path)
+            except NoNodeError:
+                return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+            state = zd.PartitionState.decode(data, stat.version, replicas)
+            if election_type == PREFERRED:
+                preferred = replicas[0]
+                if state.leader == preferred:
+                    return ErrorCode.ELECTION_NOT_NEEDED
+                if preferred not in live or preferred not in state.isr:
+                    return ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+                new = replace(state, leader=preferred, leader_epoch=state.leader_epoch + 1,
+                              controller_epoch=self.epoch)
+            else:
+                if state.leader in live:
+                    return ErrorCode.ELECTION_NOT_NEEDED
+                in_sync = [r for r in replicas if r in live and r in state.isr]
+                alive = [r for r in replicas if r in live]
+                if in_sync:
+                    leader, isr = in_sync[0], [r for r in state.isr if r in live]
+                elif alive:
+                    log.warning("%s-%d: unclean leader election of broker %d (ElectLeaders)",
+                                tp[0], tp[1], alive[0])
+                    leader, isr = alive[0], [alive[0]]
+                else:
+                    return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+                new = replace(state, leader=leader, leader_epoch=state.leader_epoch + 1,
+                              isr=isr, controller_epoch=self.epoch)
+            try:
+                stat = node.zk.set(path, new.encode(), version=state.zk_version)
+            except BadVersionError:
+                continue
+            log.info("%s-%d: %s election: leader %d -> %d, epoch %d", tp[0], tp[1],
+                     "preferred" if election_type == PREFERRED else "unclean", state.leader,
+                     new.leader, new.leader_epoch)
+            node.apply_state(tp, replace(new, zk_version=stat.version))
+            return ErrorCode.NONE
+        return ErrorCode.REQUEST_TIMED_OUT
 
     def on_brokers_changed(self, bounced: set[int]) -> None:
         if bounced:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
+OFFSETS_TOPIC = "__consumer_offsets"
 
 
 @dataclass
@@ -341,7 +342,8 @@ class ClusterNode:
                 else:
                     self.maybe_advance_hw(tp)
             else:
-                self.leading.pop(tp, None)
+                if self.leading.pop(tp, None) is not None:
+                    self._coordinator_resigned(tp)
                 if new.leader >= 0:
                     if (self.following.get(tp) != new.leader or old is None or
                             old.leader_epoch != new.leader_epoch):
@@ -361,6 +363,12 @@ class ClusterNode:
         log.info("%s-%d: leader at epoch %d (log end %d, ISR %s)", tp[0], tp[1],
                  state.leader_epoch, leo, state.isr)
         self.maybe_advance_hw(tp)
+        if tp[0] == OFFSETS_TOPIC:
+            self.broker.groups.on_election(tp[1])
+
+    def _coordinator_resigned(self, tp: TP) -> None:
+        if tp[0] == OFFSETS_TOPIC:
+            self.broker.groups.on_resignation(tp[1])
 
     def _become_follower(self, tp: TP, state: zd.PartitionState) -> None:
         self._stop_following(tp)

@@ -4,6 +4,19 @@ static membership (KIP-345), committed offsets, and their persistence in ``__con
 One node leads every partition of ``__consumer_offsets``, so this broker coordinates every group.
 A group's records go to partition ``abs(hash(group_id)) % N`` as in Kafka.
 
+In cluster mode (``zookeeper.connect``) ``__consumer_offsets`` is a replicated topic like any
+other (``offsets.topic.replication.factor`` replicas, refused while fewer brokers are alive), and
+this broker coordinates the groups of the partitions it leads, as Kafka's ``GroupCoordinator``
+``onElection``/``onResignation``: the cluster node calls ``on_election(p)`` when this broker
+becomes leader of partition ``p`` (its groups and offsets are replayed from the log, up to the
+log end) and ``on_resignation(p)`` when it stops leading it (its groups are dropped from memory;
+waiting JoinGroup/SyncGroup calls get NOT_COORDINATOR). Requests for a group of another
+partition get NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS while its partition loads. Records
+are appended to the leader's log with its leader epoch; OffsetCommit and TxnOffsetCommit answer
+once the high watermark has passed them (``replicated``), as Kafka commits offsets with
+acks=-1 (timeouts and too small an ISR become COORDINATOR_NOT_AVAILABLE, lost leadership
+NOT_COORDINATOR).
+
 Time and waiting (one mechanism per concept, all on the injected reactor):
 
 - JoinGroup and SyncGroup responses that must wait are plain Deferreds held on the member
@@ -123,6 +136,11 @@ class GroupCoordinator:
         # Transactional offsets awaiting their marker: producer id -> group -> partition.
         self.pending_txn: dict[int, dict[str, dict[tuple[str, int], CommittedOffset]]] = {}
         self._expiry_loop: Optional[task.LoopingCall] = None
+        self.clustered = bool(self.config.get("zookeeper.connect"))
+        # Cluster mode: the partitions of __consumer_offsets this broker leads and has loaded,
+        # and those being loaded.
+        self.owned: set[int] = set()
+        self.loading: set[int] = set()
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -131,8 +149,10 @@ class GroupCoordinator:
 
     def start(self) -> None:
         """Load groups and offsets from ``__consumer_offsets`` (if it exists), then start the
-        offset-expiry timer."""
-        self.load()
+        offset-expiry timer. In cluster mode nothing is loaded here: partitions are loaded as
+        this broker becomes their leader (``on_election``)."""
+        if not self.clustered:
+            self.load()
         interval = self.config["offsets.retention.check.interval.ms"]
         loop = task.LoopingCall(self.expire_offsets)
         loop.clock = self.reactor
@@ -167,13 +187,39 @@ class GroupCoordinator:
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.num_partitions())
 
-    def ensure_ready(self) -> Optional[ErrorCode]:
+    def ensure_ready(self, group_id: Optional[str] = None) -> Optional[ErrorCode]:
         """Create ``__consumer_offsets`` on first use. COORDINATOR_NOT_AVAILABLE while it cannot
-        be created (as Kafka: its replication factor exceeds the live brokers)."""
-        if OFFSETS_TOPIC in self.broker.logs.topics:
+        be created (as Kafka: its replication factor exceeds the live brokers). With a group
+        id, in cluster mode: NOT_COORDINATOR unless this broker leads the group's partition,
+        COORDINATOR_LOAD_IN_PROGRESS while that partition loads."""
+        error = self._ensure_topic()
+        if error is not None or group_id is None or not self.clustered:
+            return error
+        return self.coordinator_error(self.partition_for(group_id))
+
+    def coordinator_error(self, partition: int) -> Optional[ErrorCode]:
+        if not self.clustered:
+            return None
+        if partition in self.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        cluster = self.broker.cluster
+        if partition not in self.owned or cluster is None or \
+                not cluster.is_leader(OFFSETS_TOPIC, partition):
+            return ErrorCode.NOT_COORDINATOR
+        return None
+
+    def _ensure_topic(self) -> Optional[ErrorCode]:
+        cluster = self.broker.cluster
+        if self.clustered:
+            if cluster is None:
+                return ErrorCode.COORDINATOR_NOT_AVAILABLE
+            if OFFSETS_TOPIC in cluster.topics:
+                return None if OFFSETS_TOPIC in self.broker.logs.topics else \
+                    ErrorCode.COORDINATOR_NOT_AVAILABLE
+        elif OFFSETS_TOPIC in self.broker.logs.topics:
             return None
         replication = self.config["offsets.topic.replication.factor"]
-        live_brokers = 1
+        live_brokers = len(cluster.brokers) if cluster is not None else 1
         if replication > live_brokers:
             log.warning("cannot create %s: offsets.topic.replication.factor=%d but %d live "
                         "broker(s)", OFFSETS_TOPIC, replication, live_brokers)
@@ -188,6 +234,9 @@ class GroupCoordinator:
             if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
                 log.error("cannot create %s: %s", OFFSETS_TOPIC, exc)
                 return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if cluster is not None:
+            # Its partitions get leaders (and their coordinators load) shortly.
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
         return None
 
     def _append(self, group_id: str, entries: list[tuple[bytes, Optional[bytes]]],
@@ -203,6 +252,13 @@ class GroupCoordinator:
         partition_log = self.broker.logs.get_log(OFFSETS_TOPIC, partition)
         if partition_log is None:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        leader_epoch = 0
+        cluster = self.broker.cluster
+        if self.clustered:
+            state = cluster.partition(OFFSETS_TOPIC, partition) if cluster else None
+            if state is None or not cluster.is_leader(OFFSETS_TOPIC, partition):
+                return ErrorCode.NOT_COORDINATOR
+            leader_epoch = state.leader_epoch
         now = self.now_ms()
         if producer is None:
             builder = RecordBatchBuilder()
@@ -212,18 +268,54 @@ class GroupCoordinator:
         for key, value in entries:
             builder.append(now, key, value)
         try:
-            partition_log.append(builder.build(), leader_epoch=0, now_ms=now,
+            partition_log.append(builder.build(), leader_epoch=leader_epoch, now_ms=now,
                                  check_sequences=producer is None)
         except InvalidProducerEpoch:
             return ErrorCode.INVALID_PRODUCER_EPOCH
         except Exception:  # noqa: BLE001 - storage failures become a retriable error
             log.exception("append to %s-%d failed", OFFSETS_TOPIC, partition)
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        partition_log.high_watermark = partition_log.log_end_offset
+        if self.clustered:
+            cluster.maybe_advance_hw((OFFSETS_TOPIC, partition))
+        else:
+            partition_log.high_watermark = partition_log.log_end_offset
         self.broker.appended(OFFSETS_TOPIC, partition)
         if partition_log.flush_due(now):
             self.broker.flush_in_background([partition_log])
         return ErrorCode.NONE
+
+    @defer.inlineCallbacks
+    def replicated(self, group_id: str):
+        """Fires with NONE once everything appended so far to the group's partition is below
+        the high watermark (at once on one node); else the error a commit answers (Kafka's
+        mapping of an acks=-1 append's errors in ``GroupMetadataManager.storeOffsets``)."""
+        cluster = self.broker.cluster
+        if not self.clustered or cluster is None:
+            return ErrorCode.NONE
+        partition = self.partition_for(group_id)
+        partition_log = self.broker.logs.get_log(OFFSETS_TOPIC, partition)
+        if partition_log is None:
+            return ErrorCode.NOT_COORDINATOR
+        last_offset = partition_log.log_end_offset - 1
+        info = self.broker.logs.topics.get(OFFSETS_TOPIC)
+        min_isr = info.config.min_insync_replicas if info is not None else 1
+        timeout_ms = self.config["offsets.commit.timeout.ms"]
+        deadline = self.now_ms() + timeout_ms
+        while True:
+            status = cluster.replication_status(OFFSETS_TOPIC, partition, last_offset, min_isr)
+            if status is not None:
+                break
+            remaining = deadline - self.now_ms()
+            if remaining <= 0:
+                status = ErrorCode.REQUEST_TIMED_OUT
+                break
+            yield self.broker.purgatory.watch([("hw", OFFSETS_TOPIC, partition)],
+                                              remaining / 1000.0)
+        if status == ErrorCode.NONE:
+            return ErrorCode.NONE
+        if status in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+            return ErrorCode.NOT_COORDINATOR
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
     def _group_record(self, group: Group) -> tuple[bytes, bytes]:
         value = GroupValue(
@@ -242,41 +334,93 @@ class GroupCoordinator:
     # -- loading ----------------------------------------------------------------------------
 
     def load(self) -> None:
-        """Replay every partition of ``__consumer_offsets`` into memory."""
-        logs = self.broker.logs
-        info = logs.topics.get(OFFSETS_TOPIC)
+        """Replay every partition of ``__consumer_offsets`` into memory (one node)."""
+        info = self.broker.logs.topics.get(OFFSETS_TOPIC)
         if info is None:
             return
+        loaded = sum(self.load_partition(p) for p in range(info.num_partitions))
+        if loaded:
+            log.info("loaded %d group(s) from %s", loaded, OFFSETS_TOPIC)
+
+    def load_partition(self, partition: int, to_log_end: bool = False) -> int:
+        """Replay one partition of ``__consumer_offsets`` (up to the high watermark, or the log
+        end for a new leader, whose whole log is to be committed); returns the groups loaded."""
+        partition_log = self.broker.logs.get_log(OFFSETS_TOPIC, partition)
+        if partition_log is None:
+            return 0
         values: dict[str, GroupValue] = {}
         offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
-        for partition in range(info.num_partitions):
-            partition_log = logs.get_log(OFFSETS_TOPIC, partition)
-            if partition_log is not None:
-                pending: dict = {}
-                self._replay(partition_log, values, offsets, pending)
-                for pid, by_group in pending.items():
-                    mine = self.pending_txn.setdefault(pid, {})
-                    for group_id, found in by_group.items():
-                        mine.setdefault(group_id, {}).update(found)
+        pending: dict = {}
+        self._replay(partition_log, values, offsets, pending,
+                     partition_log.log_end_offset if to_log_end else None)
+        for pid, by_group in pending.items():
+            mine = self.pending_txn.setdefault(pid, {})
+            for group_id, found in by_group.items():
+                mine.setdefault(group_id, {}).update(found)
         now = self.now_ms()
-        pending_groups = {g for by_group in self.pending_txn.values() for g in by_group}
+        pending_groups = {g for by_group in pending.values() for g in by_group}
+        count = 0
         for group_id in set(values) | {g for g, found in offsets.items() if found} | \
                 pending_groups:
+            count += 1
             if isinstance(values.get(group_id), ConsumerGroupValue):
                 self.consumer.restore(group_id, values[group_id], offsets.get(group_id, {}))
                 continue
             group = self._restore_group(group_id, values.get(group_id), now)
             group.offsets = offsets.get(group_id, {})
             self.groups[group_id] = group
-        if self.groups:
-            log.info("loaded %d group(s) from %s", len(self.groups), OFFSETS_TOPIC)
+        return count
+
+    def on_election(self, partition: int) -> None:
+        """This broker became leader of ``partition`` of ``__consumer_offsets``: load its groups
+        (Kafka's ``GroupCoordinator.onElection``; the load is synchronous here, so
+        COORDINATOR_LOAD_IN_PROGRESS is only answered while it runs)."""
+        if partition in self.owned:
+            return
+        self.loading.add(partition)
+        try:
+            count = self.load_partition(partition, to_log_end=True)
+        finally:
+            self.loading.discard(partition)
+        self.owned.add(partition)
+        log.info("coordinator of %s-%d: loaded %d group(s)", OFFSETS_TOPIC, partition, count)
+
+    def on_resignation(self, partition: int) -> None:
+        """This broker no longer leads ``partition``: forget its groups (Kafka's
+        ``onResignation``); members waiting on JoinGroup or SyncGroup get NOT_COORDINATOR."""
+        if partition not in self.owned and partition not in self.loading:
+            return
+        self.owned.discard(partition)
+        mine = lambda group_id: self.partition_for(group_id) == partition  # noqa: E731
+        dropped = 0
+        for group_id in [g for g in self.groups if mine(g)]:
+            group = self.groups.pop(group_id)
+            self._cancel_group_timers(group)
+            for member in list(group.members.values()):
+                member.complete_join(JoinResult(ErrorCode.NOT_COORDINATOR, member.member_id))
+                member.complete_sync(SyncResult(ErrorCode.NOT_COORDINATOR))
+            dropped += 1
+        for group_id in [g for g in self.consumer.groups if mine(g)]:
+            group = self.consumer.groups.pop(group_id)
+            for member in group.members.values():
+                self.consumer._cancel_timers(member)
+            dropped += 1
+        for pid in list(self.pending_txn):
+            by_group = self.pending_txn[pid]
+            for group_id in [g for g in by_group if mine(g)]:
+                del by_group[group_id]
+            if not by_group:
+                del self.pending_txn[pid]
+        log.info("no longer coordinator of %s-%d: unloaded %d group(s)", OFFSETS_TOPIC,
+                 partition, dropped)
 
     def _replay(self, partition_log, values: dict, offsets: dict,
-                pending: Optional[dict] = None) -> None:
+                pending: Optional[dict] = None, end: Optional[int] = None) -> None:
         if pending is None:
             pending = {}
         position = partition_log.log_start_offset
-        end = partition_log.high_watermark
+        if end is None:
+            end = partition_log.high_watermark
         while position < end:
             result = partition_log.read(position, LOAD_CHUNK_BYTES, upper_bound=end)
             if not result.data:

@@ -1,0 +1,87 @@
+"""ElectLeaders (key 43), v0-2 (KIP-183 preferred, KIP-460 unclean).
+
+ALTER on the cluster is required (CLUSTER_AUTHORIZATION_FAILED on every partition and at the
+top level otherwise). In cluster mode the controller elects (``Controller.elect``); any other
+broker answers NOT_CONTROLLER for each partition, as a ZooKeeper-era broker whose controller is
+elsewhere did (clients send the request to the controller). Per partition: NONE once the new
+leader is written to ZooKeeper, ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE (the
+preferred replica is dead or out of sync), ELIGIBLE_LEADERS_NOT_AVAILABLE,
+UNKNOWN_TOPIC_OR_PARTITION. Null ``topic_partitions`` means every partition, and then
+partitions that need no election are left out of the answer (as Kafka's controller does).
+
+On one node this broker leads every partition and is its only replica: ELECTION_NOT_NEEDED.
+v0 has no election type (preferred) and no top-level error.
+"""
+
+from __future__ import annotations
+
+from protocol.errors import ErrorCode
+from wireserver.apis import handles
+from wireserver.security import authorize
+from wireserver.security.acls import CLUSTER_NAME, Operation, ResourceType
+
+API_KEY = 43
+PREFERRED, UNCLEAN = 0, 1
+
+
+def _requested(broker, body) -> list[tuple[str, int]] | None:
+    if body.topic_partitions is None:
+        return None
+    return [(t.topic, p) for t in body.topic_partitions for p in t.partitions]
+
+
+def _all_partitions(broker) -> list[tuple[str, int]]:
+    cluster = broker.cluster
+    if cluster is not None:
+        return [(name, p) for name, a in cluster.topics.items() for p in sorted(a.replicas)]
+    return [(name, p) for name, info in broker.logs.topics.items()
+            for p in range(info.num_partitions)]
+
+
+def _elect_one(broker, tp: tuple[str, int], election_type: int) -> ErrorCode:
+    cluster = broker.cluster
+    if cluster is None:
+        info = broker.logs.topics.get(tp[0])
+        if info is None or not 0 <= tp[1] < info.num_partitions:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return ErrorCode.ELECTION_NOT_NEEDED
+    if cluster.controller is None:
+        return ErrorCode.NOT_CONTROLLER
+    return cluster.controller.elect(tp, election_type)
+
+
+@handles(API_KEY)
+def handle(ctx):
+    body, version = ctx.body, ctx.version
+    broker = ctx.broker
+    election_type = body.election_type if version >= 1 else PREFERRED
+    requested = _requested(broker, body)
+    top = ErrorCode.NONE
+    results: dict[tuple[str, int], ErrorCode] = {}
+    if not authorize(ctx, Operation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
+        top = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        results = {tp: top for tp in requested or []}
+    elif election_type not in (PREFERRED, UNCLEAN):
+        top = ErrorCode.INVALID_REQUEST
+        results = {tp: top for tp in requested or []}
+    else:
+        for tp in requested if requested is not None else _all_partitions(broker):
+            if tp in results:
+                continue
+            error = _elect_one(broker, tp, election_type)
+            if requested is None and error == ErrorCode.ELECTION_NOT_NEEDED:
+                continue
+            results[tp] = error
+    response_class = ctx.request.spec.response_class
+    result_class = response_class.ReplicaElectionResult
+    partition_class = result_class.PartitionResult
+    by_topic: dict[str, list] = {}
+    for (topic, partition), error in results.items():
+        by_topic.setdefault(topic, []).append(partition_class(
+            partition_id=partition, error_code=error,
+            error_message=None if error == ErrorCode.NONE else error.name))
+    fields = {"throttle_time_ms": 0, "replica_election_results": [
+        result_class(topic=topic, partition_result=parts) for topic, parts in by_topic.items()]}
+    if version >= 1:
+        fields["error_code"] = top
+    return ctx.response(**fields)
