@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.errors import KafkaError, ProducerFencedError
+from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata
 
 from tests.txn.test_clients import broker_overrides, consume_all
