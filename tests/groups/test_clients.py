@@ -62,7 +62,24 @@ def kp_consumer(broker, topic, group, assignor="range", **kw):
     settings.update(kw)
     consumer = KafkaConsumer(**settings)
     consumer.subscribe([topic])
+    know_partitions(consumer, topic)
     return consumer
+
+
+def know_partitions(consumer, topic) -> None:
+    """Give a subscribed kafka-python consumer the topic's partitions before it first joins.
+
+    kafka-python 3.0.12 can lose a rebalance that its leader starts because the subscribed
+    topics' metadata changed: once the leader has computed the assignment, ``need_rejoin()`` is
+    False again, so when the ``poll()`` timeout expires before the SyncGroup answer, no later
+    ``poll()`` applies the finished join. The member then owns nothing and stops heartbeating
+    (Java keeps a pending join in ``rejoinNeededOrPending()`` and calls ``requestRejoin()``,
+    KAFKA-9815). A consumer that joins before its first Metadata answer for the topic (its
+    refresh waits ``retry_backoff_ms`` while FindCoordinator/JoinGroup/SyncGroup do not) assigns
+    nothing ("No partition metadata for topic") and then starts exactly such a rebalance.
+    ``topics()`` waits for a Metadata answer, which records the partitions for the subscription;
+    every later rebalance is started by the coordinator and is not lost."""
+    wait_for(lambda: topic in consumer.topics(), 30, what=f"metadata for {topic}")
 
 
 @pytest.mark.parametrize("assignor", ["range", "roundrobin"])
@@ -176,11 +193,14 @@ def test_confluent_group_shares_partitions_exactly_once(served_broker, assignor)
 
 SILENT_MEMBER = textwrap.dedent("""
     import sys
+    import time
     from kafka import KafkaConsumer
     consumer = KafkaConsumer(bootstrap_servers=sys.argv[1], group_id=sys.argv[3],
                              session_timeout_ms=3000, heartbeat_interval_ms=500,
                              enable_auto_commit=False)
     consumer.subscribe([sys.argv[2]])
+    while sys.argv[2] not in consumer.topics():  # see know_partitions
+        time.sleep(0.05)
     while not consumer.assignment():
         consumer.poll(timeout_ms=100)
     print("assigned", len(consumer.assignment()), flush=True)
