@@ -13,15 +13,18 @@ from tests.idempotence.conftest import create_topic, read_all
 
 COUNT = 600
 
-try:
-    from compat_tests.reference import resolve, run_tool
-    resolve()
-    JAVA_PROBLEM = None
-except Exception as exc:  # no Java or no cached jars: nothing to run the tool with
-    JAVA_PROBLEM = repr(exc)
+from compat_tests.reference import must_not_skip, resolve, run_tool
 
-pytestmark = pytest.mark.skipif(JAVA_PROBLEM is not None,
-                                reason=f"no Kafka CLI tools: {JAVA_PROBLEM}")
+
+@pytest.fixture(scope="module", autouse=True)
+def kafka_tools():
+    """The jars the tool runs from: fetched once, and a failure (never a skip) under CI."""
+    try:
+        resolve()
+    except Exception as exc:  # noqa: BLE001 - no Java or no jars: nothing to run the tool with
+        if must_not_skip():
+            pytest.fail(f"no Kafka CLI tools under CI: {exc}")
+        pytest.skip(f"no Kafka CLI tools: {exc}")
 
 
 def verifiable_producer(bootstrap: str, topic: str, tmp_path) -> dict:
