@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-confluent_kafka = pytest.importorskip("confluent_kafka")
+import confluent_kafka
 from confluent_kafka import Consumer, Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
