@@ -8,7 +8,6 @@ import time
 
 import pytest
 
-import confluent_kafka
 from confluent_kafka import Consumer, Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
