@@ -95,12 +95,20 @@ def _summarize(pair, extra) -> None:
     extra["raw_markdown"] = md
 
 
+#: API name -> (Kafka's range, ours, why) for version ranges that differ on purpose. Asserted to
+#: still differ exactly so, so a stale entry fails.
+VERSION_DIFFERENCES = {
+    "EndTxn": ((0, 5), (0, 4), "v5 is transaction protocol v2 (KIP-890), not built yet"),
+    "TxnOffsetCommit": ((0, 5), (0, 4), "v5 is transaction protocol v2 (KIP-890), not built yet"),
+}
+
+
 def test_api_versions(raw_pair):
     kv, wv = raw_pair["versions"][KAFKA], raw_pair["versions"][WIRESERVER]
     assert kv, "Kafka advertised no APIs"
-    differ = {_api_name(k): {"kafka": kv[k], "wireserver": wv[k]}
-              for k in set(kv) & set(wv) if kv[k] != wv[k]}
-    assert not differ, f"version ranges differ: {differ}"
+    differ = {_api_name(k): (kv[k], wv[k]) for k in set(kv) & set(wv) if kv[k] != wv[k]}
+    known = {name: (kafka, ours) for name, (kafka, ours, _) in VERSION_DIFFERENCES.items()}
+    assert differ == known, f"version ranges differ: {differ}; known differences: {known}"
     assert not set(wv) - set(kv), f"wireserver advertises APIs Kafka does not: {set(wv) - set(kv)}"
 
 
