@@ -6,6 +6,7 @@ restarts without a rebalance; admin clients list, describe and delete groups and
 from __future__ import annotations
 
 import asyncio
+import select
 import signal
 import subprocess
 import sys
@@ -214,6 +215,8 @@ def test_stopped_member_is_expired_and_its_partitions_move(served_broker):
     child = subprocess.Popen([sys.executable, "-c", SILENT_MEMBER, served_broker.bootstrap, topic,
                               "silent"], stdout=subprocess.PIPE, text=True)
     try:
+        ready, _, _ = select.select([child.stdout], [], [], 60)
+        assert ready, "the silent member got no assignment within 60 s"
         assert child.stdout.readline().startswith("assigned")
         survivor = kp_consumer(served_broker, topic, "silent", session_timeout_ms=3000)
         poll = lambda: survivor.poll(timeout_ms=50)  # noqa: E731
