@@ -23,19 +23,24 @@ def create_topic(bootstrap: str, prefix: str, partitions: int = 1,
     name = topic_name(prefix)
     with KafkaWire(bootstrap, client_id="compat-neutral") as wire:
         wire.create_topic(name, partitions=partitions, configs=configs)
-    wait_for_topic(bootstrap, name, partitions)
-    # Kafka (KRaft) lists a new topic before its leaders serve it; an acks=0 record sent in
-    # between is dropped silently. Wait until every partition answers ListOffsets.
+    wait_until_served(bootstrap, name, partitions)
+    return name
+
+
+def wait_until_served(bootstrap: str, topic: str, partitions: int) -> None:
+    """Wait until a new topic is listed and every partition's leader serves it: Kafka (KRaft)
+    lists a topic before its leaders do (a Produce in between gets NOT_LEADER_OR_FOLLOWER, an
+    acks=0 record is dropped silently), so wait until every partition answers ListOffsets."""
+    wait_for_topic(bootstrap, topic, partitions)
     deadline = time.monotonic() + 10
     while True:
         try:
-            list_offsets(bootstrap, name, partitions)
-            break
+            list_offsets(bootstrap, topic, partitions)
+            return
         except RuntimeError:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
-    return name
 
 
 def metadata(bootstrap: str, topic: str) -> tuple[int, int | None]:

@@ -48,8 +48,8 @@ def raw_pair(compat_targets, compat_extra):
     for target in (kafka, wire):
         with KafkaWire(target.bootstrap, client_id="compat-raw") as w:
             w.create_topic(topic, partitions=2)
-        from compat_tests.neutral import wait_for_topic
-        wait_for_topic(target.bootstrap, topic, 2)
+        from compat_tests.neutral import wait_until_served
+        wait_until_served(target.bootstrap, topic, 2)
     pair = {"kafka": (kafka.bootstrap, raw.context(kafka.bootstrap, topic, run)),
             "wireserver": (wire.bootstrap, raw.context(wire.bootstrap, topic, run)),
             "versions": {KAFKA: raw.api_versions(kafka.bootstrap),

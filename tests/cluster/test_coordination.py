@@ -88,6 +88,9 @@ def test_group_coordinator_moves_with_offsets_leadership(cluster):
 def _fail_over_and_return(cluster: Cluster, topic: str) -> tuple[int, str]:
     create(cluster, topic, partitions=1, rf=3)
     any_broker = next(iter(cluster.brokers.values())).bootstrap_servers
+    # The controller elects leaders just after creation: wait for the partition to have one.
+    wait_for(lambda: metadata(any_broker, topic)[2].get(0, (-1,))[0] != -1, 30,
+             what="a leader after creation")
     preferred, _, replicas, _ = metadata(any_broker, topic)[2][0]
     assert preferred == replicas[0]
     cluster.brokers[preferred].kill()
