@@ -7,17 +7,15 @@ applying configuration changes to the broker and its logs.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Mapping
 
 from protocol.errors import ErrorCode
 from storage.log_config import TOPIC_CONFIGS
 from wireserver.config import (
     BROKER_CONFIGS,
-    CONFIG_SOURCE_IDS,
-    CONFIG_TYPE_IDS,
     DEFAULT_CONFIG,
     DYNAMIC_TOPIC_CONFIG,
+    ConfigEntry,
     ConfigSynonym,
 )
 
@@ -51,30 +49,8 @@ TOPIC_AUTHORIZED_OPERATIONS = _bitfield((_READ, _WRITE, _CREATE, _DESCRIBE, _DEL
 AUTHORIZED_OPERATIONS_NOT_REQUESTED = -2**31
 
 
-@dataclass(frozen=True)
-class TopicConfigRow:
-    """One topic-level key as DescribeConfigs (and CreateTopics v5+) reports it."""
-
-    name: str
-    value: str | None
-    source: str
-    read_only: bool
-    sensitive: bool
-    synonyms: tuple[ConfigSynonym, ...]
-    type: str
-    doc: str
-
-    @property
-    def source_id(self) -> int:
-        return CONFIG_SOURCE_IDS[self.source]
-
-    @property
-    def type_id(self) -> int:
-        return CONFIG_TYPE_IDS.get(self.type, 0)
-
-
 def topic_config_rows(broker: "Broker", overrides: Mapping[str, str], config,
-                      names: Iterable[str] | None = None) -> list[TopicConfigRow]:
+                      names: Iterable[str] | None = None) -> list[ConfigEntry]:
     """Kafka's ``ConfigHelper.createTopicConfigEntry`` for every topic key (or ``names``;
     unknown ones are skipped): the effective value, the topic override first among the
     synonyms, then the broker-side synonyms; the source is the first synonym's."""
@@ -87,14 +63,14 @@ def topic_config_rows(broker: "Broker", overrides: Mapping[str, str], config,
         if name in overrides:
             synonyms.insert(0, ConfigSynonym(name, value, DYNAMIC_TOPIC_CONFIG))
         source = synonyms[0].source if synonyms else DEFAULT_CONFIG
-        rows.append(TopicConfigRow(name=name, value=value, source=source, read_only=False,
+        rows.append(ConfigEntry(name=name, value=value, source=source, read_only=False,
                                    sensitive=cdef.sensitive, synonyms=tuple(synonyms),
                                    type=cdef.type, doc=cdef.doc))
     return rows
 
 
 def topic_rows(broker: "Broker", info: "TopicInfo",
-               names: Iterable[str] | None = None) -> list[TopicConfigRow]:
+               names: Iterable[str] | None = None) -> list[ConfigEntry]:
     return topic_config_rows(broker, info.overrides, info.config, names)
 
 
