@@ -111,6 +111,11 @@ def read_all(bootstrap: str, client: Client, topic: str, partitions: int, total:
     out = {}
     for p in range(partitions):
         got = client.consume(bootstrap, topic, p, ends[p]) if ends[p] else []
+        if len(got) < ends[p]:
+            # A fresh reader, once: a cold client occasionally comes back empty-handed from
+            # a partition on a loaded machine, against Kafka as well (seen in CI runs). Both
+            # targets get the same second chance; a second short read is the observation.
+            got = client.consume(bootstrap, topic, p, ends[p])
         out[str(p)] = normalize_records(got, sent_timestamps)
     return out
 
