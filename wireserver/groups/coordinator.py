@@ -1009,6 +1009,20 @@ class GroupCoordinator:
             return everywhere(error)
         if member_id and group.is_in(S.STABLE, S.PREPARING_REBALANCE) and group.has(member_id):
             self._schedule_heartbeat(group, group.members[member_id])
+        results, accepted, entries = self._offset_records(group_id, commits)
+        error = self._append(group_id, entries)
+        for c, committed in accepted:
+            results[(c.topic, c.partition)] = error
+            if error == ErrorCode.NONE:
+                group.offsets[(c.topic, c.partition)] = committed
+        if error == ErrorCode.NONE and accepted and group_id not in self.groups and \
+                consumer_group is None:
+            self.groups[group_id] = group
+        return results
+
+    def _offset_records(self, group_id: str, commits):
+        """Check each commit's partition and metadata size (plain and transactional commits
+        alike): the per-partition errors, the accepted commits, and their offset records."""
         results: dict[tuple[str, int], ErrorCode] = {}
         accepted: list[tuple[OffsetCommit, CommittedOffset]] = []
         max_metadata = self.config["offset.metadata.max.bytes"]
@@ -1027,15 +1041,7 @@ class GroupCoordinator:
                     encode_offset_value(OffsetValue(o.offset, o.leader_epoch, o.metadata,
                                                     o.commit_timestamp)))
                    for c, o in accepted]
-        error = self._append(group_id, entries)
-        for c, committed in accepted:
-            results[(c.topic, c.partition)] = error
-            if error == ErrorCode.NONE:
-                group.offsets[(c.topic, c.partition)] = committed
-        if error == ErrorCode.NONE and accepted and group_id not in self.groups and \
-                consumer_group is None:
-            self.groups[group_id] = group
-        return results
+        return results, accepted, entries
 
     @staticmethod
     def _validate_commit(group: Group, generation_id: int, member_id: str,
@@ -1082,24 +1088,7 @@ class GroupCoordinator:
                 return everywhere(ErrorCode.UNKNOWN_MEMBER_ID)
             if generation_id >= 0 and generation_id != group.generation_id:
                 return everywhere(ErrorCode.ILLEGAL_GENERATION)
-        results: dict[tuple[str, int], ErrorCode] = {}
-        accepted: list[tuple[OffsetCommit, CommittedOffset]] = []
-        max_metadata = self.config["offset.metadata.max.bytes"]
-        topics = self.broker.logs.topics
-        now = self.now_ms()
-        for c in commits:
-            info = topics.get(c.topic)
-            if info is None or not 0 <= c.partition < info.num_partitions:
-                results[(c.topic, c.partition)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif c.metadata is not None and len(c.metadata.encode("utf-8")) > max_metadata:
-                results[(c.topic, c.partition)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            else:
-                accepted.append((c, CommittedOffset(c.offset, c.leader_epoch, c.metadata or "",
-                                                    now)))
-        entries = [(encode_key(OffsetKey(group_id, c.topic, c.partition)),
-                    encode_offset_value(OffsetValue(o.offset, o.leader_epoch, o.metadata,
-                                                    o.commit_timestamp)))
-                   for c, o in accepted]
+        results, accepted, entries = self._offset_records(group_id, commits)
         error = self._append(group_id, entries, (producer_id, producer_epoch))
         pending = self.pending_txn.setdefault(producer_id, {}).setdefault(group_id, {})
         for c, committed in accepted:
@@ -1109,7 +1098,7 @@ class GroupCoordinator:
         if not pending:
             self.pending_txn[producer_id].pop(group_id, None)
         if error == ErrorCode.NONE and accepted and group_id not in self.groups:
-            self.groups[group_id] = Group(group_id, now)
+            self.groups[group_id] = Group(group_id, self.now_ms())
         return results
 
     def complete_transaction(self, producer_id: int, commit: bool, partition: int) -> None:
