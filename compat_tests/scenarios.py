@@ -24,10 +24,8 @@ from compat_tests import neutral
 from compat_tests.clients import CLIENTS, CODECS, Client, ClientError, Unsupported, record
 
 ALL_CLIENTS = tuple(CLIENTS)
-#: Reasons for ``pending=`` marks (strict xfail). None is in use now: InitProducerId and
-#: consumer groups landed and every scenario that waited for them passes.
-INIT_PID = "pending: InitProducerId (issue 6) — the client's default producer is idempotent"
-GROUPS = "pending: consumer groups (issue 5)"
+# ``pending=`` marks (a strict xfail that only a wireserver difference satisfies) are for
+# scenarios waiting on a feature wireserver lacks; none is in use now.
 
 
 @dataclass
