@@ -15,10 +15,12 @@ CLUSTER_ACTION on the cluster (top-level CLUSTER_AUTHORIZATION_FAILED).
 
 from __future__ import annotations
 
+from twisted.internet import defer
+
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.security import checks
-from wireserver.txn.api import fenced_for_version
+from wireserver.txn.api import fenced_for_version, once_replicated
 
 API_KEY = 24
 
@@ -38,7 +40,17 @@ def _partitions(topics) -> list[tuple[str, int]]:
     return [(topic.name, p) for topic in topics for p in topic.partitions]
 
 
+@defer.inlineCallbacks
+def _replicated(ctx, transactional_id: str, results: dict):
+    """The partitions added (NONE) answer once the coordinator's record is committed."""
+    if ErrorCode.NONE not in results.values():
+        return results
+    error = yield once_replicated(ctx, transactional_id, ErrorCode.NONE)
+    return {tp: error if code == ErrorCode.NONE else code for tp, code in results.items()}
+
+
 @handles(API_KEY)
+@defer.inlineCallbacks
 def handle(ctx):
     body, version = ctx.body, ctx.version
     coordinator = ctx.broker.txn
@@ -49,6 +61,7 @@ def handle(ctx):
             ctx, body.v3_and_below_transactional_id, partitions) or coordinator.add_partitions(
             body.v3_and_below_transactional_id, body.v3_and_below_producer_id,
             body.v3_and_below_producer_epoch, partitions)
+        results = yield _replicated(ctx, body.v3_and_below_transactional_id, results)
         return ctx.response(throttle_time_ms=0, results_by_topic_v3_and_below=_results(
             response_class.AddPartitionsToTxnTopicResult, results, version))
     denied = checks.cluster_action(ctx)  # v4+ come from brokers
@@ -65,6 +78,7 @@ def handle(ctx):
         else:
             results = coordinator.add_partitions(txn.transactional_id, txn.producer_id,
                                                   txn.producer_epoch, partitions)
+            results = yield _replicated(ctx, txn.transactional_id, results)
         out.append(result_class(transactional_id=txn.transactional_id,
                                 topic_results=_results(topic_class, results, version)))
     return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE,

@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
 OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_STATE_TOPIC = "__transaction_state"
 
 
 @dataclass
@@ -98,6 +99,9 @@ class ClusterNode:
         for path in zd.PERSISTENT_PATHS:
             self.zk.ensure_path(path)
         self._adopt_cluster_id()
+        from wireserver.cluster.producer_id_blocks import ZkProducerIdManager
+        self.broker.producer_ids = ZkProducerIdManager(
+            self.zk, self.node_id, self.broker.producer_ids.next_block_start)
         self._register()
 
         def on_state(state: Any) -> None:
@@ -365,10 +369,14 @@ class ClusterNode:
         self.maybe_advance_hw(tp)
         if tp[0] == OFFSETS_TOPIC:
             self.broker.groups.on_election(tp[1])
+        elif tp[0] == TRANSACTION_STATE_TOPIC:
+            self.broker.txn.on_election(tp[1], state.leader_epoch)
 
     def _coordinator_resigned(self, tp: TP) -> None:
         if tp[0] == OFFSETS_TOPIC:
             self.broker.groups.on_resignation(tp[1])
+        elif tp[0] == TRANSACTION_STATE_TOPIC:
+            self.broker.txn.on_resignation(tp[1])
 
     def _become_follower(self, tp: TP, state: zd.PartitionState) -> None:
         self._stop_following(tp)
