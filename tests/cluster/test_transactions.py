@@ -1,0 +1,213 @@
+"""Transactions on a 3-broker cluster, with confluent-kafka's transactional producer and
+read_committed consumers: ``__transaction_state`` is replicated, a transactional id's coordinator
+is the leader of its partition, markers reach partition leaders on other brokers, and when the
+coordinator's broker is killed the new leader of the partition takes over the transactions."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+from protocol.errors import ErrorCode
+from protocol.served import SERVED
+from wireserver.testing import KafkaWire
+from tests.cluster.conftest import Cluster, wait_for
+from tests.cluster.test_coordination import OVERRIDES as COORDINATION_OVERRIDES
+from tests.cluster.test_coordination import find_coordinator
+from tests.cluster.test_replication import create, metadata
+
+pytestmark = pytest.mark.integration
+
+TXN_TOPIC = "__transaction_state"
+TRANSACTION = 1  # FindCoordinator key type
+
+
+@pytest.fixture(scope="module")
+def cluster(zookeeper):
+    overrides = dict(COORDINATION_OVERRIDES, **{
+        "transaction.state.log.replication.factor": "3",
+        "transaction.state.log.num.partitions": "3", "transaction.state.log.min.isr": "2"})
+    nodes = Cluster(zookeeper, 3, "/wireserver-transactions", overrides).start()
+    yield nodes
+    nodes.close()
+
+
+def live_coordinator(cluster: Cluster, transactional_id: str, exclude: int = -1) -> int:
+    """Wait until every running broker names the same live coordinator (not ``exclude``)."""
+    def agreed():
+        answers = {find_coordinator(b.bootstrap_servers, transactional_id, TRANSACTION)
+                   for b in cluster.brokers.values() if b.running}
+        if len(answers) != 1:
+            return None
+        ((error, node),) = answers
+        return node if error == 0 and node != exclude and cluster.brokers[node].running \
+            else None
+    return wait_for(agreed, 60, 0.2, what=f"a coordinator for {transactional_id}")
+
+
+def transactional_producer(cluster: Cluster, transactional_id: str) -> Producer:
+    producer = Producer({"bootstrap.servers": cluster.bootstrap,
+                         "transactional.id": transactional_id,
+                         "transaction.timeout.ms": 60000, "message.timeout.ms": 60000,
+                         "socket.timeout.ms": 10000})
+    producer.init_transactions(60)
+    return producer
+
+
+def produce_each(producer: Producer, topic: str, partitions: int, prefix: str,
+                 per_partition: int) -> set[str]:
+    values = set()
+    for partition in range(partitions):
+        for i in range(per_partition):
+            value = f"{prefix}-{partition}-{i}"
+            producer.produce(topic, value.encode(), partition=partition)
+            values.add(value)
+    return values
+
+
+def read_committed(cluster: Cluster, topic: str, partitions: int, timeout: float = 60) -> list:
+    """Every record a read_committed consumer sees, read until its position reaches each
+    partition's high watermark (so nothing committed is missed and the end is known)."""
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": uuid.uuid4().hex,
+                         "isolation.level": "read_committed", "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest"})
+    tps = [TopicPartition(topic, p, 0) for p in range(partitions)]
+    consumer.assign(tps)
+    values: list[str] = []
+    try:
+        def caught_up() -> bool:
+            msg = consumer.poll(0.5)
+            if msg is not None and not msg.error():
+                values.append(msg.value().decode())
+            for tp in tps:
+                _, high = consumer.get_watermark_offsets(tp, timeout=10, cached=False)
+                (position,) = consumer.position([TopicPartition(topic, tp.partition)])
+                if position.offset < high:
+                    return False
+            return True
+        wait_for(caught_up, timeout, 0, what=f"a read_committed consumer to reach the end of {topic}")
+    finally:
+        consumer.close()
+    return values
+
+
+def data_leaders(cluster: Cluster, topic: str, partitions: int) -> dict[int, int]:
+    any_broker = next(b for b in cluster.brokers.values() if b.running).bootstrap_servers
+    return wait_for(lambda: (found := {p: entry[0] for p, entry in
+                                       metadata(any_broker, topic)[2].items()})
+                    and len(found) == partitions and -1 not in found.values() and found,
+                    30, what=f"leaders for {topic}")
+
+
+def test_commit_and_abort_across_partitions_led_by_different_brokers(cluster):
+    topic, transactional_id = "txn-spread", "spread-producer"
+    create(cluster, topic, partitions=3, rf=3)
+    leaders = data_leaders(cluster, topic, 3)
+    assert len(set(leaders.values())) >= 2, f"partitions should have several leaders: {leaders}"
+
+    producer = transactional_producer(cluster, transactional_id)
+    coordinator = live_coordinator(cluster, transactional_id)
+    # The coordinator is the leader of the id's partition of __transaction_state, replicated
+    # on every broker; the others refuse transaction requests with NOT_COORDINATOR.
+    txn_partitions = metadata(cluster.brokers[coordinator].bootstrap_servers, TXN_TOPIC)[2]
+    assert len(txn_partitions) == 3
+    assert all(len(replicas) == 3 for _, _, replicas, _ in txn_partitions.values())
+    assert coordinator in {leader for leader, _, _, _ in txn_partitions.values()}
+    other = next(b for b in cluster.brokers if b != coordinator)
+    request_class = SERVED.get(22).request_class
+    with KafkaWire(cluster.brokers[other].bootstrap_servers) as wire:
+        response = wire.request(request_class(version=4, transactional_id=transactional_id,
+                                              transaction_timeout_ms=60000, producer_id=-1,
+                                              producer_epoch=-1))
+    assert response.error_code == ErrorCode.NOT_COORDINATOR
+
+    producer.begin_transaction()
+    committed = produce_each(producer, topic, 3, "committed", 5)
+    producer.commit_transaction(60)
+    producer.begin_transaction()
+    aborted = produce_each(producer, topic, 3, "aborted", 5)
+    assert producer.flush(60) == 0
+    producer.abort_transaction(60)
+    producer.begin_transaction()
+    committed |= produce_each(producer, topic, 3, "again", 2)
+    producer.commit_transaction(60)
+
+    seen = read_committed(cluster, topic, 3)
+    assert sorted(seen) == sorted(committed)
+    assert not aborted & set(seen)
+
+
+def test_coordinator_killed_mid_transaction(cluster):
+    topic, transactional_id = "txn-failover", "failover-producer"
+    create(cluster, topic, partitions=3, rf=3)
+    data_leaders(cluster, topic, 3)
+    producer = transactional_producer(cluster, transactional_id)
+    coordinator = live_coordinator(cluster, transactional_id)
+
+    committed: set[str] = set()
+    for round_ in range(2):
+        producer.begin_transaction()
+        committed |= produce_each(producer, topic, 3, f"before-{round_}", 5)
+        producer.commit_transaction(60)
+    producer.begin_transaction()
+    open_values = produce_each(producer, topic, 3, "open", 5)
+    assert producer.flush(60) == 0  # on the partitions' leaders, not yet committed
+
+    cluster.brokers[coordinator].kill()
+    moved = live_coordinator(cluster, transactional_id, exclude=coordinator)
+    assert moved != coordinator
+
+    # The producer ends its transaction with the new coordinator: it either commits (the new
+    # coordinator loaded it as ongoing) or, if the client had to give it up, aborts.
+    try:
+        producer.commit_transaction(90)
+        committed |= open_values
+    except KafkaException as exc:
+        error = exc.args[0]
+        if error.fatal():
+            producer = transactional_producer(cluster, transactional_id)
+        else:
+            assert error.txn_requires_abort(), error
+            producer.abort_transaction(90)
+
+    # The producer goes on with the new coordinator.
+    producer.begin_transaction()
+    committed |= produce_each(producer, topic, 3, "after", 3)
+    producer.commit_transaction(90)
+
+    seen = read_committed(cluster, topic, 3, timeout=90)
+    assert len(seen) == len(set(seen)), "a record was delivered twice"
+    assert set(seen) == committed
+    # The open transaction is all there or not at all.
+    assert set(seen) & open_values in (set(), open_values)
+
+
+def test_producer_id_blocks_are_shared_through_zookeeper(zookeeper):
+    """Brokers reserve producer id blocks in ``/latest_producer_id_block``: two brokers never
+    hand out the same id (a transactional id keeps its producer id across coordinators)."""
+    from kazoo.client import KazooClient
+
+    from wireserver.cluster.producer_id_blocks import ZkProducerIdManager
+
+    clients = [KazooClient(hosts=zookeeper.connect + "/wireserver-pid-blocks") for _ in range(2)]
+    try:
+        for client in clients:
+            client.start(timeout=30)
+            client.ensure_path("/")
+        first = ZkProducerIdManager(clients[0], 1, block_size=10)
+        second = ZkProducerIdManager(clients[1], 2, floor=25, block_size=10)
+        ids = [first.generate(), second.generate()] + [first.generate() for _ in range(12)]
+        ids += [second.generate() for _ in range(12)]
+        assert len(set(ids)) == len(ids)
+        assert ids[:2] == [0, 25]  # the second broker's block starts past its own floor
+        latest = json.loads(clients[0].get("/latest_producer_id_block")[0])
+        # The last block handed out (45-54, to broker 2) covers the highest id.
+        assert latest == {"version": 1, "broker": 2, "block_start": "45", "block_end": "54"}
+        assert max(ids) == 47
+    finally:
+        for client in clients:
+            client.stop()
+            client.close()
