@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from protocol.errors import ErrorCode
 from protocol.served import SERVED
@@ -88,7 +89,8 @@ def read_committed(cluster: Cluster, topic: str, partitions: int, timeout: float
                 if position.offset < high:
                     return False
             return True
-        wait_for(caught_up, timeout, 0, what=f"a read_committed consumer to reach the end of {topic}")
+        wait_for(caught_up, timeout, 0,
+                 what=f"a read_committed consumer to reach the end of {topic}")
     finally:
         consumer.close()
     return values
@@ -100,6 +102,31 @@ def data_leaders(cluster: Cluster, topic: str, partitions: int) -> dict[int, int
                                        metadata(any_broker, topic)[2].items()})
                     and len(found) == partitions and -1 not in found.values() and found,
                     30, what=f"leaders for {topic}")
+
+
+def whole(cluster: Cluster) -> Cluster:
+    """Start the brokers an earlier test killed and wait until all are registered and back in
+    the ISR of every ``__transaction_state`` partition."""
+    for broker in cluster.brokers.values():
+        if not broker.running:
+            broker.start()
+    any_broker = next(iter(cluster.brokers.values())).bootstrap_servers
+    wait_for(lambda: all(len(isr) == 3 for _, _, _, isr in
+                         metadata(any_broker, TXN_TOPIC)[2].values())
+             and len(metadata(any_broker, TXN_TOPIC)[1]) == 3, 60,
+             what="every broker back in the ISR of __transaction_state")
+    return cluster
+
+
+def transaction_state(bootstrap_server: str, transactional_id: str) -> str:
+    """The state DescribeTransactions reports (its error's name when it fails)."""
+    request_class = SERVED.get(65).request_class
+    with KafkaWire(bootstrap_server) as wire:
+        response = wire.request(request_class(version=0, transactional_ids=[transactional_id]))
+    (state,) = response.transaction_states
+    if state.error_code != ErrorCode.NONE:
+        return ErrorCode(state.error_code).name
+    return state.transaction_state
 
 
 def test_commit_and_abort_across_partitions_led_by_different_brokers(cluster):
@@ -123,17 +150,33 @@ def test_commit_and_abort_across_partitions_led_by_different_brokers(cluster):
                                               transaction_timeout_ms=60000, producer_id=-1,
                                               producer_epoch=-1))
     assert response.error_code == ErrorCode.NOT_COORDINATOR
+    assert transaction_state(cluster.brokers[other].bootstrap_servers,
+                             transactional_id) == "NOT_COORDINATOR"
+    assert transaction_state(cluster.brokers[coordinator].bootstrap_servers,
+                             transactional_id) == "Empty"
 
-    producer.begin_transaction()
-    committed = produce_each(producer, topic, 3, "committed", 5)
-    producer.commit_transaction(60)
-    producer.begin_transaction()
-    aborted = produce_each(producer, topic, 3, "aborted", 5)
-    assert producer.flush(60) == 0
-    producer.abort_transaction(60)
-    producer.begin_transaction()
-    committed |= produce_each(producer, topic, 3, "again", 2)
-    producer.commit_transaction(60)
+    # Offsets sent with a transaction go to the group's coordinator (TxnOffsetCommit) and
+    # become committed by the transaction's marker on its __consumer_offsets partition.
+    group = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "spread-group",
+                      "enable.auto.commit": False})
+    try:
+        group_metadata = group.consumer_group_metadata()
+        producer.begin_transaction()
+        committed = produce_each(producer, topic, 3, "committed", 5)
+        producer.send_offsets_to_transaction([TopicPartition(topic, 0, 42)], group_metadata, 60)
+        producer.commit_transaction(60)
+        producer.begin_transaction()
+        aborted = produce_each(producer, topic, 3, "aborted", 5)
+        producer.send_offsets_to_transaction([TopicPartition(topic, 0, 99)], group_metadata, 60)
+        assert producer.flush(60) == 0
+        producer.abort_transaction(60)
+        producer.begin_transaction()
+        committed |= produce_each(producer, topic, 3, "again", 2)
+        producer.commit_transaction(60)
+        (offset,) = group.committed([TopicPartition(topic, 0)], timeout=30)
+        assert offset.offset == 42
+    finally:
+        group.close()
 
     seen = read_committed(cluster, topic, 3)
     assert sorted(seen) == sorted(committed)
@@ -142,6 +185,7 @@ def test_commit_and_abort_across_partitions_led_by_different_brokers(cluster):
 
 def test_coordinator_killed_mid_transaction(cluster):
     topic, transactional_id = "txn-failover", "failover-producer"
+    whole(cluster)
     create(cluster, topic, partitions=3, rf=3)
     data_leaders(cluster, topic, 3)
     producer = transactional_producer(cluster, transactional_id)
@@ -183,6 +227,40 @@ def test_coordinator_killed_mid_transaction(cluster):
     assert set(seen) == committed
     # The open transaction is all there or not at all.
     assert set(seen) & open_values in (set(), open_values)
+
+
+def test_new_coordinator_finishes_a_prepared_commit(cluster):
+    """A commit whose markers cannot all be written (a partition's only replica is down) stays
+    in PrepareCommit; when its coordinator is killed the new one loads it, keeps sending the
+    markers and completes it once the partition is back."""
+    topic, transactional_id = "txn-prepared", "prepared-producer"
+    whole(cluster)
+    producer = transactional_producer(cluster, transactional_id)
+    coordinator = live_coordinator(cluster, transactional_id)
+    offline, survivor = [b for b in sorted(cluster.brokers) if b != coordinator]
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    # Partition 0 lives on ``offline`` alone, partition 1 on ``survivor`` alone.
+    new_topic = NewTopic(topic, num_partitions=2, replica_assignment=[[offline], [survivor]])
+    admin.create_topics([new_topic])[topic].result(30)
+    data_leaders(cluster, topic, 2)
+    producer.begin_transaction()
+    values = produce_each(producer, topic, 2, "prepared", 5)
+    assert producer.flush(60) == 0
+
+    cluster.brokers[offline].kill()
+    producer.commit_transaction(60)  # answered once PrepareCommit is replicated
+    where = cluster.brokers[coordinator].bootstrap_servers
+    assert transaction_state(where, transactional_id) == "PrepareCommit"
+
+    cluster.brokers[coordinator].kill()
+    assert live_coordinator(cluster, transactional_id, exclude=coordinator) == survivor
+    where = cluster.brokers[survivor].bootstrap_servers
+    assert transaction_state(where, transactional_id) == "PrepareCommit"
+    cluster.brokers[offline].start()
+    wait_for(lambda: transaction_state(where, transactional_id) == "CompleteCommit", 60,
+             0.2, what="the new coordinator to complete the commit")
+    assert sorted(read_committed(cluster, topic, 2)) == sorted(values)
+    whole(cluster)
 
 
 def test_producer_id_blocks_are_shared_through_zookeeper(zookeeper):

@@ -1,7 +1,9 @@
 """AddOffsetsToTxn (key 25), v0-4: adds the group's ``__consumer_offsets`` partition to the
 producer's transaction, so that TxnOffsetCommit may write there and EndTxn writes a marker
-there. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2 (KIP-588). Needs WRITE on the transactional id
-(TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then READ on the group (GROUP_AUTHORIZATION_FAILED)."""
+there. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2 (KIP-588). Needs WRITE on the
+transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then READ on the group
+(GROUP_AUTHORIZATION_FAILED). In cluster mode only the id's coordinator serves it
+(NOT_COORDINATOR elsewhere) and it answers once the coordinator's record is committed."""
 
 from __future__ import annotations
 

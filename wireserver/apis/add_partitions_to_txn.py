@@ -5,7 +5,9 @@ transactional ids; Kafka reserves them for brokers (KIP-890 part 1 verification)
 ``verify_only``, only checks that each partition is already in the open transaction
 (INVALID_TXN_STATE when not). We serve both forms the same way without inter-broker
 authorization. Unknown partitions answer UNKNOWN_TOPIC_OR_PARTITION and the rest of the request
-OPERATION_NOT_ATTEMPTED. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2 (KIP-588).
+OPERATION_NOT_ATTEMPTED. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2 (KIP-588). In
+cluster mode only the id's coordinator serves it (NOT_COORDINATOR elsewhere) and added
+partitions answer once the coordinator's record is committed.
 
 Authorization as ``KafkaApis``: v0-3 need WRITE on the transactional id (every partition
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED otherwise) and on each topic (TOPIC_AUTHORIZATION_FAILED,

@@ -3,10 +3,10 @@
 Commits or aborts the producer's open transaction: on one node markers are written to every
 partition in it before the response goes out; in a cluster the answer comes once the
 PrepareCommit/PrepareAbort record is committed and the markers follow (as Kafka), so the next
-transaction's first request may get CONCURRENT_TRANSACTIONS until they are written. v5 (Kafka 4.x, KIP-890 transaction protocol v2: the
-coordinator bumps the epoch at every commit and answers the new one) is not served, as the
-``transaction.version`` feature is not advertised. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH
-before v2 (KIP-588). Needs WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
+transaction's first request may get CONCURRENT_TRANSACTIONS until they are written. v5 (Kafka
+4.x, KIP-890 transaction protocol v2: the coordinator bumps the epoch at every commit and
+answers the new one) is not served, as the ``transaction.version`` feature is not advertised.
+PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2 (KIP-588). Needs WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations

@@ -15,7 +15,9 @@ outside (0, transaction.max.timeout.ms] is INVALID_TRANSACTION_TIMEOUT; the rest
 transaction coordinator (``wireserver.txn``): a new producer id with epoch 0, or the next epoch
 of the id's producer (fencing the previous one; an open transaction is aborted first and the
 answer is CONCURRENT_TRANSACTIONS, so the client retries). PRODUCER_FENCED is
-INVALID_PRODUCER_EPOCH before v4 (KIP-588).
+INVALID_PRODUCER_EPOCH before v4 (KIP-588). In cluster mode a transactional id is served by
+its coordinator only (NOT_COORDINATOR elsewhere, see ``wireserver.txn.coordinator``) and the
+answer waits until the new epoch's record is committed.
 """
 
 from __future__ import annotations

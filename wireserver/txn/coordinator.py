@@ -7,12 +7,26 @@ created (compacted) on first use and replayed into memory when the broker starts
 
 Each state change is written to ``__transaction_state`` before it is acted on. Ending a
 transaction goes Ongoing → PrepareCommit/PrepareAbort (written) → markers → CompleteCommit/
-CompleteAbort (written). Markers are written straight into the local partition logs (Kafka
-sends WriteTxnMarkers to each partition leader); a marker to a ``__consumer_offsets`` partition
-also tells the group coordinator to commit or drop the producer's pending offsets. Everything is
-synchronous on the reactor thread, so a client never sees a Prepare state (it would answer
-CONCURRENT_TRANSACTIONS); a broker that stops between the Prepare record and the Complete record
-finishes the transaction when it loads the log again, as Kafka does.
+CompleteAbort (written). On one node markers are written straight into the local partition
+logs; a marker to a ``__consumer_offsets`` partition also tells the group coordinator to commit
+or drop the producer's pending offsets. Everything is synchronous on the reactor thread, so a
+client never sees a Prepare state (it would answer CONCURRENT_TRANSACTIONS); a broker that stops
+between the Prepare record and the Complete record finishes the transaction when it loads the
+log again, as Kafka does.
+
+In cluster mode (``zookeeper.connect``) ``__transaction_state`` is created through ZooKeeper
+with ``transaction.state.log.replication.factor`` replicas and ``transaction.state.log.min.isr``,
+and this broker coordinates the ids of the partitions it leads: the cluster node calls
+``on_election(p, leader_epoch)`` when it becomes leader of partition ``p`` (its ids are replayed
+up to the log end and transactions found in PrepareCommit/PrepareAbort are finished; the leader
+epoch is the coordinator epoch written in markers) and ``on_resignation(p)`` when it stops (its
+ids are dropped). Requests for other ids get NOT_COORDINATOR (COORDINATOR_LOAD_IN_PROGRESS while
+loading). Records are appended with the partition's leader epoch and the APIs answer once the
+high watermark passed them (``replicated``, used by the handlers). EndTxn answers once the
+Prepare record is committed; the markers then go out in the background
+(``_complete_in_cluster``: WriteTxnMarkers to each partition's leader through
+``wireserver.cluster.txn_markers``) and the Complete record follows the last marker, so the next
+transaction's first request may get CONCURRENT_TRANSACTIONS meanwhile, as in Kafka.
 
 Fencing: InitProducerId for an id with an open transaction bumps the epoch (PrepareEpochFence),
 aborts the transaction with the new epoch and answers CONCURRENT_TRANSACTIONS; the retry gets
