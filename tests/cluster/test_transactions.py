@@ -5,7 +5,6 @@ coordinator's broker is killed the new leader of the partition takes over the tr
 
 from __future__ import annotations
 
-import json
 import uuid
 
 import pytest
@@ -262,30 +261,3 @@ def test_new_coordinator_finishes_a_prepared_commit(cluster):
     assert sorted(read_committed(cluster, topic, 2)) == sorted(values)
     whole(cluster)
 
-
-def test_producer_id_blocks_are_shared_through_zookeeper(zookeeper):
-    """Brokers reserve producer id blocks in ``/latest_producer_id_block``: two brokers never
-    hand out the same id (a transactional id keeps its producer id across coordinators)."""
-    from kazoo.client import KazooClient
-
-    from wireserver.cluster.producer_id_blocks import ZkProducerIdManager
-
-    clients = [KazooClient(hosts=zookeeper.connect + "/wireserver-pid-blocks") for _ in range(2)]
-    try:
-        for client in clients:
-            client.start(timeout=30)
-            client.ensure_path("/")
-        first = ZkProducerIdManager(clients[0], 1, block_size=10)
-        second = ZkProducerIdManager(clients[1], 2, floor=25, block_size=10)
-        ids = [first.generate(), second.generate()] + [first.generate() for _ in range(12)]
-        ids += [second.generate() for _ in range(12)]
-        assert len(set(ids)) == len(ids)
-        assert ids[:2] == [0, 25]  # the second broker's block starts past its own floor
-        latest = json.loads(clients[0].get("/latest_producer_id_block")[0])
-        # The last block handed out (45-54, to broker 2) covers the highest id.
-        assert latest == {"version": 1, "broker": 2, "block_start": "45", "block_end": "54"}
-        assert max(ids) == 47
-    finally:
-        for client in clients:
-            client.stop()
-            client.close()

@@ -99,9 +99,6 @@ class ClusterNode:
         for path in zd.PERSISTENT_PATHS:
             self.zk.ensure_path(path)
         self._adopt_cluster_id()
-        from wireserver.cluster.producer_id_blocks import ZkProducerIdManager
-        self.broker.producer_ids = ZkProducerIdManager(
-            self.zk, self.node_id, self.broker.producer_ids.next_block_start)
         self._register()
 
         def on_state(state: Any) -> None:
