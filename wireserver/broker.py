@@ -135,6 +135,11 @@ class Broker:
         if not self.started:
             return
         self.started = False
+        if self.cluster is not None:
+            try:
+                yield self.cluster.controlled_shutdown()
+            except Exception:  # noqa: BLE001 - stop anyway, as after a failed attempt
+                log.exception("controlled shutdown failed")
         for loop in self._loops:
             if loop.running:
                 loop.stop()
