@@ -9,7 +9,8 @@
 - follower truncation: a leader with records its followers never got dies, a replica with
   fewer records leads, the old leader comes back and drops its divergent records;
 - two of three brokers down: min.insync.replicas enforced, a partition whose ISR is all dead
-  stays offline without unclean leader election and comes back with it.
+  stays offline without unclean leader election and comes back with it;
+- producer ids handed out by different brokers never collide.
 """
 
 from __future__ import annotations
@@ -392,3 +393,108 @@ def test_rolling_restart_loses_nothing_and_shows_only_retriable_errors(cluster):
     assert producer.unflushed == 0 and producer.failed == [], producer.failed[:5]
     assert only_retriable(producer.errors + consumer.errors) == []
     check_acknowledged(cluster.bootstrap, topic, count, producer.acked)
+
+
+# -- follower truncation -----------------------------------------------------------------------
+
+
+def segment_bytes(data_dir: str, topic: str, partition: int) -> bytes:
+    return b"".join(open(path, "rb").read() for path in sorted(
+        glob.glob(os.path.join(data_dir, f"{topic}-{partition}", "*.log"))))
+
+
+def test_old_leader_truncates_records_it_alone_had(cluster):
+    """KIP-101: the leader appends records (acks=1) while its follower is down, dies; the
+    follower returns and leads (unclean election is on for the topic) with fewer records and
+    takes new ones; the old leader comes back, truncates to the new leader's log and, leading
+    again, serves the new leader's history."""
+    topic = "diverge"
+    create(cluster, topic, partitions=1, rf=2, min_insync_replicas=1,
+           unclean_leader_election_enable="true")
+    old, _, replicas, _ = wait_isr(cluster, topic, sorted(
+        partitions(cluster, topic)[0][2]))[0]
+    (new,) = [r for r in replicas if r != old]
+    bootstrap = cluster.brokers[old].bootstrap_servers
+    base = [f"base-{i}".encode() for i in range(50)]
+    assert acks_only(bootstrap, topic, base, "all") == [None] * 50
+    cluster.brokers[new].kill()
+    wait_leader(cluster, topic, 0, lambda p: p[3] == [old])
+    divergent = [f"divergent-{i}".encode() for i in range(20)]
+    assert acks_only(bootstrap, topic, divergent, "1") == [None] * 20
+    wait_for(lambda: records_on_disk(cluster.brokers[old].data_dir, topic, 0) == 70, 10,
+             what="the divergent records on the old leader's disk")
+    cluster.brokers[old].kill()
+    cluster.brokers[new].start()
+    wait_leader(cluster, topic, 0, lambda p: p[0] == new)
+    later = [f"later-{i}".encode() for i in range(10)]
+    assert acks_only(cluster.brokers[new].bootstrap_servers, topic, later, "all") == [None] * 10
+    history = base + later
+    assert [v for _, v in read_partition(cluster.bootstrap, topic, 0)] == history
+
+    cluster.brokers[old].start()
+    wait_isr(cluster, topic, sorted(replicas))
+    old_dir, new_dir = cluster.brokers[old].data_dir, cluster.brokers[new].data_dir
+    wait_for(lambda: records_on_disk(old_dir, topic, 0) == records_on_disk(new_dir, topic, 0)
+             == 60, 20, what="the old leader's log to match the new leader's")
+    assert b"divergent-" not in segment_bytes(old_dir, topic, 0)
+    # The new leader stops cleanly: leadership goes back to the old one, which serves what
+    # the new leader wrote and nothing of what it once had alone.
+    cluster.brokers[new].stop()
+    wait_leader(cluster, topic, 0, lambda p: p[0] == old)
+    assert [v for _, v in read_partition(cluster.bootstrap, topic, 0)] == history
+    cluster.brokers[new].start()
+    wait_isr(cluster, topic, sorted(replicas))
+
+
+# -- two of three brokers down -----------------------------------------------------------------
+
+
+def test_two_brokers_down_min_insync_and_unclean_election(cluster):
+    """min.insync.replicas=2 with one replica left: acks=all is refused, acks=1 is taken.
+    With unclean.leader.election.enable=false (the default) a partition whose only ISR member
+    died stays offline when an out-of-sync replica returns; with it turned on (a broker
+    override, as an operator recovering the partition would set) that replica leads with what
+    it has, and the records only the dead leader held are lost, as Kafka documents."""
+    topic = "strict"
+    create(cluster, topic, partitions=1, rf=3, min_insync_replicas=2)
+    leader, _, replicas, _ = wait_isr(cluster, topic, ALL)[0]
+    first, second = [r for r in replicas if r != leader]
+    bootstrap = cluster.brokers[leader].bootstrap_servers
+    committed = [f"committed-{i}".encode() for i in range(10)]
+    assert acks_only(bootstrap, topic, committed, "all") == [None] * 10
+
+    cluster.brokers[first].kill()
+    cluster.brokers[second].kill()
+    wait_leader(cluster, topic, 0, lambda p: p[0] == leader and p[3] == [leader])
+    refused = acks_only(bootstrap, topic, [b"refused"], "all")
+    assert [e.code() for e in refused] == [KafkaError.NOT_ENOUGH_REPLICAS]
+    assert acks_only(bootstrap, topic, [b"leader-only"], "1") == [None]
+
+    # The leader dies too; an out-of-sync replica returns: the partition stays offline.
+    cluster.brokers[leader].kill()
+    returning = cluster.brokers[first]
+    returning.start()
+    wait_leader(cluster, topic, 0, lambda p: p[0] == -1)
+    controller, brokers, _ = metadata(returning.bootstrap_servers, topic)
+    assert (controller, brokers) == (first, [first])
+    error = raw_produce_error(returning.bootstrap_servers, topic, acks=1)
+    assert error == 6, error  # NOT_LEADER_OR_FOLLOWER: retriable, the client waits for a leader
+    assert partitions(cluster, topic)[0][0] == -1
+
+    # Unclean leader election turned on (broker default) and the broker restarted with it.
+    returning.stop()
+    returning.overrides["unclean.leader.election.enable"] = "true"
+    try:
+        returning.start()
+    finally:
+        del returning.overrides["unclean.leader.election.enable"]
+    state = wait_leader(cluster, topic, 0, lambda p: p[0] == first)
+    assert state[3] == [first]
+    assert acks_only(returning.bootstrap_servers, topic, [b"after"], "1") == [None]
+    values = [v for _, v in read_partition(returning.bootstrap_servers, topic, 0)]
+    assert values == committed + [b"after"]
+    # The others return and catch up; acks=all works again.
+    cluster.brokers[leader].start()
+    cluster.brokers[second].start()
+    wait_isr(cluster, topic, ALL)
+    assert acks_only(cluster.bootstrap, topic, [b"all-again"], "all") == [None]
