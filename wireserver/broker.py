@@ -131,7 +131,8 @@ class Broker:
     @defer.inlineCallbacks
     def stop(self):
         """Stop listening, drop connections, flush and checkpoint every log (so that the next
-        start does not re-scan anything)."""
+        start does not re-scan anything). In cluster mode the controlled shutdown comes first:
+        leadership goes to other replicas while clients can still be told so."""
         if not self.started:
             return
         self.started = False

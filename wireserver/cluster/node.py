@@ -505,8 +505,9 @@ class ClusterNode:
         from wireserver.cluster.controller import controlled_shutdown_state
 
         config = self.broker.config
-        if not config["controlled.shutdown.enable"] or self.zk is None or self.stopped:
-            return
+        if (not config["controlled.shutdown.enable"] or self.zk is None or self.stopped or
+                not self.zk.connected):
+            return  # without ZooKeeper nothing can be handed over: stop as after a crash
         self.shutting_down = True
         for tp in list(self.following):
             self._stop_following(tp)
