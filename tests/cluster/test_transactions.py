@@ -79,9 +79,10 @@ def read_committed(cluster: Cluster, topic: str, partitions: int, timeout: float
     values: list[str] = []
     try:
         def caught_up() -> bool:
-            msg = consumer.poll(0.5)
-            if msg is not None and not msg.error():
-                values.append(msg.value().decode())
+            batch = consumer.consume(1000, 0.5)
+            values.extend(msg.value().decode() for msg in batch if not msg.error())
+            if batch:
+                return False  # more may be waiting: look at the watermarks once idle
             for tp in tps:
                 _, high = consumer.get_watermark_offsets(tp, timeout=10, cached=False)
                 (position,) = consumer.position([TopicPartition(topic, tp.partition)])
