@@ -462,7 +462,9 @@ class TransactionCoordinator:
         """Write the markers of a prepared transaction, then its Complete state (in a cluster:
         once the Prepare record is committed, in the background, ``_complete_in_cluster``)."""
         if self.clustered:
-            self._complete_in_cluster(prepared, commit)
+            self._complete_in_cluster(prepared, commit).addErrback(
+                lambda failure: log.error("completing %s's transaction failed: %s",
+                                          prepared.transactional_id, failure.getTraceback()))
             return E.NONE
         self.write_markers(prepared.producer_id, prepared.producer_epoch, commit,
                            prepared.partitions)
