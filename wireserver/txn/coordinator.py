@@ -468,15 +468,19 @@ class TransactionCoordinator:
             return E.NONE
         self.write_markers(prepared.producer_id, prepared.producer_epoch, commit,
                            prepared.partitions)
+        self._record_completion(prepared, commit)
+        return E.NONE
+
+    def _record_completion(self, prepared: TransactionMetadata, commit: bool) -> None:
+        """Every marker is written: write CompleteCommit/CompleteAbort and make it the state.
+        The transaction is over even if the record cannot be written (a reload finds the
+        Prepare record and writes the markers again)."""
         done = prepared.copy()
         done.transition_to(S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT, self.now_ms())
         done.partitions = set()
         if self._write(done) != E.NONE:
-            # The markers are written: the transaction is over even without its Complete
-            # record (a reload finds the Prepare record and writes the markers again).
             log.warning("could not record the end of %s's transaction", done.transactional_id)
         self._set(done)
-        return E.NONE
 
     @defer.inlineCallbacks
     def _complete_in_cluster(self, prepared: TransactionMetadata, commit: bool):
@@ -509,14 +513,8 @@ class TransactionCoordinator:
             return
         yield self.markers.send(prepared.producer_id, prepared.producer_epoch, commit,
                                 coordinator_epoch, prepared.partitions, still_coordinator)
-        if not still_coordinator():
-            return
-        done = prepared.copy()
-        done.transition_to(S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT, self.now_ms())
-        done.partitions = set()
-        if self._write(done) != E.NONE:
-            log.warning("could not record the end of %s's transaction", transactional_id)
-        self._set(done)
+        if still_coordinator():
+            self._record_completion(prepared, commit)
 
     # -- cluster mode: coordinators follow the leaders of __transaction_state ----------------
 
