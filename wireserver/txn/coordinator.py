@@ -47,7 +47,7 @@ from twisted.internet import defer, task
 
 from protocol.errors import ErrorCode
 from protocol.records import RecordBatchBuilder, iter_batches
-from storage.producer_state import InvalidProducerEpoch
+from storage.producer_state import InvalidProducerEpoch, TransactionCoordinatorFenced
 from wireserver import internal_log
 from wireserver.cluster.txn_markers import TxnMarkerSender
 from wireserver.internal_log import ensure_internal_topic
@@ -573,10 +573,10 @@ class TransactionCoordinator:
                 partition_log.append_marker(producer_id, producer_epoch, commit,
                                             coordinator_epoch, leader_epoch=leader_epoch,
                                             now_ms=now)
-            except InvalidProducerEpoch as exc:
+            except (InvalidProducerEpoch, TransactionCoordinatorFenced) as exc:
                 log.warning("marker for producer %d on %s-%d refused: %s", producer_id, topic,
                             partition, exc)
-                results[(topic, partition)] = E.INVALID_PRODUCER_EPOCH
+                results[(topic, partition)] = exc.error_code
                 continue
             except Exception:  # noqa: BLE001 - one bad partition must not stop the others
                 log.exception("marker for producer %d on %s-%d failed", producer_id, topic,
