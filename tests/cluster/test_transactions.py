@@ -29,7 +29,8 @@ TRANSACTION = 1  # FindCoordinator key type
 def cluster(zookeeper):
     overrides = dict(COORDINATION_OVERRIDES, **{
         "transaction.state.log.replication.factor": "3",
-        "transaction.state.log.num.partitions": "3", "transaction.state.log.min.isr": "2"})
+        "transaction.state.log.num.partitions": "3", "transaction.state.log.min.isr": "2",
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000"})
     nodes = Cluster(zookeeper, 3, "/wireserver-transactions", overrides).start()
     yield nodes
     nodes.close()
@@ -48,11 +49,12 @@ def live_coordinator(cluster: Cluster, transactional_id: str, exclude: int = -1)
     return wait_for(agreed, 60, 0.2, what=f"a coordinator for {transactional_id}")
 
 
-def transactional_producer(cluster: Cluster, transactional_id: str) -> Producer:
+def transactional_producer(cluster: Cluster, transactional_id: str,
+                           timeout_ms: int = 60000) -> Producer:
     producer = Producer({"bootstrap.servers": cluster.bootstrap,
                          "transactional.id": transactional_id,
-                         "transaction.timeout.ms": 60000, "message.timeout.ms": 60000,
-                         "socket.timeout.ms": 10000})
+                         "transaction.timeout.ms": timeout_ms,
+                         "message.timeout.ms": timeout_ms, "socket.timeout.ms": 10000})
     producer.init_transactions(60)
     return producer
 
@@ -68,11 +70,13 @@ def produce_each(producer: Producer, topic: str, partitions: int, prefix: str,
     return values
 
 
-def read_committed(cluster: Cluster, topic: str, partitions: int, timeout: float = 60) -> list:
-    """Every record a read_committed consumer sees, read until its position reaches each
-    partition's high watermark (so nothing committed is missed and the end is known)."""
+def read_committed(cluster: Cluster, topic: str, partitions: int, timeout: float = 60,
+                   isolation: str = "read_committed") -> list:
+    """Every record a consumer with ``isolation`` (read_committed unless told) sees, read
+    until its position reaches each partition's high watermark (so nothing is missed and the
+    end is known; read_committed gets there once no transaction is open)."""
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": uuid.uuid4().hex,
-                         "isolation.level": "read_committed", "enable.auto.commit": False,
+                         "isolation.level": isolation, "enable.auto.commit": False,
                          "auto.offset.reset": "earliest"})
     tps = [TopicPartition(topic, p, 0) for p in range(partitions)]
     consumer.assign(tps)
@@ -227,6 +231,30 @@ def test_coordinator_killed_mid_transaction(cluster):
     assert set(seen) == committed
     # The open transaction is all there or not at all.
     assert set(seen) & open_values in (set(), open_values)
+
+
+def test_new_coordinator_aborts_an_abandoned_transaction(cluster):
+    """The coordinator dies with a transaction open and its producer never comes back: the
+    new coordinator loads it as Ongoing and aborts it once its timeout passes, so the records
+    stay hidden and read_committed consumers move past them."""
+    topic, transactional_id = "txn-abandoned", "abandoned-producer"
+    whole(cluster)
+    create(cluster, topic, partitions=3, rf=3)
+    data_leaders(cluster, topic, 3)
+    producer = transactional_producer(cluster, transactional_id, timeout_ms=10000)
+    coordinator = live_coordinator(cluster, transactional_id)
+    producer.begin_transaction()
+    abandoned = produce_each(producer, topic, 3, "abandoned", 5)
+    assert producer.flush(30) == 0
+
+    cluster.brokers[coordinator].kill()
+    moved = live_coordinator(cluster, transactional_id, exclude=coordinator)
+    where = cluster.brokers[moved].bootstrap_servers
+    wait_for(lambda: transaction_state(where, transactional_id) == "CompleteAbort", 60, 0.2,
+             what="the new coordinator to abort the timed-out transaction")
+    assert read_committed(cluster, topic, 3) == []
+    # The records are in the partitions, aborted.
+    assert set(read_committed(cluster, topic, 3, isolation="read_uncommitted")) == abandoned
 
 
 def test_new_coordinator_finishes_a_prepared_commit(cluster):
