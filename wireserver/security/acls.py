@@ -245,6 +245,42 @@ class Authorizer:
             return True
         return not found and self.allow_if_no_acl
 
+    def authorize_by_resource_type(self, principal: str, host: str, operation: Operation,
+                                   resource_type: ResourceType) -> bool:
+        """May the principal do ``operation`` on *some* resource of the type? Kafka's
+        ``Authorizer.authorizeByResourceType`` (KIP-679: an idempotent producer needs WRITE
+        on any topic or IDEMPOTENT_WRITE on the cluster): yes for a super user (or when no
+        ACL at all names a resource, with ``allow.everyone.if.no.acl.found``), otherwise
+        when an ALLOW of exactly this operation (or ALL) for the principal or ``User:*`` names
+        a resource that no DENY covers: a LITERAL ``*`` DENY covers everything, a LITERAL
+        DENY its own name, a PREFIXED DENY every name it starts. Implied operations do not
+        count here, as in Kafka."""
+        if self.authorize(principal, host, operation, resource_type, "hardcode"):
+            return True
+        deny = {PatternType.LITERAL: set(), PatternType.PREFIXED: set()}
+        allow = {PatternType.LITERAL: set(), PatternType.PREFIXED: set()}
+        for acl in self._acls:
+            if (acl.resource_type != resource_type or not acl.matches_entry(principal, host)
+                    or acl.operation not in (operation, Operation.ALL)
+                    or acl.pattern_type not in deny):
+                continue
+            if acl.permission == Permission.DENY:
+                if acl.pattern_type == PatternType.LITERAL and acl.resource_name == WILDCARD:
+                    return False
+                deny[acl.pattern_type].add(acl.resource_name)
+            elif acl.permission == Permission.ALLOW:
+                if acl.pattern_type == PatternType.LITERAL and acl.resource_name == WILDCARD:
+                    return True
+                allow[acl.pattern_type].add(acl.resource_name)
+        for pattern, names in allow.items():
+            for name in names:
+                if pattern == PatternType.LITERAL and name in deny[PatternType.LITERAL]:
+                    continue
+                if not any(name[:end] in deny[PatternType.PREFIXED]
+                           for end in range(1, len(name) + 1)):
+                    return True
+        return False
+
     # -- the ACL APIs ------------------------------------------------------------------------
 
     def acls(self) -> list[AclBinding]:

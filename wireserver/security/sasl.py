@@ -181,6 +181,16 @@ class ScramMechanism(Mechanism):
         self.credential: scram.ScramCredential | None = None
 
     def evaluate(self, token: bytes) -> bytes:
+        """Every SCRAM failure (an unknown user, a bad proof, a malformed message) reaches
+        the client as one message, as Kafka's ``SaslServerAuthenticator`` reports any
+        ``SaslException``: it does not tell an unknown user from a wrong password."""
+        try:
+            return self._evaluate(token)
+        except SaslFailure as exc:
+            raise SaslFailure(f"Authentication failed during authentication due to invalid "
+                              f"credentials with SASL mechanism {self.name}") from exc
+
+    def _evaluate(self, token: bytes) -> bytes:
         try:
             message = token.decode("utf-8")
         except UnicodeDecodeError:
@@ -236,18 +246,14 @@ class ScramMechanism(Mechanism):
         assert credential is not None
         signature = scram.hmac_of(self.name, credential.stored_key, auth_message)
         if len(proof) != len(signature):
-            raise self._invalid()
+            raise SaslFailure("Invalid client proof length")
         client_key = bytes(a ^ b for a, b in zip(proof, signature))
         if not hmac.compare_digest(scram.digest(self.name, client_key), credential.stored_key):
-            raise self._invalid()
+            raise SaslFailure("Invalid client credentials")
         server_signature = scram.hmac_of(self.name, credential.server_key, auth_message)
         self.authorization_id = self.username
         self.complete = True
         return b"v=" + base64.b64encode(server_signature)
-
-    def _invalid(self) -> SaslFailure:
-        return SaslFailure(f"Authentication failed during authentication due to invalid "
-                           f"credentials with SASL mechanism {self.name}")
 
 
 def _b64url(text: str) -> bytes:
