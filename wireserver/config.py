@@ -233,8 +233,9 @@ _BROKER_ONLY = [
          "Largest SASL session lifetime (KIP-368); 0 = sessions never expire. Clients "
          "re-authenticate before it ends, or their connection is closed.", at_least(0)),
     _key("connection.failed.authentication.delay.ms", "int", 100,
-         "Accepted for compatibility; a failed authentication is answered at once.",
-         at_least(0)),
+         "How long the answer to a failed SASL authentication (and the close that follows) "
+         "is held back, slowing password guessing; other connections are served meanwhile. "
+         "0 = answer and close at once.", at_least(0)),
     _key("authorizer.class.name", "string", "",
          "Authorizer; org.apache.kafka.metadata.authorizer.StandardAuthorizer or "
          "kafka.security.authorizer.AclAuthorizer turn on ACLs (empty = everything allowed)."),

@@ -358,6 +358,8 @@ class SaslListenerSettings:
     oauth_options: dict[str, str]
     max_reauth_ms: int
     scram_store: scram.ScramStore | None
+    #: ``connection.failed.authentication.delay.ms``: how long a failure's answer waits
+    failed_authentication_delay_ms: int = 0
 
     @classmethod
     def from_config(cls, config: Any, listener: str,
@@ -376,7 +378,8 @@ class SaslListenerSettings:
                 oauth_options.update(module.options)
         return cls(listener, mechanisms, plain_users, oauth_options,
                    config.listener_value(listener, "connections.max.reauth.ms") or 0,
-                   scram_store)
+                   scram_store,
+                   config.get("connection.failed.authentication.delay.ms") or 0)
 
     def mechanism(self, name: str, now_ms: Callable[[], int]) -> Mechanism:
         if name == "PLAIN":
