@@ -98,6 +98,10 @@ class ClusterNode:
         for path in zd.PERSISTENT_PATHS:
             self.zk.ensure_path(path)
         self._adopt_cluster_id()
+        authorizer = getattr(self.broker.security, "authorizer", None)
+        if authorizer is not None:  # ACLs live in ZooKeeper, shared by every broker
+            from wireserver.cluster.acls import ZkAclStore
+            ZkAclStore(self.zk, authorizer, self._from_zk).start()
         self._register()
 
         def on_state(state: Any) -> None:
