@@ -137,6 +137,11 @@ def _check_listeners_syntax(value: str) -> None:
     parse_listeners(value, None)
 
 
+def _check_principal_rules(value: str) -> None:
+    from wireserver.security.principals import parse_rules
+    parse_rules(value)
+
+
 def _check_protocol_map(value: str) -> None:
     parse_security_protocol_map(value)
 
@@ -211,6 +216,11 @@ _BROKER_ONLY = [
          "Password of the trust store (unused with PEM).", sensitive=True),
     _key("ssl.truststore.certificates", "password", None,
          "Trusted certificates in PEM, inline (with ssl.truststore.type=PEM).", sensitive=True),
+    _key("ssl.principal.mapping.rules", "string", "DEFAULT",
+         "How a client certificate's subject DN becomes its principal's user name: "
+         "comma-separated RULE:pattern/replacement/[LU] rules and DEFAULT (the DN itself), "
+         "the first that applies wins; none applying refuses the connection.",
+         _check_principal_rules),
     _key("ssl.client.auth", "string", "none",
          "Client certificates on SSL listeners: none, requested or required.",
          one_of("none", "requested", "required")),

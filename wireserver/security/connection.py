@@ -32,7 +32,13 @@ def admit(connection: Any, frame: memoryview) -> bool:
         security.tls_principal_done = True
         if not security.uses_sasl:
             from wireserver.security import tls  # pyOpenSSL only where TLS is configured
-            principal = tls.peer_principal(connection.transport)
+            from wireserver.security.principals import NoMatchingRule
+            mapper = connection.broker.security.principal_mappers.get(security.listener)
+            try:
+                principal = tls.peer_principal(connection.transport, mapper)
+            except NoMatchingRule as exc:
+                connection.close(f"SSL authentication failed: {exc}")
+                return False
             if principal is not None:
                 security.principal = principal
     authenticator = security.authenticator
