@@ -394,11 +394,26 @@ def disabled_mechanism(target: SecureTarget, client: str) -> dict:
     extra = ({"enable.sasl.oauthbearer.unsecure.jwt": "true",
               "sasl.oauthbearer.config": "principal=alice"} if client == "confluent-kafka"
              else None)
-    return {"oauthbearer": login(target, client, "OAUTHBEARER", "alice", "", extra)}
+    return {"oauthbearer": login(target, client, "OAUTHBEARER", "alice", "", extra),
+            "handshake": {name: raw_handshake(target, name)
+                          for name in ("OAUTHBEARER", "GSSAPI", "PLAIN")}}
+
+
+def raw_handshake(target: SecureTarget, mechanism: str) -> dict:
+    """SaslHandshake v1 on a fresh connection: the error code and the enabled mechanisms
+    (sorted: Kafka lists a Java HashSet)."""
+    from kafka.protocol.sasl import SaslHandshakeRequest
+    from wireserver.testing import KafkaWire
+    with KafkaWire(target.sasl) as wire:
+        response = wire.request(SaslHandshakeRequest(version=1, mechanism=mechanism))
+    return {"error_code": response.error_code, "mechanisms": sorted(response.mechanisms)}
 
 
 def _check_disabled(obs: dict) -> None:
     assert obs["oauthbearer"]["error"] != "ok", obs
+    assert obs["handshake"]["OAUTHBEARER"]["error_code"] == 33, obs  # UNSUPPORTED_SASL_...
+    assert obs["handshake"]["GSSAPI"]["error_code"] == 33, obs
+    assert obs["handshake"]["PLAIN"] == {"error_code": 0, "mechanisms": sorted(MECHANISMS)}
 
 
 # ------------------------------------------------------------------------------ authorization
