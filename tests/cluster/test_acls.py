@@ -103,8 +103,8 @@ def test_acls_written_via_one_broker_are_enforced_by_the_other_and_survive_resta
     for broker in (first, second):
         broker.restart()
     for broker in (first, second):
+        wait_for(lambda: listed(broker, "open"), what="a restarted broker to list the topics")
         assert not listed(broker, "secret") and not listed(broker, "hidden-1")
-        assert listed(broker, "open")
 
     # a deletion on broker 2 reaches broker 1, and the empty znode goes
     client = admin(second)
