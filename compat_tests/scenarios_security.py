@@ -126,9 +126,11 @@ def settings(client: str, user: str, mechanism: str = "PLAIN",
         return {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": mechanism,
                 "sasl_plain_username": user, "sasl_plain_password": password}
     if client == "java":
+        options = (f' unsecuredLoginStringClaim_sub="{user}"' if mechanism == "OAUTHBEARER"
+                   else f' username="{user}" password="{password}"')
         return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
                 "sasl.jaas.config": _jaas(_LOGIN_MODULES.get(mechanism, "scram.ScramLoginModule"),
-                                          f' username="{user}" password="{password}"')}
+                                          options)}
     return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
             "sasl.username": user, "sasl.password": password}
 
@@ -353,13 +355,11 @@ def login(target: SecureTarget, client: str, mechanism: str, user: str, password
 
 def _java_login(target: SecureTarget, mechanism: str, user: str, password: str,
                 extra: dict[str, str] | None) -> dict[str, str]:
-    module = _LOGIN_MODULES.get(mechanism, "scram.ScramLoginModule")
-    options = (f' unsecuredLoginStringClaim_sub="{user}"' if mechanism == "OAUTHBEARER"
-               else f' username="{user}" password="{password}"')
-    lines = ["security.protocol=SASL_PLAINTEXT", f"sasl.mechanism={mechanism}",
-             f"sasl.jaas.config={_jaas(module, options)}", "request.timeout.ms=10000",
-             "default.api.timeout.ms=15000",
-             *(f"{k}={v}" for k, v in (extra or {}).items())]
+    # generous bounds: a login that works must not time out on a loaded machine, and a
+    # failed one ends at once (authentication errors are not retried)
+    config = {**settings("java", user, mechanism, password), "request.timeout.ms": 20000,
+              "default.api.timeout.ms": 40000, **(extra or {})}
+    lines = [f"{key}={value}" for key, value in config.items()]
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "client.properties")
         with open(path, "w", encoding="utf-8") as handle:
