@@ -50,7 +50,7 @@ AUTH_CLIENTS = ("confluent-kafka", "java")
 ACL_CLIENTS = ("confluent-kafka", "kafka-python")
 #: one ACL scenario also runs Kafka's console producer (a JVM start per produce: seconds)
 PRODUCE_CLIENTS = (*ACL_CLIENTS, "java")
-WAIT = 15.0  # seconds a client may take to report an error
+WAIT = 30.0  # seconds a client may take (an error or the records come well before)
 
 
 _LOGIN_MODULES = {"PLAIN": "plain.PlainLoginModule",
