@@ -84,10 +84,10 @@ def test_acls_written_via_one_broker_are_enforced_by_the_other_and_survive_resta
          "host": "*"}]}
     assert json.loads(zk.get("/kafka-acl-extended/prefixed/Topic/hidden-")[0])["acls"]
     changes = zk.get_children("/kafka-acl-changes")
-    assert [zk.get(f"/kafka-acl-changes/{c}")[0] for c in changes] == [b"Topic:secret"]
+    assert [zk.get(f"/kafka-acl-changes/{c}")[0] for c in changes] == [b"TOPIC:secret"]
     [prefixed_change] = zk.get_children("/kafka-acl-extended-changes")
     assert json.loads(zk.get(f"/kafka-acl-extended-changes/{prefixed_change}")[0]) == {
-        "version": 1, "resourceType": "Topic", "name": "hidden-", "patternType": "PREFIXED"}
+        "version": 1, "resourceType": "TOPIC", "name": "hidden-", "patternType": "PREFIXED"}
 
     # the other broker follows: it hides both topics and lists the ACLs
     wait_for(lambda: not listed(second, "secret") and not listed(second, "hidden-1"),

@@ -7,8 +7,8 @@ same ACLs and they outlive any one broker:
   ``{"version":1,"acls":[{"principal":"User:x","permissionType":"Allow","operation":"Read",
   "host":"*"}]}`` and is deleted when its last ACL goes;
 - a change to a resource adds a sequential ``/kafka-acl-changes/acl_changes_<seq>`` (LITERAL;
-  data ``Topic:name``) or ``/kafka-acl-extended-changes/acl_changes_<seq>`` (PREFIXED; data
-  ``{"version":1,"resourceType":"Topic","name":"x","patternType":"PREFIXED"}``).
+  data ``TOPIC:name``) or ``/kafka-acl-extended-changes/acl_changes_<seq>`` (PREFIXED; data
+  ``{"version":1,"resourceType":"TOPIC","name":"x","patternType":"PREFIXED"}``).
 
 Every broker loads all ACLs when it joins, and watches both change paths (a kazoo watch,
 brought to the reactor with ``callFromThread``): for each new notification it re-reads the
@@ -79,8 +79,10 @@ def decode_acls(key: Key, data: bytes | None) -> list[AclBinding]:
 
 
 def encode_change(key: Key) -> bytes:
+    """A change notification names the resource with the Java enum names (``TOPIC``), unlike
+    the ACL paths (``Topic``), as Kafka's ``ZkAclChangeStore`` does."""
     resource_type, pattern_type, name = key
-    type_name = RESOURCE_NAMES[ResourceType(resource_type)]
+    type_name = ResourceType(resource_type).name
     if pattern_type == PatternType.LITERAL:
         return f"{type_name}:{name}".encode()
     return json.dumps({"version": 1, "resourceType": type_name, "name": name,
@@ -88,13 +90,18 @@ def encode_change(key: Key) -> bytes:
                       separators=(",", ":")).encode()
 
 
+def _resource_type(text: str) -> int:
+    """``TOPIC`` (Kafka 2+) or ``Topic`` (older brokers' notifications)."""
+    return RESOURCE_TYPES.get(text) or ResourceType[text.upper()]
+
+
 def decode_change(data: bytes, literal: bool) -> Key:
     text = data.decode()
     if literal:
         type_name, _, name = text.partition(":")
-        return RESOURCE_TYPES[type_name], PatternType.LITERAL, name
+        return _resource_type(type_name), PatternType.LITERAL, name
     doc = json.loads(text)
-    return (RESOURCE_TYPES[doc["resourceType"]], PatternType[doc["patternType"].upper()],
+    return (_resource_type(doc["resourceType"]), PatternType[doc["patternType"].upper()],
             doc["name"])
 
 
