@@ -99,6 +99,15 @@ def read_partition(cluster: Cluster, topic: str, partition: int, count: int) -> 
         consumer.close()
 
 
+def delete_topic(broker, topic: str) -> int:
+    request_class = SERVED.get(20).request_class
+    response = send(broker, request_class(version=6, timeout_ms=30000, topics=[
+        request_class.DeleteTopicState(name=topic, topic_id=None)]))
+    ((name, error),) = [(r.name, r.error_code) for r in response.responses]
+    assert name == topic
+    return error
+
+
 def test_delete_topic_via_one_broker_is_gone_everywhere(cluster, zk):
     topic = "doomed"
     create(cluster, topic, partitions=2, rf=3)
@@ -107,10 +116,7 @@ def test_delete_topic_via_one_broker_is_gone_everywhere(cluster, zk):
         wait_for(lambda: len(log_dirs(broker, topic)) == 2, 30,
                  what=f"broker {broker.node_id} to open the topic's logs")
 
-    request_class = SERVED.get(20).request_class
-    response = send(cluster.brokers[1], request_class(version=6, timeout_ms=30000, topics=[
-        request_class.DeleteTopicState(name=topic, topic_id=None)]))
-    assert [(r.name, r.error_code) for r in response.responses] == [(topic, 0)]
+    assert delete_topic(cluster.brokers[1], topic) == 0
     # The receiving broker answers once the topic left its metadata.
     assert topic_error(cluster.brokers[1], topic) == UNKNOWN_TOPIC_OR_PARTITION
     for broker in cluster.brokers.values():
@@ -130,6 +136,31 @@ def test_delete_topic_via_one_broker_is_gone_everywhere(cluster, zk):
         wait_for(lambda: log_dirs(broker, topic) == [os.path.join(broker.data_dir,
                                                                   f"{topic}-0")], 30,
                  what=f"broker {broker.node_id} to open the new topic")
+
+
+def test_broker_down_during_deletion_drops_the_logs_when_it_returns(cluster):
+    gone, renewed = "gone-while-away", "renewed-while-away"
+    for topic in (gone, renewed):
+        create(cluster, topic, partitions=1, rf=3)
+        assert produce(cluster, topic, [b"old"] * 5) == [None] * 5
+    absent = cluster.brokers[3]
+    wait_for(lambda: all(records_on_disk(absent.data_dir, t, 0) == 5 for t in (gone, renewed)),
+             30, what="broker 3 to replicate both topics")
+    absent.kill()
+    assert delete_topic(cluster.brokers[1], gone) == 0
+    assert delete_topic(cluster.brokers[1], renewed) == 0
+    create(cluster, renewed, partitions=1, rf=2)
+    assert produce(cluster, renewed, [b"new"]) == [None]
+
+    absent.start()
+    wait_for(lambda: topic_error(absent, gone) == UNKNOWN_TOPIC_OR_PARTITION and
+             log_dirs(absent, gone) == [], 60, what="broker 3 to drop the deleted topic")
+    # The re-created topic's old logs are gone: what broker 3 holds now is the new topic
+    # (it replicates it only if placed there).
+    _, _, partitions = metadata(absent.bootstrap_servers, renewed)
+    expected = 1 if 3 in partitions[0][2] else 0
+    wait_for(lambda: records_on_disk(absent.data_dir, renewed, 0) == expected, 60,
+             what="broker 3 to hold the new topic only")
 
 
 def create_partitions(broker, topic: str, count: int, assignments=None):
