@@ -102,7 +102,8 @@ def add_in_cluster(broker, topic, validate_only: bool) -> None:
     replication_factor = len(topic_admin.first_partition_replicas(existing))
     check(topic, len(existing.replicas), set(node.brokers), replication_factor)
     if topic.assignments is None:
-        added = topic_admin.new_partitions_assignment(node, existing, topic.count)
+        added = topic_admin.new_partitions_assignment(node.live_racks(), existing,
+                                                      topic.count)
     else:
         added = {len(existing.replicas) + i: list(a.broker_ids)
                  for i, a in enumerate(topic.assignments)}

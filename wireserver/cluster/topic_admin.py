@@ -57,13 +57,13 @@ def first_partition_replicas(existing: zd.TopicAssignment) -> list[int]:
     return existing.replicas.get(0) or next(iter(existing.replicas.values()))
 
 
-def new_partitions_assignment(node: "ClusterNode", existing: zd.TopicAssignment,
+def new_partitions_assignment(brokers: Mapping[int, str | None], existing: zd.TopicAssignment,
                               count: int) -> dict[int, list[int]]:
-    """Kafka's placement of added partitions: round robin over the live brokers with the
-    topic's replication factor, starting at the broker of partition 0's first replica and at
-    partition number ``len(existing)`` (so the pattern continues where creation left it)."""
+    """Kafka's placement of added partitions (``AdminZkClient.createNewPartitionsAssignment``)
+    on ``brokers`` (live broker id -> rack): round robin with the topic's replication factor,
+    starting at the broker of partition 0's first replica and at partition number
+    ``len(existing)`` (so the pattern continues where creation left it)."""
     first = first_partition_replicas(existing)
-    brokers = node.live_racks()
     ids = sorted(brokers)
     start_index = next((i for i, b in enumerate(ids) if b >= first[0]), 0)
     try:
