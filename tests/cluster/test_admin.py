@@ -27,7 +27,7 @@ CHROOT = "/wireserver-admin"
 OVERRIDES = {"offsets.topic.replication.factor": "3", "offsets.topic.num.partitions": "3",
              "auto.leader.rebalance.enable": "false", "group.initial.rebalance.delay.ms": "0"}
 RESOURCE_TOPIC, SET, DELETE = 2, 0, 1
-DYNAMIC_TOPIC_CONFIG = 1
+DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5
 UNKNOWN_TOPIC_OR_PARTITION, COORDINATOR_NOT_AVAILABLE = 3, 15
 INVALID_REPLICATION_ASSIGNMENT, MEMBER_ID_REQUIRED = 39, 79
 
@@ -276,7 +276,20 @@ def test_topic_configs_via_one_broker_apply_everywhere(cluster, zk):
     restart_and_wait_for_isr(cluster, victim, topic)
     # The restarted broker read the config from ZooKeeper.
     assert described(cluster.brokers[victim], topic, ["min.insync.replicas", "cleanup.policy"]) \
-        == {"min.insync.replicas": ("1", 5), "cleanup.policy": ("compact", DYNAMIC_TOPIC_CONFIG)}
+        == {"min.insync.replicas": ("1", DEFAULT_CONFIG), "cleanup.policy": ("compact", DYNAMIC_TOPIC_CONFIG)}
+
+    # The legacy AlterConfigs replaces the whole set, everywhere.
+    request_class = SERVED.get(33).request_class
+    resource_class = request_class.AlterConfigsResource
+    response = send(cluster.brokers[1], request_class(version=2, validate_only=False, resources=[
+        resource_class(resource_type=RESOURCE_TOPIC, resource_name=topic, configs=[
+            resource_class.AlterableConfig(name="retention.ms", value="7200000")])]))
+    assert [r.error_code for r in response.responses] == [0]
+    expected = {"retention.ms": ("7200000", DYNAMIC_TOPIC_CONFIG),
+                "cleanup.policy": ("delete", DEFAULT_CONFIG)}
+    for broker in cluster.brokers.values():
+        wait_for(lambda: described(broker, topic, list(expected)) == expected, 30,
+                 what=f"broker {broker.node_id} to apply the replaced config")
 
 
 def test_group_survives_coordinator_kill(cluster):
