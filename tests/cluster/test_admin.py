@@ -276,7 +276,8 @@ def test_topic_configs_via_one_broker_apply_everywhere(cluster, zk):
     restart_and_wait_for_isr(cluster, victim, topic)
     # The restarted broker read the config from ZooKeeper.
     assert described(cluster.brokers[victim], topic, ["min.insync.replicas", "cleanup.policy"]) \
-        == {"min.insync.replicas": ("1", DEFAULT_CONFIG), "cleanup.policy": ("compact", DYNAMIC_TOPIC_CONFIG)}
+        == {"min.insync.replicas": ("1", DEFAULT_CONFIG),
+            "cleanup.policy": ("compact", DYNAMIC_TOPIC_CONFIG)}
 
     # The legacy AlterConfigs replaces the whole set, everywhere.
     request_class = SERVED.get(33).request_class

@@ -32,9 +32,9 @@ committed), so a commit's response goes out after its record is in the log. In c
 the SyncGroup leader's assignment and a static member's replacement are answered once their
 group record is replicated (``_store_group_replicated``), the group staying in
 CompletingRebalance meanwhile; a timeout answers REBALANCE_IN_PROGRESS, too small an ISR
-COORDINATOR_NOT_AVAILABLE, lost leadership NOT_COORDINATOR (Kafka's ``storeGroup`` errors). State is loaded back
-synchronously when the broker starts (Kafka loads asynchronously and answers
-COORDINATOR_LOAD_IN_PROGRESS meanwhile; we never need to).
+COORDINATOR_NOT_AVAILABLE, lost leadership NOT_COORDINATOR (Kafka's ``storeGroup`` errors).
+State is loaded back synchronously when the broker starts (Kafka loads asynchronously and
+answers COORDINATOR_LOAD_IN_PROGRESS meanwhile; we never need to).
 
 Transactional offsets (TxnOffsetCommit): written to ``__consumer_offsets`` as a transactional
 batch of the producer (its id and epoch, no sequence) and kept *pending* per producer id until
