@@ -147,6 +147,9 @@ def test_broker_down_during_deletion_drops_the_logs_when_it_returns(cluster):
     wait_for(lambda: all(records_on_disk(absent.data_dir, t, 0) == 5 for t in (gone, renewed)),
              30, what="broker 3 to replicate both topics")
     absent.kill()
+    # Once its registration expired, broker 3 gets no replica of the re-created topic.
+    wait_for(lambda: 3 not in metadata(cluster.brokers[1].bootstrap_servers, gone)[1], 60,
+             what="broker 3's registration to expire")
     assert delete_topic(cluster.brokers[1], gone) == 0
     assert delete_topic(cluster.brokers[1], renewed) == 0
     create(cluster, renewed, partitions=1, rf=2)
@@ -155,11 +158,12 @@ def test_broker_down_during_deletion_drops_the_logs_when_it_returns(cluster):
     absent.start()
     wait_for(lambda: topic_error(absent, gone) == UNKNOWN_TOPIC_OR_PARTITION and
              log_dirs(absent, gone) == [], 60, what="broker 3 to drop the deleted topic")
-    # The re-created topic's old logs are gone: what broker 3 holds now is the new topic
-    # (it replicates it only if placed there).
-    _, _, partitions = metadata(absent.bootstrap_servers, renewed)
-    expected = 1 if 3 in partitions[0][2] else 0
-    wait_for(lambda: records_on_disk(absent.data_dir, renewed, 0) == expected, 60,
+    # The re-created topic (placed on brokers 1 and 2) replaced the old one's logs: broker 3
+    # opens an empty log for it.
+    assert 3 not in metadata(absent.bootstrap_servers, renewed)[2][0][2]
+    wait_for(lambda: log_dirs(absent, renewed) == [os.path.join(absent.data_dir,
+                                                                 f"{renewed}-0")] and
+             records_on_disk(absent.data_dir, renewed, 0) == 0, 60,
              what="broker 3 to hold the new topic only")
 
 
@@ -299,7 +303,7 @@ def test_group_survives_coordinator_kill(cluster):
     assert produce(cluster, topic, [b"%d" % i for i in range(30)]) == [None] * 30
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group,
                          "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                         "session.timeout.ms": 10000, "heartbeat.interval.ms": 500})
+                         "session.timeout.ms": 30000, "heartbeat.interval.ms": 500})
     consumer.subscribe([topic])
     try:
         assert [msg.offset() for msg in poll(consumer, 30)] == list(range(30))
