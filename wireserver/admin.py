@@ -18,6 +18,7 @@ from wireserver.config import (
     ConfigEntry,
     ConfigSynonym,
 )
+from wireserver.topics import in_cluster
 
 if TYPE_CHECKING:
     from storage.manager import TopicInfo
@@ -128,18 +129,13 @@ def check_topic_overrides(broker: "Broker", overrides: Mapping[str, str]) -> Non
         raise AdminError(ErrorCode.INVALID_CONFIG, str(exc)) from None
 
 
-def _clustered(broker: "Broker", topic: str) -> bool:
-    from wireserver.topics import LOCAL_TOPICS
-    return broker.cluster is not None and topic not in LOCAL_TOPICS
-
-
 def current_topic_overrides(broker: "Broker", topic: str) -> dict[str, str]:
     """The overrides an incremental change starts from: in cluster mode what ZooKeeper holds
     (this broker may not have applied the latest change yet), else the log's."""
     if topic not in broker.logs.topics:
         raise AdminError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                          f"The topic '{topic}' does not exist.")
-    if _clustered(broker, topic):
+    if in_cluster(broker, topic):
         from wireserver.cluster.topic_admin import read_topic_config
         return read_topic_config(broker.cluster, topic)
     return dict(broker.logs.topics[topic].overrides)
@@ -156,7 +152,7 @@ def set_topic_overrides(broker: "Broker", topic: str, overrides: Mapping[str, st
     check_topic_overrides(broker, overrides)
     if validate_only:
         return
-    if _clustered(broker, topic):
+    if in_cluster(broker, topic):
         from wireserver.cluster.topic_admin import write_topic_config
         write_topic_config(broker.cluster, topic, overrides)
     broker.logs.alter_topic_config(topic, dict(overrides))

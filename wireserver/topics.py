@@ -150,6 +150,11 @@ def create_in_cluster(broker: "Broker", name: str, partitions: int, replication_
                      LogConfig.from_values(broker.logs.broker_defaults, overrides))
 
 
+def in_cluster(broker: "Broker", name: str) -> bool:
+    """The topic lives in ZooKeeper: cluster mode, and not one a broker keeps for itself."""
+    return broker.cluster is not None and name in broker.cluster.topics
+
+
 def has_leaders(broker: "Broker", name: str, partitions: int = 1) -> bool:
     """In this broker's cluster view: the topic has at least ``partitions`` partitions and
     every one of them has a leader."""

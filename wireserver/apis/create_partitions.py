@@ -26,8 +26,7 @@ from protocol.errors import ErrorCode
 from storage.errors import InvalidPartitionsError
 from wireserver.apis import handles
 from wireserver.security import checks
-from wireserver.topics import (LOCAL_TOPICS, MAX_PARTITIONS, TopicError, has_leaders,
-                               wait_for_topics)
+from wireserver.topics import MAX_PARTITIONS, TopicError, has_leaders, in_cluster, wait_for_topics
 
 API_KEY = 37
 REPLICATION_FACTOR = 1  # every topic of a single node has one replica
@@ -147,7 +146,7 @@ def handle(ctx):
                                         error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                                         error_message=None))
             continue
-        clustered = broker.cluster is not None and topic.name not in LOCAL_TOPICS
+        clustered = in_cluster(broker, topic.name)
         try:
             if clustered:
                 add_in_cluster(broker, topic, bool(body.validate_only))

@@ -33,24 +33,17 @@ from protocol.errors import ErrorCode
 from wireserver.admin import ZERO_UUID
 from wireserver.apis import handles
 from wireserver.security import checks
-from wireserver.topics import LOCAL_TOPICS, delete_local, wait_for_topics
+from wireserver.topics import delete_local, in_cluster, wait_for_topics
 
 API_KEY = 20
 
 
 def known_topics(broker) -> dict:
-    """Topic name -> topic id: the cluster's topics in cluster mode (and the topics each
-    broker keeps for itself), else this broker's."""
+    """Topic name -> topic id: this broker's topics and, in cluster mode, the cluster's."""
     ids = {name: info.topic_id for name, info in broker.logs.topics.items()}
-    if broker.cluster is None:
-        return ids
-    topics = {name: a.topic_id for name, a in broker.cluster.topics.items()}
-    topics.update({name: ids[name] for name in LOCAL_TOPICS if name in ids})
-    return topics
-
-
-def in_cluster(broker, name: str) -> bool:
-    return broker.cluster is not None and name not in LOCAL_TOPICS
+    if broker.cluster is not None:
+        ids.update({name: a.topic_id for name, a in broker.cluster.topics.items()})
+    return ids
 
 
 def delete(broker, name: str) -> None:

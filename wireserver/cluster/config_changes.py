@@ -48,6 +48,7 @@ class ConfigChangeListener:
         self.wall_clock_ms = wall_clock_ms or (lambda: int(time.time() * 1000))
 
     def start(self) -> None:
+        self.node.zk.ensure_path(zd.CONFIG_CHANGES)
         self.node.zk.ChildrenWatch(zd.CONFIG_CHANGES, self.node._from_zk(self.on_changes))
 
     def on_changes(self, children: list[str]) -> None:

@@ -371,10 +371,10 @@ class ClusterNode:
 
     def _drop_strays(self, present: set[str]) -> None:
         """At start: logs of topics deleted while this broker was away."""
-        from wireserver.topics import LOCAL_TOPICS, delete_local
+        from wireserver.topics import INTERNAL_TOPICS, delete_local
 
         for name in list(self.broker.logs.topics):
-            if name not in present and name not in LOCAL_TOPICS:
+            if name not in present and name not in INTERNAL_TOPICS:
                 log.info("topic %s no longer exists: deleting its logs", name)
                 delete_local(self.broker, name)
 

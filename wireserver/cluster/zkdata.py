@@ -15,10 +15,7 @@ CONFIG_TOPICS = "/config/topics"
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 CLUSTER_ID = "/cluster/id"
-DELETE_TOPICS = "/admin/delete_topics"
-CONFIG_CHANGES = "/config/changes"
-CONFIG_CHANGE_PREFIX = "config_change_"
-PERSISTENT_PATHS = (BROKER_IDS, TOPICS, CONFIG_TOPICS, DELETE_TOPICS, CONFIG_CHANGES,
+PERSISTENT_PATHS = (BROKER_IDS, TOPICS, CONFIG_TOPICS, "/admin/delete_topics",
                     "/isr_change_notification")
 
 
@@ -32,6 +29,11 @@ def topic_path(topic: str) -> str:
 
 def topic_config_path(topic: str) -> str:
     return f"{CONFIG_TOPICS}/{topic}"
+
+
+DELETE_TOPICS = "/admin/delete_topics"  # children: topics marked for deletion
+CONFIG_CHANGES = "/config/changes"  # children: sequential config change notifications
+CONFIG_CHANGE_PREFIX = "config_change_"
 
 
 def delete_topic_path(topic: str) -> str:

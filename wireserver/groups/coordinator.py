@@ -31,8 +31,9 @@ Writes to ``__consumer_offsets`` are synchronous local appends (one node: append
 committed), so a commit's response goes out after its record is in the log. In cluster mode
 the SyncGroup leader's assignment and a static member's replacement are answered once their
 group record is replicated (``_store_group_replicated``), the group staying in
-CompletingRebalance meanwhile; a timeout answers REBALANCE_IN_PROGRESS, too small an ISR
-COORDINATOR_NOT_AVAILABLE, lost leadership NOT_COORDINATOR (Kafka's ``storeGroup`` errors).
+CompletingRebalance meanwhile; a timeout or too small an ISR answers
+COORDINATOR_NOT_AVAILABLE, lost leadership NOT_COORDINATOR, the errors of an offset commit
+(Kafka's ``storeGroup`` answers a timeout with REBALANCE_IN_PROGRESS).
 State is loaded back synchronously when the broker starts (Kafka loads asynchronously and
 answers COORDINATOR_LOAD_IN_PROGRESS meanwhile; we never need to).
 
@@ -289,12 +290,10 @@ class GroupCoordinator:
         return ErrorCode.NONE
 
     @defer.inlineCallbacks
-    def replicated(self, group_id: str,
-                   timeout_error: ErrorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE):
+    def replicated(self, group_id: str):
         """Fires with NONE once everything appended so far to the group's partition is below
         the high watermark (at once on one node); else the error a commit answers (Kafka's
-        mapping of an acks=-1 append's errors in ``GroupMetadataManager.storeOffsets``;
-        ``storeGroup`` answers a timeout with REBALANCE_IN_PROGRESS instead)."""
+        mapping of an acks=-1 append's errors in ``GroupMetadataManager.storeOffsets``)."""
         cluster = self.broker.cluster
         if not self.clustered or cluster is None:
             return ErrorCode.NONE
@@ -321,8 +320,6 @@ class GroupCoordinator:
             return ErrorCode.NONE
         if status in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
             return ErrorCode.NOT_COORDINATOR
-        if status == ErrorCode.REQUEST_TIMED_OUT:
-            return timeout_error
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
     def _group_record(self, group: Group) -> tuple[bytes, bytes]:
@@ -354,7 +351,7 @@ class GroupCoordinator:
             if self.groups.get(group.group_id) is group:
                 on_stored(error)
 
-        self.replicated(group.group_id, ErrorCode.REBALANCE_IN_PROGRESS).addCallback(done)
+        self.replicated(group.group_id).addCallback(done)
 
     # -- loading ----------------------------------------------------------------------------
 
