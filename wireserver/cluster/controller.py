@@ -238,3 +238,21 @@ class Controller:
                 leader, isr = -1, state.isr
         return replace(state, leader=leader, leader_epoch=state.leader_epoch + 1, isr=isr,
                        controller_epoch=self.epoch)
+
+
+def controlled_shutdown_state(state: zd.PartitionState, broker_id: int, live: set[int]
+                              ) -> zd.PartitionState | None:
+    """Kafka's ``ControlledShutdownPartitionLeaderElectionStrategy`` for one partition of a
+    broker shutting down: if it leads, the first replica of the assignment that is alive, in
+    the ISR and not the broker becomes leader (leader epoch bumped) and the broker leaves the
+    ISR; with no such replica nothing changes (the partition stays led by it). If it follows
+    a live leader, it leaves the ISR. None when there is nothing to change."""
+    isr = [r for r in state.isr if r != broker_id]
+    if state.leader == broker_id:
+        candidates = [r for r in state.replicas if r != broker_id and r in live and r in isr]
+        if not candidates:
+            return None
+        return replace(state, leader=candidates[0], leader_epoch=state.leader_epoch + 1, isr=isr)
+    if broker_id in state.isr and state.leader in live and isr:
+        return replace(state, isr=isr)
+    return None

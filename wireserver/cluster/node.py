@@ -25,7 +25,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from twisted.internet import task
+from twisted.internet import defer, task
 
 from wireserver.cluster import zkdata as zd
 from wireserver.cluster.config_changes import ConfigChangeListener
@@ -88,6 +88,7 @@ class ClusterNode:
         self._loops: list[task.LoopingCall] = []
         self._session_lost = False
         self.stopped = False
+        self.shutting_down = False  # controlled shutdown under way: follow nothing
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
@@ -108,6 +109,8 @@ class ClusterNode:
         for path in zd.PERSISTENT_PATHS:
             self.zk.ensure_path(path)
         self._adopt_cluster_id()
+        from wireserver.cluster.producer_ids import ZkProducerIdManager
+        self.broker.producer_ids = ZkProducerIdManager(self.zk, self.node_id)
         self._register()
 
         def on_state(state: Any) -> None:
@@ -443,7 +446,7 @@ class ClusterNode:
             else:
                 if self.leading.pop(tp, None) is not None:
                     self._coordinator_resigned(tp)
-                if new.leader >= 0:
+                if new.leader >= 0 and not self.shutting_down:
                     if (self.following.get(tp) != new.leader or old is None or
                             old.leader_epoch != new.leader_epoch):
                         self._become_follower(tp, new)
@@ -555,6 +558,84 @@ class ClusterNode:
                 log.info("%s-%d: shrinking ISR %s: %s out of sync", tp[0], tp[1], state.isr,
                          lagging)
                 self.write_isr(tp, [r for r in state.isr if r not in lagging])
+
+    def update_state(self, tp: TP, decide) -> zd.PartitionState | None:
+        """Read the partition's state znode, let ``decide(state)`` compute its successor (None:
+        nothing to change) and write it conditionally on the version read; on a conflict
+        (another broker wrote meanwhile) read and decide again. Returns the state written."""
+        from kazoo.exceptions import BadVersionError, NoNodeError
+
+        replicas = self.topics[tp[0]].replicas.get(tp[1], []) if tp[0] in self.topics else []
+        path = zd.state_path(*tp)
+        for _attempt in range(5):
+            try:
+                data, stat = self.zk.get(path)
+            except NoNodeError:
+                return None
+            state = zd.PartitionState.decode(data, stat.version, replicas)
+            new = decide(state)
+            if new is None:
+                return None
+            try:
+                stat = self.zk.set(path, new.encode(), version=state.zk_version)
+            except BadVersionError:
+                continue
+            new = replace(new, zk_version=stat.version)
+            self.apply_state(tp, new)
+            return new
+        return None
+
+    # -- controlled shutdown ---------------------------------------------------------------
+    @defer.inlineCallbacks
+    def controlled_shutdown(self):
+        """Kafka's ZooKeeper-era controlled shutdown, before a clean stop: stop following,
+        hand leadership of every replicated partition this broker leads to another live ISR
+        member and leave the ISR of the partitions it follows, so that clients and followers
+        move on at once instead of after the session timeout. An attempt that leaves
+        partitions led here (no other live ISR member) is retried after
+        ``controlled.shutdown.retry.backoff.ms``, ``controlled.shutdown.max.retries`` attempts
+        in all; then the broker stops anyway, as Kafka's does.
+
+        Kafka's broker sends ControlledShutdown (key 7) to the controller, which applies
+        ``ControlledShutdownPartitionLeaderElectionStrategy``. Kafka 4.1 serves no key 7 (it
+        has no ZooKeeper mode), so this broker applies the same strategy itself with
+        conditional writes of the state znodes, the way leaders already write ISR changes: a
+        concurrent controller decision makes the write fail and the state is read again."""
+        from wireserver.cluster.controller import controlled_shutdown_state
+
+        config = self.broker.config
+        if (not config["controlled.shutdown.enable"] or self.zk is None or self.stopped or
+                not self.zk.connected):
+            return  # without ZooKeeper nothing can be handed over: stop as after a crash
+        self.shutting_down = True
+        for tp in list(self.following):
+            self._stop_following(tp)
+        for fetcher in self.fetchers.values():
+            fetcher.stop()
+        self.fetchers.clear()
+        attempts = config["controlled.shutdown.max.retries"]
+        for attempt in range(1, attempts + 1):
+            remaining = []
+            for tp, state in sorted(self.states.items()):
+                if self.node_id not in state.replicas or len(state.replicas) < 2:
+                    continue
+                try:
+                    self.update_state(tp, lambda s: controlled_shutdown_state(
+                        s, self.node_id, set(self.brokers)))
+                except Exception:  # noqa: BLE001 - ZooKeeper trouble: count it as remaining
+                    log.exception("controlled shutdown of %s-%d failed", *tp)
+                if self.states[tp].leader == self.node_id:
+                    remaining.append(tp)
+            if not remaining:
+                log.info("controlled shutdown succeeded")
+                return
+            log.warning("controlled shutdown attempt %d of %d: still leading %s", attempt,
+                        attempts, remaining)
+            if attempt < attempts:
+                yield task.deferLater(self.reactor,
+                                      config["controlled.shutdown.retry.backoff.ms"] / 1000.0,
+                                      lambda: None)
+        log.warning("proceeding with an unclean shutdown: still leading %s", remaining)
 
     def write_isr(self, tp: TP, isr: list[int]) -> bool:
         """Conditionally update the ISR in ZooKeeper; on a version conflict re-read the state

@@ -15,6 +15,7 @@ CONFIG_TOPICS = "/config/topics"
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 CLUSTER_ID = "/cluster/id"
+PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 PERSISTENT_PATHS = (BROKER_IDS, TOPICS, CONFIG_TOPICS, "/admin/delete_topics",
                     "/isr_change_notification")
 
@@ -164,3 +165,17 @@ def decode_controller(data: bytes | None) -> int:
         return int(json.loads(data)["brokerid"])
     except (ValueError, KeyError):
         return -1
+
+
+def encode_producer_id_block(broker_id: int, start: int, end: int) -> bytes:
+    """``/latest_producer_id_block`` (Kafka's ``ProducerIdBlockZNode``): the last block handed
+    out, ``block_end`` inclusive, both as strings."""
+    return _dumps({"version": 1, "broker": broker_id, "block_start": str(start),
+                   "block_end": str(end - 1)})
+
+
+def decode_producer_id_block_end(data: bytes | None) -> int:
+    """The first id after the last block handed out (0 when none was)."""
+    if not data:
+        return 0
+    return int(json.loads(data)["block_end"]) + 1
