@@ -131,10 +131,16 @@ class Broker:
     @defer.inlineCallbacks
     def stop(self):
         """Stop listening, drop connections, flush and checkpoint every log (so that the next
-        start does not re-scan anything)."""
+        start does not re-scan anything). In cluster mode the controlled shutdown comes first:
+        leadership goes to other replicas while clients can still be told so."""
         if not self.started:
             return
         self.started = False
+        if self.cluster is not None:
+            try:
+                yield self.cluster.controlled_shutdown()
+            except Exception:  # noqa: BLE001 - stop anyway, as after a failed attempt
+                log.exception("controlled shutdown failed")
         for loop in self._loops:
             if loop.running:
                 loop.stop()

@@ -18,7 +18,8 @@ Deliberate differences from Kafka (also in docs/configuration.md):
 - ``listeners`` defaults to ``PLAINTEXT://127.0.0.1:9092`` (Kafka: ``PLAINTEXT://:9092``, every
   interface): a development broker should not be reachable from the network by accident.
 - ``zookeeper.connect`` and ``zookeeper.session.timeout.ms`` are accepted (Kafka 4 removed
-  ZooKeeper): our cluster mode coordinates through ZooKeeper. There is no KRaft.
+  ZooKeeper): our cluster mode coordinates through ZooKeeper. There is no KRaft. So are the
+  ZooKeeper-era ``controlled.shutdown.enable``, ``.max.retries`` and ``.retry.backoff.ms``.
 - ``cluster.id`` is a broker key here (Kafka keeps it in ``meta.properties``); when unset the
   broker generates one and persists it.
 - ``listeners``, ``advertised.listeners`` and ``listener.security.protocol.map`` are read-only
@@ -304,6 +305,13 @@ _BROKER_ONLY = [
     _key("replica.socket.timeout.ms", "int", 30000, "Socket timeout of follower fetches."),
     _key("replica.high.watermark.checkpoint.interval.ms", "long", 5000,
          "How often high watermarks are checkpointed."),
+    _key("controlled.shutdown.enable", "boolean", True,
+         "On a clean stop in cluster mode, move leadership of this broker's partitions to "
+         "other in-sync replicas and leave the ISRs first (Kafka's ZooKeeper-era key)."),
+    _key("controlled.shutdown.max.retries", "int", 3,
+         "Attempts of the controlled shutdown before stopping anyway.", at_least(1)),
+    _key("controlled.shutdown.retry.backoff.ms", "long", 5000,
+         "Pause between controlled shutdown attempts.", at_least(0)),
     _key("auto.leader.rebalance.enable", "boolean", True,
          "The controller moves leadership back to the preferred replica (the first of the "
          "assignment) when a broker's share of partitions led by others passes "

@@ -44,6 +44,7 @@ from .resolve import KAFKA_VERSION, ResolutionError, resolve, which_java, which_
 __all__ = [
     "KAFKA_VERSION", "TOOLS", "KafkaCluster", "KafkaStartError", "Reference",
     "ReferenceUnavailable", "ResolutionError", "broker_ids", "must_not_skip",
+    "require_tools",
     "popen_tool", "reference_kafka", "resolve", "run_tool", "tool_command",
     "wait_for_brokers",
 ]
@@ -70,6 +71,19 @@ class Reference:
 def must_not_skip() -> bool:
     """True under CI (``CI=true``): a missing reference must fail, not skip."""
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def require_tools() -> None:
+    """For a test that runs Kafka's CLI tools: fetch the jars once, and where that cannot be
+    done (no Java, no jars) skip the test, or fail it under CI."""
+    import pytest
+
+    try:
+        resolve()
+    except Exception as exc:  # noqa: BLE001 - no JVM or jars on this machine
+        if must_not_skip():
+            pytest.fail(f"no Kafka CLI tools under CI: {exc}")
+        pytest.skip(f"no Kafka CLI tools: {exc}")
 
 
 @contextlib.contextmanager

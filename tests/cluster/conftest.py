@@ -16,6 +16,9 @@ CLUSTER_OVERRIDES = {
     "replica.fetch.wait.max.ms": "200",
     "replica.fetch.backoff.ms": "200",
     "offsets.topic.replication.factor": "1",
+    # Closing a cluster stops its brokers one by one; the last one's controlled shutdown finds
+    # no other replica to hand its partitions to and retries: keep those pauses short.
+    "controlled.shutdown.retry.backoff.ms": "300",
 }
 
 
@@ -39,11 +42,12 @@ def zookeeper():
 class Cluster:
     def __init__(self, zookeeper: ZooKeeperServer, count: int, chroot: str,
                  overrides: dict | None = None):
+        self.zk_connect = zookeeper.connect + chroot
         self.brokers: dict[int, EmbeddedBroker] = {}
         for broker_id in range(1, count + 1):
             settings = dict(CLUSTER_OVERRIDES)
             settings.update({"broker.id": str(broker_id),
-                             "zookeeper.connect": zookeeper.connect + chroot})
+                             "zookeeper.connect": self.zk_connect})
             settings.update(overrides or {})
             self.brokers[broker_id] = EmbeddedBroker("subprocess", overrides=settings)
 

@@ -33,9 +33,26 @@ def test_controller_moves_when_it_dies(cluster):
     _, brokers, partitions = metadata(survivor.bootstrap_servers, "after-controller")
     assert controller not in brokers
     assert all(p[0] in brokers for p in partitions.values())
+    # ... and it still elects leaders when a broker fails: the leader of a partition (not
+    # the new controller itself) dies and the controller hands the partition to the other
+    # replica, with a new leader epoch.
+    wait_for(lambda: all(sorted(p[3]) == sorted(p[2]) for p in
+                         metadata(survivor.bootstrap_servers, "after-controller")[2].values()),
+             30, what="both replicas in sync")
+    _, _, partitions = metadata(survivor.bootstrap_servers, "after-controller")
+    partition, (leader, epoch, replicas, _) = next(
+        (p, state) for p, state in sorted(partitions.items()) if state[0] != new)
+    cluster.brokers[leader].kill()
+    (other,) = [r for r in replicas if r != leader]
+    assert other == new
+    moved = wait_for(lambda: (p := metadata(cluster.brokers[new].bootstrap_servers,
+                                            "after-controller")[2][partition])[0] == new and p,
+                     30, what="the new controller to elect a leader")
+    assert moved[1] > epoch and moved[3] == [new]
     cluster.brokers[controller].start()
+    cluster.brokers[leader].start()
     wait_for(lambda: len(metadata(survivor.bootstrap_servers, "none")[1]) == 3, 30,
-             what="the broker to register again")
+             what="the brokers to register again")
 
 
 def test_unclean_leader_election(cluster):

@@ -21,12 +21,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def reference():
-    try:
-        kafka_reference.resolve()
-    except Exception as exc:  # noqa: BLE001 - no JVM or jars on this machine
-        if kafka_reference.must_not_skip():
-            pytest.fail(f"no Kafka CLI tools under CI: {exc}")
-        pytest.skip(f"no Kafka CLI tools: {exc}")
+    kafka_reference.require_tools()
     return kafka_reference
 
 

@@ -13,18 +13,13 @@ from tests.idempotence.conftest import create_topic, read_all
 
 COUNT = 600
 
-from compat_tests.reference import must_not_skip, resolve, run_tool
+from compat_tests.reference import require_tools, run_tool
 
 
 @pytest.fixture(scope="module", autouse=True)
 def kafka_tools():
     """The jars the tool runs from: fetched once, and a failure (never a skip) under CI."""
-    try:
-        resolve()
-    except Exception as exc:  # noqa: BLE001 - no Java or no jars: nothing to run the tool with
-        if must_not_skip():
-            pytest.fail(f"no Kafka CLI tools under CI: {exc}")
-        pytest.skip(f"no Kafka CLI tools: {exc}")
+    require_tools()
 
 
 def verifiable_producer(bootstrap: str, topic: str, tmp_path) -> dict:

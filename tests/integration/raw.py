@@ -26,9 +26,13 @@ PRODUCE_VERSION = 9
 FETCH_VERSION = 12
 METADATA_VERSION = 12
 
+# CreateTime for hand-made batches: an hour ago, fixed for the run. A date years back would
+# be deleted by time retention (7 days) whenever the session broker's 5-minute check ran.
+BASE_TS = (int(time.time()) // 3600 - 1) * 3600 * 1000
+
 
 def v2_batch(values: list[bytes], compression: int = 0, key: bytes | None = None,
-             timestamp: int = 1_700_000_000_000) -> bytes:
+             timestamp: int = BASE_TS) -> bytes:
     builder = DefaultRecordBatchBuilder(magic=2, compression_type=compression,
                                         is_transactional=False, producer_id=-1,
                                         producer_epoch=-1, base_sequence=-1,
@@ -41,7 +45,7 @@ def v2_batch(values: list[bytes], compression: int = 0, key: bytes | None = None
 def magic1_batch(values: list[bytes]) -> bytes:
     builder = LegacyRecordBatchBuilder(magic=1, compression_type=0, batch_size=1 << 30)
     for i, value in enumerate(values):
-        builder.append(i, timestamp=1_700_000_000_000 + i, key=None, value=value)
+        builder.append(i, timestamp=BASE_TS + i, key=None, value=value)
     return bytes(builder.build())
 
 

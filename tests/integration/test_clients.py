@@ -13,13 +13,13 @@ import pytest
 
 from tests.integration import raw
 from tests.integration.conftest import PARTITIONS, require
+from tests.integration.raw import BASE_TS
 from wireserver.testing import KafkaWire
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 ACKS = [0, 1, -1]
 RECORDS = 60
-BASE_TS = 1_700_000_000_000
 # kafka-python needs its own codec libraries (it does not use cramjam).
 KAFKA_PYTHON_CODEC_MODULES = {"snappy": "snappy", "lz4": "lz4", "zstd": "zstandard"}
 

@@ -12,6 +12,9 @@ ZooKeeper-era ``KafkaController``, reduced to what leadership needs).
   left as it was, so that its last member can lead again when it returns). Dead followers are
   removed from the ISR of partitions whose leader lives.
 - A broker arrives: offline partitions it can lead get it as leader.
+- A topic gains partitions (CreatePartitions extended its assignment): their state znodes are
+  created as for a new topic. A topic marked for deletion (``/admin/delete_topics/<t>``) has its
+  znodes deleted (``wireserver.cluster.topic_deletion``).
 
 - ElectLeaders (``elect``, Kafka's ``onReplicaElection``): PREFERRED moves leadership to the
   first replica of the assignment when it is alive and in the ISR (ELECTION_NOT_NEEDED when it
@@ -53,7 +56,10 @@ class Controller:
         self._rebalance: task.LoopingCall | None = None
 
     def start(self) -> None:
+        from wireserver.cluster.topic_deletion import TopicDeletion
+
         self.reconcile_all(set())
+        TopicDeletion(self).start()
         config = self.node.broker.config
         if config["auto.leader.rebalance.enable"]:
             loop = task.LoopingCall(self._guarded_rebalance)
@@ -232,3 +238,21 @@ class Controller:
                 leader, isr = -1, state.isr
         return replace(state, leader=leader, leader_epoch=state.leader_epoch + 1, isr=isr,
                        controller_epoch=self.epoch)
+
+
+def controlled_shutdown_state(state: zd.PartitionState, broker_id: int, live: set[int]
+                              ) -> zd.PartitionState | None:
+    """Kafka's ``ControlledShutdownPartitionLeaderElectionStrategy`` for one partition of a
+    broker shutting down: if it leads, the first replica of the assignment that is alive, in
+    the ISR and not the broker becomes leader (leader epoch bumped) and the broker leaves the
+    ISR; with no such replica nothing changes (the partition stays led by it). If it follows
+    a live leader, it leaves the ISR. None when there is nothing to change."""
+    isr = [r for r in state.isr if r != broker_id]
+    if state.leader == broker_id:
+        candidates = [r for r in state.replicas if r != broker_id and r in live and r in isr]
+        if not candidates:
+            return None
+        return replace(state, leader=candidates[0], leader_epoch=state.leader_epoch + 1, isr=isr)
+    if broker_id in state.isr and state.leader in live and isr:
+        return replace(state, isr=isr)
+    return None

@@ -15,6 +15,7 @@ CONFIG_TOPICS = "/config/topics"
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 CLUSTER_ID = "/cluster/id"
+PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 PERSISTENT_PATHS = (BROKER_IDS, TOPICS, CONFIG_TOPICS, "/admin/delete_topics",
                     "/isr_change_notification")
 
@@ -29,6 +30,15 @@ def topic_path(topic: str) -> str:
 
 def topic_config_path(topic: str) -> str:
     return f"{CONFIG_TOPICS}/{topic}"
+
+
+DELETE_TOPICS = "/admin/delete_topics"  # children: topics marked for deletion
+CONFIG_CHANGES = "/config/changes"  # children: sequential config change notifications
+CONFIG_CHANGE_PREFIX = "config_change_"
+
+
+def delete_topic_path(topic: str) -> str:
+    return f"{DELETE_TOPICS}/{topic}"
 
 
 def partitions_path(topic: str) -> str:
@@ -108,6 +118,19 @@ def decode_topic_config(data: bytes | None) -> dict[str, str]:
     return {k: str(v) for k, v in json.loads(data).get("config", {}).items()}
 
 
+def encode_config_change(entity_path: str) -> bytes:
+    """A ``/config/changes/config_change_<seq>`` notification (version 2: ``topics/<t>``)."""
+    return _dumps({"version": 2, "entity_path": entity_path})
+
+
+def decode_config_change(data: bytes | None) -> str | None:
+    """The entity path of a notification, None for one we cannot read."""
+    try:
+        return str(json.loads(data)["entity_path"]) if data else None
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
 @dataclass(frozen=True)
 class PartitionState:
     """``/brokers/topics/<t>/partitions/<p>/state`` plus the znode version it was read at."""
@@ -142,3 +165,17 @@ def decode_controller(data: bytes | None) -> int:
         return int(json.loads(data)["brokerid"])
     except (ValueError, KeyError):
         return -1
+
+
+def encode_producer_id_block(broker_id: int, start: int, end: int) -> bytes:
+    """``/latest_producer_id_block`` (Kafka's ``ProducerIdBlockZNode``): the last block handed
+    out, ``block_end`` inclusive, both as strings."""
+    return _dumps({"version": 1, "broker": broker_id, "block_start": str(start),
+                   "block_end": str(end - 1)})
+
+
+def decode_producer_id_block_end(data: bytes | None) -> int:
+    """The first id after the last block handed out (0 when none was)."""
+    if not data:
+        return 0
+    return int(json.loads(data)["block_end"]) + 1
