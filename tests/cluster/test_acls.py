@@ -10,11 +10,8 @@ import pytest
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation,
                                    AclPermissionType, AdminClient, ResourcePatternType,
                                    ResourceType)
-from kazoo.client import KazooClient
-
-from protocol.served import SERVED
-from tests.cluster.conftest import Cluster, wait_for
-from wireserver.testing import KafkaWire
+from tests.cluster.conftest import Cluster, wait_for, zk_client
+from tests.cluster.test_admin import topic_error
 from tests.cluster.test_replication import create
 
 pytestmark = pytest.mark.integration
@@ -37,11 +34,7 @@ def cluster(zookeeper):
 
 @pytest.fixture
 def zk(zookeeper):
-    client = KazooClient(hosts=zookeeper.connect + CHROOT)
-    client.start(timeout=15)
-    yield client
-    client.stop()
-    client.close()
+    yield from zk_client(zookeeper, CHROOT)
 
 
 def admin(broker) -> AdminClient:
@@ -51,14 +44,9 @@ def admin(broker) -> AdminClient:
 def listed(broker, topic: str) -> bool:
     """Does this broker itself (one connection to it, not the cluster) show ``topic`` in a
     Metadata answer? A DESCRIBE denial answers TOPIC_AUTHORIZATION_FAILED instead."""
-    request_class = SERVED.get(3).request_class
-    with KafkaWire(broker.bootstrap_servers) as wire:
-        response = wire.request(request_class(version=12, topics=[
-            request_class.MetadataRequestTopic(name=topic, topic_id=None)],
-            allow_auto_topic_creation=False, include_topic_authorized_operations=False))
-    [entry] = response.topics
-    assert entry.error_code in (0, 29), entry  # NONE, TOPIC_AUTHORIZATION_FAILED
-    return entry.error_code == 0
+    error = topic_error(broker, topic)
+    assert error in (0, 29), error  # NONE, TOPIC_AUTHORIZATION_FAILED
+    return error == 0
 
 
 def test_acls_written_via_one_broker_are_enforced_by_the_other_and_survive_restarts(
