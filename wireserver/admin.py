@@ -18,6 +18,7 @@ from wireserver.config import (
     ConfigEntry,
     ConfigSynonym,
 )
+from wireserver.topics import in_cluster
 
 if TYPE_CHECKING:
     from storage.manager import TopicInfo
@@ -128,15 +129,33 @@ def check_topic_overrides(broker: "Broker", overrides: Mapping[str, str]) -> Non
         raise AdminError(ErrorCode.INVALID_CONFIG, str(exc)) from None
 
 
+def current_topic_overrides(broker: "Broker", topic: str) -> dict[str, str]:
+    """The overrides an incremental change starts from: in cluster mode what ZooKeeper holds
+    (this broker may not have applied the latest change yet), else the log's."""
+    if topic not in broker.logs.topics:
+        raise AdminError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                         f"The topic '{topic}' does not exist.")
+    if in_cluster(broker, topic):
+        from wireserver.cluster.topic_admin import read_topic_config
+        return read_topic_config(broker.cluster, topic)
+    return dict(broker.logs.topics[topic].overrides)
+
+
 def set_topic_overrides(broker: "Broker", topic: str, overrides: Mapping[str, str],
                         validate_only: bool) -> None:
-    """Replace a topic's whole override set (checked first); the logs see it at once."""
+    """Replace a topic's whole override set (checked first); the logs see it at once. In
+    cluster mode the set goes to ``/config/topics/<t>`` with a change notification, which
+    every broker follows (``wireserver.cluster.config_changes``); this one applies it now."""
     if topic not in broker.logs.topics:
         raise AdminError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                          f"The topic '{topic}' does not exist.")
     check_topic_overrides(broker, overrides)
-    if not validate_only:
-        broker.logs.alter_topic_config(topic, dict(overrides))
+    if validate_only:
+        return
+    if in_cluster(broker, topic):
+        from wireserver.cluster.topic_admin import write_topic_config
+        write_topic_config(broker.cluster, topic, overrides)
+    broker.logs.alter_topic_config(topic, dict(overrides))
 
 
 def set_broker_dynamic(broker: "Broker", cluster_default: bool, props: Mapping[str, str],

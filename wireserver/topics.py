@@ -8,7 +8,9 @@ are set); every broker then opens its logs from the watch, and the controller el
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping
+
+from twisted.internet import defer, task
 
 from protocol.errors import ErrorCode
 from storage.configdef import ConfigValueError
@@ -143,6 +145,47 @@ def create_in_cluster(broker: "Broker", name: str, partitions: int, replication_
                          f"Topic '{name}' already exists.") from None
     return TopicInfo(name, topic_id, partitions, overrides,
                      LogConfig.from_values(broker.logs.broker_defaults, overrides))
+
+
+def in_cluster(broker: "Broker", name: str) -> bool:
+    """The topic lives in ZooKeeper: cluster mode, and not one a broker keeps for itself."""
+    return broker.cluster is not None and name in broker.cluster.topics
+
+
+def has_leaders(broker: "Broker", name: str, partitions: int = 1) -> bool:
+    """In this broker's cluster view: the topic has at least ``partitions`` partitions and
+    every one of them has a leader."""
+    cluster = broker.cluster
+    assignment = cluster.topics.get(name)
+    if assignment is None or len(assignment.replicas) < partitions:
+        return False
+    return all((s := cluster.partition(name, p)) is not None and s.leader >= 0
+               for p in assignment.replicas)
+
+
+@defer.inlineCallbacks
+def wait_for_topics(broker: "Broker", names: Iterable[str], done: Callable[[str], bool],
+                    timeout_ms: int):
+    """Fires with the names for which ``done`` is still false once the timeout passed (an
+    empty list as soon as it holds for all): how cluster-mode admin requests wait for the
+    watches to bring their change into this broker's metadata, as Kafka's DelayedCreateTopics,
+    DelayedDeleteTopics and DelayedCreatePartitions did."""
+    deadline = broker.reactor.seconds() + timeout_ms / 1000.0
+    pending = list(names)
+    while True:
+        pending = [name for name in pending if not done(name)]
+        if not pending or broker.reactor.seconds() >= deadline:
+            return pending
+        yield task.deferLater(broker.reactor, 0.02, lambda: None)
+
+
+def delete_local(broker: "Broker", name: str) -> None:
+    """Delete a topic's logs on this broker; fetches parked on its partitions wake, re-read and
+    answer UNKNOWN_TOPIC_OR_PARTITION."""
+    info = broker.logs.topics[name]
+    broker.logs.delete_topic(name)
+    for partition in range(info.num_partitions):
+        broker.appended(name, partition)
 
 
 def auto_create(broker: "Broker", name: str) -> TopicInfo | None:

@@ -65,6 +65,17 @@ class Cluster:
             broker.close()
 
 
+def zk_client(zookeeper: ZooKeeperServer, chroot: str):
+    """A started kazoo client in ``chroot`` for a test to read znodes; ``yield from`` it in a
+    fixture, which then stops it."""
+    from kazoo.client import KazooClient
+    client = KazooClient(hosts=zookeeper.connect + chroot)
+    client.start(timeout=30)
+    yield client
+    client.stop()
+    client.close()
+
+
 def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1, what: str = "condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

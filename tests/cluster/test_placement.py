@@ -2,7 +2,11 @@
 
 import pytest
 
+import uuid
+
 from wireserver.cluster.placement import PlacementError, assign_replicas
+from wireserver.cluster.topic_admin import new_partitions_assignment
+from wireserver.cluster.zkdata import TopicAssignment
 
 
 def test_rack_unaware_matches_kafkas_documented_example():
@@ -20,6 +24,19 @@ def test_rack_aware_puts_each_replica_on_another_rack():
         assert len(set(replicas)) == 3
     leaders = [r[0] for r in got.values()]
     assert sorted(leaders) == sorted(list(range(6)) * 2)
+
+
+def test_added_partitions_continue_from_partition_zero_as_in_kafka():
+    # Kafka's AddPartitionsTest.testReplicaPlacementPartialServers: brokers 0-3, partition 0
+    # on [1, 2], two partitions added.
+    brokers = {b: None for b in range(4)}
+    existing = TopicAssignment("t", uuid.uuid4(), {0: [1, 2]})
+    assert new_partitions_assignment(brokers, existing, 3) == {1: [2, 0], 2: [3, 1]}
+    # testReplicaPlacementAllServers: partition 0 on [2, 3, 0, 1], grown to 7; the leaders.
+    existing = TopicAssignment("t", uuid.uuid4(), {0: [2, 3, 0, 1]})
+    added = new_partitions_assignment(brokers, existing, 7)
+    assert [added[p][0] for p in range(1, 7)] == [3, 0, 1, 2, 3, 0]
+    assert all(sorted(r) == [0, 1, 2, 3] for r in added.values())
 
 
 def test_errors():

@@ -3,7 +3,8 @@
 Each resource's listed configs *replace* its whole set, as in Kafka:
 
 - TOPIC: the topic's overrides become exactly the listed keys (unlisted overrides are removed);
-  the logs use the new config at once (retention, max.message.bytes, segment sizes, ...).
+  the logs use the new config at once (retention, max.message.bytes, segment sizes, ...); in
+  cluster mode on every broker (``/config/topics/<t>`` and a change notification).
   Unknown topic → UNKNOWN_TOPIC_OR_PARTITION; unknown key or bad value → INVALID_CONFIG.
 - BROKER named by our node id (per-broker) or "" (cluster default): the dynamic config layer
   becomes exactly the listed keys. Keys that need a restart and bad values → INVALID_REQUEST

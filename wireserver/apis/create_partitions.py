@@ -9,28 +9,36 @@ nothing.
 
 Each topic needs ALTER (TOPIC_AUTHORIZATION_FAILED, before any other check but duplicates).
 
-Skipped: ``timeout_ms`` (synchronous).
+Cluster mode (Kafka's ZooKeeper era): the topic's assignment in ``/brokers/topics/<t>``
+gains the new partitions (a manual assignment, or Kafka's placement continuing the round robin
+with the topic's replication factor over the live brokers), the controller creates their state
+and every broker opens their logs. The response waits (up to ``timeout_ms``) until every new
+partition has a leader in this broker's metadata, REQUEST_TIMED_OUT otherwise.
+
+Skipped: ``timeout_ms`` on one node (synchronous).
 """
 
 from __future__ import annotations
+
+from twisted.internet import defer
 
 from protocol.errors import ErrorCode
 from storage.errors import InvalidPartitionsError
 from wireserver.apis import handles
 from wireserver.security import checks
-from wireserver.topics import MAX_PARTITIONS, TopicError
+from wireserver.topics import MAX_PARTITIONS, TopicError, has_leaders, in_cluster, wait_for_topics
 
 API_KEY = 37
 REPLICATION_FACTOR = 1  # every topic of a single node has one replica
 
 
-def check(broker, topic) -> None:
-    """Raise TopicError when ``topic`` (a request entry) cannot be applied."""
-    info = broker.logs.topics.get(topic.name)
-    if info is None:
-        raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                         f"Topic '{topic.name}' does not exist.")
-    current = info.num_partitions
+def unknown_topic(name: str) -> TopicError:
+    return TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
+
+
+def check(topic, current: int, registered, replication_factor: int) -> None:
+    """Raise TopicError when ``topic`` (a request entry) cannot be applied to a topic of
+    ``current`` partitions with ``replication_factor``, on the ``registered`` broker ids."""
     if topic.count == current:
         raise TopicError(ErrorCode.INVALID_PARTITIONS,
                          f"Topic already has {current} partition(s).")
@@ -59,15 +67,61 @@ def check(broker, topic) -> None:
                                  f"The manual partition assignment includes the broker "
                                  f"{replica} more than once.")
             seen.add(replica)
-            if replica != broker.node_id:
+            if replica not in registered:
                 raise TopicError(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
                                  f"The manual partition assignment includes broker {replica}, "
                                  "but no such broker is registered.")
-        if len(replicas) != REPLICATION_FACTOR:
+        if len(replicas) != replication_factor:
             raise TopicError(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
                              f"The manual partition assignment includes a partition with "
                              f"{len(replicas)} replica(s), but this is not consistent with "
-                             f"previous partitions, which have {REPLICATION_FACTOR} replica(s).")
+                             f"previous partitions, which have {replication_factor} replica(s).")
+
+
+def add_locally(broker, topic, validate_only: bool) -> None:
+    info = broker.logs.topics.get(topic.name)
+    if info is None:
+        raise unknown_topic(topic.name)
+    check(topic, info.num_partitions, {broker.node_id}, REPLICATION_FACTOR)
+    if not validate_only:
+        try:
+            broker.logs.add_partitions(topic.name, topic.count)
+        except InvalidPartitionsError as exc:
+            raise TopicError(ErrorCode.INVALID_PARTITIONS, str(exc)) from None
+
+
+def add_in_cluster(broker, topic, validate_only: bool) -> None:
+    """Check against the assignment ZooKeeper holds now and write the extended one."""
+    from wireserver.cluster import topic_admin
+
+    node = broker.cluster
+    existing, zk_version = topic_admin.read_assignment(node, topic.name)
+    if existing is None:
+        raise unknown_topic(topic.name)
+    replication_factor = len(topic_admin.first_partition_replicas(existing))
+    check(topic, len(existing.replicas), set(node.brokers), replication_factor)
+    if topic.assignments is None:
+        added = topic_admin.new_partitions_assignment(node.live_racks(), existing,
+                                                      topic.count)
+    else:
+        added = {len(existing.replicas) + i: list(a.broker_ids)
+                 for i, a in enumerate(topic.assignments)}
+    if not validate_only:
+        topic_admin.add_partitions(node, existing, zk_version, added)
+
+
+@defer.inlineCallbacks
+def wait_for_new_leaders(ctx, counts: dict, results):
+    """Answer once every extended topic (name -> new count) has leaders for all its
+    partitions in this broker's metadata."""
+    pending = yield wait_for_topics(ctx.broker, list(counts),
+                                    lambda name: has_leaders(ctx.broker, name, counts[name]),
+                                    ctx.body.timeout_ms)
+    for result in results:
+        if result.error_code == ErrorCode.NONE and result.name in pending:
+            result.error_code = ErrorCode.REQUEST_TIMED_OUT
+            result.error_message = "Timed out waiting for the new partitions' leaders."
+    return ctx.response(throttle_time_ms=0, results=results)
 
 
 @handles(API_KEY)
@@ -78,6 +132,7 @@ def handle(ctx):
     for topic in body.topics:
         counts[topic.name] = counts.get(topic.name, 0) + 1
     results = []
+    extended: dict[str, int] = {}  # cluster mode: topic -> new partition count, to wait for
     reported: set[str] = set()
     for topic in body.topics:
         if counts[topic.name] > 1:
@@ -91,17 +146,20 @@ def handle(ctx):
                                         error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                                         error_message=None))
             continue
+        clustered = in_cluster(broker, topic.name)
         try:
-            check(broker, topic)
-            if not body.validate_only:
-                try:
-                    broker.logs.add_partitions(topic.name, topic.count)
-                except InvalidPartitionsError as exc:
-                    raise TopicError(ErrorCode.INVALID_PARTITIONS, str(exc)) from None
+            if clustered:
+                add_in_cluster(broker, topic, bool(body.validate_only))
+            else:
+                add_locally(broker, topic, bool(body.validate_only))
         except TopicError as exc:
             results.append(result_class(name=topic.name, error_code=exc.code,
                                         error_message=exc.message))
             continue
+        if clustered and not body.validate_only:
+            extended[topic.name] = topic.count
         results.append(result_class(name=topic.name, error_code=ErrorCode.NONE,
                                     error_message=None))
+    if extended and body.timeout_ms > 0:  # Kafka answers at once for a timeout of 0
+        return wait_for_new_leaders(ctx, extended, results)
     return ctx.response(throttle_time_ms=0, results=results)

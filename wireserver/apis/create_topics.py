@@ -27,14 +27,15 @@ from __future__ import annotations
 
 import uuid
 
-from twisted.internet import defer, task
+from twisted.internet import defer
 
 from protocol.errors import ErrorCode
 from storage.log_config import LogConfig
 from wireserver.admin import ZERO_UUID, topic_config_rows
 from wireserver.apis import handles
 from wireserver.security import checks
-from wireserver.topics import INTERNAL_TOPICS, TopicError, create_topic, resolve_creation
+from wireserver.topics import (INTERNAL_TOPICS, TopicError, create_topic, has_leaders,
+                               resolve_creation, wait_for_topics)
 
 API_KEY = 19
 
@@ -118,25 +119,11 @@ def handle(ctx):
 
 @defer.inlineCallbacks
 def wait_for_leaders(ctx, created, results):
-    broker = ctx.broker
-    cluster = broker.cluster
-    deadline = broker.reactor.seconds() + ctx.body.timeout_ms / 1000.0
-
-    def has_leaders(name):
-        assignment = cluster.topics.get(name)
-        if assignment is None:
-            return False
-        return all((s := cluster.partition(name, p)) is not None and s.leader >= 0
-                   for p in assignment.replicas)
-
-    while True:
-        pending = [r for r in created if not has_leaders(r.name)]
-        if not pending:
-            break
-        if broker.reactor.seconds() >= deadline:
-            for result in pending:
-                result.error_code = ErrorCode.REQUEST_TIMED_OUT
-                result.error_message = "Timed out waiting for the topic's leaders."
-            break
-        yield task.deferLater(broker.reactor, 0.02, lambda: None)
+    pending = yield wait_for_topics(ctx.broker, [r.name for r in created],
+                                    lambda name: has_leaders(ctx.broker, name),
+                                    ctx.body.timeout_ms)
+    for result in created:
+        if result.name in pending:
+            result.error_code = ErrorCode.REQUEST_TIMED_OUT
+            result.error_message = "Timed out waiting for the topic's leaders."
     return ctx.response(throttle_time_ms=0, topics=results)

@@ -6,41 +6,77 @@ TOPIC_DELETION_DISABLED (INVALID_REQUEST before v3); a name or id given twice fa
 INVALID_REQUEST; a v6 entry with both a name and an id fails with INVALID_REQUEST; unknown
 names get UNKNOWN_TOPIC_OR_PARTITION and unknown ids UNKNOWN_TOPIC_ID. Error messages from v5.
 
-Deletion is synchronous: the partition directories are gone when the response leaves. Fetches
-waiting on a deleted partition are woken, re-read, and answer UNKNOWN_TOPIC_OR_PARTITION; fetch
-sessions simply find the log gone.
+One node: deletion is synchronous, the partition directories are gone when the response
+leaves. Fetches waiting on a deleted partition are woken, re-read, and answer
+UNKNOWN_TOPIC_OR_PARTITION; fetch sessions simply find the log gone.
+
+Cluster mode (Kafka's ZooKeeper era): the topic is marked for deletion
+(``/admin/delete_topics/<t>``), the controller deletes its znodes, and every broker drops its
+replicas and logs from its watch; the response waits (up to ``timeout_ms``) until the topic is
+gone from this broker's metadata, REQUEST_TIMED_OUT otherwise. A topic already marked is waited
+for like a new request (as ``ZkAdminManager``).
 
 Authorization as ``ControllerApis.deleteTopics``: DELETE on the cluster, or DELETE on the topic;
 a topic the principal may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED whether or not it exists
 (an unknown one it may describe stays UNKNOWN_TOPIC_OR_PARTITION); by id, an unauthorized topic
 is named only when describable.
 
-Skipped: ``timeout_ms``. Internal topics are not protected (Kafka's
+Skipped: ``timeout_ms`` on one node. Internal topics are not protected (Kafka's
 ``kafka-topics`` tool refuses them on the client side).
 """
 
 from __future__ import annotations
 
+from twisted.internet import defer
+
 from protocol.errors import ErrorCode
 from wireserver.admin import ZERO_UUID
 from wireserver.apis import handles
 from wireserver.security import checks
+from wireserver.topics import delete_local, in_cluster, wait_for_topics
 
 API_KEY = 20
 
 
+def known_topics(broker) -> dict:
+    """Topic name -> topic id: this broker's topics and, in cluster mode, the cluster's."""
+    ids = {name: info.topic_id for name, info in broker.logs.topics.items()}
+    if broker.cluster is not None:
+        ids.update({name: a.topic_id for name, a in broker.cluster.topics.items()})
+    return ids
+
+
 def delete(broker, name: str) -> None:
-    info = broker.logs.topics[name]
-    broker.logs.delete_topic(name)
-    for partition in range(info.num_partitions):
-        broker.appended(name, partition)  # wake fetches parked on the partition
+    if in_cluster(broker, name):
+        from wireserver.cluster.topic_admin import mark_for_deletion
+
+        mark_for_deletion(broker.cluster, name)
+    else:
+        delete_local(broker, name)
+
+
+@defer.inlineCallbacks
+def wait_until_gone(ctx, deleted: dict, results):
+    """Answer once every deleted topic (name -> topic id) left this broker's metadata."""
+    topics = ctx.broker.cluster.topics
+
+    def gone(name):
+        return name not in topics or topics[name].topic_id != deleted[name]
+
+    pending = yield wait_for_topics(ctx.broker, list(deleted), gone, ctx.body.timeout_ms)
+    for result in results:
+        if result.error_code == ErrorCode.NONE and result.name in pending:
+            result.error_code = ErrorCode.REQUEST_TIMED_OUT
+            if ctx.version >= 5:
+                result.error_message = "Timed out waiting for the topic to be deleted."
+    return ctx.response(throttle_time_ms=0, responses=results)
 
 
 @handles(API_KEY)
 def handle(ctx):
     broker, version, body = ctx.broker, ctx.version, ctx.body
     result_class = ctx.request.spec.response_class.DeletableTopicResult
-    topics = broker.logs.topics
+    topics = known_topics(broker)
     if version >= 6:
         wanted = [(t.name, t.topic_id) for t in body.topics]
     else:
@@ -64,7 +100,8 @@ def handle(ctx):
             name_counts[name] = name_counts.get(name, 0) + 1
         elif topic_id != ZERO_UUID:
             id_counts[topic_id] = id_counts.get(topic_id, 0) + 1
-    by_id = {info.topic_id: info.name for info in topics.values()}
+    by_id = {topic_id: name for name, topic_id in topics.items()}
+    deleted: dict = {}  # in cluster mode: name -> topic id, to wait for
     results = []
     for name, topic_id in wanted:
         if name is not None and topic_id != ZERO_UUID:
@@ -87,6 +124,8 @@ def handle(ctx):
                                       checks.message(ErrorCode.TOPIC_AUTHORIZATION_FAILED)))
             else:
                 delete(broker, found)
+                if in_cluster(broker, found):
+                    deleted[found] = topic_id
                 results.append(result(found, topic_id))
         elif denied := checks.delete_topic_by_name(ctx, name, name in topics):
             results.append(result(name, ZERO_UUID, denied, checks.message(denied)))
@@ -94,7 +133,11 @@ def handle(ctx):
             results.append(result(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                   "This server does not host this topic-partition."))
         else:
-            found_id = topics[name].topic_id
+            found_id = topics[name]
             delete(broker, name)
+            if in_cluster(broker, name):
+                deleted[name] = found_id
             results.append(result(name, found_id))
+    if deleted and body.timeout_ms > 0:  # Kafka answers at once for a timeout of 0
+        return wait_until_gone(ctx, deleted, results)
     return ctx.response(throttle_time_ms=0, responses=results)

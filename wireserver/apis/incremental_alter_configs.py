@@ -6,7 +6,9 @@ keys only, starting from the current value or, when unset, the key's default.
 - TOPIC: applied to the topic's overrides as Kafka's controller does (APPEND adds values not
   already present, SUBTRACT removes them; on a non-list key → INVALID_CONFIG "Can't APPEND to
   key ..."); unknown keys or bad values → INVALID_CONFIG; unknown topic →
-  UNKNOWN_TOPIC_OR_PARTITION. The logs use the new config at once.
+  UNKNOWN_TOPIC_OR_PARTITION. The logs use the new config at once. In cluster mode the
+  overrides start from ``/config/topics/<t>`` and go back there with a change notification
+  that every broker applies (``wireserver.admin.set_topic_overrides``).
 - BROKER (our node id, or "" for the cluster default): applied to the dynamic layer as Kafka's
   ``ConfigAdminManager.prepareIncrementalConfigs`` does (APPEND/SUBTRACT on a non-list key →
   INVALID_REQUEST); keys that need a restart and bad values → INVALID_REQUEST; unknown keys →
@@ -29,8 +31,9 @@ from __future__ import annotations
 from protocol.errors import ErrorCode
 from storage.log_config import TOPIC_CONFIGS
 from wireserver.admin import (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC,
-                              AdminError, alter_logger, check_broker_resource, is_list_key,
-                              set_broker_dynamic, set_topic_overrides)
+                              AdminError, alter_logger, check_broker_resource,
+                              current_topic_overrides, is_list_key, set_broker_dynamic,
+                              set_topic_overrides)
 from wireserver.apis import handles
 from wireserver.apis.alter_configs import check_entries, duplicate_resources
 from wireserver.config import BROKER_CONFIGS
@@ -51,11 +54,7 @@ def _default_list(defs, name: str) -> str:
 
 
 def topic_ops(broker, topic: str, configs, validate_only: bool) -> None:
-    info = broker.logs.topics.get(topic)
-    if info is None:
-        raise AdminError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                         f"The topic '{topic}' does not exist.")
-    props = dict(info.overrides)
+    props = current_topic_overrides(broker, topic)
     for config in configs:
         name, op = config.name, config.config_operation
         if op == SET:

@@ -6,6 +6,9 @@
 - ``controller``: leader election on topic creation and broker failure.
 - ``fetcher`` and ``client``: followers copy the leader's log with the Fetch protocol.
 - ``placement``: Kafka's replica placement.
+- ``topic_admin``: DeleteTopics, CreatePartitions and topic config changes written to ZooKeeper
+  by the broker that receives them; ``topic_deletion`` (controller) and ``config_changes``
+  (every broker) act on them.
 - ``zkdata``: znode paths and JSON.
 - ``zookeeper`` and ``dev``: running a ZooKeeper server and a development cluster.
 

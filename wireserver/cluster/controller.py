@@ -12,6 +12,9 @@ ZooKeeper-era ``KafkaController``, reduced to what leadership needs).
   left as it was, so that its last member can lead again when it returns). Dead followers are
   removed from the ISR of partitions whose leader lives.
 - A broker arrives: offline partitions it can lead get it as leader.
+- A topic gains partitions (CreatePartitions extended its assignment): their state znodes are
+  created as for a new topic. A topic marked for deletion (``/admin/delete_topics/<t>``) has its
+  znodes deleted (``wireserver.cluster.topic_deletion``).
 
 - ElectLeaders (``elect``, Kafka's ``onReplicaElection``): PREFERRED moves leadership to the
   first replica of the assignment when it is alive and in the ISR (ELECTION_NOT_NEEDED when it
@@ -53,7 +56,10 @@ class Controller:
         self._rebalance: task.LoopingCall | None = None
 
     def start(self) -> None:
+        from wireserver.cluster.topic_deletion import TopicDeletion
+
         self.reconcile_all(set())
+        TopicDeletion(self).start()
         config = self.node.broker.config
         if config["auto.leader.rebalance.enable"]:
             loop = task.LoopingCall(self._guarded_rebalance)

@@ -7,7 +7,10 @@ state it makes this broker leader or follower of each partition it replicates. A
 tracks each follower's log end offset (the offset of its fetches), advances the high watermark
 to the minimum over the ISR, and shrinks and expands the ISR (a conditional write of the state
 znode, as Kafka's ZooKeeper-era ``Partition.maybeShrinkIsr``/``maybeExpandIsr`` did). As
-follower it fetches from the leader (``wireserver.cluster.fetcher``).
+follower it fetches from the leader (``wireserver.cluster.fetcher``). A topic whose
+assignment disappears (DeleteTopics) loses its replicas and logs here; one whose assignment
+grows (CreatePartitions) gains the new partitions; topic config changes arrive through
+``wireserver.cluster.config_changes``.
 
 kazoo runs watch callbacks on its own thread; every one is brought back to the reactor with
 ``callFromThread``. ZooKeeper reads and writes made from the reactor thread are synchronous:
@@ -25,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from twisted.internet import defer, task
 
 from wireserver.cluster import zkdata as zd
+from wireserver.cluster.config_changes import ConfigChangeListener
 from wireserver.cluster.fetcher import ReplicaFetcher
 
 if TYPE_CHECKING:
@@ -75,6 +79,12 @@ class ClusterNode:
         self.leading: dict[TP, LeaderState] = {}
         self.following: dict[TP, int] = {}
         self.fetchers: dict[int, ReplicaFetcher] = {}
+        # Names with a watch on their assignment / (topic, partition)s with a watch on their
+        # state: kazoo watches outlive a deletion and see a re-creation, so each is set once.
+        self._assignment_watched: set[str] = set()
+        self._state_watched: set[TP] = set()
+        self._strays_checked = False
+        self.config_changes = ConfigChangeListener(self)
         self.lag_max_ms = broker.config["replica.lag.time.max.ms"]
         self._loops: list[task.LoopingCall] = []
         self._session_lost = False
@@ -102,6 +112,10 @@ class ClusterNode:
         self._adopt_cluster_id()
         from wireserver.cluster.producer_ids import ZkProducerIdManager
         self.broker.producer_ids = ZkProducerIdManager(self.zk, self.node_id)
+        authorizer = getattr(self.broker.security, "authorizer", None)
+        if authorizer is not None:  # ACLs live in ZooKeeper, shared by every broker
+            from wireserver.cluster.acls import ZkAclStore
+            ZkAclStore(self.zk, authorizer, self._from_zk).start()
         self._register()
 
         def on_state(state: Any) -> None:
@@ -115,6 +129,7 @@ class ClusterNode:
         self.zk.ChildrenWatch(zd.BROKER_IDS, self._from_zk(self._on_brokers))
         self.zk.ChildrenWatch(zd.TOPICS, self._from_zk(self._on_topics))
         self.zk.DataWatch(zd.CONTROLLER, self._from_zk(self._on_controller))
+        self.config_changes.start()
         loop = task.LoopingCall(self._shrink_isrs)
         loop.clock = self.reactor
         loop.start(max(0.1, self.lag_max_ms / 2000.0), now=False)
@@ -270,6 +285,12 @@ class ClusterNode:
     def _on_topics(self, children: list[str]) -> None:
         from kazoo.exceptions import NoNodeError
 
+        present = set(children)
+        for name in [n for n in self.topics if n not in present]:
+            self._drop_topic(name)
+        if not self._strays_checked:
+            self._strays_checked = True
+            self._drop_strays(present)
         for name in children:
             if name in self.topics:
                 continue
@@ -277,22 +298,104 @@ class ClusterNode:
                 data, _ = self.zk.get(zd.topic_path(name))
             except NoNodeError:
                 continue
-            assignment = zd.TopicAssignment.decode(name, data)
+            self._add_topic(zd.TopicAssignment.decode(name, data))
+
+    def _add_topic(self, assignment: zd.TopicAssignment) -> None:
+        from kazoo.exceptions import NoNodeError
+
+        name = assignment.name
+        try:
+            config_data, _ = self.zk.get(zd.topic_config_path(name))
+        except NoNodeError:
+            config_data = None
+        self._ensure_local(assignment, zd.decode_topic_config(config_data))
+        self.topics[name] = assignment
+        self._watch_partitions(assignment)
+        if name not in self._assignment_watched:
+            self._assignment_watched.add(name)
+            self.zk.DataWatch(zd.topic_path(name),
+                              self._from_zk(lambda data, stat, *_: self._on_assignment(name, data)))
+        if self.controller is not None:
+            self.controller.on_new_topic(name)
+
+    def _watch_partitions(self, assignment: zd.TopicAssignment) -> None:
+        """Watch the state of every partition; a partition whose watch survives from an
+        earlier topic of the same name has its current state read now."""
+        from kazoo.exceptions import NoNodeError
+
+        for partition in assignment.replicas:
+            tp = (assignment.name, partition)
+            if tp not in self._state_watched:
+                self._state_watched.add(tp)
+                self.zk.DataWatch(zd.state_path(*tp),
+                                  self._from_zk(self._state_watch(*tp)))
+                continue
             try:
-                config_data, _ = self.zk.get(zd.topic_config_path(name))
+                data, stat = self.zk.get(zd.state_path(*tp))
             except NoNodeError:
-                config_data = None
-            self._ensure_local(assignment, zd.decode_topic_config(config_data))
-            self.topics[name] = assignment
-            for partition in assignment.replicas:
-                self.zk.DataWatch(zd.state_path(name, partition),
-                                  self._from_zk(self._state_watch(name, partition)))
+                continue  # the controller creates it; the watch reports it
+            self._state_watch(*tp)(data, stat)
+
+    def _on_assignment(self, name: str, data: bytes | None) -> None:
+        """``/brokers/topics/<t>`` changed: deleted (DeleteTopics), re-created under a new
+        topic id, or extended (CreatePartitions)."""
+        current = self.topics.get(name)
+        if data is None:
+            if current is not None:
+                self._drop_topic(name)
+            return
+        new = zd.TopicAssignment.decode(name, data)
+        if current is not None and current.topic_id != new.topic_id:
+            self._drop_topic(name)
+            current = None
+        if current is None:
+            self._add_topic(new)
+        elif len(new.replicas) > len(current.replicas):
+            log.info("topic %s: %d -> %d partitions", name, len(current.replicas),
+                     len(new.replicas))
+            self._ensure_local(new, {})
+            self.topics[name] = new
+            self._watch_partitions(new)
             if self.controller is not None:
                 self.controller.on_new_topic(name)
+
+    def _drop_topic(self, name: str) -> None:
+        """The topic is gone from ZooKeeper: stop leading and following its partitions and
+        delete its logs (Kafka's StopReplica with delete)."""
+        from wireserver.topics import delete_local
+
+        assignment = self.topics.pop(name)
+        log.info("topic %s deleted: dropping its replicas", name)
+        for partition in assignment.replicas:
+            tp = (name, partition)
+            self._stop_following(tp)
+            if self.leading.pop(tp, None) is not None:
+                self._coordinator_resigned(tp)
+            self.states.pop(tp, None)
+        if name in self.broker.logs.topics:
+            delete_local(self.broker, name)
+        for partition in assignment.replicas:
+            self.broker.purgatory.notify(("hw", name, partition))
+
+    def _drop_strays(self, present: set[str]) -> None:
+        """At start: logs of topics deleted while this broker was away."""
+        from wireserver.topics import INTERNAL_TOPICS, delete_local
+
+        for name in list(self.broker.logs.topics):
+            if name not in present and name not in INTERNAL_TOPICS:
+                log.info("topic %s no longer exists: deleting its logs", name)
+                delete_local(self.broker, name)
 
     def _ensure_local(self, assignment: zd.TopicAssignment, overrides: dict[str, str]) -> None:
         logs = self.broker.logs
         info = logs.topics.get(assignment.name)
+        if info is not None and info.topic_id != assignment.topic_id:
+            from wireserver.topics import delete_local
+
+            log.info("topic %s was re-created: deleting the logs of the old one",
+                     assignment.name)
+            delete_local(self.broker, assignment.name)
+            info = None
         if info is None:
             logs.create_topic(assignment.name, len(assignment.replicas), overrides,
                               topic_id=assignment.topic_id)
@@ -553,6 +656,8 @@ class ClusterNode:
         path = zd.state_path(*tp)
         try:
             stat = self.zk.set(path, new.encode(), version=state.zk_version)
+        except NoNodeError:
+            return False  # the topic is being deleted
         except BadVersionError:
             try:
                 data, stat = self.zk.get(path)

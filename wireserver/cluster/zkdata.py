@@ -32,6 +32,15 @@ def topic_config_path(topic: str) -> str:
     return f"{CONFIG_TOPICS}/{topic}"
 
 
+DELETE_TOPICS = "/admin/delete_topics"  # children: topics marked for deletion
+CONFIG_CHANGES = "/config/changes"  # children: sequential config change notifications
+CONFIG_CHANGE_PREFIX = "config_change_"
+
+
+def delete_topic_path(topic: str) -> str:
+    return f"{DELETE_TOPICS}/{topic}"
+
+
 def partitions_path(topic: str) -> str:
     return f"{TOPICS}/{topic}/partitions"
 
@@ -107,6 +116,19 @@ def decode_topic_config(data: bytes | None) -> dict[str, str]:
     if not data:
         return {}
     return {k: str(v) for k, v in json.loads(data).get("config", {}).items()}
+
+
+def encode_config_change(entity_path: str) -> bytes:
+    """A ``/config/changes/config_change_<seq>`` notification (version 2: ``topics/<t>``)."""
+    return _dumps({"version": 2, "entity_path": entity_path})
+
+
+def decode_config_change(data: bytes | None) -> str | None:
+    """The entity path of a notification, None for one we cannot read."""
+    try:
+        return str(json.loads(data)["entity_path"]) if data else None
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 @dataclass(frozen=True)

@@ -28,9 +28,14 @@ Time and waiting (one mechanism per concept, all on the injected reactor):
   the same reactor.
 
 Writes to ``__consumer_offsets`` are synchronous local appends (one node: appended means
-committed), so a commit's response goes out after its record is in the log. State is loaded back
-synchronously when the broker starts (Kafka loads asynchronously and answers
-COORDINATOR_LOAD_IN_PROGRESS meanwhile; we never need to).
+committed), so a commit's response goes out after its record is in the log. In cluster mode
+the SyncGroup leader's assignment and a static member's replacement are answered once their
+group record is replicated (``_store_group_replicated``), the group staying in
+CompletingRebalance meanwhile; a timeout or too small an ISR answers
+COORDINATOR_NOT_AVAILABLE, lost leadership NOT_COORDINATOR, the errors of an offset commit
+(Kafka's ``storeGroup`` answers a timeout with REBALANCE_IN_PROGRESS).
+State is loaded back synchronously when the broker starts (Kafka loads asynchronously and
+answers COORDINATOR_LOAD_IN_PROGRESS meanwhile; we never need to).
 
 Transactional offsets (TxnOffsetCommit): written to ``__consumer_offsets`` as a transactional
 batch of the producer (its id and epoch, no sequence) and kept *pending* per producer id until
@@ -267,6 +272,23 @@ class GroupCoordinator:
 
     def _store_group(self, group: Group) -> ErrorCode:
         return self._append(group.group_id, [self._group_record(group)])
+
+    def _store_group_replicated(self, group: Group, on_stored) -> None:
+        """Kafka's ``storeGroup`` with acks=-1: append the group's record and call
+        ``on_stored(error)`` once the high watermark passed it (at once on one node), so that
+        a JoinGroup or SyncGroup answer never promises metadata a new coordinator would lack.
+        ``on_stored`` is not called when the group was unloaded meanwhile (its waiting members
+        were answered NOT_COORDINATOR)."""
+        error = self._store_group(group)
+        if error != ErrorCode.NONE:
+            on_stored(error)
+            return
+
+        def done(error: ErrorCode) -> None:
+            if self.groups.get(group.group_id) is group:
+                on_stored(error)
+
+        self.replicated(group.group_id).addCallback(done)
 
     # -- loading ----------------------------------------------------------------------------
 
@@ -567,26 +589,29 @@ class GroupCoordinator:
         self._update_member(member, req, d)
         if group.is_in(S.STABLE):
             if group.select_protocol() == group.protocol_name:
-                error = self._store_group(group)
-                if error != ErrorCode.NONE:
-                    member.join_deferred = None
-                    group.replace_static_member(instance_id, new_id, old_id)
-                    member.protocols, member.rebalance_timeout_ms, member.session_timeout_ms = saved
-                    self._schedule_heartbeat(group, member)
-                    d.callback(JoinResult(error, ""))
-                    return
-                if req.api_version >= 9:
-                    # KIP-814: the leader learns it leads but must not reassign.
-                    is_leader = group.is_leader(new_id)
-                    member.complete_join(self._join_result(group, member,
-                                                           skip_assignment=is_leader))
-                else:
-                    # Older clients: report the previous leader id so a restarted leader does
-                    # not compute an assignment the stable group would never distribute.
-                    result = self._join_result(group, member)
-                    result.leader_id = previous_leader
-                    result.members = []
-                    member.complete_join(result)
+                def stored(error: ErrorCode) -> None:
+                    if error != ErrorCode.NONE:
+                        member.join_deferred = None
+                        group.replace_static_member(instance_id, new_id, old_id)
+                        (member.protocols, member.rebalance_timeout_ms,
+                         member.session_timeout_ms) = saved
+                        self._schedule_heartbeat(group, member)
+                        d.callback(JoinResult(error, ""))
+                    elif req.api_version >= 9:
+                        # KIP-814: the leader learns it leads but must not reassign.
+                        is_leader = group.is_leader(new_id)
+                        member.complete_join(self._join_result(group, member,
+                                                               skip_assignment=is_leader))
+                    else:
+                        # Older clients: report the previous leader id so a restarted leader
+                        # does not compute an assignment the stable group would never
+                        # distribute.
+                        result = self._join_result(group, member)
+                        result.leader_id = previous_leader
+                        result.members = []
+                        member.complete_join(result)
+
+                self._store_group_replicated(group, stored)
             else:
                 self._maybe_prepare_rebalance(group, "static member joined with a new protocol")
         elif group.is_in(S.COMPLETING_REBALANCE):
@@ -821,17 +846,26 @@ class GroupCoordinator:
         if group.is_leader(member_id):
             for m in group.members.values():
                 m.assignment = bytes(assignments.get(m.member_id, b"") or b"")
-            error = self._store_group(group)
-            if error != ErrorCode.NONE:
-                self._reset_and_propagate_assignment_error(group, error)
-                self._maybe_prepare_rebalance(group, "storing the assignment failed")
-                return d
-            group.transition_to(S.STABLE, self.now_ms())
-            for m in list(group.members.values()):
-                m.complete_sync(SyncResult(ErrorCode.NONE, group.protocol_type,
-                                           group.protocol_name, m.assignment))
-                self._schedule_heartbeat(group, m)
+            generation = group.generation_id
+            self._store_group_replicated(
+                group, lambda error: self._assignment_stored(group, generation, error))
         return d
+
+    def _assignment_stored(self, group: Group, generation: int, error: ErrorCode) -> None:
+        """The leader's assignment is replicated (or failed): every member gets it, as in
+        Kafka's SyncGroup callback, unless the group moved on meanwhile (a rebalance already
+        answered the waiting members REBALANCE_IN_PROGRESS)."""
+        if not group.is_in(S.COMPLETING_REBALANCE) or group.generation_id != generation:
+            return
+        if error != ErrorCode.NONE:
+            self._reset_and_propagate_assignment_error(group, error)
+            self._maybe_prepare_rebalance(group, "storing the assignment failed")
+            return
+        group.transition_to(S.STABLE, self.now_ms())
+        for m in list(group.members.values()):
+            m.complete_sync(SyncResult(ErrorCode.NONE, group.protocol_type,
+                                       group.protocol_name, m.assignment))
+            self._schedule_heartbeat(group, m)
 
     # -- Heartbeat, LeaveGroup --------------------------------------------------------------
 

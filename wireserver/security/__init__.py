@@ -43,16 +43,30 @@ class ConnectionSecurity:
         return self.protocol in ("SSL", "SASL_SSL")
 
 
+def _authorizer(ctx: Any) -> tuple[Any, ConnectionSecurity | None]:
+    """(the broker's authorizer or None, the connection's security or None)."""
+    manager = getattr(ctx.broker, "security", None)
+    return getattr(manager, "authorizer", None), getattr(ctx, "security", None)
+
+
 def authorize(ctx: Any, operation: Any, resource_type: Any, name: str) -> bool:
     """May the principal of ``ctx``'s connection do ``operation`` on the resource? Always True
     without an authorizer (``authorizer.class.name`` unset) or outside a client connection."""
-    manager = getattr(ctx.broker, "security", None)
-    authorizer = getattr(manager, "authorizer", None)
-    security = getattr(ctx, "security", None)
+    authorizer, security = _authorizer(ctx)
     if authorizer is None or security is None:
         return True
     return authorizer.authorize(security.principal, security.host, operation, resource_type,
                                 name)
+
+
+def authorize_by_resource_type(ctx: Any, operation: Any, resource_type: Any) -> bool:
+    """May the principal of ``ctx``'s connection do ``operation`` on some resource of the
+    type (see ``Authorizer.authorize_by_resource_type``)? True without an authorizer."""
+    authorizer, security = _authorizer(ctx)
+    if authorizer is None or security is None:
+        return True
+    return authorizer.authorize_by_resource_type(security.principal, security.host, operation,
+                                                 resource_type)
 
 
 def authorizer_enabled(ctx: Any) -> bool:

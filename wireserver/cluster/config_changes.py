@@ -1,0 +1,97 @@
+"""Topic config changes reaching every broker (Kafka's ZooKeeper-era ``ZkConfigManager`` with
+its ``ZkNodeChangeNotificationListener``).
+
+Whoever changes a topic's config writes ``/config/topics/<t>`` and then a sequential
+``/config/changes/config_change_<seq>`` notification ``{"version":2,"entity_path":"topics/<t>"}``
+(``wireserver.cluster.topic_admin.write_topic_config``). Every broker watches
+``/config/changes``; for each notification newer than the last it processed it re-reads the
+topic's config znode and gives its logs the new overrides (retention, cleanup policy,
+min.insync.replicas, ...). At start every existing notification is processed once (re-reading a
+config is harmless). Notifications older than ``CHANGE_EXPIRATION_MS`` (Kafka's 15 minutes) are
+deleted by whichever broker sees them.
+
+Only ``topics/<t>`` entities are followed: dynamic broker configs stay per broker and in memory
+(docs/compatibility.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Callable
+
+from wireserver.cluster import zkdata as zd
+
+if TYPE_CHECKING:
+    from wireserver.cluster.node import ClusterNode
+
+log = logging.getLogger(__name__)
+
+CHANGE_EXPIRATION_MS = 15 * 60 * 1000
+
+
+def sequence_of(child: str) -> int:
+    """The sequence number of a ``config_change_<seq>`` child, -1 for anything else."""
+    if not child.startswith(zd.CONFIG_CHANGE_PREFIX):
+        return -1
+    try:
+        return int(child[len(zd.CONFIG_CHANGE_PREFIX):])
+    except ValueError:
+        return -1
+
+
+class ConfigChangeListener:
+    def __init__(self, node: "ClusterNode", wall_clock_ms: Callable[[], int] | None = None):
+        self.node = node
+        self.last_processed = -1
+        # ZooKeeper's ctime is wall-clock time, so expiry compares with the wall clock.
+        self.wall_clock_ms = wall_clock_ms or (lambda: int(time.time() * 1000))
+
+    def start(self) -> None:
+        self.node.zk.ensure_path(zd.CONFIG_CHANGES)
+        self.node.zk.ChildrenWatch(zd.CONFIG_CHANGES, self.node._from_zk(self.on_changes))
+
+    def on_changes(self, children: list[str]) -> None:
+        from kazoo.exceptions import NoNodeError
+
+        zk = self.node.zk
+        for seq, child in sorted((sequence_of(c), c) for c in children):
+            if seq < 0:
+                continue
+            path = f"{zd.CONFIG_CHANGES}/{child}"
+            if seq > self.last_processed:
+                try:
+                    data, stat = zk.get(path)
+                except NoNodeError:
+                    continue
+                self.apply(zd.decode_config_change(data))
+                self.last_processed = seq
+                created_ms = stat.ctime
+            else:
+                try:
+                    created_ms = zk.exists(path).ctime
+                except (NoNodeError, AttributeError):
+                    continue
+            if created_ms < self.wall_clock_ms() - CHANGE_EXPIRATION_MS:
+                try:
+                    zk.delete(path)
+                except NoNodeError:
+                    pass
+
+    def apply(self, entity_path: str | None) -> None:
+        kind, _, name = (entity_path or "").partition("/")
+        if kind != "topics" or not name:
+            log.info("ignoring config change notification for %r", entity_path)
+            return
+        logs = self.node.broker.logs
+        if name not in logs.topics:
+            return  # its config is read when the topic is opened
+        from wireserver.cluster.topic_admin import read_topic_config
+
+        overrides = read_topic_config(self.node, name)
+        try:
+            logs.alter_topic_config(name, overrides)
+        except Exception:  # noqa: BLE001 - a bad value written by another tool
+            log.exception("cannot apply the config of topic %s: %s", name, overrides)
+            return
+        log.info("topic %s: config overrides now %s", name, overrides)
