@@ -300,14 +300,8 @@ class ClusterNode:
             self._add_topic(zd.TopicAssignment.decode(name, data))
 
     def _add_topic(self, assignment: zd.TopicAssignment) -> None:
-        from kazoo.exceptions import NoNodeError
-
         name = assignment.name
-        try:
-            config_data, _ = self.zk.get(zd.topic_config_path(name))
-        except NoNodeError:
-            config_data = None
-        self._ensure_local(assignment, zd.decode_topic_config(config_data))
+        self._ensure_local(assignment, zd.read_entity_config(self.zk, zd.topic_config_path(name)))
         self.topics[name] = assignment
         self._watch_partitions(assignment)
         if name not in self._assignment_watched:
@@ -410,10 +404,10 @@ class ClusterNode:
 
         assignment = zd.TopicAssignment(name, topic_id, replicas)
         try:
-            self.zk.create(zd.topic_config_path(name), zd.encode_topic_config(overrides),
+            self.zk.create(zd.topic_config_path(name), zd.encode_entity_config(overrides),
                            makepath=True)
         except NodeExistsError:
-            self.zk.set(zd.topic_config_path(name), zd.encode_topic_config(overrides))
+            self.zk.set(zd.topic_config_path(name), zd.encode_entity_config(overrides))
         self.zk.create(zd.topic_path(name), assignment.encode(), makepath=True)
 
     def live_racks(self) -> dict[int, str | None]:
