@@ -9,8 +9,8 @@ to the minimum over the ISR, and shrinks and expands the ISR (a conditional writ
 znode, as Kafka's ZooKeeper-era ``Partition.maybeShrinkIsr``/``maybeExpandIsr`` did). As
 follower it fetches from the leader (``wireserver.cluster.fetcher``). A topic whose
 assignment disappears (DeleteTopics) loses its replicas and logs here; one whose assignment
-grows (CreatePartitions) gains the new partitions; topic config changes arrive through
-``wireserver.cluster.config_changes``.
+grows (CreatePartitions) gains the new partitions; topic config and SCRAM credential changes
+arrive through ``wireserver.cluster.config_changes``.
 
 kazoo runs watch callbacks on its own thread; every one is brought back to the reactor with
 ``callFromThread``. ZooKeeper reads and writes made from the reactor thread are synchronous:
@@ -115,6 +115,9 @@ class ClusterNode:
         if authorizer is not None:  # ACLs live in ZooKeeper, shared by every broker
             from wireserver.cluster.acls import ZkAclStore
             ZkAclStore(self.zk, authorizer, self._from_zk).start()
+        # SCRAM credentials too (/config/users), followed through /config/changes
+        from wireserver.cluster.scram_credentials import ZkScramCredentials
+        ZkScramCredentials(self.zk, self.broker.security.scram).start(self.config_changes)
         self._register()
 
         def on_state(state: Any) -> None:
