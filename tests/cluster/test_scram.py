@@ -1,6 +1,7 @@
 """SCRAM credentials live in ZooKeeper in cluster mode: AlterUserScramCredentials on one
 broker writes Kafka's ``/config/users/<user>`` znode and a ``/config/changes`` notification,
-and every broker's logins follow, across restarts. Users seeded into a broker's log dir
+and every broker's logins follow, across restarts; Kafka's ``kafka-configs`` tool creates users
+the same way, and Kafka's own code agrees with the znodes. Users seeded into a broker's log dir
 (``EmbeddedBroker(sasl=..., users=...)``) keep logging in to that broker."""
 
 from __future__ import annotations
@@ -9,12 +10,15 @@ import base64
 import hashlib
 import hmac
 import json
+import subprocess
 import time
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (AdminClient, ScramCredentialInfo, ScramMechanism,
                                    UserScramCredentialDeletion, UserScramCredentialUpsertion)
+from compat_tests.reference import require_tools, resolve, run_tool, which_java
+from compat_tests.reference.resolve import classpath
 from tests.cluster.conftest import Cluster, wait_for, zk_client
 
 pytestmark = pytest.mark.integration
@@ -162,3 +166,60 @@ def test_user_created_on_one_broker_logs_in_everywhere_until_deleted_and_survive
     wait_for(lambda: refused(first, USER, PASSWORD),
              what="broker 1 to refuse the credential deleted on broker 2")
     assert logs_in(first, USER, PASSWORD, "SCRAM-SHA-512")
+
+
+# Kafka's own code computes, for a user, a password and the znode value we wrote, what its
+# ZooKeeper-era brokers would have written: the znode name (Sanitizer) and the value
+# (credentialToString of the credential ScramFormatter derives with the stored salt).
+KAFKA_FORMAT = """
+import org.apache.kafka.common.security.scram.ScramCredential;
+import org.apache.kafka.common.security.scram.internals.ScramCredentialUtils;
+import org.apache.kafka.common.security.scram.internals.ScramFormatter;
+import org.apache.kafka.common.security.scram.internals.ScramMechanism;
+import org.apache.kafka.common.utils.Sanitizer;
+
+public class KafkaScramFormat {
+    public static void main(String[] args) throws Exception {
+        String user = args[0], value = args[1], password = args[2];
+        ScramFormatter formatter = new ScramFormatter(ScramMechanism.forMechanismName(args[3]));
+        ScramCredential stored = ScramCredentialUtils.credentialFromString(value);
+        byte[] salted = formatter.saltedPassword(password, stored.salt(), stored.iterations());
+        System.out.println(Sanitizer.sanitize(user));
+        System.out.println(ScramCredentialUtils.credentialToString(
+            formatter.generateCredential(stored.salt(), salted, stored.iterations())));
+    }
+}
+"""
+
+
+def test_kafka_configs_creates_a_user_whose_znode_is_what_kafka_writes(cluster, zk, tmp_path):
+    """Kafka's ``kafka-configs`` (the Java admin client) creates the user through broker 2;
+    Kafka's own Sanitizer and ScramCredentialUtils agree with the znode; the user logs in on
+    broker 1."""
+    require_tools()
+    user, password = "dave smith*", "dave-secret"
+    config = tmp_path / "ops.properties"
+    config.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
+                      "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule"
+                      ' required username="ops" password="ops-secret";\n')
+    done = run_tool("kafka-configs", [
+        "--alter", "--entity-type", "users", "--entity-name", user,
+        "--add-config", f"SCRAM-SHA-512=[iterations=8192,password={password}]",
+        "--command-config", str(config)], bootstrap=cluster.brokers[2].bootstrap_servers,
+        timeout=120)
+    assert done.returncode == 0, done.stderr
+
+    [child] = [c for c in zk.get_children("/config/users") if c.startswith("dave")]
+    value = json.loads(zk.get(f"/config/users/{child}")[0])["config"]["SCRAM-SHA-512"]
+    source = tmp_path / "KafkaScramFormat.java"
+    source.write_text(KAFKA_FORMAT)
+    kafka = subprocess.run([which_java(), "-cp", classpath(resolve()), str(source), user, value,
+                            password, "SCRAM-SHA-512"],
+                           capture_output=True, text=True, timeout=120)
+    assert kafka.returncode == 0, kafka.stderr
+    assert kafka.stdout.split("\n")[:2] == [child, value]
+    assert child == "dave%20smith%2A"
+    assert value.startswith("salt=") and value.endswith(",iterations=8192")
+
+    wait_for(lambda: logs_in(cluster.brokers[1], user, password, "SCRAM-SHA-512"),
+             what="broker 1 to accept the user kafka-configs created on broker 2")
