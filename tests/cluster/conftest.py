@@ -41,7 +41,8 @@ def zookeeper():
 
 class Cluster:
     def __init__(self, zookeeper: ZooKeeperServer, count: int, chroot: str,
-                 overrides: dict | None = None):
+                 overrides: dict | None = None, **broker_options):
+        """``broker_options`` go to every ``EmbeddedBroker`` (``sasl=``, ``users=``)."""
         self.zk_connect = zookeeper.connect + chroot
         self.brokers: dict[int, EmbeddedBroker] = {}
         for broker_id in range(1, count + 1):
@@ -49,7 +50,8 @@ class Cluster:
             settings.update({"broker.id": str(broker_id),
                              "zookeeper.connect": self.zk_connect})
             settings.update(overrides or {})
-            self.brokers[broker_id] = EmbeddedBroker("subprocess", overrides=settings)
+            self.brokers[broker_id] = EmbeddedBroker("subprocess", overrides=settings,
+                                                     **broker_options)
 
     def start(self) -> "Cluster":
         for broker in self.brokers.values():

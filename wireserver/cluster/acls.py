@@ -25,6 +25,7 @@ import logging
 from collections import defaultdict
 from typing import Any, Callable
 
+from wireserver.cluster.zkdata import update_znode
 from wireserver.security.acls import (AclBinding, Authorizer, Operation, PatternType,
                                       Permission, ResourceType, resource_key)
 
@@ -159,27 +160,11 @@ class ZkAclStore:
 
     def _update(self, key: Key, plus: list[AclBinding],
                 minus: list[AclBinding]) -> list[AclBinding]:
-        from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
-        path = resource_path(key)
-        while True:
-            try:
-                data, stat = self.zk.get(path)
-                current, version = decode_acls(key, data), stat.version
-            except NoNodeError:
-                current, version = [], None
-            wanted = [acl for acl in current if acl not in minus]
+        def change(data: bytes | None) -> bytes | None:
+            wanted = [acl for acl in decode_acls(key, data) if acl not in minus]
             wanted += [acl for acl in plus if acl not in wanted]
-            try:
-                if version is None:
-                    if wanted:
-                        self.zk.create(path, encode_acls(wanted), makepath=True)
-                elif not wanted:
-                    self.zk.delete(path, version=version)
-                else:
-                    self.zk.set(path, encode_acls(wanted), version=version)
-                return wanted
-            except (BadVersionError, NodeExistsError, NoNodeError):
-                continue  # another broker changed it meanwhile: read again
+            return encode_acls(wanted) if wanted else None
+        return decode_acls(key, update_znode(self.zk, resource_path(key), change))
 
     def _changes_of(self, path: str) -> Callable[[list[str]], None]:
         def on_children(children: list[str]) -> None:

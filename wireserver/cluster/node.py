@@ -9,8 +9,8 @@ to the minimum over the ISR, and shrinks and expands the ISR (a conditional writ
 znode, as Kafka's ZooKeeper-era ``Partition.maybeShrinkIsr``/``maybeExpandIsr`` did). As
 follower it fetches from the leader (``wireserver.cluster.fetcher``). A topic whose
 assignment disappears (DeleteTopics) loses its replicas and logs here; one whose assignment
-grows (CreatePartitions) gains the new partitions; topic config changes arrive through
-``wireserver.cluster.config_changes``.
+grows (CreatePartitions) gains the new partitions; topic config and SCRAM credential changes
+arrive through ``wireserver.cluster.config_changes``.
 
 kazoo runs watch callbacks on its own thread; every one is brought back to the reactor with
 ``callFromThread``. ZooKeeper reads and writes made from the reactor thread are synchronous:
@@ -116,6 +116,9 @@ class ClusterNode:
         if authorizer is not None:  # ACLs live in ZooKeeper, shared by every broker
             from wireserver.cluster.acls import ZkAclStore
             ZkAclStore(self.zk, authorizer, self._from_zk).start()
+        # SCRAM credentials too (/config/users), followed through /config/changes
+        from wireserver.cluster.scram_credentials import ZkScramCredentials
+        ZkScramCredentials(self.zk, self.broker.security.scram).start(self.config_changes)
         self._register()
 
         def on_state(state: Any) -> None:
@@ -301,14 +304,8 @@ class ClusterNode:
             self._add_topic(zd.TopicAssignment.decode(name, data))
 
     def _add_topic(self, assignment: zd.TopicAssignment) -> None:
-        from kazoo.exceptions import NoNodeError
-
         name = assignment.name
-        try:
-            config_data, _ = self.zk.get(zd.topic_config_path(name))
-        except NoNodeError:
-            config_data = None
-        self._ensure_local(assignment, zd.decode_topic_config(config_data))
+        self._ensure_local(assignment, zd.read_entity_config(self.zk, zd.topic_config_path(name)))
         self.topics[name] = assignment
         self._watch_partitions(assignment)
         if name not in self._assignment_watched:
@@ -411,10 +408,10 @@ class ClusterNode:
 
         assignment = zd.TopicAssignment(name, topic_id, replicas)
         try:
-            self.zk.create(zd.topic_config_path(name), zd.encode_topic_config(overrides),
+            self.zk.create(zd.topic_config_path(name), zd.encode_entity_config(overrides),
                            makepath=True)
         except NodeExistsError:
-            self.zk.set(zd.topic_config_path(name), zd.encode_topic_config(overrides))
+            self.zk.set(zd.topic_config_path(name), zd.encode_entity_config(overrides))
         self.zk.create(zd.topic_path(name), assignment.encode(), makepath=True)
 
     def live_racks(self) -> dict[int, str | None]:

@@ -5,7 +5,8 @@
   default principal builder reports it).
 - ``sasl``: the per-connection authentication state machine and the PLAIN, SCRAM-SHA-256/512
   and OAUTHBEARER (unsecured JWS) mechanisms.
-- ``scram``: salted SCRAM credentials, persisted in the first log dir.
+- ``scram``: salted SCRAM credentials, persisted in the first log dir (in cluster mode kept in
+  ZooKeeper by ``wireserver.cluster.scram_credentials``).
 - ``acls``: Kafka's ACL model, the ACL store (persisted in the first log dir) and
   ``authorize``, the one check every handler calls.
 - ``certs``: a CA and certificates for tests (``EmbeddedBroker(tls=True)``).

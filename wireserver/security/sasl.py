@@ -214,7 +214,7 @@ class ScramMechanism(Mechanism):
         if authzid and _scram_name(authzid) != username:
             raise SaslFailure("Authentication failed: Client requested an authorization id "
                               "that is different from username")
-        self.credential = self.store.get(username, self.name)
+        self.credential = self.store.for_login(username, self.name)
         if self.credential is None:
             raise SaslFailure("Authentication failed: Invalid user credentials")
         self.username = username
