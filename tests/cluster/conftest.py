@@ -56,7 +56,23 @@ class Cluster:
     def start(self) -> "Cluster":
         for broker in self.brokers.values():
             broker.start()
+        wait_for(self._every_broker_lists_all, timeout=60,
+                 what="every broker's Metadata to list the whole cluster")
         return self
+
+    def _every_broker_lists_all(self) -> bool:
+        """Registrations reach the other brokers through ZooKeeper watches after each broker
+        starts listening; a CreateTopics before then places replicas on fewer brokers (seen
+        on a loaded machine as "only 2 broker(s) are registered")."""
+        from kafka.protocol.metadata.metadata import MetadataRequest
+        for broker in self.brokers.values():
+            with broker.wire() as wire:
+                version = wire.version(MetadataRequest, 12)
+                response = wire.request(MetadataRequest(
+                    version=version, topics=[], allow_auto_topic_creation=False))
+            if len(response.brokers) < len(self.brokers):
+                return False
+        return True
 
     @property
     def bootstrap(self) -> str:
