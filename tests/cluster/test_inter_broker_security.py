@@ -1,0 +1,164 @@
+"""Brokers whose only listener is SASL_PLAINTEXT (SCRAM-SHA-512) replicate over it: each
+follower logs in to the leader as the broker user of its JAAS config
+(``security.inter.broker.protocol=SASL_PLAINTEXT``,
+``sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512``), a super user, so its fetches pass the
+authorizer's CLUSTER_ACTION check. acks=all produce succeeds, every broker's log holds the
+records, the ISR is full and a leader kill fails over without loss. A broker whose login is
+refused, or whose principal may not replicate, never gets the data and stays out of the ISR,
+and its log says why."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.cluster.conftest import Cluster, wait_for
+from tests.cluster.test_replication import metadata, records_on_disk
+
+pytestmark = pytest.mark.integration
+
+CHROOT = "/wireserver-inter-broker-security"
+MECHANISM = "SCRAM-SHA-512"
+BROKER_USER, BROKER_PASSWORD = "broker", "broker-secret"
+APP_USER, APP_PASSWORD = "app", "app-secret"
+OUTSIDER_USER, OUTSIDER_PASSWORD = "outsider", "outsider-secret"  # may log in, not replicate
+LOGIN_KEY = "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config"
+
+
+def broker_login(user: str, password: str) -> str:
+    """The broker's own login: the JAAS config of its inter-broker listener and mechanism."""
+    return (f'org.apache.kafka.common.security.scram.ScramLoginModule required '
+            f'username="{user}" password="{password}";')
+
+
+OVERRIDES = {"security.inter.broker.protocol": "SASL_PLAINTEXT",
+             "sasl.mechanism.inter.broker.protocol": MECHANISM,
+             LOGIN_KEY: broker_login(BROKER_USER, BROKER_PASSWORD)}
+
+
+@pytest.fixture(scope="module")
+def cluster(zookeeper):
+    nodes = Cluster(zookeeper, 3, CHROOT, OVERRIDES, sasl=MECHANISM,
+                    users={BROKER_USER: BROKER_PASSWORD, APP_USER: APP_PASSWORD,
+                           OUTSIDER_USER: OUTSIDER_PASSWORD},
+                    authorizer=True, super_users=[f"User:{BROKER_USER}", f"User:{APP_USER}"])
+    for broker in nodes.brokers.values():  # the only listener: no PLAINTEXT way around
+        assert broker.overrides["listeners"] == "SASL_PLAINTEXT://127.0.0.1:0"
+    yield nodes.start()
+    nodes.close()
+
+
+def client_config(cluster: Cluster) -> dict:
+    return {"bootstrap.servers": cluster.bootstrap, "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": MECHANISM, "sasl.username": APP_USER,
+            "sasl.password": APP_PASSWORD}
+
+
+def partition_state(cluster: Cluster, topic: str, partition: int = 0):
+    """(leader, leader epoch, replicas, isr) as a running broker reports it."""
+    running = next(b for b in cluster.brokers.values() if b.running)
+    _, _, partitions = metadata(running.bootstrap_servers, topic,
+                                sasl=(MECHANISM, APP_USER, APP_PASSWORD))
+    return partitions.get(partition)
+
+
+def create(cluster: Cluster, topic: str, replicas: list[int] | None = None) -> None:
+    admin = AdminClient(client_config(cluster))
+    new = (NewTopic(topic, 1, replica_assignment=[replicas]) if replicas else
+           NewTopic(topic, 1, 3, config={"min.insync.replicas": "2"}))
+    admin.create_topics([new])[topic].result(30)
+    wait_for(lambda: (partition_state(cluster, topic) or (-1,))[0] >= 0, 30,
+             what=f"a leader of {topic}")
+
+
+def produce(cluster: Cluster, topic: str, values: range) -> None:
+    producer = Producer({**client_config(cluster), "acks": "all", "linger.ms": 5,
+                         "message.timeout.ms": 60000})
+    errors: list = []
+    for value in values:
+        producer.produce(topic, str(value).encode(), partition=0,
+                         on_delivery=lambda err, msg: err and errors.append(err))
+    assert producer.flush(90) == 0
+    assert errors == []
+
+
+def consume_all(cluster: Cluster, topic: str) -> list[int]:
+    consumer = Consumer({**client_config(cluster), "group.id": f"check-{topic}",
+                         "enable.auto.commit": False})
+    try:
+        partition = TopicPartition(topic, 0, 0)
+        consumer.assign([partition])
+        _, high = consumer.get_watermark_offsets(partition, timeout=20)
+        values: list[int] = []
+        misses = 0
+        while len(values) < high and misses < 10:
+            message = consumer.poll(3)
+            if message is None:
+                misses += 1
+            elif not message.error():
+                values.append(int(message.value()))
+        return values
+    finally:
+        consumer.close()
+
+
+def test_sasl_only_cluster_replicates_and_fails_over_without_loss(cluster):
+    topic = "sasl-replicated"
+    create(cluster, topic)
+    leader, epoch, replicas, isr = partition_state(cluster, topic)
+    assert sorted(replicas) == [1, 2, 3]
+    produce(cluster, topic, range(500))
+    for broker in cluster.brokers.values():
+        wait_for(lambda: records_on_disk(broker.data_dir, topic, 0) == 500, 30,
+                 what=f"broker {broker.node_id} to hold the records")
+    wait_for(lambda: sorted(partition_state(cluster, topic)[3]) == [1, 2, 3], 30,
+             what="a full ISR")
+
+    victim = cluster.brokers[leader]
+    victim.kill()
+
+    def new_leader():
+        state = partition_state(cluster, topic)
+        return state if state[0] not in (-1, leader) else None
+    assert wait_for(new_leader, 60, what="a new leader")[1] > epoch
+    produce(cluster, topic, range(500, 1000))  # acks=all with the two survivors
+    assert consume_all(cluster, topic) == list(range(1000))
+
+    # The killed broker logs in to the new leader, catches up and rejoins the ISR.
+    victim.start()
+    wait_for(lambda: leader in partition_state(cluster, topic)[3], 60,
+             what="the restarted broker to rejoin the ISR")
+    wait_for(lambda: records_on_disk(victim.data_dir, topic, 0) == 1000, 30,
+             what="the restarted broker to hold every record")
+
+
+@pytest.mark.parametrize("login, why", [
+    ((BROKER_USER, "not-the-password"), "refused this replica fetcher: SASL login to "
+                                        "127.0.0.1:"),
+    ((OUTSIDER_USER, OUTSIDER_PASSWORD), "TOPIC_AUTHORIZATION_FAILED"),
+], ids=["wrong-password", "not-a-super-user"])
+def test_a_broker_that_may_not_replicate_stays_out_of_the_isr(cluster, login, why):
+    outcast = cluster.brokers[3]
+    outcast.stop()
+    outcast.overrides[LOGIN_KEY] = broker_login(*login)
+    logged_before = len(outcast.log_text())
+    try:
+        outcast.start()
+        topic = f"without-{login[0]}"
+        create(cluster, topic, replicas=[1, 2, 3])
+        produce(cluster, topic, range(100))
+        for broker_id in (1, 2):
+            wait_for(lambda: records_on_disk(cluster.brokers[broker_id].data_dir, topic, 0)
+                     == 100, 30, what=f"broker {broker_id} to hold the records")
+        # Its fetches are refused: it never reaches the ISR (or leaves it after
+        # replica.lag.time.max.ms), never holds a record, and its log says why.
+        wait_for(lambda: sorted(partition_state(cluster, topic)[3]) == [1, 2], 30,
+                 what="an ISR without broker 3")
+        wait_for(lambda: why in outcast.log_text()[logged_before:], 30,
+                 what=f"{why!r} in broker 3's log")
+        assert records_on_disk(outcast.data_dir, topic, 0) == 0
+    finally:
+        outcast.stop()
+        outcast.overrides[LOGIN_KEY] = broker_login(BROKER_USER, BROKER_PASSWORD)
+        outcast.start()
