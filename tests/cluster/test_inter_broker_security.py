@@ -5,14 +5,18 @@ follower logs in to the leader as the broker user of its JAAS config
 authorizer's CLUSTER_ACTION check. acks=all produce succeeds, every broker's log holds the
 records, the ISR is full and a leader kill fails over without loss. A broker whose login is
 refused, or whose principal may not replicate, never gets the data and stays out of the ISR,
-and its log says why."""
+and its log says why. Over TLS (SSL with client certificates, and SASL_SSL) the brokers
+verify each other's certificates against the listener's trust store and replicate too."""
 
 from __future__ import annotations
+
+import ssl
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from wireserver.security.certs import write_test_pki
 from tests.cluster.conftest import Cluster, wait_for
 from tests.cluster.test_replication import metadata, records_on_disk
 
@@ -162,3 +166,75 @@ def test_a_broker_that_may_not_replicate_stays_out_of_the_isr(cluster, login, wh
         outcast.stop()
         outcast.overrides[LOGIN_KEY] = broker_login(BROKER_USER, BROKER_PASSWORD)
         outcast.start()
+
+
+# ---- TLS between brokers ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module", params=["SSL", "SASL_SSL"])
+def tls_cluster(zookeeper, tmp_path_factory, request):
+    """Three brokers whose only listener is ``request.param``, with one CA and one server
+    certificate (CN=localhost, for 127.0.0.1) that they present to clients and each other.
+    SSL asks for client certificates: the brokers' principal is their certificate's DN."""
+    protocol = request.param
+    pki = write_test_pki(str(tmp_path_factory.mktemp("pki")))
+    overrides = {"listeners": f"{protocol}://127.0.0.1:0",
+                 "security.inter.broker.protocol": protocol,
+                 "ssl.keystore.type": "PEM", "ssl.keystore.location": pki.server,
+                 "ssl.truststore.type": "PEM", "ssl.truststore.location": pki.ca}
+    options: dict = {"authorizer": True}
+    if protocol == "SSL":
+        overrides.update({"ssl.client.auth": "required",
+                          "super.users": f"User:CN=localhost;User:{pki.client_dn}"})
+    else:
+        overrides.update({"sasl.mechanism.inter.broker.protocol": MECHANISM,
+                          "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config":
+                              broker_login(BROKER_USER, BROKER_PASSWORD)})
+        options.update(sasl=MECHANISM, users={BROKER_USER: BROKER_PASSWORD,
+                                              APP_USER: APP_PASSWORD},
+                       super_users=[f"User:{BROKER_USER}", f"User:{APP_USER}"])
+    nodes = Cluster(zookeeper, 3, f"{CHROOT}-{protocol.lower()}", overrides, **options)
+    nodes.protocol, nodes.pki = protocol, pki
+    yield nodes.start()
+    nodes.close()
+
+
+def tls_client_config(cluster: Cluster) -> dict:
+    config = {"bootstrap.servers": cluster.bootstrap, "security.protocol": cluster.protocol,
+              "ssl.ca.location": cluster.pki.ca}
+    if cluster.protocol == "SSL":
+        config.update({"ssl.certificate.location": cluster.pki.client_cert,
+                       "ssl.key.location": cluster.pki.client_key})
+    else:
+        config.update({"sasl.mechanism": MECHANISM, "sasl.username": APP_USER,
+                       "sasl.password": APP_PASSWORD})
+    return config
+
+
+def tls_isr(cluster: Cluster, topic: str) -> list[int]:
+    context = ssl.create_default_context(cafile=cluster.pki.ca)
+    options: dict = {"ssl_context": context}
+    if cluster.protocol == "SSL":
+        context.load_cert_chain(cluster.pki.client_cert, cluster.pki.client_key)
+    else:
+        options["sasl"] = (MECHANISM, APP_USER, APP_PASSWORD)
+    state = metadata(cluster.brokers[1].bootstrap_servers, topic, **options)[2].get(0)
+    return sorted(state[3]) if state and state[0] >= 0 else []
+
+
+def test_tls_only_cluster_replicates(tls_cluster):
+    topic = f"over-{tls_cluster.protocol.lower()}"
+    admin = AdminClient(tls_client_config(tls_cluster))
+    admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(30)
+    wait_for(lambda: tls_isr(tls_cluster, topic) == [1, 2, 3], 30, what="a full ISR")
+    producer = Producer({**tls_client_config(tls_cluster), "acks": "all", "linger.ms": 5})
+    errors: list = []
+    for value in range(300):
+        producer.produce(topic, str(value).encode(),
+                         on_delivery=lambda err, msg: err and errors.append(err))
+    assert producer.flush(60) == 0
+    assert errors == []
+    for broker in tls_cluster.brokers.values():
+        wait_for(lambda: records_on_disk(broker.data_dir, topic, 0) == 300, 30,
+                 what=f"broker {broker.node_id} to hold the records")
+    assert tls_isr(tls_cluster, topic) == [1, 2, 3]
