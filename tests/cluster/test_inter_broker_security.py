@@ -16,7 +16,10 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from protocol.errors import ErrorCode
+from protocol.served import SERVED
 from wireserver.security.certs import write_test_pki
+from wireserver.testing import KafkaWire
 from tests.cluster.conftest import Cluster, wait_for
 from tests.cluster.test_replication import metadata, records_on_disk
 
@@ -107,6 +110,22 @@ def consume_all(cluster: Cluster, topic: str) -> list[int]:
         consumer.close()
 
 
+def fetch_as_replica(broker, topic: str, replica_id: int, offset: int,
+                     login: tuple[str, str]) -> int:
+    """The partition error of a follower's Fetch of partition 0 sent to ``broker``."""
+    request_class = SERVED.get(1).request_class
+    topic_class = request_class.FetchTopic
+    request = request_class(
+        version=12, replica_id=replica_id, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
+        isolation_level=0, session_id=0, session_epoch=-1, forgotten_topics_data=[],
+        rack_id="", topics=[topic_class(topic=topic, partitions=[topic_class.FetchPartition(
+            partition=0, current_leader_epoch=-1, fetch_offset=offset, last_fetched_epoch=-1,
+            log_start_offset=-1, partition_max_bytes=1 << 20)])])
+    with KafkaWire(broker.bootstrap_servers, sasl=(MECHANISM, *login)) as wire:
+        response = wire.request(request)
+    return response.responses[0].partitions[0].error_code
+
+
 def test_sasl_only_cluster_replicates_and_fails_over_without_loss(cluster):
     topic = "sasl-replicated"
     create(cluster, topic)
@@ -162,6 +181,11 @@ def test_a_broker_that_may_not_replicate_stays_out_of_the_isr(cluster, login, wh
         wait_for(lambda: why in outcast.log_text()[logged_before:], 30,
                  what=f"{why!r} in broker 3's log")
         assert records_on_disk(outcast.data_dir, topic, 0) == 0
+        if login[0] == OUTSIDER_USER:
+            # Nor does a Fetch that only claims to come from replica 3 move the ISR.
+            error = fetch_as_replica(cluster.brokers[1], topic, 3, 100, login)
+            assert error == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            assert sorted(partition_state(cluster, topic)[3]) == [1, 2]
     finally:
         outcast.stop()
         outcast.overrides[LOGIN_KEY] = broker_login(BROKER_USER, BROKER_PASSWORD)
