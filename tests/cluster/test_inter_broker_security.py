@@ -6,7 +6,8 @@ authorizer's CLUSTER_ACTION check. acks=all produce succeeds, every broker's log
 records, the ISR is full and a leader kill fails over without loss. A broker whose login is
 refused, or whose principal may not replicate, never gets the data and stays out of the ISR,
 and its log says why. Over TLS (SSL with client certificates, and SASL_SSL) the brokers
-verify each other's certificates against the listener's trust store and replicate too."""
+verify each other's certificates against the listener's trust store and replicate too; one
+that does not trust the leader's certificate stays out of the ISR."""
 
 from __future__ import annotations
 
@@ -79,8 +80,9 @@ def create(cluster: Cluster, topic: str, replicas: list[int] | None = None) -> N
              what=f"a leader of {topic}")
 
 
-def produce(cluster: Cluster, topic: str, values: range) -> None:
-    producer = Producer({**client_config(cluster), "acks": "all", "linger.ms": 5,
+def produce(config: dict, topic: str, values: range) -> None:
+    """Send ``values`` to partition 0 with acks=all (``config``: the client's security)."""
+    producer = Producer({**config, "acks": "all", "linger.ms": 5,
                          "message.timeout.ms": 60000})
     errors: list = []
     for value in values:
@@ -131,7 +133,7 @@ def test_sasl_only_cluster_replicates_and_fails_over_without_loss(cluster):
     create(cluster, topic)
     leader, epoch, replicas, isr = partition_state(cluster, topic)
     assert sorted(replicas) == [1, 2, 3]
-    produce(cluster, topic, range(500))
+    produce(client_config(cluster), topic, range(500))
     for broker in cluster.brokers.values():
         wait_for(lambda: records_on_disk(broker.data_dir, topic, 0) == 500, 30,
                  what=f"broker {broker.node_id} to hold the records")
@@ -145,7 +147,7 @@ def test_sasl_only_cluster_replicates_and_fails_over_without_loss(cluster):
         state = partition_state(cluster, topic)
         return state if state[0] not in (-1, leader) else None
     assert wait_for(new_leader, 60, what="a new leader")[1] > epoch
-    produce(cluster, topic, range(500, 1000))  # acks=all with the two survivors
+    produce(client_config(cluster), topic, range(500, 1000))  # acks=all with the two survivors
     assert consume_all(cluster, topic) == list(range(1000))
 
     # The killed broker logs in to the new leader, catches up and rejoins the ISR.
@@ -170,7 +172,7 @@ def test_a_broker_that_may_not_replicate_stays_out_of_the_isr(cluster, login, wh
         outcast.start()
         topic = f"without-{login[0]}"
         create(cluster, topic, replicas=[1, 2, 3])
-        produce(cluster, topic, range(100))
+        produce(client_config(cluster), topic, range(100))
         for broker_id in (1, 2):
             wait_for(lambda: records_on_disk(cluster.brokers[broker_id].data_dir, topic, 0)
                      == 100, 30, what=f"broker {broker_id} to hold the records")
@@ -251,14 +253,35 @@ def test_tls_only_cluster_replicates(tls_cluster):
     admin = AdminClient(tls_client_config(tls_cluster))
     admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(30)
     wait_for(lambda: tls_isr(tls_cluster, topic) == [1, 2, 3], 30, what="a full ISR")
-    producer = Producer({**tls_client_config(tls_cluster), "acks": "all", "linger.ms": 5})
-    errors: list = []
-    for value in range(300):
-        producer.produce(topic, str(value).encode(),
-                         on_delivery=lambda err, msg: err and errors.append(err))
-    assert producer.flush(60) == 0
-    assert errors == []
+    produce(tls_client_config(tls_cluster), topic, range(300))
     for broker in tls_cluster.brokers.values():
         wait_for(lambda: records_on_disk(broker.data_dir, topic, 0) == 300, 30,
                  what=f"broker {broker.node_id} to hold the records")
     wait_for(lambda: tls_isr(tls_cluster, topic) == [1, 2, 3], 30, what="a full ISR")
+
+
+def test_a_broker_that_does_not_trust_the_leaders_certificate_stays_out_of_the_isr(
+        tls_cluster, tmp_path):
+    outcast = tls_cluster.brokers[3]
+    outcast.stop()
+    trusted = outcast.overrides["ssl.truststore.location"]
+    outcast.overrides["ssl.truststore.location"] = write_test_pki(str(tmp_path)).ca
+    logged_before = len(outcast.log_text())
+    try:
+        outcast.start()
+        topic = f"untrusted-{tls_cluster.protocol.lower()}"
+        admin = AdminClient(tls_client_config(tls_cluster))
+        admin.create_topics([NewTopic(topic, 1, replica_assignment=[[1, 2, 3]])])[topic].result(30)
+        produce(tls_client_config(tls_cluster), topic, range(100))
+        for broker_id in (1, 2):
+            wait_for(lambda: records_on_disk(tls_cluster.brokers[broker_id].data_dir, topic, 0)
+                     == 100, 30, what=f"broker {broker_id} to hold the records")
+        wait_for(lambda: tls_isr(tls_cluster, topic) == [1, 2], 30,
+                 what="an ISR without broker 3")
+        wait_for(lambda: "certificate verify failed" in outcast.log_text()[logged_before:], 30,
+                 what="the TLS failure in broker 3's log")
+        assert records_on_disk(outcast.data_dir, topic, 0) == 0
+    finally:
+        outcast.stop()
+        outcast.overrides["ssl.truststore.location"] = trusted
+        outcast.start()
