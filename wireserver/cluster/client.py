@@ -29,6 +29,7 @@ class BrokerConnectionLost(Exception):
 class InterBrokerAuthenticationFailed(Exception):
     """The other broker refused this broker's SASL login (the message says why)."""
 
+
 SASL_HANDSHAKE_VERSION = 1
 SASL_AUTHENTICATE_VERSION = 2
 
