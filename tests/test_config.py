@@ -533,3 +533,51 @@ def test_docs_list_every_key():
 def test_reference_markdown_has_a_row_per_key():
     rows = [line for line in reference_markdown().splitlines() if line.startswith("| `")]
     assert len(rows) == len(BROKER_CONFIGS) + len(TOPIC_CONFIGS)
+
+
+# ---- the inter-broker listener and its security --------------------------------------------
+
+SASL_ONLY = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "zookeeper.connect": "127.0.0.1:2181",
+             "sasl.enabled.mechanisms": "SCRAM-SHA-512"}
+BROKER_LOGIN = ("listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config",
+                'org.apache.kafka.common.security.scram.ScramLoginModule required '
+                'username="broker" password="broker-secret";')
+
+
+def test_inter_broker_listener_from_security_inter_broker_protocol():
+    config = BrokerConfig({**SASL_ONLY, "security.inter.broker.protocol": "SASL_PLAINTEXT",
+                           "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+                           BROKER_LOGIN[0]: BROKER_LOGIN[1]})
+    assert config.inter_broker_listener.name == "SASL_PLAINTEXT"
+    security = config.inter_broker_security
+    assert (security.listener, security.protocol, security.mechanism, security.username,
+            security.password) == ("SASL_PLAINTEXT", "SASL_PLAINTEXT", "SCRAM-SHA-512",
+                                   "broker", "broker-secret")
+    # a single node needs no inter-broker login
+    single = BrokerConfig({"listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+                           "sasl.enabled.mechanisms": "SCRAM-SHA-512"})
+    assert single.inter_broker_security is None
+
+
+@pytest.mark.parametrize("values, key, message", [
+    ({"inter.broker.listener.name": "SASL_PLAINTEXT",
+      "security.inter.broker.protocol": "SASL_PLAINTEXT"},
+     "inter.broker.listener.name", "only one of inter.broker.listener.name and "
+                                   "security.inter.broker.protocol should be set"),
+    ({"inter.broker.listener.name": "internal"}, "inter.broker.listener.name",
+     "valid options based on currently configured listeners are SASL_PLAINTEXT"),
+    ({"security.inter.broker.protocol": "SSL"}, "security.inter.broker.protocol",
+     "must be a listener name defined in advertised.listeners"),
+    ({"security.inter.broker.protocol": "SASL_PLAINTEXT"},  # Kafka's default GSSAPI
+     "sasl.mechanism.inter.broker.protocol", "brokers can log in to each other with PLAIN"),
+    ({"security.inter.broker.protocol": "SASL_PLAINTEXT",
+      "sasl.mechanism.inter.broker.protocol": "PLAIN"}, "sasl.mechanism.inter.broker.protocol",
+     "must be included in sasl.enabled.mechanisms"),
+    ({"security.inter.broker.protocol": "SASL_PLAINTEXT",
+      "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512"}, BROKER_LOGIN[0],
+     "username and password of this JAAS config"),
+])
+def test_inter_broker_misconfiguration_is_a_config_error(values, key, message):
+    with pytest.raises(ConfigValueError, match=re.escape(message)) as info:
+        BrokerConfig({**SASL_ONLY, **values})
+    assert info.value.name == key

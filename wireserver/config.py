@@ -173,7 +173,13 @@ _BROKER_ONLY = [
     _key("listener.security.protocol.map", "string", DEFAULT_SECURITY_PROTOCOL_MAP,
          "Listener name to security protocol, as NAME:PROTOCOL pairs.", _check_protocol_map),
     _key("inter.broker.listener.name", "string", None,
-         "Listener the brokers use to talk to each other (unset = the PLAINTEXT listener)."),
+         "Listener the brokers use to talk to each other (replica fetches); not together "
+         "with security.inter.broker.protocol. Unset = the listener named after "
+         "security.inter.broker.protocol."),
+    _key("security.inter.broker.protocol", "string", "PLAINTEXT",
+         "Security protocol between brokers: they use the listener of that name. Kafka "
+         "requires one; with neither this nor inter.broker.listener.name set we fall back to "
+         "a PLAINTEXT listener, else the first advertised one.", one_of(*SECURITY_PROTOCOLS)),
     _key("socket.request.max.bytes", "int", 104857600,
          "Largest request the broker accepts; larger ones close the connection.", at_least(1)),
     _key("socket.send.buffer.bytes", "int", 102400,
@@ -233,7 +239,9 @@ _BROKER_ONLY = [
          "SASL mechanisms served on SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, "
          "OAUTHBEARER (GSSAPI, Kafka's default, is not supported and is ignored)."),
     _key("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI",
-         "SASL mechanism brokers use between themselves."),
+         "SASL mechanism brokers use between themselves on a SASL inter-broker listener: "
+         "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (GSSAPI is not supported); the broker logs "
+         "in with the username/password of that listener's JAAS config for the mechanism."),
     _key("sasl.jaas.config", "password", None,
          "JAAS login configuration for SASL listeners (normally given per listener and "
          "mechanism); PlainLoginModule user_<name>=\"<password>\" options define PLAIN users.",
@@ -768,6 +776,10 @@ class BrokerConfig:
         self._protocol_map = parse_security_protocol_map(self["listener.security.protocol.map"])
         self._listeners, self._advertised = self._resolve_listeners()
         self._inter_broker = self._resolve_inter_broker_listener()
+        self._inter_broker_security = None
+        if self["zookeeper.connect"]:  # a cluster broker must be able to log in to its peers
+            from wireserver.security.inter_broker import InterBrokerSecurity
+            self._inter_broker_security = InterBrokerSecurity.from_config(self)
 
     @classmethod
     def load(cls, properties_path: str | None = None,
@@ -886,6 +898,12 @@ class BrokerConfig:
     def inter_broker_listener(self) -> Listener:
         """The advertised listener other brokers connect to."""
         return self._inter_broker
+
+    @property
+    def inter_broker_security(self) -> Any:
+        """How this broker connects to the others (cluster mode only, else None): an
+        ``InterBrokerSecurity``, checked when the configuration is built."""
+        return self._inter_broker_security
 
     @property
     def security_protocol_map(self) -> dict[str, str]:
@@ -1076,14 +1094,31 @@ class BrokerConfig:
         return listeners, advertised
 
     def _resolve_inter_broker_listener(self) -> Listener:
+        """Kafka's ``getInterBrokerListenerNameAndSecurityProtocol``: the listener named by
+        ``inter.broker.listener.name``, or the one named after ``security.inter.broker.protocol``
+        (never both); it must be an advertised listener."""
         name = self["inter.broker.listener.name"]
+        by_protocol = "security.inter.broker.protocol" in self._static
+        if name is not None and by_protocol:
+            raise ConfigValueError(
+                "inter.broker.listener.name", name, "only one of inter.broker.listener.name "
+                "and security.inter.broker.protocol should be set")
+        key = "inter.broker.listener.name"
+        if name is None and by_protocol:
+            key, name = "security.inter.broker.protocol", self["security.inter.broker.protocol"]
         if name is not None:
             name = name.upper()
             for listener in self._advertised:
                 if listener.name == name:
                     return listener
-            raise ConfigValueError("inter.broker.listener.name", name,
-                                   "must be the name of one of the advertised listeners")
+            valid = ",".join(listener.name for listener in self._advertised)
+            raise ConfigValueError(key, name, f"the inter-broker listener must be a listener "
+                                              f"name defined in advertised.listeners. The "
+                                              f"valid options based on currently configured "
+                                              f"listeners are {valid}")
+        for listener in self._advertised:
+            if listener.name == "PLAINTEXT":
+                return listener
         for listener in self._advertised:
             if listener.security_protocol == "PLAINTEXT":
                 return listener

@@ -160,26 +160,14 @@ class KafkaWire:
                                      response.error_code)
             return bytes(response.auth_bytes)
 
-        if mechanism == "PLAIN":
-            step(b"\0" + username.encode() + b"\0" + password.encode())
-            return
-        if not mechanism.startswith("SCRAM-"):
-            raise ValueError(f"KafkaWire cannot authenticate with {mechanism}")
-        import base64
-        import secrets
-        from wireserver.security import scram
-        nonce = secrets.token_urlsafe(18)
-        first_bare = f"n={username.replace('=', '=3D').replace(',', '=2C')},r={nonce}"
-        server_first = step(("n,," + first_bare).encode()).decode()
-        fields = dict(item.split("=", 1) for item in server_first.split(","))
-        salted = scram.salted_password(mechanism, password, base64.b64decode(fields["s"]),
-                                       int(fields["i"]))
-        without_proof = f"c=biws,r={fields['r']}"
-        auth_message = f"{first_bare},{server_first},{without_proof}".encode()
-        client_key = scram.hmac_of(mechanism, salted, b"Client Key")
-        signature = scram.hmac_of(mechanism, scram.digest(mechanism, client_key), auth_message)
-        proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature))).decode()
-        step(f"{without_proof},p={proof}".encode())
+        from wireserver.security.sasl import client_mechanism
+        try:
+            client = client_mechanism(mechanism, username, password)
+        except ValueError:
+            raise ValueError(f"KafkaWire cannot authenticate with {mechanism}") from None
+        token = client.initial()
+        while token is not None:
+            token = client.respond(step(token))
 
     def __enter__(self) -> "KafkaWire":
         return self

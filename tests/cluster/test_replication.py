@@ -28,10 +28,11 @@ def cluster(zookeeper):
     nodes.close()
 
 
-def metadata(bootstrap_server: str, topic: str):
-    """(controller id, broker ids, {partition: (leader, leader epoch, replicas, isr)})."""
+def metadata(bootstrap_server: str, topic: str, **wire_options):
+    """(controller id, broker ids, {partition: (leader, leader epoch, replicas, isr)});
+    ``wire_options`` (``sasl=``, ``ssl_context=``) go to the ``KafkaWire``."""
     request_class = SERVED.get(3).request_class
-    with KafkaWire(bootstrap_server) as wire:
+    with KafkaWire(bootstrap_server, **wire_options) as wire:
         request = request_class(version=12, topics=[request_class.MetadataRequestTopic(
             name=topic, topic_id=None)], allow_auto_topic_creation=False,
             include_topic_authorized_operations=False)

@@ -278,7 +278,8 @@ def handle(ctx):
     follower = replica_id(ctx)
     if broker.cluster is not None and follower >= 0:
         for cached in plan.partitions:
-            if cached.topic is not None:
+            # Only a replica allowed CLUSTER_ACTION moves the ISR and the high watermark.
+            if cached.topic is not None and checks.fetch_topic(ctx, cached.topic) is None:
                 broker.cluster.follower_fetched((cached.topic, cached.partition), follower,
                                                 cached.fetch_offset)
     results = read_partitions(ctx, plan)

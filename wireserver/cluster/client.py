@@ -1,6 +1,11 @@
 """A small Twisted Kafka client for broker-to-broker requests (the follower's Fetch and
 OffsetForLeaderEpoch): requests are kafka-python message objects encoded with their header,
-responses decoded by correlation id, several in flight on one connection."""
+responses decoded by correlation id, several in flight on one connection.
+
+``connect`` secures the connection as the inter-broker listener says
+(``wireserver.security.inter_broker``): TLS first where the listener uses it, then, on a SASL
+listener, SaslHandshake v1 and SaslAuthenticate rounds before the connection is handed out; a
+refused login fails the Deferred with ``InterBrokerAuthenticationFailed``."""
 
 from __future__ import annotations
 
@@ -10,13 +15,23 @@ from typing import Any
 from twisted.internet import defer, protocol
 from twisted.python.failure import Failure
 
+from protocol.errors import ErrorCode
 from protocol.framing import FrameDecoder
+from wireserver.security.sasl import SaslFailure
 
 log = logging.getLogger(__name__)
 
 
 class BrokerConnectionLost(Exception):
     pass
+
+
+class InterBrokerAuthenticationFailed(Exception):
+    """The other broker refused this broker's SASL login (the message says why)."""
+
+
+SASL_HANDSHAKE_VERSION = 1
+SASL_AUTHENTICATE_VERSION = 2
 
 
 class BrokerClientProtocol(protocol.Protocol):
@@ -69,9 +84,56 @@ class BrokerClientProtocol(protocol.Protocol):
             self.transport.loseConnection()
 
 
-def connect(reactor: Any, host: str, port: int, client_id: str,
-            timeout: float = 10.0) -> defer.Deferred:
-    """A Deferred firing with a connected ``BrokerClientProtocol``."""
-    from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
-    endpoint = TCP4ClientEndpoint(reactor, host, port, timeout=timeout)
-    return connectProtocol(endpoint, BrokerClientProtocol(client_id))
+class _OneProtocolFactory(protocol.Factory):
+    def __init__(self, client: BrokerClientProtocol):
+        self.client = client
+
+    def buildProtocol(self, addr: Any) -> BrokerClientProtocol:  # noqa: N802 - Twisted's
+        return self.client
+
+
+@defer.inlineCallbacks
+def connect(reactor: Any, host: str, port: int, client_id: str, security: Any = None,
+            timeout: float = 10.0):
+    """A Deferred firing with a connected (and, per ``security``, an
+    ``InterBrokerSecurity``, encrypted and authenticated) ``BrokerClientProtocol``."""
+    from twisted.internet.endpoints import TCP4ClientEndpoint
+    client = BrokerClientProtocol(client_id)
+    factory: protocol.Factory = _OneProtocolFactory(client)
+    if security is not None and security.uses_tls:
+        # The clock: an embedded broker runs on a private reactor (see SecurityManager.listen).
+        from twisted.protocols.tls import TLSMemoryBIOFactory
+        factory = TLSMemoryBIOFactory(security.tls_options(host), True, factory, clock=reactor)
+    yield TCP4ClientEndpoint(reactor, host, port, timeout=timeout).connect(factory)
+    if security is not None and security.mechanism:
+        try:
+            yield _authenticate(client, security, f"{host}:{port}")
+        except Exception:
+            client.close()
+            raise
+    return client
+
+
+@defer.inlineCallbacks
+def _authenticate(client: BrokerClientProtocol, security: Any, address: str):
+    from protocol.served import SERVED
+    who = f"SASL login to {address} as {security.username} with {security.mechanism}"
+    handshake = yield client.request(SERVED.get(17).request_class(
+        version=SASL_HANDSHAKE_VERSION, mechanism=security.mechanism))
+    if handshake.error_code:
+        raise InterBrokerAuthenticationFailed(
+            f"{who} failed: {ErrorCode(handshake.error_code).name} (enabled there: "
+            f"{', '.join(handshake.mechanisms)})")
+    exchange = security.sasl_client()
+    token = exchange.initial()
+    while token is not None:
+        response = yield client.request(SERVED.get(36).request_class(
+            version=SASL_AUTHENTICATE_VERSION, auth_bytes=token))
+        if response.error_code:
+            raise InterBrokerAuthenticationFailed(
+                f"{who} failed: {ErrorCode(response.error_code).name}: "
+                f"{response.error_message}")
+        try:
+            token = exchange.respond(bytes(response.auth_bytes))
+        except SaslFailure as exc:
+            raise InterBrokerAuthenticationFailed(f"{who} failed: {exc}") from None

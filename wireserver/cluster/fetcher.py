@@ -21,6 +21,7 @@ from twisted.internet import defer, task
 
 from protocol.errors import ErrorCode
 from protocol.served import SERVED
+from wireserver.cluster.client import InterBrokerAuthenticationFailed, connect
 
 if TYPE_CHECKING:
     from wireserver.cluster.node import ClusterNode
@@ -47,6 +48,7 @@ class ReplicaFetcher:
         self.partitions: dict[tuple[str, int], FetchState] = {}
         self.running = False
         self.connection: Any = None
+        self._last_refusal = ""  # the last login refusal logged
         self._wakeup: defer.Deferred | None = None
         self._done: defer.Deferred | None = None
         config = node.broker.config
@@ -104,6 +106,15 @@ class ReplicaFetcher:
                     yield self._fetch(fetching)
                 elif truncating:
                     yield self._sleep(self.backoff_s)
+            except InterBrokerAuthenticationFailed as exc:
+                # Misconfigured credentials do not heal by retrying: say so loudly, once.
+                if self.running and str(exc) != self._last_refusal:
+                    log.warning("broker %d refused this replica fetcher: %s", self.leader_id,
+                                exc)
+                self._last_refusal = str(exc)
+                self.connection = None
+                if self.running:
+                    yield self._sleep(self.backoff_s)
             except Exception as exc:  # noqa: BLE001 - any failure: reconnect after a pause
                 if self.running:
                     log.info("fetching from broker %d failed: %s", self.leader_id, exc)
@@ -114,12 +125,19 @@ class ReplicaFetcher:
                     yield self._sleep(self.backoff_s)
 
     def _connect(self) -> defer.Deferred:
-        from wireserver.cluster.client import connect
+        """Connect to the leader's endpoint of the inter-broker listener, secured as that
+        listener says (TLS, SASL login)."""
+        security = self.broker.config.inter_broker_security
         info = self.node.brokers.get(self.leader_id)
         if info is None or not info.endpoints:
             return defer.fail(RuntimeError(f"broker {self.leader_id} is not registered"))
-        host, port = self.node.endpoint_for(info)
-        return connect(self.reactor, host, port, f"replica-fetcher-{self.broker.node_id}")
+        if security.listener not in info.endpoints:
+            return defer.fail(RuntimeError(
+                f"broker {self.leader_id} has no endpoint for the inter-broker listener "
+                f"{security.listener} (it registered {', '.join(info.endpoints)})"))
+        host, port = info.endpoints[security.listener]
+        return connect(self.reactor, host, port, f"replica-fetcher-{self.broker.node_id}",
+                       security)
 
     # -- truncation ------------------------------------------------------------------------
     @defer.inlineCallbacks

@@ -278,8 +278,7 @@ class ClusterNode:
     def endpoint_for(self, info: zd.BrokerInfo, listener_name: str | None = None
                      ) -> tuple[str, int]:
         if listener_name is None:
-            listener_name = self.broker.config.get("inter.broker.listener.name") or \
-                self.broker.advertised[0].name
+            listener_name = self.broker.config.inter_broker_listener.name
         if listener_name in info.endpoints:
             return info.endpoints[listener_name]
         return next(iter(info.endpoints.values()))

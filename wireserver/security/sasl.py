@@ -398,6 +398,79 @@ def _modules(config: Any, listener: str, mechanism: str) -> list[JaasModule]:
 
 
 # ----------------------------------------------------------------------------------------------
+# The client side (the broker's own logins to other brokers; the test helpers' KafkaWire):
+# ``initial()`` is the first token, ``respond(challenge)`` the next one, None once done.
+
+#: what a broker can log in to another broker with (sasl.mechanism.inter.broker.protocol)
+CLIENT_MECHANISMS = ("PLAIN",) + tuple(scram.MECHANISMS)
+
+
+class PlainClient:
+    def __init__(self, username: str, password: str):
+        self.username, self.password = username, password
+
+    def initial(self) -> bytes:
+        return b"\0" + self.username.encode() + b"\0" + self.password.encode()
+
+    def respond(self, challenge: bytes) -> bytes | None:
+        return None
+
+
+class ScramClient:
+    """RFC 5802's client: the proof is computed with the same ``scram`` primitives the server
+    checks it with, and the server's signature is verified (a broker that does not know the
+    password cannot pass for the leader)."""
+
+    def __init__(self, mechanism: str, username: str, password: str):
+        self.mechanism, self.password = mechanism, password
+        self.nonce = secrets.token_urlsafe(18)
+        name = username.replace("=", "=3D").replace(",", "=2C")
+        self.client_first_bare = f"n={name},r={self.nonce}"
+        self.server_key: bytes | None = None
+        self.auth_message = b""
+
+    def initial(self) -> bytes:
+        return ("n,," + self.client_first_bare).encode()
+
+    def respond(self, challenge: bytes) -> bytes | None:
+        if self.server_key is None:
+            return self._final(challenge.decode("utf-8"))
+        fields = dict(item.split("=", 1) for item in challenge.decode("utf-8").split(",")
+                      if "=" in item)
+        if "e" in fields:
+            raise SaslFailure(f"SCRAM server error: {fields['e']}")
+        expected = scram.hmac_of(self.mechanism, self.server_key, self.auth_message)
+        if not hmac.compare_digest(base64.b64decode(fields.get("v", "")), expected):
+            raise SaslFailure("Invalid server signature in SCRAM server final message")
+        return None
+
+    def _final(self, server_first: str) -> bytes:
+        fields = dict(item.split("=", 1) for item in server_first.split(",") if "=" in item)
+        if not fields.get("r", "").startswith(self.nonce) or "s" not in fields:
+            raise SaslFailure("Invalid SCRAM server first message")
+        salted = scram.salted_password(self.mechanism, self.password,
+                                       base64.b64decode(fields["s"]), int(fields["i"]))
+        without_proof = f"c=biws,r={fields['r']}"
+        self.auth_message = ",".join((self.client_first_bare, server_first,
+                                      without_proof)).encode()
+        client_key = scram.hmac_of(self.mechanism, salted, b"Client Key")
+        signature = scram.hmac_of(self.mechanism, scram.digest(self.mechanism, client_key),
+                                  self.auth_message)
+        self.server_key = scram.hmac_of(self.mechanism, salted, b"Server Key")
+        proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature))).decode()
+        return f"{without_proof},p={proof}".encode()
+
+
+def client_mechanism(mechanism: str, username: str, password: str) -> PlainClient | ScramClient:
+    """The client side of ``mechanism`` (ValueError for one we cannot log in with)."""
+    if mechanism == "PLAIN":
+        return PlainClient(username, password)
+    if mechanism in scram.MECHANISMS:
+        return ScramClient(mechanism, username, password)
+    raise ValueError(f"cannot log in with SASL mechanism {mechanism}")
+
+
+# ----------------------------------------------------------------------------------------------
 # The per-connection state machine
 
 
