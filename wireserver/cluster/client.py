@@ -114,6 +114,22 @@ def connect(reactor: Any, host: str, port: int, client_id: str, security: Any = 
     return client
 
 
+def connect_to_broker(reactor: Any, brokers: dict, broker_id: int, security: Any,
+                      client_id: str) -> defer.Deferred:
+    """Connect to broker ``broker_id``'s endpoint of the inter-broker listener (``brokers``:
+    the registrations read from ZooKeeper), secured as that listener says (TLS, SASL login).
+    The replica fetcher and the transaction marker sender both reach other brokers this way."""
+    info = brokers.get(broker_id)
+    if info is None or not info.endpoints:
+        return defer.fail(RuntimeError(f"broker {broker_id} is not registered"))
+    if security.listener not in info.endpoints:
+        return defer.fail(RuntimeError(
+            f"broker {broker_id} has no endpoint for the inter-broker listener "
+            f"{security.listener} (it registered {', '.join(info.endpoints)})"))
+    host, port = info.endpoints[security.listener]
+    return connect(reactor, host, port, client_id, security)
+
+
 @defer.inlineCallbacks
 def _authenticate(client: BrokerClientProtocol, security: Any, address: str):
     from protocol.served import SERVED

@@ -21,7 +21,7 @@ from twisted.internet import defer, task
 
 from protocol.errors import ErrorCode
 from protocol.served import SERVED
-from wireserver.cluster.client import InterBrokerAuthenticationFailed, connect
+from wireserver.cluster.client import InterBrokerAuthenticationFailed, connect_to_broker
 
 if TYPE_CHECKING:
     from wireserver.cluster.node import ClusterNode
@@ -125,19 +125,9 @@ class ReplicaFetcher:
                     yield self._sleep(self.backoff_s)
 
     def _connect(self) -> defer.Deferred:
-        """Connect to the leader's endpoint of the inter-broker listener, secured as that
-        listener says (TLS, SASL login)."""
-        security = self.broker.config.inter_broker_security
-        info = self.node.brokers.get(self.leader_id)
-        if info is None or not info.endpoints:
-            return defer.fail(RuntimeError(f"broker {self.leader_id} is not registered"))
-        if security.listener not in info.endpoints:
-            return defer.fail(RuntimeError(
-                f"broker {self.leader_id} has no endpoint for the inter-broker listener "
-                f"{security.listener} (it registered {', '.join(info.endpoints)})"))
-        host, port = info.endpoints[security.listener]
-        return connect(self.reactor, host, port, f"replica-fetcher-{self.broker.node_id}",
-                       security)
+        return connect_to_broker(self.reactor, self.node.brokers, self.leader_id,
+                                 self.broker.config.inter_broker_security,
+                                 f"replica-fetcher-{self.broker.node_id}")
 
     # -- truncation ------------------------------------------------------------------------
     @defer.inlineCallbacks

@@ -128,15 +128,12 @@ class TxnMarkerSender:
         connection = self.connections.get(broker_id)
         if connection is not None and not connection.closed:
             return connection
-        from wireserver.cluster.client import connect
+        from wireserver.cluster.client import connect_to_broker
 
-        cluster = self.broker.cluster
-        info = cluster.brokers.get(broker_id)
-        if info is None or not info.endpoints:
-            raise RuntimeError(f"broker {broker_id} is not registered")
-        host, port = cluster.endpoint_for(info)
-        connection = yield connect(self.reactor, host, port,
-                                   f"txn-marker-sender-{self.broker.node_id}")
+        connection = yield connect_to_broker(
+            self.reactor, self.broker.cluster.brokers, broker_id,
+            self.broker.config.inter_broker_security,
+            f"txn-marker-sender-{self.broker.node_id}")
         existing = self.connections.get(broker_id)
         if existing is not None and not existing.closed:
             connection.close()  # another send connected meanwhile: share its connection
