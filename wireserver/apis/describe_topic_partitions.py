@@ -13,9 +13,10 @@ reports (``wireserver.partitions``: this node alone on one node, the ZooKeeper v
 mode, where topics appear once their creation has gone through ZooKeeper). A partition without
 a live leader has leader -1 and error code NONE, as in Kafka's ``describeTopicResponse`` (Metadata
 answers LEADER_NOT_AVAILABLE there). The eligible-leader-replica and last-known-ELR lists
-(KIP-966) are empty, as Kafka fills them while ``eligible.leader.replicas.version`` is 0 (its
-default). Topic authorized operations are those Kafka supports on a topic that the principal
-is allowed.
+(KIP-966) are always empty: there are no eligible leader replicas here (ISR and elections as in
+Kafka's ZooKeeper era). Kafka leaves them empty too when ELR is off, and with ELR on (new 4.1
+clusters) as long as no ISR shrank below ``min.insync.replicas``. Topic authorized operations
+are those Kafka supports on a topic that the principal is allowed.
 
 Authorization as Kafka's handler: topics without DESCRIBE are left out of an all-topics answer
 and, when named, come after the others with TOPIC_AUTHORIZATION_FAILED and no topic id; they use
