@@ -9,18 +9,21 @@ of a 3-broker cluster:
 - DescribeLogDirs (kafka-python's ``describe_log_dirs``, which asks every broker) lists on each
   broker only the partitions it is a replica of;
 - DescribeProducers answers on the leader and the followers, NOT_LEADER_OR_FOLLOWER on a broker
-  that is no replica.
+  that is no replica;
+- DeleteRecords: only the leader deletes, and the followers follow its log start offset, so the
+  deleted records stay deleted after the leader dies.
 """
 
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
-from confluent_kafka import Producer, TopicCollection
+from confluent_kafka import Consumer, Producer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient
 from kafka.admin import KafkaAdminClient
-from kafka.protocol.admin.topics import DescribeTopicPartitionsRequest
+from kafka.protocol.admin.topics import DeleteRecordsRequest, DescribeTopicPartitionsRequest
 from kafka.protocol.admin.transactions import DescribeProducersRequest
 
 from compat_tests.reference import require_tools, run_tool
@@ -242,3 +245,56 @@ def test_describe_producers_on_replicas_only(cluster):
              (0, producers), 30, 0.2, what="the follower's producer state")
     assert describe_producers(cluster.brokers[outsider].bootstrap_servers, topic) == \
         (NOT_LEADER_OR_FOLLOWER, [])
+
+
+def delete_records_error(bootstrap: str, topic: str, offset: int) -> int:
+    """The error code of a raw DeleteRecords of partition 0 below ``offset`` on one broker."""
+    request = DeleteRecordsRequest
+    with KafkaWire(bootstrap) as wire:
+        response = wire.request(request(version=2, timeout_ms=30000, topics=[
+            request.DeleteRecordsTopic(name=topic, partitions=[
+                request.DeleteRecordsTopic.DeleteRecordsPartition(partition_index=0,
+                                                                  offset=offset)])]))
+    return response.topics[0].partitions[0].error_code
+
+
+def test_deleted_records_stay_deleted_after_failover(cluster):
+    topic = "trimmed"
+    create(cluster, topic, partitions=1, rf=3)
+    wait_settled(cluster, topic, ALL)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(10):
+        producer.produce(topic, b"v%d" % i, partition=0)
+    producer.flush(60)
+    leader, _, _, _ = metadata(cluster.bootstrap, topic)[2][0]
+    follower = next(i for i in ALL if i != leader)
+    assert delete_records_error(cluster.brokers[follower].bootstrap_servers, topic, 4) == \
+        NOT_LEADER_OR_FOLLOWER
+    cadmin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    (future,) = cadmin.delete_records([TopicPartition(topic, 0, 4)]).values()
+    assert future.result(30).low_watermark == 4
+    # An acks=all record written after the deletion reached every follower in a fetch
+    # response that carried the leader's new log start.
+    producer.produce(topic, b"after", partition=0)
+    assert producer.flush(60) == 0
+    cluster.brokers[leader].kill()
+    try:
+        wait_settled(cluster, topic, sorted(i for i in ALL if i != leader))
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "trimmed",
+                             "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+        try:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
+            assert (low, high) == (4, 11)
+            consumer.assign([TopicPartition(topic, 0, 4)])
+            offsets = []
+            deadline = time.monotonic() + 60
+            while len(offsets) < 7 and time.monotonic() < deadline:
+                message = consumer.poll(1)
+                if message is not None and not message.error():
+                    offsets.append(message.offset())
+            assert offsets == list(range(4, 11))
+        finally:
+            consumer.close()
+    finally:
+        cluster.brokers[leader].start()
+    wait_settled(cluster, topic, ALL, timeout=90)

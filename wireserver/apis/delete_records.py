@@ -7,8 +7,13 @@ offset. An offset below the current log start changes nothing; one above the hig
 UNKNOWN_TOPIC_OR_PARTITION (low watermark -1). Each topic needs DELETE
 (TOPIC_AUTHORIZATION_FAILED, low watermark -1).
 
-Skipped: ``timeout_ms`` — with one replica the new log start is "replicated" at once, so the
-request never waits (Kafka waits for the followers' low watermarks).
+In cluster mode only the leader deletes (NOT_LEADER_OR_FOLLOWER elsewhere, as Kafka's
+``deleteRecordsOnLeader``); followers move their log start to the leader's from their fetch
+responses.
+
+Skipped: ``timeout_ms`` — the answer does not wait for the followers' log starts (Kafka's
+``DelayedDeleteRecords`` waits until every live replica's log start passed the offset and
+answers their minimum as ``low_watermark``); here it is the leader's new log start.
 """
 
 from __future__ import annotations
@@ -36,16 +41,22 @@ def handle(ctx):
     topic_class = ctx.request.spec.response_class.DeleteRecordsTopicResult
     partition_class = topic_class.DeleteRecordsPartitionResult
     logs = ctx.broker.logs
+    cluster = ctx.broker.cluster
     topics = []
     for topic in ctx.body.topics:
         partitions = []
         denied = checks.delete_records(ctx, topic.name)  # DELETE on the topic
         for requested in topic.partitions:
             log = logs.get_log(topic.name, requested.partition_index)
+            not_leader = None
+            if cluster is not None and log is not None:
+                not_leader, _ = cluster.check_leader(topic.name, requested.partition_index)
             if denied:
                 low, error = -1, denied
             elif log is None:
                 low, error = -1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif not_leader is not None:
+                low, error = -1, not_leader
             else:
                 low, error = delete_before(log, requested.offset)
             partitions.append(partition_class(partition_index=requested.partition_index,

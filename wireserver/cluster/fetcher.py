@@ -238,3 +238,14 @@ class ReplicaFetcher:
             if partition_log.flush_due():
                 self.broker.flush_in_background([partition_log])
         partition_log.high_watermark = min(data.high_watermark, partition_log.log_end_offset)
+        self._follow_log_start(partition_log, data.log_start_offset)
+
+    @staticmethod
+    def _follow_log_start(partition_log: Any, leader_log_start: int) -> None:
+        """Records deleted on the leader (DeleteRecords, retention) go here too, or they would
+        come back when this replica leads (Kafka's follower ``maybeIncrementLogStartOffset``
+        with the leader's log start). Never past this replica's own high watermark: the rest
+        of its log is not confirmed yet."""
+        target = min(leader_log_start, partition_log.high_watermark)
+        if target > partition_log.log_start_offset:
+            partition_log.delete_records_before(target)
