@@ -15,7 +15,7 @@ which stays local) keep the one-node answer.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 from wireserver.topics import INTERNAL_TOPICS
 
@@ -49,20 +49,32 @@ def partition_views(broker: "Broker", info: "TopicInfo") -> list[PartitionView]:
     """Every partition of the topic, by index."""
     cluster = broker.cluster
     if cluster is None or info.name not in cluster.topics:
+        indexes: Iterable[int] = range(info.num_partitions)
+    else:
+        indexes = sorted(cluster.topics[info.name].replicas)
+    return [view for view in (partition_view(broker, info.name, p) for p in indexes)
+            if view is not None]
+
+
+def partition_view(broker: "Broker", topic: str, partition: int) -> PartitionView | None:
+    """One partition, or None when this broker knows no such partition."""
+    cluster = broker.cluster
+    if cluster is None or topic not in cluster.topics:
+        info = broker.logs.topics.get(topic)
+        if info is None or not 0 <= partition < info.num_partitions:
+            return None
         node = broker.node_id
-        return [PartitionView(p, node, 0, [node], [node], [])
-                for p in range(info.num_partitions)]
-    views = []
-    for p, replicas in sorted(cluster.topics[info.name].replicas.items()):
-        state = cluster.partition(info.name, p)
-        offline = [r for r in replicas if r not in cluster.brokers]
-        if state is None:
-            views.append(PartitionView(p, NO_LEADER, -1, list(replicas), [], offline))
-            continue
-        leader = state.leader if state.leader in cluster.brokers else NO_LEADER
-        views.append(PartitionView(p, leader, state.leader_epoch, list(replicas),
-                                   list(state.isr), offline))
-    return views
+        return PartitionView(partition, node, 0, [node], [node], [])
+    replicas = cluster.topics[topic].replicas.get(partition)
+    if replicas is None:
+        return None
+    offline = [r for r in replicas if r not in cluster.brokers]
+    state = cluster.partition(topic, partition)
+    if state is None:
+        return PartitionView(partition, NO_LEADER, -1, list(replicas), [], offline)
+    leader = state.leader if state.leader in cluster.brokers else NO_LEADER
+    return PartitionView(partition, leader, state.leader_epoch, list(replicas), list(state.isr),
+                         offline)
 
 
 def hosts_replica(broker: "Broker", topic: str, partition: int) -> bool:

@@ -11,7 +11,9 @@ of a 3-broker cluster:
 - DescribeProducers answers on the leader and the followers, NOT_LEADER_OR_FOLLOWER on a broker
   that is no replica;
 - DeleteRecords: only the leader deletes, and the followers follow its log start offset, so the
-  deleted records stay deleted after the leader dies.
+  deleted records stay deleted after the leader dies;
+- Produce and Fetch sent to a broker that does not lead the partition name the leader, its
+  leader epoch and its endpoint (KIP-951).
 """
 
 from __future__ import annotations
@@ -25,10 +27,13 @@ from confluent_kafka.admin import AdminClient
 from kafka.admin import KafkaAdminClient
 from kafka.protocol.admin.topics import DeleteRecordsRequest, DescribeTopicPartitionsRequest
 from kafka.protocol.admin.transactions import DescribeProducersRequest
+from kafka.protocol.consumer.fetch import FetchRequest
+from kafka.protocol.producer.produce import ProduceRequest
 
 from compat_tests.reference import require_tools, run_tool
 from tests.cluster.conftest import Cluster, wait_for
 from tests.cluster.test_replication import create, metadata
+from tests.integration import raw
 from wireserver.testing import KafkaWire
 
 pytestmark = pytest.mark.integration
@@ -298,3 +303,36 @@ def test_deleted_records_stay_deleted_after_failover(cluster):
     finally:
         cluster.brokers[leader].start()
     wait_settled(cluster, topic, ALL, timeout=90)
+
+
+def test_produce_and_fetch_name_the_leader_kip_951(cluster):
+    topic = "hinted"
+    create(cluster, topic, partitions=1, rf=1)
+    view = wait_for(lambda: (v := metadata(cluster.bootstrap, topic)[2]) and v[0][0] > 0 and v,
+                    30, 0.2, what=f"{topic}: a leader")
+    leader, epoch, _, _ = view[0]
+    elsewhere = next(b for i, b in cluster.brokers.items() if i != leader)
+    host, port = cluster.brokers[leader].bootstrap_servers.rsplit(":", 1)
+    leader_endpoint = [(leader, host, int(port))]
+    with KafkaWire(elsewhere.bootstrap_servers) as wire:
+        topic_id = wire.request(raw.metadata([topic], auto_create=False)).topics[0].topic_id
+        data = ProduceRequest.TopicProduceData
+        produced = wire.request(ProduceRequest(
+            version=12, transactional_id=None, acks=1, timeout_ms=10000, topic_data=[data(
+                name=topic, partition_data=[data.PartitionProduceData(
+                    index=0, records=raw.v2_batch([b"x"]))])]))
+        wanted = FetchRequest.FetchTopic
+        fetched = wire.request(FetchRequest(
+            version=16, replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+            isolation_level=0, session_id=0, session_epoch=-1, forgotten_topics_data=[],
+            rack_id="", topics=[wanted(topic_id=topic_id, partitions=[wanted.FetchPartition(
+                partition=0, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1,
+                log_start_offset=-1, partition_max_bytes=1 << 20)])]))
+    (answer,) = produced.responses[0].partition_responses
+    assert answer.error_code == NOT_LEADER_OR_FOLLOWER
+    assert (answer.current_leader.leader_id, answer.current_leader.leader_epoch) == (leader, epoch)
+    assert [(n.node_id, n.host, n.port) for n in produced.node_endpoints] == leader_endpoint
+    (answer,) = fetched.responses[0].partitions
+    assert answer.error_code == NOT_LEADER_OR_FOLLOWER
+    assert (answer.current_leader.leader_id, answer.current_leader.leader_epoch) == (leader, epoch)
+    assert [(n.node_id, n.host, n.port) for n in fetched.node_endpoints] == leader_endpoint

@@ -21,7 +21,7 @@ import uuid
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
-from wireserver.partitions import NO_LEADER, is_reported, partition_views
+from wireserver.partitions import NO_LEADER, is_reported, partition_view, partition_views
 from wireserver.security import checks
 from wireserver.topics import INTERNAL_TOPICS, TopicError, auto_create, check_name
 
@@ -43,6 +43,22 @@ def broker_entries(ctx, broker_class) -> list:
                     broker.advertised[0])
     return [broker_class(node_id=broker.node_id, host=listener.host, port=listener.port,
                          rack=broker.config.get("broker.rack"))]
+
+
+def leader_hints(ctx, moved: list, leader_class, endpoint_class) -> list:
+    """KIP-951 leader discovery, as Kafka's ``getCurrentLeader``: each (topic, partition,
+    response entry) in ``moved`` answered an error telling the client that the leader is
+    elsewhere; its ``current_leader`` becomes the leader and leader epoch this broker knows
+    (-1, -1 when none), so the client can go there without a Metadata round trip. Returns the
+    endpoints of those leaders on the request's listener, for the response's
+    ``node_endpoints``."""
+    leaders = set()
+    for topic, partition, entry in moved:
+        view = partition_view(ctx.broker, topic, partition)
+        leader, epoch = (view.leader, view.leader_epoch) if view is not None else (NO_LEADER, -1)
+        entry.current_leader = leader_class(leader_id=leader, leader_epoch=epoch)
+        leaders.add(leader)
+    return [entry for entry in broker_entries(ctx, endpoint_class) if entry.node_id in leaders]
 
 
 def partition_entries(ctx, topic_class, info) -> list:
