@@ -102,6 +102,7 @@ class FetchPlan:
                 known.fetch_offset = cached.fetch_offset
                 known.max_bytes = cached.max_bytes
                 known.current_leader_epoch = cached.current_leader_epoch
+                known.log_start_offset = cached.log_start_offset
         for forgotten in body.forgotten_topics_data or []:
             topic = forgotten.topic_id if version >= 13 else forgotten.topic
             for partition in forgotten.partitions:
@@ -124,7 +125,8 @@ class FetchPlan:
                     topic=name, topic_id=topic.topic_id if version >= 13 else None,
                     partition=p.partition, fetch_offset=p.fetch_offset,
                     max_bytes=p.partition_max_bytes,
-                    current_leader_epoch=p.current_leader_epoch if version >= 9 else -1)
+                    current_leader_epoch=p.current_leader_epoch if version >= 9 else -1,
+                    log_start_offset=p.log_start_offset if version >= 5 else -1)
 
 
 class PartitionResult:
@@ -292,7 +294,7 @@ def handle(ctx):
         for cached in plan.partitions:
             if cached.topic is not None:
                 broker.cluster.follower_fetched((cached.topic, cached.partition), follower,
-                                                cached.fetch_offset)
+                                                cached.fetch_offset, cached.log_start_offset)
     results = read_partitions(ctx, plan)
     while not ready(ctx, results) and keys:
         remaining = deadline - broker.reactor.seconds()
