@@ -11,7 +11,8 @@ of a 3-broker cluster:
 - DescribeProducers answers on the leader and the followers, NOT_LEADER_OR_FOLLOWER on a broker
   that is no replica;
 - DeleteRecords: only the leader deletes, the followers follow its log start offset and the
-  answer waits for them, so the deleted records stay deleted after the leader dies;
+  answer waits for them, so the deleted records stay deleted after the leader dies; ListOffsets
+  then names the leader epoch that wrote each offset it finds;
 - Produce and Fetch sent to a broker that does not lead the partition name the leader, its
   leader epoch and its endpoint (KIP-951).
 """
@@ -28,6 +29,7 @@ from kafka.admin import KafkaAdminClient
 from kafka.protocol.admin.topics import DeleteRecordsRequest, DescribeTopicPartitionsRequest
 from kafka.protocol.admin.transactions import DescribeProducersRequest
 from kafka.protocol.consumer.fetch import FetchRequest
+from kafka.protocol.consumer.offsets import ListOffsetsRequest
 from kafka.protocol.producer.produce import ProduceRequest
 
 from compat_tests.reference import require_tools, run_tool
@@ -40,6 +42,7 @@ pytestmark = pytest.mark.integration
 
 ALL = [1, 2, 3]
 NOT_LEADER_OR_FOLLOWER = 6
+LATEST, EARLIEST = -1, -2  # ListOffsets' special timestamps
 
 
 @pytest.fixture(scope="module")
@@ -263,6 +266,22 @@ def delete_records_error(bootstrap: str, topic: str, offset: int) -> int:
     return response.topics[0].partitions[0].error_code
 
 
+def list_offsets(bootstrap: str, topic: str, timestamps: list[int]) -> list[tuple[int, int]]:
+    """(offset, leader epoch) of partition 0 for each timestamp, one request each."""
+    request = ListOffsetsRequest
+    found = []
+    with KafkaWire(bootstrap) as wire:
+        for timestamp in timestamps:
+            response = wire.request(request(
+                version=9, replica_id=-1, isolation_level=0, topics=[request.ListOffsetsTopic(
+                    name=topic, partitions=[request.ListOffsetsTopic.ListOffsetsPartition(
+                        partition_index=0, current_leader_epoch=-1, timestamp=timestamp)])]))
+            (answer,) = response.topics[0].partitions
+            assert answer.error_code == 0
+            found.append((answer.offset, answer.leader_epoch))
+    return found
+
+
 def test_deleted_records_stay_deleted_after_failover(cluster):
     topic = "trimmed"
     create(cluster, topic, partitions=1, rf=3)
@@ -271,7 +290,7 @@ def test_deleted_records_stay_deleted_after_failover(cluster):
     for i in range(10):
         producer.produce(topic, b"v%d" % i, partition=0)
     producer.flush(60)
-    leader, _, _, _ = metadata(cluster.bootstrap, topic)[2][0]
+    leader, epoch, _, _ = metadata(cluster.bootstrap, topic)[2][0]
     follower = next(i for i in ALL if i != leader)
     assert delete_records_error(cluster.brokers[follower].bootstrap_servers, topic, 4) == \
         NOT_LEADER_OR_FOLLOWER
@@ -282,7 +301,14 @@ def test_deleted_records_stay_deleted_after_failover(cluster):
     assert future.result(60).low_watermark == 4
     cluster.brokers[leader].kill()
     try:
-        wait_settled(cluster, topic, sorted(i for i in ALL if i != leader))
+        after = wait_settled(cluster, topic, sorted(i for i in ALL if i != leader))
+        new_leader, new_epoch, _, _ = after[0]
+        assert new_epoch > epoch
+        # ListOffsets names the epoch that wrote the offset found (the old leader's for the log
+        # start, 4) and the current one for the end, as Kafka's fetchOffsetByTimestamp.
+        found = list_offsets(cluster.brokers[new_leader].bootstrap_servers, topic,
+                             [EARLIEST, LATEST])
+        assert found == [(4, epoch), (10, new_epoch)]
         consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "trimmed",
                              "enable.auto.commit": False, "auto.offset.reset": "earliest"})
         try:
