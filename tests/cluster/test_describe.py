@@ -5,7 +5,8 @@ of a 3-broker cluster:
   partition's real leader, leader epoch, replicas and ISR on all three brokers, the same as
   Metadata, with pagination; after a broker is killed the ISR shrinks, leaders move and the dead
   broker is an offline replica, in ``kafka-topics --describe`` output and in kafka-python's and
-  confluent-kafka's topic descriptions alike;
+  confluent-kafka's topic descriptions alike; a partition whose only replica died has no leader
+  and is listed by ``kafka-topics --unavailable-partitions``;
 - DescribeLogDirs (kafka-python's ``describe_log_dirs``, which asks every broker) lists on each
   broker only the partitions it is a replica of;
 - DescribeProducers answers on the leader and the followers, NOT_LEADER_OR_FOLLOWER on a broker
@@ -24,7 +25,7 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicCollection, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.admin import KafkaAdminClient
 from kafka.protocol.admin.topics import DeleteRecordsRequest, DescribeTopicPartitionsRequest
 from kafka.protocol.admin.transactions import DescribeProducersRequest
@@ -107,7 +108,7 @@ def kafka_topics_describe(bootstrap: str, topic: str, *extra: str) -> dict:
     assert out.returncode == 0, out.stderr
     rows = re.findall(r"Partition: (\d+)\s+Leader: (\S+)\s+Replicas: ([\d,]*)\s+"
                       r"Isr: ([\d,]*)\s+Elr: ([\d,]*)\s+LastKnownElr: ([\d,]*)", out.stdout)
-    assert rows or not extra, out.stdout
+    assert rows, out.stdout
     parsed = {}
     for partition, leader, replicas, isr, elr, last_known_elr in rows:
         assert (elr, last_known_elr) == ("", ""), out.stdout
@@ -172,6 +173,13 @@ def test_kafka_topics_describe_follows_a_failure(cluster):
         assert printed == as_printed(before), f"via broker {broker.bootstrap_servers}"
     victim = before[0][0]  # the leader of partition 0
     survivors = [i for i in ALL if i != victim]
+    # A topic whose only replica is the victim: it goes offline with it.
+    single = "described-offline"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(single, num_partitions=1, replica_assignment=[[victim]])]
+                        )[single].result(30)
+    wait_for(lambda: metadata(cluster.bootstrap, single)[2].get(0, (-1,))[0] == victim, 30,
+             0.2, what=f"{single}: led by broker {victim}")
     cluster.brokers[victim].kill()
     try:
         after = wait_settled(cluster, topic, survivors)
@@ -190,6 +198,15 @@ def test_kafka_topics_describe_follows_a_failure(cluster):
         assert sorted(under) == [0, 1, 2]
         kafka_python, confluent = admin_client_views(cluster.bootstrap, topic)
         assert kafka_python == confluent == as_printed(after)
+        # The offline partition: no leader (error NONE in DescribeTopicPartitions, as Kafka),
+        # its replica offline, and kafka-topics lists it as unavailable.
+        survivor = cluster.brokers[survivors[0]].bootstrap_servers
+        offline = wait_for(lambda: (v := metadata(survivor, single)[2])[0][0] == -1 and v, 30,
+                           0.2, what=f"{single} offline")
+        assert described(survivor, single) == offline
+        assert offline_replicas(survivor, single) == {0: [victim]}
+        assert kafka_topics_describe(survivor, single, "--unavailable-partitions") == \
+            as_printed(offline) == {0: (None, [victim], offline[0][3])}
     finally:
         cluster.brokers[victim].start()
     back = wait_settled(cluster, topic, ALL, timeout=90)
