@@ -377,3 +377,25 @@ def test_produce_and_fetch_name_the_leader_kip_951(cluster):
     assert answer.error_code == NOT_LEADER_OR_FOLLOWER
     assert (answer.current_leader.leader_id, answer.current_leader.leader_epoch) == (leader, epoch)
     assert [(n.node_id, n.host, n.port) for n in fetched.node_endpoints] == leader_endpoint
+
+
+def test_follower_behind_the_leaders_log_start_rejoins(cluster):
+    topic = "trimmed-away"
+    create(cluster, topic, partitions=1, rf=3)
+    leader, _, _, _ = wait_settled(cluster, topic, ALL)[0]
+    away = next(i for i in ALL if i != leader)
+    cluster.brokers[away].kill()
+    try:
+        wait_settled(cluster, topic, sorted(i for i in ALL if i != away))
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+        for i in range(10):
+            producer.produce(topic, b"v%d" % i, partition=0)
+        assert producer.flush(60) == 0
+        cadmin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        (future,) = cadmin.delete_records([TopicPartition(topic, 0, 8)]).values()
+        assert future.result(60).low_watermark == 8
+    finally:
+        cluster.brokers[away].start()
+    # The returning replica's log ends at 0, below the leader's log start: it restarts its log
+    # at 8 (Kafka's handleOutOfRangeError), catches up and is back in the ISR.
+    wait_settled(cluster, topic, ALL, timeout=60)

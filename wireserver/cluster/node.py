@@ -265,6 +265,8 @@ class ClusterNode:
                    self.broker_czxids[b] != z}
         self.brokers, self.broker_czxids = brokers, czxids
         log.info("live brokers: %s", sorted(brokers))
+        for topic, partition in self.leading:  # a dead follower no longer holds DeleteRecords
+            self.broker.purgatory.notify(("low_watermark", topic, partition))
         if self.controller is not None:
             self.controller.on_brokers_changed(bounced)
 
