@@ -16,15 +16,17 @@ from compat_tests.reference import run_tool
 ADMIN_CLIENTS = ("kafka-python", "confluent-kafka", "java")
 
 
-def _kp_admin(bootstrap: str):
+def _kp_admin(bootstrap: str, security: dict[str, Any] | None = None):
+    """kafka-python's admin client; ``security`` adds settings (SASL credentials, say)."""
     from kafka.admin import KafkaAdminClient
     return KafkaAdminClient(bootstrap_servers=bootstrap, client_id="compat-kafka-python-admin",
-                            request_timeout_ms=15000)
+                            request_timeout_ms=15000, **(security or {}))
 
 
-def _cf_admin(bootstrap: str):
+def _cf_admin(bootstrap: str, security: dict[str, Any] | None = None):
     from confluent_kafka.admin import AdminClient
-    return AdminClient({"bootstrap.servers": bootstrap, "client.id": "compat-confluent-admin"})
+    return AdminClient({"bootstrap.servers": bootstrap, "client.id": "compat-confluent-admin",
+                        **(security or {})})
 
 
 def _kp_error(exc: BaseException) -> str:
@@ -47,12 +49,14 @@ def _tool(name: str, args: list[str], bootstrap: str, input: str | None = None):
 # --------------------------------------------------------------------------- create / delete
 
 def create_topic(client: str, bootstrap: str, name: str, partitions: int,
-                 configs: dict[str, str] | None = None, validate_only: bool = False) -> str:
-    """Create a topic; returns "ok" or the error name."""
+                 configs: dict[str, str] | None = None, validate_only: bool = False,
+                 security: dict[str, Any] | None = None) -> str:
+    """Create a topic; returns "ok" or the error name. ``security``: extra client settings
+    (kafka-python and confluent-kafka)."""
     configs = configs or {}
     if client == "kafka-python":
         from kafka.admin import NewTopic
-        admin = _kp_admin(bootstrap)
+        admin = _kp_admin(bootstrap, security)
         try:
             admin.create_topics([NewTopic(name, partitions, 1, topic_configs=configs)],
                                 validate_only=validate_only)
@@ -63,7 +67,7 @@ def create_topic(client: str, bootstrap: str, name: str, partitions: int,
             admin.close()
     if client == "confluent-kafka":
         from confluent_kafka.admin import NewTopic
-        admin = _cf_admin(bootstrap)
+        admin = _cf_admin(bootstrap, security)
         futures = admin.create_topics([NewTopic(name, partitions, 1, config=configs)],
                                       validate_only=validate_only, request_timeout=15)
         try:
@@ -72,8 +76,8 @@ def create_topic(client: str, bootstrap: str, name: str, partitions: int,
         except Exception as exc:
             return _cf_error(exc)
     if client == "java":
-        if validate_only:
-            raise Unsupported("kafka-topics has no validate-only option")
+        if validate_only or security:
+            raise Unsupported("kafka-topics: no validate-only option; no security settings here")
         args = ["--create", "--topic", name, "--partitions", str(partitions),
                 "--replication-factor", "1"]
         for k, v in configs.items():

@@ -86,7 +86,8 @@ class Client:
                 offset: int | str = "earliest", reset: str = "earliest",
                 timeout: float = TIMEOUT) -> list[dict[str, Any]]:
         """Read up to ``count`` records of one partition starting at ``offset`` (a number,
-        "earliest" or "latest") without a consumer group."""
+        "earliest" or "latest") without a consumer group. kafka-python and confluent-kafka
+        also take ``config=`` (extra consumer settings: SASL credentials, say)."""
         raise NotImplementedError
 
     def offsets_for_time(self, bootstrap: str, topic: str, partition: int,
@@ -142,17 +143,18 @@ class KafkaPythonClient(Client):
         finally:
             producer.close(timeout=5)
 
-    def _consumer(self, bootstrap, reset):
+    def _consumer(self, bootstrap, reset, config=None):
         from kafka import KafkaConsumer
         return KafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
                              enable_auto_commit=False, auto_offset_reset=reset,
-                             request_timeout_ms=10000, client_id="compat-kafka-python")
+                             request_timeout_ms=10000, client_id="compat-kafka-python",
+                             **(config or {}))
 
     def consume(self, bootstrap, topic, partition, count, *, offset="earliest",
-                reset="earliest", timeout=TIMEOUT):
+                reset="earliest", timeout=TIMEOUT, config=None):
         from kafka import TopicPartition
         from kafka.errors import KafkaError
-        consumer = self._consumer(bootstrap, reset)
+        consumer = self._consumer(bootstrap, reset, config)
         tp = TopicPartition(topic, partition)
         out: list[dict[str, Any]] = []
         try:
@@ -353,20 +355,20 @@ class ConfluentClient(Client):
                 raise ClientError(report.name(), report.str())
         return [{"partition": r["partition"], "offset": r["offset"]} for r in reports]
 
-    def _consumer(self, bootstrap, reset):
+    def _consumer(self, bootstrap, reset, config=None):
         from confluent_kafka import Consumer
         # librdkafka wants a group.id even for assign(); no offsets are committed or fetched
         # because every assignment names a start offset.
         return Consumer({"bootstrap.servers": bootstrap, "group.id": "compat-unused",
                          "enable.auto.commit": False, "enable.auto.offset.store": False,
                          "auto.offset.reset": reset, "client.id": "compat-confluent",
-                         "enable.partition.eof": False})
+                         "enable.partition.eof": False, **(config or {})})
 
     def consume(self, bootstrap, topic, partition, count, *, offset="earliest",
-                reset="earliest", timeout=TIMEOUT):
+                reset="earliest", timeout=TIMEOUT, config=None):
         from confluent_kafka import (OFFSET_BEGINNING, OFFSET_END, KafkaError, KafkaException,
                                      TopicPartition)
-        consumer = self._consumer(bootstrap, reset)
+        consumer = self._consumer(bootstrap, reset, config)
         start = {"earliest": OFFSET_BEGINNING, "latest": OFFSET_END}.get(offset, offset)
         out: list[dict[str, Any]] = []
         try:

@@ -14,8 +14,11 @@ xfail, so the mark has to go the day the scenario starts passing.
 
 from __future__ import annotations
 
+import concurrent.futures
+import json
 import subprocess
 import time
+import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -46,11 +49,14 @@ SCENARIOS: dict[str, Scenario] = {}
 
 
 def scenario(name: str, clients=ALL_CLIENTS, *, check: Callable[[dict], None],
-             auto_create: bool = True, pending: dict[str, str] | None = None):
+             auto_create: bool = True, pending: dict[str, str] | None = None,
+             registry: dict[str, Scenario] = SCENARIOS):
+    """Register ``fn`` as scenario ``name`` in ``registry`` (the shared one unless a module
+    keeps its own, as the security scenarios do: they need brokers set up differently)."""
     def register(fn):
-        if name in SCENARIOS:
+        if name in registry:
             raise ValueError(f"scenario {name} twice")
-        SCENARIOS[name] = Scenario(name, fn, tuple(clients), check, auto_create,
+        registry[name] = Scenario(name, fn, tuple(clients), check, auto_create,
                                    dict(pending or {}), (fn.__doc__ or "").strip())
         return fn
     return register
@@ -68,8 +74,57 @@ DIFFERENCES: dict[tuple[str, str], str] = {
 }
 
 
-def known_difference(name: str, client: str) -> str | None:
-    return DIFFERENCES.get((name, client)) or DIFFERENCES.get((name, "*"))
+def known_difference(name: str, client: str,
+                     differences: dict[tuple[str, str], str] = DIFFERENCES) -> str | None:
+    return differences.get((name, client)) or differences.get((name, "*"))
+
+
+class WireserverDiffers(AssertionError):
+    """wireserver's observation is not Kafka's (the only failure a pending mark expects)."""
+
+
+def run_once(scenario: Scenario, client: Any, target: Any) -> dict:
+    """{"status": "ok" | "check failed: ..." | "error: ...", "observation": ...}. ``target``
+    is what the scenario takes: a bootstrap address, or a richer object for modules with
+    their own registry."""
+    try:
+        observation = json.loads(json.dumps(scenario.fn(target, client)))
+    except Exception as exc:
+        return {"status": f"error: {type(exc).__name__}: {exc}"[:300], "observation": None,
+                "traceback": traceback.format_exc()}
+    try:
+        scenario.check(observation)
+    except Exception as exc:  # an assertion, or a TypeError on a malformed observation
+        return {"status": f"check failed: {exc!r}"[:300], "observation": observation}
+    return {"status": "ok", "observation": observation}
+
+
+def run_both(scenario: Scenario, client: Any, kafka_target: Any, wireserver_target: Any):
+    """The scenario against both brokers at once (two threads; they are separate
+    processes): (Kafka's result, wireserver's result)."""
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        kafka = pool.submit(run_once, scenario, client, kafka_target)
+        wire = pool.submit(run_once, scenario, client, wireserver_target)
+        return kafka.result(), wire.result()
+
+
+def compare(name: str, client_name: str, kafka: dict, wire: dict,
+            difference: str | None) -> None:
+    """Kafka's observation must pass the scenario's check; then a known difference must
+    still differ, and anything else must be equal (else :class:`WireserverDiffers`)."""
+    same = kafka["observation"] == wire["observation"] and kafka["status"] == wire["status"]
+    assert kafka["status"] == "ok", (
+        f"the scenario is broken against Kafka itself: {kafka['status']}\n"
+        f"{kafka.get('traceback', '')}observation: {kafka['observation']}")
+    if difference:
+        assert not same, f"listed as a known difference but now the same: {difference}"
+        return
+    if not same:
+        raise WireserverDiffers(
+            f"wireserver differs from Kafka in {name} with {client_name}\n"
+            f"kafka:      {json.dumps(kafka['observation'], sort_keys=True)}\n"
+            f"wireserver: {json.dumps(wire['observation'], sort_keys=True)}\n"
+            f"wireserver status: {wire['status']}\n{wire.get('traceback', '')}")
 
 
 # ------------------------------------------------------------------------------ helpers

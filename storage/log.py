@@ -47,7 +47,8 @@ from storage.errors import InvalidOffset, LogInvariantError, OffsetOutOfRange
 from storage.log_config import LogConfig
 from protocol.errors import DecodeError
 from protocol.records import RecordBatch, build_control_batch, decode_control_record
-from storage.producer_state import CompletedTxn, InvalidProducerEpoch, ProducerStateManager
+from storage.producer_state import (CompletedTxn, InvalidProducerEpoch, ProducerStateManager,
+                                    TransactionCoordinatorFenced)
 from storage.txn_index import TXN_INDEX_SUFFIX, AbortedTxn
 from storage.segment import (
     INDEX_SUFFIX,
@@ -235,9 +236,9 @@ class Log:
                 position = 0
             for pos, header in seg.walk(position):
                 if header.last_offset >= start:
-                    control = self._control_type(seg, pos, header) if header.is_control \
-                        else None
-                    completed = state.replay(header, control)
+                    control, coordinator_epoch = self._control(seg, pos, header) \
+                        if header.is_control else (None, -1)
+                    completed = state.replay(header, control, coordinator_epoch)
                     if completed is not None:
                         self._index_completed(seg, completed)
                     count += 1
@@ -246,14 +247,8 @@ class Log:
         return count
 
     @staticmethod
-    def _control_type(seg: LogSegment, position: int, header: BatchHeader) -> int | None:
-        """The type of a control batch's record (0 ABORT, 1 COMMIT, ...), None if unreadable."""
-        try:
-            for record in RecordBatch(seg.read(position, header.size)).records():
-                return decode_control_record(record)[0]
-        except DecodeError:
-            return None
-        return None
+    def _control(seg: LogSegment, position: int, header: BatchHeader) -> tuple[int | None, int]:
+        return _control_of(seg.read(position, header.size))
 
     def _index_completed(self, seg: LogSegment, completed: CompletedTxn) -> None:
         if completed.is_aborted:
@@ -413,8 +408,9 @@ class Log:
                       now_ms: int | None = None) -> tuple[AppendResult, CompletedTxn | None]:
         """Write a transaction marker (a COMMIT or ABORT control batch) for ``producer_id`` as
         the transaction coordinator does (Kafka's ``AppendOrigin.COORDINATOR``): an epoch below
-        the producer's current one raises ``InvalidProducerEpoch``. Closes the producer's open
-        transaction here, if any (an ABORT is indexed in ``.txnindex``)."""
+        the producer's current one raises ``InvalidProducerEpoch``, a coordinator epoch below
+        the one of the producer's last marker ``TransactionCoordinatorFenced``. Closes the
+        producer's open transaction here, if any (an ABORT is indexed in ``.txnindex``)."""
         if now_ms is None:
             now_ms = self._now_ms()
         entry = self.producer_state.entry(producer_id)
@@ -422,6 +418,10 @@ class Log:
             raise InvalidProducerEpoch(
                 f"Epoch of producer {producer_id} in the transaction marker is "
                 f"{producer_epoch}, smaller than the last seen epoch {entry.producer_epoch}")
+        if entry is not None and coordinator_epoch < entry.coordinator_epoch:
+            raise TransactionCoordinatorFenced(
+                f"Invalid coordinator epoch for producer {producer_id}: {coordinator_epoch} "
+                f"(zombie), {entry.coordinator_epoch} (current)")
         offset = self.log_end_offset
         batch = build_control_batch(commit, producer_id, producer_epoch, now_ms,
                                     coordinator_epoch, base_offset=offset,
@@ -430,7 +430,7 @@ class Log:
         self._roll_if_needed(len(batch), header.max_timestamp, offset, offset, now_ms)
         self.active_segment.append(batch, [(0, header)])
         self.leader_epoch_cache.assign(leader_epoch, offset)
-        completed = self.producer_state.replay(header, 1 if commit else 0)
+        completed = self.producer_state.replay(header, 1 if commit else 0, coordinator_epoch)
         if completed is not None:
             self._index_completed(self.active_segment, completed)
         return AppendResult(offset, offset, -1, self._log_start_offset), completed
@@ -463,14 +463,9 @@ class Log:
         for pos, header in headers:
             if header.partition_leader_epoch != NO_PARTITION_LEADER_EPOCH:
                 self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
-            control = None
-            if header.is_control:
-                try:
-                    record = next(iter(RecordBatch(view[pos:pos + header.size]).records()))
-                    control = decode_control_record(record)[0]
-                except (DecodeError, StopIteration):
-                    control = None
-            completed = self.producer_state.replay(header, control)
+            control, coordinator_epoch = _control_of(view[pos:pos + header.size]) \
+                if header.is_control else (None, -1)
+            completed = self.producer_state.replay(header, control, coordinator_epoch)
             if completed is not None:
                 self._index_completed(self.active_segment, completed)
         return AppendResult(first_offset, last_offset, -1, self._log_start_offset)
@@ -774,3 +769,14 @@ class Log:
         return (f"Log({self.directory!r}, start={self._log_start_offset}, "
                 f"hw={self._high_watermark}, end={self.log_end_offset}, "
                 f"segments={len(self._segments)})")
+
+
+def _control_of(batch) -> tuple[int | None, int]:
+    """(type, coordinator epoch) of a control batch's record (0 ABORT, 1 COMMIT, ...);
+    (None, -1) if unreadable."""
+    try:
+        for record in RecordBatch(batch).records():
+            return decode_control_record(record)
+    except DecodeError:
+        pass
+    return None, -1

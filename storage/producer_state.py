@@ -105,6 +105,13 @@ class InvalidProducerEpoch(StorageError):
     error_code = ErrorCode.INVALID_PRODUCER_EPOCH
 
 
+class TransactionCoordinatorFenced(StorageError):
+    """A marker from a coordinator older than the last one that wrote a marker for the
+    producer here (Kafka's ``ProducerAppendInfo.checkCoordinatorEpoch``)."""
+
+    error_code = ErrorCode.TRANSACTION_COORDINATOR_FENCED
+
+
 class CompletedTxn(NamedTuple):
     """A transaction closed by a marker in this partition (Kafka's ``CompletedTxn``)."""
 
@@ -410,10 +417,11 @@ class ProducerStateManager:
         self.map_end_offset = end_offset
 
     # -- replay (recovery, truncation, follower appends) ---------------------------------
-    def replay(self, header, control_type: int | None = None) -> CompletedTxn | None:
+    def replay(self, header, control_type: int | None = None,
+               coordinator_epoch: int = -1) -> CompletedTxn | None:
         """Update from a batch already in the log (offsets assigned); no validation. For a
-        transaction marker pass ``control_type`` (0 ABORT, 1 COMMIT, from its record); the
-        transaction it closes is returned."""
+        transaction marker pass ``control_type`` (0 ABORT, 1 COMMIT) and the coordinator epoch
+        from its record; the transaction it closes is returned."""
         completed = None
         pid = header.producer_id
         if pid >= 0:
@@ -424,6 +432,8 @@ class ProducerStateManager:
                 # A transaction marker: the epoch moves on, no data batch is cached.
                 entry.maybe_update_epoch(header.producer_epoch)
                 entry.last_timestamp = header.max_timestamp
+                if coordinator_epoch >= 0:
+                    entry.coordinator_epoch = coordinator_epoch
                 if control_type in (0, 1):
                     first = entry.current_txn_first_offset
                     completed = CompletedTxn(pid, first if first >= 0 else header.base_offset,

@@ -138,6 +138,11 @@ def _check_listeners_syntax(value: str) -> None:
     parse_listeners(value, None)
 
 
+def _check_principal_rules(value: str) -> None:
+    from wireserver.security.principals import parse_rules
+    parse_rules(value)
+
+
 def _check_protocol_map(value: str) -> None:
     parse_security_protocol_map(value)
 
@@ -212,6 +217,11 @@ _BROKER_ONLY = [
          "Password of the trust store (unused with PEM).", sensitive=True),
     _key("ssl.truststore.certificates", "password", None,
          "Trusted certificates in PEM, inline (with ssl.truststore.type=PEM).", sensitive=True),
+    _key("ssl.principal.mapping.rules", "string", "DEFAULT",
+         "How a client certificate's subject DN becomes its principal's user name: "
+         "comma-separated RULE:pattern/replacement/[LU] rules and DEFAULT (the DN itself), "
+         "the first that applies wins; none applying refuses the connection.",
+         _check_principal_rules),
     _key("ssl.client.auth", "string", "none",
          "Client certificates on SSL listeners: none, requested or required.",
          one_of("none", "requested", "required")),
@@ -234,8 +244,9 @@ _BROKER_ONLY = [
          "Largest SASL session lifetime (KIP-368); 0 = sessions never expire. Clients "
          "re-authenticate before it ends, or their connection is closed.", at_least(0)),
     _key("connection.failed.authentication.delay.ms", "int", 100,
-         "Accepted for compatibility; a failed authentication is answered at once.",
-         at_least(0)),
+         "How long the answer to a failed SASL authentication (and the close that follows) "
+         "is held back, slowing password guessing; other connections are served meanwhile. "
+         "0 = answer and close at once.", at_least(0)),
     _key("authorizer.class.name", "string", "",
          "Authorizer; org.apache.kafka.metadata.authorizer.StandardAuthorizer or "
          "kafka.security.authorizer.AclAuthorizer turn on ACLs (empty = everything allowed)."),

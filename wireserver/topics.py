@@ -22,9 +22,6 @@ if TYPE_CHECKING:
     from wireserver.broker import Broker
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-#: Internal topics each broker keeps for itself in cluster mode (the transaction coordinator is
-#: not cluster-aware yet).
-LOCAL_TOPICS = frozenset({"__transaction_state"})
 MAX_PARTITIONS = 2**31 - 1
 
 
@@ -50,7 +47,7 @@ def resolve_creation(broker: "Broker", name: str, num_partitions: int, replicati
     """Check a creation request the way Kafka does and return (partitions, config overrides).
     Raises TopicError."""
     check_name(name)
-    cluster = broker.cluster if name not in LOCAL_TOPICS else None
+    cluster = broker.cluster
     if name in broker.logs.topics or (cluster is not None and name in cluster.topics):
         raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
     live_brokers = sorted(cluster.brokers) if cluster is not None else [broker.node_id]
@@ -108,7 +105,7 @@ def create_topic(broker: "Broker", name: str, num_partitions: int = -1,
                  assignments: Mapping[int, list[int]] | None = None) -> TopicInfo:
     partitions, overrides = resolve_creation(broker, name, num_partitions, replication_factor,
                                              configs or {}, assignments)
-    if broker.cluster is not None and name not in LOCAL_TOPICS:
+    if broker.cluster is not None:
         return create_in_cluster(broker, name, partitions, replication_factor, overrides,
                                  assignments)
     try:

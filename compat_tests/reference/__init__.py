@@ -93,12 +93,14 @@ def reference_kafka(nodes: int = 1, *, controllable: bool = False,
                     startup_timeout: float = 90.0, **cluster_kwargs) -> Iterator[Reference]:
     """Provide a reference Kafka for the duration of the ``with`` block.
 
-    ``nodes`` > 1 or ``controllable=True`` skip Docker (single node, no fault
-    injection) and go to the local launcher. ``cluster_kwargs`` go to
+    ``nodes`` > 1, ``controllable=True`` or ``extra_listeners=...`` skip Docker (single
+    node, no fault injection, no extra listeners) and go to the local launcher. ``cluster_kwargs`` go to
     :class:`KafkaCluster` (e.g. ``keep_workdir=True``).
     """
+    # Extra listeners (a SASL one, say) need a cluster launched here with their settings.
+    local_only = controllable or bool(cluster_kwargs.get("extra_listeners"))
     external = os.environ.get(BOOTSTRAP_ENV, "").strip()
-    if external and not controllable:
+    if external and not local_only:
         ids = broker_ids(external, timeout_ms=10000)
         if ids is None:
             raise ReferenceUnavailable(f"{BOOTSTRAP_ENV}={external} does not answer Metadata")
@@ -108,7 +110,7 @@ def reference_kafka(nodes: int = 1, *, controllable: bool = False,
         log.info("%s has %d broker(s), %d wanted: starting a local cluster",
                  BOOTSTRAP_ENV, len(ids), nodes)
 
-    if nodes == 1 and not controllable:
+    if nodes == 1 and not local_only:
         from .container import ApacheKafkaContainer, docker_available
         if docker_available():
             container = ApacheKafkaContainer(

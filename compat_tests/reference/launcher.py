@@ -319,10 +319,15 @@ class KafkaNode:
     dir: Path
     process: subprocess.Popen | None = None
     console: object | None = field(default=None, repr=False)
+    #: extra listener name -> its port (see ``KafkaCluster(extra_listeners=...)``)
+    listener_ports: dict[str, int] = field(default_factory=dict)
 
     @property
     def address(self) -> str:
         return f"{HOST}:{self.port}"
+
+    def listener_address(self, name: str) -> str:
+        return f"{HOST}:{self.listener_ports[name]}"
 
     @property
     def properties_file(self) -> Path:
@@ -361,7 +366,13 @@ class KafkaCluster:
                  num_partitions: int = 1, broker_props: Mapping[str, object] | None = None,
                  workdir: str | os.PathLike | None = None, keep_workdir: bool = False,
                  startup_timeout: float = 90.0, jvm_opts: Sequence[str] = BROKER_JVM_OPTS,
-                 version: str = KAFKA_VERSION):
+                 version: str = KAFKA_VERSION,
+                 extra_listeners: Mapping[str, str] | None = None):
+        """``extra_listeners`` maps more client listener names to their security protocol
+        (``{"SASL_PLAINTEXT": "SASL_PLAINTEXT"}``); each node gets a free port for each, and
+        ``broker_props`` carries their settings (``listener.name.<name>.*``). The PLAINTEXT
+        listener stays: readiness probes, the inter-broker link and ``bootstrap_servers`` use
+        it, so a secured cluster needs ``User:ANONYMOUS`` among its ``super.users``."""
         if nodes < 1:
             raise ValueError("nodes must be >= 1")
         self.size = nodes
@@ -377,9 +388,15 @@ class KafkaCluster:
         self.workdir = Path(workdir) if workdir else Path(
             tempfile.mkdtemp(prefix="wireserver-kafka-"))
         self.lib: Path | None = None
-        ports = free_ports(2 * nodes)
-        self.nodes = [KafkaNode(i, ports[2 * i], ports[2 * i + 1], self.workdir / f"node-{i}")
-                      for i in range(nodes)]
+        self.extra_listeners = dict(extra_listeners or {})
+        per_node = 2 + len(self.extra_listeners)
+        ports = free_ports(per_node * nodes)
+        self.nodes = []
+        for i in range(nodes):
+            mine = ports[per_node * i:per_node * (i + 1)]
+            self.nodes.append(KafkaNode(i, mine[0], mine[1], self.workdir / f"node-{i}",
+                                        listener_ports=dict(zip(self.extra_listeners,
+                                                                mine[2:]))))
         self.startup_seconds: float | None = None
         self._started = False
 
@@ -392,19 +409,29 @@ class KafkaCluster:
     def node_bootstrap(self, node: int) -> str:
         return self.nodes[node].address
 
+    def listener_bootstrap(self, name: str) -> str:
+        """Comma-separated ``host:port`` of every node's extra listener ``name``."""
+        return ",".join(n.listener_address(name) for n in self.nodes)
+
     @property
     def quorum_voters(self) -> str:
         return ",".join(f"{n.node_id}@{HOST}:{n.controller_port}" for n in self.nodes)
 
     def server_properties(self, node: KafkaNode) -> dict[str, str]:
         n = self.size
+        extra = "".join(f",{name}://{node.listener_address(name)}"
+                        for name in self.extra_listeners)
+        protocols = "".join(f",{name}:{protocol}"
+                            for name, protocol in self.extra_listeners.items())
         props: dict[str, object] = {
             "process.roles": "broker,controller",
             "node.id": node.node_id,
             "controller.quorum.voters": self.quorum_voters,
-            "listeners": f"PLAINTEXT://{HOST}:{node.port},CONTROLLER://{HOST}:{node.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{HOST}:{node.port}",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listeners": (f"PLAINTEXT://{HOST}:{node.port},"
+                          f"CONTROLLER://{HOST}:{node.controller_port}{extra}"),
+            "advertised.listeners": f"PLAINTEXT://{HOST}:{node.port}{extra}",
+            "listener.security.protocol.map":
+                f"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT{protocols}",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "log.dirs": str(node.data_dir),

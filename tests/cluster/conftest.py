@@ -41,7 +41,8 @@ def zookeeper():
 
 class Cluster:
     def __init__(self, zookeeper: ZooKeeperServer, count: int, chroot: str,
-                 overrides: dict | None = None):
+                 overrides: dict | None = None, **broker_options):
+        """``broker_options`` go to every ``EmbeddedBroker`` (``sasl=``, ``users=``)."""
         self.zk_connect = zookeeper.connect + chroot
         self.brokers: dict[int, EmbeddedBroker] = {}
         for broker_id in range(1, count + 1):
@@ -49,12 +50,29 @@ class Cluster:
             settings.update({"broker.id": str(broker_id),
                              "zookeeper.connect": self.zk_connect})
             settings.update(overrides or {})
-            self.brokers[broker_id] = EmbeddedBroker("subprocess", overrides=settings)
+            self.brokers[broker_id] = EmbeddedBroker("subprocess", overrides=settings,
+                                                     **broker_options)
 
     def start(self) -> "Cluster":
         for broker in self.brokers.values():
             broker.start()
+        wait_for(self._every_broker_lists_all, timeout=60,
+                 what="every broker's Metadata to list the whole cluster")
         return self
+
+    def _every_broker_lists_all(self) -> bool:
+        """Registrations reach the other brokers through ZooKeeper watches after each broker
+        starts listening; a CreateTopics before then places replicas on fewer brokers (seen
+        on a loaded machine as "only 2 broker(s) are registered")."""
+        from kafka.protocol.metadata.metadata import MetadataRequest
+        for broker in self.brokers.values():
+            with broker.wire() as wire:
+                version = wire.version(MetadataRequest, 12)
+                response = wire.request(MetadataRequest(
+                    version=version, topics=[], allow_auto_topic_creation=False))
+            if len(response.brokers) < len(self.brokers):
+                return False
+        return True
 
     @property
     def bootstrap(self) -> str:
@@ -63,6 +81,17 @@ class Cluster:
     def close(self) -> None:
         for broker in self.brokers.values():
             broker.close()
+
+
+def zk_client(zookeeper: ZooKeeperServer, chroot: str):
+    """A started kazoo client in ``chroot`` for a test to read znodes; ``yield from`` it in a
+    fixture, which then stops it."""
+    from kazoo.client import KazooClient
+    client = KazooClient(hosts=zookeeper.connect + chroot)
+    client.start(timeout=30)
+    yield client
+    client.stop()
+    client.close()
 
 
 def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1, what: str = "condition"):

@@ -13,11 +13,10 @@ import pytest
 from confluent_kafka import (Consumer, ConsumerGroupTopicPartitions, KafkaError, Producer,
                              TopicPartition)
 from confluent_kafka.admin import AdminClient
-from kazoo.client import KazooClient
 
 from protocol.served import SERVED
 from wireserver.testing import KafkaWire
-from tests.cluster.conftest import Cluster, wait_for
+from tests.cluster.conftest import Cluster, wait_for, zk_client
 from tests.cluster.test_coordination import find_coordinator
 from tests.cluster.test_replication import create, metadata, records_on_disk
 
@@ -41,11 +40,7 @@ def cluster(zookeeper):
 
 @pytest.fixture(scope="module")
 def zk(zookeeper):
-    client = KazooClient(hosts=zookeeper.connect + CHROOT)
-    client.start(timeout=30)
-    yield client
-    client.stop()
-    client.close()
+    yield from zk_client(zookeeper, CHROOT)
 
 
 def send(broker, request, timeout: float = 60.0):

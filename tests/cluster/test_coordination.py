@@ -28,11 +28,11 @@ def cluster(zookeeper):
     nodes.close()
 
 
-def find_coordinator(bootstrap_server: str, group: str) -> tuple[int, int]:
-    """(error code, coordinator node id) from one broker."""
+def find_coordinator(bootstrap_server: str, key: str, key_type: int = 0) -> tuple[int, int]:
+    """(error code, coordinator node id) from one broker (key type 0: group, 1: transaction)."""
     request_class = SERVED.get(10).request_class
     with KafkaWire(bootstrap_server) as wire:
-        response = wire.request(request_class(version=3, key=group, key_type=0))
+        response = wire.request(request_class(version=3, key=key, key_type=key_type))
     return response.error_code, response.node_id
 
 

@@ -163,8 +163,21 @@ def test_tls_without_client_certificates():
             KafkaWire(broker.bootstrap_servers, timeout=2).close()
 
 
-def test_tls_client_certificate_is_the_principal():
+def produce_with_client_certificate(broker, topic):
+    """confluent-kafka sends one record with the test PKI's client certificate; the delivery
+    errors (``[None]`` when it was written)."""
     import confluent_kafka
+    producer = confluent_kafka.Producer({
+        "bootstrap.servers": broker.bootstrap_servers, "security.protocol": "SSL",
+        "ssl.ca.location": broker.ca_path, "ssl.certificate.location": broker.pki.client_cert,
+        "ssl.key.location": broker.pki.client_key})
+    errors = []
+    producer.produce(topic, b"x", on_delivery=lambda err, msg: errors.append(err))
+    producer.flush(15)
+    return errors
+
+
+def test_tls_client_certificate_is_the_principal():
     with EmbeddedBroker(tls=True, client_auth="required", authorizer=True) as broker:
         broker.create_topic("t")
         principal = "User:" + broker.pki.client_dn
@@ -173,15 +186,7 @@ def test_tls_client_certificate_is_the_principal():
             response = wire.request(CreateAclsRequest(version=3, creations=[
                 acl(principal, Operation.WRITE)]))
             assert response.results[0].error_code == 0
-        conf = {"bootstrap.servers": broker.bootstrap_servers, "security.protocol": "SSL",
-                "ssl.ca.location": broker.ca_path,
-                "ssl.certificate.location": broker.pki.client_cert,
-                "ssl.key.location": broker.pki.client_key}
-        producer = confluent_kafka.Producer(conf)
-        errors = []
-        producer.produce("t", b"x", on_delivery=lambda err, msg: errors.append(err))
-        producer.flush(10)
-        assert errors == [None]
+        assert produce_with_client_certificate(broker, "t") == [None]
         # Without a certificate the handshake itself is refused (ssl.client.auth=required).
         context = ssl.create_default_context(cafile=broker.ca_path)
         with pytest.raises(OSError):

@@ -34,16 +34,26 @@ def roundtrip(broker, config_path, topic):
     assert consumed.stdout.split() == lines
 
 
-@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
+LOGIN_MODULES = {
+    "PLAIN": 'plain.PlainLoginModule required username="alice" password="alice-secret";',
+    "SCRAM-SHA-256": 'scram.ScramLoginModule required username="alice" password="alice-secret";',
+    "SCRAM-SHA-512": 'scram.ScramLoginModule required username="alice" password="alice-secret";',
+    # An unsecured token (alg none) the client makes itself; the broker's unsecured validator
+    # takes "sub" as the principal.
+    "OAUTHBEARER": 'oauthbearer.OAuthBearerLoginModule required '
+                   'unsecuredLoginStringClaim_sub="alice";',
+}
+
+
+@pytest.mark.parametrize("mechanism", list(LOGIN_MODULES))
 def test_console_tools_over_sasl_ssl(tmp_path, mechanism):
-    module = ("org.apache.kafka.common.security.plain.PlainLoginModule" if mechanism == "PLAIN"
-              else "org.apache.kafka.common.security.scram.ScramLoginModule")
     with EmbeddedBroker(sasl=mechanism, users=USERS, tls=True) as broker:
-        broker.create_topic("java")
+        if mechanism != "OAUTHBEARER":  # no admin login for the chores: auto-creation makes it
+            broker.create_topic("java")
         config = write_config(os.path.join(tmp_path, "client.properties"), [
             "security.protocol=SASL_SSL",
             f"sasl.mechanism={mechanism}",
-            f'sasl.jaas.config={module} required username="alice" password="alice-secret";',
+            "sasl.jaas.config=org.apache.kafka.common.security." + LOGIN_MODULES[mechanism],
             "ssl.truststore.type=PEM",
             f"ssl.truststore.location={broker.ca_path}",
         ])

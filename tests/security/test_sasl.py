@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import json
 import socket
 import struct
@@ -114,19 +115,54 @@ def test_wrong_password_fails_and_closes_only_that_connection():
         good.close()
 
 
-def test_many_failed_logins_do_not_stall_other_clients():
-    with EmbeddedBroker(sasl="SCRAM-SHA-256", users=USERS) as broker:
+def test_failed_logins_wait_out_the_delay_without_stalling_other_clients():
+    """connection.failed.authentication.delay.ms holds each failure's answer back (a lower
+    bound, robust on a slow machine), on a timer: 12 concurrent failures take about one delay,
+    not twelve, and a logged-in client is served all the while."""
+    delay_s = 3.0
+    # A broker process of its own: the clients' threads do not share its GIL.
+    with EmbeddedBroker("subprocess", sasl="SCRAM-SHA-256", users=USERS, overrides={
+            "connection.failed.authentication.delay.ms": int(delay_s * 1000)}) as broker:
         good = KafkaWire(broker.bootstrap_servers, sasl=("SCRAM-SHA-256", "alice",
                                                          "alice-secret"))
+        answered: list[float] = []
+
+        def fail_once():
+            started = time.monotonic()
+            with pytest.raises(KafkaWireError) as failure:
+                KafkaWire(broker.bootstrap_servers, timeout=30,
+                          sasl=("SCRAM-SHA-256", "alice", "nope"))
+            assert failure.value.error_code == 58  # SASL_AUTHENTICATION_FAILED
+            answered.append(time.monotonic() - started)
+
         started = time.monotonic()
-        for _ in range(50):
-            with pytest.raises(KafkaWireError):
-                KafkaWire(broker.bootstrap_servers, sasl=("SCRAM-SHA-256", "alice", "nope"))
-            t0 = time.monotonic()
-            good.request(MetadataRequest(version=1, topics=None))
-            assert time.monotonic() - t0 < 1.0
-        assert time.monotonic() - started < 30
+        with concurrent.futures.ThreadPoolExecutor(12) as pool:
+            failures = [pool.submit(fail_once) for _ in range(12)]
+            latencies = []
+            while not all(f.done() for f in failures):
+                t0 = time.monotonic()
+                good.request(MetadataRequest(version=1, topics=None))
+                latencies.append(time.monotonic() - t0)
+            for f in failures:
+                f.result()
+        total = time.monotonic() - started
+        assert min(answered) >= delay_s * 0.95, answered
+        assert total < delay_s * 6, f"12 failures took {total:.1f} s: the delay blocks"
+        assert len(latencies) >= 3 and max(latencies) < delay_s * 0.75, latencies
         good.close()
+
+
+def test_failed_login_closes_its_connection_after_the_answer():
+    with EmbeddedBroker(sasl="PLAIN", users=USERS) as broker:  # the default delay, 100 ms
+        with KafkaWire(broker.bootstrap_servers) as wire:
+            wire.request(SaslHandshakeRequest(version=1, mechanism="PLAIN"))
+            started = time.monotonic()
+            response = wire.request(SaslAuthenticateRequest(version=1,
+                                                            auth_bytes=b"\0alice\0wrong"))
+            assert time.monotonic() - started >= 0.095
+            assert response.error_code == 58
+            with pytest.raises((ConnectionError, OSError)):
+                wire.request(MetadataRequest(version=1, topics=None))
 
 
 def test_requests_before_authentication_close_the_connection():

@@ -15,7 +15,7 @@ from protocol.errors import ErrorCode
 from protocol.records import RecordBatchBuilder
 from storage.log import Log
 from storage.log_config import LogConfig
-from storage.producer_state import InvalidProducerEpoch
+from storage.producer_state import InvalidProducerEpoch, TransactionCoordinatorFenced
 from storage.txn_index import ENTRY_SIZE, AbortedTxn, TransactionIndex
 from wireserver.broker import Broker
 from wireserver.config import BrokerConfig
@@ -173,6 +173,31 @@ def test_open_transaction_and_index_survive_restart_and_rebuild(tmp_path):
     assert rebuilt.collect_aborted(0, rebuilt.log_end_offset) == [AbortedTxn(1, 0, 2, 3)]
     assert rebuilt.last_stable_offset == first_open
     rebuilt.close()
+
+
+def test_markers_from_an_older_coordinator_are_fenced(tmp_path):
+    """Kafka's ``checkCoordinatorEpoch``: after a marker at coordinator epoch 3, one at 2 is a
+    zombie coordinator's; the epoch is kept across a restart and taken from replicated markers."""
+    directory = tmp_path / "t-0"
+    log = open_log(directory)
+    log.append(txn_batch(1, 0, 0), 0)
+    log.append_marker(1, 0, commit=True, coordinator_epoch=3)
+    log.append(txn_batch(1, 0, 2), 0)
+    with pytest.raises(TransactionCoordinatorFenced):
+        log.append_marker(1, 0, commit=False, coordinator_epoch=2)
+    log.close()
+    again = open_log(directory, recover=True)
+    with pytest.raises(TransactionCoordinatorFenced):
+        again.append_marker(1, 0, commit=False, coordinator_epoch=2)
+    again.append_marker(1, 0, commit=False, coordinator_epoch=4)
+    # A follower copying the leader's log learns the epoch from the marker's record.
+    follower = open_log(tmp_path / "f-0")
+    data = again.read(0, 1 << 20, upper_bound=again.log_end_offset).data
+    follower.append_as_follower(bytearray(data))
+    with pytest.raises(TransactionCoordinatorFenced):
+        follower.append_marker(1, 0, commit=True, coordinator_epoch=3)
+    again.close()
+    follower.close()
 
 
 def test_truncation_drops_index_entries(tmp_path):

@@ -5,7 +5,9 @@ transactional ids; Kafka reserves them for brokers (KIP-890 part 1 verification)
 ``verify_only``, only checks that each partition is already in the open transaction
 (INVALID_TXN_STATE when not). We serve both forms the same way without inter-broker
 authorization. Unknown partitions answer UNKNOWN_TOPIC_OR_PARTITION and the rest of the request
-OPERATION_NOT_ATTEMPTED. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2 (KIP-588).
+OPERATION_NOT_ATTEMPTED. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2 (KIP-588). In
+cluster mode only the id's coordinator serves it (NOT_COORDINATOR elsewhere) and added
+partitions answer once the coordinator's record is committed.
 
 Authorization as ``KafkaApis``: v0-3 need WRITE on the transactional id (every partition
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED otherwise) and on each topic (TOPIC_AUTHORIZATION_FAILED,
@@ -15,10 +17,12 @@ CLUSTER_ACTION on the cluster (top-level CLUSTER_AUTHORIZATION_FAILED).
 
 from __future__ import annotations
 
+from twisted.internet import defer
+
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.security import checks
-from wireserver.txn.api import fenced_for_version
+from wireserver.txn.api import fenced_for_version, once_replicated
 
 API_KEY = 24
 
@@ -38,7 +42,17 @@ def _partitions(topics) -> list[tuple[str, int]]:
     return [(topic.name, p) for topic in topics for p in topic.partitions]
 
 
+@defer.inlineCallbacks
+def _replicated(ctx, transactional_id: str, results: dict):
+    """The partitions added (NONE) answer once the coordinator's record is committed."""
+    if ErrorCode.NONE not in results.values():
+        return results
+    error = yield once_replicated(ctx, transactional_id, ErrorCode.NONE)
+    return {tp: error if code == ErrorCode.NONE else code for tp, code in results.items()}
+
+
 @handles(API_KEY)
+@defer.inlineCallbacks
 def handle(ctx):
     body, version = ctx.body, ctx.version
     coordinator = ctx.broker.txn
@@ -49,6 +63,7 @@ def handle(ctx):
             ctx, body.v3_and_below_transactional_id, partitions) or coordinator.add_partitions(
             body.v3_and_below_transactional_id, body.v3_and_below_producer_id,
             body.v3_and_below_producer_epoch, partitions)
+        results = yield _replicated(ctx, body.v3_and_below_transactional_id, results)
         return ctx.response(throttle_time_ms=0, results_by_topic_v3_and_below=_results(
             response_class.AddPartitionsToTxnTopicResult, results, version))
     denied = checks.cluster_action(ctx)  # v4+ come from brokers
@@ -65,6 +80,7 @@ def handle(ctx):
         else:
             results = coordinator.add_partitions(txn.transactional_id, txn.producer_id,
                                                   txn.producer_epoch, partitions)
+            results = yield _replicated(ctx, txn.transactional_id, results)
         out.append(result_class(transactional_id=txn.transactional_id,
                                 topic_results=_results(topic_class, results, version)))
     return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE,

@@ -1,7 +1,8 @@
 """AlterUserScramCredentials (key 51), v0: add, replace or delete SCRAM credentials.
 
 Upsertions carry (mechanism, iterations, salt, salted password); the broker keeps only the
-salt, iterations, StoredKey and ServerKey, persisted in the log dir. Needs ALTER on the
+salt, iterations, StoredKey and ServerKey, persisted in the log dir (in cluster mode: in
+ZooKeeper, one read-modify-write of ``/config/users/<user>`` per user). Needs ALTER on the
 cluster. Per user: a user named twice is DUPLICATE_RESOURCE, an unknown mechanism
 UNSUPPORTED_SASL_MECHANISM, iterations outside 4096-16384 or an empty name
 UNACCEPTABLE_CREDENTIAL, deleting what does not exist RESOURCE_NOT_FOUND — as in Kafka.
@@ -62,16 +63,19 @@ def handle(ctx):
         problem = _problem(store, item, upsert)
         if problem is not None:
             errors.setdefault(item.name, problem)
+    changes: dict[str, tuple[dict[str, ScramCredential], list[str]]] = {}
     for item, upsert in items:
         if item.name in errors:
             continue
+        upserts, deletions = changes.setdefault(item.name, ({}, []))
         mechanism = MECHANISM_BY_ID[item.mechanism]
         if upsert:
-            store.put(item.name, mechanism, ScramCredential.from_salted_password(
-                mechanism, bytes(item.salted_password), bytes(item.salt), item.iterations))
+            upserts[mechanism] = ScramCredential.from_salted_password(
+                mechanism, bytes(item.salted_password), bytes(item.salt), item.iterations)
         else:
-            store.delete(item.name, mechanism)
-    store.save()
+            deletions.append(mechanism)
+    for user, (upserts, deletions) in changes.items():
+        store.alter(user, upserts, deletions)
     return ctx.response(throttle_time_ms=0, results=[
         result_class(user=user, error_code=errors.get(user, (ErrorCode.NONE, None))[0],
                      error_message=errors.get(user, (ErrorCode.NONE, None))[1])

@@ -1,7 +1,8 @@
 """DescribeTransactions (key 65), v0: state, timeout, start time, producer id and epoch and
 the partitions of each transactional id (TRANSACTIONAL_ID_NOT_FOUND for an id we don't know).
 Each id needs DESCRIBE (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); topics the principal may not
-DESCRIBE are left out."""
+DESCRIBE are left out. In cluster mode only the id's coordinator knows it: NOT_COORDINATOR
+elsewhere, COORDINATOR_LOAD_IN_PROGRESS while it loads."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ def handle(ctx):
     out = []
     for transactional_id in ctx.body.transactional_ids:
         txn = coordinator.txns.get(transactional_id)
-        denied = checks.describe_transactional_id(ctx, transactional_id)
+        denied = checks.describe_transactional_id(ctx, transactional_id) or \
+            coordinator.coordinator_error(coordinator.partition_for(transactional_id))
         if denied or txn is None:
             out.append(state_class(error_code=denied or ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,
                                    transactional_id=transactional_id, transaction_state="",

@@ -10,11 +10,12 @@ partition of ``__transaction_state``, created here on first use, COORDINATOR_NOT
 while ``transaction.state.log.replication.factor`` exceeds the live brokers).
 
 In cluster mode a group's coordinator is the leader of its partition of ``__consumer_offsets``
-(created through ZooKeeper with ``offsets.topic.replication.factor`` replicas): any broker
-answers with that leader's endpoint on the listener the request came in on,
-COORDINATOR_NOT_AVAILABLE while the partition has no live leader, and
-COORDINATOR_LOAD_IN_PROGRESS when it is this broker and it is still loading the partition.
-Transactions stay with the broker asked (``__transaction_state`` is local to each broker).
+(created through ZooKeeper with ``offsets.topic.replication.factor`` replicas) and a
+transactional id's the leader of its partition of ``__transaction_state``
+(``transaction.state.log.replication.factor`` replicas): any broker answers with that leader's
+endpoint on the listener the request came in on, COORDINATOR_NOT_AVAILABLE while the partition
+has no live leader, and COORDINATOR_LOAD_IN_PROGRESS when it is this broker and it is still
+loading the partition.
 
 Skipped: other key types (share) answer INVALID_REQUEST.
 """
@@ -29,26 +30,29 @@ from wireserver.groups.api import message
 API_KEY = 10
 GROUP, TRANSACTION = 0, 1
 OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_STATE_TOPIC = "__transaction_state"
 
 
 def _lookup(ctx, key_type: int, key: str) -> tuple[ErrorCode, int]:
     """(error, coordinator broker id)."""
     broker = ctx.broker
     if key_type == GROUP:
-        error = broker.groups.ensure_ready()
-        cluster = broker.cluster
-        if error is not None or cluster is None:
-            return error or ErrorCode.NONE, broker.node_id
-        partition = broker.groups.partition_for(key or "")
-        state = cluster.partition(OFFSETS_TOPIC, partition)
-        if state is None or state.leader not in cluster.brokers:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1
-        if state.leader == broker.node_id and partition in broker.groups.loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, -1
-        return ErrorCode.NONE, state.leader
-    if key_type == TRANSACTION:
-        return broker.txn.ensure_ready() or ErrorCode.NONE, broker.node_id
-    return ErrorCode.INVALID_REQUEST, -1
+        coordinator, topic = broker.groups, OFFSETS_TOPIC
+    elif key_type == TRANSACTION:
+        coordinator, topic = broker.txn, TRANSACTION_STATE_TOPIC
+    else:
+        return ErrorCode.INVALID_REQUEST, -1
+    error = coordinator.ensure_ready()
+    cluster = broker.cluster
+    if error is not None or cluster is None:
+        return error or ErrorCode.NONE, broker.node_id
+    partition = coordinator.partition_for(key or "")
+    state = cluster.partition(topic, partition)
+    if state is None or state.leader not in cluster.brokers:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1
+    if state.leader == broker.node_id and partition in coordinator.loading:
+        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, -1
+    return ErrorCode.NONE, state.leader
 
 
 @handles(API_KEY)

@@ -15,15 +15,19 @@ outside (0, transaction.max.timeout.ms] is INVALID_TRANSACTION_TIMEOUT; the rest
 transaction coordinator (``wireserver.txn``): a new producer id with epoch 0, or the next epoch
 of the id's producer (fencing the previous one; an open transaction is aborted first and the
 answer is CONCURRENT_TRANSACTIONS, so the client retries). PRODUCER_FENCED is
-INVALID_PRODUCER_EPOCH before v4 (KIP-588).
+INVALID_PRODUCER_EPOCH before v4 (KIP-588). In cluster mode a transactional id is served by
+its coordinator only (NOT_COORDINATOR elsewhere, see ``wireserver.txn.coordinator``) and the
+answer waits until the new epoch's record is committed.
 """
 
 from __future__ import annotations
 
+from twisted.internet import defer
+
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.security import checks
-from wireserver.txn.api import fenced_for_version
+from wireserver.txn.api import fenced_for_version, once_replicated
 
 API_KEY = 22
 NO_PRODUCER_ID = -1
@@ -31,6 +35,7 @@ NO_PRODUCER_EPOCH = -1
 
 
 @handles(API_KEY)
+@defer.inlineCallbacks
 def handle(ctx):
     body = ctx.body
     broker = ctx.broker
@@ -59,4 +64,7 @@ def handle(ctx):
         return answer(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
     error, producer_id, epoch = broker.txn.init_producer_id(transactional_id, timeout,
                                                             producer_id, epoch)
+    error = yield once_replicated(ctx, transactional_id, error)
+    if error != ErrorCode.NONE:
+        producer_id, epoch = NO_PRODUCER_ID, NO_PRODUCER_EPOCH
     return answer(fenced_for_version(error, ctx.version, 4), producer_id, epoch)

@@ -1,15 +1,17 @@
 """SaslAuthenticate (key 36), v0-2: one SASL token each way after a v1 SaslHandshake.
 
 A failed authentication answers SASL_AUTHENTICATION_FAILED with the reason and closes that
-connection (only that one). The last answer of a successful one carries, from v1 on, the
-session lifetime (``connections.max.reauth.ms``, or less for an OAUTHBEARER token that expires
-sooner; 0 = no limit). Outside an authentication the answer is ILLEGAL_SASL_STATE.
+connection (only that one), both after ``connection.failed.authentication.delay.ms``. The last
+answer of a successful one carries, from v1 on, the session lifetime
+(``connections.max.reauth.ms``, or less for an OAUTHBEARER token that expires sooner; 0 = no
+limit). Outside an authentication the answer is ILLEGAL_SASL_STATE.
 """
 
 from __future__ import annotations
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
+from wireserver.security.connection import delay_failure
 from wireserver.security.sasl import AuthState, IllegalSaslState, SaslFailure
 
 API_KEY = 36
@@ -20,8 +22,8 @@ def handle(ctx):
     authenticator = getattr(ctx.security, "authenticator", None)
 
     def answer(code, message=None, token=b"", lifetime=0):
-        return ctx.response(error_code=code, error_message=message, auth_bytes=token,
-                            session_lifetime_ms=lifetime)
+        return delay_failure(ctx, ctx.response(error_code=code, error_message=message,
+                                               auth_bytes=token, session_lifetime_ms=lifetime))
 
     if authenticator is None or authenticator.state is not AuthState.AUTHENTICATE \
             or authenticator.raw_tokens:

@@ -3,14 +3,16 @@
 On a SASL listener it picks the mechanism (``wireserver.security.sasl``): v0 switches the
 connection to raw SASL tokens, v1 to SaslAuthenticate requests; after authentication a v1
 handshake starts a re-authentication (KIP-368). An unknown mechanism answers
-UNSUPPORTED_SASL_MECHANISM with the enabled ones and closes the connection. On a listener
-without SASL the answer is ILLEGAL_SASL_STATE, as Kafka's.
+UNSUPPORTED_SASL_MECHANISM with the enabled ones and closes the connection, both after
+``connection.failed.authentication.delay.ms``. On a listener without SASL the answer is
+ILLEGAL_SASL_STATE, as Kafka's.
 """
 
 from __future__ import annotations
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
+from wireserver.security.connection import delay_failure
 from wireserver.security.sasl import IllegalSaslState
 
 API_KEY = 17
@@ -26,4 +28,5 @@ def handle(ctx):
     except IllegalSaslState as exc:
         authenticator.fail(str(exc))
         code = ErrorCode.ILLEGAL_SASL_STATE
-    return ctx.response(error_code=code, mechanisms=list(authenticator.settings.mechanisms))
+    return delay_failure(ctx, ctx.response(error_code=code,
+                                           mechanisms=list(authenticator.settings.mechanisms)))

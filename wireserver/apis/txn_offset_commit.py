@@ -5,7 +5,9 @@ its transactional id (epoch check; the group's offsets partition must be in its 
 INVALID_TXN_STATE otherwise), and, from v3 (KIP-447), the generation, member id and instance id
 are checked when given. The offsets stay pending until EndTxn (see
 ``wireserver.groups.coordinator``). v5 (transaction protocol v2, implicit AddOffsetsToTxn) is
-not served.
+not served. In cluster mode the group's coordinator is usually not the transaction's, so the
+check against the open transaction is left out (the offsets partition's producer state still
+refuses an older producer epoch).
 
 Authorization: WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and READ on
 the group (GROUP_AUTHORIZATION_FAILED) for every partition, then READ on each topic
@@ -41,7 +43,7 @@ def handle(ctx):
     filtered = error is None and any(denied.values())
     if filtered:
         commits = [c for c in commits if not denied[c.topic]]
-    if error is None:
+    if error is None and broker.cluster is None:  # the coordinator is here on one node only
         error = broker.txn.check_produce(body.producer_id, body.producer_epoch, OFFSETS_TOPIC,
                                          broker.groups.partition_for(body.group_id))
         if error == ErrorCode.INVALID_PRODUCER_ID_MAPPING:

@@ -1,21 +1,43 @@
 """WriteTxnMarkers (key 27), v1 (Kafka 4.1 serves v1 only; v0 was removed by KIP-896).
 
-Inter-broker in Kafka: the transaction coordinator asks partition leaders to write COMMIT/ABORT
-markers. One node writes its own markers directly, so clients never need this; it is served
-for tools and tests and writes the markers through the same path. Needs ALTER or CLUSTER_ACTION
-on the cluster (CLUSTER_AUTHORIZATION_FAILED on every partition otherwise). A marker for a ``__consumer_offsets`` partition completes the
-producer's pending transactional offsets there.
+Inter-broker: the transaction coordinator asks partition leaders to write COMMIT/ABORT markers.
+One node writes its own markers directly, so there clients never need this; it is served for
+tools and tests and writes the markers through the same path. In a cluster it is how the
+coordinator reaches the leaders (``wireserver.cluster.txn_markers``): a partition this broker
+does not lead answers NOT_LEADER_OR_FOLLOWER, and the answer waits, as Kafka's acks=-1 append,
+until the high watermark passes each marker (NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+REQUEST_TIMED_OUT, NOT_LEADER_OR_FOLLOWER otherwise). Needs ALTER or CLUSTER_ACTION on the
+cluster (CLUSTER_AUTHORIZATION_FAILED on every partition otherwise). A marker for a
+``__consumer_offsets`` partition completes the producer's pending transactional offsets there.
 """
 
 from __future__ import annotations
 
+from twisted.internet import defer
+
+from protocol.errors import ErrorCode
+from wireserver import internal_log
 from wireserver.apis import handles
 from wireserver.security import checks
 
 API_KEY = 27
 
 
+@defer.inlineCallbacks
+def _replicated(ctx, results: dict):
+    """Each written marker's answer once the high watermark has passed it."""
+    broker = ctx.broker
+    written = [tp for tp, error in results.items() if error == ErrorCode.NONE]
+    waits = [internal_log.wait_for_high_watermark(
+        broker, topic, partition, broker.logs.get_log(topic, partition).log_end_offset - 1,
+        internal_log.REQUEST_TIMEOUT_MS) for topic, partition in written]
+    answers = yield defer.gatherResults(waits)
+    results.update(zip(written, answers))
+    return results
+
+
 @handles(API_KEY)
+@defer.inlineCallbacks
 def handle(ctx):
     response_class = ctx.request.spec.response_class
     result_class = response_class.WritableTxnMarkerResult
@@ -25,9 +47,13 @@ def handle(ctx):
     denied = checks.write_txn_markers(ctx)  # ALTER or CLUSTER_ACTION on the cluster
     for marker in ctx.body.markers:
         partitions = [(t.name, p) for t in marker.topics for p in t.partition_indexes]
-        results = {tp: denied for tp in partitions} if denied else ctx.broker.txn.write_markers(marker.producer_id, marker.producer_epoch,
-                                               bool(marker.transaction_result), partitions,
-                                               marker.coordinator_epoch)
+        if denied:
+            results = {tp: denied for tp in partitions}
+        else:
+            results = ctx.broker.txn.write_markers(
+                marker.producer_id, marker.producer_epoch, bool(marker.transaction_result),
+                partitions, marker.coordinator_epoch)
+            results = yield _replicated(ctx, results)
         by_topic: dict[str, list] = {}
         for (topic, partition), error in results.items():
             by_topic.setdefault(topic, []).append(partition_class(partition_index=partition,

@@ -5,6 +5,7 @@
   ISR shrink/expand).
 - ``controller``: leader election on topic creation and broker failure.
 - ``fetcher`` and ``client``: followers copy the leader's log with the Fetch protocol.
+- ``txn_markers``: the transaction coordinator's WriteTxnMarkers to partition leaders.
 - ``placement``: Kafka's replica placement.
 - ``topic_admin``: DeleteTopics, CreatePartitions and topic config changes written to ZooKeeper
   by the broker that receives them; ``topic_deletion`` (controller) and ``config_changes``

@@ -1,24 +1,25 @@
-"""Topic config changes reaching every broker (Kafka's ZooKeeper-era ``ZkConfigManager`` with
-its ``ZkNodeChangeNotificationListener``).
+"""Config changes reaching every broker (Kafka's ZooKeeper-era ``ZkConfigManager`` with its
+``ZkNodeChangeNotificationListener``).
 
-Whoever changes a topic's config writes ``/config/topics/<t>`` and then a sequential
-``/config/changes/config_change_<seq>`` notification ``{"version":2,"entity_path":"topics/<t>"}``
-(``wireserver.cluster.topic_admin.write_topic_config``). Every broker watches
-``/config/changes``; for each notification newer than the last it processed it re-reads the
-topic's config znode and gives its logs the new overrides (retention, cleanup policy,
-min.insync.replicas, ...). At start every existing notification is processed once (re-reading a
-config is harmless). Notifications older than ``CHANGE_EXPIRATION_MS`` (Kafka's 15 minutes) are
-deleted by whichever broker sees them.
+Whoever changes an entity's config writes ``/config/<kind>/<name>`` and then a sequential
+``/config/changes/config_change_<seq>`` notification ``{"version":2,"entity_path":"<kind>/<name>"}``
+(``notify``). Every broker watches ``/config/changes``; for each notification newer than the
+last it processed it hands the entity's name to the handler of its kind, which re-reads the
+config znode: ``topics/<t>`` gives the topic's logs the new overrides (retention, cleanup
+policy, min.insync.replicas, ...); ``users/<sanitized user>`` replaces the user's SCRAM
+credentials (``wireserver.cluster.scram_credentials`` registers that handler). At start every
+existing notification is processed once (re-reading a config is harmless). Notifications older
+than ``CHANGE_EXPIRATION_MS`` (Kafka's 15 minutes) are deleted by whichever broker sees them.
 
-Only ``topics/<t>`` entities are followed: dynamic broker configs stay per broker and in memory
-(docs/compatibility.md).
+Other kinds are ignored: dynamic broker configs stay per broker and in memory, and user or
+client quotas are not enforced (docs/compatibility.md).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from wireserver.cluster import zkdata as zd
 
@@ -46,6 +47,8 @@ class ConfigChangeListener:
         self.last_processed = -1
         # ZooKeeper's ctime is wall-clock time, so expiry compares with the wall clock.
         self.wall_clock_ms = wall_clock_ms or (lambda: int(time.time() * 1000))
+        #: entity kind (``topics``, ``users``) -> what re-reads and applies one entity's config
+        self.handlers: dict[str, Callable[[str], None]] = {"topics": self.apply_topic}
 
     def start(self) -> None:
         self.node.zk.ensure_path(zd.CONFIG_CHANGES)
@@ -80,9 +83,13 @@ class ConfigChangeListener:
 
     def apply(self, entity_path: str | None) -> None:
         kind, _, name = (entity_path or "").partition("/")
-        if kind != "topics" or not name:
+        handler = self.handlers.get(kind)
+        if handler is None or not name:
             log.info("ignoring config change notification for %r", entity_path)
             return
+        handler(name)
+
+    def apply_topic(self, name: str) -> None:
         logs = self.node.broker.logs
         if name not in logs.topics:
             return  # its config is read when the topic is opened
@@ -95,3 +102,9 @@ class ConfigChangeListener:
             log.exception("cannot apply the config of topic %s: %s", name, overrides)
             return
         log.info("topic %s: config overrides now %s", name, overrides)
+
+
+def notify(zk: Any, entity_path: str) -> None:
+    """Tell every broker (this one included) that ``entity_path``'s config changed."""
+    zk.create(f"{zd.CONFIG_CHANGES}/{zd.CONFIG_CHANGE_PREFIX}",
+              zd.encode_config_change(entity_path), sequence=True)

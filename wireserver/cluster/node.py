@@ -9,8 +9,8 @@ to the minimum over the ISR, and shrinks and expands the ISR (a conditional writ
 znode, as Kafka's ZooKeeper-era ``Partition.maybeShrinkIsr``/``maybeExpandIsr`` did). As
 follower it fetches from the leader (``wireserver.cluster.fetcher``). A topic whose
 assignment disappears (DeleteTopics) loses its replicas and logs here; one whose assignment
-grows (CreatePartitions) gains the new partitions; topic config changes arrive through
-``wireserver.cluster.config_changes``.
+grows (CreatePartitions) gains the new partitions; topic config and SCRAM credential changes
+arrive through ``wireserver.cluster.config_changes``.
 
 kazoo runs watch callbacks on its own thread; every one is brought back to the reactor with
 ``callFromThread``. ZooKeeper reads and writes made from the reactor thread are synchronous:
@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
 OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_STATE_TOPIC = "__transaction_state"
 
 
 @dataclass
@@ -112,6 +113,13 @@ class ClusterNode:
         self._adopt_cluster_id()
         from wireserver.cluster.producer_ids import ZkProducerIdManager
         self.broker.producer_ids = ZkProducerIdManager(self.zk, self.node_id)
+        authorizer = getattr(self.broker.security, "authorizer", None)
+        if authorizer is not None:  # ACLs live in ZooKeeper, shared by every broker
+            from wireserver.cluster.acls import ZkAclStore
+            ZkAclStore(self.zk, authorizer, self._from_zk).start()
+        # SCRAM credentials too (/config/users), followed through /config/changes
+        from wireserver.cluster.scram_credentials import ZkScramCredentials
+        ZkScramCredentials(self.zk, self.broker.security.scram).start(self.config_changes)
         self._register()
 
         def on_state(state: Any) -> None:
@@ -299,14 +307,8 @@ class ClusterNode:
             self._add_topic(zd.TopicAssignment.decode(name, data))
 
     def _add_topic(self, assignment: zd.TopicAssignment) -> None:
-        from kazoo.exceptions import NoNodeError
-
         name = assignment.name
-        try:
-            config_data, _ = self.zk.get(zd.topic_config_path(name))
-        except NoNodeError:
-            config_data = None
-        self._ensure_local(assignment, zd.decode_topic_config(config_data))
+        self._ensure_local(assignment, zd.read_entity_config(self.zk, zd.topic_config_path(name)))
         self.topics[name] = assignment
         self._watch_partitions(assignment)
         if name not in self._assignment_watched:
@@ -409,10 +411,10 @@ class ClusterNode:
 
         assignment = zd.TopicAssignment(name, topic_id, replicas)
         try:
-            self.zk.create(zd.topic_config_path(name), zd.encode_topic_config(overrides),
+            self.zk.create(zd.topic_config_path(name), zd.encode_entity_config(overrides),
                            makepath=True)
         except NodeExistsError:
-            self.zk.set(zd.topic_config_path(name), zd.encode_topic_config(overrides))
+            self.zk.set(zd.topic_config_path(name), zd.encode_entity_config(overrides))
         self.zk.create(zd.topic_path(name), assignment.encode(), makepath=True)
 
     def live_racks(self) -> dict[int, str | None]:
@@ -470,10 +472,14 @@ class ClusterNode:
         self.maybe_advance_hw(tp)
         if tp[0] == OFFSETS_TOPIC:
             self.broker.groups.on_election(tp[1])
+        elif tp[0] == TRANSACTION_STATE_TOPIC:
+            self.broker.txn.on_election(tp[1], state.leader_epoch)
 
     def _coordinator_resigned(self, tp: TP) -> None:
         if tp[0] == OFFSETS_TOPIC:
             self.broker.groups.on_resignation(tp[1])
+        elif tp[0] == TRANSACTION_STATE_TOPIC:
+            self.broker.txn.on_resignation(tp[1])
 
     def _become_follower(self, tp: TP, state: zd.PartitionState) -> None:
         self._stop_following(tp)

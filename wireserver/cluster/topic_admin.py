@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Mapping
 
 from protocol.errors import ErrorCode
 from wireserver.cluster import zkdata as zd
+from wireserver.cluster.config_changes import notify
 from wireserver.cluster.placement import PlacementError, assign_replicas
 from wireserver.topics import TopicError
 
@@ -97,13 +98,7 @@ def add_partitions(node: "ClusterNode", existing: zd.TopicAssignment, zk_version
 def read_topic_config(node: "ClusterNode", topic: str) -> dict[str, str]:
     """The topic's overrides as ZooKeeper has them (the source of truth for incremental
     changes, which a broker may not have applied yet)."""
-    from kazoo.exceptions import NoNodeError
-
-    try:
-        data, _ = node.zk.get(zd.topic_config_path(topic))
-    except NoNodeError:
-        return {}
-    return zd.decode_topic_config(data)
+    return zd.read_entity_config(node.zk, zd.topic_config_path(topic))
 
 
 def write_topic_config(node: "ClusterNode", topic: str, overrides: Mapping[str, str]) -> None:
@@ -111,10 +106,9 @@ def write_topic_config(node: "ClusterNode", topic: str, overrides: Mapping[str, 
     notification that every broker (this one included) follows."""
     from kazoo.exceptions import NoNodeError
 
-    data = zd.encode_topic_config(dict(overrides))
+    data = zd.encode_entity_config(dict(overrides))
     try:
         node.zk.set(zd.topic_config_path(topic), data)
     except NoNodeError:
         node.zk.create(zd.topic_config_path(topic), data, makepath=True)
-    node.zk.create(f"{zd.CONFIG_CHANGES}/{zd.CONFIG_CHANGE_PREFIX}",
-                   zd.encode_config_change(f"topics/{topic}"), sequence=True)
+    notify(node.zk, f"topics/{topic}")

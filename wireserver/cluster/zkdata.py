@@ -1,5 +1,5 @@
 """ZooKeeper paths and the JSON of each znode, laid out as Kafka's ZooKeeper-era brokers kept
-them (``kafka.zk.ZkData``)."""
+them (``kafka.zk.ZkData``), and ``update_znode``, the one conditional read-modify-write."""
 
 from __future__ import annotations
 
@@ -7,11 +7,14 @@ import base64
 import json
 import time
 import uuid
+import urllib.parse
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 BROKER_IDS = "/brokers/ids"
 TOPICS = "/brokers/topics"
 CONFIG_TOPICS = "/config/topics"
+CONFIG_USERS = "/config/users"
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 CLUSTER_ID = "/cluster/id"
@@ -30,6 +33,20 @@ def topic_path(topic: str) -> str:
 
 def topic_config_path(topic: str) -> str:
     return f"{CONFIG_TOPICS}/{topic}"
+
+
+def sanitize(name: str) -> str:
+    """Kafka's ``Sanitizer.sanitize``: a user name as a znode name (Java's ``URLEncoder``,
+    which keeps letters, digits and ``.-_*``, with ``*`` and space then percent-encoded)."""
+    return urllib.parse.quote(name, safe="").replace("~", "%7E")
+
+
+def desanitize(name: str) -> str:
+    return urllib.parse.unquote_plus(name)
+
+
+def user_config_path(user: str) -> str:
+    return f"{CONFIG_USERS}/{sanitize(user)}"
 
 
 DELETE_TOPICS = "/admin/delete_topics"  # children: topics marked for deletion
@@ -108,18 +125,32 @@ class TopicAssignment:
                    {int(p): list(r) for p, r in doc["partitions"].items()})
 
 
-def encode_topic_config(overrides: dict[str, str]) -> bytes:
-    return _dumps({"version": 1, "config": overrides})
+def encode_entity_config(config: dict[str, str]) -> bytes:
+    """``/config/topics/<t>`` (the topic's overrides) or ``/config/users/<user>`` (SCRAM
+    credentials, quotas)."""
+    return _dumps({"version": 1, "config": config})
 
 
-def decode_topic_config(data: bytes | None) -> dict[str, str]:
+def decode_entity_config(data: bytes | None) -> dict[str, str]:
     if not data:
         return {}
     return {k: str(v) for k, v in json.loads(data).get("config", {}).items()}
 
 
+def read_entity_config(zk: Any, path: str) -> dict[str, str]:
+    """The config in ``path`` (``/config/<kind>/<name>``) as ZooKeeper has it now ({} when
+    there is none)."""
+    from kazoo.exceptions import NoNodeError
+    try:
+        data, _ = zk.get(path)
+    except NoNodeError:
+        return {}
+    return decode_entity_config(data)
+
+
 def encode_config_change(entity_path: str) -> bytes:
-    """A ``/config/changes/config_change_<seq>`` notification (version 2: ``topics/<t>``)."""
+    """A ``/config/changes/config_change_<seq>`` notification (version 2: ``topics/<t>``,
+    ``users/<sanitized user>``)."""
     return _dumps({"version": 2, "entity_path": entity_path})
 
 
@@ -179,3 +210,29 @@ def decode_producer_id_block_end(data: bytes | None) -> int:
     if not data:
         return 0
     return int(json.loads(data)["block_end"]) + 1
+
+
+def update_znode(zk: Any, path: str, change: Callable[[bytes | None], bytes | None]
+                 ) -> bytes | None:
+    """Replace ``path``'s data by ``change(data)`` (None in: no znode; None out: delete it),
+    conditional on the version read, again and again until no other writer got in between
+    (so concurrent changes through two brokers both count). Returns what was written."""
+    from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+    while True:
+        try:
+            data, stat = zk.get(path)
+            version = stat.version
+        except NoNodeError:
+            data, version = None, None
+        wanted = change(data)
+        try:
+            if version is None:
+                if wanted is not None:
+                    zk.create(path, wanted, makepath=True)
+            elif wanted is None:
+                zk.delete(path, version=version)
+            else:
+                zk.set(path, wanted, version=version)
+            return wanted
+        except (BadVersionError, NodeExistsError, NoNodeError):
+            continue

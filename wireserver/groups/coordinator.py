@@ -63,6 +63,7 @@ from protocol.errors import DecodeError
 from protocol.records import (ControlRecordType, RecordBatchBuilder, decode_control_record,
                               iter_batches)
 from storage.producer_state import InvalidProducerEpoch
+from wireserver import internal_log
 from wireserver.groups.consumer_coordinator import ConsumerGroupCoordinator
 from wireserver.groups.group import (CONSUMER_PROTOCOL_TYPE, CommittedOffset, Group, Member)
 from wireserver.groups.records import (ConsumerGroupKey, ConsumerGroupValue,
@@ -72,6 +73,7 @@ from wireserver.groups.records import (OFFSETS_TOPIC, GroupKey, GroupValue, Memb
                                        decode_key, decode_offset_value, encode_group_value,
                                        encode_key, encode_offset_value, partition_for)
 from wireserver.groups.state import GroupState
+from wireserver.internal_log import ensure_internal_topic
 
 if TYPE_CHECKING:
     from wireserver.broker import Broker
@@ -203,46 +205,15 @@ class GroupCoordinator:
         return self.coordinator_error(self.partition_for(group_id))
 
     def coordinator_error(self, partition: int) -> Optional[ErrorCode]:
-        if not self.clustered:
-            return None
-        if partition in self.loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        cluster = self.broker.cluster
-        if partition not in self.owned or cluster is None or \
-                not cluster.is_leader(OFFSETS_TOPIC, partition):
-            return ErrorCode.NOT_COORDINATOR
-        return None
+        return internal_log.coordinator_error(self.broker, OFFSETS_TOPIC, partition, self.owned,
+                                              self.loading)
 
     def _ensure_topic(self) -> Optional[ErrorCode]:
-        cluster = self.broker.cluster
-        if self.clustered:
-            if cluster is None:
-                return ErrorCode.COORDINATOR_NOT_AVAILABLE
-            if OFFSETS_TOPIC in cluster.topics:
-                return None if OFFSETS_TOPIC in self.broker.logs.topics else \
-                    ErrorCode.COORDINATOR_NOT_AVAILABLE
-        elif OFFSETS_TOPIC in self.broker.logs.topics:
-            return None
-        replication = self.config["offsets.topic.replication.factor"]
-        live_brokers = len(cluster.brokers) if cluster is not None else 1
-        if replication > live_brokers:
-            log.warning("cannot create %s: offsets.topic.replication.factor=%d but %d live "
-                        "broker(s)", OFFSETS_TOPIC, replication, live_brokers)
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        from wireserver.topics import TopicError, create_topic
-        try:
-            create_topic(self.broker, OFFSETS_TOPIC, self.config["offsets.topic.num.partitions"],
-                         replication,
-                         {"cleanup.policy": "compact", "compression.type": "producer",
-                          "segment.bytes": str(self.config["offsets.topic.segment.bytes"])})
-        except TopicError as exc:
-            if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
-                log.error("cannot create %s: %s", OFFSETS_TOPIC, exc)
-                return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if cluster is not None:
-            # Its partitions get leaders (and their coordinators load) shortly.
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        return None
+        return ensure_internal_topic(
+            self.broker, OFFSETS_TOPIC, self.config["offsets.topic.num.partitions"],
+            self.config["offsets.topic.replication.factor"], "offsets.topic.replication.factor",
+            {"cleanup.policy": "compact", "compression.type": "producer",
+             "segment.bytes": str(self.config["offsets.topic.segment.bytes"])})
 
     def _append(self, group_id: str, entries: list[tuple[bytes, Optional[bytes]]],
                 producer: Optional[tuple[int, int]] = None) -> ErrorCode:
@@ -257,13 +228,9 @@ class GroupCoordinator:
         partition_log = self.broker.logs.get_log(OFFSETS_TOPIC, partition)
         if partition_log is None:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        leader_epoch = 0
-        cluster = self.broker.cluster
-        if self.clustered:
-            state = cluster.partition(OFFSETS_TOPIC, partition) if cluster else None
-            if state is None or not cluster.is_leader(OFFSETS_TOPIC, partition):
-                return ErrorCode.NOT_COORDINATOR
-            leader_epoch = state.leader_epoch
+        leader_epoch = internal_log.leader_epoch(self.broker, OFFSETS_TOPIC, partition)
+        if leader_epoch is None:
+            return ErrorCode.NOT_COORDINATOR
         now = self.now_ms()
         if producer is None:
             builder = RecordBatchBuilder()
@@ -280,47 +247,17 @@ class GroupCoordinator:
         except Exception:  # noqa: BLE001 - storage failures become a retriable error
             log.exception("append to %s-%d failed", OFFSETS_TOPIC, partition)
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if self.clustered:
-            cluster.maybe_advance_hw((OFFSETS_TOPIC, partition))
-        else:
-            partition_log.high_watermark = partition_log.log_end_offset
-        self.broker.appended(OFFSETS_TOPIC, partition)
-        if partition_log.flush_due(now):
-            self.broker.flush_in_background([partition_log])
+        internal_log.after_append(self.broker, OFFSETS_TOPIC, partition, partition_log, now)
         return ErrorCode.NONE
 
-    @defer.inlineCallbacks
-    def replicated(self, group_id: str):
+    def replicated(self, group_id: str) -> defer.Deferred:
         """Fires with NONE once everything appended so far to the group's partition is below
         the high watermark (at once on one node); else the error a commit answers (Kafka's
         mapping of an acks=-1 append's errors in ``GroupMetadataManager.storeOffsets``)."""
-        cluster = self.broker.cluster
-        if not self.clustered or cluster is None:
-            return ErrorCode.NONE
-        partition = self.partition_for(group_id)
-        partition_log = self.broker.logs.get_log(OFFSETS_TOPIC, partition)
-        if partition_log is None:
-            return ErrorCode.NOT_COORDINATOR
-        last_offset = partition_log.log_end_offset - 1
-        info = self.broker.logs.topics.get(OFFSETS_TOPIC)
-        min_isr = info.config.min_insync_replicas if info is not None else 1
-        timeout_ms = self.config["offsets.commit.timeout.ms"]
-        deadline = self.now_ms() + timeout_ms
-        while True:
-            status = cluster.replication_status(OFFSETS_TOPIC, partition, last_offset, min_isr)
-            if status is not None:
-                break
-            remaining = deadline - self.now_ms()
-            if remaining <= 0:
-                status = ErrorCode.REQUEST_TIMED_OUT
-                break
-            yield self.broker.purgatory.watch([("hw", OFFSETS_TOPIC, partition)],
-                                              remaining / 1000.0)
-        if status == ErrorCode.NONE:
-            return ErrorCode.NONE
-        if status in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
-            return ErrorCode.NOT_COORDINATOR
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if not self.clustered or self.broker.cluster is None:
+            return defer.succeed(ErrorCode.NONE)
+        return internal_log.replicated(self.broker, OFFSETS_TOPIC, self.partition_for(group_id),
+                                       self.config["offsets.commit.timeout.ms"])
 
     def _group_record(self, group: Group) -> tuple[bytes, bytes]:
         value = GroupValue(

@@ -5,7 +5,8 @@
   default principal builder reports it).
 - ``sasl``: the per-connection authentication state machine and the PLAIN, SCRAM-SHA-256/512
   and OAUTHBEARER (unsecured JWS) mechanisms.
-- ``scram``: salted SCRAM credentials, persisted in the first log dir.
+- ``scram``: salted SCRAM credentials, persisted in the first log dir (in cluster mode kept in
+  ZooKeeper by ``wireserver.cluster.scram_credentials``).
 - ``acls``: Kafka's ACL model, the ACL store (persisted in the first log dir) and
   ``authorize``, the one check every handler calls.
 - ``certs``: a CA and certificates for tests (``EmbeddedBroker(tls=True)``).
@@ -43,16 +44,30 @@ class ConnectionSecurity:
         return self.protocol in ("SSL", "SASL_SSL")
 
 
+def _authorizer(ctx: Any) -> tuple[Any, ConnectionSecurity | None]:
+    """(the broker's authorizer or None, the connection's security or None)."""
+    manager = getattr(ctx.broker, "security", None)
+    return getattr(manager, "authorizer", None), getattr(ctx, "security", None)
+
+
 def authorize(ctx: Any, operation: Any, resource_type: Any, name: str) -> bool:
     """May the principal of ``ctx``'s connection do ``operation`` on the resource? Always True
     without an authorizer (``authorizer.class.name`` unset) or outside a client connection."""
-    manager = getattr(ctx.broker, "security", None)
-    authorizer = getattr(manager, "authorizer", None)
-    security = getattr(ctx, "security", None)
+    authorizer, security = _authorizer(ctx)
     if authorizer is None or security is None:
         return True
     return authorizer.authorize(security.principal, security.host, operation, resource_type,
                                 name)
+
+
+def authorize_by_resource_type(ctx: Any, operation: Any, resource_type: Any) -> bool:
+    """May the principal of ``ctx``'s connection do ``operation`` on some resource of the
+    type (see ``Authorizer.authorize_by_resource_type``)? True without an authorizer."""
+    authorizer, security = _authorizer(ctx)
+    if authorizer is None or security is None:
+        return True
+    return authorizer.authorize_by_resource_type(security.principal, security.host, operation,
+                                                 resource_type)
 
 
 def authorizer_enabled(ctx: Any) -> bool:

@@ -13,7 +13,9 @@ host, operation, ALLOW or DENY). ``Authorizer.authorize`` decides one action:
 5. if no ACL at all matches the resource, ``allow.everyone.if.no.acl.found`` decides;
    otherwise deny.
 
-ACLs are kept in ``<first log dir>/acls.json`` (rewritten atomically on every change).
+ACLs are kept by a store: ``FileAclStore``, ``<first log dir>/acls.json`` rewritten atomically
+on every change, or in cluster mode ``wireserver.cluster.acls.ZkAclStore``, Kafka's ZooKeeper
+layout shared by every broker.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import enum
 import json
 import os
 from dataclasses import asdict, dataclass
-from typing import Iterable
+from typing import Any, Iterable
 
 from protocol.errors import ErrorCode
 
@@ -196,18 +198,52 @@ def validate_new(acl: AclBinding) -> str | None:
     return None
 
 
+class FileAclStore:
+    """The ACLs of a single broker, in ``<directory>/acls.json``."""
+
+    def __init__(self, directory: str):
+        self.path = os.path.join(directory, FILE_NAME)
+
+    def load(self) -> list[AclBinding]:
+        if not os.path.exists(self.path):
+            return []
+        with open(self.path, encoding="utf-8") as handle:
+            return [AclBinding(**item) for item in json.load(handle).get("acls", [])]
+
+    def write(self, acls: list[AclBinding], added: list[AclBinding],
+              removed: list[AclBinding]) -> None:
+        tmp = self.path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump({"version": 1, "acls": [asdict(acl) for acl in acls]}, handle, indent=1)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, self.path)
+
+
+def resource_key(acl: AclBinding) -> tuple[int, int, str]:
+    """(resource type, pattern type, name): what one ZooKeeper znode holds the ACLs of."""
+    return acl.resource_type, acl.pattern_type, acl.resource_name
+
+
 class Authorizer:
     """The ACLs of one broker and the decision procedure (see the module docstring)."""
 
     def __init__(self, directory: str | None, super_users: Iterable[str] = (),
                  allow_if_no_acl: bool = False):
-        self.path = os.path.join(directory, FILE_NAME) if directory else None
+        self.store: Any = FileAclStore(directory) if directory else None
         self.super_users = set(super_users)
         self.allow_if_no_acl = allow_if_no_acl
-        self._acls: list[AclBinding] = []
-        if self.path and os.path.exists(self.path):
-            with open(self.path, encoding="utf-8") as handle:
-                self._acls = [AclBinding(**item) for item in json.load(handle).get("acls", [])]
+        self._acls: list[AclBinding] = self.store.load() if self.store else []
+
+    def use_store(self, store: Any) -> None:
+        """Keep the ACLs in ``store`` from now on (cluster mode: ZooKeeper), starting from
+        what it holds."""
+        self.store = store
+        self._acls = store.load()
+
+    def replace_resource(self, key: tuple[int, int, str], acls: Iterable[AclBinding]) -> None:
+        """Set the ACLs of one resource pattern to ``acls`` (another broker changed them)."""
+        self._acls = [acl for acl in self._acls if resource_key(acl) != key] + list(acls)
 
     @classmethod
     def from_config(cls, config, directory: str | None) -> "Authorizer | None":
@@ -245,19 +281,55 @@ class Authorizer:
             return True
         return not found and self.allow_if_no_acl
 
+    def authorize_by_resource_type(self, principal: str, host: str, operation: Operation,
+                                   resource_type: ResourceType) -> bool:
+        """May the principal do ``operation`` on *some* resource of the type? Kafka's
+        ``Authorizer.authorizeByResourceType`` (KIP-679: an idempotent producer needs WRITE
+        on any topic or IDEMPOTENT_WRITE on the cluster): yes for a super user (or when no
+        ACL at all names a resource, with ``allow.everyone.if.no.acl.found``), otherwise
+        when an ALLOW of exactly this operation (or ALL) for the principal or ``User:*`` names
+        a resource that no DENY covers: a LITERAL ``*`` DENY covers everything, a LITERAL
+        DENY its own name, a PREFIXED DENY every name it starts. Implied operations do not
+        count here, as in Kafka."""
+        if self.authorize(principal, host, operation, resource_type, "hardcode"):
+            return True
+        deny = {PatternType.LITERAL: set(), PatternType.PREFIXED: set()}
+        allow = {PatternType.LITERAL: set(), PatternType.PREFIXED: set()}
+        for acl in self._acls:
+            if (acl.resource_type != resource_type or not acl.matches_entry(principal, host)
+                    or acl.operation not in (operation, Operation.ALL)
+                    or acl.pattern_type not in deny):
+                continue
+            if acl.permission == Permission.DENY:
+                if acl.pattern_type == PatternType.LITERAL and acl.resource_name == WILDCARD:
+                    return False
+                deny[acl.pattern_type].add(acl.resource_name)
+            elif acl.permission == Permission.ALLOW:
+                if acl.pattern_type == PatternType.LITERAL and acl.resource_name == WILDCARD:
+                    return True
+                allow[acl.pattern_type].add(acl.resource_name)
+        for pattern, names in allow.items():
+            for name in names:
+                if pattern == PatternType.LITERAL and name in deny[PatternType.LITERAL]:
+                    continue
+                if not any(name[:end] in deny[PatternType.PREFIXED]
+                           for end in range(1, len(name) + 1)):
+                    return True
+        return False
+
     # -- the ACL APIs ------------------------------------------------------------------------
 
     def acls(self) -> list[AclBinding]:
         return list(self._acls)
 
     def add(self, acls: Iterable[AclBinding]) -> None:
-        changed = False
+        added = []
         for acl in acls:
-            if acl not in self._acls:
-                self._acls.append(acl)
-                changed = True
-        if changed:
-            self._save()
+            if acl not in self._acls and acl not in added:
+                added.append(acl)
+        if added:
+            self._acls.extend(added)
+            self._write(added, [])
 
     def describe(self, acl_filter: AclFilter) -> list[AclBinding]:
         return [acl for acl in self._acls if acl_filter.matches(acl)]
@@ -265,19 +337,13 @@ class Authorizer:
     def delete(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
         """Remove every ACL any filter matches; per filter, what it matched."""
         matched = [[acl for acl in self._acls if f.matches(acl)] for f in filters]
-        gone = {acl for group in matched for acl in group}
+        gone = list(dict.fromkeys(acl for group in matched for acl in group))  # once, in order
         if gone:
             self._acls = [acl for acl in self._acls if acl not in gone]
-            self._save()
+            self._write([], gone)
         return matched
 
-    def _save(self) -> None:
-        if self.path is None:
-            return
-        tmp = self.path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump({"version": 1, "acls": [asdict(acl) for acl in self._acls]}, handle,
-                      indent=1)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self.path)
+    def _write(self, added: list[AclBinding], removed: list[AclBinding]) -> None:
+        if self.store is not None:
+            self.store.write(self._acls, added, removed)
+

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from protocol.errors import ErrorCode
-from wireserver.security import authorize, authorizer_enabled
+from wireserver.security import authorize, authorize_by_resource_type, authorizer_enabled
 from wireserver.security.acls import CLUSTER_NAME, DENIED_ERROR, Operation, ResourceType
 
 TOPIC, GROUP, CLUSTER, TXN = (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER,
@@ -83,12 +83,14 @@ def find_coordinator(ctx: Any, key_type: int, key: str) -> ErrorCode | None:
 
 
 def init_producer_id(ctx: Any) -> ErrorCode | None:
-    """WRITE on the transactional id, or IDEMPOTENT_WRITE on the cluster without one (Kafka 4
-    also accepts WRITE on any topic for the latter; we ask for the cluster ACL only)."""
+    """WRITE on the transactional id; without one IDEMPOTENT_WRITE on the cluster or WRITE
+    on any topic (Kafka's ``authorizeByResourceType``, KIP-679)."""
     txn = getattr(ctx.body, "transactional_id", None)
     if txn:
         return check(ctx, Operation.WRITE, TXN, txn)
     if authorize(ctx, Operation.IDEMPOTENT_WRITE, CLUSTER, CLUSTER_NAME):
+        return None
+    if authorize_by_resource_type(ctx, Operation.WRITE, TOPIC):
         return None
     return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 

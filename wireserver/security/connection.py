@@ -1,6 +1,12 @@
 """The connection-side hooks of security, kept out of ``server.py``: what happens to a frame
 before it is dispatched (the SASL gate, raw SASL tokens, expired sessions) and after a response
-(closing a connection whose authentication failed)."""
+(closing a connection whose authentication failed).
+
+A failed authentication is answered, and its connection closed, only after
+``connection.failed.authentication.delay.ms`` (Kafka's default 100 ms), as Kafka's ``Selector``
+delays the close of such a channel: a password guesser gets fewer tries per second. The wait
+is a timer on the broker's reactor, so other connections are served meanwhile; frames that
+arrive on the failed connection in the meantime are dropped (Kafka mutes the channel)."""
 
 from __future__ import annotations
 
@@ -26,12 +32,20 @@ def admit(connection: Any, frame: memoryview) -> bool:
         security.tls_principal_done = True
         if not security.uses_sasl:
             from wireserver.security import tls  # pyOpenSSL only where TLS is configured
-            principal = tls.peer_principal(connection.transport)
+            from wireserver.security.principals import NoMatchingRule
+            mapper = connection.broker.security.principal_mappers.get(security.listener)
+            try:
+                principal = tls.peer_principal(connection.transport, mapper)
+            except NoMatchingRule as exc:
+                connection.close(f"SSL authentication failed: {exc}")
+                return False
             if principal is not None:
                 security.principal = principal
     authenticator = security.authenticator
     if authenticator is None:
         return True
+    if authenticator.state is AuthState.FAILED:
+        return False  # closing after the failed-authentication delay
     if authenticator.state is AuthState.AUTHENTICATE and authenticator.raw_tokens:
         _raw_token(connection, authenticator, bytes(frame))
         return False
@@ -58,11 +72,28 @@ def _raw_token(connection: Any, authenticator: Any, token: bytes) -> None:
     try:
         challenge = authenticator.authenticate(token)
     except (SaslFailure, IllegalSaslState) as exc:
-        connection.close(f"SASL authentication failed: {exc}")
+        # v0 has no error answer: the connection just closes, after the delay
+        authenticator.fail(str(exc))
+        delay_s = authenticator.settings.failed_authentication_delay_ms / 1000
+        connection.broker.reactor.callLater(delay_s, connection.close,
+                                            f"SASL authentication failed: {exc}")
         return
     if authenticator.state is AuthState.COMPLETE:
         connection.security.principal = authenticator.principal
     connection.transport.write(_SIZE.pack(len(challenge)) + challenge)
+
+
+def delay_failure(ctx: Any, response: Any) -> Any:
+    """A SaslHandshake / SaslAuthenticate ``response``: at once, or, when the authentication
+    has just failed, a Deferred that fires with it after the failed-authentication delay."""
+    authenticator = getattr(ctx.security, "authenticator", None)
+    if authenticator is None or authenticator.state is not AuthState.FAILED:
+        return response
+    delay_ms = authenticator.settings.failed_authentication_delay_ms
+    if delay_ms <= 0:
+        return response
+    from twisted.internet import task
+    return task.deferLater(ctx.broker.reactor, delay_ms / 1000, lambda: response)
 
 
 def after_response(connection: Any) -> None:

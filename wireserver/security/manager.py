@@ -8,6 +8,7 @@ from typing import Any
 
 from wireserver.security import ConnectionSecurity
 from wireserver.security.acls import Authorizer
+from wireserver.security.principals import SslPrincipalMapper
 from wireserver.security.sasl import SaslAuthenticator, SaslListenerSettings, SUPPORTED_MECHANISMS
 from wireserver.security.scram import ScramStore
 
@@ -26,6 +27,8 @@ class SecurityManager:
                           for listener in config.listeners}
         self.sasl: dict[str, SaslListenerSettings] = {}
         self.tls: dict[str, Any] = {}
+        #: listener -> its ssl.principal.mapping.rules (SSL and SASL_SSL listeners)
+        self.principal_mappers: dict[str, SslPrincipalMapper] = {}
         for listener in config.listeners:
             protocol = listener.security_protocol
             if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
@@ -39,6 +42,8 @@ class SecurityManager:
                 from wireserver.security import tls
                 self.tls[listener.name] = tls.ServerContextFactory(
                     tls.server_context(config, listener.name))
+                self.principal_mappers[listener.name] = SslPrincipalMapper(
+                    config.listener_value(listener.name, "ssl.principal.mapping.rules"))
 
     def listen(self, reactor: Any, listener: Any, factory: Any, interface: str) -> Any:
         """Bind ``listener`` with TLS when its protocol asks for it."""

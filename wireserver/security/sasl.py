@@ -181,6 +181,16 @@ class ScramMechanism(Mechanism):
         self.credential: scram.ScramCredential | None = None
 
     def evaluate(self, token: bytes) -> bytes:
+        """Every SCRAM failure (an unknown user, a bad proof, a malformed message) reaches
+        the client as one message, as Kafka's ``SaslServerAuthenticator`` reports any
+        ``SaslException``: it does not tell an unknown user from a wrong password."""
+        try:
+            return self._evaluate(token)
+        except SaslFailure as exc:
+            raise SaslFailure(f"Authentication failed during authentication due to invalid "
+                              f"credentials with SASL mechanism {self.name}") from exc
+
+    def _evaluate(self, token: bytes) -> bytes:
         try:
             message = token.decode("utf-8")
         except UnicodeDecodeError:
@@ -204,7 +214,7 @@ class ScramMechanism(Mechanism):
         if authzid and _scram_name(authzid) != username:
             raise SaslFailure("Authentication failed: Client requested an authorization id "
                               "that is different from username")
-        self.credential = self.store.get(username, self.name)
+        self.credential = self.store.for_login(username, self.name)
         if self.credential is None:
             raise SaslFailure("Authentication failed: Invalid user credentials")
         self.username = username
@@ -236,18 +246,14 @@ class ScramMechanism(Mechanism):
         assert credential is not None
         signature = scram.hmac_of(self.name, credential.stored_key, auth_message)
         if len(proof) != len(signature):
-            raise self._invalid()
+            raise SaslFailure("Invalid client proof length")
         client_key = bytes(a ^ b for a, b in zip(proof, signature))
         if not hmac.compare_digest(scram.digest(self.name, client_key), credential.stored_key):
-            raise self._invalid()
+            raise SaslFailure("Invalid client credentials")
         server_signature = scram.hmac_of(self.name, credential.server_key, auth_message)
         self.authorization_id = self.username
         self.complete = True
         return b"v=" + base64.b64encode(server_signature)
-
-    def _invalid(self) -> SaslFailure:
-        return SaslFailure(f"Authentication failed during authentication due to invalid "
-                           f"credentials with SASL mechanism {self.name}")
 
 
 def _b64url(text: str) -> bytes:
@@ -352,6 +358,8 @@ class SaslListenerSettings:
     oauth_options: dict[str, str]
     max_reauth_ms: int
     scram_store: scram.ScramStore | None
+    #: ``connection.failed.authentication.delay.ms``: how long a failure's answer waits
+    failed_authentication_delay_ms: int = 0
 
     @classmethod
     def from_config(cls, config: Any, listener: str,
@@ -370,7 +378,8 @@ class SaslListenerSettings:
                 oauth_options.update(module.options)
         return cls(listener, mechanisms, plain_users, oauth_options,
                    config.listener_value(listener, "connections.max.reauth.ms") or 0,
-                   scram_store)
+                   scram_store,
+                   config.get("connection.failed.authentication.delay.ms") or 0)
 
     def mechanism(self, name: str, now_ms: Callable[[], int]) -> Mechanism:
         if name == "PLAIN":

@@ -1,10 +1,11 @@
 """SCRAM credentials (RFC 5802 / RFC 7677), stored salted as Kafka stores them.
 
 A credential is (salt, iterations, StoredKey, ServerKey): the password itself is never kept.
-``ScramStore`` holds them per user and mechanism and persists them in
-``<first log dir>/scram-credentials.json`` (written atomically on every change). They are
-managed with AlterUserScramCredentials / DescribeUserScramCredentials, whose upsertions carry
-the salted password the client computed.
+``ScramStore`` holds them per user and mechanism. On a single node it persists them in
+``<first log dir>/scram-credentials.json`` (written atomically on every change); in cluster
+mode they are the cluster's, kept in ZooKeeper (``wireserver.cluster.scram_credentials``).
+They are managed with AlterUserScramCredentials / DescribeUserScramCredentials, whose
+upsertions carry the salted password the client computed.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import os
 import secrets
 from dataclasses import dataclass
+from typing import Any, Iterable
 
 #: Kafka's ScramMechanism ids (AlterUserScramCredentials / DescribeUserScramCredentials).
 MECHANISMS = {"SCRAM-SHA-256": (1, "sha256"), "SCRAM-SHA-512": (2, "sha512")}
@@ -62,6 +64,22 @@ class ScramCredential:
         return cls.from_salted_password(
             mechanism, salted_password(mechanism, password, salt, iterations), salt, iterations)
 
+    def to_config_value(self) -> str:
+        """Kafka's ``ScramCredentialUtils.credentialToString``: the value of a user's
+        ``SCRAM-SHA-256`` / ``SCRAM-SHA-512`` config in ZooKeeper."""
+        fields = self.to_json()  # the same names, in Kafka's order below
+        return ",".join(f"{name}={fields[name]}"
+                        for name in ("salt", "stored_key", "server_key", "iterations"))
+
+    @classmethod
+    def from_config_value(cls, text: str) -> "ScramCredential":
+        """Kafka's ``credentialFromString`` (ValueError for a value missing a field)."""
+        fields = dict(item.partition("=")[::2] for item in text.split(","))
+        try:
+            return cls.from_json(fields)
+        except KeyError as exc:
+            raise ValueError(f"not a SCRAM credential: {exc}") from None
+
     def to_json(self) -> dict:
         b64 = lambda raw: base64.b64encode(raw).decode()  # noqa: E731
         return {"salt": b64(self.salt), "iterations": self.iterations,
@@ -74,12 +92,24 @@ class ScramCredential:
                    raw(data["server_key"]))
 
 
+Users = dict[str, dict[str, ScramCredential]]  # user -> mechanism -> credential
+
+
 class ScramStore:
-    """user → mechanism → ScramCredential, persisted in ``directory``."""
+    """user → mechanism → ScramCredential: the credentials the admin APIs list and change.
+
+    Single node: those of ``<directory>/scram-credentials.json``, rewritten on every change.
+    Cluster mode (``use_shared``): the cluster's, kept by a ZooKeeper store; the file is then
+    read only and its credentials become ``seeded``: still good for logging in to this broker
+    when the cluster has none for that user and mechanism (how ``write_users`` and
+    ``EmbeddedBroker(sasl="SCRAM-...", users=...)`` provision brokers), but neither listed
+    nor changed by the admin APIs."""
 
     def __init__(self, directory: str | None):
         self.path = os.path.join(directory, FILE_NAME) if directory else None
-        self._users: dict[str, dict[str, ScramCredential]] = {}
+        self._users: Users = {}
+        self.seeded: Users = {}
+        self.shared: Any = None  # the ZooKeeper store in cluster mode
         if self.path and os.path.exists(self.path):
             with open(self.path, encoding="utf-8") as handle:
                 data = json.load(handle)
@@ -87,25 +117,41 @@ class ScramStore:
                 self._users[user] = {mech: ScramCredential.from_json(cred)
                                      for mech, cred in mechanisms.items()}
 
+    def use_shared(self, shared: Any) -> None:
+        """Keep the credentials in ``shared`` from now on (``load()`` gives them all,
+        ``alter(user, upserts, deletions)`` changes one user's and returns what it has)."""
+        self.seeded, self._users = self._users, shared.load()
+        self.shared = shared
+
     def get(self, user: str, mechanism: str) -> ScramCredential | None:
         return self._users.get(user, {}).get(mechanism)
 
-    def users(self) -> dict[str, dict[str, ScramCredential]]:
+    def for_login(self, user: str, mechanism: str) -> ScramCredential | None:
+        return self.get(user, mechanism) or self.seeded.get(user, {}).get(mechanism)
+
+    def users(self) -> Users:
         return {user: dict(mechs) for user, mechs in self._users.items() if mechs}
 
-    def put(self, user: str, mechanism: str, credential: ScramCredential) -> None:
-        self._users.setdefault(user, {})[mechanism] = credential
+    def replace_user(self, user: str, mechanisms: dict[str, ScramCredential]) -> None:
+        """Set all of ``user``'s credentials (none: forget the user)."""
+        if mechanisms:
+            self._users[user] = dict(mechanisms)
+        else:
+            self._users.pop(user, None)
 
-    def delete(self, user: str, mechanism: str) -> bool:
-        mechanisms = self._users.get(user)
-        if not mechanisms or mechanism not in mechanisms:
-            return False
-        del mechanisms[mechanism]
-        if not mechanisms:
-            del self._users[user]
-        return True
+    def alter(self, user: str, upserts: dict[str, ScramCredential],
+              deletions: Iterable[str] = ()) -> None:
+        """Add or replace ``upserts`` (mechanism → credential) and delete ``deletions``."""
+        if self.shared is not None:
+            self.replace_user(user, self.shared.alter(user, upserts, deletions))
+            return
+        mechanisms = {mech: cred for mech, cred in self._users.get(user, {}).items()
+                      if mech not in deletions}
+        mechanisms.update(upserts)
+        self.replace_user(user, mechanisms)
+        self._save()
 
-    def save(self) -> None:
+    def _save(self) -> None:
         if self.path is None:
             return
         data = {"version": 1, "users": {
@@ -125,5 +171,4 @@ def write_users(directory: str, mechanism: str, users: dict[str, str]) -> None:
     os.makedirs(directory, exist_ok=True)
     store = ScramStore(directory)
     for user, password in users.items():
-        store.put(user, mechanism, ScramCredential.from_password(mechanism, password))
-    store.save()
+        store.alter(user, {mechanism: ScramCredential.from_password(mechanism, password)})

@@ -9,9 +9,9 @@ holding the certificate chain and the private key) or the inline
 ``ssl.client.auth`` (none / requested / required) says whether to ask for one.
 
 The principal of a client with a certificate is ``User:`` + the certificate's subject DN in
-RFC 2253 form (``CN=alice,OU=eng,O=Example``), as Kafka's default principal builder (with
-``ssl.principal.mapping.rules=DEFAULT``) reports it; without a certificate it is
-``User:ANONYMOUS``.
+RFC 2253 form (``CN=alice,OU=eng,O=Example``), as Kafka's default principal builder reports
+it, or what the listener's ``ssl.principal.mapping.rules`` make of the DN
+(``wireserver.security.principals``); without a certificate it is ``User:ANONYMOUS``.
 """
 
 from __future__ import annotations
@@ -159,8 +159,10 @@ class ServerContextFactory:
         return SSL.Connection(self._context, None)
 
 
-def peer_principal(transport: Any) -> str | None:
-    """``User:<subject DN>`` of the client's certificate, or None without one."""
+def peer_principal(transport: Any, mapper: Any = None) -> str | None:
+    """``User:<name>`` of the client's certificate, or None without one: the subject DN, or
+    what ``mapper`` (a ``principals.SslPrincipalMapper``) makes of it; raises
+    ``principals.NoMatchingRule`` when no rule applies."""
     get = getattr(transport, "getPeerCertificate", None)
     if get is None:
         return None
@@ -170,4 +172,5 @@ def peer_principal(transport: Any) -> str | None:
         return None
     if cert is None:
         return None
-    return "User:" + cert.to_cryptography().subject.rfc4514_string()
+    dn = cert.to_cryptography().subject.rfc4514_string()
+    return "User:" + (mapper.name(dn) if mapper is not None else dn)

@@ -7,12 +7,26 @@ created (compacted) on first use and replayed into memory when the broker starts
 
 Each state change is written to ``__transaction_state`` before it is acted on. Ending a
 transaction goes Ongoing → PrepareCommit/PrepareAbort (written) → markers → CompleteCommit/
-CompleteAbort (written). Markers are written straight into the local partition logs (Kafka
-sends WriteTxnMarkers to each partition leader); a marker to a ``__consumer_offsets`` partition
-also tells the group coordinator to commit or drop the producer's pending offsets. Everything is
-synchronous on the reactor thread, so a client never sees a Prepare state (it would answer
-CONCURRENT_TRANSACTIONS); a broker that stops between the Prepare record and the Complete record
-finishes the transaction when it loads the log again, as Kafka does.
+CompleteAbort (written). On one node markers are written straight into the local partition
+logs; a marker to a ``__consumer_offsets`` partition also tells the group coordinator to commit
+or drop the producer's pending offsets. Everything is synchronous on the reactor thread, so a
+client never sees a Prepare state (it would answer CONCURRENT_TRANSACTIONS); a broker that stops
+between the Prepare record and the Complete record finishes the transaction when it loads the
+log again, as Kafka does.
+
+In cluster mode (``zookeeper.connect``) ``__transaction_state`` is created through ZooKeeper
+with ``transaction.state.log.replication.factor`` replicas and ``transaction.state.log.min.isr``,
+and this broker coordinates the ids of the partitions it leads: the cluster node calls
+``on_election(p, leader_epoch)`` when it becomes leader of partition ``p`` (its ids are replayed
+up to the log end and transactions found in PrepareCommit/PrepareAbort are finished; the leader
+epoch is the coordinator epoch written in markers) and ``on_resignation(p)`` when it stops (its
+ids are dropped). Requests for other ids get NOT_COORDINATOR (COORDINATOR_LOAD_IN_PROGRESS while
+loading). Records are appended with the partition's leader epoch and the APIs answer once the
+high watermark passed them (``replicated``, used by the handlers). EndTxn answers once the
+Prepare record is committed; the markers then go out in the background
+(``_complete_in_cluster``: WriteTxnMarkers to each partition's leader through
+``wireserver.cluster.txn_markers``) and the Complete record follows the last marker, so the next
+transaction's first request may get CONCURRENT_TRANSACTIONS meanwhile, as in Kafka.
 
 Fencing: InitProducerId for an id with an open transaction bumps the epoch (PrepareEpochFence),
 aborts the transaction with the new epoch and answers CONCURRENT_TRANSACTIONS; the retry gets
@@ -29,11 +43,14 @@ import logging
 import re
 from typing import TYPE_CHECKING, Callable, Iterable, Optional
 
-from twisted.internet import task
+from twisted.internet import defer, task
 
 from protocol.errors import ErrorCode
 from protocol.records import RecordBatchBuilder, iter_batches
-from storage.producer_state import InvalidProducerEpoch
+from storage.producer_state import InvalidProducerEpoch, TransactionCoordinatorFenced
+from wireserver import internal_log
+from wireserver.cluster.txn_markers import TxnMarkerSender
+from wireserver.internal_log import ensure_internal_topic
 from wireserver.txn.records import (TRANSACTION_STATE_TOPIC, TxnLogValue, TxnRecordError,
                                     decode_key, decode_value, encode_key, encode_value,
                                     partition_for)
@@ -60,6 +77,13 @@ class TransactionCoordinator:
         self._by_pid: dict[int, str] = {}  # producer id -> transactional id
         self.coordinator_epoch = 0
         self._loops: list[task.LoopingCall] = []
+        self.clustered = bool(self.config.get("zookeeper.connect"))
+        # Cluster mode: the partitions of __transaction_state this broker leads (loaded or
+        # loading), those still loading, and the coordinator epoch (leader epoch) of each.
+        self.owned: set[int] = set()
+        self.loading: set[int] = set()
+        self.coordinator_epochs: dict[int, int] = {}
+        self.markers = TxnMarkerSender(broker) if self.clustered else None
 
     def now_ms(self) -> int:
         return self.broker.now_ms()
@@ -67,7 +91,10 @@ class TransactionCoordinator:
     # -- lifecycle --------------------------------------------------------------------------
 
     def start(self) -> None:
-        self.load()
+        """Load ``__transaction_state`` (one node; in a cluster partitions are loaded as this
+        broker becomes their leader, ``on_election``) and start the housekeeping timers."""
+        if not self.clustered:
+            self.load()
         self._every(self.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
                     self.abort_timed_out)
         self._every(self.config["transaction.remove.expired.transaction.cleanup.interval.ms"],
@@ -86,6 +113,8 @@ class TransactionCoordinator:
             if loop.running:
                 loop.stop()
         self._loops.clear()
+        if self.markers is not None:
+            self.markers.stop()
 
     # -- the transaction log ----------------------------------------------------------------
 
@@ -98,31 +127,27 @@ class TransactionCoordinator:
     def partition_for(self, transactional_id: str) -> int:
         return partition_for(transactional_id, self.num_partitions())
 
-    def ensure_ready(self) -> Optional[ErrorCode]:
+    def ensure_ready(self, transactional_id: Optional[str] = None) -> Optional[ErrorCode]:
         """Create ``__transaction_state`` on first use; COORDINATOR_NOT_AVAILABLE while its
-        replication factor exceeds the live brokers (Kafka's default of 3 on one node)."""
-        if TRANSACTION_STATE_TOPIC in self.broker.logs.topics:
-            return None
-        replication = self.config["transaction.state.log.replication.factor"]
-        if replication > 1:
-            log.warning("cannot create %s: transaction.state.log.replication.factor=%d but 1 "
-                        "live broker", TRANSACTION_STATE_TOPIC, replication)
-            return E.COORDINATOR_NOT_AVAILABLE
-        from wireserver.topics import TopicError, create_topic
-        try:
-            create_topic(self.broker, TRANSACTION_STATE_TOPIC,
-                         self.config["transaction.state.log.num.partitions"], replication,
-                         {"cleanup.policy": "compact", "compression.type": "uncompressed",
-                          "min.insync.replicas":
-                              str(self.config["transaction.state.log.min.isr"]),
-                          "unclean.leader.election.enable": "false",
-                          "segment.bytes":
-                              str(self.config["transaction.state.log.segment.bytes"])})
-        except TopicError as exc:
-            if exc.code != E.TOPIC_ALREADY_EXISTS:
-                log.error("cannot create %s: %s", TRANSACTION_STATE_TOPIC, exc)
-                return E.COORDINATOR_NOT_AVAILABLE
-        return None
+        replication factor exceeds the live brokers (Kafka's default of 3 on one node). With a
+        transactional id, in cluster mode: NOT_COORDINATOR unless this broker leads the id's
+        partition, COORDINATOR_LOAD_IN_PROGRESS while it loads it."""
+        error = ensure_internal_topic(
+            self.broker, TRANSACTION_STATE_TOPIC,
+            self.config["transaction.state.log.num.partitions"],
+            self.config["transaction.state.log.replication.factor"],
+            "transaction.state.log.replication.factor",
+            {"cleanup.policy": "compact", "compression.type": "uncompressed",
+             "min.insync.replicas": str(self.config["transaction.state.log.min.isr"]),
+             "unclean.leader.election.enable": "false",
+             "segment.bytes": str(self.config["transaction.state.log.segment.bytes"])})
+        if error is not None or transactional_id is None or not self.clustered:
+            return error
+        return self.coordinator_error(self.partition_for(transactional_id))
+
+    def coordinator_error(self, partition: int) -> Optional[ErrorCode]:
+        return internal_log.coordinator_error(self.broker, TRANSACTION_STATE_TOPIC, partition,
+                                              self.owned, self.loading)
 
     def _write(self, txn: TransactionMetadata, tombstone: bool = False) -> ErrorCode:
         """Persist ``txn`` (its current state) to its partition of ``__transaction_state``."""
@@ -133,6 +158,9 @@ class TransactionCoordinator:
         partition_log = self.broker.logs.get_log(TRANSACTION_STATE_TOPIC, partition)
         if partition_log is None:
             return E.COORDINATOR_NOT_AVAILABLE
+        leader_epoch = internal_log.leader_epoch(self.broker, TRANSACTION_STATE_TOPIC, partition)
+        if leader_epoch is None:
+            return E.NOT_COORDINATOR
         value = None
         if not tombstone:
             by_topic: dict[str, list[int]] = {}
@@ -146,18 +174,23 @@ class TransactionCoordinator:
         builder = RecordBatchBuilder()
         builder.append(now, encode_key(txn.transactional_id), value)
         try:
-            partition_log.append(builder.build(), leader_epoch=0, now_ms=now)
+            partition_log.append(builder.build(), leader_epoch=leader_epoch, now_ms=now)
         except Exception:  # noqa: BLE001 - storage failures become a retriable error
             log.exception("append to %s-%d failed", TRANSACTION_STATE_TOPIC, partition)
             return E.COORDINATOR_NOT_AVAILABLE
-        self._appended(partition_log, TRANSACTION_STATE_TOPIC, partition, now)
+        internal_log.after_append(self.broker, TRANSACTION_STATE_TOPIC, partition, partition_log,
+                                  now)
         return E.NONE
 
-    def _appended(self, partition_log, topic: str, partition: int, now: int) -> None:
-        partition_log.high_watermark = partition_log.log_end_offset
-        self.broker.appended(topic, partition)
-        if partition_log.flush_due(now):
-            self.broker.flush_in_background([partition_log])
+    def replicated(self, transactional_id: str) -> defer.Deferred:
+        """Fires with NONE once the id's state records are below the high watermark of its
+        partition (at once on one node), else NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE:
+        the transaction APIs answer after this, as Kafka's coordinator appends with acks=-1."""
+        if not self.clustered:
+            return defer.succeed(E.NONE)
+        return internal_log.replicated(self.broker, TRANSACTION_STATE_TOPIC,
+                                       self.partition_for(transactional_id),
+                                       internal_log.REQUEST_TIMEOUT_MS)
 
     def _set(self, txn: TransactionMetadata) -> None:
         old = self.txns.get(txn.transactional_id)
@@ -181,15 +214,27 @@ class TransactionCoordinator:
     # -- loading ----------------------------------------------------------------------------
 
     def load(self) -> None:
-        logs = self.broker.logs
-        info = logs.topics.get(TRANSACTION_STATE_TOPIC)
+        """Replay every partition of ``__transaction_state`` (one node)."""
+        info = self.broker.logs.topics.get(TRANSACTION_STATE_TOPIC)
         if info is None:
             return
+        loaded = sum(self.load_partition(p) for p in range(info.num_partitions))
+        if loaded:
+            log.info("loaded %d transactional id(s) from %s", loaded, TRANSACTION_STATE_TOPIC)
+
+    def load_partition(self, partition: int, to_log_end: bool = False) -> int:
+        """Replay one partition (up to the high watermark, or the log end for a new leader,
+        whose whole log is to be committed) and finish the transactions caught between their
+        Prepare record and their Complete record (Kafka re-sends their markers when it loads a
+        partition). Ongoing transactions stay open: their producer may still end them, and
+        the timeout aborts them otherwise, as in Kafka. Returns the ids loaded."""
+        partition_log = self.broker.logs.get_log(TRANSACTION_STATE_TOPIC, partition)
+        if partition_log is None:
+            return 0
         found: dict[str, Optional[TxnLogValue]] = {}
-        for partition in range(info.num_partitions):
-            partition_log = logs.get_log(TRANSACTION_STATE_TOPIC, partition)
-            if partition_log is not None:
-                self._replay(partition_log, found)
+        self._replay(partition_log, found,
+                     partition_log.log_end_offset if to_log_end else partition_log.high_watermark)
+        loaded = []
         for transactional_id, value in found.items():
             if value is None:
                 continue
@@ -201,22 +246,19 @@ class TransactionCoordinator:
             if state == S.DEAD:
                 continue
             partitions = {(topic, p) for topic, ids in value.partitions or [] for p in ids}
-            self._set(TransactionMetadata(
+            txn = TransactionMetadata(
                 transactional_id, value.producer_id, value.producer_epoch, value.timeout_ms,
-                state, partitions, value.start_timestamp, value.last_update_timestamp))
-        # A transaction caught between its Prepare record and its Complete record is finished
-        # now (Kafka re-sends its markers when it loads the partition).
-        for txn in list(self.txns.values()):
+                state, partitions, value.start_timestamp, value.last_update_timestamp)
+            self._set(txn)
+            loaded.append(txn)
+        for txn in loaded:
             if txn.state.is_prepare:
                 self._complete(txn, txn.state == S.PREPARE_COMMIT)
-        if self.txns:
-            log.info("loaded %d transactional id(s) from %s", len(self.txns),
-                     TRANSACTION_STATE_TOPIC)
+        return len(loaded)
 
     @staticmethod
-    def _replay(partition_log, found: dict) -> None:
+    def _replay(partition_log, found: dict, end: int) -> None:
         position = partition_log.log_start_offset
-        end = partition_log.high_watermark
         while position < end:
             result = partition_log.read(position, LOAD_CHUNK_BYTES, upper_bound=end)
             if not result.data:
@@ -245,7 +287,7 @@ class TransactionCoordinator:
                          expected_pid: int = NO_PRODUCER_ID,
                          expected_epoch: int = NO_PRODUCER_EPOCH) -> tuple[ErrorCode, int, int]:
         """(error, producer id, epoch) for a transactional producer's InitProducerId."""
-        error = self.ensure_ready()
+        error = self.ensure_ready(transactional_id)
         if error is not None:
             return error, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         now = self.now_ms()
@@ -320,7 +362,7 @@ class TransactionCoordinator:
         partitions = list(partitions)
         if not transactional_id:
             return {tp: E.INVALID_REQUEST for tp in partitions}
-        error = self.ensure_ready()
+        error = self.ensure_ready(transactional_id)
         topics = self.broker.logs.topics
         unknown = {tp for tp in partitions
                    if tp[0] not in topics or not 0 <= tp[1] < topics[tp[0]].num_partitions}
@@ -356,7 +398,8 @@ class TransactionCoordinator:
         """AddPartitionsToTxn v4+ ``verify_only``: whether each partition is in the open
         transaction (INVALID_TXN_STATE when not)."""
         txn = self.txns.get(transactional_id)
-        error = self._check(txn, producer_id, producer_epoch)
+        error = self.coordinator_error(self.partition_for(transactional_id)) or \
+            self._check(txn, producer_id, producer_epoch)
         out = {}
         for tp in partitions:
             if error is not None:
@@ -371,7 +414,7 @@ class TransactionCoordinator:
                     group_id: str) -> ErrorCode:
         if not transactional_id:
             return E.INVALID_REQUEST
-        error = self.ensure_ready() or self.broker.groups.ensure_ready()
+        error = self.ensure_ready(transactional_id) or self.broker.groups.ensure_ready()
         if error is not None:
             return error
         partition = self.broker.groups.partition_for(group_id)
@@ -384,7 +427,7 @@ class TransactionCoordinator:
                 commit: bool) -> ErrorCode:
         if not transactional_id:
             return E.INVALID_REQUEST
-        error = self.ensure_ready()
+        error = self.ensure_ready(transactional_id)
         if error is not None:
             return error
         txn = self.txns.get(transactional_id)
@@ -416,24 +459,103 @@ class TransactionCoordinator:
         return self._complete(prepared, commit)
 
     def _complete(self, prepared: TransactionMetadata, commit: bool) -> ErrorCode:
-        """Write the markers of a prepared transaction, then its Complete state."""
+        """Write the markers of a prepared transaction, then its Complete state (in a cluster:
+        once the Prepare record is committed, in the background, ``_complete_in_cluster``)."""
+        if self.clustered:
+            self._complete_in_cluster(prepared, commit).addErrback(
+                lambda failure: log.error("completing %s's transaction failed: %s",
+                                          prepared.transactional_id, failure.getTraceback()))
+            return E.NONE
         self.write_markers(prepared.producer_id, prepared.producer_epoch, commit,
                            prepared.partitions)
+        self._record_completion(prepared, commit)
+        return E.NONE
+
+    def _record_completion(self, prepared: TransactionMetadata, commit: bool) -> None:
+        """Every marker is written: write CompleteCommit/CompleteAbort and make it the state.
+        The transaction is over even if the record cannot be written (a reload finds the
+        Prepare record and writes the markers again)."""
         done = prepared.copy()
         done.transition_to(S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT, self.now_ms())
         done.partitions = set()
         if self._write(done) != E.NONE:
-            # The markers are written: the transaction is over even without its Complete
-            # record (a reload finds the Prepare record and writes the markers again).
             log.warning("could not record the end of %s's transaction", done.transactional_id)
         self._set(done)
-        return E.NONE
+
+    @defer.inlineCallbacks
+    def _complete_in_cluster(self, prepared: TransactionMetadata, commit: bool):
+        """Kafka's way: once the Prepare record is below the high watermark, send
+        WriteTxnMarkers to the leader of every partition in the transaction (wherever it is,
+        retrying as leadership moves), then write the Complete record. Stops as soon as this
+        broker is no longer the id's coordinator at this coordinator epoch: the next
+        coordinator finds the Prepare record when it loads the partition and finishes."""
+        transactional_id = prepared.transactional_id
+        partition = self.partition_for(transactional_id)
+        coordinator_epoch = self.coordinator_epochs.get(partition, -1)
+
+        def still_coordinator() -> bool:
+            return (self.txns.get(transactional_id) is prepared and partition in self.owned
+                    and self.coordinator_epochs.get(partition) == coordinator_epoch)
+
+        partition_log = self.broker.logs.get_log(TRANSACTION_STATE_TOPIC, partition)
+        if partition_log is None:
+            return
+        prepare_offset = partition_log.log_end_offset - 1
+        while still_coordinator():
+            status = yield internal_log.wait_for_high_watermark(
+                self.broker, TRANSACTION_STATE_TOPIC, partition, prepare_offset,
+                internal_log.REQUEST_TIMEOUT_MS)
+            if status in (E.NONE, E.NOT_ENOUGH_REPLICAS_AFTER_APPEND):
+                break  # committed (the high watermark passed it)
+            if status != E.REQUEST_TIMED_OUT:
+                return
+        if not still_coordinator():
+            return
+        yield self.markers.send(prepared.producer_id, prepared.producer_epoch, commit,
+                                coordinator_epoch, prepared.partitions, still_coordinator)
+        if still_coordinator():
+            self._record_completion(prepared, commit)
+
+    # -- cluster mode: coordinators follow the leaders of __transaction_state ----------------
+
+    def on_election(self, partition: int, coordinator_epoch: int) -> None:
+        """This broker became leader of ``partition`` of ``__transaction_state`` at leader
+        epoch ``coordinator_epoch`` (Kafka's coordinator epoch): load its transactional ids and
+        finish their prepared transactions (Kafka's ``TransactionCoordinator.onElection``; the
+        load is synchronous here, so COORDINATOR_LOAD_IN_PROGRESS is only answered while it
+        runs)."""
+        if partition in self.owned:
+            self.on_resignation(partition)
+        self.coordinator_epochs[partition] = coordinator_epoch
+        self.owned.add(partition)
+        self.loading.add(partition)
+        try:
+            count = self.load_partition(partition, to_log_end=True)
+        finally:
+            self.loading.discard(partition)
+        log.info("transaction coordinator of %s-%d (coordinator epoch %d): loaded %d "
+                 "transactional id(s)", TRANSACTION_STATE_TOPIC, partition, coordinator_epoch,
+                 count)
+
+    def on_resignation(self, partition: int) -> None:
+        """This broker no longer leads ``partition``: forget its transactional ids (Kafka's
+        ``onResignation``); marker sending for them stops."""
+        if partition not in self.owned:
+            return
+        self.owned.discard(partition)
+        self.coordinator_epochs.pop(partition, None)
+        dropped = [t for t in self.txns if self.partition_for(t) == partition]
+        for transactional_id in dropped:
+            self._forget(transactional_id)
+        log.info("no longer transaction coordinator of %s-%d: unloaded %d transactional id(s)",
+                 TRANSACTION_STATE_TOPIC, partition, len(dropped))
 
     def write_markers(self, producer_id: int, producer_epoch: int, commit: bool,
                       partitions: Iterable[tuple[str, int]],
                       coordinator_epoch: Optional[int] = None) -> dict[tuple[str, int], ErrorCode]:
-        """Append a COMMIT/ABORT marker to each partition (the single-node stand-in for
-        WriteTxnMarkers). Partitions that no longer exist are skipped, as Kafka does."""
+        """Append a COMMIT/ABORT marker to each partition this broker leads (WriteTxnMarkers,
+        and the single-node coordinator's direct path). Partitions that do not exist answer
+        UNKNOWN_TOPIC_OR_PARTITION, partitions led elsewhere NOT_LEADER_OR_FOLLOWER."""
         if coordinator_epoch is None:
             coordinator_epoch = self.coordinator_epoch
         results: dict[tuple[str, int], ErrorCode] = {}
@@ -443,20 +565,25 @@ class TransactionCoordinator:
             if partition_log is None:
                 results[(topic, partition)] = E.UNKNOWN_TOPIC_OR_PARTITION
                 continue
+            leader_epoch = internal_log.leader_epoch(self.broker, topic, partition)
+            if leader_epoch is None:
+                results[(topic, partition)] = E.NOT_LEADER_OR_FOLLOWER
+                continue
             try:
                 partition_log.append_marker(producer_id, producer_epoch, commit,
-                                            coordinator_epoch, now_ms=now)
-            except InvalidProducerEpoch as exc:
+                                            coordinator_epoch, leader_epoch=leader_epoch,
+                                            now_ms=now)
+            except (InvalidProducerEpoch, TransactionCoordinatorFenced) as exc:
                 log.warning("marker for producer %d on %s-%d refused: %s", producer_id, topic,
                             partition, exc)
-                results[(topic, partition)] = E.INVALID_PRODUCER_EPOCH
+                results[(topic, partition)] = exc.error_code
                 continue
             except Exception:  # noqa: BLE001 - one bad partition must not stop the others
                 log.exception("marker for producer %d on %s-%d failed", producer_id, topic,
                               partition)
                 results[(topic, partition)] = E.KAFKA_STORAGE_ERROR
                 continue
-            self._appended(partition_log, topic, partition, now)
+            internal_log.after_append(self.broker, topic, partition, partition_log, now)
             if topic == OFFSETS_TOPIC and self.broker.groups is not None:
                 self.broker.groups.complete_transaction(producer_id, commit, partition)
             results[(topic, partition)] = E.NONE

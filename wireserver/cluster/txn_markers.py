@@ -1,0 +1,145 @@
+"""The transaction coordinator's marker channel in a cluster (Kafka's
+``TransactionMarkerChannelManager``): WriteTxnMarkers requests to the leaders of the partitions of
+a transaction, wherever they are.
+
+``TxnMarkerSender.send`` groups the partitions by their current leader (the broker's ZooKeeper
+view of partition state), sends each leader one WriteTxnMarkers v1 request over a connection
+kept per broker (``wireserver.cluster.client``), and sends again what is not written yet after
+``RETRY_BACKOFF_MS``, reading the leaders afresh: a partition answers NOT_LEADER_OR_FOLLOWER
+when leadership moved, has no live leader for a while, or its leader's connection fails. It
+finishes when every marker is written, and stops early when the caller says it is no longer the
+coordinator. As in Kafka, a partition of a deleted topic is dropped, and a marker refused for a
+newer producer epoch (INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED) counts as done:
+a newer coordinator or producer has moved past this transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+from twisted.internet import defer, task
+
+from protocol.errors import ErrorCode
+from protocol.served import SERVED
+
+if TYPE_CHECKING:
+    from wireserver.broker import Broker
+
+log = logging.getLogger(__name__)
+
+TP = tuple[str, int]
+WRITE_TXN_MARKERS_KEY = 27
+WRITE_TXN_MARKERS_VERSION = 1
+#: Kafka's ``retry.backoff.ms`` default, the marker channel's pause before resending.
+RETRY_BACKOFF_MS = 100
+#: How long one WriteTxnMarkers request may take before its connection is dropped (Kafka's
+#: ``request.timeout.ms`` default).
+REQUEST_TIMEOUT_MS = 30_000
+#: Answers after which a partition needs no more markers from this coordinator.
+FINAL = frozenset({ErrorCode.NONE, ErrorCode.INVALID_PRODUCER_EPOCH,
+                   ErrorCode.TRANSACTION_COORDINATOR_FENCED})
+
+
+class TxnMarkerSender:
+    def __init__(self, broker: "Broker"):
+        self.broker = broker
+        self.reactor = broker.reactor
+        self.connections: dict[int, Any] = {}
+        self.stopped = False
+
+    def stop(self) -> None:
+        self.stopped = True
+        for connection in self.connections.values():
+            connection.close()
+        self.connections.clear()
+
+    @defer.inlineCallbacks
+    def send(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+             partitions: Iterable[TP], still_wanted: Callable[[], bool]):
+        """Fires (with None) once every partition has its marker, or when ``still_wanted()``
+        turns false or the broker stops."""
+        remaining = set(partitions)
+        attempt = 0
+        while remaining and still_wanted() and not self.stopped:
+            cluster = self.broker.cluster
+            remaining = {tp for tp in remaining if tp[0] in cluster.topics}
+            by_leader: dict[int, list[TP]] = {}
+            for tp in sorted(remaining):
+                state = cluster.partition(*tp)
+                if state is not None and state.leader in cluster.brokers:
+                    by_leader.setdefault(state.leader, []).append(tp)
+            answers = yield defer.gatherResults(
+                [self._send_to(leader, tps, producer_id, producer_epoch, commit,
+                               coordinator_epoch) for leader, tps in by_leader.items()])
+            for results in answers:
+                for tp, error in results.items():
+                    if error in FINAL:
+                        if error != ErrorCode.NONE:
+                            log.warning("marker for producer %d on %s-%d refused: %s; "
+                                        "not sending it again", producer_id, tp[0], tp[1],
+                                        error.name)
+                        remaining.discard(tp)
+                    elif error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and \
+                            tp[0] not in cluster.topics:
+                        remaining.discard(tp)
+            if remaining and still_wanted() and not self.stopped:
+                attempt += 1
+                if attempt % 50 == 0:
+                    log.info("markers for producer %d still unwritten on %s after %d attempts",
+                             producer_id, sorted(remaining), attempt)
+                yield task.deferLater(self.reactor, RETRY_BACKOFF_MS / 1000.0, lambda: None)
+
+    @defer.inlineCallbacks
+    def _send_to(self, leader: int, tps: list[TP], producer_id: int, producer_epoch: int,
+                 commit: bool, coordinator_epoch: int):
+        """{partition: error} from one leader; every partition NOT_LEADER_OR_FOLLOWER when the
+        request fails (the caller reads the leaders again and retries)."""
+        request_class = SERVED.get(WRITE_TXN_MARKERS_KEY).request_class
+        marker_class = request_class.WritableTxnMarker
+        topic_class = marker_class.WritableTxnMarkerTopic
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in tps:
+            by_topic.setdefault(topic, []).append(partition)
+        request = request_class(version=WRITE_TXN_MARKERS_VERSION, markers=[marker_class(
+            producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=commit,
+            topics=[topic_class(name=t, partition_indexes=ps) for t, ps in by_topic.items()],
+            coordinator_epoch=coordinator_epoch)])
+        try:
+            connection = yield self._connection(leader)
+            pending = connection.request(request)
+            pending.addTimeout(REQUEST_TIMEOUT_MS / 1000.0, self.reactor)
+            response = yield pending
+        except Exception as exc:  # noqa: BLE001 - any failure: drop the connection, retry
+            log.info("WriteTxnMarkers to broker %d failed: %s", leader, exc)
+            connection = self.connections.pop(leader, None)
+            if connection is not None:
+                connection.close()
+            return {tp: ErrorCode.NOT_LEADER_OR_FOLLOWER for tp in tps}
+        results = {tp: ErrorCode.NOT_LEADER_OR_FOLLOWER for tp in tps}
+        for marker in response.markers:
+            for topic in marker.topics:
+                for result in topic.partitions:
+                    results[(topic.name, result.partition_index)] = ErrorCode(result.error_code)
+        return results
+
+    @defer.inlineCallbacks
+    def _connection(self, broker_id: int):
+        connection = self.connections.get(broker_id)
+        if connection is not None and not connection.closed:
+            return connection
+        from wireserver.cluster.client import connect
+
+        cluster = self.broker.cluster
+        info = cluster.brokers.get(broker_id)
+        if info is None or not info.endpoints:
+            raise RuntimeError(f"broker {broker_id} is not registered")
+        host, port = cluster.endpoint_for(info)
+        connection = yield connect(self.reactor, host, port,
+                                   f"txn-marker-sender-{self.broker.node_id}")
+        existing = self.connections.get(broker_id)
+        if existing is not None and not existing.closed:
+            connection.close()  # another send connected meanwhile: share its connection
+            return existing
+        self.connections[broker_id] = connection
+        return connection
