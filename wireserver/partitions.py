@@ -8,8 +8,8 @@ One node: this broker is the only replica, the ISR and the leader of every parti
 epoch 0. Cluster mode (``broker.cluster``): a topic that ZooKeeper knows is described from this
 broker's view of ZooKeeper (the assignment and each partition's state znode); its leader is -1
 while the state names no live broker, and a replica whose broker is not registered is offline
-(Kafka's ZooKeeper-era ``MetadataCache``). Topics only this broker has (``__transaction_state``,
-which stays local) keep the one-node answer.
+(Kafka's ZooKeeper-era ``MetadataCache``). An internal topic this broker has a log for before
+ZooKeeper knows it keeps the one-node answer (as Metadata always answered it).
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ class PartitionView:
 
 def is_reported(broker: "Broker", info: "TopicInfo | None") -> bool:
     """Whether the topic is part of what this broker reports: in cluster mode only once its
-    creation has gone through ZooKeeper (an auto-created topic is not yet), except the internal
-    topics this broker keeps to itself."""
+    creation has gone through ZooKeeper (an auto-created topic is not yet); internal topics
+    always."""
     cluster = broker.cluster
     return info is not None and (cluster is None or info.name in cluster.topics or
                                  info.name in INTERNAL_TOPICS)

@@ -50,8 +50,6 @@ LATEST, EARLIEST = -1, -2  # ListOffsets' special timestamps
 def cluster(zookeeper):
     nodes = Cluster(zookeeper, 3, "/wireserver-describe",
                     {"auto.leader.rebalance.enable": "false"}).start()
-    first = nodes.brokers[1].bootstrap_servers
-    wait_for(lambda: metadata(first, "none")[1] == ALL, 30, what="three registered brokers")
     yield nodes
     nodes.close()
 
