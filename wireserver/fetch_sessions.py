@@ -33,6 +33,7 @@ class CachedPartition:
     fetch_offset: int
     max_bytes: int
     current_leader_epoch: int = -1
+    log_start_offset: int = -1  # the fetching follower's own log start (v5+), for DeleteRecords
     sent_high_watermark: int = -1
     sent_last_stable_offset: int = -1
     sent_log_start_offset: int = -1

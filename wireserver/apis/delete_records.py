@@ -7,11 +7,18 @@ offset. An offset below the current log start changes nothing; one above the hig
 UNKNOWN_TOPIC_OR_PARTITION (low watermark -1). Each topic needs DELETE
 (TOPIC_AUTHORIZATION_FAILED, low watermark -1).
 
-Skipped: ``timeout_ms`` — with one replica the new log start is "replicated" at once, so the
-request never waits (Kafka waits for the followers' low watermarks).
+In cluster mode only the leader deletes (NOT_LEADER_OR_FOLLOWER elsewhere, as Kafka's
+``deleteRecordsOnLeader``); followers move their log start to the leader's from their fetch
+responses and report theirs in their next fetch. The answer waits, as Kafka's
+``DelayedDeleteRecords``, until the low watermark (the smallest log start over the leader and
+its live followers) reached the leader's new log start, and gives that low watermark;
+REQUEST_TIMED_OUT after ``timeout_ms``, NOT_LEADER_OR_FOLLOWER if leadership moved meanwhile.
+With one replica the new log start is final at once.
 """
 
 from __future__ import annotations
+
+from twisted.internet import defer
 
 from protocol.errors import ErrorCode
 from storage.errors import OffsetOutOfRange
@@ -36,19 +43,59 @@ def handle(ctx):
     topic_class = ctx.request.spec.response_class.DeleteRecordsTopicResult
     partition_class = topic_class.DeleteRecordsPartitionResult
     logs = ctx.broker.logs
+    cluster = ctx.broker.cluster
     topics = []
+    replicating = []  # cluster mode: (topic, partition, response entry) deleted on the leader
     for topic in ctx.body.topics:
         partitions = []
         denied = checks.delete_records(ctx, topic.name)  # DELETE on the topic
         for requested in topic.partitions:
             log = logs.get_log(topic.name, requested.partition_index)
+            not_leader = None
+            if cluster is not None and log is not None:
+                not_leader, _ = cluster.check_leader(topic.name, requested.partition_index)
             if denied:
                 low, error = -1, denied
             elif log is None:
                 low, error = -1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif not_leader is not None:
+                low, error = -1, not_leader
             else:
                 low, error = delete_before(log, requested.offset)
             partitions.append(partition_class(partition_index=requested.partition_index,
                                               low_watermark=low, error_code=error))
+            if cluster is not None and error == ErrorCode.NONE:
+                replicating.append((topic.name, requested.partition_index, partitions[-1]))
         topics.append(topic_class(name=topic.name, partitions=partitions))
+    if replicating:
+        return await_low_watermarks(ctx, replicating, topics)
+    return ctx.response(throttle_time_ms=0, topics=topics)
+
+
+@defer.inlineCallbacks
+def await_low_watermarks(ctx, waiting, topics):
+    """Cluster mode: hold the answer until each (topic, partition, response entry)'s low
+    watermark reached the leader's new log start (the entry's ``low_watermark``)."""
+    broker = ctx.broker
+    cluster = broker.cluster
+    deadline = broker.reactor.seconds() + max(0, ctx.body.timeout_ms) / 1000.0
+    while True:
+        still = []
+        for name, index, entry in waiting:
+            low = cluster.low_watermark((name, index))
+            if low is None:
+                entry.low_watermark, entry.error_code = -1, ErrorCode.NOT_LEADER_OR_FOLLOWER
+            elif low >= entry.low_watermark:
+                entry.low_watermark = low
+            else:
+                still.append((name, index, entry))
+        waiting = still
+        remaining = deadline - broker.reactor.seconds()
+        if not waiting or remaining <= 0:
+            break
+        yield broker.purgatory.watch(
+            [(key, name, index) for name, index, _ in waiting
+             for key in ("low_watermark", "hw")], remaining)
+    for _, _, entry in waiting:
+        entry.error_code = ErrorCode.REQUEST_TIMED_OUT
     return ctx.response(throttle_time_ms=0, topics=topics)

@@ -1,10 +1,13 @@
 """DescribeLogDirs (key 35), v1-4.
 
 Every log dir with the partitions it holds (all of them, or those named in the request; names
-or partitions we don't have are left out, as in Kafka) and their sizes on disk. With one node
-there are no followers and no future replicas: ``offset_lag`` is 0 and ``is_future_key``
-false. v3 adds the top-level error code, v4 the dir's total and usable bytes
-from ``os.statvfs``. A dir that cannot be read reports KAFKA_STORAGE_ERROR.
+or partitions we don't have are left out, as in Kafka) and their sizes on disk. In cluster mode
+those are the partitions this broker is an assigned replica of (leader or follower); every
+broker keeps a log for every partition, but Kafka lists only the replicas a broker hosts. There
+are no future replicas (no AlterReplicaLogDirs): ``is_future_key`` is false and ``offset_lag``
+0 (Kafka's lag of a current replica is max(high watermark - log end offset, 0), which is 0).
+v3 adds the top-level error code, v4 the dir's total and usable bytes from ``os.statvfs``. A
+dir that cannot be read reports KAFKA_STORAGE_ERROR.
 
 Needs DESCRIBE on the cluster: without it the answer has no dirs and (v3+) the top-level error
 CLUSTER_AUTHORIZATION_FAILED. Skipped: v5's ``is_cordoned`` (Kafka 4.3).
@@ -16,6 +19,7 @@ import os
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
+from wireserver.partitions import hosts_replica
 from wireserver.security import checks
 from wireserver.security.acls import Operation
 
@@ -42,6 +46,8 @@ def handle(ctx):
     by_dir: dict[str, dict[str, list]] = {d: {} for d in logs.log_dirs}
     for (topic, partition), log in sorted(logs.logs()):
         if wanted is not None and (topic, partition) not in wanted:
+            continue
+        if not hosts_replica(ctx.broker, topic, partition):
             continue
         directory = os.path.dirname(os.path.abspath(log.directory))
         by_dir.setdefault(directory, {}).setdefault(topic, []).append(partition_class(

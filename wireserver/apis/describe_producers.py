@@ -1,12 +1,19 @@
 """DescribeProducers (key 61), v0: the producer state of each partition (Kafka's
 ``ProducerStateManager.activeProducers``): id, epoch, last sequence, last timestamp,
 coordinator epoch and the first offset of its open transaction (-1 when none). Each topic needs
-READ (TOPIC_AUTHORIZATION_FAILED)."""
+READ (TOPIC_AUTHORIZATION_FAILED).
+
+Any replica answers from its own log, the leader and followers alike (Kafka's
+``Partition.activeProducerState``; followers rebuild producer state from what they copy). In
+cluster mode a broker that is no replica of an existing partition answers
+NOT_LEADER_OR_FOLLOWER (Kafka's ``ReplicaManager.getPartitionOrError``), so that the client
+looks the leader up again."""
 
 from __future__ import annotations
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
+from wireserver.partitions import hosts_replica
 from wireserver.security import checks
 
 API_KEY = 61
@@ -24,8 +31,12 @@ def handle(ctx):
         denied = checks.describe_producers(ctx, topic.name)  # READ on the topic
         for index in topic.partition_indexes:
             partition_log = logs.get_log(topic.name, index)
-            if denied or partition_log is None:
-                error = denied or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            error = denied
+            if not error and partition_log is None:
+                error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif not error and not hosts_replica(ctx.broker, topic.name, index):
+                error = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            if error:
                 partitions.append(partition_class(
                     partition_index=index, error_code=error, error_message=checks.message(error),
                     active_producers=[]))

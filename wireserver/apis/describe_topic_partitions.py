@@ -8,9 +8,15 @@ or before the next topic, ``next_cursor`` points there. A cursor whose topic is 
 named ones, or with a negative partition, fails the request with INVALID_REQUEST. Unknown named
 topics come back with UNKNOWN_TOPIC_OR_PARTITION (they use none of the partition budget).
 
-Each partition: this node as leader and the only replica and ISR, leader epoch 0, empty
-eligible-leader-replica and last-known-ELR lists (KIP-966), no offline replicas. Topic
-authorized operations are those Kafka supports on a topic that the principal is allowed.
+Each partition's leader, leader epoch, replicas, ISR and offline replicas are what Metadata
+reports (``wireserver.partitions``: this node alone on one node, the ZooKeeper view in cluster
+mode, where topics appear once their creation has gone through ZooKeeper). A partition without
+a live leader has leader -1 and error code NONE, as in Kafka's ``describeTopicResponse`` (Metadata
+answers LEADER_NOT_AVAILABLE there). The eligible-leader-replica and last-known-ELR lists
+(KIP-966) are always empty: there are no eligible leader replicas here (ISR and elections as in
+Kafka's ZooKeeper era). Kafka leaves them empty too when ELR is off, and with ELR on (new 4.1
+clusters) as long as no ISR shrank below ``min.insync.replicas``. Topic authorized operations
+are those Kafka supports on a topic that the principal is allowed.
 
 Authorization as Kafka's handler: topics without DESCRIBE are left out of an all-topics answer
 and, when named, come after the others with TOPIC_AUTHORIZATION_FAILED and no topic id; they use
@@ -22,6 +28,7 @@ from __future__ import annotations
 from protocol.errors import ErrorCode
 from wireserver.admin import TOPIC_AUTHORIZED_OPERATIONS, ZERO_UUID
 from wireserver.apis import handles
+from wireserver.partitions import is_reported, partition_views
 from wireserver.security import checks
 from wireserver.topics import INTERNAL_TOPICS
 
@@ -36,8 +43,9 @@ def handle(ctx):
     topic_class = response_class.DescribeTopicPartitionsResponseTopic
     partition_class = topic_class.DescribeTopicPartitionsResponsePartition
     cursor_class = response_class.Cursor
-    topics = ctx.broker.logs.topics
-    node = ctx.broker.node_id
+    broker = ctx.broker
+    topics = {name: info for name, info in broker.logs.topics.items()
+              if is_reported(broker, info)}
     requested = {t.name for t in body.topics}
     fetch_all = not requested
     cursor = body.cursor
@@ -72,17 +80,19 @@ def handle(ctx):
             break
         start = cursor.partition_index if cursor is not None and cursor.topic_name == name \
             else 0
-        end = min(info.num_partitions, start + remaining)
-        partitions = [partition_class(error_code=ErrorCode.NONE, partition_index=p,
-                                      leader_id=node, leader_epoch=0, replica_nodes=[node],
-                                      isr_nodes=[node], eligible_leader_replicas=[],
-                                      last_known_elr=[], offline_replicas=[])
-                      for p in range(start, end)]
+        views = partition_views(broker, info)
+        end = min(len(views), start + remaining)
+        partitions = [partition_class(error_code=ErrorCode.NONE, partition_index=view.partition,
+                                      leader_id=view.leader, leader_epoch=view.leader_epoch,
+                                      replica_nodes=view.replicas, isr_nodes=view.isr,
+                                      eligible_leader_replicas=[], last_known_elr=[],
+                                      offline_replicas=view.offline_replicas)
+                      for view in views[start:end]]
         result.append(topic_class(error_code=ErrorCode.NONE, name=name, topic_id=info.topic_id,
                                   is_internal=name in INTERNAL_TOPICS, partitions=partitions,
                                   topic_authorized_operations=checks.topic_operations(
                                       ctx, name, TOPIC_AUTHORIZED_OPERATIONS)))
-        if end < info.num_partitions:
+        if end < len(views):
             next_cursor = cursor_class(topic_name=name, partition_index=end)
             break
         remaining -= len(partitions)

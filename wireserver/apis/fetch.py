@@ -20,6 +20,10 @@ against the partition's leader epoch. A follower's fetch (``replica_id`` >= 0) r
 log end offset rather than the high watermark or LSO, and its fetch offset tells the leader the
 follower's log end offset (high watermark, ISR expansion: ``ClusterNode.follower_fetched``).
 
+From v16 a partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries the leader
+and leader epoch this broker knows (``current_leader``) and the response that leader's endpoint
+(``node_endpoints``): KIP-951 leader discovery, as Kafka.
+
 Skipped (later issues): divergence checks against ``last_fetched_epoch`` (followers truncate
 with OffsetForLeaderEpoch first), preferred read replicas (always -1).
 """
@@ -34,6 +38,7 @@ from protocol.errors import ErrorCode
 from storage.batches import iter_headers
 from storage.errors import OffsetOutOfRange
 from wireserver.apis import handles
+from wireserver.apis.metadata import leader_hints
 from wireserver.security import checks
 from wireserver.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition
 
@@ -41,6 +46,8 @@ API_KEY = 1
 ZERO_UUID = uuid.UUID(int=0)
 LEADER_EPOCH = 0
 UNKNOWN = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID)
+# Errors that come with KIP-951 leader hints from v16 (Kafka's handleFetchRequest).
+LEADER_MOVED = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
 
 
 def session_cache(broker):
@@ -95,6 +102,7 @@ class FetchPlan:
                 known.fetch_offset = cached.fetch_offset
                 known.max_bytes = cached.max_bytes
                 known.current_leader_epoch = cached.current_leader_epoch
+                known.log_start_offset = cached.log_start_offset
         for forgotten in body.forgotten_topics_data or []:
             topic = forgotten.topic_id if version >= 13 else forgotten.topic
             for partition in forgotten.partitions:
@@ -117,7 +125,8 @@ class FetchPlan:
                     topic=name, topic_id=topic.topic_id if version >= 13 else None,
                     partition=p.partition, fetch_offset=p.fetch_offset,
                     max_bytes=p.partition_max_bytes,
-                    current_leader_epoch=p.current_leader_epoch if version >= 9 else -1)
+                    current_leader_epoch=p.current_leader_epoch if version >= 9 else -1,
+                    log_start_offset=p.log_start_offset if version >= 5 else -1)
 
 
 class PartitionResult:
@@ -224,6 +233,7 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
     read_committed = ctx.body.isolation_level == 1
     topics: list = []
     by_topic: dict = {}
+    moved = []  # (topic, partition, response entry) answered with a leader-moved error
     for result in results:
         cached = result.cached
         changed = (result.records or result.error != ErrorCode.NONE
@@ -251,11 +261,15 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
                  for txn in result.aborted or ()]
                 if read_committed or result.error in UNKNOWN else None),
             preferred_read_replica=-1, records=result.records))
+        if result.error in LEADER_MOVED and plan.version >= 16:
+            moved.append((cached.topic, cached.partition, entry.partitions[-1]))
     if plan.session is not None:
         plan.session.advance() if plan.incremental else None
     session_id = plan.session.id if plan.session is not None else 0
+    endpoints = (leader_hints(ctx, moved, partition_class.LeaderIdAndEpoch,
+                              response_class.NodeEndpoint) if moved else [])
     return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=session_id,
-                        responses=topics)
+                        responses=topics, node_endpoints=endpoints)
 
 
 def error_response(ctx, code: ErrorCode):
@@ -281,7 +295,7 @@ def handle(ctx):
             # Only a replica allowed CLUSTER_ACTION moves the ISR and the high watermark.
             if cached.topic is not None and checks.fetch_topic(ctx, cached.topic) is None:
                 broker.cluster.follower_fetched((cached.topic, cached.partition), follower,
-                                                cached.fetch_offset)
+                                                cached.fetch_offset, cached.log_start_offset)
     results = read_partitions(ctx, plan)
     while not ready(ctx, results) and keys:
         remaining = deadline - broker.reactor.seconds()

@@ -5,7 +5,9 @@ stable offset, and lookups by timestamp find nothing at or past it), -2 earliest
 largest timestamp (v7+), -4 earliest local (v8+: the log start, as nothing is tiered), -5 latest
 tiered (v9+: none, so -1). Any other timestamp finds the first record at or after it through
 the time index; none → offset -1. In cluster mode only the leader answers (NOT_LEADER_OR_FOLLOWER
-elsewhere), with its leader epoch. Each topic needs DESCRIBE (TOPIC_AUTHORIZATION_FAILED on every
+elsewhere); ``leader_epoch`` is its current leader epoch for -1 (latest) and, as Kafka's
+``fetchOffsetByTimestamp``, the epoch that wrote the offset found otherwise (from the leader
+epoch cache; -1 when unknown). Each topic needs DESCRIBE (TOPIC_AUTHORIZATION_FAILED on every
 partition otherwise).
 """
 
@@ -77,6 +79,9 @@ def handle(ctx):
             else:
                 ts, offset, error = lookup(log, requested.timestamp,
                                            ctx.version >= 2 and ctx.body.isolation_level == 1)
+                if cluster is not None and requested.timestamp != LATEST and offset >= 0:
+                    found_epoch = log.leader_epoch_for_offset(offset)
+                    leader_epoch = found_epoch if found_epoch is not None else -1
             partitions.append(partition_class(
                 partition_index=requested.partition_index, error_code=error, timestamp=ts,
                 offset=offset, leader_epoch=leader_epoch if offset >= 0 else -1))

@@ -21,6 +21,7 @@ import uuid
 
 from protocol.errors import ErrorCode
 from wireserver.apis import handles
+from wireserver.partitions import NO_LEADER, is_reported, partition_view, partition_views
 from wireserver.security import checks
 from wireserver.topics import INTERNAL_TOPICS, TopicError, auto_create, check_name
 
@@ -44,30 +45,30 @@ def broker_entries(ctx, broker_class) -> list:
                          rack=broker.config.get("broker.rack"))]
 
 
+def leader_hints(ctx, moved: list, leader_class, endpoint_class) -> list:
+    """KIP-951 leader discovery, as Kafka's ``getCurrentLeader``: each (topic, partition,
+    response entry) in ``moved`` answered an error telling the client that the leader is
+    elsewhere; its ``current_leader`` becomes the leader and leader epoch this broker knows
+    (-1, -1 when none), so the client can go there without a Metadata round trip. Returns the
+    endpoints of those leaders on the request's listener, for the response's
+    ``node_endpoints``."""
+    leaders = set()
+    for topic, partition, entry in moved:
+        view = partition_view(ctx.broker, topic, partition)
+        leader, epoch = (view.leader, view.leader_epoch) if view is not None else (NO_LEADER, -1)
+        entry.current_leader = leader_class(leader_id=leader, leader_epoch=epoch)
+        leaders.add(leader)
+    return [entry for entry in broker_entries(ctx, endpoint_class) if entry.node_id in leaders]
+
+
 def partition_entries(ctx, topic_class, info) -> list:
+    """A partition without a live leader answers LEADER_NOT_AVAILABLE (leader -1)."""
     partition_class = topic_class.MetadataResponsePartition
-    node = ctx.broker.node_id
-    cluster = ctx.broker.cluster
-    if cluster is not None and info.name in cluster.topics:
-        entries = []
-        for p, replicas in sorted(cluster.topics[info.name].replicas.items()):
-            state = cluster.partition(info.name, p)
-            offline = [r for r in replicas if r not in cluster.brokers]
-            if state is None or state.leader < 0 or state.leader not in cluster.brokers:
-                entries.append(partition_class(
-                    error_code=ErrorCode.LEADER_NOT_AVAILABLE, partition_index=p, leader_id=-1,
-                    leader_epoch=state.leader_epoch if state else -1, replica_nodes=replicas,
-                    isr_nodes=state.isr if state else [], offline_replicas=offline))
-                continue
-            entries.append(partition_class(
-                error_code=ErrorCode.NONE, partition_index=p, leader_id=state.leader,
-                leader_epoch=state.leader_epoch, replica_nodes=replicas, isr_nodes=state.isr,
-                offline_replicas=offline))
-        return entries
-    return [partition_class(error_code=ErrorCode.NONE, partition_index=p, leader_id=node,
-                            leader_epoch=0, replica_nodes=[node], isr_nodes=[node],
-                            offline_replicas=[])
-            for p in range(info.num_partitions)]
+    return [partition_class(
+        error_code=ErrorCode.NONE if view.leader != NO_LEADER else ErrorCode.LEADER_NOT_AVAILABLE,
+        partition_index=view.partition, leader_id=view.leader, leader_epoch=view.leader_epoch,
+        replica_nodes=view.replicas, isr_nodes=view.isr, offline_replicas=view.offline_replicas)
+        for view in partition_views(ctx.broker, info)]
 
 
 def topic_entry(ctx, topic_class, info):
@@ -89,17 +90,13 @@ def handle(ctx):
     topic_class = response_class.MetadataResponseTopic
     logs = ctx.broker.logs
     cluster = ctx.broker.cluster
-
-    def visible(info):
-        return (info is not None and (cluster is None or info.name in cluster.topics or
-                                      info.name in INTERNAL_TOPICS))
     # v0: an empty list means every topic; v1+: null means every topic.
     all_topics = body.topics is None or (version == 0 and not body.topics)
     allow_auto_create = body.allow_auto_topic_creation if version >= 4 else True
     topics = []
     if all_topics:
         topics = [topic_entry(ctx, topic_class, info) for info in logs.topics.values()
-                  if visible(info) and not checks.describe_topic(ctx, info.name)]
+                  if is_reported(ctx.broker, info) and not checks.describe_topic(ctx, info.name)]
         # (unauthorized topics are hidden, as Kafka hides them)
     else:
         by_id = {info.topic_id: info for info in logs.topics.values()}
@@ -107,14 +104,14 @@ def handle(ctx):
             name = requested.name
             if name is None:
                 info = by_id.get(requested.topic_id)
-                if not visible(info) or checks.describe_topic(ctx, info.name):
+                if not is_reported(ctx.broker, info) or checks.describe_topic(ctx, info.name):
                     topics.append(error_entry(topic_class, ErrorCode.UNKNOWN_TOPIC_ID, None,
                                               requested.topic_id))
                 else:
                     topics.append(topic_entry(ctx, topic_class, info))
                 continue
             info = logs.topics.get(name)
-            if not visible(info):
+            if not is_reported(ctx.broker, info):
                 info = None
             denied = checks.describe_topic(ctx, name) or (
                 info is None and allow_auto_create and checks.create_topic(ctx, name))
@@ -131,7 +128,7 @@ def handle(ctx):
                         code = ErrorCode.LEADER_NOT_AVAILABLE
                     topics.append(error_entry(topic_class, code, name))
                     continue
-                if info is not None and not visible(logs.topics.get(name)):
+                if info is not None and not is_reported(ctx.broker, logs.topics.get(name)):
                     topics.append(error_entry(topic_class, ErrorCode.LEADER_NOT_AVAILABLE, name))
                     continue
             if info is None:

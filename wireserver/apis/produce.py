@@ -12,6 +12,9 @@ NOT_ENOUGH_REPLICAS when the ISR is smaller than ``min.insync.replicas``, and af
 waits in the purgatory until the high watermark passes the batch (every ISR member has it),
 answering NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below the minimum meanwhile,
 NOT_LEADER_OR_FOLLOWER if leadership moved, REQUEST_TIMED_OUT after the request's timeout.
+From v10 a partition answered NOT_LEADER_OR_FOLLOWER carries the leader and leader epoch this
+broker knows (``current_leader``) and the response that leader's endpoint (``node_endpoints``):
+KIP-951 leader discovery, as Kafka.
 Produce never creates topics (Kafka creates them from Metadata requests only).
 
 Idempotent producers (batches with a producer id): between validation and append the
@@ -41,6 +44,7 @@ from protocol.errors import (CorruptRecordBatch, DecodeError, ErrorCode, Truncat
 from protocol.records import ATTR_TRANSACTIONAL_MASK, RecordBatch, iter_batches
 from storage.producer_state import InvalidProducerEpoch, OutOfOrderSequence
 from wireserver.apis import handles
+from wireserver.apis.metadata import leader_hints
 from wireserver.security import checks
 from wireserver.topics import TopicError, check_name
 
@@ -164,6 +168,7 @@ def handle(ctx):
     responses = []
     txn_denied = checks.produce_transactional_id(ctx)
     replicating = []  # acks=-1 in cluster mode: (topic, partition, last offset, response entry)
+    moved = []  # NOT_LEADER_OR_FOLLOWER: (topic, partition, response entry), for leader hints
     for topic_data in body.topic_data:
         name = topic_data.name
         unknown_id = False
@@ -187,6 +192,8 @@ def handle(ctx):
                 partitions.append(partition_class(
                     index=data.index, error_code=exc.code, base_offset=-1, log_append_time_ms=-1,
                     log_start_offset=-1, record_errors=[], error_message=exc.message))
+                if exc.code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                    moved.append((name, data.index, partitions[-1]))
             else:
                 partitions.append(partition_class(
                     index=data.index, error_code=ErrorCode.NONE, base_offset=result.base_offset,
@@ -200,12 +207,24 @@ def handle(ctx):
     if body.acks == 0:
         return None
     if replicating:
-        return await_replication(ctx, replicating, responses)
-    return ctx.response(responses=responses, throttle_time_ms=0)
+        return await_replication(ctx, replicating, responses, moved)
+    return respond(ctx, responses, moved)
+
+
+def respond(ctx, responses, moved):
+    """The response; from v10 with KIP-951 leader hints for the partitions in ``moved``
+    (NOT_LEADER_OR_FOLLOWER), as Kafka's ``handleProduceRequest``."""
+    response_class = ctx.request.spec.response_class
+    endpoints = []
+    if moved and ctx.version >= 10:
+        leader_class = response_class.TopicProduceResponse.PartitionProduceResponse \
+            .LeaderIdAndEpoch
+        endpoints = leader_hints(ctx, moved, leader_class, response_class.NodeEndpoint)
+    return ctx.response(responses=responses, throttle_time_ms=0, node_endpoints=endpoints)
 
 
 @defer.inlineCallbacks
-def await_replication(ctx, waiting, responses):
+def await_replication(ctx, waiting, responses, moved):
     """Cluster mode, acks=-1: hold the response until every ISR member has each partition's
     batch (Kafka's DelayedProduce), or the request's timeout."""
     broker = ctx.broker
@@ -221,6 +240,8 @@ def await_replication(ctx, waiting, responses):
                 still.append((name, index, last_offset, entry))
             elif status != ErrorCode.NONE:
                 entry.error_code = status
+                if status == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                    moved.append((name, index, entry))
         waiting = still
         if not waiting:
             break
@@ -231,4 +252,4 @@ def await_replication(ctx, waiting, responses):
             break
         yield broker.purgatory.watch([("hw", name, index) for name, index, _, _ in waiting],
                                      remaining)
-    return ctx.response(responses=responses, throttle_time_ms=0)
+    return respond(ctx, responses, moved)

@@ -7,8 +7,10 @@ there (where the leader answers an older epoch, to the smaller of the leader's e
 its own end offset for that epoch; where the leader knows no epoch, to its high watermark).
 Then it fetches from its log end offset with ``replica_id`` set to its broker id, appends what
 comes with ``append_as_follower`` (offsets and leader epochs as the leader wrote them), and
-takes the leader's high watermark, capped at its own log end offset. The fetch offset is how the
-leader learns the follower's log end offset.
+takes the leader's high watermark, capped at its own log end offset, and its log start offset
+(records deleted on the leader go here too). The fetch offset is how the leader learns the
+follower's log end offset. OFFSET_OUT_OF_RANGE sends the fetcher to the leader's log start
+(ListOffsets earliest): a log end below it restarts the log there; otherwise it truncates.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from twisted.internet import defer, task
 
 from protocol.errors import ErrorCode
 from protocol.served import SERVED
+from storage.batches import iter_headers
 from wireserver.cluster.client import InterBrokerAuthenticationFailed, connect_to_broker
 
 if TYPE_CHECKING:
@@ -29,6 +32,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FETCH_VERSION = 12
+LIST_OFFSETS_VERSION = 7
+EARLIEST_TIMESTAMP = -2
 OFFSET_FOR_LEADER_EPOCH_VERSION = 4
 UNDEFINED = -1
 
@@ -37,6 +42,7 @@ UNDEFINED = -1
 class FetchState:
     leader_epoch: int
     needs_truncation: bool = True
+    out_of_range: bool = False  # the leader answered OFFSET_OUT_OF_RANGE to our log end
 
 
 class ReplicaFetcher:
@@ -98,6 +104,9 @@ class ReplicaFetcher:
             try:
                 if self.connection is None or self.connection.closed:
                     self.connection = yield self._connect()
+                behind = [tp for tp, st in self.partitions.items() if st.out_of_range]
+                if behind:
+                    yield self._handle_out_of_range(behind)
                 truncating = [tp for tp, st in self.partitions.items() if st.needs_truncation]
                 if truncating:
                     yield self._truncate(truncating)
@@ -182,6 +191,42 @@ class ReplicaFetcher:
                      tp[1], leo, target, self.leader_id, leader_epoch, leader_end)
             partition_log.truncate_to(target)
 
+    @defer.inlineCallbacks
+    def _handle_out_of_range(self, tps: list[tuple[str, int]]):
+        """Kafka's ``handleOutOfRangeError``: a log end below the leader's log start (this
+        replica was away while the leader deleted records, by retention or DeleteRecords) can
+        never be fetched from; the log restarts empty at the leader's log start. Otherwise the
+        leader's log is shorter than ours: truncate as after a leader change."""
+        request_class = SERVED.get(2).request_class
+        topic_class = request_class.ListOffsetsTopic
+        by_topic: dict[str, list] = {}
+        for tp in tps:
+            by_topic.setdefault(tp[0], []).append(topic_class.ListOffsetsPartition(
+                partition_index=tp[1], current_leader_epoch=self.partitions[tp].leader_epoch,
+                timestamp=EARLIEST_TIMESTAMP))
+        response = yield self.connection.request(request_class(
+            version=LIST_OFFSETS_VERSION, replica_id=self.broker.node_id, isolation_level=0,
+            topics=[topic_class(name=t, partitions=ps) for t, ps in by_topic.items()]))
+        for topic in response.topics:
+            for result in topic.partitions:
+                tp = (topic.name, result.partition_index)
+                state = self.partitions.get(tp)
+                partition_log = self.broker.logs.get_log(*tp)
+                if state is None or not state.out_of_range or partition_log is None:
+                    continue
+                if result.error_code != ErrorCode.NONE:
+                    log.info("ListOffsets %s-%d from broker %d: %s", tp[0], tp[1],
+                             self.leader_id, ErrorCode(result.error_code).name)
+                    continue
+                state.out_of_range = False
+                if result.offset > partition_log.log_end_offset:
+                    log.info("%s-%d: log end %d is below the leader's log start %d: "
+                             "restarting the log there", tp[0], tp[1],
+                             partition_log.log_end_offset, result.offset)
+                    partition_log.truncate_fully_and_start_at(result.offset)
+                else:
+                    state.needs_truncation = True
+
     # -- fetching --------------------------------------------------------------------------
     @defer.inlineCallbacks
     def _fetch(self, tps: list[tuple[str, int]]):
@@ -228,7 +273,7 @@ class ReplicaFetcher:
                 if data.error_code != ErrorCode.NONE:
                     errors += 1
                     if data.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
-                        state.needs_truncation = True
+                        state.out_of_range = True
                     continue
                 self._apply(tp, sent[tp][0], data)
         if errors:
@@ -242,7 +287,33 @@ class ReplicaFetcher:
         if records:
             if not isinstance(records, (bytes, bytearray, memoryview)):
                 records = bytes(records)
-            partition_log.append_as_follower(bytearray(records))
+            records = bytearray(records)
+            self._start_at_first_batch(partition_log, records)
+            partition_log.append_as_follower(records)
             if partition_log.flush_due():
                 self.broker.flush_in_background([partition_log])
         partition_log.high_watermark = min(data.high_watermark, partition_log.log_end_offset)
+        self._follow_log_start(partition_log, data.log_start_offset)
+
+    @staticmethod
+    def _start_at_first_batch(partition_log: Any, records: bytearray) -> None:
+        """An empty log restarted at the leader's log start gets the whole batch that offset
+        falls in (DeleteRecords can cut a batch): restart the log at the batch's base offset
+        so it can be appended; the log start then moves back up to the leader's
+        (``_follow_log_start``). Kafka's follower does the same on an
+        ``UnexpectedAppendOffsetException``."""
+        first = next(iter_headers(memoryview(records)), None)
+        leo = partition_log.log_end_offset
+        if (first is not None and leo == partition_log.log_start_offset
+                and first[1].base_offset < leo <= first[1].last_offset):
+            partition_log.truncate_fully_and_start_at(first[1].base_offset)
+
+    @staticmethod
+    def _follow_log_start(partition_log: Any, leader_log_start: int) -> None:
+        """Records deleted on the leader (DeleteRecords, retention) go here too, or they would
+        come back when this replica leads (Kafka's follower ``maybeIncrementLogStartOffset``
+        with the leader's log start). Never past this replica's own high watermark: the rest
+        of its log is not confirmed yet."""
+        target = min(leader_log_start, partition_log.high_watermark)
+        if target > partition_log.log_start_offset:
+            partition_log.delete_records_before(target)

@@ -47,6 +47,7 @@ class FollowerState:
     last_caught_up_ms: int = 0
     last_fetch_ms: int = 0
     last_fetch_leader_leo: int = -1
+    log_start: int = -1  # unknown until it fetches from this leader
 
 
 @dataclass
@@ -272,6 +273,8 @@ class ClusterNode:
                    self.broker_czxids[b] != z}
         self.brokers, self.broker_czxids = brokers, czxids
         log.info("live brokers: %s", sorted(brokers))
+        for topic, partition in self.leading:  # a dead follower no longer holds DeleteRecords
+            self.broker.purgatory.notify(("low_watermark", topic, partition))
         if self.controller is not None:
             self.controller.on_brokers_changed(bounced)
 
@@ -497,7 +500,8 @@ class ClusterNode:
     def is_leader(self, topic: str, partition: int) -> bool:
         return (topic, partition) in self.leading
 
-    def follower_fetched(self, tp: TP, replica_id: int, fetch_offset: int) -> None:
+    def follower_fetched(self, tp: TP, replica_id: int, fetch_offset: int,
+                         log_start_offset: int = -1) -> None:
         leader = self.leading.get(tp)
         partition_log = self.broker.logs.get_log(*tp)
         if leader is None or partition_log is None:
@@ -514,8 +518,25 @@ class ClusterNode:
         follower.last_fetch_leader_leo = leo
         follower.last_fetch_ms = now
         follower.leo = fetch_offset
+        if log_start_offset != follower.log_start:
+            follower.log_start = log_start_offset
+            self.broker.purgatory.notify(("low_watermark", tp[0], tp[1]))
         self._maybe_expand_isr(tp, replica_id)
         self.maybe_advance_hw(tp)
+
+    def low_watermark(self, tp: TP) -> int | None:
+        """Kafka's ``lowWatermarkIfLeader``: the smallest log start offset over this leader and
+        the followers whose broker is alive (-1 while one has not fetched yet), which
+        DeleteRecords waits on; None when this broker does not lead the partition."""
+        leader = self.leading.get(tp)
+        partition_log = self.broker.logs.get_log(*tp)
+        if leader is None or partition_log is None:
+            return None
+        low = partition_log.log_start_offset
+        for replica, follower in leader.followers.items():
+            if replica in self.brokers:
+                low = min(low, follower.log_start)
+        return low
 
     def maybe_advance_hw(self, tp: TP) -> None:
         leader = self.leading.get(tp)
