@@ -322,3 +322,26 @@ def test_flush_due(tmp_path):
     log2.append(make_batch(1), 0)
     assert not log2.flush_due(999)
     assert log2.flush_due(1000)
+
+
+def test_zero_copy_read_leaves_large_stretches_in_the_files(tmp_path):
+    """A zero-copy read names the same bytes as an ordinary one, across segments; small reads
+    stay bytes; the regions still read after the log is deleted (each has its own fd)."""
+    from storage.file_records import FileRecords
+    from storage.log import ZERO_COPY_MIN_BYTES
+    log = open_log(tmp_path / "t-0", config(segment_bytes=300_000))
+    fill(log, 40, per_batch=4, value_size=5_000)  # ~20 KB a batch: three segments
+    assert len(log.segments) == 3
+    expected = log.read(0, 1 << 30)
+    zero_copy = log.read(0, 1 << 30, zero_copy=True)
+    assert isinstance(zero_copy.data, FileRecords)
+    assert len(zero_copy.data.parts) == 3 and len(zero_copy.data) == len(expected.data)
+    assert zero_copy[1:] == expected[1:]
+    assert expected.next_offset == log.log_end_offset == 160
+    small = log.read(4, ZERO_COPY_MIN_BYTES // 2, zero_copy=True)
+    assert isinstance(small.data, bytes) and small.data == log.read(4, ZERO_COPY_MIN_BYTES // 2).data
+    log.delete()
+    assert not os.path.exists(tmp_path / "t-0")
+    assert bytes(zero_copy.data) == expected.data
+    zero_copy.data.close()
+    assert all(part.fd == -1 for part in zero_copy.data.parts)
