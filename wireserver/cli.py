@@ -35,11 +35,21 @@ def version() -> str:
         return "unknown"
 
 
+class _PrintVersion(argparse.Action):
+    """``--version``, looked up only when asked for: ``importlib.metadata`` and its scan of
+    the installed distributions cost a serving broker about 4 MB for a string it never shows."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"wireserver {version()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="wireserver",
         description="A Kafka-wire-protocol broker: stock Kafka clients work against it.")
-    parser.add_argument("--version", action="version", version=f"wireserver {version()}")
+    parser.add_argument("--version", action=_PrintVersion, nargs=0,
+                        help="show the program's version number and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     serve = commands.add_parser(
         "serve", help="run a broker",
@@ -88,26 +98,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2
 
 
-def _without_kafka_client() -> None:
-    """Let a broker process import kafka-python's message classes without its client.
+#: Packages whose ``__init__`` a ``serve`` process skips (``_without_package_init``).
+LEAN_PACKAGES = ("kafka", "crc32c")
+
+
+def _without_package_init(name: str) -> None:
+    """Let a broker process import a package's submodules without running its ``__init__``.
 
     ``import kafka.protocol`` first runs ``kafka/__init__.py``, which imports the whole client
     (producer, consumer, admin, networking): several megabytes of a broker's idle memory for
-    code a broker never runs. A ``serve`` process needs only ``kafka.protocol`` and
-    ``kafka.record``, so it registers the package without running its ``__init__``; the
-    submodules import exactly as usual. (Embedded brokers in a test process leave ``kafka``
-    alone: the tests' own clients need it whole.)
+    code a broker never runs. ``crc32c/__init__.py`` looks up its own version with
+    ``importlib.metadata`` (which imports ``email``, ``zipfile``, ``csv`` and reads every
+    installed distribution's metadata): about 4 MB for a string. A ``serve`` process needs only
+    ``kafka.protocol``/``kafka.record`` and ``crc32c._crc32c``, so it registers these packages
+    without running their ``__init__``; the submodules import exactly as usual. (Embedded
+    brokers in a test process leave them alone: the tests' own clients need them whole.)
     """
-    if "kafka" in sys.modules:
+    if name in sys.modules:
         return
-    spec = importlib.util.find_spec("kafka")
+    spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
         return
-    package = types.ModuleType("kafka")
+    package = types.ModuleType(name)
     package.__path__ = list(spec.submodule_search_locations)
     package.__spec__ = spec
     package.__file__ = spec.origin
-    sys.modules["kafka"] = package
+    sys.modules[name] = package
 
 
 def _reactor_without_tls(config: BrokerConfig) -> None:
@@ -136,7 +152,8 @@ def serve(args: argparse.Namespace) -> int:
     except (ConfigError, ConfigValueError) as exc:
         print(f"wireserver: {exc}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
-    _without_kafka_client()
+    for name in LEAN_PACKAGES:
+        _without_package_init(name)
     _reactor_without_tls(config)
     try:
         from wireserver.broker import serve_forever
