@@ -37,7 +37,8 @@ def version() -> str:
 
 class _PrintVersion(argparse.Action):
     """``--version``, looked up only when asked for: ``importlib.metadata`` and its scan of
-    the installed distributions (on top of what Twisted already imports) cost a serving broker about 1 MB for a string it never shows."""
+    the installed distributions cost a serving broker (on top of what Twisted imports anyway)
+    about 1 MB for a string it never shows."""
 
     def __call__(self, parser, namespace, values, option_string=None):
         print(f"wireserver {version()}")
@@ -109,7 +110,7 @@ def _without_package_init(name: str) -> None:
     (producer, consumer, admin, networking): several megabytes of a broker's idle memory for
     code a broker never runs. ``crc32c/__init__.py`` looks up its own version with
     ``importlib.metadata`` (which imports ``email``, ``zipfile``, ``csv`` and reads every
-    installed distribution's metadata): about 1 MB more than a broker otherwise holds, for a string. A ``serve`` process needs only
+    installed distribution's metadata). A ``serve`` process needs only
     ``kafka.protocol``/``kafka.record`` and ``crc32c._crc32c``, so it registers these packages
     without running their ``__init__``; the submodules import exactly as usual. (Embedded
     brokers in a test process leave them alone: the tests' own clients need them whole.)
