@@ -505,34 +505,35 @@ class Log:
         index = self._segment_index_for(offset)
         while not done and index < len(self._segments):
             seg = self._segments[index]
-            found = seg.find(offset) if index == self._segment_index_for(offset) else None
-            start = found[0] if found is not None else (0 if first >= 0 or
-                                                        seg.base_offset >= offset else None)
+            found = (seg.find_position(offset) if index == self._segment_index_for(offset)
+                     else None)
+            start = found if found is not None else (0 if first >= 0 or
+                                                     seg.base_offset >= offset else None)
             if start is None:
                 index += 1
                 continue
             end = start
-            for pos, header in seg.walk(start):
-                if header.last_offset < offset:
-                    end = pos + header.size
+            for pos, base_offset, last_offset, size in seg.spans(start):
+                if last_offset < offset:
+                    end = pos + size
                     start = end
                     continue
-                if header.last_offset >= bound:
+                if last_offset >= bound:
                     done = True
                     break
-                if total + header.size > max_bytes:
+                if total + size > max_bytes:
                     if total == 0 and min_one_batch:
-                        end = pos + header.size
-                        total += header.size
-                        first = header.base_offset if first < 0 else first
-                        next_offset = header.next_offset
+                        end = pos + size
+                        total += size
+                        first = base_offset if first < 0 else first
+                        next_offset = last_offset + 1
                     done = True
                     break
                 if first < 0:
-                    first = header.base_offset
-                end = pos + header.size
-                total += header.size
-                next_offset = header.next_offset
+                    first = base_offset
+                end = pos + size
+                total += size
+                next_offset = last_offset + 1
             if end > start:
                 if zero_copy and end - start >= ZERO_COPY_MIN_BYTES:
                     chunks.append(FileRegion(seg.fd, start, end - start))

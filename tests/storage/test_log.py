@@ -346,3 +346,23 @@ def test_zero_copy_read_leaves_large_stretches_in_the_files(tmp_path):
     assert bytes(zero_copy.data) == expected.data
     zero_copy.data.close()
     assert all(part.fd == -1 for part in zero_copy.data.parts)
+
+
+def test_reads_at_every_offset_across_header_blocks(tmp_path):
+    """Batch headers are read a block at a time (``WALK_BLOCK``): reads from every offset of a
+    segment many blocks long, with sparse index entries, start at the right batch and agree
+    with the full-header walk."""
+    from storage.segment import WALK_BLOCK
+    log = open_log(tmp_path / "t-0", config(index_interval_bytes=3 * WALK_BLOCK))
+    fill(log, 300, per_batch=2, value_size=30)
+    (segment,) = log.segments
+    assert segment.size > 8 * WALK_BLOCK
+    assert [(pos, h.base_offset, h.last_offset, h.size) for pos, h in segment.walk()] == \
+        list(segment.spans())
+    for offset in range(0, log.log_end_offset, 7):
+        res = log.read(offset, 700)
+        got = batches(res.data)
+        assert got[0].base_offset <= offset <= got[0].last_offset
+        assert res.next_offset == got[-1].last_offset + 1
+        assert record_offsets(res.data) == list(range(got[0].base_offset, res.next_offset))
+    log.close()
