@@ -15,15 +15,28 @@ from __future__ import annotations
 import os
 
 
+#: At most this many descriptors are held by unsent regions at once; past that, reads fall back
+#: to memory (``FileRegion.available``), so many slow consumers cannot exhaust the process's
+#: file descriptors.
+MAX_OPEN_REGIONS = 512
+
+
 class FileRegion:
     """``length`` bytes at ``position`` of an open file (a private descriptor)."""
 
     __slots__ = ("fd", "position", "length")
+    open_count = 0  # regions whose descriptor is still open, process-wide
 
     def __init__(self, fd: int, position: int, length: int):
         self.fd = os.dup(fd)
+        FileRegion.open_count += 1
         self.position = position
         self.length = length
+
+    @staticmethod
+    def available() -> bool:
+        """Whether another region may hold a descriptor (``MAX_OPEN_REGIONS``)."""
+        return FileRegion.open_count < MAX_OPEN_REGIONS
 
     def read(self) -> bytes:
         out = os.pread(self.fd, self.length, self.position)
@@ -35,6 +48,7 @@ class FileRegion:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+            FileRegion.open_count -= 1
 
     def __del__(self) -> None:
         self.close()

@@ -493,7 +493,8 @@ class Log:
         beyond are left out. ``OffsetOutOfRange`` below the log start or above the log end.
 
         With ``zero_copy`` a stretch of at least ``ZERO_COPY_MIN_BYTES`` stays in its segment
-        file (a ``FileRecords`` for ``os.sendfile``) instead of being read into memory."""
+        file (a ``FileRecords`` for ``os.sendfile``) instead of being read into memory, while
+        fewer than ``MAX_OPEN_REGIONS`` such stretches are waiting to be sent."""
         leo = self.log_end_offset
         if offset < self._log_start_offset or offset > leo:
             raise OffsetOutOfRange(offset, self._log_start_offset, leo)
@@ -535,7 +536,7 @@ class Log:
                 total += size
                 next_offset = last_offset + 1
             if end > start:
-                if zero_copy and end - start >= ZERO_COPY_MIN_BYTES:
+                if zero_copy and end - start >= ZERO_COPY_MIN_BYTES and FileRegion.available():
                     chunks.append(FileRegion(seg.fd, start, end - start))
                 else:
                     chunks.append(seg.read(start, end - start))

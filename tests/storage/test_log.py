@@ -366,3 +366,25 @@ def test_reads_at_every_offset_across_header_blocks(tmp_path):
         assert res.next_offset == got[-1].last_offset + 1
         assert record_offsets(res.data) == list(range(got[0].base_offset, res.next_offset))
     log.close()
+
+
+def test_zero_copy_reads_fall_back_to_memory_past_the_descriptor_cap(tmp_path, monkeypatch):
+    """Unsent regions hold descriptors; past ``MAX_OPEN_REGIONS`` a read comes back in memory
+    (same bytes), and closing the regions gives the descriptors back."""
+    from storage import file_records
+    from storage.file_records import FileRecords, FileRegion
+    log = open_log(tmp_path / "t-0", config(segment_bytes=300_000))
+    fill(log, 40, per_batch=4, value_size=5_000)  # three segments
+    baseline = FileRegion.open_count
+    monkeypatch.setattr(file_records, "MAX_OPEN_REGIONS", baseline + 1)
+    first = log.read(0, 1 << 30, zero_copy=True)
+    assert isinstance(first.data, FileRecords)
+    assert [isinstance(part, bytes) for part in first.data.parts] == [False, True, True]
+    assert FileRegion.open_count == baseline + 1
+    second = log.read(0, 1 << 30, zero_copy=True)
+    assert isinstance(second.data, bytes)
+    assert bytes(first.data) == second.data == log.read(0, 1 << 30).data
+    first.data.close()
+    assert FileRegion.open_count == baseline
+    assert isinstance(log.read(0, 1 << 30, zero_copy=True).data, FileRecords)
+    log.close()
