@@ -127,23 +127,47 @@ def _without_package_init(name: str) -> None:
     sys.modules[name] = package
 
 
+class _ImportOnUse(types.ModuleType):
+    """A stand-in for a module that is imported only to be re-exported: the real module is
+    imported when one of its attributes is first read."""
+
+    def __getattr__(self, attribute: str):
+        if sys.modules.get(self.__name__) is self:
+            del sys.modules[self.__name__]
+        return getattr(importlib.import_module(self.__name__), attribute)
+
+
+#: Modules a plaintext broker keeps out while the reactor is imported (``_reactor_without_tls``).
+HIDDEN_WHILE_IMPORTING_REACTOR = ("OpenSSL", "ssl")
+
+
 def _reactor_without_tls(config: BrokerConfig) -> None:
-    """Install the reactor without pyOpenSSL when no listener uses TLS.
+    """Install the reactor without TLS libraries when no listener uses TLS.
 
     Twisted's TCP module loads pyOpenSSL (and with it ``cryptography``) whenever it is
     installed, for ``startTLS``: about 13 MB of an idle broker. wireserver's own TLS listeners
     wrap connections with ``twisted.protocols.tls`` instead, so a broker without SSL listeners
-    hides pyOpenSSL while the reactor is imported; later imports see it as usual.
+    hides pyOpenSSL while the reactor is imported; later imports see it as usual. The same
+    goes for the standard ``ssl`` module (``asyncio``, which ``twisted.internet.defer`` imports,
+    works without it), and ``twisted.python.compat`` gets a stand-in for ``http.cookiejar``, which
+    it imports only to re-export and which brings ``urllib.request``, ``http.client`` and
+    ``email``: together another 2.5 MB.
     """
     if any(listener.security_protocol in ("SSL", "SASL_SSL") for listener in config.listeners):
         return
-    if "twisted.internet.reactor" in sys.modules or "OpenSSL" in sys.modules:
+    if "twisted.internet.reactor" in sys.modules or any(
+            name in sys.modules for name in (*HIDDEN_WHILE_IMPORTING_REACTOR, "http.cookiejar")):
         return
-    sys.modules["OpenSSL"] = None  # type: ignore[assignment]  # makes "import OpenSSL" fail
+    for name in HIDDEN_WHILE_IMPORTING_REACTOR:
+        sys.modules[name] = None  # type: ignore[assignment]  # makes "import <name>" fail
+    sys.modules["http.cookiejar"] = stand_in = _ImportOnUse("http.cookiejar")
     try:
         from twisted.internet import reactor  # noqa: F401 - installs the default reactor
     finally:
-        del sys.modules["OpenSSL"]
+        for name in HIDDEN_WHILE_IMPORTING_REACTOR:
+            del sys.modules[name]
+        if sys.modules.get("http.cookiejar") is stand_in:
+            del sys.modules["http.cookiejar"]
 
 
 def serve(args: argparse.Namespace) -> int:
