@@ -66,6 +66,10 @@ class KafkaConnection(protocol.Protocol):
         peer = self.transport.getPeer()
         self.peer = f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}"
         self.writer = ResponseWriter(self.transport, supports_sendfile(self.transport))
+        if self.writer.zero_copy:
+            # As Kafka does (SocketServer: setTcpNoDelay): a response's short tail, sent after
+            # its records went out by sendfile, must not wait on Nagle for the client's ACK.
+            self.transport.setTcpNoDelay(True)
         if self.broker.security is not None:
             self.security = self.broker.security.new_connection(self.listener_name,
                                                                 getattr(peer, "host", "*"))
