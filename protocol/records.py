@@ -36,7 +36,7 @@ import struct
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, NamedTuple, Optional
 
-import crc32c as _crc32c
+from crc32c._crc32c import crc32c as crc32c_checksum  # not via crc32c/__init__ (cli.py)
 
 from protocol.compression import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
@@ -394,7 +394,7 @@ class RecordBatch:
     # checks
     def compute_crc(self) -> int:
         """CRC-32C of the bytes from attributes to the end of the buffer."""
-        return _crc32c.crc32c(self._buf[CRC_START:])
+        return crc32c_checksum(self._buf[CRC_START:])
 
     def verify_crc(self) -> bool:
         return self.compute_crc() == self.crc
@@ -707,7 +707,7 @@ class RecordBatchBuilder:
             self._count,
         )
         out[HEADER_SIZE:] = payload
-        _UINT32.pack_into(out, CRC_OFFSET, _crc32c.crc32c(memoryview(out)[CRC_START:]))
+        _UINT32.pack_into(out, CRC_OFFSET, crc32c_checksum(memoryview(out)[CRC_START:]))
         return out
 
 

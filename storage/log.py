@@ -43,6 +43,7 @@ from storage.batches import (
     set_partition_leader_epoch,
 )
 from storage.epochs import LeaderEpochCache
+from storage.file_records import FileRecords, FileRegion
 from storage.errors import InvalidOffset, LogInvariantError, OffsetOutOfRange
 from storage.log_config import LogConfig
 from protocol.errors import DecodeError
@@ -57,6 +58,10 @@ from storage.segment import (
     LogSegment,
 )
 
+#: Below this a stretch of a segment is read into memory even for a zero-copy read: for a few
+#: kilobytes one pread and an ordinary socket write cost less Python work than handing a
+#: descriptor over for sendfile.
+ZERO_COPY_MIN_BYTES = 64 * 1024
 _STRAY_SUFFIXES = (".deleted", ".cleaned", ".swap", ".tmp")
 
 
@@ -69,11 +74,12 @@ class AppendResult(NamedTuple):
 
 
 class ReadResult(NamedTuple):
-    data: bytes  # whole batches, possibly empty
+    data: bytes | FileRecords  # whole batches, possibly empty
     first_offset: int  # base offset of the first batch returned, -1 if none
     log_start_offset: int
     log_end_offset: int
     high_watermark: int
+    next_offset: int = -1  # the offset after the last batch returned, -1 if none
 
 
 class TimestampAndOffset(NamedTuple):
@@ -475,53 +481,67 @@ class Log:
         return max(bisect.bisect_right(self._bases, offset) - 1, 0)
 
     def read(self, offset: int, max_bytes: int, *, upper_bound: int | None = None,
-             min_one_batch: bool = True) -> ReadResult:
+             min_one_batch: bool = True, zero_copy: bool = False) -> ReadResult:
         """Whole batches from the one holding ``offset``, at most ``max_bytes`` of them, except
         that with ``min_one_batch`` a first batch bigger than ``max_bytes`` is returned whole
         (KIP-74). Batches reaching ``upper_bound`` (high watermark / last stable offset) or
-        beyond are left out. ``OffsetOutOfRange`` below the log start or above the log end."""
+        beyond are left out. ``OffsetOutOfRange`` below the log start or above the log end.
+
+        With ``zero_copy`` a stretch of at least ``ZERO_COPY_MIN_BYTES`` stays in its segment
+        file (a ``FileRecords`` for ``os.sendfile``) instead of being read into memory, while
+        fewer than ``MAX_OPEN_REGIONS`` such stretches are waiting to be sent."""
         leo = self.log_end_offset
         if offset < self._log_start_offset or offset > leo:
             raise OffsetOutOfRange(offset, self._log_start_offset, leo)
         bound = leo if upper_bound is None else min(upper_bound, leo)
-        chunks: list[bytes] = []
+        chunks: list = []
         total = 0
-        first = -1
+        first = next_offset = -1
         done = offset >= bound
         index = self._segment_index_for(offset)
         while not done and index < len(self._segments):
             seg = self._segments[index]
-            found = seg.find(offset) if index == self._segment_index_for(offset) else None
-            start = found[0] if found is not None else (0 if first >= 0 or
-                                                        seg.base_offset >= offset else None)
+            found = (seg.find_position(offset) if index == self._segment_index_for(offset)
+                     else None)
+            start = found if found is not None else (0 if first >= 0 or
+                                                     seg.base_offset >= offset else None)
             if start is None:
                 index += 1
                 continue
             end = start
-            for pos, header in seg.walk(start):
-                if header.last_offset < offset:
-                    end = pos + header.size
+            for pos, base_offset, last_offset, size in seg.spans(start):
+                if last_offset < offset:
+                    end = pos + size
                     start = end
                     continue
-                if header.last_offset >= bound:
+                if last_offset >= bound:
                     done = True
                     break
-                if total + header.size > max_bytes:
+                if total + size > max_bytes:
                     if total == 0 and min_one_batch:
-                        end = pos + header.size
-                        total += header.size
-                        first = header.base_offset if first < 0 else first
+                        end = pos + size
+                        total += size
+                        first = base_offset if first < 0 else first
+                        next_offset = last_offset + 1
                     done = True
                     break
                 if first < 0:
-                    first = header.base_offset
-                end = pos + header.size
-                total += header.size
+                    first = base_offset
+                end = pos + size
+                total += size
+                next_offset = last_offset + 1
             if end > start:
-                chunks.append(seg.read(start, end - start))
+                if zero_copy and end - start >= ZERO_COPY_MIN_BYTES and FileRegion.available():
+                    chunks.append(FileRegion(seg.fd, start, end - start))
+                else:
+                    chunks.append(seg.read(start, end - start))
             index += 1
-        data = b"".join(chunks)
-        return ReadResult(data, first, self._log_start_offset, leo, self._high_watermark)
+        if any(not isinstance(chunk, bytes) for chunk in chunks):
+            data: bytes | FileRecords = FileRecords(chunks)
+        else:
+            data = b"".join(chunks)
+        return ReadResult(data, first, self._log_start_offset, leo, self._high_watermark,
+                          next_offset)
 
     def _first_record_at_or_after(self, seg: LogSegment, position: int, header: BatchHeader,
                                   predicate) -> tuple[int, int] | None:

@@ -75,7 +75,7 @@ import struct
 from collections import deque
 from typing import Iterable, NamedTuple
 
-import crc32c
+from crc32c._crc32c import crc32c as crc32c_checksum  # not via crc32c/__init__ (cli.py)
 
 from protocol.errors import ErrorCode
 from storage.checkpoint import atomic_write, fsync_dir
@@ -258,7 +258,7 @@ def encode_snapshot(entries: Iterable[ProducerStateEntry]) -> bytes:
         for batch in batches:
             body += _BATCH.pack(batch.last_seq, batch.last_offset, batch.offset_delta,
                                 batch.timestamp)
-    return _PREFIX.pack(SNAPSHOT_VERSION, crc32c.crc32c(body)) + bytes(body)
+    return _PREFIX.pack(SNAPSHOT_VERSION, crc32c_checksum(body)) + bytes(body)
 
 
 def decode_snapshot(data: bytes) -> list[ProducerStateEntry]:
@@ -269,7 +269,7 @@ def decode_snapshot(data: bytes) -> list[ProducerStateEntry]:
     version, crc = _PREFIX.unpack_from(view, 0)
     if version not in (SNAPSHOT_VERSION, KAFKA_SNAPSHOT_VERSION):
         raise CorruptSnapshot(f"unknown snapshot version {version}")
-    computed = crc32c.crc32c(view[_PREFIX.size:])
+    computed = crc32c_checksum(view[_PREFIX.size:])
     if computed != crc:
         raise CorruptSnapshot(f"snapshot CRC mismatch: stored {crc}, computed {computed}")
     pos = _PREFIX.size

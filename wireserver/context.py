@@ -22,6 +22,9 @@ class RequestContext:
     listener_name: str
     #: the connection's ``wireserver.security.ConnectionSecurity`` (principal, host, SASL)
     security: Any = None
+    #: whether the connection can send records straight from segment files (plain TCP):
+    #: then Fetch leaves large reads in the files (``storage.file_records``)
+    zero_copy: bool = False
 
     @property
     def version(self) -> int:

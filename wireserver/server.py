@@ -24,6 +24,7 @@ from protocol.messages import Request, decode_request, encode_response_chunks
 from wireserver.apis import HANDLERS
 from wireserver.context import RequestContext
 from wireserver.security import connection as security_hooks
+from wireserver.zero_copy import ResponseWriter, close_chunks, supports_sendfile
 
 if TYPE_CHECKING:
     from wireserver.broker import Broker
@@ -57,12 +58,18 @@ class KafkaConnection(protocol.Protocol):
         self.closed = False
         self.peer = "?"
         self.security = None
+        self.writer: ResponseWriter | None = None
 
     # -- connection lifecycle -------------------------------------------------------------
 
     def connectionMade(self) -> None:
         peer = self.transport.getPeer()
         self.peer = f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}"
+        self.writer = ResponseWriter(self.transport, supports_sendfile(self.transport))
+        if self.writer.zero_copy:
+            # As Kafka does (SocketServer: setTcpNoDelay): a response's short tail, sent after
+            # its records went out by sendfile, must not wait on Nagle for the client's ACK.
+            self.transport.setTcpNoDelay(True)
         if self.broker.security is not None:
             self.security = self.broker.security.new_connection(self.listener_name,
                                                                 getattr(peer, "host", "*"))
@@ -71,6 +78,8 @@ class KafkaConnection(protocol.Protocol):
     def connectionLost(self, reason: Failure = protocol.connectionDone) -> None:
         self.closed = True
         self.broker.connections.discard(self)
+        for slot in self.pending:
+            close_chunks(slot.data or [])
         self.pending.clear()
 
     def close(self, why: str) -> None:
@@ -115,7 +124,8 @@ class KafkaConnection(protocol.Protocol):
         slot = _Slot(request)
         self.pending.append(slot)
         ctx = RequestContext(request=request, broker=self.broker, peer=self.peer,
-                             listener_name=self.listener_name, security=self.security)
+                             listener_name=self.listener_name, security=self.security,
+                             zero_copy=self.writer.zero_copy)
         handler = HANDLERS[request.header.api_key]
         result = defer.maybeDeferred(handler, ctx)
         result.addCallbacks(self._completed, self._failed, callbackArgs=(slot,),
@@ -156,7 +166,7 @@ class KafkaConnection(protocol.Protocol):
             if slot.data is not None:
                 out.extend(slot.data)
         if out:
-            self.transport.writeSequence(out)
+            self.writer.write(out)
         if self.paused and len(self.pending) < self.max_in_flight:
             self.paused = False
             self.transport.resumeProducing()

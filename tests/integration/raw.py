@@ -74,12 +74,13 @@ def produce(topic: str, partitions: dict[int, bytes], acks: int = 1,
 
 
 def fetch(topic: str, partition: int, offset: int, max_wait_ms: int = 0,
-          min_bytes: int = 1) -> FetchRequest:
+          min_bytes: int = 1, partition_max_bytes: int = 1 << 20) -> FetchRequest:
     partition_data = FetchRequest.FetchTopic.FetchPartition(
         partition=partition, current_leader_epoch=-1, fetch_offset=offset, last_fetched_epoch=-1,
-        log_start_offset=-1, partition_max_bytes=1 << 20)
+        log_start_offset=-1, partition_max_bytes=partition_max_bytes)
     return FetchRequest(version=FETCH_VERSION, cluster_id=None, replica_id=-1,
-                        max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=1 << 24,
+                        max_wait_ms=max_wait_ms, min_bytes=min_bytes,
+                        max_bytes=max(1 << 24, partition_max_bytes),
                         isolation_level=0, session_id=0, session_epoch=-1,
                         topics=[FetchRequest.FetchTopic(topic=topic, partitions=[partition_data])],
                         forgotten_topics_data=[], rack_id="")

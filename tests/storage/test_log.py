@@ -322,3 +322,69 @@ def test_flush_due(tmp_path):
     log2.append(make_batch(1), 0)
     assert not log2.flush_due(999)
     assert log2.flush_due(1000)
+
+
+def test_zero_copy_read_leaves_large_stretches_in_the_files(tmp_path):
+    """A zero-copy read names the same bytes as an ordinary one, across segments; small reads
+    stay bytes; the regions still read after the log is deleted (each has its own fd)."""
+    from storage.file_records import FileRecords
+    from storage.log import ZERO_COPY_MIN_BYTES
+    log = open_log(tmp_path / "t-0", config(segment_bytes=300_000))
+    fill(log, 40, per_batch=4, value_size=5_000)  # ~20 KB a batch: three segments
+    assert len(log.segments) == 3
+    expected = log.read(0, 1 << 30)
+    zero_copy = log.read(0, 1 << 30, zero_copy=True)
+    assert isinstance(zero_copy.data, FileRecords)
+    assert len(zero_copy.data.parts) == 3 and len(zero_copy.data) == len(expected.data)
+    assert zero_copy[1:] == expected[1:]
+    assert expected.next_offset == log.log_end_offset == 160
+    small = log.read(4, ZERO_COPY_MIN_BYTES // 2, zero_copy=True)
+    assert isinstance(small.data, bytes)
+    assert small.data == log.read(4, ZERO_COPY_MIN_BYTES // 2).data
+    log.delete()
+    assert not os.path.exists(tmp_path / "t-0")
+    assert bytes(zero_copy.data) == expected.data
+    zero_copy.data.close()
+    assert all(part.fd == -1 for part in zero_copy.data.parts)
+
+
+def test_reads_at_every_offset_across_header_blocks(tmp_path):
+    """Batch headers are read a block at a time (``WALK_BLOCK``): reads from every offset of a
+    segment many blocks long, with sparse index entries, start at the right batch and agree
+    with the full-header walk."""
+    from storage.segment import WALK_BLOCK
+    log = open_log(tmp_path / "t-0", config(index_interval_bytes=3 * WALK_BLOCK))
+    fill(log, 300, per_batch=2, value_size=30)
+    (segment,) = log.segments
+    assert segment.size > 8 * WALK_BLOCK
+    assert [(pos, h.base_offset, h.last_offset, h.size) for pos, h in segment.walk()] == \
+        list(segment.spans())
+    for offset in range(0, log.log_end_offset, 7):
+        res = log.read(offset, 700)
+        got = batches(res.data)
+        assert got[0].base_offset <= offset <= got[0].last_offset
+        assert res.next_offset == got[-1].last_offset + 1
+        assert record_offsets(res.data) == list(range(got[0].base_offset, res.next_offset))
+    log.close()
+
+
+def test_zero_copy_reads_fall_back_to_memory_past_the_descriptor_cap(tmp_path, monkeypatch):
+    """Unsent regions hold descriptors; past ``MAX_OPEN_REGIONS`` a read comes back in memory
+    (same bytes), and closing the regions gives the descriptors back."""
+    from storage import file_records
+    from storage.file_records import FileRecords, FileRegion
+    log = open_log(tmp_path / "t-0", config(segment_bytes=300_000))
+    fill(log, 40, per_batch=4, value_size=5_000)  # three segments
+    baseline = FileRegion.open_count
+    monkeypatch.setattr(file_records, "MAX_OPEN_REGIONS", baseline + 1)
+    first = log.read(0, 1 << 30, zero_copy=True)
+    assert isinstance(first.data, FileRecords)
+    assert [isinstance(part, bytes) for part in first.data.parts] == [False, True, True]
+    assert FileRegion.open_count == baseline + 1
+    second = log.read(0, 1 << 30, zero_copy=True)
+    assert isinstance(second.data, bytes)
+    assert bytes(first.data) == second.data == log.read(0, 1 << 30).data
+    first.data.close()
+    assert FileRegion.open_count == baseline
+    assert isinstance(log.read(0, 1 << 30, zero_copy=True).data, FileRecords)
+    log.close()

@@ -35,7 +35,6 @@ import uuid
 from twisted.internet import defer
 
 from protocol.errors import ErrorCode
-from storage.batches import iter_headers
 from storage.errors import OffsetOutOfRange
 from wireserver.apis import handles
 from wireserver.apis.metadata import leader_hints
@@ -193,7 +192,7 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
         try:
             bound = None if follower else (lso if read_committed else hw)
             read = log.read(cached.fetch_offset, limit, upper_bound=bound,
-                            min_one_batch=min_one)
+                            min_one_batch=min_one, zero_copy=ctx.zero_copy)
         except OffsetOutOfRange:
             results.append(PartitionResult(cached, ErrorCode.OFFSET_OUT_OF_RANGE))
             continue
@@ -202,18 +201,10 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
             remaining = max(0, remaining - len(read.data))
         aborted = None
         if read_committed and read.data:
-            aborted = log.collect_aborted(cached.fetch_offset, _end_offset(read.data))
+            aborted = log.collect_aborted(cached.fetch_offset, read.next_offset)
         results.append(PartitionResult(cached, ErrorCode.NONE, read.data, hw, lso, log_start,
                                        aborted))
     return results
-
-
-def _end_offset(data) -> int:
-    """The offset after the last batch of ``data`` (whole batches)."""
-    end = -1
-    for _, header in iter_headers(data):
-        end = header.next_offset
-    return end
 
 
 def ready(ctx, results: list[PartitionResult]) -> bool:
