@@ -39,10 +39,28 @@ def zookeeper():
     server.close()
 
 
+#: Clusters not yet closed, whose broker logs a failing test's report shows.
+_OPEN_CLUSTERS: set["Cluster"] = set()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed cluster test carries the tail of every broker's log: a timeout alone rarely
+    says which broker did what (the logs go when the cluster closes)."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        for cluster in list(_OPEN_CLUSTERS):
+            for broker_id, broker in cluster.brokers.items():
+                report.sections.append((f"broker {broker_id} log (last 60 lines)",
+                                        "\n".join(broker.log_text().splitlines()[-60:])))
+
+
 class Cluster:
     def __init__(self, zookeeper: ZooKeeperServer, count: int, chroot: str,
                  overrides: dict | None = None, **broker_options):
         """``broker_options`` go to every ``EmbeddedBroker`` (``sasl=``, ``users=``)."""
+        _OPEN_CLUSTERS.add(self)
         self.zk_connect = zookeeper.connect + chroot
         self.brokers: dict[int, EmbeddedBroker] = {}
         for broker_id in range(1, count + 1):
@@ -82,6 +100,7 @@ class Cluster:
         return ",".join(b.bootstrap_servers for b in self.brokers.values() if b.running)
 
     def close(self) -> None:
+        _OPEN_CLUSTERS.discard(self)
         for broker in self.brokers.values():
             broker.close()
 
