@@ -41,10 +41,10 @@ def confluent_roundtrip(bootstrap, extra, topic):
     raise AssertionError("no message consumed")
 
 
-def kafka_python_roundtrip(bootstrap, mechanism, user, password, topic):
+def kafka_python_roundtrip(bootstrap, mechanism, topic, **credentials):
     from kafka import KafkaConsumer, KafkaProducer
     opts = dict(bootstrap_servers=bootstrap, security_protocol="SASL_PLAINTEXT",
-                sasl_mechanism=mechanism, sasl_plain_username=user, sasl_plain_password=password)
+                sasl_mechanism=mechanism, **credentials)
     producer = KafkaProducer(**opts)
     producer.send(topic, b"kp").get(timeout=15)
     producer.close()
@@ -62,17 +62,28 @@ def test_mechanism_with_confluent_and_kafka_python(mechanism):
         extra = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
                  "sasl.username": "alice", "sasl.password": "alice-secret"}
         assert confluent_roundtrip(broker.bootstrap_servers, extra, "t") == b"v1"
-        assert b"kp" in kafka_python_roundtrip(broker.bootstrap_servers, mechanism, "bob",
-                                               "bob-secret", "t")
+        assert b"kp" in kafka_python_roundtrip(broker.bootstrap_servers, mechanism, "t",
+                                               sasl_plain_username="bob",
+                                               sasl_plain_password="bob-secret")
 
 
-def test_oauthbearer_unsecured_token_with_confluent():
+def test_oauthbearer_unsecured_token_with_confluent_and_kafka_python():
+    from kafka.net.sasl.oauth import AbstractTokenProvider
+
+    class UnsecuredToken(AbstractTokenProvider):
+        """kafka-python asks the application for the token; an unsecured JWT for bob."""
+        def token(self):
+            now = time.time()
+            return unsecured_jwt({"sub": "bob", "iat": now, "exp": now + 3600})
+
     with EmbeddedBroker(sasl="OAUTHBEARER") as broker:
         # The chores cannot authenticate with OAUTHBEARER; auto-creation makes the topic.
         extra = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
                  "enable.sasl.oauthbearer.unsecure.jwt": True,
                  "sasl.oauthbearer.config": "principal=alice"}
         assert confluent_roundtrip(broker.bootstrap_servers, extra, "oauth") == b"v1"
+        assert b"kp" in kafka_python_roundtrip(broker.bootstrap_servers, "OAUTHBEARER", "oauth",
+                                               sasl_oauth_token_provider=UnsecuredToken())
 
 
 def unsecured_jwt(claims):
