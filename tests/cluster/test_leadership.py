@@ -61,7 +61,11 @@ def test_unclean_leader_election(cluster):
     admin.create_topics([NewTopic(topic, 1, 2, config={
         "unclean.leader.election.enable": "true"})])[topic].result(30)
     any_broker = next(iter(cluster.brokers.values())).bootstrap_servers
-    leader, _, replicas, _ = metadata(any_broker, topic)[2][0]
+    # CreateTopics answers once the receiving broker sees a leader; another broker's view may
+    # lag behind it (leader -1) on a loaded machine.
+    leader, _, replicas, _ = wait_for(
+        lambda: (p := metadata(any_broker, topic)[2].get(0)) and p[0] in p[2]
+        and sorted(p[3]) == sorted(p[2]) and p, 30, what="a leader and a full ISR")
     follower = next(r for r in replicas if r != leader)
     observer = next(b for i, b in cluster.brokers.items() if i not in replicas)
     # The follower dies first and leaves the ISR; then the leader dies: offline.
