@@ -63,7 +63,7 @@ from typing import Any, Callable, Iterable, Mapping
 log = logging.getLogger(__name__)
 
 __all__ = ["EmbeddedBroker", "ExternalBroker", "KafkaContainer", "KafkaWire", "BrokerStartError",
-           "KafkaWireError", "TEST_DEFAULTS"]
+           "KafkaWireError", "TEST_DEFAULTS", "wait_for"]
 
 TEST_DEFAULTS: dict[str, str] = {
     "listeners": "PLAINTEXT://127.0.0.1:0",
@@ -114,6 +114,20 @@ def _host_port(bootstrap: str) -> tuple[str, int]:
     first = bootstrap.split(",")[0].strip()
     host, _, port = first.rpartition(":")
     return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, interval: float = 0.1,
+             what: str = "condition") -> Any:
+    """Poll ``predicate`` until it returns something true (returned), or fail after
+    ``timeout`` seconds with an AssertionError naming ``what``: how tests wait for a broker
+    to get somewhere, never with a fixed sleep."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 # ------------------------------------------------------------------------------------------

@@ -12,17 +12,7 @@ import confluent_kafka
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-from wireserver.testing import EmbeddedBroker
-
-
-def wait_for(condition, timeout=20.0, interval=0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout} s")
+from wireserver.testing import EmbeddedBroker, wait_for
 
 
 def produce(bootstrap, topic, values, partition=0):

@@ -25,8 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from wireserver.cluster.local import LocalCluster
     from wireserver.cluster.zookeeper import ZooKeeperError, ZooKeeperServer
-    from wireserver.testing import EmbeddedBroker
 
     if args.brokers < 1:
         print("wireserver cluster: --brokers must be at least 1", file=sys.stderr)
@@ -41,24 +41,18 @@ def run(args: argparse.Namespace) -> int:
             return 1
         connect = zookeeper.connect + "/wireserver"
     print(f"zookeeper {connect}", flush=True)
-    extra = dict(item.split("=", 1) for item in args.override)
-    rf = str(min(3, args.brokers))
-    brokers = []
+    overrides = {"default.replication.factor": str(min(3, args.brokers)),
+                 "min.insync.replicas": "1" if args.brokers < 3 else "2"}
+    overrides.update(item.split("=", 1) for item in args.override)
+    cluster = LocalCluster(connect, args.brokers, overrides, log_level=args.log_level)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     try:
-        for broker_id in range(1, args.brokers + 1):
-            overrides = {"broker.id": str(broker_id), "zookeeper.connect": connect,
-                         "default.replication.factor": rf,
-                         "min.insync.replicas": "1" if args.brokers < 3 else "2"}
-            overrides.update(extra)
-            broker = EmbeddedBroker("subprocess", overrides=overrides,
-                                    log_level=args.log_level).start()
-            brokers.append(broker)
+        for broker_id, broker in cluster.brokers.items():
+            broker.start()
             print(f"broker {broker_id} {broker.bootstrap_servers} log {broker.log_path}",
                   flush=True)
-        print("bootstrap.servers=" + ",".join(b.bootstrap_servers for b in brokers),
-              flush=True)
+        print("bootstrap.servers=" + cluster.bootstrap, flush=True)
         try:
             while not done.wait(0.5):
                 pass
@@ -66,8 +60,7 @@ def run(args: argparse.Namespace) -> int:
             pass
         return 0
     finally:
-        for broker in brokers:
-            broker.close()
+        cluster.close()
         if zookeeper is not None:
             zookeeper.close()
 

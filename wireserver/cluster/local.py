@@ -1,0 +1,79 @@
+"""Broker processes of one ZooKeeper-coordinated cluster on 127.0.0.1: what the cluster
+tests, the cluster compatibility suite, the replication benchmark and ``wireserver cluster``
+all start, written once.
+
+    with ZooKeeperServer() as zk:
+        cluster = LocalCluster(zk.connect + "/demo", 3, FAST_FAILOVER).start()
+        cluster.bootstrap            # "127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3" (running ones)
+        cluster.brokers[2].kill()    # an EmbeddedBroker in subprocess mode
+        cluster.close()
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from wireserver.testing import EmbeddedBroker
+
+#: Failure detection in seconds rather than Kafka's production defaults (18 s ZooKeeper
+#: session, 30 s replica lag), so that tests and benchmarks see a dead broker quickly.
+FAST_FAILOVER = {
+    "zookeeper.session.timeout.ms": "4000",
+    "replica.lag.time.max.ms": "3000",
+    "replica.fetch.wait.max.ms": "200",
+    "replica.fetch.backoff.ms": "200",
+    # Closing a cluster stops its brokers one by one; the last one's controlled shutdown finds
+    # no other replica to hand its partitions to and retries: keep those pauses short.
+    "controlled.shutdown.retry.backoff.ms": "300",
+}
+
+
+class LocalCluster:
+    """``count`` brokers with ids 1..count, each an :class:`EmbeddedBroker` subprocess with
+    its own data dir, all on the ZooKeeper at ``zookeeper_connect`` (a chroot is allowed)."""
+
+    def __init__(self, zookeeper_connect: str, count: int,
+                 overrides: Mapping[str, object] | None = None, log_level: str = "INFO"):
+        self.zk_connect = zookeeper_connect
+        self.brokers: dict[int, EmbeddedBroker] = {}
+        for broker_id in range(1, count + 1):
+            settings = dict(overrides or {})
+            settings.update({"broker.id": str(broker_id), "zookeeper.connect": zookeeper_connect})
+            self.brokers[broker_id] = EmbeddedBroker("subprocess", overrides=settings,
+                                                     log_level=log_level)
+
+    def start(self) -> "LocalCluster":
+        """Start every broker, one after the other (each returns once it listens)."""
+        for broker in self.brokers.values():
+            broker.start()
+        return self
+
+    @property
+    def bootstrap(self) -> str:
+        """The addresses of the brokers that are running now."""
+        return ",".join(b.bootstrap_servers for b in self.brokers.values() if b.running)
+
+    def close(self) -> None:
+        for broker in self.brokers.values():
+            broker.close()
+
+
+def cluster_metadata(bootstrap_server: str, topic: str | None = None):
+    """One Metadata v12 request to one broker (any Kafka-compatible one):
+    ``(controller id, sorted broker ids, {partition: (leader, leader epoch, replicas, isr)})``
+    (no partitions without a ``topic``)."""
+    from kafka.protocol.metadata.metadata import MetadataRequest
+
+    from wireserver.testing import KafkaWire
+    with KafkaWire(bootstrap_server) as wire:
+        response = wire.request(MetadataRequest(
+            version=12, topics=[MetadataRequest.MetadataRequestTopic(name=topic, topic_id=None)]
+            if topic else [],
+            allow_auto_topic_creation=False, include_topic_authorized_operations=False))
+    partitions = {}
+    for entry in response.topics:
+        for p in entry.partitions:
+            partitions[p.partition_index] = (p.leader_id, p.leader_epoch, list(p.replica_nodes),
+                                             list(p.isr_nodes))
+    return response.controller_id, sorted(b.node_id for b in response.brokers), partitions
+
