@@ -316,6 +316,38 @@ def describe_cluster(client: str, bootstrap: str) -> dict[str, Any]:
     raise Unsupported(client)
 
 
+def describe_topic(client: str, bootstrap: str, name: str) -> dict[int, dict[str, Any]]:
+    """{partition: {"leader": id, "replicas": [ids], "isr": [ids]}} as the client shows the
+    topic (the Java tool is ``kafka-topics --describe``)."""
+    if client == "kafka-python":
+        admin = _kp_admin(bootstrap)
+        try:
+            [found] = admin.describe_topics([name])
+        except Exception as exc:
+            raise ClientError(_kp_error(exc), str(exc)) from exc
+        finally:
+            admin.close()
+        return {p["partition_index"]: {"leader": p["leader_id"], "replicas": p["replica_nodes"],
+                                       "isr": p["isr_nodes"]} for p in found["partitions"]}
+    if client == "confluent-kafka":
+        found = _cf_admin(bootstrap).list_topics(name, timeout=20).topics[name]
+        if found.error is not None:
+            raise ClientError(found.error.name(), found.error.str())
+        return {p.id: {"leader": p.leader, "replicas": list(p.replicas), "isr": list(p.isrs)}
+                for p in found.partitions.values()}
+    if client == "java":
+        proc, error = _tool("kafka-topics", ["--describe", "--topic", name], bootstrap)
+        if error or proc.returncode:
+            raise ClientError(error or f"exit {proc.returncode}", proc.stderr[-600:])
+        out = {}
+        for m in re.finditer(r"Partition: (\d+)\s+Leader: (-?\d+)\s+Replicas: ([\d,]*)\s+"
+                             r"Isr: ([\d,]*)", proc.stdout):
+            ids = [[int(i) for i in group.split(",") if i] for group in m.group(3, 4)]
+            out[int(m.group(1))] = {"leader": int(m.group(2)), "replicas": ids[0], "isr": ids[1]}
+        return out
+    raise Unsupported(client)
+
+
 def describe_log_dirs(client: str, bootstrap: str, topic: str) -> dict[str, Any]:
     """Partitions of ``topic`` listed in DescribeLogDirs, and whether they report a size."""
     if client == "kafka-python":

@@ -127,6 +127,19 @@ def compare(name: str, client_name: str, kafka: dict, wire: dict,
             f"wireserver status: {wire['status']}\n{wire.get('traceback', '')}")
 
 
+def record_and_compare(compat_record, scenario: Scenario, client_name: str, kafka: dict,
+                       wire: dict, difference: str | None) -> None:
+    """File the report row for this scenario and client, then :func:`compare`."""
+    compat_record(scenario=scenario.name, client=client_name, kafka=kafka["status"],
+                  wireserver=wire["status"],
+                  same=kafka["observation"] == wire["observation"]
+                  and kafka["status"] == wire["status"],
+                  known_difference=difference, pending=scenario.pending_reason(client_name),
+                  kafka_observation=kafka["observation"],
+                  wireserver_observation=wire["observation"])
+    compare(scenario.name, client_name, kafka, wire, difference)
+
+
 # ------------------------------------------------------------------------------ helpers
 
 BASE_TS = neutral.BASE_TS

@@ -17,8 +17,8 @@ import pytest
 
 from compat_tests.clients import CLIENTS
 from compat_tests import scenarios_groups, scenarios_txn  # noqa: F401 - they register scenarios
-from compat_tests.scenarios import (SCENARIOS, WireserverDiffers, compare, known_difference,
-                                    run_both)
+from compat_tests.scenarios import (SCENARIOS, WireserverDiffers, known_difference,
+                                    record_and_compare, run_both)
 from compat_tests.targets import KAFKA, WIRESERVER
 
 pytestmark = pytest.mark.integration
@@ -43,12 +43,5 @@ def test_scenario(name, client_name, compat_targets, compat_record):
         pytest.fail(f"the reference cannot run this scenario: {kafka_target.problem}")
 
     kafka, wire = run_both(scenario, client, kafka_target.bootstrap, wire_target.bootstrap)
-    same = kafka["observation"] == wire["observation"] and kafka["status"] == wire["status"]
-    difference = known_difference(name, client_name)
-    compat_record(scenario=name, client=client_name, kafka=kafka["status"],
-                  wireserver=wire["status"], same=same, known_difference=difference,
-                  pending=scenario.pending_reason(client_name),
-                  kafka_observation=kafka["observation"],
-                  wireserver_observation=wire["observation"])
-
-    compare(name, client_name, kafka, wire, difference)
+    record_and_compare(compat_record, scenario, client_name, kafka, wire,
+                       known_difference(name, client_name))

@@ -13,7 +13,7 @@ import contextlib
 import pytest
 
 from compat_tests.reference import ReferenceUnavailable, must_not_skip, reference_kafka
-from compat_tests.scenarios import compare, known_difference, run_both
+from compat_tests.scenarios import known_difference, record_and_compare, run_both
 from compat_tests.scenarios_security import (BROKER_SETTINGS, SASL_LISTENER,
                                              SECURITY_DIFFERENCES, SECURITY_SCENARIOS,
                                              SecureTarget, add_scram_users,
@@ -65,12 +65,5 @@ def test_security_scenario(name, client, secure_targets, compat_record):
     scenario = SECURITY_SCENARIOS[name]
     kafka_target, wire_target = secure_targets
     kafka, wire = run_both(scenario, client, kafka_target, wire_target)
-    difference = known_difference(name, client, SECURITY_DIFFERENCES)
-    compat_record(scenario=name, client=client, kafka=kafka["status"],
-                  wireserver=wire["status"],
-                  same=kafka["observation"] == wire["observation"]
-                  and kafka["status"] == wire["status"],
-                  known_difference=difference, pending=None,
-                  kafka_observation=kafka["observation"],
-                  wireserver_observation=wire["observation"])
-    compare(name, client, kafka, wire, difference)
+    record_and_compare(compat_record, scenario, client, kafka, wire,
+                       known_difference(name, client, SECURITY_DIFFERENCES))
