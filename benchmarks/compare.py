@@ -761,7 +761,33 @@ def write_results(path: Path, argv: list[str], started: datetime.datetime, elaps
     ]
     if errors:
         text += ["", "Failures:", "", *(f"- {e}" for e in errors)]
-    path.write_text("\n".join(text) + "\n")
+    kept = _sections(path.read_text()) if path.exists() else {}
+    path.write_text("\n".join(text) + "\n" + "".join(f"\n{title}\n{body}"
+                                                       for title, body in kept.items()))
+
+
+def _sections(text: str) -> dict[str, str]:
+    """The ``## `` sections of a results file (other benchmarks write them; this one writes
+    none), by heading line, in order."""
+    sections: dict[str, str] = {}
+    title = None
+    for line in text.splitlines(keepends=True):
+        if line.startswith("## "):
+            title = line.rstrip("\n")
+            sections[title] = ""
+        elif title is not None:
+            sections[title] += line
+    return sections
+
+
+def write_section(path: Path, title: str, lines: list[str]) -> None:
+    """Put ``title`` (a ``## `` heading) and ``lines`` into the results file at ``path``, in
+    place of that section if it is there, else at the end; the rest is left as it was."""
+    text = path.read_text() if path.exists() else ""
+    head = text.split("\n## ", 1)[0].rstrip("\n") + "\n" if text else ""
+    sections = _sections(text)
+    sections[title] = "\n" + "\n".join(lines) + "\n"
+    path.write_text(head + "".join(f"\n{t}\n{body}" for t, body in sections.items()))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,7 +5,7 @@ and prints one JSON object on its last stdout line. Every sub-command works agai
 bootstrap address (Apache Kafka or wireserver) with the same client settings.
 
     python -m benchmarks.rdkafka_load produce  --bootstrap H:P --topic T --partitions 8 \\
-        --records 200000 --size 1024 --acks all --reps 3 --warmup 20000
+        --records 200000 --size 1024 --acks all --reps 3 --warmup 20000 [--replication-factor 3]
     python -m benchmarks.rdkafka_load consume  --bootstrap H:P --topic T --reps 3
     python -m benchmarks.rdkafka_load latency  --bootstrap H:P --topic T --rate 5000 --seconds 10
     python -m benchmarks.rdkafka_load e2e      --bootstrap H:P --topic T --rate 1000 --seconds 10
@@ -50,11 +50,13 @@ CONSUMER_BASE = {
 _STAMP = struct.Struct(">q")
 
 
-def ensure_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    """Create ``topic`` (replication factor 1); an existing topic is fine."""
+def ensure_topic(bootstrap: str, topic: str, partitions: int,
+                 replication_factor: int = 1) -> None:
+    """Create ``topic``; an existing topic is fine."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     futures = admin.create_topics([NewTopic(topic, num_partitions=partitions,
-                                            replication_factor=1)], operation_timeout=30)
+                                            replication_factor=replication_factor)],
+                                  operation_timeout=30)
     try:
         futures[topic].result(60)
     except confluent_kafka.KafkaException as exc:
@@ -102,7 +104,7 @@ def _produce_batch(producer: confluent_kafka.Producer, topic: str, count: int,
 
 
 def cmd_produce(args) -> dict:
-    ensure_topic(args.bootstrap, args.topic, args.partitions)
+    ensure_topic(args.bootstrap, args.topic, args.partitions, args.replication_factor)
     producer = _producer(args.bootstrap, args.acks)
     value = os.urandom(args.size)
     failures: list = []
@@ -325,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--records", type=int, required=True)
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--warmup", type=int, default=0, help="records sent before the timed reps")
+    p.add_argument("--replication-factor", type=int, default=1)
     c = sub.add_parser("consume", parents=[common])
     c.add_argument("--reps", type=int, default=3)
     c.add_argument("--warmup", action="store_true", help="one untimed read first")
