@@ -14,10 +14,9 @@ while a node is down is given the live ones, as an operator would.
 from __future__ import annotations
 
 import contextlib
-import time
 from typing import Iterator
 
-from wireserver.cluster.local import FAST_FAILOVER, LocalCluster, cluster_metadata
+from wireserver.cluster.local import FAST_FAILOVER, LocalCluster
 
 KAFKA = "kafka"
 WIRESERVER = "wireserver"
@@ -126,11 +125,7 @@ class WireserverTarget(ClusterTarget):
 
     def start(self, node: int) -> None:
         self.cluster.brokers[node].start()
-        deadline = time.monotonic() + REJOIN_TIMEOUT
-        while not all(node in cluster_metadata(self.address(n))[1] for n in self.live()):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"broker {node} not listed by every broker after restart")
-            time.sleep(0.1)
+        self.cluster.wait_ready(REJOIN_TIMEOUT)
 
 
 @contextlib.contextmanager

@@ -361,9 +361,12 @@ def leader_stopped(target: ClusterTarget, client: Client) -> dict:
 # ------------------------------------------------------------------------------ acks
 
 #: per client: no retries (and so no idempotence), so that the broker's error is what the
-#: producer reports rather than a delivery timeout after retrying it
-NO_RETRIES = {"confluent-kafka": {"retries": 0, "enable.idempotence": False},
-              "kafka-python": {"retries": 0, "enable_idempotence": False}}
+#: producer reports rather than a delivery timeout after retrying it; 30 s timeouts for a
+#: loaded machine
+NO_RETRIES = {"confluent-kafka": {"retries": 0, "enable.idempotence": False,
+                                  "message.timeout.ms": 30000},
+              "kafka-python": {"retries": 0, "enable_idempotence": False,
+                               "request_timeout_ms": 30000}}
 
 
 def _produce_one(client: Client, target: ClusterTarget, topic: str, acks: str) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from wireserver.testing import EmbeddedBroker
+from wireserver.testing import EmbeddedBroker, wait_for
 
 #: Failure detection in seconds rather than Kafka's production defaults (18 s ZooKeeper
 #: session, 30 s replica lag), so that tests and benchmarks see a dead broker quickly.
@@ -42,11 +42,20 @@ class LocalCluster:
             self.brokers[broker_id] = EmbeddedBroker("subprocess", overrides=settings,
                                                      log_level=log_level)
 
-    def start(self) -> "LocalCluster":
-        """Start every broker, one after the other (each returns once it listens)."""
+    def start(self, timeout: float = 60.0) -> "LocalCluster":
+        """Start every broker, one after the other, and return once all are ready."""
         for broker in self.brokers.values():
             broker.start()
+        self.wait_ready(timeout)
         return self
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        """Until every running broker's Metadata lists every running broker: a broker
+        listens before its ZooKeeper watches have shown it the others, and a CreateTopics
+        it answers meanwhile sees too few brokers for the replication factor."""
+        live = sorted(i for i, b in self.brokers.items() if b.running)
+        wait_for(lambda: all(cluster_metadata(self.brokers[i].bootstrap_servers)[1] == live
+                             for i in live), timeout, what=f"every broker to list {live}")
 
     @property
     def bootstrap(self) -> str:
