@@ -33,14 +33,16 @@ class LocalCluster:
     its own data dir, all on the ZooKeeper at ``zookeeper_connect`` (a chroot is allowed)."""
 
     def __init__(self, zookeeper_connect: str, count: int,
-                 overrides: Mapping[str, object] | None = None, log_level: str = "INFO"):
+                 overrides: Mapping[str, object] | None = None, log_level: str = "INFO",
+                 **broker_options):
+        """``broker_options`` go to every ``EmbeddedBroker`` (``sasl=``, ``users=``, ...)."""
         self.zk_connect = zookeeper_connect
         self.brokers: dict[int, EmbeddedBroker] = {}
         for broker_id in range(1, count + 1):
             settings = dict(overrides or {})
             settings.update({"broker.id": str(broker_id), "zookeeper.connect": zookeeper_connect})
             self.brokers[broker_id] = EmbeddedBroker("subprocess", overrides=settings,
-                                                     log_level=log_level)
+                                                     log_level=log_level, **broker_options)
 
     def start(self, timeout: float = 60.0) -> "LocalCluster":
         """Start every broker, one after the other, and return once all are ready."""
@@ -54,8 +56,12 @@ class LocalCluster:
         listens before its ZooKeeper watches have shown it the others, and a CreateTopics
         it answers meanwhile sees too few brokers for the replication factor."""
         live = sorted(i for i, b in self.brokers.items() if b.running)
-        wait_for(lambda: all(cluster_metadata(self.brokers[i].bootstrap_servers)[1] == live
-                             for i in live), timeout, what=f"every broker to list {live}")
+
+        def listed(broker: EmbeddedBroker) -> list[int]:
+            with broker.wire() as wire:  # authenticated when the brokers want it
+                return broker_metadata(wire)[1]
+        wait_for(lambda: all(listed(self.brokers[i]) == live for i in live), timeout,
+                 what=f"every broker to list {live}")
 
     @property
     def bootstrap(self) -> str:
@@ -71,18 +77,21 @@ def cluster_metadata(bootstrap_server: str, topic: str | None = None):
     """One Metadata v12 request to one broker (any Kafka-compatible one):
     ``(controller id, sorted broker ids, {partition: (leader, leader epoch, replicas, isr)})``
     (no partitions without a ``topic``)."""
-    from kafka.protocol.metadata.metadata import MetadataRequest
-
     from wireserver.testing import KafkaWire
     with KafkaWire(bootstrap_server) as wire:
-        response = wire.request(MetadataRequest(
-            version=12, topics=[MetadataRequest.MetadataRequestTopic(name=topic, topic_id=None)]
-            if topic else [],
-            allow_auto_topic_creation=False, include_topic_authorized_operations=False))
+        return broker_metadata(wire, topic)
+
+
+def broker_metadata(wire, topic: str | None = None):
+    """:func:`cluster_metadata` over a connection already open (``KafkaWire``)."""
+    from kafka.protocol.metadata.metadata import MetadataRequest
+    response = wire.request(MetadataRequest(
+        version=12, topics=[MetadataRequest.MetadataRequestTopic(name=topic, topic_id=None)]
+        if topic else [],
+        allow_auto_topic_creation=False, include_topic_authorized_operations=False))
     partitions = {}
     for entry in response.topics:
         for p in entry.partitions:
             partitions[p.partition_index] = (p.leader_id, p.leader_epoch, list(p.replica_nodes),
                                              list(p.isr_nodes))
     return response.controller_id, sorted(b.node_id for b in response.brokers), partitions
-
