@@ -14,8 +14,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from protocol.served import SERVED
-from wireserver.testing import KafkaWire
+from wireserver.cluster.local import cluster_metadata as metadata
 from tests.cluster.conftest import Cluster, wait_for
 
 pytestmark = pytest.mark.integration
@@ -26,23 +25,6 @@ def cluster(zookeeper):
     nodes = Cluster(zookeeper, 3, "/wireserver-replication").start()
     yield nodes
     nodes.close()
-
-
-def metadata(bootstrap_server: str, topic: str, **wire_options):
-    """(controller id, broker ids, {partition: (leader, leader epoch, replicas, isr)});
-    ``wire_options`` (``sasl=``, ``ssl_context=``) go to the ``KafkaWire``."""
-    request_class = SERVED.get(3).request_class
-    with KafkaWire(bootstrap_server, **wire_options) as wire:
-        request = request_class(version=12, topics=[request_class.MetadataRequestTopic(
-            name=topic, topic_id=None)], allow_auto_topic_creation=False,
-            include_topic_authorized_operations=False)
-        response = wire.request(request)
-    partitions = {}
-    for entry in response.topics:
-        for p in entry.partitions:
-            partitions[p.partition_index] = (p.leader_id, p.leader_epoch, list(p.replica_nodes),
-                                             list(p.isr_nodes))
-    return response.controller_id, sorted(b.node_id for b in response.brokers), partitions
 
 
 def create(cluster: Cluster, name: str, partitions: int = 1, rf: int = 3, **configs) -> None:
