@@ -10,13 +10,11 @@ from __future__ import annotations
 import gc
 import logging
 import os
-import signal
 import sys
 import uuid
 from typing import Any, Callable
 
 from twisted.internet import defer, task, threads
-from twisted.internet.interfaces import IReactorTCP, IReactorTime
 
 from protocol.served import SERVED
 from storage.manager import LogManager

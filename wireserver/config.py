@@ -42,7 +42,6 @@ from storage.configdef import (
     ConfigDef,
     ConfigValueError,
     at_least,
-    between,
     one_of,
 )
 from storage.log_config import TOPIC_CONFIGS

@@ -3,7 +3,6 @@ kafka-python's admin clients."""
 
 from __future__ import annotations
 
-from confluent_kafka import KafkaException
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
 from kafka import KafkaProducer
 from kafka.admin import NewTopic

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import concurrent.futures
 import json
-import socket
 import struct
 import time
 

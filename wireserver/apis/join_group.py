@@ -8,7 +8,6 @@ group (KIP-814). v0 has no rebalance timeout: the session timeout stands in, as 
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.security import checks
 from wireserver.groups import JoinRequest, JoinResult

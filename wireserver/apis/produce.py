@@ -35,7 +35,6 @@ we do not yet): the partition's producer state still fences older epochs.
 
 from __future__ import annotations
 
-import uuid
 
 from twisted.internet import defer
 
