@@ -405,22 +405,7 @@ class ConfluentClient(Client):
             consumer.close()
 
     def consume_group(self, bootstrap, topic, group, count, *, timeout=TIMEOUT):
-        from confluent_kafka import Consumer
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                             "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                             "client.id": "compat-confluent"})
-        values: list[str] = []
-        try:
-            consumer.subscribe([topic])
-            deadline = time.monotonic() + timeout
-            while len(values) < count and time.monotonic() < deadline:
-                message = consumer.poll(0.3)
-                if message is not None and message.error() is None:
-                    values.append(_s(message.value()))
-            consumer.commit(asynchronous=False)
-            return values
-        finally:
-            consumer.close()
+        return self.consume_group_with(bootstrap, topic, group, count, {}, timeout=timeout)
 
     def consume_group_with(self, bootstrap, topic, group, count, config, *, timeout=TIMEOUT):
         from confluent_kafka import Consumer

@@ -6,14 +6,13 @@ producer with the same transactional id."""
 from __future__ import annotations
 
 import time
-import uuid
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata
 
-from tests.txn.test_clients import broker_overrides, consume_all
+from tests.txn.test_clients import broker_overrides, consume_all, unique
 from wireserver.testing import EmbeddedBroker
 
 
@@ -21,10 +20,6 @@ from wireserver.testing import EmbeddedBroker
 def broker():
     with EmbeddedBroker(overrides=broker_overrides()) as instance:
         yield instance
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def kp_producer(bootstrap: str, transactional_id: str) -> KafkaProducer:
