@@ -28,8 +28,6 @@ import struct
 import zlib
 from enum import IntEnum
 
-import cramjam
-
 from protocol.errors import CorruptRecordBatch
 
 __all__ = [
@@ -82,6 +80,13 @@ def _codec(codec: int) -> Codec:
         raise CorruptRecordBatch(f"unknown compression codec {codec}") from None
 
 
+def _cramjam():
+    """The snappy/lz4/zstd library, imported on first use: its native module is about 1.5 MiB
+    of resident memory in a broker that may never see a batch compressed with them."""
+    import cramjam
+    return cramjam
+
+
 def compress(codec: int, data: bytes) -> bytes:
     """Compress ``data`` with ``codec`` in the framing the Java client writes."""
     codec = _codec(codec)
@@ -94,16 +99,16 @@ def compress(codec: int, data: bytes) -> bytes:
         view = memoryview(data)
         parts = [XERIAL_HEADER]
         for start in range(0, len(view), XERIAL_BLOCK_SIZE):
-            block = bytes(cramjam.snappy.compress_raw(view[start : start + XERIAL_BLOCK_SIZE]))
+            block = bytes(_cramjam().snappy.compress_raw(view[start : start + XERIAL_BLOCK_SIZE]))
             parts.append(_INT32.pack(len(block)))
             parts.append(block)
         return b"".join(parts)
     if codec is Codec.LZ4:
-        c = cramjam.lz4.Compressor(block_linked=False, content_checksum=False)
+        c = _cramjam().lz4.Compressor(block_linked=False, content_checksum=False)
         c.compress(bytes(data))
         return bytes(c.finish())
     # ZSTD
-    return bytes(cramjam.zstd.compress(bytes(data), level=3))
+    return bytes(_cramjam().zstd.compress(bytes(data), level=3))
 
 
 def decompress(codec: int, data, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
@@ -121,10 +126,10 @@ def decompress(codec: int, data, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) 
             return _unsnappy(data, max_size)
         if codec is Codec.LZ4:
             _check_bound(_lz4_bound(data), max_size + _LZ4_SLACK, "lz4")
-            out = bytes(cramjam.lz4.decompress(bytes(data)))
+            out = bytes(_cramjam().lz4.decompress(bytes(data)))
         else:
             _check_bound(_zstd_bound(data), max_size + _ZSTD_BLOCK_MAX, "zstd")
-            out = bytes(cramjam.zstd.decompress(bytes(data)))
+            out = bytes(_cramjam().zstd.decompress(bytes(data)))
     except CorruptRecordBatch:
         raise
     except Exception as e:  # cramjam.DecompressionError, zlib.error, struct.error, ...
@@ -176,13 +181,13 @@ def _unsnappy(data, max_size: int) -> bytes:
                 raise CorruptRecordBatch(f"bad xerial snappy block length {n}")
             block = bytes(view[pos : pos + n])
             pos += n
-            total += cramjam.snappy.decompress_raw_len(block)
+            total += _cramjam().snappy.decompress_raw_len(block)
             _check_bound(total, max_size, "snappy")
-            parts.append(bytes(cramjam.snappy.decompress_raw(block)))
+            parts.append(bytes(_cramjam().snappy.decompress_raw(block)))
         return b"".join(parts)
     raw = bytes(view)
-    _check_bound(cramjam.snappy.decompress_raw_len(raw), max_size, "snappy")
-    return bytes(cramjam.snappy.decompress_raw(raw))
+    _check_bound(_cramjam().snappy.decompress_raw_len(raw), max_size, "snappy")
+    return bytes(_cramjam().snappy.decompress_raw(raw))
 
 
 def _lz4_bound(data) -> int:

@@ -31,10 +31,8 @@ from __future__ import annotations
 import base64
 import binascii
 import enum
-import hmac
 import json
 import re
-import secrets
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -150,7 +148,7 @@ class PlainMechanism(Mechanism):
         if not password:
             raise SaslFailure("Authentication failed: password not specified")
         expected = self.users.get(username)
-        if expected is None or not hmac.compare_digest(expected.encode(), password.encode()):
+        if expected is None or not scram.same_bytes(expected.encode(), password.encode()):
             raise SaslFailure("Authentication failed: Invalid username or password")
         if authzid and authzid != username:
             raise SaslFailure("Authentication failed: Client requested an authorization id "
@@ -219,7 +217,7 @@ class ScramMechanism(Mechanism):
             raise SaslFailure("Authentication failed: Invalid user credentials")
         self.username = username
         self.gs2_header = message[:message.index(match["bare"])]
-        self.nonce = match["nonce"] + secrets.token_urlsafe(18)
+        self.nonce = match["nonce"] + scram.nonce()
         salt = base64.b64encode(self.credential.salt).decode()
         self.server_first = f"r={self.nonce},s={salt},i={self.credential.iterations}"
         self.client_first_bare = match["bare"]
@@ -248,7 +246,7 @@ class ScramMechanism(Mechanism):
         if len(proof) != len(signature):
             raise SaslFailure("Invalid client proof length")
         client_key = bytes(a ^ b for a, b in zip(proof, signature))
-        if not hmac.compare_digest(scram.digest(self.name, client_key), credential.stored_key):
+        if not scram.same_bytes(scram.digest(self.name, client_key), credential.stored_key):
             raise SaslFailure("Invalid client credentials")
         server_signature = scram.hmac_of(self.name, credential.server_key, auth_message)
         self.authorization_id = self.username
@@ -423,7 +421,7 @@ class ScramClient:
 
     def __init__(self, mechanism: str, username: str, password: str):
         self.mechanism, self.password = mechanism, password
-        self.nonce = secrets.token_urlsafe(18)
+        self.nonce = scram.nonce()
         name = username.replace("=", "=3D").replace(",", "=2C")
         self.client_first_bare = f"n={name},r={self.nonce}"
         self.server_key: bytes | None = None
@@ -440,7 +438,7 @@ class ScramClient:
         if "e" in fields:
             raise SaslFailure(f"SCRAM server error: {fields['e']}")
         expected = scram.hmac_of(self.mechanism, self.server_key, self.auth_message)
-        if not hmac.compare_digest(base64.b64decode(fields.get("v", "")), expected):
+        if not scram.same_bytes(base64.b64decode(fields.get("v", "")), expected):
             raise SaslFailure("Invalid server signature in SCRAM server final message")
         return None
 

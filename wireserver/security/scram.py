@@ -6,16 +6,17 @@ A credential is (salt, iterations, StoredKey, ServerKey): the password itself is
 mode they are the cluster's, kept in ZooKeeper (``wireserver.cluster.scram_credentials``).
 They are managed with AlterUserScramCredentials / DescribeUserScramCredentials, whose
 upsertions carry the salted password the client computed.
+
+``hashlib`` and ``hmac`` are imported where they are used: they load OpenSSL's
+libcrypto (about 3.5 MiB of resident memory), which a broker nobody logs in to with SCRAM
+never needs.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import json
 import os
-import secrets
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -32,14 +33,28 @@ def hash_name(mechanism: str) -> str:
 
 
 def salted_password(mechanism: str, password: str, salt: bytes, iterations: int) -> bytes:
+    import hashlib
     return hashlib.pbkdf2_hmac(hash_name(mechanism), password.encode("utf-8"), salt, iterations)
 
 
 def hmac_of(mechanism: str, key: bytes, data: bytes) -> bytes:
+    import hmac
     return hmac.new(key, data, hash_name(mechanism)).digest()
 
 
+def same_bytes(a: bytes, b: bytes) -> bool:
+    """Constant-time comparison (``hmac.compare_digest``) for secrets and proofs."""
+    import hmac
+    return hmac.compare_digest(a, b)
+
+
+def nonce() -> str:
+    """A fresh random nonce for a SCRAM exchange: 18 random bytes, URL-safe base64."""
+    return base64.urlsafe_b64encode(os.urandom(18)).rstrip(b"=").decode("ascii")
+
+
 def digest(mechanism: str, data: bytes) -> bytes:
+    import hashlib
     return hashlib.new(hash_name(mechanism), data).digest()
 
 
@@ -60,7 +75,8 @@ class ScramCredential:
     @classmethod
     def from_password(cls, mechanism: str, password: str, iterations: int = MIN_ITERATIONS,
                       salt: bytes | None = None) -> "ScramCredential":
-        salt = salt if salt is not None else secrets.token_bytes(24)
+        if salt is None:
+            salt = os.urandom(24)
         return cls.from_salted_password(
             mechanism, salted_password(mechanism, password, salt, iterations), salt, iterations)
 
