@@ -7,10 +7,13 @@ second handler for the same API cannot slip in unnoticed.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
-from typing import Iterator
+from functools import cached_property
+from typing import TYPE_CHECKING, Iterator
 
-from kafka.protocol.api_message import ApiMessage
+if TYPE_CHECKING:
+    from kafka.protocol.api_message import ApiMessage
 
 
 class DuplicateApi(ValueError):
@@ -24,15 +27,36 @@ class ApiSpec:
     ``min_version``/``max_version`` are the versions we decode and answer. ``advertised_min``
     is what ApiVersions reports as the minimum; it is lower than ``min_version`` only where
     Kafka itself advertises versions it no longer accepts (Produce v0-2, KAFKA-18659).
+
+    The message classes (``<name>Request``/``<name>Response`` in ``module``) are imported the
+    first time a request of this API needs them: kafka-python builds each class from its JSON
+    schema when its module is imported, and a broker that loaded all of them at start would
+    carry several megabytes for APIs nobody calls. ApiVersions needs only the numbers above.
     """
 
     key: int
     name: str
     min_version: int
     max_version: int
-    request_class: type[ApiMessage]
-    response_class: type[ApiMessage]
+    module: str
     advertised_min: int
+
+    @cached_property
+    def request_class(self) -> type[ApiMessage]:
+        return self._message_class("Request")
+
+    @cached_property
+    def response_class(self) -> type[ApiMessage]:
+        return self._message_class("Response")
+
+    def _message_class(self, kind: str) -> type[ApiMessage]:
+        cls = getattr(importlib.import_module(self.module), self.name + kind)
+        if cls.API_KEY != self.key:
+            raise ValueError(f"{cls.name} has API key {cls.API_KEY}, registered as {self.key}")
+        if self.max_version > cls.max_version:
+            raise ValueError(f"{cls.name}: versions {self.min_version}-{self.max_version} are "
+                             f"outside what the message class knows (max {cls.max_version})")
+        return cls
 
     def serves(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
@@ -59,18 +83,15 @@ class ApiRegistry:
     def __init__(self) -> None:
         self._specs: dict[int, ApiSpec] = {}
 
-    def register(self, request_class: type[ApiMessage], response_class: type[ApiMessage],
-                 min_version: int, max_version: int, *, advertised_min: int | None = None) -> ApiSpec:
-        key = request_class.API_KEY
+    def register(self, key: int, name: str, module: str, min_version: int, max_version: int,
+                 *, advertised_min: int | None = None) -> ApiSpec:
+        """Serve API ``key``, whose classes are ``<name>Request``/``<name>Response`` in
+        ``module``, at versions ``min_version``..``max_version``."""
         if key in self._specs:
-            raise DuplicateApi(f"API key {key} ({request_class.name}) is already registered")
-        if response_class.API_KEY != key:
-            raise ValueError(f"{response_class.name} is not the response of {request_class.name}")
-        if not 0 <= min_version <= max_version <= request_class.max_version:
-            raise ValueError(f"{request_class.name}: versions {min_version}-{max_version} are "
-                             f"outside what the message class knows (max {request_class.max_version})")
-        name = request_class.name.removesuffix("Request")
-        spec = ApiSpec(key, name, min_version, max_version, request_class, response_class,
+            raise DuplicateApi(f"API key {key} ({name}) is already registered")
+        if not 0 <= min_version <= max_version:
+            raise ValueError(f"{name}: bad version range {min_version}-{max_version}")
+        spec = ApiSpec(key, name, min_version, max_version, module,
                        min_version if advertised_min is None else advertised_min)
         self._specs[key] = spec
         return spec
