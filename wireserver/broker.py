@@ -21,6 +21,7 @@ from storage.manager import LogManager
 from wireserver import apis
 from wireserver.config import BrokerConfig, Listener
 from wireserver.groups import GroupCoordinator
+from wireserver.heap import release_free_heap
 from wireserver.producer_ids import ProducerIdManager
 from wireserver.purgatory import Purgatory
 from wireserver.security.manager import SecurityManager
@@ -243,7 +244,10 @@ def serve_forever(config: BrokerConfig) -> int:
     log.info("ready: listening on %s", endpoints)
     # Everything allocated so far (modules, message classes, loaded logs) lives as long as the
     # process: move it out of the collector's sight so full collections stay short and do not
-    # show up as latency spikes.
+    # show up as latency spikes. Collect first, and hand the garbage of start-up back to the
+    # operating system.
+    gc.collect()
+    release_free_heap()
     gc.freeze()
     reactor.run(installSignalHandlers=True)
     return 0

@@ -23,6 +23,7 @@ from protocol.framing import FrameDecoder
 from protocol.messages import Request, decode_request, encode_response_chunks
 from wireserver.apis import HANDLERS
 from wireserver.context import RequestContext
+from wireserver.heap import after_response
 from wireserver.security import connection as security_hooks
 from wireserver.zero_copy import ResponseWriter, close_chunks, supports_sendfile
 
@@ -145,6 +146,7 @@ class KafkaConnection(protocol.Protocol):
             except Exception:  # noqa: BLE001 - a handler built a response that won't encode
                 self._failed(Failure(), slot)
                 return
+        after_response(request.header.api_key, request.header.api_version, self.broker.reactor)
         slot.done = True
         self._flush()
         if self.security is not None and self.security.authenticator is not None:
