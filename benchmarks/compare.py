@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import functools
 import json
 import os
 import platform
@@ -242,13 +243,16 @@ class Broker:
     ready_line_s: float | None = None
 
 
-def start_wireserver(pinning: Pinning) -> Broker:
-    """``wireserver serve`` on a free port with a fresh data dir; timed to first Metadata."""
+def start_wireserver(pinning: Pinning, reactor: str = "default") -> Broker:
+    """``wireserver serve`` on a free port with a fresh data dir; timed to first Metadata.
+    ``reactor`` is ``serve --reactor``; the broker is named ``wireserver`` on the default one
+    and ``wireserver/<reactor>`` otherwise."""
     from wireserver.testing import READY_RE, TEST_DEFAULTS, _parse_endpoints
 
     root = tempfile.mkdtemp(prefix="wireserver-bench-")
     overrides = {**TEST_DEFAULTS, "log.dirs": os.path.join(root, "data")}
-    command = [sys.executable, "-m", "wireserver.cli", "serve", "--log-level", "WARNING"]
+    command = [sys.executable, "-m", "wireserver.cli", "serve", "--log-level", "WARNING",
+               "--reactor", reactor]
     for key, value in overrides.items():
         command += ["--override", f"{key}={value}"]
     log_file = open(os.path.join(root, "broker.log"), "wb")
@@ -285,8 +289,8 @@ def start_wireserver(pinning: Pinning) -> Broker:
         shutil.rmtree(root, ignore_errors=True)
 
     from wireserver.cli import version as wireserver_version
-    return Broker("wireserver", wireserver_version(), bootstrap, process.pid, startup, stop,
-                  ready_line)
+    name = "wireserver" if reactor == "default" else f"wireserver/{reactor}"
+    return Broker(name, wireserver_version(), bootstrap, process.pid, startup, stop, ready_line)
 
 
 def start_kafka(pinning: Pinning) -> Broker:
@@ -312,7 +316,10 @@ def start_kafka(pinning: Pinning) -> Broker:
                   lambda: cluster.stop(timeout=30))
 
 
-STARTERS = {"kafka": start_kafka, "wireserver": start_wireserver}
+STARTERS = {"kafka": start_kafka, "wireserver": start_wireserver,
+            # the other event loops of ``serve --reactor`` (benchmarks.reactors compares them)
+            "wireserver/asyncio": functools.partial(start_wireserver, reactor="asyncio"),
+            "wireserver/uvloop": functools.partial(start_wireserver, reactor="uvloop")}
 
 
 # ------------------------------------------------------------------------------ clients
@@ -660,20 +667,19 @@ def run_target(name: str, sizes: Sizes, pinning: Pinning, results: Results, java
 
 # ------------------------------------------------------------------------------ report
 
-TARGET_ORDER = ("Kafka", "wireserver")
-
-
-def render_table(results: Results) -> list[str]:
-    lines = ["| workload | unit | Kafka | wireserver | ours ÷ Kafka | better |",
+def render_table(results: Results, base: str = "Kafka", ours: str = "wireserver",
+                 ratio_title: str = "ours ÷ Kafka") -> list[str]:
+    """The markdown table of two brokers' figures (by broker name) and ``ours ÷ base``."""
+    lines = [f"| workload | unit | {base} | {ours} | {ratio_title} | better |",
              "|---|---|---|---|---|---|"]
     for row in results.rows:
         cells = []
-        for target in TARGET_ORDER:
+        for target in (base, ours):
             value = row.values.get(target)
             cells.append(_fmt(value) + row.extra.get(target, ""))
-        kafka, ours = row.values.get("Kafka"), row.values.get("wireserver")
-        if isinstance(kafka, float) and isinstance(ours, float) and kafka > 0:
-            ratio = f"{ours / kafka:.2f}×"
+        base_value, our_value = row.values.get(base), row.values.get(ours)
+        if isinstance(base_value, float) and isinstance(our_value, float) and base_value > 0:
+            ratio = f"{our_value / base_value:.2f}×"
         else:
             ratio = "—"
         better = "higher" if row.higher_better else "lower"
@@ -797,7 +803,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smaller sizes: about 2 minutes")
     parser.add_argument("--no-pin", action="store_true", help="do not pin broker and clients")
     parser.add_argument("--targets", default="kafka,wireserver",
-                        help="comma-separated subset of: kafka, wireserver")
+                        help=f"comma-separated subset of: {', '.join(STARTERS)}")
     parser.add_argument("--skip-java", action="store_true",
                         help="skip Kafka's Java perf tools (librdkafka only)")
     parser.add_argument("--output", type=Path, default=RESULTS,

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import types
 from pathlib import Path
 
@@ -130,3 +131,39 @@ def test_plaintext_serve_process_does_not_load_tls_libraries():
             mapped = handle.read()
         assert "cryptography" not in mapped
         assert "libssl" not in mapped  # the standard ssl module stays out too
+
+
+@pytest.mark.parametrize("reactor", cli.REACTORS)
+def test_serve_on_each_reactor_round_trips_records(reactor):
+    """``serve --reactor``: the broker works the same on Twisted's default (epoll) reactor,
+    on asyncio's and on asyncio with uvloop, for a real client producing and consuming."""
+    import confluent_kafka
+
+    from wireserver.testing import EmbeddedBroker
+    with EmbeddedBroker("subprocess", reactor=reactor) as broker:
+        with open(f"/proc/{broker.pid}/maps", encoding="utf-8") as handle:
+            assert ("uvloop" in handle.read()) == (reactor == "uvloop")
+        producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap_servers,
+                                             "acks": "all", "enable.idempotence": True})
+        sent = [f"record {i} on {reactor}".encode() for i in range(500)]
+        for value in sent:
+            producer.produce("reactor-check", value)
+        assert producer.flush(30) == 0
+        consumer = confluent_kafka.Consumer({"bootstrap.servers": broker.bootstrap_servers,
+                                             "group.id": f"reactor-{reactor}",
+                                             "auto.offset.reset": "earliest"})
+        consumer.subscribe(["reactor-check"])
+        received = []
+        deadline = time.monotonic() + 60
+        while len(received) < len(sent) and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                received.append((message.offset(), message.value()))
+        consumer.close()
+        assert received == list(enumerate(sent))
+
+
+def test_serve_with_an_unknown_reactor_is_a_usage_error():
+    done = run("serve", "--reactor", "kqueue")
+    assert done.returncode == 2
+    assert "--reactor" in done.stderr

@@ -62,6 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="set one config key, over the file (repeatable)")
     serve.add_argument("--log-level", metavar="LEVEL", default="INFO", type=str.upper,
                        choices=LOG_LEVELS, help="one of %(choices)s (default %(default)s)")
+    serve.add_argument("--reactor", default="default", choices=REACTORS,
+                       help="the event loop: Twisted's default for the platform (epoll on "
+                            "Linux), asyncio's, or asyncio on uvloop (pip install uvloop); "
+                            "benchmarks/reactors.py compares them (default %(default)s)")
     cluster = commands.add_parser(
         "cluster", help="run a development cluster (ZooKeeper and N brokers)",
         description="Start ZooKeeper and N brokers on free ports of 127.0.0.1 and print one "
@@ -137,11 +141,34 @@ class _ImportOnUse(types.ModuleType):
         return getattr(importlib.import_module(self.__name__), attribute)
 
 
+#: ``serve --reactor`` choices. The default stays Twisted's (epoll on Linux): measured against
+#: asyncio on uvloop with ``python -m benchmarks.reactors`` it was not slower (see
+#: benchmarks/results.md), and it needs nothing beyond Twisted.
+REACTORS = ("default", "asyncio", "uvloop")
+
+
+def install_reactor(name: str) -> None:
+    """Install the reactor ``serve --reactor`` names (before anything imports the default)."""
+    if name == "default":
+        from twisted.internet import reactor  # noqa: F401 - installs the platform's default
+        return
+    import asyncio
+
+    from twisted.internet import asyncioreactor
+    if name == "uvloop":
+        import uvloop
+        loop = uvloop.new_event_loop()
+    else:
+        loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    asyncioreactor.install(loop)
+
+
 #: Modules a plaintext broker keeps out while the reactor is imported (``_reactor_without_tls``).
 HIDDEN_WHILE_IMPORTING_REACTOR = ("OpenSSL", "ssl")
 
 
-def _reactor_without_tls(config: BrokerConfig) -> None:
+def _reactor_without_tls(config: BrokerConfig, reactor_name: str = "default") -> None:
     """Install the reactor without TLS libraries when no listener uses TLS.
 
     Twisted's TCP module loads pyOpenSSL (and with it ``cryptography``) whenever it is
@@ -153,20 +180,25 @@ def _reactor_without_tls(config: BrokerConfig) -> None:
     it imports only to re-export and which brings ``urllib.request``, ``http.client`` and
     ``email``: together another 2.5 MB.
     """
-    if any(listener.security_protocol in ("SSL", "SASL_SSL") for listener in config.listeners):
+    if "twisted.internet.reactor" in sys.modules:
         return
-    if "twisted.internet.reactor" in sys.modules or any(
-            name in sys.modules for name in (*HIDDEN_WHILE_IMPORTING_REACTOR, "http.cookiejar")):
-        return
-    for name in HIDDEN_WHILE_IMPORTING_REACTOR:
+    if reactor_name == "uvloop":
+        import uvloop  # noqa: F401 - it needs the ssl module, so it comes before the hiding
+    hidden = [name for name in HIDDEN_WHILE_IMPORTING_REACTOR if name not in sys.modules]
+    if any(listener.security_protocol in ("SSL", "SASL_SSL") for listener in config.listeners) \
+            or "http.cookiejar" in sys.modules:
+        hidden = []
+    for name in hidden:
         sys.modules[name] = None  # type: ignore[assignment]  # makes "import <name>" fail
-    sys.modules["http.cookiejar"] = stand_in = _ImportOnUse("http.cookiejar")
+    stand_in = None
+    if hidden:
+        sys.modules["http.cookiejar"] = stand_in = _ImportOnUse("http.cookiejar")
     try:
-        from twisted.internet import reactor  # noqa: F401 - installs the default reactor
+        install_reactor(reactor_name)
     finally:
-        for name in HIDDEN_WHILE_IMPORTING_REACTOR:
+        for name in hidden:
             del sys.modules[name]
-        if sys.modules.get("http.cookiejar") is stand_in:
+        if stand_in is not None and sys.modules.get("http.cookiejar") is stand_in:
             del sys.modules["http.cookiejar"]
 
 
@@ -179,7 +211,11 @@ def serve(args: argparse.Namespace) -> int:
         return EXIT_CONFIG_ERROR
     for name in LEAN_PACKAGES:
         _without_package_init(name)
-    _reactor_without_tls(config)
+    try:
+        _reactor_without_tls(config, args.reactor)
+    except ImportError as exc:  # --reactor uvloop without uvloop installed
+        print(f"wireserver: cannot install the {args.reactor} reactor: {exc}", file=sys.stderr)
+        return EXIT_CONFIG_ERROR
     try:
         from wireserver.broker import serve_forever
     except ImportError as exc:

@@ -452,7 +452,8 @@ class EmbeddedBroker(_AdminMixin):
 
     Attributes once started: ``bootstrap_servers`` (``"127.0.0.1:PORT"``), ``host``, ``port``,
     ``cluster_id``, ``data_dir``; thread mode: ``broker`` (the ``wireserver.broker.Broker``);
-    subprocess mode: ``pid``, ``process``, ``log_path`` and ``log_text()``.
+    subprocess mode: ``pid``, ``process``, ``log_path`` and ``log_text()``. A subprocess broker
+    can run on another event loop: ``reactor="asyncio"`` or ``"uvloop"`` (``serve --reactor``).
     """
 
     def __init__(self, mode: str = "thread", *, overrides: Mapping[str, Any] | None = None,
@@ -461,10 +462,13 @@ class EmbeddedBroker(_AdminMixin):
                  log_level: str = "INFO", python: str | None = None,
                  sasl: str | None = None, users: Mapping[str, str] | None = None,
                  tls: bool = False, client_auth: str = "none", authorizer: bool = False,
-                 super_users: Iterable[str] = ()):
+                 super_users: Iterable[str] = (), reactor: str = "default"):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+        if reactor != "default" and mode != "subprocess":
+            raise ValueError("only a subprocess broker can choose its reactor (serve --reactor)")
         self.mode = mode
+        self.reactor = reactor
         self.startup_timeout = startup_timeout
         self.log_level = log_level
         self.python = python or sys.executable
@@ -661,7 +665,8 @@ class EmbeddedBroker(_AdminMixin):
         self._bound_ports = {l.name.upper(): l.port for l in broker.bound}
 
     def _command(self, overrides: Mapping[str, str]) -> list[str]:
-        command = [self.python, "-m", "wireserver.cli", "serve", "--log-level", self.log_level]
+        command = [self.python, "-m", "wireserver.cli", "serve", "--log-level", self.log_level,
+                   "--reactor", self.reactor]
         for key, value in overrides.items():
             command += ["--override", f"{key}={value}"]
         return command
