@@ -19,22 +19,27 @@ DEFAULT_MAX_FRAME_BYTES = 104857600  # socket.request.max.bytes
 class FrameDecoder:
     """Split a byte stream into frames.
 
-    ``feed(data)`` returns a list of frame bodies (without the size prefix). A body is a
-    ``memoryview`` over the bytes given to ``feed`` when the frame arrived whole within one
-    call (no copy), or over a ``bytearray`` assembled from several calls.
+    ``feed(data)`` returns a list of frame bodies (without the size prefix). A body that arrived
+    whole within one call is a ``memoryview`` over the bytes given to ``feed`` (no copy). A body
+    spread over several calls is kept as references to the pieces until its last byte arrives
+    and then joined once into a ``bytearray``: one copy, however many reads it took, and a
+    writable buffer, so a produce request's batches can be stamped with their offsets in place
+    and written to the log without another copy.
     """
 
-    __slots__ = ("max_frame_bytes", "_pending", "_need")
+    __slots__ = ("max_frame_bytes", "_prefix", "_need", "_pieces", "_have")
 
     def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES):
         self.max_frame_bytes = max_frame_bytes
-        self._pending = bytearray()  # bytes of an incomplete size prefix or frame
+        self._prefix = bytearray()  # bytes of a size prefix split across calls
         self._need = -1  # body size of the frame in progress, -1 while reading its prefix
+        self._pieces: list[memoryview] = []  # parts of the body in progress
+        self._have = 0  # bytes in self._pieces
 
     @property
     def buffered(self) -> int:
         """Bytes held for a frame that has not arrived whole yet."""
-        return len(self._pending)
+        return len(self._prefix) + self._have
 
     def _check(self, size: int) -> int:
         if size < 0:
@@ -49,34 +54,36 @@ class FrameDecoder:
         view = memoryview(data)
         pos = 0
         end = len(view)
-        pending = self._pending
+        prefix = self._prefix
         while pos < end:
             if self._need < 0:
                 # Reading a size prefix, possibly split across calls.
-                if not pending and end - pos >= 4:
+                if not prefix and end - pos >= 4:
                     self._need = self._check(SIZE.unpack_from(view, pos)[0])
                     pos += 4
                 else:
-                    take = min(4 - len(pending), end - pos)
-                    pending += view[pos:pos + take]
+                    take = min(4 - len(prefix), end - pos)
+                    prefix += view[pos:pos + take]
                     pos += take
-                    if len(pending) < 4:
+                    if len(prefix) < 4:
                         break
-                    size = SIZE.unpack_from(pending, 0)[0]
-                    pending.clear()
+                    size = SIZE.unpack_from(prefix, 0)[0]
+                    prefix.clear()
                     self._need = self._check(size)
             # Reading a body of self._need bytes.
-            if not pending and end - pos >= self._need:
+            if not self._pieces and end - pos >= self._need:
                 frames.append(view[pos:pos + self._need])
                 pos += self._need
                 self._need = -1
                 continue
-            take = min(self._need - len(pending), end - pos)
-            pending += view[pos:pos + take]
+            take = min(self._need - self._have, end - pos)
+            self._pieces.append(view[pos:pos + take])
+            self._have += take
             pos += take
-            if len(pending) == self._need:
-                frames.append(memoryview(bytes(pending)))
-                pending.clear()
+            if self._have == self._need:
+                frames.append(memoryview(bytearray().join(self._pieces)))
+                self._pieces = []
+                self._have = 0
                 self._need = -1
         return frames
 

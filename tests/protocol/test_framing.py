@@ -75,3 +75,17 @@ def test_whole_frame_is_not_copied():
     data = frame([b"abc"]) + frame([b"defg"])
     frames = FrameDecoder().feed(data)
     assert [f.obj is data for f in frames] == [True, True]
+
+
+def test_a_frame_over_many_reads_is_joined_once_into_a_writable_buffer():
+    body = bytes(range(256)) * 1000
+    data = frame([body]) + frame([b"next"])
+    decoder = FrameDecoder()
+    out = []
+    for start in range(0, len(data), 65536):
+        out += decoder.feed(data[start:start + 65536])
+        if not out:
+            assert decoder.buffered == min(start + 65536, len(data)) - 4
+    assert [bytes(f) for f in out] == [body, b"next"]
+    assert isinstance(out[0].obj, bytearray) and not out[0].readonly
+    assert decoder.buffered == 0
