@@ -2,7 +2,8 @@
 
 The request header is parsed here rather than by kafka-python, whose header path copies the
 whole frame into a ``BytesIO`` first; the body is then decoded straight from the frame's
-``memoryview`` by kafka-python's compiled decoder for that version.
+``memoryview`` by kafka-python's compiled decoder for that version, except Produce's, which
+``protocol.produce_request`` decodes so that its record batches stay views of the frame.
 """
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ from kafka.protocol.api_message import ApiMessage
 
 from protocol.errors import DecodeError, UnsupportedApi
 from protocol.fetch_response import encode_fetch_response
+from protocol.produce_request import (ProduceRequestBody, decode_produce_request,
+                                      skip_tagged_fields)
 from protocol.registry import ApiRegistry, ApiSpec
 
+PRODUCE_KEY = 0
 API_VERSIONS_KEY = 18
 FETCH_KEY = 1
 _FIXED = struct.Struct(">hhi")  # api_key, api_version, correlation_id
@@ -39,37 +43,11 @@ class Request:
 
     header: RequestHeader
     spec: ApiSpec
-    body: ApiMessage | None
+    body: ApiMessage | ProduceRequestBody | None
 
     @property
     def api_version(self) -> int:
         return self.header.api_version
-
-
-def _read_uvarint(buf: memoryview, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= len(buf):
-            raise DecodeError("truncated varint in request header")
-        byte = buf[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise DecodeError("varint too long in request header")
-
-
-def _skip_tagged_fields(buf: memoryview, pos: int) -> int:
-    count, pos = _read_uvarint(buf, pos)
-    for _ in range(count):
-        _tag, pos = _read_uvarint(buf, pos)
-        size, pos = _read_uvarint(buf, pos)
-        pos += size
-        if pos > len(buf):
-            raise DecodeError("truncated tagged field in request header")
-    return pos
 
 
 def peek_header(frame: memoryview) -> tuple[int, int, int]:
@@ -101,7 +79,7 @@ def decode_request_header(frame: memoryview, header_version: int) -> tuple[Reque
             raise DecodeError(f"client_id is not UTF-8: {exc}") from None
         pos += size
     if header_version >= 2:
-        pos = _skip_tagged_fields(frame, pos)
+        pos = skip_tagged_fields(frame, pos, len(frame))
     return RequestHeader(api_key, api_version, correlation_id, client_id, header_version), pos
 
 
@@ -143,6 +121,8 @@ def decode_request(frame: memoryview, registry: ApiRegistry) -> Request:
     header, pos = decode_request_header(frame, spec.request_header_version(api_version))
     if not served:
         return Request(header, spec, None)
+    if api_key == PRODUCE_KEY:  # records stay views of the frame (protocol.produce_request)
+        return Request(header, spec, decode_produce_request(frame, pos, api_version))
     return Request(header, spec, decode_body(spec, api_version, frame, pos))
 
 

@@ -129,7 +129,12 @@ def produce_partition(ctx, topic: str, partition: int, records, acks: int):
                                  f"{topic}-{partition}")
     if records is None:
         raise PartitionError(ErrorCode.INVALID_RECORD, "The produce request has no records.")
-    buf = bytearray(records)
+    # Batches are stamped with offsets in place: a writable view of the request frame (one that
+    # arrived over several reads, see protocol.framing) is used as it is, anything else copied.
+    if isinstance(records, memoryview) and not records.readonly:
+        buf = records
+    else:
+        buf = bytearray(records)
     now = ctx.now_ms()
     check_batches(buf, info.config, now)
     if buf[ATTRIBUTES_LOW_BYTE] & ATTR_TRANSACTIONAL_MASK and cluster is None:
