@@ -796,6 +796,26 @@ def write_section(path: Path, title: str, lines: list[str]) -> None:
     path.write_text(head + "".join(f"\n{t}\n{body}" for t, body in sections.items()))
 
 
+@dataclass
+class Run:
+    """What every benchmark command records as it starts: CPU pinning (applied to this
+    process, which counts as a client), the wall-clock start, a monotonic start and the load
+    average."""
+
+    pinning: Pinning
+    started: datetime.datetime
+    t0: float
+    load: str
+
+    @classmethod
+    def begin(cls, pin: bool) -> "Run":
+        pinning = choose_pinning(pin)
+        if pinning.client is not None:
+            os.sched_setaffinity(0, pinning.client)
+        return cls(pinning, datetime.datetime.now().astimezone(), time.monotonic(),
+                   " ".join(Path("/proc/loadavg").read_text().split()[:3]))
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="python -m benchmarks.compare",
@@ -815,12 +835,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown target(s): {', '.join(sorted(unknown))}")
 
     sizes = QUICK if args.quick else DEFAULT
-    pinning = choose_pinning(not args.no_pin)
-    if pinning.client is not None:
-        os.sched_setaffinity(0, pinning.client)  # this harness counts as a client
-    started = datetime.datetime.now().astimezone()
-    t0 = time.monotonic()
-    load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    run = Run.begin(not args.no_pin)
+    pinning, started, t0, load = run.pinning, run.started, run.t0, run.load
 
     def log(message: str) -> None:
         print(message, flush=True)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import datetime
 import os
 import re
 import shutil
@@ -33,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.compare import (RESULTS, Pinning, choose_pinning, machine_lines, run_rdkafka,
+from benchmarks.compare import (RESULTS, Pinning, Run, machine_lines, run_rdkafka,
                                 start_wireserver, write_section)
 
 SECTION = "## Where the broker's CPU goes (py-spy)"
@@ -113,11 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     records_1k, records_100 = (100_000, 600_000) if args.quick else (500_000, 3_000_000)
-    pinning = choose_pinning(not args.no_pin)
-    if pinning.client is not None:
-        os.sched_setaffinity(0, pinning.client)
-    started = datetime.datetime.now().astimezone()
-    load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    run = Run.begin(not args.no_pin)
+    pinning, started, load = run.pinning, run.started, run.load
     workloads = [
         ("produce 1 KB × 1 partition, acks=all", "produce", "--topic", "profile-1024",
          "--partitions", 1, "--size", 1024, "--acks", "all", "--records", records_1k,

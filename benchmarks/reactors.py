@@ -16,14 +16,12 @@ clearly faster.
 from __future__ import annotations
 
 import argparse
-import datetime
-import os
 import sys
 import time
 from pathlib import Path
 
-from benchmarks.compare import (DEFAULT, QUICK, RESULTS, Results, choose_pinning, machine_lines,
-                                render_table, run_target, write_section)
+from benchmarks.compare import (DEFAULT, QUICK, RESULTS, Results, Run, machine_lines, render_table,
+                                run_target, write_section)
 
 SECTION = "## Event loop: Twisted's default (epoll) reactor vs asyncio on uvloop"
 
@@ -39,12 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else DEFAULT
-    pinning = choose_pinning(not args.no_pin)
-    if pinning.client is not None:
-        os.sched_setaffinity(0, pinning.client)  # this harness counts as a client
-    started = datetime.datetime.now().astimezone()
-    t0 = time.monotonic()
-    load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    run = Run.begin(not args.no_pin)
+    pinning, started, t0, load = run.pinning, run.started, run.t0, run.load
     other = f"wireserver/{args.other}"
     results = Results()
 
