@@ -37,6 +37,9 @@ from benchmarks.compare import (RESULTS, Pinning, Run, machine_lines, run_rdkafk
 
 SECTION = "## Where the broker's CPU goes (py-spy)"
 OUR_CODE = ("wireserver/", "protocol/", "storage/")
+#: Frames under every sample (the process's entry point), left out of the "total" table.
+ENTRY_FILES = ("wireserver/cli.py", "wireserver/broker.py")
+ENTRY_FUNCTIONS = ("<module>", "main", "serve", "serve_forever")
 SAMPLE_RATE = 1000  # per second
 TOP = 12
 #: A raw py-spy line: ``frame;frame;...;frame COUNT``; a frame is ``function (file:line)``.
@@ -59,6 +62,11 @@ def frame_name(frame: str) -> str:
     return f"{match['function']} ({match['file']})"
 
 
+def is_entry(name: str) -> bool:
+    function, _, where = name.partition(" (")
+    return function in ENTRY_FUNCTIONS and where.rstrip(")") in ENTRY_FILES
+
+
 def summarise(raw: str) -> tuple[int, collections.Counter, collections.Counter]:
     """Total samples, samples per top-of-stack function, samples per function of ours
     anywhere on the stack (counted once per sample)."""
@@ -74,7 +82,7 @@ def summarise(raw: str) -> tuple[int, collections.Counter, collections.Counter]:
         total += n
         self_time[frames[-1]] += n
         for name in set(frames):
-            if any(part in name for part in OUR_CODE):
+            if any(part in name for part in OUR_CODE) and not is_entry(name):
                 inclusive[name] += n
     return total, self_time, inclusive
 
