@@ -21,7 +21,7 @@ from twisted.python.failure import Failure
 from protocol.errors import DecodeError, UnsupportedApi
 from protocol.framing import FrameDecoder
 from protocol.messages import Request, decode_request, encode_response_chunks
-from wireserver.apis import HANDLERS
+from wireserver.apis import handler_for
 from wireserver.context import RequestContext
 from wireserver.heap import after_response
 from wireserver.security import connection as security_hooks
@@ -127,7 +127,7 @@ class KafkaConnection(protocol.Protocol):
         ctx = RequestContext(request=request, broker=self.broker, peer=self.peer,
                              listener_name=self.listener_name, security=self.security,
                              zero_copy=self.writer.zero_copy)
-        handler = HANDLERS[request.header.api_key]
+        handler = handler_for(request.spec)
         result = defer.maybeDeferred(handler, ctx)
         result.addCallbacks(self._completed, self._failed, callbackArgs=(slot,),
                             errbackArgs=(slot,))
