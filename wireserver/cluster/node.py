@@ -41,6 +41,11 @@ OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 
 
+class InconsistentClusterId(RuntimeError):
+    """``zookeeper.connect`` leads to another cluster than the one this broker's data belongs
+    to (Kafka's InconsistentClusterIdException): the broker does not start."""
+
+
 @dataclass
 class FollowerState:
     leo: int = -1  # unknown until it fetches from this leader
@@ -85,6 +90,7 @@ class ClusterNode:
         self._assignment_watched: set[str] = set()
         self._state_watched: set[TP] = set()
         self._strays_checked = False
+        self._created_cluster = False  # this broker wrote /cluster/id (a new ZooKeeper tree)
         self.config_changes = ConfigChangeListener(self)
         self.lag_max_ms = broker.config["replica.lag.time.max.ms"]
         self._loops: list[task.LoopingCall] = []
@@ -110,7 +116,12 @@ class ClusterNode:
         self.zk.start(timeout=connect_ms / 1000.0)
         for path in zd.PERSISTENT_PATHS:
             self.zk.ensure_path(path)
-        self._adopt_cluster_id()
+        try:
+            self._adopt_cluster_id()
+        except InconsistentClusterId:
+            self.zk.stop()
+            self.zk.close()
+            raise
         from wireserver.cluster.producer_ids import ZkProducerIdManager
         self.broker.producer_ids = ZkProducerIdManager(self.zk, self.node_id)
         authorizer = getattr(self.broker.security, "authorizer", None)
@@ -171,7 +182,14 @@ class ClusterNode:
 
     def _adopt_cluster_id(self) -> None:
         """The cluster id lives in ``/cluster/id``: the first broker writes its own there, the
-        others adopt it (and record it in their ``meta.properties``)."""
+        others adopt it (and record it in their ``meta.properties``).
+
+        A broker whose logs hold data never adopts another cluster's id: that data belongs to
+        the cluster in its ``meta.properties``, and a ``zookeeper.connect`` pointing elsewhere
+        (another cluster, a mistyped chroot) would otherwise go on to delete every topic that
+        cluster does not know. It refuses to start instead, with Kafka's
+        InconsistentClusterIdException message. A broker with no logs yet (a new one, whose
+        id was only just generated) adopts the cluster's."""
         import json
         import os
 
@@ -180,10 +198,17 @@ class ClusterNode:
         doc = json.dumps({"version": "1", "id": self.broker.cluster_id}).encode()
         try:
             self.zk.create(zd.CLUSTER_ID, doc, makepath=True)
+            self._created_cluster = True
         except NodeExistsError:
             data, _ = self.zk.get(zd.CLUSTER_ID)
             cluster_id = json.loads(data)["id"]
             if cluster_id != self.broker.cluster_id:
+                if self.broker.logs.topics:
+                    raise InconsistentClusterId(
+                        f"The Cluster ID {cluster_id} doesn't match stored clusterId "
+                        f"Some({self.broker.cluster_id}) in meta.properties. The broker is "
+                        "trying to join the wrong cluster. Configured zookeeper.connect may "
+                        "be wrong.")
                 self.broker.cluster_id = cluster_id
                 path = os.path.join(self.broker.config.log_dirs[0], "meta.properties")
                 with open(path + ".tmp", "w", encoding="utf-8") as handle:
@@ -377,11 +402,18 @@ class ClusterNode:
             self.broker.purgatory.notify(("hw", name, partition))
 
     def _drop_strays(self, present: set[str]) -> None:
-        """At start: logs of topics deleted while this broker was away."""
+        """At start: logs of topics deleted while this broker was away. Not when this broker
+        has just made a new ZooKeeper tree (an empty chroot): its topics were never deleted
+        there, only never written, so their logs stay on disk (unserved) for an operator."""
         from wireserver.topics import INTERNAL_TOPICS, delete_local
 
         for name in list(self.broker.logs.topics):
-            if name not in present and name not in INTERNAL_TOPICS:
+            if name in present or name in INTERNAL_TOPICS:
+                continue
+            if self._created_cluster:
+                log.warning("topic %s is not in the new cluster's ZooKeeper: its logs are kept "
+                            "in %s but not served", name, self.broker.config.log_dirs)
+            else:
                 log.info("topic %s no longer exists: deleting its logs", name)
                 delete_local(self.broker, name)
 
