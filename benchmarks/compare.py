@@ -172,6 +172,26 @@ def tree_rss_kib(root: int) -> int:
     return sum(rss_kib(p) for p in tree_pids(root))
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used (``/proc/<pid>/stat``)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(root: int) -> float:
+    return sum(cpu_seconds(p) for p in tree_pids(root))
+
+
+def cpu_note(cpu_s: float, nbytes: int) -> str:
+    """The broker's CPU per 100 MB moved, for a row's note: throughput figures are often the
+    client's limit, this is the broker's cost."""
+    return f"; broker {cpu_s * 1000 * 100 * MIB / nbytes:.0f} ms CPU/100 MB" if nbytes else ""
+
+
 class RssSampler:
     """Samples the RSS of a process tree every ``interval`` s in a thread; keeps the peak."""
 
@@ -492,17 +512,20 @@ class Session:
                                 f"{'s' if partitions > 1 else ''}, acks={acks} (librdkafka)")
                     key = f"produce-{size}-{partitions}-{acks}"
                     topic = f"bench-{size}-p{partitions}-acks{acks}"
+                    cpu_before = tree_cpu_seconds(self.b.pid)
                     out = run_rdkafka(self.pinning, "produce", "--bootstrap", self.b.bootstrap,
                                       "--topic", topic, "--partitions", partitions,
                                       "--size", size, "--acks", acks, "--records", records,
                                       "--reps", self.sizes.reps, "--warmup", records // 5)
+                    cpu = tree_cpu_seconds(self.b.pid) - cpu_before
                     if "error" in out:
                         self.failed(key, workload, "MB/s", True, out["error"])
                         continue
                     seconds = _median([r["seconds"] for r in out["reps"]])
                     mib_s = records * size / MIB / seconds
+                    moved = (records // 5 + records * self.sizes.reps) * size
                     self.put(key, workload, "MB/s", True, mib_s,
-                             f" ({_fmt_rate(records / seconds)})")
+                             f" ({_fmt_rate(records / seconds)}{cpu_note(cpu, moved)})")
                     self.log(f"  {workload}: {mib_s:.1f} MB/s, {records / seconds:,.0f} rec/s")
 
     def java_produce(self) -> None:
@@ -534,8 +557,10 @@ class Session:
             workload = (f"consume {label} from a full log, {partitions} partition"
                         f"{'s' if partitions > 1 else ''} (librdkafka, assigned)")
             key = f"consume-{size}-{partitions}"
+            cpu_before = tree_cpu_seconds(self.b.pid)
             out = run_rdkafka(self.pinning, "consume", "--bootstrap", self.b.bootstrap,
                               "--topic", topic, "--reps", self.sizes.reps, "--warmup")
+            cpu = tree_cpu_seconds(self.b.pid) - cpu_before
             if "error" in out:
                 self.failed(key, workload, "MB/s", True, out["error"])
                 continue
@@ -543,7 +568,9 @@ class Session:
             nbytes, records = out["reps"][0]["bytes"], out["reps"][0]["records"]
             self.topic_records[topic] = records
             mib_s = nbytes / MIB / seconds
-            self.put(key, workload, "MB/s", True, mib_s, f" ({_fmt_rate(records / seconds)})")
+            moved = nbytes * (self.sizes.reps + 1)  # the untimed first pass too
+            self.put(key, workload, "MB/s", True, mib_s,
+                     f" ({_fmt_rate(records / seconds)}{cpu_note(cpu, moved)})")
             self.log(f"  {workload}: {mib_s:.1f} MB/s over {records:,} records")
 
     def java_consume(self) -> None:
@@ -754,7 +781,11 @@ def write_results(path: Path, argv: list[str], started: datetime.datetime, elaps
         "the produce workload from offset 0 (one untimed pass first), with librdkafka's "
         "`fetch.queue.backoff.ms` at 1 ms for both brokers (its default, 1000 ms, idles the "
         "consumer for whole seconds whenever 100k records are queued, which with 100 B records "
-        "is every fetch; see `benchmarks/rdkafka_load.py`). Latency workloads send "
+        "is every fetch; see `benchmarks/rdkafka_load.py`). "
+        "\"Broker ... ms CPU/100 MB\" in a throughput row is the user + system CPU time of "
+        "the broker's process tree over the whole client command (warm-up and repetitions), "
+        "per 100 MB of record values produced or read: throughput is often the client's "
+        "limit, this is the broker's cost. Latency workloads send "
         "at a fixed rate and drop the first second. The Java tools run in a fresh JVM each time "
         "(JIT warm-up is part of their figure). Start-up is from process spawn to the first "
         "Metadata answer listing a broker (10 ms polling); for Kafka it includes "

@@ -142,8 +142,8 @@ class _ImportOnUse(types.ModuleType):
 
 
 #: ``serve --reactor`` choices. The default stays Twisted's (epoll on Linux): measured against
-#: asyncio on uvloop with ``python -m benchmarks.reactors`` it was not slower (see
-#: benchmarks/results.md), and it needs nothing beyond Twisted.
+#: asyncio on uvloop with ``python -m benchmarks.reactors``, uvloop was no faster and used
+#: about 6 MiB more (see benchmarks/results.md), and epoll needs nothing beyond Twisted.
 REACTORS = ("default", "asyncio", "uvloop")
 
 
