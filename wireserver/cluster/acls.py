@@ -15,7 +15,8 @@ brought to the reactor with ``callFromThread``): for each new notification it re
 named resource's znode and replaces that resource's ACLs in its authorizer. The broker that
 makes a change writes it with a conditional read-modify-write of the resource's znode (so two
 brokers changing one resource at once do not lose either change) and updates its own cache at
-once. Old notifications are not cleaned up (Kafka deletes them after 15 minutes).
+once. Notifications older than 15 minutes are deleted by whichever broker sees them, as
+Kafka does (``config_changes.delete_expired``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import logging
 from collections import defaultdict
 from typing import Any, Callable
 
+from wireserver.cluster.config_changes import delete_expired, wall_clock_now_ms
 from wireserver.cluster.zkdata import update_znode
 from wireserver.security.acls import (AclBinding, Authorizer, Operation, PatternType,
                                       Permission, ResourceType, resource_key)
@@ -112,10 +114,12 @@ class ZkAclStore:
     ``func`` runs on the reactor thread (``ClusterNode._from_zk``)."""
 
     def __init__(self, zk: Any, authorizer: Authorizer,
-                 on_reactor: Callable[[Callable[..., None]], Callable[..., None]]):
+                 on_reactor: Callable[[Callable[..., None]], Callable[..., None]],
+                 wall_clock_ms: Callable[[], int] = wall_clock_now_ms):
         self.zk = zk
         self.authorizer = authorizer
         self.on_reactor = on_reactor
+        self.wall_clock_ms = wall_clock_ms
         self.seen: dict[str, str] = {}  # change path -> last notification applied
 
     def start(self) -> None:
@@ -182,4 +186,5 @@ class ZkAclStore:
                 except NoNodeError:
                     data = None
                 self.authorizer.replace_resource(key, decode_acls(key, data))
+            delete_expired(self.zk, path, children, self.wall_clock_ms())
         return on_children

@@ -31,6 +31,30 @@ log = logging.getLogger(__name__)
 CHANGE_EXPIRATION_MS = 15 * 60 * 1000
 
 
+def wall_clock_now_ms() -> int:
+    """ZooKeeper's ``ctime`` is wall-clock time, so notification expiry compares with it."""
+    return int(time.time() * 1000)
+
+
+def delete_expired(zk: Any, path: str, children: list[str], now_ms: int) -> list[str]:
+    """Delete the notifications among ``children`` of ``path`` created more than
+    ``CHANGE_EXPIRATION_MS`` before ``now_ms`` (Kafka's ``ZkNodeChangeNotificationListener``
+    purges them the same way, whichever broker sees them first); returns their names."""
+    from kazoo.exceptions import NoNodeError
+
+    deleted = []
+    for child in children:
+        child_path = f"{path}/{child}"
+        try:
+            stat = zk.exists(child_path)
+            if stat is not None and stat.ctime < now_ms - CHANGE_EXPIRATION_MS:
+                zk.delete(child_path)
+                deleted.append(child)
+        except NoNodeError:
+            pass
+    return deleted
+
+
 def sequence_of(child: str) -> int:
     """The sequence number of a ``config_change_<seq>`` child, -1 for anything else."""
     if not child.startswith(zd.CONFIG_CHANGE_PREFIX):
@@ -45,8 +69,7 @@ class ConfigChangeListener:
     def __init__(self, node: "ClusterNode", wall_clock_ms: Callable[[], int] | None = None):
         self.node = node
         self.last_processed = -1
-        # ZooKeeper's ctime is wall-clock time, so expiry compares with the wall clock.
-        self.wall_clock_ms = wall_clock_ms or (lambda: int(time.time() * 1000))
+        self.wall_clock_ms = wall_clock_ms or wall_clock_now_ms
         #: entity kind (``topics``, ``users``) -> what re-reads and applies one entity's config
         self.handlers: dict[str, Callable[[str], None]] = {"topics": self.apply_topic}
 
@@ -59,27 +82,16 @@ class ConfigChangeListener:
 
         zk = self.node.zk
         for seq, child in sorted((sequence_of(c), c) for c in children):
-            if seq < 0:
+            if seq <= self.last_processed:
                 continue
-            path = f"{zd.CONFIG_CHANGES}/{child}"
-            if seq > self.last_processed:
-                try:
-                    data, stat = zk.get(path)
-                except NoNodeError:
-                    continue
-                self.apply(zd.decode_config_change(data))
-                self.last_processed = seq
-                created_ms = stat.ctime
-            else:
-                try:
-                    created_ms = zk.exists(path).ctime
-                except (NoNodeError, AttributeError):
-                    continue
-            if created_ms < self.wall_clock_ms() - CHANGE_EXPIRATION_MS:
-                try:
-                    zk.delete(path)
-                except NoNodeError:
-                    pass
+            try:
+                data, _ = zk.get(f"{zd.CONFIG_CHANGES}/{child}")
+            except NoNodeError:
+                continue
+            self.apply(zd.decode_config_change(data))
+            self.last_processed = seq
+        delete_expired(zk, zd.CONFIG_CHANGES, [c for c in children if sequence_of(c) >= 0],
+                       self.wall_clock_ms())
 
     def apply(self, entity_path: str | None) -> None:
         kind, _, name = (entity_path or "").partition("/")
