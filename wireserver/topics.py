@@ -181,11 +181,14 @@ def wait_for_topics(broker: "Broker", names: Iterable[str], done: Callable[[str]
 
 def delete_local(broker: "Broker", name: str) -> None:
     """Delete a topic's logs on this broker; fetches parked on its partitions wake, re-read and
-    answer UNKNOWN_TOPIC_OR_PARTITION."""
+    answer UNKNOWN_TOPIC_OR_PARTITION. The groups this broker coordinates forget their offsets
+    of the topic."""
     info = broker.logs.topics[name]
     broker.logs.delete_topic(name)
     for partition in range(info.num_partitions):
         broker.appended(name, partition)
+    if broker.groups is not None and name not in INTERNAL_TOPICS:
+        broker.groups.drop_offsets_of_topic(name)
 
 
 def auto_create(broker: "Broker", name: str) -> TopicInfo | None:

@@ -327,3 +327,34 @@ def test_admin_clients_see_groups_and_offsets(served_broker):
     ck.delete_consumer_groups(["admin-g"])["admin-g"].result()
     assert "admin-g" not in {g["group_id"] for g in kp.list_groups()}
     kp.close()
+
+
+def test_offsets_of_a_deleted_topic_are_gone_when_it_is_created_again(served_broker):
+    """As in Kafka: deleting a topic removes every group's committed offsets of it (with
+    tombstones, so also after a restart), so a topic re-created under the same name is read
+    from auto_offset_reset, not from the old topic's offsets."""
+    topic = make_topic(served_broker)
+    produce(served_broker, topic)
+    c = kp_consumer(served_broker, topic, "recreated")
+    consumed = []
+    wait_for(lambda: len(consumed) >= RECORDS, 30,
+             lambda: [consumed.extend(rs) for rs in c.poll(timeout_ms=100).values()], "records")
+    c.commit()
+    assert {c.committed(tp) for tp in c.assignment()} == {RECORDS // PARTITIONS}
+    c.close()
+    admin = KafkaAdminClient(bootstrap_servers=served_broker.bootstrap)
+    admin.delete_topics([topic])
+    wait_for(lambda: topic not in admin.list_topics(), 30, what="the topic to go")
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
+    admin.close()
+    served_broker.restart()
+    admin = KafkaAdminClient(bootstrap_servers=served_broker.bootstrap)
+    assert admin.list_group_offsets("recreated") == {"recreated": {}}
+    admin.close()
+    produce(served_broker, topic, count=12)
+    c = kp_consumer(served_broker, topic, "recreated")
+    again = []
+    wait_for(lambda: len(again) >= 12, 30,
+             lambda: [again.extend(rs) for rs in c.poll(timeout_ms=100).values()], "records")
+    assert sorted(int(r.value) for r in again) == list(range(12))
+    c.close()

@@ -1135,6 +1135,24 @@ class GroupCoordinator:
             group.offsets.pop(tp, None)
         return ErrorCode.NONE, results
 
+    def drop_offsets_of_topic(self, topic: str) -> int:
+        """Forget every committed offset of a deleted topic, with tombstones, in each group this
+        broker coordinates (Kafka's coordinator does the same when partitions are deleted), so
+        that a topic re-created under the same name is not read from the old one's offsets.
+        Returns how many offsets were removed."""
+        removed = 0
+        for group in list(self.groups.values()):
+            doomed = [tp for tp in group.offsets if tp[0] == topic]
+            entries = [(encode_key(OffsetKey(group.group_id, t, p)), None) for t, p in doomed]
+            if self._append(group.group_id, entries) != ErrorCode.NONE:
+                log.warning("could not remove group %s's offsets of deleted topic %s",
+                            group.group_id, topic)
+                continue
+            for tp in doomed:
+                group.offsets.pop(tp, None)
+            removed += len(doomed)
+        return removed
+
     # -- expiry -----------------------------------------------------------------------------
 
     def expire_offsets(self) -> int:
