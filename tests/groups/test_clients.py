@@ -247,23 +247,34 @@ def test_leaving_member_triggers_a_rebalance(served_broker):
     a.close()
 
 
-def test_committed_offsets_survive_a_restart(served_broker):
-    topic = make_topic(served_broker)
-    produce(served_broker, topic)
-    c = kp_consumer(served_broker, topic, "restart")
-    consumed = []
-    wait_for(lambda: len(consumed) >= RECORDS, 30,
-             lambda: [consumed.extend(rs) for rs in c.poll(timeout_ms=100).values()], "records")
+def consume_values(consumer, count: int) -> list[int]:
+    """Poll ``consumer`` until it has ``count`` records; their values as ints, sorted."""
+    records = []
+    wait_for(lambda: len(records) >= count, 30,
+             lambda: [records.extend(rs) for rs in consumer.poll(timeout_ms=100).values()],
+             "records")
+    return sorted(int(r.value) for r in records)
+
+
+def consume_all_and_commit(broker, topic, group) -> dict:
+    """A kafka-python group member reads all ``RECORDS`` of ``topic`` and commits; returns its
+    committed offset per partition."""
+    c = kp_consumer(broker, topic, group)
+    assert consume_values(c, RECORDS) == list(range(RECORDS))
     c.commit()
     committed = {tp: c.committed(tp) for tp in c.assignment()}
     c.close()
+    return committed
+
+
+def test_committed_offsets_survive_a_restart(served_broker):
+    topic = make_topic(served_broker)
+    produce(served_broker, topic)
+    committed = consume_all_and_commit(served_broker, topic, "restart")
     served_broker.restart()
     produce(served_broker, topic, count=60, start=RECORDS)
     c = kp_consumer(served_broker, topic, "restart")
-    resumed = []
-    wait_for(lambda: len(resumed) >= 60, 30,
-             lambda: [resumed.extend(rs) for rs in c.poll(timeout_ms=100).values()], "records")
-    assert sorted(int(r.value) for r in resumed) == list(range(RECORDS, RECORDS + 60))
+    assert consume_values(c, 60) == list(range(RECORDS, RECORDS + 60))
     for tp, offset in committed.items():
         assert c.committed(tp) >= offset == RECORDS // PARTITIONS
     c.close()
@@ -335,13 +346,8 @@ def test_offsets_of_a_deleted_topic_are_gone_when_it_is_created_again(served_bro
     from auto_offset_reset, not from the old topic's offsets."""
     topic = make_topic(served_broker)
     produce(served_broker, topic)
-    c = kp_consumer(served_broker, topic, "recreated")
-    consumed = []
-    wait_for(lambda: len(consumed) >= RECORDS, 30,
-             lambda: [consumed.extend(rs) for rs in c.poll(timeout_ms=100).values()], "records")
-    c.commit()
-    assert {c.committed(tp) for tp in c.assignment()} == {RECORDS // PARTITIONS}
-    c.close()
+    committed = consume_all_and_commit(served_broker, topic, "recreated")
+    assert set(committed.values()) == {RECORDS // PARTITIONS}
     admin = KafkaAdminClient(bootstrap_servers=served_broker.bootstrap)
     admin.delete_topics([topic])
     wait_for(lambda: topic not in admin.list_topics(), 30, what="the topic to go")
@@ -353,8 +359,5 @@ def test_offsets_of_a_deleted_topic_are_gone_when_it_is_created_again(served_bro
     admin.close()
     produce(served_broker, topic, count=12)
     c = kp_consumer(served_broker, topic, "recreated")
-    again = []
-    wait_for(lambda: len(again) >= 12, 30,
-             lambda: [again.extend(rs) for rs in c.poll(timeout_ms=100).values()], "records")
-    assert sorted(int(r.value) for r in again) == list(range(12))
+    assert consume_values(c, 12) == list(range(12))
     c.close()
