@@ -87,23 +87,41 @@ def _string(frame: memoryview, pos: int, size: int, end: int, what: str) -> str:
         raise DecodeError(f"{what} is not UTF-8: {exc}") from None
 
 
+def _string16(frame: memoryview, pos: int, end: int, what: str,
+              nullable: bool) -> tuple[str | None, int]:
+    """An int16-length string (-1 for null where ``nullable``); the value and the next pos."""
+    if pos + 2 > end:
+        raise DecodeError(f"truncated {what} length")
+    (size,) = _INT16.unpack_from(frame, pos)
+    pos += 2
+    if size == -1 and nullable:
+        return None, pos
+    if size < 0:
+        raise DecodeError(f"invalid {what} length {size}")
+    return _string(frame, pos, size, end, what), pos + size
+
+
+def _compact_string(frame: memoryview, pos: int, end: int, what: str,
+                    nullable: bool) -> tuple[str | None, int]:
+    """A compact string (uvarint length + 1, 0 for null where ``nullable``); the value and
+    the next pos."""
+    size, pos = read_uvarint(frame, pos, end)
+    if size == 0:
+        if nullable:
+            return None, pos
+        raise DecodeError(f"{what} is null")
+    size -= 1
+    if size > _MAX_STRING:
+        raise DecodeError(f"invalid {what} length {size}")
+    return _string(frame, pos, size, end, what), pos + size
+
+
 def _decode_classic(frame: memoryview, pos: int) -> ProduceRequestBody:
     """Versions 3-8: int16-length strings, int32-length arrays and bytes, no tagged fields."""
     end = len(frame)
-    int16 = _INT16.unpack_from
     int32 = _INT32.unpack_from
 
-    if pos + 2 > end:
-        raise DecodeError("truncated transactional_id length")
-    (size,) = int16(frame, pos)
-    pos += 2
-    if size == -1:
-        transactional_id = None
-    elif size < 0:
-        raise DecodeError(f"invalid transactional_id length {size}")
-    else:
-        transactional_id = _string(frame, pos, size, end, "transactional_id")
-        pos += size
+    transactional_id, pos = _string16(frame, pos, end, "transactional_id", nullable=True)
 
     if pos + 10 > end:
         raise DecodeError("truncated acks/timeout_ms/topic_data")
@@ -115,14 +133,7 @@ def _decode_classic(frame: memoryview, pos: int) -> ProduceRequestBody:
 
     topics = []
     for _ in range(topic_count):
-        if pos + 2 > end:
-            raise DecodeError("truncated topic name length")
-        (size,) = int16(frame, pos)
-        pos += 2
-        if size < 0:
-            raise DecodeError(f"invalid topic name length {size}")
-        name = _string(frame, pos, size, end, "topic name")
-        pos += size
+        name, pos = _string16(frame, pos, end, "topic name", nullable=False)
 
         if pos + 4 > end:
             raise DecodeError("truncated partition_data count")
@@ -198,15 +209,7 @@ def _decode_flexible(frame: memoryview, pos: int, topic_ids: bool) -> ProduceReq
     end = len(frame)
     int32 = _INT32.unpack_from
 
-    size, pos = read_uvarint(frame, pos, end)
-    if size == 0:
-        transactional_id = None
-    else:
-        size -= 1
-        if size > _MAX_STRING:
-            raise DecodeError(f"invalid transactional_id length {size}")
-        transactional_id = _string(frame, pos, size, end, "transactional_id")
-        pos += size
+    transactional_id, pos = _compact_string(frame, pos, end, "transactional_id", nullable=True)
 
     if pos + 6 > end:
         raise DecodeError("truncated acks/timeout_ms")
@@ -230,14 +233,7 @@ def _decode_flexible(frame: memoryview, pos: int, topic_ids: bool) -> ProduceReq
             name = ""  # as kafka-python reads v13: no name, only the id
             pos += 16
         else:
-            size, pos = read_uvarint(frame, pos, end)
-            if size == 0:
-                raise DecodeError("topic name is null")
-            size -= 1
-            if size > _MAX_STRING:
-                raise DecodeError(f"invalid topic name length {size}")
-            name = _string(frame, pos, size, end, "topic name")
-            pos += size
+            name, pos = _compact_string(frame, pos, end, "topic name", nullable=False)
             topic_id = None
 
         partition_count, pos = read_uvarint(frame, pos, end)
