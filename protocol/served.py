@@ -1,5 +1,5 @@
 """What wireserver serves: every API key with the version range of a Kafka 4.1 broker
-(see ../shared/docs/api-matrix.md), limited to the APIs that have a handler.
+(its ApiVersions answer), limited to the APIs that have a handler.
 
 Add an API here in the same change that adds its handler in ``wireserver/apis/``; the server
 refuses to start when the two disagree, and ApiVersions is built from this table alone. Each

@@ -1,22 +1,24 @@
 """Every API and version we advertise exists, with the same fields, in Apache Kafka's own
-message definitions (../shared/kafka-protocol/message/), or — for versions newer than that
-snapshot — in the newer copies kafka-python ships (or, for the messages kafka-python lacks, in
-the schemas protocol/messages_extra.py writes)."""
+message definitions: those the reference release's ``kafka-clients`` jar carries as
+``common/message/*.json`` (the jar ``compat_tests.reference`` resolves from Maven Central for the
+compatibility suite; nothing outside the repository is read). Our side of each comparison is
+kafka-python's bundled copy, or, for the messages kafka-python lacks, the schema
+protocol/messages_extra.py writes."""
 
 from __future__ import annotations
 
+import functools
 import importlib.resources
 import json
-import os
 import re
-from pathlib import Path
+import zipfile
 
 import pytest
 
+from compat_tests.reference import ReferenceUnavailable, must_not_skip
+from compat_tests.reference.resolve import KAFKA_VERSION, ResolutionError, resolve
 from protocol.messages_extra import DEFINED_HERE
 from protocol.served import SERVED
-
-UPSTREAM = Path(__file__).resolve().parents[2].parent / "shared" / "kafka-protocol" / "message"
 
 
 def parse_versions(text: str | None) -> tuple[int, int] | None:
@@ -34,8 +36,20 @@ def parse_json(text: str) -> dict:
     return json.loads(re.sub(r"^\s*//.*$|\s//[^\"\n]*$", "", text, flags=re.M))
 
 
-def load_upstream(name: str) -> dict:
-    return parse_json((UPSTREAM / f"{name}.json").read_text())
+@functools.cache
+def reference_definitions() -> zipfile.ZipFile:
+    """The reference release's kafka-clients jar (Maven resolves it on first use)."""
+    try:
+        lib = resolve()
+    except (ResolutionError, ReferenceUnavailable) as exc:
+        if must_not_skip():
+            pytest.fail(f"Kafka {KAFKA_VERSION}'s kafka-clients jar is unavailable: {exc}")
+        pytest.skip(f"no kafka-clients {KAFKA_VERSION} jar: {exc}")
+    return zipfile.ZipFile(lib / f"kafka-clients-{KAFKA_VERSION}.jar")
+
+
+def load_reference(name: str) -> dict:
+    return parse_json(reference_definitions().read(f"common/message/{name}.json").decode())
 
 
 def load_kafka_python_copy(name: str) -> dict:
@@ -69,14 +83,6 @@ def shape(message: dict, version: int) -> list:
     return fields_at(message["fields"], version, common)
 
 
-def upstream_or_fail(name: str) -> dict | None:
-    if not UPSTREAM.is_dir():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"Apache Kafka's message definitions are missing at {UPSTREAM}")
-        pytest.skip(f"no {UPSTREAM}")
-    return load_upstream(name)
-
-
 CASES = [(spec, version, kind) for spec in SERVED
          for version in range(spec.min_version, spec.max_version + 1)
          for kind in ("request", "response")]
@@ -90,17 +96,11 @@ def test_served_version_matches_kafka_definition(spec, version, kind):
         ours = message_class.json
     else:
         ours = load_kafka_python_copy(message_class.name)
-    upstream = upstream_or_fail(message_class.name)
-    assert upstream["apiKey"] == spec.key == ours["apiKey"]
-    upstream_range = parse_versions(upstream["validVersions"])
-    ours_range = parse_versions(ours["validVersions"])
-    if upstream_range[0] <= version <= upstream_range[1]:
-        reference = upstream
-    else:
-        # Newer than the 2024 snapshot: kafka-python's newer copy must define it.
-        assert ours_range[0] <= version <= ours_range[1], (
-            f"{message_class.name} v{version} is in neither definition")
-        reference = ours
+    reference = load_reference(message_class.name)
+    assert reference["apiKey"] == spec.key == ours["apiKey"]
+    reference_range = parse_versions(reference["validVersions"])
+    assert reference_range[0] <= version <= reference_range[1], (
+        f"Kafka {KAFKA_VERSION} does not define {message_class.name} v{version}")
     assert shape(ours, version) == shape(reference, version)
     assert (parse_versions(ours["flexibleVersions"]) or (99, 99))[0] == \
         (parse_versions(reference["flexibleVersions"]) or (99, 99))[0]
