@@ -267,7 +267,7 @@ def start_wireserver(pinning: Pinning, reactor: str = "default") -> Broker:
     """``wireserver serve`` on a free port with a fresh data dir; timed to first Metadata.
     ``reactor`` is ``serve --reactor``; the broker is named ``wireserver`` on the default one
     and ``wireserver/<reactor>`` otherwise."""
-    from wireserver.testing import READY_RE, TEST_DEFAULTS, _parse_endpoints
+    from wireserver.testing import READY_RE, TEST_DEFAULTS, parse_endpoints
 
     root = tempfile.mkdtemp(prefix="wireserver-bench-")
     overrides = {**TEST_DEFAULTS, "log.dirs": os.path.join(root, "data")}
@@ -290,7 +290,7 @@ def start_wireserver(pinning: Pinning, reactor: str = "default") -> Broker:
         tail = Path(root, "broker.log").read_text(errors="replace")[-2000:]
         shutil.rmtree(root, ignore_errors=True)
         raise RuntimeError(f"wireserver did not print its ready line ({line!r}):\n{tail}")
-    _, host, port = _parse_endpoints(match.group("endpoints"))[0]
+    _, host, port = parse_endpoints(match.group("endpoints"))[0]
     bootstrap = f"{host}:{port}"
     wait_metadata(bootstrap, 30, lambda: process.poll() is None)
     startup = time.perf_counter() - started

@@ -103,7 +103,7 @@ def failover_once(target) -> tuple[float, float]:
     """(seconds from the kill to a new leader in Metadata, to the first acknowledgement of a
     record sent after the kill)."""
     from compat_tests.scenarios_cluster import Stream, isr_size, leader_and_followers, new_topic
-    from wireserver.cluster.local import cluster_metadata
+    from wireserver.testing.cluster import cluster_metadata
     from wireserver.testing import wait_for
 
     topic = new_topic(target, "failover", configs={"min.insync.replicas": 2})

@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 
-from wireserver.testing import READY_RE, EmbeddedBroker, KafkaWire, _parse_endpoints
+from wireserver.testing import READY_RE, EmbeddedBroker, KafkaWire, parse_endpoints
 
 
 def first_metadata(bootstrap: str) -> None:
@@ -57,7 +57,7 @@ def subprocess_run() -> tuple[float, float, int]:
         match = READY_RE.match(line.strip())
         if match is None:
             raise RuntimeError(f"no ready line: {line!r}")
-        _, host, port = _parse_endpoints(match.group("endpoints"))[0]
+        _, host, port = parse_endpoints(match.group("endpoints"))[0]
         first_metadata(f"{host}:{port}")
         answered = time.perf_counter() - started
         time.sleep(0.2)  # idle

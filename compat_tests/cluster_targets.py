@@ -3,7 +3,7 @@
 - Kafka: :class:`compat_tests.reference.KafkaCluster` with 3 combined broker+controller KRaft
   nodes (ids 0, 1, 2), started through ``reference_kafka(nodes=3, controllable=True)``.
 - wireserver: a real ZooKeeper and 3 broker processes (ids 1, 2, 3), the
-  :class:`wireserver.cluster.local.LocalCluster` the cluster tests use, with Kafka's launcher
+  :class:`wireserver.testing.cluster.LocalCluster` the cluster tests use, with Kafka's launcher
   settings for the internal topics and fast failure detection (``FAST_FAILOVER``).
 
 Node ids differ between the two, so scenarios speak of roles (the leader, a follower) and
@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator
 
-from wireserver.cluster.local import FAST_FAILOVER, LocalCluster
+from wireserver.testing.cluster import FAST_FAILOVER, LocalCluster
 
 KAFKA = "kafka"
 WIRESERVER = "wireserver"

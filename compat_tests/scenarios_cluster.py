@@ -33,7 +33,7 @@ from compat_tests.clients import ClientError, Client, _kafka_error_name, record
 from compat_tests.cluster_targets import ClusterTarget
 from compat_tests.raw_protocol import batch
 from compat_tests.scenarios import Scenario, scenario
-from wireserver.cluster.local import cluster_metadata
+from wireserver.testing.cluster import cluster_metadata
 from wireserver.testing import KafkaWire, wait_for
 
 CLUSTER_SCENARIOS: dict[str, Scenario] = {}

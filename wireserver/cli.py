@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
         "cluster", help="run a development cluster (ZooKeeper and N brokers)",
         description="Start ZooKeeper and N brokers on free ports of 127.0.0.1 and print one "
                     "line per broker; Ctrl-C stops them all.")
-    from wireserver.cluster.dev import add_arguments
+    from wireserver.testing.dev_cluster import add_arguments
     add_arguments(cluster)
     return parser
 
@@ -97,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:
             return 130
     if args.command == "cluster":
-        from wireserver.cluster.dev import run
+        from wireserver.testing.dev_cluster import run
         return run(args)
     parser.print_help(sys.stderr)
     return 2

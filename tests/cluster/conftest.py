@@ -7,7 +7,7 @@ import os
 import pytest
 
 from wireserver.cluster.zookeeper import ZooKeeperError, ZooKeeperServer, available
-from wireserver.cluster.local import FAST_FAILOVER, LocalCluster
+from wireserver.testing.cluster import FAST_FAILOVER, LocalCluster
 from wireserver.testing import wait_for  # noqa: F401 (the cluster tests import it from here)
 
 CLUSTER_OVERRIDES = {**FAST_FAILOVER, "offsets.topic.replication.factor": "1"}

@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from wireserver.cluster.local import cluster_metadata as metadata
+from wireserver.testing.cluster import cluster_metadata as metadata
 from tests.cluster.conftest import Cluster, wait_for
 
 pytestmark = pytest.mark.integration

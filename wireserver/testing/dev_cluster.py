@@ -2,7 +2,7 @@
 127.0.0.1, one line per broker printed once all are ready, until Ctrl-C.
 
     wireserver cluster --brokers 3
-    python -m wireserver.cluster.dev --brokers 3
+    python -m wireserver.testing.dev_cluster --brokers 3
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from wireserver.cluster.local import LocalCluster
+    from wireserver.testing.cluster import LocalCluster
     from wireserver.cluster.zookeeper import ZooKeeperError, ZooKeeperServer
 
     if args.brokers < 1:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from wireserver.testing import EmbeddedBroker, wait_for
+from wireserver.testing.embedded import EmbeddedBroker
+from wireserver.testing.wire import KafkaWire, wait_for
 
 #: Failure detection in seconds rather than Kafka's production defaults (18 s ZooKeeper
 #: session, 30 s replica lag), so that tests and benchmarks see a dead broker quickly.
@@ -81,7 +82,7 @@ def cluster_metadata(bootstrap_server: str, topic: str | None = None, **wire_opt
     ``(controller id, sorted broker ids, {partition: (leader, leader epoch, replicas, isr)})``
     (no partitions without a ``topic``); ``wire_options`` (``sasl=``, ``ssl_context=``) go to
     the ``KafkaWire``."""
-    from wireserver.testing import KafkaWire
+
     with KafkaWire(bootstrap_server, **wire_options) as wire:
         return broker_metadata(wire, topic)
 

@@ -1,45 +1,6 @@
-"""A Kafka broker for tests: ``EmbeddedBroker``, a pytest plugin, and a ``KafkaContainer``
-shaped like testcontainers' so existing tests switch with one import.
-
-    from wireserver.testing import EmbeddedBroker
-
-    with EmbeddedBroker() as kafka:                       # in-process, a few milliseconds
-        producer = KafkaProducer(bootstrap_servers=kafka.bootstrap_servers)
-
-    with EmbeddedBroker(mode="subprocess") as kafka:      # its own process: kill(), restart()
-        ...
-        kafka.kill()                                      # SIGKILL, no flush
-        kafka.restart()                                   # same data dir, same port
-
-Modes
-    ``thread``: the broker runs inside the test process, on one reactor thread that this
-    module starts once per process and shares between every thread-mode broker. A Twisted
-    reactor cannot be restarted, so brokers come and go on that one running reactor
-    (``callFromThread``), and a *private* reactor instance is used, never the global
-    ``twisted.internet.reactor``: tests that run their own Twisted reactor are unaffected.
-    ``subprocess``: ``python -m wireserver.cli serve`` on port 0; the ready line it prints
-    gives the port. Its stderr (the broker log) goes to ``log_path``. Only this mode has
-    ``kill()``.
-
-Defaults (``TEST_DEFAULTS``) are single-node safe, as Kafka test setups need: internal topics
-with replication factor 1 and min ISR 1, no initial rebalance delay, ``PLAINTEXT`` on
-``127.0.0.1:0``, and a temporary ``log.dirs`` removed on ``close()`` (a ``data_dir`` you pass
-is kept). ``overrides`` (a dict of Kafka broker keys) goes over them. ``restart()`` binds the
-same port again, so clients keep their bootstrap address.
-
-pytest plugin (registered as the ``wireserver`` ``pytest11`` entry point):
-    ``kafka_broker``          the session's broker (started on first use, one per xdist worker);
-                              every topic is deleted (DeleteTopics) after each test using it
-    ``kafka_bootstrap``       its ``"host:port"``
-    ``kafka_broker_session``  the same broker with no per-test cleanup
-    Options: ``--wireserver-mode=thread|subprocess`` (ini ``wireserver_mode``),
-    ``--wireserver-override KEY=VALUE`` (repeatable; ini ``wireserver_overrides``, one a line),
-    ``--kafka-bootstrap HOST:PORT`` to run the same tests against a broker already running
-    (a real Kafka, say) instead of starting one.
-
-This module imports nothing heavy until a broker starts, because pytest loads it in every
-session of a project that has wireserver installed.
-"""
+"""``EmbeddedBroker``: a wireserver broker for tests, in this process (``thread`` mode) or as
+its own process (``subprocess`` mode), and ``ExternalBroker``, one that something else runs.
+See the package docstring (``wireserver.testing``) for the modes and defaults."""
 
 from __future__ import annotations
 
@@ -50,8 +11,6 @@ import queue
 import re
 import shutil
 import signal
-import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -60,10 +19,9 @@ import time
 import weakref
 from typing import Any, Callable, Iterable, Mapping
 
-log = logging.getLogger(__name__)
+from wireserver.testing.wire import KafkaWire
 
-__all__ = ["EmbeddedBroker", "ExternalBroker", "KafkaContainer", "KafkaWire", "BrokerStartError",
-           "KafkaWireError", "TEST_DEFAULTS", "wait_for"]
+log = logging.getLogger(__name__)
 
 TEST_DEFAULTS: dict[str, str] = {
     "listeners": "PLAINTEXT://127.0.0.1:0",
@@ -84,15 +42,8 @@ class BrokerStartError(RuntimeError):
     """The broker did not become ready (bad config, port in use, crash, timeout)."""
 
 
-class KafkaWireError(RuntimeError):
-    """A request to the broker failed with a Kafka error code."""
 
-    def __init__(self, message: str, error_code: int = -1):
-        super().__init__(message)
-        self.error_code = error_code
-
-
-def _parse_endpoints(text: str) -> list[tuple[str, str, int]]:
+def parse_endpoints(text: str) -> list[tuple[str, str, int]]:
     """``"A://h:1,B://[::1]:2"`` (comma or space separated) → ``[(name, host, port), ...]``."""
     endpoints = []
     for item in re.split(r"[,\s]+", text.strip()):
@@ -109,194 +60,6 @@ def _parse_endpoints(text: str) -> list[tuple[str, str, int]]:
 def _format_endpoint(name: str, host: str, port: int) -> str:
     return f"{name}://[{host}]:{port}" if ":" in host else f"{name}://{host}:{port}"
 
-
-def _host_port(bootstrap: str) -> tuple[str, int]:
-    first = bootstrap.split(",")[0].strip()
-    host, _, port = first.rpartition(":")
-    return host.strip("[]") or "127.0.0.1", int(port)
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, interval: float = 0.1,
-             what: str = "condition") -> Any:
-    """Poll ``predicate`` until it returns something true (returned), or fail after
-    ``timeout`` seconds with an AssertionError naming ``what``: how tests wait for a broker
-    to get somewhere, never with a fixed sleep."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-# ------------------------------------------------------------------------------------------
-# A minimal synchronous client for admin chores (and for tests that speak raw protocol)
-
-
-class KafkaWire:
-    """One blocking connection speaking Kafka's protocol with kafka-python's message classes.
-
-    Versions are negotiated with ApiVersions on connect. Used for topic chores here; tests use
-    it to send hand-made requests (``send_raw`` / ``read_response``)."""
-
-    def __init__(self, bootstrap: str, timeout: float = 10.0, client_id: str = "wireserver-testing",
-                 negotiate: bool = True, *, ssl_context: Any = None,
-                 sasl: tuple[str, str, str] | None = None):
-        self.address = _host_port(bootstrap)
-        self.timeout = timeout
-        self.client_id = client_id
-        self.sock = socket.create_connection(self.address, timeout=timeout)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if ssl_context is not None:
-            self.sock = ssl_context.wrap_socket(self.sock, server_hostname=self.address[0])
-        self._correlation = 0
-        self.versions: dict[int, tuple[int, int]] = {}
-        if negotiate or sasl:
-            from kafka.protocol.metadata.api_versions import ApiVersionsRequest
-            response = self.request(ApiVersionsRequest(version=0))
-            self.versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-        if sasl is not None:
-            self.authenticate(*sasl)
-
-    def authenticate(self, mechanism: str, username: str, password: str) -> None:
-        """SaslHandshake v1 + SaslAuthenticate with PLAIN or SCRAM-SHA-256/512."""
-        from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
-        handshake = self.request(SaslHandshakeRequest(version=1, mechanism=mechanism))
-        if handshake.error_code:
-            raise KafkaWireError(f"SaslHandshake {mechanism}: error {handshake.error_code}",
-                                 handshake.error_code)
-
-        def step(token: bytes) -> bytes:
-            response = self.request(SaslAuthenticateRequest(version=1, auth_bytes=token))
-            if response.error_code:
-                raise KafkaWireError(f"SaslAuthenticate: {response.error_message}",
-                                     response.error_code)
-            return bytes(response.auth_bytes)
-
-        from wireserver.security.sasl import client_mechanism
-        try:
-            client = client_mechanism(mechanism, username, password)
-        except ValueError:
-            raise ValueError(f"KafkaWire cannot authenticate with {mechanism}") from None
-        token = client.initial()
-        while token is not None:
-            token = client.respond(step(token))
-
-    def __enter__(self) -> "KafkaWire":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def version(self, request_class: Any, highest: int | None = None) -> int:
-        """The highest version of ``request_class`` both sides speak (at most ``highest``)."""
-        served = self.versions.get(request_class.API_KEY)
-        if served is None:
-            raise KafkaWireError(f"the broker does not serve {request_class.name}", 35)
-        low, high = (int(v) for v in request_class.json["validVersions"].split("-"))
-        version = min(high, served[1], highest if highest is not None else high)
-        if version < max(low, served[0]):
-            raise KafkaWireError(f"no common version of {request_class.name}: we speak "
-                                 f"{low}-{high}, the broker {served[0]}-{served[1]}", 35)
-        return version
-
-    def send(self, request: Any) -> int:
-        """Send one request object; returns its correlation id."""
-        self._correlation += 1
-        request.with_header(correlation_id=self._correlation, client_id=self.client_id)
-        self.sock.sendall(request.encode(header=True, framed=True))
-        return self._correlation
-
-    def send_raw(self, data: bytes) -> None:
-        self.sock.sendall(data)
-
-    def read_frame(self) -> bytes:
-        """One response frame (without its size prefix). Raises ``ConnectionError`` on EOF."""
-        (size,) = struct.unpack(">i", self._read_exact(4))
-        return self._read_exact(size)
-
-    def _read_exact(self, n: int) -> bytes:
-        chunks = []
-        while n:
-            chunk = self.sock.recv(min(n, 1 << 20))
-            if not chunk:
-                raise ConnectionError("the broker closed the connection")
-            chunks.append(chunk)
-            n -= len(chunk)
-        return b"".join(chunks)
-
-    def read_response(self, request: Any) -> Any:
-        """Read the response to ``request`` (sent with ``send``) and decode it."""
-        frame = self.read_frame()
-        response_class = request.header.get_response_class()
-        response = response_class.decode(frame, header=True)
-        if response.header.correlation_id != request.header.correlation_id:
-            raise KafkaWireError(f"correlation id {response.header.correlation_id} in reply to "
-                                 f"{request.header.correlation_id}")
-        return response
-
-    def request(self, request: Any) -> Any:
-        self.send(request)
-        return self.read_response(request)
-
-    # -- topic chores ----------------------------------------------------------------------
-
-    def topics(self, include_internal: bool = False) -> list[str]:
-        from kafka.protocol.metadata.metadata import MetadataRequest
-        version = self.version(MetadataRequest, 12)
-        kwargs: dict[str, Any] = {"topics": None if version >= 1 else []}
-        if version >= 4:
-            kwargs["allow_auto_topic_creation"] = False
-        response = self.request(MetadataRequest(version=version, **kwargs))
-        names = []
-        for topic in response.topics:
-            internal = getattr(topic, "is_internal", False) or topic.name.startswith("__")
-            if include_internal or not internal:
-                names.append(topic.name)
-        return sorted(names)
-
-    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
-                     configs: Mapping[str, Any] | None = None, timeout_ms: int = 30000) -> None:
-        from kafka.protocol.admin.topics import CreateTopicsRequest
-        topic_class = CreateTopicsRequest.CreatableTopic
-        config_class = topic_class.CreatableTopicConfig
-        topic = topic_class(name=name, num_partitions=partitions,
-                            replication_factor=replication_factor, assignments=[],
-                            configs=[config_class(name=k, value=None if v is None else str(v))
-                                     for k, v in (configs or {}).items()])
-        version = self.version(CreateTopicsRequest, 7)
-        kwargs: dict[str, Any] = {"topics": [topic], "timeout_ms": timeout_ms}
-        if version >= 1:
-            kwargs["validate_only"] = False
-        response = self.request(CreateTopicsRequest(version=version, **kwargs))
-        for result in response.topics:
-            if result.error_code:
-                message = getattr(result, "error_message", None) or ""
-                raise KafkaWireError(f"CreateTopics {result.name}: error {result.error_code} "
-                                     f"{message}".rstrip(), result.error_code)
-
-    def delete_topics(self, names: Iterable[str], timeout_ms: int = 30000,
-                      ignore_unknown: bool = True) -> None:
-        from kafka.protocol.admin.topics import DeleteTopicsRequest
-        names = list(names)
-        version = self.version(DeleteTopicsRequest, 6)
-        if version >= 6:
-            state = DeleteTopicsRequest.DeleteTopicState
-            request = DeleteTopicsRequest(version=version, topics=[state(name=n) for n in names],
-                                          timeout_ms=timeout_ms)
-        else:
-            request = DeleteTopicsRequest(version=version, topic_names=names, timeout_ms=timeout_ms)
-        response = self.request(request)
-        for result in response.responses:
-            if result.error_code == 3 and ignore_unknown:  # UNKNOWN_TOPIC_OR_PARTITION
-                continue
-            if result.error_code:
-                raise KafkaWireError(f"DeleteTopics {result.name}: error {result.error_code}",
-                                     result.error_code)
 
 
 class _AdminMixin:
@@ -357,8 +120,11 @@ class ExternalBroker(_AdminMixin):
         pass
 
 
+
 # ------------------------------------------------------------------------------------------
 # The process's reactor thread (thread mode)
+
+
 
 
 def _new_reactor() -> Any:
@@ -429,8 +195,10 @@ class ReactorThread:
             self.thread.join(10)
 
 
+
 # ------------------------------------------------------------------------------------------
 # EmbeddedBroker
+
 
 _LIVE: "weakref.WeakSet[EmbeddedBroker]" = weakref.WeakSet()
 
@@ -636,7 +404,7 @@ class EmbeddedBroker(_AdminMixin):
         ports = {name: port for name, _, port in self.endpoints}
         ports.update(self._bound_ports)
         fixed = []
-        for name, host, port in _parse_endpoints(configured):
+        for name, host, port in parse_endpoints(configured):
             fixed.append(_format_endpoint(name, host, port or ports.get(name, 0)))
         return ",".join(fixed)
 
@@ -706,7 +474,7 @@ class EmbeddedBroker(_AdminMixin):
         self._stdout_thread = reader
         self.cluster_id = match.group("cluster")
         self.node_id = int(match.group("node"))
-        self.endpoints = _parse_endpoints(match.group("endpoints"))
+        self.endpoints = parse_endpoints(match.group("endpoints"))
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop cleanly: thread mode stops the Broker; subprocess mode sends SIGTERM and waits
@@ -807,148 +575,3 @@ def _config_text(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return ",".join(str(v) for v in value)
     return str(value)
-
-
-# ------------------------------------------------------------------------------------------
-# testcontainers-shaped
-
-
-def _env_to_config_key(name: str) -> str | None:
-    """Confluent image convention: ``KAFKA_LOG_RETENTION_MS`` → ``log.retention.ms``
-    (``__`` → ``_``, ``___`` → ``-``)."""
-    if not name.startswith("KAFKA_"):
-        return None
-    body = name[len("KAFKA_"):].lower()
-    return body.replace("___", "\0").replace("__", "\1").replace("_", ".") \
-        .replace("\0", "-").replace("\1", "_")
-
-
-class KafkaContainer(_AdminMixin):
-    """Stands in for ``testcontainers.kafka.KafkaContainer``: same constructor, ``start()``,
-    ``stop()``, ``get_bootstrap_server()``, context manager. The image is accepted and ignored;
-    ``with_env("KAFKA_SOME_KEY", v)`` sets broker key ``some.key`` (the Confluent image rule);
-    other environment variables are ignored. ``mode`` picks the EmbeddedBroker mode."""
-
-    def __init__(self, image: str = "wireserver", port: int = 9093, mode: str = "thread",
-                 **kwargs: Any):
-        self.image = image
-        self.port = port
-        self.mode = mode
-        self.env: dict[str, str] = {}
-        self._overrides: dict[str, Any] = {}
-        self._broker: EmbeddedBroker | None = None
-
-    def with_env(self, key: str, value: Any) -> "KafkaContainer":
-        self.env[key] = str(value)
-        config_key = _env_to_config_key(key)
-        if config_key is not None:
-            self._overrides[config_key] = value
-        return self
-
-    def with_kraft(self) -> "KafkaContainer":
-        return self
-
-    def with_cluster_id(self, cluster_id: str) -> "KafkaContainer":
-        self._overrides["cluster.id"] = cluster_id
-        return self
-
-    def with_name(self, name: str) -> "KafkaContainer":
-        return self
-
-    def start(self, timeout: float = 60.0) -> "KafkaContainer":
-        if self._broker is None:
-            self._broker = EmbeddedBroker(self.mode, overrides=self._overrides,
-                                          startup_timeout=timeout).start()
-        return self
-
-    def stop(self, force: bool = True, delete_volume: bool = True) -> None:
-        if self._broker is not None:
-            self._broker.close()
-            self._broker = None
-
-    def __enter__(self) -> "KafkaContainer":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
-
-    @property
-    def broker(self) -> EmbeddedBroker:
-        if self._broker is None:
-            raise RuntimeError("the KafkaContainer has not been started")
-        return self._broker
-
-    @property
-    def bootstrap_servers(self) -> str:  # type: ignore[override]
-        return self.broker.bootstrap_servers
-
-    def get_bootstrap_server(self) -> str:
-        return self.broker.bootstrap_servers
-
-    def get_container_host_ip(self) -> str:
-        return self.broker.host
-
-    def get_exposed_port(self, port: int | None = None) -> int:
-        return self.broker.port
-
-
-# ------------------------------------------------------------------------------------------
-# pytest plugin
-
-try:
-    import pytest
-except ImportError:  # pragma: no cover - used without pytest
-    pytest = None  # type: ignore[assignment]
-
-if pytest is not None:
-
-    def pytest_addoption(parser: Any) -> None:
-        group = parser.getgroup("wireserver", "wireserver test broker")
-        group.addoption("--wireserver-mode", choices=MODES, default=None,
-                        help="how the kafka_broker fixture runs wireserver "
-                             "(default: ini wireserver_mode, else thread)")
-        group.addoption("--wireserver-override", action="append", default=[],
-                        metavar="KEY=VALUE", help="a broker config key for kafka_broker")
-        group.addoption("--kafka-bootstrap", default=None, metavar="HOST:PORT",
-                        help="run kafka_broker tests against this running broker instead; "
-                             "every non-internal topic on it is deleted after each test")
-        parser.addini("wireserver_mode", "thread or subprocess", default="thread")
-        parser.addini("wireserver_overrides", "broker config for kafka_broker, KEY=VALUE a line",
-                      type="linelist", default=[])
-
-    def _fixture_overrides(config: Any) -> dict[str, str]:
-        overrides = {}
-        for item in list(config.getini("wireserver_overrides")) + \
-                list(config.getoption("wireserver_override")):
-            key, sep, value = item.partition("=")
-            if not sep:
-                raise pytest.UsageError(f"wireserver override {item!r} is not KEY=VALUE")
-            overrides[key.strip()] = value.strip()
-        return overrides
-
-    @pytest.fixture(scope="session")
-    def kafka_broker_session(pytestconfig: Any):
-        """The session's broker, without per-test cleanup (see ``kafka_broker``)."""
-        external = pytestconfig.getoption("kafka_bootstrap")
-        if external:
-            yield ExternalBroker(external)
-            return
-        mode = pytestconfig.getoption("wireserver_mode") or pytestconfig.getini("wireserver_mode")
-        broker = EmbeddedBroker(mode, overrides=_fixture_overrides(pytestconfig))
-        broker.start()
-        try:
-            yield broker
-        finally:
-            broker.close()
-
-    @pytest.fixture
-    def kafka_broker(kafka_broker_session: Any):
-        """A broker shared by the whole session; every non-internal topic is deleted after each
-        test that uses it, so tests don't see each other's topics or records."""
-        yield kafka_broker_session
-        kafka_broker_session.delete_all_topics()
-
-    @pytest.fixture
-    def kafka_bootstrap(kafka_broker: Any) -> str:
-        """``"host:port"`` of ``kafka_broker`` (with its per-test cleanup)."""
-        return kafka_broker.bootstrap_servers

@@ -1,0 +1,53 @@
+"""A Kafka broker for tests: ``EmbeddedBroker``, a pytest plugin, and a ``KafkaContainer``
+shaped like testcontainers' so existing tests switch with one import.
+
+    from wireserver.testing import EmbeddedBroker
+
+    with EmbeddedBroker() as kafka:                       # in-process, a few milliseconds
+        producer = KafkaProducer(bootstrap_servers=kafka.bootstrap_servers)
+
+    with EmbeddedBroker(mode="subprocess") as kafka:      # its own process: kill(), restart()
+        ...
+        kafka.kill()                                      # SIGKILL, no flush
+        kafka.restart()                                   # same data dir, same port
+
+Modes
+    ``thread``: the broker runs inside the test process, on one reactor thread that this
+    module starts once per process and shares between every thread-mode broker. A Twisted
+    reactor cannot be restarted, so brokers come and go on that one running reactor
+    (``callFromThread``), and a *private* reactor instance is used, never the global
+    ``twisted.internet.reactor``: tests that run their own Twisted reactor are unaffected.
+    ``subprocess``: ``python -m wireserver.cli serve`` on port 0; the ready line it prints
+    gives the port. Its stderr (the broker log) goes to ``log_path``. Only this mode has
+    ``kill()``.
+
+Defaults (``TEST_DEFAULTS``) are single-node safe, as Kafka test setups need: internal topics
+with replication factor 1 and min ISR 1, no initial rebalance delay, ``PLAINTEXT`` on
+``127.0.0.1:0``, and a temporary ``log.dirs`` removed on ``close()`` (a ``data_dir`` you pass
+is kept). ``overrides`` (a dict of Kafka broker keys) goes over them. ``restart()`` binds the
+same port again, so clients keep their bootstrap address.
+
+pytest plugin (``wireserver.testing.plugin``, registered as the ``wireserver`` ``pytest11``
+entry point):
+    ``kafka_broker``          the session's broker (started on first use, one per xdist worker);
+                              every topic is deleted (DeleteTopics) after each test using it
+    ``kafka_bootstrap``       its ``"host:port"``
+    ``kafka_broker_session``  the same broker with no per-test cleanup
+    Options: ``--wireserver-mode=thread|subprocess`` (ini ``wireserver_mode``),
+    ``--wireserver-override KEY=VALUE`` (repeatable; ini ``wireserver_overrides``, one a line),
+    ``--kafka-bootstrap HOST:PORT`` to run the same tests against a broker already running
+    (a real Kafka, say) instead of starting one.
+
+This module imports nothing heavy until a broker starts, because pytest loads it in every
+session of a project that has wireserver installed.
+"""
+
+from wireserver.testing.cluster import FAST_FAILOVER, LocalCluster, cluster_metadata
+from wireserver.testing.container import KafkaContainer
+from wireserver.testing.embedded import (READY_RE, TEST_DEFAULTS, BrokerStartError,
+                                         EmbeddedBroker, ExternalBroker, parse_endpoints)
+from wireserver.testing.wire import KafkaWire, KafkaWireError, wait_for
+
+__all__ = ["EmbeddedBroker", "ExternalBroker", "KafkaContainer", "KafkaWire", "BrokerStartError",
+           "KafkaWireError", "TEST_DEFAULTS", "READY_RE", "parse_endpoints", "wait_for",
+           "LocalCluster", "FAST_FAILOVER", "cluster_metadata"]
