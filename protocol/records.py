@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, NamedTuple, Optional
+from typing import Iterable, Iterator, Optional
 
 from crc32c._crc32c import crc32c as crc32c_checksum  # not via crc32c/__init__ (cli.py)
 
@@ -44,7 +44,7 @@ from protocol.compression import (
     compress,
     decompress,
 )
-from protocol.errors import CorruptRecordBatch, DecodeError, TruncatedRecordBatch, UnsupportedMagic
+from protocol.errors import CorruptRecordBatch, TruncatedRecordBatch, UnsupportedMagic
 
 __all__ = [
     "Codec",
@@ -52,11 +52,9 @@ __all__ = [
     "Record",
     "RecordBatch",
     "RecordBatchBuilder",
-    "ScanResult",
     "build_control_batch",
     "decode_control_record",
     "iter_batches",
-    "scan_valid_prefix",
     "LOG_OVERHEAD",
     "HEADER_SIZE",
     "MAGIC_V2",
@@ -522,50 +520,6 @@ def iter_batches(buf) -> Iterator[RecordBatch]:
             )
         yield RecordBatch(view[pos : pos + size])
         pos += size
-
-
-class ScanResult(NamedTuple):
-    """What ``scan_valid_prefix`` found.
-
-    ``valid_length``: bytes from the start of the buffer covered by complete, valid batches
-    (truncate the file here). ``batch_count``: how many batches that is. ``last_offset``: the
-    last offset (baseOffset + lastOffsetDelta) of the last valid batch, or -1 if none.
-    ``max_timestamp``: the largest maxTimestamp among them, or -1. ``error``: the
-    ``DecodeError`` that stopped the scan, or None when the whole buffer was valid.
-    """
-
-    valid_length: int
-    batch_count: int
-    last_offset: int
-    max_timestamp: int
-    error: Optional[DecodeError]
-
-
-def scan_valid_prefix(
-    buf, on_batch: Optional[Callable[[int, RecordBatch], None]] = None
-) -> ScanResult:
-    """Walk the batches of ``buf`` (e.g. a log segment being recovered), validating each
-    (length, counts, CRC), and stop without raising at the first truncated, corrupt or
-    non-v2 batch. ``on_batch(position, batch)`` is called for each valid batch in order
-    (e.g. to rebuild indexes). See ``ScanResult`` for the return value."""
-    valid = 0
-    count = 0
-    last_offset = -1
-    max_ts = -1
-    try:
-        for batch in iter_batches(buf):
-            batch.validate()
-            if on_batch is not None:
-                on_batch(valid, batch)
-            valid += len(batch.buffer)
-            count += 1
-            last_offset = batch.last_offset
-            ts = batch.max_timestamp
-            if ts > max_ts:
-                max_ts = ts
-    except DecodeError as e:
-        return ScanResult(valid, count, last_offset, max_ts, e)
-    return ScanResult(valid, count, last_offset, max_ts, None)
 
 
 # -- building ----------------------------------------------------------------------------------

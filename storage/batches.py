@@ -20,7 +20,6 @@ from protocol.records import (
     HEADER_SIZE,
     HEADER_STRUCT as _HEADER,
     LOG_OVERHEAD,
-    NO_PARTITION_LEADER_EPOCH,
     RecordBatch,
 )
 
@@ -94,45 +93,6 @@ def set_partition_leader_epoch(buf, pos: int, size: int, epoch: int) -> None:
 def set_log_append_time(buf, pos: int, size: int, timestamp: int) -> None:
     """Mark the batch LogAppendTime with ``maxTimestamp = timestamp`` and fix up the CRC."""
     _view(buf, pos, size).set_log_append_time(timestamp)
-
-
-class ScanResult(NamedTuple):
-    """Outcome of walking a buffer of concatenated batches for recovery."""
-
-    headers: list[tuple[int, BatchHeader]]  # (position, header) of each valid batch
-    valid_bytes: int  # length of the valid prefix
-    reason: str | None  # why the walk stopped early, None if the whole buffer was valid
-
-
-def scan_valid(buf, min_offset: int | None = None) -> ScanResult:
-    """Walk batches by length, verifying magic, CRC and offset order; stop at the first bad one.
-
-    ``min_offset`` is the smallest base offset the first batch may have (the segment's base).
-    """
-    mv = memoryview(buf)
-    end = len(mv)
-    pos = 0
-    out: list[tuple[int, BatchHeader]] = []
-    expect = min_offset
-    while pos < end:
-        if end - pos < HEADER_SIZE:
-            return ScanResult(out, pos, "torn header")
-        header = read_header(mv, pos)
-        size = header.size
-        if header.batch_length < HEADER_SIZE - LOG_OVERHEAD:
-            return ScanResult(out, pos, "impossible batch length")
-        if pos + size > end:
-            return ScanResult(out, pos, "torn batch")
-        if header.magic != 2:
-            return ScanResult(out, pos, f"unsupported magic {header.magic}")
-        if not crc_ok(mv, pos, size):
-            return ScanResult(out, pos, "crc mismatch")
-        if header.last_offset_delta < 0 or (expect is not None and header.base_offset < expect):
-            return ScanResult(out, pos, "offsets out of order")
-        out.append((pos, header))
-        expect = header.next_offset
-        pos += size
-    return ScanResult(out, pos, None)
 
 
 def iter_headers(buf) -> Iterator[tuple[int, BatchHeader]]:

@@ -18,7 +18,6 @@ from protocol.records import (
     build_control_batch,
     decode_control_record,
     iter_batches,
-    scan_valid_prefix,
 )
 from tests.protocol.capture_broker import kafka_python_codecs
 
@@ -351,35 +350,6 @@ def test_strict_validation_of_offset_gaps():
     RecordBatch(raw).validate()
     with pytest.raises(CorruptRecordBatch):
         RecordBatch(raw).validate(strict=True)
-
-
-def test_scan_valid_prefix():
-    parts = _three_batches()
-    whole = b"".join(parts)
-    res = scan_valid_prefix(whole)
-    assert res == (len(whole), 3, 3, 4, None)
-    assert (res.valid_length, res.batch_count, res.last_offset) == (len(whole), 3, 3)
-
-    # torn tail
-    res = scan_valid_prefix(whole[:-5])
-    assert res.valid_length == len(parts[0]) + len(parts[1])
-    assert res.batch_count == 2 and res.last_offset == 2
-    assert isinstance(res.error, TruncatedRecordBatch)
-
-    # CRC failure in the middle batch
-    bad = bytearray(whole)
-    bad[len(parts[0]) + 40] ^= 0x10
-    res = scan_valid_prefix(bad)
-    assert (res.valid_length, res.batch_count, res.last_offset) == (len(parts[0]), 1, 0)
-    assert isinstance(res.error, CorruptRecordBatch)
-
-    # nothing valid
-    assert scan_valid_prefix(b"\x00" * 5)[:3] == (0, 0, -1)
-    assert scan_valid_prefix(b"") == (0, 0, -1, -1, None)
-
-    seen = []
-    scan_valid_prefix(whole, on_batch=lambda pos, b: seen.append((pos, b.base_offset)))
-    assert seen == [(0, 0), (len(parts[0]), 1), (len(parts[0]) + len(parts[1]), 3)]
 
 
 def test_records_detect_malformed_uncompressed_payload():
