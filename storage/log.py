@@ -33,7 +33,6 @@ import shutil
 from typing import Callable, NamedTuple
 
 from storage.batches import (
-    NO_PARTITION_LEADER_EPOCH,
     BatchHeader,
     iter_headers,
     iter_record_timestamps,
@@ -47,7 +46,8 @@ from storage.file_records import FileRecords, FileRegion
 from storage.errors import InvalidOffset, LogInvariantError, OffsetOutOfRange
 from storage.log_config import LogConfig
 from protocol.errors import DecodeError
-from protocol.records import RecordBatch, build_control_batch, decode_control_record
+from protocol.records import (NO_PARTITION_LEADER_EPOCH, RecordBatch, build_control_batch,
+                              decode_control_record)
 from storage.producer_state import (CompletedTxn, InvalidProducerEpoch, ProducerStateManager,
                                     TransactionCoordinatorFenced)
 from storage.txn_index import TXN_INDEX_SUFFIX, AbortedTxn
