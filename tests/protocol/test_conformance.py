@@ -17,8 +17,8 @@ import pytest
 
 from compat_tests.reference import ReferenceUnavailable, must_not_skip
 from compat_tests.reference.resolve import KAFKA_VERSION, ResolutionError, resolve
-from protocol.messages_extra import DEFINED_HERE
-from protocol.served import SERVED
+from wireserver.protocol.messages_extra import DEFINED_HERE
+from wireserver.protocol.served import SERVED
 
 
 def parse_versions(text: str | None) -> tuple[int, int] | None:
