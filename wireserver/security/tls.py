@@ -16,7 +16,7 @@ it, or what the listener's ``ssl.principal.mapping.rules`` make of the DN
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
@@ -24,7 +24,13 @@ from OpenSSL import SSL, crypto
 from twisted.internet.interfaces import IOpenSSLServerConnectionCreator
 from zope.interface import implementer
 
-from wireserver.config import BrokerConfig
+
+
+class ListenerSettings(Protocol):
+    """What TLS reads of the broker's configuration (``wireserver.config.BrokerConfig``): a
+    listener's effective value of a key, ``listener.name.<name>.<key>`` first."""
+
+    def listener_value(self, listener: str, name: str) -> Any: ...
 
 
 class TlsConfigError(ValueError):
@@ -58,7 +64,7 @@ def _split_pem(data: bytes) -> tuple[list[x509.Certificate], bytes | None]:
     return certs, key
 
 
-def _password(config: BrokerConfig, listener: str) -> bytes | None:
+def _password(config: ListenerSettings, listener: str) -> bytes | None:
     for name in ("ssl.key.password", "ssl.keystore.password"):
         value = config.listener_value(listener, name)
         if value:
@@ -66,7 +72,7 @@ def _password(config: BrokerConfig, listener: str) -> bytes | None:
     return None
 
 
-def keystore(config: BrokerConfig, listener: str) -> tuple[list[x509.Certificate], Any]:
+def keystore(config: ListenerSettings, listener: str) -> tuple[list[x509.Certificate], Any]:
     """The listener's certificate chain and private key."""
     kind = (config.listener_value(listener, "ssl.keystore.type") or "JKS").upper()
     chain_pem = config.listener_value(listener, "ssl.keystore.certificate.chain")
@@ -96,7 +102,7 @@ def keystore(config: BrokerConfig, listener: str) -> tuple[list[x509.Certificate
     return certs, key
 
 
-def truststore(config: BrokerConfig, listener: str) -> list[x509.Certificate]:
+def truststore(config: ListenerSettings, listener: str) -> list[x509.Certificate]:
     inline = config.listener_value(listener, "ssl.truststore.certificates")
     location = config.listener_value(listener, "ssl.truststore.location")
     if inline:
@@ -109,7 +115,7 @@ def truststore(config: BrokerConfig, listener: str) -> list[x509.Certificate]:
 _TLS_VERSIONS = {"TLSv1.2": SSL.TLS1_2_VERSION, "TLSv1.3": SSL.TLS1_3_VERSION}
 
 
-def server_context(config: BrokerConfig, listener: str) -> SSL.Context:
+def server_context(config: ListenerSettings, listener: str) -> SSL.Context:
     """A pyOpenSSL server context for ``listener``."""
     certs, key = keystore(config, listener)
     context = SSL.Context(SSL.TLS_SERVER_METHOD)
