@@ -10,7 +10,8 @@ session still long-polls makes that earlier one fail), that a refused request le
 alone, that sessions outlive connections, FETCH_SESSION_ID_NOT_FOUND after a session is closed
 (full fetch with epoch 0 or -1, or an incremental fetch forgetting every partition),
 FETCH_SESSION_TOPIC_ID_ERROR when a session opened with topic ids (v13+) is continued with
-names or the other way round.
+names or the other way round, and the rotation that sends a partition that returned records to
+the back of the session.
 
 :func:`session_rules` is also run on its own by tests/integration/test_fetch_sessions.py.
 """
@@ -115,6 +116,11 @@ def session_rules(bootstrap: str) -> dict:
     _, obs["continue-with-names"] = client.fetch(s4, 1)
     _, obs["continue-with-topic-ids"] = client.fetch(s4, 1, version=IDS)
 
+    # max_bytes=1: each answer carries one batch, of the first partition of the session that
+    # has one; a partition that sent records moves to the back.
+    s5, obs["rotation-open"] = client.fetch(0, 0, partitions={0: 0, 1: 0}, max_bytes=1)
+    for epoch in (1, 2, 3):
+        _, obs[f"rotation-{epoch}"] = client.fetch(s5, epoch, max_bytes=1)
     return obs
 
 
@@ -127,5 +133,5 @@ def _check_rules(obs: dict) -> None:
 @scenario("fetch-session-rules", clients=("kafka-python",), check=_check_rules)
 def fetch_session_rules(bootstrap: str, client: Client) -> dict:
     """a fetch session driven step by step with kafka-python's Fetch v12/v13 classes: epochs,
-    refusals, a long poll overtaken, reconnects, closing, topic ids"""
+    refusals, a long poll overtaken, reconnects, closing, topic ids, partition rotation"""
     return session_rules(bootstrap)

@@ -53,6 +53,10 @@ KAFKA_ANSWERS = {
     "open-with-topic-ids": answered("s4", BOTH_EMPTY),
     "continue-with-names": refused(error="FETCH_SESSION_TOPIC_ID_ERROR"),
     "continue-with-topic-ids": answered("s4"),
+    "rotation-open": answered("s5", [[0, "NO_ERROR", "records"], [1, "NO_ERROR", "empty"]]),
+    "rotation-1": answered("s5", [[0, "NO_ERROR", "records"]]),
+    "rotation-2": answered("s5", [[1, "NO_ERROR", "records"]]),
+    "rotation-3": answered("s5", [[0, "NO_ERROR", "records"]]),
 }
 
 

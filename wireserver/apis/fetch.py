@@ -250,8 +250,9 @@ def ready(ctx, results: list[PartitionResult]) -> bool:
 
 def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
     """The answer; for an incremental fetch only the partitions with news (records, an error,
-    a new high watermark, LSO or log start). A full fetch with epoch 0 opens its session
-    here, with every partition of the answer."""
+    a new high watermark, LSO or log start), and those that sent records go to the back of
+    the session, so the next fetch reads the others first (Kafka's fairness rotation). A full
+    fetch with epoch 0 opens its session here, with every partition of the answer."""
     if plan.incremental and plan.session.epoch != plan.expected_epoch:
         # Another request of this session was accepted while this one waited (Kafka: "possible
         # duplicate request"); the session now expects that one's successor.
@@ -275,6 +276,8 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
         cached.sent_log_start_offset = result.log_start_offset
         if plan.incremental and not changed:
             continue
+        if plan.incremental and result.records:
+            plan.session.partitions.move_to_end(plan.key(cached))
         topic_key = cached.topic_id if plan.version >= 13 else cached.topic
         entry = by_topic.get(topic_key)
         if entry is None:
