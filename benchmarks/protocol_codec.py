@@ -19,10 +19,10 @@ import time
 from kafka.protocol.consumer.fetch import FetchResponse
 from kafka.protocol.producer.produce import ProduceRequest
 
-from protocol.framing import FrameDecoder
-from protocol.messages import decode_request, encode_response, encode_response_chunks
-from protocol.records import Codec, RecordBatchBuilder, iter_batches
-from protocol.served import SERVED
+from wireserver.protocol.framing import FrameDecoder
+from wireserver.protocol.messages import decode_request, encode_response, encode_response_chunks
+from wireserver.protocol.records import Codec, RecordBatchBuilder, iter_batches
+from wireserver.protocol.served import SERVED
 
 PARTITIONS = 100
 

@@ -28,7 +28,7 @@ import struct
 import zlib
 from enum import IntEnum
 
-from protocol.errors import CorruptRecordBatch
+from wireserver.protocol.errors import CorruptRecordBatch
 
 __all__ = [
     "Codec",

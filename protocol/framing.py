@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 
-from protocol.errors import FrameTooLarge, NegativeFrameSize
+from wireserver.protocol.errors import FrameTooLarge, NegativeFrameSize
 
 SIZE = struct.Struct(">i")
 DEFAULT_MAX_FRAME_BYTES = 104857600  # socket.request.max.bytes

@@ -14,11 +14,11 @@ from typing import Any
 
 from kafka.protocol.api_message import ApiMessage
 
-from protocol.errors import DecodeError, UnsupportedApi
-from protocol.fetch_response import encode_fetch_response
-from protocol.produce_request import (ProduceRequestBody, decode_produce_request,
+from wireserver.protocol.errors import DecodeError, UnsupportedApi
+from wireserver.protocol.fetch_response import encode_fetch_response
+from wireserver.protocol.produce_request import (ProduceRequestBody, decode_produce_request,
                                       skip_tagged_fields)
-from protocol.registry import ApiRegistry, ApiSpec
+from wireserver.protocol.registry import ApiRegistry, ApiSpec
 
 PRODUCE_KEY = 0
 API_VERSIONS_KEY = 18

@@ -17,7 +17,7 @@ import struct
 import uuid
 from dataclasses import dataclass
 
-from protocol.errors import DecodeError
+from wireserver.protocol.errors import DecodeError
 
 FIRST_FLEXIBLE_VERSION = 9
 FIRST_TOPIC_ID_VERSION = 13

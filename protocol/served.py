@@ -9,7 +9,7 @@ see ``protocol.registry.ApiSpec``) and the versions served.
 
 from __future__ import annotations
 
-from protocol.registry import ApiRegistry
+from wireserver.protocol.registry import ApiRegistry
 
 SERVED = ApiRegistry()
 
@@ -46,8 +46,8 @@ SERVED.register(16, "ListGroups", "kafka.protocol.admin.groups", 0, 5)
 SERVED.register(42, "DeleteGroups", "kafka.protocol.admin.groups", 0, 2)
 SERVED.register(47, "OffsetDelete", "kafka.protocol.consumer.group", 0, 0)
 # Consumer group protocol (KIP-848); message classes from protocol.messages_extra.
-SERVED.register(68, "ConsumerGroupHeartbeat", "protocol.messages_extra", 0, 1)
-SERVED.register(69, "ConsumerGroupDescribe", "protocol.messages_extra", 0, 1)
+SERVED.register(68, "ConsumerGroupHeartbeat", "wireserver.protocol.messages_extra", 0, 1)
+SERVED.register(69, "ConsumerGroupDescribe", "wireserver.protocol.messages_extra", 0, 1)
 # Transactions (protocol v1; EndTxn 5 and TxnOffsetCommit 5 belong to KIP-890 v2, not served).
 SERVED.register(24, "AddPartitionsToTxn", "kafka.protocol.producer.transaction", 0, 5)
 SERVED.register(25, "AddOffsetsToTxn", "kafka.protocol.producer.transaction", 0, 4)

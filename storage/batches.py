@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Iterator, NamedTuple
 
-from protocol.errors import DecodeError
-from protocol.records import (
+from wireserver.protocol.errors import DecodeError
+from wireserver.protocol.records import (
     ATTR_CONTROL_MASK as CONTROL_MASK,
     ATTR_TIMESTAMP_TYPE_MASK as TIMESTAMP_TYPE_MASK,
     ATTR_TRANSACTIONAL_MASK as TRANSACTIONAL_MASK,

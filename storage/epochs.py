@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 import os
 
-from storage.checkpoint import LEADER_EPOCH_CHECKPOINT, CheckpointError, read_epochs, write_epochs
+from wireserver.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, CheckpointError, read_epochs, write_epochs
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1

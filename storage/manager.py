@@ -26,15 +26,15 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Mapping
 
-from storage import checkpoint as ckpt
-from storage.errors import (
+from wireserver.storage import checkpoint as ckpt
+from wireserver.storage.errors import (
     InvalidPartitionsError,
     InvalidTopicError,
     TopicExistsError,
     UnknownTopicError,
 )
-from storage.log import Log, parse_partition_dir
-from storage.log_config import LogConfig
+from wireserver.storage.log import Log, parse_partition_dir
+from wireserver.storage.log_config import LogConfig
 
 TOPICS_FILE = "wireserver-topics.json"
 MAX_TOPIC_NAME_LENGTH = 249

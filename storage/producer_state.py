@@ -77,9 +77,9 @@ from typing import Iterable, NamedTuple
 
 from crc32c._crc32c import crc32c as crc32c_checksum  # not via crc32c/__init__ (cli.py)
 
-from protocol.errors import ErrorCode
-from storage.checkpoint import atomic_write, fsync_dir
-from storage.errors import StorageError
+from wireserver.protocol.errors import ErrorCode
+from wireserver.storage.checkpoint import atomic_write, fsync_dir
+from wireserver.storage.errors import StorageError
 
 NUM_BATCHES_TO_RETAIN = 5
 INT32_MAX = 2**31 - 1

@@ -13,9 +13,9 @@ import os
 import struct
 from typing import Iterator
 
-from storage.batches import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, crc_ok, read_header
-from storage.index import INT32_MAX, CorruptIndexError, OffsetIndex, TimeIndex
-from storage.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
+from wireserver.storage.batches import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, crc_ok, read_header
+from wireserver.storage.index import INT32_MAX, CorruptIndexError, OffsetIndex, TimeIndex
+from wireserver.storage.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"

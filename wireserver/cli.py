@@ -17,7 +17,7 @@ import sys
 import types
 from typing import Sequence
 
-from storage.configdef import ConfigValueError
+from wireserver.storage.configdef import ConfigValueError
 from wireserver.config import BrokerConfig, ConfigError
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka.protocol.api_message import ApiMessage
 
-from protocol.messages import Request
+from wireserver.protocol.messages import Request
 
 if TYPE_CHECKING:
     from wireserver.broker import Broker

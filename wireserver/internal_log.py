@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from twisted.internet import defer
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from wireserver.broker import Broker

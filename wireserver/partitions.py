@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Iterable
 from wireserver.topics import INTERNAL_TOPICS
 
 if TYPE_CHECKING:
-    from storage.manager import TopicInfo
+    from wireserver.storage.manager import TopicInfo
     from wireserver.broker import Broker
 
 NO_LEADER = -1

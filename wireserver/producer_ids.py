@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 
-from storage.checkpoint import atomic_write
+from wireserver.storage.checkpoint import atomic_write
 
 BLOCK_SIZE = 1000
 FILE_NAME = "wireserver-producer-id-block"

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 from twisted.internet import defer, protocol
 from twisted.python.failure import Failure
 
-from protocol.errors import DecodeError, UnsupportedApi
-from protocol.framing import FrameDecoder
-from protocol.messages import Request, decode_request, encode_response_chunks
+from wireserver.protocol.errors import DecodeError, UnsupportedApi
+from wireserver.protocol.framing import FrameDecoder
+from wireserver.protocol.messages import Request, decode_request, encode_response_chunks
 from wireserver.apis import handler_for
 from wireserver.context import RequestContext
 from wireserver.heap import after_response

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 from twisted.internet import defer, task
 
-from protocol.errors import ErrorCode
-from storage.configdef import ConfigValueError
-from storage.errors import InvalidPartitionsError, InvalidTopicError, TopicExistsError
-from storage.log_config import TOPIC_CONFIGS, LogConfig
-from storage.manager import TopicInfo, validate_topic_name
+from wireserver.protocol.errors import ErrorCode
+from wireserver.storage.configdef import ConfigValueError
+from wireserver.storage.errors import InvalidPartitionsError, InvalidTopicError, TopicExistsError
+from wireserver.storage.log_config import TOPIC_CONFIGS, LogConfig
+from wireserver.storage.manager import TopicInfo, validate_topic_name
 
 if TYPE_CHECKING:
     from wireserver.broker import Broker

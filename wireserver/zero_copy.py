@@ -28,7 +28,7 @@ import os
 import socket
 from typing import Any
 
-from storage.file_records import FileRecords, FileRegion
+from wireserver.storage.file_records import FileRecords, FileRegion
 
 log = logging.getLogger(__name__)
 

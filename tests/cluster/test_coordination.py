@@ -10,7 +10,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka import ElectionType
 from confluent_kafka.admin import AdminClient
 
-from protocol.served import SERVED
+from wireserver.protocol.served import SERVED
 from wireserver.testing import KafkaWire
 from tests.cluster.conftest import Cluster, wait_for
 from tests.cluster.test_replication import create, metadata

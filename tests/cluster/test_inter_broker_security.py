@@ -17,8 +17,8 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from protocol.errors import ErrorCode
-from protocol.served import SERVED
+from wireserver.protocol.errors import ErrorCode
+from wireserver.protocol.served import SERVED
 from wireserver.security.certs import write_test_pki
 from wireserver.testing import KafkaWire
 from tests.cluster.conftest import Cluster, wait_for

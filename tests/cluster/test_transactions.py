@@ -11,8 +11,8 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from protocol.errors import ErrorCode
-from protocol.served import SERVED
+from wireserver.protocol.errors import ErrorCode
+from wireserver.protocol.served import SERVED
 from wireserver.testing import KafkaWire
 from tests.cluster.conftest import Cluster, wait_for
 from tests.cluster.test_coordination import OVERRIDES as COORDINATION_OVERRIDES

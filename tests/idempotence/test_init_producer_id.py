@@ -8,7 +8,7 @@ import os
 import pytest
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from tests.idempotence.conftest import RawClient
 from wireserver.producer_ids import BLOCK_SIZE, FILE_NAME, ProducerIdManager
 

@@ -8,8 +8,8 @@ import time
 import pytest
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 
-from protocol.errors import ErrorCode
-from protocol.records import RecordBatchBuilder
+from wireserver.protocol.errors import ErrorCode
+from wireserver.protocol.records import RecordBatchBuilder
 from tests.idempotence.conftest import RawClient, create_topic, read_all
 
 

@@ -149,7 +149,7 @@ def test_several_thread_brokers_at_once():
 
 
 def test_bad_config_fails_fast():
-    from storage.configdef import ConfigValueError
+    from wireserver.storage.configdef import ConfigValueError
 
     with pytest.raises(ConfigValueError):
         EmbeddedBroker(overrides={"num.partitions": "zero"}).start()

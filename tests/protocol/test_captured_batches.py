@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from protocol.records import Codec, RecordBatch, iter_batches
+from wireserver.protocol.records import Codec, RecordBatch, iter_batches
 from tests.protocol.capture_broker import CaptureBroker, kafka_python_codecs
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]

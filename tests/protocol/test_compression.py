@@ -10,14 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol.compression import (
+from wireserver.protocol.compression import (
     XERIAL_BLOCK_SIZE,
     XERIAL_HEADER,
     Codec,
     compress,
     decompress,
 )
-from protocol.errors import CorruptRecordBatch, DecodeError
+from wireserver.protocol.errors import CorruptRecordBatch, DecodeError
 
 SAMPLES = [
     b"",

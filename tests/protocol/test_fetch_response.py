@@ -7,9 +7,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.fetch_response import encode_fetch_response
-from protocol.messages import encode_response
-from protocol.served import SERVED
+from wireserver.protocol.fetch_response import encode_fetch_response
+from wireserver.protocol.messages import encode_response
+from wireserver.protocol.served import SERVED
 from tests.protocol.message_strategies import message_strategy
 
 FETCH = SERVED.get(1)

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol.errors import FrameTooLarge, NegativeFrameSize
-from protocol.framing import FrameDecoder, frame
+from wireserver.protocol.errors import FrameTooLarge, NegativeFrameSize
+from wireserver.protocol.framing import FrameDecoder, frame
 
 bodies = st.lists(st.binary(max_size=300), max_size=8)
 

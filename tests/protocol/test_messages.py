@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.protocol.api_message import ApiMessage
 
-from protocol.errors import DecodeError, UnsupportedApi
-from protocol.framing import FrameDecoder
-from protocol.messages import decode_request, encode_response
-from protocol.served import SERVED
+from wireserver.protocol.errors import DecodeError, UnsupportedApi
+from wireserver.protocol.framing import FrameDecoder
+from wireserver.protocol.messages import decode_request, encode_response
+from wireserver.protocol.served import SERVED
 from tests.protocol.test_produce_request import values as produce_values
 from tests.protocol.message_strategies import message_strategy
 

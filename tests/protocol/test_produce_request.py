@@ -12,11 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.protocol.producer.produce import ProduceRequest
 
-from protocol.errors import DecodeError
-from protocol.framing import FrameDecoder
-from protocol.messages import decode_body, decode_request_header
-from protocol.produce_request import ProduceRequestBody, decode_produce_request
-from protocol.served import SERVED
+from wireserver.protocol.errors import DecodeError
+from wireserver.protocol.framing import FrameDecoder
+from wireserver.protocol.messages import decode_body, decode_request_header
+from wireserver.protocol.produce_request import ProduceRequestBody, decode_produce_request
+from wireserver.protocol.served import SERVED
 from tests.protocol.message_strategies import message_strategy
 
 SPEC = SERVED.get(0)

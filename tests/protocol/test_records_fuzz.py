@@ -8,8 +8,8 @@ import crc32c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.errors import DecodeError
-from protocol.records import Codec, RecordBatch, RecordBatchBuilder, iter_batches, scan_valid_prefix
+from wireserver.protocol.errors import DecodeError
+from wireserver.protocol.records import Codec, RecordBatch, RecordBatchBuilder, iter_batches, scan_valid_prefix
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 MAX_OUT = 1 << 20  # decompression cap while fuzzing

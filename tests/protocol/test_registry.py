@@ -3,8 +3,8 @@ match the key and versions the table serves."""
 
 import pytest
 
-from protocol.registry import ApiRegistry, DuplicateApi
-from protocol.served import SERVED
+from wireserver.protocol.registry import ApiRegistry, DuplicateApi
+from wireserver.protocol.served import SERVED
 
 
 @pytest.mark.parametrize("spec", list(SERVED), ids=lambda spec: spec.name)

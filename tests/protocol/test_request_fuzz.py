@@ -7,10 +7,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.errors import DecodeError
-from protocol.framing import FrameDecoder
-from protocol.messages import decode_request
-from protocol.served import SERVED
+from wireserver.protocol.errors import DecodeError
+from wireserver.protocol.framing import FrameDecoder
+from wireserver.protocol.messages import decode_request
+from wireserver.protocol.served import SERVED
 from tests.protocol.message_strategies import message_strategy
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from protocol.records import RecordBatch, RecordBatchBuilder, iter_batches
-from storage.log import Log
-from storage.log_config import LogConfig
+from wireserver.protocol.records import RecordBatch, RecordBatchBuilder, iter_batches
+from wireserver.storage.log import Log
+from wireserver.storage.log_config import LogConfig
 
 
 class FakeClock:

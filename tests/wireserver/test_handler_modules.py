@@ -2,8 +2,8 @@
 
 import pytest
 
-from protocol.registry import ApiRegistry
-from protocol.served import SERVED
+from wireserver.protocol.registry import ApiRegistry
+from wireserver.protocol.served import SERVED
 from wireserver import apis
 
 

@@ -12,9 +12,9 @@ from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from twisted.internet.address import IPv4Address
 from twisted.internet.testing import MemoryReactorClock, StringTransport
 
-from protocol.errors import ErrorCode
-from protocol.framing import FrameDecoder
-from protocol.records import RecordBatchBuilder
+from wireserver.protocol.errors import ErrorCode
+from wireserver.protocol.framing import FrameDecoder
+from wireserver.protocol.records import RecordBatchBuilder
 from wireserver.broker import Broker
 from wireserver.config import BrokerConfig
 

@@ -15,10 +15,10 @@ import pkgutil
 import re
 from typing import TYPE_CHECKING, Any, Callable
 
-from protocol.registry import ApiRegistry, DuplicateApi
+from wireserver.protocol.registry import ApiRegistry, DuplicateApi
 
 if TYPE_CHECKING:
-    from protocol.registry import ApiSpec
+    from wireserver.protocol.registry import ApiSpec
 
 Handler = Callable[[Any], Any]
 HANDLERS: dict[int, Handler] = {}

@@ -23,7 +23,7 @@ on the topic (TOPIC_AUTHORIZATION_FAILED) or the cluster for BROKER resources
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.admin import (RESOURCE_BROKER, RESOURCE_TOPIC, AdminError,
                               check_broker_resource, set_broker_dynamic, set_topic_overrides)
 from wireserver.apis import handles

@@ -10,7 +10,7 @@ UNACCEPTABLE_CREDENTIAL, deleting what does not exist RESOURCE_NOT_FOUND — as 
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.security import authorize
 from wireserver.security.acls import CLUSTER_NAME, Operation, ResourceType

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import handles
 
 API_KEY = 18

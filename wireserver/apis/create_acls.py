@@ -7,7 +7,7 @@ Without an authorizer every creation answers SECURITY_DISABLED.
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.security import authorize
 from wireserver.security.acls import (CLUSTER_NAME, AclBinding, Operation, ResourceType,

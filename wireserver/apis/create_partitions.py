@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from twisted.internet import defer
 
-from protocol.errors import ErrorCode
-from storage.errors import InvalidPartitionsError
+from wireserver.protocol.errors import ErrorCode
+from wireserver.storage.errors import InvalidPartitionsError
 from wireserver.apis import handles
 from wireserver.security import checks
 from wireserver.topics import MAX_PARTITIONS, TopicError, has_leaders, in_cluster, wait_for_topics

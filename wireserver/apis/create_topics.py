@@ -29,8 +29,8 @@ import uuid
 
 from twisted.internet import defer
 
-from protocol.errors import ErrorCode
-from storage.log_config import LogConfig
+from wireserver.protocol.errors import ErrorCode
+from wireserver.storage.log_config import LogConfig
 from wireserver.admin import ZERO_UUID, topic_config_rows
 from wireserver.apis import handles
 from wireserver.security import checks

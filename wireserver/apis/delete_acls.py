@@ -4,7 +4,7 @@ lists what it matched. Needs ALTER on the cluster. Without an authorizer: SECURI
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.apis.describe_acls import acl_filter
 from wireserver.security import authorize

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from twisted.internet import defer
 
-from protocol.errors import ErrorCode
-from storage.errors import OffsetOutOfRange
+from wireserver.protocol.errors import ErrorCode
+from wireserver.storage.errors import OffsetOutOfRange
 from wireserver.apis import handles
 from wireserver.security import checks
 

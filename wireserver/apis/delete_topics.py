@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from twisted.internet import defer
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.admin import ZERO_UUID
 from wireserver.apis import handles
 from wireserver.security import checks

@@ -5,7 +5,7 @@ Needs DESCRIBE on the cluster. Without an authorizer: SECURITY_DISABLED.
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.security import authorize
 from wireserver.security.acls import AclFilter, CLUSTER_NAME, Operation, ResourceType

@@ -21,7 +21,7 @@ Kafka's default message and no configs.
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.admin import (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC,
                               AdminError, check_broker_resource, logger_levels, topic_rows)
 from wireserver.apis import handles

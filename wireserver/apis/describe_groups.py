@@ -9,7 +9,7 @@ Skipped: authorized operations (no authorizer): reported as not requested.
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.security import checks
 from wireserver.groups import GroupState

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.partitions import hosts_replica
 from wireserver.security import checks

@@ -11,7 +11,7 @@ looks the leader up again."""
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.partitions import hosts_replica
 from wireserver.security import checks

@@ -6,7 +6,7 @@ elsewhere, COORDINATOR_LOAD_IN_PROGRESS while it loads."""
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.security import checks
 

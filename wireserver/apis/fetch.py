@@ -36,8 +36,8 @@ import uuid
 
 from twisted.internet import defer
 
-from protocol.errors import ErrorCode
-from storage.errors import OffsetOutOfRange
+from wireserver.protocol.errors import ErrorCode
+from wireserver.storage.errors import OffsetOutOfRange
 from wireserver.apis import handles
 from wireserver.apis.metadata import leader_hints
 from wireserver.security import checks

@@ -22,7 +22,7 @@ Skipped: other key types (share) answer INVALID_REQUEST.
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.security import checks
 from wireserver.groups.api import message

@@ -6,7 +6,7 @@ the cluster sees every group, any other only the groups it may DESCRIBE."""
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.security import checks
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.security import checks
 

@@ -7,7 +7,7 @@ exist. Needs DELETE on the group (GROUP_AUTHORIZATION_FAILED) and READ on each t
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.security import checks
 

@@ -12,7 +12,7 @@ without a member id (the admin client's) is not checked, nor is any fetch for a 
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.security import checks
 

@@ -19,7 +19,7 @@ KIP-320); TOPIC_AUTHORIZATION_FAILED on every partition of a topic without eithe
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.security import checks
 

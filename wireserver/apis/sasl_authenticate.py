@@ -9,7 +9,7 @@ limit). Outside an authentication the answer is ILLEGAL_SASL_STATE.
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.security.connection import delay_failure
 from wireserver.security.sasl import AuthState, IllegalSaslState, SaslFailure

@@ -10,7 +10,7 @@ ILLEGAL_SASL_STATE, as Kafka's.
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.security.connection import delay_failure
 from wireserver.security.sasl import IllegalSaslState

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from twisted.internet import defer
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.security import checks
 from wireserver.groups.coordinator import OffsetCommit

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from twisted.internet import defer
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver import internal_log
 from wireserver.apis import handles
 from wireserver.security import checks

@@ -15,8 +15,8 @@ from typing import Any
 from twisted.internet import defer, protocol
 from twisted.python.failure import Failure
 
-from protocol.errors import ErrorCode
-from protocol.framing import FrameDecoder
+from wireserver.protocol.errors import ErrorCode
+from wireserver.protocol.framing import FrameDecoder
 from wireserver.security.sasl import SaslFailure
 
 log = logging.getLogger(__name__)
@@ -132,7 +132,7 @@ def connect_to_broker(reactor: Any, brokers: dict, broker_id: int, security: Any
 
 @defer.inlineCallbacks
 def _authenticate(client: BrokerClientProtocol, security: Any, address: str):
-    from protocol.served import SERVED
+    from wireserver.protocol.served import SERVED
     who = f"SASL login to {address} as {security.username} with {security.mechanism}"
     handshake = yield client.request(SERVED.get(17).request_class(
         version=SASL_HANDSHAKE_VERSION, mechanism=security.mechanism))

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from twisted.internet import task
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.cluster import zkdata as zd
 
 if TYPE_CHECKING:

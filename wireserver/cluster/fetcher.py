@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer, task
 
-from protocol.errors import ErrorCode
-from protocol.served import SERVED
-from storage.batches import iter_headers
+from wireserver.protocol.errors import ErrorCode
+from wireserver.protocol.served import SERVED
+from wireserver.storage.batches import iter_headers
 from wireserver.cluster.client import InterBrokerAuthenticationFailed, connect_to_broker
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.cluster import zkdata as zd
 from wireserver.cluster.config_changes import notify
 from wireserver.cluster.placement import PlacementError, assign_replicas

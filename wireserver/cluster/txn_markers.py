@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from twisted.internet import defer, task
 
-from protocol.errors import ErrorCode
-from protocol.served import SERVED
+from wireserver.protocol.errors import ErrorCode
+from wireserver.protocol.served import SERVED
 
 if TYPE_CHECKING:
     from wireserver.broker import Broker

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 
 MESSAGES = {
     ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",

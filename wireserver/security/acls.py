@@ -26,7 +26,7 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 
 CLUSTER_NAME = "kafka-cluster"
 WILDCARD = "*"

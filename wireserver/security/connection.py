@@ -14,8 +14,8 @@ import logging
 import struct
 from typing import Any
 
-from protocol.messages import peek_header
-from protocol.errors import DecodeError
+from wireserver.protocol.messages import peek_header
+from wireserver.protocol.errors import DecodeError
 from wireserver.security.sasl import AuthState, IllegalSaslState, SaslFailure
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from storage.configdef import ConfigValueError
+from wireserver.storage.configdef import ConfigValueError
 from wireserver.security.sasl import CLIENT_MECHANISMS, client_mechanism, parse_jaas
 
 

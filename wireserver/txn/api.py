@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from twisted.internet import defer
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 
 
 def fenced_for_version(error: ErrorCode, version: int, first_version: int) -> ErrorCode:

@@ -45,9 +45,9 @@ from typing import TYPE_CHECKING, Callable, Iterable, Optional
 
 from twisted.internet import defer, task
 
-from protocol.errors import ErrorCode
-from protocol.records import RecordBatchBuilder, iter_batches
-from storage.producer_state import InvalidProducerEpoch, TransactionCoordinatorFenced
+from wireserver.protocol.errors import ErrorCode
+from wireserver.protocol.records import RecordBatchBuilder, iter_batches
+from wireserver.storage.producer_state import InvalidProducerEpoch, TransactionCoordinatorFenced
 from wireserver import internal_log
 from wireserver.cluster.txn_markers import TxnMarkerSender
 from wireserver.internal_log import ensure_internal_topic
