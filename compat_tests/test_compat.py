@@ -16,7 +16,8 @@ from __future__ import annotations
 import pytest
 
 from compat_tests.clients import CLIENTS
-from compat_tests import scenarios_groups, scenarios_txn  # noqa: F401 - they register scenarios
+# Imported for the scenarios they register:
+from compat_tests import scenarios_fetch, scenarios_groups, scenarios_txn  # noqa: F401
 from compat_tests.scenarios import (SCENARIOS, WireserverDiffers, known_difference,
                                     record_and_compare, run_both)
 from compat_tests.targets import KAFKA, WIRESERVER

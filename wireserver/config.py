@@ -197,6 +197,9 @@ _BROKER_ONLY = [
          dynamic=True),
     _key("fetch.max.bytes", "int", 57671680,
          "Largest response the broker returns to one Fetch request.", at_least(1024)),
+    _key("max.incremental.fetch.session.cache.slots", "int", 1000,
+         "Most incremental fetch sessions kept, split equally over 8 shards that new sessions "
+         "take in turn; a full shard evicts only within itself.", at_least(0)),
     # Security (TLS, SASL, ACLs). Every ssl.* / sasl.* key can also be given per listener as
     # listener.name.<listener>.<key> (and the JAAS config per mechanism as
     # listener.name.<listener>.<mechanism>.sasl.jaas.config), as in Kafka.

@@ -5,7 +5,8 @@
 - Size limits: ``max_bytes`` for the response and ``partition_max_bytes`` per partition, with
   KIP-74's rule that the first batch of the first non-empty partition comes whole even when it is
   larger than either limit, so a consumer can always make progress.
-- Fetch sessions (KIP-227), full and incremental: see ``wireserver.fetch_sessions``.
+- Fetch sessions (KIP-227), full and incremental, by Kafka's rules: see ``FetchPlan`` and
+  ``wireserver.fetch_sessions``.
 - Topic ids from v13 (UNKNOWN_TOPIC_ID for an id we don't know).
 - OFFSET_OUT_OF_RANGE below the log start or above the log end; consumers never see past the
   high watermark.
@@ -30,6 +31,7 @@ with OffsetForLeaderEpoch first), preferred read replicas (always -1).
 
 from __future__ import annotations
 
+import collections
 import uuid
 
 from twisted.internet import defer
@@ -39,7 +41,8 @@ from wireserver.storage.errors import OffsetOutOfRange
 from wireserver.apis import handles
 from wireserver.apis.metadata import leader_hints
 from wireserver.security import checks
-from wireserver.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition
+from wireserver.fetch_sessions import (FINAL_EPOCH, INITIAL_EPOCH, CachedPartition,
+                                         FetchSessionCache)
 
 API_KEY = 1
 ZERO_UUID = uuid.UUID(int=0)
@@ -49,23 +52,37 @@ UNKNOWN = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID)
 LEADER_MOVED = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
 
 
-def session_cache(broker):
+def session_cache(broker) -> FetchSessionCache:
     cache = getattr(broker, "fetch_sessions", None)
     if cache is None:
-        from wireserver.fetch_sessions import FetchSessionCache
         cache = broker.fetch_sessions = FetchSessionCache(
-            broker.config.get("max.incremental.fetch.session.cache.slots", 1000) or 1000)
+            broker.config["max.incremental.fetch.session.cache.slots"])
     return cache
 
 
 class FetchPlan:
-    """The partitions one Fetch request reads, in response order, and how it answers."""
+    """The partitions one Fetch request reads, in response order, and how it answers.
+
+    Kafka's ``FetchManager.newContext``, on arrival: a full fetch (epoch 0 or -1) first closes
+    the session it names; with epoch 0 a session is opened when the answer is built, if the
+    cache has room (else the answer carries session id 0). An incremental fetch must name a
+    cached session (else FETCH_SESSION_ID_NOT_FOUND), carry its epoch (else
+    INVALID_FETCH_SESSION_EPOCH) and use topic ids as the session's first request did (else
+    FETCH_SESSION_TOPIC_ID_ERROR); those answers change nothing. A valid one updates the
+    session and advances its epoch at once, before any long-poll wait, so the client's next
+    request is accepted even if this one is still waiting; if another request of the session
+    came meanwhile, this one is answered INVALID_FETCH_SESSION_EPOCH when it completes. An
+    incremental fetch that forgets every partition closes the session and is answered
+    without one.
+    """
 
     def __init__(self, ctx):
         self.ctx = ctx
         self.version = ctx.version
         self.session = None
         self.incremental = False
+        self.new_session = False  # a full fetch with epoch 0: open a session when answering
+        self.expected_epoch = None  # the session's epoch this incremental fetch left it at
         self.error = ErrorCode.NONE
         self.partitions: list[CachedPartition] = []
 
@@ -74,15 +91,12 @@ class FetchPlan:
         cache = session_cache(self.ctx.broker)
         session_id = body.session_id if version >= 7 else 0
         epoch = body.session_epoch if version >= 7 else FINAL_EPOCH
-        requested = list(self._requested())
+        names = self._topic_names()
+        requested = list(self._requested(names))
         if epoch in (FINAL_EPOCH, INITIAL_EPOCH):
             if session_id:
                 cache.remove(session_id)
-            if epoch == INITIAL_EPOCH:
-                self.session = cache.create()
-                if self.session is not None:
-                    for cached in requested:
-                        self.session.partitions[self._key(cached)] = cached
+            self.new_session = epoch == INITIAL_EPOCH
             self.partitions = requested
             return
         session = cache.get(session_id)
@@ -92,8 +106,11 @@ class FetchPlan:
         if session.epoch != epoch:
             self.error = ErrorCode.INVALID_FETCH_SESSION_EPOCH
             return
+        if session.uses_topic_ids != (version >= 13):
+            self.error = ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR
+            return
         for cached in requested:
-            key = self._key(cached)
+            key = self.key(cached)
             known = session.partitions.get(key)
             if known is None:
                 session.partitions[key] = cached
@@ -106,17 +123,32 @@ class FetchPlan:
             topic = forgotten.topic_id if version >= 13 else forgotten.topic
             for partition in forgotten.partitions:
                 session.partitions.pop((topic, partition), None)
+        if not session.partitions:
+            cache.remove(session.id)
+            self.partitions = requested
+            return
+        cache.touch(session, self.ctx.broker.now_ms())
+        session.advance()
+        for cached in session.partitions.values():
+            if cached.topic is None and version >= 13:
+                # A topic id the session could not name before may exist by now.
+                cached.topic = names.get(cached.topic_id)
         self.session = session
         self.incremental = True
+        self.expected_epoch = session.epoch
         self.partitions = list(session.partitions.values())
 
-    def _key(self, cached: CachedPartition):
+    def key(self, cached: CachedPartition):
         return (cached.topic_id if self.version >= 13 else cached.topic, cached.partition)
 
-    def _requested(self):
+    def _topic_names(self) -> dict:
+        """Topic id -> name (v13+ requests name topics by id)."""
+        if self.version < 13:
+            return {}
+        return {info.topic_id: name for name, info in self.ctx.broker.logs.topics.items()}
+
+    def _requested(self, by_id: dict):
         version = self.version
-        topics = self.ctx.broker.logs.topics
-        by_id = {info.topic_id: name for name, info in topics.items()} if version >= 13 else {}
         for topic in self.ctx.body.topics:
             name = by_id.get(topic.topic_id) if version >= 13 else topic.topic
             for p in topic.partitions:
@@ -217,6 +249,14 @@ def ready(ctx, results: list[PartitionResult]) -> bool:
 
 
 def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
+    """The answer; for an incremental fetch only the partitions with news (records, an error,
+    a new high watermark, LSO or log start), and those that sent records go to the back of
+    the session, so the next fetch reads the others first (Kafka's fairness rotation). A full
+    fetch with epoch 0 opens its session here, with every partition of the answer."""
+    if plan.incremental and plan.session.epoch != plan.expected_epoch:
+        # Another request of this session was accepted while this one waited (Kafka: "possible
+        # duplicate request"); the session now expects that one's successor.
+        return error_response(ctx, ErrorCode.INVALID_FETCH_SESSION_EPOCH, plan.session.id)
     response_class = ctx.request.spec.response_class
     topic_class = response_class.FetchableTopicResponse
     partition_class = topic_class.PartitionData
@@ -236,6 +276,8 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
         cached.sent_log_start_offset = result.log_start_offset
         if plan.incremental and not changed:
             continue
+        if plan.incremental and result.records:
+            plan.session.partitions.move_to_end(plan.key(cached))
         topic_key = cached.topic_id if plan.version >= 13 else cached.topic
         entry = by_topic.get(topic_key)
         if entry is None:
@@ -254,17 +296,22 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
             preferred_read_replica=-1, records=result.records))
         if result.error in LEADER_MOVED and plan.version >= 16:
             moved.append((cached.topic, cached.partition, entry.partitions[-1]))
-    if plan.session is not None:
-        plan.session.advance() if plan.incremental else None
-    session_id = plan.session.id if plan.session is not None else 0
+    session_id = plan.session.id if plan.incremental else 0
+    if plan.new_session:
+        session = session_cache(ctx.broker).maybe_create(
+            ctx.broker.now_ms(), privileged=replica_id(ctx) >= 0,
+            uses_topic_ids=plan.version >= 13,
+            partitions=collections.OrderedDict((plan.key(r.cached), r.cached) for r in results))
+        session_id = session.id if session is not None else 0
     endpoints = (leader_hints(ctx, moved, partition_class.LeaderIdAndEpoch,
                               response_class.NodeEndpoint) if moved else [])
     return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=session_id,
                         responses=topics, node_endpoints=endpoints)
 
 
-def error_response(ctx, code: ErrorCode):
-    return ctx.response(throttle_time_ms=0, error_code=code, session_id=0, responses=[])
+def error_response(ctx, code: ErrorCode, session_id: int = 0):
+    return ctx.response(throttle_time_ms=0, error_code=code, session_id=session_id,
+                        responses=[])
 
 
 @handles(API_KEY)
@@ -274,8 +321,6 @@ def handle(ctx):
     plan.build()
     if plan.error != ErrorCode.NONE:
         return error_response(ctx, plan.error)
-    if plan.session is not None and not plan.incremental:
-        plan.session.advance()
     broker = ctx.broker
     deadline = broker.reactor.seconds() + ctx.body.max_wait_ms / 1000.0
     keys = [("append", cached.topic, cached.partition) for cached in plan.partitions
