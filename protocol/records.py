@@ -39,13 +39,13 @@ from typing import Callable, Iterable, Iterator, NamedTuple, Optional
 
 from crc32c._crc32c import crc32c as crc32c_checksum  # not via crc32c/__init__ (cli.py)
 
-from protocol.compression import (
+from wireserver.protocol.compression import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
     Codec,
     compress,
     decompress,
 )
-from protocol.errors import CorruptRecordBatch, DecodeError, TruncatedRecordBatch, UnsupportedMagic
+from wireserver.protocol.errors import CorruptRecordBatch, DecodeError, TruncatedRecordBatch, UnsupportedMagic
 
 __all__ = [
     "Codec",

@@ -8,9 +8,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
-from protocol import records as R
-from protocol.errors import CorruptRecordBatch, TruncatedRecordBatch, UnsupportedMagic
-from protocol.records import (
+from wireserver.protocol import records as R
+from wireserver.protocol.errors import CorruptRecordBatch, TruncatedRecordBatch, UnsupportedMagic
+from wireserver.protocol.records import (
     Codec,
     ControlRecordType,
     RecordBatch,

@@ -40,10 +40,10 @@ from __future__ import annotations
 
 from twisted.internet import defer
 
-from protocol.errors import (CorruptRecordBatch, DecodeError, ErrorCode, TruncatedRecordBatch,
+from wireserver.protocol.errors import (CorruptRecordBatch, DecodeError, ErrorCode, TruncatedRecordBatch,
                              UnsupportedMagic)
-from protocol.records import ATTR_TRANSACTIONAL_MASK, RecordBatch, iter_batches
-from storage.producer_state import InvalidProducerEpoch, OutOfOrderSequence
+from wireserver.protocol.records import ATTR_TRANSACTIONAL_MASK, RecordBatch, iter_batches
+from wireserver.storage.producer_state import InvalidProducerEpoch, OutOfOrderSequence
 from wireserver.apis import handles
 from wireserver.apis.metadata import leader_hints
 from wireserver.security import checks
