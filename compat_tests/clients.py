@@ -619,14 +619,16 @@ class JavaClient(Client):
         return None
 
 
-_JAVA_EXC = re.compile(r"org\.apache\.kafka\.common\.errors\.(\w+)")
+# InvalidRecordException (INVALID_RECORD) is the one error class outside the errors package.
+_JAVA_EXC = re.compile(
+    r"org\.apache\.kafka\.common\.(?:errors\.(\w+)|(InvalidRecordException))")
 
 
 def _java_error(stderr: str, ignore: Iterable[str] = ()) -> str | None:
     """The first Kafka exception class named in a tool's stderr, as a Kafka error name
     where the mapping is obvious (``RecordTooLargeException`` -> the class name)."""
     for match in _JAVA_EXC.finditer(stderr):
-        name = match.group(1)
+        name = match.group(1) or match.group(2)
         if name not in ignore:
             return name
     return None

@@ -48,6 +48,8 @@ class Context:
     topic_id: Any
     node_id: int
     run: str
+    compacted: str  # a topic with cleanup.policy=compact
+    compacted_id: Any
     extra: dict = field(default_factory=dict)
 
 
@@ -181,12 +183,14 @@ def to_dict(message: Any) -> dict:
 
 # ------------------------------------------------------------------------------ requests
 
-def batch(values: list[bytes], base_ts: int = BASE_TS) -> bytes:
+def batch(values: list[bytes], base_ts: int = BASE_TS, keys: list | None = None) -> bytes:
+    """One batch; record i has key ``keys[i]`` (None: no key), by default b"k<i>"."""
     builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
                                         producer_id=-1, producer_epoch=-1, base_sequence=-1,
                                         batch_size=1 << 30)
     for i, v in enumerate(values):
-        builder.append(i, timestamp=base_ts + i, key=b"k%d" % i, value=v, headers=[("h", b"x")])
+        key = b"k%d" % i if keys is None else keys[i]
+        builder.append(i, timestamp=base_ts + i, key=key, value=v, headers=[("h", b"x")])
     return bytes(builder.build())
 
 
@@ -237,9 +241,8 @@ def _produce(v, ctx):
     pd = td.PartitionProduceData
 
     def req(partitions, name=ctx.topic, acks=1):
-        ident = {"topic_id": ctx.topic_id} if v >= 13 else {"name": name}
-        if v >= 13 and name != ctx.topic:
-            ident = {"topic_id": uuid.UUID(int=12345)}
+        ids = {ctx.topic: ctx.topic_id, ctx.compacted: ctx.compacted_id}
+        ident = {"topic_id": ids.get(name, uuid.UUID(int=12345))} if v >= 13 else {"name": name}
         return ProduceRequest(version=v, transactional_id=None, acks=acks, timeout_ms=5000,
                               topic_data=[td(**ident, partition_data=[
                                   pd(index=p, records=r) for p, r in partitions.items()])])
@@ -247,6 +250,8 @@ def _produce(v, ctx):
     yield "unknown-partition", req({7: batch([b"x"])})
     yield "corrupt-crc", req({0: corrupt(batch([b"bad"]))})
     yield "unknown-topic", req({0: batch([b"x"])}, name=_missing(ctx))
+    yield "keyless-on-compacted", req({0: batch([b"a", b"b", b"c"], keys=[b"a", None, None])},
+                                      name=ctx.compacted)
 
 
 @builder(FetchRequest)
@@ -444,11 +449,12 @@ def exchange(bootstrap: str, request: Any) -> Any:
         wire.close()
 
 
-def context(bootstrap: str, topic: str, run: str) -> Context:
+def context(bootstrap: str, topic: str, compacted: str, run: str) -> Context:
     with KafkaWire(bootstrap, client_id="compat-raw") as wire:
         response = wire.request(MetadataRequest(
-            version=12, topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+            version=12, topics=[MetadataRequest.MetadataRequestTopic(name=t)
+                                for t in (topic, compacted)],
             allow_auto_topic_creation=False))
         node_id = response.brokers[0].node_id
-        topic_id = next(t.topic_id for t in response.topics if t.name == topic)
-    return Context(topic, topic_id, node_id, run)
+        ids = {t.name: t.topic_id for t in response.topics}
+    return Context(topic, ids[topic], node_id, run, compacted, ids[compacted])

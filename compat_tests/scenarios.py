@@ -311,6 +311,30 @@ def _check_too_large(obs: dict) -> None:
     assert obs["big"] != "ok" and obs["small"] == "ok" and obs["end"] == [1], obs
 
 
+LINGER = {"kafka-python": {"linger_ms": 500}, "aiokafka": {"linger_ms": 500},
+          "confluent-kafka": {"linger.ms": 500}, "java": {"linger.ms": 500}}
+
+
+@scenario("compacted-topic-keyless", clients=tuple(LINGER),
+          check=lambda o: _check_keyless(o))
+def compacted_topic_keyless(bootstrap: str, client: Client) -> dict:
+    """cleanup.policy=compact,delete; one batch (gzip, linger 500 ms) of three records whose
+    middle one has no key, then a keyed record; the client reports the first record's error"""
+    topic = neutral.create_topic(bootstrap, "compact-nokey",
+                                 configs={"cleanup.policy": "compact,delete"})
+    mixed = _error(client.produce, bootstrap, topic,
+                   [record("a", key="ka"), record("no key"), record("c", key="kc")],
+                   compression="gzip", config=LINGER[client.name])
+    keyed = _error(client.produce, bootstrap, topic, [record("keyed", key="k")])
+    return {"mixed": mixed, "keyed": keyed, "end": neutral.list_offsets(bootstrap, topic, 1),
+            "read": [r["value"] for r in client.consume(bootstrap, topic, 0, 1)]}
+
+
+def _check_keyless(obs: dict) -> None:
+    assert obs["mixed"] != "ok" and obs["keyed"] == "ok", obs
+    assert obs["end"] == [1] and obs["read"] == ["keyed"], obs
+
+
 @scenario("offset-out-of-range", check=lambda o: _check_out_of_range(o))
 def offset_out_of_range(bootstrap: str, client: Client) -> dict:
     """five records; the client starts at offset 50 with auto.offset.reset earliest

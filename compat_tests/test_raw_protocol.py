@@ -44,14 +44,16 @@ def raw_pair(compat_targets, compat_extra):
     kafka = compat_targets.get(KAFKA, auto_create=False)
     wire = compat_targets.get(WIRESERVER, auto_create=False)
     run = uuid.uuid4().hex[:8]
-    topic = f"compat-raw-{run}"
+    topic, compacted = f"compat-raw-{run}", f"compat-raw-compacted-{run}"
     for target in (kafka, wire):
         with KafkaWire(target.bootstrap, client_id="compat-raw") as w:
             w.create_topic(topic, partitions=2)
+            w.create_topic(compacted, partitions=1, configs={"cleanup.policy": "compact"})
         from compat_tests.neutral import wait_until_served
         wait_until_served(target.bootstrap, topic, 2)
-    pair = {"kafka": (kafka.bootstrap, raw.context(kafka.bootstrap, topic, run)),
-            "wireserver": (wire.bootstrap, raw.context(wire.bootstrap, topic, run)),
+        wait_until_served(target.bootstrap, compacted, 1)
+    pair = {"kafka": (kafka.bootstrap, raw.context(kafka.bootstrap, topic, compacted, run)),
+            "wireserver": (wire.bootstrap, raw.context(wire.bootstrap, topic, compacted, run)),
             "versions": {KAFKA: raw.api_versions(kafka.bootstrap),
                          WIRESERVER: raw.api_versions(wire.bootstrap)}}
     compat_extra.setdefault("raw_rows", [])

@@ -25,7 +25,8 @@ are zigzag-encoded.
 
 The broker stores batches as clients send them: it reads the header through ``RecordBatch``,
 checks the CRC and patches ``baseOffset`` / ``partitionLeaderEpoch`` (outside the CRC) in place.
-Records are decoded only by ``RecordBatch.records()``. Every decoder here raises only
+Records are decoded only by ``RecordBatch.records()`` (and, up to each key, by
+``RecordBatch.keyless_records()``). Every decoder here raises only
 ``DecodeError`` subclasses (``CorruptRecordBatch``, ``TruncatedRecordBatch``,
 ``UnsupportedMagic``) on bad input.
 """
@@ -479,6 +480,35 @@ class RecordBatch:
             raise CorruptRecordBatch(f"{count} records cannot fit in {len(payload)} bytes")
         log_append_time = self.max_timestamp if self.timestamp_type else None
         return _parse_records(payload, count, self.base_offset, self.base_timestamp, log_append_time)
+
+    def keyless_records(self, max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> list[int]:
+        """Indexes in the batch of the records whose key is null (a compacted topic refuses
+        them). Each record is read up to its key length and then skipped by its length, so an
+        uncompressed batch is walked in place, nothing copied; a compressed one is
+        decompressed first. ``CorruptRecordBatch`` unless the records fill the batch exactly."""
+        payload = self._buf[HEADER_SIZE:]
+        codec = self.compression
+        if codec is not Codec.NONE:
+            payload = decompress(codec, payload, max_decompressed_size)
+        end = len(payload)
+        pos = 0
+        keyless = []
+        for index in range(self.record_count):
+            length, pos = _read_varint(payload, pos, end, 5)
+            if length <= 0 or length > end - pos:
+                raise CorruptRecordBatch(f"record length {length} does not fit the batch")
+            rec_end = pos + length
+            _ts_delta, field = _read_varint(payload, pos + 1, rec_end, 10)  # after attributes
+            _off_delta, field = _read_varint(payload, field, rec_end, 5)
+            key_len, field = _read_varint(payload, field, rec_end, 5)
+            if key_len < -1 or key_len > rec_end - field:
+                raise CorruptRecordBatch(f"bad key length {key_len}")
+            if key_len == -1:
+                keyless.append(index)
+            pos = rec_end
+        if pos != end:
+            raise CorruptRecordBatch(f"{end - pos} bytes left over after the records")
+        return keyless
 
 
 # -- splitting ---------------------------------------------------------------------------------

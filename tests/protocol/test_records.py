@@ -112,6 +112,7 @@ def test_builder_view_round_trip(recs, codec, base_offset):
     assert b.max_timestamp == max(r[0] for r in recs)
     got = [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in b.records()]
     assert got == [(base_offset + i, ts, k, v, h) for i, (ts, k, v, h) in enumerate(recs)]
+    assert b.keyless_records() == [i for i, (_, k, _, _) in enumerate(recs) if k is None]
 
 
 def _kp_records(data):
@@ -151,6 +152,7 @@ def test_kafka_python_batches_parse_in_ours(recs, codec):
     assert b.compression in (codec, Codec.NONE)  # kafka-python drops compression that does not help
     got = [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in b.records()]
     assert got == [(i, ts, k, v, list(h)) for i, (ts, k, v, h) in enumerate(recs)]
+    assert b.keyless_records() == [i for i, (_, k, _, _) in enumerate(recs) if k is None]
 
 
 def test_varint_extremes():
@@ -359,16 +361,28 @@ def test_records_detect_malformed_uncompressed_payload():
     bad[61] = 0x7E
     with pytest.raises(CorruptRecordBatch):
         list(RecordBatch(bad).records())
+    with pytest.raises(CorruptRecordBatch):
+        RecordBatch(bad).keyless_records()
     # Claim two records where there is one.
     bad = bytearray(raw)
     struct.pack_into(">i", bad, 57, 2)
     with pytest.raises(CorruptRecordBatch):
         list(RecordBatch(bad).records())
+    with pytest.raises(CorruptRecordBatch):
+        RecordBatch(bad).keyless_records()
     # Leftover bytes after the last record.
     extra = bytearray(raw) + b"\x00"
     struct.pack_into(">i", extra, 8, len(extra) - 12)
     with pytest.raises(CorruptRecordBatch):
         list(RecordBatch(extra).records())
+    with pytest.raises(CorruptRecordBatch):
+        RecordBatch(extra).keyless_records()
+    # A key length below -1.
+    bad = bytearray(raw)
+    assert bad[65] == 6  # zigzag(3): len(b"key"), after length, attributes, two deltas
+    bad[65] = 5  # zigzag(-3)
+    with pytest.raises(CorruptRecordBatch):
+        RecordBatch(bad).keyless_records()
 
 
 def test_records_bomb_cap():

@@ -4,6 +4,8 @@ Each partition is checked and appended on its own: a bad batch fails its partiti
 error and nothing else in the request is harmed. The hot path reads batch headers only: it
 never decodes individual records (so per-record checks Kafka makes — consecutive offset deltas,
 per-record timestamps — are left out; the batch header's counts and timestamps are checked).
+The one exception is a compacted topic (``cleanup.policy`` with ``compact``): there, as Kafka's
+LogValidator, every record must have a key, so its records are walked up to their keys.
 
 With one node, acks=-1 means the local write, exactly like acks=1. acks=0 gets no response.
 In cluster mode (``wireserver.cluster``) only the partition's leader appends
@@ -53,10 +55,17 @@ VALID_ACKS = (-1, 0, 1)
 
 
 class PartitionError(Exception):
-    def __init__(self, code: ErrorCode, message: str | None = None):
+    """A partition's answer when its batch is refused. ``record_errors`` are (index in the
+    batch, message) pairs, KIP-467's per-record errors; Kafka sends them with the partition's
+    log start offset, other errors with -1."""
+
+    def __init__(self, code: ErrorCode, message: str | None = None,
+                 record_errors: list[tuple[int, str]] = (), log_start_offset: int = -1):
         super().__init__(message or code.name)
         self.code = code
         self.message = message
+        self.record_errors = record_errors
+        self.log_start_offset = log_start_offset
 
 
 def check_batches(records: bytearray, config, now_ms: int) -> int:
@@ -104,6 +113,26 @@ def check_batches(records: bytearray, config, now_ms: int) -> int:
     return count
 
 
+def check_keys(buf, topic: str, partition: int, log_start_offset: int) -> None:
+    """A compacted topic refuses records without a key (Kafka's LogValidator.validateKey): the
+    whole batch fails with INVALID_RECORD and its record errors name every keyless record,
+    with Kafka's texts."""
+    try:
+        keyless = RecordBatch(memoryview(buf)).keyless_records()
+    except CorruptRecordBatch as exc:
+        raise PartitionError(ErrorCode.INVALID_RECORD, str(exc),
+                             log_start_offset=log_start_offset) from None
+    if not keyless:
+        return
+    reason = (f"Compacted topic cannot accept message without key in topic partition "
+              f"{topic}-{partition}")
+    shown = ", ".join(f"RecordError(batchIndex={i}, message='{reason}')" for i in keyless[:3])
+    raise PartitionError(ErrorCode.INVALID_RECORD,
+                         f"One or more records have been rejected due to {len(keyless)} record "
+                         f"errors in total, and only showing the first three errors at most: "
+                         f"[{shown}]", [(i, reason) for i in keyless], log_start_offset)
+
+
 def produce_partition(ctx, topic: str, partition: int, records, acks: int):
     """Append one partition's records; returns (error, base_offset, log_append_time, log_start)."""
     broker = ctx.broker
@@ -144,6 +173,8 @@ def produce_partition(ctx, topic: str, partition: int, records, acks: int):
                                          partition)
         if error is not None:
             raise PartitionError(error)
+    if info.config.compact:
+        check_keys(buf, topic, partition, log.log_start_offset)
     try:
         result = log.append(buf, leader_epoch=leader_epoch, now_ms=now)
     except (OutOfOrderSequence, InvalidProducerEpoch) as exc:
@@ -166,6 +197,7 @@ def handle(ctx):
     response_class = ctx.request.spec.response_class
     topic_class = response_class.TopicProduceResponse
     partition_class = topic_class.PartitionProduceResponse
+    record_error_class = partition_class.BatchIndexAndErrorMessage
     by_id = None
     if version >= 13:
         by_id = {info.topic_id: info.name for info in ctx.broker.logs.topics.values()}
@@ -195,7 +227,9 @@ def handle(ctx):
             except PartitionError as exc:
                 partitions.append(partition_class(
                     index=data.index, error_code=exc.code, base_offset=-1, log_append_time_ms=-1,
-                    log_start_offset=-1, record_errors=[], error_message=exc.message))
+                    log_start_offset=exc.log_start_offset,
+                    record_errors=[record_error_class(*e) for e in exc.record_errors],
+                    error_message=exc.message))
                 if exc.code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
                     moved.append((name, data.index, partitions[-1]))
             else:
