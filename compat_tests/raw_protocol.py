@@ -449,12 +449,15 @@ def exchange(bootstrap: str, request: Any) -> Any:
         wire.close()
 
 
-def context(bootstrap: str, topic: str, compacted: str, run: str) -> Context:
+def topic_ids(bootstrap: str, *topics: str) -> tuple[int, dict]:
+    """(the first broker's node id, {topic: topic id}) from one Metadata v12 request."""
     with KafkaWire(bootstrap, client_id="compat-raw") as wire:
         response = wire.request(MetadataRequest(
-            version=12, topics=[MetadataRequest.MetadataRequestTopic(name=t)
-                                for t in (topic, compacted)],
+            version=12, topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
             allow_auto_topic_creation=False))
-        node_id = response.brokers[0].node_id
-        ids = {t.name: t.topic_id for t in response.topics}
+    return response.brokers[0].node_id, {t.name: t.topic_id for t in response.topics}
+
+
+def context(bootstrap: str, topic: str, compacted: str, run: str) -> Context:
+    node_id, ids = topic_ids(bootstrap, topic, compacted)
     return Context(topic, ids[topic], node_id, run, compacted, ids[compacted])

@@ -26,7 +26,7 @@ from kafka.protocol.consumer.fetch import FetchRequest
 
 from compat_tests import neutral
 from compat_tests.clients import Client, record
-from compat_tests.raw_protocol import context
+from compat_tests.raw_protocol import topic_ids
 from compat_tests.scenarios import scenario
 from wireserver.testing import KafkaWire
 
@@ -77,7 +77,7 @@ def session_rules(bootstrap: str) -> dict:
     """The steps of the module docstring; {step: what the answer shows}."""
     topic = neutral.create_topic(bootstrap, "fetch-session", partitions=2)
     neutral.write(bootstrap, topic, [record(f"v{i}", partition=i % 2) for i in range(4)])
-    topic_id = context(bootstrap, topic, "fetch-session").topic_id
+    topic_id = topic_ids(bootstrap, topic)[1][topic]
     client = SessionClient(bootstrap, topic, topic_id)
     at_end = {0: 2, 1: 2}  # nothing to read: a long poll waits
     obs: dict[str, Any] = {}
