@@ -353,7 +353,9 @@ def test_offset_commit_and_fetch_check_member_epoch(broker):
     assert coordinator.commit_offsets("g", a.epoch, a.member_id, None, 9, commit) == \
         {("t", 0): E.NONE}
     assert coordinator.commit_offsets("g", a.epoch + 1, a.member_id, None, 9, commit) == \
-        {("t", 0): E.FENCED_MEMBER_EPOCH}
+        {("t", 0): E.STALE_MEMBER_EPOCH}       # any other epoch is stale (Kafka 4.1)
+    assert coordinator.commit_offsets("g", a.epoch, a.member_id, None, 8, commit) == \
+        {("t", 0): E.UNSUPPORTED_VERSION}
     Member(broker).heartbeat()
     a.heartbeat(owned={topic_id(broker): set(range(6))})   # still epoch 1... now group at 2
     assert coordinator.commit_offsets("g", 0, a.member_id, None, 9, commit) == \
@@ -370,6 +372,34 @@ def test_offset_commit_and_fetch_check_member_epoch(broker):
     assert consumer.validate_offset_fetch(group, None, -1) is None
     assert coordinator.fetch_offsets("g", [("t", [0])])[0][1][0][1].offset == 42
     assert "g" not in coordinator.groups        # not a classic group
+
+
+def test_txn_offset_commit_checks_member_epoch(broker):
+    """TxnOffsetCommit v3+ from a consumer-protocol member: its member id and epoch are checked
+    against the consumer group (a wrong epoch is ILLEGAL_GENERATION, as Kafka answers
+    transactional commits); committed offsets land in the consumer group."""
+    a = Member(broker, instance_id="i-1")
+    a.heartbeat()
+    coordinator = broker.groups
+    commit = [OffsetCommit("t", 0, 42)]
+
+    def txn(generation, member_id, instance_id=None, pid=7):
+        return coordinator.txn_offset_commit("g", pid, 0, generation, member_id, instance_id,
+                                             commit)
+
+    assert txn(a.epoch, a.member_id, "i-1") == {("t", 0): E.NONE}
+    assert txn(a.epoch, a.member_id) == {("t", 0): E.NONE}        # the instance id is not checked
+    assert txn(a.epoch - 1, a.member_id) == {("t", 0): E.ILLEGAL_GENERATION}
+    assert txn(a.epoch + 1, a.member_id) == {("t", 0): E.ILLEGAL_GENERATION}
+    assert txn(a.epoch, "someone") == {("t", 0): E.UNKNOWN_MEMBER_ID}
+    assert txn(-1, "", "i-1") == {("t", 0): E.UNKNOWN_MEMBER_ID}
+    assert txn(-1, "", pid=8) == {("t", 0): E.NONE}                 # names no member: taken
+    assert coordinator.fetch_offsets("g", [("t", [0])])[0][1][0][1] is None   # pending
+    coordinator.complete_transaction(7, True, coordinator.partition_for("g"))
+    assert group_of(broker).offsets[("t", 0)].offset == 42
+    assert "g" not in coordinator.groups        # no classic group beside the consumer group
+    assert coordinator.consumer.validate_offset_fetch(group_of(broker), a.member_id,
+                                                      a.epoch) is None
 
 
 def test_group_and_offsets_survive_restart(tmp_path):

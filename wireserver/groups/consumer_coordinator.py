@@ -1,5 +1,6 @@
 """The consumer group protocol (KIP-848): ConsumerGroupHeartbeat, ConsumerGroupDescribe, and
-the member-epoch checks of OffsetCommit/OffsetFetch for groups of type "consumer".
+the member-epoch checks of OffsetCommit, TxnOffsetCommit and OffsetFetch for groups of
+type "consumer".
 
 One heartbeat does, in order (Kafka's ``GroupMetadataManager.consumerGroupHeartbeat``):
 validate the request; find or create the group and the member (epoch 0 joins, -1 leaves, -2 is
@@ -478,19 +479,30 @@ class ConsumerGroupCoordinator:
 
     @staticmethod
     def validate_offset_commit(group: ConsumerGroup, member_id: str, member_epoch: int,
-                               api_version: int) -> Optional[ErrorCode]:
-        """Kafka's ``ConsumerGroup.validateOffsetCommit`` (non-transactional)."""
+                               instance_id: Optional[str],
+                               api_version: Optional[int]) -> Optional[ErrorCode]:
+        """Kafka's ``ConsumerGroup.validateOffsetCommit`` (4.1), for OffsetCommit and
+        TxnOffsetCommit. Taken without a member: a negative epoch while the group has no
+        members (the admin client, a consumer outside the group), and a TxnOffsetCommit that
+        names nobody (epoch -1, no member id, no instance id: v0-2, or a producer whose consumer
+        is in no group). Otherwise the member id must be a member (UNKNOWN_MEMBER_ID; a static
+        member's instance id is not checked) at exactly its current epoch: STALE_MEMBER_EPOCH,
+        which TxnOffsetCommit answers as ILLEGAL_GENERATION, the error its clients know
+        (KIP-447). ``api_version`` is OffsetCommit's (below v9 a member of this group cannot
+        use it: UNSUPPORTED_VERSION), None for TxnOffsetCommit."""
+        transactional = api_version is None
         if member_epoch < 0 and not group.members:
+            return None
+        if transactional and member_epoch == -1 and not member_id and instance_id is None:
             return None
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if api_version < 9:
+        if api_version is not None and api_version < 9:
             return ErrorCode.UNSUPPORTED_VERSION
-        if member_epoch > member.member_epoch:
-            return ErrorCode.FENCED_MEMBER_EPOCH
-        if member_epoch < member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
+        if member_epoch != member.member_epoch:
+            return ErrorCode.ILLEGAL_GENERATION if transactional else \
+                ErrorCode.STALE_MEMBER_EPOCH
         return None
 
     @staticmethod
