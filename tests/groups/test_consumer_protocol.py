@@ -233,6 +233,43 @@ def test_regex_subscription(broker):
     assert set(result.assignment) == ids
 
 
+def test_regex_subscription_includes_internal_topics(broker):
+    assert broker.groups.ensure_ready() is None          # creates __consumer_offsets
+    a = Member(broker, topics=())
+    result = a.heartbeat(subscribed_topic_names=None, subscribed_topic_regex="__consumer.*")
+    assert result.error == E.NONE
+    assert result.assignment == {topic_id(broker, "__consumer_offsets"): {0, 1, 2}}
+
+
+def test_regex_resolution_leaves_out_undescribable_topics_until_refreshed(broker):
+    """Resolved with the authorization of the heartbeat doing it; kept until a regex comes or
+    goes, the topics change, or the refresh interval passes (Kafka's rules)."""
+    from wireserver.groups.consumer_coordinator import REGEX_REFRESH_INTERVAL_MS
+    create_topic(broker, "orders-1", 2, 1, {})
+    create_topic(broker, "orders-2", 2, 1, {})
+    assert broker.groups.ensure_ready() is None  # __consumer_offsets, as the API handler does
+    hidden = {"orders-2"}
+    a = Member(broker, topics=())
+
+    def heartbeat(**extra):
+        result = a.heartbeat(describable=lambda topic: topic not in hidden, **extra)
+        assert result.error == E.NONE
+        return {broker.groups.consumer.topic_names()[t] for t in a.owned}
+
+    assert heartbeat(subscribed_topic_names=None, subscribed_topic_regex="orders-.*") == \
+        {"orders-1"}
+    hidden.clear()                                         # an ACL is added
+    for _ in range(REGEX_REFRESH_INTERVAL_MS // 30_000):
+        assert heartbeat() == {"orders-1"}                 # not looked at again yet
+        broker.reactor.advance(30)
+    broker.reactor.advance(1)
+    assert heartbeat() == {"orders-1", "orders-2"}
+    hidden.add("orders-3")
+    create_topic(broker, "orders-3", 2, 1, {})             # a new topic: resolved again
+    hidden.add("orders-2")
+    assert heartbeat() == {"orders-1"}
+
+
 # -- timeouts ----------------------------------------------------------------------------------
 
 def test_session_expiry_moves_partitions(broker):

@@ -34,7 +34,7 @@ import re
 import uuid
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from protocol.errors import ErrorCode
 from wireserver.groups import assignors
@@ -50,6 +50,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 C = ConsumerGroupState
+
+#: Kafka's ``group.consumer.regex.refresh.interval.ms`` (an internal config there): a group's
+#: regular expressions are resolved again at least this often.
+REGEX_REFRESH_INTERVAL_MS = 600_000
 
 
 @dataclass
@@ -67,6 +71,8 @@ class HeartbeatRequest:
     client_id: str = ""
     client_host: str = ""
     api_version: int = 1
+    #: Whether the requester may DESCRIBE a topic (None: no authorizer, every topic).
+    describable: Optional[Callable[[str], bool]] = None
 
 
 @dataclass
@@ -200,6 +206,7 @@ class ConsumerGroupCoordinator:
             member = self._known_member(group, req)
         before = (member.member_epoch, {t: set(p) for t, p in member.assigned.items()})
         bump = self._update_member(group, member, req)
+        self._refresh_regexes(group, req.describable, now)
         if self._refresh_metadata(group):
             bump = True
         if self._refresh_assignor(group):
@@ -369,15 +376,39 @@ class ConsumerGroupCoordinator:
 
     # -- target assignment ------------------------------------------------------------------
 
+    def _refresh_regexes(self, group: ConsumerGroup,
+                         describable: Optional[Callable[[str], bool]], now: int) -> None:
+        """Resolve the members' regular expressions to topic names as Kafka 4.1's coordinator
+        does (``GroupMetadataManager.refreshRegularExpressions``): every topic whose whole name
+        matches, internal ones included, that the principal of the heartbeat doing the refresh
+        may DESCRIBE. The resolution is kept in the group (a member whose session expires is
+        reassigned with no request to authorize) and redone when a regex comes or goes, when
+        topics are created or deleted, or after ``REGEX_REFRESH_INTERVAL_MS`` (which is when
+        an ACL change shows), as Kafka's ``maybeUpdateRegularExpressions`` (it resolves in the
+        background, at most every 10 s; we do it at once, in the heartbeat)."""
+        regexes = {m.subscribed_topic_regex for m in group.members.values()
+                   if m.subscribed_topic_regex}
+        if not regexes and not group.resolved_regexes:
+            return
+        topics = frozenset(self.coordinator.broker.logs.topics)
+        if regexes == group.resolved_regexes.keys() and topics == group.regex_topics and \
+                now - group.regex_refreshed_ms <= REGEX_REFRESH_INTERVAL_MS:
+            return
+        matched = {regex: {t for t in topics if re.fullmatch(regex, t)} for regex in regexes}
+        denied = {t for names in matched.values() for t in names
+                  if describable is not None and not describable(t)}
+        group.resolved_regexes = {regex: names - denied for regex, names in matched.items()}
+        group.regex_topics = topics
+        group.regex_refreshed_ms = now
+
     def _subscriptions(self, group: ConsumerGroup) -> dict[str, set[str]]:
         topics = self.coordinator.broker.logs.topics
         out = {}
         for member_id, member in group.members.items():
             names = {n for n in member.subscribed_topic_names if n in topics}
             if member.subscribed_topic_regex:
-                pattern = re.compile(member.subscribed_topic_regex)
-                names.update(n for n in topics
-                             if not n.startswith("__") and pattern.fullmatch(n))
+                names.update(n for n in group.resolved_regexes.get(member.subscribed_topic_regex,
+                                                                   ()) if n in topics)
             out[member_id] = names
         return out
 
