@@ -20,7 +20,7 @@ assignors (gone from the protocol in Kafka 4).
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.security import checks
 from wireserver.groups.api import client_host
