@@ -207,6 +207,36 @@ def _check_kip848(obs: dict) -> None:
     assert obs["group"]["type"] == "CONSUMER" and obs["group"]["members"] == 0, obs
 
 
+@scenario("group-kip848-regex-internal", clients=("confluent-kafka",),
+          check=lambda o: _check_regex_internal(o))
+def group_kip848_regex_internal(bootstrap: str, client: Client) -> dict:
+    """a KIP-848 member subscribes to the regex ^(__consumer_offsets|<topic>)$, resolved by
+    the broker: it is assigned every partition of both topics, the internal one included"""
+    from confluent_kafka.admin import AdminClient
+    topic = neutral.create_topic(bootstrap, "rx", partitions=2)
+    group = neutral.topic_name("rx")
+    member = Member(bootstrap, group, f"^(__consumer_offsets|{topic})$", protocol="consumer",
+                    commit=False)
+
+    def assigned() -> set[tuple[str, int]]:
+        return {(tp.topic, tp.partition) for tp in member.consumer.assignment()}
+
+    try:
+        poll_until([member], lambda: bool(member.owned))
+        listed = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=30).topics
+        everything = {(t, p) for t in ("__consumer_offsets", topic) if t in listed
+                      for p in listed[t].partitions}
+        complete = poll_until([member], lambda: assigned() == everything)
+        return {"complete": complete,
+                "topics": sorted({"<topic>" if t == topic else t for t, _ in assigned()})}
+    finally:
+        member.close()
+
+
+def _check_regex_internal(obs: dict) -> None:
+    assert obs == {"complete": True, "topics": ["<topic>", "__consumer_offsets"]}, obs
+
+
 # ------------------------------------------------------------------------------ members
 
 def _three_members(protocol: str):

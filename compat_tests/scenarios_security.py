@@ -493,6 +493,44 @@ def _check_hidden(obs: dict) -> None:
     assert obs == {"alice_sees": [0, 1], "admin_sees": [0, 1, 2]}, obs
 
 
+@_acl_scenario("acl-kip848-regex-describe", check=lambda o: _check_regex_describe(o),
+               clients=("confluent-kafka",))
+def regex_describe(target: SecureTarget, client: str) -> dict:
+    """alice (READ on her group) subscribes with group.protocol=consumer to a regex matching
+    two topics and may READ (so DESCRIBE) only one: the coordinator assigns her that one (her
+    assignment, and the group as the admin describes it)"""
+    from confluent_kafka import Consumer
+    from confluent_kafka.admin import AdminClient
+    topics = {"readable": _topic(target, "rxr"), "hidden": _topic(target, "rxh")}
+    names = {name: role for role, name in topics.items()}
+    group = _name("g-rx")
+    grant(target, Acl("GROUP", group, "alice", "READ"),
+          Acl("TOPIC", topics["readable"], "alice", "READ"))
+    consumer = Consumer({"bootstrap.servers": target.sasl, "group.id": group,
+                         "group.protocol": "consumer", "auto.offset.reset": "earliest",
+                         **settings(client, "alice")})
+    try:
+        consumer.subscribe([f"^({topics['readable']}|{topics['hidden']})$"])
+        deadline = time.monotonic() + WAIT
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        end = time.monotonic() + 3  # a later assignment would arrive meanwhile
+        while time.monotonic() < end:
+            consumer.poll(0.2)
+        mine = sorted({names.get(tp.topic, "?") for tp in consumer.assignment()})
+        admin = AdminClient({"bootstrap.servers": target.admin})
+        described = admin.describe_consumer_groups([group])[group].result(timeout=WAIT)
+        return {"assigned": mine,
+                "described": sorted({names.get(tp.topic, "?") for m in described.members
+                                     for tp in m.assignment.topic_partitions})}
+    finally:
+        consumer.close()
+
+
+def _check_regex_describe(obs: dict) -> None:
+    assert obs == {"assigned": ["readable"], "described": ["readable"]}, obs
+
+
 @_acl_scenario("acl-deny-beats-allow", check=_check_produce,
                clients=PRODUCE_CLIENTS)
 def deny_beats_allow(target: SecureTarget, client: str) -> dict:

@@ -13,6 +13,11 @@ What they observe, on both brokers:
   count the control records, before and after a transaction left open.
 * ``txn-send-offsets``: consume-transform-produce; the group's committed offset is unchanged
   after an aborted ``send_offsets_to_transaction`` and set after a committed one.
+* ``txn-send-offsets-kip848[dynamic|static]``: the same with a KIP-848 consumer
+  (``group.protocol=consumer``, with and without ``group.instance.id``), whose TxnOffsetCommit
+  carries its member id and member epoch.
+* ``txn-offsets-kip848-member-checks``: the answers to TxnOffsetCommit with hand-made group
+  metadata (kafka-python) for a KIP-848 group: wrong epochs, unknown member, no member.
 * ``txn-fencing``: a second producer with the same transactional id fences the first; the
   error names the zombie sees.
 * ``txn-admin``: ListTransactions / DescribeTransactions through kafka-python's admin client
@@ -249,9 +254,11 @@ def _kafka_python_error(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-def group_consumer(client: str, bootstrap: str, topic: str, group: str):
+def group_consumer(client: str, bootstrap: str, topic: str, group: str, count: int = 4,
+                   extra: dict[str, str] | None = None):
     """A consumer of ``client`` subscribed to ``topic`` in ``group`` (read_committed, no
-    auto-commit); returns (consumer, the values it read) once it read the 4 source records."""
+    auto-commit, ``extra`` config for confluent-kafka); returns (consumer, the values it read)
+    once it read ``count`` source records."""
     deadline = time.monotonic() + TIMEOUT
     values: list[str] = []
     if client == "confluent-kafka":
@@ -259,9 +266,9 @@ def group_consumer(client: str, bootstrap: str, topic: str, group: str):
         consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
                              "enable.auto.commit": False, "auto.offset.reset": "earliest",
                              "isolation.level": "read_committed",
-                             "client.id": "compat-confluent"})
+                             "client.id": "compat-confluent", **(extra or {})})
         consumer.subscribe([topic])
-        while len(values) < 4 and time.monotonic() < deadline:
+        while len(values) < count and time.monotonic() < deadline:
             msg = consumer.poll(0.3)
             if msg is not None and not msg.error():
                 values.append(msg.value().decode())
@@ -271,7 +278,7 @@ def group_consumer(client: str, bootstrap: str, topic: str, group: str):
                              enable_auto_commit=False, auto_offset_reset="earliest",
                              isolation_level="read_committed", request_timeout_ms=10000,
                              client_id="compat-kafka-python")
-    while len(values) < 4 and time.monotonic() < deadline:
+    while len(values) < count and time.monotonic() < deadline:
         for batch in consumer.poll(timeout_ms=300).values():
             values.extend(m.value.decode() for m in batch)
     return consumer, values
@@ -405,12 +412,16 @@ def txn_send_offsets(bootstrap: str, client: Client) -> dict:
     """consume-transform-produce: a group consumer reads 4 records; a transaction sends the
     transformed records and offset 2 and aborts; another sends all of them and offset 4 and
     commits; the committed group offset after each, and the sink read_committed"""
+    return _send_offsets(bootstrap, client.name)
+
+
+def _send_offsets(bootstrap: str, client: str, extra: dict[str, str] | None = None) -> dict:
     source = neutral.create_topic(bootstrap, "txn-src")
     sink = neutral.create_topic(bootstrap, "txn-sink")
     neutral.write(bootstrap, source, [record(f"m{i}", partition=0) for i in range(4)])
     group = _id("etl")
-    consumer, values = group_consumer(client.name, bootstrap, source, group)
-    producer = TxnProducer(client.name, bootstrap, _id("etl"))
+    consumer, values = group_consumer(client, bootstrap, source, group, extra=extra)
+    producer = TxnProducer(client, bootstrap, _id("etl"))
     obs: dict[str, Any] = {"consumed": values}
     try:
         producer.begin()
@@ -429,6 +440,83 @@ def txn_send_offsets(bootstrap: str, client: Client) -> dict:
     obs["sink_watermarks"] = settled_watermarks(bootstrap, sink)
     obs["sink"] = read_values(bootstrap, "confluent-kafka", sink, "read_committed")
     return obs
+
+
+def _send_offsets_kip848(static: bool):
+    def fn(bootstrap: str, client: Client) -> dict:
+        extra = {"group.protocol": "consumer"}
+        if static:
+            extra["group.instance.id"] = _id("instance")
+        return _send_offsets(bootstrap, client.name, extra)
+    fn.__doc__ = (f"txn-send-offsets with a KIP-848 consumer (group.protocol=consumer"
+                  f"{', static: group.instance.id' if static else ''}): TxnOffsetCommit carries "
+                  f"its member id and member epoch, which the coordinator checks against the "
+                  f"consumer group")
+    return fn
+
+
+for _kind in ("dynamic", "static"):
+    scenario(f"txn-send-offsets-kip848[{_kind}]", clients=("confluent-kafka",),
+             check=lambda o: _check_send_offsets(o))(_send_offsets_kip848(_kind == "static"))
+
+
+@scenario("txn-offsets-kip848-member-checks", clients=("kafka-python",),
+          check=lambda o: _check_member_checks(o))
+def txn_offsets_member_checks(bootstrap: str, client: Client) -> dict:
+    """a KIP-848 consumer (confluent-kafka, group.protocol=consumer) is the one member of a
+    group; kafka-python's transactional producer sends offsets with hand-made group metadata
+    (KIP-447): that member at epochs 0-3, an unknown member id, no member at all, an instance
+    id with no member id. The answer to each (each transaction aborted), then a commit at the
+    member's epoch and the group's committed offset"""
+    from confluent_kafka.admin import AdminClient
+    from kafka import TopicPartition
+    from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata
+    source = neutral.create_topic(bootstrap, "txn-848")
+    neutral.write(bootstrap, source, [record("m0", partition=0)])
+    group = _id("etl848")
+    consumer, values = group_consumer("confluent-kafka", bootstrap, source, group, count=1,
+                                      extra={"group.protocol": "consumer"})
+    producer = TxnProducer(client.name, bootstrap, _id("etl848"))
+    offsets = {TopicPartition(source, 0): OffsetAndMetadata(1, "", -1)}
+
+    def send(generation: int, member_id: str, instance_id: str | None = None) -> str:
+        producer.begin()
+        try:
+            producer._call("send_offsets_to_transaction", offsets,
+                           ConsumerGroupMetadata(group, generation, member_id, instance_id))
+            return "NONE"
+        except ClientError as exc:
+            return exc.name
+        finally:
+            producer.abort()
+
+    try:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        [member] = admin.describe_consumer_groups([group])[group].result(TIMEOUT).members
+        by_epoch = {epoch: send(epoch, member.member_id) for epoch in range(4)}
+        obs: dict[str, Any] = {
+            "consumed": values, "by_epoch": by_epoch,
+            "unknown_member": send(1, "compat-no-such-member"),
+            "no_member": send(-1, ""),
+            "instance_without_member": send(-1, "", "compat-instance")}
+        epoch = next((e for e, answer in by_epoch.items() if answer == "NONE"), -1)
+        producer.begin()
+        producer._call("send_offsets_to_transaction", offsets,
+                       ConsumerGroupMetadata(group, epoch, member.member_id, None))
+        producer.commit()
+        obs["committed"] = committed_offset(bootstrap, group, source)
+    finally:
+        producer.close()
+        consumer.close()
+    return obs
+
+
+def _check_member_checks(obs: dict) -> None:
+    assert obs["consumed"] == ["m0"] and obs["committed"] == 1, obs
+    assert list(obs["by_epoch"].values()).count("NONE") == 1, obs
+    assert set(obs["by_epoch"].values()) == {"NONE", "ILLEGAL_GENERATION"}, obs
+    assert obs["unknown_member"] == "UNKNOWN_MEMBER_ID" and obs["no_member"] == "NONE", obs
+    assert obs["instance_without_member"] == "UNKNOWN_MEMBER_ID", obs
 
 
 def _check_send_offsets(obs: dict) -> None:

@@ -233,6 +233,43 @@ def test_regex_subscription(broker):
     assert set(result.assignment) == ids
 
 
+def test_regex_subscription_includes_internal_topics(broker):
+    assert broker.groups.ensure_ready() is None          # creates __consumer_offsets
+    a = Member(broker, topics=())
+    result = a.heartbeat(subscribed_topic_names=None, subscribed_topic_regex="__consumer.*")
+    assert result.error == E.NONE
+    assert result.assignment == {topic_id(broker, "__consumer_offsets"): {0, 1, 2}}
+
+
+def test_regex_resolution_leaves_out_undescribable_topics_until_refreshed(broker):
+    """Resolved with the authorization of the heartbeat doing it; kept until a regex comes or
+    goes, the topics change, or the refresh interval passes (Kafka's rules)."""
+    from wireserver.groups.consumer_coordinator import REGEX_REFRESH_INTERVAL_MS
+    create_topic(broker, "orders-1", 2, 1, {})
+    create_topic(broker, "orders-2", 2, 1, {})
+    assert broker.groups.ensure_ready() is None  # __consumer_offsets, as the API handler does
+    hidden = {"orders-2"}
+    a = Member(broker, topics=())
+
+    def heartbeat(**extra):
+        result = a.heartbeat(describable=lambda topic: topic not in hidden, **extra)
+        assert result.error == E.NONE
+        return {broker.groups.consumer.topic_names()[t] for t in a.owned}
+
+    assert heartbeat(subscribed_topic_names=None, subscribed_topic_regex="orders-.*") == \
+        {"orders-1"}
+    hidden.clear()                                         # an ACL is added
+    for _ in range(REGEX_REFRESH_INTERVAL_MS // 30_000):
+        assert heartbeat() == {"orders-1"}                 # not looked at again yet
+        broker.reactor.advance(30)
+    broker.reactor.advance(1)
+    assert heartbeat() == {"orders-1", "orders-2"}
+    hidden.add("orders-3")
+    create_topic(broker, "orders-3", 2, 1, {})             # a new topic: resolved again
+    hidden.add("orders-2")
+    assert heartbeat() == {"orders-1"}
+
+
 # -- timeouts ----------------------------------------------------------------------------------
 
 def test_session_expiry_moves_partitions(broker):
@@ -353,7 +390,9 @@ def test_offset_commit_and_fetch_check_member_epoch(broker):
     assert coordinator.commit_offsets("g", a.epoch, a.member_id, None, 9, commit) == \
         {("t", 0): E.NONE}
     assert coordinator.commit_offsets("g", a.epoch + 1, a.member_id, None, 9, commit) == \
-        {("t", 0): E.FENCED_MEMBER_EPOCH}
+        {("t", 0): E.STALE_MEMBER_EPOCH}       # any other epoch is stale (Kafka 4.1)
+    assert coordinator.commit_offsets("g", a.epoch, a.member_id, None, 8, commit) == \
+        {("t", 0): E.UNSUPPORTED_VERSION}
     Member(broker).heartbeat()
     a.heartbeat(owned={topic_id(broker): set(range(6))})   # still epoch 1... now group at 2
     assert coordinator.commit_offsets("g", 0, a.member_id, None, 9, commit) == \
@@ -370,6 +409,34 @@ def test_offset_commit_and_fetch_check_member_epoch(broker):
     assert consumer.validate_offset_fetch(group, None, -1) is None
     assert coordinator.fetch_offsets("g", [("t", [0])])[0][1][0][1].offset == 42
     assert "g" not in coordinator.groups        # not a classic group
+
+
+def test_txn_offset_commit_checks_member_epoch(broker):
+    """TxnOffsetCommit v3+ from a consumer-protocol member: its member id and epoch are checked
+    against the consumer group (a wrong epoch is ILLEGAL_GENERATION, as Kafka answers
+    transactional commits); committed offsets land in the consumer group."""
+    a = Member(broker, instance_id="i-1")
+    a.heartbeat()
+    coordinator = broker.groups
+    commit = [OffsetCommit("t", 0, 42)]
+
+    def txn(generation, member_id, instance_id=None, pid=7):
+        return coordinator.txn_offset_commit("g", pid, 0, generation, member_id, instance_id,
+                                             commit)
+
+    assert txn(a.epoch, a.member_id, "i-1") == {("t", 0): E.NONE}
+    assert txn(a.epoch, a.member_id) == {("t", 0): E.NONE}        # the instance id is not checked
+    assert txn(a.epoch - 1, a.member_id) == {("t", 0): E.ILLEGAL_GENERATION}
+    assert txn(a.epoch + 1, a.member_id) == {("t", 0): E.ILLEGAL_GENERATION}
+    assert txn(a.epoch, "someone") == {("t", 0): E.UNKNOWN_MEMBER_ID}
+    assert txn(-1, "", "i-1") == {("t", 0): E.UNKNOWN_MEMBER_ID}
+    assert txn(-1, "", pid=8) == {("t", 0): E.NONE}                 # names no member: taken
+    assert coordinator.fetch_offsets("g", [("t", [0])])[0][1][0][1] is None   # pending
+    coordinator.complete_transaction(7, True, coordinator.partition_for("g"))
+    assert group_of(broker).offsets[("t", 0)].offset == 42
+    assert "g" not in coordinator.groups        # no classic group beside the consumer group
+    assert coordinator.consumer.validate_offset_fetch(group_of(broker), a.member_id,
+                                                      a.epoch) is None
 
 
 def test_group_and_offsets_survive_restart(tmp_path):

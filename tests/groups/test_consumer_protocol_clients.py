@@ -148,3 +148,66 @@ def test_java_console_consumer_with_consumer_protocol(kafka):
     admin = AdminClient({"bootstrap.servers": bootstrap})
     described = admin.describe_consumer_groups(["java848"])["java848"].result(timeout=30)
     assert str(described.type).endswith("CONSUMER")
+
+
+def test_regex_subscription_includes_internal_topics(kafka):
+    """A KIP-848 regex subscription is resolved by the broker against every topic, internal
+    ones included, as Kafka's coordinator does: a member subscribed to ``^__consumer_off.*``
+    is assigned every partition of ``__consumer_offsets`` (they used to be left out)."""
+    bootstrap = kafka.bootstrap_servers
+    member = Tracked(bootstrap, "g848-internal", "^__consumer_off.*", "internal")
+    try:
+        poll_until([member], lambda: member.owned, what="a first assignment")
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        partitions = len(admin.list_topics("__consumer_offsets", timeout=30)
+                         .topics["__consumer_offsets"].partitions)
+        poll_until([member], lambda: len(member.owned) == partitions,
+                   what="every __consumer_offsets partition")
+        assignment = member.consumer.assignment()
+        assert {tp.topic for tp in assignment} == {"__consumer_offsets"}
+        assert sorted(tp.partition for tp in assignment) == list(range(partitions))
+    finally:
+        member.consumer.close()
+
+
+def test_regex_subscription_leaves_out_topics_the_member_cannot_describe():
+    """With ACLs, the broker resolves a regex subscription to the matching topics the member's
+    principal may DESCRIBE, as Kafka's coordinator does; the others are not assigned (they used
+    to be: librdkafka, unable to describe them, left them out, but nobody else got them)."""
+    from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType,
+                                       ResourcePatternType, ResourceType)
+    with EmbeddedBroker(sasl="PLAIN", users={"alice": "alice-secret"}, authorizer=True,
+                        overrides=OVERRIDES) as broker:
+        broker.create_topic("rx-visible", partitions=2)
+        broker.create_topic("rx-hidden", partitions=2)
+        admin_name, admin_password = broker.admin_user
+        sasl = {"bootstrap.servers": broker.bootstrap_servers,
+                "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"}
+        admin = AdminClient({**sasl, "sasl.username": admin_name,
+                             "sasl.password": admin_password})
+        allow = [(ResourceType.GROUP, "g-rx"), (ResourceType.TOPIC, "rx-visible")]
+        for future in admin.create_acls([
+                AclBinding(kind, name, ResourcePatternType.LITERAL, "User:alice", "*",
+                           AclOperation.READ, AclPermissionType.ALLOW)
+                for kind, name in allow]).values():
+            future.result(timeout=30)
+        consumer = Consumer({**sasl, "sasl.username": "alice", "sasl.password": "alice-secret",
+                             "group.id": "g-rx", "group.protocol": "consumer",
+                             "auto.offset.reset": "earliest"})
+        try:
+            consumer.subscribe(["^rx-.*"])
+            deadline = time.monotonic() + 30
+            while not consumer.assignment() and time.monotonic() < deadline:
+                consumer.poll(0.1)
+            end = time.monotonic() + 2       # any later assignment would arrive meanwhile
+            while time.monotonic() < end:
+                consumer.poll(0.1)
+            visible = [("rx-visible", 0), ("rx-visible", 1)]
+            assert sorted((tp.topic, tp.partition) for tp in consumer.assignment()) == visible
+            # What the coordinator assigned, as the admin (a super user) sees it.
+            [member] = admin.describe_consumer_groups(["g-rx"])["g-rx"].result(
+                timeout=30).members
+            assert sorted((tp.topic, tp.partition)
+                          for tp in member.assignment.topic_partitions) == visible
+        finally:
+            consumer.close()

@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from wireserver.testing import EmbeddedBroker
 
@@ -277,3 +278,50 @@ def test_coordinator_state_survives_restart(tmp_path):
         pending.commit_transaction(20)
         assert consume_all(instance.bootstrap_servers, topic, "read_committed",
                            expect=2) == [b"committed", b"pending"]
+
+
+@pytest.mark.parametrize("instance_id", [None, "etl-static"], ids=["dynamic", "static"])
+def test_consume_transform_produce_with_consumer_group_protocol(broker, instance_id):
+    """A KIP-848 consumer (group.protocol=consumer) in a consume-transform-produce loop: its
+    TxnOffsetCommit carries its member id and member epoch, which the coordinator checks
+    against the consumer group, so every transaction commits and the group's offset moves
+    with the output (it used to be refused with ILLEGAL_GENERATION and aborted forever)."""
+    source, sink, group = unique("in848"), unique("out848"), unique("group848")
+    broker.create_topic(source, partitions=1)
+    broker.create_topic(sink, partitions=1)
+    produce(Producer({"bootstrap.servers": broker.bootstrap_servers}), source,
+            [f"m{i}".encode() for i in range(9)])
+    config = {"bootstrap.servers": broker.bootstrap_servers, "group.id": group,
+              "group.protocol": "consumer", "enable.auto.commit": False,
+              "auto.offset.reset": "earliest", "isolation.level": "read_committed"}
+    if instance_id is not None:
+        instance_id = config["group.instance.id"] = unique(instance_id)
+    consumer = Consumer(config)
+    consumer.subscribe([source])
+    producer = txn_producer(broker.bootstrap_servers, unique("etl848"))
+    committed_after = []
+    try:
+        done, deadline = 0, time.monotonic() + 30
+        while done < 9 and time.monotonic() < deadline:
+            msgs = [m for m in consumer.consume(3, 0.5) if not m.error()]
+            if not msgs:
+                continue
+            producer.begin_transaction()
+            for msg in msgs:
+                producer.produce(sink, msg.value().upper(), partition=0)
+            producer.send_offsets_to_transaction(
+                [TopicPartition(source, 0, msgs[-1].offset() + 1)],
+                consumer.consumer_group_metadata(), 10)
+            producer.commit_transaction(10)
+            done += len(msgs)
+            committed_after.append(consumer.committed([TopicPartition(source, 0)], 5)[0].offset)
+        assert done == 9
+        assert committed_after == sorted(committed_after) and committed_after[-1] == 9
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        described = admin.describe_consumer_groups([group])[group].result(timeout=10)
+        assert str(described.type).endswith("CONSUMER")
+        assert [m.group_instance_id for m in described.members] == [instance_id]
+    finally:
+        consumer.close()
+    assert consume_all(broker.bootstrap_servers, sink, "read_committed", expect=9) == [
+        f"M{i}".encode() for i in range(9)]

@@ -1,5 +1,6 @@
 """The consumer group protocol (KIP-848): ConsumerGroupHeartbeat, ConsumerGroupDescribe, and
-the member-epoch checks of OffsetCommit/OffsetFetch for groups of type "consumer".
+the member-epoch checks of OffsetCommit, TxnOffsetCommit and OffsetFetch for groups of
+type "consumer".
 
 One heartbeat does, in order (Kafka's ``GroupMetadataManager.consumerGroupHeartbeat``):
 validate the request; find or create the group and the member (epoch 0 joins, -1 leaves, -2 is
@@ -33,7 +34,7 @@ import re
 import uuid
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from wireserver.protocol.errors import ErrorCode
 from wireserver.groups import assignors
@@ -49,6 +50,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 C = ConsumerGroupState
+
+#: Kafka's ``group.consumer.regex.refresh.interval.ms`` (an internal config there): a group's
+#: regular expressions are resolved again at least this often.
+REGEX_REFRESH_INTERVAL_MS = 600_000
 
 
 @dataclass
@@ -66,6 +71,8 @@ class HeartbeatRequest:
     client_id: str = ""
     client_host: str = ""
     api_version: int = 1
+    #: Whether the requester may DESCRIBE a topic (None: no authorizer, every topic).
+    describable: Optional[Callable[[str], bool]] = None
 
 
 @dataclass
@@ -199,6 +206,7 @@ class ConsumerGroupCoordinator:
             member = self._known_member(group, req)
         before = (member.member_epoch, {t: set(p) for t, p in member.assigned.items()})
         bump = self._update_member(group, member, req)
+        self._refresh_regexes(group, req.describable, now)
         if self._refresh_metadata(group):
             bump = True
         if self._refresh_assignor(group):
@@ -368,15 +376,39 @@ class ConsumerGroupCoordinator:
 
     # -- target assignment ------------------------------------------------------------------
 
+    def _refresh_regexes(self, group: ConsumerGroup,
+                         describable: Optional[Callable[[str], bool]], now: int) -> None:
+        """Resolve the members' regular expressions to topic names as Kafka 4.1's coordinator
+        does (``GroupMetadataManager.refreshRegularExpressions``): every topic whose whole name
+        matches, internal ones included, that the principal of the heartbeat doing the refresh
+        may DESCRIBE. The resolution is kept in the group (a member whose session expires is
+        reassigned with no request to authorize) and redone when a regex comes or goes, when
+        topics are created or deleted, or after ``REGEX_REFRESH_INTERVAL_MS`` (which is when
+        an ACL change shows), as Kafka's ``maybeUpdateRegularExpressions`` (it resolves in the
+        background, at most every 10 s; we do it at once, in the heartbeat)."""
+        regexes = {m.subscribed_topic_regex for m in group.members.values()
+                   if m.subscribed_topic_regex}
+        if not regexes and not group.resolved_regexes:
+            return
+        topics = frozenset(self.coordinator.broker.logs.topics)
+        if regexes == group.resolved_regexes.keys() and topics == group.regex_topics and \
+                now - group.regex_refreshed_ms <= REGEX_REFRESH_INTERVAL_MS:
+            return
+        matched = {regex: {t for t in topics if re.fullmatch(regex, t)} for regex in regexes}
+        denied = {t for names in matched.values() for t in names
+                  if describable is not None and not describable(t)}
+        group.resolved_regexes = {regex: names - denied for regex, names in matched.items()}
+        group.regex_topics = topics
+        group.regex_refreshed_ms = now
+
     def _subscriptions(self, group: ConsumerGroup) -> dict[str, set[str]]:
         topics = self.coordinator.broker.logs.topics
         out = {}
         for member_id, member in group.members.items():
             names = {n for n in member.subscribed_topic_names if n in topics}
             if member.subscribed_topic_regex:
-                pattern = re.compile(member.subscribed_topic_regex)
-                names.update(n for n in topics
-                             if not n.startswith("__") and pattern.fullmatch(n))
+                names.update(n for n in group.resolved_regexes.get(member.subscribed_topic_regex,
+                                                                   ()) if n in topics)
             out[member_id] = names
         return out
 
@@ -478,19 +510,30 @@ class ConsumerGroupCoordinator:
 
     @staticmethod
     def validate_offset_commit(group: ConsumerGroup, member_id: str, member_epoch: int,
-                               api_version: int) -> Optional[ErrorCode]:
-        """Kafka's ``ConsumerGroup.validateOffsetCommit`` (non-transactional)."""
+                               instance_id: Optional[str],
+                               api_version: Optional[int]) -> Optional[ErrorCode]:
+        """Kafka's ``ConsumerGroup.validateOffsetCommit`` (4.1), for OffsetCommit and
+        TxnOffsetCommit. Taken without a member: a negative epoch while the group has no
+        members (the admin client, a consumer outside the group), and a TxnOffsetCommit that
+        names nobody (epoch -1, no member id, no instance id: v0-2, or a producer whose consumer
+        is in no group). Otherwise the member id must be a member (UNKNOWN_MEMBER_ID; a static
+        member's instance id is not checked) at exactly its current epoch: STALE_MEMBER_EPOCH,
+        which TxnOffsetCommit answers as ILLEGAL_GENERATION, the error its clients know
+        (KIP-447). ``api_version`` is OffsetCommit's (below v9 a member of this group cannot
+        use it: UNSUPPORTED_VERSION), None for TxnOffsetCommit."""
+        transactional = api_version is None
         if member_epoch < 0 and not group.members:
+            return None
+        if transactional and member_epoch == -1 and not member_id and instance_id is None:
             return None
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if api_version < 9:
+        if api_version is not None and api_version < 9:
             return ErrorCode.UNSUPPORTED_VERSION
-        if member_epoch > member.member_epoch:
-            return ErrorCode.FENCED_MEMBER_EPOCH
-        if member_epoch < member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
+        if member_epoch != member.member_epoch:
+            return ErrorCode.ILLEGAL_GENERATION if transactional else \
+                ErrorCode.STALE_MEMBER_EPOCH
         return None
 
     @staticmethod

@@ -133,6 +133,11 @@ class ConsumerGroup:
         #: name -> (topic id, partitions).
         self.subscription_metadata: dict[str, tuple[uuid.UUID, int]] = {}
         self.assignor_name = ""
+        #: The members' regular expressions resolved to topic names, the topic names they
+        #: were resolved against, and when (see ``ConsumerGroupCoordinator._refresh_regexes``).
+        self.resolved_regexes: dict[str, set[str]] = {}
+        self.regex_topics: frozenset[str] = frozenset()
+        self.regex_refreshed_ms = -1
         self.offsets: dict[tuple[str, int], CommittedOffset] = {}
         self.protocol_type = "consumer"
 

@@ -967,7 +967,7 @@ class GroupCoordinator:
             # generation_id is the member epoch for a consumer-protocol group.
             group = consumer_group
             error = self.consumer.validate_offset_commit(group, member_id, generation_id,
-                                                         api_version)
+                                                         group_instance_id, api_version)
         elif group is None:
             if generation_id >= 0:
                 return everywhere(ErrorCode.GROUP_ID_NOT_FOUND if api_version >= 9
@@ -1047,10 +1047,17 @@ class GroupCoordinator:
         error = self.ensure_ready()
         if error is not None:
             return everywhere(error)
+        consumer_group = self.consumer.groups.get(group_id)
         group = self.groups.get(group_id)
-        if group is not None and group.is_in(S.DEAD):
+        if consumer_group is not None:
+            # generation_id is the member epoch of a consumer-protocol (KIP-848) member.
+            error = self.consumer.validate_offset_commit(
+                consumer_group, member_id, generation_id, group_instance_id, None)
+            if error is not None:
+                return everywhere(error)
+        elif group is not None and group.is_in(S.DEAD):
             return everywhere(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if generation_id >= 0 or member_id or group_instance_id is not None:
+        elif generation_id >= 0 or member_id or group_instance_id is not None:
             if group is None:
                 return everywhere(ErrorCode.ILLEGAL_GENERATION)
             if group.is_static_member_fenced(group_instance_id, member_id):
@@ -1068,9 +1075,17 @@ class GroupCoordinator:
                 pending[(c.topic, c.partition)] = committed
         if not pending:
             self.pending_txn[producer_id].pop(group_id, None)
-        if error == ErrorCode.NONE and accepted and group_id not in self.groups:
-            self.groups[group_id] = Group(group_id, self.now_ms())
+        if error == ErrorCode.NONE and accepted:
+            self._offsets_holder(group_id)
         return results
+
+    def _offsets_holder(self, group_id: str):
+        """The group whose ``offsets`` take a commit: the consumer-protocol group of that id,
+        else the classic one, created (without members: a "simple" group) if there is none."""
+        group = self.consumer.groups.get(group_id) or self.groups.get(group_id)
+        if group is None:
+            group = self.groups[group_id] = Group(group_id, self.now_ms())
+        return group
 
     def complete_transaction(self, producer_id: int, commit: bool, partition: int) -> None:
         """The producer's marker reached partition ``partition`` of ``__consumer_offsets``:
@@ -1080,12 +1095,8 @@ class GroupCoordinator:
             return
         for group_id in [g for g in by_group if self.partition_for(g) == partition]:
             found = by_group.pop(group_id)
-            if not commit:
-                continue
-            group = self.groups.get(group_id)
-            if group is None:
-                group = self.groups[group_id] = Group(group_id, self.now_ms())
-            group.offsets.update(found)
+            if commit:
+                self._offsets_holder(group_id).offsets.update(found)
         if not by_group:
             self.pending_txn.pop(producer_id, None)
 
