@@ -24,6 +24,7 @@ from wireserver.groups import GroupCoordinator
 from wireserver.heap import release_free_heap
 from wireserver.producer_ids import ProducerIdManager
 from wireserver.purgatory import Purgatory
+from wireserver.replica.manager import ReplicaManager
 from wireserver.security.manager import SecurityManager
 from wireserver.server import KafkaServerFactory
 from wireserver.txn import TransactionCoordinator
@@ -52,6 +53,7 @@ class Broker:
         self.ports: list = []
         self.advertised: list[Listener] = []
         self.purgatory = Purgatory(reactor)
+        self.replicas: ReplicaManager | None = None
         self.groups: GroupCoordinator | None = None
         self.txn: TransactionCoordinator | None = None
         self.producer_ids: ProducerIdManager | None = None
@@ -84,10 +86,12 @@ class Broker:
         log.info("loaded %d partition logs; %d segments recovered (re-scanned)",
                  len(partition_logs), sum(pl.recovered_segments for pl in partition_logs))
         clustered = bool(self.config.get("zookeeper.connect"))
-        for _, partition_log in self.logs.logs():
-            if not clustered:
-                # One node: everything in the log is committed.
-                partition_log.high_watermark = partition_log.log_end_offset
+        self.replicas = ReplicaManager(self.node_id, self.logs, self.purgatory, self.now_ms,
+                                       self.flush_in_background, local_leadership=not clustered)
+        if not clustered:
+            # One node leads every partition: everything in the logs is committed.
+            for (topic, index), _ in self.logs.logs():
+                self.replicas.partition(topic, index)
         self.groups = GroupCoordinator(self)
         self.groups.start()
         self.txn = TransactionCoordinator(self)
@@ -218,12 +222,6 @@ class Broker:
         flushed.addBoth(done)
         flushed.addErrback(lambda failure: log.error("flush failed: %s", failure.getTraceback()))
         return flushed
-
-    # -- appends -----------------------------------------------------------------------------
-
-    def appended(self, topic: str, partition: int) -> None:
-        """Called after every append: wakes fetches waiting on the partition."""
-        self.purgatory.notify(("append", topic, partition))
 
 
 def serve_forever(config: BrokerConfig) -> int:

@@ -28,28 +28,17 @@ REQUEST_TIMEOUT_MS = 30_000
 
 
 def leader_epoch(broker: "Broker", topic: str, partition: int) -> Optional[int]:
-    """The leader epoch to stamp on a coordinator's append: 0 on one node, the partition's
-    leader epoch in a cluster, None when this broker does not lead the partition."""
-    cluster = broker.cluster
-    if cluster is None:
-        return 0
-    state = cluster.partition(topic, partition)
-    if state is None or not cluster.is_leader(topic, partition):
-        return None
-    return state.leader_epoch
+    """The leader epoch to stamp on a coordinator's append (0 on one node), or None when this
+    broker does not lead the partition."""
+    error, epoch = broker.replicas.check_leader(topic, partition)
+    return None if error is not None else epoch
 
 
 def after_append(broker: "Broker", topic: str, partition: int, partition_log: Any,
                  now_ms: int) -> None:
-    """What follows every append by this broker as leader: the high watermark (the log end on
-    one node, the ISR's minimum in a cluster), waking fetches, and a flush when one is due."""
-    if broker.cluster is None:
-        partition_log.high_watermark = partition_log.log_end_offset
-    else:
-        broker.cluster.maybe_advance_hw((topic, partition))
-    broker.appended(topic, partition)
-    if partition_log.flush_due(now_ms):
-        broker.flush_in_background([partition_log])
+    """What follows every append by this broker as leader: the high watermark, waking
+    fetches, and a flush when one is due (``ReplicaManager.after_append``)."""
+    broker.replicas.after_append(topic, partition)
 
 
 @defer.inlineCallbacks
@@ -58,21 +47,10 @@ def wait_for_high_watermark(broker: "Broker", topic: str, partition: int, last_o
     """Fires with NONE once the high watermark of the partition this broker leads has passed
     ``last_offset``, or with Kafka's error for an acks=-1 append that did not make it:
     NOT_LEADER_OR_FOLLOWER (leadership moved), NOT_ENOUGH_REPLICAS_AFTER_APPEND (the ISR is
-    below ``min.insync.replicas``), REQUEST_TIMED_OUT. At once NONE on one node."""
-    cluster = broker.cluster
-    if cluster is None:
-        return ErrorCode.NONE
-    info = broker.logs.topics.get(topic)
-    min_isr = info.config.min_insync_replicas if info is not None else 1
-    deadline = broker.now_ms() + timeout_ms
-    while True:
-        status = cluster.replication_status(topic, partition, last_offset, min_isr)
-        if status is not None:
-            return status
-        remaining = deadline - broker.now_ms()
-        if remaining <= 0:
-            return ErrorCode.REQUEST_TIMED_OUT
-        yield broker.purgatory.watch([("hw", topic, partition)], remaining / 1000.0)
+    below ``min.insync.replicas``), REQUEST_TIMED_OUT."""
+    results = yield broker.replicas.wait_for_replication([(topic, partition, last_offset)],
+                                                         timeout_ms)
+    return results[(topic, partition)]
 
 
 @defer.inlineCallbacks
@@ -103,7 +81,8 @@ def coordinator_error(broker: "Broker", topic: str, partition: int, owned: set[i
         return None
     if partition in loading:
         return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-    if partition not in owned or cluster is None or not cluster.is_leader(topic, partition):
+    if (partition not in owned or cluster is None
+            or not broker.replicas.is_leader(topic, partition)):
         return ErrorCode.NOT_COORDINATOR
     return None
 

@@ -184,9 +184,10 @@ def delete_local(broker: "Broker", name: str) -> None:
     answer UNKNOWN_TOPIC_OR_PARTITION. The groups this broker coordinates forget their offsets
     of the topic."""
     info = broker.logs.topics[name]
+    broker.replicas.remove_topic(name)
     broker.logs.delete_topic(name)
     for partition in range(info.num_partitions):
-        broker.appended(name, partition)
+        broker.purgatory.notify(("append", name, partition))
     if broker.groups is not None and name not in INTERNAL_TOPICS:
         broker.groups.drop_offsets_of_topic(name)
 

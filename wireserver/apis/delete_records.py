@@ -7,7 +7,7 @@ offset. An offset below the current log start changes nothing; one above the hig
 UNKNOWN_TOPIC_OR_PARTITION (low watermark -1). Each topic needs DELETE
 (TOPIC_AUTHORIZATION_FAILED, low watermark -1).
 
-In cluster mode only the leader deletes (NOT_LEADER_OR_FOLLOWER elsewhere, as Kafka's
+Only the partition's leader deletes (NOT_LEADER_OR_FOLLOWER elsewhere, as Kafka's
 ``deleteRecordsOnLeader``); followers move their log start to the leader's from their fetch
 responses and report theirs in their next fetch. The answer waits, as Kafka's
 ``DelayedDeleteRecords``, until the low watermark (the smallest log start over the leader and
@@ -43,17 +43,17 @@ def handle(ctx):
     topic_class = ctx.request.spec.response_class.DeleteRecordsTopicResult
     partition_class = topic_class.DeleteRecordsPartitionResult
     logs = ctx.broker.logs
-    cluster = ctx.broker.cluster
     topics = []
-    replicating = []  # cluster mode: (topic, partition, response entry) deleted on the leader
+    replicating = []  # (topic, partition, response entry) deleted on the leader
     for topic in ctx.body.topics:
         partitions = []
         denied = checks.delete_records(ctx, topic.name)  # DELETE on the topic
         for requested in topic.partitions:
             log = logs.get_log(topic.name, requested.partition_index)
             not_leader = None
-            if cluster is not None and log is not None:
-                not_leader, _ = cluster.check_leader(topic.name, requested.partition_index)
+            if log is not None:
+                not_leader, _ = ctx.broker.replicas.check_leader(topic.name,
+                                                                 requested.partition_index)
             if denied:
                 low, error = -1, denied
             elif log is None:
@@ -64,7 +64,7 @@ def handle(ctx):
                 low, error = delete_before(log, requested.offset)
             partitions.append(partition_class(partition_index=requested.partition_index,
                                               low_watermark=low, error_code=error))
-            if cluster is not None and error == ErrorCode.NONE:
+            if error == ErrorCode.NONE:
                 replicating.append((topic.name, requested.partition_index, partitions[-1]))
         topics.append(topic_class(name=topic.name, partitions=partitions))
     if replicating:
@@ -74,15 +74,15 @@ def handle(ctx):
 
 @defer.inlineCallbacks
 def await_low_watermarks(ctx, waiting, topics):
-    """Cluster mode: hold the answer until each (topic, partition, response entry)'s low
-    watermark reached the leader's new log start (the entry's ``low_watermark``)."""
+    """Hold the answer until each (topic, partition, response entry)'s low watermark reached
+    the leader's new log start (the entry's ``low_watermark``): every follower on a live broker
+    has deleted up to it too (at once when the partition has no follower)."""
     broker = ctx.broker
-    cluster = broker.cluster
     deadline = broker.reactor.seconds() + max(0, ctx.body.timeout_ms) / 1000.0
     while True:
         still = []
         for name, index, entry in waiting:
-            low = cluster.low_watermark((name, index))
+            low = broker.replicas.low_watermark((name, index))
             if low is None:
                 entry.low_watermark, entry.error_code = -1, ErrorCode.NOT_LEADER_OR_FOLLOWER
             elif low >= entry.low_watermark:

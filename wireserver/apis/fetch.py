@@ -16,10 +16,11 @@
   segments' ``.txnindex``, so the client drops their records. ``last_stable_offset`` is
   reported for both isolation levels, as Kafka does.
 
-Cluster mode: only the leader answers (NOT_LEADER_OR_FOLLOWER elsewhere) and epochs are fenced
-against the partition's leader epoch. A follower's fetch (``replica_id`` >= 0) reads up to the
-log end offset rather than the high watermark or LSO, and its fetch offset tells the leader the
-follower's log end offset (high watermark, ISR expansion: ``ClusterNode.follower_fetched``).
+Only the partition's leader answers (NOT_LEADER_OR_FOLLOWER elsewhere) and epochs are fenced
+against its leader epoch (0 on one node; ``wireserver.replica``). A follower's fetch
+(``replica_id`` >= 0) reads up to the log end offset rather than the high watermark or LSO, and
+its fetch offset tells the leader the follower's log end offset (high watermark, ISR
+expansion: ``Partition.follower_fetched``).
 
 From v16 a partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries the leader
 and leader epoch this broker knows (``current_leader``) and the response that leader's endpoint
@@ -46,7 +47,6 @@ from wireserver.fetch_sessions import (FINAL_EPOCH, INITIAL_EPOCH, CachedPartiti
 
 API_KEY = 1
 ZERO_UUID = uuid.UUID(int=0)
-LEADER_EPOCH = 0
 UNKNOWN = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID)
 # Errors that come with KIP-951 leader hints from v16 (Kafka's handleFetchRequest).
 LEADER_MOVED = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
@@ -187,8 +187,8 @@ def replica_id(ctx) -> int:
 def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
     body = ctx.body
     logs = ctx.broker.logs
-    cluster = ctx.broker.cluster
-    follower = cluster is not None and replica_id(ctx) >= 0
+    replicas = ctx.broker.replicas
+    follower = replica_id(ctx) >= 0
     remaining = body.max_bytes
     min_one = True
     read_committed = body.isolation_level == 1
@@ -209,15 +209,9 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
             continue
         hw, log_start = log.high_watermark, log.log_start_offset
         lso = log.last_stable_offset
-        epoch = cached.current_leader_epoch
-        if cluster is not None:
-            error, _ = cluster.check_leader(cached.topic, cached.partition, epoch)
-            if error is not None:
-                results.append(PartitionResult(cached, error))
-                continue
-        elif epoch >= 0 and epoch != LEADER_EPOCH:
-            error = ErrorCode.FENCED_LEADER_EPOCH if epoch < LEADER_EPOCH else \
-                ErrorCode.UNKNOWN_LEADER_EPOCH
+        error, _ = replicas.check_leader(cached.topic, cached.partition,
+                                         cached.current_leader_epoch)
+        if error is not None:
             results.append(PartitionResult(cached, error))
             continue
         limit = max(0, min(cached.max_bytes, remaining))
@@ -326,12 +320,12 @@ def handle(ctx):
     keys = [("append", cached.topic, cached.partition) for cached in plan.partitions
             if cached.topic is not None]
     follower = replica_id(ctx)
-    if broker.cluster is not None and follower >= 0:
+    if follower >= 0:
         for cached in plan.partitions:
             # Only a replica allowed CLUSTER_ACTION moves the ISR and the high watermark.
             if cached.topic is not None and checks.fetch_topic(ctx, cached.topic) is None:
-                broker.cluster.follower_fetched((cached.topic, cached.partition), follower,
-                                                cached.fetch_offset, cached.log_start_offset)
+                broker.replicas.follower_fetched((cached.topic, cached.partition), follower,
+                                                 cached.fetch_offset, cached.log_start_offset)
     results = read_partitions(ctx, plan)
     while not ready(ctx, results) and keys:
         remaining = deadline - broker.reactor.seconds()

@@ -4,8 +4,8 @@ Special timestamps: -1 latest (the high watermark; with isolation_level read_com
 stable offset, and lookups by timestamp find nothing at or past it), -2 earliest (the log start offset), -3 the record with the
 largest timestamp (v7+), -4 earliest local (v8+: the log start, as nothing is tiered), -5 latest
 tiered (v9+: none, so -1). Any other timestamp finds the first record at or after it through
-the time index; none → offset -1. In cluster mode only the leader answers (NOT_LEADER_OR_FOLLOWER
-elsewhere); ``leader_epoch`` is its current leader epoch for -1 (latest) and, as Kafka's
+the time index; none → offset -1. Only the partition's leader answers (NOT_LEADER_OR_FOLLOWER
+elsewhere; ``wireserver.replica``); ``leader_epoch`` is its current leader epoch for -1 (latest) and, as Kafka's
 ``fetchOffsetByTimestamp``, the epoch that wrote the offset found otherwise (from the leader
 epoch cache; -1 when unknown). Each topic needs DESCRIBE (TOPIC_AUTHORIZATION_FAILED on every
 partition otherwise).
@@ -19,7 +19,6 @@ from wireserver.security import checks
 
 API_KEY = 2
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
-LEADER_EPOCH = 0
 
 
 def lookup(log, timestamp: int, read_committed: bool = False) -> tuple[int, int, ErrorCode]:
@@ -50,7 +49,7 @@ def handle(ctx):
     topic_class = response_class.ListOffsetsTopicResponse
     partition_class = topic_class.ListOffsetsPartitionResponse
     logs = ctx.broker.logs
-    cluster = ctx.broker.cluster
+    replicas = ctx.broker.replicas
     topics = []
     for topic in ctx.body.topics:
         partitions = []
@@ -63,23 +62,18 @@ def handle(ctx):
                 continue
             log = logs.get_log(topic.name, requested.partition_index)
             epoch = requested.current_leader_epoch if ctx.version >= 4 else -1
-            leader_epoch = LEADER_EPOCH
-            cluster_error = None
-            if cluster is not None and log is not None:
-                cluster_error, leader_epoch = cluster.check_leader(
+            leader_error, leader_epoch = None, -1
+            if log is not None:
+                leader_error, leader_epoch = replicas.check_leader(
                     topic.name, requested.partition_index, epoch)
             if log is None:
                 ts, offset, error = -1, -1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif cluster_error is not None:
-                ts, offset, error = -1, -1, cluster_error
-            elif cluster is None and epoch >= 0 and epoch != LEADER_EPOCH:
-                ts, offset = -1, -1
-                error = ErrorCode.FENCED_LEADER_EPOCH if epoch < LEADER_EPOCH else \
-                    ErrorCode.UNKNOWN_LEADER_EPOCH
+            elif leader_error is not None:
+                ts, offset, error = -1, -1, leader_error
             else:
                 ts, offset, error = lookup(log, requested.timestamp,
                                            ctx.version >= 2 and ctx.body.isolation_level == 1)
-                if cluster is not None and requested.timestamp != LATEST and offset >= 0:
+                if requested.timestamp != LATEST and offset >= 0:
                     found_epoch = log.leader_epoch_for_offset(offset)
                     leader_epoch = found_epoch if found_epoch is not None else -1
             partitions.append(partition_class(

@@ -10,8 +10,8 @@ its log, so an empty cache answers as if it held (0, log end offset) — what Ka
 ``current_leader_epoch`` fences as in Fetch: older than ours → FENCED_LEADER_EPOCH, newer →
 UNKNOWN_LEADER_EPOCH; -1 skips the check. Unknown partitions → UNKNOWN_TOPIC_OR_PARTITION.
 
-In cluster mode only the leader answers (NOT_LEADER_OR_FOLLOWER elsewhere) and fencing is
-against the partition's leader epoch; followers ask before fetching from a new leader.
+Only the partition's leader answers (NOT_LEADER_OR_FOLLOWER elsewhere) and fencing is against
+its leader epoch (``wireserver.replica``); followers ask before fetching from a new leader.
 
 Authorization: CLUSTER_ACTION on the cluster (followers), else DESCRIBE on each topic (consumers,
 KIP-320); TOPIC_AUTHORIZATION_FAILED on every partition of a topic without either.
@@ -43,7 +43,7 @@ def handle(ctx):
     topic_class = ctx.request.spec.response_class.OffsetForLeaderTopicResult
     partition_class = topic_class.EpochEndOffset
     logs = ctx.broker.logs
-    cluster = ctx.broker.cluster
+    replicas = ctx.broker.replicas
     topics = []
     for topic in ctx.body.topics:
         partitions = []
@@ -54,25 +54,15 @@ def handle(ctx):
                                                   leader_epoch=UNDEFINED, end_offset=UNDEFINED))
                 continue
             log = logs.get_log(topic.topic, requested.partition)
-            current = requested.current_leader_epoch
             epoch, offset = UNDEFINED, UNDEFINED
-            cluster_error = None
-            if cluster is not None and log is not None:
-                cluster_error, _ = cluster.check_leader(topic.topic, requested.partition,
-                                                        current)
             if log is None:
                 error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif cluster is not None:
-                error = cluster_error or ErrorCode.NONE
-                if cluster_error is None:
-                    epoch, offset = end_offset_for(log, requested.leader_epoch)
-            elif current >= 0 and current < LEADER_EPOCH:
-                error = ErrorCode.FENCED_LEADER_EPOCH
-            elif current > LEADER_EPOCH:
-                error = ErrorCode.UNKNOWN_LEADER_EPOCH
             else:
-                error = ErrorCode.NONE
-                epoch, offset = end_offset_for(log, requested.leader_epoch)
+                error, _ = replicas.check_leader(topic.topic, requested.partition,
+                                                 requested.current_leader_epoch)
+                if error is None:
+                    error = ErrorCode.NONE
+                    epoch, offset = end_offset_for(log, requested.leader_epoch)
             partitions.append(partition_class(error_code=error, partition=requested.partition,
                                               leader_epoch=epoch, end_offset=offset))
         topics.append(topic_class(topic=topic.topic, partitions=partitions))

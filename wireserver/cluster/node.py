@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer, task
@@ -46,22 +46,6 @@ class InconsistentClusterId(RuntimeError):
     to (Kafka's InconsistentClusterIdException): the broker does not start."""
 
 
-@dataclass
-class FollowerState:
-    leo: int = -1  # unknown until it fetches from this leader
-    last_caught_up_ms: int = 0
-    last_fetch_ms: int = 0
-    last_fetch_leader_leo: int = -1
-    log_start: int = -1  # unknown until it fetches from this leader
-
-
-@dataclass
-class LeaderState:
-    leader_epoch: int
-    epoch_start_offset: int
-    followers: dict[int, FollowerState] = field(default_factory=dict)
-
-
 def split_chroot(connect: str) -> tuple[str, str]:
     slash = connect.find("/")
     if slash < 0:
@@ -82,7 +66,6 @@ class ClusterNode:
         self.controller: Any = None
         self.topics: dict[str, zd.TopicAssignment] = {}
         self.states: dict[TP, zd.PartitionState] = {}
-        self.leading: dict[TP, LeaderState] = {}
         self.following: dict[TP, int] = {}
         self.fetchers: dict[int, ReplicaFetcher] = {}
         # Names with a watch on their assignment / (topic, partition)s with a watch on their
@@ -131,6 +114,15 @@ class ClusterNode:
         # SCRAM credentials too (/config/users), followed through /config/changes
         from wireserver.cluster.scram_credentials import ZkScramCredentials
         ZkScramCredentials(self.zk, self.broker.security.scram).start(self.config_changes)
+        replicas = self.broker.replicas
+        replicas.isr_writer = self.write_isr
+        replicas.live_brokers = lambda: self.brokers
+        replicas.topic_known = lambda name: name in self.topics
+        groups, txn = self.broker.groups, self.broker.txn
+        replicas.add_leadership_listener(OFFSETS_TOPIC, lambda index, _: groups.on_election(index),
+                                         groups.on_resignation)
+        replicas.add_leadership_listener(TRANSACTION_STATE_TOPIC, txn.on_election,
+                                         txn.on_resignation)
         self._register()
 
         def on_state(state: Any) -> None:
@@ -298,8 +290,8 @@ class ClusterNode:
                    self.broker_czxids[b] != z}
         self.brokers, self.broker_czxids = brokers, czxids
         log.info("live brokers: %s", sorted(brokers))
-        for topic, partition in self.leading:  # a dead follower no longer holds DeleteRecords
-            self.broker.purgatory.notify(("low_watermark", topic, partition))
+        for partition in self.broker.replicas.leading():  # a dead follower no longer holds
+            partition.notify("low_watermark")              # DeleteRecords back
         if self.controller is not None:
             self.controller.on_brokers_changed(bounced)
 
@@ -393,8 +385,7 @@ class ClusterNode:
         for partition in assignment.replicas:
             tp = (name, partition)
             self._stop_following(tp)
-            if self.leading.pop(tp, None) is not None:
-                self._coordinator_resigned(tp)
+            self.broker.replicas.resign(tp)
             self.states.pop(tp, None)
         if name in self.broker.logs.topics:
             delete_local(self.broker, name)
@@ -466,51 +457,32 @@ class ClusterNode:
         return self.states.get((topic, partition))
 
     def apply_state(self, tp: TP, new: zd.PartitionState) -> None:
+        """A partition's state from ZooKeeper: lead it, follow its leader, or (not a replica
+        here) only know its leader epoch, through the partition layer."""
         old = self.states.get(tp)
         if old is not None and new.zk_version < old.zk_version:
             return
         self.states[tp] = new
-        partition_log = self.broker.logs.get_log(*tp)
+        replicas = self.broker.replicas
+        partition = replicas.partition(*tp)
         me = self.node_id
-        if partition_log is not None and me in new.replicas:
-            if new.leader == me:
-                current = self.leading.get(tp)
-                if current is None or current.leader_epoch != new.leader_epoch:
-                    self._become_leader(tp, new, partition_log)
-                else:
-                    self.maybe_advance_hw(tp)
+        if partition is not None and me in new.replicas and new.leader == me:
+            leading = partition.leader
+            if leading is None or leading.leader_epoch != new.leader_epoch:
+                self._stop_following(tp)
+                replicas.make_leader(tp, new.leader_epoch, new.isr, new.replicas)
             else:
-                if self.leading.pop(tp, None) is not None:
-                    self._coordinator_resigned(tp)
-                if new.leader >= 0 and not self.shutting_down:
-                    if (self.following.get(tp) != new.leader or old is None or
-                            old.leader_epoch != new.leader_epoch):
-                        self._become_follower(tp, new)
-                else:
-                    self._stop_following(tp)
+                partition.apply_state(new.leader, new.leader_epoch, new.isr, new.replicas)
+        elif partition is not None:
+            replicas.resign(tp)
+            partition.apply_state(new.leader, new.leader_epoch, new.isr, new.replicas)
+            if me in new.replicas and new.leader >= 0 and not self.shutting_down:
+                if (self.following.get(tp) != new.leader or old is None or
+                        old.leader_epoch != new.leader_epoch):
+                    self._become_follower(tp, new)
+            elif me in new.replicas:
+                self._stop_following(tp)
         self.broker.purgatory.notify(("hw", tp[0], tp[1]))
-
-    def _become_leader(self, tp: TP, state: zd.PartitionState, partition_log: Any) -> None:
-        self._stop_following(tp)
-        leo = partition_log.log_end_offset
-        partition_log.leader_epoch_cache.assign(state.leader_epoch, leo)
-        now = self.broker.now_ms()
-        followers = {r: FollowerState(last_caught_up_ms=now if r in state.isr else 0)
-                     for r in state.replicas if r != self.node_id}
-        self.leading[tp] = LeaderState(state.leader_epoch, leo, followers)
-        log.info("%s-%d: leader at epoch %d (log end %d, ISR %s)", tp[0], tp[1],
-                 state.leader_epoch, leo, state.isr)
-        self.maybe_advance_hw(tp)
-        if tp[0] == OFFSETS_TOPIC:
-            self.broker.groups.on_election(tp[1])
-        elif tp[0] == TRANSACTION_STATE_TOPIC:
-            self.broker.txn.on_election(tp[1], state.leader_epoch)
-
-    def _coordinator_resigned(self, tp: TP) -> None:
-        if tp[0] == OFFSETS_TOPIC:
-            self.broker.groups.on_resignation(tp[1])
-        elif tp[0] == TRANSACTION_STATE_TOPIC:
-            self.broker.txn.on_resignation(tp[1])
 
     def _become_follower(self, tp: TP, state: zd.PartitionState) -> None:
         self._stop_following(tp)
@@ -528,94 +500,15 @@ class ClusterNode:
         if leader is not None and leader in self.fetchers:
             self.fetchers[leader].remove(tp)
 
-    # -- leader side: followers, high watermark, ISR -----------------------------------------
-    def is_leader(self, topic: str, partition: int) -> bool:
-        return (topic, partition) in self.leading
-
-    def follower_fetched(self, tp: TP, replica_id: int, fetch_offset: int,
-                         log_start_offset: int = -1) -> None:
-        leader = self.leading.get(tp)
-        partition_log = self.broker.logs.get_log(*tp)
-        if leader is None or partition_log is None:
-            return
-        follower = leader.followers.get(replica_id)
-        if follower is None:
-            return
-        now = self.broker.now_ms()
-        leo = partition_log.log_end_offset
-        if fetch_offset >= leo:
-            follower.last_caught_up_ms = now
-        elif fetch_offset >= follower.last_fetch_leader_leo >= 0:
-            follower.last_caught_up_ms = max(follower.last_caught_up_ms, follower.last_fetch_ms)
-        follower.last_fetch_leader_leo = leo
-        follower.last_fetch_ms = now
-        follower.leo = fetch_offset
-        if log_start_offset != follower.log_start:
-            follower.log_start = log_start_offset
-            self.broker.purgatory.notify(("low_watermark", tp[0], tp[1]))
-        self._maybe_expand_isr(tp, replica_id)
-        self.maybe_advance_hw(tp)
-
-    def low_watermark(self, tp: TP) -> int | None:
-        """Kafka's ``lowWatermarkIfLeader``: the smallest log start offset over this leader and
-        the followers whose broker is alive (-1 while one has not fetched yet), which
-        DeleteRecords waits on; None when this broker does not lead the partition."""
-        leader = self.leading.get(tp)
-        partition_log = self.broker.logs.get_log(*tp)
-        if leader is None or partition_log is None:
-            return None
-        low = partition_log.log_start_offset
-        for replica, follower in leader.followers.items():
-            if replica in self.brokers:
-                low = min(low, follower.log_start)
-        return low
-
-    def maybe_advance_hw(self, tp: TP) -> None:
-        leader = self.leading.get(tp)
-        state = self.states.get(tp)
-        partition_log = self.broker.logs.get_log(*tp)
-        if leader is None or state is None or partition_log is None:
-            return
-        hw = partition_log.log_end_offset
-        for replica in state.isr:
-            if replica == self.node_id:
-                continue
-            follower = leader.followers.get(replica)
-            if follower is None or follower.leo < 0:
-                return
-            hw = min(hw, follower.leo)
-        if hw > partition_log.high_watermark:
-            partition_log.high_watermark = hw
-            self.broker.purgatory.notify(("hw", tp[0], tp[1]))
-            self.broker.purgatory.notify(("append", tp[0], tp[1]))
-
-    def _maybe_expand_isr(self, tp: TP, replica_id: int) -> None:
-        state = self.states.get(tp)
-        leader = self.leading.get(tp)
-        partition_log = self.broker.logs.get_log(*tp)
-        if state is None or leader is None or replica_id in state.isr:
-            return
-        if replica_id not in self.brokers:
-            return
-        follower = leader.followers[replica_id]
-        if follower.leo >= partition_log.high_watermark and \
-                follower.leo >= leader.epoch_start_offset:
-            log.info("%s-%d: expanding ISR %s with broker %d", tp[0], tp[1], state.isr,
-                     replica_id)
-            self.write_isr(tp, state.isr + [replica_id])
-
+    # -- leader side: the ISR ------------------------------------------------------------------
     def _shrink_isrs(self) -> None:
-        now = self.broker.now_ms()
-        for tp, leader in list(self.leading.items()):
-            state = self.states.get(tp)
-            if state is None:
-                continue
-            lagging = [r for r in state.isr if r != self.node_id and r in leader.followers and
-                       now - leader.followers[r].last_caught_up_ms > self.lag_max_ms]
+        for partition in self.broker.replicas.leading():
+            lagging = partition.out_of_sync_replicas(self.lag_max_ms)
             if lagging:
-                log.info("%s-%d: shrinking ISR %s: %s out of sync", tp[0], tp[1], state.isr,
-                         lagging)
-                self.write_isr(tp, [r for r in state.isr if r not in lagging])
+                log.info("%s-%d: shrinking ISR %s: %s out of sync", partition.topic,
+                         partition.index, partition.isr, lagging)
+                self.write_isr((partition.topic, partition.index),
+                               [r for r in partition.isr if r not in lagging])
 
     def update_state(self, tp: TP, decide) -> zd.PartitionState | None:
         """Read the partition's state znode, let ``decide(state)`` compute its successor (None:
@@ -715,42 +608,4 @@ class ClusterNode:
             self.apply_state(tp, zd.PartitionState.decode(data, stat.version, state.replicas))
             return False
         self.apply_state(tp, replace(new, zk_version=stat.version))
-        self.maybe_advance_hw(tp)
         return True
-
-    # -- for request handlers --------------------------------------------------------------
-    def check_leader(self, topic: str, partition: int, current_leader_epoch: int = -1):
-        """(error or None, leader epoch) for a request that must reach the leader:
-        NOT_LEADER_OR_FOLLOWER when this broker does not lead the partition, and the fencing
-        of ``current_leader_epoch`` (older: FENCED_LEADER_EPOCH, newer: UNKNOWN_LEADER_EPOCH)."""
-        from wireserver.protocol.errors import ErrorCode
-
-        state = self.states.get((topic, partition))
-        if state is None:
-            if topic in self.topics:
-                return ErrorCode.LEADER_NOT_AVAILABLE, -1
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1
-        epoch = state.leader_epoch
-        if current_leader_epoch >= 0 and current_leader_epoch < epoch:
-            return ErrorCode.FENCED_LEADER_EPOCH, epoch
-        if current_leader_epoch > epoch:
-            return ErrorCode.UNKNOWN_LEADER_EPOCH, epoch
-        if (topic, partition) not in self.leading:
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER, epoch
-        return None, epoch
-
-    def replication_status(self, topic: str, partition: int, last_offset: int,
-                           min_isr: int):
-        """For an acks=all produce waiting on ``last_offset``: None while waiting, else the
-        partition's final error code (Kafka's ``DelayedProduce`` check)."""
-        from wireserver.protocol.errors import ErrorCode
-
-        state = self.states.get((topic, partition))
-        partition_log = self.broker.logs.get_log(topic, partition)
-        if state is None or partition_log is None or (topic, partition) not in self.leading:
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        if partition_log.high_watermark > last_offset:
-            if len(state.isr) < min_isr:
-                return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
-            return ErrorCode.NONE
-        return None

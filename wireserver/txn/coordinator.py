@@ -595,6 +595,15 @@ class TransactionCoordinator:
         transactional_id = self._by_pid.get(producer_id)
         return None if transactional_id is None else self.txns.get(transactional_id)
 
+    def verify_produce(self, producer_id: int, producer_epoch: int, topic: str,
+                       partition: int) -> Optional[ErrorCode]:
+        """``check_produce`` for a transactional batch where this broker can tell: on one node,
+        where every transaction is coordinated here. In a cluster the producer's coordinator
+        is usually another broker, so nothing is checked here (None)."""
+        if self.clustered:
+            return None
+        return self.check_produce(producer_id, producer_epoch, topic, partition)
+
     def check_produce(self, producer_id: int, producer_epoch: int, topic: str,
                       partition: int) -> Optional[ErrorCode]:
         """A transactional batch may only go to a partition added to its producer's open

@@ -1,0 +1,213 @@
+"""The partitions this broker hosts (Kafka's ``ReplicaManager``): every append and every
+leadership question goes through here, on one node and in a cluster alike.
+
+A ``Partition`` is made for each partition log the first time it is asked for (and made again
+when its topic was deleted and created anew). On one node it is led here at once, at leader
+epoch 0 with this broker as its only replica and ISR: a cluster of one. In a cluster it waits
+for the state ZooKeeper holds, which ``wireserver.cluster.node`` applies through
+``make_leader`` / ``make_follower`` / ``apply_state``.
+
+Coordinators register for the leadership of their internal topic's partitions
+(``add_leadership_listener``) and load or unload the keys of a partition when it moves.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Optional
+
+from twisted.internet import defer
+
+from wireserver.protocol.errors import ErrorCode
+from wireserver.replica.partition import Partition
+from wireserver.storage.log import AppendResult
+from wireserver.storage.validation import BatchError
+
+log = logging.getLogger(__name__)
+
+TP = tuple[str, int]
+
+
+class ReplicaManager:
+    """``logs`` is the LogManager; ``purgatory`` wakes waiters; ``flush(logs)`` fsyncs in the
+    background. ``local_leadership``: one node, where every partition is led here."""
+
+    def __init__(self, node_id: int, logs: Any, purgatory: Any, now_ms: Callable[[], int],
+                 flush: Callable[[list], Any], local_leadership: bool):
+        self.node_id = node_id
+        self.logs = logs
+        self.purgatory = purgatory
+        self.now_ms = now_ms
+        self.flush = flush
+        self.local_leadership = local_leadership
+        self.partitions: dict[TP, Partition] = {}
+        # Set by the cluster node: ISR writes, the live brokers and the topics it knows.
+        self.isr_writer: Callable[[TP, list[int]], bool] = lambda tp, isr: False
+        self.live_brokers: Callable[[], Any] = lambda: (node_id,)
+        self.topic_known: Callable[[str], bool] = lambda name: True
+        self._listeners: dict[str, list[tuple[Callable[[int, int], None],
+                                              Callable[[int], None]]]] = {}
+
+    # -- the partitions ----------------------------------------------------------------------
+
+    def partition(self, topic: str, index: int) -> Optional[Partition]:
+        """The partition, or None when this broker has no log for it."""
+        partition_log = self.logs.get_log(topic, index)
+        if partition_log is None:
+            self.partitions.pop((topic, index), None)
+            return None
+        partition = self.partitions.get((topic, index))
+        if partition is None or partition.log is not partition_log:
+            partition = self.partitions[(topic, index)] = self._new(topic, index, partition_log)
+        return partition
+
+    def _new(self, topic: str, index: int, partition_log: Any) -> Partition:
+        tp = (topic, index)
+        partition = Partition(topic, index, partition_log, self.node_id, self.now_ms,
+                              lambda kind: self.purgatory.notify((kind, topic, index)),
+                              lambda isr: self.isr_writer(tp, isr),
+                              enforce_min_isr=not self.local_leadership)
+        if self.local_leadership:
+            partition.make_leader(0, [self.node_id], [self.node_id])
+        return partition
+
+    def leading(self) -> list[Partition]:
+        return [p for p in self.partitions.values() if p.is_leader]
+
+    def is_leader(self, topic: str, index: int) -> bool:
+        partition = self.partitions.get((topic, index))
+        return partition is not None and partition.is_leader
+
+    def remove_topic(self, topic: str) -> None:
+        """The topic's logs are gone (deleted): forget its partitions, resigning those led."""
+        for tp in [tp for tp in self.partitions if tp[0] == topic]:
+            self.resign(tp)
+            del self.partitions[tp]
+
+    # -- leadership ---------------------------------------------------------------------------
+
+    def add_leadership_listener(self, topic: str, elected: Callable[[int, int], None],
+                                resigned: Callable[[int], None]) -> None:
+        """``elected(index, leader_epoch)`` when this broker becomes the leader of a partition
+        of ``topic``; ``resigned(index)`` when it stops."""
+        self._listeners.setdefault(topic, []).append((elected, resigned))
+
+    def make_leader(self, tp: TP, leader_epoch: int, isr: list[int],
+                    replicas: list[int]) -> None:
+        partition = self.partition(*tp)
+        if partition is None:
+            return
+        partition.make_leader(leader_epoch, isr, replicas)
+        log.info("%s-%d: leader at epoch %d (log end %d, ISR %s)", tp[0], tp[1], leader_epoch,
+                 partition.log.log_end_offset, isr)
+        for elected, _ in self._listeners.get(tp[0], ()):
+            elected(tp[1], leader_epoch)
+
+    def resign(self, tp: TP) -> bool:
+        """Stop leading ``tp`` (it now follows, or is gone); True if it was led here."""
+        partition = self.partitions.get(tp)
+        if partition is None or not partition.resign():
+            return False
+        for _, resigned in self._listeners.get(tp[0], ()):
+            resigned(tp[1])
+        return True
+
+    def check_leader(self, topic: str, index: int, current_leader_epoch: int = -1
+                     ) -> tuple[Optional[ErrorCode], int]:
+        """(error or None, leader epoch) for a request that must reach the partition's leader
+        (see ``Partition.check_leader``); a partition without a known state is
+        LEADER_NOT_AVAILABLE while its topic is known, else UNKNOWN_TOPIC_OR_PARTITION."""
+        partition = self.partition(topic, index)
+        if partition is None or not partition.state_known:
+            known = partition is not None and self.topic_known(topic)
+            return (ErrorCode.LEADER_NOT_AVAILABLE if known
+                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), -1
+        return partition.check_leader(current_leader_epoch)
+
+    # -- appends ------------------------------------------------------------------------------
+
+    def append_records(self, topic: str, index: int, records: Any, acks: int, config: Any,
+                       verify_transaction: Optional[Callable[[Any], Optional[ErrorCode]]] = None
+                       ) -> AppendResult:
+        """A client's batch, appended as leader (``Partition.append_records_as_leader``);
+        raises ``BatchError``."""
+        partition = self.partition(topic, index)
+        if partition is None:
+            raise BatchError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                             "This server does not host this topic-partition.")
+        result = partition.append_records_as_leader(records, acks, config, verify_transaction)
+        if not result.duplicate:
+            self._maybe_flush(partition)
+        return result
+
+    def append_as_coordinator(self, topic: str, index: int, records: Any
+                              ) -> Optional[AppendResult]:
+        """A coordinator's batch on the internal topic partition this broker leads; None
+        when it does not lead it."""
+        partition = self.partition(topic, index)
+        if partition is None:
+            return None
+        result = partition.append_as_coordinator(records)
+        if result is not None:
+            self._maybe_flush(partition)
+        return result
+
+    def after_append(self, topic: str, index: int) -> None:
+        """After a coordinator wrote to a partition it leads through the log itself (markers):
+        the high watermark, waking fetches, a flush when one is due."""
+        partition = self.partition(topic, index)
+        if partition is not None:
+            partition.after_append()
+            self._maybe_flush(partition)
+
+    def _maybe_flush(self, partition: Partition) -> None:
+        if partition.log.flush_due(self.now_ms()):
+            self.flush([partition.log])
+
+    def replication_status(self, topic: str, index: int, last_offset: int
+                           ) -> Optional[ErrorCode]:
+        """For an acks=all append that ended at ``last_offset``: None while it waits for the
+        ISR, else its final code (``Partition.replication_status``)."""
+        partition = self.partitions.get((topic, index))
+        if partition is None:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        info = self.logs.topics.get(topic)
+        min_isr = info.config.min_insync_replicas if info is not None else 1
+        return partition.replication_status(last_offset, min_isr)
+
+    @defer.inlineCallbacks
+    def wait_for_replication(self, waiting: list[tuple[str, int, int]], timeout_ms: int):
+        """Wait until each (topic, index, last offset) is committed or failed, or the timeout
+        (Kafka's ``DelayedProduce``); fires with ``{(topic, index): code}``, REQUEST_TIMED_OUT
+        for what was still waiting."""
+        deadline = self.now_ms() + max(0, timeout_ms)
+        results: dict[TP, ErrorCode] = {}
+        while True:
+            still = []
+            for topic, index, last_offset in waiting:
+                status = self.replication_status(topic, index, last_offset)
+                if status is None:
+                    still.append((topic, index, last_offset))
+                else:
+                    results[(topic, index)] = status
+            waiting = still
+            remaining = deadline - self.now_ms()
+            if not waiting:
+                return results
+            if remaining <= 0:
+                results.update({(t, i): ErrorCode.REQUEST_TIMED_OUT for t, i, _ in waiting})
+                return results
+            yield self.purgatory.watch([("hw", t, i) for t, i, _ in waiting], remaining / 1000.0)
+
+    # -- followers (cluster) -----------------------------------------------------------------
+
+    def follower_fetched(self, tp: TP, replica_id: int, fetch_offset: int,
+                         log_start_offset: int = -1) -> None:
+        partition = self.partitions.get(tp)
+        if partition is not None:
+            partition.follower_fetched(replica_id, fetch_offset, log_start_offset,
+                                       self.live_brokers())
+
+    def low_watermark(self, tp: TP) -> Optional[int]:
+        partition = self.partitions.get(tp)
+        return partition.low_watermark(self.live_brokers()) if partition is not None else None

@@ -1,0 +1,274 @@
+"""One partition this broker hosts, as its leader or as a follower: Kafka's ``Partition``.
+
+The same class serves one node and a cluster. On one node every partition is led here at
+leader epoch 0 and its ISR is this broker alone, so the high watermark follows the log end as
+soon as a batch is written. In a cluster the ZooKeeper state (leader, leader epoch, ISR) is
+applied by ``wireserver.cluster.node``; followers report their log end offsets through their
+fetches (``follower_fetched``), and the high watermark is the smallest log end offset in the
+ISR. Handlers ask the partition (through ``ReplicaManager``), never which mode the broker is in.
+
+What the partition decides on its own, as Kafka's leader does: whether it may append (it leads
+the partition; acks=all needs ``min.insync.replicas`` in the ISR), the high watermark, which
+follower has caught up (ISR expansion) and which has fallen behind (ISR shrink), when an
+acks=all append is committed, and the low watermark that DeleteRecords waits on. Changing the
+ISR is written through ``write_isr`` (ZooKeeper in a cluster); the partition then receives the
+new state like any other.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from wireserver.protocol.errors import ErrorCode
+from wireserver.storage.log import AppendResult, Log
+from wireserver.storage.producer_state import InvalidProducerEpoch, OutOfOrderSequence
+from wireserver.storage.validation import (BatchError, validate_batches, validate_keys,
+                                           writable)
+
+log = logging.getLogger(__name__)
+
+NO_LEADER = -1
+
+
+@dataclass
+class FollowerState:
+    """What the leader knows of one follower, from its fetches (Kafka's ``Replica``)."""
+
+    leo: int = -1  # unknown until it fetches from this leader
+    last_caught_up_ms: int = 0
+    last_fetch_ms: int = 0
+    last_fetch_leader_leo: int = -1
+    log_start: int = -1  # unknown until it fetches from this leader
+
+
+@dataclass
+class LeaderState:
+    """Held while this broker leads the partition, for one leader epoch."""
+
+    leader_epoch: int
+    epoch_start_offset: int
+    followers: dict[int, FollowerState] = field(default_factory=dict)
+
+
+class Partition:
+    """``topic``-``index`` here, over its ``log``. ``notify(kind)`` wakes whatever waits on the
+    partition in the purgatory (``"append"``: fetches; ``"hw"``: acks=all and coordinator
+    appends; ``"low_watermark"``: DeleteRecords). ``write_isr(isr)`` asks for an ISR change
+    (True once written)."""
+
+    def __init__(self, topic: str, index: int, log: Log, local_id: int,
+                 now_ms: Callable[[], int], notify: Callable[[str], None],
+                 write_isr: Callable[[list[int]], bool], enforce_min_isr: bool = True):
+        self.topic = topic
+        self.index = index
+        self.log = log
+        self.local_id = local_id
+        self.now_ms = now_ms
+        self.notify = notify
+        self.write_isr = write_isr
+        # False on one node, where acks=all is the local write whatever min.insync.replicas
+        # says (a listed difference from Kafka, see docs/compatibility.md).
+        self.enforce_min_isr = enforce_min_isr
+        # The state last applied: leader id and epoch (-1 while unknown), ISR and replicas.
+        self.leader_id = NO_LEADER
+        self.leader_epoch = -1
+        self.isr: list[int] = []
+        self.replicas: list[int] = []
+        self.leader: Optional[LeaderState] = None  # set while this broker leads
+
+    def __repr__(self) -> str:
+        role = "leader" if self.leader is not None else f"leader {self.leader_id}"
+        return f"<Partition {self.topic}-{self.index} {role} epoch {self.leader_epoch}>"
+
+    @property
+    def state_known(self) -> bool:
+        return self.leader_epoch >= 0
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader is not None
+
+    # -- state changes -------------------------------------------------------------------------
+
+    def apply_state(self, leader_id: int, leader_epoch: int, isr: list[int],
+                    replicas: list[int]) -> None:
+        """Record the partition's state without changing roles (see ``make_leader`` /
+        ``resign``): the epoch requests are fenced against, and the ISR the high watermark is
+        computed over."""
+        self.leader_id, self.leader_epoch = leader_id, leader_epoch
+        self.isr, self.replicas = list(isr), list(replicas)
+        if self.leader is not None:
+            self.maybe_advance_high_watermark()
+
+    def make_leader(self, leader_epoch: int, isr: list[int], replicas: list[int]) -> None:
+        """Lead the partition from ``leader_epoch`` on: the epoch starts at the log end, and a
+        follower in the ISR counts as caught up now (Kafka's ``makeLeader``)."""
+        self.leader = None
+        self.apply_state(self.local_id, leader_epoch, isr, replicas)
+        leo = self.log.log_end_offset
+        self.log.leader_epoch_cache.assign(leader_epoch, leo)
+        now = self.now_ms()
+        followers = {r: FollowerState(last_caught_up_ms=now if r in isr else 0)
+                     for r in replicas if r != self.local_id}
+        self.leader = LeaderState(leader_epoch, leo, followers)
+        self.maybe_advance_high_watermark()
+
+    def resign(self) -> bool:
+        """Stop leading; True if this broker led the partition."""
+        was_leading, self.leader = self.leader is not None, None
+        return was_leading
+
+    # -- requests that must reach the leader ----------------------------------------------------
+
+    def check_leader(self, current_leader_epoch: int = -1) -> tuple[Optional[ErrorCode], int]:
+        """(error or None, leader epoch): the fencing of ``current_leader_epoch`` (older:
+        FENCED_LEADER_EPOCH, newer: UNKNOWN_LEADER_EPOCH), then NOT_LEADER_OR_FOLLOWER unless
+        this broker leads the partition. LEADER_NOT_AVAILABLE while no state is known."""
+        epoch = self.leader_epoch
+        if epoch < 0:
+            return ErrorCode.LEADER_NOT_AVAILABLE, -1
+        if 0 <= current_leader_epoch < epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH, epoch
+        if current_leader_epoch > epoch:
+            return ErrorCode.UNKNOWN_LEADER_EPOCH, epoch
+        if self.leader is None:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, epoch
+        return None, epoch
+
+    def append_records_as_leader(self, records: Any, acks: int, config: Any,
+                                 verify_transaction: Optional[Callable[[Any], Optional[ErrorCode]]]
+                                 = None) -> AppendResult:
+        """A client's batch (Produce): leadership, ``min.insync.replicas`` for acks=all, the
+        batch's validation (``wireserver.storage.validation``), the transaction check, then the
+        append and what follows it. Raises ``BatchError`` with Kafka's code for the
+        partition."""
+        error, leader_epoch = self.check_leader()
+        if error is not None:
+            raise BatchError(error)
+        if acks == -1 and self.enforce_min_isr and len(self.isr) < config.min_insync_replicas:
+            raise BatchError(ErrorCode.NOT_ENOUGH_REPLICAS,
+                             f"The size of the current ISR {set(self.isr)} is insufficient to "
+                             f"satisfy the min.isr requirement of {config.min_insync_replicas} "
+                             f"for partition {self.topic}-{self.index}")
+        buf = writable(records)
+        now = self.now_ms()
+        validate_batches(buf, config, now)
+        if verify_transaction is not None:
+            error = verify_transaction(buf)
+            if error is not None:
+                raise BatchError(error)
+        if config.compact:
+            validate_keys(buf, self.topic, self.index, self.log.log_start_offset)
+        try:
+            result = self.log.append(buf, leader_epoch=leader_epoch, now_ms=now)
+        except (OutOfOrderSequence, InvalidProducerEpoch) as exc:
+            raise BatchError(exc.error_code, str(exc)) from None
+        if not result.duplicate:
+            self.after_append()
+        return result
+
+    def append_as_coordinator(self, records: Any) -> Optional[AppendResult]:
+        """A coordinator's own batch (group or transaction records, markers) on the internal
+        topic partition it leads; None when this broker does not lead it."""
+        error, leader_epoch = self.check_leader()
+        if error is not None:
+            return None
+        result = self.log.append(records, leader_epoch=leader_epoch, now_ms=self.now_ms())
+        self.after_append()
+        return result
+
+    def after_append(self) -> None:
+        """What follows every append as leader: the high watermark (at once when the ISR is
+        this broker alone) and waking the fetches that wait on the partition."""
+        self.maybe_advance_high_watermark()
+        self.notify("append")
+
+    # -- the leader's view of its followers ----------------------------------------------------
+
+    def maybe_advance_high_watermark(self) -> bool:
+        """The high watermark moves up to the smallest log end offset in the ISR (not until
+        every ISR member has fetched from this leader)."""
+        leader = self.leader
+        if leader is None:
+            return False
+        hw = self.log.log_end_offset
+        for replica in self.isr:
+            if replica == self.local_id:
+                continue
+            follower = leader.followers.get(replica)
+            if follower is None or follower.leo < 0:
+                return False
+            hw = min(hw, follower.leo)
+        if hw <= self.log.high_watermark:
+            return False
+        self.log.high_watermark = hw
+        self.notify("hw")
+        self.notify("append")
+        return True
+
+    def follower_fetched(self, replica_id: int, fetch_offset: int, log_start_offset: int,
+                         live_brokers: Any) -> None:
+        """A follower's fetch at ``fetch_offset`` (its log end offset): when it last caught
+        up, its log start (DeleteRecords), ISR expansion and the high watermark (Kafka's
+        ``updateFollowerFetchState``)."""
+        leader = self.leader
+        follower = leader.followers.get(replica_id) if leader is not None else None
+        if follower is None:
+            return
+        now = self.now_ms()
+        leo = self.log.log_end_offset
+        if fetch_offset >= leo:
+            follower.last_caught_up_ms = now
+        elif fetch_offset >= follower.last_fetch_leader_leo >= 0:
+            follower.last_caught_up_ms = max(follower.last_caught_up_ms, follower.last_fetch_ms)
+        follower.last_fetch_leader_leo = leo
+        follower.last_fetch_ms = now
+        follower.leo = fetch_offset
+        if log_start_offset != follower.log_start:
+            follower.log_start = log_start_offset
+            self.notify("low_watermark")
+        if replica_id not in self.isr and replica_id in live_brokers and \
+                follower.leo >= self.log.high_watermark and \
+                follower.leo >= leader.epoch_start_offset:
+            log.info("%s-%d: expanding ISR %s with broker %d", self.topic, self.index, self.isr,
+                     replica_id)
+            self.write_isr(self.isr + [replica_id])
+        self.maybe_advance_high_watermark()
+
+    def out_of_sync_replicas(self, lag_max_ms: int) -> list[int]:
+        """ISR members that have not caught up for ``lag_max_ms`` (Kafka's
+        ``getOutOfSyncReplicas``)."""
+        leader = self.leader
+        if leader is None:
+            return []
+        now = self.now_ms()
+        return [r for r in self.isr if r != self.local_id and r in leader.followers and
+                now - leader.followers[r].last_caught_up_ms > lag_max_ms]
+
+    def low_watermark(self, live_brokers: Any) -> Optional[int]:
+        """Kafka's ``lowWatermarkIfLeader``: the smallest log start offset over this leader and
+        its followers on live brokers (-1 while one has not fetched yet); None unless this
+        broker leads the partition."""
+        leader = self.leader
+        if leader is None:
+            return None
+        low = self.log.log_start_offset
+        for replica, follower in leader.followers.items():
+            if replica in live_brokers:
+                low = min(low, follower.log_start)
+        return low
+
+    def replication_status(self, last_offset: int, min_isr: int) -> Optional[ErrorCode]:
+        """For an acks=all append that ended at ``last_offset``: None while it waits, else its
+        final code (Kafka's ``DelayedProduce`` check): NONE once the high watermark has passed
+        it with at least ``min_isr`` replicas in the ISR, NOT_ENOUGH_REPLICAS_AFTER_APPEND with
+        fewer, NOT_LEADER_OR_FOLLOWER when leadership moved."""
+        if self.leader is None:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if self.log.high_watermark > last_offset:
+            if self.enforce_min_isr and len(self.isr) < min_isr:
+                return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+            return ErrorCode.NONE
+        return None
