@@ -1,7 +1,6 @@
 """Helpers shared by the admin APIs (CreateTopics, DescribeConfigs, AlterConfigs,
-IncrementalAlterConfigs, DescribeCluster, DescribeTopicPartitions): config resource types,
-DescribeConfigs-shaped rows for a topic's configuration, authorized-operation bitfields, and
-applying configuration changes to the broker and its logs.
+IncrementalAlterConfigs, DescribeTopicPartitions): config resource types, DescribeConfigs-shaped
+rows for a topic's configuration, and applying configuration changes to the broker and its logs.
 """
 
 from __future__ import annotations
@@ -28,26 +27,6 @@ ZERO_UUID = uuid.UUID(int=0)
 
 # ConfigResource.Type ids.
 RESOURCE_UNKNOWN, RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER = 0, 2, 4, 8
-
-# AclOperation codes and the operations Kafka's AclEntry.supportedOperations lists per
-# resource; with no authorizer every supported operation is allowed (AuthHelper).
-_READ, _WRITE, _CREATE, _DELETE, _ALTER, _DESCRIBE = 3, 4, 5, 6, 7, 8
-_CLUSTER_ACTION, _DESCRIBE_CONFIGS, _ALTER_CONFIGS, _IDEMPOTENT_WRITE = 9, 10, 11, 12
-
-
-def _bitfield(operations: Iterable[int]) -> int:
-    field = 0
-    for operation in operations:
-        field |= 1 << operation
-    return field
-
-
-# kafka-python's DescribeClusterResponse takes the cluster's operations as a set of codes.
-CLUSTER_OPERATIONS = frozenset((_CREATE, _CLUSTER_ACTION, _DESCRIBE_CONFIGS, _ALTER_CONFIGS,
-                                _IDEMPOTENT_WRITE, _ALTER, _DESCRIBE))
-TOPIC_AUTHORIZED_OPERATIONS = _bitfield((_READ, _WRITE, _CREATE, _DESCRIBE, _DELETE, _ALTER,
-                                         _DESCRIBE_CONFIGS, _ALTER_CONFIGS))
-AUTHORIZED_OPERATIONS_NOT_REQUESTED = -2**31
 
 
 def topic_config_rows(broker: "Broker", overrides: Mapping[str, str], config,
