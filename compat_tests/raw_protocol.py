@@ -229,6 +229,11 @@ def _metadata(v, ctx):
                                                               t(name=_missing(ctx))], **kwargs)
     if v >= 1:
         yield "no-topics", MetadataRequest(version=v, topics=[], **kwargs)
+    if v >= 8:  # KIP-430; the cluster's operations only up to v10
+        yield "authorized-operations", MetadataRequest(
+            version=v, topics=[t(name=ctx.topic), t(name=_missing(ctx))], **kwargs,
+            include_topic_authorized_operations=True,
+            **({"include_cluster_authorized_operations": True} if v <= 10 else {}))
 
 
 @builder(ProduceRequest)

@@ -455,6 +455,21 @@ def _check_alter(obs: dict) -> None:
     assert obs["invalid"] != "ok", obs
 
 
+@scenario("authorized-operations", clients=("kafka-python", "confluent-kafka"),
+          check=lambda o: _check_authorized_operations(o))
+def authorized_operations(bootstrap: str, client: Client) -> dict:
+    """a topic, the cluster and a classic group described with authorized operations
+    included: no authorizer, so every operation Kafka supports on each (KIP-430)"""
+    topic = neutral.create_topic(bootstrap, "authops")
+    group = neutral.topic_name("authops-group")
+    neutral.commit_offset(bootstrap, group, topic)
+    return admin.authorized_operations(client.name, bootstrap, topic, group)
+
+
+def _check_authorized_operations(obs: dict) -> None:
+    assert len(obs["topic"]) == 8 and len(obs["cluster"]) == 7 and len(obs["group"]) == 5, obs
+
+
 @scenario("create-partitions", clients=admin.ADMIN_CLIENTS, check=lambda o: _check_parts(o))
 def create_partitions(bootstrap: str, client: Client) -> dict:
     """grow a topic from 1 to 3 partitions, then try to shrink it to 2"""
