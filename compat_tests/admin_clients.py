@@ -347,6 +347,18 @@ def authorized_operations(client: str, bootstrap: str, topic: str, group: str,
     raise Unsupported(client)
 
 
+def describe_groups(client: str, bootstrap: str, group: str) -> dict[str, Any]:
+    """kafka-python's DescribeGroups answer for ``group`` as it returns it (state, error,
+    members...); librdkafka's describe_consumer_groups hides the raw state."""
+    if client != "kafka-python":
+        raise Unsupported(client)
+    admin = _kp_admin(bootstrap)
+    try:
+        return admin.describe_groups([group])[group]
+    finally:
+        admin.close()
+
+
 def describe_topic(client: str, bootstrap: str, name: str) -> dict[int, dict[str, Any]]:
     """{partition: {"leader": id, "replicas": [ids], "isr": [ids]}} as the client shows the
     topic (the Java tool is ``kafka-topics --describe``)."""

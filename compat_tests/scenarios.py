@@ -470,6 +470,22 @@ def _check_authorized_operations(obs: dict) -> None:
     assert len(obs["topic"]) == 8 and len(obs["cluster"]) == 7 and len(obs["group"]) == 5, obs
 
 
+@scenario("describe-unknown-group", clients=("kafka-python",),
+          check=lambda o: _check_unknown_group(o))
+def describe_unknown_group(bootstrap: str, client: Client) -> dict:
+    """DescribeGroups (v6) of a group that does not exist, as the admin client shows it
+    (after another group's commit: a just-started Kafka has no group coordinator yet)"""
+    topic = neutral.create_topic(bootstrap, "no-group")
+    neutral.commit_offset(bootstrap, topic + "-other", topic)
+    group = neutral.topic_name("no-group")
+    described = admin.describe_groups(client.name, bootstrap, group)
+    return {key: str(value).replace(group, "<group>") for key, value in described.items()}
+
+
+def _check_unknown_group(obs: dict) -> None:
+    assert "GroupIdNotFound" in obs["error"], obs
+
+
 @scenario("create-partitions", clients=admin.ADMIN_CLIENTS, check=lambda o: _check_parts(o))
 def create_partitions(bootstrap: str, client: Client) -> dict:
     """grow a topic from 1 to 3 partitions, then try to shrink it to 2"""

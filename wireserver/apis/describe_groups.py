@@ -1,7 +1,7 @@
 """DescribeGroups (key 15), v0-6.
 
 Member metadata and assignments are reported only for a Stable group (as Kafka). An unknown
-group is GROUP_ID_NOT_FOUND from v6 (KIP-1043) and a "Dead" group with no error before. Each
+group is a "Dead" group: GROUP_ID_NOT_FOUND from v6 (KIP-1043), no error before. Each
 group needs DESCRIBE (GROUP_AUTHORIZATION_FAILED). Authorized operations, when asked (v3+),
 are those of each group answered without an error (a "Dead" one before v6 too), as Kafka's
 ``handleDescribeGroupsRequest``; the others keep "not requested" (INT32_MIN).
@@ -40,7 +40,7 @@ def handle(ctx):
             described.append(group_class(
                 error_code=error,
                 error_message=f"Group {group_id} not found." if error else None,
-                group_id=group_id, group_state=str(GroupState.DEAD) if not error else "",
+                group_id=group_id, group_state=str(GroupState.DEAD) if group_error is None else "",
                 protocol_type="", protocol_data="", members=[],
                 authorized_operations=None))
             continue
