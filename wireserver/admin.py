@@ -33,12 +33,17 @@ def topic_config_rows(broker: "Broker", overrides: Mapping[str, str], config,
                       names: Iterable[str] | None = None) -> list[ConfigEntry]:
     """Kafka's ``ConfigHelper.createTopicConfigEntry`` for every topic key (or ``names``;
     unknown ones are skipped): the effective value, the topic override first among the
-    synonyms, then the broker-side synonyms; the source is the first synonym's."""
+    synonyms, then the broker-side synonyms; the source is the first synonym's. An internal
+    key (``internal.segment.bytes``) has a row only where the topic sets it, with the value as
+    given, as Kafka 4.1 reports it."""
     wanted = TOPIC_CONFIGS.keys() if names is None else [n for n in names if n in TOPIC_CONFIGS]
     rows = []
     for name in sorted(wanted):
         cdef = TOPIC_CONFIGS[name]
-        value = None if cdef.sensitive else cdef.render(config.get(name))
+        if cdef.internal and name not in overrides:
+            continue
+        value = (None if cdef.sensitive else overrides[name] if cdef.internal
+                 else cdef.render(config.get(name)))
         synonyms = list(broker.config.topic_synonyms(name))
         if name in overrides:
             synonyms.insert(0, ConfigSynonym(name, value, DYNAMIC_TOPIC_CONFIG))

@@ -61,7 +61,7 @@ def test_retention_deletes_old_segments_and_moves_earliest(tmp_path):
     with EmbeddedBroker("thread", data_dir=str(tmp_path),
                         overrides={"log.retention.check.interval.ms": 200}) as broker:
         bootstrap = broker.bootstrap_servers
-        create(bootstrap, "aging", {"segment.bytes": "200", "retention.bytes": "400"})
+        create(bootstrap, "aging", {"internal.segment.bytes": "200", "retention.bytes": "400"})
         produce(bootstrap, "aging", [b"x" * 100 for _ in range(12)])
         low, high = wait_for(lambda: (lambda w: w if w[0] > 0 else None)(
             earliest_and_latest(bootstrap, "aging")))
@@ -76,7 +76,7 @@ def test_retention_by_time(tmp_path):
     with EmbeddedBroker("thread", data_dir=str(tmp_path),
                         overrides={"log.retention.check.interval.ms": 200}) as broker:
         bootstrap = broker.bootstrap_servers
-        create(bootstrap, "brief", {"segment.bytes": "200", "retention.ms": "1000"})
+        create(bootstrap, "brief", {"internal.segment.bytes": "200", "retention.ms": "1000"})
         produce(bootstrap, "brief", [b"y" * 100 for _ in range(6)])
         low, high = wait_for(lambda: (lambda w: w if w[0] == w[1] else None)(
             earliest_and_latest(bootstrap, "brief")), timeout=30)
