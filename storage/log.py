@@ -32,7 +32,7 @@ import os
 import shutil
 from typing import Callable, NamedTuple
 
-from storage.batches import (
+from wireserver.storage.batches import (
     NO_PARTITION_LEADER_EPOCH,
     BatchHeader,
     iter_headers,
@@ -42,16 +42,16 @@ from storage.batches import (
     set_log_append_time,
     set_partition_leader_epoch,
 )
-from storage.epochs import LeaderEpochCache
-from storage.file_records import FileRecords, FileRegion
-from storage.errors import InvalidOffset, LogInvariantError, OffsetOutOfRange
-from storage.log_config import LogConfig
-from protocol.errors import DecodeError
-from protocol.records import RecordBatch, build_control_batch, decode_control_record
-from storage.producer_state import (CompletedTxn, InvalidProducerEpoch, ProducerStateManager,
+from wireserver.storage.epochs import LeaderEpochCache
+from wireserver.storage.file_records import FileRecords, FileRegion
+from wireserver.storage.errors import InvalidOffset, LogInvariantError, OffsetOutOfRange
+from wireserver.storage.log_config import LogConfig
+from wireserver.protocol.errors import DecodeError
+from wireserver.protocol.records import RecordBatch, build_control_batch, decode_control_record
+from wireserver.storage.producer_state import (CompletedTxn, InvalidProducerEpoch, ProducerStateManager,
                                     TransactionCoordinatorFenced)
-from storage.txn_index import TXN_INDEX_SUFFIX, AbortedTxn
-from storage.segment import (
+from wireserver.storage.txn_index import TXN_INDEX_SUFFIX, AbortedTxn
+from wireserver.storage.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,

@@ -23,7 +23,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from storage.configdef import (
+from wireserver.storage.configdef import (
     LONG_MAX,
     ConfigDef,
     ConfigValueError,

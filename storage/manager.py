@@ -27,16 +27,16 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Mapping
 
-from storage import checkpoint as ckpt
-from storage.configdef import ConfigValueError
-from storage.errors import (
+from wireserver.storage import checkpoint as ckpt
+from wireserver.storage.configdef import ConfigValueError
+from wireserver.storage.errors import (
     InvalidPartitionsError,
     InvalidTopicError,
     TopicExistsError,
     UnknownTopicError,
 )
-from storage.log import Log, parse_partition_dir
-from storage.log_config import LogConfig
+from wireserver.storage.log import Log, parse_partition_dir
+from wireserver.storage.log_config import LogConfig
 
 logger = logging.getLogger(__name__)
 

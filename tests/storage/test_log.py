@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from protocol.records import TIMESTAMP_LOG_APPEND_TIME
-from storage.errors import OffsetOutOfRange
-from storage.log import Log
+from wireserver.protocol.records import TIMESTAMP_LOG_APPEND_TIME
+from wireserver.storage.errors import OffsetOutOfRange
+from wireserver.storage.log import Log
 from tests.storage.helpers import (
     FakeClock,
     batches,
@@ -327,8 +327,8 @@ def test_flush_due(tmp_path):
 def test_zero_copy_read_leaves_large_stretches_in_the_files(tmp_path):
     """A zero-copy read names the same bytes as an ordinary one, across segments; small reads
     stay bytes; the regions still read after the log is deleted (each has its own fd)."""
-    from storage.file_records import FileRecords
-    from storage.log import ZERO_COPY_MIN_BYTES
+    from wireserver.storage.file_records import FileRecords
+    from wireserver.storage.log import ZERO_COPY_MIN_BYTES
     log = open_log(tmp_path / "t-0", config(internal_segment_bytes=300_000))
     fill(log, 40, per_batch=4, value_size=5_000)  # ~20 KB a batch: three segments
     assert len(log.segments) == 3
@@ -352,7 +352,7 @@ def test_reads_at_every_offset_across_header_blocks(tmp_path):
     """Batch headers are read a block at a time (``WALK_BLOCK``): reads from every offset of a
     segment many blocks long, with sparse index entries, start at the right batch and agree
     with the full-header walk."""
-    from storage.segment import WALK_BLOCK
+    from wireserver.storage.segment import WALK_BLOCK
     log = open_log(tmp_path / "t-0", config(index_interval_bytes=3 * WALK_BLOCK))
     fill(log, 300, per_batch=2, value_size=30)
     (segment,) = log.segments
@@ -371,8 +371,8 @@ def test_reads_at_every_offset_across_header_blocks(tmp_path):
 def test_zero_copy_reads_fall_back_to_memory_past_the_descriptor_cap(tmp_path, monkeypatch):
     """Unsent regions hold descriptors; past ``MAX_OPEN_REGIONS`` a read comes back in memory
     (same bytes), and closing the regions gives the descriptors back."""
-    from storage import file_records
-    from storage.file_records import FileRecords, FileRegion
+    from wireserver.storage import file_records
+    from wireserver.storage.file_records import FileRecords, FileRegion
     log = open_log(tmp_path / "t-0", config(internal_segment_bytes=300_000))
     fill(log, 40, per_batch=4, value_size=5_000)  # three segments
     baseline = FileRegion.open_count

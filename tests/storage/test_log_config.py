@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from storage.configdef import LONG_MAX, ConfigValueError
-from storage.log_config import TOPIC_CONFIGS, LogConfig
+from wireserver.storage.configdef import LONG_MAX, ConfigValueError
+from wireserver.storage.log_config import TOPIC_CONFIGS, LogConfig
 
 
 def test_kafka_defaults_and_synonyms():

@@ -8,15 +8,15 @@ import uuid
 
 import pytest
 
-from storage import checkpoint as ckpt
-from storage.configdef import ConfigValueError
-from storage.errors import (
+from wireserver.storage import checkpoint as ckpt
+from wireserver.storage.configdef import ConfigValueError
+from wireserver.storage.errors import (
     InvalidPartitionsError,
     InvalidTopicError,
     TopicExistsError,
     UnknownTopicError,
 )
-from storage.manager import TOPICS_FILE, LogManager, validate_topic_name
+from wireserver.storage.manager import TOPICS_FILE, LogManager, validate_topic_name
 from tests.storage.helpers import FakeClock, make_batch, record_offsets
 
 

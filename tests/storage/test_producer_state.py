@@ -8,8 +8,8 @@ import struct
 import crc32c
 import pytest
 
-from protocol.records import RecordBatchBuilder
-from storage.producer_state import (
+from wireserver.protocol.records import RecordBatchBuilder
+from wireserver.storage.producer_state import (
     INT32_MAX,
     BatchMetadata,
     CorruptSnapshot,
@@ -160,7 +160,7 @@ def test_log_append_time_is_remembered(tmp_path):
 
 def test_prepare_validates_several_batches_of_one_request():
     state = ProducerStateManager("/nonexistent")
-    from storage.batches import read_header
+    from wireserver.storage.batches import read_header
     h1, h2 = read_header(pbatch(0)), read_header(pbatch(3))
     prepared = state.prepare([h1, h2], 10)
     assert prepared.duplicate is None and state.entry(PID) is None  # nothing installed yet

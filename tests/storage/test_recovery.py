@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from storage.log import Log
+from wireserver.storage.log import Log
 from tests.storage.helpers import config, make_batch, open_log, record_offsets
 
 CFG = dict(internal_segment_bytes=600, index_interval_bytes=100)

@@ -11,12 +11,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from twisted.internet.testing import MemoryReactorClock
 
-from protocol.errors import ErrorCode
-from protocol.records import RecordBatchBuilder
-from storage.log import Log
-from storage.log_config import LogConfig
-from storage.producer_state import InvalidProducerEpoch, TransactionCoordinatorFenced
-from storage.txn_index import ENTRY_SIZE, AbortedTxn, TransactionIndex
+from wireserver.protocol.errors import ErrorCode
+from wireserver.protocol.records import RecordBatchBuilder
+from wireserver.storage.log import Log
+from wireserver.storage.log_config import LogConfig
+from wireserver.storage.producer_state import InvalidProducerEpoch, TransactionCoordinatorFenced
+from wireserver.storage.txn_index import ENTRY_SIZE, AbortedTxn, TransactionIndex
 from wireserver.broker import Broker
 from wireserver.config import BrokerConfig
 from wireserver.groups.coordinator import OffsetCommit

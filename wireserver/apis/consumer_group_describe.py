@@ -12,7 +12,7 @@ asked, are those of each group answered without an error; the others keep "not r
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.security import checks
 

@@ -12,7 +12,7 @@ false; ``include_fenced_brokers`` changes nothing since a single node is never f
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.security import checks
 

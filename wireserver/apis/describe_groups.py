@@ -9,7 +9,7 @@ are those of each group answered without an error (a "Dead" one before v6 too), 
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.security import checks
 from wireserver.groups import GroupState

@@ -25,7 +25,7 @@ none of the partition budget.
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.admin import ZERO_UUID
 from wireserver.apis import handles
 from wireserver.partitions import is_reported, partition_views

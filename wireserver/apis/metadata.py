@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import uuid
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.partitions import NO_LEADER, is_reported, partition_view, partition_views
 from wireserver.security import checks

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security import authorize, authorize_by_resource_type, authorizer_enabled
 from wireserver.security.acls import CLUSTER_NAME, DENIED_ERROR, Operation, ResourceType
 
