@@ -316,6 +316,49 @@ def describe_cluster(client: str, bootstrap: str) -> dict[str, Any]:
     raise Unsupported(client)
 
 
+def authorized_operations(client: str, bootstrap: str, topic: str, group: str,
+                          security: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The operations the client's admin API says the principal may do (KIP-430: described
+    with authorized operations included) on ``topic``, the cluster and ``group``: sorted
+    names, or None where the client shows none."""
+    def names(found: Any) -> list[str] | None:
+        return None if found is None else sorted(getattr(op, "name", op) for op in found)
+    if client == "kafka-python":
+        admin = _kp_admin(bootstrap, security)
+        try:
+            [described] = admin.describe_topics([topic])
+            return {"topic": names(described["authorized_operations"]),
+                    "cluster": names(admin.describe_cluster()["authorized_operations"]),
+                    "group": names(admin.describe_groups([group])[group]
+                                   ["authorized_operations"])}
+        finally:
+            admin.close()
+    if client == "confluent-kafka":
+        from confluent_kafka import TopicCollection
+        admin = _cf_admin(bootstrap, security)
+        [described] = admin.describe_topics(TopicCollection([topic]), request_timeout=15,
+                                            include_authorized_operations=True).values()
+        cluster = admin.describe_cluster(request_timeout=15, include_authorized_operations=True)
+        [in_group] = admin.describe_consumer_groups([group], request_timeout=15,
+                                                    include_authorized_operations=True).values()
+        return {"topic": names(described.result(timeout=20).authorized_operations),
+                "cluster": names(cluster.result(timeout=20).authorized_operations),
+                "group": names(in_group.result(timeout=20).authorized_operations)}
+    raise Unsupported(client)
+
+
+def describe_groups(client: str, bootstrap: str, group: str) -> dict[str, Any]:
+    """kafka-python's DescribeGroups answer for ``group`` as it returns it (state, error,
+    members...); librdkafka's describe_consumer_groups hides the raw state."""
+    if client != "kafka-python":
+        raise Unsupported(client)
+    admin = _kp_admin(bootstrap)
+    try:
+        return admin.describe_groups([group])[group]
+    finally:
+        admin.close()
+
+
 def describe_topic(client: str, bootstrap: str, name: str) -> dict[int, dict[str, Any]]:
     """{partition: {"leader": id, "replicas": [ids], "isr": [ids]}} as the client shows the
     topic (the Java tool is ``kafka-topics --describe``)."""

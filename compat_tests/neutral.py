@@ -122,3 +122,25 @@ def write(bootstrap: str, topic: str, records: list[dict[str, Any]],
     from compat_tests.clients import CLIENTS
     CLIENTS["confluent-kafka"].produce(bootstrap, topic, records, acks="all",
                                        compression=compression)
+
+
+def commit_offset(bootstrap: str, group: str, topic: str, offset: int = 0,
+                  timeout: float = 30.0) -> None:
+    """Make ``group`` an Empty classic group with ``offset`` committed on partition 0
+    (confluent-kafka's AlterConsumerGroupOffsets: an OffsetCommit without a generation). A
+    Kafka that has just started fails the commit (as a partition error: the call itself
+    succeeds) until its group coordinator is ready, so it is tried again until it succeeds."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0, offset)])
+    deadline = time.monotonic() + timeout
+    while True:
+        [future] = admin.alter_consumer_group_offsets([request]).values()
+        errors = [tp.error for tp in future.result(timeout=timeout).topic_partitions
+                  if tp.error is not None]
+        if not errors:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"cannot commit an offset of group {group}: {errors}")
+        time.sleep(0.2)

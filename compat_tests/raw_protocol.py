@@ -233,6 +233,11 @@ def _metadata(v, ctx):
                                                               t(name=_missing(ctx))], **kwargs)
     if v >= 1:
         yield "no-topics", MetadataRequest(version=v, topics=[], **kwargs)
+    if v >= 8:  # KIP-430; the cluster's operations only up to v10
+        yield "authorized-operations", MetadataRequest(
+            version=v, topics=[t(name=ctx.topic), t(name=_missing(ctx))], **kwargs,
+            include_topic_authorized_operations=True,
+            **({"include_cluster_authorized_operations": True} if v <= 10 else {}))
 
 
 @builder(ProduceRequest)
@@ -308,6 +313,9 @@ def _create_topics(v, ctx):
         topics=[topic(ctx.topic), topic("bad name"), topic(f"compat-raw-cfg-{ctx.run}", 1,
                                                            [("retention.ms", "soon")]),
                 topic(f"compat-raw-zero-{ctx.run}", 0)])
+    yield "segment-bytes-minimum", CreateTopicsRequest(  # at least 1 MiB (Kafka 4.1)
+        version=v, timeout_ms=10000, validate_only=True,
+        topics=[topic(f"compat-raw-small-{ctx.run}", 1, [("segment.bytes", "1048575")])])
 
 
 @builder(DeleteTopicsRequest)
@@ -371,6 +379,9 @@ def _alter_configs(v, ctx):
           configs=[c(name="cleanup.policy", value="sometimes")]),
         r(resource_type=TOPIC_RESOURCE, resource_name=_missing(ctx),
           configs=[c(name="retention.ms", value="1000")])])
+    yield "segment-bytes-minimum", AlterConfigsRequest(version=v, validate_only=True, resources=[
+        r(resource_type=TOPIC_RESOURCE, resource_name=ctx.topic,
+          configs=[c(name="segment.bytes", value="1048575")])])
 
 
 @builder(IncrementalAlterConfigsRequest)
@@ -387,6 +398,12 @@ def _incremental_alter_configs(v, ctx):
               configs=[c(name="max.message.bytes", config_operation=0, value="-5")]),
             r(resource_type=TOPIC_RESOURCE, resource_name=_missing(ctx),
               configs=[c(name="retention.ms", config_operation=0, value="1")])])
+    yield "segment-bytes-minimum", IncrementalAlterConfigsRequest(
+        version=v, validate_only=True, resources=[
+            r(resource_type=TOPIC_RESOURCE, resource_name=ctx.topic,
+              configs=[c(name="segment.bytes", config_operation=0, value="1048575")]),
+            r(resource_type=BROKER_RESOURCE, resource_name="",
+              configs=[c(name="log.segment.bytes", config_operation=0, value="1048575")])])
 
 
 @builder(CreatePartitionsRequest)

@@ -479,6 +479,74 @@ def _check_alter(obs: dict) -> None:
     assert obs["invalid"] != "ok", obs
 
 
+@scenario("authorized-operations", clients=("kafka-python", "confluent-kafka"),
+          check=lambda o: _check_authorized_operations(o))
+def authorized_operations(bootstrap: str, client: Client) -> dict:
+    """a topic, the cluster and a classic group described with authorized operations
+    included: no authorizer, so every operation Kafka supports on each (KIP-430)"""
+    topic = neutral.create_topic(bootstrap, "authops")
+    group = neutral.topic_name("authops-group")
+    neutral.commit_offset(bootstrap, group, topic)
+    return admin.authorized_operations(client.name, bootstrap, topic, group)
+
+
+def _check_authorized_operations(obs: dict) -> None:
+    assert len(obs["topic"]) == 8 and len(obs["cluster"]) == 7 and len(obs["group"]) == 5, obs
+
+
+@scenario("describe-unknown-group", clients=("kafka-python",),
+          check=lambda o: _check_unknown_group(o))
+def describe_unknown_group(bootstrap: str, client: Client) -> dict:
+    """DescribeGroups (v6) of a group that does not exist, as the admin client shows it
+    (after another group's commit: a just-started Kafka has no group coordinator yet)"""
+    topic = neutral.create_topic(bootstrap, "no-group")
+    neutral.commit_offset(bootstrap, topic + "-other", topic)
+    group = neutral.topic_name("no-group")
+    described = admin.describe_groups(client.name, bootstrap, group)
+    return {key: str(value).replace(group, "<group>") for key, value in described.items()}
+
+
+def _check_unknown_group(obs: dict) -> None:
+    assert "GroupIdNotFound" in obs["error"], obs
+
+
+SEGMENT_KEYS = ["segment.bytes", "internal.segment.bytes"]
+
+
+@scenario("segment-bytes-minimum", clients=admin.ADMIN_CLIENTS,
+          check=lambda o: _check_segment_bytes(o))
+def segment_bytes_minimum(bootstrap: str, client: Client) -> dict:
+    """segment.bytes under 1 MiB is refused by CreateTopics and (legacy) AlterConfigs;
+    internal.segment.bytes, Kafka 4.1's test-only key, is taken at any size, described
+    where set and gone once deleted"""
+    name = neutral.topic_name("segbytes")
+    obs: dict[str, Any] = {
+        "create_small": admin.create_topic(client.name, bootstrap, name + "-s", 1,
+                                           {"segment.bytes": "1048575"}),
+        "create": admin.create_topic(client.name, bootstrap, name, 1,
+                                     {"segment.bytes": "1048576",
+                                      "internal.segment.bytes": "200"})}
+    neutral.wait_until_served(bootstrap, name, 1)
+    obs["alter_small"] = admin.alter_topic_config(client.name, bootstrap, name,
+                                                  {"segment.bytes": "1048575"})
+    if client.name != "java":
+        obs["legacy_small"] = admin.alter_topic_config(
+            client.name, bootstrap, name, {"segment.bytes": "1048575"}, incremental=False)
+    obs["described"] = admin.describe_topic_configs(client.name, bootstrap, name, SEGMENT_KEYS)
+    obs["delete_internal"] = admin.alter_topic_config(client.name, bootstrap, name, {},
+                                                      ["internal.segment.bytes"])
+    obs["after_delete"] = admin.describe_topic_configs(client.name, bootstrap, name,
+                                                       SEGMENT_KEYS)
+    return obs
+
+
+def _check_segment_bytes(obs: dict) -> None:
+    assert obs["create_small"] != "ok" and obs["alter_small"] != "ok", obs
+    assert obs["create"] == "ok" and obs["described"]["internal.segment.bytes"] == [
+        "200", "DYNAMIC_TOPIC_CONFIG"], obs
+    assert obs["after_delete"]["internal.segment.bytes"] is None, obs
+
+
 @scenario("create-partitions", clients=admin.ADMIN_CLIENTS, check=lambda o: _check_parts(o))
 def create_partitions(bootstrap: str, client: Client) -> dict:
     """grow a topic from 1 to 3 partitions, then try to shrink it to 2"""

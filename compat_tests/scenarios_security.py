@@ -715,3 +715,25 @@ def _check_acl_apis(obs: dict) -> None:
     assert len(obs["described"]) == 2 and len(obs["group_match"]) == 1, obs
     assert len(obs["deleted"][0]) == 2 and obs["left"] == [], obs
     assert obs["alice_create"] == "CLUSTER_AUTHORIZATION_FAILED", obs
+
+
+@_acl_scenario("acl-authorized-operations", check=lambda o: _check_authorized_operations(o))
+def authorized_operations(target: SecureTarget, client: str) -> dict:
+    """alice may READ and ALTER_CONFIGS a topic and READ a group, and has no ACL on the
+    cluster; admin is a super user: what each may do on the topic, the cluster and the group,
+    as the client's admin API reports it with authorized operations included (KIP-430)"""
+    topic = _topic(target, "authops")
+    group = _name("authops-group")
+    grant(target, Acl("TOPIC", topic, "alice", "READ"),
+          Acl("TOPIC", topic, "alice", "ALTER_CONFIGS"), Acl("GROUP", group, "alice", "READ"))
+    neutral.commit_offset(target.admin, group, topic)
+    return {user: admin_clients.authorized_operations(client, target.sasl, topic, group,
+                                                      security=settings(client, user))
+            for user in ("alice", "admin")}
+
+
+def _check_authorized_operations(obs: dict) -> None:
+    alice, admin = obs["alice"], obs["admin"]
+    assert alice["topic"] == ["ALTER_CONFIGS", "DESCRIBE", "DESCRIBE_CONFIGS", "READ"], obs
+    assert alice["group"] == ["DESCRIBE", "READ"] and not alice["cluster"], obs
+    assert (len(admin["topic"]), len(admin["cluster"]), len(admin["group"])) == (8, 7, 5), obs

@@ -19,7 +19,7 @@ class ConfigValueError(ValueError):
     """A configuration value that does not parse or fails its check."""
 
     def __init__(self, name: str, value: Any, reason: str):
-        super().__init__(f"Invalid value {value!r} for configuration {name}: {reason}")
+        super().__init__(f"Invalid value {value} for configuration {name}: {reason}")
         self.name = name
         self.value = value
         self.reason = reason
@@ -34,6 +34,8 @@ class ConfigDef:
     ``broker_synonym`` (topic-level keys only) names the broker key that supplies the default,
     e.g. ``segment.bytes`` ← ``log.segment.bytes``; DescribeConfigs reports it as a synonym.
     ``read_only`` broker keys cannot be changed with AlterConfigs without a restart.
+    ``internal`` keys are Kafka's ``defineInternal`` ones: accepted, but DescribeConfigs lists
+    them only where they are set.
     """
 
     name: str
@@ -44,6 +46,7 @@ class ConfigDef:
     broker_synonym: str | None = None
     read_only: bool = True
     sensitive: bool = False
+    internal: bool = False
 
     def parse(self, raw: Any) -> Any:
         """Parse a raw (usually string) value to this key's type and validate it."""

@@ -337,7 +337,7 @@ class Log:
     def _roll_if_needed(self, size: int, max_timestamp: int, first_offset: int,
                         last_offset: int, now_ms: int) -> None:
         active = self.active_segment
-        if active.should_roll(segment_bytes=self.config.segment_bytes,
+        if active.should_roll(segment_bytes=self.config.segment_size,
                               segment_ms=self.config.segment_ms, incoming_size=size,
                               incoming_max_timestamp=max_timestamp, last_offset=last_offset,
                               now_ms=now_ms):

@@ -1,15 +1,15 @@
 """Topic-level configuration: Kafka's keys, defaults and broker synonyms, and ``LogConfig``.
 
-Names and defaults follow Apache Kafka 4.0 (``org.apache.kafka.common.config.TopicConfig`` and
+Names and defaults follow Apache Kafka 4.1 (``org.apache.kafka.common.config.TopicConfig`` and
 ``org.apache.kafka.storage.internals.log.LogConfig``). Each key's ``broker_synonym`` is the
 broker key that supplies its default (``segment.bytes`` ← ``log.segment.bytes``).
 
 Deliberate differences and notes:
 
-- ``segment.bytes`` accepts values down to 14 bytes, as Kafka 4.0 does at topic level (Kafka 4.0
-  raised only the *broker* key ``log.segment.bytes`` to at least 1 MiB, KIP-1030; Kafka 4.1 also
-  raised the topic key and moved small sizes to an internal ``internal.segment.bytes``). Small
-  segments are how tests exercise rolling, so we keep the 4.0 topic-level rule.
+- ``segment.bytes`` is at least 1 MiB (KIP-1030, Kafka 4.1). Smaller segments, for tests, come
+  from Kafka's internal key ``internal.segment.bytes``: any int, no broker default, it replaces
+  ``segment.bytes`` as the size that rolls a segment, and DescribeConfigs lists it only where a
+  topic sets it (with the value as given), as Kafka 4.1 does.
 - ``message.timestamp.after.max.ms`` defaults to one hour, Kafka 4.0's default (KIP-1030).
 - ``message.downconversion.enable`` and ``message.format.version`` are gone in Kafka 4.x and are
   not accepted.
@@ -43,9 +43,9 @@ def _gzip_level(value: int) -> None:
 
 
 def _topic(name: str, type_: str, default: Any, doc: str, validator=None,
-           synonym: str | None = None) -> ConfigDef:
+           synonym: str | None = None, internal: bool = False) -> ConfigDef:
     return ConfigDef(name=name, type=type_, default=default, doc=doc, validator=validator,
-                     broker_synonym=synonym, read_only=False)
+                     broker_synonym=synonym, read_only=False, internal=internal)
 
 
 _DEFS = [
@@ -132,7 +132,10 @@ _DEFS = [
            at_least(-1), "log.retention.ms"),
     _topic("segment.bytes", "int", 1073741824,
            "Segment file size; a new segment is rolled before exceeding it.",
-           at_least(14), "log.segment.bytes"),
+           at_least(1048576), "log.segment.bytes"),
+    _topic("internal.segment.bytes", "int", None,
+           "The maximum size of a single log file. This should be used for testing only.",
+           internal=True),
     _topic("segment.index.bytes", "int", 10485760,
            "Size of the offset index of a segment; a full index rolls the segment.",
            at_least(4), "log.index.size.max.bytes"),
@@ -170,6 +173,7 @@ class LogConfig:
     flush_ms: int = LONG_MAX
     follower_replication_throttled_replicas: tuple[str, ...] = ()
     index_interval_bytes: int = 4096
+    internal_segment_bytes: int | None = None
     leader_replication_throttled_replicas: tuple[str, ...] = ()
     local_retention_bytes: int = -2
     local_retention_ms: int = -2
@@ -238,6 +242,14 @@ class LogConfig:
     def with_overrides(self, broker_defaults: Mapping[str, Any] | None,
                        overrides: Mapping[str, Any]) -> "LogConfig":
         return LogConfig.from_values(broker_defaults, overrides)
+
+    @property
+    def segment_size(self) -> int:
+        """The size that rolls a segment: ``internal.segment.bytes`` when set, else
+        ``segment.bytes`` (Kafka's ``LogConfig.segmentSize``)."""
+        if self.internal_segment_bytes is not None:
+            return self.internal_segment_bytes
+        return self.segment_bytes
 
     @property
     def compact(self) -> bool:

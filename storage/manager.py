@@ -18,6 +18,7 @@ are removed on ``load``.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Mapping
 
 from wireserver.storage import checkpoint as ckpt
+from wireserver.storage.configdef import ConfigValueError
 from wireserver.storage.errors import (
     InvalidPartitionsError,
     InvalidTopicError,
@@ -35,6 +37,8 @@ from wireserver.storage.errors import (
 )
 from wireserver.storage.log import Log, parse_partition_dir
 from wireserver.storage.log_config import LogConfig
+
+logger = logging.getLogger(__name__)
 
 TOPICS_FILE = "wireserver-topics.json"
 MAX_TOPIC_NAME_LENGTH = 249
@@ -100,6 +104,20 @@ class LogManager:
 
     def _config_for(self, overrides: Mapping[str, str]) -> LogConfig:
         return LogConfig.from_values(self.broker_defaults, overrides)
+
+    def _stored_config(self, name: str,
+                       overrides: dict[str, str]) -> tuple[dict[str, str], LogConfig]:
+        """The overrides and config of a topic read back from disk. An override today's rules
+        refuse (a ``segment.bytes`` under 1 MiB, written before that minimum) is dropped with
+        a warning, so the broker still starts and serves the topic, with that key's default."""
+        while True:
+            try:
+                return overrides, self._config_for(overrides)
+            except ConfigValueError as exc:
+                if exc.name not in overrides:
+                    raise
+                logger.warning("topic %s: its stored config is ignored: %s", name, exc)
+                overrides = {k: v for k, v in overrides.items() if k != exc.name}
 
     def _pick_dir(self) -> str:
         counts = {d: 0 for d in self.log_dirs}
@@ -268,10 +286,10 @@ class LogManager:
                 found[(topic, partition)] = d
         # Topics: the declared ones, plus any found on disk without a declaration.
         for name, entry in declared.items():
-            overrides = {k: str(v) for k, v in entry.get("overrides", {}).items()}
+            overrides, config = self._stored_config(
+                name, {k: str(v) for k, v in entry.get("overrides", {}).items()})
             self._topics[name] = TopicInfo(name, uuid.UUID(entry["topic_id"]),
-                                           int(entry["num_partitions"]), overrides,
-                                           self._config_for(overrides))
+                                           int(entry["num_partitions"]), overrides, config)
         for (topic, partition), d in found.items():
             if topic in self._topics:
                 continue

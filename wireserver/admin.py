@@ -1,7 +1,6 @@
 """Helpers shared by the admin APIs (CreateTopics, DescribeConfigs, AlterConfigs,
-IncrementalAlterConfigs, DescribeCluster, DescribeTopicPartitions): config resource types,
-DescribeConfigs-shaped rows for a topic's configuration, authorized-operation bitfields, and
-applying configuration changes to the broker and its logs.
+IncrementalAlterConfigs, DescribeTopicPartitions): config resource types, DescribeConfigs-shaped
+rows for a topic's configuration, and applying configuration changes to the broker and its logs.
 """
 
 from __future__ import annotations
@@ -29,37 +28,22 @@ ZERO_UUID = uuid.UUID(int=0)
 # ConfigResource.Type ids.
 RESOURCE_UNKNOWN, RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER = 0, 2, 4, 8
 
-# AclOperation codes and the operations Kafka's AclEntry.supportedOperations lists per
-# resource; with no authorizer every supported operation is allowed (AuthHelper).
-_READ, _WRITE, _CREATE, _DELETE, _ALTER, _DESCRIBE = 3, 4, 5, 6, 7, 8
-_CLUSTER_ACTION, _DESCRIBE_CONFIGS, _ALTER_CONFIGS, _IDEMPOTENT_WRITE = 9, 10, 11, 12
-
-
-def _bitfield(operations: Iterable[int]) -> int:
-    field = 0
-    for operation in operations:
-        field |= 1 << operation
-    return field
-
-
-# kafka-python's DescribeClusterResponse takes the cluster's operations as a set of codes.
-CLUSTER_OPERATIONS = frozenset((_CREATE, _CLUSTER_ACTION, _DESCRIBE_CONFIGS, _ALTER_CONFIGS,
-                                _IDEMPOTENT_WRITE, _ALTER, _DESCRIBE))
-TOPIC_AUTHORIZED_OPERATIONS = _bitfield((_READ, _WRITE, _CREATE, _DESCRIBE, _DELETE, _ALTER,
-                                         _DESCRIBE_CONFIGS, _ALTER_CONFIGS))
-AUTHORIZED_OPERATIONS_NOT_REQUESTED = -2**31
-
 
 def topic_config_rows(broker: "Broker", overrides: Mapping[str, str], config,
                       names: Iterable[str] | None = None) -> list[ConfigEntry]:
     """Kafka's ``ConfigHelper.createTopicConfigEntry`` for every topic key (or ``names``;
     unknown ones are skipped): the effective value, the topic override first among the
-    synonyms, then the broker-side synonyms; the source is the first synonym's."""
+    synonyms, then the broker-side synonyms; the source is the first synonym's. An internal
+    key (``internal.segment.bytes``) has a row only where the topic sets it, with the value as
+    given, as Kafka 4.1 reports it."""
     wanted = TOPIC_CONFIGS.keys() if names is None else [n for n in names if n in TOPIC_CONFIGS]
     rows = []
     for name in sorted(wanted):
         cdef = TOPIC_CONFIGS[name]
-        value = None if cdef.sensitive else cdef.render(config.get(name))
+        if cdef.internal and name not in overrides:
+            continue
+        value = (None if cdef.sensitive else overrides[name] if cdef.internal
+                 else cdef.render(config.get(name)))
         synonyms = list(broker.config.topic_synonyms(name))
         if name in overrides:
             synonyms.insert(0, ConfigSynonym(name, value, DYNAMIC_TOPIC_CONFIG))

@@ -142,3 +142,31 @@ def test_broker_dynamic_config_reaches_topics(cadmin, kadmin, raw, topic_name):
     assert read_only.args[0].name() == "INVALID_REQUEST"
     assert raw_alter(raw, "", "log.retention.bytes", None, DELETE) == 0
     assert describe(cadmin, "topic", topic_name)["retention.bytes"].value == "-1"
+
+
+def test_segment_bytes_is_at_least_one_mebibyte(cadmin, topic_name):
+    """Kafka 4.1's minimum for the topic key, with its error and message, through CreateTopics,
+    IncrementalAlterConfigs and AlterConfigs; internal.segment.bytes (Kafka 4.1's test-only
+    key) takes any size, and DescribeConfigs lists it only where a topic sets it."""
+    from confluent_kafka.admin import NewTopic as CNewTopic
+    message = ("Invalid value 1048575 for configuration segment.bytes: Value must be at least "
+               "1048576")
+    [future] = cadmin.create_topics([CNewTopic(topic_name, 1, 1, config={
+        "segment.bytes": "1048575"})]).values()
+    with pytest.raises(Exception) as refused:
+        future.result(10)
+    assert (refused.value.args[0].name(), refused.value.args[0].str()) == (
+        "INVALID_CONFIG", message)
+    wait(cadmin.create_topics([CNewTopic(topic_name, 1, 1, config={
+        "segment.bytes": "1048576", "internal.segment.bytes": "200"})]))
+    for incremental in (True, False):
+        ops = [op("segment.bytes", "1048575")] if incremental else {"segment.bytes": "1048575"}
+        error = alter(cadmin, "topic", topic_name, ops, incremental=incremental)
+        assert (error.args[0].name(), error.args[0].str()) == ("INVALID_CONFIG", message)
+    configs = describe(cadmin, "topic", topic_name)
+    assert configs["segment.bytes"].value == "1048576"
+    assert configs["internal.segment.bytes"].value == "200"
+    assert configs["internal.segment.bytes"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    assert alter(cadmin, "topic", topic_name, [op("internal.segment.bytes", None,
+                                                  AlterConfigOpType.DELETE)]) is None
+    assert "internal.segment.bytes" not in describe(cadmin, "topic", topic_name)

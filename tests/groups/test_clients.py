@@ -340,6 +340,18 @@ def test_admin_clients_see_groups_and_offsets(served_broker):
     kp.close()
 
 
+def test_an_unknown_group_is_described_dead(served_broker):
+    """DescribeGroups v6 (kafka-python's): GROUP_ID_NOT_FOUND with the state "Dead", as Kafka
+    4.1 answers (the state was empty)."""
+    kp = KafkaAdminClient(bootstrap_servers=served_broker.bootstrap)
+    try:
+        described = kp.describe_groups(["nobody"])["nobody"]
+    finally:
+        kp.close()
+    assert described["group_state"] == "Dead"
+    assert described["error"] == "[Error 69] GroupIdNotFoundError: Group nobody not found."
+
+
 def test_offsets_of_a_deleted_topic_are_gone_when_it_is_created_again(served_broker):
     """As in Kafka: deleting a topic removes every group's committed offsets of it (with
     tombstones, so also after a restart), so a topic re-created under the same name is read

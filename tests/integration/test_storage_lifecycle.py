@@ -5,6 +5,7 @@ torn or corrupted tail after a crash."""
 from __future__ import annotations
 
 import glob
+import json
 import os
 import time
 
@@ -61,7 +62,7 @@ def test_retention_deletes_old_segments_and_moves_earliest(tmp_path):
     with EmbeddedBroker("thread", data_dir=str(tmp_path),
                         overrides={"log.retention.check.interval.ms": 200}) as broker:
         bootstrap = broker.bootstrap_servers
-        create(bootstrap, "aging", {"segment.bytes": "200", "retention.bytes": "400"})
+        create(bootstrap, "aging", {"internal.segment.bytes": "200", "retention.bytes": "400"})
         produce(bootstrap, "aging", [b"x" * 100 for _ in range(12)])
         low, high = wait_for(lambda: (lambda w: w if w[0] > 0 else None)(
             earliest_and_latest(bootstrap, "aging")))
@@ -76,7 +77,7 @@ def test_retention_by_time(tmp_path):
     with EmbeddedBroker("thread", data_dir=str(tmp_path),
                         overrides={"log.retention.check.interval.ms": 200}) as broker:
         bootstrap = broker.bootstrap_servers
-        create(bootstrap, "brief", {"segment.bytes": "200", "retention.ms": "1000"})
+        create(bootstrap, "brief", {"internal.segment.bytes": "200", "retention.ms": "1000"})
         produce(bootstrap, "brief", [b"y" * 100 for _ in range(6)])
         low, high = wait_for(lambda: (lambda w: w if w[0] == w[1] else None)(
             earliest_and_latest(bootstrap, "brief")), timeout=30)
@@ -103,6 +104,32 @@ def test_topics_and_configs_survive_restart(tmp_path, mode):
             confluent_kafka.admin.ConfigSource.DYNAMIC_TOPIC_CONFIG.value
         assert [v for _, v in consume_all(broker.bootstrap_servers, "kept", 2, partition=2)] == \
             [b"a", b"b"]
+    finally:
+        broker.close()
+
+
+def test_a_stored_override_refused_since_is_dropped_at_start(tmp_path, caplog):
+    """A segment.bytes under 1 MiB in the stored topics (as a broker from before Kafka 4.1's
+    minimum wrote it): the broker still starts and serves the topic, with segment.bytes'
+    default and its other overrides, and logs what it ignored."""
+    broker = EmbeddedBroker("thread", data_dir=str(tmp_path)).start()
+    try:
+        create(broker.bootstrap_servers, "old", {"retention.ms": "123456"})
+        produce(broker.bootstrap_servers, "old", [b"a"])
+        broker.stop()
+        path = tmp_path / "wireserver-topics.json"
+        doc = json.loads(path.read_text())
+        [entry] = [t for t in doc["topics"] if t["name"] == "old"]
+        entry["overrides"]["segment.bytes"] = "500"
+        path.write_text(json.dumps(doc))
+        broker.start()
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        resource = ConfigResource(ConfigResource.Type.TOPIC, "old")
+        configs = admin.describe_configs([resource])[resource].result(10)
+        assert configs["segment.bytes"].value == "1073741824"
+        assert configs["retention.ms"].value == "123456"
+        assert [v for _, v in consume_all(broker.bootstrap_servers, "old", 1)] == [b"a"]
+        assert "segment.bytes: Value must be at least 1048576" in caplog.text
     finally:
         broker.close()
 

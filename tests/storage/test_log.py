@@ -45,7 +45,7 @@ def test_append_assigns_consecutive_offsets_and_patches_epoch(tmp_path):
 
 
 def test_round_trip_across_segment_rolls(tmp_path):
-    log = open_log(tmp_path / "t-0", config(segment_bytes=600, index_interval_bytes=150))
+    log = open_log(tmp_path / "t-0", config(internal_segment_bytes=600, index_interval_bytes=150))
     fill(log, 60)
     assert len(log.segments) > 10
     assert log.log_end_offset == 180
@@ -62,7 +62,7 @@ def test_round_trip_across_segment_rolls(tmp_path):
 
 
 def test_index_lookups_at_every_offset(tmp_path):
-    log = open_log(tmp_path / "t-0", config(segment_bytes=2000, index_interval_bytes=100))
+    log = open_log(tmp_path / "t-0", config(internal_segment_bytes=2000, index_interval_bytes=100))
     fill(log, 40, per_batch=2)
     assert any(seg.offset_index.entries > 2 for seg in log.segments)
     for offset in range(log.log_end_offset):
@@ -112,7 +112,7 @@ def test_offset_out_of_range(tmp_path):
 
 
 def test_offset_for_timestamp_and_max_timestamp(tmp_path):
-    log = open_log(tmp_path / "t-0", config(segment_bytes=500, index_interval_bytes=50))
+    log = open_log(tmp_path / "t-0", config(internal_segment_bytes=500, index_interval_bytes=50))
     # batch i: records at ts 1000+10i, +1, +2 ; offsets 3i..3i+2
     fill(log, 30)
     assert len(log.segments) > 3
@@ -169,7 +169,7 @@ def test_compressed_batches(tmp_path):
 
 def test_retention_by_time(tmp_path):
     clock = FakeClock(10_000)
-    log = open_log(tmp_path / "t-0", config(segment_bytes=400, retention_ms=1000), clock)
+    log = open_log(tmp_path / "t-0", config(internal_segment_bytes=400, retention_ms=1000), clock)
     fill(log, 20, ts0=1000)  # timestamps 1000..1192
     log.high_watermark = log.log_end_offset
     nseg = len(log.segments)
@@ -187,14 +187,14 @@ def test_retention_by_time(tmp_path):
 
 
 def test_retention_needs_high_watermark(tmp_path):
-    log = open_log(tmp_path / "t-0", config(segment_bytes=400, retention_ms=1000))
+    log = open_log(tmp_path / "t-0", config(internal_segment_bytes=400, retention_ms=1000))
     fill(log, 20, ts0=1000)
     assert log.high_watermark == 0
     assert log.apply_retention(now_ms=100_000) == 0
 
 
 def test_retention_by_bytes(tmp_path):
-    log = open_log(tmp_path / "t-0", config(segment_bytes=400, retention_bytes=1000))
+    log = open_log(tmp_path / "t-0", config(internal_segment_bytes=400, retention_bytes=1000))
     fill(log, 30)
     log.high_watermark = log.log_end_offset
     deleted = log.apply_retention(now_ms=0)
@@ -206,7 +206,7 @@ def test_retention_by_bytes(tmp_path):
 
 
 def test_compact_policy_skips_retention(tmp_path):
-    log = open_log(tmp_path / "t-0", config(segment_bytes=400, retention_bytes=0,
+    log = open_log(tmp_path / "t-0", config(internal_segment_bytes=400, retention_bytes=0,
                                             cleanup_policy="compact"))
     fill(log, 30)
     log.high_watermark = log.log_end_offset
@@ -214,7 +214,7 @@ def test_compact_policy_skips_retention(tmp_path):
 
 
 def test_delete_records_before(tmp_path):
-    log = open_log(tmp_path / "t-0", config(segment_bytes=400))
+    log = open_log(tmp_path / "t-0", config(internal_segment_bytes=400))
     fill(log, 20)
     with pytest.raises(OffsetOutOfRange):
         log.delete_records_before(10)  # above the high watermark (0)
@@ -233,7 +233,7 @@ def test_delete_records_before(tmp_path):
 
 
 def test_truncate_to(tmp_path):
-    log = open_log(tmp_path / "t-0", config(segment_bytes=400, index_interval_bytes=50))
+    log = open_log(tmp_path / "t-0", config(internal_segment_bytes=400, index_interval_bytes=50))
     fill(log, 20, epoch=1)
     log.append(make_batch(3), leader_epoch=2)  # 60..62
     log.append(make_batch(3), leader_epoch=3)  # 63..65
@@ -329,7 +329,7 @@ def test_zero_copy_read_leaves_large_stretches_in_the_files(tmp_path):
     stay bytes; the regions still read after the log is deleted (each has its own fd)."""
     from wireserver.storage.file_records import FileRecords
     from wireserver.storage.log import ZERO_COPY_MIN_BYTES
-    log = open_log(tmp_path / "t-0", config(segment_bytes=300_000))
+    log = open_log(tmp_path / "t-0", config(internal_segment_bytes=300_000))
     fill(log, 40, per_batch=4, value_size=5_000)  # ~20 KB a batch: three segments
     assert len(log.segments) == 3
     expected = log.read(0, 1 << 30)
@@ -373,7 +373,7 @@ def test_zero_copy_reads_fall_back_to_memory_past_the_descriptor_cap(tmp_path, m
     (same bytes), and closing the regions gives the descriptors back."""
     from wireserver.storage import file_records
     from wireserver.storage.file_records import FileRecords, FileRegion
-    log = open_log(tmp_path / "t-0", config(segment_bytes=300_000))
+    log = open_log(tmp_path / "t-0", config(internal_segment_bytes=300_000))
     fill(log, 40, per_batch=4, value_size=5_000)  # three segments
     baseline = FileRegion.open_count
     monkeypatch.setattr(file_records, "MAX_OPEN_REGIONS", baseline + 1)

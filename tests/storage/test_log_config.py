@@ -24,17 +24,17 @@ def test_kafka_defaults_and_synonyms():
 
 
 def test_precedence_override_then_broker_default_then_kafka_default():
-    c = LogConfig.from_values({"retention.ms": 10, "segment.bytes": 2000},
-                              {"segment.bytes": "3000", "cleanup.policy": "compact,delete"})
-    assert c.retention_ms == 10 and c.segment_bytes == 3000
+    c = LogConfig.from_values({"retention.ms": 10, "segment.bytes": 2 << 20},
+                              {"segment.bytes": "3145728", "cleanup.policy": "compact,delete"})
+    assert c.retention_ms == 10 and c.segment_bytes == 3 << 20
     assert c.cleanup_policy == ("compact", "delete") and c.compact and c.delete_enabled
-    assert c.overrides == {"segment.bytes": 3000, "cleanup.policy": ["compact", "delete"]}
+    assert c.overrides == {"segment.bytes": 3 << 20, "cleanup.policy": ["compact", "delete"]}
     assert c.get("cleanup.policy") == ["compact", "delete"]
     assert c.as_dict()["retention.ms"] == 10
 
 
 @pytest.mark.parametrize("key,value", [
-    ("segment.bytes", "13"), ("cleanup.policy", "remove"), ("compression.type", "brotli"),
+    ("segment.bytes", "1048575"), ("cleanup.policy", "remove"), ("compression.type", "brotli"),
     ("message.timestamp.type", "Now"), ("min.insync.replicas", "0"),
     ("min.cleanable.dirty.ratio", "1.5"), ("retention.ms", "-2"), ("nope", "1"),
     ("preallocate", "yes"),
@@ -42,3 +42,12 @@ def test_precedence_override_then_broker_default_then_kafka_default():
 def test_bad_overrides(key, value):
     with pytest.raises(ConfigValueError):
         LogConfig.from_values({}, {key: value})
+
+
+def test_internal_segment_bytes_is_the_segment_size_when_set():
+    """Kafka 4.1's test-only key: any int, no broker default; it rolls segments instead of
+    segment.bytes, which keeps its own value."""
+    assert LogConfig.from_values({}, {}).segment_size == 1073741824
+    c = LogConfig.from_values({"segment.bytes": 2 << 20}, {"internal.segment.bytes": "200"})
+    assert c.segment_bytes == 2 << 20 and c.segment_size == 200
+    assert LogConfig.from_values({}, {"internal.segment.bytes": "-5"}).segment_size == -5

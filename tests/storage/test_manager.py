@@ -41,9 +41,9 @@ def test_create_and_restart_keeps_topics_configs_and_data(tmp_path):
     dirs = [tmp_path / "d1", tmp_path / "d2"]
     m = manager(dirs, **{"retention.ms": 1234})
     tid = uuid.uuid4()
-    info = m.create_topic("orders", 3, {"segment.bytes": "500", "cleanup.policy": "compact"},
-                          topic_id=tid)
-    assert info.topic_id == tid and info.config.segment_bytes == 500
+    info = m.create_topic("orders", 3, {"internal.segment.bytes": "500",
+                                        "cleanup.policy": "compact"}, topic_id=tid)
+    assert info.topic_id == tid and info.config.segment_size == 500
     assert info.config.retention_ms == 1234  # broker default
     m.create_topic("logs", 1)
     for p in range(3):
@@ -64,7 +64,7 @@ def test_create_and_restart_keeps_topics_configs_and_data(tmp_path):
     assert set(m2.topics) == {"orders", "logs"}
     info2 = m2.topics["orders"]
     assert info2.topic_id == tid and info2.num_partitions == 3
-    assert dict(info2.overrides) == {"segment.bytes": "500", "cleanup.policy": "compact"}
+    assert dict(info2.overrides) == {"internal.segment.bytes": "500", "cleanup.policy": "compact"}
     assert info2.config == info.config
     for p in range(3):
         log = m2.get_log("orders", p)
@@ -83,7 +83,7 @@ def test_create_and_restart_keeps_topics_configs_and_data(tmp_path):
 
 def test_crash_means_recovery(tmp_path):
     m = manager([tmp_path])
-    m.create_topic("t", 1, {"segment.bytes": "400"})
+    m.create_topic("t", 1, {"internal.segment.bytes": "400"})
     log = m.get_log("t", 0)
     for i in range(20):
         log.append(make_batch(3, ts=i), 0)
@@ -102,7 +102,7 @@ def test_crash_means_recovery(tmp_path):
 
 def test_missing_checkpoints_after_crash_rescan_everything(tmp_path):
     m = manager([tmp_path])
-    m.create_topic("t", 1, {"segment.bytes": "400"})
+    m.create_topic("t", 1, {"internal.segment.bytes": "400"})
     log = m.get_log("t", 0)
     for i in range(20):
         log.append(make_batch(3, ts=i), 0)
@@ -170,7 +170,7 @@ def test_manager_retention_and_checkpoint_files(tmp_path):
     clock = FakeClock(0)
     m = LogManager([str(tmp_path)], {"retention.bytes": 500}, clock)
     m.load()
-    m.create_topic("t", 1, {"segment.bytes": "300"})
+    m.create_topic("t", 1, {"internal.segment.bytes": "300"})
     log = m.get_log("t", 0)
     for _ in range(30):
         log.append(make_batch(2), 0)

@@ -216,7 +216,7 @@ def test_reads_kafka_version_1_snapshot():
 
 
 def test_snapshot_written_at_roll_and_close(tmp_path):
-    log = open_log(tmp_path / "t-0", config(segment_bytes=300))
+    log = open_log(tmp_path / "t-0", config(internal_segment_bytes=300))
     for i in range(6):
         log.append(pbatch(3 * i), 0)
     bases = [s.base_offset for s in log.segments]
@@ -247,13 +247,13 @@ def test_clean_reopen_loads_snapshot_without_replay(tmp_path):
 
 
 def test_crash_rebuilds_from_roll_snapshot_and_replay(tmp_path):
-    log = open_log(tmp_path / "t-0", config(segment_bytes=400))
+    log = open_log(tmp_path / "t-0", config(internal_segment_bytes=400))
     results = fill(log, 10)
     expected = log.producer_state.entry(PID)
     snaps = list_snapshots(log.directory)
     assert snaps  # written at rolls, none at the end: the process "dies" here
     log.flush()
-    crashed = open_log(tmp_path / "t-0", config(segment_bytes=400), recover=True)
+    crashed = open_log(tmp_path / "t-0", config(internal_segment_bytes=400), recover=True)
     assert crashed.producer_state.entry(PID) == expected
     assert crashed.producer_state.replayed_batches == 10 - len(
         [r for r in results if r.base_offset < snaps[-1]])
@@ -297,7 +297,7 @@ def test_snapshot_beyond_log_end_is_discarded(tmp_path):
 
 
 def test_truncation_rebuilds_state(tmp_path):
-    log = open_log(tmp_path / "t-0", config(segment_bytes=400))
+    log = open_log(tmp_path / "t-0", config(internal_segment_bytes=400))
     fill(log, 10)
     log.high_watermark = log.log_end_offset
     assert log.truncate_to(12)
@@ -318,7 +318,7 @@ def test_truncate_fully_forgets_producers(tmp_path):
 
 
 def test_delete_records_keeps_producers_but_drops_old_snapshots(tmp_path):
-    log = open_log(tmp_path / "t-0", config(segment_bytes=400))
+    log = open_log(tmp_path / "t-0", config(internal_segment_bytes=400))
     fill(log, 10)
     log.high_watermark = log.log_end_offset
     log.delete_records_before(20)

@@ -20,7 +20,7 @@ from tests.storage.helpers import batches, config, make_batch, open_log
 )
 def test_random_appends_and_reads_are_consistent(sizes, segment_bytes, interval, reads, reopen):
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = config(segment_bytes=segment_bytes, index_interval_bytes=interval)
+        cfg = config(internal_segment_bytes=segment_bytes, index_interval_bytes=interval)
         log = open_log(f"{tmp}/t-0", cfg)
         expected_end = 0
         for count, value_size in sizes:

@@ -7,7 +7,7 @@ import os
 from wireserver.storage.log import Log
 from tests.storage.helpers import config, make_batch, open_log, record_offsets
 
-CFG = dict(segment_bytes=600, index_interval_bytes=100)
+CFG = dict(internal_segment_bytes=600, index_interval_bytes=100)
 
 
 def build(path, n=30):

@@ -150,7 +150,7 @@ def test_lso_follows_open_transactions_and_aborts_are_indexed(tmp_path):
 
 def test_open_transaction_and_index_survive_restart_and_rebuild(tmp_path):
     directory = tmp_path / "t-0"
-    log = open_log(directory, **{"segment.bytes": 300})
+    log = open_log(directory, **{"internal.segment.bytes": 300})
     log.append(txn_batch(1, 0, 0), 0)
     log.append_marker(1, 0, commit=False)
     for i in range(4):
@@ -159,7 +159,7 @@ def test_open_transaction_and_index_survive_restart_and_rebuild(tmp_path):
     first_open = log.log_end_offset - 2
     log.high_watermark = log.log_end_offset
     log.close()
-    again = open_log(directory, **{"segment.bytes": 300})
+    again = open_log(directory, **{"internal.segment.bytes": 300})
     again.high_watermark = again.log_end_offset
     assert again.last_stable_offset == first_open
     assert again.collect_aborted(0, again.log_end_offset) == [AbortedTxn(1, 0, 2, 3)]
@@ -168,7 +168,7 @@ def test_open_transaction_and_index_survive_restart_and_rebuild(tmp_path):
     for name in os.listdir(directory):
         if name.endswith((".txnindex", ".snapshot", ".index", ".timeindex")):
             os.unlink(directory / name)
-    rebuilt = open_log(directory, recover=True, **{"segment.bytes": 300})
+    rebuilt = open_log(directory, recover=True, **{"internal.segment.bytes": 300})
     rebuilt.high_watermark = rebuilt.log_end_offset
     assert rebuilt.collect_aborted(0, rebuilt.log_end_offset) == [AbortedTxn(1, 0, 2, 3)]
     assert rebuilt.last_stable_offset == first_open

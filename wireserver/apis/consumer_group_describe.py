@@ -5,8 +5,9 @@ type (1: a consumer-protocol member; there are no classic members in our consume
 A group that does not exist, or is a classic group, is GROUP_ID_NOT_FOUND ("Group X is not a
 consumer group." for the latter, as Kafka). Each group needs DESCRIBE (GROUP_AUTHORIZATION_FAILED);
 a group whose members' current or target assignments name a topic the principal may not
-DESCRIBE is TOPIC_AUTHORIZATION_FAILED without members, as in Kafka. Skipped: authorized
-operations: reported as not requested.
+DESCRIBE is TOPIC_AUTHORIZATION_FAILED without members, as in Kafka. Authorized operations, when
+asked, are those of each group answered without an error; the others keep "not requested"
+(INT32_MIN), as Kafka's ``handleConsumerGroupDescribe``.
 """
 
 from __future__ import annotations
@@ -76,5 +77,6 @@ def handle(ctx):
                     target_assignment=assignment(group.target.get(m.member_id, {})),
                     member_type=CONSUMER_MEMBER_TYPE)
                     for m in group.members.values()],
-                authorized_operations=NOT_REQUESTED))
+                authorized_operations=checks.bitfield(checks.group_operations(ctx, group_id))
+                if body.include_authorized_operations else NOT_REQUESTED))
     return ctx.response(throttle_time_ms=0, groups=described)

@@ -13,7 +13,6 @@ false; ``include_fenced_brokers`` changes nothing since a single node is never f
 from __future__ import annotations
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.admin import CLUSTER_OPERATIONS
 from wireserver.apis import handles
 from wireserver.security import checks
 
@@ -41,7 +40,7 @@ def handle(ctx):
     broker_class = ctx.request.spec.response_class.DescribeClusterBroker
     listener = next((l for l in broker.advertised if l.name == ctx.listener_name),
                     broker.advertised[0])
-    operations = (checks.cluster_operations(ctx, CLUSTER_OPERATIONS)
+    operations = (checks.cluster_operations(ctx)
                   if body.include_cluster_authorized_operations else None)
     cluster = broker.cluster
     if cluster is not None:

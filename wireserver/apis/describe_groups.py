@@ -1,10 +1,10 @@
 """DescribeGroups (key 15), v0-6.
 
 Member metadata and assignments are reported only for a Stable group (as Kafka). An unknown
-group is GROUP_ID_NOT_FOUND from v6 (KIP-1043) and a "Dead" group with no error before. Each
-group needs DESCRIBE (GROUP_AUTHORIZATION_FAILED).
-
-Skipped: authorized operations (no authorizer): reported as not requested.
+group is a "Dead" group: GROUP_ID_NOT_FOUND from v6 (KIP-1043), no error before. Each
+group needs DESCRIBE (GROUP_AUTHORIZATION_FAILED). Authorized operations, when asked (v3+),
+are those of each group answered without an error (a "Dead" one before v6 too), as Kafka's
+``handleDescribeGroupsRequest``; the others keep "not requested" (INT32_MIN).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def handle(ctx):
             described.append(group_class(
                 error_code=error,
                 error_message=f"Group {group_id} not found." if error else None,
-                group_id=group_id, group_state=str(GroupState.DEAD) if not error else "",
+                group_id=group_id, group_state=str(GroupState.DEAD) if group_error is None else "",
                 protocol_type="", protocol_data="", members=[],
                 authorized_operations=None))
             continue
@@ -56,4 +56,8 @@ def handle(ctx):
             group_state=str(group.state), protocol_type=group.protocol_type or "",
             protocol_data=(group.protocol_name or "") if stable else "", members=members,
             authorized_operations=None))
+    if version >= 3 and body.include_authorized_operations:
+        for group in described:
+            if group.error_code == ErrorCode.NONE:
+                group.authorized_operations = checks.group_operations(ctx, group.group_id)
     return ctx.response(throttle_time_ms=0, groups=described)

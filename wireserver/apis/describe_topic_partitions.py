@@ -26,7 +26,7 @@ none of the partition budget.
 from __future__ import annotations
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.admin import TOPIC_AUTHORIZED_OPERATIONS, ZERO_UUID
+from wireserver.admin import ZERO_UUID
 from wireserver.apis import handles
 from wireserver.partitions import is_reported, partition_views
 from wireserver.security import checks
@@ -72,8 +72,8 @@ def handle(ctx):
                 result.append(topic_class(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                           name=name, topic_id=ZERO_UUID, is_internal=False,
                                           partitions=[],
-                                          topic_authorized_operations=checks.topic_operations(
-                                              ctx, name, TOPIC_AUTHORIZED_OPERATIONS)))
+                                          topic_authorized_operations=checks.bitfield(
+                                              checks.topic_operations(ctx, name))))
             continue
         if remaining == 0:
             next_cursor = cursor_class(topic_name=name, partition_index=0)
@@ -90,8 +90,8 @@ def handle(ctx):
                       for view in views[start:end]]
         result.append(topic_class(error_code=ErrorCode.NONE, name=name, topic_id=info.topic_id,
                                   is_internal=name in INTERNAL_TOPICS, partitions=partitions,
-                                  topic_authorized_operations=checks.topic_operations(
-                                      ctx, name, TOPIC_AUTHORIZED_OPERATIONS)))
+                                  topic_authorized_operations=checks.bitfield(
+                                      checks.topic_operations(ctx, name))))
         if end < len(views):
             next_cursor = cursor_class(topic_name=name, partition_index=end)
             break

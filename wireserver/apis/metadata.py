@@ -12,7 +12,11 @@ LEADER_NOT_AVAILABLE with leader -1 and its dead replicas as offline; an auto-cr
 answers LEADER_NOT_AVAILABLE until its creation has gone through ZooKeeper (as Kafka's
 ZooKeeper-era brokers did).
 
-Skipped: authorized-operations bitfields are reported as "not requested" (no authorizer yet).
+Authorized operations, when asked (v8+), as Kafka's ``handleTopicMetadataRequest``: each topic
+the principal may describe gets the topic operations it is allowed, known or not (an unknown
+name it may describe too); topics answered TOPIC_AUTHORIZATION_FAILED or UNKNOWN_TOPIC_ID keep
+"not requested" (INT32_MIN). The cluster's operations are answered at v8-10 only (later
+versions dropped the field in favour of DescribeCluster): none without DESCRIBE on the cluster.
 """
 
 from __future__ import annotations
@@ -135,12 +139,18 @@ def handle(ctx):
                 topics.append(error_entry(topic_class, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name))
             else:
                 topics.append(topic_entry(ctx, topic_class, info))
+    if version >= 8 and body.include_topic_authorized_operations:
+        for entry in topics:
+            if entry.error_code not in (ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                        ErrorCode.UNKNOWN_TOPIC_ID):
+                entry.authorized_operations = checks.topic_operations(ctx, entry.name)
     return ctx.response(
         throttle_time_ms=0,
         brokers=broker_entries(ctx, response_class.MetadataResponseBroker),
         cluster_id=ctx.broker.cluster_id,
         controller_id=ctx.broker.node_id if cluster is None else cluster.controller_id,
         topics=topics,
-        authorized_operations=None,
+        authorized_operations=(checks.cluster_operations(ctx) if 8 <= version <= 10
+                               and body.include_cluster_authorized_operations else None),
         error_code=ErrorCode.NONE,
     )

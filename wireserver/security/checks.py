@@ -190,18 +190,47 @@ def alter_configs(ctx: Any, resource_type: int, name: str,
     return _config_resource(ctx, Operation.ALTER_CONFIGS, resource_type, name)
 
 
-def cluster_operations(ctx: Any, supported: Any) -> set:
-    """DescribeCluster's ``cluster_authorized_operations``: nothing without DESCRIBE on the
-    cluster, else the supported operations the principal is allowed (``AuthHelper``)."""
+#: The operations Kafka's ``AclEntry.supportedOperations`` lists per resource type: those an
+#: authorized-operations answer reports (KIP-430).
+SUPPORTED_OPERATIONS = {
+    TOPIC: (Operation.READ, Operation.WRITE, Operation.CREATE, Operation.DESCRIBE,
+            Operation.DELETE, Operation.ALTER, Operation.DESCRIBE_CONFIGS,
+            Operation.ALTER_CONFIGS),
+    GROUP: (Operation.READ, Operation.DESCRIBE, Operation.DELETE, Operation.DESCRIBE_CONFIGS,
+            Operation.ALTER_CONFIGS),
+    CLUSTER: (Operation.CREATE, Operation.CLUSTER_ACTION, Operation.DESCRIBE_CONFIGS,
+              Operation.ALTER_CONFIGS, Operation.IDEMPOTENT_WRITE, Operation.ALTER,
+              Operation.DESCRIBE),
+}
+
+
+def authorized_operations(ctx: Any, resource_type: ResourceType, name: str) -> set[int]:
+    """Kafka's ``AuthHelper.authorizedOperations``: the AclOperation codes supported on the
+    resource that the principal is allowed; every supported one without an authorizer."""
+    return {int(op) for op in SUPPORTED_OPERATIONS[resource_type]
+            if authorize(ctx, op, resource_type, name)}
+
+
+def bitfield(operations: set[int]) -> int:
+    """Operation codes as the int32 bit set the schemas without kafka-python's ``bitfield``
+    patch carry (DescribeTopicPartitions, ConsumerGroupDescribe)."""
+    return sum(1 << op for op in operations)
+
+
+def cluster_operations(ctx: Any) -> set[int]:
+    """The cluster's authorized operations (DescribeCluster, Metadata v8-10): none without
+    DESCRIBE on the cluster, as Kafka answers 0 then."""
     if not authorize(ctx, Operation.DESCRIBE, CLUSTER, CLUSTER_NAME):
         return set()
-    return {op for op in supported if authorize(ctx, Operation(op), CLUSTER, CLUSTER_NAME)}
+    return authorized_operations(ctx, CLUSTER, CLUSTER_NAME)
 
 
-def topic_operations(ctx: Any, topic: str, supported_bits: int) -> int:
-    """A topic's authorized-operations bitfield: the supported operations allowed on it."""
-    return sum(1 << op for op in range(32) if supported_bits & (1 << op)
-               and authorize(ctx, Operation(op), TOPIC, topic))
+def topic_operations(ctx: Any, topic: str) -> set[int]:
+    return authorized_operations(ctx, TOPIC, topic)
+
+
+def group_operations(ctx: Any, group: str) -> set[int]:
+    return authorized_operations(ctx, GROUP, group)
 
 
 # -- groups ---------------------------------------------------------------------------------
