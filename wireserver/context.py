@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from kafka.protocol.api_message import ApiMessage
 
 from wireserver.protocol.messages import Request
+from wireserver.security import ConnectionSecurity
 
 if TYPE_CHECKING:
     from wireserver.broker import Broker
@@ -20,8 +21,8 @@ class RequestContext:
     broker: "Broker"
     peer: str
     listener_name: str
-    #: the connection's ``wireserver.security.ConnectionSecurity`` (principal, host, SASL)
-    security: Any = None
+    #: the connection's security state (principal, host, SASL), None on a plain listener
+    security: ConnectionSecurity | None = None
     #: whether the connection can send records straight from segment files (plain TCP):
     #: then Fetch leaves large reads in the files (``storage.file_records``)
     zero_copy: bool = False
