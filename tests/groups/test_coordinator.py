@@ -7,7 +7,7 @@ import pytest
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 from twisted.internet.testing import MemoryReactorClock
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.broker import Broker
 from wireserver.config import BrokerConfig
 from wireserver.groups import GroupState, JoinRequest

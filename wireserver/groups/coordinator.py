@@ -58,11 +58,11 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 from twisted.internet import defer, task
 
-from protocol.errors import ErrorCode
-from protocol.errors import DecodeError
-from protocol.records import (ControlRecordType, RecordBatchBuilder, decode_control_record,
+from wireserver.protocol.errors import ErrorCode
+from wireserver.protocol.errors import DecodeError
+from wireserver.protocol.records import (ControlRecordType, RecordBatchBuilder, decode_control_record,
                               iter_batches)
-from storage.producer_state import InvalidProducerEpoch
+from wireserver.storage.producer_state import InvalidProducerEpoch
 from wireserver import internal_log
 from wireserver.groups.consumer_coordinator import ConsumerGroupCoordinator
 from wireserver.groups.group import (CONSUMER_PROTOCOL_TYPE, CommittedOffset, Group, Member)
