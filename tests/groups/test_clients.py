@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import uuid
 
@@ -301,6 +302,85 @@ def test_static_member_restarts_without_a_rebalance(served_broker):
     assert len(assigned) == rounds, "the other member saw a rebalance"
     a.close()
     b.close()
+
+
+def test_static_members_whose_joins_arrive_together_form_one_generation(served_broker):
+    """Two static kafka-python members send their first JoinGroup to a fresh group while the
+    broker is paused (as a busy coordinator receives them together), with
+    ``group.initial.rebalance.delay.ms=0``. Kafka ends an initial rebalance only from its delay
+    timer, after the requests already received, so both land in generation 1: the leader
+    assigns once, for both, and nobody's partitions are revoked. (Ending the join inline in
+    the first JoinGroup formed generation 1 with the first member alone.)"""
+    from kafka import TopicPartition
+    from kafka.consumer.subscription_state import ConsumerRebalanceListener
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+
+    topic = make_topic(served_broker)
+    seen: dict[str, list] = {"a": [], "b": []}
+
+    class Recording(RangePartitionAssignor, ConsumerRebalanceListener):
+        """The range assignor and a rebalance listener that note, per member, the members it
+        assigns (as leader), each generation it is assigned in, and what it has revoked."""
+
+        def __init__(self, name):
+            self.events = seen[name]
+
+        def assign(self, cluster, members):
+            self.events.append(("assign", len(members)))
+            return super().assign(cluster, members)
+
+        def on_assignment(self, assignment, generation):
+            self.events.append(("generation", generation))
+            return super().on_assignment(assignment, generation)
+
+        def on_partitions_revoked(self, revoked):
+            if revoked:
+                self.events.append(("revoked", len(revoked)))
+
+        def on_partitions_assigned(self, assigned):
+            self.events.append(("assigned", len(assigned)))
+
+    consumers = []
+    for name in seen:
+        recording = Recording(name)
+        c = KafkaConsumer(bootstrap_servers=served_broker.bootstrap, group_id="together",
+                          group_instance_id=name, partition_assignment_strategy=[recording],
+                          enable_auto_commit=False, session_timeout_ms=6000,
+                          heartbeat_interval_ms=500)
+        c.subscribe([topic], listener=recording)
+        know_partitions(c, topic)
+        c.committed(TopicPartition(topic, 0))  # finds and connects to the coordinator
+        consumers.append(c)
+    stop = threading.Event()
+
+    def keep_polling(c):
+        # Long polls in a thread each: kafka-python 3.0.12 drops a join that finishes between
+        # two poll() calls and joins again.
+        while not stop.is_set():
+            c.poll(timeout_ms=2000)
+
+    threads = [threading.Thread(target=keep_polling, args=(c,)) for c in consumers]
+    served_broker.process.send_signal(signal.SIGSTOP)
+    try:
+        for t in threads:
+            t.start()
+        time.sleep(0.5)  # both JoinGroups are sent and wait in the paused broker's sockets
+    finally:
+        served_broker.process.send_signal(signal.SIGCONT)
+    try:
+        wait_for(lambda: all(("assigned", 3) in events for events in seen.values()), 30,
+                 what="a 3/3 split")
+        time.sleep(2)  # no further rebalance
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    check_disjoint([c.assignment() for c in consumers])
+    leader, follower = sorted((list(events) for events in seen.values()), key=len, reverse=True)
+    for c in consumers:
+        c.close()  # (revokes its partitions)
+    assert leader == [("assign", 2), ("generation", 1), ("assigned", 3)]
+    assert follower == [("generation", 1), ("assigned", 3)]
 
 
 def test_admin_clients_see_groups_and_offsets(served_broker):

@@ -58,12 +58,21 @@ def result_of(d):
     return box[0] if box else None
 
 
-def join(broker, group="g", member_id="", instance_id=None, version=5, protocols=None,
-         session_ms=SESSION_MS, rebalance_ms=REBALANCE_MS, client_id="c"):
+def join_request(broker, group="g", member_id="", instance_id=None, version=5, protocols=None,
+                 session_ms=SESSION_MS, rebalance_ms=REBALANCE_MS, client_id="c"):
+    """Hand one JoinGroup to the coordinator; returns the Deferred of its response."""
     protocols = protocols or [("range", subscription("t"))]
     return broker.groups.join_group(JoinRequest(
         group, member_id, instance_id, version >= 4, client_id, "/127.0.0.1", rebalance_ms,
         session_ms, "consumer", protocols, api_version=version))
+
+
+def join(broker, group="g", **kw):
+    """A JoinGroup in a reactor turn of its own: the request, then the timers already due
+    (a 0 ms initial rebalance delay), as the reactor runs them before reading more requests."""
+    d = join_request(broker, group, **kw)
+    broker.reactor.advance(0)
+    return d
 
 
 def join_new(broker, group="g", **kw):
@@ -230,6 +239,51 @@ def test_initial_rebalance_delay_waits_for_more_members(tmp_path):
         advance(broker, 1000)
         ra, rb = result_of(a), result_of(b)
         assert ra.generation_id == rb.generation_id == 1 and len(ra.members) == 2
+    finally:
+        close(broker)
+
+
+def test_joins_received_together_form_one_generation_without_an_initial_delay(broker):
+    """group.initial.rebalance.delay.ms=0 (the fixture): the initial rebalance still ends only
+    from its delay timer, which runs after the requests the reactor read in the same turn, as
+    Kafka's timer event runs after the JoinGroups already queued. Two static members whose first
+    JoinGroups arrive together share generation 1."""
+    a = join_request(broker, instance_id="i-a")
+    b = join_request(broker, instance_id="i-b")
+    assert result_of(a) is None and result_of(b) is None
+    broker.reactor.advance(0)
+    ra, rb = result_of(a), result_of(b)
+    assert ra.error == rb.error == E.NONE and ra.generation_id == rb.generation_id == 1
+    assert ra.leader_id == ra.member_id and len(ra.members) == 2 and rb.members == []
+    # a member whose JoinGroup comes in a later turn starts the next rebalance
+    c = join(broker, instance_id="i-c")
+    assert result_of(c) is None and broker.groups.groups["g"].state is S.PREPARING_REBALANCE
+
+
+def test_initial_delay_is_extended_for_a_group_that_was_empty_before(tmp_path):
+    """Every rebalance out of Empty is an initial one (Kafka checks the previous state, not the
+    generation): a group that emptied at generation 2 waits for more members as a new one."""
+    broker = make_broker(tmp_path, **{"group.initial.rebalance.delay.ms": 3000})
+    try:
+        first = join(broker, version=3)
+        advance(broker, 3000)
+        r = result_of(first)
+        assert r.generation_id == 1
+        assert broker.groups.leave_group("g", [(r.member_id, None)]) == (E.NONE, [E.NONE])
+        group = broker.groups.groups["g"]
+        assert group.state is S.EMPTY and group.generation_id == 2
+        a = join(broker, version=3)
+        advance(broker, 2000)
+        b = join(broker, version=3)
+        advance(broker, 2000)
+        assert result_of(a) is None  # b's arrival extended the delay by another 3 s
+        c = join(broker, version=3)
+        advance(broker, 4000)
+        assert result_of(a) is None  # and c's by 3 s more
+        advance(broker, 1000)
+        ra, rb, rc = result_of(a), result_of(b), result_of(c)
+        assert ra.generation_id == rb.generation_id == rc.generation_id == 3
+        assert len(ra.members) == 3
     finally:
         close(broker)
 

@@ -623,7 +623,7 @@ class GroupCoordinator:
                         req.rebalance_timeout_ms, req.session_timeout_ms, req.protocol_type,
                         [(n, bytes(m)) for n, m in req.protocols])
         member.is_new = True
-        if group.is_in(S.PREPARING_REBALANCE) and group.generation_id == 0:
+        if group.in_initial_rebalance():
             group.new_member_added = True
         member.join_deferred = d
         group.add(member)
@@ -669,19 +669,19 @@ class GroupCoordinator:
         _cancel(group.sync_timer)
         group.sync_timer = None
         _cancel(group.join_timer)
-        was_empty = group.is_in(S.EMPTY)
+        initial = group.is_in(S.EMPTY)
         group.transition_to(S.PREPARING_REBALANCE, self.now_ms())
-        delay = self.config["group.initial.rebalance.delay.ms"]
-        if was_empty and delay > 0:
+        if initial:
             # Kafka's InitialDelayedJoin: wait for more members before the first generation,
-            # extended while new members keep arriving, up to the rebalance timeout.
-            group.in_initial_delay = True
+            # extended while new members keep arriving, up to the rebalance timeout. Only this
+            # timer ends the join phase, even with a delay of 0: JoinGroups already received
+            # when it fires (sent together) join the same generation.
+            delay = self.config["group.initial.rebalance.delay.ms"]
             group.new_member_added = False
             group.initial_delay_remaining_ms = max(group.rebalance_timeout_ms() - delay, 0)
             group.join_timer = self.reactor.callLater(delay / 1000.0, self._initial_delay_expired,
                                                       group)
         else:
-            group.in_initial_delay = False
             group.join_timer = self.reactor.callLater(group.rebalance_timeout_ms() / 1000.0,
                                                       self._complete_join, group)
             self._try_complete_join(group)
@@ -698,11 +698,12 @@ class GroupCoordinator:
             group.join_timer = self.reactor.callLater(step / 1000.0, self._initial_delay_expired,
                                                       group)
         else:
-            group.in_initial_delay = False
             self._complete_join(group)
 
     def _try_complete_join(self, group: Group) -> None:
-        if (group.is_in(S.PREPARING_REBALANCE) and not group.in_initial_delay
+        """Kafka's ``maybeCompleteJoinPhase``: end the join phase once every member rejoined,
+        except in the initial rebalance, which only its timer ends."""
+        if (group.is_in(S.PREPARING_REBALANCE) and not group.in_initial_rebalance()
                 and group.all_joined()):
             self._complete_join(group)
 
@@ -712,7 +713,6 @@ class GroupCoordinator:
             return
         _cancel(group.join_timer)
         group.join_timer = None
-        group.in_initial_delay = False
         for member in list(group.members.values()):
             if not member.awaiting_join and not member.is_static:
                 log.info("removing member %s of group %s: it did not rejoin in time",

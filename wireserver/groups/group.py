@@ -110,7 +110,6 @@ class Group:
         # timers owned by the coordinator
         self.join_timer: Any = None
         self.initial_delay_remaining_ms = 0
-        self.in_initial_delay = False
         self.sync_timer: Any = None
 
     # -- state ------------------------------------------------------------------------------
@@ -125,6 +124,12 @@ class Group:
 
     def is_in(self, *states: GroupState) -> bool:
         return self._machine.is_in(*states)
+
+    def in_initial_rebalance(self) -> bool:
+        """PreparingRebalance entered from Empty: only the initial-delay timer ends its join
+        phase (Kafka checks ``previousState() == EMPTY``)."""
+        return (self.is_in(GroupState.PREPARING_REBALANCE)
+                and self._machine.previous is GroupState.EMPTY)
 
     def can_rebalance(self) -> bool:
         return self.is_in(GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY)

@@ -44,19 +44,22 @@ class IllegalStateTransition(RuntimeError):
 
 
 class StateMachine:
-    """Holds one group's state; ``transition_to`` is the only way to change it."""
+    """Holds one group's state; ``transition_to`` is the only way to change it. ``previous`` is
+    the state it was in before (Kafka's ``previousState``): PreparingRebalance entered from
+    Empty is a group's initial rebalance."""
 
-    __slots__ = ("name", "state")
+    __slots__ = ("name", "previous", "state")
 
     def __init__(self, name: str, initial: GroupState = GroupState.EMPTY):
         self.name = name
         self.state = initial
+        self.previous = initial
 
     def transition_to(self, target: GroupState) -> None:
         if self.state not in VALID_PREVIOUS[target]:
             raise IllegalStateTransition(
                 f"group {self.name!r} cannot move from {self.state} to {target}")
-        self.state = target
+        self.previous, self.state = self.state, target
 
     def is_in(self, *states: GroupState) -> bool:
         return self.state in states
