@@ -352,6 +352,13 @@ def _describe_configs(v, ctx):
     yield "unknown-topic", DescribeConfigsRequest(version=v, resources=[
         r(resource_type=TOPIC_RESOURCE, resource_name=_missing(ctx),
           configuration_keys=None)])
+    kafka_keys = ["sasl.kerberos.min.time.before.relogin", "background.threads",
+                  "sasl.kerberos.kinit.cmd", "delegation.token.secret.key",
+                  "log.cleaner.io.max.bytes.per.second", "group.share.enable"]
+    yield "broker-kafka-keys", DescribeConfigsRequest(version=v, include_synonyms=True,
+                                                      resources=[
+        r(resource_type=BROKER_RESOURCE, resource_name=str(ctx.node_id),
+          configuration_keys=kafka_keys)])
 
 
 @builder(AlterConfigsRequest)
@@ -366,6 +373,31 @@ def _alter_configs(v, ctx):
           configs=[c(name="cleanup.policy", value="sometimes")]),
         r(resource_type=TOPIC_RESOURCE, resource_name=_missing(ctx),
           configs=[c(name="retention.ms", value="1000")])])
+    # The legacy form replaces the whole cluster default: keep Kafka's min.insync.replicas
+    # there (its controller refuses to remove it, see compat_tests.scenarios.MIN_ISR_SOURCE).
+    yield from _broker_alters(AlterConfigsRequest, v, ctx,
+                              lambda name, value: c(name=name, value=value),
+                              [("min.insync.replicas", "1")])
+
+
+def _broker_alters(request_class, v, ctx, config, default_extra=()):
+    """Validate-only broker changes: a Kafka key we do not use (per broker, so refused as the
+    cluster default), a read-only key, a TLS store key without a listener prefix, a bad
+    value."""
+    r = request_class.AlterConfigsResource
+    node = str(ctx.node_id)
+    key = "sasl.kerberos.min.time.before.relogin"
+    for label, name, changes in (
+            ("broker-kafka-key", node, [(key, "70000")]),
+            ("broker-default-per-broker-key", "", [(key, "70000"), *default_extra]),
+            ("broker-default-cluster-wide-key", "", [("background.threads", "5"),
+                                                     *default_extra]),
+            ("broker-read-only", node, [("process.roles", "broker")]),
+            ("broker-tls-store", node, [("ssl.keystore.location", "/tmp/ks")]),
+            ("broker-bad-value", node, [(key, "soon")])):
+        yield label, request_class(version=v, validate_only=True, resources=[
+            r(resource_type=BROKER_RESOURCE, resource_name=name,
+              configs=[config(k, value) for k, value in changes])])
 
 
 @builder(IncrementalAlterConfigsRequest)
@@ -382,6 +414,8 @@ def _incremental_alter_configs(v, ctx):
               configs=[c(name="max.message.bytes", config_operation=0, value="-5")]),
             r(resource_type=TOPIC_RESOURCE, resource_name=_missing(ctx),
               configs=[c(name="retention.ms", config_operation=0, value="1")])])
+    yield from _broker_alters(IncrementalAlterConfigsRequest, v, ctx,
+                              lambda name, value: c(name=name, config_operation=0, value=value))
 
 
 @builder(CreatePartitionsRequest)

@@ -455,6 +455,58 @@ def _check_alter(obs: dict) -> None:
     assert obs["invalid"] != "ok", obs
 
 
+#: Kafka broker keys wireserver accepts without acting on them (one dynamic per broker, one
+#: cluster-wide, one read-only, one sensitive), none set by either broker's own config
+UNUSED_BROKER_KEYS = ["sasl.kerberos.min.time.before.relogin", "background.threads",
+                      "sasl.kerberos.kinit.cmd", "delegation.token.secret.key"]
+
+
+@scenario("broker-configs", clients=admin.ADMIN_CLIENTS, check=lambda o: _check_broker_cfg(o))
+def broker_configs(bootstrap: str, client: Client) -> dict:
+    """a Kafka broker key wireserver does not use, set on the broker and read back, refusals of
+    a read-only key and a bad value, (not Java) a legacy AlterConfigs, then deleted again"""
+    node = str(neutral.node_id(bootstrap))
+    key = UNUSED_BROKER_KEYS[0]
+
+    def settled(expect: dict[str, str]) -> dict:
+        # Kafka's broker applies a change shortly after answering (KRaft metadata): read
+        # until the values are the ones just set, as a user would
+        deadline = time.monotonic() + 15
+        while True:
+            found = admin.describe_configs(client.name, bootstrap, "broker", node,
+                                           UNUSED_BROKER_KEYS)
+            if all(found[k] and found[k][0] == v for k, v in expect.items()) \
+                    or time.monotonic() > deadline:
+                return found
+            time.sleep(0.2)
+
+    obs: dict[str, Any] = {}
+    obs["set"] = admin.alter_configs(client.name, bootstrap, "broker", node, {key: "70000"})
+    obs["after_set"] = settled({key: "70000"})
+    obs["read_only"] = admin.alter_configs(client.name, bootstrap, "broker", node,
+                                           {"process.roles": "broker"})
+    obs["bad_value"] = admin.alter_configs(client.name, bootstrap, "broker", node,
+                                           {key: "soon"})
+    if client.name != "java":
+        obs["legacy"] = admin.alter_configs(client.name, bootstrap, "broker", node,
+                                            {key: "80000", "background.threads": "5"},
+                                            incremental=False)
+        obs["after_legacy"] = settled({key: "80000", "background.threads": "5"})
+    # (kafka-configs refuses to delete a key that is not set: background.threads is only
+    # set by the legacy AlterConfigs)
+    obs["delete"] = admin.alter_configs(client.name, bootstrap, "broker", node, {}, [key] + (
+        ["background.threads"] if client.name != "java" else []))
+    obs["after_delete"] = settled({key: "60000", "background.threads": "10"})
+    return obs
+
+
+def _check_broker_cfg(obs: dict) -> None:
+    assert obs["set"] == "ok" and obs["delete"] == "ok", obs
+    assert obs["after_set"][UNUSED_BROKER_KEYS[0]] == ["70000", "DYNAMIC_BROKER_CONFIG"], obs
+    assert obs["after_delete"][UNUSED_BROKER_KEYS[0]] == ["60000", "DEFAULT_CONFIG"], obs
+    assert obs["read_only"] != "ok" and obs["bad_value"] != "ok", obs
+
+
 @scenario("create-partitions", clients=admin.ADMIN_CLIENTS, check=lambda o: _check_parts(o))
 def create_partitions(bootstrap: str, client: Client) -> dict:
     """grow a topic from 1 to 3 partitions, then try to shrink it to 2"""

@@ -8,6 +8,7 @@ the key.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Callable
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
@@ -34,6 +35,9 @@ class ConfigDef:
     ``broker_synonym`` (topic-level keys only) names the broker key that supplies the default,
     e.g. ``segment.bytes`` ← ``log.segment.bytes``; DescribeConfigs reports it as a synonym.
     ``read_only`` broker keys cannot be changed with AlterConfigs without a restart.
+    ``per_broker`` dynamic broker keys can be changed for one broker only, not as the cluster
+    default (Kafka's "per-broker" update mode). ``internal`` broker keys are accepted but, as
+    Kafka's internal keys, left out of DescribeConfigs unless set in the broker's file.
     """
 
     name: str
@@ -44,6 +48,8 @@ class ConfigDef:
     broker_synonym: str | None = None
     read_only: bool = True
     sensitive: bool = False
+    per_broker: bool = False
+    internal: bool = False
 
     def parse(self, raw: Any) -> Any:
         """Parse a raw (usually string) value to this key's type and validate it."""
@@ -108,7 +114,22 @@ def render_typed(type_: str, value: Any) -> str | None:
         return "true" if value else "false"
     if type_ == "list":
         return ",".join(value)
+    if type_ == "double":
+        return java_double(value)
     return str(value)
+
+
+def java_double(value: float) -> str:
+    """A double as Java's ``Double.toString`` prints it (Kafka renders defaults that way):
+    ``0.9``, ``100.0``, ``1.0E7``, ``1.7976931348623157E308``."""
+    value = float(value)
+    if value == 0 or 1e-3 <= abs(value) < 1e7:
+        return repr(value)
+    sign, digits, exponent = Decimal(repr(value)).as_tuple()  # the shortest digits, as Java
+    text = "".join(map(str, digits)).rstrip("0") or "0"
+    mantissa = ("-" if sign else "") + text[0] + "." + (text[1:] or "0")
+    exponent += len(digits) - 1
+    return f"{mantissa}E{int(exponent)}"
 
 
 def at_least(minimum: float) -> Callable[[Any], None]:
@@ -125,10 +146,20 @@ def between(minimum: float, maximum: float) -> Callable[[Any], None]:
     return check
 
 
-def one_of(*choices: str) -> Callable[[Any], None]:
+def one_of(*choices: str, ignore_case: bool = False) -> Callable[[Any], None]:
+    allowed = {c.upper() for c in choices} if ignore_case else set(choices)
+
     def check(value: Any) -> None:
         values = value if isinstance(value, list) else [value]
         for item in values:
-            if item not in choices:
-                raise ValueError(f"String must be one of: {', '.join(choices)}")
+            if (item.upper() if ignore_case else item) not in allowed:
+                qualifier = " (case insensitive)" if ignore_case else ""
+                raise ValueError(f"String must be one of{qualifier}: {', '.join(choices)}")
     return check
+
+
+def non_empty(value: Any) -> None:
+    """Kafka's NonEmptyString and non-empty ValidList."""
+    if not value:
+        raise ValueError("String may not be empty" if isinstance(value, str)
+                         else "Empty list not allowed")

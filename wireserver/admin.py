@@ -158,27 +158,43 @@ def set_topic_overrides(broker: "Broker", topic: str, overrides: Mapping[str, st
     broker.logs.alter_topic_config(topic, dict(overrides))
 
 
+def scala_set(names: Iterable[str], mutable: bool = False) -> str:
+    """Names as Kafka's messages print a Scala set: ``Set(a, b)`` (a mutable set, or an
+    immutable one of more than four, prints as ``HashSet(...)``)."""
+    names = sorted(names)
+    kind = "HashSet" if mutable or len(names) > 4 else "Set"
+    return f"{kind}({', '.join(names)})"
+
+
 def set_broker_dynamic(broker: "Broker", cluster_default: bool, props: Mapping[str, str],
                        validate_only: bool) -> None:
     """Make ``props`` the broker's (or the cluster default's) whole dynamic layer.
 
     Unknown keys fail with INVALID_CONFIG (Kafka accepts unknown keys as custom configs; we
-    have nowhere to keep them). Keys that cannot change at runtime and bad values fail with
-    INVALID_REQUEST, as Kafka's ``ConfigAdminManager`` reports them (KAFKA-13609). Changes to
-    broker keys that are topic defaults reach every log that does not override them.
+    have nowhere to keep them). The rest is Kafka's ``DynamicBrokerConfig.validateConfigs``,
+    answered with INVALID_REQUEST as ``ConfigAdminManager`` does (KAFKA-13609), in its order:
+    keys that cannot change at runtime, the TLS store keys (only per listener), bad values, and
+    per-broker keys set as the cluster default. Changes to broker keys that are topic defaults
+    reach every log that does not override them.
     """
     from storage.configdef import ConfigValueError
-    from wireserver.config import ConfigError, UnknownConfigError
+    from wireserver.config import LISTENER_ONLY_KEYS, ConfigError, UnknownConfigError
     config = broker.config
     current = config.dynamic_values(cluster_default=cluster_default)
     unknown = sorted(name for name in props if name not in BROKER_CONFIGS)
     if unknown:
         raise AdminError(ErrorCode.INVALID_CONFIG, f"Unknown broker config(s): {', '.join(unknown)}")
     changed = {name: value for name, value in props.items() if current.get(name) != value}
-    read_only = sorted(name for name in changed if BROKER_CONFIGS[name].read_only)
+    read_only = [name for name in changed
+                 if BROKER_CONFIGS[name].read_only and name not in LISTENER_ONLY_KEYS]
     if read_only:
         raise AdminError(ErrorCode.INVALID_REQUEST,
-                         f"Cannot update these configs dynamically: {{{', '.join(read_only)}}}")
+                         f"Cannot update these configs dynamically: {scala_set(read_only)}")
+    listener_only = [name for name in changed if name in LISTENER_ONLY_KEYS]
+    if listener_only:
+        raise AdminError(ErrorCode.INVALID_REQUEST,
+                         "These security configs can be dynamically updated only per-listener "
+                         f"using the listener prefix: {scala_set(listener_only, mutable=True)}")
     try:
         for name, value in changed.items():
             config.validate_dynamic(name, value)
@@ -186,6 +202,11 @@ def set_broker_dynamic(broker: "Broker", cluster_default: bool, props: Mapping[s
         code = ErrorCode.INVALID_CONFIG if isinstance(exc, UnknownConfigError) else \
             ErrorCode.INVALID_REQUEST
         raise AdminError(code, str(exc)) from None
+    per_broker = [name for name in changed if BROKER_CONFIGS[name].per_broker]
+    if cluster_default and per_broker:
+        raise AdminError(ErrorCode.INVALID_REQUEST,
+                         "Cannot update these configs at default cluster level, broker id "
+                         f"must be specified: {scala_set(per_broker)}")
     if validate_only:
         return
     for name in current:

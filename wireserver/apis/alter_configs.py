@@ -7,9 +7,12 @@ Each resource's listed configs *replace* its whole set, as in Kafka:
   cluster mode on every broker (``/config/topics/<t>`` and a change notification).
   Unknown topic → UNKNOWN_TOPIC_OR_PARTITION; unknown key or bad value → INVALID_CONFIG.
 - BROKER named by our node id (per-broker) or "" (cluster default): the dynamic config layer
-  becomes exactly the listed keys. Keys that need a restart and bad values → INVALID_REQUEST
-  (Kafka's ConfigAdminManager); unknown keys → INVALID_CONFIG (Kafka keeps unknown keys as
-  custom configs; we refuse them). Changed topic defaults reach every topic at once.
+  becomes exactly the listed keys. Keys that need a restart, TLS store keys without a listener
+  prefix, bad values and per-broker keys given as the cluster default → INVALID_REQUEST with
+  Kafka's messages (``wireserver.admin.set_broker_dynamic``); every Kafka 4.1 broker key is
+  known, those we do not act on included (``wireserver.kafka_keys``); unknown keys →
+  INVALID_CONFIG (Kafka keeps unknown keys as custom configs; we refuse them). Changed topic
+  defaults reach every topic at once.
 - Anything else (BROKER_LOGGER included) → INVALID_REQUEST "Unknown resource type".
 
 As in ``ConfigAdminManager.preprocess``: a resource named twice → INVALID_REQUEST for both,

@@ -11,8 +11,10 @@ keys only, starting from the current value or, when unset, the key's default.
   that every broker applies (``wireserver.admin.set_topic_overrides``).
 - BROKER (our node id, or "" for the cluster default): applied to the dynamic layer as Kafka's
   ``ConfigAdminManager.prepareIncrementalConfigs`` does (APPEND/SUBTRACT on a non-list key →
-  INVALID_REQUEST); keys that need a restart and bad values → INVALID_REQUEST; unknown keys →
-  INVALID_CONFIG. Topic-default keys reach every topic at once.
+  INVALID_REQUEST); then as AlterConfigs (``wireserver.admin.set_broker_dynamic``): keys that
+  need a restart, TLS store keys without a listener prefix, bad values and per-broker keys set
+  as the cluster default → INVALID_REQUEST; unknown keys → INVALID_CONFIG. Topic-default keys
+  reach every topic at once.
 - BROKER_LOGGER (our node id): SET a level (OFF, FATAL, ERROR, WARN, INFO, DEBUG, TRACE) or
   DELETE it on one of our Python loggers; unknown logger → INVALID_CONFIG, root DELETE or
   APPEND/SUBTRACT → INVALID_REQUEST.
