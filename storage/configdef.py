@@ -20,7 +20,7 @@ class ConfigValueError(ValueError):
     """A configuration value that does not parse or fails its check."""
 
     def __init__(self, name: str, value: Any, reason: str):
-        super().__init__(f"Invalid value {value!r} for configuration {name}: {reason}")
+        super().__init__(f"Invalid value {value} for configuration {name}: {reason}")
         self.name = name
         self.value = value
         self.reason = reason
@@ -70,8 +70,9 @@ def parse_typed(name: str, type_: str, raw: Any) -> Any:
     if raw is None:
         return None
     if type_ in ("int", "long", "short"):
+        not_a_number = f"Not a number of type {type_.upper()}"  # Kafka's ConfigDef message
         if isinstance(raw, bool):
-            raise ConfigValueError(name, raw, f"expected a {type_}")
+            raise ConfigValueError(name, raw, not_a_number)
         if isinstance(raw, int):
             value = raw
         else:
@@ -79,24 +80,24 @@ def parse_typed(name: str, type_: str, raw: Any) -> Any:
             try:
                 value = int(text)
             except ValueError:
-                raise ConfigValueError(name, raw, f"expected a {type_}") from None
+                raise ConfigValueError(name, raw, not_a_number) from None
         lo, hi = {"int": (INT_MIN, INT_MAX), "long": (LONG_MIN, LONG_MAX),
                   "short": (SHORT_MIN, SHORT_MAX)}[type_]
         if not lo <= value <= hi:
-            raise ConfigValueError(name, raw, f"out of range for a {type_}")
+            raise ConfigValueError(name, raw, not_a_number)
         return value
     if type_ == "double":
         try:
             return float(raw)
         except (TypeError, ValueError):
-            raise ConfigValueError(name, raw, "expected a double") from None
+            raise ConfigValueError(name, raw, "Not a number of type DOUBLE") from None
     if type_ == "boolean":
         if isinstance(raw, bool):
             return raw
         text = str(raw).strip().lower()
         if text in ("true", "false"):
             return text == "true"
-        raise ConfigValueError(name, raw, "expected true or false")
+        raise ConfigValueError(name, raw, "Expected value to be either true or false")
     if type_ == "list":
         if isinstance(raw, (list, tuple)):
             return [str(item) for item in raw]

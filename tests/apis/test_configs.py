@@ -183,3 +183,18 @@ def test_kafka_broker_keys_we_do_not_use_are_accepted_and_described(broker, cadm
     for name in (key, "background.threads"):
         assert alter(cadmin, "broker", "1", [op(name, None, AlterConfigOpType.DELETE)]) is None
     assert describe(cadmin, "broker", "1")[key].source == ConfigSource.DEFAULT_CONFIG.value
+
+
+def test_bad_values_are_reported_with_kafkas_messages(cadmin, kadmin, topic_name):
+    kadmin.create_topics([NewTopic(topic_name, 1, 1)])
+    messages = [alter(cadmin, "topic", topic_name, [op(name, value)]).args[0].str()
+                for name, value in (("retention.ms", "soon"), ("preallocate", "yes"),
+                                    ("min.cleanable.dirty.ratio", "x"),
+                                    ("segment.index.bytes", "99999999999"))]
+    assert messages == [  # as Kafka 4.1.1 words them
+        "Invalid value soon for configuration retention.ms: Not a number of type LONG",
+        "Invalid value yes for configuration preallocate: Expected value to be either true or "
+        "false",
+        "Invalid value x for configuration min.cleanable.dirty.ratio: Not a number of type DOUBLE",
+        "Invalid value 99999999999 for configuration segment.index.bytes: Not a number of type "
+        "INT"]
