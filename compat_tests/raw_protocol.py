@@ -39,6 +39,7 @@ from wireserver.testing import KafkaWire
 
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
+GROUP_RESOURCE = 32
 
 
 @dataclass
@@ -359,6 +360,10 @@ def _describe_configs(v, ctx):
                                                       resources=[
         r(resource_type=BROKER_RESOURCE, resource_name=str(ctx.node_id),
           configuration_keys=kafka_keys)])
+    yield "group", DescribeConfigsRequest(version=v, include_synonyms=True, resources=[
+        r(resource_type=GROUP_RESOURCE, resource_name=f"compat-raw-group-{ctx.run}",
+          configuration_keys=None),
+        r(resource_type=GROUP_RESOURCE, resource_name="", configuration_keys=None)])
 
 
 @builder(AlterConfigsRequest)
@@ -378,6 +383,8 @@ def _alter_configs(v, ctx):
     yield from _broker_alters(AlterConfigsRequest, v, ctx,
                               lambda name, value: c(name=name, value=value),
                               [("min.insync.replicas", "1")])
+    yield from _group_alters(AlterConfigsRequest, v, ctx,
+                             lambda name, value: c(name=name, value=value))
 
 
 def _broker_alters(request_class, v, ctx, config, default_extra=()):
@@ -400,6 +407,23 @@ def _broker_alters(request_class, v, ctx, config, default_extra=()):
               configs=[config(k, value) for k, value in changes])])
 
 
+def _group_alters(request_class, v, ctx, config):
+    """Validate-only group config changes: a valid one, a value below the broker's minimum,
+    an unknown key, a bad value, and the empty (default) group."""
+    r = request_class.AlterConfigsResource
+    group = f"compat-raw-group-{ctx.run}"
+    for label, name, changes in (
+            ("group-valid", group, [("consumer.session.timeout.ms", "50000"),
+                                    ("consumer.heartbeat.interval.ms", "6000")]),
+            ("group-below-min", group, [("consumer.session.timeout.ms", "5000")]),
+            ("group-unknown-key", group, [("no.such.key", "1")]),
+            ("group-bad-value", group, [("share.isolation.level", "sometimes")]),
+            ("group-default", "", [("consumer.session.timeout.ms", "50000")])):
+        yield label, request_class(version=v, validate_only=True, resources=[
+            r(resource_type=GROUP_RESOURCE, resource_name=name,
+              configs=[config(k, value) for k, value in changes])])
+
+
 @builder(IncrementalAlterConfigsRequest)
 def _incremental_alter_configs(v, ctx):
     r = IncrementalAlterConfigsRequest.AlterConfigsResource
@@ -416,6 +440,11 @@ def _incremental_alter_configs(v, ctx):
               configs=[c(name="retention.ms", config_operation=0, value="1")])])
     yield from _broker_alters(IncrementalAlterConfigsRequest, v, ctx,
                               lambda name, value: c(name=name, config_operation=0, value=value))
+    yield from _group_alters(IncrementalAlterConfigsRequest, v, ctx,
+                             lambda name, value: c(name=name, config_operation=0, value=value))
+    yield "group-append", IncrementalAlterConfigsRequest(version=v, validate_only=True, resources=[
+        r(resource_type=GROUP_RESOURCE, resource_name=f"compat-raw-group-{ctx.run}",
+          configs=[c(name="consumer.session.timeout.ms", config_operation=2, value="1")])])
 
 
 @builder(CreatePartitionsRequest)

@@ -558,15 +558,17 @@ def test_topic_synonyms_for_topic_describe():
 def test_docs_list_every_key():
     text = DOCS.read_text(encoding="utf-8")
     documented = set(re.findall(r"^\| `([^`]+)` \|", text, flags=re.MULTILINE))
-    missing = (set(BROKER_CONFIGS) | set(TOPIC_CONFIGS)) - documented
+    from wireserver.groups.configs import GROUP_CONFIGS
+    missing = (set(BROKER_CONFIGS) | set(TOPIC_CONFIGS) | set(GROUP_CONFIGS)) - documented
     assert not missing, (
         f"docs/configuration.md lacks {sorted(missing)}; regenerate the tables with "
         f"`python -m wireserver.config`")
 
 
 def test_reference_markdown_has_a_row_per_key():
+    from wireserver.groups.configs import GROUP_CONFIGS
     rows = [line for line in reference_markdown().splitlines() if line.startswith("| `")]
-    assert len(rows) == len(BROKER_CONFIGS) + len(TOPIC_CONFIGS)
+    assert len(rows) == len(BROKER_CONFIGS) + len(TOPIC_CONFIGS) + len(GROUP_CONFIGS)
 
 
 # ---- the inter-broker listener and its security --------------------------------------------

@@ -1,7 +1,7 @@
 """Helpers shared by the admin APIs (CreateTopics, DescribeConfigs, AlterConfigs,
 IncrementalAlterConfigs, DescribeCluster, DescribeTopicPartitions): config resource types,
-DescribeConfigs-shaped rows for a topic's configuration, authorized-operation bitfields, and
-applying configuration changes to the broker and its logs.
+DescribeConfigs-shaped rows for a topic's or a group's configuration, authorized-operation
+bitfields, and applying configuration changes to the broker, its logs and its groups.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from wireserver.config import (
     BROKER_CONFIGS,
     DEFAULT_CONFIG,
     DYNAMIC_TOPIC_CONFIG,
+    GROUP_CONFIG,
     ConfigEntry,
     ConfigSynonym,
 )
@@ -28,6 +29,7 @@ ZERO_UUID = uuid.UUID(int=0)
 
 # ConfigResource.Type ids.
 RESOURCE_UNKNOWN, RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER = 0, 2, 4, 8
+RESOURCE_GROUP = 32
 
 # AclOperation codes and the operations Kafka's AclEntry.supportedOperations lists per
 # resource; with no authorizer every supported operation is allowed (AuthHelper).
@@ -108,7 +110,9 @@ def refresh_topic_defaults(broker: "Broker") -> None:
 
 
 def is_list_key(resource_type: int, name: str) -> bool:
-    defs = TOPIC_CONFIGS if resource_type == RESOURCE_TOPIC else BROKER_CONFIGS
+    from wireserver.groups.configs import GROUP_CONFIGS
+    defs = {RESOURCE_TOPIC: TOPIC_CONFIGS, RESOURCE_GROUP: GROUP_CONFIGS}.get(resource_type,
+                                                                             BROKER_CONFIGS)
     cdef = defs.get(name)
     return cdef is not None and cdef.type == "list"
 
@@ -215,6 +219,59 @@ def set_broker_dynamic(broker: "Broker", cluster_default: bool, props: Mapping[s
     for name, value in changed.items():
         config.set_dynamic(name, value, cluster_default=cluster_default)
     refresh_topic_defaults(broker)
+
+
+# -- GROUP: group configs (wireserver.groups.configs) ----------------------------------------
+
+
+def check_group_resource(name: str | None, *, describing: bool) -> None:
+    """An empty group name is refused, with Kafka's message for each API."""
+    if not name:
+        raise AdminError(ErrorCode.INVALID_REQUEST,
+                         "Group name must not be empty" if describing
+                         else "Default group resources are not allowed.")
+
+
+def group_config_rows(broker: "Broker", group: str,
+                      names: Iterable[str] | None = None) -> list[ConfigEntry]:
+    """Kafka's ``ConfigHelper.createGroupConfigEntry`` for every group key (or ``names``;
+    unknown ones are skipped): the group's value (GROUP_CONFIG) or the default (DEFAULT_CONFIG,
+    the broker's ``group.consumer.*`` value where there is one), that one synonym, never
+    read-only."""
+    from wireserver.groups.configs import GROUP_CONFIGS
+    store = broker.group_configs
+    overrides = store.overrides(group)
+    wanted = GROUP_CONFIGS if names is None else [n for n in names if n in GROUP_CONFIGS]
+    rows = []
+    for name in wanted:
+        cdef = GROUP_CONFIGS[name]
+        value = cdef.render(store.value(group, name))
+        source = GROUP_CONFIG if name in overrides else DEFAULT_CONFIG
+        rows.append(ConfigEntry(name=name, value=value, source=source, read_only=False,
+                                sensitive=False, synonyms=(ConfigSynonym(name, value, source),),
+                                type=cdef.type, doc=cdef.doc))
+    return rows
+
+
+def current_group_configs(broker: "Broker", group: str) -> dict[str, str]:
+    """The configs an incremental change starts from: in cluster mode what ZooKeeper holds
+    (this broker may not have applied the latest change yet), else this broker's."""
+    store = broker.group_configs
+    return store.shared.read(group) if store.shared is not None else store.overrides(group)
+
+
+def set_group_configs(broker: "Broker", group: str, overrides: Mapping[str, str],
+                      validate_only: bool) -> None:
+    """Replace a group's whole config set, checked as Kafka checks it (INVALID_CONFIG); the
+    group's coordinator uses it from its next heartbeat. Kept across restarts, in ZooKeeper
+    in cluster mode."""
+    from wireserver.groups.configs import GroupConfigError, validate
+    try:
+        validate(broker.config, overrides)
+    except GroupConfigError as exc:
+        raise AdminError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+    if not validate_only:
+        broker.group_configs.set(group, overrides)
 
 
 # -- BROKER_LOGGER: Python loggers under log4j's names and levels ---------------------------

@@ -21,6 +21,7 @@ from storage.manager import LogManager
 from wireserver import apis
 from wireserver.config import BrokerConfig, Listener
 from wireserver.groups import GroupCoordinator
+from wireserver.groups.configs import GroupConfigs
 from wireserver.heap import release_free_heap
 from wireserver.producer_ids import ProducerIdManager
 from wireserver.purgatory import Purgatory
@@ -53,6 +54,7 @@ class Broker:
         self.advertised: list[Listener] = []
         self.purgatory = Purgatory(reactor)
         self.groups: GroupCoordinator | None = None
+        self.group_configs: GroupConfigs | None = None
         self.txn: TransactionCoordinator | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.security: SecurityManager | None = None
@@ -88,6 +90,7 @@ class Broker:
             if not clustered:
                 # One node: everything in the log is committed.
                 partition_log.high_watermark = partition_log.log_end_offset
+        self.group_configs = GroupConfigs(self.config, self.config.log_dirs[0])
         self.groups = GroupCoordinator(self)
         self.groups.start()
         self.txn = TransactionCoordinator(self)

@@ -57,6 +57,7 @@ __all__ = [
     "DEFAULT_CONFIG",
     "DYNAMIC_BROKER_CONFIG",
     "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    "GROUP_CONFIG",
     "STATIC_BROKER_CONFIG",
     "BrokerConfig",
     "ConfigEntry",
@@ -82,6 +83,7 @@ DYNAMIC_BROKER_CONFIG = "DYNAMIC_BROKER_CONFIG"
 DYNAMIC_DEFAULT_BROKER_CONFIG = "DYNAMIC_DEFAULT_BROKER_CONFIG"
 STATIC_BROKER_CONFIG = "STATIC_BROKER_CONFIG"
 DEFAULT_CONFIG = "DEFAULT_CONFIG"
+GROUP_CONFIG = "GROUP_CONFIG"
 
 CONFIG_SOURCE_IDS = {
     "UNKNOWN": 0,
@@ -92,7 +94,7 @@ CONFIG_SOURCE_IDS = {
     DEFAULT_CONFIG: 5,
     "DYNAMIC_BROKER_LOGGER_CONFIG": 6,
     "CLIENT_METRICS_CONFIG": 7,
-    "GROUP_CONFIG": 8,
+    GROUP_CONFIG: 8,
 }
 
 CONFIG_TYPE_IDS = {
@@ -1190,6 +1192,14 @@ def reference_markdown() -> str:
     lines += ["", "### Topic keys", ""]
     lines += table(dict(sorted(TOPIC_CONFIGS.items())), "Broker default from",
                    lambda d: f"`{d.broker_synonym}`" if d.broker_synonym else "—")
+    from wireserver.groups.configs import BROKER_DEFAULTS, GROUP_CONFIGS
+    lines += ["", "### Group keys", "",
+              "Set per group with AlterConfigs / IncrementalAlterConfigs on the GROUP resource "
+              "(`kafka-configs --entity-type groups`); a group that does not set a key gets "
+              "the broker key's value, or the default shown.", ""]
+    lines += table(GROUP_CONFIGS, "Broker default from",
+                   lambda d: f"`{BROKER_DEFAULTS[d.name]}`" if d.name in BROKER_DEFAULTS
+                   else "—")
     return "\n".join(lines) + "\n"
 
 

@@ -131,6 +131,9 @@ class ClusterNode:
         # SCRAM credentials too (/config/users), followed through /config/changes
         from wireserver.cluster.scram_credentials import ZkScramCredentials
         ZkScramCredentials(self.zk, self.broker.security.scram).start(self.config_changes)
+        # and group configs (/config/groups)
+        from wireserver.cluster.group_configs import ZkGroupConfigs
+        ZkGroupConfigs(self.zk, self.broker.group_configs).start(self.config_changes)
         self._register()
 
         def on_state(state: Any) -> None:
