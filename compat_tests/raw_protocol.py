@@ -23,7 +23,8 @@ from typing import Any, Callable, Iterator
 from compat_tests.neutral import BASE_TS
 from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeLogDirsRequest
 from kafka.protocol.admin.configs import (AlterConfigsRequest, DescribeConfigsRequest,
-                                          IncrementalAlterConfigsRequest)
+                                          IncrementalAlterConfigsRequest,
+                                          ListConfigResourcesRequest)
 from kafka.protocol.admin.topics import (CreatePartitionsRequest, CreateTopicsRequest,
                                          DeleteRecordsRequest, DeleteTopicsRequest,
                                          DescribeTopicPartitionsRequest)
@@ -445,6 +446,18 @@ def _incremental_alter_configs(v, ctx):
     yield "group-append", IncrementalAlterConfigsRequest(version=v, validate_only=True, resources=[
         r(resource_type=GROUP_RESOURCE, resource_name=f"compat-raw-group-{ctx.run}",
           configs=[c(name="consumer.session.timeout.ms", config_operation=2, value="1")])])
+
+
+@builder(ListConfigResourcesRequest)
+def _list_config_resources(v, ctx):
+    """Groups with configs (none here), brokers, client metrics and an unsupported type
+    (topics are left out: Kafka's list has its internal topics)."""
+    if v == 0:
+        yield "client-metrics", ListConfigResourcesRequest(version=0)
+        return
+    for label, types in (("groups", [GROUP_RESOURCE]), ("brokers", [BROKER_RESOURCE, 8]),
+                         ("client-metrics", [16]), ("unsupported", [1])):
+        yield label, ListConfigResourcesRequest(version=v, resource_types=types)
 
 
 @builder(CreatePartitionsRequest)

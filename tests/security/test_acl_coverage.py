@@ -13,7 +13,8 @@ from kafka.protocol.admin.acl import CreateAclsRequest, DeleteAclsRequest
 from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeLogDirsRequest
 from kafka.protocol.admin.topics import ElectLeadersRequest
 from kafka.protocol.admin.configs import (AlterConfigsRequest, DescribeConfigsRequest,
-                                          IncrementalAlterConfigsRequest)
+                                          IncrementalAlterConfigsRequest,
+                                          ListConfigResourcesRequest)
 from kafka.protocol.admin.groups import (DeleteGroupsRequest, DescribeGroupsRequest,
                                          ListGroupsRequest)
 from kafka.protocol.admin.topics import (CreatePartitionsRequest, CreateTopicsRequest,
@@ -93,6 +94,7 @@ REQUIRED = {
     66: "DESCRIBE transactional id (filter)",
     68: "READ group + DESCRIBE subscribed topics",
     69: "DESCRIBE group (+ DESCRIBE assigned topics)",
+    74: "DESCRIBE_CONFIGS cluster",
     75: "DESCRIBE topic (unauthorized hidden)",
 }
 
@@ -308,6 +310,8 @@ CASES = [
      [topic_acl(O.ALTER_CONFIGS)], TOPIC_DENIED),
     (44, lambda: incremental_alter_configs(4, ""), lambda r: r.responses[0].error_code, [],
      [(*CLUSTER, O.ALTER_CONFIGS)], CLUSTER_DENIED),
+    (74, lambda: ListConfigResourcesRequest(version=1, resource_types=[32]), top, [],
+     [(*CLUSTER, O.DESCRIBE_CONFIGS)], CLUSTER_DENIED),
     (32, lambda: describe_configs(32, "g"), lambda r: r.results[0].error_code, [],
      [group_acl(O.DESCRIBE_CONFIGS)], GROUP_DENIED),
     (33, lambda: alter_configs(32, "g"), lambda r: r.responses[0].error_code, [],

@@ -185,6 +185,7 @@ class GroupConfigs:
         return dict(self._groups.get(group, {}))
 
     def groups(self) -> list[str]:
+        """The groups that have (or since the start had) configs."""
         return sorted(self._groups)
 
     def value(self, group: str, name: str) -> Any:
@@ -207,13 +208,13 @@ class GroupConfigs:
             self._save()
 
     def replace(self, group: str, overrides: Mapping[str, str]) -> None:
-        if overrides:
-            self._groups[group] = dict(overrides)
-        else:
-            self._groups.pop(group, None)
+        # A group whose configs all went stays known (ListConfigResources lists it) until the
+        # broker restarts, as in Kafka's GroupConfigManager.
+        self._groups[group] = dict(overrides)
 
     def _save(self) -> None:
         if self.path is None:
             return
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        ckpt.write_json(self.path, {"version": 1, "groups": self._groups})
+        ckpt.write_json(self.path, {"version": 1, "groups": {
+            group: overrides for group, overrides in self._groups.items() if overrides}})
