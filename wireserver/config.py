@@ -450,7 +450,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _build()
 """Every broker configuration key we accept, by name: ours, the topic defaults, and the rest
 of Kafka's (``wireserver.kafka_keys``, accepted without effect)."""
 
-UNUSED_KEYS = frozenset(d.name for d in KAFKA_ONLY_KEYS) - {d.name for d in _BROKER_ONLY}
+UNUSED_KEYS = frozenset(name for name, cdef in BROKER_CONFIGS.items() if cdef in KAFKA_ONLY_KEYS)
 """Kafka's broker keys that we accept and describe but do not act on."""
 
 LISTENER_ONLY_KEYS = frozenset((
