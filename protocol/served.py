@@ -9,7 +9,7 @@ see ``protocol.registry.ApiSpec``) and the versions served.
 
 from __future__ import annotations
 
-from protocol.registry import ApiRegistry
+from wireserver.protocol.registry import ApiRegistry
 
 SERVED = ApiRegistry()
 

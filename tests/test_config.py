@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from storage.configdef import INT_MAX, LONG_MAX, ConfigValueError
-from storage.log_config import TOPIC_CONFIGS, LogConfig
+from wireserver.storage.configdef import INT_MAX, LONG_MAX, ConfigValueError
+from wireserver.storage.log_config import TOPIC_CONFIGS, LogConfig
 from wireserver.config import (
     BROKER_CONFIGS,
     DEFAULT_CONFIG,

@@ -9,8 +9,8 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Iterable, Mapping
 
-from protocol.errors import ErrorCode
-from storage.log_config import TOPIC_CONFIGS
+from wireserver.protocol.errors import ErrorCode
+from wireserver.storage.log_config import TOPIC_CONFIGS
 from wireserver.config import (
     BROKER_CONFIGS,
     DEFAULT_CONFIG,
@@ -22,7 +22,7 @@ from wireserver.config import (
 from wireserver.topics import in_cluster
 
 if TYPE_CHECKING:
-    from storage.manager import TopicInfo
+    from wireserver.storage.manager import TopicInfo
     from wireserver.broker import Broker
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -122,8 +122,8 @@ def is_list_key(resource_type: int, name: str) -> bool:
 
 def check_topic_overrides(broker: "Broker", overrides: Mapping[str, str]) -> None:
     """Raise AdminError(INVALID_CONFIG) unless every key is a topic key with a valid value."""
-    from storage.configdef import ConfigValueError
-    from storage.log_config import LogConfig
+    from wireserver.storage.configdef import ConfigValueError
+    from wireserver.storage.log_config import LogConfig
     for name in overrides:
         if name not in TOPIC_CONFIGS:
             raise AdminError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
@@ -181,7 +181,7 @@ def set_broker_dynamic(broker: "Broker", cluster_default: bool, props: Mapping[s
     per-broker keys set as the cluster default. Changes to broker keys that are topic defaults
     reach every log that does not override them.
     """
-    from storage.configdef import ConfigValueError
+    from wireserver.storage.configdef import ConfigValueError
     from wireserver.config import LISTENER_ONLY_KEYS, ConfigError, UnknownConfigError
     config = broker.config
     current = config.dynamic_values(cluster_default=cluster_default)

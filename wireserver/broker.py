@@ -16,8 +16,8 @@ from typing import Any, Callable
 
 from twisted.internet import defer, task, threads
 
-from protocol.served import SERVED
-from storage.manager import LogManager
+from wireserver.protocol.served import SERVED
+from wireserver.storage.manager import LogManager
 from wireserver import apis
 from wireserver.config import BrokerConfig, Listener
 from wireserver.groups import GroupCoordinator

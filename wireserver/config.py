@@ -37,7 +37,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from storage.configdef import (
+from wireserver.storage.configdef import (
     INT_MAX,
     LONG_MAX,
     ConfigDef,
@@ -45,7 +45,7 @@ from storage.configdef import (
     at_least,
     one_of,
 )
-from storage.log_config import TOPIC_CONFIGS
+from wireserver.storage.log_config import TOPIC_CONFIGS
 from wireserver.kafka_keys import KAFKA_ONLY_KEYS
 
 log = logging.getLogger(__name__)

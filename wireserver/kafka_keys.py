@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from storage.configdef import (INT_MAX, LONG_MAX, ConfigDef, at_least, between, non_empty,
+from wireserver.storage.configdef import (INT_MAX, LONG_MAX, ConfigDef, at_least, between, non_empty,
                                one_of)
 
 __all__ = ["KAFKA_ONLY_KEYS"]

@@ -15,7 +15,7 @@ from confluent_kafka import (Consumer, ConsumerGroupTopicPartitions, KafkaError,
                              TopicPartition)
 from confluent_kafka.admin import AdminClient
 
-from protocol.served import SERVED
+from wireserver.protocol.served import SERVED
 from wireserver.testing import KafkaWire
 from tests.cluster.conftest import Cluster, wait_for, zk_client
 from tests.cluster.test_coordination import find_coordinator

@@ -9,7 +9,7 @@ import uuid
 import pytest
 from twisted.internet.testing import MemoryReactorClock
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.broker import Broker
 from wireserver.config import BrokerConfig
 from wireserver.groups import IllegalStateTransition, assignors

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from protocol.messages_extra import DEFINED_HERE
-from protocol.served import SERVED
+from wireserver.protocol.messages_extra import DEFINED_HERE
+from wireserver.protocol.served import SERVED
 
 UPSTREAM = Path(__file__).resolve().parents[2].parent / "shared" / "kafka-protocol" / "message"
 

@@ -33,8 +33,8 @@ from kafka.protocol.producer.transaction import (AddOffsetsToTxnRequest,
                                                  InitProducerIdRequest, TxnOffsetCommitRequest,
                                                  WriteTxnMarkersRequest)
 
-from protocol.messages_extra import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
-from protocol.served import SERVED
+from wireserver.protocol.messages_extra import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
+from wireserver.protocol.served import SERVED
 from wireserver.security.acls import CLUSTER_NAME, Operation, PatternType, Permission
 from wireserver.security.acls import ResourceType as R
 from wireserver.testing import EmbeddedBroker, KafkaWire

@@ -30,7 +30,7 @@ for BROKER resources (CLUSTER_AUTHORIZATION_FAILED). Skipped: AlterConfigPolicy.
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.admin import (RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC, AdminError,
                               check_broker_resource, check_group_resource, set_broker_dynamic,
                               set_group_configs, set_topic_overrides)

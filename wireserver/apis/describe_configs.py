@@ -24,7 +24,7 @@ group (GROUP_AUTHORIZATION_FAILED), with Kafka's default message and no configs.
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.admin import (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_GROUP,
                               RESOURCE_TOPIC, AdminError, check_broker_resource,
                               check_group_resource, group_config_rows, logger_levels,

@@ -36,8 +36,8 @@ Skipped: AlterConfigPolicy.
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
-from storage.log_config import TOPIC_CONFIGS
+from wireserver.protocol.errors import ErrorCode
+from wireserver.storage.log_config import TOPIC_CONFIGS
 from wireserver.admin import (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_GROUP,
                               RESOURCE_TOPIC, AdminError, alter_logger, check_broker_resource,
                               check_group_resource, current_group_configs,

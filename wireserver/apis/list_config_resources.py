@@ -11,7 +11,7 @@ every topic; CLIENT_METRICS: none (client metrics subscriptions are not served).
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.admin import (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_GROUP,
                               RESOURCE_TOPIC)
 from wireserver.apis import handles

@@ -726,7 +726,7 @@ class ClusterNode:
         """(error or None, leader epoch) for a request that must reach the leader:
         NOT_LEADER_OR_FOLLOWER when this broker does not lead the partition, and the fencing
         of ``current_leader_epoch`` (older: FENCED_LEADER_EPOCH, newer: UNKNOWN_LEADER_EPOCH)."""
-        from protocol.errors import ErrorCode
+        from wireserver.protocol.errors import ErrorCode
 
         state = self.states.get((topic, partition))
         if state is None:
@@ -746,7 +746,7 @@ class ClusterNode:
                            min_isr: int):
         """For an acks=all produce waiting on ``last_offset``: None while waiting, else the
         partition's final error code (Kafka's ``DelayedProduce`` check)."""
-        from protocol.errors import ErrorCode
+        from wireserver.protocol.errors import ErrorCode
 
         state = self.states.get((topic, partition))
         partition_log = self.broker.logs.get_log(topic, partition)

@@ -29,8 +29,8 @@ import os
 import re
 from typing import Any, Mapping
 
-from storage import checkpoint as ckpt
-from storage.configdef import ConfigDef, ConfigValueError, at_least, one_of
+from wireserver.storage import checkpoint as ckpt
+from wireserver.storage.configdef import ConfigDef, ConfigValueError, at_least, one_of
 
 FILE_NAME = "wireserver-group-configs.json"
 

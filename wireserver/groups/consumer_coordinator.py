@@ -38,7 +38,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
-from protocol.errors import ErrorCode
+from wireserver.protocol.errors import ErrorCode
 from wireserver.groups import assignors
 from wireserver.groups.consumer_group import (JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH,
                                               ConsumerGroup, ConsumerGroupMember,
