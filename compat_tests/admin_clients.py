@@ -148,21 +148,36 @@ def create_partitions(client: str, bootstrap: str, name: str, total: int) -> str
 
 # --------------------------------------------------------------------------- configs
 
+#: config resource kind -> (kafka-python ConfigResourceType name, confluent-kafka's name,
+#: kafka-configs --entity-type)
+CONFIG_KINDS = {"topic": ("TOPIC", "topic", "topics"), "broker": ("BROKER", "broker", "brokers"),
+                "group": ("GROUP", "group", "groups")}
+
+
 def describe_topic_configs(client: str, bootstrap: str, name: str,
                            keys: list[str]) -> dict[str, list]:
     """{key: [value, source]} for ``keys`` of topic ``name`` (source as Kafka names it:
     DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG, STATIC_BROKER_CONFIG, ...)."""
+    return describe_configs(client, bootstrap, "topic", name, keys)
+
+
+def describe_configs(client: str, bootstrap: str, kind: str, name: str,
+                     keys: list[str]) -> dict[str, list]:
+    """{key: [value, source]} for ``keys`` of the ``kind`` ("topic", "broker" or "group")
+    resource ``name``; a key the broker does not describe is None."""
+    kp_kind, cf_kind, entity_type = CONFIG_KINDS[kind]
     if client == "kafka-python":
         from kafka.admin import ConfigResource, ConfigResourceType
         admin = _kp_admin(bootstrap)
         try:
-            found = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)],
-                                           config_filter="all")
+            found = admin.describe_configs(
+                [ConfigResource(getattr(ConfigResourceType, kp_kind), name)],
+                config_filter="all")
         except Exception as exc:
             raise ClientError(_kp_error(exc), str(exc)) from exc
         finally:
             admin.close()
-        configs = found["TOPIC"][name] if "TOPIC" in found else \
+        configs = found[kp_kind][name] if kp_kind in found else \
             next(iter(next(iter(found.values())).values()))
         out = {}
         for key in keys:
@@ -176,7 +191,7 @@ def describe_topic_configs(client: str, bootstrap: str, name: str,
     if client == "confluent-kafka":
         from confluent_kafka.admin import ConfigResource
         admin = _cf_admin(bootstrap)
-        resource = ConfigResource("topic", name)
+        resource = ConfigResource(cf_kind, name)
         try:
             configs = admin.describe_configs([resource],
                                              request_timeout=15)[resource].result(timeout=20)
@@ -185,8 +200,8 @@ def describe_topic_configs(client: str, bootstrap: str, name: str,
         return {k: ([configs[k].value, _source_name(configs[k].source)] if k in configs
                     else None) for k in keys}
     if client == "java":
-        proc, error = _tool("kafka-configs", ["--describe", "--all", "--entity-type", "topics",
-                                              "--entity-name", name], bootstrap)
+        proc, error = _tool("kafka-configs", ["--describe", "--all", "--entity-type",
+                                              entity_type, "--entity-name", name], bootstrap)
         if error or proc.returncode:
             raise ClientError(error or f"exit {proc.returncode}", proc.stderr[-600:])
         out = {k: None for k in keys}
@@ -215,16 +230,26 @@ def _source_name(source: Any) -> str:
 
 def alter_topic_config(client: str, bootstrap: str, name: str, set_: dict[str, str],
                        delete: list[str] = (), incremental: bool = True) -> str:
+    return alter_configs(client, bootstrap, "topic", name, set_, delete, incremental)
+
+
+def alter_configs(client: str, bootstrap: str, kind: str, name: str, set_: dict[str, str],
+                  delete: list[str] = (), incremental: bool = True) -> str:
+    """SET ``set_`` and DELETE ``delete`` on the ``kind`` resource ``name`` (legacy
+    AlterConfigs when not ``incremental``: ``set_`` becomes the whole set); "ok" or the
+    error's name."""
+    kp_kind, cf_kind, entity_type = CONFIG_KINDS[kind]
     if client == "kafka-python":
         from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
         admin = _kp_admin(bootstrap)
+        resource_type = getattr(ConfigResourceType, kp_kind)
         try:
             if incremental:
                 ops = {k: (AlterConfigOp.SET, v) for k, v in set_.items()}
                 ops.update({k: (AlterConfigOp.DELETE, None) for k in delete})
-                resource = ConfigResource(ConfigResourceType.TOPIC, name, ops)
+                resource = ConfigResource(resource_type, name, ops)
             else:
-                resource = ConfigResource(ConfigResourceType.TOPIC, name, dict(set_))
+                resource = ConfigResource(resource_type, name, dict(set_))
             result = admin.alter_configs([resource], incremental=incremental,
                                          raise_on_unknown=False)
             return _kp_alter_result(result)
@@ -241,10 +266,10 @@ def alter_topic_config(client: str, bootstrap: str, name: str, set_: dict[str, s
                            for k, v in set_.items()]
                 entries += [ConfigEntry(k, "", incremental_operation=AlterConfigOpType.DELETE)
                             for k in delete]
-                resource = ConfigResource("topic", name, incremental_configs=entries)
+                resource = ConfigResource(cf_kind, name, incremental_configs=entries)
                 futures = admin.incremental_alter_configs([resource], request_timeout=15)
             else:
-                resource = ConfigResource("topic", name, set_config=dict(set_))
+                resource = ConfigResource(cf_kind, name, set_config=dict(set_))
                 futures = admin.alter_configs([resource], request_timeout=15)
             for f in futures.values():
                 f.result(timeout=20)
@@ -254,7 +279,7 @@ def alter_topic_config(client: str, bootstrap: str, name: str, set_: dict[str, s
     if client == "java":
         if not incremental:
             raise Unsupported("kafka-configs only uses IncrementalAlterConfigs")
-        args = ["--alter", "--entity-type", "topics", "--entity-name", name]
+        args = ["--alter", "--entity-type", entity_type, "--entity-name", name]
         if set_:
             args += ["--add-config", ",".join(f"{k}={v}" for k, v in set_.items())]
         if delete:

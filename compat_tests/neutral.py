@@ -65,6 +65,14 @@ def metadata(bootstrap: str, topic: str) -> tuple[int, int | None]:
     return -1, None
 
 
+def node_id(bootstrap: str) -> int:
+    """The id of the (first) broker, for BROKER config resources."""
+    from kafka.protocol.metadata.metadata import MetadataRequest
+    with KafkaWire(bootstrap, client_id="compat-neutral") as wire:
+        response = wire.request(MetadataRequest(version=1, topics=[]))
+    return response.brokers[0].node_id
+
+
 def topic_exists(bootstrap: str, topic: str) -> bool:
     return metadata(bootstrap, topic)[0] == 0
 

@@ -23,7 +23,8 @@ from typing import Any, Callable, Iterator
 from compat_tests.neutral import BASE_TS
 from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeLogDirsRequest
 from kafka.protocol.admin.configs import (AlterConfigsRequest, DescribeConfigsRequest,
-                                          IncrementalAlterConfigsRequest)
+                                          IncrementalAlterConfigsRequest,
+                                          ListConfigResourcesRequest)
 from kafka.protocol.admin.topics import (CreatePartitionsRequest, CreateTopicsRequest,
                                          DeleteRecordsRequest, DeleteTopicsRequest,
                                          DescribeTopicPartitionsRequest)
@@ -39,6 +40,7 @@ from wireserver.testing import KafkaWire
 
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
+GROUP_RESOURCE = 32
 
 
 @dataclass
@@ -365,6 +367,17 @@ def _describe_configs(v, ctx):
     yield "unknown-topic", DescribeConfigsRequest(version=v, resources=[
         r(resource_type=TOPIC_RESOURCE, resource_name=_missing(ctx),
           configuration_keys=None)])
+    kafka_keys = ["sasl.kerberos.min.time.before.relogin", "background.threads",
+                  "sasl.kerberos.kinit.cmd", "delegation.token.secret.key",
+                  "log.cleaner.io.max.bytes.per.second", "group.share.enable"]
+    yield "broker-kafka-keys", DescribeConfigsRequest(version=v, include_synonyms=True,
+                                                      resources=[
+        r(resource_type=BROKER_RESOURCE, resource_name=str(ctx.node_id),
+          configuration_keys=kafka_keys)])
+    yield "group", DescribeConfigsRequest(version=v, include_synonyms=True, resources=[
+        r(resource_type=GROUP_RESOURCE, resource_name=f"compat-raw-group-{ctx.run}",
+          configuration_keys=None),
+        r(resource_type=GROUP_RESOURCE, resource_name="", configuration_keys=None)])
 
 
 @builder(AlterConfigsRequest)
@@ -382,6 +395,50 @@ def _alter_configs(v, ctx):
     yield "segment-bytes-minimum", AlterConfigsRequest(version=v, validate_only=True, resources=[
         r(resource_type=TOPIC_RESOURCE, resource_name=ctx.topic,
           configs=[c(name="segment.bytes", value="1048575")])])
+    # The legacy form replaces the whole cluster default: keep Kafka's min.insync.replicas
+    # there (its controller refuses to remove it, see compat_tests.scenarios.MIN_ISR_SOURCE).
+    yield from _broker_alters(AlterConfigsRequest, v, ctx,
+                              lambda name, value: c(name=name, value=value),
+                              [("min.insync.replicas", "1")])
+    yield from _group_alters(AlterConfigsRequest, v, ctx,
+                             lambda name, value: c(name=name, value=value))
+
+
+def _broker_alters(request_class, v, ctx, config, default_extra=()):
+    """Validate-only broker changes: a Kafka key we do not use (per broker, so refused as the
+    cluster default), a read-only key, a TLS store key without a listener prefix, a bad
+    value."""
+    r = request_class.AlterConfigsResource
+    node = str(ctx.node_id)
+    key = "sasl.kerberos.min.time.before.relogin"
+    for label, name, changes in (
+            ("broker-kafka-key", node, [(key, "70000")]),
+            ("broker-default-per-broker-key", "", [(key, "70000"), *default_extra]),
+            ("broker-default-cluster-wide-key", "", [("background.threads", "5"),
+                                                     *default_extra]),
+            ("broker-read-only", node, [("process.roles", "broker")]),
+            ("broker-tls-store", node, [("ssl.keystore.location", "/tmp/ks")]),
+            ("broker-bad-value", node, [(key, "soon")])):
+        yield label, request_class(version=v, validate_only=True, resources=[
+            r(resource_type=BROKER_RESOURCE, resource_name=name,
+              configs=[config(k, value) for k, value in changes])])
+
+
+def _group_alters(request_class, v, ctx, config):
+    """Validate-only group config changes: a valid one, a value below the broker's minimum,
+    an unknown key, a bad value, and the empty (default) group."""
+    r = request_class.AlterConfigsResource
+    group = f"compat-raw-group-{ctx.run}"
+    for label, name, changes in (
+            ("group-valid", group, [("consumer.session.timeout.ms", "50000"),
+                                    ("consumer.heartbeat.interval.ms", "6000")]),
+            ("group-below-min", group, [("consumer.session.timeout.ms", "5000")]),
+            ("group-unknown-key", group, [("no.such.key", "1")]),
+            ("group-bad-value", group, [("share.isolation.level", "sometimes")]),
+            ("group-default", "", [("consumer.session.timeout.ms", "50000")])):
+        yield label, request_class(version=v, validate_only=True, resources=[
+            r(resource_type=GROUP_RESOURCE, resource_name=name,
+              configs=[config(k, value) for k, value in changes])])
 
 
 @builder(IncrementalAlterConfigsRequest)
@@ -404,6 +461,25 @@ def _incremental_alter_configs(v, ctx):
               configs=[c(name="segment.bytes", config_operation=0, value="1048575")]),
             r(resource_type=BROKER_RESOURCE, resource_name="",
               configs=[c(name="log.segment.bytes", config_operation=0, value="1048575")])])
+    yield from _broker_alters(IncrementalAlterConfigsRequest, v, ctx,
+                              lambda name, value: c(name=name, config_operation=0, value=value))
+    yield from _group_alters(IncrementalAlterConfigsRequest, v, ctx,
+                             lambda name, value: c(name=name, config_operation=0, value=value))
+    yield "group-append", IncrementalAlterConfigsRequest(version=v, validate_only=True, resources=[
+        r(resource_type=GROUP_RESOURCE, resource_name=f"compat-raw-group-{ctx.run}",
+          configs=[c(name="consumer.session.timeout.ms", config_operation=2, value="1")])])
+
+
+@builder(ListConfigResourcesRequest)
+def _list_config_resources(v, ctx):
+    """Groups with configs (none here), brokers, client metrics and an unsupported type
+    (topics are left out: Kafka's list has its internal topics)."""
+    if v == 0:
+        yield "client-metrics", ListConfigResourcesRequest(version=0)
+        return
+    for label, types in (("groups", [GROUP_RESOURCE]), ("brokers", [BROKER_RESOURCE, 8]),
+                         ("client-metrics", [16]), ("unsupported", [1])):
+        yield label, ListConfigResourcesRequest(version=v, resource_types=types)
 
 
 @builder(CreatePartitionsRequest)

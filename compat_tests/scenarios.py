@@ -547,6 +547,109 @@ def _check_segment_bytes(obs: dict) -> None:
     assert obs["after_delete"]["internal.segment.bytes"] is None, obs
 
 
+def settled_configs(client: Client, bootstrap: str, kind: str, name: str, keys: list[str],
+                    expect: dict[str, str]) -> dict:
+    """The configs of a resource once ``expect``'s values show (15 s at most): Kafka's broker
+    applies a change shortly after answering (KRaft metadata), so read as a user would."""
+    deadline = time.monotonic() + 15
+    while True:
+        found = admin.describe_configs(client.name, bootstrap, kind, name, keys)
+        if all(found[k] and found[k][0] == v for k, v in expect.items()) \
+                or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
+
+
+#: Kafka broker keys wireserver accepts without acting on them (one dynamic per broker, one
+#: cluster-wide, one read-only, one sensitive), none set by either broker's own config
+UNUSED_BROKER_KEYS = ["sasl.kerberos.min.time.before.relogin", "background.threads",
+                      "sasl.kerberos.kinit.cmd", "delegation.token.secret.key"]
+
+
+@scenario("broker-configs", clients=admin.ADMIN_CLIENTS, check=lambda o: _check_broker_cfg(o))
+def broker_configs(bootstrap: str, client: Client) -> dict:
+    """a Kafka broker key wireserver does not use, set on the broker and read back, refusals of
+    a read-only key and a bad value, (not Java) a legacy AlterConfigs, then deleted again"""
+    node = str(neutral.node_id(bootstrap))
+    key = UNUSED_BROKER_KEYS[0]
+
+    def settled(expect: dict[str, str]) -> dict:
+        return settled_configs(client, bootstrap, "broker", node, UNUSED_BROKER_KEYS, expect)
+
+    obs: dict[str, Any] = {}
+    obs["set"] = admin.alter_configs(client.name, bootstrap, "broker", node, {key: "70000"})
+    obs["after_set"] = settled({key: "70000"})
+    obs["read_only"] = admin.alter_configs(client.name, bootstrap, "broker", node,
+                                           {"process.roles": "broker"})
+    obs["bad_value"] = admin.alter_configs(client.name, bootstrap, "broker", node,
+                                           {key: "soon"})
+    if client.name != "java":
+        obs["legacy"] = admin.alter_configs(client.name, bootstrap, "broker", node,
+                                            {key: "80000", "background.threads": "5"},
+                                            incremental=False)
+        obs["after_legacy"] = settled({key: "80000", "background.threads": "5"})
+    # (kafka-configs refuses to delete a key that is not set: background.threads is only
+    # set by the legacy AlterConfigs)
+    obs["delete"] = admin.alter_configs(client.name, bootstrap, "broker", node, {}, [key] + (
+        ["background.threads"] if client.name != "java" else []))
+    obs["after_delete"] = settled({key: "60000", "background.threads": "10"})
+    return obs
+
+
+def _check_broker_cfg(obs: dict) -> None:
+    assert obs["set"] == "ok" and obs["delete"] == "ok", obs
+    assert obs["after_set"][UNUSED_BROKER_KEYS[0]] == ["70000", "DYNAMIC_BROKER_CONFIG"], obs
+    assert obs["after_delete"][UNUSED_BROKER_KEYS[0]] == ["60000", "DEFAULT_CONFIG"], obs
+    assert obs["read_only"] != "ok" and obs["bad_value"] != "ok", obs
+
+
+GROUP_KEYS = ["consumer.session.timeout.ms", "consumer.heartbeat.interval.ms",
+              "share.auto.offset.reset", "streams.num.standby.replicas"]
+
+
+@scenario("group-configs", clients=admin.ADMIN_CLIENTS, check=lambda o: _check_group_cfg(o))
+def group_configs(bootstrap: str, client: Client) -> dict:
+    """the GROUP config resource: a group's defaults, a change read back, refusals (below the
+    broker's minimum, an unknown key), (not Java) the legacy AlterConfigs replacing the set,
+    and a deletion"""
+    group = neutral.topic_name("group-cfg")
+    session, heartbeat = GROUP_KEYS[:2]
+
+    def settled(expect: dict[str, str]) -> dict:
+        return settled_configs(client, bootstrap, "group", group, GROUP_KEYS, expect)
+
+    obs: dict[str, Any] = {"defaults": admin.describe_configs(client.name, bootstrap, "group",
+                                                             group, GROUP_KEYS)}
+    obs["set"] = admin.alter_configs(client.name, bootstrap, "group", group,
+                                     {session: "50000", heartbeat: "6000"})
+    obs["after_set"] = settled({session: "50000", heartbeat: "6000"})
+    obs["below_min"] = admin.alter_configs(client.name, bootstrap, "group", group,
+                                           {session: "5000"})
+    obs["unknown_key"] = admin.alter_configs(client.name, bootstrap, "group", group,
+                                             {"no.such.key": "1"})
+    set_keys = [session, heartbeat]
+    if client.name != "java":
+        obs["legacy"] = admin.alter_configs(client.name, bootstrap, "group", group,
+                                            {"share.auto.offset.reset": "earliest"},
+                                            incremental=False)
+        obs["after_legacy"] = settled({"share.auto.offset.reset": "earliest"})
+        if obs["after_legacy"][session][0] == "50000":
+            set_keys.append("share.auto.offset.reset")  # kafka-python's legacy form keeps them
+        else:
+            set_keys = ["share.auto.offset.reset"]
+    obs["delete"] = admin.alter_configs(client.name, bootstrap, "group", group, {}, set_keys)
+    obs["after_delete"] = settled({session: "45000", "share.auto.offset.reset": "latest"})
+    return obs
+
+
+def _check_group_cfg(obs: dict) -> None:
+    assert obs["defaults"]["consumer.session.timeout.ms"] == ["45000", "DEFAULT_CONFIG"], obs
+    assert obs["set"] == "ok" and obs["delete"] == "ok", obs
+    assert obs["after_set"]["consumer.session.timeout.ms"][0] == "50000", obs
+    assert obs["below_min"] != "ok" and obs["unknown_key"] != "ok", obs
+    assert obs["after_delete"] == obs["defaults"], obs
+
+
 @scenario("create-partitions", clients=admin.ADMIN_CLIENTS, check=lambda o: _check_parts(o))
 def create_partitions(bootstrap: str, client: Client) -> dict:
     """grow a topic from 1 to 3 partitions, then try to shrink it to 2"""

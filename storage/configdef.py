@@ -8,6 +8,7 @@ the key.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Callable
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
@@ -34,8 +35,10 @@ class ConfigDef:
     ``broker_synonym`` (topic-level keys only) names the broker key that supplies the default,
     e.g. ``segment.bytes`` ← ``log.segment.bytes``; DescribeConfigs reports it as a synonym.
     ``read_only`` broker keys cannot be changed with AlterConfigs without a restart.
-    ``internal`` keys are Kafka's ``defineInternal`` ones: accepted, but DescribeConfigs lists
-    them only where they are set.
+    ``per_broker`` dynamic broker keys can be changed for one broker only, not as the cluster
+    default (Kafka's "per-broker" update mode). ``internal`` keys are Kafka's ``defineInternal``
+    ones: accepted, but DescribeConfigs lists them only where they are set (a topic's override,
+    the broker's file).
     """
 
     name: str
@@ -46,6 +49,7 @@ class ConfigDef:
     broker_synonym: str | None = None
     read_only: bool = True
     sensitive: bool = False
+    per_broker: bool = False
     internal: bool = False
 
     def parse(self, raw: Any) -> Any:
@@ -67,8 +71,9 @@ def parse_typed(name: str, type_: str, raw: Any) -> Any:
     if raw is None:
         return None
     if type_ in ("int", "long", "short"):
+        not_a_number = f"Not a number of type {type_.upper()}"  # Kafka's ConfigDef message
         if isinstance(raw, bool):
-            raise ConfigValueError(name, raw, f"expected a {type_}")
+            raise ConfigValueError(name, raw, not_a_number)
         if isinstance(raw, int):
             value = raw
         else:
@@ -76,24 +81,24 @@ def parse_typed(name: str, type_: str, raw: Any) -> Any:
             try:
                 value = int(text)
             except ValueError:
-                raise ConfigValueError(name, raw, f"expected a {type_}") from None
+                raise ConfigValueError(name, raw, not_a_number) from None
         lo, hi = {"int": (INT_MIN, INT_MAX), "long": (LONG_MIN, LONG_MAX),
                   "short": (SHORT_MIN, SHORT_MAX)}[type_]
         if not lo <= value <= hi:
-            raise ConfigValueError(name, raw, f"out of range for a {type_}")
+            raise ConfigValueError(name, raw, not_a_number)
         return value
     if type_ == "double":
         try:
             return float(raw)
         except (TypeError, ValueError):
-            raise ConfigValueError(name, raw, "expected a double") from None
+            raise ConfigValueError(name, raw, "Not a number of type DOUBLE") from None
     if type_ == "boolean":
         if isinstance(raw, bool):
             return raw
         text = str(raw).strip().lower()
         if text in ("true", "false"):
             return text == "true"
-        raise ConfigValueError(name, raw, "expected true or false")
+        raise ConfigValueError(name, raw, "Expected value to be either true or false")
     if type_ == "list":
         if isinstance(raw, (list, tuple)):
             return [str(item) for item in raw]
@@ -111,7 +116,22 @@ def render_typed(type_: str, value: Any) -> str | None:
         return "true" if value else "false"
     if type_ == "list":
         return ",".join(value)
+    if type_ == "double":
+        return java_double(value)
     return str(value)
+
+
+def java_double(value: float) -> str:
+    """A double as Java's ``Double.toString`` prints it (Kafka renders defaults that way):
+    ``0.9``, ``100.0``, ``1.0E7``, ``1.7976931348623157E308``."""
+    value = float(value)
+    if value == 0 or 1e-3 <= abs(value) < 1e7:
+        return repr(value)
+    sign, digits, exponent = Decimal(repr(value)).as_tuple()  # the shortest digits, as Java
+    text = "".join(map(str, digits)).rstrip("0") or "0"
+    mantissa = ("-" if sign else "") + text[0] + "." + (text[1:] or "0")
+    exponent += len(digits) - 1
+    return f"{mantissa}E{int(exponent)}"
 
 
 def at_least(minimum: float) -> Callable[[Any], None]:
@@ -128,10 +148,20 @@ def between(minimum: float, maximum: float) -> Callable[[Any], None]:
     return check
 
 
-def one_of(*choices: str) -> Callable[[Any], None]:
+def one_of(*choices: str, ignore_case: bool = False) -> Callable[[Any], None]:
+    allowed = {c.upper() for c in choices} if ignore_case else set(choices)
+
     def check(value: Any) -> None:
         values = value if isinstance(value, list) else [value]
         for item in values:
-            if item not in choices:
-                raise ValueError(f"String must be one of: {', '.join(choices)}")
+            if (item.upper() if ignore_case else item) not in allowed:
+                qualifier = " (case insensitive)" if ignore_case else ""
+                raise ValueError(f"String must be one of{qualifier}: {', '.join(choices)}")
     return check
+
+
+def non_empty(value: Any) -> None:
+    """Kafka's NonEmptyString and non-empty ValidList."""
+    if not value:
+        raise ValueError("String may not be empty" if isinstance(value, str)
+                         else "Empty list not allowed")

@@ -261,13 +261,47 @@ def test_invalid_value_names_the_key(tmp_path, name, raw):
 
 def test_unknown_keys_are_warned_and_kept(caplog):
     with caplog.at_level(logging.WARNING, logger="wireserver.config"):
-        config = BrokerConfig.load(None, ["process.roles=broker", "retention.ms=5",
+        config = BrokerConfig.load(None, ["no.such.key=broker", "retention.ms=5",
                                           "num.partitions=2"])
-    assert config.unknown == {"process.roles": "broker", "retention.ms": "5"}
+    assert config.unknown == {"no.such.key": "broker", "retention.ms": "5"}
     messages = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert any("'process.roles'" in m for m in messages)
+    assert any("'no.such.key'" in m for m in messages)
     assert any("'retention.ms'" in m and "log.retention.ms" in m for m in messages)
     assert not any("num.partitions" in m for m in messages)
+
+
+def test_kafka_keys_we_do_not_use_are_known(caplog):
+    """A Kafka 4.1 server.properties (KRaft keys, Kerberos, share groups) loads without
+    warnings; the values are parsed and checked by Kafka's types and ranges."""
+    with caplog.at_level(logging.WARNING, logger="wireserver.config"):
+        config = BrokerConfig.load(None, [
+            "process.roles=broker,controller", "controller.quorum.voters=1@localhost:9093",
+            "controller.listener.names=CONTROLLER", "sasl.kerberos.min.time.before.relogin=5",
+            "log.cleaner.io.buffer.load.factor=0.5", "group.share.enable=true"])
+    assert config.unknown == {}
+    assert not [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert config["process.roles"] == ["broker", "controller"]
+    assert config["sasl.kerberos.min.time.before.relogin"] == 5
+    for bad in ("background.threads=0", "process.roles=worker",
+                "group.consumer.migration.policy=sideways"):
+        with pytest.raises(ConfigValueError):
+            BrokerConfig.load(None, [bad])
+    assert BrokerConfig.load(None, ["group.consumer.migration.policy=Upgrade"])
+    # Kafka's internal keys are described only when the file sets them
+    assert [e.name for e in config.items(["group.share.enable"])] == ["group.share.enable"]
+    assert BrokerConfig().items(["group.share.enable", "group.share.max.size"])[0].name == \
+        "group.share.max.size"
+
+
+def test_kafka_update_modes():
+    sasl = BROKER_CONFIGS["sasl.kerberos.min.time.before.relogin"]
+    assert (sasl.read_only, sasl.per_broker) == (False, True)
+    threads = BROKER_CONFIGS["background.threads"]
+    assert (threads.read_only, threads.per_broker) == (False, False)
+    assert BROKER_CONFIGS["process.roles"].read_only
+    assert BROKER_CONFIGS["log.cleaner.io.max.bytes.per.second"].render(
+        BROKER_CONFIGS["log.cleaner.io.max.bytes.per.second"].default) == \
+        "1.7976931348623157E308"
 
 
 # ---- precedence ------------------------------------------------------------------------------
@@ -501,7 +535,7 @@ def test_describe_entries_follow_kafka_synonym_rules():
     assert entry.value is None and entry.source == DEFAULT_CONFIG and entry.synonyms == ()
 
     names = [e.name for e in config.items()]
-    assert names == sorted(BROKER_CONFIGS)
+    assert names == sorted(name for name, d in BROKER_CONFIGS.items() if not d.internal)
     assert config.items(["nope"]) == []
     assert _entry(config, "num.partitions").synonyms
     assert config.items(["num.partitions"], include_synonyms=False)[0].synonyms == ()
@@ -524,15 +558,17 @@ def test_topic_synonyms_for_topic_describe():
 def test_docs_list_every_key():
     text = DOCS.read_text(encoding="utf-8")
     documented = set(re.findall(r"^\| `([^`]+)` \|", text, flags=re.MULTILINE))
-    missing = (set(BROKER_CONFIGS) | set(TOPIC_CONFIGS)) - documented
+    from wireserver.groups.configs import GROUP_CONFIGS
+    missing = (set(BROKER_CONFIGS) | set(TOPIC_CONFIGS) | set(GROUP_CONFIGS)) - documented
     assert not missing, (
         f"docs/configuration.md lacks {sorted(missing)}; regenerate the tables with "
         f"`python -m wireserver.config`")
 
 
 def test_reference_markdown_has_a_row_per_key():
+    from wireserver.groups.configs import GROUP_CONFIGS
     rows = [line for line in reference_markdown().splitlines() if line.startswith("| `")]
-    assert len(rows) == len(BROKER_CONFIGS) + len(TOPIC_CONFIGS)
+    assert len(rows) == len(BROKER_CONFIGS) + len(TOPIC_CONFIGS) + len(GROUP_CONFIGS)
 
 
 # ---- the inter-broker listener and its security --------------------------------------------

@@ -1,6 +1,7 @@
 """Helpers shared by the admin APIs (CreateTopics, DescribeConfigs, AlterConfigs,
-IncrementalAlterConfigs, DescribeTopicPartitions): config resource types, DescribeConfigs-shaped
-rows for a topic's configuration, and applying configuration changes to the broker and its logs.
+IncrementalAlterConfigs, DescribeCluster, DescribeTopicPartitions): config resource types,
+DescribeConfigs-shaped rows for a topic's or a group's configuration, authorized-operation
+bitfields, and applying configuration changes to the broker, its logs and its groups.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from wireserver.config import (
     BROKER_CONFIGS,
     DEFAULT_CONFIG,
     DYNAMIC_TOPIC_CONFIG,
+    GROUP_CONFIG,
     ConfigEntry,
     ConfigSynonym,
 )
@@ -27,6 +29,7 @@ ZERO_UUID = uuid.UUID(int=0)
 
 # ConfigResource.Type ids.
 RESOURCE_UNKNOWN, RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER = 0, 2, 4, 8
+RESOURCE_GROUP = 32
 
 
 def topic_config_rows(broker: "Broker", overrides: Mapping[str, str], config,
@@ -92,7 +95,9 @@ def refresh_topic_defaults(broker: "Broker") -> None:
 
 
 def is_list_key(resource_type: int, name: str) -> bool:
-    defs = TOPIC_CONFIGS if resource_type == RESOURCE_TOPIC else BROKER_CONFIGS
+    from wireserver.groups.configs import GROUP_CONFIGS
+    defs = {RESOURCE_TOPIC: TOPIC_CONFIGS, RESOURCE_GROUP: GROUP_CONFIGS}.get(resource_type,
+                                                                             BROKER_CONFIGS)
     cdef = defs.get(name)
     return cdef is not None and cdef.type == "list"
 
@@ -142,27 +147,43 @@ def set_topic_overrides(broker: "Broker", topic: str, overrides: Mapping[str, st
     broker.logs.alter_topic_config(topic, dict(overrides))
 
 
+def scala_set(names: Iterable[str], mutable: bool = False) -> str:
+    """Names as Kafka's messages print a Scala set: ``Set(a, b)`` (a mutable set, or an
+    immutable one of more than four, prints as ``HashSet(...)``)."""
+    names = sorted(names)
+    kind = "HashSet" if mutable or len(names) > 4 else "Set"
+    return f"{kind}({', '.join(names)})"
+
+
 def set_broker_dynamic(broker: "Broker", cluster_default: bool, props: Mapping[str, str],
                        validate_only: bool) -> None:
     """Make ``props`` the broker's (or the cluster default's) whole dynamic layer.
 
     Unknown keys fail with INVALID_CONFIG (Kafka accepts unknown keys as custom configs; we
-    have nowhere to keep them). Keys that cannot change at runtime and bad values fail with
-    INVALID_REQUEST, as Kafka's ``ConfigAdminManager`` reports them (KAFKA-13609). Changes to
-    broker keys that are topic defaults reach every log that does not override them.
+    have nowhere to keep them). The rest is Kafka's ``DynamicBrokerConfig.validateConfigs``,
+    answered with INVALID_REQUEST as ``ConfigAdminManager`` does (KAFKA-13609), in its order:
+    keys that cannot change at runtime, the TLS store keys (only per listener), bad values, and
+    per-broker keys set as the cluster default. Changes to broker keys that are topic defaults
+    reach every log that does not override them.
     """
     from wireserver.storage.configdef import ConfigValueError
-    from wireserver.config import ConfigError, UnknownConfigError
+    from wireserver.config import LISTENER_ONLY_KEYS, ConfigError, UnknownConfigError
     config = broker.config
     current = config.dynamic_values(cluster_default=cluster_default)
     unknown = sorted(name for name in props if name not in BROKER_CONFIGS)
     if unknown:
         raise AdminError(ErrorCode.INVALID_CONFIG, f"Unknown broker config(s): {', '.join(unknown)}")
     changed = {name: value for name, value in props.items() if current.get(name) != value}
-    read_only = sorted(name for name in changed if BROKER_CONFIGS[name].read_only)
+    read_only = [name for name in changed
+                 if BROKER_CONFIGS[name].read_only and name not in LISTENER_ONLY_KEYS]
     if read_only:
         raise AdminError(ErrorCode.INVALID_REQUEST,
-                         f"Cannot update these configs dynamically: {{{', '.join(read_only)}}}")
+                         f"Cannot update these configs dynamically: {scala_set(read_only)}")
+    listener_only = [name for name in changed if name in LISTENER_ONLY_KEYS]
+    if listener_only:
+        raise AdminError(ErrorCode.INVALID_REQUEST,
+                         "These security configs can be dynamically updated only per-listener "
+                         f"using the listener prefix: {scala_set(listener_only, mutable=True)}")
     try:
         for name, value in changed.items():
             config.validate_dynamic(name, value)
@@ -170,6 +191,11 @@ def set_broker_dynamic(broker: "Broker", cluster_default: bool, props: Mapping[s
         code = ErrorCode.INVALID_CONFIG if isinstance(exc, UnknownConfigError) else \
             ErrorCode.INVALID_REQUEST
         raise AdminError(code, str(exc)) from None
+    per_broker = [name for name in changed if BROKER_CONFIGS[name].per_broker]
+    if cluster_default and per_broker:
+        raise AdminError(ErrorCode.INVALID_REQUEST,
+                         "Cannot update these configs at default cluster level, broker id "
+                         f"must be specified: {scala_set(per_broker)}")
     if validate_only:
         return
     for name in current:
@@ -178,6 +204,59 @@ def set_broker_dynamic(broker: "Broker", cluster_default: bool, props: Mapping[s
     for name, value in changed.items():
         config.set_dynamic(name, value, cluster_default=cluster_default)
     refresh_topic_defaults(broker)
+
+
+# -- GROUP: group configs (wireserver.groups.configs) ----------------------------------------
+
+
+def check_group_resource(name: str | None, *, describing: bool) -> None:
+    """An empty group name is refused, with Kafka's message for each API."""
+    if not name:
+        raise AdminError(ErrorCode.INVALID_REQUEST,
+                         "Group name must not be empty" if describing
+                         else "Default group resources are not allowed.")
+
+
+def group_config_rows(broker: "Broker", group: str,
+                      names: Iterable[str] | None = None) -> list[ConfigEntry]:
+    """Kafka's ``ConfigHelper.createGroupConfigEntry`` for every group key (or ``names``;
+    unknown ones are skipped): the group's value (GROUP_CONFIG) or the default (DEFAULT_CONFIG,
+    the broker's ``group.consumer.*`` value where there is one), that one synonym, never
+    read-only."""
+    from wireserver.groups.configs import GROUP_CONFIGS
+    store = broker.group_configs
+    overrides = store.overrides(group)
+    wanted = GROUP_CONFIGS if names is None else [n for n in names if n in GROUP_CONFIGS]
+    rows = []
+    for name in wanted:
+        cdef = GROUP_CONFIGS[name]
+        value = cdef.render(store.value(group, name))
+        source = GROUP_CONFIG if name in overrides else DEFAULT_CONFIG
+        rows.append(ConfigEntry(name=name, value=value, source=source, read_only=False,
+                                sensitive=False, synonyms=(ConfigSynonym(name, value, source),),
+                                type=cdef.type, doc=cdef.doc))
+    return rows
+
+
+def current_group_configs(broker: "Broker", group: str) -> dict[str, str]:
+    """The configs an incremental change starts from: in cluster mode what ZooKeeper holds
+    (this broker may not have applied the latest change yet), else this broker's."""
+    store = broker.group_configs
+    return store.shared.read(group) if store.shared is not None else store.overrides(group)
+
+
+def set_group_configs(broker: "Broker", group: str, overrides: Mapping[str, str],
+                      validate_only: bool) -> None:
+    """Replace a group's whole config set, checked as Kafka checks it (INVALID_CONFIG); the
+    group's coordinator uses it from its next heartbeat. Kept across restarts, in ZooKeeper
+    in cluster mode."""
+    from wireserver.groups.configs import GroupConfigError, validate
+    try:
+        validate(broker.config, overrides)
+    except GroupConfigError as exc:
+        raise AdminError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+    if not validate_only:
+        broker.group_configs.set(group, overrides)
 
 
 # -- BROKER_LOGGER: Python loggers under log4j's names and levels ---------------------------

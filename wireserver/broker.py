@@ -21,6 +21,7 @@ from wireserver.storage.manager import LogManager
 from wireserver import apis
 from wireserver.config import BrokerConfig, Listener
 from wireserver.groups import GroupCoordinator
+from wireserver.groups.configs import GroupConfigs
 from wireserver.heap import release_free_heap
 from wireserver.producer_ids import ProducerIdManager
 from wireserver.purgatory import Purgatory
@@ -55,6 +56,7 @@ class Broker:
         self.purgatory = Purgatory(reactor)
         self.replicas: ReplicaManager | None = None
         self.groups: GroupCoordinator | None = None
+        self.group_configs: GroupConfigs | None = None
         self.txn: TransactionCoordinator | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.security: SecurityManager | None = None
@@ -92,6 +94,7 @@ class Broker:
             # One node leads every partition: everything in the logs is committed.
             for (topic, index), _ in self.logs.logs():
                 self.replicas.partition(topic, index)
+        self.group_configs = GroupConfigs(self.config, self.config.log_dirs[0])
         self.groups = GroupCoordinator(self)
         self.groups.start()
         self.txn = TransactionCoordinator(self)

@@ -3,7 +3,8 @@
 ``BROKER_CONFIGS`` holds every broker key we accept, with Kafka 4.x names, types and defaults.
 It includes the broker synonym of every topic-level key in ``storage.log_config.TOPIC_CONFIGS``
 (``log.segment.bytes`` for ``segment.bytes`` and so on): those supply the topic defaults and,
-as in Kafka, can be changed at runtime with AlterConfigs.
+as in Kafka, can be changed at runtime with AlterConfigs. Every other Kafka 4.1 broker key is
+accepted too, without effect (``wireserver.kafka_keys``).
 
 ``BrokerConfig.load(path, overrides)`` reads a Java ``.properties`` file, applies ``key=value``
 overrides, parses and validates every value, and checks the listeners. Values are read back
@@ -45,6 +46,7 @@ from wireserver.storage.configdef import (
     one_of,
 )
 from wireserver.storage.log_config import TOPIC_CONFIGS
+from wireserver.kafka_keys import KAFKA_ONLY_KEYS
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +57,7 @@ __all__ = [
     "DEFAULT_CONFIG",
     "DYNAMIC_BROKER_CONFIG",
     "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    "GROUP_CONFIG",
     "STATIC_BROKER_CONFIG",
     "BrokerConfig",
     "ConfigEntry",
@@ -80,6 +83,7 @@ DYNAMIC_BROKER_CONFIG = "DYNAMIC_BROKER_CONFIG"
 DYNAMIC_DEFAULT_BROKER_CONFIG = "DYNAMIC_DEFAULT_BROKER_CONFIG"
 STATIC_BROKER_CONFIG = "STATIC_BROKER_CONFIG"
 DEFAULT_CONFIG = "DEFAULT_CONFIG"
+GROUP_CONFIG = "GROUP_CONFIG"
 
 CONFIG_SOURCE_IDS = {
     "UNKNOWN": 0,
@@ -90,7 +94,7 @@ CONFIG_SOURCE_IDS = {
     DEFAULT_CONFIG: 5,
     "DYNAMIC_BROKER_LOGGER_CONFIG": 6,
     "CLIENT_METRICS_CONFIG": 7,
-    "GROUP_CONFIG": 8,
+    GROUP_CONFIG: 8,
 }
 
 CONFIG_TYPE_IDS = {
@@ -248,8 +252,8 @@ _BROKER_ONLY = [
          "JAAS login configuration for SASL listeners (normally given per listener and "
          "mechanism); PlainLoginModule user_<name>=\"<password>\" options define PLAIN users.",
          sensitive=True),
-    _key("sasl.oauthbearer.expected.audience", "list", [],
-         "OAUTHBEARER: accepted audiences of a token (empty: any)."),
+    _key("sasl.oauthbearer.expected.audience", "list", None,
+         "OAUTHBEARER: accepted audiences of a token (unset or empty: any)."),
     _key("connections.max.reauth.ms", "long", 0,
          "Largest SASL session lifetime (KIP-368); 0 = sessions never expire. Clients "
          "re-authenticate before it ends, or their connection is closed.", at_least(0)),
@@ -441,11 +445,23 @@ def _build() -> dict[str, ConfigDef]:
     explicit = {d.name: d for d in _BROKER_ONLY}
     assert len(explicit) == len(_BROKER_ONLY), "duplicate broker key"
     merged = {**explicit, **_derive_topic_synonyms(explicit)}
-    return dict(sorted(merged.items()))
+    unused = {d.name: d for d in KAFKA_ONLY_KEYS if d.name not in merged}
+    return dict(sorted({**merged, **unused}.items()))
 
 
 BROKER_CONFIGS: dict[str, ConfigDef] = _build()
-"""Every broker configuration key we accept, by name."""
+"""Every broker configuration key we accept, by name: ours, the topic defaults, and the rest
+of Kafka's (``wireserver.kafka_keys``, accepted without effect)."""
+
+UNUSED_KEYS = frozenset(name for name, cdef in BROKER_CONFIGS.items() if cdef in KAFKA_ONLY_KEYS)
+"""Kafka's broker keys that we accept and describe but do not act on."""
+
+LISTENER_ONLY_KEYS = frozenset((
+    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
+    "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.truststore.type",
+    "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.certificates"))
+"""Kafka's ``DynamicSecurityConfigs``: dynamic only per listener (``listener.name.<l>.<key>``);
+AlterConfigs refuses them without the prefix."""
 
 TOPIC_KEY_BY_BROKER_SYNONYM: dict[str, str] = {
     tdef.broker_synonym: key for key, tdef in TOPIC_CONFIGS.items() if tdef.broker_synonym
@@ -995,9 +1011,11 @@ class BrokerConfig:
 
     def items(self, names: Iterable[str] | None = None,
               include_synonyms: bool = True) -> list[ConfigEntry]:
-        """DescribeConfigs rows for this broker, all keys or ``names`` (unknown ones skipped)."""
-        wanted = BROKER_CONFIGS.keys() if names is None else [
-            name for name in names if name in BROKER_CONFIGS]
+        """DescribeConfigs rows for this broker, all keys or ``names`` (unknown ones skipped).
+        Kafka's internal keys are described only when the broker's file sets them."""
+        wanted = [name for name in (BROKER_CONFIGS if names is None else names)
+                  if name in BROKER_CONFIGS
+                  and (not BROKER_CONFIGS[name].internal or name in self._static)]
         entries = []
         for name in wanted:
             cdef = BROKER_CONFIGS[name]
@@ -1147,22 +1165,44 @@ def _local_hostname() -> str:
 def reference_markdown() -> str:
     """The key tables of docs/configuration.md (regenerate with ``python -m wireserver.config``)."""
 
-    def table(defs: Mapping[str, ConfigDef], dynamic_column: str, extra) -> list[str]:
-        rows = [f"| Key | Type | Default | {dynamic_column} | Meaning |",
-                "|---|---|---|---|---|"]
+    def table(defs: Mapping[str, ConfigDef], dynamic_column: str, extra,
+              meaning: bool = True) -> list[str]:
+        columns = ["Key", "Type", "Default", dynamic_column] + (["Meaning"] if meaning else [])
+        rows = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
         for name, cdef in defs.items():
             default = cdef.render(cdef.default)
             default = "*(unset)*" if default is None else f"`{default}`" if default else '`""`'
-            doc = cdef.doc.replace("|", "\\|")
-            rows.append(f"| `{name}` | {cdef.type} | {default} | {extra(cdef)} | {doc} |")
+            cells = [f"`{name}`", cdef.type, default, extra(cdef)]
+            if meaning:
+                cells.append(cdef.doc.replace("|", "\\|"))
+            rows.append("| " + " | ".join(cells) + " |")
         return rows
 
+    def update_mode(cdef: ConfigDef) -> str:
+        mode = "no" if cdef.read_only else "per broker" if cdef.per_broker else "yes"
+        return mode + " (internal)" if cdef.internal else mode
+
+    used = {name: d for name, d in BROKER_CONFIGS.items() if name not in UNUSED_KEYS}
+    unused = {name: d for name, d in BROKER_CONFIGS.items() if name in UNUSED_KEYS}
     lines = ["### Broker keys", ""]
-    lines += table(BROKER_CONFIGS, "Dynamic",
-                   lambda d: "no" if d.read_only else "yes")
+    lines += table(used, "Dynamic", lambda d: "no" if d.read_only else "yes")
+    lines += ["", "### Kafka broker keys accepted without effect", "",
+              "Accepted in the file and by AlterConfigs (where Kafka allows a runtime change), "
+              "and described with Kafka's defaults; wireserver does not act on them. *per "
+              "broker*: dynamic for one broker only, not as the cluster default; *internal*: "
+              "left out of DescribeConfigs unless set in the file, as in Kafka.", ""]
+    lines += table(unused, "Dynamic", update_mode, meaning=False)
     lines += ["", "### Topic keys", ""]
     lines += table(dict(sorted(TOPIC_CONFIGS.items())), "Broker default from",
                    lambda d: f"`{d.broker_synonym}`" if d.broker_synonym else "—")
+    from wireserver.groups.configs import BROKER_DEFAULTS, GROUP_CONFIGS
+    lines += ["", "### Group keys", "",
+              "Set per group with AlterConfigs / IncrementalAlterConfigs on the GROUP resource "
+              "(`kafka-configs --entity-type groups`); a group that does not set a key gets "
+              "the broker key's value, or the default shown.", ""]
+    lines += table(GROUP_CONFIGS, "Broker default from",
+                   lambda d: f"`{BROKER_DEFAULTS[d.name]}`" if d.name in BROKER_DEFAULTS
+                   else "—")
     return "\n".join(lines) + "\n"
 
 

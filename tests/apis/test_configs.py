@@ -170,3 +170,59 @@ def test_segment_bytes_is_at_least_one_mebibyte(cadmin, topic_name):
     assert alter(cadmin, "topic", topic_name, [op("internal.segment.bytes", None,
                                                   AlterConfigOpType.DELETE)]) is None
     assert "internal.segment.bytes" not in describe(cadmin, "topic", topic_name)
+
+
+def test_kafka_broker_keys_we_do_not_use_are_accepted_and_described(broker, cadmin, raw):
+    """Kafka 4.1.1's broker keys round-trip as on Kafka (a client suite sets
+    sasl.kerberos.min.time.before.relogin): dynamic per broker where Kafka's are, refused
+    where Kafka refuses them, described with Kafka's defaults."""
+    from kafka.admin import ConfigResource as KafkaResource, ConfigResourceType
+    key = "sasl.kerberos.min.time.before.relogin"
+    assert alter(cadmin, "broker", "1", [op(key, "70000")]) is None
+    entry = describe(cadmin, "broker", "1")[key]
+    assert (entry.value, entry.source, entry.is_read_only) == (
+        "70000", ConfigSource.DYNAMIC_BROKER_CONFIG.value, False)
+    synonyms = {c.name: c for c in raw_describe(raw, "1")}[key].synonyms
+    assert [(s.value, s.source) for s in synonyms] == [("70000", 2), ("60000", 5)]
+    # the legacy AlterConfigs through kafka-python replaces the broker's dynamic set
+    from kafka import KafkaAdminClient
+    kadmin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=10000)
+    try:
+        result = kadmin.alter_configs([KafkaResource(ConfigResourceType.BROKER, "1", {
+            key: "80000", "background.threads": "5"})], incremental=False)
+        assert result == {'broker': {'1': 'OK'}}, result
+    finally:
+        kadmin.close()
+    configs = describe(cadmin, "broker", "1")
+    assert configs[key].value == "80000" and configs["background.threads"].value == "5"
+    assert raw_alter(raw, "", key, "1") == 42  # per broker: not as the cluster default
+    assert raw_alter(raw, "", "background.threads", "6") == 0  # cluster-wide: fine
+    refused = [alter(cadmin, "broker", "1", [op(name, value)]) for name, value in (
+        ("process.roles", "broker"),  # read-only in Kafka too
+        ("ssl.keystore.location", "/tmp/ks"),  # only per listener
+        (key, "soon"))]
+    assert [e.args[0].name() for e in refused] == ["INVALID_REQUEST"] * 3
+    rows = {c.name: c for c in raw_describe(raw, "1")}
+    assert rows["process.roles"].read_only and rows["process.roles"].value is None
+    assert rows["log.cleaner.io.max.bytes.per.second"].value == "1.7976931348623157E308"
+    assert rows["delegation.token.secret.key"].is_sensitive
+    assert "group.share.enable" not in rows  # Kafka's internal keys are not described
+    assert raw_alter(raw, "", "background.threads", None, DELETE) == 0
+    for name in (key, "background.threads"):
+        assert alter(cadmin, "broker", "1", [op(name, None, AlterConfigOpType.DELETE)]) is None
+    assert describe(cadmin, "broker", "1")[key].source == ConfigSource.DEFAULT_CONFIG.value
+
+
+def test_bad_values_are_reported_with_kafkas_messages(cadmin, kadmin, topic_name):
+    kadmin.create_topics([NewTopic(topic_name, 1, 1)])
+    messages = [alter(cadmin, "topic", topic_name, [op(name, value)]).args[0].str()
+                for name, value in (("retention.ms", "soon"), ("preallocate", "yes"),
+                                    ("min.cleanable.dirty.ratio", "x"),
+                                    ("segment.index.bytes", "99999999999"))]
+    assert messages == [  # as Kafka 4.1.1 words them
+        "Invalid value soon for configuration retention.ms: Not a number of type LONG",
+        "Invalid value yes for configuration preallocate: Expected value to be either true or "
+        "false",
+        "Invalid value x for configuration min.cleanable.dirty.ratio: Not a number of type DOUBLE",
+        "Invalid value 99999999999 for configuration segment.index.bytes: Not a number of type "
+        "INT"]

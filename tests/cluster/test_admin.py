@@ -7,6 +7,7 @@ record is replicated, so a new coordinator has the group."""
 from __future__ import annotations
 
 import glob
+import json
 import os
 
 import pytest
@@ -25,8 +26,8 @@ pytestmark = pytest.mark.integration
 CHROOT = "/wireserver-admin"
 OVERRIDES = {"offsets.topic.replication.factor": "3", "offsets.topic.num.partitions": "3",
              "auto.leader.rebalance.enable": "false", "group.initial.rebalance.delay.ms": "0"}
-RESOURCE_TOPIC, SET, DELETE = 2, 0, 1
-DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5
+RESOURCE_TOPIC, RESOURCE_GROUP, SET, DELETE = 2, 32, 0, 1
+DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG, GROUP_CONFIG = 1, 5, 8
 UNKNOWN_TOPIC_OR_PARTITION, COORDINATOR_NOT_AVAILABLE = 3, 15
 INVALID_REPLICATION_ASSIGNMENT, MEMBER_ID_REQUIRED = 39, 79
 
@@ -290,6 +291,58 @@ def test_topic_configs_via_one_broker_apply_everywhere(cluster, zk):
     for broker in cluster.brokers.values():
         wait_for(lambda: described(broker, topic, list(expected)) == expected, 30,
                  what=f"broker {broker.node_id} to apply the replaced config")
+
+
+def group_configs(broker, group: str, changes: dict[str, str] | None = None,
+                  incremental: bool = True):
+    """Set ``changes`` on ``group`` through ``broker`` (error codes), or with None describe its
+    consumer.* keys there: name -> (value, config source)."""
+    if changes is None:
+        request_class = SERVED.get(32).request_class
+        response = send(broker, request_class(version=4, include_synonyms=False,
+                                              include_documentation=False, resources=[
+            request_class.DescribeConfigsResource(
+                resource_type=RESOURCE_GROUP, resource_name=group,
+                configuration_keys=["consumer.session.timeout.ms",
+                                    "consumer.heartbeat.interval.ms"])]))
+        (result,) = response.results
+        assert result.error_code == 0
+        return {c.name: (c.value, c.config_source) for c in result.configs}
+    request_class = SERVED.get(44 if incremental else 33).request_class
+    resource_class = request_class.AlterConfigsResource
+    entries = [resource_class.AlterableConfig(name=name, config_operation=SET, value=value)
+               if incremental else resource_class.AlterableConfig(name=name, value=value)
+               for name, value in changes.items()]
+    response = send(broker, request_class(validate_only=False, resources=[resource_class(
+        resource_type=RESOURCE_GROUP, resource_name=group, configs=entries)],
+        version=1 if incremental else 2))
+    return [r.error_code for r in response.responses]
+
+
+def test_group_configs_via_one_broker_apply_everywhere_and_outlive_a_restart(cluster, zk):
+    """A group's configs live in ZooKeeper (/config/groups/<sanitized id>): set through one
+    broker, every broker (whichever coordinates the group) has them, a restarted broker reads
+    them back, and the legacy AlterConfigs replaces the whole set everywhere."""
+    group = "team/a b"  # any characters: the znode name is sanitized
+    assert group_configs(cluster.brokers[3], group, {
+        "consumer.session.timeout.ms": "50000", "consumer.heartbeat.interval.ms": "6000"}) == [0]
+    expected = {"consumer.session.timeout.ms": ("50000", GROUP_CONFIG),
+                "consumer.heartbeat.interval.ms": ("6000", GROUP_CONFIG)}
+    for broker in cluster.brokers.values():
+        wait_for(lambda: group_configs(broker, group) == expected, 30,
+                 what=f"broker {broker.node_id} to apply the group config")
+    assert json.loads(zk.get("/config/groups/team%2Fa%20b")[0]) == {"version": 1, "config": {
+        "consumer.session.timeout.ms": "50000", "consumer.heartbeat.interval.ms": "6000"}}
+    cluster.brokers[2].kill()
+    cluster.brokers[2].start()
+    assert group_configs(cluster.brokers[2], group) == expected
+    assert group_configs(cluster.brokers[1], group, {"consumer.session.timeout.ms": "55000"},
+                         incremental=False) == [0]
+    expected = {"consumer.session.timeout.ms": ("55000", GROUP_CONFIG),
+                "consumer.heartbeat.interval.ms": ("5000", DEFAULT_CONFIG)}
+    for broker in cluster.brokers.values():
+        wait_for(lambda: group_configs(broker, group) == expected, 30,
+                 what=f"broker {broker.node_id} to apply the replaced group config")
 
 
 def test_group_survives_coordinator_kill(cluster):

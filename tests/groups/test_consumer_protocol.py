@@ -287,6 +287,28 @@ def test_session_expiry_moves_partitions(broker):
     assert b.heartbeat().error == E.UNKNOWN_MEMBER_ID
 
 
+def test_group_config_sets_the_session_timeout_and_heartbeat_interval(broker):
+    """A group's consumer.session.timeout.ms / consumer.heartbeat.interval.ms (group configs)
+    win over the broker's group.consumer.* for that group only, from its next heartbeat."""
+    broker.group_configs.set("g", {"consumer.session.timeout.ms": "50000",
+                                   "consumer.heartbeat.interval.ms": "6000"})
+    a, other = Member(broker), Member(broker, group="other")
+    assert a.heartbeat().heartbeat_interval_ms == 6000
+    assert other.heartbeat().heartbeat_interval_ms == 5000
+    broker.reactor.advance(SESSION_MS / 1000 + 1)  # past the broker's 45 s, not the group's 50
+    assert a.member_id in group_of(broker).members
+    assert other.member_id not in group_of(broker, "other").members
+    broker.reactor.advance(50 - SESSION_MS / 1000)
+    assert a.member_id not in group_of(broker).members
+    # a change applies from the next heartbeat; deleting the configs goes back to the broker's
+    b = Member(broker)
+    b.heartbeat()
+    broker.group_configs.set("g", {})
+    assert b.heartbeat().heartbeat_interval_ms == 5000
+    broker.reactor.advance(SESSION_MS / 1000 + 1)
+    assert b.member_id not in group_of(broker).members
+
+
 def test_member_that_does_not_revoke_is_removed_after_rebalance_timeout(broker):
     a = Member(broker)
     a.heartbeat()

@@ -198,3 +198,42 @@ def test_java_console_consumer_kip848_commits(kafka, reference):
     assert sorted(l for l in again.stdout.splitlines() if l.startswith("v")) == sorted(
         f"v{i}" for i in range(6))
     assert committed(bootstrap, group, topic, 3) == [12, 12, 12]
+
+
+def configs_tool(reference, bootstrap: str, *args: str):
+    proc = reference.run_tool("kafka-configs", list(args), bootstrap=bootstrap, timeout=90)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def test_kafka_configs_on_groups(kafka, reference):
+    """kafka-configs --entity-type groups: set, describe (it asks ListConfigResources for a
+    group that has configs but no members) and delete a group's configs."""
+    bootstrap = kafka.bootstrap_servers
+    group = "configured-only"
+    assert configs_tool(reference, bootstrap, "--alter", "--entity-type", "groups",
+                        "--entity-name", group, "--add-config",
+                        "consumer.session.timeout.ms=50000,consumer.heartbeat.interval.ms=6000"
+                        ).strip() == f"Completed updating config for group {group}."
+    lines = [
+        f"Dynamic configs for group {group} are:",
+        "  consumer.heartbeat.interval.ms=6000 sensitive=false "
+        "synonyms={DYNAMIC_GROUP_CONFIG:consumer.heartbeat.interval.ms=6000}",
+        "  consumer.session.timeout.ms=50000 sensitive=false "
+        "synonyms={DYNAMIC_GROUP_CONFIG:consumer.session.timeout.ms=50000}"]
+    assert configs_tool(reference, bootstrap, "--describe", "--entity-type", "groups",
+                        "--entity-name", group).splitlines() == lines
+    every = configs_tool(reference, bootstrap, "--describe", "--entity-type", "groups")
+    assert "\n".join(lines) in every
+    assert configs_tool(reference, bootstrap, "--describe", "--entity-type", "groups",
+                        "--entity-name", "no-such-group").strip() == (
+        "The group 'no-such-group' doesn't exist and doesn't have dynamic config.")
+    configs_tool(reference, bootstrap, "--alter", "--entity-type", "groups", "--entity-name",
+                 group, "--delete-config", "consumer.heartbeat.interval.ms")
+    assert configs_tool(reference, bootstrap, "--describe", "--entity-type", "groups",
+                        "--entity-name", group).splitlines() == lines[::2]
+    # with none left the group is still known until a restart, as in Kafka
+    configs_tool(reference, bootstrap, "--alter", "--entity-type", "groups", "--entity-name",
+                 group, "--delete-config", "consumer.session.timeout.ms")
+    assert configs_tool(reference, bootstrap, "--describe", "--entity-type", "groups",
+                        "--entity-name", group).splitlines() == lines[:1]

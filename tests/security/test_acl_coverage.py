@@ -13,7 +13,8 @@ from kafka.protocol.admin.acl import CreateAclsRequest, DeleteAclsRequest
 from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeLogDirsRequest
 from kafka.protocol.admin.topics import ElectLeadersRequest
 from kafka.protocol.admin.configs import (AlterConfigsRequest, DescribeConfigsRequest,
-                                          IncrementalAlterConfigsRequest)
+                                          IncrementalAlterConfigsRequest,
+                                          ListConfigResourcesRequest)
 from kafka.protocol.admin.groups import (DeleteGroupsRequest, DescribeGroupsRequest,
                                          ListGroupsRequest)
 from kafka.protocol.admin.topics import (CreatePartitionsRequest, CreateTopicsRequest,
@@ -76,14 +77,14 @@ REQUIRED = {
     29: "DESCRIBE cluster (*)",
     30: "ALTER cluster (*)",
     31: "ALTER cluster (*)",
-    32: "DESCRIBE_CONFIGS topic / cluster (broker resources)",
-    33: "ALTER_CONFIGS topic / cluster (broker resources)",
+    32: "DESCRIBE_CONFIGS topic / group / cluster (broker resources)",
+    33: "ALTER_CONFIGS topic / group / cluster (broker resources)",
     35: "DESCRIBE cluster",
     36: "none",
     37: "ALTER topic",
     42: "DELETE group",
     43: "ALTER cluster",
-    44: "ALTER_CONFIGS topic / cluster (broker and broker-logger resources)",
+    44: "ALTER_CONFIGS topic / group / cluster (broker and broker-logger resources)",
     47: "DELETE group + READ topic",
     50: "DESCRIBE cluster (*)",
     51: "ALTER cluster (*)",
@@ -93,6 +94,7 @@ REQUIRED = {
     66: "DESCRIBE transactional id (filter)",
     68: "READ group + DESCRIBE subscribed topics",
     69: "DESCRIBE group (+ DESCRIBE assigned topics)",
+    74: "DESCRIBE_CONFIGS cluster",
     75: "DESCRIBE topic (unauthorized hidden)",
 }
 
@@ -207,10 +209,12 @@ def alter_configs(kind, name):
 
 def incremental_alter_configs(kind, name):
     r = IncrementalAlterConfigsRequest.AlterConfigsResource
-    key = "retention.ms" if kind == 2 else "log.retention.ms"
+    key, value = {2: ("retention.ms", "1000000"),
+                  32: ("consumer.session.timeout.ms", "50000")}.get(kind, ("log.retention.ms",
+                                                                           "1000000"))
     return IncrementalAlterConfigsRequest(version=1, validate_only=True, resources=[
         r(resource_type=kind, resource_name=name, configs=[
-            r.AlterableConfig(name=key, config_operation=0, value="1000000")])])
+            r.AlterableConfig(name=key, config_operation=0, value=value)])])
 
 
 def create_partitions():
@@ -306,6 +310,14 @@ CASES = [
      [topic_acl(O.ALTER_CONFIGS)], TOPIC_DENIED),
     (44, lambda: incremental_alter_configs(4, ""), lambda r: r.responses[0].error_code, [],
      [(*CLUSTER, O.ALTER_CONFIGS)], CLUSTER_DENIED),
+    (74, lambda: ListConfigResourcesRequest(version=1, resource_types=[32]), top, [],
+     [(*CLUSTER, O.DESCRIBE_CONFIGS)], CLUSTER_DENIED),
+    (32, lambda: describe_configs(32, "g"), lambda r: r.results[0].error_code, [],
+     [group_acl(O.DESCRIBE_CONFIGS)], GROUP_DENIED),
+    (33, lambda: alter_configs(32, "g"), lambda r: r.responses[0].error_code, [],
+     [group_acl(O.ALTER_CONFIGS)], GROUP_DENIED),
+    (44, lambda: incremental_alter_configs(32, "g"), lambda r: r.responses[0].error_code, [],
+     [group_acl(O.ALTER_CONFIGS)], GROUP_DENIED),
     (35, lambda: DescribeLogDirsRequest(version=4, topics=None), top, [],
      [(*CLUSTER, O.DESCRIBE)], CLUSTER_DENIED),
     (43, lambda: ElectLeadersRequest(version=2, election_type=0, topic_partitions=None,

@@ -7,9 +7,16 @@ Each resource's listed configs *replace* its whole set, as in Kafka:
   cluster mode on every broker (``/config/topics/<t>`` and a change notification).
   Unknown topic → UNKNOWN_TOPIC_OR_PARTITION; unknown key or bad value → INVALID_CONFIG.
 - BROKER named by our node id (per-broker) or "" (cluster default): the dynamic config layer
-  becomes exactly the listed keys. Keys that need a restart and bad values → INVALID_REQUEST
-  (Kafka's ConfigAdminManager); unknown keys → INVALID_CONFIG (Kafka keeps unknown keys as
-  custom configs; we refuse them). Changed topic defaults reach every topic at once.
+  becomes exactly the listed keys. Keys that need a restart, TLS store keys without a listener
+  prefix, bad values and per-broker keys given as the cluster default → INVALID_REQUEST with
+  Kafka's messages (``wireserver.admin.set_broker_dynamic``); every Kafka 4.1 broker key is
+  known, those we do not act on included (``wireserver.kafka_keys``); unknown keys →
+  INVALID_CONFIG (Kafka keeps unknown keys as custom configs; we refuse them). Changed topic
+  defaults reach every topic at once.
+- GROUP: the group's configs become exactly the listed keys, checked as Kafka's
+  ``GroupConfigManager.validate`` (unknown key, bad value, outside the broker's
+  ``group.consumer.min/max.*`` bounds → INVALID_CONFIG); an empty name → INVALID_REQUEST.
+  Kept across restarts (``wireserver.groups.configs``).
 - Anything else (BROKER_LOGGER included) → INVALID_REQUEST "Unknown resource type".
 
 As in ``ConfigAdminManager.preprocess``: a resource named twice → INVALID_REQUEST for both,
@@ -17,15 +24,16 @@ a key twice or a null value → INVALID_REQUEST. ``validate_only`` checks and ch
 
 Deliberate difference: dynamic broker configs live in memory only; they are lost on restart
 (Kafka keeps them in the cluster metadata). Authorization after the duplicate checks: ALTER_CONFIGS
-on the topic (TOPIC_AUTHORIZATION_FAILED) or the cluster for BROKER resources
-(CLUSTER_AUTHORIZATION_FAILED). Skipped: AlterConfigPolicy.
+on the topic (TOPIC_AUTHORIZATION_FAILED), the group (GROUP_AUTHORIZATION_FAILED) or the cluster
+for BROKER resources (CLUSTER_AUTHORIZATION_FAILED). Skipped: AlterConfigPolicy.
 """
 
 from __future__ import annotations
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.admin import (RESOURCE_BROKER, RESOURCE_TOPIC, AdminError,
-                              check_broker_resource, set_broker_dynamic, set_topic_overrides)
+from wireserver.admin import (RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC, AdminError,
+                              check_broker_resource, check_group_resource, set_broker_dynamic,
+                              set_group_configs, set_topic_overrides)
 from wireserver.apis import handles
 from wireserver.security import checks
 
@@ -59,6 +67,9 @@ def alter(broker, resource, validate_only: bool) -> None:
         set_broker_dynamic(broker, cluster_default, props, validate_only)
     elif resource.resource_type == RESOURCE_TOPIC:
         set_topic_overrides(broker, resource.resource_name, props, validate_only)
+    elif resource.resource_type == RESOURCE_GROUP:
+        check_group_resource(resource.resource_name, describing=False)
+        set_group_configs(broker, resource.resource_name, props, validate_only)
     else:
         raise AdminError(ErrorCode.INVALID_REQUEST,
                          f"Unknown resource type {resource.resource_type}")

@@ -11,19 +11,24 @@ Kafka's ``ConfigHelper.describeConfigs``, per resource:
   defaults. Any other id or a non-integer → INVALID_REQUEST with Kafka's message.
 - BROKER_LOGGER (8) named by our node id: our Python loggers under log4j level names (source
   DYNAMIC_BROKER_LOGGER_CONFIG); an empty name or another id → INVALID_REQUEST.
-- Anything else (GROUP, CLIENT_METRICS, ...) → INVALID_REQUEST "Unsupported resource type".
+- GROUP (32): every group key (``wireserver.groups.configs``), existing group or not: the
+  group's value (source GROUP_CONFIG) or its default (DEFAULT_CONFIG), with that one synonym.
+  An empty name → INVALID_REQUEST "Group name must not be empty".
+- Anything else (CLIENT_METRICS, ...) → INVALID_REQUEST "Unsupported resource type".
 
 Sensitive values are null. v3+ adds the config type and, with ``include_documentation``, the
 documentation. Authorization: DESCRIBE_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or, for
-BROKER and BROKER_LOGGER resources, on the cluster (CLUSTER_AUTHORIZATION_FAILED), with
-Kafka's default message and no configs.
+BROKER and BROKER_LOGGER resources, on the cluster (CLUSTER_AUTHORIZATION_FAILED), or on the
+group (GROUP_AUTHORIZATION_FAILED), with Kafka's default message and no configs.
 """
 
 from __future__ import annotations
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.admin import (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC,
-                              AdminError, check_broker_resource, logger_levels, topic_rows)
+from wireserver.admin import (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_GROUP,
+                              RESOURCE_TOPIC, AdminError, check_broker_resource,
+                              check_group_resource, group_config_rows, logger_levels,
+                              topic_rows)
 from wireserver.apis import handles
 from wireserver.security import checks
 from wireserver.config import (CONFIG_SOURCE_IDS, DEFAULT_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
@@ -65,6 +70,10 @@ class Describer:
             return self.broker_configs(resource.resource_name, names)
         if kind == RESOURCE_BROKER_LOGGER:
             return self.loggers(resource.resource_name, names)
+        if kind == RESOURCE_GROUP:
+            check_group_resource(resource.resource_name, describing=True)
+            return [self.entry(row)
+                    for row in group_config_rows(self.broker, resource.resource_name, names)]
         raise AdminError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {kind}")
 
     def topic(self, name, names) -> list:

@@ -11,8 +11,15 @@ keys only, starting from the current value or, when unset, the key's default.
   that every broker applies (``wireserver.admin.set_topic_overrides``).
 - BROKER (our node id, or "" for the cluster default): applied to the dynamic layer as Kafka's
   ``ConfigAdminManager.prepareIncrementalConfigs`` does (APPEND/SUBTRACT on a non-list key →
-  INVALID_REQUEST); keys that need a restart and bad values → INVALID_REQUEST; unknown keys →
-  INVALID_CONFIG. Topic-default keys reach every topic at once.
+  INVALID_REQUEST); then as AlterConfigs (``wireserver.admin.set_broker_dynamic``): keys that
+  need a restart, TLS store keys without a listener prefix, bad values and per-broker keys set
+  as the cluster default → INVALID_REQUEST; unknown keys → INVALID_CONFIG. Topic-default keys
+  reach every topic at once.
+- GROUP: applied to the group's configs (in cluster mode those ZooKeeper holds) and checked as
+  Kafka's ``GroupConfigManager.validate``: unknown key, bad value, outside the broker's
+  ``group.consumer.min/max.*`` bounds, APPEND/SUBTRACT (no group key is a list) →
+  INVALID_CONFIG; an empty name → INVALID_REQUEST. The consumer-protocol coordinator uses
+  the group's session timeout and heartbeat interval from its next heartbeat.
 - BROKER_LOGGER (our node id): SET a level (OFF, FATAL, ERROR, WARN, INFO, DEBUG, TRACE) or
   DELETE it on one of our Python loggers; unknown logger → INVALID_CONFIG, root DELETE or
   APPEND/SUBTRACT → INVALID_REQUEST.
@@ -21,8 +28,9 @@ A resource named twice → INVALID_REQUEST for both; a key twice, a null value f
 DELETE, or an unknown operation → INVALID_REQUEST. ``validate_only`` changes nothing.
 
 Deliberate difference: dynamic broker configs are kept in memory only (lost on restart).
-Authorization after the duplicate checks: ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or
-the cluster for BROKER and BROKER_LOGGER resources (CLUSTER_AUTHORIZATION_FAILED).
+Authorization after the duplicate checks: ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED),
+the group (GROUP_AUTHORIZATION_FAILED) or the cluster for BROKER and BROKER_LOGGER resources
+(CLUSTER_AUTHORIZATION_FAILED).
 Skipped: AlterConfigPolicy.
 """
 
@@ -30,10 +38,11 @@ from __future__ import annotations
 
 from wireserver.protocol.errors import ErrorCode
 from wireserver.storage.log_config import TOPIC_CONFIGS
-from wireserver.admin import (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC,
-                              AdminError, alter_logger, check_broker_resource,
+from wireserver.admin import (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_GROUP,
+                              RESOURCE_TOPIC, AdminError, alter_logger, check_broker_resource,
+                              check_group_resource, current_group_configs,
                               current_topic_overrides, is_list_key, set_broker_dynamic,
-                              set_topic_overrides)
+                              set_group_configs, set_topic_overrides)
 from wireserver.apis import handles
 from wireserver.apis.alter_configs import check_entries, duplicate_resources
 from wireserver.config import BROKER_CONFIGS
@@ -77,6 +86,21 @@ def topic_ops(broker, topic: str, configs, validate_only: bool) -> None:
                     values.remove(part)
             props[name] = ",".join(values)
     set_topic_overrides(broker, topic, props, validate_only)
+
+
+def group_ops(broker, group: str, configs, validate_only: bool) -> None:
+    check_group_resource(group, describing=False)
+    props = current_group_configs(broker, group)
+    for config in configs:
+        name, op = config.name, config.config_operation
+        if op == SET:
+            props[name] = config.value
+        elif op == DELETE:
+            props.pop(name, None)
+        else:  # no group key is a list (Kafka: the key's type decides, unknown keys too)
+            raise AdminError(ErrorCode.INVALID_CONFIG,
+                             f"Can't {OP_NAMES[op]} to key {name} because its type is not LIST.")
+    set_group_configs(broker, group, props, validate_only)
 
 
 def broker_ops(broker, cluster_default: bool, configs, validate_only: bool) -> None:
@@ -131,6 +155,8 @@ def alter(broker, resource, validate_only: bool) -> None:
         broker_ops(broker, cluster_default, resource.configs, validate_only)
     elif kind == RESOURCE_BROKER_LOGGER:
         logger_ops(broker, name, resource.configs, validate_only)
+    elif kind == RESOURCE_GROUP:
+        group_ops(broker, name, resource.configs, validate_only)
     else:
         raise AdminError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {kind}")
 

@@ -7,9 +7,11 @@ Whoever changes an entity's config writes ``/config/<kind>/<name>`` and then a s
 last it processed it hands the entity's name to the handler of its kind, which re-reads the
 config znode: ``topics/<t>`` gives the topic's logs the new overrides (retention, cleanup
 policy, min.insync.replicas, ...); ``users/<sanitized user>`` replaces the user's SCRAM
-credentials (``wireserver.cluster.scram_credentials`` registers that handler). At start every
-existing notification is processed once (re-reading a config is harmless). Notifications older
-than ``CHANGE_EXPIRATION_MS`` (Kafka's 15 minutes) are deleted by whichever broker sees them.
+credentials (``wireserver.cluster.scram_credentials`` registers that handler);
+``groups/<sanitized group>`` replaces the group's configs (``wireserver.cluster.group_configs``).
+At start every existing notification is processed once (re-reading a config is harmless).
+Notifications older than ``CHANGE_EXPIRATION_MS`` (Kafka's 15 minutes) are deleted by whichever
+broker sees them.
 
 Other kinds are ignored: dynamic broker configs stay per broker and in memory, and user or
 client quotas are not enforced (docs/compatibility.md).

@@ -123,6 +123,9 @@ class ClusterNode:
                                          groups.on_resignation)
         replicas.add_leadership_listener(TRANSACTION_STATE_TOPIC, txn.on_election,
                                          txn.on_resignation)
+        # and group configs (/config/groups)
+        from wireserver.cluster.group_configs import ZkGroupConfigs
+        ZkGroupConfigs(self.zk, self.broker.group_configs).start(self.config_changes)
         self._register()
 
         def on_state(state: Any) -> None:

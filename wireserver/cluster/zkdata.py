@@ -15,6 +15,7 @@ BROKER_IDS = "/brokers/ids"
 TOPICS = "/brokers/topics"
 CONFIG_TOPICS = "/config/topics"
 CONFIG_USERS = "/config/users"
+CONFIG_GROUPS = "/config/groups"  # ours: Kafka's ZooKeeper-era brokers had no group configs
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 CLUSTER_ID = "/cluster/id"
@@ -47,6 +48,10 @@ def desanitize(name: str) -> str:
 
 def user_config_path(user: str) -> str:
     return f"{CONFIG_USERS}/{sanitize(user)}"
+
+
+def group_config_path(group: str) -> str:
+    return f"{CONFIG_GROUPS}/{sanitize(group)}"
 
 
 DELETE_TOPICS = "/admin/delete_topics"  # children: topics marked for deletion
@@ -126,8 +131,8 @@ class TopicAssignment:
 
 
 def encode_entity_config(config: dict[str, str]) -> bytes:
-    """``/config/topics/<t>`` (the topic's overrides) or ``/config/users/<user>`` (SCRAM
-    credentials, quotas)."""
+    """``/config/topics/<t>`` (the topic's overrides), ``/config/users/<user>`` (SCRAM
+    credentials, quotas) or ``/config/groups/<group>`` (the group's configs)."""
     return _dumps({"version": 1, "config": config})
 
 

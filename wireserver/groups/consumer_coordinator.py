@@ -11,9 +11,12 @@ compute a new target assignment when the group epoch is ahead of the assignment 
 the member one reconciliation step (``ConsumerGroup.reconcile``); re-arm its session timer;
 answer with its epoch and, when it changed or was asked for, its assignment.
 
-Timers run on the injected reactor: a member that does not heartbeat within
-``group.consumer.session.timeout.ms`` is removed; a member that does not revoke within its
-rebalance timeout is removed too (Kafka fences both the same way).
+Timers run on the injected reactor: a member that does not heartbeat within the group's
+``consumer.session.timeout.ms`` (a group config, else the broker's
+``group.consumer.session.timeout.ms``) is removed; a member that does not revoke within its
+rebalance timeout is removed too (Kafka fences both the same way). Heartbeat answers carry the
+group's ``consumer.heartbeat.interval.ms`` (else ``group.consumer.heartbeat.interval.ms``); a
+changed group config applies from the next heartbeat.
 
 Persistence: the group's epoch is written to ``__consumer_offsets`` (ConsumerGroupMetadata
 records) and committed offsets as for classic groups. After a restart a group comes back
@@ -115,11 +118,17 @@ class ConsumerGroupCoordinator:
     def default_assignor(self) -> str:
         return self._assignor_names()[0]
 
-    def _session_timeout_ms(self) -> int:
-        return self.config["group.consumer.session.timeout.ms"]
+    def _session_timeout_ms(self, group_id: str) -> int:
+        """The group's ``consumer.session.timeout.ms`` (a group config), else the broker's
+        ``group.consumer.session.timeout.ms``: Kafka's ``consumerGroupSessionTimeoutMs``."""
+        return self.coordinator.broker.group_configs.value(group_id,
+                                                           "consumer.session.timeout.ms")
 
-    def _heartbeat_interval_ms(self) -> int:
-        return self.config["group.consumer.heartbeat.interval.ms"]
+    def _heartbeat_interval_ms(self, group_id: str) -> int:
+        """The group's ``consumer.heartbeat.interval.ms``, else the broker's
+        ``group.consumer.heartbeat.interval.ms``."""
+        return self.coordinator.broker.group_configs.value(group_id,
+                                                           "consumer.heartbeat.interval.ms")
 
     # -- ConsumerGroupHeartbeat -------------------------------------------------------------
 
@@ -225,7 +234,7 @@ class ConsumerGroupCoordinator:
             req.owned is not None and req.owned != member.assigned)
         return HeartbeatResult(ErrorCode.NONE, member_id=member.member_id,
                                member_epoch=member.member_epoch,
-                               heartbeat_interval_ms=self._heartbeat_interval_ms(),
+                               heartbeat_interval_ms=self._heartbeat_interval_ms(req.group_id),
                                assignment=member.assigned if send else None)
 
     def _join(self, group: ConsumerGroup, req: HeartbeatRequest) -> ConsumerGroupMember:
@@ -445,7 +454,8 @@ class ConsumerGroupCoordinator:
     def _arm_session_timer(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         _cancel(member.session_timer)
         member.session_timer = self.reactor.callLater(
-            self._session_timeout_ms() / 1000.0, self._session_expired, group, member)
+            self._session_timeout_ms(group.group_id) / 1000.0, self._session_expired, group,
+            member)
 
     def _session_expired(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         member.session_timer = None
