@@ -21,12 +21,9 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from wireserver.cluster import zkdata as zd
-
-if TYPE_CHECKING:
-    from wireserver.cluster.node import ClusterNode
 
 log = logging.getLogger(__name__)
 
@@ -68,21 +65,30 @@ def sequence_of(child: str) -> int:
 
 
 class ConfigChangeListener:
-    def __init__(self, node: "ClusterNode", wall_clock_ms: Callable[[], int] | None = None):
-        self.node = node
+    """The broker's one watch of ``/config/changes``: each new notification names an entity
+    (``topics/t``, ``users/u``, ``groups/g``) whose kind's handler re-reads and applies its
+    config. Whoever keeps a kind of config registers its handler in ``handlers``.
+    ``on_reactor(func)`` wraps a kazoo watch callback so that it runs on the reactor thread."""
+
+    def __init__(self, on_reactor: Callable[[Callable[..., None]], Callable[..., None]],
+                 wall_clock_ms: Callable[[], int] | None = None):
+        self.on_reactor = on_reactor
+        self.zk: Any = None
         self.last_processed = -1
         self.wall_clock_ms = wall_clock_ms or wall_clock_now_ms
-        #: entity kind (``topics``, ``users``) -> what re-reads and applies one entity's config
-        self.handlers: dict[str, Callable[[str], None]] = {"topics": self.apply_topic}
+        #: entity kind (``topics``, ``users``, ``groups``) -> what re-reads and applies one
+        #: entity's config
+        self.handlers: dict[str, Callable[[str], None]] = {}
 
-    def start(self) -> None:
-        self.node.zk.ensure_path(zd.CONFIG_CHANGES)
-        self.node.zk.ChildrenWatch(zd.CONFIG_CHANGES, self.node._from_zk(self.on_changes))
+    def start(self, zk: Any) -> None:
+        self.zk = zk
+        zk.ensure_path(zd.CONFIG_CHANGES)
+        zk.ChildrenWatch(zd.CONFIG_CHANGES, self.on_reactor(self.on_changes))
 
     def on_changes(self, children: list[str]) -> None:
         from kazoo.exceptions import NoNodeError
 
-        zk = self.node.zk
+        zk = self.zk
         for seq, child in sorted((sequence_of(c), c) for c in children):
             if seq <= self.last_processed:
                 continue
@@ -102,20 +108,6 @@ class ConfigChangeListener:
             log.info("ignoring config change notification for %r", entity_path)
             return
         handler(name)
-
-    def apply_topic(self, name: str) -> None:
-        logs = self.node.broker.logs
-        if name not in logs.topics:
-            return  # its config is read when the topic is opened
-        from wireserver.cluster.topic_admin import read_topic_config
-
-        overrides = read_topic_config(self.node, name)
-        try:
-            logs.alter_topic_config(name, overrides)
-        except Exception:  # noqa: BLE001 - a bad value written by another tool
-            log.exception("cannot apply the config of topic %s: %s", name, overrides)
-            return
-        log.info("topic %s: config overrides now %s", name, overrides)
 
 
 def notify(zk: Any, entity_path: str) -> None:

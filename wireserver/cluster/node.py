@@ -74,7 +74,8 @@ class ClusterNode:
         self._state_watched: set[TP] = set()
         self._strays_checked = False
         self._created_cluster = False  # this broker wrote /cluster/id (a new ZooKeeper tree)
-        self.config_changes = ConfigChangeListener(self)
+        self.config_changes = ConfigChangeListener(self._from_zk)
+        self.config_changes.handlers["topics"] = self._apply_topic_config
         self.lag_max_ms = broker.config["replica.lag.time.max.ms"]
         self._loops: list[task.LoopingCall] = []
         self._session_lost = False
@@ -139,7 +140,7 @@ class ClusterNode:
         self.zk.ChildrenWatch(zd.BROKER_IDS, self._from_zk(self._on_brokers))
         self.zk.ChildrenWatch(zd.TOPICS, self._from_zk(self._on_topics))
         self.zk.DataWatch(zd.CONTROLLER, self._from_zk(self._on_controller))
-        self.config_changes.start()
+        self.config_changes.start(self.zk)
         loop = task.LoopingCall(self._shrink_isrs)
         loop.clock = self.reactor
         loop.start(max(0.1, self.lag_max_ms / 2000.0), now=False)
@@ -444,6 +445,22 @@ class ClusterNode:
 
     def live_racks(self) -> dict[int, str | None]:
         return {b: info.rack for b, info in self.brokers.items()}
+
+    def _apply_topic_config(self, name: str) -> None:
+        """A ``topics/<name>`` config change: re-read the topic's overrides from ZooKeeper and
+        apply them to its logs here (a topic not opened here reads them when it is)."""
+        logs = self.broker.logs
+        if name not in logs.topics:
+            return
+        from wireserver.cluster.topic_admin import read_topic_config
+
+        overrides = read_topic_config(self, name)
+        try:
+            logs.alter_topic_config(name, overrides)
+        except Exception:  # noqa: BLE001 - a bad value written by another tool
+            log.exception("cannot apply the config of topic %s: %s", name, overrides)
+            return
+        log.info("topic %s: config overrides now %s", name, overrides)
 
     # -- partition state -------------------------------------------------------------------
     def _state_watch(self, topic: str, partition: int):
