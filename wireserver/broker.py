@@ -39,6 +39,16 @@ PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS = 600_000
 class Broker:
     """One wireserver node."""
 
+    # Made by ``start()``, before the first request can arrive: typed as always there. Code
+    # that may run on a broker whose start failed half-way asks ``getattr(broker, name, None)``.
+    logs: LogManager
+    replicas: ReplicaManager
+    groups: GroupCoordinator
+    group_configs: GroupConfigs
+    txn: TransactionCoordinator
+    producer_ids: ProducerIdManager
+    security: SecurityManager
+
     def __init__(self, config: BrokerConfig, reactor: Any = None):
         if reactor is None:
             from twisted.internet import reactor as global_reactor
@@ -49,17 +59,10 @@ class Broker:
         apis.check_handlers(self.registry)
         self.node_id = config.node_id
         self.cluster_id: str = ""
-        self.logs: LogManager | None = None
         self.connections: set = set()
         self.ports: list = []
         self.advertised: list[Listener] = []
         self.purgatory = Purgatory(reactor)
-        self.replicas: ReplicaManager | None = None
-        self.groups: GroupCoordinator | None = None
-        self.group_configs: GroupConfigs | None = None
-        self.txn: TransactionCoordinator | None = None
-        self.producer_ids: ProducerIdManager | None = None
-        self.security: SecurityManager | None = None
         # Cluster mode (``zookeeper.connect`` set): a wireserver.cluster.node.ClusterNode.
         self.cluster = None
         self._flushing: set = set()
@@ -157,11 +160,10 @@ class Broker:
         self.ports.clear()
         for connection in list(self.connections):
             connection.transport.loseConnection()
-        if self.groups is not None:
-            self.groups.stop()
-        if self.txn is not None:
-            self.txn.stop()
-        if self.logs is not None:
+        for service in ("groups", "txn"):
+            if getattr(self, service, None) is not None:
+                getattr(self, service).stop()
+        if getattr(self, "logs", None) is not None:
             self.logs.close()
 
     def _load_or_create_cluster_id(self) -> str:
@@ -192,18 +194,15 @@ class Broker:
     # -- housekeeping -----------------------------------------------------------------------
 
     def _apply_retention(self) -> None:
-        if self.logs is not None:
-            self.logs.apply_retention(self.now_ms())
+        self.logs.apply_retention(self.now_ms())
 
     def _remove_expired_producers(self) -> None:
-        if self.logs is not None:
-            self.logs.remove_expired_producers(self.now_ms(),
-                                               self.config["producer.id.expiration.ms"])
+        self.logs.remove_expired_producers(self.now_ms(),
+                                           self.config["producer.id.expiration.ms"])
 
     def _flush_due_logs(self) -> None:
         """fsync logs whose flush.messages / flush.ms is due."""
-        if self.logs is not None:
-            self.flush_in_background(self.logs.logs_due_for_flush(self.now_ms()))
+        self.flush_in_background(self.logs.logs_due_for_flush(self.now_ms()))
 
     def flush_in_background(self, due: list) -> defer.Deferred | None:
         """fsync ``due`` logs on the reactor's thread pool, never on the reactor thread, and

@@ -188,7 +188,7 @@ def delete_local(broker: "Broker", name: str) -> None:
     broker.logs.delete_topic(name)
     for partition in range(info.num_partitions):
         broker.purgatory.notify(("append", name, partition))
-    if broker.groups is not None and name not in INTERNAL_TOPICS:
+    if name not in INTERNAL_TOPICS:
         broker.groups.drop_offsets_of_topic(name)
 
 

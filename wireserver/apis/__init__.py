@@ -20,7 +20,10 @@ from wireserver.protocol.registry import ApiRegistry, DuplicateApi
 if TYPE_CHECKING:
     from wireserver.protocol.registry import ApiSpec
 
-Handler = Callable[[Any], Any]
+#: What a handler returns: the response body, None for no response (acks=0 Produce), or a
+#: Deferred that fires with either (``wireserver.server`` takes each through maybeDeferred).
+HandlerResult = Any
+Handler = Callable[[Any], HandlerResult]
 HANDLERS: dict[int, Handler] = {}
 
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 from twisted.internet import defer
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import checks
 from wireserver.txn.api import fenced_for_version, once_replicated
 
@@ -53,7 +54,7 @@ def _replicated(ctx, transactional_id: str, results: dict):
 
 @handles(API_KEY)
 @defer.inlineCallbacks
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
     coordinator = ctx.broker.txn
     response_class = ctx.request.spec.response_class

@@ -34,14 +34,16 @@ from wireserver.protocol.errors import ErrorCode
 from wireserver.admin import (RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC, AdminError,
                               check_broker_resource, check_group_resource, set_broker_dynamic,
                               set_group_configs, set_topic_overrides)
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import checks
 
 API_KEY = 33
 
 
 def duplicate_resources(resources) -> set:
-    seen, duplicates = set(), set()
+    seen: set[tuple[int, str]] = set()
+    duplicates: set[tuple[int, str]] = set()
     for resource in resources:
         key = (resource.resource_type, resource.resource_name)
         (duplicates if key in seen else seen).add(key)
@@ -76,7 +78,7 @@ def alter(broker, resource, validate_only: bool) -> None:
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     body = ctx.body
     response_class = ctx.request.spec.response_class
     result_class = response_class.AlterConfigsResourceResponse

@@ -11,7 +11,8 @@ UNACCEPTABLE_CREDENTIAL, deleting what does not exist RESOURCE_NOT_FOUND — as 
 from __future__ import annotations
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import authorize
 from wireserver.security.acls import CLUSTER_NAME, Operation, ResourceType
 from wireserver.security.scram import (MAX_ITERATIONS, MECHANISM_BY_ID, MIN_ITERATIONS,
@@ -42,7 +43,7 @@ def _problem(store, item, upsert: bool):
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     result_class = ctx.request.spec.response_class.AlterUserScramCredentialsResult
     body = ctx.body
     items = [(d, False) for d in body.deletions or []] + [(u, True) for u in body.upsertions or []]

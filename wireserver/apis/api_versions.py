@@ -17,7 +17,8 @@ from __future__ import annotations
 import re
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 
 API_KEY = 18
 # Kafka's ApiVersionsRequest.isValid pattern for client_software_name / _version (v3+).
@@ -31,13 +32,13 @@ def supported_versions(ctx, response_class) -> list:
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     response_class = ctx.request.spec.response_class
     if ctx.request.body is None:
         return response_class(version=0, error_code=ErrorCode.UNSUPPORTED_VERSION,
                               api_keys=supported_versions(ctx, response_class))
     if ctx.version >= 3:
-        body = ctx.request.body
+        body = ctx.body
         for value in (body.client_software_name, body.client_software_version):
             if value is None or not SOFTWARE_PATTERN.fullmatch(value):
                 # Kafka answers INVALID_REQUEST with no API list (KafkaApis, isValid).

@@ -13,7 +13,8 @@ asked, are those of each group answered without an error; the others keep "not r
 from __future__ import annotations
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import checks
 
 API_KEY = 69
@@ -22,7 +23,7 @@ NOT_REQUESTED = -(2**31)
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     body = ctx.body
     coordinator = ctx.broker.groups
     group_class = ctx.request.spec.response_class.DescribedGroup

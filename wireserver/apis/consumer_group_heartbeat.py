@@ -20,8 +20,11 @@ assignors (gone from the protocol in Kafka 4).
 
 from __future__ import annotations
 
+from typing import Any
+
 from wireserver.protocol.errors import ErrorCode
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import checks
 from wireserver.groups.api import client_host
 from wireserver.groups.consumer_coordinator import HeartbeatRequest
@@ -30,7 +33,7 @@ API_KEY = 68
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
     coordinator = ctx.broker.groups
     error = coordinator.ensure_ready(body.group_id)
@@ -44,7 +47,7 @@ def handle(ctx):
         return ctx.response(throttle_time_ms=0, error_code=error, error_message=None,
                             member_id=None, member_epoch=0, heartbeat_interval_ms=0,
                             assignment=None)
-    owned = None
+    owned: dict[Any, set[int]] | None = None
     if body.topic_partitions is not None:
         owned = {}
         for tp in body.topic_partitions:

@@ -8,7 +8,8 @@ Without an authorizer every creation answers SECURITY_DISABLED.
 from __future__ import annotations
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import authorize
 from wireserver.security.acls import (CLUSTER_NAME, AclBinding, Operation, ResourceType,
                                       validate_new)
@@ -17,7 +18,7 @@ API_KEY = 30
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     result_class = ctx.request.spec.response_class.AclCreationResult
     authorizer = ctx.broker.security.authorizer
     creations = ctx.body.creations
@@ -42,5 +43,6 @@ def handle(ctx):
         else:
             valid.append(acl)
             results.append(result_class(error_code=ErrorCode.NONE, error_message=None))
+    assert authorizer is not None
     authorizer.add(valid)
     return ctx.response(throttle_time_ms=0, results=results)

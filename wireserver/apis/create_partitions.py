@@ -24,7 +24,8 @@ from twisted.internet import defer
 
 from wireserver.protocol.errors import ErrorCode
 from wireserver.storage.errors import InvalidPartitionsError
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import checks
 from wireserver.topics import MAX_PARTITIONS, TopicError, has_leaders, in_cluster, wait_for_topics
 
@@ -125,7 +126,7 @@ def wait_for_new_leaders(ctx, counts: dict, results):
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     broker, body = ctx.broker, ctx.body
     result_class = ctx.request.spec.response_class.CreatePartitionsTopicResult
     counts: dict[str, int] = {}

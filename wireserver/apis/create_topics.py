@@ -25,6 +25,8 @@ Skipped: ``timeout_ms`` in one-node mode (creation is synchronous there), Create
 
 from __future__ import annotations
 
+from typing import Mapping
+
 import uuid
 
 from twisted.internet import defer
@@ -32,7 +34,8 @@ from twisted.internet import defer
 from wireserver.protocol.errors import ErrorCode
 from wireserver.storage.log_config import LogConfig
 from wireserver.admin import ZERO_UUID, topic_config_rows
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import checks
 from wireserver.topics import (INTERNAL_TOPICS, TopicError, create_topic, has_leaders,
                                resolve_creation, wait_for_topics)
@@ -55,7 +58,7 @@ def _result(result_class, name, code=ErrorCode.NONE, message=None):
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     broker, version, body = ctx.broker, ctx.version, ctx.body
     result_class = ctx.request.spec.response_class.CreatableTopicResult
     config_class = result_class.CreatableTopicConfigs
@@ -79,6 +82,7 @@ def handle(ctx):
             continue
         assignments = {a.partition_index: list(a.broker_ids) for a in topic.assignments or []}
         configs = {c.name: c.value for c in topic.configs or []}
+        overrides: Mapping[str, str]
         try:
             if validate_only:
                 partitions, overrides = resolve_creation(

@@ -5,7 +5,8 @@ lists what it matched. Needs ALTER on the cluster. Without an authorizer: SECURI
 from __future__ import annotations
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.apis.describe_acls import acl_filter
 from wireserver.security import authorize
 from wireserver.security.acls import CLUSTER_NAME, Operation, ResourceType
@@ -14,7 +15,7 @@ API_KEY = 31
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     result_class = ctx.request.spec.response_class.DeleteAclsFilterResult
     matching_class = result_class.DeleteAclsMatchingAcl
     authorizer = ctx.broker.security.authorizer
@@ -30,6 +31,7 @@ def handle(ctx):
             result_class(error_code=code, error_message=message, matching_acls=[])
             for _ in filters])
     valid = [f for f in filters if f.invalid() is None]
+    assert authorizer is not None
     matched = iter(authorizer.delete(valid))
     results = []
     for acl_filter_ in filters:

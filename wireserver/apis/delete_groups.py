@@ -4,14 +4,15 @@ members. Each group needs DELETE (GROUP_AUTHORIZATION_FAILED)."""
 
 from __future__ import annotations
 
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import checks
 
 API_KEY = 42
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     coordinator = ctx.broker.groups
     result_class = ctx.request.spec.response_class.DeletableGroupResult
     names = list(ctx.body.groups_names)

@@ -22,7 +22,8 @@ from twisted.internet import defer
 
 from wireserver.protocol.errors import ErrorCode
 from wireserver.storage.errors import OffsetOutOfRange
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import checks
 
 API_KEY = 21
@@ -39,7 +40,7 @@ def delete_before(log, offset: int) -> tuple[int, ErrorCode]:
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     topic_class = ctx.request.spec.response_class.DeleteRecordsTopicResult
     partition_class = topic_class.DeleteRecordsPartitionResult
     logs = ctx.broker.logs

@@ -31,7 +31,8 @@ from twisted.internet import defer
 
 from wireserver.protocol.errors import ErrorCode
 from wireserver.admin import ZERO_UUID
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import checks
 from wireserver.topics import delete_local, in_cluster, wait_for_topics
 
@@ -73,7 +74,7 @@ def wait_until_gone(ctx, deleted: dict, results):
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     broker, version, body = ctx.broker, ctx.version, ctx.body
     result_class = ctx.request.spec.response_class.DeletableTopicResult
     topics = known_topics(broker)

@@ -6,7 +6,8 @@ Needs DESCRIBE on the cluster. Without an authorizer: SECURITY_DISABLED.
 from __future__ import annotations
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import authorize
 from wireserver.security.acls import AclFilter, CLUSTER_NAME, Operation, ResourceType
 
@@ -20,7 +21,7 @@ def acl_filter(item) -> AclFilter:
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     response_class = ctx.request.spec.response_class
     authorizer = ctx.broker.security.authorizer
 

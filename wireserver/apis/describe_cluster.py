@@ -13,7 +13,8 @@ false; ``include_fenced_brokers`` changes nothing since a single node is never f
 from __future__ import annotations
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import checks
 
 API_KEY = 60
@@ -21,7 +22,7 @@ BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     broker, body, version = ctx.broker, ctx.body, ctx.version
     endpoint_type = body.endpoint_type if version >= 1 else BROKER_ENDPOINT
     if endpoint_type != BROKER_ENDPOINT:

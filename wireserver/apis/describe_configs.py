@@ -29,7 +29,8 @@ from wireserver.admin import (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_
                               RESOURCE_TOPIC, AdminError, check_broker_resource,
                               check_group_resource, group_config_rows, logger_levels,
                               topic_rows)
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import checks
 from wireserver.config import (CONFIG_SOURCE_IDS, DEFAULT_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
                                BrokerConfig)
@@ -112,7 +113,7 @@ class Describer:
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     describer = Describer(ctx)
     results = []
     for resource in ctx.body.resources:

@@ -10,7 +10,8 @@ are those of each group answered without an error (a "Dead" one before v6 too), 
 from __future__ import annotations
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import checks
 from wireserver.groups import GroupState
 
@@ -18,7 +19,7 @@ API_KEY = 15
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
     coordinator = ctx.broker.groups
     group_class = ctx.request.spec.response_class.DescribedGroup

@@ -18,7 +18,8 @@ from __future__ import annotations
 import os
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.partitions import hosts_replica
 from wireserver.security import checks
 from wireserver.security.acls import Operation
@@ -32,7 +33,7 @@ def disk_bytes(directory: str) -> tuple[int, int]:
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     denied = checks.cluster(ctx, Operation.DESCRIBE)  # CLUSTER_AUTHORIZATION_FAILED, no dirs
     if denied:
         return ctx.response(throttle_time_ms=0, error_code=denied, results=[])

@@ -12,7 +12,8 @@ looks the leader up again."""
 from __future__ import annotations
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.partitions import hosts_replica
 from wireserver.security import checks
 
@@ -20,7 +21,7 @@ API_KEY = 61
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     logs = ctx.broker.logs
     topic_class = ctx.request.spec.response_class.TopicResponse
     partition_class = topic_class.PartitionResponse
@@ -36,7 +37,7 @@ def handle(ctx):
                 error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif not error and not hosts_replica(ctx.broker, topic.name, index):
                 error = ErrorCode.NOT_LEADER_OR_FOLLOWER
-            if error:
+            if error or partition_log is None:
                 partitions.append(partition_class(
                     partition_index=index, error_code=error, error_message=checks.message(error),
                     active_producers=[]))

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 from wireserver.protocol.errors import ErrorCode
 from wireserver.admin import ZERO_UUID
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.partitions import is_reported, partition_views
 from wireserver.security import checks
 from wireserver.topics import INTERNAL_TOPICS
@@ -37,7 +38,7 @@ MAX_PARTITION_LIMIT = 2000  # Kafka's max.request.partition.size.limit default
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     body = ctx.body
     response_class = ctx.request.spec.response_class
     topic_class = response_class.DescribeTopicPartitionsResponseTopic

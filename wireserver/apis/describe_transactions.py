@@ -7,14 +7,15 @@ elsewhere, COORDINATOR_LOAD_IN_PROGRESS while it loads."""
 from __future__ import annotations
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import checks
 
 API_KEY = 65
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     coordinator = ctx.broker.txn
     state_class = ctx.request.spec.response_class.TransactionState
     topic_class = state_class.TopicData

@@ -7,7 +7,8 @@ DUPLICATE_RESOURCE, as in Kafka.
 from __future__ import annotations
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import authorize
 from wireserver.security.acls import CLUSTER_NAME, Operation, ResourceType
 from wireserver.security.scram import MECHANISMS
@@ -16,7 +17,7 @@ API_KEY = 50
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     result_class = ctx.request.spec.response_class.DescribeUserScramCredentialsResult
     info_class = result_class.CredentialInfo
     if not authorize(ctx, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):

@@ -16,7 +16,8 @@ v0 has no election type (preferred) and no top-level error.
 from __future__ import annotations
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import authorize
 from wireserver.security.acls import CLUSTER_NAME, Operation, ResourceType
 
@@ -51,7 +52,7 @@ def _elect_one(broker, tp: tuple[str, int], election_type: int) -> ErrorCode:
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
     broker = ctx.broker
     election_type = body.election_type if version >= 1 else PREFERRED

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from twisted.internet import defer
 
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import checks
 from wireserver.txn.api import fenced_for_version, once_replicated
 
@@ -22,7 +23,7 @@ API_KEY = 26
 
 @handles(API_KEY)
 @defer.inlineCallbacks
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     body = ctx.body
     error = checks.write_transactional_id(ctx, body.transactional_id) or ctx.broker.txn.end_txn(
         body.transactional_id, body.producer_id, body.producer_epoch, bool(body.committed))

@@ -39,7 +39,8 @@ from twisted.internet import defer
 
 from wireserver.protocol.errors import ErrorCode
 from wireserver.storage.errors import OffsetOutOfRange
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.apis.metadata import leader_hints
 from wireserver.security import checks
 from wireserver.fetch_sessions import (FINAL_EPOCH, INITIAL_EPOCH, CachedPartition,
@@ -310,7 +311,7 @@ def error_response(ctx, code: ErrorCode, session_id: int = 0):
 
 @handles(API_KEY)
 @defer.inlineCallbacks
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     plan = FetchPlan(ctx)
     plan.build()
     if plan.error != ErrorCode.NONE:

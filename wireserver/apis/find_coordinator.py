@@ -23,7 +23,8 @@ Skipped: other key types (share) answer INVALID_REQUEST.
 from __future__ import annotations
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import checks
 from wireserver.groups.api import message
 
@@ -56,7 +57,7 @@ def _lookup(ctx, key_type: int, key: str) -> tuple[ErrorCode, int]:
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
     broker = ctx.broker
     key_type = body.key_type if version >= 1 else GROUP
@@ -68,8 +69,9 @@ def handle(ctx):
             return -1, "", -1
         if node_id == broker.node_id:
             return broker.node_id, listener.host, listener.port
-        host, port = broker.cluster.endpoint_for(broker.cluster.brokers[node_id],
-                                                 listener.name)
+        cluster = broker.cluster  # another broker coordinates: a cluster
+        assert cluster is not None
+        host, port = cluster.endpoint_for(cluster.brokers[node_id], listener.name)
         return node_id, host, port
 
     def lookup(key: str) -> tuple[ErrorCode, int]:

@@ -4,14 +4,15 @@ Needs READ on the group (GROUP_AUTHORIZATION_FAILED)."""
 
 from __future__ import annotations
 
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import checks
 
 API_KEY = 12
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
     coordinator = ctx.broker.groups
     error = checks.read_group(ctx, body.group_id) or coordinator.ensure_ready(body.group_id)

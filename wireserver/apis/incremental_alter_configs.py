@@ -43,7 +43,8 @@ from wireserver.admin import (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_
                               check_group_resource, current_group_configs,
                               current_topic_overrides, is_list_key, set_broker_dynamic,
                               set_group_configs, set_topic_overrides)
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.apis.alter_configs import check_entries, duplicate_resources
 from wireserver.config import BROKER_CONFIGS
 from wireserver.security import checks
@@ -162,7 +163,7 @@ def alter(broker, resource, validate_only: bool) -> None:
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     body = ctx.body
     result_class = ctx.request.spec.response_class.AlterConfigsResourceResponse
     duplicates = duplicate_resources(body.resources)

@@ -25,7 +25,8 @@ from __future__ import annotations
 from twisted.internet import defer
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import checks
 from wireserver.txn.api import fenced_for_version, once_replicated
 
@@ -36,7 +37,7 @@ NO_PRODUCER_EPOCH = -1
 
 @handles(API_KEY)
 @defer.inlineCallbacks
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     body = ctx.body
     broker = ctx.broker
 

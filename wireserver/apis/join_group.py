@@ -8,7 +8,8 @@ group (KIP-814). v0 has no rebalance timeout: the session timeout stands in, as 
 
 from __future__ import annotations
 
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import checks
 from wireserver.groups import JoinRequest, JoinResult
 from wireserver.groups.api import client_host
@@ -32,7 +33,7 @@ def build(ctx, result: JoinResult):
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
     coordinator = ctx.broker.groups
     error = coordinator.ensure_ready(body.group_id) or checks.read_group(ctx, body.group_id)

@@ -9,14 +9,15 @@ at the top level).
 from __future__ import annotations
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import checks
 
 API_KEY = 13
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
     coordinator = ctx.broker.groups
     if version >= 3:
@@ -24,6 +25,7 @@ def handle(ctx):
     else:
         leaving = [(body.member_id or "", None)]
     error = checks.read_group(ctx, body.group_id) or coordinator.ensure_ready(body.group_id)
+    errors: list[ErrorCode]
     if error is not None:
         top, errors = error, []
     else:

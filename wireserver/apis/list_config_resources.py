@@ -14,7 +14,8 @@ from __future__ import annotations
 from wireserver.protocol.errors import ErrorCode
 from wireserver.admin import (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_GROUP,
                               RESOURCE_TOPIC)
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.partitions import is_reported
 from wireserver.security import checks
 from wireserver.security.acls import Operation
@@ -32,7 +33,7 @@ def _broker_ids(broker) -> list[int]:
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     broker, version = ctx.broker, ctx.version
     denied = checks.cluster(ctx, Operation.DESCRIBE_CONFIGS)
     if denied:

@@ -7,7 +7,8 @@ the cluster sees every group, any other only the groups it may DESCRIBE."""
 from __future__ import annotations
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import checks
 
 API_KEY = 16
@@ -16,7 +17,7 @@ CONSUMER_GROUP_TYPE = "consumer"
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
     coordinator = ctx.broker.groups
     listed_class = ctx.request.spec.response_class.ListedGroup
@@ -37,14 +38,14 @@ def handle(ctx):
         listed.append(listed_class(group_id=group.group_id,
                                    protocol_type=group.protocol_type or "",
                                    group_state=state, group_type=GROUP_TYPE))
-    for group in list(coordinator.consumer.groups.values()):
-        state = str(group.state)
+    for consumer_group in list(coordinator.consumer.groups.values()):
+        state = str(consumer_group.state)
         if states is not None and state.lower() not in states:
             continue
         if types is not None and CONSUMER_GROUP_TYPE not in types:
             continue
-        if not checks.list_group(ctx, group.group_id):
+        if not checks.list_group(ctx, consumer_group.group_id):
             continue
-        listed.append(listed_class(group_id=group.group_id, protocol_type=CONSUMER_GROUP_TYPE,
+        listed.append(listed_class(group_id=consumer_group.group_id, protocol_type=CONSUMER_GROUP_TYPE,
                                    group_state=state, group_type=CONSUMER_GROUP_TYPE))
     return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, groups=listed)

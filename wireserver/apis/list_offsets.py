@@ -14,7 +14,8 @@ partition otherwise).
 from __future__ import annotations
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import checks
 
 API_KEY = 2
@@ -44,7 +45,7 @@ def lookup(log, timestamp: int, read_committed: bool = False) -> tuple[int, int,
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     response_class = ctx.request.spec.response_class
     topic_class = response_class.ListOffsetsTopicResponse
     partition_class = topic_class.ListOffsetsPartitionResponse

@@ -24,7 +24,8 @@ from __future__ import annotations
 import uuid
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.partitions import NO_LEADER, is_reported, partition_view, partition_views
 from wireserver.security import checks
 from wireserver.topics import INTERNAL_TOPICS, TopicError, auto_create, check_name
@@ -88,7 +89,7 @@ def error_entry(topic_class, code: ErrorCode, name: str | None, topic_id=None):
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
     response_class = ctx.request.spec.response_class
     topic_class = response_class.MetadataResponseTopic
@@ -108,7 +109,8 @@ def handle(ctx):
             name = requested.name
             if name is None:
                 info = by_id.get(requested.topic_id)
-                if not is_reported(ctx.broker, info) or checks.describe_topic(ctx, info.name):
+                if (info is None or not is_reported(ctx.broker, info)
+                        or checks.describe_topic(ctx, info.name)):
                     topics.append(error_entry(topic_class, ErrorCode.UNKNOWN_TOPIC_ID, None,
                                               requested.topic_id))
                 else:

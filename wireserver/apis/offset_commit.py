@@ -16,7 +16,8 @@ from __future__ import annotations
 from twisted.internet import defer
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import checks
 from wireserver.groups.coordinator import OffsetCommit
 
@@ -25,7 +26,7 @@ API_KEY = 8
 
 @handles(API_KEY)
 @defer.inlineCallbacks
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
     coordinator = ctx.broker.groups
     topic_class = ctx.request.spec.response_class.OffsetCommitResponseTopic

@@ -8,14 +8,15 @@ exist. Needs DELETE on the group (GROUP_AUTHORIZATION_FAILED) and READ on each t
 from __future__ import annotations
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import checks
 
 API_KEY = 47
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     body = ctx.body
     coordinator = ctx.broker.groups
     topic_class = ctx.request.spec.response_class.OffsetDeleteResponseTopic

@@ -13,7 +13,8 @@ without a member id (the admin client's) is not checked, nor is any fetch for a 
 from __future__ import annotations
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import checks
 
 API_KEY = 9
@@ -40,7 +41,7 @@ def _member_epoch_error(coordinator, g, version):
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
     coordinator = ctx.broker.groups
     response_class = ctx.request.spec.response_class

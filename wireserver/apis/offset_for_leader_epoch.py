@@ -20,7 +20,8 @@ KIP-320); TOPIC_AUTHORIZATION_FAILED on every partition of a topic without eithe
 from __future__ import annotations
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import checks
 
 API_KEY = 23
@@ -39,7 +40,7 @@ def end_offset_for(log, epoch: int) -> tuple[int, int]:
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     topic_class = ctx.request.spec.response_class.OffsetForLeaderTopicResult
     partition_class = topic_class.EpochEndOffset
     logs = ctx.broker.logs
@@ -58,10 +59,10 @@ def handle(ctx):
             if log is None:
                 error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
-                error, _ = replicas.check_leader(topic.topic, requested.partition,
-                                                 requested.current_leader_epoch)
-                if error is None:
-                    error = ErrorCode.NONE
+                not_leader, _ = replicas.check_leader(topic.topic, requested.partition,
+                                                      requested.current_leader_epoch)
+                error = ErrorCode.NONE if not_leader is None else not_leader
+                if not_leader is None:
                     epoch, offset = end_offset_for(log, requested.leader_epoch)
             partitions.append(partition_class(error_code=error, partition=requested.partition,
                                               leader_epoch=epoch, end_offset=offset))

@@ -38,7 +38,8 @@ from __future__ import annotations
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.records import ATTR_TRANSACTIONAL_MASK, RecordBatch
 from wireserver.storage.validation import BatchError
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.apis.metadata import leader_hints
 from wireserver.security import checks
 from wireserver.topics import TopicError, check_name
@@ -70,7 +71,7 @@ def produce_partition(ctx, topic: str, partition: int, records, acks: int):
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
     response_class = ctx.request.spec.response_class
     topic_class = response_class.TopicProduceResponse
@@ -86,7 +87,7 @@ def handle(ctx):
     for topic_data in body.topic_data:
         name = topic_data.name
         unknown_id = False
-        if version >= 13:
+        if by_id is not None:
             name = by_id.get(topic_data.topic_id)
             unknown_id = name is None
         partitions = []

@@ -10,7 +10,8 @@ limit). Outside an authentication the answer is ILLEGAL_SASL_STATE.
 from __future__ import annotations
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security.connection import delay_failure
 from wireserver.security.sasl import AuthState, IllegalSaslState, SaslFailure
 
@@ -18,7 +19,7 @@ API_KEY = 36
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     authenticator = getattr(ctx.security, "authenticator", None)
 
     def answer(code, message=None, token=b"", lifetime=0):

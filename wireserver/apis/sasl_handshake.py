@@ -11,7 +11,8 @@ ILLEGAL_SASL_STATE, as Kafka's.
 from __future__ import annotations
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security.connection import delay_failure
 from wireserver.security.sasl import IllegalSaslState
 
@@ -19,7 +20,7 @@ API_KEY = 17
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     authenticator = getattr(ctx.security, "authenticator", None)
     if authenticator is None:
         return ctx.response(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])

@@ -8,7 +8,8 @@ against the group's (INCONSISTENT_GROUP_PROTOCOL). Needs READ on the group
 
 from __future__ import annotations
 
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import checks
 from wireserver.groups import SyncResult
 
@@ -22,7 +23,7 @@ def build(ctx, result: SyncResult):
 
 
 @handles(API_KEY)
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
     coordinator = ctx.broker.groups
     error = checks.read_group(ctx, body.group_id) or coordinator.ensure_ready(body.group_id)

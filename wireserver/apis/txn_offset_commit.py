@@ -19,7 +19,8 @@ from __future__ import annotations
 from twisted.internet import defer
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import checks
 from wireserver.groups.coordinator import OffsetCommit
 
@@ -29,7 +30,7 @@ OFFSETS_TOPIC = "__consumer_offsets"
 
 @handles(API_KEY)
 @defer.inlineCallbacks
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
     broker = ctx.broker
     commits = [OffsetCommit(t.name, p.partition_index, p.committed_offset,

@@ -17,7 +17,8 @@ from twisted.internet import defer
 
 from wireserver.protocol.errors import ErrorCode
 from wireserver import internal_log
-from wireserver.apis import handles
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
 from wireserver.security import checks
 
 API_KEY = 27
@@ -38,7 +39,7 @@ def _replicated(ctx, results: dict):
 
 @handles(API_KEY)
 @defer.inlineCallbacks
-def handle(ctx):
+def handle(ctx: RequestContext) -> HandlerResult:
     response_class = ctx.request.spec.response_class
     result_class = response_class.WritableTxnMarkerResult
     topic_class = result_class.WritableTxnMarkerTopicResult

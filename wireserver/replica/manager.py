@@ -14,7 +14,7 @@ Coordinators register for the leadership of their internal topic's partitions
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Generator, Optional
 
 from twisted.internet import defer
 
@@ -176,7 +176,8 @@ class ReplicaManager:
         return partition.replication_status(last_offset, min_isr)
 
     @defer.inlineCallbacks
-    def wait_for_replication(self, waiting: list[tuple[str, int, int]], timeout_ms: int):
+    def wait_for_replication(self, waiting: list[tuple[str, int, int]], timeout_ms: int
+                             ) -> Generator[defer.Deferred[Any], Any, dict[TP, ErrorCode]]:
         """Wait until each (topic, index, last offset) is committed or failed, or the timeout
         (Kafka's ``DelayedProduce``); fires with ``{(topic, index): code}``, REQUEST_TIMED_OUT
         for what was still waiting."""

@@ -214,9 +214,9 @@ class Partition:
         up, its log start (DeleteRecords), ISR expansion and the high watermark (Kafka's
         ``updateFollowerFetchState``)."""
         leader = self.leader
-        follower = leader.followers.get(replica_id) if leader is not None else None
-        if follower is None:
+        if leader is None or replica_id not in leader.followers:
             return
+        follower = leader.followers[replica_id]
         now = self.now_ms()
         leo = self.log.log_end_offset
         if fetch_offset >= leo:

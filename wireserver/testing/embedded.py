@@ -485,7 +485,7 @@ class EmbeddedBroker(_AdminMixin):
                 return
             if self._runner is not None and self._runner.thread.is_alive():
                 self._runner.call(broker.stop, timeout=timeout)
-            elif broker.logs is not None:  # the reactor is gone (interpreter exit)
+            elif getattr(broker, "logs", None) is not None:  # the reactor is gone
                 broker.logs.close()
             return
         process = self.process
@@ -565,7 +565,7 @@ def _abandon(broker: Any) -> None:
     for port in broker.ports:
         port.stopListening()
     broker.ports.clear()
-    if broker.logs is not None:
+    if getattr(broker, "logs", None) is not None:
         broker.logs.close()
 
 

@@ -584,7 +584,7 @@ class TransactionCoordinator:
                 results[(topic, partition)] = E.KAFKA_STORAGE_ERROR
                 continue
             internal_log.after_append(self.broker, topic, partition, partition_log, now)
-            if topic == OFFSETS_TOPIC and self.broker.groups is not None:
+            if topic == OFFSETS_TOPIC:
                 self.broker.groups.complete_transaction(producer_id, commit, partition)
             results[(topic, partition)] = E.NONE
         return results
