@@ -307,7 +307,7 @@ def cmd_join(args) -> dict:
             "bootstrap.servers": args.bootstrap, "group.id": f"bench-join-{uuid.uuid4().hex}",
             "enable.auto.commit": False, "session.timeout.ms": 10000,
             "auto.offset.reset": "earliest"})
-        consumer.subscribe([args.topic], on_assign=lambda c, p: assigned.set())
+        consumer.subscribe([args.topic], on_assign=lambda c, p, done=assigned: done.set())
         deadline = start + args.timeout
         while not assigned.is_set() and time.perf_counter() < deadline:
             consumer.poll(0.005)

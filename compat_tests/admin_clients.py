@@ -430,7 +430,7 @@ def describe_log_dirs(client: str, bootstrap: str, topic: str) -> dict[str, Any]
         proc, error = _tool("kafka-log-dirs", ["--describe", "--topic-list", topic], bootstrap)
         if error or proc.returncode:
             raise ClientError(error or f"exit {proc.returncode}", proc.stderr[-600:])
-        line = next(l for l in proc.stdout.splitlines() if l.startswith("{"))
+        line = next(out for out in proc.stdout.splitlines() if out.startswith("{"))
         data = json.loads(line)
         parts = sorted(p["partition"] for b in data["brokers"] for d in b["logDirs"]
                        for p in d["partitions"] if p["partition"].startswith(topic + "-"))

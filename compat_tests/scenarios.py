@@ -754,7 +754,7 @@ def verifiable_producer(bootstrap: str, client: Client) -> dict:
     proc = run_tool("kafka-verifiable-producer",
                     ["--topic", topic, "--max-messages", "200", "--acks", "-1"],
                     bootstrap=bootstrap, timeout=120)
-    events = [json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{")]
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     acked = [e for e in events if e.get("name") == "producer_send_success"]
     failed = [e for e in events if e.get("name") == "producer_send_error"]
     return {"acked": len(acked), "failed": len(failed),
@@ -802,7 +802,7 @@ def verifiable_consumer(bootstrap: str, client: Client) -> dict:
                         bootstrap=bootstrap, timeout=25)
     except subprocess.TimeoutExpired:  # it waits for its group forever
         return {"consumed": 0, "exit": "timeout"}
-    events = [json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{")]
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     consumed = sum(e.get("count", 0) for e in events if e.get("name") == "records_consumed")
     return {"consumed": consumed, "exit": proc.returncode}
 

@@ -107,7 +107,7 @@ def isr_size(target: ClusterTarget, topic: str, want: int) -> int:
 def _error_code(response) -> int:
     topics = getattr(response, "responses", None) or getattr(response, "topics", None)
     for t in topics:
-        for p in getattr(t, "partition_responses", None) or getattr(t, "partitions"):
+        for p in getattr(t, "partition_responses", None) or t.partitions:
             return p.error_code
     raise AssertionError("no partition in the response")
 

@@ -315,7 +315,7 @@ def _java_idempotent(bootstrap: str, topic: str) -> dict:
                         ["--topic", topic, "--max-messages", str(IDEMPOTENT_COUNT),
                          "--acks", "-1", "--value-prefix", "5",
                          "--producer.config", config.name], bootstrap=bootstrap, timeout=90)
-    events = [json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{")]
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     failed = [e for e in events if e.get("name") == "producer_send_error"]
     return {"acked": sum(e.get("name") == "producer_send_success" for e in events),
             "failed": sorted({e.get("exception", "?") for e in failed})}
@@ -573,11 +573,11 @@ def _transactions_tool(bootstrap: str, args: list[str]) -> list[dict[str, str]]:
     from compat_tests.reference import run_tool
     # its --bootstrap-server goes before the sub-command
     proc = run_tool("kafka-transactions", ["--bootstrap-server", bootstrap, *args], timeout=60)
-    lines = [l for l in proc.stdout.splitlines() if l.strip()]
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
     if not lines:
         raise ClientError("no output", proc.stderr[-500:])
     header = lines[0].split()
-    return [dict(zip(header, l.split())) for l in lines[1:]]
+    return [dict(zip(header, row.split())) for row in lines[1:]]
 
 
 def _admin_view(client: str, bootstrap: str, tid: str) -> dict:

@@ -69,6 +69,12 @@ class Broker:
         self._loops: list[task.LoopingCall] = []
         self.started = False
 
+    def advertised_listener(self, name: str) -> Listener:
+        """The advertised listener named ``name`` (the one a client connected through), or the
+        first one: where this broker tells that client to find it."""
+        return next((listener for listener in self.advertised if listener.name == name),
+                    self.advertised[0])
+
     # -- time -------------------------------------------------------------------------------
 
     def now_ms(self) -> int:

@@ -46,7 +46,7 @@ __all__ = [
     "ReferenceUnavailable", "ResolutionError", "broker_ids", "must_not_skip",
     "require_tools",
     "popen_tool", "reference_kafka", "resolve", "run_tool", "tool_command",
-    "wait_for_brokers",
+    "wait_for_brokers", "which_java", "which_mvn",
 ]
 
 log = logging.getLogger(__name__)

@@ -181,7 +181,7 @@ def test_create_partitions_via_one_broker_reaches_every_broker(cluster):
     _, _, partitions = metadata(cluster.brokers[2].bootstrap_servers, topic)
     assert sorted(partitions) == [0, 1, 2, 3]
     assert all(leader >= 0 for leader, _, _, _ in partitions.values())
-    for leader, _, replicas, isr in partitions.values():
+    for leader, _, replicas, _isr in partitions.values():
         assert len(replicas) == 2 and len(set(replicas)) == 2 and leader in replicas
     # Kafka's placement continues the round robin: the preferred leaders rotate over brokers.
     assert {partitions[p][2][0] for p in range(4)} == {1, 2, 3}

@@ -181,7 +181,7 @@ def test_kafka_topics_describe_follows_a_failure(cluster):
     cluster.brokers[victim].kill()
     try:
         after = wait_settled(cluster, topic, survivors)
-        for p, (leader, epoch, replicas, isr) in after.items():
+        for p, (leader, _epoch, replicas, isr) in after.items():
             assert replicas == before[p][2]  # the assignment stays
             assert victim not in isr and leader in survivors
         assert after[0][1] > before[0][1]  # partition 0 moved: a new leader epoch

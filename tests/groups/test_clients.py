@@ -384,7 +384,7 @@ def test_static_members_whose_joins_arrive_together_form_one_generation(served_b
 
 
 def test_admin_clients_see_groups_and_offsets(served_broker):
-    from confluent_kafka import ConsumerGroupTopicPartitions
+    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
     from confluent_kafka.admin import AdminClient
     topic = make_topic(served_broker)
     produce(served_broker, topic)
@@ -412,8 +412,9 @@ def test_admin_clients_see_groups_and_offsets(served_broker):
     assert sum(p.offset for p in partitions) == RECORDS
 
     # a group with members cannot be deleted; once empty it can
-    with pytest.raises(Exception):
+    with pytest.raises(KafkaException) as refused:
         ck.delete_consumer_groups(["admin-g"])["admin-g"].result()
+    assert refused.value.args[0].name() == "NON_EMPTY_GROUP"
     c.close()
     ck.delete_consumer_groups(["admin-g"])["admin-g"].result()
     assert "admin-g" not in {g["group_id"] for g in kp.list_groups()}

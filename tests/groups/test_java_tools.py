@@ -177,7 +177,7 @@ def test_java_console_consumer_kip848_commits(kafka, reference):
         "--timeout-ms", "60000", "--consumer-property", "group.protocol=consumer"],
         bootstrap=bootstrap, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert sorted(l for l in proc.stdout.splitlines() if l.startswith("v")) == sorted(
+    assert sorted(line for line in proc.stdout.splitlines() if line.startswith("v")) == sorted(
         f"v{i}" for i in range(30))
 
     # It committed on close: kafka-consumer-groups shows every partition at its end, no lag.
@@ -195,7 +195,7 @@ def test_java_console_consumer_kip848_commits(kafka, reference):
         "--topic", topic, "--group", group, "--max-messages", "6", "--timeout-ms", "60000",
         "--consumer-property", "group.protocol=consumer"], bootstrap=bootstrap, timeout=120)
     assert again.returncode == 0, again.stderr[-3000:]
-    assert sorted(l for l in again.stdout.splitlines() if l.startswith("v")) == sorted(
+    assert sorted(line for line in again.stdout.splitlines() if line.startswith("v")) == sorted(
         f"v{i}" for i in range(6))
     assert committed(bootstrap, group, topic, 3) == [12, 12, 12]
 

@@ -9,11 +9,10 @@ import json
 
 import pytest
 
+from compat_tests.reference import require_tools, run_tool
 from tests.idempotence.conftest import create_topic, read_all
 
 COUNT = 600
-
-from compat_tests.reference import require_tools, run_tool
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -29,7 +29,7 @@ def test_kcat_produce_consume(broker, topic, codec):
     out = kcat("-b", broker.bootstrap_servers, "-C", "-t", topic, "-o", "beginning", "-e",
                "-q", "-f", "%p\t%o\t%k\t%s\n")
     rows = [line.split("\t") for line in out.splitlines() if line]
-    assert sorted((k, s) for _, _, k, s in rows) == sorted(tuple(l.split("\t")) for l in lines)
+    assert sorted((k, s) for _, _, k, s in rows) == sorted(tuple(line.split("\t")) for line in lines)
     # The default partitioner hashes the key: each partition's records keep send order.
     sent_order = {line.split("\t")[0]: i for i, line in enumerate(lines)}
     for partition in range(PARTITIONS):

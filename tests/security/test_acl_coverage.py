@@ -43,7 +43,7 @@ USERS = {"alice": "alice-secret"}
 ALICE = "User:alice"
 TOPIC_DENIED, GROUP_DENIED, CLUSTER_DENIED, TXN_DENIED = 29, 30, 31, 53
 AUTH_ERRORS = {TOPIC_DENIED, GROUP_DENIED, CLUSTER_DENIED, TXN_DENIED}
-O = Operation
+Op = Operation
 CLUSTER = (R.CLUSTER, CLUSTER_NAME)
 
 #: What each served API key requires (Kafka 4.1); "none" for the APIs anyone may call. The
@@ -136,7 +136,7 @@ def set_acls(broker, acls):
         wire.request(DeleteAclsRequest(version=3, filters=[filter_class(
             resource_type_filter=R.ANY, resource_name_filter=None,
             pattern_type_filter=PatternType.ANY, principal_filter=ALICE, host_filter=None,
-            operation=O.ANY, permission_type=Permission.ANY)]))
+            operation=Op.ANY, permission_type=Permission.ANY)]))
         if acls:
             response = wire.request(CreateAclsRequest(version=3, creations=[
                 CreateAclsRequest.AclCreation(
@@ -287,102 +287,102 @@ def top(response):
 # (api key, request, error of the response, ACLs in both runs, ACLs only in the second run,
 #  the error without the latter)
 CASES = [
-    (2, list_offsets, first_partition, [], [topic_acl(O.DESCRIBE)], TOPIC_DENIED),
-    (19, create_topics, lambda r: r.topics[0].error_code, [], [topic_acl(O.CREATE, "made")],
+    (2, list_offsets, first_partition, [], [topic_acl(Op.DESCRIBE)], TOPIC_DENIED),
+    (19, create_topics, lambda r: r.topics[0].error_code, [], [topic_acl(Op.CREATE, "made")],
      TOPIC_DENIED),
-    (19, create_topics, lambda r: r.topics[0].error_code, [], [(*CLUSTER, O.CREATE)],
+    (19, create_topics, lambda r: r.topics[0].error_code, [], [(*CLUSTER, Op.CREATE)],
      TOPIC_DENIED),
     (20, lambda: delete_topics("doomed"), lambda r: r.responses[0].error_code, [],
-     [topic_acl(O.DELETE, "doomed")], TOPIC_DENIED),
-    (21, delete_records, first_partition, [], [topic_acl(O.DELETE)], TOPIC_DENIED),
-    (23, offset_for_leader_epoch, first_partition, [], [topic_acl(O.DESCRIBE)], TOPIC_DENIED),
-    (23, offset_for_leader_epoch, first_partition, [], [(*CLUSTER, O.CLUSTER_ACTION)],
+     [topic_acl(Op.DELETE, "doomed")], TOPIC_DENIED),
+    (21, delete_records, first_partition, [], [topic_acl(Op.DELETE)], TOPIC_DENIED),
+    (23, offset_for_leader_epoch, first_partition, [], [topic_acl(Op.DESCRIBE)], TOPIC_DENIED),
+    (23, offset_for_leader_epoch, first_partition, [], [(*CLUSTER, Op.CLUSTER_ACTION)],
      TOPIC_DENIED),
     (32, lambda: describe_configs(2, "t"), lambda r: r.results[0].error_code, [],
-     [topic_acl(O.DESCRIBE_CONFIGS)], TOPIC_DENIED),
+     [topic_acl(Op.DESCRIBE_CONFIGS)], TOPIC_DENIED),
     (32, lambda: describe_configs(4, "0"), lambda r: r.results[0].error_code, [],
-     [(*CLUSTER, O.DESCRIBE_CONFIGS)], CLUSTER_DENIED),
+     [(*CLUSTER, Op.DESCRIBE_CONFIGS)], CLUSTER_DENIED),
     (33, lambda: alter_configs(2, "t"), lambda r: r.responses[0].error_code, [],
-     [topic_acl(O.ALTER_CONFIGS)], TOPIC_DENIED),
+     [topic_acl(Op.ALTER_CONFIGS)], TOPIC_DENIED),
     (33, lambda: alter_configs(4, ""), lambda r: r.responses[0].error_code, [],
-     [(*CLUSTER, O.ALTER_CONFIGS)], CLUSTER_DENIED),
+     [(*CLUSTER, Op.ALTER_CONFIGS)], CLUSTER_DENIED),
     (44, lambda: incremental_alter_configs(2, "t"), lambda r: r.responses[0].error_code, [],
-     [topic_acl(O.ALTER_CONFIGS)], TOPIC_DENIED),
+     [topic_acl(Op.ALTER_CONFIGS)], TOPIC_DENIED),
     (44, lambda: incremental_alter_configs(4, ""), lambda r: r.responses[0].error_code, [],
-     [(*CLUSTER, O.ALTER_CONFIGS)], CLUSTER_DENIED),
+     [(*CLUSTER, Op.ALTER_CONFIGS)], CLUSTER_DENIED),
     (74, lambda: ListConfigResourcesRequest(version=1, resource_types=[32]), top, [],
-     [(*CLUSTER, O.DESCRIBE_CONFIGS)], CLUSTER_DENIED),
+     [(*CLUSTER, Op.DESCRIBE_CONFIGS)], CLUSTER_DENIED),
     (32, lambda: describe_configs(32, "g"), lambda r: r.results[0].error_code, [],
-     [group_acl(O.DESCRIBE_CONFIGS)], GROUP_DENIED),
+     [group_acl(Op.DESCRIBE_CONFIGS)], GROUP_DENIED),
     (33, lambda: alter_configs(32, "g"), lambda r: r.responses[0].error_code, [],
-     [group_acl(O.ALTER_CONFIGS)], GROUP_DENIED),
+     [group_acl(Op.ALTER_CONFIGS)], GROUP_DENIED),
     (44, lambda: incremental_alter_configs(32, "g"), lambda r: r.responses[0].error_code, [],
-     [group_acl(O.ALTER_CONFIGS)], GROUP_DENIED),
+     [group_acl(Op.ALTER_CONFIGS)], GROUP_DENIED),
     (35, lambda: DescribeLogDirsRequest(version=4, topics=None), top, [],
-     [(*CLUSTER, O.DESCRIBE)], CLUSTER_DENIED),
+     [(*CLUSTER, Op.DESCRIBE)], CLUSTER_DENIED),
     (43, lambda: ElectLeadersRequest(version=2, election_type=0, topic_partitions=None,
-                                     timeout_ms=1000), top, [], [(*CLUSTER, O.ALTER)],
+                                     timeout_ms=1000), top, [], [(*CLUSTER, Op.ALTER)],
      CLUSTER_DENIED),
-    (37, create_partitions, lambda r: r.results[0].error_code, [], [topic_acl(O.ALTER)],
+    (37, create_partitions, lambda r: r.results[0].error_code, [], [topic_acl(Op.ALTER)],
      TOPIC_DENIED),
     (75, describe_topic_partitions, lambda r: r.topics[0].error_code, [],
-     [topic_acl(O.DESCRIBE)], TOPIC_DENIED),
+     [topic_acl(Op.DESCRIBE)], TOPIC_DENIED),
     (14, lambda: SyncGroupRequest(version=5, group_id="g", generation_id=1, member_id="m",
                                   group_instance_id=None, protocol_type="consumer",
                                   protocol_name="range", assignments=[]),
-     top, [], [group_acl(O.READ)], GROUP_DENIED),
+     top, [], [group_acl(Op.READ)], GROUP_DENIED),
     (12, lambda: HeartbeatRequest(version=4, group_id="g", generation_id=1, member_id="m",
                                   group_instance_id=None),
-     top, [], [group_acl(O.READ)], GROUP_DENIED),
+     top, [], [group_acl(Op.READ)], GROUP_DENIED),
     (13, lambda: LeaveGroupRequest(version=5, group_id="g", members=[
         LeaveGroupRequest.MemberIdentity(member_id="m", group_instance_id=None, reason=None)]),
-     top, [], [group_acl(O.READ)], GROUP_DENIED),
+     top, [], [group_acl(Op.READ)], GROUP_DENIED),
     (15, lambda: DescribeGroupsRequest(version=5, groups=["g"],
                                        include_authorized_operations=False),
-     lambda r: r.groups[0].error_code, [], [group_acl(O.DESCRIBE)], GROUP_DENIED),
+     lambda r: r.groups[0].error_code, [], [group_acl(Op.DESCRIBE)], GROUP_DENIED),
     (42, lambda: DeleteGroupsRequest(version=2, groups_names=["g"]),
-     lambda r: r.results[0].error_code, [], [group_acl(O.DELETE)], GROUP_DENIED),
-    (47, lambda: offset_delete("g-listed"), top, [], [group_acl(O.DELETE, "g-listed")],
+     lambda r: r.results[0].error_code, [], [group_acl(Op.DELETE)], GROUP_DENIED),
+    (47, lambda: offset_delete("g-listed"), top, [], [group_acl(Op.DELETE, "g-listed")],
      GROUP_DENIED),
-    (47, lambda: offset_delete("g-listed"), first_partition, [group_acl(O.DELETE, "g-listed")],
-     [topic_acl(O.READ)], TOPIC_DENIED),
-    (68, lambda: consumer_group_heartbeat("cg"), top, [topic_acl(O.DESCRIBE)],
-     [group_acl(O.READ, "cg")], GROUP_DENIED),
-    (68, lambda: consumer_group_heartbeat("cg"), top, [group_acl(O.READ, "cg")],
-     [topic_acl(O.DESCRIBE)], TOPIC_DENIED),
+    (47, lambda: offset_delete("g-listed"), first_partition, [group_acl(Op.DELETE, "g-listed")],
+     [topic_acl(Op.READ)], TOPIC_DENIED),
+    (68, lambda: consumer_group_heartbeat("cg"), top, [topic_acl(Op.DESCRIBE)],
+     [group_acl(Op.READ, "cg")], GROUP_DENIED),
+    (68, lambda: consumer_group_heartbeat("cg"), top, [group_acl(Op.READ, "cg")],
+     [topic_acl(Op.DESCRIBE)], TOPIC_DENIED),
     (69, lambda: ConsumerGroupDescribeRequest(version=0, group_ids=["cgd"],
                                               include_authorized_operations=False),
-     lambda r: r.groups[0].error_code, [], [group_acl(O.DESCRIBE, "cgd")], GROUP_DENIED),
+     lambda r: r.groups[0].error_code, [], [group_acl(Op.DESCRIBE, "cgd")], GROUP_DENIED),
     (24, add_partitions_to_txn, lambda r: r.results_by_topic_v3_and_below[0]
-     .results_by_partition[0].partition_error_code, [], [txn_acl(O.WRITE), topic_acl(O.WRITE)],
+     .results_by_partition[0].partition_error_code, [], [txn_acl(Op.WRITE), topic_acl(Op.WRITE)],
      TXN_DENIED),
     (24, add_partitions_to_txn, lambda r: r.results_by_topic_v3_and_below[0]
-     .results_by_partition[0].partition_error_code, [txn_acl(O.WRITE)], [topic_acl(O.WRITE)],
+     .results_by_partition[0].partition_error_code, [txn_acl(Op.WRITE)], [topic_acl(Op.WRITE)],
      TOPIC_DENIED),
-    (24, lambda: add_partitions_to_txn(4), top, [], [(*CLUSTER, O.CLUSTER_ACTION)],
+    (24, lambda: add_partitions_to_txn(4), top, [], [(*CLUSTER, Op.CLUSTER_ACTION)],
      CLUSTER_DENIED),
     (25, lambda: AddOffsetsToTxnRequest(version=3, transactional_id="x", producer_id=1,
                                         producer_epoch=0, group_id="g"),
-     top, [group_acl(O.READ)], [txn_acl(O.WRITE)], TXN_DENIED),
+     top, [group_acl(Op.READ)], [txn_acl(Op.WRITE)], TXN_DENIED),
     (25, lambda: AddOffsetsToTxnRequest(version=3, transactional_id="x", producer_id=1,
                                         producer_epoch=0, group_id="g"),
-     top, [txn_acl(O.WRITE)], [group_acl(O.READ)], GROUP_DENIED),
+     top, [txn_acl(Op.WRITE)], [group_acl(Op.READ)], GROUP_DENIED),
     (26, lambda: EndTxnRequest(version=3, transactional_id="x", producer_id=1, producer_epoch=0,
                                committed=False),
-     top, [], [txn_acl(O.WRITE)], TXN_DENIED),
-    (28, txn_offset_commit, first_partition, [group_acl(O.READ), topic_acl(O.READ)],
-     [txn_acl(O.WRITE)], TXN_DENIED),
-    (28, txn_offset_commit, first_partition, [txn_acl(O.WRITE), topic_acl(O.READ)],
-     [group_acl(O.READ)], GROUP_DENIED),
-    (28, txn_offset_commit, first_partition, [txn_acl(O.WRITE), group_acl(O.READ)],
-     [topic_acl(O.READ)], TOPIC_DENIED),
+     top, [], [txn_acl(Op.WRITE)], TXN_DENIED),
+    (28, txn_offset_commit, first_partition, [group_acl(Op.READ), topic_acl(Op.READ)],
+     [txn_acl(Op.WRITE)], TXN_DENIED),
+    (28, txn_offset_commit, first_partition, [txn_acl(Op.WRITE), topic_acl(Op.READ)],
+     [group_acl(Op.READ)], GROUP_DENIED),
+    (28, txn_offset_commit, first_partition, [txn_acl(Op.WRITE), group_acl(Op.READ)],
+     [topic_acl(Op.READ)], TOPIC_DENIED),
     (27, write_txn_markers, lambda r: r.markers[0].topics[0].partitions[0].error_code, [],
-     [(*CLUSTER, O.CLUSTER_ACTION)], CLUSTER_DENIED),
+     [(*CLUSTER, Op.CLUSTER_ACTION)], CLUSTER_DENIED),
     (27, write_txn_markers, lambda r: r.markers[0].topics[0].partitions[0].error_code, [],
-     [(*CLUSTER, O.ALTER)], CLUSTER_DENIED),
-    (61, describe_producers, first_partition, [], [topic_acl(O.READ)], TOPIC_DENIED),
+     [(*CLUSTER, Op.ALTER)], CLUSTER_DENIED),
+    (61, describe_producers, first_partition, [], [topic_acl(Op.READ)], TOPIC_DENIED),
     (65, lambda: DescribeTransactionsRequest(version=0, transactional_ids=["x"]),
-     lambda r: r.transaction_states[0].error_code, [], [txn_acl(O.DESCRIBE)], TXN_DENIED),
+     lambda r: r.transaction_states[0].error_code, [], [txn_acl(Op.DESCRIBE)], TXN_DENIED),
 ]
 
 
@@ -405,9 +405,9 @@ def test_list_groups_shows_only_describable_groups(broker):
         return {g.group_id for g in as_alice(broker, ListGroupsRequest(version=4)).groups}
     set_acls(broker, [])
     assert "g-listed" not in listed()
-    set_acls(broker, [group_acl(O.DESCRIBE, "g-listed")])
+    set_acls(broker, [group_acl(Op.DESCRIBE, "g-listed")])
     assert "g-listed" in listed()
-    set_acls(broker, [(*CLUSTER, O.DESCRIBE)])
+    set_acls(broker, [(*CLUSTER, Op.DESCRIBE)])
     assert "g-listed" in listed()
 
 
@@ -418,7 +418,7 @@ def test_list_transactions_shows_only_describable_ids(broker):
         return {t.transactional_id for t in response.transaction_states}
     set_acls(broker, [])
     assert listed() == set()
-    set_acls(broker, [txn_acl(O.DESCRIBE, "x-listed")])
+    set_acls(broker, [txn_acl(Op.DESCRIBE, "x-listed")])
     assert listed() == {"x-listed"}
 
 
@@ -426,9 +426,9 @@ def test_delete_topics_hides_existence(broker):
     set_acls(broker, [])
     response = as_alice(broker, delete_topics("ghost"))  # unknown and not describable
     assert response.responses[0].error_code == TOPIC_DENIED
-    set_acls(broker, [topic_acl(O.DESCRIBE, "ghost")])  # describable: unknown is said
+    set_acls(broker, [topic_acl(Op.DESCRIBE, "ghost")])  # describable: unknown is said
     assert as_alice(broker, delete_topics("ghost")).responses[0].error_code == 3
-    set_acls(broker, [topic_acl(O.DESCRIBE)])  # describable, exists, no DELETE
+    set_acls(broker, [topic_acl(Op.DESCRIBE)])  # describable, exists, no DELETE
     assert as_alice(broker, delete_topics("t")).responses[0].error_code == TOPIC_DENIED
 
 
@@ -437,18 +437,18 @@ def test_describe_topic_partitions_hides_like_metadata(broker):
     every = DescribeTopicPartitionsRequest(version=0, topics=[], response_partition_limit=100,
                                            cursor=None)
     assert as_alice(broker, every).topics == []
-    set_acls(broker, [topic_acl(O.READ)])
+    set_acls(broker, [topic_acl(Op.READ)])
     [topic] = as_alice(broker, every).topics
     assert topic.name == "t" and topic.error_code == 0
-    assert topic.topic_authorized_operations == (1 << O.READ) | (1 << O.DESCRIBE)
+    assert topic.topic_authorized_operations == (1 << Op.READ) | (1 << Op.DESCRIBE)
 
 
 def test_create_topics_hides_configs_without_describe_configs(broker):
-    set_acls(broker, [topic_acl(O.CREATE, "made")])
+    set_acls(broker, [topic_acl(Op.CREATE, "made")])
     result = as_alice(broker, create_topics()).topics[0]
     assert (result.error_code, result.topic_config_error_code) == (0, TOPIC_DENIED)
     assert result.configs == [] and result.num_partitions == -1
-    set_acls(broker, [topic_acl(O.CREATE, "made"), topic_acl(O.DESCRIBE_CONFIGS, "made")])
+    set_acls(broker, [topic_acl(Op.CREATE, "made"), topic_acl(Op.DESCRIBE_CONFIGS, "made")])
     result = as_alice(broker, create_topics()).topics[0]
     assert (result.error_code, result.topic_config_error_code) == (0, 0)
     assert result.configs and result.num_partitions == 1
@@ -460,20 +460,20 @@ def test_describe_cluster_reports_authorized_operations(broker):
     set_acls(broker, [])
     response = as_alice(broker, request)
     assert response.error_code == 0 and not response.authorized_operations
-    set_acls(broker, [(*CLUSTER, O.DESCRIBE), (*CLUSTER, O.ALTER)])
-    assert set(as_alice(broker, request).authorized_operations) == {O.DESCRIBE, O.ALTER}
+    set_acls(broker, [(*CLUSTER, Op.DESCRIBE), (*CLUSTER, Op.ALTER)])
+    assert set(as_alice(broker, request).authorized_operations) == {Op.DESCRIBE, Op.ALTER}
 
 
 def test_consumer_group_describe_hides_groups_with_undescribable_topics(broker):
-    set_acls(broker, [group_acl(O.READ, "cg2"), topic_acl(O.DESCRIBE)])
+    set_acls(broker, [group_acl(Op.READ, "cg2"), topic_acl(Op.DESCRIBE)])
     joined = as_alice(broker, consumer_group_heartbeat("cg2"))
     assert joined.error_code == 0
     describe = ConsumerGroupDescribeRequest(version=0, group_ids=["cg2"],
                                             include_authorized_operations=False)
-    set_acls(broker, [group_acl(O.DESCRIBE, "cg2")])
+    set_acls(broker, [group_acl(Op.DESCRIBE, "cg2")])
     group = as_alice(broker, describe).groups[0]
     assert group.error_code == TOPIC_DENIED and group.members == []
-    set_acls(broker, [group_acl(O.DESCRIBE, "cg2"), topic_acl(O.DESCRIBE)])
+    set_acls(broker, [group_acl(Op.DESCRIBE, "cg2"), topic_acl(Op.DESCRIBE)])
     group = as_alice(broker, describe).groups[0]
     assert group.error_code == 0 and len(group.members) == 1
 

@@ -153,7 +153,7 @@ def test_open_transaction_and_index_survive_restart_and_rebuild(tmp_path):
     log = open_log(directory, **{"internal.segment.bytes": 300})
     log.append(txn_batch(1, 0, 0), 0)
     log.append_marker(1, 0, commit=False)
-    for i in range(4):
+    for _ in range(4):
         log.append(plain_batch(), 0)
     log.append(txn_batch(2, 0, 0), 0)  # left open
     first_open = log.log_end_offset - 2

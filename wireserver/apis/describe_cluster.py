@@ -39,8 +39,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
                             controller_id=-1, brokers=[],
                             authorized_operations=None)
     broker_class = ctx.request.spec.response_class.DescribeClusterBroker
-    listener = next((l for l in broker.advertised if l.name == ctx.listener_name),
-                    broker.advertised[0])
+    listener = broker.advertised_listener(ctx.listener_name)
     operations = (checks.cluster_operations(ctx)
                   if body.include_cluster_authorized_operations else None)
     cluster = broker.cluster

@@ -61,8 +61,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
     broker = ctx.broker
     key_type = body.key_type if version >= 1 else GROUP
-    listener = next((l for l in broker.advertised if l.name == ctx.listener_name),
-                    broker.advertised[0])
+    listener = broker.advertised_listener(ctx.listener_name)
 
     def where(error: ErrorCode, node_id: int) -> tuple[int, str, int]:
         if error != ErrorCode.NONE:

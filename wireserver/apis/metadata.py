@@ -44,8 +44,7 @@ def broker_entries(ctx, broker_class) -> list:
             host, port = cluster.endpoint_for(info, ctx.listener_name)
             entries.append(broker_class(node_id=node_id, host=host, port=port, rack=info.rack))
         return entries
-    listener = next((l for l in broker.advertised if l.name == ctx.listener_name),
-                    broker.advertised[0])
+    listener = broker.advertised_listener(ctx.listener_name)
     return [broker_class(node_id=broker.node_id, host=listener.host, port=listener.port,
                          rack=broker.config.get("broker.rack"))]
 
