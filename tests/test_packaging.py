@@ -10,6 +10,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,17 @@ CHECK = textwrap.dedent("""
         assert kafka.topics() == ["packaged"]
     print("imported", len(names), "modules")
 """)
+
+
+def test_pyproject_lists_every_package():
+    """The wheel's packages are listed by hand (two of them are mapped from other folders): a
+    package added to the tree must be added there too."""
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+                 ["packages"])
+    found = {".".join(("wireserver", *init.parent.relative_to(ROOT / "wireserver").parts))
+             for init in (ROOT / "wireserver").rglob("__init__.py")}
+    found |= {"wireserver.protocol", "wireserver.storage"}
+    assert listed == found
 
 
 def run(*args: str, cwd: Path | None = None) -> str:
