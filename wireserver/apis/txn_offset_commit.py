@@ -21,10 +21,10 @@ from twisted.internet import defer
 from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.security import checks
+from wireserver.coordinator_runtime import OFFSETS_TOPIC
 from wireserver.groups.coordinator import OffsetCommit
 
 API_KEY = 28
-OFFSETS_TOPIC = "__consumer_offsets"
 
 
 @handles(API_KEY)

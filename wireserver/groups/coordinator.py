@@ -1,5 +1,7 @@
 """The classic group coordinator: membership (JoinGroup, SyncGroup, Heartbeat, LeaveGroup),
 static membership (KIP-345), committed offsets, and their persistence in ``__consumer_offsets``.
+The topic's machinery (key -> partition, creating the topic, who coordinates a group, appending
+as leader, loading, following leadership) is the shared ``wireserver.coordinator_runtime``.
 
 One node leads every partition of ``__consumer_offsets``, so this broker coordinates every group.
 A group's records go to partition ``abs(hash(group_id)) % N`` as in Kafka.
@@ -7,10 +9,10 @@ A group's records go to partition ``abs(hash(group_id)) % N`` as in Kafka.
 In cluster mode (``zookeeper.connect``) ``__consumer_offsets`` is a replicated topic like any
 other (``offsets.topic.replication.factor`` replicas, refused while fewer brokers are alive), and
 this broker coordinates the groups of the partitions it leads, as Kafka's ``GroupCoordinator``
-``onElection``/``onResignation``: the cluster node calls ``on_election(p)`` when this broker
-becomes leader of partition ``p`` (its groups and offsets are replayed from the log, up to the
-log end) and ``on_resignation(p)`` when it stops leading it (its groups are dropped from memory;
-waiting JoinGroup/SyncGroup calls get NOT_COORDINATOR). Requests for a group of another
+``onElection``/``onResignation``: the runtime calls ``load_partition(p, to_log_end=True)`` when
+this broker becomes leader of partition ``p`` (its groups and offsets are replayed from the log,
+up to the log end) and ``unload_partition(p)`` when it stops leading it (its groups are dropped
+from memory; waiting JoinGroup/SyncGroup calls get NOT_COORDINATOR). Requests for a group of another
 partition get NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS while its partition loads. Records
 are appended to the leader's log with its leader epoch; OffsetCommit and TxnOffsetCommit answer
 once the high watermark has passed them (``replicated``), as Kafka commits offsets with
@@ -54,26 +56,23 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Optional
+from functools import partial
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 from twisted.internet import defer, task
 
-from wireserver.protocol.errors import ErrorCode
-from wireserver.protocol.errors import DecodeError
-from wireserver.protocol.records import (ControlRecordType, RecordBatchBuilder, decode_control_record,
-                              iter_batches)
-from wireserver.storage.producer_state import InvalidProducerEpoch
-from wireserver import internal_log
+from wireserver.protocol.errors import DecodeError, ErrorCode
+from wireserver.protocol.records import ControlRecordType, RecordBatch, decode_control_record
+from wireserver.coordinator_runtime import OFFSETS_TOPIC, CoordinatorRuntime, InternalTopic
 from wireserver.groups.consumer_coordinator import ConsumerGroupCoordinator
-from wireserver.groups.group import (CONSUMER_PROTOCOL_TYPE, CommittedOffset, Group, Member)
-from wireserver.groups.records import (ConsumerGroupKey, ConsumerGroupValue,
-                                       decode_consumer_group_value)
-from wireserver.groups.records import (OFFSETS_TOPIC, GroupKey, GroupValue, MemberValue,
-                                       OffsetKey, OffsetValue, RecordFormatError, decode_group_value,
+from wireserver.groups.group import CONSUMER_PROTOCOL_TYPE, CommittedOffset, Group, Member
+from wireserver.groups.records import (ConsumerGroupKey, ConsumerGroupValue, GroupKey, GroupValue,
+                                       MemberValue, OffsetKey, OffsetValue, RecordFormatError,
+                                       decode_consumer_group_value, decode_group_value,
                                        decode_key, decode_offset_value, encode_group_value,
-                                       encode_key, encode_offset_value, partition_for)
+                                       encode_key, encode_offset_value)
 from wireserver.groups.state import GroupState
-from wireserver.internal_log import ensure_internal_topic
+from wireserver.topics import create_internal_topic
 
 if TYPE_CHECKING:
     from wireserver.broker import Broker
@@ -84,7 +83,21 @@ S = GroupState
 #: How long a new member's JoinGroup may wait before it is dropped (Kafka's
 #: ``NewMemberJoinTimeoutMs``).
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
-LOAD_CHUNK_BYTES = 1 << 20
+
+#: Transactional offsets awaiting their marker: producer id -> group -> partition -> offset.
+PendingOffsets = dict[int, dict[str, dict[tuple[str, int], CommittedOffset]]]
+
+
+def _topic_configs(config: Any) -> dict[str, str]:
+    """``__consumer_offsets``'s topic configs, as Kafka creates it: compacted (a group's and
+    an offset's latest record is all a load needs), the producer's compression."""
+    return {"cleanup.policy": "compact", "compression.type": "producer",
+            "segment.bytes": str(config["offsets.topic.segment.bytes"])}
+
+
+CONSUMER_OFFSETS = InternalTopic(
+    OFFSETS_TOPIC, "offsets.topic.num.partitions", "offsets.topic.replication.factor",
+    _topic_configs, commit_timeout_config="offsets.commit.timeout.ms", keys="group(s)")
 
 
 @dataclass
@@ -138,16 +151,13 @@ class GroupCoordinator:
         self.reactor = broker.reactor
         self.config = broker.config
         self.groups: dict[str, Group] = {}
+        self.runtime = CoordinatorRuntime(broker, CONSUMER_OFFSETS, self,
+                                          partial(create_internal_topic, broker))
         # Groups of type "consumer" (KIP-848) live apart from the classic ones.
         self.consumer = ConsumerGroupCoordinator(self)
         # Transactional offsets awaiting their marker: producer id -> group -> partition.
-        self.pending_txn: dict[int, dict[str, dict[tuple[str, int], CommittedOffset]]] = {}
+        self.pending_txn: PendingOffsets = {}
         self._expiry_loop: Optional[task.LoopingCall] = None
-        self.clustered = bool(self.config.get("zookeeper.connect"))
-        # Cluster mode: the partitions of __consumer_offsets this broker leads and has loaded,
-        # and those being loaded.
-        self.owned: set[int] = set()
-        self.loading: set[int] = set()
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -157,9 +167,8 @@ class GroupCoordinator:
     def start(self) -> None:
         """Load groups and offsets from ``__consumer_offsets`` (if it exists), then start the
         offset-expiry timer. In cluster mode nothing is loaded here: partitions are loaded as
-        this broker becomes their leader (``on_election``)."""
-        if not self.clustered:
-            self.load()
+        this broker becomes their leader (the runtime follows their leadership)."""
+        self.runtime.start()
         interval = self.config["offsets.retention.check.interval.ms"]
         loop = task.LoopingCall(self.expire_offsets)
         loop.clock = self.reactor
@@ -168,6 +177,7 @@ class GroupCoordinator:
         self._expiry_loop = loop
 
     def stop(self) -> None:
+        """Stop every timer (offset expiry, rebalances, sessions): the broker is stopping."""
         if self._expiry_loop is not None and self._expiry_loop.running:
             self._expiry_loop.stop()
         self._expiry_loop = None
@@ -176,6 +186,7 @@ class GroupCoordinator:
         self.consumer.stop()
 
     def _cancel_group_timers(self, group: Group) -> None:
+        """Cancel a group's rebalance, sync and member timers (it is dropped or unloaded)."""
         for timer in (group.join_timer, group.sync_timer, *group.pending_members.values()):
             _cancel(timer)
         group.join_timer = group.sync_timer = None
@@ -185,81 +196,25 @@ class GroupCoordinator:
 
     # -- the offsets topic ------------------------------------------------------------------
 
-    def num_partitions(self) -> int:
-        info = self.broker.logs.topics.get(OFFSETS_TOPIC)
-        if info is not None:
-            return info.num_partitions
-        return self.config["offsets.topic.num.partitions"]
-
     def partition_for(self, group_id: str) -> int:
-        return partition_for(group_id, self.num_partitions())
+        """The partition of ``__consumer_offsets`` that holds the group."""
+        return self.runtime.partition_for(group_id)
 
     def ensure_ready(self, group_id: Optional[str] = None) -> Optional[ErrorCode]:
         """Create ``__consumer_offsets`` on first use. COORDINATOR_NOT_AVAILABLE while it cannot
         be created (as Kafka: its replication factor exceeds the live brokers). With a group
         id, in cluster mode: NOT_COORDINATOR unless this broker leads the group's partition,
         COORDINATOR_LOAD_IN_PROGRESS while that partition loads."""
-        error = self._ensure_topic()
-        if error is not None or group_id is None or not self.clustered:
-            return error
-        return self.coordinator_error(self.partition_for(group_id))
-
-    def coordinator_error(self, partition: int) -> Optional[ErrorCode]:
-        return internal_log.coordinator_error(self.broker, OFFSETS_TOPIC, partition, self.owned,
-                                              self.loading)
-
-    def _ensure_topic(self) -> Optional[ErrorCode]:
-        return ensure_internal_topic(
-            self.broker, OFFSETS_TOPIC, self.config["offsets.topic.num.partitions"],
-            self.config["offsets.topic.replication.factor"], "offsets.topic.replication.factor",
-            {"cleanup.policy": "compact", "compression.type": "producer",
-             "segment.bytes": str(self.config["offsets.topic.segment.bytes"])})
-
-    def _append(self, group_id: str, entries: list[tuple[bytes, Optional[bytes]]],
-                producer: Optional[tuple[int, int]] = None) -> ErrorCode:
-        """Append records for one group to its partition. NONE once they are in the log.
-        ``producer`` (id, epoch) makes the batch transactional (TxnOffsetCommit)."""
-        if not entries:
-            return ErrorCode.NONE
-        error = self.ensure_ready()
-        if error is not None:
-            return error
-        partition = self.partition_for(group_id)
-        partition_log = self.broker.logs.get_log(OFFSETS_TOPIC, partition)
-        if partition_log is None:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        leader_epoch = internal_log.leader_epoch(self.broker, OFFSETS_TOPIC, partition)
-        if leader_epoch is None:
-            return ErrorCode.NOT_COORDINATOR
-        now = self.now_ms()
-        if producer is None:
-            builder = RecordBatchBuilder()
-        else:
-            builder = RecordBatchBuilder(producer_id=producer[0], producer_epoch=producer[1],
-                                         is_transactional=True)
-        for key, value in entries:
-            builder.append(now, key, value)
-        try:
-            partition_log.append(builder.build(), leader_epoch=leader_epoch, now_ms=now,
-                                 check_sequences=producer is None)
-        except InvalidProducerEpoch:
-            return ErrorCode.INVALID_PRODUCER_EPOCH
-        except Exception:  # noqa: BLE001 - storage failures become a retriable error
-            log.exception("append to %s-%d failed", OFFSETS_TOPIC, partition)
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        internal_log.after_append(self.broker, OFFSETS_TOPIC, partition, partition_log, now)
-        return ErrorCode.NONE
+        return self.runtime.ensure_ready(group_id)
 
     def replicated(self, group_id: str) -> defer.Deferred:
         """Fires with NONE once everything appended so far to the group's partition is below
         the high watermark (at once on one node); else the error a commit answers (Kafka's
         mapping of an acks=-1 append's errors in ``GroupMetadataManager.storeOffsets``)."""
-        if not self.clustered or self.broker.cluster is None:
-            return defer.succeed(ErrorCode.NONE)
-        return internal_log.replicated(self.broker, OFFSETS_TOPIC, self.partition_for(group_id),
-                                       self.config["offsets.commit.timeout.ms"])
+        return self.runtime.replicated(group_id)
 
     def _group_record(self, group: Group) -> tuple[bytes, bytes]:
+        """The group's GroupMetadata record: what a new coordinator needs to carry it on."""
         value = GroupValue(
             protocol_type=group.protocol_type or "", generation=group.generation_id,
             protocol=group.protocol_name, leader=group.leader_id,
@@ -271,9 +226,11 @@ class GroupCoordinator:
         return encode_key(GroupKey(group.group_id)), encode_group_value(value)
 
     def _store_group(self, group: Group) -> ErrorCode:
-        return self._append(group.group_id, [self._group_record(group)])
+        """Append the group's record (its generation, leader, members and assignments)."""
+        return self.runtime.append(group.group_id, [self._group_record(group)])
 
-    def _store_group_replicated(self, group: Group, on_stored) -> None:
+    def _store_group_replicated(self, group: Group,
+                                on_stored: Callable[[ErrorCode], None]) -> None:
         """Kafka's ``storeGroup`` with acks=-1: append the group's record and call
         ``on_stored(error)`` once the high watermark passed it (at once on one node), so that
         a JoinGroup or SyncGroup answer never promises metadata a new coordinator would lack.
@@ -292,26 +249,13 @@ class GroupCoordinator:
 
     # -- loading ----------------------------------------------------------------------------
 
-    def load(self) -> None:
-        """Replay every partition of ``__consumer_offsets`` into memory (one node)."""
-        info = self.broker.logs.topics.get(OFFSETS_TOPIC)
-        if info is None:
-            return
-        loaded = sum(self.load_partition(p) for p in range(info.num_partitions))
-        if loaded:
-            log.info("loaded %d group(s) from %s", loaded, OFFSETS_TOPIC)
-
     def load_partition(self, partition: int, to_log_end: bool = False) -> int:
         """Replay one partition of ``__consumer_offsets`` (up to the high watermark, or the log
         end for a new leader, whose whole log is to be committed); returns the groups loaded."""
-        partition_log = self.broker.logs.get_log(OFFSETS_TOPIC, partition)
-        if partition_log is None:
-            return 0
-        values: dict[str, GroupValue] = {}
+        values: dict[str, Any] = {}
         offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
-        pending: dict = {}
-        self._replay(partition_log, values, offsets, pending,
-                     partition_log.log_end_offset if to_log_end else None)
+        pending: PendingOffsets = {}
+        self._replay(partition, values, offsets, pending, to_log_end)
         for pid, by_group in pending.items():
             mine = self.pending_txn.setdefault(pid, {})
             for group_id, found in by_group.items():
@@ -330,27 +274,13 @@ class GroupCoordinator:
             self.groups[group_id] = group
         return count
 
-    def on_election(self, partition: int) -> None:
-        """This broker became leader of ``partition`` of ``__consumer_offsets``: load its groups
-        (Kafka's ``GroupCoordinator.onElection``; the load is synchronous here, so
-        COORDINATOR_LOAD_IN_PROGRESS is only answered while it runs)."""
-        if partition in self.owned:
-            return
-        self.loading.add(partition)
-        try:
-            count = self.load_partition(partition, to_log_end=True)
-        finally:
-            self.loading.discard(partition)
-        self.owned.add(partition)
-        log.info("coordinator of %s-%d: loaded %d group(s)", OFFSETS_TOPIC, partition, count)
+    def unload_partition(self, partition: int) -> int:
+        """This broker no longer leads ``partition``: forget its groups, their offsets and
+        pending transactional offsets (Kafka's ``onResignation``); members waiting on JoinGroup
+        or SyncGroup get NOT_COORDINATOR. Returns the groups dropped."""
+        def mine(group_id: str) -> bool:
+            return self.partition_for(group_id) == partition
 
-    def on_resignation(self, partition: int) -> None:
-        """This broker no longer leads ``partition``: forget its groups (Kafka's
-        ``onResignation``); members waiting on JoinGroup or SyncGroup get NOT_COORDINATOR."""
-        if partition not in self.owned and partition not in self.loading:
-            return
-        self.owned.discard(partition)
-        mine = lambda group_id: self.partition_for(group_id) == partition  # noqa: E731
         dropped = 0
         for group_id in [g for g in self.groups if mine(g)]:
             group = self.groups.pop(group_id)
@@ -370,40 +300,32 @@ class GroupCoordinator:
                 del by_group[group_id]
             if not by_group:
                 del self.pending_txn[pid]
-        log.info("no longer coordinator of %s-%d: unloaded %d group(s)", OFFSETS_TOPIC,
-                 partition, dropped)
+        return dropped
 
-    def _replay(self, partition_log, values: dict, offsets: dict,
-                pending: Optional[dict] = None, end: Optional[int] = None) -> None:
-        if pending is None:
-            pending = {}
-        position = partition_log.log_start_offset
-        if end is None:
-            end = partition_log.high_watermark
-        while position < end:
-            result = partition_log.read(position, LOAD_CHUNK_BYTES, upper_bound=end)
-            if not result.data:
-                break
-            advanced = position
-            for batch in iter_batches(result.data):
-                advanced = batch.next_offset
-                if batch.is_control:
-                    self._replay_marker(batch, offsets, pending)
+    def _replay(self, partition: int, values: dict[str, Any],
+                offsets: dict[str, dict[tuple[str, int], CommittedOffset]],
+                pending: PendingOffsets, to_log_end: bool) -> None:
+        """Read the partition's records into ``values`` (group id -> its latest group record)
+        and ``offsets`` (group id -> committed offsets); transactional offsets go to
+        ``pending`` (producer id -> group id -> offsets) until their marker."""
+        for batch, position in self.runtime.batches(partition, to_log_end):
+            if batch.is_control:
+                self._replay_marker(batch, offsets, pending)
+                continue
+            target = offsets
+            if batch.is_transactional:
+                # Pending until the producer's marker says commit or abort.
+                target = pending.setdefault(batch.producer_id, {})
+            for record in batch.records():
+                if record.offset < position:
                     continue
-                target = offsets
-                if batch.is_transactional:
-                    # Pending until the producer's marker says commit or abort.
-                    target = pending.setdefault(batch.producer_id, {})
-                for record in batch.records():
-                    if record.offset < position:
-                        continue
-                    self._apply_record(record.key, record.value, values, target)
-            if advanced <= position:
-                break
-            position = advanced
+                self._apply_record(record.key, record.value, values, target)
 
     @staticmethod
-    def _replay_marker(batch, offsets: dict, pending: dict) -> None:
+    def _replay_marker(batch: RecordBatch,
+                       offsets: dict[str, dict[tuple[str, int], CommittedOffset]],
+                       pending: PendingOffsets) -> None:
+        """A marker: the producer's pending offsets become committed (COMMIT) or are dropped."""
         found = pending.pop(batch.producer_id, None)
         if not found:
             return
@@ -417,7 +339,10 @@ class GroupCoordinator:
                 offsets.setdefault(group_id, {}).update(committed)
 
     @staticmethod
-    def _apply_record(key_bytes, value_bytes, values: dict, offsets: dict) -> None:
+    def _apply_record(key_bytes: Optional[bytes], value_bytes: Optional[bytes],
+                      values: dict[str, Any],
+                      offsets: dict[str, dict[tuple[str, int], CommittedOffset]]) -> None:
+        """One record of the partition: an offset (or its tombstone) or a group record."""
         if key_bytes is None:
             return
         try:
@@ -441,6 +366,7 @@ class GroupCoordinator:
             log.warning("skipping unreadable %s record: %s", OFFSETS_TOPIC, exc)
 
     def _restore_group(self, group_id: str, value: Optional[GroupValue], now: int) -> Group:
+        """A classic group as its record left it; its members get a session timeout again."""
         if value is None:
             return Group(group_id, now)
         state = S.STABLE if value.members else S.EMPTY
@@ -941,13 +867,15 @@ class GroupCoordinator:
             else:
                 entries = [(encode_key(OffsetKey(group_id, t, p)), None) for t, p in group.offsets]
                 entries.append((encode_key(GroupKey(group_id)), None))
-                error = self._append(group_id, entries)
+                error = self.runtime.append(group_id, entries)
                 if error == ErrorCode.NONE:
-                    self._drop_group(group)
+                    self.drop_group(group)
                 results[group_id] = error
         return results
 
-    def _drop_group(self, group: Group) -> None:
+    def drop_group(self, group: Group) -> None:
+        """Forget the group (deleted, expired, or converted to a consumer group): Dead, its
+        timers cancelled, its offsets gone."""
         group.transition_to(S.DEAD, self.now_ms())
         self._cancel_group_timers(group)
         group.offsets = {}
@@ -981,7 +909,7 @@ class GroupCoordinator:
         if member_id and group.is_in(S.STABLE, S.PREPARING_REBALANCE) and group.has(member_id):
             self._schedule_heartbeat(group, group.members[member_id])
         results, accepted, entries = self._offset_records(group_id, commits)
-        error = self._append(group_id, entries)
+        error = self.runtime.append(group_id, entries)
         for c, committed in accepted:
             results[(c.topic, c.partition)] = error
             if error == ErrorCode.NONE:
@@ -1067,7 +995,7 @@ class GroupCoordinator:
             if generation_id >= 0 and generation_id != group.generation_id:
                 return everywhere(ErrorCode.ILLEGAL_GENERATION)
         results, accepted, entries = self._offset_records(group_id, commits)
-        error = self._append(group_id, entries, (producer_id, producer_epoch))
+        error = self.runtime.append(group_id, entries, (producer_id, producer_epoch))
         pending = self.pending_txn.setdefault(producer_id, {}).setdefault(group_id, {})
         for c, committed in accepted:
             results[(c.topic, c.partition)] = error
@@ -1138,7 +1066,7 @@ class GroupCoordinator:
                 results[(topic, partition)] = ErrorCode.NONE
                 if (topic, partition) in group.offsets:
                     doomed.append((topic, partition))
-        error = self._append(group_id, [(encode_key(OffsetKey(group_id, t, p)), None)
+        error = self.runtime.append(group_id, [(encode_key(OffsetKey(group_id, t, p)), None)
                                         for t, p in doomed])
         if error != ErrorCode.NONE:
             return error, {}
@@ -1155,7 +1083,7 @@ class GroupCoordinator:
         for group in list(self.groups.values()):
             doomed = [tp for tp in group.offsets if tp[0] == topic]
             entries = [(encode_key(OffsetKey(group.group_id, t, p)), None) for t, p in doomed]
-            if self._append(group.group_id, entries) != ErrorCode.NONE:
+            if self.runtime.append(group.group_id, entries) != ErrorCode.NONE:
                 log.warning("could not remove group %s's offsets of deleted topic %s",
                             group.group_id, topic)
                 continue
@@ -1179,14 +1107,14 @@ class GroupCoordinator:
                     and len(expired) == len(group.offsets))
             if drop:
                 entries.append((encode_key(GroupKey(group.group_id)), None))
-            if self._append(group.group_id, entries) != ErrorCode.NONE:
+            if self.runtime.append(group.group_id, entries) != ErrorCode.NONE:
                 continue
             for tp in expired:
                 group.offsets.pop(tp, None)
             expired_total += len(expired)
             if drop:
                 log.info("group %s expired: empty and no committed offsets left", group.group_id)
-                self._drop_group(group)
+                self.drop_group(group)
         return expired_total
 
     @staticmethod
