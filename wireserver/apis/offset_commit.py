@@ -18,7 +18,7 @@ from twisted.internet import defer
 from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.security import checks
-from wireserver.groups.coordinator import OffsetCommit
+from wireserver.groups.offsets import OffsetCommit
 
 API_KEY = 8
 

@@ -22,7 +22,7 @@ from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import handles
 from wireserver.security import checks
 from wireserver.coordinator_runtime import OFFSETS_TOPIC
-from wireserver.groups.coordinator import OffsetCommit
+from wireserver.groups.offsets import OffsetCommit
 
 API_KEY = 28
 

@@ -1,5 +1,9 @@
 """The classic group coordinator: membership (JoinGroup, SyncGroup, Heartbeat, LeaveGroup),
-static membership (KIP-345), committed offsets, and their persistence in ``__consumer_offsets``.
+static membership (KIP-345), rebalance timers, and the persistence of groups (and, on loading,
+their offsets) in ``__consumer_offsets``. Committed offsets are ``wireserver.groups.offsets``
+(``OffsetManager``, reached as ``self.offsets``; this class keeps the method names handlers
+call on ``broker.groups``), consumer-protocol (KIP-848) groups
+``wireserver.groups.consumer_coordinator``.
 The topic's machinery (key -> partition, creating the topic, who coordinates a group, appending
 as leader, loading, following leadership) is the shared ``wireserver.coordinator_runtime``.
 
@@ -27,7 +31,7 @@ Time and waiting (one mechanism per concept, all on the injected reactor):
   member session timeouts and pending-member timeouts are ``reactor.callLater`` timers, so unit
   tests drive them with ``twisted.internet.task.Clock``.
 - Offset expiry runs every ``offsets.retention.check.interval.ms`` on a ``LoopingCall`` bound to
-  the same reactor.
+  the same reactor (``wireserver.groups.offsets``).
 
 Writes to ``__consumer_offsets`` are synchronous local appends (one node: appended means
 committed), so a commit's response goes out after its record is in the log. In cluster mode
@@ -39,12 +43,9 @@ COORDINATOR_NOT_AVAILABLE, lost leadership NOT_COORDINATOR, the errors of an off
 State is loaded back synchronously when the broker starts (Kafka loads asynchronously and
 answers COORDINATOR_LOAD_IN_PROGRESS meanwhile; we never need to).
 
-Transactional offsets (TxnOffsetCommit): written to ``__consumer_offsets`` as a transactional
-batch of the producer (its id and epoch, no sequence) and kept *pending* per producer id until
-the transaction coordinator writes the producer's marker to that partition
-(``complete_transaction``): COMMIT makes them the group's committed offsets, ABORT drops them.
-Loading replays the same way (transactional batches are pending until their marker). OffsetFetch
-with ``require_stable`` answers UNSTABLE_OFFSET_COMMIT for a partition with pending offsets.
+Transactional offsets (TxnOffsetCommit) are pending until their producer's marker (see
+``wireserver.groups.offsets``); loading replays them the same way: a transactional batch is
+pending until the marker that commits or aborts it.
 
 Deliberate differences from Kafka: a group created by a JoinGroup that fails at once is not
 kept; ties in protocol selection go to the leader's preference order (Kafka's order is
@@ -59,18 +60,19 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
-from twisted.internet import defer, task
+from twisted.internet import defer
 
 from wireserver.protocol.errors import DecodeError, ErrorCode
 from wireserver.protocol.records import ControlRecordType, RecordBatch, decode_control_record
 from wireserver.coordinator_runtime import OFFSETS_TOPIC, CoordinatorRuntime, InternalTopic
 from wireserver.groups.consumer_coordinator import ConsumerGroupCoordinator
-from wireserver.groups.group import CONSUMER_PROTOCOL_TYPE, CommittedOffset, Group, Member
+from wireserver.groups.group import CommittedOffset, Group, Member
+from wireserver.groups.offsets import OffsetCommit, OffsetManager, PendingOffsets
 from wireserver.groups.records import (ConsumerGroupKey, ConsumerGroupValue, GroupKey, GroupValue,
-                                       MemberValue, OffsetKey, OffsetValue, RecordFormatError,
+                                       MemberValue, OffsetKey, RecordFormatError,
                                        decode_consumer_group_value, decode_group_value,
                                        decode_key, decode_offset_value, encode_group_value,
-                                       encode_key, encode_offset_value)
+                                       encode_key)
 from wireserver.groups.state import GroupState
 from wireserver.topics import create_internal_topic
 
@@ -84,8 +86,7 @@ S = GroupState
 #: ``NewMemberJoinTimeoutMs``).
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 
-#: Transactional offsets awaiting their marker: producer id -> group -> partition -> offset.
-PendingOffsets = dict[int, dict[str, dict[tuple[str, int], CommittedOffset]]]
+__all__ = ["GroupCoordinator", "JoinRequest", "JoinResult", "OffsetCommit", "SyncResult"]
 
 
 def _topic_configs(config: Any) -> dict[str, str]:
@@ -136,15 +137,6 @@ class SyncResult:
     assignment: bytes = b""
 
 
-@dataclass(frozen=True)
-class OffsetCommit:
-    topic: str
-    partition: int
-    offset: int
-    leader_epoch: int = -1
-    metadata: Optional[str] = ""
-
-
 class GroupCoordinator:
     def __init__(self, broker: "Broker"):
         self.broker = broker
@@ -155,9 +147,7 @@ class GroupCoordinator:
                                           partial(create_internal_topic, broker))
         # Groups of type "consumer" (KIP-848) live apart from the classic ones.
         self.consumer = ConsumerGroupCoordinator(self)
-        # Transactional offsets awaiting their marker: producer id -> group -> partition.
-        self.pending_txn: PendingOffsets = {}
-        self._expiry_loop: Optional[task.LoopingCall] = None
+        self.offsets = OffsetManager(self.runtime, self, self.reactor)
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -169,18 +159,11 @@ class GroupCoordinator:
         offset-expiry timer. In cluster mode nothing is loaded here: partitions are loaded as
         this broker becomes their leader (the runtime follows their leadership)."""
         self.runtime.start()
-        interval = self.config["offsets.retention.check.interval.ms"]
-        loop = task.LoopingCall(self.expire_offsets)
-        loop.clock = self.reactor
-        loop.start(interval / 1000.0, now=False).addErrback(
-            lambda failure: log.error("offset expiry failed: %s", failure.getTraceback()))
-        self._expiry_loop = loop
+        self.offsets.start()
 
     def stop(self) -> None:
         """Stop every timer (offset expiry, rebalances, sessions): the broker is stopping."""
-        if self._expiry_loop is not None and self._expiry_loop.running:
-            self._expiry_loop.stop()
-        self._expiry_loop = None
+        self.offsets.stop()
         for group in self.groups.values():
             self._cancel_group_timers(group)
         self.consumer.stop()
@@ -256,10 +239,7 @@ class GroupCoordinator:
         offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
         pending: PendingOffsets = {}
         self._replay(partition, values, offsets, pending, to_log_end)
-        for pid, by_group in pending.items():
-            mine = self.pending_txn.setdefault(pid, {})
-            for group_id, found in by_group.items():
-                mine.setdefault(group_id, {}).update(found)
+        self.offsets.restore_pending(pending)
         now = self.now_ms()
         pending_groups = {g for by_group in pending.values() for g in by_group}
         count = 0
@@ -294,12 +274,7 @@ class GroupCoordinator:
             for member in group.members.values():
                 self.consumer._cancel_timers(member)
             dropped += 1
-        for pid in list(self.pending_txn):
-            by_group = self.pending_txn[pid]
-            for group_id in [g for g in by_group if mine(g)]:
-                del by_group[group_id]
-            if not by_group:
-                del self.pending_txn[pid]
+        self.offsets.forget_pending(mine)
         return dropped
 
     def _replay(self, partition: int, values: dict[str, Any],
@@ -881,259 +856,57 @@ class GroupCoordinator:
         group.offsets = {}
         self.groups.pop(group.group_id, None)
 
-    # -- offsets ----------------------------------------------------------------------------
+    # -- offsets (wireserver.groups.offsets) --------------------------------------------------
+
+    def keep_alive(self, group: Group, member: Member) -> None:
+        """A member's offset commit counts as a heartbeat: its session timer starts again."""
+        self._schedule_heartbeat(group, member)
+
+    @property
+    def pending_txn(self) -> PendingOffsets:
+        """Transactional offsets awaiting their marker (``OffsetManager.pending_txn``)."""
+        return self.offsets.pending_txn
 
     def commit_offsets(self, group_id: str, generation_id: int, member_id: str,
                        group_instance_id: Optional[str], api_version: int,
                        commits: list[OffsetCommit]) -> dict[tuple[str, int], ErrorCode]:
-        def everywhere(error: ErrorCode) -> dict[tuple[str, int], ErrorCode]:
-            return {(c.topic, c.partition): error for c in commits}
-
-        group = self.groups.get(group_id)
-        consumer_group = self.consumer.groups.get(group_id)
-        if consumer_group is not None:
-            # generation_id is the member epoch for a consumer-protocol group.
-            group = consumer_group
-            error = self.consumer.validate_offset_commit(group, member_id, generation_id,
-                                                         group_instance_id, api_version)
-        elif group is None:
-            if generation_id >= 0:
-                return everywhere(ErrorCode.GROUP_ID_NOT_FOUND if api_version >= 9
-                                  else ErrorCode.ILLEGAL_GENERATION)
-            # A "simple" group: offsets stored by a client that does not use group management.
-            group = Group(group_id, self.now_ms())
-        if consumer_group is None:
-            error = self._validate_commit(group, generation_id, member_id, group_instance_id)
-        if error is not None:
-            return everywhere(error)
-        if member_id and group.is_in(S.STABLE, S.PREPARING_REBALANCE) and group.has(member_id):
-            self._schedule_heartbeat(group, group.members[member_id])
-        results, accepted, entries = self._offset_records(group_id, commits)
-        error = self.runtime.append(group_id, entries)
-        for c, committed in accepted:
-            results[(c.topic, c.partition)] = error
-            if error == ErrorCode.NONE:
-                group.offsets[(c.topic, c.partition)] = committed
-        if error == ErrorCode.NONE and accepted and group_id not in self.groups and \
-                consumer_group is None:
-            self.groups[group_id] = group
-        return results
-
-    def _offset_records(self, group_id: str, commits):
-        """Check each commit's partition and metadata size (plain and transactional commits
-        alike): the per-partition errors, the accepted commits, and their offset records."""
-        results: dict[tuple[str, int], ErrorCode] = {}
-        accepted: list[tuple[OffsetCommit, CommittedOffset]] = []
-        max_metadata = self.config["offset.metadata.max.bytes"]
-        topics = self.broker.logs.topics
-        now = self.now_ms()
-        for c in commits:
-            info = topics.get(c.topic)
-            if info is None or not 0 <= c.partition < info.num_partitions:
-                results[(c.topic, c.partition)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif c.metadata is not None and len(c.metadata.encode("utf-8")) > max_metadata:
-                results[(c.topic, c.partition)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            else:
-                accepted.append((c, CommittedOffset(c.offset, c.leader_epoch, c.metadata or "",
-                                                    now)))
-        entries = [(encode_key(OffsetKey(group_id, c.topic, c.partition)),
-                    encode_offset_value(OffsetValue(o.offset, o.leader_epoch, o.metadata,
-                                                    o.commit_timestamp)))
-                   for c, o in accepted]
-        return results, accepted, entries
-
-    @staticmethod
-    def _validate_commit(group: Group, generation_id: int, member_id: str,
-                         group_instance_id: Optional[str]) -> Optional[ErrorCode]:
-        if group.is_in(S.DEAD):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if generation_id < 0 and group.is_in(S.EMPTY):
-            return None
-        if generation_id >= 0 or member_id or group_instance_id is not None:
-            if group.is_static_member_fenced(group_instance_id, member_id):
-                return ErrorCode.FENCED_INSTANCE_ID
-            if not group.has(member_id):
-                return ErrorCode.UNKNOWN_MEMBER_ID
-            if generation_id != group.generation_id:
-                return ErrorCode.ILLEGAL_GENERATION
-        elif not group.is_in(S.EMPTY):
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if group.is_in(S.COMPLETING_REBALANCE):
-            return ErrorCode.REBALANCE_IN_PROGRESS
-        return None
-
-    # -- transactional offsets --------------------------------------------------------------
+        """OffsetCommit (``OffsetManager.commit_offsets``)."""
+        return self.offsets.commit_offsets(group_id, generation_id, member_id,
+                                           group_instance_id, api_version, commits)
 
     def txn_offset_commit(self, group_id: str, producer_id: int, producer_epoch: int,
                           generation_id: int, member_id: str, group_instance_id: Optional[str],
                           commits: list[OffsetCommit]) -> dict[tuple[str, int], ErrorCode]:
-        """TxnOffsetCommit: validate as a commit (generation and member only when given, v3+),
-        write the offsets as a transactional batch and keep them pending."""
-        def everywhere(error: ErrorCode) -> dict[tuple[str, int], ErrorCode]:
-            return {(c.topic, c.partition): error for c in commits}
-
-        error = self.ensure_ready()
-        if error is not None:
-            return everywhere(error)
-        consumer_group = self.consumer.groups.get(group_id)
-        group = self.groups.get(group_id)
-        if consumer_group is not None:
-            # generation_id is the member epoch of a consumer-protocol (KIP-848) member.
-            error = self.consumer.validate_offset_commit(
-                consumer_group, member_id, generation_id, group_instance_id, None)
-            if error is not None:
-                return everywhere(error)
-        elif group is not None and group.is_in(S.DEAD):
-            return everywhere(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        elif generation_id >= 0 or member_id or group_instance_id is not None:
-            if group is None:
-                return everywhere(ErrorCode.ILLEGAL_GENERATION)
-            if group.is_static_member_fenced(group_instance_id, member_id):
-                return everywhere(ErrorCode.FENCED_INSTANCE_ID)
-            if member_id and not group.has(member_id):
-                return everywhere(ErrorCode.UNKNOWN_MEMBER_ID)
-            if generation_id >= 0 and generation_id != group.generation_id:
-                return everywhere(ErrorCode.ILLEGAL_GENERATION)
-        results, accepted, entries = self._offset_records(group_id, commits)
-        error = self.runtime.append(group_id, entries, (producer_id, producer_epoch))
-        pending = self.pending_txn.setdefault(producer_id, {}).setdefault(group_id, {})
-        for c, committed in accepted:
-            results[(c.topic, c.partition)] = error
-            if error == ErrorCode.NONE:
-                pending[(c.topic, c.partition)] = committed
-        if not pending:
-            self.pending_txn[producer_id].pop(group_id, None)
-        if error == ErrorCode.NONE and accepted:
-            self._offsets_holder(group_id)
-        return results
-
-    def _offsets_holder(self, group_id: str):
-        """The group whose ``offsets`` take a commit: the consumer-protocol group of that id,
-        else the classic one, created (without members: a "simple" group) if there is none."""
-        group = self.consumer.groups.get(group_id) or self.groups.get(group_id)
-        if group is None:
-            group = self.groups[group_id] = Group(group_id, self.now_ms())
-        return group
+        """TxnOffsetCommit (``OffsetManager.txn_offset_commit``)."""
+        return self.offsets.txn_offset_commit(group_id, producer_id, producer_epoch,
+                                              generation_id, member_id, group_instance_id,
+                                              commits)
 
     def complete_transaction(self, producer_id: int, commit: bool, partition: int) -> None:
-        """The producer's marker reached partition ``partition`` of ``__consumer_offsets``:
-        its pending offsets for the groups stored there become committed (or are dropped)."""
-        by_group = self.pending_txn.get(producer_id)
-        if not by_group:
-            return
-        for group_id in [g for g in by_group if self.partition_for(g) == partition]:
-            found = by_group.pop(group_id)
-            if commit:
-                self._offsets_holder(group_id).offsets.update(found)
-        if not by_group:
-            self.pending_txn.pop(producer_id, None)
+        """A marker reached ``partition`` (``OffsetManager.complete_transaction``)."""
+        self.offsets.complete_transaction(producer_id, commit, partition)
 
     def has_pending(self, group_id: str, topic: str, partition: int) -> bool:
-        return any((topic, partition) in by_group.get(group_id, {})
-                   for by_group in self.pending_txn.values())
+        """An open transaction holds the offset (``OffsetManager.has_pending``)."""
+        return self.offsets.has_pending(group_id, topic, partition)
 
     def fetch_offsets(self, group_id: str, topics: Optional[list[tuple[str, list[int]]]]
                       ) -> list[tuple[str, list[tuple[int, Optional[CommittedOffset]]]]]:
-        """Committed offsets per topic; ``topics`` None means all of the group's. Pending
-        transactional offsets are not included (see ``has_pending``)."""
-        group = self.groups.get(group_id) or self.consumer.groups.get(group_id)
-        offsets = group.offsets if group is not None else {}
-        if topics is None:
-            by_topic: dict[str, list[tuple[int, Optional[CommittedOffset]]]] = {}
-            for (topic, partition), committed in sorted(offsets.items()):
-                by_topic.setdefault(topic, []).append((partition, committed))
-            return list(by_topic.items())
-        return [(topic, [(p, offsets.get((topic, p))) for p in partitions])
-                for topic, partitions in topics]
+        """OffsetFetch (``OffsetManager.fetch_offsets``)."""
+        return self.offsets.fetch_offsets(group_id, topics)
 
     def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]
                        ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
-        group = self.groups.get(group_id)
-        if group is None or group.is_in(S.DEAD):
-            return ErrorCode.GROUP_ID_NOT_FOUND, {}
-        if not group.is_in(S.EMPTY) and group.protocol_type != CONSUMER_PROTOCOL_TYPE:
-            return ErrorCode.NON_EMPTY_GROUP, {}
-        results: dict[tuple[str, int], ErrorCode] = {}
-        doomed = []
-        topics = self.broker.logs.topics
-        for topic, partition in partitions:
-            info = topics.get(topic)
-            if info is None or not 0 <= partition < info.num_partitions:
-                results[(topic, partition)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif group.is_subscribed_to(topic):
-                results[(topic, partition)] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
-            else:
-                results[(topic, partition)] = ErrorCode.NONE
-                if (topic, partition) in group.offsets:
-                    doomed.append((topic, partition))
-        error = self.runtime.append(group_id, [(encode_key(OffsetKey(group_id, t, p)), None)
-                                        for t, p in doomed])
-        if error != ErrorCode.NONE:
-            return error, {}
-        for tp in doomed:
-            group.offsets.pop(tp, None)
-        return ErrorCode.NONE, results
+        """OffsetDelete (``OffsetManager.delete_offsets``)."""
+        return self.offsets.delete_offsets(group_id, partitions)
 
     def drop_offsets_of_topic(self, topic: str) -> int:
-        """Forget every committed offset of a deleted topic, with tombstones, in each group this
-        broker coordinates (Kafka's coordinator does the same when partitions are deleted), so
-        that a topic re-created under the same name is not read from the old one's offsets.
-        Returns how many offsets were removed."""
-        removed = 0
-        for group in list(self.groups.values()):
-            doomed = [tp for tp in group.offsets if tp[0] == topic]
-            entries = [(encode_key(OffsetKey(group.group_id, t, p)), None) for t, p in doomed]
-            if self.runtime.append(group.group_id, entries) != ErrorCode.NONE:
-                log.warning("could not remove group %s's offsets of deleted topic %s",
-                            group.group_id, topic)
-                continue
-            for tp in doomed:
-                group.offsets.pop(tp, None)
-            removed += len(doomed)
-        return removed
-
-    # -- expiry -----------------------------------------------------------------------------
+        """A topic was deleted (``OffsetManager.drop_offsets_of_topic``)."""
+        return self.offsets.drop_offsets_of_topic(topic)
 
     def expire_offsets(self) -> int:
-        """Drop offsets past ``offsets.retention.minutes`` (KIP-211 rules) and forget empty
-        groups with no offsets left. Returns how many offsets expired."""
-        retention = self.config["offsets.retention.minutes"] * 60_000
-        now = self.now_ms()
-        expired_total = 0
-        for group in list(self.groups.values()):
-            expired = self._expired_offsets(group, now, retention)
-            entries = [(encode_key(OffsetKey(group.group_id, t, p)), None) for t, p in expired]
-            drop = (group.is_in(S.EMPTY) and not group.members and not group.pending_members
-                    and len(expired) == len(group.offsets))
-            if drop:
-                entries.append((encode_key(GroupKey(group.group_id)), None))
-            if self.runtime.append(group.group_id, entries) != ErrorCode.NONE:
-                continue
-            for tp in expired:
-                group.offsets.pop(tp, None)
-            expired_total += len(expired)
-            if drop:
-                log.info("group %s expired: empty and no committed offsets left", group.group_id)
-                self.drop_group(group)
-        return expired_total
-
-    @staticmethod
-    def _expired_offsets(group: Group, now: int, retention: int) -> list[tuple[str, int]]:
-        if group.protocol_type is None:
-            # Simple consumer: each offset expires on its own, from its commit time.
-            return [tp for tp, o in group.offsets.items() if now - o.commit_timestamp >= retention]
-        if group.is_in(S.EMPTY):
-            # No members: everything expires once the group has been empty long enough.
-            if now - group.current_state_timestamp >= retention:
-                return list(group.offsets)
-            return []
-        if group.protocol_type == CONSUMER_PROTOCOL_TYPE and group.is_in(S.STABLE):
-            subscribed = group.subscribed_topics()
-            if subscribed is None:
-                return []
-            return [tp for tp, o in group.offsets.items()
-                    if tp[0] not in subscribed and now - o.commit_timestamp >= retention]
-        return []
+        """Offset expiry (``OffsetManager.expire_offsets``)."""
+        return self.offsets.expire_offsets()
 
 
 def _cancel(timer: Any) -> None:
