@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Callable, Mapping, Optional, Protocol
 
 from twisted.internet import task
 
@@ -49,6 +49,9 @@ PendingOffsets = dict[int, dict[str, dict[tuple[str, int], CommittedOffset]]]
 
 @dataclass(frozen=True)
 class OffsetCommit:
+    """One partition's offset in an OffsetCommit or TxnOffsetCommit request, as decoded by the
+    handlers (``metadata`` None is stored as "")."""
+
     topic: str
     partition: int
     offset: int
@@ -60,11 +63,12 @@ class ConsumerGroups(Protocol):
     """What offsets need of the consumer-protocol (KIP-848) groups: the groups, and the check
     of a commit against a member epoch."""
 
-    groups: dict[str, Any]
+    @property
+    def groups(self) -> Mapping[str, Any]: ...
 
     def validate_offset_commit(self, group: Any, member_id: str, member_epoch: int,
                                group_instance_id: Optional[str],
-                               api_version: Optional[int]) -> Optional[ErrorCode]: ...
+                               api_version: Optional[int], /) -> Optional[ErrorCode]: ...
 
 
 class Membership(Protocol):
@@ -72,7 +76,9 @@ class Membership(Protocol):
     this module does not import the coordinator (nor join the import circle around it)."""
 
     groups: dict[str, Group]
-    consumer: ConsumerGroups
+
+    @property
+    def consumer(self) -> ConsumerGroups: ...
 
     def keep_alive(self, group: Group, member: Member) -> None: ...
 
