@@ -8,10 +8,12 @@ are set); every broker then opens its logs from the watch, and the controller el
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping
+import logging
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional
 
 from twisted.internet import defer, task
 
+from wireserver.coordinator_runtime import INTERNAL_TOPICS
 from wireserver.protocol.errors import ErrorCode
 from wireserver.storage.configdef import ConfigValueError
 from wireserver.storage.errors import InvalidPartitionsError, InvalidTopicError, TopicExistsError
@@ -21,7 +23,8 @@ from wireserver.storage.manager import TopicInfo, validate_topic_name
 if TYPE_CHECKING:
     from wireserver.broker import Broker
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+log = logging.getLogger(__name__)
+
 MAX_PARTITIONS = 2**31 - 1
 
 
@@ -116,6 +119,22 @@ def create_topic(broker: "Broker", name: str, num_partitions: int = -1,
         raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)) from None
     except InvalidPartitionsError as exc:
         raise TopicError(ErrorCode.INVALID_PARTITIONS, str(exc)) from None
+
+
+def create_internal_topic(broker: "Broker", name: str, num_partitions: int,
+                          replication_factor: int, configs: dict[str, str]
+                          ) -> Optional[ErrorCode]:
+    """A coordinator's internal topic, created as any other (``create_topic``) for the
+    coordinator runtime, which answers errors rather than raising them: None once created (or
+    when another broker created it first), COORDINATOR_NOT_AVAILABLE (retried by clients) when
+    it cannot be."""
+    try:
+        create_topic(broker, name, num_partitions, replication_factor, configs)
+    except TopicError as exc:
+        if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+            log.error("cannot create %s: %s", name, exc)
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return None
 
 
 def create_in_cluster(broker: "Broker", name: str, partitions: int, replication_factor: int,

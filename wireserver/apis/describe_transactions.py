@@ -23,7 +23,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
     for transactional_id in ctx.body.transactional_ids:
         txn = coordinator.txns.get(transactional_id)
         denied = checks.describe_transactional_id(ctx, transactional_id) or \
-            coordinator.coordinator_error(coordinator.partition_for(transactional_id))
+            coordinator.runtime.coordinator_error(coordinator.partition_for(transactional_id))
         if denied or txn is None:
             out.append(state_class(error_code=denied or ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,
                                    transactional_id=transactional_id, transaction_state="",

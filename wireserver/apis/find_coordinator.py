@@ -30,28 +30,27 @@ from wireserver.groups.api import message
 
 API_KEY = 10
 GROUP, TRANSACTION = 0, 1
-OFFSETS_TOPIC = "__consumer_offsets"
-TRANSACTION_STATE_TOPIC = "__transaction_state"
 
 
 def _lookup(ctx, key_type: int, key: str) -> tuple[ErrorCode, int]:
-    """(error, coordinator broker id)."""
+    """(error, coordinator broker id): the leader of the key's partition of the coordinator's
+    internal topic (``wireserver.coordinator_runtime``)."""
     broker = ctx.broker
     if key_type == GROUP:
-        coordinator, topic = broker.groups, OFFSETS_TOPIC
+        runtime = broker.groups.runtime
     elif key_type == TRANSACTION:
-        coordinator, topic = broker.txn, TRANSACTION_STATE_TOPIC
+        runtime = broker.txn.runtime
     else:
         return ErrorCode.INVALID_REQUEST, -1
-    error = coordinator.ensure_ready()
+    error = runtime.ensure_ready()
     cluster = broker.cluster
     if error is not None or cluster is None:
         return error or ErrorCode.NONE, broker.node_id
-    partition = coordinator.partition_for(key or "")
-    state = cluster.partition(topic, partition)
+    partition = runtime.partition_for(key or "")
+    state = cluster.partition(runtime.name, partition)
     if state is None or state.leader not in cluster.brokers:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1
-    if state.leader == broker.node_id and partition in coordinator.loading:
+    if state.leader == broker.node_id and partition in runtime.loading:
         return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, -1
     return ErrorCode.NONE, state.leader
 

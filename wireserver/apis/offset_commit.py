@@ -19,7 +19,7 @@ from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
 from wireserver.security import checks
-from wireserver.groups.coordinator import OffsetCommit
+from wireserver.groups.offsets import OffsetCommit
 
 API_KEY = 8
 

@@ -22,10 +22,10 @@ from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
 from wireserver.security import checks
-from wireserver.groups.coordinator import OffsetCommit
+from wireserver.coordinator_runtime import OFFSETS_TOPIC
+from wireserver.groups.offsets import OffsetCommit
 
 API_KEY = 28
-OFFSETS_TOPIC = "__consumer_offsets"
 
 
 @handles(API_KEY)

@@ -16,9 +16,9 @@ from __future__ import annotations
 from twisted.internet import defer
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver import internal_log
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
+from wireserver.coordinator_runtime import REQUEST_TIMEOUT_MS
 from wireserver.security import checks
 
 API_KEY = 27
@@ -26,12 +26,18 @@ API_KEY = 27
 
 @defer.inlineCallbacks
 def _replicated(ctx, results: dict):
-    """Each written marker's answer once the high watermark has passed it."""
+    """Each written marker's answer once the high watermark has passed it (Kafka's acks=-1
+    append of markers, bounded by its ``request.timeout.ms`` default)."""
     broker = ctx.broker
     written = [tp for tp, error in results.items() if error == ErrorCode.NONE]
-    waits = [internal_log.wait_for_high_watermark(
-        broker, topic, partition, broker.logs.get_log(topic, partition).log_end_offset - 1,
-        internal_log.REQUEST_TIMEOUT_MS) for topic, partition in written]
+
+    def committed(topic: str, partition: int) -> defer.Deferred:
+        last_offset = broker.logs.get_log(topic, partition).log_end_offset - 1
+        d = broker.replicas.wait_for_replication([(topic, partition, last_offset)],
+                                                 REQUEST_TIMEOUT_MS)
+        return d.addCallback(lambda answers: answers[(topic, partition)])
+
+    waits = [committed(topic, partition) for topic, partition in written]
     answers = yield defer.gatherResults(waits)
     results.update(zip(written, answers))
     return results

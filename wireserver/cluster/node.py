@@ -37,8 +37,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
-OFFSETS_TOPIC = "__consumer_offsets"
-TRANSACTION_STATE_TOPIC = "__transaction_state"
 
 
 class InconsistentClusterId(RuntimeError):
@@ -119,11 +117,6 @@ class ClusterNode:
         replicas.isr_writer = self.write_isr
         replicas.live_brokers = lambda: self.brokers
         replicas.topic_known = lambda name: name in self.topics
-        groups, txn = self.broker.groups, self.broker.txn
-        replicas.add_leadership_listener(OFFSETS_TOPIC, lambda index, _: groups.on_election(index),
-                                         groups.on_resignation)
-        replicas.add_leadership_listener(TRANSACTION_STATE_TOPIC, txn.on_election,
-                                         txn.on_resignation)
         # and group configs (/config/groups)
         from wireserver.cluster.group_configs import ZkGroupConfigs
         ZkGroupConfigs(self.zk, self.broker.group_configs).start(self.config_changes)

@@ -4,7 +4,10 @@
 - ``state``: the group state machine (Enum + allowed predecessors + one ``transition_to``).
 - ``group``: a group and its members (bookkeeping only, no timers or I/O).
 - ``records``: the ``__consumer_offsets`` key/value formats and group → partition mapping.
-- ``coordinator``: the protocol logic, timers on the injected reactor, persistence and loading.
+- ``coordinator``: membership (join, sync, heartbeat, leave, static members), timers on the
+  injected reactor, group persistence and loading, on ``wireserver.coordinator_runtime``.
+- ``offsets``: committed and pending (transactional) offsets, their expiry.
+- ``consumer_coordinator``: consumer-protocol (KIP-848) groups.
 """
 
 from wireserver.groups.coordinator import GroupCoordinator, JoinRequest, JoinResult, SyncResult

@@ -195,10 +195,10 @@ class ConsumerGroupCoordinator:
                                      f"Group {group_id} is not a consumer group.")
             # An empty classic group becomes a consumer group and keeps its offsets.
             group.offsets = classic.offsets
-            if self.coordinator._append(group_id, [(encode_key(GroupKey(group_id)), None)]) \
-                    != ErrorCode.NONE:
+            tombstone = [(encode_key(GroupKey(group_id)), None)]
+            if self.coordinator.runtime.append(group_id, tombstone) != ErrorCode.NONE:
                 raise HeartbeatError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-            self.coordinator._drop_group(classic)
+            self.coordinator.drop_group(classic)
         self.groups[group_id] = group
         return group
 
@@ -490,7 +490,7 @@ class ConsumerGroupCoordinator:
     # -- persistence ------------------------------------------------------------------------
 
     def _store(self, group: ConsumerGroup) -> None:
-        error = self.coordinator._append(group.group_id, [(
+        error = self.coordinator.runtime.append(group.group_id, [(
             encode_key(ConsumerGroupKey(group.group_id)),
             encode_consumer_group_value(ConsumerGroupValue(group.group_epoch)))])
         if error != ErrorCode.NONE:
@@ -509,7 +509,7 @@ class ConsumerGroupCoordinator:
             return ErrorCode.NON_EMPTY_GROUP
         entries = [(encode_key(OffsetKey(group.group_id, t, p)), None) for t, p in group.offsets]
         entries.append((encode_key(ConsumerGroupKey(group.group_id)), None))
-        error = self.coordinator._append(group.group_id, entries)
+        error = self.coordinator.runtime.append(group.group_id, entries)
         if error == ErrorCode.NONE:
             group.transition_to(C.DEAD, self.now_ms())
             group.offsets = {}

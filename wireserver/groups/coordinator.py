@@ -1,5 +1,11 @@
 """The classic group coordinator: membership (JoinGroup, SyncGroup, Heartbeat, LeaveGroup),
-static membership (KIP-345), committed offsets, and their persistence in ``__consumer_offsets``.
+static membership (KIP-345), rebalance timers, and the persistence of groups (and, on loading,
+their offsets) in ``__consumer_offsets``. Committed offsets are ``wireserver.groups.offsets``
+(``OffsetManager``, reached as ``self.offsets``; this class keeps the method names handlers
+call on ``broker.groups``), consumer-protocol (KIP-848) groups
+``wireserver.groups.consumer_coordinator``.
+The topic's machinery (key -> partition, creating the topic, who coordinates a group, appending
+as leader, loading, following leadership) is the shared ``wireserver.coordinator_runtime``.
 
 One node leads every partition of ``__consumer_offsets``, so this broker coordinates every group.
 A group's records go to partition ``abs(hash(group_id)) % N`` as in Kafka.
@@ -7,10 +13,10 @@ A group's records go to partition ``abs(hash(group_id)) % N`` as in Kafka.
 In cluster mode (``zookeeper.connect``) ``__consumer_offsets`` is a replicated topic like any
 other (``offsets.topic.replication.factor`` replicas, refused while fewer brokers are alive), and
 this broker coordinates the groups of the partitions it leads, as Kafka's ``GroupCoordinator``
-``onElection``/``onResignation``: the cluster node calls ``on_election(p)`` when this broker
-becomes leader of partition ``p`` (its groups and offsets are replayed from the log, up to the
-log end) and ``on_resignation(p)`` when it stops leading it (its groups are dropped from memory;
-waiting JoinGroup/SyncGroup calls get NOT_COORDINATOR). Requests for a group of another
+``onElection``/``onResignation``: the runtime calls ``load_partition(p, to_log_end=True)`` when
+this broker becomes leader of partition ``p`` (its groups and offsets are replayed from the log,
+up to the log end) and ``unload_partition(p)`` when it stops leading it (its groups are dropped
+from memory; waiting JoinGroup/SyncGroup calls get NOT_COORDINATOR). Requests for a group of another
 partition get NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS while its partition loads. Records
 are appended to the leader's log with its leader epoch; OffsetCommit and TxnOffsetCommit answer
 once the high watermark has passed them (``replicated``), as Kafka commits offsets with
@@ -25,7 +31,7 @@ Time and waiting (one mechanism per concept, all on the injected reactor):
   member session timeouts and pending-member timeouts are ``reactor.callLater`` timers, so unit
   tests drive them with ``twisted.internet.task.Clock``.
 - Offset expiry runs every ``offsets.retention.check.interval.ms`` on a ``LoopingCall`` bound to
-  the same reactor.
+  the same reactor (``wireserver.groups.offsets``).
 
 Writes to ``__consumer_offsets`` are synchronous local appends (one node: appended means
 committed), so a commit's response goes out after its record is in the log. In cluster mode
@@ -37,12 +43,9 @@ COORDINATOR_NOT_AVAILABLE, lost leadership NOT_COORDINATOR, the errors of an off
 State is loaded back synchronously when the broker starts (Kafka loads asynchronously and
 answers COORDINATOR_LOAD_IN_PROGRESS meanwhile; we never need to).
 
-Transactional offsets (TxnOffsetCommit): written to ``__consumer_offsets`` as a transactional
-batch of the producer (its id and epoch, no sequence) and kept *pending* per producer id until
-the transaction coordinator writes the producer's marker to that partition
-(``complete_transaction``): COMMIT makes them the group's committed offsets, ABORT drops them.
-Loading replays the same way (transactional batches are pending until their marker). OffsetFetch
-with ``require_stable`` answers UNSTABLE_OFFSET_COMMIT for a partition with pending offsets.
+Transactional offsets (TxnOffsetCommit) are pending until their producer's marker (see
+``wireserver.groups.offsets``); loading replays them the same way: a transactional batch is
+pending until the marker that commits or aborts it.
 
 Deliberate differences from Kafka: a group created by a JoinGroup that fails at once is not
 kept; ties in protocol selection go to the leader's preference order (Kafka's order is
@@ -54,26 +57,24 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Optional
+from functools import partial
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
-from twisted.internet import defer, task
+from twisted.internet import defer
 
-from wireserver.protocol.errors import ErrorCode
-from wireserver.protocol.errors import DecodeError
-from wireserver.protocol.records import (ControlRecordType, RecordBatchBuilder, decode_control_record,
-                              iter_batches)
-from wireserver.storage.producer_state import InvalidProducerEpoch
-from wireserver import internal_log
+from wireserver.protocol.errors import DecodeError, ErrorCode
+from wireserver.protocol.records import ControlRecordType, RecordBatch, decode_control_record
+from wireserver.coordinator_runtime import OFFSETS_TOPIC, CoordinatorRuntime, InternalTopic
 from wireserver.groups.consumer_coordinator import ConsumerGroupCoordinator
-from wireserver.groups.group import (CONSUMER_PROTOCOL_TYPE, CommittedOffset, Group, Member)
-from wireserver.groups.records import (ConsumerGroupKey, ConsumerGroupValue,
-                                       decode_consumer_group_value)
-from wireserver.groups.records import (OFFSETS_TOPIC, GroupKey, GroupValue, MemberValue,
-                                       OffsetKey, OffsetValue, RecordFormatError, decode_group_value,
+from wireserver.groups.group import CommittedOffset, Group, Member
+from wireserver.groups.offsets import OffsetCommit, OffsetManager, PendingOffsets
+from wireserver.groups.records import (ConsumerGroupKey, ConsumerGroupValue, GroupKey, GroupValue,
+                                       MemberValue, OffsetKey, RecordFormatError,
+                                       decode_consumer_group_value, decode_group_value,
                                        decode_key, decode_offset_value, encode_group_value,
-                                       encode_key, encode_offset_value, partition_for)
+                                       encode_key)
 from wireserver.groups.state import GroupState
-from wireserver.internal_log import ensure_internal_topic
+from wireserver.topics import create_internal_topic
 
 if TYPE_CHECKING:
     from wireserver.broker import Broker
@@ -84,7 +85,20 @@ S = GroupState
 #: How long a new member's JoinGroup may wait before it is dropped (Kafka's
 #: ``NewMemberJoinTimeoutMs``).
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
-LOAD_CHUNK_BYTES = 1 << 20
+
+__all__ = ["GroupCoordinator", "JoinRequest", "JoinResult", "OffsetCommit", "SyncResult"]
+
+
+def _topic_configs(config: Any) -> dict[str, str]:
+    """``__consumer_offsets``'s topic configs, as Kafka creates it: compacted (a group's and
+    an offset's latest record is all a load needs), the producer's compression."""
+    return {"cleanup.policy": "compact", "compression.type": "producer",
+            "segment.bytes": str(config["offsets.topic.segment.bytes"])}
+
+
+CONSUMER_OFFSETS = InternalTopic(
+    OFFSETS_TOPIC, "offsets.topic.num.partitions", "offsets.topic.replication.factor",
+    _topic_configs, commit_timeout_config="offsets.commit.timeout.ms", keys="group(s)")
 
 
 @dataclass
@@ -123,31 +137,17 @@ class SyncResult:
     assignment: bytes = b""
 
 
-@dataclass(frozen=True)
-class OffsetCommit:
-    topic: str
-    partition: int
-    offset: int
-    leader_epoch: int = -1
-    metadata: Optional[str] = ""
-
-
 class GroupCoordinator:
     def __init__(self, broker: "Broker"):
         self.broker = broker
         self.reactor = broker.reactor
         self.config = broker.config
         self.groups: dict[str, Group] = {}
+        self.runtime = CoordinatorRuntime(broker, CONSUMER_OFFSETS, self,
+                                          partial(create_internal_topic, broker))
         # Groups of type "consumer" (KIP-848) live apart from the classic ones.
         self.consumer = ConsumerGroupCoordinator(self)
-        # Transactional offsets awaiting their marker: producer id -> group -> partition.
-        self.pending_txn: dict[int, dict[str, dict[tuple[str, int], CommittedOffset]]] = {}
-        self._expiry_loop: Optional[task.LoopingCall] = None
-        self.clustered = bool(self.config.get("zookeeper.connect"))
-        # Cluster mode: the partitions of __consumer_offsets this broker leads and has loaded,
-        # and those being loaded.
-        self.owned: set[int] = set()
-        self.loading: set[int] = set()
+        self.offsets = OffsetManager(self.runtime, self, self.reactor)
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -157,25 +157,19 @@ class GroupCoordinator:
     def start(self) -> None:
         """Load groups and offsets from ``__consumer_offsets`` (if it exists), then start the
         offset-expiry timer. In cluster mode nothing is loaded here: partitions are loaded as
-        this broker becomes their leader (``on_election``)."""
-        if not self.clustered:
-            self.load()
-        interval = self.config["offsets.retention.check.interval.ms"]
-        loop = task.LoopingCall(self.expire_offsets)
-        loop.clock = self.reactor
-        loop.start(interval / 1000.0, now=False).addErrback(
-            lambda failure: log.error("offset expiry failed: %s", failure.getTraceback()))
-        self._expiry_loop = loop
+        this broker becomes their leader (the runtime follows their leadership)."""
+        self.runtime.start()
+        self.offsets.start()
 
     def stop(self) -> None:
-        if self._expiry_loop is not None and self._expiry_loop.running:
-            self._expiry_loop.stop()
-        self._expiry_loop = None
+        """Stop every timer (offset expiry, rebalances, sessions): the broker is stopping."""
+        self.offsets.stop()
         for group in self.groups.values():
             self._cancel_group_timers(group)
         self.consumer.stop()
 
     def _cancel_group_timers(self, group: Group) -> None:
+        """Cancel a group's rebalance, sync and member timers (it is dropped or unloaded)."""
         for timer in (group.join_timer, group.sync_timer, *group.pending_members.values()):
             _cancel(timer)
         group.join_timer = group.sync_timer = None
@@ -185,81 +179,25 @@ class GroupCoordinator:
 
     # -- the offsets topic ------------------------------------------------------------------
 
-    def num_partitions(self) -> int:
-        info = self.broker.logs.topics.get(OFFSETS_TOPIC)
-        if info is not None:
-            return info.num_partitions
-        return self.config["offsets.topic.num.partitions"]
-
     def partition_for(self, group_id: str) -> int:
-        return partition_for(group_id, self.num_partitions())
+        """The partition of ``__consumer_offsets`` that holds the group."""
+        return self.runtime.partition_for(group_id)
 
     def ensure_ready(self, group_id: Optional[str] = None) -> Optional[ErrorCode]:
         """Create ``__consumer_offsets`` on first use. COORDINATOR_NOT_AVAILABLE while it cannot
         be created (as Kafka: its replication factor exceeds the live brokers). With a group
         id, in cluster mode: NOT_COORDINATOR unless this broker leads the group's partition,
         COORDINATOR_LOAD_IN_PROGRESS while that partition loads."""
-        error = self._ensure_topic()
-        if error is not None or group_id is None or not self.clustered:
-            return error
-        return self.coordinator_error(self.partition_for(group_id))
-
-    def coordinator_error(self, partition: int) -> Optional[ErrorCode]:
-        return internal_log.coordinator_error(self.broker, OFFSETS_TOPIC, partition, self.owned,
-                                              self.loading)
-
-    def _ensure_topic(self) -> Optional[ErrorCode]:
-        return ensure_internal_topic(
-            self.broker, OFFSETS_TOPIC, self.config["offsets.topic.num.partitions"],
-            self.config["offsets.topic.replication.factor"], "offsets.topic.replication.factor",
-            {"cleanup.policy": "compact", "compression.type": "producer",
-             "segment.bytes": str(self.config["offsets.topic.segment.bytes"])})
-
-    def _append(self, group_id: str, entries: list[tuple[bytes, Optional[bytes]]],
-                producer: Optional[tuple[int, int]] = None) -> ErrorCode:
-        """Append records for one group to its partition. NONE once they are in the log.
-        ``producer`` (id, epoch) makes the batch transactional (TxnOffsetCommit)."""
-        if not entries:
-            return ErrorCode.NONE
-        error = self.ensure_ready()
-        if error is not None:
-            return error
-        partition = self.partition_for(group_id)
-        partition_log = self.broker.logs.get_log(OFFSETS_TOPIC, partition)
-        if partition_log is None:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        leader_epoch = internal_log.leader_epoch(self.broker, OFFSETS_TOPIC, partition)
-        if leader_epoch is None:
-            return ErrorCode.NOT_COORDINATOR
-        now = self.now_ms()
-        if producer is None:
-            builder = RecordBatchBuilder()
-        else:
-            builder = RecordBatchBuilder(producer_id=producer[0], producer_epoch=producer[1],
-                                         is_transactional=True)
-        for key, value in entries:
-            builder.append(now, key, value)
-        try:
-            partition_log.append(builder.build(), leader_epoch=leader_epoch, now_ms=now,
-                                 check_sequences=producer is None)
-        except InvalidProducerEpoch:
-            return ErrorCode.INVALID_PRODUCER_EPOCH
-        except Exception:  # noqa: BLE001 - storage failures become a retriable error
-            log.exception("append to %s-%d failed", OFFSETS_TOPIC, partition)
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        internal_log.after_append(self.broker, OFFSETS_TOPIC, partition, partition_log, now)
-        return ErrorCode.NONE
+        return self.runtime.ensure_ready(group_id)
 
     def replicated(self, group_id: str) -> defer.Deferred:
         """Fires with NONE once everything appended so far to the group's partition is below
         the high watermark (at once on one node); else the error a commit answers (Kafka's
         mapping of an acks=-1 append's errors in ``GroupMetadataManager.storeOffsets``)."""
-        if not self.clustered or self.broker.cluster is None:
-            return defer.succeed(ErrorCode.NONE)
-        return internal_log.replicated(self.broker, OFFSETS_TOPIC, self.partition_for(group_id),
-                                       self.config["offsets.commit.timeout.ms"])
+        return self.runtime.replicated(group_id)
 
     def _group_record(self, group: Group) -> tuple[bytes, bytes]:
+        """The group's GroupMetadata record: what a new coordinator needs to carry it on."""
         value = GroupValue(
             protocol_type=group.protocol_type or "", generation=group.generation_id,
             protocol=group.protocol_name, leader=group.leader_id,
@@ -271,9 +209,11 @@ class GroupCoordinator:
         return encode_key(GroupKey(group.group_id)), encode_group_value(value)
 
     def _store_group(self, group: Group) -> ErrorCode:
-        return self._append(group.group_id, [self._group_record(group)])
+        """Append the group's record (its generation, leader, members and assignments)."""
+        return self.runtime.append(group.group_id, [self._group_record(group)])
 
-    def _store_group_replicated(self, group: Group, on_stored) -> None:
+    def _store_group_replicated(self, group: Group,
+                                on_stored: Callable[[ErrorCode], None]) -> None:
         """Kafka's ``storeGroup`` with acks=-1: append the group's record and call
         ``on_stored(error)`` once the high watermark passed it (at once on one node), so that
         a JoinGroup or SyncGroup answer never promises metadata a new coordinator would lack.
@@ -292,30 +232,14 @@ class GroupCoordinator:
 
     # -- loading ----------------------------------------------------------------------------
 
-    def load(self) -> None:
-        """Replay every partition of ``__consumer_offsets`` into memory (one node)."""
-        info = self.broker.logs.topics.get(OFFSETS_TOPIC)
-        if info is None:
-            return
-        loaded = sum(self.load_partition(p) for p in range(info.num_partitions))
-        if loaded:
-            log.info("loaded %d group(s) from %s", loaded, OFFSETS_TOPIC)
-
     def load_partition(self, partition: int, to_log_end: bool = False) -> int:
         """Replay one partition of ``__consumer_offsets`` (up to the high watermark, or the log
         end for a new leader, whose whole log is to be committed); returns the groups loaded."""
-        partition_log = self.broker.logs.get_log(OFFSETS_TOPIC, partition)
-        if partition_log is None:
-            return 0
-        values: dict[str, GroupValue] = {}
+        values: dict[str, Any] = {}
         offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
-        pending: dict = {}
-        self._replay(partition_log, values, offsets, pending,
-                     partition_log.log_end_offset if to_log_end else None)
-        for pid, by_group in pending.items():
-            mine = self.pending_txn.setdefault(pid, {})
-            for group_id, found in by_group.items():
-                mine.setdefault(group_id, {}).update(found)
+        pending: PendingOffsets = {}
+        self._replay(partition, values, offsets, pending, to_log_end)
+        self.offsets.restore_pending(pending)
         now = self.now_ms()
         pending_groups = {g for by_group in pending.values() for g in by_group}
         count = 0
@@ -330,27 +254,13 @@ class GroupCoordinator:
             self.groups[group_id] = group
         return count
 
-    def on_election(self, partition: int) -> None:
-        """This broker became leader of ``partition`` of ``__consumer_offsets``: load its groups
-        (Kafka's ``GroupCoordinator.onElection``; the load is synchronous here, so
-        COORDINATOR_LOAD_IN_PROGRESS is only answered while it runs)."""
-        if partition in self.owned:
-            return
-        self.loading.add(partition)
-        try:
-            count = self.load_partition(partition, to_log_end=True)
-        finally:
-            self.loading.discard(partition)
-        self.owned.add(partition)
-        log.info("coordinator of %s-%d: loaded %d group(s)", OFFSETS_TOPIC, partition, count)
+    def unload_partition(self, partition: int) -> int:
+        """This broker no longer leads ``partition``: forget its groups, their offsets and
+        pending transactional offsets (Kafka's ``onResignation``); members waiting on JoinGroup
+        or SyncGroup get NOT_COORDINATOR. Returns the groups dropped."""
+        def mine(group_id: str) -> bool:
+            return self.partition_for(group_id) == partition
 
-    def on_resignation(self, partition: int) -> None:
-        """This broker no longer leads ``partition``: forget its groups (Kafka's
-        ``onResignation``); members waiting on JoinGroup or SyncGroup get NOT_COORDINATOR."""
-        if partition not in self.owned and partition not in self.loading:
-            return
-        self.owned.discard(partition)
-        mine = lambda group_id: self.partition_for(group_id) == partition  # noqa: E731
         dropped = 0
         for group_id in [g for g in self.groups if mine(g)]:
             group = self.groups.pop(group_id)
@@ -364,46 +274,33 @@ class GroupCoordinator:
             for member in group.members.values():
                 self.consumer._cancel_timers(member)
             dropped += 1
-        for pid in list(self.pending_txn):
-            by_group = self.pending_txn[pid]
-            for group_id in [g for g in by_group if mine(g)]:
-                del by_group[group_id]
-            if not by_group:
-                del self.pending_txn[pid]
-        log.info("no longer coordinator of %s-%d: unloaded %d group(s)", OFFSETS_TOPIC,
-                 partition, dropped)
+        self.offsets.forget_pending(mine)
+        return dropped
 
-    def _replay(self, partition_log, values: dict, offsets: dict,
-                pending: Optional[dict] = None, end: Optional[int] = None) -> None:
-        if pending is None:
-            pending = {}
-        position = partition_log.log_start_offset
-        if end is None:
-            end = partition_log.high_watermark
-        while position < end:
-            result = partition_log.read(position, LOAD_CHUNK_BYTES, upper_bound=end)
-            if not result.data:
-                break
-            advanced = position
-            for batch in iter_batches(result.data):
-                advanced = batch.next_offset
-                if batch.is_control:
-                    self._replay_marker(batch, offsets, pending)
+    def _replay(self, partition: int, values: dict[str, Any],
+                offsets: dict[str, dict[tuple[str, int], CommittedOffset]],
+                pending: PendingOffsets, to_log_end: bool) -> None:
+        """Read the partition's records into ``values`` (group id -> its latest group record)
+        and ``offsets`` (group id -> committed offsets); transactional offsets go to
+        ``pending`` (producer id -> group id -> offsets) until their marker."""
+        for batch, position in self.runtime.batches(partition, to_log_end):
+            if batch.is_control:
+                self._replay_marker(batch, offsets, pending)
+                continue
+            target = offsets
+            if batch.is_transactional:
+                # Pending until the producer's marker says commit or abort.
+                target = pending.setdefault(batch.producer_id, {})
+            for record in batch.records():
+                if record.offset < position:
                     continue
-                target = offsets
-                if batch.is_transactional:
-                    # Pending until the producer's marker says commit or abort.
-                    target = pending.setdefault(batch.producer_id, {})
-                for record in batch.records():
-                    if record.offset < position:
-                        continue
-                    self._apply_record(record.key, record.value, values, target)
-            if advanced <= position:
-                break
-            position = advanced
+                self._apply_record(record.key, record.value, values, target)
 
     @staticmethod
-    def _replay_marker(batch, offsets: dict, pending: dict) -> None:
+    def _replay_marker(batch: RecordBatch,
+                       offsets: dict[str, dict[tuple[str, int], CommittedOffset]],
+                       pending: PendingOffsets) -> None:
+        """A marker: the producer's pending offsets become committed (COMMIT) or are dropped."""
         found = pending.pop(batch.producer_id, None)
         if not found:
             return
@@ -417,7 +314,10 @@ class GroupCoordinator:
                 offsets.setdefault(group_id, {}).update(committed)
 
     @staticmethod
-    def _apply_record(key_bytes, value_bytes, values: dict, offsets: dict) -> None:
+    def _apply_record(key_bytes: Optional[bytes], value_bytes: Optional[bytes],
+                      values: dict[str, Any],
+                      offsets: dict[str, dict[tuple[str, int], CommittedOffset]]) -> None:
+        """One record of the partition: an offset (or its tombstone) or a group record."""
         if key_bytes is None:
             return
         try:
@@ -441,6 +341,7 @@ class GroupCoordinator:
             log.warning("skipping unreadable %s record: %s", OFFSETS_TOPIC, exc)
 
     def _restore_group(self, group_id: str, value: Optional[GroupValue], now: int) -> Group:
+        """A classic group as its record left it; its members get a session timeout again."""
         if value is None:
             return Group(group_id, now)
         state = S.STABLE if value.members else S.EMPTY
@@ -941,271 +842,71 @@ class GroupCoordinator:
             else:
                 entries = [(encode_key(OffsetKey(group_id, t, p)), None) for t, p in group.offsets]
                 entries.append((encode_key(GroupKey(group_id)), None))
-                error = self._append(group_id, entries)
+                error = self.runtime.append(group_id, entries)
                 if error == ErrorCode.NONE:
-                    self._drop_group(group)
+                    self.drop_group(group)
                 results[group_id] = error
         return results
 
-    def _drop_group(self, group: Group) -> None:
+    def drop_group(self, group: Group) -> None:
+        """Forget the group (deleted, expired, or converted to a consumer group): Dead, its
+        timers cancelled, its offsets gone."""
         group.transition_to(S.DEAD, self.now_ms())
         self._cancel_group_timers(group)
         group.offsets = {}
         self.groups.pop(group.group_id, None)
 
-    # -- offsets ----------------------------------------------------------------------------
+    # -- offsets (wireserver.groups.offsets) --------------------------------------------------
+
+    def keep_alive(self, group: Group, member: Member) -> None:
+        """A member's offset commit counts as a heartbeat: its session timer starts again."""
+        self._schedule_heartbeat(group, member)
+
+    @property
+    def pending_txn(self) -> PendingOffsets:
+        """Transactional offsets awaiting their marker (``OffsetManager.pending_txn``)."""
+        return self.offsets.pending_txn
 
     def commit_offsets(self, group_id: str, generation_id: int, member_id: str,
                        group_instance_id: Optional[str], api_version: int,
                        commits: list[OffsetCommit]) -> dict[tuple[str, int], ErrorCode]:
-        def everywhere(error: ErrorCode) -> dict[tuple[str, int], ErrorCode]:
-            return {(c.topic, c.partition): error for c in commits}
-
-        group = self.groups.get(group_id)
-        consumer_group = self.consumer.groups.get(group_id)
-        if consumer_group is not None:
-            # generation_id is the member epoch for a consumer-protocol group.
-            group = consumer_group
-            error = self.consumer.validate_offset_commit(group, member_id, generation_id,
-                                                         group_instance_id, api_version)
-        elif group is None:
-            if generation_id >= 0:
-                return everywhere(ErrorCode.GROUP_ID_NOT_FOUND if api_version >= 9
-                                  else ErrorCode.ILLEGAL_GENERATION)
-            # A "simple" group: offsets stored by a client that does not use group management.
-            group = Group(group_id, self.now_ms())
-        if consumer_group is None:
-            error = self._validate_commit(group, generation_id, member_id, group_instance_id)
-        if error is not None:
-            return everywhere(error)
-        if member_id and group.is_in(S.STABLE, S.PREPARING_REBALANCE) and group.has(member_id):
-            self._schedule_heartbeat(group, group.members[member_id])
-        results, accepted, entries = self._offset_records(group_id, commits)
-        error = self._append(group_id, entries)
-        for c, committed in accepted:
-            results[(c.topic, c.partition)] = error
-            if error == ErrorCode.NONE:
-                group.offsets[(c.topic, c.partition)] = committed
-        if error == ErrorCode.NONE and accepted and group_id not in self.groups and \
-                consumer_group is None:
-            self.groups[group_id] = group
-        return results
-
-    def _offset_records(self, group_id: str, commits):
-        """Check each commit's partition and metadata size (plain and transactional commits
-        alike): the per-partition errors, the accepted commits, and their offset records."""
-        results: dict[tuple[str, int], ErrorCode] = {}
-        accepted: list[tuple[OffsetCommit, CommittedOffset]] = []
-        max_metadata = self.config["offset.metadata.max.bytes"]
-        topics = self.broker.logs.topics
-        now = self.now_ms()
-        for c in commits:
-            info = topics.get(c.topic)
-            if info is None or not 0 <= c.partition < info.num_partitions:
-                results[(c.topic, c.partition)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif c.metadata is not None and len(c.metadata.encode("utf-8")) > max_metadata:
-                results[(c.topic, c.partition)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            else:
-                accepted.append((c, CommittedOffset(c.offset, c.leader_epoch, c.metadata or "",
-                                                    now)))
-        entries = [(encode_key(OffsetKey(group_id, c.topic, c.partition)),
-                    encode_offset_value(OffsetValue(o.offset, o.leader_epoch, o.metadata,
-                                                    o.commit_timestamp)))
-                   for c, o in accepted]
-        return results, accepted, entries
-
-    @staticmethod
-    def _validate_commit(group: Group, generation_id: int, member_id: str,
-                         group_instance_id: Optional[str]) -> Optional[ErrorCode]:
-        if group.is_in(S.DEAD):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if generation_id < 0 and group.is_in(S.EMPTY):
-            return None
-        if generation_id >= 0 or member_id or group_instance_id is not None:
-            if group.is_static_member_fenced(group_instance_id, member_id):
-                return ErrorCode.FENCED_INSTANCE_ID
-            if not group.has(member_id):
-                return ErrorCode.UNKNOWN_MEMBER_ID
-            if generation_id != group.generation_id:
-                return ErrorCode.ILLEGAL_GENERATION
-        elif not group.is_in(S.EMPTY):
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if group.is_in(S.COMPLETING_REBALANCE):
-            return ErrorCode.REBALANCE_IN_PROGRESS
-        return None
-
-    # -- transactional offsets --------------------------------------------------------------
+        """OffsetCommit (``OffsetManager.commit_offsets``)."""
+        return self.offsets.commit_offsets(group_id, generation_id, member_id,
+                                           group_instance_id, api_version, commits)
 
     def txn_offset_commit(self, group_id: str, producer_id: int, producer_epoch: int,
                           generation_id: int, member_id: str, group_instance_id: Optional[str],
                           commits: list[OffsetCommit]) -> dict[tuple[str, int], ErrorCode]:
-        """TxnOffsetCommit: validate as a commit (generation and member only when given, v3+),
-        write the offsets as a transactional batch and keep them pending."""
-        def everywhere(error: ErrorCode) -> dict[tuple[str, int], ErrorCode]:
-            return {(c.topic, c.partition): error for c in commits}
-
-        error = self.ensure_ready()
-        if error is not None:
-            return everywhere(error)
-        consumer_group = self.consumer.groups.get(group_id)
-        group = self.groups.get(group_id)
-        if consumer_group is not None:
-            # generation_id is the member epoch of a consumer-protocol (KIP-848) member.
-            error = self.consumer.validate_offset_commit(
-                consumer_group, member_id, generation_id, group_instance_id, None)
-            if error is not None:
-                return everywhere(error)
-        elif group is not None and group.is_in(S.DEAD):
-            return everywhere(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        elif generation_id >= 0 or member_id or group_instance_id is not None:
-            if group is None:
-                return everywhere(ErrorCode.ILLEGAL_GENERATION)
-            if group.is_static_member_fenced(group_instance_id, member_id):
-                return everywhere(ErrorCode.FENCED_INSTANCE_ID)
-            if member_id and not group.has(member_id):
-                return everywhere(ErrorCode.UNKNOWN_MEMBER_ID)
-            if generation_id >= 0 and generation_id != group.generation_id:
-                return everywhere(ErrorCode.ILLEGAL_GENERATION)
-        results, accepted, entries = self._offset_records(group_id, commits)
-        error = self._append(group_id, entries, (producer_id, producer_epoch))
-        pending = self.pending_txn.setdefault(producer_id, {}).setdefault(group_id, {})
-        for c, committed in accepted:
-            results[(c.topic, c.partition)] = error
-            if error == ErrorCode.NONE:
-                pending[(c.topic, c.partition)] = committed
-        if not pending:
-            self.pending_txn[producer_id].pop(group_id, None)
-        if error == ErrorCode.NONE and accepted:
-            self._offsets_holder(group_id)
-        return results
-
-    def _offsets_holder(self, group_id: str):
-        """The group whose ``offsets`` take a commit: the consumer-protocol group of that id,
-        else the classic one, created (without members: a "simple" group) if there is none."""
-        group = self.consumer.groups.get(group_id) or self.groups.get(group_id)
-        if group is None:
-            group = self.groups[group_id] = Group(group_id, self.now_ms())
-        return group
+        """TxnOffsetCommit (``OffsetManager.txn_offset_commit``)."""
+        return self.offsets.txn_offset_commit(group_id, producer_id, producer_epoch,
+                                              generation_id, member_id, group_instance_id,
+                                              commits)
 
     def complete_transaction(self, producer_id: int, commit: bool, partition: int) -> None:
-        """The producer's marker reached partition ``partition`` of ``__consumer_offsets``:
-        its pending offsets for the groups stored there become committed (or are dropped)."""
-        by_group = self.pending_txn.get(producer_id)
-        if not by_group:
-            return
-        for group_id in [g for g in by_group if self.partition_for(g) == partition]:
-            found = by_group.pop(group_id)
-            if commit:
-                self._offsets_holder(group_id).offsets.update(found)
-        if not by_group:
-            self.pending_txn.pop(producer_id, None)
+        """A marker reached ``partition`` (``OffsetManager.complete_transaction``)."""
+        self.offsets.complete_transaction(producer_id, commit, partition)
 
     def has_pending(self, group_id: str, topic: str, partition: int) -> bool:
-        return any((topic, partition) in by_group.get(group_id, {})
-                   for by_group in self.pending_txn.values())
+        """An open transaction holds the offset (``OffsetManager.has_pending``)."""
+        return self.offsets.has_pending(group_id, topic, partition)
 
     def fetch_offsets(self, group_id: str, topics: Optional[list[tuple[str, list[int]]]]
                       ) -> list[tuple[str, list[tuple[int, Optional[CommittedOffset]]]]]:
-        """Committed offsets per topic; ``topics`` None means all of the group's. Pending
-        transactional offsets are not included (see ``has_pending``)."""
-        group = self.groups.get(group_id) or self.consumer.groups.get(group_id)
-        offsets = group.offsets if group is not None else {}
-        if topics is None:
-            by_topic: dict[str, list[tuple[int, Optional[CommittedOffset]]]] = {}
-            for (topic, partition), committed in sorted(offsets.items()):
-                by_topic.setdefault(topic, []).append((partition, committed))
-            return list(by_topic.items())
-        return [(topic, [(p, offsets.get((topic, p))) for p in partitions])
-                for topic, partitions in topics]
+        """OffsetFetch (``OffsetManager.fetch_offsets``)."""
+        return self.offsets.fetch_offsets(group_id, topics)
 
     def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]
                        ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
-        group = self.groups.get(group_id)
-        if group is None or group.is_in(S.DEAD):
-            return ErrorCode.GROUP_ID_NOT_FOUND, {}
-        if not group.is_in(S.EMPTY) and group.protocol_type != CONSUMER_PROTOCOL_TYPE:
-            return ErrorCode.NON_EMPTY_GROUP, {}
-        results: dict[tuple[str, int], ErrorCode] = {}
-        doomed = []
-        topics = self.broker.logs.topics
-        for topic, partition in partitions:
-            info = topics.get(topic)
-            if info is None or not 0 <= partition < info.num_partitions:
-                results[(topic, partition)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif group.is_subscribed_to(topic):
-                results[(topic, partition)] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
-            else:
-                results[(topic, partition)] = ErrorCode.NONE
-                if (topic, partition) in group.offsets:
-                    doomed.append((topic, partition))
-        error = self._append(group_id, [(encode_key(OffsetKey(group_id, t, p)), None)
-                                        for t, p in doomed])
-        if error != ErrorCode.NONE:
-            return error, {}
-        for tp in doomed:
-            group.offsets.pop(tp, None)
-        return ErrorCode.NONE, results
+        """OffsetDelete (``OffsetManager.delete_offsets``)."""
+        return self.offsets.delete_offsets(group_id, partitions)
 
     def drop_offsets_of_topic(self, topic: str) -> int:
-        """Forget every committed offset of a deleted topic, with tombstones, in each group this
-        broker coordinates (Kafka's coordinator does the same when partitions are deleted), so
-        that a topic re-created under the same name is not read from the old one's offsets.
-        Returns how many offsets were removed."""
-        removed = 0
-        for group in list(self.groups.values()):
-            doomed = [tp for tp in group.offsets if tp[0] == topic]
-            entries = [(encode_key(OffsetKey(group.group_id, t, p)), None) for t, p in doomed]
-            if self._append(group.group_id, entries) != ErrorCode.NONE:
-                log.warning("could not remove group %s's offsets of deleted topic %s",
-                            group.group_id, topic)
-                continue
-            for tp in doomed:
-                group.offsets.pop(tp, None)
-            removed += len(doomed)
-        return removed
-
-    # -- expiry -----------------------------------------------------------------------------
+        """A topic was deleted (``OffsetManager.drop_offsets_of_topic``)."""
+        return self.offsets.drop_offsets_of_topic(topic)
 
     def expire_offsets(self) -> int:
-        """Drop offsets past ``offsets.retention.minutes`` (KIP-211 rules) and forget empty
-        groups with no offsets left. Returns how many offsets expired."""
-        retention = self.config["offsets.retention.minutes"] * 60_000
-        now = self.now_ms()
-        expired_total = 0
-        for group in list(self.groups.values()):
-            expired = self._expired_offsets(group, now, retention)
-            entries = [(encode_key(OffsetKey(group.group_id, t, p)), None) for t, p in expired]
-            drop = (group.is_in(S.EMPTY) and not group.members and not group.pending_members
-                    and len(expired) == len(group.offsets))
-            if drop:
-                entries.append((encode_key(GroupKey(group.group_id)), None))
-            if self._append(group.group_id, entries) != ErrorCode.NONE:
-                continue
-            for tp in expired:
-                group.offsets.pop(tp, None)
-            expired_total += len(expired)
-            if drop:
-                log.info("group %s expired: empty and no committed offsets left", group.group_id)
-                self._drop_group(group)
-        return expired_total
-
-    @staticmethod
-    def _expired_offsets(group: Group, now: int, retention: int) -> list[tuple[str, int]]:
-        if group.protocol_type is None:
-            # Simple consumer: each offset expires on its own, from its commit time.
-            return [tp for tp, o in group.offsets.items() if now - o.commit_timestamp >= retention]
-        if group.is_in(S.EMPTY):
-            # No members: everything expires once the group has been empty long enough.
-            if now - group.current_state_timestamp >= retention:
-                return list(group.offsets)
-            return []
-        if group.protocol_type == CONSUMER_PROTOCOL_TYPE and group.is_in(S.STABLE):
-            subscribed = group.subscribed_topics()
-            if subscribed is None:
-                return []
-            return [tp for tp, o in group.offsets.items()
-                    if tp[0] not in subscribed and now - o.commit_timestamp >= retention]
-        return []
+        """Offset expiry (``OffsetManager.expire_offsets``)."""
+        return self.offsets.expire_offsets()
 
 
 def _cancel(timer: Any) -> None:

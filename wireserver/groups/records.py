@@ -19,8 +19,9 @@ int16 value version; strings are int16-length UTF-8, bytes int32-length, arrays 
   currentStateTimestamp, members[memberId, groupInstanceId?, clientId, clientHost,
   rebalanceTimeout, sessionTimeout, subscription, assignment]) and read versions 0-3.
 
-Also here: which partition of ``__consumer_offsets`` holds a group (Java's ``String.hashCode``
-and Kafka's ``Utils.abs``, so a group lands on the partition Kafka would choose).
+Which partition of ``__consumer_offsets`` holds a group (Java's ``String.hashCode`` and Kafka's
+``Utils.abs``, so a group lands on the partition Kafka would choose) is
+``wireserver.coordinator_runtime``'s ``partition_for``, imported here for this module's readers.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ import struct
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
-OFFSETS_TOPIC = "__consumer_offsets"
+from wireserver.coordinator_runtime import (OFFSETS_TOPIC, java_string_hashcode,  # noqa: F401
+                                            kafka_abs, partition_for)
 
 LEGACY_OFFSET_COMMIT_KEY = 0
 OFFSET_COMMIT_KEY = 1
@@ -46,26 +48,6 @@ _I64 = struct.Struct(">q")
 
 class RecordFormatError(ValueError):
     """A key or value of ``__consumer_offsets`` we cannot read."""
-
-
-# -- partitioning -----------------------------------------------------------------------------
-
-def java_string_hashcode(text: str) -> int:
-    """``java.lang.String.hashCode``: over UTF-16 code units, 32-bit signed arithmetic."""
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def kafka_abs(n: int) -> int:
-    """Kafka's ``Utils.abs``: ``Integer.MIN_VALUE`` maps to 0, not to itself."""
-    return 0 if n == -(1 << 31) else abs(n)
-
-
-def partition_for(group_id: str, num_partitions: int) -> int:
-    return kafka_abs(java_string_hashcode(group_id)) % num_partitions
 
 
 # -- primitive writers/readers ----------------------------------------------------------------

@@ -14,15 +14,20 @@ client never sees a Prepare state (it would answer CONCURRENT_TRANSACTIONS); a b
 between the Prepare record and the Complete record finishes the transaction when it loads the
 log again, as Kafka does.
 
+The topic's machinery (key -> partition, creating the topic, who coordinates an id, appending
+as leader, loading, following leadership) is the shared ``wireserver.coordinator_runtime``;
+this module keeps the transaction records and state machine.
+
 In cluster mode (``zookeeper.connect``) ``__transaction_state`` is created through ZooKeeper
 with ``transaction.state.log.replication.factor`` replicas and ``transaction.state.log.min.isr``,
-and this broker coordinates the ids of the partitions it leads: the cluster node calls
-``on_election(p, leader_epoch)`` when it becomes leader of partition ``p`` (its ids are replayed
-up to the log end and transactions found in PrepareCommit/PrepareAbort are finished; the leader
-epoch is the coordinator epoch written in markers) and ``on_resignation(p)`` when it stops (its
-ids are dropped). Requests for other ids get NOT_COORDINATOR (COORDINATOR_LOAD_IN_PROGRESS while
-loading). Records are appended with the partition's leader epoch and the APIs answer once the
-high watermark passed them (``replicated``, used by the handlers). EndTxn answers once the
+and this broker coordinates the ids of the partitions it leads: the runtime calls
+``load_partition(p, to_log_end=True)`` when this broker becomes leader of partition ``p`` (its
+ids are replayed up to the log end and transactions found in PrepareCommit/PrepareAbort are
+finished; the leader epoch is the coordinator epoch written in markers) and
+``unload_partition(p)`` when it stops (its ids are dropped). Requests for other ids get
+NOT_COORDINATOR (COORDINATOR_LOAD_IN_PROGRESS while loading). Records are appended with the
+partition's leader epoch and the APIs answer once the high watermark passed them
+(``replicated``, used by the handlers). EndTxn answers once the
 Prepare record is committed; the markers then go out in the background
 (``_complete_in_cluster``: WriteTxnMarkers to each partition's leader through
 ``wireserver.cluster.txn_markers``) and the Complete record follows the last marker, so the next
@@ -41,19 +46,19 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING, Callable, Iterable, Optional
+from functools import partial
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 from twisted.internet import defer, task
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.protocol.records import RecordBatchBuilder, iter_batches
 from wireserver.storage.producer_state import InvalidProducerEpoch, TransactionCoordinatorFenced
-from wireserver import internal_log
 from wireserver.cluster.txn_markers import TxnMarkerSender
-from wireserver.internal_log import ensure_internal_topic
-from wireserver.txn.records import (TRANSACTION_STATE_TOPIC, TxnLogValue, TxnRecordError,
-                                    decode_key, decode_value, encode_key, encode_value,
-                                    partition_for)
+from wireserver.coordinator_runtime import (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC,
+                                            CoordinatorRuntime, InternalTopic)
+from wireserver.topics import create_internal_topic
+from wireserver.txn.records import (TxnLogValue, TxnRecordError, decode_key, decode_value,
+                                    encode_key, encode_value)
 from wireserver.txn.state import (NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TransactionMetadata,
                                   TxnState)
 
@@ -64,8 +69,21 @@ log = logging.getLogger(__name__)
 
 S = TxnState
 E = ErrorCode
-OFFSETS_TOPIC = "__consumer_offsets"
-LOAD_CHUNK_BYTES = 1 << 20
+
+
+def _topic_configs(config: Any) -> dict[str, str]:
+    """``__transaction_state``'s topic configs, as Kafka creates it: compacted, uncompressed,
+    ``transaction.state.log.min.isr`` and no unclean leader election (a lost Prepare record
+    would leave a transaction half complete)."""
+    return {"cleanup.policy": "compact", "compression.type": "uncompressed",
+            "min.insync.replicas": str(config["transaction.state.log.min.isr"]),
+            "unclean.leader.election.enable": "false",
+            "segment.bytes": str(config["transaction.state.log.segment.bytes"])}
+
+
+TRANSACTION_STATE = InternalTopic(
+    TRANSACTION_STATE_TOPIC, "transaction.state.log.num.partitions",
+    "transaction.state.log.replication.factor", _topic_configs, keys="transactional id(s)")
 
 
 class TransactionCoordinator:
@@ -77,12 +95,12 @@ class TransactionCoordinator:
         self._by_pid: dict[int, str] = {}  # producer id -> transactional id
         self.coordinator_epoch = 0
         self._loops: list[task.LoopingCall] = []
-        self.clustered = bool(self.config.get("zookeeper.connect"))
-        # Cluster mode: the partitions of __transaction_state this broker leads (loaded or
-        # loading), those still loading, and the coordinator epoch (leader epoch) of each.
-        self.owned: set[int] = set()
-        self.loading: set[int] = set()
-        self.coordinator_epochs: dict[int, int] = {}
+        # A new election reloads a partition (Kafka's transaction coordinator does): its
+        # coordinator epoch, written in the markers, changed.
+        self.runtime = CoordinatorRuntime(broker, TRANSACTION_STATE, self,
+                                          partial(create_internal_topic, broker),
+                                          reload_on_reelection=True)
+        self.clustered = self.runtime.clustered
         self.markers = TxnMarkerSender(broker) if self.clustered else None
 
     def now_ms(self) -> int:
@@ -92,15 +110,16 @@ class TransactionCoordinator:
 
     def start(self) -> None:
         """Load ``__transaction_state`` (one node; in a cluster partitions are loaded as this
-        broker becomes their leader, ``on_election``) and start the housekeeping timers."""
-        if not self.clustered:
-            self.load()
+        broker becomes their leader, through the runtime) and start the housekeeping timers."""
+        self.runtime.start()
         self._every(self.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
                     self.abort_timed_out)
         self._every(self.config["transaction.remove.expired.transaction.cleanup.interval.ms"],
                     self.expire_transactional_ids)
 
     def _every(self, interval_ms: int, func: Callable[[], object]) -> None:
+        """Run ``func`` every ``interval_ms`` on the injected reactor (tests drive it with a
+        ``Clock``); a failure is logged, not raised into the reactor."""
         loop = task.LoopingCall(func)
         loop.clock = self.reactor
         loop.start(interval_ms / 1000.0, now=False).addErrback(
@@ -109,6 +128,7 @@ class TransactionCoordinator:
         self._loops.append(loop)
 
     def stop(self) -> None:
+        """Stop the housekeeping timers and the marker sender (the broker is stopping)."""
         for loop in self._loops:
             if loop.running:
                 loop.stop()
@@ -118,49 +138,19 @@ class TransactionCoordinator:
 
     # -- the transaction log ----------------------------------------------------------------
 
-    def num_partitions(self) -> int:
-        info = self.broker.logs.topics.get(TRANSACTION_STATE_TOPIC)
-        if info is not None:
-            return info.num_partitions
-        return self.config["transaction.state.log.num.partitions"]
-
     def partition_for(self, transactional_id: str) -> int:
-        return partition_for(transactional_id, self.num_partitions())
+        """The partition of ``__transaction_state`` that holds the id."""
+        return self.runtime.partition_for(transactional_id)
 
     def ensure_ready(self, transactional_id: Optional[str] = None) -> Optional[ErrorCode]:
         """Create ``__transaction_state`` on first use; COORDINATOR_NOT_AVAILABLE while its
         replication factor exceeds the live brokers (Kafka's default of 3 on one node). With a
         transactional id, in cluster mode: NOT_COORDINATOR unless this broker leads the id's
         partition, COORDINATOR_LOAD_IN_PROGRESS while it loads it."""
-        error = ensure_internal_topic(
-            self.broker, TRANSACTION_STATE_TOPIC,
-            self.config["transaction.state.log.num.partitions"],
-            self.config["transaction.state.log.replication.factor"],
-            "transaction.state.log.replication.factor",
-            {"cleanup.policy": "compact", "compression.type": "uncompressed",
-             "min.insync.replicas": str(self.config["transaction.state.log.min.isr"]),
-             "unclean.leader.election.enable": "false",
-             "segment.bytes": str(self.config["transaction.state.log.segment.bytes"])})
-        if error is not None or transactional_id is None or not self.clustered:
-            return error
-        return self.coordinator_error(self.partition_for(transactional_id))
-
-    def coordinator_error(self, partition: int) -> Optional[ErrorCode]:
-        return internal_log.coordinator_error(self.broker, TRANSACTION_STATE_TOPIC, partition,
-                                              self.owned, self.loading)
+        return self.runtime.ensure_ready(transactional_id)
 
     def _write(self, txn: TransactionMetadata, tombstone: bool = False) -> ErrorCode:
         """Persist ``txn`` (its current state) to its partition of ``__transaction_state``."""
-        error = self.ensure_ready()
-        if error is not None:
-            return error
-        partition = self.partition_for(txn.transactional_id)
-        partition_log = self.broker.logs.get_log(TRANSACTION_STATE_TOPIC, partition)
-        if partition_log is None:
-            return E.COORDINATOR_NOT_AVAILABLE
-        leader_epoch = internal_log.leader_epoch(self.broker, TRANSACTION_STATE_TOPIC, partition)
-        if leader_epoch is None:
-            return E.NOT_COORDINATOR
         value = None
         if not tombstone:
             by_topic: dict[str, list[int]] = {}
@@ -170,29 +160,17 @@ class TransactionCoordinator:
                 txn.producer_id, txn.producer_epoch, txn.txn_timeout_ms, txn.state.id,
                 None if txn.state == S.EMPTY else sorted(by_topic.items()),
                 txn.txn_last_update_timestamp, txn.txn_start_timestamp))
-        now = self.now_ms()
-        builder = RecordBatchBuilder()
-        builder.append(now, encode_key(txn.transactional_id), value)
-        try:
-            partition_log.append(builder.build(), leader_epoch=leader_epoch, now_ms=now)
-        except Exception:  # noqa: BLE001 - storage failures become a retriable error
-            log.exception("append to %s-%d failed", TRANSACTION_STATE_TOPIC, partition)
-            return E.COORDINATOR_NOT_AVAILABLE
-        internal_log.after_append(self.broker, TRANSACTION_STATE_TOPIC, partition, partition_log,
-                                  now)
-        return E.NONE
+        return self.runtime.append(txn.transactional_id,
+                                   [(encode_key(txn.transactional_id), value)])
 
     def replicated(self, transactional_id: str) -> defer.Deferred:
         """Fires with NONE once the id's state records are below the high watermark of its
         partition (at once on one node), else NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE:
         the transaction APIs answer after this, as Kafka's coordinator appends with acks=-1."""
-        if not self.clustered:
-            return defer.succeed(E.NONE)
-        return internal_log.replicated(self.broker, TRANSACTION_STATE_TOPIC,
-                                       self.partition_for(transactional_id),
-                                       internal_log.REQUEST_TIMEOUT_MS)
+        return self.runtime.replicated(transactional_id)
 
     def _set(self, txn: TransactionMetadata) -> None:
+        """Make ``txn`` the id's state (and index it by producer id, for Produce checks)."""
         old = self.txns.get(txn.transactional_id)
         if old is not None and old.producer_id != txn.producer_id:
             self._by_pid.pop(old.producer_id, None)
@@ -200,6 +178,7 @@ class TransactionCoordinator:
         self._by_pid[txn.producer_id] = txn.transactional_id
 
     def _forget(self, transactional_id: str) -> None:
+        """Drop the id from memory (expired, or its partition is coordinated elsewhere now)."""
         old = self.txns.pop(transactional_id, None)
         if old is not None:
             self._by_pid.pop(old.producer_id, None)
@@ -213,27 +192,25 @@ class TransactionCoordinator:
 
     # -- loading ----------------------------------------------------------------------------
 
-    def load(self) -> None:
-        """Replay every partition of ``__transaction_state`` (one node)."""
-        info = self.broker.logs.topics.get(TRANSACTION_STATE_TOPIC)
-        if info is None:
-            return
-        loaded = sum(self.load_partition(p) for p in range(info.num_partitions))
-        if loaded:
-            log.info("loaded %d transactional id(s) from %s", loaded, TRANSACTION_STATE_TOPIC)
-
     def load_partition(self, partition: int, to_log_end: bool = False) -> int:
         """Replay one partition (up to the high watermark, or the log end for a new leader,
         whose whole log is to be committed) and finish the transactions caught between their
         Prepare record and their Complete record (Kafka re-sends their markers when it loads a
         partition). Ongoing transactions stay open: their producer may still end them, and
         the timeout aborts them otherwise, as in Kafka. Returns the ids loaded."""
-        partition_log = self.broker.logs.get_log(TRANSACTION_STATE_TOPIC, partition)
-        if partition_log is None:
-            return 0
         found: dict[str, Optional[TxnLogValue]] = {}
-        self._replay(partition_log, found,
-                     partition_log.log_end_offset if to_log_end else partition_log.high_watermark)
+        for batch, position in self.runtime.batches(partition, to_log_end):
+            if batch.is_control:
+                continue
+            for record in batch.records():
+                if record.offset < position or record.key is None:
+                    continue
+                try:
+                    key = decode_key(record.key)
+                    found[key] = None if record.value is None else decode_value(record.value)
+                except TxnRecordError as exc:
+                    log.warning("skipping unreadable %s record: %s", TRANSACTION_STATE_TOPIC,
+                                exc)
         loaded = []
         for transactional_id, value in found.items():
             if value is None:
@@ -256,30 +233,13 @@ class TransactionCoordinator:
                 self._complete(txn, txn.state == S.PREPARE_COMMIT)
         return len(loaded)
 
-    @staticmethod
-    def _replay(partition_log, found: dict, end: int) -> None:
-        position = partition_log.log_start_offset
-        while position < end:
-            result = partition_log.read(position, LOAD_CHUNK_BYTES, upper_bound=end)
-            if not result.data:
-                break
-            advanced = position
-            for batch in iter_batches(result.data):
-                advanced = batch.next_offset
-                if batch.is_control:
-                    continue
-                for record in batch.records():
-                    if record.offset < position or record.key is None:
-                        continue
-                    try:
-                        key = decode_key(record.key)
-                        found[key] = None if record.value is None else decode_value(record.value)
-                    except TxnRecordError as exc:
-                        log.warning("skipping unreadable %s record: %s",
-                                    TRANSACTION_STATE_TOPIC, exc)
-            if advanced <= position:
-                break
-            position = advanced
+    def unload_partition(self, partition: int) -> int:
+        """This broker no longer coordinates ``partition``: forget its transactional ids
+        (Kafka's ``onResignation``); marker sending for them stops. Returns how many."""
+        dropped = [t for t in self.txns if self.partition_for(t) == partition]
+        for transactional_id in dropped:
+            self._forget(transactional_id)
+        return len(dropped)
 
     # -- InitProducerId ---------------------------------------------------------------------
 
@@ -398,7 +358,7 @@ class TransactionCoordinator:
         """AddPartitionsToTxn v4+ ``verify_only``: whether each partition is in the open
         transaction (INVALID_TXN_STATE when not)."""
         txn = self.txns.get(transactional_id)
-        error = self.coordinator_error(self.partition_for(transactional_id)) or \
+        error = self.runtime.coordinator_error(self.partition_for(transactional_id)) or \
             self._check(txn, producer_id, producer_epoch)
         out = {}
         for tp in partitions:
@@ -491,20 +451,19 @@ class TransactionCoordinator:
         coordinator finds the Prepare record when it loads the partition and finishes."""
         transactional_id = prepared.transactional_id
         partition = self.partition_for(transactional_id)
-        coordinator_epoch = self.coordinator_epochs.get(partition, -1)
+        runtime = self.runtime
+        coordinator_epoch = runtime.coordinator_epochs.get(partition, -1)
 
         def still_coordinator() -> bool:
-            return (self.txns.get(transactional_id) is prepared and partition in self.owned
-                    and self.coordinator_epochs.get(partition) == coordinator_epoch)
+            return (self.txns.get(transactional_id) is prepared and partition in runtime.owned
+                    and runtime.coordinator_epochs.get(partition) == coordinator_epoch)
 
-        partition_log = self.broker.logs.get_log(TRANSACTION_STATE_TOPIC, partition)
+        partition_log = runtime.partition_log(partition)
         if partition_log is None:
             return
         prepare_offset = partition_log.log_end_offset - 1
         while still_coordinator():
-            status = yield internal_log.wait_for_high_watermark(
-                self.broker, TRANSACTION_STATE_TOPIC, partition, prepare_offset,
-                internal_log.REQUEST_TIMEOUT_MS)
+            status = yield runtime.wait_committed(partition, prepare_offset)
             if status in (E.NONE, E.NOT_ENOUGH_REPLICAS_AFTER_APPEND):
                 break  # committed (the high watermark passed it)
             if status != E.REQUEST_TIMED_OUT:
@@ -515,40 +474,6 @@ class TransactionCoordinator:
                                 coordinator_epoch, prepared.partitions, still_coordinator)
         if still_coordinator():
             self._record_completion(prepared, commit)
-
-    # -- cluster mode: coordinators follow the leaders of __transaction_state ----------------
-
-    def on_election(self, partition: int, coordinator_epoch: int) -> None:
-        """This broker became leader of ``partition`` of ``__transaction_state`` at leader
-        epoch ``coordinator_epoch`` (Kafka's coordinator epoch): load its transactional ids and
-        finish their prepared transactions (Kafka's ``TransactionCoordinator.onElection``; the
-        load is synchronous here, so COORDINATOR_LOAD_IN_PROGRESS is only answered while it
-        runs)."""
-        if partition in self.owned:
-            self.on_resignation(partition)
-        self.coordinator_epochs[partition] = coordinator_epoch
-        self.owned.add(partition)
-        self.loading.add(partition)
-        try:
-            count = self.load_partition(partition, to_log_end=True)
-        finally:
-            self.loading.discard(partition)
-        log.info("transaction coordinator of %s-%d (coordinator epoch %d): loaded %d "
-                 "transactional id(s)", TRANSACTION_STATE_TOPIC, partition, coordinator_epoch,
-                 count)
-
-    def on_resignation(self, partition: int) -> None:
-        """This broker no longer leads ``partition``: forget its transactional ids (Kafka's
-        ``onResignation``); marker sending for them stops."""
-        if partition not in self.owned:
-            return
-        self.owned.discard(partition)
-        self.coordinator_epochs.pop(partition, None)
-        dropped = [t for t in self.txns if self.partition_for(t) == partition]
-        for transactional_id in dropped:
-            self._forget(transactional_id)
-        log.info("no longer transaction coordinator of %s-%d: unloaded %d transactional id(s)",
-                 TRANSACTION_STATE_TOPIC, partition, len(dropped))
 
     def write_markers(self, producer_id: int, producer_epoch: int, commit: bool,
                       partitions: Iterable[tuple[str, int]],
@@ -565,8 +490,8 @@ class TransactionCoordinator:
             if partition_log is None:
                 results[(topic, partition)] = E.UNKNOWN_TOPIC_OR_PARTITION
                 continue
-            leader_epoch = internal_log.leader_epoch(self.broker, topic, partition)
-            if leader_epoch is None:
+            not_leader, leader_epoch = self.broker.replicas.check_leader(topic, partition)
+            if not_leader is not None:
                 results[(topic, partition)] = E.NOT_LEADER_OR_FOLLOWER
                 continue
             try:
@@ -583,7 +508,7 @@ class TransactionCoordinator:
                               partition)
                 results[(topic, partition)] = E.KAFKA_STORAGE_ERROR
                 continue
-            internal_log.after_append(self.broker, topic, partition, partition_log, now)
+            self.broker.replicas.after_append(topic, partition)
             if topic == OFFSETS_TOPIC:
                 self.broker.groups.complete_transaction(producer_id, commit, partition)
             results[(topic, partition)] = E.NONE

@@ -21,8 +21,9 @@ PreviousProducerId, 1 NextProducerId, 2 ClientTransactionVersion); Kafka writes 
 on transaction protocol v2. We read it and ignore the tags. A null value is a tombstone (the
 transactional id expired). Empty states carry null partitions, as Kafka writes them.
 
-Also here: the partition of ``__transaction_state`` that holds a transactional id (Java's
-``String.hashCode`` and ``Utils.abs``, as for groups).
+The partition of ``__transaction_state`` that holds a transactional id (Java's
+``String.hashCode`` and ``Utils.abs``, as for groups) is ``wireserver.coordinator_runtime``'s
+``partition_for``, imported here for this module's readers.
 """
 
 from __future__ import annotations
@@ -31,9 +32,8 @@ import struct
 from dataclasses import dataclass, field
 from typing import Optional
 
-from wireserver.groups.records import kafka_abs, java_string_hashcode
+from wireserver.coordinator_runtime import TRANSACTION_STATE_TOPIC, partition_for  # noqa: F401
 
-TRANSACTION_STATE_TOPIC = "__transaction_state"
 KEY_VERSION = 0
 VALUE_VERSION = 0
 
@@ -45,10 +45,6 @@ _I64 = struct.Struct(">q")
 
 class TxnRecordError(ValueError):
     """A key or value of ``__transaction_state`` we cannot read."""
-
-
-def partition_for(transactional_id: str, num_partitions: int) -> int:
-    return kafka_abs(java_string_hashcode(transactional_id)) % num_partitions
 
 
 @dataclass

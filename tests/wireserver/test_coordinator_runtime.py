@@ -1,0 +1,261 @@
+"""The coordinator runtime (``wireserver.coordinator_runtime``) on real partition logs in a
+temporary directory, a real replica manager and a Twisted ``Clock``: key -> partition, creating
+the internal topic, appending then replaying, loading on one node, and in a cluster loading on
+election and unloading on resignation."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import pytest
+from twisted.internet.task import Clock
+
+from wireserver import coordinator_runtime
+from wireserver.config import BrokerConfig
+from wireserver.coordinator_runtime import (CoordinatorRuntime, InternalTopic, kafka_abs,
+                                            java_string_hashcode, partition_for)
+from wireserver.protocol.errors import ErrorCode
+from wireserver.purgatory import Purgatory
+from wireserver.replica.manager import ReplicaManager
+from wireserver.storage.manager import LogManager
+
+E = ErrorCode
+NAME = "__test_state"
+TOPIC = InternalTopic(NAME, "offsets.topic.num.partitions", "offsets.topic.replication.factor",
+                      lambda config: {"cleanup.policy": "compact"},
+                      commit_timeout_config="offsets.commit.timeout.ms", keys="key(s)")
+
+
+class FakeCluster:
+    """The cluster view the runtime reads: the topics ZooKeeper knows and the live brokers."""
+
+    def __init__(self, brokers: int):
+        self.topics: dict[str, Any] = {}
+        self.brokers = {i: None for i in range(1, brokers + 1)}
+
+
+class Host:
+    """A broker's parts the runtime uses: config, logs, replica manager, cluster, clock."""
+
+    def __init__(self, tmp_path, clustered: bool, partitions: int = 3, **config: str):
+        self.clock = Clock()
+        values = {"log.dirs": str(tmp_path), "node.id": "1",
+                  "offsets.topic.num.partitions": str(partitions),
+                  "offsets.topic.replication.factor": "1",
+                  "offsets.commit.timeout.ms": "500"}
+        if clustered:
+            values["zookeeper.connect"] = "zk.invalid:2181"
+        values.update(config)
+        self.config = BrokerConfig.load(None, values)
+        self.logs = LogManager([str(tmp_path)], self.config.topic_defaults(), self.now_ms)
+        self.logs.load()
+        self.purgatory = Purgatory(self.clock)
+        self.replicas = ReplicaManager(1, self.logs, self.purgatory, self.now_ms, lambda logs: None,
+                                       local_leadership=not clustered)
+        self.cluster: Optional[FakeCluster] = FakeCluster(1) if clustered else None
+
+    def now_ms(self) -> int:
+        return int(self.clock.seconds() * 1000)
+
+
+class Shard:
+    """A coordinator keeping the latest value of each key, and what the runtime asked of it."""
+
+    def __init__(self) -> None:
+        self.runtime: Optional[CoordinatorRuntime] = None
+        self.values: dict[int, dict[bytes, Optional[bytes]]] = {}
+        self.calls: list[tuple] = []
+        self.seen_while_loading: list[Optional[ErrorCode]] = []
+
+    def load_partition(self, partition: int, to_log_end: bool = False) -> int:
+        assert self.runtime is not None
+        self.calls.append(("load", partition, to_log_end))
+        self.seen_while_loading.append(self.runtime.coordinator_error(partition))
+        found = self.values.setdefault(partition, {})
+        for batch, position in self.runtime.batches(partition, to_log_end):
+            for record in batch.records():
+                if record.offset >= position:
+                    found[bytes(record.key)] = (None if record.value is None
+                                                else bytes(record.value))
+        return len(found)
+
+    def unload_partition(self, partition: int) -> int:
+        self.calls.append(("unload", partition))
+        return len(self.values.pop(partition, {}))
+
+
+def make_runtime(host: Host, reload_on_reelection: bool = False) -> tuple[CoordinatorRuntime,
+                                                                           Shard, list]:
+    created: list = []
+
+    def create_topic(name: str, partitions: int, replication: int,
+                     configs: dict[str, str]) -> Optional[ErrorCode]:
+        created.append((name, partitions, replication, configs))
+        host.logs.create_topic(name, partitions, configs)
+        return None
+
+    shard = Shard()
+    runtime = CoordinatorRuntime(host, TOPIC, shard, create_topic, reload_on_reelection)
+    shard.runtime = runtime
+    return runtime, shard, created
+
+
+def key_in(runtime: CoordinatorRuntime, partition: int) -> str:
+    """A key that lands on ``partition``."""
+    return next(k for k in (f"key-{i}" for i in range(1000))
+                if runtime.partition_for(k) == partition)
+
+
+def fired(d) -> list:
+    box: list = []
+    d.addCallback(box.append)
+    return box
+
+
+def test_a_key_goes_to_the_partition_kafka_chooses(tmp_path):
+    assert java_string_hashcode("hello") == 99162322
+    assert partition_for("hello", 50) == 99162322 % 50
+    # String.hashCode is Integer.MIN_VALUE here, and Kafka's Utils.abs maps that to 0.
+    assert java_string_hashcode("polygenelubricants") == -(1 << 31)
+    assert kafka_abs(-(1 << 31)) == 0 and partition_for("polygenelubricants", 7) == 0
+    host = Host(tmp_path, clustered=False, partitions=5)
+    runtime, _, _ = make_runtime(host)
+    # Before the topic exists, the configured count decides; afterwards the topic's own.
+    assert runtime.num_partitions() == 5
+    assert runtime.partition_for("hello") == 99162322 % 5
+    host.logs.create_topic(NAME, 3, {})
+    assert runtime.num_partitions() == 3
+    assert runtime.partition_for("hello") == 99162322 % 3
+
+
+def test_one_node_creates_the_topic_on_first_use_and_coordinates_every_key(tmp_path):
+    host = Host(tmp_path, clustered=False)
+    runtime, _, created = make_runtime(host)
+    assert runtime.ensure_ready("anything") is None
+    assert created == [(NAME, 3, 1, {"cleanup.policy": "compact"})]
+    assert runtime.ensure_ready() is None and len(created) == 1  # once
+    assert all(runtime.coordinator_error(p) is None for p in range(3))
+
+
+def test_the_topic_is_refused_while_its_replication_exceeds_the_live_brokers(tmp_path):
+    host = Host(tmp_path, clustered=False, **{"offsets.topic.replication.factor": "3"})
+    runtime, _, created = make_runtime(host)
+    assert runtime.ensure_ready() == E.COORDINATOR_NOT_AVAILABLE
+    assert runtime.append("k", [(b"k", b"v")]) == E.COORDINATOR_NOT_AVAILABLE
+    assert created == []
+
+
+def test_append_then_replay_on_one_node(tmp_path, monkeypatch):
+    host = Host(tmp_path, clustered=False)
+    runtime, shard, _ = make_runtime(host)
+    key = key_in(runtime, 1)
+    assert runtime.append(key, []) == E.NONE  # nothing to write: not even the topic
+    assert NAME not in host.logs.topics
+    for i in range(20):
+        assert runtime.append(key, [(b"a", b"%d" % i), (b"b", b"x" * 200)]) == E.NONE
+    assert runtime.append(key, [(b"b", None)]) == E.NONE  # a tombstone
+    assert runtime.append(key, [(b"t", b"txn")], producer=(7, 0)) == E.NONE
+    partition_log = host.logs.get_log(NAME, 1)
+    assert partition_log.high_watermark == partition_log.log_end_offset == 42  # committed
+    assert fired(runtime.replicated(key)) == [E.NONE]  # at once on one node
+    batches = [batch for batch, _ in runtime.batches(1)]
+    assert len(batches) == 22 and batches[-1].is_transactional
+    assert batches[-1].producer_id == 7 and not batches[0].is_transactional
+    # The chunked read sees each batch once, however small the chunks.
+    monkeypatch.setattr(coordinator_runtime, "LOAD_CHUNK_BYTES", 300)
+    assert [b.base_offset for b, _ in runtime.batches(1)] == [b.base_offset for b in batches]
+    assert list(runtime.batches(0)) == []  # an empty partition
+    assert runtime.load_all() == 3
+    assert shard.calls == [("load", 0, False), ("load", 1, False), ("load", 2, False)]
+    assert shard.values[1] == {b"a": b"19", b"b": None, b"t": b"txn"}
+
+
+def test_one_node_loads_every_partition_at_start(tmp_path):
+    host = Host(tmp_path, clustered=False)
+    runtime, _, _ = make_runtime(host)
+    assert runtime.append(key_in(runtime, 2), [(b"k", b"v")]) == E.NONE
+    again, shard, _ = make_runtime(host)
+    again.start()
+    assert [c for c in shard.calls if c[0] == "load"] == [("load", p, False) for p in range(3)]
+    assert shard.values[2] == {b"k": b"v"}
+    assert host.replicas._listeners == {}  # nothing to follow on one node
+
+
+def cluster_runtime(tmp_path, **kw) -> tuple[Host, CoordinatorRuntime, Shard]:
+    host = Host(tmp_path, clustered=True)
+    host.logs.create_topic(NAME, 3, {})  # as the cluster node does from ZooKeeper
+    host.cluster.topics[NAME] = object()
+    runtime, shard, _ = make_runtime(host, **kw)
+    runtime.start()
+    return host, runtime, shard
+
+
+def test_in_a_cluster_election_loads_a_partition_and_resignation_unloads_it(tmp_path):
+    host, runtime, shard = cluster_runtime(tmp_path)
+    assert shard.calls == []  # nothing is loaded before this broker leads a partition
+    key = key_in(runtime, 1)
+    assert runtime.ensure_ready(key) == E.NOT_COORDINATOR
+    assert runtime.append(key, [(b"k", b"v")]) == E.NOT_COORDINATOR
+
+    host.replicas.make_leader((NAME, 1), 4, [1], [1])
+    assert shard.calls == [("load", 1, True)]
+    assert shard.seen_while_loading == [E.COORDINATOR_LOAD_IN_PROGRESS]
+    assert runtime.owned == {1} and runtime.coordinator_epochs == {1: 4}
+    assert runtime.ensure_ready(key) is None
+    assert runtime.coordinator_error(0) == E.NOT_COORDINATOR
+    assert runtime.append(key, [(b"k", b"v")]) == E.NONE
+    assert fired(runtime.replicated(key)) == [E.NONE]  # the ISR is this broker alone
+    assert [b.partition_leader_epoch for b, _ in runtime.batches(1)] == [4]  # as the leader
+
+    host.replicas.make_leader((NAME, 1), 5, [1], [1])  # re-elected: kept as it is
+    assert shard.calls == [("load", 1, True)]
+
+    host.replicas.resign((NAME, 1))
+    assert shard.calls[-1] == ("unload", 1)
+    assert runtime.owned == set() and runtime.coordinator_epochs == {}
+    assert runtime.ensure_ready(key) == E.NOT_COORDINATOR
+
+    host.replicas.make_leader((NAME, 1), 6, [1], [1])  # elected again: loads what was written
+    assert shard.calls[-1] == ("load", 1, True) and shard.values[1] == {b"k": b"v"}
+
+
+def test_a_coordinator_may_reload_on_reelection(tmp_path):
+    host, runtime, shard = cluster_runtime(tmp_path, reload_on_reelection=True)
+    host.replicas.make_leader((NAME, 0), 1, [1], [1])
+    host.replicas.make_leader((NAME, 0), 2, [1], [1])
+    assert shard.calls == [("load", 0, True), ("unload", 0), ("load", 0, True)]
+    assert runtime.coordinator_epochs == {0: 2}
+
+
+def test_a_load_that_fails_leaves_the_partition_unowned(tmp_path):
+    host, runtime, shard = cluster_runtime(tmp_path)
+
+    def broken(partition: int, to_log_end: bool = False) -> int:
+        raise RuntimeError("unreadable")
+
+    shard.load_partition = broken  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError):
+        runtime.on_election(0, 1)
+    assert runtime.owned == set() and runtime.loading == set()
+    assert runtime.coordinator_error(0) == E.NOT_COORDINATOR
+
+
+def test_in_a_cluster_an_append_is_answered_once_the_isr_has_it(tmp_path):
+    host, runtime, _ = cluster_runtime(tmp_path)
+    host.cluster.brokers = {1: None, 2: None}
+    host.replicas.make_leader((NAME, 2), 1, [1, 2], [1, 2])
+    key = key_in(runtime, 2)
+    assert runtime.append(key, [(b"k", b"v")]) == E.NONE
+    first = fired(runtime.replicated(key))
+    assert first == []  # broker 2 has not fetched it
+    host.replicas.follower_fetched((NAME, 2), 2, 1)
+    assert first == [E.NONE]
+    assert runtime.append(key, [(b"k", b"w")]) == E.NONE
+    second = fired(runtime.replicated(key))
+    host.clock.advance(0.6)  # offsets.commit.timeout.ms
+    assert second == [E.COORDINATOR_NOT_AVAILABLE]
+    assert runtime.append(key, [(b"k", b"x")]) == E.NONE
+    third = fired(runtime.replicated(key))
+    host.replicas.resign((NAME, 2))
+    host.clock.advance(0.6)
+    assert third == [E.NOT_COORDINATOR]
