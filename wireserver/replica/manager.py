@@ -140,21 +140,9 @@ class ReplicaManager:
             self._maybe_flush(partition)
         return result
 
-    def append_as_coordinator(self, topic: str, index: int, records: Any
-                              ) -> Optional[AppendResult]:
-        """A coordinator's batch on the internal topic partition this broker leads; None
-        when it does not lead it."""
-        partition = self.partition(topic, index)
-        if partition is None:
-            return None
-        result = partition.append_as_coordinator(records)
-        if result is not None:
-            self._maybe_flush(partition)
-        return result
-
     def after_append(self, topic: str, index: int) -> None:
-        """After a coordinator wrote to a partition it leads through the log itself (markers):
-        the high watermark, waking fetches, a flush when one is due."""
+        """After a coordinator wrote to a partition it leads through the log itself (its records,
+        transaction markers): the high watermark, waking fetches, a flush when one is due."""
         partition = self.partition(topic, index)
         if partition is not None:
             partition.after_append()

@@ -169,16 +169,6 @@ class Partition:
             self.after_append()
         return result
 
-    def append_as_coordinator(self, records: Any) -> Optional[AppendResult]:
-        """A coordinator's own batch (group or transaction records, markers) on the internal
-        topic partition it leads; None when this broker does not lead it."""
-        error, leader_epoch = self.check_leader()
-        if error is not None:
-            return None
-        result = self.log.append(records, leader_epoch=leader_epoch, now_ms=self.now_ms())
-        self.after_append()
-        return result
-
     def after_append(self) -> None:
         """What follows every append as leader: the high watermark (at once when the ISR is
         this broker alone) and waking the fetches that wait on the partition."""
