@@ -43,9 +43,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "benchmarks" / "results.md"
@@ -54,29 +54,47 @@ MIB = 1024 * 1024
 
 # ------------------------------------------------------------------------------ sizes
 
+
 @dataclass(frozen=True)
 class Sizes:
-    records_1k: int          # records per timed produce repetition, 1 KB values
-    records_100: int         # records per timed produce repetition, 100 B values
-    reps: int                # timed repetitions of each librdkafka workload
-    java_reps: int           # runs of each Java perf-test (a JVM each)
-    latency_seconds: float   # timed part of each fixed-rate latency run
+    records_1k: int  # records per timed produce repetition, 1 KB values
+    records_100: int  # records per timed produce repetition, 100 B values
+    reps: int  # timed repetitions of each librdkafka workload
+    java_reps: int  # runs of each Java perf-test (a JVM each)
+    latency_seconds: float  # timed part of each fixed-rate latency run
     join_reps: int
-    kafka_starts: int        # cold starts measured in total (the first is the one used)
+    kafka_starts: int  # cold starts measured in total (the first is the one used)
     wireserver_starts: int
 
 
-DEFAULT = Sizes(records_1k=200_000, records_100=1_000_000, reps=3, java_reps=2,
-                latency_seconds=10.0, join_reps=5, kafka_starts=3, wireserver_starts=5)
-QUICK = Sizes(records_1k=30_000, records_100=150_000, reps=3, java_reps=1,
-              latency_seconds=3.0, join_reps=3, kafka_starts=1, wireserver_starts=3)
+DEFAULT = Sizes(
+    records_1k=200_000,
+    records_100=1_000_000,
+    reps=3,
+    java_reps=2,
+    latency_seconds=10.0,
+    join_reps=5,
+    kafka_starts=3,
+    wireserver_starts=5,
+)
+QUICK = Sizes(
+    records_1k=30_000,
+    records_100=150_000,
+    reps=3,
+    java_reps=1,
+    latency_seconds=3.0,
+    join_reps=3,
+    kafka_starts=1,
+    wireserver_starts=3,
+)
 
-LATENCY_RATE = 5000      # records/s for the produce-latency workloads
-E2E_RATE = 1000          # records/s for the end-to-end workload
-IDLE_SETTLE_S = 2.0      # wait after start-up before reading the idle RSS
+LATENCY_RATE = 5000  # records/s for the produce-latency workloads
+E2E_RATE = 1000  # records/s for the end-to-end workload
+IDLE_SETTLE_S = 2.0  # wait after start-up before reading the idle RSS
 
 
 # ------------------------------------------------------------------------------ CPUs
+
 
 @dataclass
 class Pinning:
@@ -86,8 +104,10 @@ class Pinning:
     def describe(self) -> str:
         if self.broker is None:
             return f"not pinned ({os.cpu_count()} CPUs shared by broker and clients)"
-        return (f"broker pinned to CPU {_cpus(self.broker)}, clients (load generators and "
-                f"this harness) to CPU {_cpus(self.client)}")
+        return (
+            f"broker pinned to CPU {_cpus(self.broker)}, clients (load generators and "
+            f"this harness) to CPU {_cpus(self.client)}"
+        )
 
     def client_preexec(self) -> Callable[[], None] | None:
         cpus = self.client
@@ -136,6 +156,7 @@ def choose_pinning(enabled: bool) -> Pinning:
 
 # ------------------------------------------------------------------------------ /proc
 
+
 def tree_pids(root: int) -> list[int]:
     """``root`` and all its descendants (from the ppid field of /proc/*/stat)."""
     children: dict[int, list[int]] = {}
@@ -147,7 +168,7 @@ def tree_pids(root: int) -> list[int]:
                 stat = f.read()
         except OSError:
             continue
-        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
         children.setdefault(ppid, []).append(int(entry))
     found, todo = [], [root]
     while todo:
@@ -207,7 +228,7 @@ class RssSampler:
             self.peak_kib = max(self.peak_kib, tree_rss_kib(self.pid))
             self._stop.wait(self.interval)
 
-    def __enter__(self) -> "RssSampler":
+    def __enter__(self) -> RssSampler:
         self._thread.start()
         return self
 
@@ -218,16 +239,20 @@ class RssSampler:
 
 # ------------------------------------------------------------------------------ probing
 
+
 def metadata_ok(bootstrap: str) -> bool:
     """One Metadata request over a fresh connection; True if it lists a broker."""
     from kafka.protocol.metadata.metadata import MetadataRequest
 
     from wireserver.testing import KafkaWire
+
     try:
-        with KafkaWire(bootstrap, timeout=2.0, negotiate=False,
-                       client_id="wireserver-bench-probe") as wire:
-            response = wire.request(MetadataRequest(version=12, topics=None,
-                                                    allow_auto_topic_creation=False))
+        with KafkaWire(
+            bootstrap, timeout=2.0, negotiate=False, client_id="wireserver-bench-probe"
+        ) as wire:
+            response = wire.request(
+                MetadataRequest(version=12, topics=None, allow_auto_topic_creation=False)
+            )
             return bool(response.brokers)
     except Exception:  # refused, reset, not ready: poll again
         return False
@@ -245,15 +270,18 @@ def wait_metadata(bootstrap: str, timeout: float, alive: Callable[[], bool]) -> 
 
 def served_api_keys(bootstrap: str) -> set[int]:
     from wireserver.testing import KafkaWire
+
     with KafkaWire(bootstrap, timeout=10.0, client_id="wireserver-bench-probe") as wire:
         return set(wire.versions)
 
 
 # ------------------------------------------------------------------------------ brokers
 
+
 @dataclass
 class Broker:
     """A running broker under test."""
+
     name: str
     version: str
     bootstrap: str
@@ -271,14 +299,27 @@ def start_wireserver(pinning: Pinning, reactor: str = "default") -> Broker:
 
     root = tempfile.mkdtemp(prefix="wireserver-bench-")
     overrides = {**TEST_DEFAULTS, "log.dirs": os.path.join(root, "data")}
-    command = [sys.executable, "-m", "wireserver.cli", "serve", "--log-level", "WARNING",
-               "--reactor", reactor]
+    command = [
+        sys.executable,
+        "-m",
+        "wireserver.cli",
+        "serve",
+        "--log-level",
+        "WARNING",
+        "--reactor",
+        reactor,
+    ]
     for key, value in overrides.items():
         command += ["--override", f"{key}={value}"]
     log_file = open(os.path.join(root, "broker.log"), "wb")
     started = time.perf_counter()
-    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=log_file, preexec_fn=pinning.broker_preexec())
+    process = subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=log_file,
+        preexec_fn=pinning.broker_preexec(),
+    )
     assert process.stdout is not None
     line = process.stdout.readline().decode("utf-8", "replace").strip()
     ready_line = time.perf_counter() - started
@@ -309,6 +350,7 @@ def start_wireserver(pinning: Pinning, reactor: str = "default") -> Broker:
         shutil.rmtree(root, ignore_errors=True)
 
     from wireserver.cli import version as wireserver_version
+
     name = "wireserver" if reactor == "default" else f"wireserver/{reactor}"
     return Broker(name, wireserver_version(), bootstrap, process.pid, startup, stop, ready_line)
 
@@ -332,24 +374,40 @@ def start_kafka(pinning: Pinning) -> Broker:
     startup = time.perf_counter() - started
     pid = cluster.nodes[0].process.pid
     pinning.pin_tree(pid)
-    return Broker("Kafka", KAFKA_VERSION, cluster.bootstrap_servers, pid, startup,
-                  lambda: cluster.stop(timeout=30))
+    return Broker(
+        "Kafka",
+        KAFKA_VERSION,
+        cluster.bootstrap_servers,
+        pid,
+        startup,
+        lambda: cluster.stop(timeout=30),
+    )
 
 
-STARTERS = {"kafka": start_kafka, "wireserver": start_wireserver,
-            # the other event loops of ``serve --reactor`` (benchmarks.reactors compares them)
-            "wireserver/asyncio": functools.partial(start_wireserver, reactor="asyncio"),
-            "wireserver/uvloop": functools.partial(start_wireserver, reactor="uvloop")}
+STARTERS = {
+    "kafka": start_kafka,
+    "wireserver": start_wireserver,
+    # the other event loops of ``serve --reactor`` (benchmarks.reactors compares them)
+    "wireserver/asyncio": functools.partial(start_wireserver, reactor="asyncio"),
+    "wireserver/uvloop": functools.partial(start_wireserver, reactor="uvloop"),
+}
 
 
 # ------------------------------------------------------------------------------ clients
+
 
 def run_rdkafka(pinning: Pinning, *args: object, timeout: float = 900) -> dict:
     """Run one ``benchmarks.rdkafka_load`` command in its own (client-pinned) process."""
     command = [sys.executable, "-m", "benchmarks.rdkafka_load", *map(str, args)]
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
-                              cwd=REPO, preexec_fn=pinning.client_preexec())
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=REPO,
+            preexec_fn=pinning.client_preexec(),
+        )
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout:.0f} s"}
     lines = done.stdout.strip().splitlines()
@@ -358,13 +416,21 @@ def run_rdkafka(pinning: Pinning, *args: object, timeout: float = 900) -> dict:
     return json.loads(lines[-1])
 
 
-def run_java_tool(pinning: Pinning, tool: str, args: list[str],
-                  timeout: float = 600) -> subprocess.CompletedProcess | str:
+def run_java_tool(
+    pinning: Pinning, tool: str, args: list[str], timeout: float = 600
+) -> subprocess.CompletedProcess | str:
     from compat_tests.reference import tool_command
+
     try:
-        return subprocess.run(tool_command(tool, args), capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL, cwd=REPO,
-                              preexec_fn=pinning.client_preexec())
+        return subprocess.run(
+            tool_command(tool, args),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            cwd=REPO,
+            preexec_fn=pinning.client_preexec(),
+        )
     except subprocess.TimeoutExpired:
         return f"timed out after {timeout:.0f} s"
 
@@ -372,15 +438,33 @@ def run_java_tool(pinning: Pinning, tool: str, args: list[str],
 _PERF_SUMMARY = re.compile(
     r"(?P<records>\d+) records sent, (?P<rps>[\d.]+) records/sec \((?P<mbps>[\d.]+) MB/sec\), "
     r"(?P<avg>[\d.]+) ms avg latency, (?P<max>[\d.]+) ms max latency, (?P<p50>\d+) ms 50th, "
-    r"(?P<p95>\d+) ms 95th, (?P<p99>\d+) ms 99th")
+    r"(?P<p95>\d+) ms 95th, (?P<p99>\d+) ms 99th"
+)
 
 
-def java_produce(pinning: Pinning, bootstrap: str, topic: str, records: int, size: int,
-                 throughput: int, props: dict[str, str]) -> dict:
+def java_produce(
+    pinning: Pinning,
+    bootstrap: str,
+    topic: str,
+    records: int,
+    size: int,
+    throughput: int,
+    props: dict[str, str],
+) -> dict:
     """``kafka-producer-perf-test``; the summary line's figures (MB = MiB, as the tool counts)."""
-    args = ["--topic", topic, "--num-records", str(records), "--record-size", str(size),
-            "--throughput", str(throughput), "--producer-props",
-            f"bootstrap.servers={bootstrap}", *(f"{k}={v}" for k, v in props.items())]
+    args = [
+        "--topic",
+        topic,
+        "--num-records",
+        str(records),
+        "--record-size",
+        str(size),
+        "--throughput",
+        str(throughput),
+        "--producer-props",
+        f"bootstrap.servers={bootstrap}",
+        *(f"{k}={v}" for k, v in props.items()),
+    ]
     done = run_java_tool(pinning, "kafka-producer-perf-test", args)
     if isinstance(done, str):
         return {"error": done}
@@ -391,15 +475,28 @@ def java_produce(pinning: Pinning, bootstrap: str, topic: str, records: int, siz
     m = found[-1]
     if int(m["records"]) < records:
         return {"error": f"only {m['records']} of {records} records sent"}
-    return {"records_per_s": float(m["rps"]), "mib_per_s": float(m["mbps"]),
-            "p50": float(m["p50"]), "p99": float(m["p99"])}
+    return {
+        "records_per_s": float(m["rps"]),
+        "mib_per_s": float(m["mbps"]),
+        "p50": float(m["p50"]),
+        "p99": float(m["p99"]),
+    }
 
 
 def java_consume(pinning: Pinning, bootstrap: str, topic: str, records: int) -> dict:
     """``kafka-consumer-perf-test`` (a subscribing consumer, so it needs groups): the fetch
     MB/s, i.e. excluding the group join."""
-    args = ["--bootstrap-server", bootstrap, "--topic", topic, "--messages", str(records),
-            "--timeout", "30000", "--hide-header"]
+    args = [
+        "--bootstrap-server",
+        bootstrap,
+        "--topic",
+        topic,
+        "--messages",
+        str(records),
+        "--timeout",
+        "30000",
+        "--hide-header",
+    ]
     done = run_java_tool(pinning, "kafka-consumer-perf-test", args)
     if isinstance(done, str):
         return {"error": done}
@@ -413,13 +510,17 @@ def java_consume(pinning: Pinning, bootstrap: str, topic: str, records: int) -> 
                 continue
             if consumed < records:
                 return {"error": f"consumed {consumed} of {records} records"}
-            return {"mib_per_s": fetch_mib_s, "records_per_s": fetch_rps,
-                    "rebalance_ms": float(fields[6])}
+            return {
+                "mib_per_s": fetch_mib_s,
+                "records_per_s": fetch_rps,
+                "rebalance_ms": float(fields[6]),
+            }
     text = (done.stderr.strip() or done.stdout.strip())[-300:]
     return {"error": f"exit {done.returncode}: {text}"}
 
 
 # ------------------------------------------------------------------------------ table rows
+
 
 @dataclass
 class Row:
@@ -427,7 +528,7 @@ class Row:
     unit: str
     higher_better: bool
     values: dict[str, float | str] = field(default_factory=dict)  # target -> figure or note
-    extra: dict[str, str] = field(default_factory=dict)           # target -> suffix text
+    extra: dict[str, str] = field(default_factory=dict)  # target -> suffix text
 
 
 class Results:
@@ -442,8 +543,16 @@ class Results:
             self.rows.append(self._index[key])
         return self._index[key]
 
-    def put(self, target: str, key: str, workload: str, unit: str, higher_better: bool,
-            value: float | str, extra: str = "") -> None:
+    def put(
+        self,
+        target: str,
+        key: str,
+        workload: str,
+        unit: str,
+        higher_better: bool,
+        value: float | str,
+        extra: str = "",
+    ) -> None:
         row = self.row(key, workload, unit, higher_better)
         row.values[target] = value
         if extra:
@@ -476,11 +585,19 @@ def _fmt_rate(records_per_s: float) -> str:
 
 # ------------------------------------------------------------------------------ workloads
 
+
 class Session:
     """Runs every workload against one broker and files figures under its name."""
 
-    def __init__(self, broker: Broker, sizes: Sizes, pinning: Pinning, results: Results,
-                 java: bool, log: Callable[[str], None]):
+    def __init__(
+        self,
+        broker: Broker,
+        sizes: Sizes,
+        pinning: Pinning,
+        results: Results,
+        java: bool,
+        log: Callable[[str], None],
+    ):
         self.b = broker
         self.sizes = sizes
         self.pinning = pinning
@@ -490,12 +607,18 @@ class Session:
         self.target = broker.name
         self.topic_records: dict[str, int] = {}  # records in each topic, as consume() saw
 
-    def put(self, key: str, workload: str, unit: str, higher_better: bool,
-            value: float | str, extra: str = "") -> None:
+    def put(
+        self,
+        key: str,
+        workload: str,
+        unit: str,
+        higher_better: bool,
+        value: float | str,
+        extra: str = "",
+    ) -> None:
         self.results.put(self.target, key, workload, unit, higher_better, value, extra)
 
-    def failed(self, key: str, workload: str, unit: str, higher_better: bool,
-               error: str) -> None:
+    def failed(self, key: str, workload: str, unit: str, higher_better: bool, error: str) -> None:
         self.log(f"  {workload}: FAILED: {error}")
         self.put(key, workload, unit, higher_better, "failed")
         self.results.errors.append(f"{self.target}, {workload}: {error}")
@@ -508,15 +631,33 @@ class Session:
             for partitions in (1, 8):
                 for acks in ("1", "all"):
                     label = "1 KB" if size == 1024 else "100 B"
-                    workload = (f"produce {label}, {partitions} partition"
-                                f"{'s' if partitions > 1 else ''}, acks={acks} (librdkafka)")
+                    workload = (
+                        f"produce {label}, {partitions} partition"
+                        f"{'s' if partitions > 1 else ''}, acks={acks} (librdkafka)"
+                    )
                     key = f"produce-{size}-{partitions}-{acks}"
                     topic = f"bench-{size}-p{partitions}-acks{acks}"
                     cpu_before = tree_cpu_seconds(self.b.pid)
-                    out = run_rdkafka(self.pinning, "produce", "--bootstrap", self.b.bootstrap,
-                                      "--topic", topic, "--partitions", partitions,
-                                      "--size", size, "--acks", acks, "--records", records,
-                                      "--reps", self.sizes.reps, "--warmup", records // 5)
+                    out = run_rdkafka(
+                        self.pinning,
+                        "produce",
+                        "--bootstrap",
+                        self.b.bootstrap,
+                        "--topic",
+                        topic,
+                        "--partitions",
+                        partitions,
+                        "--size",
+                        size,
+                        "--acks",
+                        acks,
+                        "--records",
+                        records,
+                        "--reps",
+                        self.sizes.reps,
+                        "--warmup",
+                        records // 5,
+                    )
                     cpu = tree_cpu_seconds(self.b.pid) - cpu_before
                     if "error" in out:
                         self.failed(key, workload, "MB/s", True, out["error"])
@@ -524,22 +665,31 @@ class Session:
                     seconds = _median([r["seconds"] for r in out["reps"]])
                     mib_s = records * size / MIB / seconds
                     moved = (records // 5 + records * self.sizes.reps) * size
-                    self.put(key, workload, "MB/s", True, mib_s,
-                             f" ({_fmt_rate(records / seconds)}{cpu_note(cpu, moved)})")
+                    self.put(
+                        key,
+                        workload,
+                        "MB/s",
+                        True,
+                        mib_s,
+                        f" ({_fmt_rate(records / seconds)}{cpu_note(cpu, moved)})",
+                    )
                     self.log(f"  {workload}: {mib_s:.1f} MB/s, {records / seconds:,.0f} rec/s")
 
     def java_produce(self) -> None:
         for size in (1024, 100):
             records = self.sizes.records_1k if size == 1024 else self.sizes.records_100
             label = "1 KB" if size == 1024 else "100 B"
-            workload = (f"produce {label}, 1 partition, acks=all, idempotent "
-                        f"(Java kafka-producer-perf-test)")
+            workload = (
+                f"produce {label}, 1 partition, acks=all, idempotent "
+                f"(Java kafka-producer-perf-test)"
+            )
             key = f"java-produce-{size}"
             topic = f"bench-java-{size}"
             runs = []
             for _ in range(self.sizes.java_reps):
-                out = java_produce(self.pinning, self.b.bootstrap, topic, records, size, -1,
-                                   {"acks": "all"})
+                out = java_produce(
+                    self.pinning, self.b.bootstrap, topic, records, size, -1, {"acks": "all"}
+                )
                 if "error" in out:
                     self.failed(key, workload, "MB/s", True, out["error"])
                     break
@@ -554,12 +704,23 @@ class Session:
         for size, partitions, acks in ((1024, 1, "1"), (100, 8, "1")):
             label = "1 KB" if size == 1024 else "100 B"
             topic = f"bench-{size}-p{partitions}-acks{acks}"
-            workload = (f"consume {label} from a full log, {partitions} partition"
-                        f"{'s' if partitions > 1 else ''} (librdkafka, assigned)")
+            workload = (
+                f"consume {label} from a full log, {partitions} partition"
+                f"{'s' if partitions > 1 else ''} (librdkafka, assigned)"
+            )
             key = f"consume-{size}-{partitions}"
             cpu_before = tree_cpu_seconds(self.b.pid)
-            out = run_rdkafka(self.pinning, "consume", "--bootstrap", self.b.bootstrap,
-                              "--topic", topic, "--reps", self.sizes.reps, "--warmup")
+            out = run_rdkafka(
+                self.pinning,
+                "consume",
+                "--bootstrap",
+                self.b.bootstrap,
+                "--topic",
+                topic,
+                "--reps",
+                self.sizes.reps,
+                "--warmup",
+            )
             cpu = tree_cpu_seconds(self.b.pid) - cpu_before
             if "error" in out:
                 self.failed(key, workload, "MB/s", True, out["error"])
@@ -569,14 +730,22 @@ class Session:
             self.topic_records[topic] = records
             mib_s = nbytes / MIB / seconds
             moved = nbytes * (self.sizes.reps + 1)  # the untimed first pass too
-            self.put(key, workload, "MB/s", True, mib_s,
-                     f" ({_fmt_rate(records / seconds)}{cpu_note(cpu, moved)})")
+            self.put(
+                key,
+                workload,
+                "MB/s",
+                True,
+                mib_s,
+                f" ({_fmt_rate(records / seconds)}{cpu_note(cpu, moved)})",
+            )
             self.log(f"  {workload}: {mib_s:.1f} MB/s over {records:,} records")
 
     def java_consume(self) -> None:
         topic = "bench-1024-p1-acks1"
         records = self.topic_records.get(topic, self.sizes.records_1k)
-        workload = "consume 1 KB from a full log, 1 partition (Java kafka-consumer-perf-test, group)"
+        workload = (
+            "consume 1 KB from a full log, 1 partition (Java kafka-consumer-perf-test, group)"
+        )
         key = "java-consume-1024"
         runs = []
         for _ in range(self.sizes.java_reps):
@@ -594,9 +763,20 @@ class Session:
 
     def produce_latency(self) -> None:
         base = f"produce latency @ {LATENCY_RATE:,} rec/s, 1 KB, acks=all"
-        out = run_rdkafka(self.pinning, "latency", "--bootstrap", self.b.bootstrap,
-                          "--topic", "bench-latency", "--rate", LATENCY_RATE,
-                          "--seconds", self.sizes.latency_seconds, "--acks", "all")
+        out = run_rdkafka(
+            self.pinning,
+            "latency",
+            "--bootstrap",
+            self.b.bootstrap,
+            "--topic",
+            "bench-latency",
+            "--rate",
+            LATENCY_RATE,
+            "--seconds",
+            self.sizes.latency_seconds,
+            "--acks",
+            "all",
+        )
         for q in ("p50", "p99"):
             workload = f"{base}, {q} (librdkafka, linger.ms=1)"
             if "error" in out:
@@ -608,8 +788,15 @@ class Session:
         if not self.java:
             return
         records = int(LATENCY_RATE * (self.sizes.latency_seconds + 1))
-        out = java_produce(self.pinning, self.b.bootstrap, "bench-latency-java", records, 1024,
-                           LATENCY_RATE, {"acks": "all", "linger.ms": "1"})
+        out = java_produce(
+            self.pinning,
+            self.b.bootstrap,
+            "bench-latency-java",
+            records,
+            1024,
+            LATENCY_RATE,
+            {"acks": "all", "linger.ms": "1"},
+        )
         for q in ("p50", "p99"):
             workload = f"{base}, {q} (Java perf-test, linger.ms=1, whole ms)"
             if "error" in out:
@@ -621,9 +808,20 @@ class Session:
 
     def e2e_latency(self) -> None:
         base = f"end-to-end latency @ {E2E_RATE:,} rec/s, 1 KB, acks=all"
-        out = run_rdkafka(self.pinning, "e2e", "--bootstrap", self.b.bootstrap,
-                          "--topic", "bench-e2e", "--rate", E2E_RATE,
-                          "--seconds", self.sizes.latency_seconds, "--acks", "all")
+        out = run_rdkafka(
+            self.pinning,
+            "e2e",
+            "--bootstrap",
+            self.b.bootstrap,
+            "--topic",
+            "bench-e2e",
+            "--rate",
+            E2E_RATE,
+            "--seconds",
+            self.sizes.latency_seconds,
+            "--acks",
+            "all",
+        )
         for q in ("p50", "p99"):
             workload = f"{base}, {q} (librdkafka produce → consume)"
             if "error" in out:
@@ -640,8 +838,16 @@ class Session:
             self.put(key, workload, "ms", False, "n/a (not served)")
             self.log(f"  {workload}: n/a (JoinGroup not served)")
             return
-        out = run_rdkafka(self.pinning, "join", "--bootstrap", self.b.bootstrap,
-                          "--topic", "bench-1024-p1-acks1", "--reps", self.sizes.join_reps)
+        out = run_rdkafka(
+            self.pinning,
+            "join",
+            "--bootstrap",
+            self.b.bootstrap,
+            "--topic",
+            "bench-1024-p1-acks1",
+            "--reps",
+            self.sizes.join_reps,
+        )
         if "error" in out:
             self.failed(key, workload, "ms", False, out["error"])
             return
@@ -650,21 +856,35 @@ class Session:
         self.log(f"  {workload}: {ms:.1f} ms (median of {len(out['ms'])})")
 
 
-def run_target(name: str, sizes: Sizes, pinning: Pinning, results: Results, java: bool,
-               log: Callable[[str], None]) -> None:
+def run_target(
+    name: str,
+    sizes: Sizes,
+    pinning: Pinning,
+    results: Results,
+    java: bool,
+    log: Callable[[str], None],
+) -> None:
     starter = STARTERS[name]
     log(f"== {name}: starting")
     broker = starter(pinning)
     starts = [broker.startup_s]
     try:
-        log(f"  {broker.name} {broker.version} ready at {broker.bootstrap} (pid {broker.pid}) "
-            f"in {broker.startup_s * 1000:.0f} ms")
+        log(
+            f"  {broker.name} {broker.version} ready at {broker.bootstrap} (pid {broker.pid}) "
+            f"in {broker.startup_s * 1000:.0f} ms"
+        )
         time.sleep(IDLE_SETTLE_S)
         idle = tree_rss_kib(broker.pid) / 1024
         session = Session(broker, sizes, pinning, results, java, log)
         target = broker.name
-        results.put(target, "rss-idle", f"idle RSS, {IDLE_SETTLE_S:.0f} s after start-up "
-                    "(process tree)", "MiB", False, idle)
+        results.put(
+            target,
+            "rss-idle",
+            f"idle RSS, {IDLE_SETTLE_S:.0f} s after start-up (process tree)",
+            "MiB",
+            False,
+            idle,
+        )
         log(f"  idle RSS {idle:.0f} MiB")
         with RssSampler(broker.pid) as sampler:
             session.produce_matrix()
@@ -673,8 +893,14 @@ def run_target(name: str, sizes: Sizes, pinning: Pinning, results: Results, java
             session.consume()
             if java:
                 session.java_consume()
-        results.put(target, "rss-load", "peak RSS during the throughput workloads "
-                    "(process tree)", "MiB", False, sampler.peak_kib / 1024)
+        results.put(
+            target,
+            "rss-load",
+            "peak RSS during the throughput workloads (process tree)",
+            "MiB",
+            False,
+            sampler.peak_kib / 1024,
+        )
         log(f"  peak RSS under load {sampler.peak_kib / 1024:.0f} MiB")
         session.produce_latency()
         session.e2e_latency()
@@ -686,19 +912,32 @@ def run_target(name: str, sizes: Sizes, pinning: Pinning, results: Results, java
         again = starter(pinning)
         again.stop()
         starts.append(again.startup_s)
-    results.put(broker.name, "startup", "start-up: spawn → first Metadata answer "
-                "(Kafka: incl. storage format + JVM)", "ms", False, _median(starts) * 1000,
-                f" (n={len(starts)})")
+    results.put(
+        broker.name,
+        "startup",
+        "start-up: spawn → first Metadata answer (Kafka: incl. storage format + JVM)",
+        "ms",
+        False,
+        _median(starts) * 1000,
+        f" (n={len(starts)})",
+    )
     log(f"  start-up median {_median(starts) * 1000:.0f} ms over {len(starts)}")
 
 
 # ------------------------------------------------------------------------------ report
 
-def render_table(results: Results, base: str = "Kafka", ours: str = "wireserver",
-                 ratio_title: str = "ours ÷ Kafka") -> list[str]:
+
+def render_table(
+    results: Results,
+    base: str = "Kafka",
+    ours: str = "wireserver",
+    ratio_title: str = "ours ÷ Kafka",
+) -> list[str]:
     """The markdown table of two brokers' figures (by broker name) and ``ours ÷ base``."""
-    lines = [f"| workload | unit | {base} | {ours} | {ratio_title} | better |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        f"| workload | unit | {base} | {ours} | {ratio_title} | better |",
+        "|---|---|---|---|---|---|",
+    ]
     for row in results.rows:
         cells = []
         for target in (base, ours):
@@ -710,8 +949,9 @@ def render_table(results: Results, base: str = "Kafka", ours: str = "wireserver"
         else:
             ratio = "—"
         better = "higher" if row.higher_better else "lower"
-        lines.append(f"| {row.workload} | {row.unit} | {cells[0]} | {cells[1]} | {ratio} "
-                     f"| {better} |")
+        lines.append(
+            f"| {row.workload} | {row.unit} | {cells[0]} | {cells[1]} | {ratio} | {better} |"
+        )
     return lines
 
 
@@ -730,13 +970,16 @@ def machine_lines() -> list[str]:
     java = "unknown"
     with contextlib.suppress(Exception):
         from compat_tests.reference import which_java
-        out = subprocess.run([which_java() or "java", "-version"], capture_output=True,
-                             text=True, timeout=30)
+
+        out = subprocess.run(
+            [which_java() or "java", "-version"], capture_output=True, text=True, timeout=30
+        )
         java = (out.stderr or out.stdout).splitlines()[0].strip()
-    from compat_tests.reference import KAFKA_VERSION
     import confluent_kafka
 
+    from compat_tests.reference import KAFKA_VERSION
     from wireserver.cli import version as wireserver_version
+
     return [
         f"- CPUs: {os.cpu_count()} × {model}",
         f"- memory: {mem}",
@@ -752,9 +995,18 @@ def machine_lines() -> list[str]:
     ]
 
 
-def write_results(path: Path, argv: list[str], started: datetime.datetime, elapsed: float,
-                  pinning: Pinning, sizes: Sizes, quick: bool, table: list[str],
-                  errors: list[str], load: str) -> None:
+def write_results(
+    path: Path,
+    argv: list[str],
+    started: datetime.datetime,
+    elapsed: float,
+    pinning: Pinning,
+    sizes: Sizes,
+    quick: bool,
+    table: list[str],
+    errors: list[str],
+    load: str,
+) -> None:
     text = [
         "# wireserver vs Apache Kafka: side-by-side benchmark",
         "",
@@ -782,7 +1034,7 @@ def write_results(path: Path, argv: list[str], started: datetime.datetime, elaps
         "`fetch.queue.backoff.ms` at 1 ms for both brokers (its default, 1000 ms, idles the "
         "consumer for whole seconds whenever 100k records are queued, which with 100 B records "
         "is every fetch; see `benchmarks/rdkafka_load.py`). "
-        "\"Broker ... ms CPU/100 MB\" in a throughput row is the user + system CPU time of "
+        '"Broker ... ms CPU/100 MB" in a throughput row is the user + system CPU time of '
         "the broker's process tree over the whole client command (warm-up and repetitions), "
         "per 100 MB of record values produced or read: throughput is often the client's "
         "limit, this is the broker's cost. Latency workloads send "
@@ -802,8 +1054,9 @@ def write_results(path: Path, argv: list[str], started: datetime.datetime, elaps
     if errors:
         text += ["", "Failures:", "", *(f"- {e}" for e in errors)]
     kept = _sections(path.read_text()) if path.exists() else {}
-    path.write_text("\n".join(text) + "\n" + "".join(f"\n{title}\n{body}"
-                                                       for title, body in kept.items()))
+    path.write_text(
+        "\n".join(text) + "\n" + "".join(f"\n{title}\n{body}" for title, body in kept.items())
+    )
 
 
 def _sections(text: str) -> dict[str, str]:
@@ -842,26 +1095,39 @@ class Run:
     load: str
 
     @classmethod
-    def begin(cls, pin: bool) -> "Run":
+    def begin(cls, pin: bool) -> Run:
         pinning = choose_pinning(pin)
         if pinning.client is not None:
             os.sched_setaffinity(0, pinning.client)
-        return cls(pinning, datetime.datetime.now().astimezone(), time.monotonic(),
-                   " ".join(Path("/proc/loadavg").read_text().split()[:3]))
+        return cls(
+            pinning,
+            datetime.datetime.now().astimezone(),
+            time.monotonic(),
+            " ".join(Path("/proc/loadavg").read_text().split()[:3]),
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.compare",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.compare", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--quick", action="store_true", help="smaller sizes: about 2 minutes")
     parser.add_argument("--no-pin", action="store_true", help="do not pin broker and clients")
-    parser.add_argument("--targets", default="kafka,wireserver",
-                        help=f"comma-separated subset of: {', '.join(STARTERS)}")
-    parser.add_argument("--skip-java", action="store_true",
-                        help="skip Kafka's Java perf tools (librdkafka only)")
-    parser.add_argument("--output", type=Path, default=RESULTS,
-                        help=f"results file (default {RESULTS.relative_to(REPO)})")
+    parser.add_argument(
+        "--targets",
+        default="kafka,wireserver",
+        help=f"comma-separated subset of: {', '.join(STARTERS)}",
+    )
+    parser.add_argument(
+        "--skip-java", action="store_true", help="skip Kafka's Java perf tools (librdkafka only)"
+    )
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=RESULTS,
+        help=f"results file (default {RESULTS.relative_to(REPO)})",
+    )
     args = parser.parse_args(argv)
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     unknown = set(targets) - set(STARTERS)
@@ -875,8 +1141,10 @@ def main(argv: list[str] | None = None) -> int:
     def log(message: str) -> None:
         print(message, flush=True)
 
-    log(f"wireserver vs Apache Kafka ({'quick' if args.quick else 'default'} sizes); "
-        f"{pinning.describe()}; load average {load}")
+    log(
+        f"wireserver vs Apache Kafka ({'quick' if args.quick else 'default'} sizes); "
+        f"{pinning.describe()}; load average {load}"
+    )
     results = Results()
     for name in targets:
         try:
@@ -891,8 +1159,18 @@ def main(argv: list[str] | None = None) -> int:
     for line in table:
         log(line)
     command = "python -m benchmarks.compare" + ("" if not argv else " " + " ".join(argv))
-    write_results(args.output, [command], started, elapsed, pinning, sizes, args.quick, table,
-                  results.errors, load)
+    write_results(
+        args.output,
+        [command],
+        started,
+        elapsed,
+        pinning,
+        sizes,
+        args.quick,
+        table,
+        results.errors,
+        load,
+    )
     log(f"\nwritten to {args.output} ({elapsed / 60:.1f} min)")
     return 1 if results.errors and not results.rows else 0
 

@@ -36,8 +36,11 @@ def create_topic(bootstrap: str, partitions: int) -> str:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:  # Kafka lists a new topic's leaders a little later
         found = admin.list_topics(name, timeout=10).topics.get(name)
-        if found and len(found.partitions) == partitions and all(
-                p.leader >= 0 for p in found.partitions.values()):
+        if (
+            found
+            and len(found.partitions) == partitions
+            and all(p.leader >= 0 for p in found.partitions.values())
+        ):
             break
         time.sleep(0.05)
     return name
@@ -47,10 +50,16 @@ class Member:
     def __init__(self, bootstrap: str, group: str, topic: str, heartbeat_ms: int):
         self.owned: set[int] = set()
         self.assigned_at: float | None = None
-        self.consumer = Consumer({
-            "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-            "auto.offset.reset": "earliest", "heartbeat.interval.ms": heartbeat_ms,
-            "session.timeout.ms": 10000})
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "heartbeat.interval.ms": heartbeat_ms,
+                "session.timeout.ms": 10000,
+            }
+        )
         self.topic = topic
 
     def subscribe(self) -> None:
@@ -76,8 +85,9 @@ def wait(members: list[Member], condition) -> None:
     deadline = time.monotonic() + TIMEOUT
     while not condition():
         if time.monotonic() > deadline:
-            raise TimeoutError("the group did not settle: "
-                               + "; ".join(str(sorted(m.owned)) for m in members))
+            raise TimeoutError(
+                "the group did not settle: " + "; ".join(str(sorted(m.owned)) for m in members)
+            )
         for m in members:
             m.poll()
 
@@ -116,10 +126,12 @@ def leave_once(bootstrap: str, heartbeat_ms: int, size: int = 10, partitions: in
 def target(name: str):
     if name == "kafka":
         from compat_tests.reference import KafkaCluster
+
         with KafkaCluster(nodes=1) as cluster:
             yield cluster.bootstrap_servers
     else:
         from wireserver.testing import EmbeddedBroker
+
         with EmbeddedBroker("subprocess") as broker:
             yield broker.bootstrap_servers
 
@@ -127,8 +139,10 @@ def target(name: str):
 def measure(name: str, runs: int, heartbeat_ms: int) -> dict[str, list[float]]:
     with target(name) as bootstrap:
         join_once(bootstrap, heartbeat_ms)  # warm-up: the group coordinator's first load
-        return {"join": [join_once(bootstrap, heartbeat_ms) for _ in range(runs)],
-                "leave": [leave_once(bootstrap, heartbeat_ms) for _ in range(runs)]}
+        return {
+            "join": [join_once(bootstrap, heartbeat_ms) for _ in range(runs)],
+            "leave": [leave_once(bootstrap, heartbeat_ms) for _ in range(runs)],
+        }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -136,12 +150,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--heartbeat-ms", type=int, default=500)
     args = parser.parse_args(argv)
-    figures = {name: measure(name, args.runs, args.heartbeat_ms)
-               for name in ("kafka", "wireserver")}
-    labels = {"join": "1 member joins, gets 6 partitions",
-              "leave": "10 members, 1 leaves: 9 settle on 20 partitions"}
-    print(f"confluent-kafka classic protocol, heartbeat.interval.ms={args.heartbeat_ms}, "
-          f"group.initial.rebalance.delay.ms=0; median of {args.runs} (ms)")
+    figures = {
+        name: measure(name, args.runs, args.heartbeat_ms) for name in ("kafka", "wireserver")
+    }
+    labels = {
+        "join": "1 member joins, gets 6 partitions",
+        "leave": "10 members, 1 leaves: 9 settle on 20 partitions",
+    }
+    print(
+        f"confluent-kafka classic protocol, heartbeat.interval.ms={args.heartbeat_ms}, "
+        f"group.initial.rebalance.delay.ms=0; median of {args.runs} (ms)"
+    )
     print(f"| {'measure':<48} | {'Kafka':>8} | {'wireserver':>10} | {'ours ÷ Kafka':>12} |")
     print(f"|{'-' * 50}|{'-' * 10}|{'-' * 12}|{'-' * 14}|")
     for key, label in labels.items():
@@ -149,8 +168,12 @@ def main(argv: list[str] | None = None) -> None:
         ours = statistics.median(figures["wireserver"][key]) * 1000
         print(f"| {label:<48} | {kafka:>8.0f} | {ours:>10.0f} | {ours / kafka:>11.2f}× |")
     for name, values in figures.items():
-        print(f"  {name}: " + ", ".join(f"{key} " + " ".join(f"{v * 1000:.0f}" for v in vs)
-                                       for key, vs in values.items()))
+        print(
+            f"  {name}: "
+            + ", ".join(
+                f"{key} " + " ".join(f"{v * 1000:.0f}" for v in vs) for key, vs in values.items()
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -32,8 +32,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.compare import (RESULTS, Pinning, Run, machine_lines, run_rdkafka,
-                                start_wireserver, write_section)
+from benchmarks.compare import (
+    RESULTS,
+    Pinning,
+    Run,
+    machine_lines,
+    run_rdkafka,
+    start_wireserver,
+    write_section,
+)
 
 SECTION = "## Where the broker's CPU goes (py-spy)"
 OUR_CODE = ("wireserver/", "protocol/", "storage/")
@@ -47,8 +54,9 @@ FRAME = re.compile(r"^(?P<function>.*) \((?P<file>[^():]*)(?::\d+)?\)$")
 
 
 def py_spy() -> str:
-    found = shutil.which("py-spy", path=os.path.dirname(sys.executable) + os.pathsep
-                         + os.environ.get("PATH", ""))
+    found = shutil.which(
+        "py-spy", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    )
     if found is None:
         raise SystemExit("py-spy is not installed: pip install py-spy (scripts/bench does)")
     return found
@@ -89,10 +97,24 @@ def summarise(raw: str) -> tuple[int, collections.Counter, collections.Counter]:
 
 def record(pid: int, out: Path, pinning: Pinning, *load_args: object) -> dict:
     """Sample ``pid`` with py-spy while one ``benchmarks.rdkafka_load`` command runs."""
-    spy = subprocess.Popen([py_spy(), "record", "--pid", str(pid), "--format", "raw",
-                            "--rate", str(SAMPLE_RATE), "--nonblocking", "-o", str(out)],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                           preexec_fn=pinning.client_preexec())
+    spy = subprocess.Popen(
+        [
+            py_spy(),
+            "record",
+            "--pid",
+            str(pid),
+            "--format",
+            "raw",
+            "--rate",
+            str(SAMPLE_RATE),
+            "--nonblocking",
+            "-o",
+            str(out),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        preexec_fn=pinning.client_preexec(),
+    )
     time.sleep(0.5)  # attached before the load starts
     try:
         result = run_rdkafka(pinning, *load_args)
@@ -113,8 +135,9 @@ def table(title: str, counts: collections.Counter, total: int) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.profile",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.profile", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--quick", action="store_true", help="fewer records")
     parser.add_argument("--no-pin", action="store_true", help="do not pin broker and clients")
     parser.add_argument("--output", type=Path, default=RESULTS)
@@ -123,12 +146,38 @@ def main(argv: list[str] | None = None) -> int:
     run = Run.begin(not args.no_pin)
     pinning, started, load = run.pinning, run.started, run.load
     workloads = [
-        ("produce 1 KB × 1 partition, acks=all", "produce", "--topic", "profile-1024",
-         "--partitions", 1, "--size", 1024, "--acks", "all", "--records", records_1k,
-         "--reps", 2),
-        ("produce 100 B × 8 partitions, acks=all", "produce", "--topic", "profile-100",
-         "--partitions", 8, "--size", 100, "--acks", "all", "--records", records_100,
-         "--reps", 2),
+        (
+            "produce 1 KB × 1 partition, acks=all",
+            "produce",
+            "--topic",
+            "profile-1024",
+            "--partitions",
+            1,
+            "--size",
+            1024,
+            "--acks",
+            "all",
+            "--records",
+            records_1k,
+            "--reps",
+            2,
+        ),
+        (
+            "produce 100 B × 8 partitions, acks=all",
+            "produce",
+            "--topic",
+            "profile-100",
+            "--partitions",
+            8,
+            "--size",
+            100,
+            "--acks",
+            "all",
+            "--records",
+            records_100,
+            "--reps",
+            2,
+        ),
         ("consume 1 KB × 1 partition", "consume", "--topic", "profile-1024", "--reps", 2),
         ("consume 100 B × 8 partitions", "consume", "--topic", "profile-100", "--reps", 2),
     ]
@@ -138,8 +187,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for i, (title, command, *rest) in enumerate(workloads):
             out = scratch / f"{i}.txt"
-            result = record(broker.pid, out, pinning, command, "--bootstrap", broker.bootstrap,
-                            *rest)
+            result = record(
+                broker.pid, out, pinning, command, "--bootstrap", broker.bootstrap, *rest
+            )
             if "error" in result:
                 body += [f"### {title}", "", f"failed: {result['error']}", ""]
                 continue
@@ -147,24 +197,34 @@ def main(argv: list[str] | None = None) -> int:
             print(f"== {title}: {total} samples", flush=True)
             for name, n in self_time.most_common(5):
                 print(f"   {n / total:6.1%}  {name}", flush=True)
-            body += [f"### {title}", "",
-                     f"{total} samples at {SAMPLE_RATE}/s while the broker was on the CPU.", "",
-                     *table("on the CPU (self)", self_time, total), "",
-                     *table("our code on the stack (total)", inclusive, total), ""]
+            body += [
+                f"### {title}",
+                "",
+                f"{total} samples at {SAMPLE_RATE}/s while the broker was on the CPU.",
+                "",
+                *table("on the CPU (self)", self_time, total),
+                "",
+                *table("our code on the stack (total)", inclusive, total),
+                "",
+            ]
     finally:
         broker.stop()
         shutil.rmtree(scratch, ignore_errors=True)
     command = "python -m benchmarks.profile" + ("" if not argv else " " + " ".join(argv))
-    write_section(args.output, SECTION, [
-        f"Written by `{command}` on {started.isoformat(timespec='seconds')}; replaced on every "
-        f"run (method: the module docstring). {records_1k:,} × 1 KB and {records_100:,} × "
-        "100 B records per repetition, 2 repetitions per workload.",
-        "",
-        f"- CPU pinning: {pinning.describe()}; load average at the start: {load}",
-        *machine_lines()[:1],
-        "",
-        *body,
-    ])
+    write_section(
+        args.output,
+        SECTION,
+        [
+            f"Written by `{command}` on {started.isoformat(timespec='seconds')}; replaced on every "
+            f"run (method: the module docstring). {records_1k:,} × 1 KB and {records_100:,} × "
+            "100 B records per repetition, 2 repetitions per workload.",
+            "",
+            f"- CPU pinning: {pinning.describe()}; load average at the start: {load}",
+            *machine_lines()[:1],
+            "",
+            *body,
+        ],
+    )
     print(f"\nwritten to {args.output}", flush=True)
     return 0
 

@@ -41,10 +41,16 @@ def make_batch(target_bytes: int, seed: int) -> bytes:
 
 def produce_frame() -> bytes:
     partition_class = ProduceRequest.TopicProduceData.PartitionProduceData
-    partitions = [partition_class(index=p, records=make_batch(10_400, p)) for p in range(PARTITIONS)]
-    request = ProduceRequest(version=11, transactional_id=None, acks=-1, timeout_ms=30000,
-                             topic_data=[ProduceRequest.TopicProduceData(
-                                 name="bench", partition_data=partitions)])
+    partitions = [
+        partition_class(index=p, records=make_batch(10_400, p)) for p in range(PARTITIONS)
+    ]
+    request = ProduceRequest(
+        version=11,
+        transactional_id=None,
+        acks=-1,
+        timeout_ms=30000,
+        topic_data=[ProduceRequest.TopicProduceData(name="bench", partition_data=partitions)],
+    )
     request.with_header(correlation_id=1, client_id="bench")
     return bytes(request.encode(header=True, framed=True))
 
@@ -68,12 +74,26 @@ def fetch_response(records: bytes):
     spec = SERVED.get(1)
     topic_class = FetchResponse.FetchableTopicResponse
     partition_class = topic_class.PartitionData
-    partitions = [partition_class(partition_index=p, error_code=0, high_watermark=1000,
-                                  last_stable_offset=1000, log_start_offset=0,
-                                  aborted_transactions=None, preferred_read_replica=-1,
-                                  records=records) for p in range(PARTITIONS)]
-    return spec, FetchResponse(version=16, throttle_time_ms=0, error_code=0, session_id=0,
-                               responses=[topic_class(topic="bench", partitions=partitions)])
+    partitions = [
+        partition_class(
+            partition_index=p,
+            error_code=0,
+            high_watermark=1000,
+            last_stable_offset=1000,
+            log_start_offset=0,
+            aborted_transactions=None,
+            preferred_read_replica=-1,
+            records=records,
+        )
+        for p in range(PARTITIONS)
+    ]
+    return spec, FetchResponse(
+        version=16,
+        throttle_time_ms=0,
+        error_code=0,
+        session_id=0,
+        responses=[topic_class(topic="bench", partitions=partitions)],
+    )
 
 
 def timed(func, seconds: float) -> tuple[float, int]:
@@ -97,19 +117,25 @@ def main() -> None:
     wire = produce_frame()
     frame = FrameDecoder().feed(wire)[0]
     per_op, runs = timed(lambda: handle_produce(frame), args.seconds)
-    print(f"produce decode+CRC+patch: {len(wire) / 1e6:.2f} MB request, {PARTITIONS} partitions: "
-          f"{per_op * 1e6:,.0f} us/op, {len(wire) / per_op / 1e6:,.0f} MB/s ({runs} runs)")
+    print(
+        f"produce decode+CRC+patch: {len(wire) / 1e6:.2f} MB request, {PARTITIONS} partitions: "
+        f"{per_op * 1e6:,.0f} us/op, {len(wire) / per_op / 1e6:,.0f} MB/s ({runs} runs)"
+    )
 
     records = make_batch(64 * 1024, 7)[: 64 * 1024]
     spec, response = fetch_response(records)
     size = len(encode_response(spec, 16, 1, response))
     per_op, runs = timed(lambda: encode_response(spec, 16, 1, response), args.seconds)
-    print(f"fetch response encode, kafka-python's encoder: {size / 1e6:.2f} MB response, "
-          f"{PARTITIONS} x 64 KB: {per_op * 1e6:,.0f} us/op, {size / per_op / 1e6:,.0f} MB/s "
-          f"({runs} runs)")
+    print(
+        f"fetch response encode, kafka-python's encoder: {size / 1e6:.2f} MB response, "
+        f"{PARTITIONS} x 64 KB: {per_op * 1e6:,.0f} us/op, {size / per_op / 1e6:,.0f} MB/s "
+        f"({runs} runs)"
+    )
     per_op, runs = timed(lambda: encode_response_chunks(spec, 16, 1, response), args.seconds)
-    print(f"fetch response encode, the broker's chunked encoder (records passed through): "
-          f"{per_op * 1e6:,.0f} us/op, {size / per_op / 1e6:,.0f} MB/s ({runs} runs)")
+    print(
+        f"fetch response encode, the broker's chunked encoder (records passed through): "
+        f"{per_op * 1e6:,.0f} us/op, {size / per_op / 1e6:,.0f} MB/s ({runs} runs)"
+    )
 
 
 if __name__ == "__main__":

@@ -57,13 +57,13 @@ DRAIN = {"fetch.queue.backoff.ms": 1}
 _STAMP = struct.Struct(">q")
 
 
-def ensure_topic(bootstrap: str, topic: str, partitions: int,
-                 replication_factor: int = 1) -> None:
+def ensure_topic(bootstrap: str, topic: str, partitions: int, replication_factor: int = 1) -> None:
     """Create ``topic``; an existing topic is fine."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(topic, num_partitions=partitions,
-                                            replication_factor=replication_factor)],
-                                  operation_timeout=30)
+    futures = admin.create_topics(
+        [NewTopic(topic, num_partitions=partitions, replication_factor=replication_factor)],
+        operation_timeout=30,
+    )
     try:
         futures[topic].result(60)
     except confluent_kafka.KafkaException as exc:
@@ -73,20 +73,26 @@ def ensure_topic(bootstrap: str, topic: str, partitions: int,
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         meta = admin.list_topics(topic, timeout=10).topics.get(topic)
-        if (meta is not None and meta.error is None and len(meta.partitions) == partitions
-                and all(p.leader >= 0 for p in meta.partitions.values())):
+        if (
+            meta is not None
+            and meta.error is None
+            and len(meta.partitions) == partitions
+            and all(p.leader >= 0 for p in meta.partitions.values())
+        ):
             return
         time.sleep(0.05)
     raise SystemExit(f"topic {topic} has no leaders after 30 s")
 
 
 def _producer(bootstrap: str, acks: str, **extra) -> confluent_kafka.Producer:
-    return confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": acks,
-                                     **PRODUCER_BASE, **extra})
+    return confluent_kafka.Producer(
+        {"bootstrap.servers": bootstrap, "acks": acks, **PRODUCER_BASE, **extra}
+    )
 
 
-def _produce_batch(producer: confluent_kafka.Producer, topic: str, count: int,
-                   value: bytes, failures: list) -> float:
+def _produce_batch(
+    producer: confluent_kafka.Producer, topic: str, count: int, value: bytes, failures: list
+) -> float:
     def delivered(error, _message):
         if error is not None:
             failures.append(str(error))
@@ -120,8 +126,9 @@ def cmd_produce(args) -> dict:
     reps = []
     for _ in range(args.reps):
         seconds = _produce_batch(producer, args.topic, args.records, value, failures)
-        reps.append({"seconds": seconds, "records": args.records,
-                     "bytes": args.records * args.size})
+        reps.append(
+            {"seconds": seconds, "records": args.records, "bytes": args.records * args.size}
+        )
     if failures:
         return {"error": f"{len(failures)} delivery failures, first: {failures[0]}"}
     return {"reps": reps}
@@ -136,24 +143,34 @@ def _partitions(bootstrap: str, topic: str) -> list[int]:
 def cmd_consume(args) -> dict:
     """Read the whole topic from offset 0 (no group: explicit assignment), ``reps`` times."""
     parts = _partitions(args.bootstrap, args.topic)
-    probe = confluent_kafka.Consumer({"bootstrap.servers": args.bootstrap,
-                                      "group.id": "bench-probe"})
+    probe = confluent_kafka.Consumer(
+        {"bootstrap.servers": args.bootstrap, "group.id": "bench-probe"}
+    )
     total = 0
     for p in parts:
-        low, high = probe.get_watermark_offsets(confluent_kafka.TopicPartition(args.topic, p),
-                                                timeout=10)
+        low, high = probe.get_watermark_offsets(
+            confluent_kafka.TopicPartition(args.topic, p), timeout=10
+        )
         total += high - low
     probe.close()
     if args.max_records:
         total = min(total, args.max_records)
     reps = []
     for _ in range(args.reps + (1 if args.warmup else 0)):
-        consumer = confluent_kafka.Consumer({"bootstrap.servers": args.bootstrap,
-                                             "group.id": f"bench-{uuid.uuid4().hex}",
-                                             **CONSUMER_BASE, **DRAIN})
-        consumer.assign([confluent_kafka.TopicPartition(args.topic, p,
-                                                        confluent_kafka.OFFSET_BEGINNING)
-                         for p in parts])
+        consumer = confluent_kafka.Consumer(
+            {
+                "bootstrap.servers": args.bootstrap,
+                "group.id": f"bench-{uuid.uuid4().hex}",
+                **CONSUMER_BASE,
+                **DRAIN,
+            }
+        )
+        consumer.assign(
+            [
+                confluent_kafka.TopicPartition(args.topic, p, confluent_kafka.OFFSET_BEGINNING)
+                for p in parts
+            ]
+        )
         seen = nbytes = 0
         start = time.perf_counter()
         deadline = start + 300
@@ -181,8 +198,13 @@ def _percentiles(values: list[float]) -> dict:
     def pct(q: float) -> float:
         return values[min(len(values) - 1, int(q * len(values)))]
 
-    return {"count": len(values), "p50": pct(0.50), "p99": pct(0.99),
-            "p999": pct(0.999), "max": values[-1]}
+    return {
+        "count": len(values),
+        "p50": pct(0.50),
+        "p99": pct(0.99),
+        "p999": pct(0.999),
+        "max": values[-1],
+    }
 
 
 def _paced(rate: int, seconds: float, send) -> int:
@@ -223,8 +245,12 @@ def cmd_latency(args) -> dict:
         key = b"w" if i < warmup_count else None
         while True:
             try:
-                producer.produce(args.topic, _STAMP.pack(time.perf_counter_ns()) + padding,
-                                 key=key, on_delivery=delivered)
+                producer.produce(
+                    args.topic,
+                    _STAMP.pack(time.perf_counter_ns()) + padding,
+                    key=key,
+                    on_delivery=delivered,
+                )
                 break
             except BufferError:
                 producer.poll(0.001)
@@ -242,11 +268,16 @@ def cmd_e2e(args) -> dict:
     ``produce()`` call to the record coming out of ``consume()``, same process clock."""
     ensure_topic(args.bootstrap, args.topic, args.partitions)
     parts = list(range(args.partitions))
-    consumer = confluent_kafka.Consumer({"bootstrap.servers": args.bootstrap,
-                                         "group.id": f"bench-e2e-{uuid.uuid4().hex}",
-                                         "enable.auto.commit": False})
-    consumer.assign([confluent_kafka.TopicPartition(args.topic, p, confluent_kafka.OFFSET_END)
-                     for p in parts])
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": args.bootstrap,
+            "group.id": f"bench-e2e-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.assign(
+        [confluent_kafka.TopicPartition(args.topic, p, confluent_kafka.OFFSET_END) for p in parts]
+    )
     producer = _producer(args.bootstrap, args.acks, **{"linger.ms": LATENCY_LINGER_MS})
     padding = os.urandom(max(0, args.size - _STAMP.size))
     warmup_count = int(args.rate * args.warmup_seconds)
@@ -275,8 +306,7 @@ def cmd_e2e(args) -> dict:
         key = b"w" if i < warmup_count else None
         while True:
             try:
-                producer.produce(args.topic, _STAMP.pack(time.perf_counter_ns()) + padding,
-                                 key=key)
+                producer.produce(args.topic, _STAMP.pack(time.perf_counter_ns()) + padding, key=key)
                 break
             except BufferError:
                 producer.poll(0.001)
@@ -303,10 +333,15 @@ def cmd_join(args) -> dict:
     for rep in range(args.reps + 1):  # the first is a warm-up
         assigned = threading.Event()
         start = time.perf_counter()
-        consumer = confluent_kafka.Consumer({
-            "bootstrap.servers": args.bootstrap, "group.id": f"bench-join-{uuid.uuid4().hex}",
-            "enable.auto.commit": False, "session.timeout.ms": 10000,
-            "auto.offset.reset": "earliest"})
+        consumer = confluent_kafka.Consumer(
+            {
+                "bootstrap.servers": args.bootstrap,
+                "group.id": f"bench-join-{uuid.uuid4().hex}",
+                "enable.auto.commit": False,
+                "session.timeout.ms": 10000,
+                "auto.offset.reset": "earliest",
+            }
+        )
         consumer.subscribe([args.topic], on_assign=lambda c, p, done=assigned: done.set())
         deadline = start + args.timeout
         while not assigned.is_set() and time.perf_counter() < deadline:
@@ -321,8 +356,9 @@ def cmd_join(args) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.rdkafka_load",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.rdkafka_load", description=__doc__.splitlines()[0]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--bootstrap", required=True)
@@ -348,8 +384,13 @@ def main(argv: list[str] | None = None) -> int:
     j.add_argument("--reps", type=int, default=5)
     j.add_argument("--timeout", type=float, default=30.0)
     args = parser.parse_args(argv)
-    command = {"produce": cmd_produce, "consume": cmd_consume, "latency": cmd_latency,
-               "e2e": cmd_e2e, "join": cmd_join}[args.command]
+    command = {
+        "produce": cmd_produce,
+        "consume": cmd_consume,
+        "latency": cmd_latency,
+        "e2e": cmd_e2e,
+        "join": cmd_join,
+    }[args.command]
     try:
         result = command(args)
     except Exception as exc:  # reported to the orchestrator as a failed workload

@@ -20,20 +20,34 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.compare import (DEFAULT, QUICK, RESULTS, Results, Run, machine_lines, render_table,
-                                run_target, write_section)
+from benchmarks.compare import (
+    DEFAULT,
+    QUICK,
+    RESULTS,
+    Results,
+    Run,
+    machine_lines,
+    render_table,
+    run_target,
+    write_section,
+)
 
 SECTION = "## Event loop: Twisted's default (epoll) reactor vs asyncio on uvloop"
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.reactors",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.reactors", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--quick", action="store_true", help="the smaller sizes of --quick")
     parser.add_argument("--no-pin", action="store_true", help="do not pin broker and clients")
-    parser.add_argument("--other", choices=("uvloop", "asyncio"), default="uvloop",
-                        help="the loop compared with the default reactor (default uvloop)")
+    parser.add_argument(
+        "--other",
+        choices=("uvloop", "asyncio"),
+        default="uvloop",
+        help="the loop compared with the default reactor (default uvloop)",
+    )
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else DEFAULT
@@ -52,24 +66,29 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:  # report, go on with the other
             log(f"== {name}: FAILED: {type(exc).__name__}: {exc}")
             results.errors.append(f"{name}: {type(exc).__name__}: {str(exc)[:500]}")
-    table = render_table(results, base="wireserver", ours=other,
-                         ratio_title=f"{args.other} ÷ default")
+    table = render_table(
+        results, base="wireserver", ours=other, ratio_title=f"{args.other} ÷ default"
+    )
     for line in table:
         log(line)
     command = "python -m benchmarks.reactors" + ("" if not argv else " " + " ".join(argv))
-    write_section(args.output, SECTION, [
-        f"Written by `{command}` on {started.isoformat(timespec='seconds')} "
-        f"({(time.monotonic() - t0) / 60:.1f} min); replaced on every run. Columns: "
-        f"`wireserver serve` on Twisted's default reactor (epoll) and with `--reactor "
-        f"{args.other}`; the workloads and method are those of the table above (librdkafka "
-        "only).",
-        "",
-        f"- CPU pinning: {pinning.describe()}; load average at the start: {load}",
-        *machine_lines()[:1],
-        "",
-        *table,
-        *(["", "Failures:", "", *(f"- {e}" for e in results.errors)] if results.errors else []),
-    ])
+    write_section(
+        args.output,
+        SECTION,
+        [
+            f"Written by `{command}` on {started.isoformat(timespec='seconds')} "
+            f"({(time.monotonic() - t0) / 60:.1f} min); replaced on every run. Columns: "
+            f"`wireserver serve` on Twisted's default reactor (epoll) and with `--reactor "
+            f"{args.other}`; the workloads and method are those of the table above (librdkafka "
+            "only).",
+            "",
+            f"- CPU pinning: {pinning.describe()}; load average at the start: {load}",
+            *machine_lines()[:1],
+            "",
+            *table,
+            *(["", "Failures:", "", *(f"- {e}" for e in results.errors)] if results.errors else []),
+        ],
+    )
     log(f"\nwritten to {args.output}")
     return 1 if results.errors and not results.rows else 0
 

@@ -28,8 +28,9 @@ def first_metadata(bootstrap: str) -> None:
     from kafka.protocol.metadata.metadata import MetadataRequest
 
     with KafkaWire(bootstrap, negotiate=False) as wire:
-        response = wire.request(MetadataRequest(version=12, topics=None,
-                                                allow_auto_topic_creation=False))
+        response = wire.request(
+            MetadataRequest(version=12, topics=None, allow_auto_topic_creation=False)
+        )
         assert response.brokers, response
 
 
@@ -44,12 +45,22 @@ def rss_kib(pid: int) -> int:
 def subprocess_run() -> tuple[float, float, int]:
     """(seconds to ready line, seconds to first Metadata response, idle RSS in KiB)."""
     root = tempfile.mkdtemp(prefix="wireserver-bench-")
-    command = [sys.executable, "-m", "wireserver.cli", "serve", "--log-level", "WARNING",
-               "--override", "listeners=PLAINTEXT://127.0.0.1:0",
-               "--override", f"log.dirs={root}"]
+    command = [
+        sys.executable,
+        "-m",
+        "wireserver.cli",
+        "serve",
+        "--log-level",
+        "WARNING",
+        "--override",
+        "listeners=PLAINTEXT://127.0.0.1:0",
+        "--override",
+        f"log.dirs={root}",
+    ]
     started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               stdin=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL
+    )
     try:
         assert process.stdout is not None
         line = process.stdout.readline().decode()
@@ -79,8 +90,10 @@ def thread_run() -> float:
 
 
 def summary(name: str, values: list[float], unit: str, scale: float = 1.0) -> str:
-    return (f"{name:<44} median {statistics.median(values) * scale:8.1f} {unit}"
-            f"   max {max(values) * scale:8.1f} {unit}   (n={len(values)})")
+    return (
+        f"{name:<44} median {statistics.median(values) * scale:8.1f} {unit}"
+        f"   max {max(values) * scale:8.1f} {unit}   (n={len(values)})"
+    )
 
 
 def main() -> None:
@@ -89,11 +102,12 @@ def main() -> None:
     args = parser.parse_args()
 
     runs = [subprocess_run() for _ in range(args.runs)]
-    print(f"wireserver start-up, {args.runs} runs, Python {sys.version.split()[0]}, "
-          f"{os.cpu_count()} CPUs")
+    print(
+        f"wireserver start-up, {args.runs} runs, Python {sys.version.split()[0]}, "
+        f"{os.cpu_count()} CPUs"
+    )
     print(summary("subprocess: spawn -> ready line", [r[0] for r in runs], "ms", 1000))
-    print(summary("subprocess: spawn -> first Metadata response", [r[1] for r in runs], "ms",
-                  1000))
+    print(summary("subprocess: spawn -> first Metadata response", [r[1] for r in runs], "ms", 1000))
     print(summary("subprocess: idle RSS", [r[2] / 1024 for r in runs], "MiB"))
     cold = thread_run()
     warm = [thread_run() for _ in range(args.runs)]

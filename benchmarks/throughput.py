@@ -21,9 +21,21 @@ import confluent_kafka
 
 def start_broker(data_dir: str) -> tuple[subprocess.Popen, str]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "wireserver.cli", "serve", "--override", f"log.dirs={data_dir}",
-         "--override", "listeners=PLAINTEXT://127.0.0.1:0", "--log-level", "WARNING"],
-        stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "wireserver.cli",
+            "serve",
+            "--override",
+            f"log.dirs={data_dir}",
+            "--override",
+            "listeners=PLAINTEXT://127.0.0.1:0",
+            "--log-level",
+            "WARNING",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     line = process.stdout.readline()
     match = re.search(r"PLAINTEXT://([\d.]+:\d+)", line)
     if not match:
@@ -33,10 +45,16 @@ def start_broker(data_dir: str) -> tuple[subprocess.Popen, str]:
 
 
 def produce(bootstrap: str, topic: str, records: int, size: int, acks: str) -> float:
-    producer = confluent_kafka.Producer({
-        "bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5,
-        "batch.size": 1_000_000, "queue.buffering.max.messages": 1_000_000,
-        "enable.idempotence": False})
+    producer = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": acks,
+            "linger.ms": 5,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.messages": 1_000_000,
+            "enable.idempotence": False,
+        }
+    )
     value = os.urandom(size)
     failures = []
 
@@ -61,9 +79,15 @@ def produce(bootstrap: str, topic: str, records: int, size: int, acks: str) -> f
 
 
 def consume(bootstrap: str, topic: str, records: int) -> float:
-    consumer = confluent_kafka.Consumer({
-        "bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
-        "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 10_485_760})
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench",
+            "enable.auto.commit": False,
+            "fetch.max.bytes": 52_428_800,
+            "max.partition.fetch.bytes": 10_485_760,
+        }
+    )
     consumer.assign([confluent_kafka.TopicPartition(topic, 0, 0)])
     seen = 0
     start = time.perf_counter()
@@ -90,11 +114,15 @@ def main() -> None:
         try:
             megabytes = args.records * args.size / 1e6
             produce_s = produce(bootstrap, "bench", args.records, args.size, args.acks)
-            print(f"produce {args.records} x {args.size} B, acks={args.acks}: "
-                  f"{megabytes / produce_s:,.1f} MB/s, {args.records / produce_s:,.0f} records/s")
+            print(
+                f"produce {args.records} x {args.size} B, acks={args.acks}: "
+                f"{megabytes / produce_s:,.1f} MB/s, {args.records / produce_s:,.0f} records/s"
+            )
             consume_s = consume(bootstrap, "bench", args.records)
-            print(f"consume {args.records} x {args.size} B: "
-                  f"{megabytes / consume_s:,.1f} MB/s, {args.records / consume_s:,.0f} records/s")
+            print(
+                f"consume {args.records} x {args.size} B: "
+                f"{megabytes / consume_s:,.1f} MB/s, {args.records / consume_s:,.0f} records/s"
+            )
         finally:
             process.terminate()
             process.wait(30)

@@ -10,7 +10,7 @@ import json
 import re
 from typing import Any
 
-from compat_tests.clients import ClientError, _java_error, Unsupported
+from compat_tests.clients import ClientError, Unsupported, _java_error
 from compat_tests.reference import run_tool
 
 ADMIN_CLIENTS = ("kafka-python", "confluent-kafka", "java")
@@ -19,23 +19,32 @@ ADMIN_CLIENTS = ("kafka-python", "confluent-kafka", "java")
 def _kp_admin(bootstrap: str, security: dict[str, Any] | None = None):
     """kafka-python's admin client; ``security`` adds settings (SASL credentials, say)."""
     from kafka.admin import KafkaAdminClient
-    return KafkaAdminClient(bootstrap_servers=bootstrap, client_id="compat-kafka-python-admin",
-                            request_timeout_ms=15000, **(security or {}))
+
+    return KafkaAdminClient(
+        bootstrap_servers=bootstrap,
+        client_id="compat-kafka-python-admin",
+        request_timeout_ms=15000,
+        **(security or {}),
+    )
 
 
 def _cf_admin(bootstrap: str, security: dict[str, Any] | None = None):
     from confluent_kafka.admin import AdminClient
-    return AdminClient({"bootstrap.servers": bootstrap, "client.id": "compat-confluent-admin",
-                        **(security or {})})
+
+    return AdminClient(
+        {"bootstrap.servers": bootstrap, "client.id": "compat-confluent-admin", **(security or {})}
+    )
 
 
 def _kp_error(exc: BaseException) -> str:
     from compat_tests.clients import _kafka_error_name
+
     return _kafka_error_name(exc)
 
 
 def _cf_error(exc: BaseException) -> str:
     from confluent_kafka import KafkaException
+
     if isinstance(exc, KafkaException) and exc.args:
         return exc.args[0].name()
     return type(exc).__name__
@@ -48,18 +57,27 @@ def _tool(name: str, args: list[str], bootstrap: str, input: str | None = None):
 
 # --------------------------------------------------------------------------- create / delete
 
-def create_topic(client: str, bootstrap: str, name: str, partitions: int,
-                 configs: dict[str, str] | None = None, validate_only: bool = False,
-                 security: dict[str, Any] | None = None) -> str:
+
+def create_topic(
+    client: str,
+    bootstrap: str,
+    name: str,
+    partitions: int,
+    configs: dict[str, str] | None = None,
+    validate_only: bool = False,
+    security: dict[str, Any] | None = None,
+) -> str:
     """Create a topic; returns "ok" or the error name. ``security``: extra client settings
     (kafka-python and confluent-kafka)."""
     configs = configs or {}
     if client == "kafka-python":
         from kafka.admin import NewTopic
+
         admin = _kp_admin(bootstrap, security)
         try:
-            admin.create_topics([NewTopic(name, partitions, 1, topic_configs=configs)],
-                                validate_only=validate_only)
+            admin.create_topics(
+                [NewTopic(name, partitions, 1, topic_configs=configs)], validate_only=validate_only
+            )
             return "ok"
         except Exception as exc:
             return _kp_error(exc)
@@ -67,9 +85,13 @@ def create_topic(client: str, bootstrap: str, name: str, partitions: int,
             admin.close()
     if client == "confluent-kafka":
         from confluent_kafka.admin import NewTopic
+
         admin = _cf_admin(bootstrap, security)
-        futures = admin.create_topics([NewTopic(name, partitions, 1, config=configs)],
-                                      validate_only=validate_only, request_timeout=15)
+        futures = admin.create_topics(
+            [NewTopic(name, partitions, 1, config=configs)],
+            validate_only=validate_only,
+            request_timeout=15,
+        )
         try:
             futures[name].result(timeout=20)
             return "ok"
@@ -78,15 +100,25 @@ def create_topic(client: str, bootstrap: str, name: str, partitions: int,
     if client == "java":
         if validate_only or security:
             raise Unsupported("kafka-topics: no validate-only option; no security settings here")
-        args = ["--create", "--topic", name, "--partitions", str(partitions),
-                "--replication-factor", "1"]
+        args = [
+            "--create",
+            "--topic",
+            name,
+            "--partitions",
+            str(partitions),
+            "--replication-factor",
+            "1",
+        ]
         for k, v in configs.items():
             args += ["--config", f"{k}={v}"]
         proc, error = _tool("kafka-topics", args, bootstrap)
         if error:
             return error
-        return "ok" if proc.returncode == 0 and "Created topic" in proc.stdout \
+        return (
+            "ok"
+            if proc.returncode == 0 and "Created topic" in proc.stdout
             else f"exit {proc.returncode}"
+        )
     raise Unsupported(client)
 
 
@@ -120,6 +152,7 @@ def delete_topic(client: str, bootstrap: str, name: str) -> str:
 def create_partitions(client: str, bootstrap: str, name: str, total: int) -> str:
     if client == "kafka-python":
         from kafka.admin import NewPartitions
+
         admin = _kp_admin(bootstrap)
         try:
             admin.create_partitions({name: NewPartitions(total)})
@@ -130,16 +163,19 @@ def create_partitions(client: str, bootstrap: str, name: str, total: int) -> str
             admin.close()
     if client == "confluent-kafka":
         from confluent_kafka.admin import NewPartitions
+
         admin = _cf_admin(bootstrap)
         try:
-            admin.create_partitions([NewPartitions(name, total)],
-                                    request_timeout=15)[name].result(timeout=20)
+            admin.create_partitions([NewPartitions(name, total)], request_timeout=15)[name].result(
+                timeout=20
+            )
             return "ok"
         except Exception as exc:
             return _cf_error(exc)
     if client == "java":
-        proc, error = _tool("kafka-topics", ["--alter", "--topic", name, "--partitions",
-                                             str(total)], bootstrap)
+        proc, error = _tool(
+            "kafka-topics", ["--alter", "--topic", name, "--partitions", str(total)], bootstrap
+        )
         if error:
             return error
         return "ok" if proc.returncode == 0 else f"exit {proc.returncode}"
@@ -150,35 +186,44 @@ def create_partitions(client: str, bootstrap: str, name: str, total: int) -> str
 
 #: config resource kind -> (kafka-python ConfigResourceType name, confluent-kafka's name,
 #: kafka-configs --entity-type)
-CONFIG_KINDS = {"topic": ("TOPIC", "topic", "topics"), "broker": ("BROKER", "broker", "brokers"),
-                "group": ("GROUP", "group", "groups")}
+CONFIG_KINDS = {
+    "topic": ("TOPIC", "topic", "topics"),
+    "broker": ("BROKER", "broker", "brokers"),
+    "group": ("GROUP", "group", "groups"),
+}
 
 
-def describe_topic_configs(client: str, bootstrap: str, name: str,
-                           keys: list[str]) -> dict[str, list]:
+def describe_topic_configs(
+    client: str, bootstrap: str, name: str, keys: list[str]
+) -> dict[str, list]:
     """{key: [value, source]} for ``keys`` of topic ``name`` (source as Kafka names it:
     DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG, STATIC_BROKER_CONFIG, ...)."""
     return describe_configs(client, bootstrap, "topic", name, keys)
 
 
-def describe_configs(client: str, bootstrap: str, kind: str, name: str,
-                     keys: list[str]) -> dict[str, list]:
+def describe_configs(
+    client: str, bootstrap: str, kind: str, name: str, keys: list[str]
+) -> dict[str, list]:
     """{key: [value, source]} for ``keys`` of the ``kind`` ("topic", "broker" or "group")
     resource ``name``; a key the broker does not describe is None."""
     kp_kind, cf_kind, entity_type = CONFIG_KINDS[kind]
     if client == "kafka-python":
         from kafka.admin import ConfigResource, ConfigResourceType
+
         admin = _kp_admin(bootstrap)
         try:
             found = admin.describe_configs(
-                [ConfigResource(getattr(ConfigResourceType, kp_kind), name)],
-                config_filter="all")
+                [ConfigResource(getattr(ConfigResourceType, kp_kind), name)], config_filter="all"
+            )
         except Exception as exc:
             raise ClientError(_kp_error(exc), str(exc)) from exc
         finally:
             admin.close()
-        configs = found[kp_kind][name] if kp_kind in found else \
-            next(iter(next(iter(found.values())).values()))
+        configs = (
+            found[kp_kind][name]
+            if kp_kind in found
+            else next(iter(next(iter(found.values())).values()))
+        )
         out = {}
         for key in keys:
             entry = configs.get(key)
@@ -190,18 +235,25 @@ def describe_configs(client: str, bootstrap: str, kind: str, name: str,
         return out
     if client == "confluent-kafka":
         from confluent_kafka.admin import ConfigResource
+
         admin = _cf_admin(bootstrap)
         resource = ConfigResource(cf_kind, name)
         try:
-            configs = admin.describe_configs([resource],
-                                             request_timeout=15)[resource].result(timeout=20)
+            configs = admin.describe_configs([resource], request_timeout=15)[resource].result(
+                timeout=20
+            )
         except Exception as exc:
             raise ClientError(_cf_error(exc), str(exc)) from exc
-        return {k: ([configs[k].value, _source_name(configs[k].source)] if k in configs
-                    else None) for k in keys}
+        return {
+            k: ([configs[k].value, _source_name(configs[k].source)] if k in configs else None)
+            for k in keys
+        }
     if client == "java":
-        proc, error = _tool("kafka-configs", ["--describe", "--all", "--entity-type",
-                                              entity_type, "--entity-name", name], bootstrap)
+        proc, error = _tool(
+            "kafka-configs",
+            ["--describe", "--all", "--entity-type", entity_type, "--entity-name", name],
+            bootstrap,
+        )
         if error or proc.returncode:
             raise ClientError(error or f"exit {proc.returncode}", proc.stderr[-600:])
         out = {k: None for k in keys}
@@ -215,10 +267,17 @@ def describe_configs(client: str, bootstrap: str, kind: str, name: str,
 
 
 def _source_name(source: Any) -> str:
-    names = {1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
-             3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG",
-             5: "DEFAULT_CONFIG", 6: "DYNAMIC_BROKER_LOGGER_CONFIG",
-             7: "CLIENT_METRICS_CONFIG", 8: "GROUP_CONFIG", 0: "UNKNOWN"}
+    names = {
+        1: "DYNAMIC_TOPIC_CONFIG",
+        2: "DYNAMIC_BROKER_CONFIG",
+        3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+        4: "STATIC_BROKER_CONFIG",
+        5: "DEFAULT_CONFIG",
+        6: "DYNAMIC_BROKER_LOGGER_CONFIG",
+        7: "CLIENT_METRICS_CONFIG",
+        8: "GROUP_CONFIG",
+        0: "UNKNOWN",
+    }
     if isinstance(source, int):
         return names.get(source, str(source))
     value = getattr(source, "value", None)
@@ -228,19 +287,33 @@ def _source_name(source: Any) -> str:
     return text.rsplit(".", 1)[-1].upper()
 
 
-def alter_topic_config(client: str, bootstrap: str, name: str, set_: dict[str, str],
-                       delete: list[str] = (), incremental: bool = True) -> str:
+def alter_topic_config(
+    client: str,
+    bootstrap: str,
+    name: str,
+    set_: dict[str, str],
+    delete: list[str] = (),
+    incremental: bool = True,
+) -> str:
     return alter_configs(client, bootstrap, "topic", name, set_, delete, incremental)
 
 
-def alter_configs(client: str, bootstrap: str, kind: str, name: str, set_: dict[str, str],
-                  delete: list[str] = (), incremental: bool = True) -> str:
+def alter_configs(
+    client: str,
+    bootstrap: str,
+    kind: str,
+    name: str,
+    set_: dict[str, str],
+    delete: list[str] = (),
+    incremental: bool = True,
+) -> str:
     """SET ``set_`` and DELETE ``delete`` on the ``kind`` resource ``name`` (legacy
     AlterConfigs when not ``incremental``: ``set_`` becomes the whole set); "ok" or the
     error's name."""
     kp_kind, cf_kind, entity_type = CONFIG_KINDS[kind]
     if client == "kafka-python":
         from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
+
         admin = _kp_admin(bootstrap)
         resource_type = getattr(ConfigResourceType, kp_kind)
         try:
@@ -250,22 +323,28 @@ def alter_configs(client: str, bootstrap: str, kind: str, name: str, set_: dict[
                 resource = ConfigResource(resource_type, name, ops)
             else:
                 resource = ConfigResource(resource_type, name, dict(set_))
-            result = admin.alter_configs([resource], incremental=incremental,
-                                         raise_on_unknown=False)
+            result = admin.alter_configs(
+                [resource], incremental=incremental, raise_on_unknown=False
+            )
             return _kp_alter_result(result)
         except Exception as exc:
             return _kp_error(exc)
         finally:
             admin.close()
     if client == "confluent-kafka":
-        from confluent_kafka.admin import (AlterConfigOpType, ConfigEntry, ConfigResource)
+        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
         admin = _cf_admin(bootstrap)
         try:
             if incremental:
-                entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
-                           for k, v in set_.items()]
-                entries += [ConfigEntry(k, "", incremental_operation=AlterConfigOpType.DELETE)
-                            for k in delete]
+                entries = [
+                    ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+                    for k, v in set_.items()
+                ]
+                entries += [
+                    ConfigEntry(k, "", incremental_operation=AlterConfigOpType.DELETE)
+                    for k in delete
+                ]
                 resource = ConfigResource(cf_kind, name, incremental_configs=entries)
                 futures = admin.incremental_alter_configs([resource], request_timeout=15)
             else:
@@ -293,12 +372,14 @@ def alter_configs(client: str, bootstrap: str, kind: str, name: str, set_: dict[
 
 def _kp_alter_result(result: Any) -> str:
     """kafka-python answers {resource_type: {name: Error or result}}: the first error's name."""
+
     def errors(node):
         if isinstance(node, dict):
             for v in node.values():
                 yield from errors(v)
-        elif isinstance(node, BaseException) or (isinstance(node, type)
-                                                 and issubclass(node, BaseException)):
+        elif isinstance(node, BaseException) or (
+            isinstance(node, type) and issubclass(node, BaseException)
+        ):
             errno = getattr(node, "errno", 0)
             if errno:
                 yield getattr(node, "message", None) or type(node).__name__
@@ -306,12 +387,15 @@ def _kp_alter_result(result: Any) -> str:
             m = re.match(r"\[Error (-?\d+)\]", node)
             if m and int(m.group(1)):
                 from kafka.errors import for_code
+
                 yield for_code(int(m.group(1))).message
+
     found = list(errors(result))
     return found[0] if found else "ok"
 
 
 # --------------------------------------------------------------------------- cluster
+
 
 def describe_cluster(client: str, bootstrap: str) -> dict[str, Any]:
     if client == "kafka-python":
@@ -322,16 +406,20 @@ def describe_cluster(client: str, bootstrap: str) -> dict[str, Any]:
             admin.close()
         ids = [b.get("node_id", b.get("broker_id")) for b in found["brokers"]]
         controller = found.get("controller_id")
-        return {"brokers": len(ids), "controller_is_a_broker": controller in ids,
-                "cluster_id_set": bool(found.get("cluster_id"))}
+        return {
+            "brokers": len(ids),
+            "controller_is_a_broker": controller in ids,
+            "cluster_id_set": bool(found.get("cluster_id")),
+        }
     if client == "confluent-kafka":
         admin = _cf_admin(bootstrap)
         found = admin.describe_cluster(request_timeout=15).result(timeout=20)
         ids = [n.id for n in found.nodes]
-        return {"brokers": len(ids),
-                "controller_is_a_broker": found.controller is not None
-                and found.controller.id in ids,
-                "cluster_id_set": bool(found.cluster_id)}
+        return {
+            "brokers": len(ids),
+            "controller_is_a_broker": found.controller is not None and found.controller.id in ids,
+            "cluster_id_set": bool(found.cluster_id),
+        }
     if client == "java":
         proc, error = _tool("kafka-broker-api-versions", [], bootstrap)
         if error or proc.returncode:
@@ -341,34 +429,43 @@ def describe_cluster(client: str, bootstrap: str) -> dict[str, Any]:
     raise Unsupported(client)
 
 
-def authorized_operations(client: str, bootstrap: str, topic: str, group: str,
-                          security: dict[str, Any] | None = None) -> dict[str, Any]:
+def authorized_operations(
+    client: str, bootstrap: str, topic: str, group: str, security: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The operations the client's admin API says the principal may do (KIP-430: described
     with authorized operations included) on ``topic``, the cluster and ``group``: sorted
     names, or None where the client shows none."""
+
     def names(found: Any) -> list[str] | None:
         return None if found is None else sorted(getattr(op, "name", op) for op in found)
+
     if client == "kafka-python":
         admin = _kp_admin(bootstrap, security)
         try:
             [described] = admin.describe_topics([topic])
-            return {"topic": names(described["authorized_operations"]),
-                    "cluster": names(admin.describe_cluster()["authorized_operations"]),
-                    "group": names(admin.describe_groups([group])[group]
-                                   ["authorized_operations"])}
+            return {
+                "topic": names(described["authorized_operations"]),
+                "cluster": names(admin.describe_cluster()["authorized_operations"]),
+                "group": names(admin.describe_groups([group])[group]["authorized_operations"]),
+            }
         finally:
             admin.close()
     if client == "confluent-kafka":
         from confluent_kafka import TopicCollection
+
         admin = _cf_admin(bootstrap, security)
-        [described] = admin.describe_topics(TopicCollection([topic]), request_timeout=15,
-                                            include_authorized_operations=True).values()
+        [described] = admin.describe_topics(
+            TopicCollection([topic]), request_timeout=15, include_authorized_operations=True
+        ).values()
         cluster = admin.describe_cluster(request_timeout=15, include_authorized_operations=True)
-        [in_group] = admin.describe_consumer_groups([group], request_timeout=15,
-                                                    include_authorized_operations=True).values()
-        return {"topic": names(described.result(timeout=20).authorized_operations),
-                "cluster": names(cluster.result(timeout=20).authorized_operations),
-                "group": names(in_group.result(timeout=20).authorized_operations)}
+        [in_group] = admin.describe_consumer_groups(
+            [group], request_timeout=15, include_authorized_operations=True
+        ).values()
+        return {
+            "topic": names(described.result(timeout=20).authorized_operations),
+            "cluster": names(cluster.result(timeout=20).authorized_operations),
+            "group": names(in_group.result(timeout=20).authorized_operations),
+        }
     raise Unsupported(client)
 
 
@@ -395,21 +492,32 @@ def describe_topic(client: str, bootstrap: str, name: str) -> dict[int, dict[str
             raise ClientError(_kp_error(exc), str(exc)) from exc
         finally:
             admin.close()
-        return {p["partition_index"]: {"leader": p["leader_id"], "replicas": p["replica_nodes"],
-                                       "isr": p["isr_nodes"]} for p in found["partitions"]}
+        return {
+            p["partition_index"]: {
+                "leader": p["leader_id"],
+                "replicas": p["replica_nodes"],
+                "isr": p["isr_nodes"],
+            }
+            for p in found["partitions"]
+        }
     if client == "confluent-kafka":
         found = _cf_admin(bootstrap).list_topics(name, timeout=20).topics[name]
         if found.error is not None:
             raise ClientError(found.error.name(), found.error.str())
-        return {p.id: {"leader": p.leader, "replicas": list(p.replicas), "isr": list(p.isrs)}
-                for p in found.partitions.values()}
+        return {
+            p.id: {"leader": p.leader, "replicas": list(p.replicas), "isr": list(p.isrs)}
+            for p in found.partitions.values()
+        }
     if client == "java":
         proc, error = _tool("kafka-topics", ["--describe", "--topic", name], bootstrap)
         if error or proc.returncode:
             raise ClientError(error or f"exit {proc.returncode}", proc.stderr[-600:])
         out = {}
-        for m in re.finditer(r"Partition: (\d+)\s+Leader: (-?\d+)\s+Replicas: ([\d,]*)\s+"
-                             r"Isr: ([\d,]*)", proc.stdout):
+        for m in re.finditer(
+            r"Partition: (\d+)\s+Leader: (-?\d+)\s+Replicas: ([\d,]*)\s+"
+            r"Isr: ([\d,]*)",
+            proc.stdout,
+        ):
             ids = [[int(i) for i in group.split(",") if i] for group in m.group(3, 4)]
             out[int(m.group(1))] = {"leader": int(m.group(2)), "replicas": ids[0], "isr": ids[1]}
         return out
@@ -432,10 +540,17 @@ def describe_log_dirs(client: str, bootstrap: str, topic: str) -> dict[str, Any]
             raise ClientError(error or f"exit {proc.returncode}", proc.stderr[-600:])
         line = next(out for out in proc.stdout.splitlines() if out.startswith("{"))
         data = json.loads(line)
-        parts = sorted(p["partition"] for b in data["brokers"] for d in b["logDirs"]
-                       for p in d["partitions"] if p["partition"].startswith(topic + "-"))
-        return {"partitions": [p[len(topic) + 1:] for p in parts],
-                "log_dirs": sum(len(b["logDirs"]) for b in data["brokers"])}
+        parts = sorted(
+            p["partition"]
+            for b in data["brokers"]
+            for d in b["logDirs"]
+            for p in d["partitions"]
+            if p["partition"].startswith(topic + "-")
+        )
+        return {
+            "partitions": [p[len(topic) + 1 :] for p in parts],
+            "log_dirs": sum(len(b["logDirs"]) for b in data["brokers"]),
+        }
     raise Unsupported(client)
 
 
@@ -458,14 +573,15 @@ def _log_dirs_from_python(found: Any, topic: str) -> dict[str, Any]:
                 walk(v)
         elif hasattr(node, "to_dict"):
             walk(node.to_dict())
+
     walk(found)
     return {"partitions": sorted(parts), "log_dirs": dirs}
 
 
-def delete_records(client: str, bootstrap: str, topic: str, partition: int,
-                   before: int) -> str:
+def delete_records(client: str, bootstrap: str, topic: str, partition: int, before: int) -> str:
     if client == "kafka-python":
         from kafka import TopicPartition
+
         admin = _kp_admin(bootstrap)
         try:
             admin.delete_records({TopicPartition(topic, partition): before})
@@ -476,10 +592,12 @@ def delete_records(client: str, bootstrap: str, topic: str, partition: int,
             admin.close()
     if client == "confluent-kafka":
         from confluent_kafka import TopicPartition
+
         admin = _cf_admin(bootstrap)
         try:
-            futures = admin.delete_records([TopicPartition(topic, partition, before)],
-                                           request_timeout=15)
+            futures = admin.delete_records(
+                [TopicPartition(topic, partition, before)], request_timeout=15
+            )
             for f in futures.values():
                 f.result(timeout=20)
             return "ok"
@@ -495,22 +613,29 @@ def delete_records(client: str, bootstrap: str, topic: str, partition: int,
             admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=15000)
             await admin.start()
             try:
-                await admin.delete_records({TopicPartition(topic, partition):
-                                            RecordsToDelete(before_offset=before)})
+                await admin.delete_records(
+                    {TopicPartition(topic, partition): RecordsToDelete(before_offset=before)}
+                )
                 return "ok"
             except Exception as exc:
                 return _kp_error(exc)
             finally:
                 await admin.close()
+
         return asyncio.run(run())
     if client == "java":
         import tempfile
+
         with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
-            json.dump({"version": 1, "partitions": [
-                {"topic": topic, "partition": partition, "offset": before}]}, f)
+            json.dump(
+                {
+                    "version": 1,
+                    "partitions": [{"topic": topic, "partition": partition, "offset": before}],
+                },
+                f,
+            )
             f.flush()
-            proc, error = _tool("kafka-delete-records", ["--offset-json-file", f.name],
-                                bootstrap)
+            proc, error = _tool("kafka-delete-records", ["--offset-json-file", f.name], bootstrap)
         if error:
             return error
         m = re.search(r"partition: \S+\s+(error|low_watermark): ?(\S*)", proc.stdout)

@@ -14,7 +14,7 @@ while a node is down is given the live ones, as an operator would.
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from collections.abc import Iterator
 
 from wireserver.testing.cluster import FAST_FAILOVER, LocalCluster
 
@@ -22,10 +22,12 @@ KAFKA = "kafka"
 WIRESERVER = "wireserver"
 NODES = 3
 #: what KafkaCluster sets for a 3-node cluster (compat_tests/reference/launcher.py)
-INTERNAL_TOPICS = {"offsets.topic.replication.factor": "3",
-                   "transaction.state.log.replication.factor": "3",
-                   "transaction.state.log.min.isr": "2"}
-REJOIN_TIMEOUT = 90.0   # a restarted node is listed by every running node by then
+INTERNAL_TOPICS = {
+    "offsets.topic.replication.factor": "3",
+    "transaction.state.log.replication.factor": "3",
+    "transaction.state.log.min.isr": "2",
+}
+REJOIN_TIMEOUT = 90.0  # a restarted node is listed by every running node by then
 
 
 class ClusterTarget:
@@ -132,16 +134,22 @@ class WireserverTarget(ClusterTarget):
 def kafka_cluster(**kwargs) -> Iterator[KafkaTarget]:
     """``kwargs`` go to ``reference_kafka`` (``broker_props=...``, say)."""
     from compat_tests.reference import reference_kafka
+
     with reference_kafka(nodes=NODES, controllable=True, **kwargs) as ref:
         yield KafkaTarget(ref.cluster)
 
 
 @contextlib.contextmanager
-def wireserver_cluster(zookeeper_connect: str, overrides: dict | None = None,
-                       log_level: str = "INFO") -> Iterator[WireserverTarget]:
+def wireserver_cluster(
+    zookeeper_connect: str, overrides: dict | None = None, log_level: str = "INFO"
+) -> Iterator[WireserverTarget]:
     """``overrides`` go over ``FAST_FAILOVER`` and Kafka's internal-topic settings."""
-    cluster = LocalCluster(zookeeper_connect, NODES,
-                           {**FAST_FAILOVER, **INTERNAL_TOPICS, **(overrides or {})}, log_level)
+    cluster = LocalCluster(
+        zookeeper_connect,
+        NODES,
+        {**FAST_FAILOVER, **INTERNAL_TOPICS, **(overrides or {})},
+        log_level,
+    )
     try:
         yield WireserverTarget(cluster.start())
     finally:

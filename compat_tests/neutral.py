@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from wireserver.testing import KafkaWire
 
@@ -24,8 +25,9 @@ def topic_name(prefix: str) -> str:
     return f"compat-{prefix}-{uuid.uuid4().hex[:10]}"
 
 
-def create_topic(bootstrap: str, prefix: str, partitions: int = 1,
-                 configs: Mapping[str, Any] | None = None) -> str:
+def create_topic(
+    bootstrap: str, prefix: str, partitions: int = 1, configs: Mapping[str, Any] | None = None
+) -> str:
     name = topic_name(prefix)
     with KafkaWire(bootstrap, client_id="compat-neutral") as wire:
         wire.create_topic(name, partitions=partitions, configs=configs)
@@ -52,13 +54,16 @@ def wait_until_served(bootstrap: str, topic: str, partitions: int) -> None:
 def metadata(bootstrap: str, topic: str) -> tuple[int, int | None]:
     """(error code, partition count or None) for ``topic``, without creating it."""
     from kafka.protocol.metadata.metadata import MetadataRequest
+
     with KafkaWire(bootstrap, client_id="compat-neutral") as wire:
         version = wire.version(MetadataRequest, 12)
         topic_class = MetadataRequest.MetadataRequestTopic
-        topics = [topic_class(name=topic, topic_id=None) if version >= 10
-                  else topic_class(name=topic)]
-        response = wire.request(MetadataRequest(version=version, topics=topics,
-                                                allow_auto_topic_creation=False))
+        topics = [
+            topic_class(name=topic, topic_id=None) if version >= 10 else topic_class(name=topic)
+        ]
+        response = wire.request(
+            MetadataRequest(version=version, topics=topics, allow_auto_topic_creation=False)
+        )
     for t in response.topics:
         if t.name == topic:
             return t.error_code, (len(t.partitions) if not t.error_code else None)
@@ -68,6 +73,7 @@ def metadata(bootstrap: str, topic: str) -> tuple[int, int | None]:
 def node_id(bootstrap: str) -> int:
     """The id of the (first) broker, for BROKER config resources."""
     from kafka.protocol.metadata.metadata import MetadataRequest
+
     with KafkaWire(bootstrap, client_id="compat-neutral") as wire:
         response = wire.request(MetadataRequest(version=1, topics=[]))
     return response.brokers[0].node_id
@@ -77,8 +83,9 @@ def topic_exists(bootstrap: str, topic: str) -> bool:
     return metadata(bootstrap, topic)[0] == 0
 
 
-def wait_for_topic(bootstrap: str, topic: str, partitions: int | None = None,
-                   timeout: float = 10.0) -> int | None:
+def wait_for_topic(
+    bootstrap: str, topic: str, partitions: int | None = None, timeout: float = 10.0
+) -> int | None:
     """Wait until Metadata lists ``topic`` with leaders (Kafka creates asynchronously)."""
     deadline = time.monotonic() + timeout
     while True:
@@ -93,17 +100,29 @@ def wait_for_topic(bootstrap: str, topic: str, partitions: int | None = None,
 def list_offsets(bootstrap: str, topic: str, partitions: int, timestamp: int = -1) -> list[int]:
     """ListOffsets for every partition: -1 latest (high watermark), -2 earliest."""
     from kafka.protocol.consumer.offsets import ListOffsetsRequest
+
     with KafkaWire(bootstrap, client_id="compat-neutral") as wire:
         version = wire.version(ListOffsetsRequest, 7)
         t_class = ListOffsetsRequest.ListOffsetsTopic
         p_class = t_class.ListOffsetsPartition
-        request = ListOffsetsRequest(version=version, replica_id=-1, isolation_level=0, topics=[
-            t_class(name=topic, partitions=[
-                p_class(partition_index=p, current_leader_epoch=-1, timestamp=timestamp)
-                for p in range(partitions)])])
+        request = ListOffsetsRequest(
+            version=version,
+            replica_id=-1,
+            isolation_level=0,
+            topics=[
+                t_class(
+                    name=topic,
+                    partitions=[
+                        p_class(partition_index=p, current_leader_epoch=-1, timestamp=timestamp)
+                        for p in range(partitions)
+                    ],
+                )
+            ],
+        )
         response = wire.request(request)
-    found = {p.partition_index: (p.error_code, p.offset)
-             for t in response.topics for p in t.partitions}
+    found = {
+        p.partition_index: (p.error_code, p.offset) for t in response.topics for p in t.partitions
+    }
     out = []
     for p in range(partitions):
         error, offset = found[p]
@@ -113,8 +132,9 @@ def list_offsets(bootstrap: str, topic: str, partitions: int, timestamp: int = -
     return out
 
 
-def wait_for_end_offsets(bootstrap: str, topic: str, partitions: int, total: int,
-                         timeout: float = 5.0) -> list[int]:
+def wait_for_end_offsets(
+    bootstrap: str, topic: str, partitions: int, total: int, timeout: float = 5.0
+) -> list[int]:
     """High watermarks once they add up to ``total`` (or whatever they are at the deadline)."""
     deadline = time.monotonic() + timeout
     while True:
@@ -124,29 +144,37 @@ def wait_for_end_offsets(bootstrap: str, topic: str, partitions: int, total: int
         time.sleep(0.05)
 
 
-def write(bootstrap: str, topic: str, records: list[dict[str, Any]],
-          compression: str = "none") -> None:
+def write(
+    bootstrap: str, topic: str, records: list[dict[str, Any]], compression: str = "none"
+) -> None:
     """Write ``records`` in order with confluent-kafka (acks=all) and wait for every ack."""
     from compat_tests.clients import CLIENTS
-    CLIENTS["confluent-kafka"].produce(bootstrap, topic, records, acks="all",
-                                       compression=compression)
+
+    CLIENTS["confluent-kafka"].produce(
+        bootstrap, topic, records, acks="all", compression=compression
+    )
 
 
-def commit_offset(bootstrap: str, group: str, topic: str, offset: int = 0,
-                  timeout: float = 30.0) -> None:
+def commit_offset(
+    bootstrap: str, group: str, topic: str, offset: int = 0, timeout: float = 30.0
+) -> None:
     """Make ``group`` an Empty classic group with ``offset`` committed on partition 0
     (confluent-kafka's AlterConsumerGroupOffsets: an OffsetCommit without a generation). A
     Kafka that has just started fails the commit (as a partition error: the call itself
     succeeds) until its group coordinator is ready, so it is tried again until it succeeds."""
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
     from confluent_kafka.admin import AdminClient
+
     admin = AdminClient({"bootstrap.servers": bootstrap})
     request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0, offset)])
     deadline = time.monotonic() + timeout
     while True:
         [future] = admin.alter_consumer_group_offsets([request]).values()
-        errors = [tp.error for tp in future.result(timeout=timeout).topic_partitions
-                  if tp.error is not None]
+        errors = [
+            tp.error
+            for tp in future.result(timeout=timeout).topic_partitions
+            if tp.error is not None
+        ]
         if not errors:
             return
         if time.monotonic() > deadline:

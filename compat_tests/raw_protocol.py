@@ -17,17 +17,24 @@ from __future__ import annotations
 
 import struct
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
-from compat_tests.neutral import BASE_TS
 from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeLogDirsRequest
-from kafka.protocol.admin.configs import (AlterConfigsRequest, DescribeConfigsRequest,
-                                          IncrementalAlterConfigsRequest,
-                                          ListConfigResourcesRequest)
-from kafka.protocol.admin.topics import (CreatePartitionsRequest, CreateTopicsRequest,
-                                         DeleteRecordsRequest, DeleteTopicsRequest,
-                                         DescribeTopicPartitionsRequest)
+from kafka.protocol.admin.configs import (
+    AlterConfigsRequest,
+    DescribeConfigsRequest,
+    IncrementalAlterConfigsRequest,
+    ListConfigResourcesRequest,
+)
+from kafka.protocol.admin.topics import (
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DeleteRecordsRequest,
+    DeleteTopicsRequest,
+    DescribeTopicPartitionsRequest,
+)
 from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderEpochRequest
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
@@ -36,6 +43,7 @@ from kafka.protocol.producer.produce import ProduceRequest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
+from compat_tests.neutral import BASE_TS
 from wireserver.testing import KafkaWire
 
 TOPIC_RESOURCE = 2
@@ -46,6 +54,7 @@ GROUP_RESOURCE = 32
 @dataclass
 class Context:
     """Per target: the shared topic (same name on both) and this target's ids."""
+
     topic: str
     topic_id: Any
     node_id: int
@@ -58,12 +67,25 @@ class Context:
 # ------------------------------------------------------------------------------ normalizing
 
 VOLATILE = {
-    "throttle_time_ms": 0, "cluster_id": "<cluster>", "controller_id": "<node>",
-    "node_id": "<node>", "leader_id": "<node>", "broker_id": "<node>",
-    "replica_nodes": "<nodes>", "isr_nodes": "<nodes>", "offline_replicas": "<nodes>",
-    "host": "<host>", "port": "<port>", "topic_id": "<topic-id>", "session_id": "<session>",
-    "log_dir": "<dir>", "total_bytes": "<bytes>", "usable_bytes": "<bytes>",
-    "error_message": "<message>", "rack": None, "leader_epoch_start_offset": None,
+    "throttle_time_ms": 0,
+    "cluster_id": "<cluster>",
+    "controller_id": "<node>",
+    "node_id": "<node>",
+    "leader_id": "<node>",
+    "broker_id": "<node>",
+    "replica_nodes": "<nodes>",
+    "isr_nodes": "<nodes>",
+    "offline_replicas": "<nodes>",
+    "host": "<host>",
+    "port": "<port>",
+    "topic_id": "<topic-id>",
+    "session_id": "<session>",
+    "log_dir": "<dir>",
+    "total_bytes": "<bytes>",
+    "usable_bytes": "<bytes>",
+    "error_message": "<message>",
+    "rack": None,
+    "leader_epoch_start_offset": None,
 }
 
 
@@ -83,8 +105,11 @@ def normalize(value: Any, key: str | None = None) -> Any:
             return f"BASE_TS+{value - BASE_TS}"
         return "<broker-time>" if value > BASE_TS else value
     if isinstance(value, dict):
-        return {k: normalize(v, k) for k, v in value.items()
-                if k not in ("unknown_tags", "tags", "_tagged_fields")}
+        return {
+            k: normalize(v, k)
+            for k, v in value.items()
+            if k not in ("unknown_tags", "tags", "_tagged_fields")
+        }
     if isinstance(value, (list, tuple)):
         return [normalize(v, key) for v in value]
     if isinstance(value, (bytes, bytearray, memoryview)):
@@ -101,8 +126,15 @@ def diff_paths(a: Any, b: Any, path: str = "", limit: int = 12) -> list[str]:
 
     def key_of(item: Any) -> Any:
         if isinstance(item, dict):
-            for k in ("name", "partition_index", "partition", "api_key", "resource_name",
-                      "topic", "index"):
+            for k in (
+                "name",
+                "partition_index",
+                "partition",
+                "api_key",
+                "resource_name",
+                "topic",
+                "index",
+            ):
                 if k in item:
                     return item[k]
         return None
@@ -113,8 +145,10 @@ def diff_paths(a: Any, b: Any, path: str = "", limit: int = 12) -> list[str]:
         if isinstance(x, dict) and isinstance(y, dict):
             for k in sorted(set(x) | set(y)):
                 if k not in x or k not in y:
-                    out.append(f"{p}.{k}: kafka={_brief(x.get(k, '<absent>'))} "
-                               f"wireserver={_brief(y.get(k, '<absent>'))}")
+                    out.append(
+                        f"{p}.{k}: kafka={_brief(x.get(k, '<absent>'))} "
+                        f"wireserver={_brief(y.get(k, '<absent>'))}"
+                    )
                 else:
                     walk(x[k], y[k], f"{p}.{k}")
             return
@@ -124,8 +158,7 @@ def diff_paths(a: Any, b: Any, path: str = "", limit: int = 12) -> list[str]:
                 mx, my = dict(zip(kx, x)), dict(zip(ky, y))
                 for k in list(dict.fromkeys(kx + ky)):
                     if k not in mx or k not in my:
-                        out.append(f"{p}[{k}]: only in "
-                                   f"{'kafka' if k in mx else 'wireserver'}")
+                        out.append(f"{p}[{k}]: only in {'kafka' if k in mx else 'wireserver'}")
                     else:
                         walk(mx[k], my[k], f"{p}[{k}]")
                     if len(out) >= limit:
@@ -141,8 +174,7 @@ def diff_paths(a: Any, b: Any, path: str = "", limit: int = 12) -> list[str]:
     return out
 
 
-_ENTRY_KEYS = ("name", "partition_index", "partition", "api_key", "resource_name", "topic",
-               "index")
+_ENTRY_KEYS = ("name", "partition_index", "partition", "api_key", "resource_name", "topic", "index")
 
 
 def sort_keyed_lists(value: Any) -> Any:
@@ -162,6 +194,7 @@ def sort_keyed_lists(value: Any) -> Any:
 
 def _brief(value: Any) -> str:
     import json
+
     text = json.dumps(value, sort_keys=True, default=repr)
     return text if len(text) <= 160 else text[:160] + "…"
 
@@ -174,8 +207,15 @@ def decode_records(data: bytes) -> list:
         if batch is None:
             break
         for r in batch:
-            out.append({"offset": r.offset, "key": r.key, "value": r.value,
-                        "timestamp": r.timestamp, "headers": list(r.headers)})
+            out.append(
+                {
+                    "offset": r.offset,
+                    "key": r.key,
+                    "value": r.value,
+                    "timestamp": r.timestamp,
+                    "headers": list(r.headers),
+                }
+            )
     return normalize(out)
 
 
@@ -185,11 +225,18 @@ def to_dict(message: Any) -> dict:
 
 # ------------------------------------------------------------------------------ requests
 
+
 def batch(values: list[bytes], base_ts: int = BASE_TS, keys: list | None = None) -> bytes:
     """One batch; record i has key ``keys[i]`` (None: no key), by default b"k<i>"."""
-    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
-                                        producer_id=-1, producer_epoch=-1, base_sequence=-1,
-                                        batch_size=1 << 30)
+    builder = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 30,
+    )
     for i, v in enumerate(values):
         key = b"k%d" % i if keys is None else keys[i]
         builder.append(i, timestamp=base_ts + i, key=key, value=v, headers=[("h", b"x")])
@@ -210,6 +257,7 @@ def builder(request_class):
     def register(fn):
         BUILDERS[request_class.API_KEY] = (request_class, fn)
         return fn
+
     return register
 
 
@@ -219,27 +267,40 @@ def _missing(ctx: Context) -> str:
 
 @builder(ApiVersionsRequest)
 def _api_versions(v, ctx):
-    kwargs = {"client_software_name": "compat-raw", "client_software_version": "1.0"} \
-        if v >= 3 else {}
+    kwargs = (
+        {"client_software_name": "compat-raw", "client_software_version": "1.0"} if v >= 3 else {}
+    )
     yield "plain", ApiVersionsRequest(version=v, **kwargs)
     if v >= 3:
-        yield "bad-software-name", ApiVersionsRequest(
-            version=v, client_software_name="bad name!", client_software_version="1.0")
+        yield (
+            "bad-software-name",
+            ApiVersionsRequest(
+                version=v, client_software_name="bad name!", client_software_version="1.0"
+            ),
+        )
 
 
 @builder(MetadataRequest)
 def _metadata(v, ctx):
     t = MetadataRequest.MetadataRequestTopic
     kwargs = {"allow_auto_topic_creation": False} if v >= 4 else {}
-    yield "topic+missing", MetadataRequest(version=v, topics=[t(name=ctx.topic),
-                                                              t(name=_missing(ctx))], **kwargs)
+    yield (
+        "topic+missing",
+        MetadataRequest(version=v, topics=[t(name=ctx.topic), t(name=_missing(ctx))], **kwargs),
+    )
     if v >= 1:
         yield "no-topics", MetadataRequest(version=v, topics=[], **kwargs)
     if v >= 8:  # KIP-430; the cluster's operations only up to v10
-        yield "authorized-operations", MetadataRequest(
-            version=v, topics=[t(name=ctx.topic), t(name=_missing(ctx))], **kwargs,
-            include_topic_authorized_operations=True,
-            **({"include_cluster_authorized_operations": True} if v <= 10 else {}))
+        yield (
+            "authorized-operations",
+            MetadataRequest(
+                version=v,
+                topics=[t(name=ctx.topic), t(name=_missing(ctx))],
+                **kwargs,
+                include_topic_authorized_operations=True,
+                **({"include_cluster_authorized_operations": True} if v <= 10 else {}),
+            ),
+        )
 
 
 @builder(ProduceRequest)
@@ -250,15 +311,24 @@ def _produce(v, ctx):
     def req(partitions, name=ctx.topic, acks=1):
         ids = {ctx.topic: ctx.topic_id, ctx.compacted: ctx.compacted_id}
         ident = {"topic_id": ids.get(name, uuid.UUID(int=12345))} if v >= 13 else {"name": name}
-        return ProduceRequest(version=v, transactional_id=None, acks=acks, timeout_ms=5000,
-                              topic_data=[td(**ident, partition_data=[
-                                  pd(index=p, records=r) for p, r in partitions.items()])])
+        return ProduceRequest(
+            version=v,
+            transactional_id=None,
+            acks=acks,
+            timeout_ms=5000,
+            topic_data=[
+                td(**ident, partition_data=[pd(index=p, records=r) for p, r in partitions.items()])
+            ],
+        )
+
     yield "two-records", req({0: batch([b"v%d-a" % v, b"v%d-b" % v])})
     yield "unknown-partition", req({7: batch([b"x"])})
     yield "corrupt-crc", req({0: corrupt(batch([b"bad"]))})
     yield "unknown-topic", req({0: batch([b"x"])}, name=_missing(ctx))
-    yield "keyless-on-compacted", req({0: batch([b"a", b"b", b"c"], keys=[b"a", None, None])},
-                                      name=ctx.compacted)
+    yield (
+        "keyless-on-compacted",
+        req({0: batch([b"a", b"b", b"c"], keys=[b"a", None, None])}, name=ctx.compacted),
+    )
 
 
 @builder(FetchRequest)
@@ -270,12 +340,32 @@ def _fetch(v, ctx):
         ident = {"topic_id": ctx.topic_id} if v >= 13 else {"topic": name}
         if v >= 13 and name != ctx.topic:
             ident = {"topic_id": uuid.UUID(int=12345)}
-        return FetchRequest(version=v, replica_id=-1, max_wait_ms=0, min_bytes=0,
-                            max_bytes=1 << 20, isolation_level=0, session_id=0,
-                            session_epoch=-1, topics=[ft(**ident, partitions=[fp(
-                                partition=partition, current_leader_epoch=-1,
-                                fetch_offset=offset, last_fetched_epoch=-1, log_start_offset=-1,
-                                partition_max_bytes=1 << 20)])])
+        return FetchRequest(
+            version=v,
+            replica_id=-1,
+            max_wait_ms=0,
+            min_bytes=0,
+            max_bytes=1 << 20,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            topics=[
+                ft(
+                    **ident,
+                    partitions=[
+                        fp(
+                            partition=partition,
+                            current_leader_epoch=-1,
+                            fetch_offset=offset,
+                            last_fetched_epoch=-1,
+                            log_start_offset=-1,
+                            partition_max_bytes=1 << 20,
+                        )
+                    ],
+                )
+            ],
+        )
+
     yield "from-0", req(0, 0)
     yield "out-of-range", req(0, 100000)
     yield "unknown-partition", req(7, 0)
@@ -288,9 +378,21 @@ def _list_offsets(v, ctx):
     lp = lt.ListOffsetsPartition
 
     def req(pairs, name=ctx.topic):
-        return ListOffsetsRequest(version=v, replica_id=-1, isolation_level=0, topics=[
-            lt(name=name, partitions=[lp(partition_index=p, current_leader_epoch=-1,
-                                         timestamp=ts) for p, ts in pairs])])
+        return ListOffsetsRequest(
+            version=v,
+            replica_id=-1,
+            isolation_level=0,
+            topics=[
+                lt(
+                    name=name,
+                    partitions=[
+                        lp(partition_index=p, current_leader_epoch=-1, timestamp=ts)
+                        for p, ts in pairs
+                    ],
+                )
+            ],
+        )
+
     yield "latest+earliest", req([(0, -1), (1, -2)])
     yield "by-time", req([(0, BASE_TS)])
     if v >= 7:
@@ -305,40 +407,88 @@ def _create_topics(v, ctx):
     cc = ct.CreatableTopicConfig
 
     def topic(name, partitions=2, configs=()):
-        return ct(name=name, num_partitions=partitions, replication_factor=1, assignments=[],
-                  configs=[cc(name=k, value=val) for k, val in configs])
-    yield "validate-only", CreateTopicsRequest(
-        version=v, timeout_ms=10000, validate_only=True,
-        topics=[topic(f"compat-raw-new-{ctx.run}-{v}", 2, [("retention.ms", "1000")])])
-    yield "existing+invalid", CreateTopicsRequest(
-        version=v, timeout_ms=10000, validate_only=True,
-        topics=[topic(ctx.topic), topic("bad name"), topic(f"compat-raw-cfg-{ctx.run}", 1,
-                                                           [("retention.ms", "soon")]),
-                topic(f"compat-raw-zero-{ctx.run}", 0)])
-    yield "segment-bytes-minimum", CreateTopicsRequest(  # at least 1 MiB (Kafka 4.1)
-        version=v, timeout_ms=10000, validate_only=True,
-        topics=[topic(f"compat-raw-small-{ctx.run}", 1, [("segment.bytes", "1048575")])])
+        return ct(
+            name=name,
+            num_partitions=partitions,
+            replication_factor=1,
+            assignments=[],
+            configs=[cc(name=k, value=val) for k, val in configs],
+        )
+
+    yield (
+        "validate-only",
+        CreateTopicsRequest(
+            version=v,
+            timeout_ms=10000,
+            validate_only=True,
+            topics=[topic(f"compat-raw-new-{ctx.run}-{v}", 2, [("retention.ms", "1000")])],
+        ),
+    )
+    yield (
+        "existing+invalid",
+        CreateTopicsRequest(
+            version=v,
+            timeout_ms=10000,
+            validate_only=True,
+            topics=[
+                topic(ctx.topic),
+                topic("bad name"),
+                topic(f"compat-raw-cfg-{ctx.run}", 1, [("retention.ms", "soon")]),
+                topic(f"compat-raw-zero-{ctx.run}", 0),
+            ],
+        ),
+    )
+    yield (
+        "segment-bytes-minimum",
+        CreateTopicsRequest(  # at least 1 MiB (Kafka 4.1)
+            version=v,
+            timeout_ms=10000,
+            validate_only=True,
+            topics=[topic(f"compat-raw-small-{ctx.run}", 1, [("segment.bytes", "1048575")])],
+        ),
+    )
 
 
 @builder(DeleteTopicsRequest)
 def _delete_topics(v, ctx):
     if v >= 6:
-        yield "unknown", DeleteTopicsRequest(version=v, timeout_ms=10000, topics=[
-            DeleteTopicsRequest.DeleteTopicState(name=_missing(ctx))])
+        yield (
+            "unknown",
+            DeleteTopicsRequest(
+                version=v,
+                timeout_ms=10000,
+                topics=[DeleteTopicsRequest.DeleteTopicState(name=_missing(ctx))],
+            ),
+        )
     else:
-        yield "unknown", DeleteTopicsRequest(version=v, timeout_ms=10000,
-                                             topic_names=[_missing(ctx)])
+        yield (
+            "unknown",
+            DeleteTopicsRequest(version=v, timeout_ms=10000, topic_names=[_missing(ctx)]),
+        )
 
 
 @builder(DeleteRecordsRequest)
 def _delete_records(v, ctx):
     dt = DeleteRecordsRequest.DeleteRecordsTopic
     dp = dt.DeleteRecordsPartition
-    yield "noop+bad", DeleteRecordsRequest(version=v, timeout_ms=10000, topics=[
-        dt(name=ctx.topic, partitions=[dp(partition_index=0, offset=0),
-                                       dp(partition_index=1, offset=1000),
-                                       dp(partition_index=7, offset=0)]),
-        dt(name=_missing(ctx), partitions=[dp(partition_index=0, offset=0)])])
+    yield (
+        "noop+bad",
+        DeleteRecordsRequest(
+            version=v,
+            timeout_ms=10000,
+            topics=[
+                dt(
+                    name=ctx.topic,
+                    partitions=[
+                        dp(partition_index=0, offset=0),
+                        dp(partition_index=1, offset=1000),
+                        dp(partition_index=7, offset=0),
+                    ],
+                ),
+                dt(name=_missing(ctx), partitions=[dp(partition_index=0, offset=0)]),
+            ],
+        ),
+    )
 
 
 @builder(OffsetForLeaderEpochRequest)
@@ -346,62 +496,182 @@ def _offset_for_leader_epoch(v, ctx):
     ot = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
     op = ot.OffsetForLeaderPartition
     kwargs = {"replica_id": -1} if v >= 3 else {}
-    yield "epoch-0+bad", OffsetForLeaderEpochRequest(version=v, **kwargs, topics=[
-        ot(topic=ctx.topic, partitions=[
-            op(partition=0, current_leader_epoch=-1, leader_epoch=0),
-            op(partition=1, current_leader_epoch=-1, leader_epoch=5),
-            op(partition=7, current_leader_epoch=-1, leader_epoch=0)])])
+    yield (
+        "epoch-0+bad",
+        OffsetForLeaderEpochRequest(
+            version=v,
+            **kwargs,
+            topics=[
+                ot(
+                    topic=ctx.topic,
+                    partitions=[
+                        op(partition=0, current_leader_epoch=-1, leader_epoch=0),
+                        op(partition=1, current_leader_epoch=-1, leader_epoch=5),
+                        op(partition=7, current_leader_epoch=-1, leader_epoch=0),
+                    ],
+                )
+            ],
+        ),
+    )
 
 
 @builder(DescribeConfigsRequest)
 def _describe_configs(v, ctx):
     r = DescribeConfigsRequest.DescribeConfigsResource
-    yield "topic-keys", DescribeConfigsRequest(version=v, include_synonyms=True, resources=[
-        r(resource_type=TOPIC_RESOURCE, resource_name=ctx.topic,
-          configuration_keys=["retention.ms", "cleanup.policy", "max.message.bytes",
-                              "segment.bytes", "no.such.key"])])
-    yield "broker-keys", DescribeConfigsRequest(version=v, include_synonyms=False, resources=[
-        r(resource_type=BROKER_RESOURCE, resource_name=str(ctx.node_id),
-          configuration_keys=["num.partitions", "auto.create.topics.enable",
-                              "message.max.bytes", "log.retention.hours"])])
-    yield "unknown-topic", DescribeConfigsRequest(version=v, resources=[
-        r(resource_type=TOPIC_RESOURCE, resource_name=_missing(ctx),
-          configuration_keys=None)])
-    kafka_keys = ["sasl.kerberos.min.time.before.relogin", "background.threads",
-                  "sasl.kerberos.kinit.cmd", "delegation.token.secret.key",
-                  "log.cleaner.io.max.bytes.per.second", "group.share.enable"]
-    yield "broker-kafka-keys", DescribeConfigsRequest(version=v, include_synonyms=True,
-                                                      resources=[
-        r(resource_type=BROKER_RESOURCE, resource_name=str(ctx.node_id),
-          configuration_keys=kafka_keys)])
-    yield "group", DescribeConfigsRequest(version=v, include_synonyms=True, resources=[
-        r(resource_type=GROUP_RESOURCE, resource_name=f"compat-raw-group-{ctx.run}",
-          configuration_keys=None),
-        r(resource_type=GROUP_RESOURCE, resource_name="", configuration_keys=None)])
+    yield (
+        "topic-keys",
+        DescribeConfigsRequest(
+            version=v,
+            include_synonyms=True,
+            resources=[
+                r(
+                    resource_type=TOPIC_RESOURCE,
+                    resource_name=ctx.topic,
+                    configuration_keys=[
+                        "retention.ms",
+                        "cleanup.policy",
+                        "max.message.bytes",
+                        "segment.bytes",
+                        "no.such.key",
+                    ],
+                )
+            ],
+        ),
+    )
+    yield (
+        "broker-keys",
+        DescribeConfigsRequest(
+            version=v,
+            include_synonyms=False,
+            resources=[
+                r(
+                    resource_type=BROKER_RESOURCE,
+                    resource_name=str(ctx.node_id),
+                    configuration_keys=[
+                        "num.partitions",
+                        "auto.create.topics.enable",
+                        "message.max.bytes",
+                        "log.retention.hours",
+                    ],
+                )
+            ],
+        ),
+    )
+    yield (
+        "unknown-topic",
+        DescribeConfigsRequest(
+            version=v,
+            resources=[
+                r(
+                    resource_type=TOPIC_RESOURCE,
+                    resource_name=_missing(ctx),
+                    configuration_keys=None,
+                )
+            ],
+        ),
+    )
+    kafka_keys = [
+        "sasl.kerberos.min.time.before.relogin",
+        "background.threads",
+        "sasl.kerberos.kinit.cmd",
+        "delegation.token.secret.key",
+        "log.cleaner.io.max.bytes.per.second",
+        "group.share.enable",
+    ]
+    yield (
+        "broker-kafka-keys",
+        DescribeConfigsRequest(
+            version=v,
+            include_synonyms=True,
+            resources=[
+                r(
+                    resource_type=BROKER_RESOURCE,
+                    resource_name=str(ctx.node_id),
+                    configuration_keys=kafka_keys,
+                )
+            ],
+        ),
+    )
+    yield (
+        "group",
+        DescribeConfigsRequest(
+            version=v,
+            include_synonyms=True,
+            resources=[
+                r(
+                    resource_type=GROUP_RESOURCE,
+                    resource_name=f"compat-raw-group-{ctx.run}",
+                    configuration_keys=None,
+                ),
+                r(resource_type=GROUP_RESOURCE, resource_name="", configuration_keys=None),
+            ],
+        ),
+    )
 
 
 @builder(AlterConfigsRequest)
 def _alter_configs(v, ctx):
     r = AlterConfigsRequest.AlterConfigsResource
     c = r.AlterableConfig
-    yield "validate", AlterConfigsRequest(version=v, validate_only=True, resources=[
-        r(resource_type=TOPIC_RESOURCE, resource_name=ctx.topic,
-          configs=[c(name="retention.ms", value="1000")])])
-    yield "invalid+unknown", AlterConfigsRequest(version=v, validate_only=True, resources=[
-        r(resource_type=TOPIC_RESOURCE, resource_name=ctx.topic,
-          configs=[c(name="cleanup.policy", value="sometimes")]),
-        r(resource_type=TOPIC_RESOURCE, resource_name=_missing(ctx),
-          configs=[c(name="retention.ms", value="1000")])])
-    yield "segment-bytes-minimum", AlterConfigsRequest(version=v, validate_only=True, resources=[
-        r(resource_type=TOPIC_RESOURCE, resource_name=ctx.topic,
-          configs=[c(name="segment.bytes", value="1048575")])])
+    yield (
+        "validate",
+        AlterConfigsRequest(
+            version=v,
+            validate_only=True,
+            resources=[
+                r(
+                    resource_type=TOPIC_RESOURCE,
+                    resource_name=ctx.topic,
+                    configs=[c(name="retention.ms", value="1000")],
+                )
+            ],
+        ),
+    )
+    yield (
+        "invalid+unknown",
+        AlterConfigsRequest(
+            version=v,
+            validate_only=True,
+            resources=[
+                r(
+                    resource_type=TOPIC_RESOURCE,
+                    resource_name=ctx.topic,
+                    configs=[c(name="cleanup.policy", value="sometimes")],
+                ),
+                r(
+                    resource_type=TOPIC_RESOURCE,
+                    resource_name=_missing(ctx),
+                    configs=[c(name="retention.ms", value="1000")],
+                ),
+            ],
+        ),
+    )
+    yield (
+        "segment-bytes-minimum",
+        AlterConfigsRequest(
+            version=v,
+            validate_only=True,
+            resources=[
+                r(
+                    resource_type=TOPIC_RESOURCE,
+                    resource_name=ctx.topic,
+                    configs=[c(name="segment.bytes", value="1048575")],
+                )
+            ],
+        ),
+    )
     # The legacy form replaces the whole cluster default: keep Kafka's min.insync.replicas
     # there (its controller refuses to remove it, see compat_tests.scenarios.MIN_ISR_SOURCE).
-    yield from _broker_alters(AlterConfigsRequest, v, ctx,
-                              lambda name, value: c(name=name, value=value),
-                              [("min.insync.replicas", "1")])
-    yield from _group_alters(AlterConfigsRequest, v, ctx,
-                             lambda name, value: c(name=name, value=value))
+    yield from _broker_alters(
+        AlterConfigsRequest,
+        v,
+        ctx,
+        lambda name, value: c(name=name, value=value),
+        [("min.insync.replicas", "1")],
+    )
+    yield from _group_alters(
+        AlterConfigsRequest, v, ctx, lambda name, value: c(name=name, value=value)
+    )
 
 
 def _broker_alters(request_class, v, ctx, config, default_extra=()):
@@ -412,16 +682,27 @@ def _broker_alters(request_class, v, ctx, config, default_extra=()):
     node = str(ctx.node_id)
     key = "sasl.kerberos.min.time.before.relogin"
     for label, name, changes in (
-            ("broker-kafka-key", node, [(key, "70000")]),
-            ("broker-default-per-broker-key", "", [(key, "70000"), *default_extra]),
-            ("broker-default-cluster-wide-key", "", [("background.threads", "5"),
-                                                     *default_extra]),
-            ("broker-read-only", node, [("process.roles", "broker")]),
-            ("broker-tls-store", node, [("ssl.keystore.location", "/tmp/ks")]),
-            ("broker-bad-value", node, [(key, "soon")])):
-        yield label, request_class(version=v, validate_only=True, resources=[
-            r(resource_type=BROKER_RESOURCE, resource_name=name,
-              configs=[config(k, value) for k, value in changes])])
+        ("broker-kafka-key", node, [(key, "70000")]),
+        ("broker-default-per-broker-key", "", [(key, "70000"), *default_extra]),
+        ("broker-default-cluster-wide-key", "", [("background.threads", "5"), *default_extra]),
+        ("broker-read-only", node, [("process.roles", "broker")]),
+        ("broker-tls-store", node, [("ssl.keystore.location", "/tmp/ks")]),
+        ("broker-bad-value", node, [(key, "soon")]),
+    ):
+        yield (
+            label,
+            request_class(
+                version=v,
+                validate_only=True,
+                resources=[
+                    r(
+                        resource_type=BROKER_RESOURCE,
+                        resource_name=name,
+                        configs=[config(k, value) for k, value in changes],
+                    )
+                ],
+            ),
+        )
 
 
 def _group_alters(request_class, v, ctx, config):
@@ -430,44 +711,117 @@ def _group_alters(request_class, v, ctx, config):
     r = request_class.AlterConfigsResource
     group = f"compat-raw-group-{ctx.run}"
     for label, name, changes in (
-            ("group-valid", group, [("consumer.session.timeout.ms", "50000"),
-                                    ("consumer.heartbeat.interval.ms", "6000")]),
-            ("group-below-min", group, [("consumer.session.timeout.ms", "5000")]),
-            ("group-unknown-key", group, [("no.such.key", "1")]),
-            ("group-bad-value", group, [("share.isolation.level", "sometimes")]),
-            ("group-default", "", [("consumer.session.timeout.ms", "50000")])):
-        yield label, request_class(version=v, validate_only=True, resources=[
-            r(resource_type=GROUP_RESOURCE, resource_name=name,
-              configs=[config(k, value) for k, value in changes])])
+        (
+            "group-valid",
+            group,
+            [("consumer.session.timeout.ms", "50000"), ("consumer.heartbeat.interval.ms", "6000")],
+        ),
+        ("group-below-min", group, [("consumer.session.timeout.ms", "5000")]),
+        ("group-unknown-key", group, [("no.such.key", "1")]),
+        ("group-bad-value", group, [("share.isolation.level", "sometimes")]),
+        ("group-default", "", [("consumer.session.timeout.ms", "50000")]),
+    ):
+        yield (
+            label,
+            request_class(
+                version=v,
+                validate_only=True,
+                resources=[
+                    r(
+                        resource_type=GROUP_RESOURCE,
+                        resource_name=name,
+                        configs=[config(k, value) for k, value in changes],
+                    )
+                ],
+            ),
+        )
 
 
 @builder(IncrementalAlterConfigsRequest)
 def _incremental_alter_configs(v, ctx):
     r = IncrementalAlterConfigsRequest.AlterConfigsResource
     c = r.AlterableConfig
-    yield "validate", IncrementalAlterConfigsRequest(version=v, validate_only=True, resources=[
-        r(resource_type=TOPIC_RESOURCE, resource_name=ctx.topic,
-          configs=[c(name="retention.ms", config_operation=0, value="1000"),
-                   c(name="cleanup.policy", config_operation=1, value=None)])])
-    yield "invalid+unknown", IncrementalAlterConfigsRequest(
-        version=v, validate_only=True, resources=[
-            r(resource_type=TOPIC_RESOURCE, resource_name=ctx.topic,
-              configs=[c(name="max.message.bytes", config_operation=0, value="-5")]),
-            r(resource_type=TOPIC_RESOURCE, resource_name=_missing(ctx),
-              configs=[c(name="retention.ms", config_operation=0, value="1")])])
-    yield "segment-bytes-minimum", IncrementalAlterConfigsRequest(
-        version=v, validate_only=True, resources=[
-            r(resource_type=TOPIC_RESOURCE, resource_name=ctx.topic,
-              configs=[c(name="segment.bytes", config_operation=0, value="1048575")]),
-            r(resource_type=BROKER_RESOURCE, resource_name="",
-              configs=[c(name="log.segment.bytes", config_operation=0, value="1048575")])])
-    yield from _broker_alters(IncrementalAlterConfigsRequest, v, ctx,
-                              lambda name, value: c(name=name, config_operation=0, value=value))
-    yield from _group_alters(IncrementalAlterConfigsRequest, v, ctx,
-                             lambda name, value: c(name=name, config_operation=0, value=value))
-    yield "group-append", IncrementalAlterConfigsRequest(version=v, validate_only=True, resources=[
-        r(resource_type=GROUP_RESOURCE, resource_name=f"compat-raw-group-{ctx.run}",
-          configs=[c(name="consumer.session.timeout.ms", config_operation=2, value="1")])])
+    yield (
+        "validate",
+        IncrementalAlterConfigsRequest(
+            version=v,
+            validate_only=True,
+            resources=[
+                r(
+                    resource_type=TOPIC_RESOURCE,
+                    resource_name=ctx.topic,
+                    configs=[
+                        c(name="retention.ms", config_operation=0, value="1000"),
+                        c(name="cleanup.policy", config_operation=1, value=None),
+                    ],
+                )
+            ],
+        ),
+    )
+    yield (
+        "invalid+unknown",
+        IncrementalAlterConfigsRequest(
+            version=v,
+            validate_only=True,
+            resources=[
+                r(
+                    resource_type=TOPIC_RESOURCE,
+                    resource_name=ctx.topic,
+                    configs=[c(name="max.message.bytes", config_operation=0, value="-5")],
+                ),
+                r(
+                    resource_type=TOPIC_RESOURCE,
+                    resource_name=_missing(ctx),
+                    configs=[c(name="retention.ms", config_operation=0, value="1")],
+                ),
+            ],
+        ),
+    )
+    yield (
+        "segment-bytes-minimum",
+        IncrementalAlterConfigsRequest(
+            version=v,
+            validate_only=True,
+            resources=[
+                r(
+                    resource_type=TOPIC_RESOURCE,
+                    resource_name=ctx.topic,
+                    configs=[c(name="segment.bytes", config_operation=0, value="1048575")],
+                ),
+                r(
+                    resource_type=BROKER_RESOURCE,
+                    resource_name="",
+                    configs=[c(name="log.segment.bytes", config_operation=0, value="1048575")],
+                ),
+            ],
+        ),
+    )
+    yield from _broker_alters(
+        IncrementalAlterConfigsRequest,
+        v,
+        ctx,
+        lambda name, value: c(name=name, config_operation=0, value=value),
+    )
+    yield from _group_alters(
+        IncrementalAlterConfigsRequest,
+        v,
+        ctx,
+        lambda name, value: c(name=name, config_operation=0, value=value),
+    )
+    yield (
+        "group-append",
+        IncrementalAlterConfigsRequest(
+            version=v,
+            validate_only=True,
+            resources=[
+                r(
+                    resource_type=GROUP_RESOURCE,
+                    resource_name=f"compat-raw-group-{ctx.run}",
+                    configs=[c(name="consumer.session.timeout.ms", config_operation=2, value="1")],
+                )
+            ],
+        ),
+    )
 
 
 @builder(ListConfigResourcesRequest)
@@ -477,28 +831,48 @@ def _list_config_resources(v, ctx):
     if v == 0:
         yield "client-metrics", ListConfigResourcesRequest(version=0)
         return
-    for label, types in (("groups", [GROUP_RESOURCE]), ("brokers", [BROKER_RESOURCE, 8]),
-                         ("client-metrics", [16]), ("unsupported", [1])):
+    for label, types in (
+        ("groups", [GROUP_RESOURCE]),
+        ("brokers", [BROKER_RESOURCE, 8]),
+        ("client-metrics", [16]),
+        ("unsupported", [1]),
+    ):
         yield label, ListConfigResourcesRequest(version=v, resource_types=types)
 
 
 @builder(CreatePartitionsRequest)
 def _create_partitions(v, ctx):
     t = CreatePartitionsRequest.CreatePartitionsTopic
-    yield "validate+bad", CreatePartitionsRequest(version=v, timeout_ms=10000,
-                                                  validate_only=True, topics=[
-        t(name=ctx.topic, count=5, assignments=None),
-        t(name=_missing(ctx), count=2, assignments=None)])
-    yield "shrink", CreatePartitionsRequest(version=v, timeout_ms=10000, validate_only=True,
-                                            topics=[t(name=ctx.topic, count=1,
-                                                      assignments=None)])
+    yield (
+        "validate+bad",
+        CreatePartitionsRequest(
+            version=v,
+            timeout_ms=10000,
+            validate_only=True,
+            topics=[
+                t(name=ctx.topic, count=5, assignments=None),
+                t(name=_missing(ctx), count=2, assignments=None),
+            ],
+        ),
+    )
+    yield (
+        "shrink",
+        CreatePartitionsRequest(
+            version=v,
+            timeout_ms=10000,
+            validate_only=True,
+            topics=[t(name=ctx.topic, count=1, assignments=None)],
+        ),
+    )
 
 
 @builder(DescribeLogDirsRequest)
 def _describe_log_dirs(v, ctx):
     t = DescribeLogDirsRequest.DescribableLogDirTopic
-    yield "topic", DescribeLogDirsRequest(version=v, topics=[t(topic=ctx.topic,
-                                                               partitions=[0, 1, 7])])
+    yield (
+        "topic",
+        DescribeLogDirsRequest(version=v, topics=[t(topic=ctx.topic, partitions=[0, 1, 7])]),
+    )
 
 
 @builder(DescribeClusterRequest)
@@ -509,11 +883,16 @@ def _describe_cluster(v, ctx):
 @builder(DescribeTopicPartitionsRequest)
 def _describe_topic_partitions(v, ctx):
     t = DescribeTopicPartitionsRequest.TopicRequest
-    yield "topic+missing", DescribeTopicPartitionsRequest(
-        version=v, topics=[t(name=ctx.topic), t(name=_missing(ctx))])
+    yield (
+        "topic+missing",
+        DescribeTopicPartitionsRequest(
+            version=v, topics=[t(name=ctx.topic), t(name=_missing(ctx))]
+        ),
+    )
 
 
 # ------------------------------------------------------------------------------ driving
+
 
 def api_versions(bootstrap: str) -> dict[int, tuple[int, int]]:
     with KafkaWire(bootstrap, client_id="compat-raw") as wire:
@@ -545,9 +924,13 @@ def exchange(bootstrap: str, request: Any) -> Any:
 def topic_ids(bootstrap: str, *topics: str) -> tuple[int, dict]:
     """(the first broker's node id, {topic: topic id}) from one Metadata v12 request."""
     with KafkaWire(bootstrap, client_id="compat-raw") as wire:
-        response = wire.request(MetadataRequest(
-            version=12, topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
-            allow_auto_topic_creation=False))
+        response = wire.request(
+            MetadataRequest(
+                version=12,
+                topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
+                allow_auto_topic_creation=False,
+            )
+        )
     return response.brokers[0].node_id, {t.name: t.topic_id for t in response.topics}
 
 

@@ -19,8 +19,9 @@ import json
 import subprocess
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from compat_tests import admin_clients as admin
 from compat_tests import neutral
@@ -38,7 +39,7 @@ class Scenario:
     clients: tuple[str, ...]
     check: Callable[[dict], None]
     auto_create: bool = True
-    pending: dict[str, str] = field(default_factory=dict)   # client or "*" -> reason
+    pending: dict[str, str] = field(default_factory=dict)  # client or "*" -> reason
     doc: str = ""
 
     def pending_reason(self, client: str) -> str | None:
@@ -48,17 +49,32 @@ class Scenario:
 SCENARIOS: dict[str, Scenario] = {}
 
 
-def scenario(name: str, clients=ALL_CLIENTS, *, check: Callable[[dict], None],
-             auto_create: bool = True, pending: dict[str, str] | None = None,
-             registry: dict[str, Scenario] = SCENARIOS):
+def scenario(
+    name: str,
+    clients=ALL_CLIENTS,
+    *,
+    check: Callable[[dict], None],
+    auto_create: bool = True,
+    pending: dict[str, str] | None = None,
+    registry: dict[str, Scenario] = SCENARIOS,
+):
     """Register ``fn`` as scenario ``name`` in ``registry`` (the shared one unless a module
     keeps its own, as the security scenarios do: they need brokers set up differently)."""
+
     def register(fn):
         if name in registry:
             raise ValueError(f"scenario {name} twice")
-        registry[name] = Scenario(name, fn, tuple(clients), check, auto_create,
-                                   dict(pending or {}), (fn.__doc__ or "").strip())
+        registry[name] = Scenario(
+            name,
+            fn,
+            tuple(clients),
+            check,
+            auto_create,
+            dict(pending or {}),
+            (fn.__doc__ or "").strip(),
+        )
         return fn
+
     return register
 
 
@@ -67,15 +83,17 @@ def scenario(name: str, clients=ALL_CLIENTS, *, check: Callable[[dict], None],
 MIN_ISR_SOURCE = (
     "min.insync.replicas reads DYNAMIC_DEFAULT_BROKER_CONFIG on Kafka 4.1: its controller writes "
     "a cluster-level value when it bootstraps a cluster with eligible leader replicas (KIP-966); "
-    "wireserver has no such record, so the key reads DEFAULT_CONFIG with the same value")
+    "wireserver has no such record, so the key reads DEFAULT_CONFIG with the same value"
+)
 
 DIFFERENCES: dict[tuple[str, str], str] = {
     ("describe-configs", "*"): MIN_ISR_SOURCE,
 }
 
 
-def known_difference(name: str, client: str,
-                     differences: dict[tuple[str, str], str] = DIFFERENCES) -> str | None:
+def known_difference(
+    name: str, client: str, differences: dict[tuple[str, str], str] = DIFFERENCES
+) -> str | None:
     return differences.get((name, client)) or differences.get((name, "*"))
 
 
@@ -90,8 +108,11 @@ def run_once(scenario: Scenario, client: Any, target: Any) -> dict:
     try:
         observation = json.loads(json.dumps(scenario.fn(target, client)))
     except Exception as exc:
-        return {"status": f"error: {type(exc).__name__}: {exc}"[:300], "observation": None,
-                "traceback": traceback.format_exc()}
+        return {
+            "status": f"error: {type(exc).__name__}: {exc}"[:300],
+            "observation": None,
+            "traceback": traceback.format_exc(),
+        }
     try:
         scenario.check(observation)
     except Exception as exc:  # an assertion, or a TypeError on a malformed observation
@@ -108,14 +129,14 @@ def run_both(scenario: Scenario, client: Any, kafka_target: Any, wireserver_targ
         return kafka.result(), wire.result()
 
 
-def compare(name: str, client_name: str, kafka: dict, wire: dict,
-            difference: str | None) -> None:
+def compare(name: str, client_name: str, kafka: dict, wire: dict, difference: str | None) -> None:
     """Kafka's observation must pass the scenario's check; then a known difference must
     still differ, and anything else must be equal (else :class:`WireserverDiffers`)."""
     same = kafka["observation"] == wire["observation"] and kafka["status"] == wire["status"]
     assert kafka["status"] == "ok", (
         f"the scenario is broken against Kafka itself: {kafka['status']}\n"
-        f"{kafka.get('traceback', '')}observation: {kafka['observation']}")
+        f"{kafka.get('traceback', '')}observation: {kafka['observation']}"
+    )
     if difference:
         assert not same, f"listed as a known difference but now the same: {difference}"
         return
@@ -124,19 +145,30 @@ def compare(name: str, client_name: str, kafka: dict, wire: dict,
             f"wireserver differs from Kafka in {name} with {client_name}\n"
             f"kafka:      {json.dumps(kafka['observation'], sort_keys=True)}\n"
             f"wireserver: {json.dumps(wire['observation'], sort_keys=True)}\n"
-            f"wireserver status: {wire['status']}\n{wire.get('traceback', '')}")
+            f"wireserver status: {wire['status']}\n{wire.get('traceback', '')}"
+        )
 
 
-def record_and_compare(compat_record, scenario: Scenario, client_name: str, kafka: dict,
-                       wire: dict, difference: str | None) -> None:
+def record_and_compare(
+    compat_record,
+    scenario: Scenario,
+    client_name: str,
+    kafka: dict,
+    wire: dict,
+    difference: str | None,
+) -> None:
     """File the report row for this scenario and client, then :func:`compare`."""
-    compat_record(scenario=scenario.name, client=client_name, kafka=kafka["status"],
-                  wireserver=wire["status"],
-                  same=kafka["observation"] == wire["observation"]
-                  and kafka["status"] == wire["status"],
-                  known_difference=difference, pending=scenario.pending_reason(client_name),
-                  kafka_observation=kafka["observation"],
-                  wireserver_observation=wire["observation"])
+    compat_record(
+        scenario=scenario.name,
+        client=client_name,
+        kafka=kafka["status"],
+        wireserver=wire["status"],
+        same=kafka["observation"] == wire["observation"] and kafka["status"] == wire["status"],
+        known_difference=difference,
+        pending=scenario.pending_reason(client_name),
+        kafka_observation=kafka["observation"],
+        wireserver_observation=wire["observation"],
+    )
     compare(scenario.name, client_name, kafka, wire, difference)
 
 
@@ -150,12 +182,16 @@ def sample_records(client: Client, n: int, partitions: int, tag: str) -> list[di
     choose a partition, with CreateTime timestamps where the client can set one."""
     out = []
     for i in range(n):
-        headers = [("trace", f"t{i}"), ("h", "x")] if client.per_record_headers \
-            else [("h", "x")]
-        out.append(record(
-            value=f"{tag}-{i}-" + "payload" * (5 + i), key=f"key-{i}", headers=headers,
-            partition=(i % partitions) if client.per_record_partition else None,
-            timestamp=(BASE_TS + i * 1000) if client.per_record_timestamps else None))
+        headers = [("trace", f"t{i}"), ("h", "x")] if client.per_record_headers else [("h", "x")]
+        out.append(
+            record(
+                value=f"{tag}-{i}-" + "payload" * (5 + i),
+                key=f"key-{i}",
+                headers=headers,
+                partition=(i % partitions) if client.per_record_partition else None,
+                timestamp=(BASE_TS + i * 1000) if client.per_record_timestamps else None,
+            )
+        )
     return out
 
 
@@ -171,8 +207,9 @@ def normalize_records(records: list[dict], sent_timestamps: bool) -> list[dict]:
     return out
 
 
-def read_all(bootstrap: str, client: Client, topic: str, partitions: int, total: int,
-             sent_timestamps: bool) -> dict[str, list]:
+def read_all(
+    bootstrap: str, client: Client, topic: str, partitions: int, total: int, sent_timestamps: bool
+) -> dict[str, list]:
     ends = neutral.wait_for_end_offsets(bootstrap, topic, partitions, total)
     out = {}
     for p in range(partitions):
@@ -191,6 +228,7 @@ def _error(fn, *args, **kwargs) -> str:
 
 # ------------------------------------------------------------------------------ round trips
 
+
 def _roundtrip(codec: str, acks: str):
     def fn(bootstrap: str, client: Client) -> dict:
         topic = neutral.create_topic(bootstrap, f"rt-{codec}", partitions=3)
@@ -198,12 +236,18 @@ def _roundtrip(codec: str, acks: str):
         reports = client.produce(bootstrap, topic, records, acks=acks, compression=codec)
         if acks == "0":
             reports = [{"partition": r["partition"], "offset": "n/a"} for r in reports]
-        return {"reports": reports,
-                "read": read_all(bootstrap, client, topic, 3, len(records),
-                                 client.per_record_timestamps)}
-    fn.__doc__ = (f"produce 12 keyed records with headers (and partitions, CreateTime where "
-                  f"the client can set them), codec {codec}, acks={acks}; read every "
-                  f"partition back with the same client")
+        return {
+            "reports": reports,
+            "read": read_all(
+                bootstrap, client, topic, 3, len(records), client.per_record_timestamps
+            ),
+        }
+
+    fn.__doc__ = (
+        f"produce 12 keyed records with headers (and partitions, CreateTime where "
+        f"the client can set them), codec {codec}, acks={acks}; read every "
+        f"partition back with the same client"
+    )
     return fn
 
 
@@ -229,13 +273,22 @@ def consume(bootstrap: str, client: Client) -> dict:
     """confluent-kafka writes (gzip, CreateTime, headers, a null key, an empty value); the
     client reads both partitions from the start and one from offset 2"""
     topic = neutral.create_topic(bootstrap, "consume", partitions=2)
-    records = [record(value=f"v{i}" if i != 3 else "", key=None if i == 1 else f"k{i}",
-                      headers=[("n", str(i))] if i % 2 else [], partition=i % 2,
-                      timestamp=BASE_TS + 500 * i) for i in range(8)]
+    records = [
+        record(
+            value=f"v{i}" if i != 3 else "",
+            key=None if i == 1 else f"k{i}",
+            headers=[("n", str(i))] if i % 2 else [],
+            partition=i % 2,
+            timestamp=BASE_TS + 500 * i,
+        )
+        for i in range(8)
+    ]
     neutral.write(bootstrap, topic, records, compression="gzip")
-    return {"p0": client.consume(bootstrap, topic, 0, 4),
-            "p1": client.consume(bootstrap, topic, 1, 4),
-            "p0_from_2": client.consume(bootstrap, topic, 0, 2, offset=2)}
+    return {
+        "p0": client.consume(bootstrap, topic, 0, 4),
+        "p1": client.consume(bootstrap, topic, 1, 4),
+        "p0_from_2": client.consume(bootstrap, topic, 0, 2, offset=2),
+    }
 
 
 def _check_consume(obs: dict) -> None:
@@ -246,16 +299,20 @@ def _check_consume(obs: dict) -> None:
 
 # ------------------------------------------------------------------------------ errors
 
-@scenario("unknown-topic[auto-create off]", auto_create=False,
-          check=lambda o: _check_unknown_off(o))
+
+@scenario(
+    "unknown-topic[auto-create off]", auto_create=False, check=lambda o: _check_unknown_off(o)
+)
 def unknown_topic_off(bootstrap: str, client: Client) -> dict:
     """produce to a topic that does not exist on a broker with auto-create off"""
     topic = neutral.topic_name("missing")
-    config = {"kafka-python": {"max_block_ms": 3000},
-              "aiokafka": {"request_timeout_ms": 3000},
-              "confluent-kafka": {"message.timeout.ms": 3000},
-              "kcat": {"message.timeout.ms": 3000},
-              "java": {"max.block.ms": 3000}}[client.name]
+    config = {
+        "kafka-python": {"max_block_ms": 3000},
+        "aiokafka": {"request_timeout_ms": 3000},
+        "confluent-kafka": {"message.timeout.ms": 3000},
+        "kcat": {"message.timeout.ms": 3000},
+        "java": {"max.block.ms": 3000},
+    }[client.name]
     error = _error(client.produce, bootstrap, topic, [record("x", key="k")], config=config)
     return {"produce": error, "metadata_error": neutral.metadata(bootstrap, topic)[0]}
 
@@ -273,24 +330,23 @@ def unknown_topic_on(bootstrap: str, client: Client) -> dict:
     produced = _error(client.produce, bootstrap, topic, records)
     partitions = neutral.wait_for_topic(bootstrap, topic, 3)
     ends = neutral.wait_for_end_offsets(bootstrap, topic, 3, 6) if partitions else None
-    return {"produce": produced, "partitions": partitions,
-            "records": sum(ends) if ends else None}
+    return {"produce": produced, "partitions": partitions, "records": sum(ends) if ends else None}
 
 
 def _check_unknown_on(obs: dict) -> None:
     assert obs == {"produce": "ok", "partitions": 3, "records": 6}, obs
 
 
-INVALID_NAMES = {"space": "bad name", "dots": "..", "too-long": "t" * 250,
-                 "slash": "bad/slash"}
+INVALID_NAMES = {"space": "bad name", "dots": "..", "too-long": "t" * 250, "slash": "bad/slash"}
 
 
-@scenario("invalid-topic-name", clients=admin.ADMIN_CLIENTS,
-          check=lambda o: _check_invalid(o))
+@scenario("invalid-topic-name", clients=admin.ADMIN_CLIENTS, check=lambda o: _check_invalid(o))
 def invalid_topic_name(bootstrap: str, client: Client) -> dict:
     """create topics with invalid names through the client's admin API"""
-    return {label: admin.create_topic(client.name, bootstrap, name, 1)
-            for label, name in INVALID_NAMES.items()}
+    return {
+        label: admin.create_topic(client.name, bootstrap, name, 1)
+        for label, name in INVALID_NAMES.items()
+    }
 
 
 def _check_invalid(obs: dict) -> None:
@@ -301,8 +357,12 @@ def _check_invalid(obs: dict) -> None:
 def message_too_large(bootstrap: str, client: Client) -> dict:
     """a 6000-byte record to a topic with max.message.bytes=2048, then a small one"""
     topic = neutral.create_topic(bootstrap, "too-large", configs={"max.message.bytes": 2048})
-    big = _error(client.produce, bootstrap, topic,
-                 [record("".join(chr(97 + (i * 7919) % 26) for i in range(6000)), key="big")])
+    big = _error(
+        client.produce,
+        bootstrap,
+        topic,
+        [record("".join(chr(97 + (i * 7919) % 26) for i in range(6000)), key="big")],
+    )
     small = _error(client.produce, bootstrap, topic, [record("small", key="small")])
     return {"big": big, "small": small, "end": neutral.list_offsets(bootstrap, topic, 1)}
 
@@ -311,23 +371,36 @@ def _check_too_large(obs: dict) -> None:
     assert obs["big"] != "ok" and obs["small"] == "ok" and obs["end"] == [1], obs
 
 
-LINGER = {"kafka-python": {"linger_ms": 500}, "aiokafka": {"linger_ms": 500},
-          "confluent-kafka": {"linger.ms": 500}, "java": {"linger.ms": 500}}
+LINGER = {
+    "kafka-python": {"linger_ms": 500},
+    "aiokafka": {"linger_ms": 500},
+    "confluent-kafka": {"linger.ms": 500},
+    "java": {"linger.ms": 500},
+}
 
 
-@scenario("compacted-topic-keyless", clients=tuple(LINGER),
-          check=lambda o: _check_keyless(o))
+@scenario("compacted-topic-keyless", clients=tuple(LINGER), check=lambda o: _check_keyless(o))
 def compacted_topic_keyless(bootstrap: str, client: Client) -> dict:
     """cleanup.policy=compact,delete; one batch (gzip, linger 500 ms) of three records whose
     middle one has no key, then a keyed record; the client reports the first record's error"""
-    topic = neutral.create_topic(bootstrap, "compact-nokey",
-                                 configs={"cleanup.policy": "compact,delete"})
-    mixed = _error(client.produce, bootstrap, topic,
-                   [record("a", key="ka"), record("no key"), record("c", key="kc")],
-                   compression="gzip", config=LINGER[client.name])
+    topic = neutral.create_topic(
+        bootstrap, "compact-nokey", configs={"cleanup.policy": "compact,delete"}
+    )
+    mixed = _error(
+        client.produce,
+        bootstrap,
+        topic,
+        [record("a", key="ka"), record("no key"), record("c", key="kc")],
+        compression="gzip",
+        config=LINGER[client.name],
+    )
     keyed = _error(client.produce, bootstrap, topic, [record("keyed", key="k")])
-    return {"mixed": mixed, "keyed": keyed, "end": neutral.list_offsets(bootstrap, topic, 1),
-            "read": [r["value"] for r in client.consume(bootstrap, topic, 0, 1)]}
+    return {
+        "mixed": mixed,
+        "keyed": keyed,
+        "end": neutral.list_offsets(bootstrap, topic, 1),
+        "read": [r["value"] for r in client.consume(bootstrap, topic, 0, 1)],
+    }
 
 
 def _check_keyless(obs: dict) -> None:
@@ -343,8 +416,7 @@ def offset_out_of_range(bootstrap: str, client: Client) -> dict:
     neutral.write(bootstrap, topic, [record(f"v{i}", key=f"k{i}") for i in range(5)])
     earliest = client.consume(bootstrap, topic, 0, 5, offset=50, reset="earliest")
     latest = client.consume(bootstrap, topic, 0, 1, offset=50, reset="latest", timeout=3)
-    return {"earliest": [r["offset"] for r in earliest],
-            "latest": [r["offset"] for r in latest]}
+    return {"earliest": [r["offset"] for r in earliest], "latest": [r["offset"] for r in latest]}
 
 
 def _check_out_of_range(obs: dict) -> None:
@@ -355,47 +427,64 @@ def _check_out_of_range(obs: dict) -> None:
 def list_offsets_by_time(bootstrap: str, client: Client) -> dict:
     """CreateTime 1000 ms apart; offsets for times before, between, at and after them"""
     topic = neutral.create_topic(bootstrap, "bytime")
-    neutral.write(bootstrap, topic, [record(f"v{i}", key=f"k{i}", timestamp=BASE_TS + 1000 * i)
-                                     for i in range(5)])
-    probes = {"before": BASE_TS - 5000, "exact": BASE_TS + 2000,
-              "between": BASE_TS + 2500, "after": BASE_TS + 60000}
-    return {label: client.offsets_for_time(bootstrap, topic, 0, ts)
-            for label, ts in probes.items()}
+    neutral.write(
+        bootstrap,
+        topic,
+        [record(f"v{i}", key=f"k{i}", timestamp=BASE_TS + 1000 * i) for i in range(5)],
+    )
+    probes = {
+        "before": BASE_TS - 5000,
+        "exact": BASE_TS + 2000,
+        "between": BASE_TS + 2500,
+        "after": BASE_TS + 60000,
+    }
+    return {label: client.offsets_for_time(bootstrap, topic, 0, ts) for label, ts in probes.items()}
 
 
 def _check_by_time(obs: dict) -> None:
     assert obs == {"before": 0, "exact": 2, "between": 3, "after": None}, obs
 
 
-@scenario("delete-records", clients=("kafka-python", "aiokafka", "confluent-kafka", "java"),
-          check=lambda o: _check_delete_records(o))
+@scenario(
+    "delete-records",
+    clients=("kafka-python", "aiokafka", "confluent-kafka", "java"),
+    check=lambda o: _check_delete_records(o),
+)
 def delete_records(bootstrap: str, client: Client) -> dict:
     """ten records; DeleteRecords before offset 4 through the client; read from earliest"""
     topic = neutral.create_topic(bootstrap, "delrec")
     neutral.write(bootstrap, topic, [record(f"v{i}", key=f"k{i}") for i in range(10)])
     deleted = admin.delete_records(client.name, bootstrap, topic, 0, 4)
     got = client.consume(bootstrap, topic, 0, 6)
-    return {"delete": deleted, "low_watermark": neutral.list_offsets(bootstrap, topic, 1, -2),
-            "read": [r["offset"] for r in got]}
+    return {
+        "delete": deleted,
+        "low_watermark": neutral.list_offsets(bootstrap, topic, 1, -2),
+        "read": [r["offset"] for r in got],
+    }
 
 
 def _check_delete_records(obs: dict) -> None:
     assert obs == {"delete": "ok", "low_watermark": [4], "read": [4, 5, 6, 7, 8, 9]}, obs
 
 
-@scenario("produce-to-missing-partition",
-          clients=("kafka-python", "aiokafka", "confluent-kafka", "kcat"),
-          check=lambda o: _check_missing_partition(o))
+@scenario(
+    "produce-to-missing-partition",
+    clients=("kafka-python", "aiokafka", "confluent-kafka", "kcat"),
+    check=lambda o: _check_missing_partition(o),
+)
 def produce_to_missing_partition(bootstrap: str, client: Client) -> dict:
     """a one-partition topic; the client sends to partition 5"""
     topic = neutral.create_topic(bootstrap, "nopart")
-    config = {"kafka-python": {"max_block_ms": 3000},
-              "aiokafka": {"request_timeout_ms": 3000},
-              "confluent-kafka": {"message.timeout.ms": 3000},
-              "kcat": {"message.timeout.ms": 3000}}[client.name]
+    config = {
+        "kafka-python": {"max_block_ms": 3000},
+        "aiokafka": {"request_timeout_ms": 3000},
+        "confluent-kafka": {"message.timeout.ms": 3000},
+        "kcat": {"message.timeout.ms": 3000},
+    }[client.name]
     try:
-        error = _error(client.produce, bootstrap, topic, [record("x", key="k", partition=5)],
-                       config=config)
+        error = _error(
+            client.produce, bootstrap, topic, [record("x", key="k", partition=5)], config=config
+        )
     except (AssertionError, ValueError) as exc:  # a client-side check
         error = type(exc).__name__
     return {"produce": error, "end": neutral.list_offsets(bootstrap, topic, 1)}
@@ -407,8 +496,15 @@ def _check_missing_partition(obs: dict) -> None:
 
 # ------------------------------------------------------------------------------ topic admin
 
-CONFIG_KEYS = ["retention.ms", "cleanup.policy", "max.message.bytes", "segment.bytes",
-               "min.insync.replicas", "compression.type", "message.timestamp.type"]
+CONFIG_KEYS = [
+    "retention.ms",
+    "cleanup.policy",
+    "max.message.bytes",
+    "segment.bytes",
+    "min.insync.replicas",
+    "compression.type",
+    "message.timestamp.type",
+]
 
 
 @scenario("create-topic", clients=admin.ADMIN_CLIENTS, check=lambda o: _check_create(o))
@@ -417,20 +513,25 @@ def create_topic(bootstrap: str, client: Client) -> dict:
     name = neutral.topic_name("create")
     obs: dict[str, Any] = {}
     try:
-        obs["validate_only"] = admin.create_topic(client.name, bootstrap, name, 4,
-                                                  {"retention.ms": "3600000"},
-                                                  validate_only=True)
+        obs["validate_only"] = admin.create_topic(
+            client.name, bootstrap, name, 4, {"retention.ms": "3600000"}, validate_only=True
+        )
         obs["exists_after_validate"] = neutral.topic_exists(bootstrap, name)
     except Unsupported:
         pass
-    obs["create"] = admin.create_topic(client.name, bootstrap, name, 4,
-                                       {"retention.ms": "3600000", "cleanup.policy": "compact"})
+    obs["create"] = admin.create_topic(
+        client.name, bootstrap, name, 4, {"retention.ms": "3600000", "cleanup.policy": "compact"}
+    )
     obs["partitions"] = neutral.wait_for_topic(bootstrap, name, 4)
     obs["duplicate"] = admin.create_topic(client.name, bootstrap, name, 4)
-    obs["bad_config"] = admin.create_topic(client.name, bootstrap, name + "-b", 1,
-                                           {"retention.ms": "soon"})
-    obs["zero_partitions"] = admin.create_topic(client.name, bootstrap, name + "-z", 0) \
-        if client.name != "java" else "n/a"
+    obs["bad_config"] = admin.create_topic(
+        client.name, bootstrap, name + "-b", 1, {"retention.ms": "soon"}
+    )
+    obs["zero_partitions"] = (
+        admin.create_topic(client.name, bootstrap, name + "-z", 0)
+        if client.name != "java"
+        else "n/a"
+    )
     return obs
 
 
@@ -459,15 +560,17 @@ def alter_configs(bootstrap: str, client: Client) -> dict:
     topic = neutral.create_topic(bootstrap, "alter", configs={"retention.ms": "3600000"})
     keys = ["retention.ms", "cleanup.policy", "max.message.bytes"]
     obs: dict[str, Any] = {}
-    obs["set"] = admin.alter_topic_config(client.name, bootstrap, topic,
-                                          {"max.message.bytes": "4096"}, ["retention.ms"])
+    obs["set"] = admin.alter_topic_config(
+        client.name, bootstrap, topic, {"max.message.bytes": "4096"}, ["retention.ms"]
+    )
     obs["after_set"] = admin.describe_topic_configs(client.name, bootstrap, topic, keys)
-    obs["invalid"] = admin.alter_topic_config(client.name, bootstrap, topic,
-                                              {"cleanup.policy": "sometimes"})
+    obs["invalid"] = admin.alter_topic_config(
+        client.name, bootstrap, topic, {"cleanup.policy": "sometimes"}
+    )
     if client.name != "java":
-        obs["legacy"] = admin.alter_topic_config(client.name, bootstrap, topic,
-                                                 {"cleanup.policy": "compact"},
-                                                 incremental=False)
+        obs["legacy"] = admin.alter_topic_config(
+            client.name, bootstrap, topic, {"cleanup.policy": "compact"}, incremental=False
+        )
         obs["after_legacy"] = admin.describe_topic_configs(client.name, bootstrap, topic, keys)
     return obs
 
@@ -479,8 +582,11 @@ def _check_alter(obs: dict) -> None:
     assert obs["invalid"] != "ok", obs
 
 
-@scenario("authorized-operations", clients=("kafka-python", "confluent-kafka"),
-          check=lambda o: _check_authorized_operations(o))
+@scenario(
+    "authorized-operations",
+    clients=("kafka-python", "confluent-kafka"),
+    check=lambda o: _check_authorized_operations(o),
+)
 def authorized_operations(bootstrap: str, client: Client) -> dict:
     """a topic, the cluster and a classic group described with authorized operations
     included: no authorizer, so every operation Kafka supports on each (KIP-430)"""
@@ -494,8 +600,9 @@ def _check_authorized_operations(obs: dict) -> None:
     assert len(obs["topic"]) == 8 and len(obs["cluster"]) == 7 and len(obs["group"]) == 5, obs
 
 
-@scenario("describe-unknown-group", clients=("kafka-python",),
-          check=lambda o: _check_unknown_group(o))
+@scenario(
+    "describe-unknown-group", clients=("kafka-python",), check=lambda o: _check_unknown_group(o)
+)
 def describe_unknown_group(bootstrap: str, client: Client) -> dict:
     """DescribeGroups (v6) of a group that does not exist, as the admin client shows it
     (after another group's commit: a just-started Kafka has no group coordinator yet)"""
@@ -513,57 +620,75 @@ def _check_unknown_group(obs: dict) -> None:
 SEGMENT_KEYS = ["segment.bytes", "internal.segment.bytes"]
 
 
-@scenario("segment-bytes-minimum", clients=admin.ADMIN_CLIENTS,
-          check=lambda o: _check_segment_bytes(o))
+@scenario(
+    "segment-bytes-minimum", clients=admin.ADMIN_CLIENTS, check=lambda o: _check_segment_bytes(o)
+)
 def segment_bytes_minimum(bootstrap: str, client: Client) -> dict:
     """segment.bytes under 1 MiB is refused by CreateTopics and (legacy) AlterConfigs;
     internal.segment.bytes, Kafka 4.1's test-only key, is taken at any size, described
     where set and gone once deleted"""
     name = neutral.topic_name("segbytes")
     obs: dict[str, Any] = {
-        "create_small": admin.create_topic(client.name, bootstrap, name + "-s", 1,
-                                           {"segment.bytes": "1048575"}),
-        "create": admin.create_topic(client.name, bootstrap, name, 1,
-                                     {"segment.bytes": "1048576",
-                                      "internal.segment.bytes": "200"})}
+        "create_small": admin.create_topic(
+            client.name, bootstrap, name + "-s", 1, {"segment.bytes": "1048575"}
+        ),
+        "create": admin.create_topic(
+            client.name,
+            bootstrap,
+            name,
+            1,
+            {"segment.bytes": "1048576", "internal.segment.bytes": "200"},
+        ),
+    }
     neutral.wait_until_served(bootstrap, name, 1)
-    obs["alter_small"] = admin.alter_topic_config(client.name, bootstrap, name,
-                                                  {"segment.bytes": "1048575"})
+    obs["alter_small"] = admin.alter_topic_config(
+        client.name, bootstrap, name, {"segment.bytes": "1048575"}
+    )
     if client.name != "java":
         obs["legacy_small"] = admin.alter_topic_config(
-            client.name, bootstrap, name, {"segment.bytes": "1048575"}, incremental=False)
+            client.name, bootstrap, name, {"segment.bytes": "1048575"}, incremental=False
+        )
     obs["described"] = admin.describe_topic_configs(client.name, bootstrap, name, SEGMENT_KEYS)
-    obs["delete_internal"] = admin.alter_topic_config(client.name, bootstrap, name, {},
-                                                      ["internal.segment.bytes"])
-    obs["after_delete"] = admin.describe_topic_configs(client.name, bootstrap, name,
-                                                       SEGMENT_KEYS)
+    obs["delete_internal"] = admin.alter_topic_config(
+        client.name, bootstrap, name, {}, ["internal.segment.bytes"]
+    )
+    obs["after_delete"] = admin.describe_topic_configs(client.name, bootstrap, name, SEGMENT_KEYS)
     return obs
 
 
 def _check_segment_bytes(obs: dict) -> None:
     assert obs["create_small"] != "ok" and obs["alter_small"] != "ok", obs
     assert obs["create"] == "ok" and obs["described"]["internal.segment.bytes"] == [
-        "200", "DYNAMIC_TOPIC_CONFIG"], obs
+        "200",
+        "DYNAMIC_TOPIC_CONFIG",
+    ], obs
     assert obs["after_delete"]["internal.segment.bytes"] is None, obs
 
 
-def settled_configs(client: Client, bootstrap: str, kind: str, name: str, keys: list[str],
-                    expect: dict[str, str]) -> dict:
+def settled_configs(
+    client: Client, bootstrap: str, kind: str, name: str, keys: list[str], expect: dict[str, str]
+) -> dict:
     """The configs of a resource once ``expect``'s values show (15 s at most): Kafka's broker
     applies a change shortly after answering (KRaft metadata), so read as a user would."""
     deadline = time.monotonic() + 15
     while True:
         found = admin.describe_configs(client.name, bootstrap, kind, name, keys)
-        if all(found[k] and found[k][0] == v for k, v in expect.items()) \
-                or time.monotonic() > deadline:
+        if (
+            all(found[k] and found[k][0] == v for k, v in expect.items())
+            or time.monotonic() > deadline
+        ):
             return found
         time.sleep(0.2)
 
 
 #: Kafka broker keys wireserver accepts without acting on them (one dynamic per broker, one
 #: cluster-wide, one read-only, one sensitive), none set by either broker's own config
-UNUSED_BROKER_KEYS = ["sasl.kerberos.min.time.before.relogin", "background.threads",
-                      "sasl.kerberos.kinit.cmd", "delegation.token.secret.key"]
+UNUSED_BROKER_KEYS = [
+    "sasl.kerberos.min.time.before.relogin",
+    "background.threads",
+    "sasl.kerberos.kinit.cmd",
+    "delegation.token.secret.key",
+]
 
 
 @scenario("broker-configs", clients=admin.ADMIN_CLIENTS, check=lambda o: _check_broker_cfg(o))
@@ -579,19 +704,30 @@ def broker_configs(bootstrap: str, client: Client) -> dict:
     obs: dict[str, Any] = {}
     obs["set"] = admin.alter_configs(client.name, bootstrap, "broker", node, {key: "70000"})
     obs["after_set"] = settled({key: "70000"})
-    obs["read_only"] = admin.alter_configs(client.name, bootstrap, "broker", node,
-                                           {"process.roles": "broker"})
-    obs["bad_value"] = admin.alter_configs(client.name, bootstrap, "broker", node,
-                                           {key: "soon"})
+    obs["read_only"] = admin.alter_configs(
+        client.name, bootstrap, "broker", node, {"process.roles": "broker"}
+    )
+    obs["bad_value"] = admin.alter_configs(client.name, bootstrap, "broker", node, {key: "soon"})
     if client.name != "java":
-        obs["legacy"] = admin.alter_configs(client.name, bootstrap, "broker", node,
-                                            {key: "80000", "background.threads": "5"},
-                                            incremental=False)
+        obs["legacy"] = admin.alter_configs(
+            client.name,
+            bootstrap,
+            "broker",
+            node,
+            {key: "80000", "background.threads": "5"},
+            incremental=False,
+        )
         obs["after_legacy"] = settled({key: "80000", "background.threads": "5"})
     # (kafka-configs refuses to delete a key that is not set: background.threads is only
     # set by the legacy AlterConfigs)
-    obs["delete"] = admin.alter_configs(client.name, bootstrap, "broker", node, {}, [key] + (
-        ["background.threads"] if client.name != "java" else []))
+    obs["delete"] = admin.alter_configs(
+        client.name,
+        bootstrap,
+        "broker",
+        node,
+        {},
+        [key] + (["background.threads"] if client.name != "java" else []),
+    )
     obs["after_delete"] = settled({key: "60000", "background.threads": "10"})
     return obs
 
@@ -603,8 +739,12 @@ def _check_broker_cfg(obs: dict) -> None:
     assert obs["read_only"] != "ok" and obs["bad_value"] != "ok", obs
 
 
-GROUP_KEYS = ["consumer.session.timeout.ms", "consumer.heartbeat.interval.ms",
-              "share.auto.offset.reset", "streams.num.standby.replicas"]
+GROUP_KEYS = [
+    "consumer.session.timeout.ms",
+    "consumer.heartbeat.interval.ms",
+    "share.auto.offset.reset",
+    "streams.num.standby.replicas",
+]
 
 
 @scenario("group-configs", clients=admin.ADMIN_CLIENTS, check=lambda o: _check_group_cfg(o))
@@ -618,20 +758,29 @@ def group_configs(bootstrap: str, client: Client) -> dict:
     def settled(expect: dict[str, str]) -> dict:
         return settled_configs(client, bootstrap, "group", group, GROUP_KEYS, expect)
 
-    obs: dict[str, Any] = {"defaults": admin.describe_configs(client.name, bootstrap, "group",
-                                                             group, GROUP_KEYS)}
-    obs["set"] = admin.alter_configs(client.name, bootstrap, "group", group,
-                                     {session: "50000", heartbeat: "6000"})
+    obs: dict[str, Any] = {
+        "defaults": admin.describe_configs(client.name, bootstrap, "group", group, GROUP_KEYS)
+    }
+    obs["set"] = admin.alter_configs(
+        client.name, bootstrap, "group", group, {session: "50000", heartbeat: "6000"}
+    )
     obs["after_set"] = settled({session: "50000", heartbeat: "6000"})
-    obs["below_min"] = admin.alter_configs(client.name, bootstrap, "group", group,
-                                           {session: "5000"})
-    obs["unknown_key"] = admin.alter_configs(client.name, bootstrap, "group", group,
-                                             {"no.such.key": "1"})
+    obs["below_min"] = admin.alter_configs(
+        client.name, bootstrap, "group", group, {session: "5000"}
+    )
+    obs["unknown_key"] = admin.alter_configs(
+        client.name, bootstrap, "group", group, {"no.such.key": "1"}
+    )
     set_keys = [session, heartbeat]
     if client.name != "java":
-        obs["legacy"] = admin.alter_configs(client.name, bootstrap, "group", group,
-                                            {"share.auto.offset.reset": "earliest"},
-                                            incremental=False)
+        obs["legacy"] = admin.alter_configs(
+            client.name,
+            bootstrap,
+            "group",
+            group,
+            {"share.auto.offset.reset": "earliest"},
+            incremental=False,
+        )
         obs["after_legacy"] = settled({"share.auto.offset.reset": "earliest"})
         if obs["after_legacy"][session][0] == "50000":
             set_keys.append("share.auto.offset.reset")  # kafka-python's legacy form keeps them
@@ -673,8 +822,11 @@ def delete_topic(bootstrap: str, client: Client) -> dict:
     deadline = time.monotonic() + 10
     while neutral.topic_exists(bootstrap, topic) and time.monotonic() < deadline:
         time.sleep(0.1)
-    return {"delete": first, "exists": neutral.topic_exists(bootstrap, topic),
-            "again": admin.delete_topic(client.name, bootstrap, topic)}
+    return {
+        "delete": first,
+        "exists": neutral.topic_exists(bootstrap, topic),
+        "again": admin.delete_topic(client.name, bootstrap, topic),
+    }
 
 
 def _check_delete(obs: dict) -> None:
@@ -691,8 +843,7 @@ def _check_cluster(obs: dict) -> None:
     assert obs["brokers"] == 1, obs
 
 
-@scenario("describe-log-dirs", clients=("kafka-python", "java"),
-          check=lambda o: _check_log_dirs(o))
+@scenario("describe-log-dirs", clients=("kafka-python", "java"), check=lambda o: _check_log_dirs(o))
 def describe_log_dirs(bootstrap: str, client: Client) -> dict:
     """a two-partition topic's partitions in DescribeLogDirs"""
     topic = neutral.create_topic(bootstrap, "logdirs", partitions=2)
@@ -705,15 +856,19 @@ def _check_log_dirs(obs: dict) -> None:
 
 # ------------------------------------------------------------------------------ groups
 
+
 def consumer_groups_tool(bootstrap: str, args: list[str]) -> str:
     from compat_tests.reference import run_tool
+
     proc = run_tool("kafka-consumer-groups", args, bootstrap=bootstrap, timeout=90)
     return proc.stdout
 
 
-@scenario("group-consume-commit",
-          clients=("kafka-python", "aiokafka", "confluent-kafka", "java"),
-          check=lambda o: _check_group(o))
+@scenario(
+    "group-consume-commit",
+    clients=("kafka-python", "aiokafka", "confluent-kafka", "java"),
+    check=lambda o: _check_group(o),
+)
 def group_consume_commit(bootstrap: str, client: Client) -> dict:
     """a consumer group reads a 2-partition topic, commits and leaves; kafka-consumer-groups
     then lists the group and describes its committed offsets and lag"""
@@ -730,10 +885,17 @@ def group_consume_commit(bootstrap: str, client: Client) -> dict:
             rows.append(fields[2:6])  # partition, current offset, log end offset, lag
     neutral.write(bootstrap, topic, [record("late", key="k0")])
     lag = consumer_groups_tool(bootstrap, ["--describe", "--group", group])
-    total_lag = sum(int(line.split()[5]) for line in lag.splitlines()
-                    if len(line.split()) >= 6 and line.split()[1] == topic)
-    return {"values": sorted(values), "listed": group in listed, "offsets": sorted(rows),
-            "lag_after_one_more": total_lag}
+    total_lag = sum(
+        int(line.split()[5])
+        for line in lag.splitlines()
+        if len(line.split()) >= 6 and line.split()[1] == topic
+    )
+    return {
+        "values": sorted(values),
+        "listed": group in listed,
+        "offsets": sorted(rows),
+        "lag_after_one_more": total_lag,
+    }
 
 
 def _check_group(obs: dict) -> None:
@@ -744,23 +906,31 @@ def _check_group(obs: dict) -> None:
 
 # ------------------------------------------------------------------------------ Java tools
 
+
 @scenario("verifiable-producer", clients=("java",), check=lambda o: _check_verifiable(o))
 def verifiable_producer(bootstrap: str, client: Client) -> dict:
     """kafka-verifiable-producer: 200 acked sends (acks=all), then the high watermark"""
     import json
 
     from compat_tests.reference import run_tool
+
     topic = neutral.create_topic(bootstrap, "verif", partitions=2)
-    proc = run_tool("kafka-verifiable-producer",
-                    ["--topic", topic, "--max-messages", "200", "--acks", "-1"],
-                    bootstrap=bootstrap, timeout=120)
+    proc = run_tool(
+        "kafka-verifiable-producer",
+        ["--topic", topic, "--max-messages", "200", "--acks", "-1"],
+        bootstrap=bootstrap,
+        timeout=120,
+    )
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     acked = [e for e in events if e.get("name") == "producer_send_success"]
     failed = [e for e in events if e.get("name") == "producer_send_error"]
-    return {"acked": len(acked), "failed": len(failed),
-            "errors": sorted({e.get("exception", "?") for e in failed}),
-            # the sticky partitioner picks partitions at random: only the spread counts
-            "high_watermarks": sorted(neutral.list_offsets(bootstrap, topic, 2))}
+    return {
+        "acked": len(acked),
+        "failed": len(failed),
+        "errors": sorted({e.get("exception", "?") for e in failed}),
+        # the sticky partitioner picks partitions at random: only the spread counts
+        "high_watermarks": sorted(neutral.list_offsets(bootstrap, topic, 2)),
+    }
 
 
 def _check_verifiable(obs: dict) -> None:
@@ -771,16 +941,34 @@ def _check_verifiable(obs: dict) -> None:
 def producer_perf_test(bootstrap: str, client: Client) -> dict:
     """kafka-producer-perf-test: 2000 records of 100 bytes, lz4"""
     from compat_tests.reference import run_tool
+
     topic = neutral.create_topic(bootstrap, "perf")
-    proc = run_tool("kafka-producer-perf-test",
-                    ["--topic", topic, "--num-records", "2000", "--record-size", "100",
-                     "--throughput", "-1", "--producer-props", "compression.type=lz4",
-                     "acks=all"], bootstrap=bootstrap, timeout=120)
+    proc = run_tool(
+        "kafka-producer-perf-test",
+        [
+            "--topic",
+            topic,
+            "--num-records",
+            "2000",
+            "--record-size",
+            "100",
+            "--throughput",
+            "-1",
+            "--producer-props",
+            "compression.type=lz4",
+            "acks=all",
+        ],
+        bootstrap=bootstrap,
+        timeout=120,
+    )
     import re
+
     m = re.search(r"^(\d+) records sent", proc.stdout, re.M)
-    return {"sent": int(m.group(1)) if m else None,
-            "exit": proc.returncode,
-            "high_watermark": neutral.list_offsets(bootstrap, topic, 1)}
+    return {
+        "sent": int(m.group(1)) if m else None,
+        "exit": proc.returncode,
+        "high_watermark": neutral.list_offsets(bootstrap, topic, 1),
+    }
 
 
 def _check_perf(obs: dict) -> None:
@@ -793,13 +981,25 @@ def verifiable_consumer(bootstrap: str, client: Client) -> dict:
     import json
 
     from compat_tests.reference import run_tool
+
     topic = neutral.create_topic(bootstrap, "vcons")
     neutral.write(bootstrap, topic, [record(f"v{i}", key=f"k{i}") for i in range(20)])
     try:
-        proc = run_tool("kafka-verifiable-consumer",
-                        ["--topic", topic, "--group-id", neutral.topic_name("group"),
-                         "--max-messages", "20", "--reset-policy", "earliest"],
-                        bootstrap=bootstrap, timeout=25)
+        proc = run_tool(
+            "kafka-verifiable-consumer",
+            [
+                "--topic",
+                topic,
+                "--group-id",
+                neutral.topic_name("group"),
+                "--max-messages",
+                "20",
+                "--reset-policy",
+                "earliest",
+            ],
+            bootstrap=bootstrap,
+            timeout=25,
+        )
     except subprocess.TimeoutExpired:  # it waits for its group forever
         return {"consumed": 0, "exit": "timeout"}
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]

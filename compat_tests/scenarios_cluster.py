@@ -29,19 +29,19 @@ from typing import Any
 
 from compat_tests import admin_clients as admin
 from compat_tests import neutral
-from compat_tests.clients import ClientError, Client, _kafka_error_name, record
+from compat_tests.clients import Client, ClientError, _kafka_error_name, record
 from compat_tests.cluster_targets import ClusterTarget
 from compat_tests.raw_protocol import batch
 from compat_tests.scenarios import Scenario, scenario
-from wireserver.testing.cluster import cluster_metadata
 from wireserver.testing import KafkaWire, wait_for
+from wireserver.testing.cluster import cluster_metadata
 
 CLUSTER_SCENARIOS: dict[str, Scenario] = {}
-RAW = "raw"                 # a scenario that speaks the protocol itself (KafkaWire)
+RAW = "raw"  # a scenario that speaks the protocol itself (KafkaWire)
 STREAM_CLIENTS = ("confluent-kafka", "kafka-python")
 NOT_LEADER_OR_FOLLOWER = 6
-ISR_TIMEOUT = 60.0          # Kafka's replica.lag.time.max.ms is 30 s; shrinking is quicker
-PRODUCE_SECONDS = 60.0      # a streaming producer's delivery timeout across a leader change
+ISR_TIMEOUT = 60.0  # Kafka's replica.lag.time.max.ms is 30 s; shrinking is quicker
+PRODUCE_SECONDS = 60.0  # a streaming producer's delivery timeout across a leader change
 
 #: (scenario, client or "*") -> why wireserver differs on purpose; asserted to still differ.
 DIFFERENCES: dict[tuple[str, str], str] = {
@@ -50,7 +50,8 @@ DIFFERENCES: dict[tuple[str, str], str] = {
         "client metadata, so the broker does not insist on the leader, and reads up to the "
         "follower's high watermark); wireserver answers NOT_LEADER_OR_FOLLOWER on every "
         "follower. Clients only fetch from a follower when a leader names it as "
-        "preferred_read_replica, which wireserver never does, so stock clients never see it."),
+        "preferred_read_replica, which wireserver never does, so stock clients never see it."
+    ),
 }
 
 
@@ -60,14 +61,20 @@ def cluster_scenario(name: str, clients, check):
 
 # ------------------------------------------------------------------------------ helpers
 
+
 def states(target: ClusterTarget, topic: str, node: int | None = None) -> dict:
     """{partition: (leader, leader epoch, replicas, isr)} as one running node answers."""
     node = target.live()[0] if node is None else node
     return cluster_metadata(target.address(node), topic)[2]
 
 
-def new_topic(target: ClusterTarget, prefix: str, partitions: int = 1, rf: int = 3,
-              configs: dict | None = None) -> str:
+def new_topic(
+    target: ClusterTarget,
+    prefix: str,
+    partitions: int = 1,
+    rf: int = 3,
+    configs: dict | None = None,
+) -> str:
     """Create a topic and wait until every running node shows every partition led, with
     all ``rf`` replicas in the ISR (Kafka creates asynchronously)."""
     name = neutral.topic_name(prefix)
@@ -77,10 +84,12 @@ def new_topic(target: ClusterTarget, prefix: str, partitions: int = 1, rf: int =
     def ready() -> bool:
         for node in target.live():
             found = states(target, name, node)
-            if len(found) != partitions or any(leader < 0 or len(isr) != rf
-                                               for leader, _, _, isr in found.values()):
+            if len(found) != partitions or any(
+                leader < 0 or len(isr) != rf for leader, _, _, isr in found.values()
+            ):
                 return False
         return True
+
     wait_for(ready, ISR_TIMEOUT, what=f"{name} to be led with a full ISR on every node")
     return name
 
@@ -94,10 +103,12 @@ def leader_and_followers(target: ClusterTarget, topic: str) -> tuple[int, list[i
 def isr_size(target: ClusterTarget, topic: str, want: int) -> int:
     """Partition 0's ISR size as its leader sees it, once it is ``want`` (or whatever it is
     after ``ISR_TIMEOUT``: an observation, not a failure here)."""
+
     def size() -> int:
         leader = states(target, topic)[0][0]
         node = leader if leader in target.live() else None
         return len(states(target, topic, node)[0][3])
+
     try:
         return wait_for(lambda: size() == want and want, ISR_TIMEOUT, 0.2, what="the ISR")
     except AssertionError:
@@ -114,34 +125,93 @@ def _error_code(response) -> int:
 
 def raw_produce(address: str, topic: str, version: int = 9) -> int:
     from kafka.protocol.producer.produce import ProduceRequest
+
     td = ProduceRequest.TopicProduceData
     with KafkaWire(address, client_id="compat-raw") as wire:
-        return _error_code(wire.request(ProduceRequest(
-            version=version, transactional_id=None, acks=1, timeout_ms=10000,
-            topic_data=[td(name=topic, partition_data=[td.PartitionProduceData(
-                index=0, records=batch([b"raw-a", b"raw-b"]))])])))
+        return _error_code(
+            wire.request(
+                ProduceRequest(
+                    version=version,
+                    transactional_id=None,
+                    acks=1,
+                    timeout_ms=10000,
+                    topic_data=[
+                        td(
+                            name=topic,
+                            partition_data=[
+                                td.PartitionProduceData(
+                                    index=0, records=batch([b"raw-a", b"raw-b"])
+                                )
+                            ],
+                        )
+                    ],
+                )
+            )
+        )
 
 
 def raw_fetch(address: str, topic: str, version: int) -> int:
     from kafka.protocol.consumer.fetch import FetchRequest
+
     ft = FetchRequest.FetchTopic
     with KafkaWire(address, client_id="compat-raw") as wire:
-        return _error_code(wire.request(FetchRequest(
-            version=version, replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
-            isolation_level=0, session_id=0, session_epoch=-1, rack_id="",
-            forgotten_topics_data=[], topics=[ft(topic=topic, partitions=[ft.FetchPartition(
-                partition=0, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1,
-                log_start_offset=-1, partition_max_bytes=1 << 20)])])))
+        return _error_code(
+            wire.request(
+                FetchRequest(
+                    version=version,
+                    replica_id=-1,
+                    max_wait_ms=0,
+                    min_bytes=0,
+                    max_bytes=1 << 20,
+                    isolation_level=0,
+                    session_id=0,
+                    session_epoch=-1,
+                    rack_id="",
+                    forgotten_topics_data=[],
+                    topics=[
+                        ft(
+                            topic=topic,
+                            partitions=[
+                                ft.FetchPartition(
+                                    partition=0,
+                                    current_leader_epoch=-1,
+                                    fetch_offset=0,
+                                    last_fetched_epoch=-1,
+                                    log_start_offset=-1,
+                                    partition_max_bytes=1 << 20,
+                                )
+                            ],
+                        )
+                    ],
+                )
+            )
+        )
 
 
 def raw_list_offsets(address: str, topic: str) -> int:
     from kafka.protocol.consumer.offsets import ListOffsetsRequest
+
     lt = ListOffsetsRequest.ListOffsetsTopic
     with KafkaWire(address, client_id="compat-raw") as wire:
-        return _error_code(wire.request(ListOffsetsRequest(
-            version=7, replica_id=-1, isolation_level=0, topics=[lt(name=topic, partitions=[
-                lt.ListOffsetsPartition(partition_index=0, current_leader_epoch=-1,
-                                        timestamp=-1)])])))
+        return _error_code(
+            wire.request(
+                ListOffsetsRequest(
+                    version=7,
+                    replica_id=-1,
+                    isolation_level=0,
+                    topics=[
+                        lt(
+                            name=topic,
+                            partitions=[
+                                lt.ListOffsetsPartition(
+                                    partition_index=0, current_leader_epoch=-1, timestamp=-1
+                                )
+                            ],
+                        )
+                    ],
+                )
+            )
+        )
 
 
 def end_offset(target: ClusterTarget, topic: str) -> int:
@@ -152,12 +222,18 @@ def end_offset(target: ClusterTarget, topic: str) -> int:
 
 # ------------------------------------------------------------------------------ shapes
 
+
 def _check_metadata(o: dict) -> None:
     assert o["brokers"] == 3
     assert len(o["partitions"]) == 3
     for shape in o["partitions"].values():
-        assert shape == {"replicas": 3, "isr": 3, "leader_in_isr": True,
-                         "isr_is_replicas": True, "replicas_are_brokers": True}, shape
+        assert shape == {
+            "replicas": 3,
+            "isr": 3,
+            "leader_in_isr": True,
+            "isr_is_replicas": True,
+            "replicas_are_brokers": True,
+        }, shape
     assert all(isinstance(e, int) and e >= 0 for e in o["leader_epochs"])
 
 
@@ -170,11 +246,16 @@ def metadata_rf3(target: ClusterTarget, client: Client) -> dict:
     seen = admin.describe_topic(client.name, target.bootstrap, topic)
     return {
         "brokers": len(brokers),
-        "partitions": {str(p): {"replicas": len(v["replicas"]), "isr": len(v["isr"]),
-                                "leader_in_isr": v["leader"] in v["isr"],
-                                "isr_is_replicas": sorted(v["isr"]) == sorted(v["replicas"]),
-                                "replicas_are_brokers": set(v["replicas"]) <= set(brokers)}
-                       for p, v in sorted(seen.items())},
+        "partitions": {
+            str(p): {
+                "replicas": len(v["replicas"]),
+                "isr": len(v["isr"]),
+                "leader_in_isr": v["leader"] in v["isr"],
+                "isr_is_replicas": sorted(v["isr"]) == sorted(v["replicas"]),
+                "replicas_are_brokers": set(v["replicas"]) <= set(brokers),
+            }
+            for p, v in sorted(seen.items())
+        },
         "distinct_leaders": len({v["leader"] for v in seen.values()}),
         "leader_epochs": [raw[p][1] for p in sorted(raw)],
     }
@@ -194,11 +275,17 @@ def describe(target: ClusterTarget, client: Client) -> dict:
 
 # ------------------------------------------------------------------------------ not leader
 
+
 def _check_not_leader(o: dict) -> None:
     assert o["produce_to_leader"] == 0
     assert o["fetch_from_leader_v12"] == 0
-    for key in ("produce_to_follower_v3", "produce_to_follower_v9", "fetch_from_follower_v4",
-                "fetch_from_follower_v10", "list_offsets_on_follower"):
+    for key in (
+        "produce_to_follower_v3",
+        "produce_to_follower_v9",
+        "fetch_from_follower_v4",
+        "fetch_from_follower_v10",
+        "list_offsets_on_follower",
+    ):
         assert o[key] == NOT_LEADER_OR_FOLLOWER, (key, o[key])
 
 
@@ -231,11 +318,14 @@ def fetch_from_follower(target: ClusterTarget, _client) -> dict:
     topic = new_topic(target, "ff")
     _, followers, _ = leader_and_followers(target, topic)
     follower = target.address(followers[0])
-    return {"fetch_v11": raw_fetch(follower, topic, 11),
-            "fetch_v12": raw_fetch(follower, topic, 12)}
+    return {
+        "fetch_v11": raw_fetch(follower, topic, 11),
+        "fetch_v12": raw_fetch(follower, topic, 12),
+    }
 
 
 # ------------------------------------------------------------------------------ failover
+
 
 class Stream:
     """One real producer (acks=all, idempotent) sending "0", "1", ... to partition 0 every
@@ -251,7 +341,7 @@ class Stream:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"stream-{client}", daemon=True)
 
-    def __enter__(self) -> "Stream":
+    def __enter__(self) -> Stream:
         self._thread.start()
         return self
 
@@ -260,8 +350,7 @@ class Stream:
         self._thread.join(PRODUCE_SECONDS + 30)
 
     def wait_acked(self, count: int, what: str) -> None:
-        wait_for(lambda: len(self.acked) >= count or self.failed, PRODUCE_SECONDS, 0.05,
-                 what=what)
+        wait_for(lambda: len(self.acked) >= count or self.failed, PRODUCE_SECONDS, 0.05, what=what)
 
     def _acked(self, value: int) -> None:
         self.acked_at[value] = time.perf_counter()
@@ -269,8 +358,7 @@ class Stream:
 
     def first_acked_after(self, moment: float) -> float | None:
         """When the first value sent after ``moment`` was acknowledged."""
-        times = [at for value, at in list(self.acked_at.items())
-                 if self.sent_at[value] > moment]
+        times = [at for value, at in list(self.acked_at.items()) if self.sent_at[value] > moment]
         return min(times) if times else None
 
     def _run(self) -> None:
@@ -278,18 +366,26 @@ class Stream:
 
     def _confluent(self) -> None:
         from confluent_kafka import Producer
-        producer = Producer({"bootstrap.servers": self.bootstrap, "acks": "all",
-                             "enable.idempotence": True, "linger.ms": 2,
-                             "message.timeout.ms": int(PRODUCE_SECONDS * 1000)})
+
+        producer = Producer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "acks": "all",
+                "enable.idempotence": True,
+                "linger.ms": 2,
+                "message.timeout.ms": int(PRODUCE_SECONDS * 1000),
+            }
+        )
 
         def report(value):
-            return lambda err, _msg: (self.failed.append(err.name()) if err
-                                      else self._acked(value))
+            return lambda err, _msg: self.failed.append(err.name()) if err else self._acked(value)
+
         value = 0
         while not self._stop.is_set():
             self.sent_at[value] = time.perf_counter()
-            producer.produce(self.topic, str(value).encode(), partition=0,
-                             on_delivery=report(value))
+            producer.produce(
+                self.topic, str(value).encode(), partition=0, on_delivery=report(value)
+            )
             producer.poll(0)
             value += 1
             time.sleep(0.005)
@@ -297,9 +393,14 @@ class Stream:
 
     def _kafka_python(self) -> None:
         from kafka import KafkaProducer
-        producer = KafkaProducer(bootstrap_servers=self.bootstrap.split(","), acks="all",
-                                 enable_idempotence=True, linger_ms=2,
-                                 delivery_timeout_ms=int(PRODUCE_SECONDS * 1000))
+
+        producer = KafkaProducer(
+            bootstrap_servers=self.bootstrap.split(","),
+            acks="all",
+            enable_idempotence=True,
+            linger_ms=2,
+            delivery_timeout_ms=int(PRODUCE_SECONDS * 1000),
+        )
         value = 0
         while not self._stop.is_set():
             self.sent_at[value] = time.perf_counter()
@@ -363,16 +464,21 @@ def leader_stopped(target: ClusterTarget, client: Client) -> dict:
 #: per client: no retries (and so no idempotence), so that the broker's error is what the
 #: producer reports rather than a delivery timeout after retrying it; 30 s timeouts for a
 #: loaded machine
-NO_RETRIES = {"confluent-kafka": {"retries": 0, "enable.idempotence": False,
-                                  "message.timeout.ms": 30000},
-              "kafka-python": {"retries": 0, "enable_idempotence": False,
-                               "request_timeout_ms": 30000}}
+NO_RETRIES = {
+    "confluent-kafka": {"retries": 0, "enable.idempotence": False, "message.timeout.ms": 30000},
+    "kafka-python": {"retries": 0, "enable_idempotence": False, "request_timeout_ms": 30000},
+}
 
 
 def _produce_one(client: Client, target: ClusterTarget, topic: str, acks: str) -> str:
     try:
-        client.produce(target.bootstrap, topic, [record(f"acks-{acks}")], acks=acks,
-                       config=NO_RETRIES[client.name])
+        client.produce(
+            target.bootstrap,
+            topic,
+            [record(f"acks-{acks}")],
+            acks=acks,
+            config=NO_RETRIES[client.name],
+        )
         return "ok"
     except ClientError as exc:
         return exc.name
@@ -380,12 +486,18 @@ def _produce_one(client: Client, target: ClusterTarget, topic: str, acks: str) -
 
 def _check_acks(o: dict) -> None:
     assert o["all_up"] == {"min2_acks_all": "ok", "min3_acks_all": "ok", "acks_1": "ok"}
-    assert o["one_follower_stopped"] == {"isr": 2, "min2_acks_all": "ok",
-                                         "min3_acks_all": "NOT_ENOUGH_REPLICAS",
-                                         "min3_acks_1": "ok"}
-    assert o["two_followers_stopped"] == {"leader_kept": True, "isr": 1,
-                                          "min2_acks_all": "NOT_ENOUGH_REPLICAS",
-                                          "min2_acks_1": "ok"}
+    assert o["one_follower_stopped"] == {
+        "isr": 2,
+        "min2_acks_all": "ok",
+        "min3_acks_all": "NOT_ENOUGH_REPLICAS",
+        "min3_acks_1": "ok",
+    }
+    assert o["two_followers_stopped"] == {
+        "leader_kept": True,
+        "isr": 1,
+        "min2_acks_all": "NOT_ENOUGH_REPLICAS",
+        "min2_acks_1": "ok",
+    }
 
 
 @cluster_scenario("acks-min-insync", STREAM_CLIENTS, _check_acks)
@@ -398,10 +510,13 @@ def acks_min_insync(target: ClusterTarget, client: Client) -> dict:
     min2 = new_topic(target, "min2", configs={"min.insync.replicas": 2})
     min3 = new_topic(target, "min3", configs={"min.insync.replicas": 3})
     leader, followers, _ = leader_and_followers(target, min2)
-    out: dict[str, Any] = {"all_up": {
-        "min2_acks_all": _produce_one(client, target, min2, "all"),
-        "min3_acks_all": _produce_one(client, target, min3, "all"),
-        "acks_1": _produce_one(client, target, min2, "1")}}
+    out: dict[str, Any] = {
+        "all_up": {
+            "min2_acks_all": _produce_one(client, target, min2, "all"),
+            "min3_acks_all": _produce_one(client, target, min3, "all"),
+            "acks_1": _produce_one(client, target, min2, "1"),
+        }
+    }
     try:
         target.stop(followers[0])
         isr = min(isr_size(target, min2, 2), isr_size(target, min3, 2))
@@ -409,13 +524,15 @@ def acks_min_insync(target: ClusterTarget, client: Client) -> dict:
             "isr": isr,
             "min2_acks_all": _produce_one(client, target, min2, "all"),
             "min3_acks_all": _produce_one(client, target, min3, "all"),
-            "min3_acks_1": _produce_one(client, target, min3, "1")}
+            "min3_acks_1": _produce_one(client, target, min3, "1"),
+        }
         target.stop(followers[1])
         out["two_followers_stopped"] = {
             "leader_kept": states(target, min2, leader)[0][0] == leader,
             "isr": isr_size(target, min2, 1),
             "min2_acks_all": _produce_one(client, target, min2, "all"),
-            "min2_acks_1": _produce_one(client, target, min2, "1")}
+            "min2_acks_1": _produce_one(client, target, min2, "1"),
+        }
     finally:
         target.restore()
     return out

@@ -41,22 +41,57 @@ class SessionClient:
         self.bootstrap, self.topic, self.topic_id = bootstrap, topic, topic_id
         self.labels: dict[int, str] = {}
 
-    def request(self, session_id: int, epoch: int, *, version: int = NAMES,
-                partitions: dict[int, int] | None = None, forget: tuple[int, ...] = (),
-                max_wait_ms: int = 0, min_bytes: int = 0, max_bytes: int = 1 << 20):
+    def request(
+        self,
+        session_id: int,
+        epoch: int,
+        *,
+        version: int = NAMES,
+        partitions: dict[int, int] | None = None,
+        forget: tuple[int, ...] = (),
+        max_wait_ms: int = 0,
+        min_bytes: int = 0,
+        max_bytes: int = 1 << 20,
+    ):
         """``partitions``: partition -> fetch offset, to send (added or changed)."""
         ft = FetchRequest.FetchTopic
         ident = {"topic_id": self.topic_id} if version >= IDS else {"topic": self.topic}
-        topics = [ft(**ident, partitions=[ft.FetchPartition(
-            partition=p, current_leader_epoch=-1, fetch_offset=offset, last_fetched_epoch=-1,
-            log_start_offset=-1, partition_max_bytes=1 << 20)
-            for p, offset in partitions.items()])] if partitions else []
-        forgotten = [FetchRequest.ForgottenTopic(**ident, partitions=list(forget))] \
-            if forget else []
-        return FetchRequest(version=version, replica_id=-1, max_wait_ms=max_wait_ms,
-                            min_bytes=min_bytes, max_bytes=max_bytes, isolation_level=0,
-                            session_id=session_id, session_epoch=epoch, topics=topics,
-                            forgotten_topics_data=forgotten, rack_id="")
+        topics = (
+            [
+                ft(
+                    **ident,
+                    partitions=[
+                        ft.FetchPartition(
+                            partition=p,
+                            current_leader_epoch=-1,
+                            fetch_offset=offset,
+                            last_fetched_epoch=-1,
+                            log_start_offset=-1,
+                            partition_max_bytes=1 << 20,
+                        )
+                        for p, offset in partitions.items()
+                    ],
+                )
+            ]
+            if partitions
+            else []
+        )
+        forgotten = (
+            [FetchRequest.ForgottenTopic(**ident, partitions=list(forget))] if forget else []
+        )
+        return FetchRequest(
+            version=version,
+            replica_id=-1,
+            max_wait_ms=max_wait_ms,
+            min_bytes=min_bytes,
+            max_bytes=max_bytes,
+            isolation_level=0,
+            session_id=session_id,
+            session_epoch=epoch,
+            topics=topics,
+            forgotten_topics_data=forgotten,
+            rack_id="",
+        )
 
     def fetch(self, session_id: int, epoch: int, **kwargs) -> tuple[int, dict]:
         """(the answer's session id, what the answer shows)."""
@@ -66,11 +101,16 @@ class SessionClient:
     def observe(self, response) -> tuple[int, dict]:
         sid = response.session_id
         label = self.labels.setdefault(sid, f"s{len(self.labels) + 1}") if sid else 0
-        partitions = sorted([p.partition_index, for_code(p.error_code).message,
-                             "records" if p.records else "empty"]
-                            for t in response.responses for p in t.partitions)
-        return sid, {"error": for_code(response.error_code).message, "session": label,
-                     "partitions": partitions}
+        partitions = sorted(
+            [p.partition_index, for_code(p.error_code).message, "records" if p.records else "empty"]
+            for t in response.responses
+            for p in t.partitions
+        )
+        return sid, {
+            "error": for_code(response.error_code).message,
+            "session": label,
+            "partitions": partitions,
+        }
 
 
 def session_rules(bootstrap: str) -> dict:

@@ -10,7 +10,8 @@ that carry no member id, host or coordinator address.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from compat_tests import neutral
 from compat_tests.clients import Client, record
@@ -23,12 +24,16 @@ SETTLE_TIMEOUT = 45.0
 
 # ------------------------------------------------------------------------------ helpers
 
+
 def consumer_groups(bootstrap: str, args: list[str]) -> str:
     from compat_tests.reference import run_tool
+
     proc = run_tool("kafka-consumer-groups", args, bootstrap=bootstrap, timeout=90)
     if proc.returncode != 0:
-        raise RuntimeError(f"kafka-consumer-groups {' '.join(args)}: exit {proc.returncode}: "
-                           f"{proc.stderr.strip()[-600:]}")
+        raise RuntimeError(
+            f"kafka-consumer-groups {' '.join(args)}: exit {proc.returncode}: "
+            f"{proc.stderr.strip()[-600:]}"
+        )
     return proc.stdout
 
 
@@ -39,19 +44,19 @@ def offset_rows(output: str, topic: str, columns: int) -> list[list[Any]]:
     for line in output.splitlines():
         fields = line.split()
         if len(fields) >= 2 + columns and fields[1] == topic:
-            rows.append([int(f) if f.lstrip("-").isdigit() else f
-                         for f in fields[2:2 + columns]])
+            rows.append([int(f) if f.lstrip("-").isdigit() else f for f in fields[2 : 2 + columns]])
     return sorted(rows, key=lambda row: row[0])
 
 
 def committed(bootstrap: str, group: str, topic: str, partitions: int) -> list[int | None]:
     """The group's committed offset of every partition (None: nothing committed)."""
-    from confluent_kafka import TopicPartition
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
     from confluent_kafka.admin import AdminClient
-    from confluent_kafka import ConsumerGroupTopicPartitions
+
     admin = AdminClient({"bootstrap.servers": bootstrap})
     request = ConsumerGroupTopicPartitions(
-        group, [TopicPartition(topic, p) for p in range(partitions)])
+        group, [TopicPartition(topic, p) for p in range(partitions)]
+    )
     found = admin.list_consumer_group_offsets([request])[group].result(timeout=30)
     by_partition = {tp.partition: tp.offset for tp in found.topic_partitions}
     offsets = [by_partition.get(p) for p in range(partitions)]
@@ -61,19 +66,25 @@ def committed(bootstrap: str, group: str, topic: str, partitions: int) -> list[i
 def describe_group(bootstrap: str, group: str) -> dict[str, Any]:
     """Type, state and member count of ``group`` from the admin client."""
     from confluent_kafka.admin import AdminClient
+
     admin = AdminClient({"bootstrap.servers": bootstrap})
     found = admin.describe_consumer_groups([group])[group].result(timeout=30)
-    return {"type": str(found.type).rsplit(".", 1)[-1],
-            "state": str(found.state).rsplit(".", 1)[-1],
-            "members": len(found.members),
-            "static_members": sum(1 for m in found.members if m.group_instance_id)}
+    return {
+        "type": str(found.type).rsplit(".", 1)[-1],
+        "state": str(found.state).rsplit(".", 1)[-1],
+        "members": len(found.members),
+        "static_members": sum(1 for m in found.members if m.group_instance_id),
+    }
 
 
-def write_spread(bootstrap: str, topic: str, partitions: int, count: int, tag: str,
-                 start: int = 0) -> list[str]:
+def write_spread(
+    bootstrap: str, topic: str, partitions: int, count: int, tag: str, start: int = 0
+) -> list[str]:
     """``count`` records, record i to partition i % partitions, value ``tag<p>-<i>``."""
-    records = [record(f"{tag}{i % partitions}-{i}", key=f"k{i}", partition=i % partitions)
-               for i in range(start, start + count)]
+    records = [
+        record(f"{tag}{i % partitions}-{i}", key=f"k{i}", partition=i % partitions)
+        for i in range(start, start + count)
+    ]
     neutral.write(bootstrap, topic, records)
     return [r["value"] for r in records]
 
@@ -81,17 +92,30 @@ def write_spread(bootstrap: str, topic: str, partitions: int, count: int, tag: s
 class Member:
     """One confluent-kafka group member that tracks what it owns and what it read."""
 
-    def __init__(self, bootstrap: str, group: str, topic: str, *, protocol: str = "classic",
-                 instance_id: str | None = None, commit: bool = True):
+    def __init__(
+        self,
+        bootstrap: str,
+        group: str,
+        topic: str,
+        *,
+        protocol: str = "classic",
+        instance_id: str | None = None,
+        commit: bool = True,
+    ):
         from confluent_kafka import Consumer
-        config = {"bootstrap.servers": bootstrap, "group.id": group,
-                  "auto.offset.reset": "earliest", "enable.auto.commit": commit,
-                  "auto.commit.interval.ms": 200, "client.id": "compat-member"}
+
+        config = {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": commit,
+            "auto.commit.interval.ms": 200,
+            "client.id": "compat-member",
+        }
         if protocol == "consumer":
             config["group.protocol"] = "consumer"
         else:
-            config.update({"heartbeat.interval.ms": HEARTBEAT_MS,
-                           "session.timeout.ms": 10000})
+            config.update({"heartbeat.interval.ms": HEARTBEAT_MS, "session.timeout.ms": 10000})
         if instance_id is not None:
             config["group.instance.id"] = instance_id
         self.owned: set[int] = set()
@@ -118,8 +142,9 @@ class Member:
         self.consumer.close()
 
 
-def poll_until(members: list[Member], condition: Callable[[], bool],
-               timeout: float = SETTLE_TIMEOUT) -> bool:
+def poll_until(
+    members: list[Member], condition: Callable[[], bool], timeout: float = SETTLE_TIMEOUT
+) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for m in members:
@@ -136,7 +161,7 @@ def poll_for(members: list[Member], seconds: float) -> None:
 def settled(members: list[Member], partitions: int) -> bool:
     """Every member owns something, and together exactly every partition once."""
     owned = [p for m in members for p in m.owned]
-    return (all(m.owned for m in members) and len(owned) == len(set(owned)) == partitions)
+    return all(m.owned for m in members) and len(owned) == len(set(owned)) == partitions
 
 
 # ------------------------------------------------------------------------------ reset offsets
@@ -169,10 +194,16 @@ def group_reset_offsets(bootstrap: str, client: Client) -> dict:
     after_reset = committed(bootstrap, group, topic, 2)
     expected = sum(6 - offset for offset in after_reset if offset is not None)
     resumed = client.consume_group(bootstrap, topic, group, expected)
-    return {"first": sorted(first) == sorted(values), "committed": after_first,
-            "dry_run": dry, "after_dry_run": after_dry, "execute": executed,
-            "after_reset": after_reset, "resumed": sorted(resumed),
-            "after_resume": committed(bootstrap, group, topic, 2)}
+    return {
+        "first": sorted(first) == sorted(values),
+        "committed": after_first,
+        "dry_run": dry,
+        "after_dry_run": after_dry,
+        "execute": executed,
+        "after_reset": after_reset,
+        "resumed": sorted(resumed),
+        "after_resume": committed(bootstrap, group, topic, 2),
+    }
 
 
 def _check_reset(obs: dict) -> None:
@@ -187,19 +218,26 @@ def _check_reset(obs: dict) -> None:
 
 # ------------------------------------------------------------------------------ KIP-848
 
-@scenario("group-kip848-consume-commit", clients=("confluent-kafka", "java"),
-          check=lambda o: _check_kip848(o))
+
+@scenario(
+    "group-kip848-consume-commit",
+    clients=("confluent-kafka", "java"),
+    check=lambda o: _check_kip848(o),
+)
 def group_kip848(bootstrap: str, client: Client) -> dict:
     """a KIP-848 group (group.protocol=consumer) reads a 3-partition topic and commits;
     the admin client then describes a CONSUMER-type group, empty, with its committed offsets"""
     topic = neutral.create_topic(bootstrap, "kip848", partitions=3)
     values = write_spread(bootstrap, topic, 3, 15, "c")
     group = neutral.topic_name("kip848")
-    read = client.consume_group_with(bootstrap, topic, group, 15,
-                                     {"group.protocol": "consumer"})
+    read = client.consume_group_with(bootstrap, topic, group, 15, {"group.protocol": "consumer"})
     described = describe_group(bootstrap, group)
-    return {"read": sorted(read) == sorted(values), "count": len(read),
-            "committed": committed(bootstrap, group, topic, 3), "group": described}
+    return {
+        "read": sorted(read) == sorted(values),
+        "count": len(read),
+        "committed": committed(bootstrap, group, topic, 3),
+        "group": described,
+    }
 
 
 def _check_kip848(obs: dict) -> None:
@@ -207,16 +245,21 @@ def _check_kip848(obs: dict) -> None:
     assert obs["group"]["type"] == "CONSUMER" and obs["group"]["members"] == 0, obs
 
 
-@scenario("group-kip848-regex-internal", clients=("confluent-kafka",),
-          check=lambda o: _check_regex_internal(o))
+@scenario(
+    "group-kip848-regex-internal",
+    clients=("confluent-kafka",),
+    check=lambda o: _check_regex_internal(o),
+)
 def group_kip848_regex_internal(bootstrap: str, client: Client) -> dict:
     """a KIP-848 member subscribes to the regex ^(__consumer_offsets|<topic>)$, resolved by
     the broker: it is assigned every partition of both topics, the internal one included"""
     from confluent_kafka.admin import AdminClient
+
     topic = neutral.create_topic(bootstrap, "rx", partitions=2)
     group = neutral.topic_name("rx")
-    member = Member(bootstrap, group, f"^(__consumer_offsets|{topic})$", protocol="consumer",
-                    commit=False)
+    member = Member(
+        bootstrap, group, f"^(__consumer_offsets|{topic})$", protocol="consumer", commit=False
+    )
 
     def assigned() -> set[tuple[str, int]]:
         return {(tp.topic, tp.partition) for tp in member.consumer.assignment()}
@@ -224,11 +267,17 @@ def group_kip848_regex_internal(bootstrap: str, client: Client) -> dict:
     try:
         poll_until([member], lambda: bool(member.owned))
         listed = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=30).topics
-        everything = {(t, p) for t in ("__consumer_offsets", topic) if t in listed
-                      for p in listed[t].partitions}
+        everything = {
+            (t, p)
+            for t in ("__consumer_offsets", topic)
+            if t in listed
+            for p in listed[t].partitions
+        }
         complete = poll_until([member], lambda: assigned() == everything)
-        return {"complete": complete,
-                "topics": sorted({"<topic>" if t == topic else t for t, _ in assigned()})}
+        return {
+            "complete": complete,
+            "topics": sorted({"<topic>" if t == topic else t for t, _ in assigned()}),
+        }
     finally:
         member.close()
 
@@ -238,6 +287,7 @@ def _check_regex_internal(obs: dict) -> None:
 
 
 # ------------------------------------------------------------------------------ members
+
 
 def _three_members(protocol: str):
     def fn(bootstrap: str, client: Client) -> dict:
@@ -250,8 +300,9 @@ def _three_members(protocol: str):
             values = write_spread(bootstrap, topic, 6, 120, "m")
             poll_until(members, lambda: sum(len(m.values) for m in members) >= 120)
             read = [v for m in members for v in m.values]
-            foreign = sum(1 for m in members for v in m.values
-                          if int(v.split("-")[0][1:]) not in m.owned)
+            foreign = sum(
+                1 for m in members for v in m.values if int(v.split("-")[0][1:]) not in m.owned
+            )
             # One member leaves: its two partitions move to the other two.
             leaving = members.pop()
             leaving.close()
@@ -262,18 +313,26 @@ def _three_members(protocol: str):
             more = write_spread(bootstrap, topic, 6, 60, "m", start=120)
             poll_until(members, lambda: sum(len(m.values) for m in members) >= 60)
             read_after = [v for m in members for v in m.values]
-            return {"stable": stable, "sizes": sizes,
-                    "each_once": sorted(read) == sorted(values),
-                    "duplicates": len(read) - len(set(read)), "foreign": foreign,
-                    "resettled": resettled, "sizes_after_leave": after,
-                    "each_once_after_leave": sorted(read_after) == sorted(more),
-                    "group": describe_group(bootstrap, group)}
+            return {
+                "stable": stable,
+                "sizes": sizes,
+                "each_once": sorted(read) == sorted(values),
+                "duplicates": len(read) - len(set(read)),
+                "foreign": foreign,
+                "resettled": resettled,
+                "sizes_after_leave": after,
+                "each_once_after_leave": sorted(read_after) == sorted(more),
+                "group": describe_group(bootstrap, group),
+            }
         finally:
             for m in members:
                 m.close()
-    fn.__doc__ = (f"three confluent-kafka members ({protocol} protocol) share a 6-partition "
-                  f"topic: two partitions each, every record read once by its owner; one "
-                  f"member leaves and the other two take three partitions each")
+
+    fn.__doc__ = (
+        f"three confluent-kafka members ({protocol} protocol) share a 6-partition "
+        f"topic: two partitions each, every record read once by its owner; one "
+        f"member leaves and the other two take three partitions each"
+    )
     return fn
 
 
@@ -285,12 +344,12 @@ def _check_three(obs: dict) -> None:
 
 
 for _protocol in ("classic", "consumer"):
-    scenario(f"group-three-members-leave[{_protocol}]", clients=("confluent-kafka",),
-             check=_check_three)(_three_members(_protocol))
+    scenario(
+        f"group-three-members-leave[{_protocol}]", clients=("confluent-kafka",), check=_check_three
+    )(_three_members(_protocol))
 
 
-@scenario("group-static-rejoin", clients=("confluent-kafka",),
-          check=lambda o: _check_static(o))
+@scenario("group-static-rejoin", clients=("confluent-kafka",), check=lambda o: _check_static(o))
 def group_static_rejoin(bootstrap: str, client: Client) -> dict:
     """classic protocol: a dynamic member, then a static one (group.instance.id) share a
     4-partition topic; the static member closes (no LeaveGroup) and a new process with the
@@ -315,12 +374,15 @@ def group_static_rejoin(bootstrap: str, client: Client) -> dict:
         members.append(rejoined)
         back = poll_until(members, lambda: settled(members, 4), timeout=20)
         poll_for(members, 2.0)  # a rebalance, if any, would reach the other member now
-        return {"stable": stable, "sizes": [len(before["static"]), len(before["other"])],
-                "rejoined": back,
-                "same_partitions": sorted(rejoined.owned) == before["static"],
-                "other_unchanged": sorted(other.owned) == before["other"],
-                "other_rebalances": [other.assigns - counts[0], other.revokes - counts[1]],
-                "group": describe_group(bootstrap, group)}
+        return {
+            "stable": stable,
+            "sizes": [len(before["static"]), len(before["other"])],
+            "rejoined": back,
+            "same_partitions": sorted(rejoined.owned) == before["static"],
+            "other_unchanged": sorted(other.owned) == before["other"],
+            "other_rebalances": [other.assigns - counts[0], other.revokes - counts[1]],
+            "group": describe_group(bootstrap, group),
+        }
     finally:
         for m in members:
             m.close()
@@ -335,36 +397,45 @@ def _check_static(obs: dict) -> None:
 
 # ------------------------------------------------------------------------------ describe
 
-@scenario("group-describe-offsets", clients=("confluent-kafka",),
-          check=lambda o: _check_describe(o))
+
+@scenario(
+    "group-describe-offsets", clients=("confluent-kafka",), check=lambda o: _check_describe(o)
+)
 def group_describe_offsets(bootstrap: str, client: Client) -> dict:
     """a member of a 3-partition topic (5, 3 and 0 records) commits offsets 2 and 3 on the
     first two partitions; kafka-consumer-groups --describe while it runs and after it left
     (topic, partition, current offset, log end, lag, whether a consumer is shown),
     --describe --state, and the committed offsets from the admin client"""
     topic = neutral.create_topic(bootstrap, "describe", partitions=3)
-    records = [record(f"d{p}-{i}", key=f"k{p}{i}", partition=p)
-               for p, n in ((0, 5), (1, 3)) for i in range(n)]
+    records = [
+        record(f"d{p}-{i}", key=f"k{p}{i}", partition=p)
+        for p, n in ((0, 5), (1, 3))
+        for i in range(n)
+    ]
     neutral.write(bootstrap, topic, records)
     group = neutral.topic_name("describe")
     member = Member(bootstrap, group, topic, commit=False)
     try:
         assigned = poll_until([member], lambda: settled([member], 3))
         from confluent_kafka import TopicPartition
-        member.consumer.commit(offsets=[TopicPartition(topic, 0, 2), TopicPartition(topic, 1, 3)],
-                               asynchronous=False)
+
+        member.consumer.commit(
+            offsets=[TopicPartition(topic, 0, 2), TopicPartition(topic, 1, 3)], asynchronous=False
+        )
         active = consumer_groups(bootstrap, ["--describe", "--group", group])
     finally:
         member.close()
     empty = consumer_groups(bootstrap, ["--describe", "--group", group])
     state = consumer_groups(bootstrap, ["--describe", "--group", group, "--state"])
     state_row = [line.split() for line in state.splitlines() if line.startswith(group)]
-    return {"assigned": assigned,
-            "active": [row[:4] + [row[4] != "-"] for row in offset_rows(active, topic, 5)],
-            "empty": [row[:4] + [row[4] != "-"] for row in offset_rows(empty, topic, 5)],
-            # GROUP COORDINATOR (ID) ASSIGNMENT-STRATEGY STATE #MEMBERS: the last two
-            "state": [row[-2:] for row in state_row],
-            "committed": committed(bootstrap, group, topic, 3)}
+    return {
+        "assigned": assigned,
+        "active": [row[:4] + [row[4] != "-"] for row in offset_rows(active, topic, 5)],
+        "empty": [row[:4] + [row[4] != "-"] for row in offset_rows(empty, topic, 5)],
+        # GROUP COORDINATOR (ID) ASSIGNMENT-STRATEGY STATE #MEMBERS: the last two
+        "state": [row[-2:] for row in state_row],
+        "committed": committed(bootstrap, group, topic, 3),
+    }
 
 
 def _check_describe(obs: dict) -> None:

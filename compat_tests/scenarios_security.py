@@ -53,8 +53,10 @@ PRODUCE_CLIENTS = (*ACL_CLIENTS, "java")
 WAIT = 30.0  # seconds a client may take (an error or the records come well before)
 
 
-_LOGIN_MODULES = {"PLAIN": "plain.PlainLoginModule",
-                  "OAUTHBEARER": "oauthbearer.OAuthBearerLoginModule"}  # else SCRAM's
+_LOGIN_MODULES = {
+    "PLAIN": "plain.PlainLoginModule",
+    "OAUTHBEARER": "oauthbearer.OAuthBearerLoginModule",
+}  # else SCRAM's
 
 
 def _jaas(module: str, options: str = "") -> str:
@@ -65,11 +67,10 @@ BROKER_SETTINGS: dict[str, str] = {
     "sasl.enabled.mechanisms": ",".join(MECHANISMS),
     "listener.name.sasl_plaintext.plain.sasl.jaas.config": _jaas(
         "plain.PlainLoginModule",
-        "".join(f' user_{user}="{password}"' for user, password in PASSWORDS.items())),
-    "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config":
-        _jaas("scram.ScramLoginModule"),
-    "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config":
-        _jaas("scram.ScramLoginModule"),
+        "".join(f' user_{user}="{password}"' for user, password in PASSWORDS.items()),
+    ),
+    "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": _jaas("scram.ScramLoginModule"),
+    "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": _jaas("scram.ScramLoginModule"),
     "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
     "super.users": "User:ANONYMOUS;User:admin",
     "allow.everyone.if.no.acl.found": "false",
@@ -80,21 +81,30 @@ BROKER_SETTINGS: dict[str, str] = {
 
 @dataclass
 class SecureTarget:
-    name: str       # "kafka" | "wireserver"
-    admin: str      # PLAINTEXT listener: User:ANONYMOUS, a super user
-    sasl: str       # SASL_PLAINTEXT listener
+    name: str  # "kafka" | "wireserver"
+    admin: str  # PLAINTEXT listener: User:ANONYMOUS, a super user
+    sasl: str  # SASL_PLAINTEXT listener
 
 
 def add_scram_users(admin_bootstrap: str) -> None:
     """Every user gets SCRAM-SHA-256 and -512 credentials (AlterUserScramCredentials)."""
-    from confluent_kafka.admin import (AdminClient, ScramCredentialInfo, ScramMechanism,
-                                       UserScramCredentialUpsertion)
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
     admin = AdminClient({"bootstrap.servers": admin_bootstrap})
     for mechanism in MECHANISMS[1:]:  # one user at most once per request (Kafka's rule)
-        upserts = [UserScramCredentialUpsertion(
-            user, ScramCredentialInfo(getattr(ScramMechanism, mechanism.replace("-", "_")),
-                                      8192), password.encode())
-            for user, password in PASSWORDS.items()]
+        upserts = [
+            UserScramCredentialUpsertion(
+                user,
+                ScramCredentialInfo(getattr(ScramMechanism, mechanism.replace("-", "_")), 8192),
+                password.encode(),
+            )
+            for user, password in PASSWORDS.items()
+        ]
         for future in admin.alter_user_scram_credentials(upserts).values():
             future.result(timeout=30)
 
@@ -103,6 +113,7 @@ def wait_until_authenticates(target: SecureTarget, timeout: float = 30.0) -> Non
     """Until every user logs in with every mechanism (Kafka applies SCRAM credentials from
     its metadata log, a moment after AlterUserScramCredentials answers)."""
     from wireserver.testing import KafkaWire, KafkaWireError
+
     deadline = time.monotonic() + timeout
     for user, password in PASSWORDS.items():
         for mechanism in MECHANISMS:
@@ -118,31 +129,54 @@ def wait_until_authenticates(target: SecureTarget, timeout: float = 30.0) -> Non
 
 # ------------------------------------------------------------------------------ clients
 
-def settings(client: str, user: str, mechanism: str = "PLAIN",
-             password: str | None = None) -> dict[str, Any]:
+
+def settings(
+    client: str, user: str, mechanism: str = "PLAIN", password: str | None = None
+) -> dict[str, Any]:
     """The client settings that log ``user`` in on the SASL listener."""
     password = PASSWORDS[user] if password is None else password
     if client == "kafka-python":
-        return {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": mechanism,
-                "sasl_plain_username": user, "sasl_plain_password": password}
+        return {
+            "security_protocol": "SASL_PLAINTEXT",
+            "sasl_mechanism": mechanism,
+            "sasl_plain_username": user,
+            "sasl_plain_password": password,
+        }
     if client == "java":
-        options = (f' unsecuredLoginStringClaim_sub="{user}"' if mechanism == "OAUTHBEARER"
-                   else f' username="{user}" password="{password}"')
-        return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
-                "sasl.jaas.config": _jaas(_LOGIN_MODULES.get(mechanism, "scram.ScramLoginModule"),
-                                          options)}
-    return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
-            "sasl.username": user, "sasl.password": password}
+        options = (
+            f' unsecuredLoginStringClaim_sub="{user}"'
+            if mechanism == "OAUTHBEARER"
+            else f' username="{user}" password="{password}"'
+        )
+        return {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": mechanism,
+            "sasl.jaas.config": _jaas(
+                _LOGIN_MODULES.get(mechanism, "scram.ScramLoginModule"), options
+            ),
+        }
+    return {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": mechanism,
+        "sasl.username": user,
+        "sasl.password": password,
+    }
 
 
 def produce(target: SecureTarget, client: str, user: str, topic: str) -> str:
     """One record from ``user``: "ok" or the error the client reports."""
-    timeouts = {"kafka-python": {"max_block_ms": int(WAIT * 1000)},
-                "confluent-kafka": {"message.timeout.ms": int(WAIT * 1000)},
-                "java": {}}[client]  # the console producer's own bounds (clients.py)
+    timeouts = {
+        "kafka-python": {"max_block_ms": int(WAIT * 1000)},
+        "confluent-kafka": {"message.timeout.ms": int(WAIT * 1000)},
+        "java": {},
+    }[client]  # the console producer's own bounds (clients.py)
     try:
-        CLIENTS[client].produce(target.sasl, topic, [record("v", key="k")],
-                                config={**settings(client, user), **timeouts})
+        CLIENTS[client].produce(
+            target.sasl,
+            topic,
+            [record("v", key="k")],
+            config={**settings(client, user), **timeouts},
+        )
         return "ok"
     except ClientError as exc:
         return exc.name
@@ -156,25 +190,33 @@ ASSIGN_GROUP = "compat-unused"
 def consume(target: SecureTarget, client: str, user: str, topic: str, count: int):
     """The values ``user`` reads from partition 0 (assigned, no group), or the error."""
     try:
-        got = CLIENTS[client].consume(target.sasl, topic, 0, count, timeout=WAIT,
-                                      config=settings(client, user))
+        got = CLIENTS[client].consume(
+            target.sasl, topic, 0, count, timeout=WAIT, config=settings(client, user)
+        )
         return [r["value"] for r in got]
     except ClientError as exc:
         return exc.name
 
 
-def group_consume(target: SecureTarget, client: str, user: str, topic: str, group: str,
-                  count: int):
+def group_consume(target: SecureTarget, client: str, user: str, topic: str, group: str, count: int):
     """The values ``user`` reads as a member of ``group``, or the first error reported."""
     deadline = time.monotonic() + WAIT
     values: list[str] = []
     if client == "kafka-python":
         from kafka import KafkaConsumer
         from kafka.errors import KafkaError
+
         from compat_tests.clients import _kafka_error_name
-        consumer = KafkaConsumer(topic, bootstrap_servers=target.sasl, group_id=group,
-                                 auto_offset_reset="earliest", enable_auto_commit=False,
-                                 request_timeout_ms=10000, **settings(client, user))
+
+        consumer = KafkaConsumer(
+            topic,
+            bootstrap_servers=target.sasl,
+            group_id=group,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            request_timeout_ms=10000,
+            **settings(client, user),
+        )
         try:
             while len(values) < count and time.monotonic() < deadline:
                 for batch in consumer.poll(timeout_ms=300).values():
@@ -185,9 +227,16 @@ def group_consume(target: SecureTarget, client: str, user: str, topic: str, grou
             consumer.close(autocommit=False)
         return values
     from confluent_kafka import Consumer
-    consumer = Consumer({"bootstrap.servers": target.sasl, "group.id": group,
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                         **settings(client, user)})
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": target.sasl,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            **settings(client, user),
+        }
+    )
     try:
         consumer.subscribe([topic])
         while len(values) < count and time.monotonic() < deadline:
@@ -211,8 +260,11 @@ def visible_topics(target: SecureTarget, client: str, user: str, names: list[str
         finally:
             admin.close()
     else:
-        listed = admin_clients._cf_admin(target.sasl, settings(client, user)).list_topics(
-            timeout=WAIT).topics
+        listed = (
+            admin_clients._cf_admin(target.sasl, settings(client, user))
+            .list_topics(timeout=WAIT)
+            .topics
+        )
     return sorted(name for name in names if name in listed)
 
 
@@ -220,11 +272,17 @@ def init_transactions(target: SecureTarget, client: str, user: str, txn_id: str)
     if client == "kafka-python":
         from kafka import KafkaProducer
         from kafka.errors import KafkaError
+
         from compat_tests.clients import _kafka_error_name
+
         producer = None
         try:
-            producer = KafkaProducer(bootstrap_servers=target.sasl, transactional_id=txn_id,
-                                     max_block_ms=int(WAIT * 1000), **settings(client, user))
+            producer = KafkaProducer(
+                bootstrap_servers=target.sasl,
+                transactional_id=txn_id,
+                max_block_ms=int(WAIT * 1000),
+                **settings(client, user),
+            )
             producer.init_transactions()
             return "ok"
         except KafkaError as exc:
@@ -233,8 +291,10 @@ def init_transactions(target: SecureTarget, client: str, user: str, txn_id: str)
             if producer is not None:
                 producer.close(timeout=5)
     from confluent_kafka import KafkaException, Producer
-    producer = Producer({"bootstrap.servers": target.sasl, "transactional.id": txn_id,
-                         **settings(client, user)})
+
+    producer = Producer(
+        {"bootstrap.servers": target.sasl, "transactional.id": txn_id, **settings(client, user)}
+    )
     try:
         producer.init_transactions(WAIT)
         return "ok"
@@ -244,9 +304,11 @@ def init_transactions(target: SecureTarget, client: str, user: str, txn_id: str)
 
 # ------------------------------------------------------------------------------ ACLs
 
+
 @dataclass(frozen=True)
 class Acl:
     """An ACL in words: Acl("TOPIC", name, "alice", "WRITE"); prefixed and deny optional."""
+
     resource: str
     name: str
     user: str
@@ -255,29 +317,54 @@ class Acl:
     pattern: str = "LITERAL"
 
     def confluent(self):
-        from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType,
-                                           ResourcePatternType, ResourceType)
+        from confluent_kafka.admin import (
+            AclBinding,
+            AclOperation,
+            AclPermissionType,
+            ResourcePatternType,
+            ResourceType,
+        )
+
         principal = "User:*" if self.user == "*" else f"User:{self.user}"
-        return AclBinding(ResourceType[self.resource], self.name,
-                          ResourcePatternType[self.pattern], principal, "*",
-                          AclOperation[self.operation], AclPermissionType[self.permission])
+        return AclBinding(
+            ResourceType[self.resource],
+            self.name,
+            ResourcePatternType[self.pattern],
+            principal,
+            "*",
+            AclOperation[self.operation],
+            AclPermissionType[self.permission],
+        )
 
 
 def _acl_words(binding: Any) -> list[str]:
     """A described ACL (confluent-kafka's or kafka-python's) as comparable words."""
     pattern = getattr(binding, "resource_pattern", None)
     if pattern is not None:  # kafka-python
-        return [pattern.resource_type.name, pattern.resource_name, pattern.pattern_type.name,
-                binding.principal, binding.host, binding.operation.name,
-                binding.permission_type.name]
-    return [binding.restype.name, binding.name, binding.resource_pattern_type.name,
-            binding.principal, binding.host, binding.operation.name,
-            binding.permission_type.name]
+        return [
+            pattern.resource_type.name,
+            pattern.resource_name,
+            pattern.pattern_type.name,
+            binding.principal,
+            binding.host,
+            binding.operation.name,
+            binding.permission_type.name,
+        ]
+    return [
+        binding.restype.name,
+        binding.name,
+        binding.resource_pattern_type.name,
+        binding.principal,
+        binding.host,
+        binding.operation.name,
+        binding.permission_type.name,
+    ]
 
 
 def grant(target: SecureTarget, *acls: Acl, timeout: float = 20.0) -> None:
     """Create ``acls`` as the PLAINTEXT super user and wait until DescribeAcls lists them."""
     from confluent_kafka.admin import AdminClient
+
     admin = AdminClient({"bootstrap.servers": target.admin})
     bindings = [acl.confluent() for acl in acls]
     for future in admin.create_acls(bindings, request_timeout=timeout).values():
@@ -294,10 +381,23 @@ def grant(target: SecureTarget, *acls: Acl, timeout: float = 20.0) -> None:
 
 
 def _describe_cf(admin: Any, resource: str, name: str | None = None) -> list:
-    from confluent_kafka.admin import (AclBindingFilter, AclOperation, AclPermissionType,
-                                       ResourcePatternType, ResourceType)
-    acl_filter = AclBindingFilter(ResourceType[resource], name, ResourcePatternType.ANY, None,
-                                  None, AclOperation.ANY, AclPermissionType.ANY)
+    from confluent_kafka.admin import (
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    acl_filter = AclBindingFilter(
+        ResourceType[resource],
+        name,
+        ResourcePatternType.ANY,
+        None,
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
     return admin.describe_acls(acl_filter, request_timeout=WAIT).result(timeout=WAIT)
 
 
@@ -318,21 +418,35 @@ def _acl_scenario(name: str, check, clients: tuple[str, ...] = ACL_CLIENTS):
 
 # ------------------------------------------------------------------------------ authentication
 
-_LIBRDKAFKA_NOISE = re.compile(r"^(?:\S+/bootstrap: )?(?:SASL authentication error: )?"
-                               r"| \(after \d+ms in state \w+\)$")
+_LIBRDKAFKA_NOISE = re.compile(
+    r"^(?:\S+/bootstrap: )?(?:SASL authentication error: )?"
+    r"| \(after \d+ms in state \w+\)$"
+)
 _MECHANISM_LIST = re.compile(r"(?<=supported mechanisms: )[\w,-]+")
 _JAVA_SASL = re.compile(r"SaslAuthenticationException: (?P<message>[^\n]*)")
 
 
-def login(target: SecureTarget, client: str, mechanism: str, user: str, password: str,
-          extra: dict[str, str] | None = None) -> dict[str, str]:
+def login(
+    target: SecureTarget,
+    client: str,
+    mechanism: str,
+    user: str,
+    password: str,
+    extra: dict[str, str] | None = None,
+) -> dict[str, str]:
     """List topics logged in as ``user``: {"error": "ok" | name, "message": what it says}."""
     if client == "java":
         return _java_login(target, mechanism, user, password, extra)
     from confluent_kafka.admin import AdminClient
+
     errors: list[Any] = []
-    config = {"bootstrap.servers": target.sasl, "error_cb": errors.append, "log_level": 0,
-              **settings(client, user, mechanism, password), **(extra or {})}
+    config = {
+        "bootstrap.servers": target.sasl,
+        "error_cb": errors.append,
+        "log_level": 0,
+        **settings(client, user, mechanism, password),
+        **(extra or {}),
+    }
     admin = AdminClient(config)
     deadline = time.monotonic() + WAIT
     while time.monotonic() < deadline:
@@ -353,26 +467,34 @@ def login(target: SecureTarget, client: str, mechanism: str, user: str, password
     return {"error": error.name(), "message": message}
 
 
-def _java_login(target: SecureTarget, mechanism: str, user: str, password: str,
-                extra: dict[str, str] | None) -> dict[str, str]:
+def _java_login(
+    target: SecureTarget, mechanism: str, user: str, password: str, extra: dict[str, str] | None
+) -> dict[str, str]:
     # generous bounds: a login that works must not time out on a loaded machine, and a
     # failed one ends at once (authentication errors are not retried)
-    config = {**settings("java", user, mechanism, password), "request.timeout.ms": 20000,
-              "default.api.timeout.ms": 40000, **(extra or {})}
+    config = {
+        **settings("java", user, mechanism, password),
+        "request.timeout.ms": 20000,
+        "default.api.timeout.ms": 40000,
+        **(extra or {}),
+    }
     lines = [f"{key}={value}" for key, value in config.items()]
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "client.properties")
         with open(path, "w", encoding="utf-8") as handle:
             handle.write("\n".join(lines) + "\n")
-        proc = run_tool("kafka-topics", ["--list", "--command-config", path],
-                        bootstrap=target.sasl, timeout=90)
+        proc = run_tool(
+            "kafka-topics", ["--list", "--command-config", path], bootstrap=target.sasl, timeout=90
+        )
     output = proc.stderr + proc.stdout
     error = _java_error(output)
     if proc.returncode == 0 and error is None:
         return {"error": "ok", "message": ""}
     match = _JAVA_SASL.search(output)
-    return {"error": error or f"exit {proc.returncode}",
-            "message": match["message"].strip() if match else ""}
+    return {
+        "error": error or f"exit {proc.returncode}",
+        "message": match["message"].strip() if match else "",
+    }
 
 
 def _check_wrong_password(obs: dict) -> None:
@@ -383,36 +505,59 @@ def _check_wrong_password(obs: dict) -> None:
 
 def _wrong_password(mechanism: str):
     def fn(target: SecureTarget, client: str) -> dict:
-        return {"right": login(target, client, mechanism, "alice", PASSWORDS["alice"]),
-                "wrong": login(target, client, mechanism, "alice", "not-the-password"),
-                "unknown_user": login(target, client, mechanism, "mallory", "whatever")}
-    fn.__doc__ = (f"{mechanism}: the right password, a wrong one and an unknown user; the "
-                  f"error the client reports and the broker's message")
+        return {
+            "right": login(target, client, mechanism, "alice", PASSWORDS["alice"]),
+            "wrong": login(target, client, mechanism, "alice", "not-the-password"),
+            "unknown_user": login(target, client, mechanism, "mallory", "whatever"),
+        }
+
+    fn.__doc__ = (
+        f"{mechanism}: the right password, a wrong one and an unknown user; the "
+        f"error the client reports and the broker's message"
+    )
     return fn
 
 
 for _mechanism in MECHANISMS:
-    scenario(f"sasl-wrong-password[{_mechanism}]", AUTH_CLIENTS, check=_check_wrong_password,
-             registry=SECURITY_SCENARIOS)(_wrong_password(_mechanism))
+    scenario(
+        f"sasl-wrong-password[{_mechanism}]",
+        AUTH_CLIENTS,
+        check=_check_wrong_password,
+        registry=SECURITY_SCENARIOS,
+    )(_wrong_password(_mechanism))
 
 
-@scenario("sasl-disabled-mechanism", AUTH_CLIENTS, registry=SECURITY_SCENARIOS,
-          check=lambda o: _check_disabled(o))
+@scenario(
+    "sasl-disabled-mechanism",
+    AUTH_CLIENTS,
+    registry=SECURITY_SCENARIOS,
+    check=lambda o: _check_disabled(o),
+)
 def disabled_mechanism(target: SecureTarget, client: str) -> dict:
     """OAUTHBEARER (unsecured tokens) against a listener that enables only PLAIN and SCRAM"""
-    extra = ({"enable.sasl.oauthbearer.unsecure.jwt": "true",
-              "sasl.oauthbearer.config": "principal=alice"} if client == "confluent-kafka"
-             else None)
-    return {"oauthbearer": login(target, client, "OAUTHBEARER", "alice", "", extra),
-            "handshake": {name: raw_handshake(target, name)
-                          for name in ("OAUTHBEARER", "GSSAPI", "PLAIN")}}
+    extra = (
+        {
+            "enable.sasl.oauthbearer.unsecure.jwt": "true",
+            "sasl.oauthbearer.config": "principal=alice",
+        }
+        if client == "confluent-kafka"
+        else None
+    )
+    return {
+        "oauthbearer": login(target, client, "OAUTHBEARER", "alice", "", extra),
+        "handshake": {
+            name: raw_handshake(target, name) for name in ("OAUTHBEARER", "GSSAPI", "PLAIN")
+        },
+    }
 
 
 def raw_handshake(target: SecureTarget, mechanism: str) -> dict:
     """SaslHandshake v1 on a fresh connection: the error code and the enabled mechanisms
     (sorted: Kafka lists a Java HashSet)."""
     from kafka.protocol.sasl import SaslHandshakeRequest
+
     from wireserver.testing import KafkaWire
+
     with KafkaWire(target.sasl) as wire:
         response = wire.request(SaslHandshakeRequest(version=1, mechanism=mechanism))
     return {"error_code": response.error_code, "mechanisms": sorted(response.mechanisms)}
@@ -427,13 +572,15 @@ def _check_disabled(obs: dict) -> None:
 
 # ------------------------------------------------------------------------------ authorization
 
-def _alice_and_bob_produce(target: SecureTarget, client: str, prefix: str,
-                           acls: Any) -> dict:
+
+def _alice_and_bob_produce(target: SecureTarget, client: str, prefix: str, acls: Any) -> dict:
     """A fresh topic, ``acls(topic)`` granted; what alice and bob see producing to it."""
     topic = _topic(target, prefix)
     grant(target, *acls(topic))
-    return {"alice": produce(target, client, "alice", topic),
-            "bob": produce(target, client, "bob", topic)}
+    return {
+        "alice": produce(target, client, "alice", topic),
+        "bob": produce(target, client, "bob", topic),
+    }
 
 
 def _check_produce(obs: dict) -> None:
@@ -443,18 +590,28 @@ def _check_produce(obs: dict) -> None:
 @_acl_scenario("acl-produce-without-write", check=_check_produce)
 def produce_without_write(target: SecureTarget, client: str) -> dict:
     """alice may READ (so DESCRIBE) the topic but not WRITE it; bob may WRITE"""
-    return _alice_and_bob_produce(target, client, "nowrite", lambda topic: (
-        Acl("TOPIC", topic, "alice", "READ"), Acl("TOPIC", topic, "bob", "WRITE")))
+    return _alice_and_bob_produce(
+        target,
+        client,
+        "nowrite",
+        lambda topic: (Acl("TOPIC", topic, "alice", "READ"), Acl("TOPIC", topic, "bob", "WRITE")),
+    )
 
 
 @_acl_scenario("acl-consume-without-read", check=lambda o: _check_consume(o))
 def consume_without_read(target: SecureTarget, client: str) -> dict:
     """alice may only DESCRIBE the topic (no READ); bob may READ it"""
     topic = _topic(target, "noread", ("a", "b"))
-    grant(target, Acl("TOPIC", topic, "alice", "DESCRIBE"), Acl("TOPIC", topic, "bob", "READ"),
-          Acl("GROUP", ASSIGN_GROUP, "*", "READ"))
-    return {"alice": consume(target, client, "alice", topic, 2),
-            "bob": consume(target, client, "bob", topic, 2)}
+    grant(
+        target,
+        Acl("TOPIC", topic, "alice", "DESCRIBE"),
+        Acl("TOPIC", topic, "bob", "READ"),
+        Acl("GROUP", ASSIGN_GROUP, "*", "READ"),
+    )
+    return {
+        "alice": consume(target, client, "alice", topic, 2),
+        "bob": consume(target, client, "bob", topic, 2),
+    }
 
 
 def _check_consume(obs: dict) -> None:
@@ -466,10 +623,16 @@ def group_without_read(target: SecureTarget, client: str) -> dict:
     """alice may READ the topic but has no ACL on her consumer group; bob has group READ"""
     topic = _topic(target, "nogroup", ("a", "b"))
     alice_group, bob_group = _name("g-alice"), _name("g-bob")
-    grant(target, Acl("TOPIC", topic, "alice", "READ"), Acl("TOPIC", topic, "bob", "READ"),
-          Acl("GROUP", bob_group, "bob", "READ"))
-    return {"alice": group_consume(target, client, "alice", topic, alice_group, 2),
-            "bob": group_consume(target, client, "bob", topic, bob_group, 2)}
+    grant(
+        target,
+        Acl("TOPIC", topic, "alice", "READ"),
+        Acl("TOPIC", topic, "bob", "READ"),
+        Acl("GROUP", bob_group, "bob", "READ"),
+    )
+    return {
+        "alice": group_consume(target, client, "alice", topic, alice_group, 2),
+        "bob": group_consume(target, client, "bob", topic, bob_group, 2),
+    }
 
 
 def _check_group(obs: dict) -> None:
@@ -481,34 +644,51 @@ def metadata_hides_topics(target: SecureTarget, client: str) -> dict:
     """of three topics alice may DESCRIBE one and WRITE (implies DESCRIBE) another; listing
     every topic shows her those two"""
     topics = [_topic(target, f"hide{i}") for i in range(3)]
-    grant(target, Acl("TOPIC", topics[0], "alice", "DESCRIBE"),
-          Acl("TOPIC", topics[1], "alice", "WRITE"))
+    grant(
+        target,
+        Acl("TOPIC", topics[0], "alice", "DESCRIBE"),
+        Acl("TOPIC", topics[1], "alice", "WRITE"),
+    )
     seen = visible_topics(target, client, "alice", topics)
-    return {"alice_sees": [topics.index(t) for t in seen],
-            "admin_sees": [topics.index(t) for t in
-                           visible_topics(target, client, "admin", topics)]}
+    return {
+        "alice_sees": [topics.index(t) for t in seen],
+        "admin_sees": [topics.index(t) for t in visible_topics(target, client, "admin", topics)],
+    }
 
 
 def _check_hidden(obs: dict) -> None:
     assert obs == {"alice_sees": [0, 1], "admin_sees": [0, 1, 2]}, obs
 
 
-@_acl_scenario("acl-kip848-regex-describe", check=lambda o: _check_regex_describe(o),
-               clients=("confluent-kafka",))
+@_acl_scenario(
+    "acl-kip848-regex-describe",
+    check=lambda o: _check_regex_describe(o),
+    clients=("confluent-kafka",),
+)
 def regex_describe(target: SecureTarget, client: str) -> dict:
     """alice (READ on her group) subscribes with group.protocol=consumer to a regex matching
     two topics and may READ (so DESCRIBE) only one: the coordinator assigns her that one (her
     assignment, and the group as the admin describes it)"""
     from confluent_kafka import Consumer
     from confluent_kafka.admin import AdminClient
+
     topics = {"readable": _topic(target, "rxr"), "hidden": _topic(target, "rxh")}
     names = {name: role for role, name in topics.items()}
     group = _name("g-rx")
-    grant(target, Acl("GROUP", group, "alice", "READ"),
-          Acl("TOPIC", topics["readable"], "alice", "READ"))
-    consumer = Consumer({"bootstrap.servers": target.sasl, "group.id": group,
-                         "group.protocol": "consumer", "auto.offset.reset": "earliest",
-                         **settings(client, "alice")})
+    grant(
+        target,
+        Acl("GROUP", group, "alice", "READ"),
+        Acl("TOPIC", topics["readable"], "alice", "READ"),
+    )
+    consumer = Consumer(
+        {
+            "bootstrap.servers": target.sasl,
+            "group.id": group,
+            "group.protocol": "consumer",
+            "auto.offset.reset": "earliest",
+            **settings(client, "alice"),
+        }
+    )
     try:
         consumer.subscribe([f"^({topics['readable']}|{topics['hidden']})$"])
         deadline = time.monotonic() + WAIT
@@ -520,9 +700,16 @@ def regex_describe(target: SecureTarget, client: str) -> dict:
         mine = sorted({names.get(tp.topic, "?") for tp in consumer.assignment()})
         admin = AdminClient({"bootstrap.servers": target.admin})
         described = admin.describe_consumer_groups([group])[group].result(timeout=WAIT)
-        return {"assigned": mine,
-                "described": sorted({names.get(tp.topic, "?") for m in described.members
-                                     for tp in m.assignment.topic_partitions})}
+        return {
+            "assigned": mine,
+            "described": sorted(
+                {
+                    names.get(tp.topic, "?")
+                    for m in described.members
+                    for tp in m.assignment.topic_partitions
+                }
+            ),
+        }
     finally:
         consumer.close()
 
@@ -531,13 +718,18 @@ def _check_regex_describe(obs: dict) -> None:
     assert obs == {"assigned": ["readable"], "described": ["readable"]}, obs
 
 
-@_acl_scenario("acl-deny-beats-allow", check=_check_produce,
-               clients=PRODUCE_CLIENTS)
+@_acl_scenario("acl-deny-beats-allow", check=_check_produce, clients=PRODUCE_CLIENTS)
 def deny_beats_allow(target: SecureTarget, client: str) -> dict:
     """everyone (User:*) may WRITE the topic, alice is DENIED WRITE"""
-    return _alice_and_bob_produce(target, client, "deny", lambda topic: (
-        Acl("TOPIC", topic, "*", "WRITE"),
-        Acl("TOPIC", topic, "alice", "WRITE", permission="DENY")))
+    return _alice_and_bob_produce(
+        target,
+        client,
+        "deny",
+        lambda topic: (
+            Acl("TOPIC", topic, "*", "WRITE"),
+            Acl("TOPIC", topic, "alice", "WRITE", permission="DENY"),
+        ),
+    )
 
 
 @_acl_scenario("acl-prefixed", check=lambda o: _check_prefixed(o))
@@ -547,8 +739,10 @@ def prefixed(target: SecureTarget, client: str) -> dict:
     outside = neutral.create_topic(target.admin, "pfy")
     prefix = inside[:-6]
     grant(target, Acl("TOPIC", prefix, "alice", "WRITE", pattern="PREFIXED"))
-    return {"inside": produce(target, client, "alice", inside),
-            "outside": produce(target, client, "alice", outside)}
+    return {
+        "inside": produce(target, client, "alice", inside),
+        "outside": produce(target, client, "alice", outside),
+    }
 
 
 def _check_prefixed(obs: dict) -> None:
@@ -561,9 +755,11 @@ def super_user(target: SecureTarget, client: str) -> dict:
     it (a consumer without DESCRIBE just waits: its metadata never shows the topic)"""
     topic = _topic(target, "super")
     grant(target, Acl("GROUP", ASSIGN_GROUP, "*", "READ"))
-    return {"admin_produce": produce(target, client, "admin", topic),
-            "admin_consume": consume(target, client, "admin", topic, 1),
-            "alice_produce": produce(target, client, "alice", topic)}
+    return {
+        "admin_produce": produce(target, client, "admin", topic),
+        "admin_consume": consume(target, client, "admin", topic, 1),
+        "alice_produce": produce(target, client, "alice", topic),
+    }
 
 
 def _check_super(obs: dict) -> None:
@@ -576,10 +772,16 @@ def transactional_id(target: SecureTarget, client: str) -> dict:
     """alice may WRITE the topic but not her transactional id; bob may WRITE his"""
     topic = _topic(target, "txn")
     alice_id, bob_id = _name("txn-alice"), _name("txn-bob")
-    grant(target, Acl("TOPIC", topic, "alice", "WRITE"), Acl("TOPIC", topic, "bob", "WRITE"),
-          Acl("TRANSACTIONAL_ID", bob_id, "bob", "WRITE"))
-    return {"alice": init_transactions(target, client, "alice", alice_id),
-            "bob": init_transactions(target, client, "bob", bob_id)}
+    grant(
+        target,
+        Acl("TOPIC", topic, "alice", "WRITE"),
+        Acl("TOPIC", topic, "bob", "WRITE"),
+        Acl("TRANSACTIONAL_ID", bob_id, "bob", "WRITE"),
+    )
+    return {
+        "alice": init_transactions(target, client, "alice", alice_id),
+        "bob": init_transactions(target, client, "bob", bob_id),
+    }
 
 
 def _check_txn(obs: dict) -> None:
@@ -593,8 +795,10 @@ def create_topic(target: SecureTarget, client: str) -> dict:
     grant(target, Acl("TOPIC", prefix + "-mine", "alice", "CREATE", pattern="PREFIXED"))
 
     def create(name: str) -> str:
-        return admin_clients.create_topic(client, target.sasl, name, 1,
-                                          security=settings(client, "alice"))
+        return admin_clients.create_topic(
+            client, target.sasl, name, 1, security=settings(client, "alice")
+        )
+
     return {"denied": create(prefix + "-other"), "allowed": create(prefix + "-mine-1")}
 
 
@@ -607,29 +811,56 @@ def acl_apis(target: SecureTarget, client: str) -> dict:
     """CreateAcls / DescribeAcls / DeleteAcls through the client's admin API as admin (a
     super user), and CreateAcls as alice (no ALTER on the cluster)"""
     topic, group = _name("acl-topic"), _name("acl-group")
-    acls = [Acl("TOPIC", topic, "alice", "READ"),
-            Acl("TOPIC", topic, "bob", "WRITE", permission="DENY"),
-            Acl("GROUP", group, "alice", "READ", pattern="PREFIXED")]
+    acls = [
+        Acl("TOPIC", topic, "alice", "READ"),
+        Acl("TOPIC", topic, "bob", "WRITE", permission="DENY"),
+        Acl("GROUP", group, "alice", "READ", pattern="PREFIXED"),
+    ]
     if client == "kafka-python":
         return _acl_apis_kafka_python(target, topic, group, acls)
     from confluent_kafka import KafkaException
-    from confluent_kafka.admin import (AclBindingFilter, AclOperation, AclPermissionType,
-                                       ResourcePatternType, ResourceType)
+    from confluent_kafka.admin import (
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
     admin = admin_clients._cf_admin(target.sasl, settings(client, "admin"))
-    created = [f.result(timeout=WAIT) is None for f in
-               admin.create_acls([a.confluent() for a in acls], request_timeout=WAIT).values()]
-    described = _settled(lambda: sorted(_acl_words(b) for b in _describe_cf(admin, "TOPIC",
-                                                                              topic)), 2)
-    group_filter = AclBindingFilter(ResourceType.GROUP, group + "-x", ResourcePatternType.MATCH,
-                                    None, None, AclOperation.ANY, AclPermissionType.ANY)
-    matched = sorted(_acl_words(b) for b in
-                     admin.describe_acls(group_filter, request_timeout=WAIT).result(WAIT))
-    topic_filter = AclBindingFilter(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL,
-                                    None, None, AclOperation.ANY, AclPermissionType.ANY)
-    deleted = [sorted(_acl_words(b) for b in f.result(timeout=WAIT)) for f in
-               admin.delete_acls([topic_filter], request_timeout=WAIT).values()]
-    left = _settled(lambda: sorted(_acl_words(b) for b in _describe_cf(admin, "TOPIC", topic)),
-                    0)
+    created = [
+        f.result(timeout=WAIT) is None
+        for f in admin.create_acls([a.confluent() for a in acls], request_timeout=WAIT).values()
+    ]
+    described = _settled(
+        lambda: sorted(_acl_words(b) for b in _describe_cf(admin, "TOPIC", topic)), 2
+    )
+    group_filter = AclBindingFilter(
+        ResourceType.GROUP,
+        group + "-x",
+        ResourcePatternType.MATCH,
+        None,
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+    matched = sorted(
+        _acl_words(b) for b in admin.describe_acls(group_filter, request_timeout=WAIT).result(WAIT)
+    )
+    topic_filter = AclBindingFilter(
+        ResourceType.TOPIC,
+        topic,
+        ResourcePatternType.LITERAL,
+        None,
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+    deleted = [
+        sorted(_acl_words(b) for b in f.result(timeout=WAIT))
+        for f in admin.delete_acls([topic_filter], request_timeout=WAIT).values()
+    ]
+    left = _settled(lambda: sorted(_acl_words(b) for b in _describe_cf(admin, "TOPIC", topic)), 0)
     alice = admin_clients._cf_admin(target.sasl, settings(client, "alice"))
     try:
         [future] = alice.create_acls([acls[0].confluent()], request_timeout=WAIT).values()
@@ -637,9 +868,17 @@ def acl_apis(target: SecureTarget, client: str) -> dict:
         alice_create = "ok"
     except KafkaException as exc:
         alice_create = exc.args[0].name()
-    return _named({"created": created, "described": described, "group_match": matched,
-                   "deleted": deleted, "left": left, "alice_create": alice_create},
-                  {topic: "<topic>", group: "<group>"})
+    return _named(
+        {
+            "created": created,
+            "described": described,
+            "group_match": matched,
+            "deleted": deleted,
+            "left": left,
+            "alice_create": alice_create,
+        },
+        {topic: "<topic>", group: "<group>"},
+    )
 
 
 def _named(observation: Any, names: dict[str, str]) -> Any:
@@ -663,24 +902,40 @@ def _settled(read, expected_count: int, timeout: float = WAIT):
         time.sleep(0.1)
 
 
-def _acl_apis_kafka_python(target: SecureTarget, topic: str, group: str,
-                           acls: list[Acl]) -> dict:
-    from kafka.admin import (ACL, ACLFilter, ACLOperation, ACLPermissionType,
-                             ACLResourcePatternType, ResourcePattern, ResourcePatternFilter,
-                             ResourceType)
+def _acl_apis_kafka_python(target: SecureTarget, topic: str, group: str, acls: list[Acl]) -> dict:
+    from kafka.admin import (
+        ACL,
+        ACLFilter,
+        ACLOperation,
+        ACLPermissionType,
+        ACLResourcePatternType,
+        ResourcePattern,
+        ResourcePatternFilter,
+        ResourceType,
+    )
+
     from compat_tests.clients import _kafka_error_name
 
     def to_acl(acl: Acl) -> ACL:
         principal = "User:*" if acl.user == "*" else f"User:{acl.user}"
-        return ACL(principal, "*", ACLOperation[acl.operation],
-                   ACLPermissionType[acl.permission],
-                   ResourcePattern(ResourceType[acl.resource], acl.name,
-                                   ACLResourcePatternType[acl.pattern]))
+        return ACL(
+            principal,
+            "*",
+            ACLOperation[acl.operation],
+            ACLPermissionType[acl.permission],
+            ResourcePattern(
+                ResourceType[acl.resource], acl.name, ACLResourcePatternType[acl.pattern]
+            ),
+        )
 
     def acl_filter(resource: str, name: str, pattern: str) -> ACLFilter:
-        return ACLFilter(None, None, ACLOperation.ANY, ACLPermissionType.ANY,
-                         ResourcePatternFilter(ResourceType[resource], name,
-                                               ACLResourcePatternType[pattern]))
+        return ACLFilter(
+            None,
+            None,
+            ACLOperation.ANY,
+            ACLPermissionType.ANY,
+            ResourcePatternFilter(ResourceType[resource], name, ACLResourcePatternType[pattern]),
+        )
 
     admin = admin_clients._kp_admin(target.sasl, settings("kafka-python", "admin"))
     try:
@@ -690,10 +945,13 @@ def _acl_apis_kafka_python(target: SecureTarget, topic: str, group: str,
         def describe(resource: str, name: str, pattern: str) -> list:
             found, error = admin.describe_acls(acl_filter(resource, name, pattern))
             return sorted(_acl_words(b) for b in found)
+
         described = _settled(lambda: describe("TOPIC", topic, "ANY"), 2)
         matched = describe("GROUP", group + "-x", "MATCH")
-        deleted = [sorted(_acl_words(acl) for acl in matches) for _f, matches, _e in
-                   admin.delete_acls([acl_filter("TOPIC", topic, "LITERAL")])]
+        deleted = [
+            sorted(_acl_words(acl) for acl in matches)
+            for _f, matches, _e in admin.delete_acls([acl_filter("TOPIC", topic, "LITERAL")])
+        ]
         left = _settled(lambda: describe("TOPIC", topic, "ANY"), 0)
     finally:
         admin.close()
@@ -705,9 +963,17 @@ def _acl_apis_kafka_python(target: SecureTarget, topic: str, group: str,
         alice_create = _kafka_error_name(exc)
     finally:
         alice.close()
-    return _named({"created": created, "described": described, "group_match": matched,
-                   "deleted": deleted, "left": left, "alice_create": alice_create},
-                  {topic: "<topic>", group: "<group>"})
+    return _named(
+        {
+            "created": created,
+            "described": described,
+            "group_match": matched,
+            "deleted": deleted,
+            "left": left,
+            "alice_create": alice_create,
+        },
+        {topic: "<topic>", group: "<group>"},
+    )
 
 
 def _check_acl_apis(obs: dict) -> None:
@@ -724,12 +990,19 @@ def authorized_operations(target: SecureTarget, client: str) -> dict:
     as the client's admin API reports it with authorized operations included (KIP-430)"""
     topic = _topic(target, "authops")
     group = _name("authops-group")
-    grant(target, Acl("TOPIC", topic, "alice", "READ"),
-          Acl("TOPIC", topic, "alice", "ALTER_CONFIGS"), Acl("GROUP", group, "alice", "READ"))
+    grant(
+        target,
+        Acl("TOPIC", topic, "alice", "READ"),
+        Acl("TOPIC", topic, "alice", "ALTER_CONFIGS"),
+        Acl("GROUP", group, "alice", "READ"),
+    )
     neutral.commit_offset(target.admin, group, topic)
-    return {user: admin_clients.authorized_operations(client, target.sasl, topic, group,
-                                                      security=settings(client, user))
-            for user in ("alice", "admin")}
+    return {
+        user: admin_clients.authorized_operations(
+            client, target.sasl, topic, group, security=settings(client, user)
+        )
+        for user in ("alice", "admin")
+    }
 
 
 def _check_authorized_operations(obs: dict) -> None:

@@ -36,7 +36,7 @@ import uuid
 from typing import Any
 
 from compat_tests import neutral
-from compat_tests.clients import CLIENTS, TIMEOUT, ClientError, Client, record
+from compat_tests.clients import CLIENTS, TIMEOUT, Client, ClientError, record
 from compat_tests.scenarios import scenario
 
 TXN_CLIENTS = ("confluent-kafka", "kafka-python")
@@ -57,15 +57,28 @@ def offsets(bootstrap: str, topic: str, isolation: int) -> int:
     """ListOffsets latest for partition 0: the high watermark (isolation 0) or the last
     stable offset (isolation 1, READ_COMMITTED)."""
     from kafka.protocol.consumer.offsets import ListOffsetsRequest
+
     from wireserver.testing import KafkaWire
+
     with KafkaWire(bootstrap, client_id="compat-neutral") as wire:
         version = wire.version(ListOffsetsRequest, 7)
         t_class = ListOffsetsRequest.ListOffsetsTopic
         p_class = t_class.ListOffsetsPartition
-        response = wire.request(ListOffsetsRequest(
-            version=version, replica_id=-1, isolation_level=isolation, topics=[t_class(
-                name=topic, partitions=[p_class(partition_index=0, current_leader_epoch=-1,
-                                                timestamp=-1)])]))
+        response = wire.request(
+            ListOffsetsRequest(
+                version=version,
+                replica_id=-1,
+                isolation_level=isolation,
+                topics=[
+                    t_class(
+                        name=topic,
+                        partitions=[
+                            p_class(partition_index=0, current_leader_epoch=-1, timestamp=-1)
+                        ],
+                    )
+                ],
+            )
+        )
     [partition] = [p for t in response.topics for p in t.partitions]
     if partition.error_code:
         raise RuntimeError(f"ListOffsets {topic}-0: error {partition.error_code}")
@@ -90,15 +103,25 @@ def settled_watermarks(bootstrap: str, topic: str, timeout: float = 10.0) -> dic
 
 # ------------------------------------------------------------------------------ readers
 
-def read_values(bootstrap: str, reader: str, topic: str, isolation: str,
-                timeout: float = 1.5) -> list[list]:
+
+def read_values(
+    bootstrap: str, reader: str, topic: str, isolation: str, timeout: float = 1.5
+) -> list[list]:
     """[offset, value] of every record of partition 0 a consumer with ``isolation`` reads
     from the start until it has been idle at the end of what it may read."""
     if reader == "confluent-kafka":
         from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "compat-unused",
-                             "isolation.level": isolation, "enable.auto.commit": False,
-                             "enable.partition.eof": True, "client.id": "compat-confluent"})
+
+        consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": "compat-unused",
+                "isolation.level": isolation,
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+                "client.id": "compat-confluent",
+            }
+        )
         out: list[list] = []
         try:
             consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
@@ -116,10 +139,16 @@ def read_values(bootstrap: str, reader: str, topic: str, isolation: str,
             consumer.close()
         return out
     from kafka import KafkaConsumer, TopicPartition
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
-                             isolation_level=isolation, enable_auto_commit=False,
-                             consumer_timeout_ms=int(timeout * 1000), request_timeout_ms=10000,
-                             client_id="compat-kafka-python")
+
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        group_id=None,
+        isolation_level=isolation,
+        enable_auto_commit=False,
+        consumer_timeout_ms=int(timeout * 1000),
+        request_timeout_ms=10000,
+        client_id="compat-kafka-python",
+    )
     try:
         tp = TopicPartition(topic, 0)
         consumer.assign([tp])
@@ -131,6 +160,7 @@ def read_values(bootstrap: str, reader: str, topic: str, isolation: str,
 
 # ------------------------------------------------------------------------------ producers
 
+
 class TxnProducer:
     """A transactional producer of one client. Errors surface as :class:`ClientError` with
     the Kafka error name (or the client's exception class name)."""
@@ -139,29 +169,51 @@ class TxnProducer:
         self.client = client
         if client == "confluent-kafka":
             from confluent_kafka import Producer
-            self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0,
-                                      "transactional.id": transactional_id,
-                                      "client.id": "compat-confluent"})
+
+            self.producer = Producer(
+                {
+                    "bootstrap.servers": bootstrap,
+                    "linger.ms": 0,
+                    "transactional.id": transactional_id,
+                    "client.id": "compat-confluent",
+                }
+            )
         else:
             from kafka import KafkaProducer
-            self.producer = KafkaProducer(bootstrap_servers=bootstrap,
-                                          transactional_id=transactional_id,
-                                          request_timeout_ms=10000, max_block_ms=20000,
-                                          client_id="compat-kafka-python")
+
+            self.producer = KafkaProducer(
+                bootstrap_servers=bootstrap,
+                transactional_id=transactional_id,
+                request_timeout_ms=10000,
+                max_block_ms=20000,
+                client_id="compat-kafka-python",
+            )
         self._call("init_transactions")
 
     def _call(self, method: str, *args) -> None:
         if self.client == "confluent-kafka":
             from confluent_kafka import KafkaException
+
             try:
-                getattr(self.producer, method)(*args, *(
-                    [TIMEOUT] if method in ("init_transactions", "commit_transaction",
-                                            "abort_transaction", "send_offsets_to_transaction")
-                    else []))
+                getattr(self.producer, method)(
+                    *args,
+                    *(
+                        [TIMEOUT]
+                        if method
+                        in (
+                            "init_transactions",
+                            "commit_transaction",
+                            "abort_transaction",
+                            "send_offsets_to_transaction",
+                        )
+                        else []
+                    ),
+                )
             except KafkaException as exc:
                 raise ClientError(exc.args[0].name(), exc.args[0].str()) from exc
             return
         from kafka.errors import KafkaError
+
         try:
             getattr(self.producer, method)(*args)
         except KafkaError as exc:
@@ -180,17 +232,23 @@ class TxnProducer:
         """Send ``values`` to partition 0 and wait until each is acknowledged."""
         if self.client == "confluent-kafka":
             from confluent_kafka import KafkaException
+
             errors: list = []
             try:
                 for value in values:
-                    self.producer.produce(topic, value.encode(), partition=0,
-                                          on_delivery=lambda err, _m: errors.append(err))
+                    self.producer.produce(
+                        topic,
+                        value.encode(),
+                        partition=0,
+                        on_delivery=lambda err, _m: errors.append(err),
+                    )
                 self.producer.flush(TIMEOUT)
             except (KafkaException, SystemError) as exc:
                 # A fatal error surfaces from flush, as a KafkaException or, when a delivery
                 # callback runs while it is pending, as a SystemError caused by it.
-                cause = exc if isinstance(exc, KafkaException) else (
-                    exc.__cause__ or exc.__context__)
+                cause = (
+                    exc if isinstance(exc, KafkaException) else (exc.__cause__ or exc.__context__)
+                )
                 if not isinstance(cause, KafkaException):
                     raise
                 raise ClientError(cause.args[0].name(), cause.args[0].str()) from exc
@@ -199,6 +257,7 @@ class TxnProducer:
                 raise ClientError(failed[0].name(), failed[0].str())
             return
         from kafka.errors import KafkaError
+
         futures = [self.producer.send(topic, value=v.encode(), partition=0) for v in values]
         try:
             self.producer.flush(TIMEOUT)
@@ -210,14 +269,21 @@ class TxnProducer:
     def send_offsets(self, consumer: Any, topic: str, offset: int) -> None:
         if self.client == "confluent-kafka":
             from confluent_kafka import TopicPartition
-            self._call("send_offsets_to_transaction", [TopicPartition(topic, 0, offset)],
-                       consumer.consumer_group_metadata())
+
+            self._call(
+                "send_offsets_to_transaction",
+                [TopicPartition(topic, 0, offset)],
+                consumer.consumer_group_metadata(),
+            )
         else:
             from kafka import TopicPartition
             from kafka.structs import OffsetAndMetadata
-            self._call("send_offsets_to_transaction",
-                       {TopicPartition(topic, 0): OffsetAndMetadata(offset, "", -1)},
-                       consumer.group_metadata())
+
+            self._call(
+                "send_offsets_to_transaction",
+                {TopicPartition(topic, 0): OffsetAndMetadata(offset, "", -1)},
+                consumer.group_metadata(),
+            )
 
     def wait_until_failed(self, timeout: float = 10.0) -> None:
         """kafka-python handles a fatal answer in its sender thread: wait for it."""
@@ -247,6 +313,7 @@ def _kafka_python_error(exc: BaseException) -> str:
     if isinstance(errno, int) and errno > 0 and isinstance(message, str):
         return message
     import kafka.errors
+
     for found in re.findall(r"\b([A-Z][A-Za-z]+Error)\b", str(exc)):
         cls = getattr(kafka.errors, found, None)
         if found != "KafkaError" and isinstance(getattr(cls, "message", None), str):
@@ -254,8 +321,14 @@ def _kafka_python_error(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-def group_consumer(client: str, bootstrap: str, topic: str, group: str, count: int = 4,
-                   extra: dict[str, str] | None = None):
+def group_consumer(
+    client: str,
+    bootstrap: str,
+    topic: str,
+    group: str,
+    count: int = 4,
+    extra: dict[str, str] | None = None,
+):
     """A consumer of ``client`` subscribed to ``topic`` in ``group`` (read_committed, no
     auto-commit, ``extra`` config for confluent-kafka); returns (consumer, the values it read)
     once it read ``count`` source records."""
@@ -263,10 +336,18 @@ def group_consumer(client: str, bootstrap: str, topic: str, group: str, count: i
     values: list[str] = []
     if client == "confluent-kafka":
         from confluent_kafka import Consumer
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                             "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                             "isolation.level": "read_committed",
-                             "client.id": "compat-confluent", **(extra or {})})
+
+        consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "isolation.level": "read_committed",
+                "client.id": "compat-confluent",
+                **(extra or {}),
+            }
+        )
         consumer.subscribe([topic])
         while len(values) < count and time.monotonic() < deadline:
             msg = consumer.poll(0.3)
@@ -274,10 +355,17 @@ def group_consumer(client: str, bootstrap: str, topic: str, group: str, count: i
                 values.append(msg.value().decode())
         return consumer, values
     from kafka import KafkaConsumer
-    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
-                             enable_auto_commit=False, auto_offset_reset="earliest",
-                             isolation_level="read_committed", request_timeout_ms=10000,
-                             client_id="compat-kafka-python")
+
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        isolation_level="read_committed",
+        request_timeout_ms=10000,
+        client_id="compat-kafka-python",
+    )
     while len(values) < count and time.monotonic() < deadline:
         for batch in consumer.poll(timeout_ms=300).values():
             values.extend(m.value.decode() for m in batch)
@@ -287,6 +375,7 @@ def group_consumer(client: str, bootstrap: str, topic: str, group: str, count: i
 def committed_offset(bootstrap: str, group: str, topic: str) -> int | None:
     from kafka import TopicPartition
     from kafka.admin import KafkaAdminClient
+
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="compat-neutral")
     try:
         found = admin.list_group_offsets({group: [TopicPartition(topic, 0)]})
@@ -307,22 +396,40 @@ def _java_idempotent(bootstrap: str, topic: str) -> dict:
     import tempfile
 
     from compat_tests.reference import run_tool
+
     with tempfile.NamedTemporaryFile("w", suffix=".properties") as config:
-        config.write("enable.idempotence=true\nretries=2147483647\nlinger.ms=5\n"
-                     "batch.size=2048\n")
+        config.write("enable.idempotence=true\nretries=2147483647\nlinger.ms=5\nbatch.size=2048\n")
         config.flush()
-        proc = run_tool("kafka-verifiable-producer",
-                        ["--topic", topic, "--max-messages", str(IDEMPOTENT_COUNT),
-                         "--acks", "-1", "--value-prefix", "5",
-                         "--producer.config", config.name], bootstrap=bootstrap, timeout=90)
+        proc = run_tool(
+            "kafka-verifiable-producer",
+            [
+                "--topic",
+                topic,
+                "--max-messages",
+                str(IDEMPOTENT_COUNT),
+                "--acks",
+                "-1",
+                "--value-prefix",
+                "5",
+                "--producer.config",
+                config.name,
+            ],
+            bootstrap=bootstrap,
+            timeout=90,
+        )
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     failed = [e for e in events if e.get("name") == "producer_send_error"]
-    return {"acked": sum(e.get("name") == "producer_send_success" for e in events),
-            "failed": sorted({e.get("exception", "?") for e in failed})}
+    return {
+        "acked": sum(e.get("name") == "producer_send_success" for e in events),
+        "failed": sorted({e.get("exception", "?") for e in failed}),
+    }
 
 
-@scenario("idempotent-produce", clients=("kafka-python", "confluent-kafka", "java"),
-          check=lambda o: _check_idempotent(o))
+@scenario(
+    "idempotent-produce",
+    clients=("kafka-python", "confluent-kafka", "java"),
+    check=lambda o: _check_idempotent(o),
+)
 def idempotent_produce(bootstrap: str, client: Client) -> dict:
     """the client's idempotent producer sends 300 records to a one-partition topic; read
     back with confluent-kafka; DescribeProducers reports the partition's producer state"""
@@ -331,39 +438,55 @@ def idempotent_produce(bootstrap: str, client: Client) -> dict:
     if client.name == "java":
         sent = _java_idempotent(bootstrap, topic)
     else:
-        config = {"confluent-kafka": {"enable.idempotence": True, "linger.ms": 5,
-                                      "batch.num.messages": 20},
-                  "kafka-python": {"linger_ms": 5, "batch_size": 1024}}[client.name]
-        reports = client.produce(bootstrap, topic, [record(v, partition=0) for v in values],
-                                 config=config)
+        config = {
+            "confluent-kafka": {
+                "enable.idempotence": True,
+                "linger.ms": 5,
+                "batch.num.messages": 20,
+            },
+            "kafka-python": {"linger_ms": 5, "batch_size": 1024},
+        }[client.name]
+        reports = client.produce(
+            bootstrap, topic, [record(v, partition=0) for v in values], config=config
+        )
         sent = {"acked": len(reports), "failed": []}
     read = CLIENTS["confluent-kafka"].consume(bootstrap, topic, 0, IDEMPOTENT_COUNT)
     from kafka import TopicPartition
     from kafka.admin import KafkaAdminClient
+
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="compat-neutral")
     try:
         [state] = admin.describe_producers([TopicPartition(topic, 0)]).values()
     finally:
         admin.close()
-    return {**sent,
-            "in_order_once": [r["value"] for r in read] == values,
-            "offsets": [r["offset"] for r in read] == list(range(IDEMPOTENT_COUNT)),
-            "high_watermark": offsets(bootstrap, topic, 0),
-            "producers": [{"epoch": p.producer_epoch, "last_sequence": p.last_sequence,
-                           "txn_start": p.current_transaction_start_offset,
-                           "has_id": p.producer_id >= 0}
-                          for p in state.active_producers]}
+    return {
+        **sent,
+        "in_order_once": [r["value"] for r in read] == values,
+        "offsets": [r["offset"] for r in read] == list(range(IDEMPOTENT_COUNT)),
+        "high_watermark": offsets(bootstrap, topic, 0),
+        "producers": [
+            {
+                "epoch": p.producer_epoch,
+                "last_sequence": p.last_sequence,
+                "txn_start": p.current_transaction_start_offset,
+                "has_id": p.producer_id >= 0,
+            }
+            for p in state.active_producers
+        ],
+    }
 
 
 def _check_idempotent(obs: dict) -> None:
     assert obs["acked"] == IDEMPOTENT_COUNT and obs["failed"] == [], obs
     assert obs["in_order_once"] and obs["offsets"], obs
     assert obs["high_watermark"] == IDEMPOTENT_COUNT, obs
-    assert obs["producers"] == [{"epoch": 0, "last_sequence": IDEMPOTENT_COUNT - 1,
-                                 "txn_start": -1, "has_id": True}], obs
+    assert obs["producers"] == [
+        {"epoch": 0, "last_sequence": IDEMPOTENT_COUNT - 1, "txn_start": -1, "has_id": True}
+    ], obs
 
 
 # ------------------------------------------------------------------------------ transactions
+
 
 @scenario("txn-commit-abort", clients=TXN_CLIENTS, check=lambda o: _check_commit_abort(o))
 def txn_commit_abort(bootstrap: str, client: Client) -> dict:
@@ -374,8 +497,11 @@ def txn_commit_abort(bootstrap: str, client: Client) -> dict:
     producer = TxnProducer(client.name, bootstrap, _id("tid"))
     obs: dict[str, Any] = {}
     try:
-        for values, end in ((["c1", "c2"], producer.commit), (["a1", "a2", "a3"], producer.abort),
-                            (["c3"], producer.commit)):
+        for values, end in (
+            (["c1", "c2"], producer.commit),
+            (["a1", "a2", "a3"], producer.abort),
+            (["c3"], producer.commit),
+        ):
             producer.begin()
             producer.send(topic, values)
             end()
@@ -386,8 +512,9 @@ def txn_commit_abort(bootstrap: str, client: Client) -> dict:
         producer.begin()
         producer.send(topic, ["open"])
         obs["open"] = watermarks(bootstrap, topic)
-        obs["open/read_committed"] = read_values(bootstrap, "confluent-kafka", topic,
-                                                 "read_committed")
+        obs["open/read_committed"] = read_values(
+            bootstrap, "confluent-kafka", topic, "read_committed"
+        )
         producer.commit()
         obs["after"] = settled_watermarks(bootstrap, topic)
     finally:
@@ -448,20 +575,29 @@ def _send_offsets_kip848(static: bool):
         if static:
             extra["group.instance.id"] = _id("instance")
         return _send_offsets(bootstrap, client.name, extra)
-    fn.__doc__ = (f"txn-send-offsets with a KIP-848 consumer (group.protocol=consumer"
-                  f"{', static: group.instance.id' if static else ''}): TxnOffsetCommit carries "
-                  f"its member id and member epoch, which the coordinator checks against the "
-                  f"consumer group")
+
+    fn.__doc__ = (
+        f"txn-send-offsets with a KIP-848 consumer (group.protocol=consumer"
+        f"{', static: group.instance.id' if static else ''}): TxnOffsetCommit carries "
+        f"its member id and member epoch, which the coordinator checks against the "
+        f"consumer group"
+    )
     return fn
 
 
 for _kind in ("dynamic", "static"):
-    scenario(f"txn-send-offsets-kip848[{_kind}]", clients=("confluent-kafka",),
-             check=lambda o: _check_send_offsets(o))(_send_offsets_kip848(_kind == "static"))
+    scenario(
+        f"txn-send-offsets-kip848[{_kind}]",
+        clients=("confluent-kafka",),
+        check=lambda o: _check_send_offsets(o),
+    )(_send_offsets_kip848(_kind == "static"))
 
 
-@scenario("txn-offsets-kip848-member-checks", clients=("kafka-python",),
-          check=lambda o: _check_member_checks(o))
+@scenario(
+    "txn-offsets-kip848-member-checks",
+    clients=("kafka-python",),
+    check=lambda o: _check_member_checks(o),
+)
 def txn_offsets_member_checks(bootstrap: str, client: Client) -> dict:
     """a KIP-848 consumer (confluent-kafka, group.protocol=consumer) is the one member of a
     group; kafka-python's transactional producer sends offsets with hand-made group metadata
@@ -471,19 +607,24 @@ def txn_offsets_member_checks(bootstrap: str, client: Client) -> dict:
     from confluent_kafka.admin import AdminClient
     from kafka import TopicPartition
     from kafka.structs import ConsumerGroupMetadata, OffsetAndMetadata
+
     source = neutral.create_topic(bootstrap, "txn-848")
     neutral.write(bootstrap, source, [record("m0", partition=0)])
     group = _id("etl848")
-    consumer, values = group_consumer("confluent-kafka", bootstrap, source, group, count=1,
-                                      extra={"group.protocol": "consumer"})
+    consumer, values = group_consumer(
+        "confluent-kafka", bootstrap, source, group, count=1, extra={"group.protocol": "consumer"}
+    )
     producer = TxnProducer(client.name, bootstrap, _id("etl848"))
     offsets = {TopicPartition(source, 0): OffsetAndMetadata(1, "", -1)}
 
     def send(generation: int, member_id: str, instance_id: str | None = None) -> str:
         producer.begin()
         try:
-            producer._call("send_offsets_to_transaction", offsets,
-                           ConsumerGroupMetadata(group, generation, member_id, instance_id))
+            producer._call(
+                "send_offsets_to_transaction",
+                offsets,
+                ConsumerGroupMetadata(group, generation, member_id, instance_id),
+            )
             return "NONE"
         except ClientError as exc:
             return exc.name
@@ -495,14 +636,19 @@ def txn_offsets_member_checks(bootstrap: str, client: Client) -> dict:
         [member] = admin.describe_consumer_groups([group])[group].result(TIMEOUT).members
         by_epoch = {epoch: send(epoch, member.member_id) for epoch in range(4)}
         obs: dict[str, Any] = {
-            "consumed": values, "by_epoch": by_epoch,
+            "consumed": values,
+            "by_epoch": by_epoch,
             "unknown_member": send(1, "compat-no-such-member"),
             "no_member": send(-1, ""),
-            "instance_without_member": send(-1, "", "compat-instance")}
+            "instance_without_member": send(-1, "", "compat-instance"),
+        }
         epoch = next((e for e, answer in by_epoch.items() if answer == "NONE"), -1)
         producer.begin()
-        producer._call("send_offsets_to_transaction", offsets,
-                       ConsumerGroupMetadata(group, epoch, member.member_id, None))
+        producer._call(
+            "send_offsets_to_transaction",
+            offsets,
+            ConsumerGroupMetadata(group, epoch, member.member_id, None),
+        )
         producer.commit()
         obs["committed"] = committed_offset(bootstrap, group, source)
     finally:
@@ -539,8 +685,10 @@ def txn_fencing(bootstrap: str, client: Client) -> dict:
         zombie.send(topic, ["zombie"])
         live = TxnProducer(client.name, bootstrap, tid)
         try:
-            for step, call in (("zombie_send", lambda: zombie.send(topic, ["late"])),
-                               ("zombie_commit", zombie.commit)):
+            for step, call in (
+                ("zombie_send", lambda: zombie.send(topic, ["late"])),
+                ("zombie_commit", zombie.commit),
+            ):
                 try:
                     call()
                     obs[step] = "ok"
@@ -556,8 +704,9 @@ def txn_fencing(bootstrap: str, client: Client) -> dict:
         zombie.close()
     obs["watermarks"] = settled_watermarks(bootstrap, topic)
     obs["read_committed"] = read_values(bootstrap, "confluent-kafka", topic, "read_committed")
-    obs["read_uncommitted"] = [v for _, v in read_values(bootstrap, "confluent-kafka", topic,
-                                                         "read_uncommitted")]
+    obs["read_uncommitted"] = [
+        v for _, v in read_values(bootstrap, "confluent-kafka", topic, "read_uncommitted")
+    ]
     return obs
 
 
@@ -568,9 +717,11 @@ def _check_fencing(obs: dict) -> None:
 
 # ------------------------------------------------------------------------------ admin
 
+
 def _transactions_tool(bootstrap: str, args: list[str]) -> list[dict[str, str]]:
     """Rows of a ``kafka-transactions`` table (header row -> column names)."""
     from compat_tests.reference import run_tool
+
     # its --bootstrap-server goes before the sub-command
     proc = run_tool("kafka-transactions", ["--bootstrap-server", bootstrap, *args], timeout=60)
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
@@ -584,22 +735,34 @@ def _admin_view(client: str, bootstrap: str, tid: str) -> dict:
     """{"listed": state of ``tid`` in ListTransactions or None, "described": its state and
     partitions per DescribeTransactions} through kafka-python's admin or the Java tool."""
     if client == "java":
-        listed = {r.get("TransactionalId"): _state(r.get("TransactionState"))
-                  for r in _transactions_tool(bootstrap, ["list"])}
+        listed = {
+            r.get("TransactionalId"): _state(r.get("TransactionState"))
+            for r in _transactions_tool(bootstrap, ["list"])
+        }
         [described] = _transactions_tool(bootstrap, ["describe", "--transactional-id", tid])
         partitions = described.get("TopicPartitions", "")
-        return {"listed": listed.get(tid),
-                "described": _state(described.get("TransactionState")),
-                "partitions": sorted(p for p in partitions.split(",") if p and p != "None")}
+        return {
+            "listed": listed.get(tid),
+            "described": _state(described.get("TransactionState")),
+            "partitions": sorted(p for p in partitions.split(",") if p and p != "None"),
+        }
     from kafka.admin import KafkaAdminClient
+
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="compat-kafka-python")
     try:
-        listed = {t.transactional_id: _state(t.state)
-                  for rows in admin.list_transactions().values() for t in rows}
+        listed = {
+            t.transactional_id: _state(t.state)
+            for rows in admin.list_transactions().values()
+            for t in rows
+        }
         description = admin.describe_transactions([tid])[tid]
-        return {"listed": listed.get(tid), "described": _state(description.state),
-                "partitions": sorted(f"{tp.topic}-{tp.partition}"
-                                     for tp in description.topic_partitions)}
+        return {
+            "listed": listed.get(tid),
+            "described": _state(description.state),
+            "partitions": sorted(
+                f"{tp.topic}-{tp.partition}" for tp in description.topic_partitions
+            ),
+        }
     finally:
         admin.close()
 
@@ -608,11 +771,14 @@ def _wait_for_state(bootstrap: str, tid: str, state: str, timeout: float = 10.0)
     """Kafka's coordinator stays in PrepareCommit until the markers are written, a moment
     after commit_transaction returned: wait (through kafka-python's admin) for ``state``."""
     from kafka.admin import KafkaAdminClient
+
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="compat-neutral")
     try:
         deadline = time.monotonic() + timeout
-        while (_state(admin.describe_transactions([tid])[tid].state) != state
-               and time.monotonic() < deadline):
+        while (
+            _state(admin.describe_transactions([tid])[tid].state) != state
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.05)
     finally:
         admin.close()
@@ -640,7 +806,10 @@ def txn_admin(bootstrap: str, client: Client) -> dict:
 
 
 def _check_admin(obs: dict) -> None:
-    assert obs["ongoing"] == {"listed": "ongoing", "described": "ongoing",
-                              "partitions": ["TOPIC-0"]}, obs
+    assert obs["ongoing"] == {
+        "listed": "ongoing",
+        "described": "ongoing",
+        "partitions": ["TOPIC-0"],
+    }, obs
     assert obs["committed"]["listed"] == "completecommit", obs
     assert obs["committed"]["described"] == "completecommit", obs

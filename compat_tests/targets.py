@@ -28,11 +28,11 @@ NUM_PARTITIONS = 3
 
 @dataclass
 class Target:
-    name: str               # KAFKA | WIRESERVER
+    name: str  # KAFKA | WIRESERVER
     auto_create: bool
     bootstrap: str
-    kind: str               # "local", "docker", "external", "subprocess"
-    problem: str | None = None   # why scenarios cannot run here (external, wrong settings)
+    kind: str  # "local", "docker", "external", "subprocess"
+    problem: str | None = None  # why scenarios cannot run here (external, wrong settings)
     startup_seconds: float = 0.0
     info: dict = field(default_factory=dict)
 
@@ -61,21 +61,37 @@ class Targets:
     def _start(self, name: str, auto_create: bool) -> Target:
         if name == KAFKA:
             from compat_tests.reference import reference_kafka
-            ref = self._stack.enter_context(reference_kafka(
-                nodes=1, auto_create_topics=auto_create, num_partitions=NUM_PARTITIONS))
-            target = Target(KAFKA, auto_create, ref.bootstrap_servers, ref.kind,
-                            info={"version": ref.version})
+
+            ref = self._stack.enter_context(
+                reference_kafka(
+                    nodes=1, auto_create_topics=auto_create, num_partitions=NUM_PARTITIONS
+                )
+            )
+            target = Target(
+                KAFKA, auto_create, ref.bootstrap_servers, ref.kind, info={"version": ref.version}
+            )
             if ref.kind == "external":
                 target.problem = _check_external(ref.bootstrap_servers, auto_create)
             return target
         if name == WIRESERVER:
             from wireserver.testing import EmbeddedBroker
-            broker = self._stack.enter_context(EmbeddedBroker(mode="subprocess", overrides={
-                "auto.create.topics.enable": str(auto_create).lower(),
-                "num.partitions": NUM_PARTITIONS,
-            }))
-            return Target(WIRESERVER, auto_create, broker.bootstrap_servers, "subprocess",
-                          info={"log_path": broker.log_path})
+
+            broker = self._stack.enter_context(
+                EmbeddedBroker(
+                    mode="subprocess",
+                    overrides={
+                        "auto.create.topics.enable": str(auto_create).lower(),
+                        "num.partitions": NUM_PARTITIONS,
+                    },
+                )
+            )
+            return Target(
+                WIRESERVER,
+                auto_create,
+                broker.bootstrap_servers,
+                "subprocess",
+                info={"log_path": broker.log_path},
+            )
         raise ValueError(name)
 
     def close(self) -> None:
@@ -85,11 +101,13 @@ class Targets:
 def _check_external(bootstrap: str, auto_create: bool) -> str | None:
     """An external reference must have the settings the scenario needs."""
     from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="compat-settings")
     try:
         node = admin.describe_cluster()["brokers"][0]["node_id"]
         found = admin.describe_configs(
-            [ConfigResource(ConfigResourceType.BROKER, str(node))], config_filter="all")
+            [ConfigResource(ConfigResourceType.BROKER, str(node))], config_filter="all"
+        )
         configs = next(iter(next(iter(found.values())).values()))
         values = {k: (v.get("value") if isinstance(v, dict) else v) for k, v in configs.items()}
     except Exception as exc:  # an external cluster we cannot inspect: say so
@@ -98,9 +116,12 @@ def _check_external(bootstrap: str, auto_create: bool) -> str | None:
         admin.close()
     problems = []
     if str(values.get("auto.create.topics.enable")).lower() != str(auto_create).lower():
-        problems.append(f"auto.create.topics.enable={values.get('auto.create.topics.enable')}"
-                        f" (scenario needs {str(auto_create).lower()})")
+        problems.append(
+            f"auto.create.topics.enable={values.get('auto.create.topics.enable')}"
+            f" (scenario needs {str(auto_create).lower()})"
+        )
     if str(values.get("num.partitions")) != str(NUM_PARTITIONS):
-        problems.append(f"num.partitions={values.get('num.partitions')} "
-                        f"(the suite needs {NUM_PARTITIONS})")
+        problems.append(
+            f"num.partitions={values.get('num.partitions')} (the suite needs {NUM_PARTITIONS})"
+        )
     return "; ".join(problems) or None

@@ -60,5 +60,11 @@ def _params():
 def test_cluster_scenario(name, client_name, kafka_target, wireserver_target, compat_record):
     scenario = CLUSTER_SCENARIOS[name]
     kafka, wire = run_both(scenario, CLIENTS.get(client_name), kafka_target, wireserver_target)
-    record_and_compare(compat_record, scenario, client_name, kafka, wire,
-                       known_difference(name, client_name, DIFFERENCES))
+    record_and_compare(
+        compat_record,
+        scenario,
+        client_name,
+        kafka,
+        wire,
+        known_difference(name, client_name, DIFFERENCES),
+    )

@@ -15,11 +15,16 @@ from __future__ import annotations
 
 import pytest
 
-from compat_tests.clients import CLIENTS
 # Imported for the scenarios they register:
 from compat_tests import scenarios_fetch, scenarios_groups, scenarios_txn  # noqa: F401
-from compat_tests.scenarios import (SCENARIOS, WireserverDiffers, known_difference,
-                                    record_and_compare, run_both)
+from compat_tests.clients import CLIENTS
+from compat_tests.scenarios import (
+    SCENARIOS,
+    WireserverDiffers,
+    known_difference,
+    record_and_compare,
+    run_both,
+)
 from compat_tests.targets import KAFKA, WIRESERVER
 
 pytestmark = pytest.mark.integration
@@ -29,8 +34,11 @@ def _params():
     for scenario in SCENARIOS.values():
         for client in scenario.clients:
             reason = scenario.pending_reason(client)
-            marks = [pytest.mark.xfail(strict=True, raises=WireserverDiffers, reason=reason)] \
-                if reason else []
+            marks = (
+                [pytest.mark.xfail(strict=True, raises=WireserverDiffers, reason=reason)]
+                if reason
+                else []
+            )
             yield pytest.param(scenario.name, client, marks=marks, id=f"{scenario.name}-{client}")
 
 
@@ -44,5 +52,6 @@ def test_scenario(name, client_name, compat_targets, compat_record):
         pytest.fail(f"the reference cannot run this scenario: {kafka_target.problem}")
 
     kafka, wire = run_both(scenario, client, kafka_target.bootstrap, wire_target.bootstrap)
-    record_and_compare(compat_record, scenario, client_name, kafka, wire,
-                       known_difference(name, client_name))
+    record_and_compare(
+        compat_record, scenario, client_name, kafka, wire, known_difference(name, client_name)
+    )

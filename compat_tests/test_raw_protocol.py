@@ -23,12 +23,18 @@ pytestmark = pytest.mark.integration
 #: (api name, request label) -> (first version it applies to, why the answers differ on
 #: purpose). Asserted to still differ, so a stale entry fails.
 RAW_DIFFERENCES: dict[tuple[str, str], tuple[int, str]] = {
-    ("ApiVersions", "plain"): (3, "wireserver advertises no feature flags (metadata.version, "
-                                  "kraft.version, transaction.version, group.version...): it "
-                                  "is not a KRaft node and has no transactions v2 or KIP-848 "
-                                  "groups yet"),
-    ("CreateTopics", "validate-only"): (5, "the min.insync.replicas source in the returned "
-                                           "configs (see compat_tests.scenarios.MIN_ISR_SOURCE)"),
+    ("ApiVersions", "plain"): (
+        3,
+        "wireserver advertises no feature flags (metadata.version, "
+        "kraft.version, transaction.version, group.version...): it "
+        "is not a KRaft node and has no transactions v2 or KIP-848 "
+        "groups yet",
+    ),
+    ("CreateTopics", "validate-only"): (
+        5,
+        "the min.insync.replicas source in the returned "
+        "configs (see compat_tests.scenarios.MIN_ISR_SOURCE)",
+    ),
 }
 
 
@@ -50,12 +56,17 @@ def raw_pair(compat_targets, compat_extra):
             w.create_topic(topic, partitions=2)
             w.create_topic(compacted, partitions=1, configs={"cleanup.policy": "compact"})
         from compat_tests.neutral import wait_until_served
+
         wait_until_served(target.bootstrap, topic, 2)
         wait_until_served(target.bootstrap, compacted, 1)
-    pair = {"kafka": (kafka.bootstrap, raw.context(kafka.bootstrap, topic, compacted, run)),
-            "wireserver": (wire.bootstrap, raw.context(wire.bootstrap, topic, compacted, run)),
-            "versions": {KAFKA: raw.api_versions(kafka.bootstrap),
-                         WIRESERVER: raw.api_versions(wire.bootstrap)}}
+    pair = {
+        "kafka": (kafka.bootstrap, raw.context(kafka.bootstrap, topic, compacted, run)),
+        "wireserver": (wire.bootstrap, raw.context(wire.bootstrap, topic, compacted, run)),
+        "versions": {
+            KAFKA: raw.api_versions(kafka.bootstrap),
+            WIRESERVER: raw.api_versions(wire.bootstrap),
+        },
+    }
     compat_extra.setdefault("raw_rows", [])
     yield pair
     _summarize(pair, compat_extra)
@@ -66,32 +77,52 @@ def _summarize(pair, extra) -> None:
     missing = sorted(set(kv) - set(wv))
     extra_keys = sorted(set(wv) - set(kv))
     differ = sorted(k for k in set(kv) & set(wv) if kv[k] != wv[k])
-    summary = [f"ApiVersions: Kafka advertises {len(kv)} APIs, wireserver {len(wv)}; "
-               f"{len(missing)} served by Kafka only"]
-    md = ["## ApiVersions", "",
-          f"Kafka advertises {len(kv)} APIs, wireserver {len(wv)}.", ""]
+    summary = [
+        f"ApiVersions: Kafka advertises {len(kv)} APIs, wireserver {len(wv)}; "
+        f"{len(missing)} served by Kafka only"
+    ]
+    md = ["## ApiVersions", "", f"Kafka advertises {len(kv)} APIs, wireserver {len(wv)}.", ""]
     if differ:
-        md.append("Different version ranges: " + ", ".join(
-            f"{_api_name(k)} kafka {kv[k][0]}-{kv[k][1]} / wireserver {wv[k][0]}-{wv[k][1]}"
-            for k in differ))
+        md.append(
+            "Different version ranges: "
+            + ", ".join(
+                f"{_api_name(k)} kafka {kv[k][0]}-{kv[k][1]} / wireserver {wv[k][0]}-{wv[k][1]}"
+                for k in differ
+            )
+        )
         md.append("")
     if extra_keys:
         md += ["Served by wireserver only: " + ", ".join(_api_name(k) for k in extra_keys), ""]
-    md += ["Served by Kafka, not by wireserver (not a failure):", "",
-           "| key | API | Kafka versions |", "|---|---|---|"]
+    md += [
+        "Served by Kafka, not by wireserver (not a failure):",
+        "",
+        "| key | API | Kafka versions |",
+        "|---|---|---|",
+    ]
     md += [f"| {k} | {_api_name(k)} | {kv[k][0]}-{kv[k][1]} |" for k in missing]
     summary.append("  Kafka only: " + ", ".join(f"{_api_name(k)}({k})" for k in missing))
     rows = extra.get("raw_rows", [])
-    md += ["", "## Raw-protocol differential", "",
-           "| API | versions compared | requests | result |", "|---|---|---|---|"]
+    md += [
+        "",
+        "## Raw-protocol differential",
+        "",
+        "| API | versions compared | requests | result |",
+        "|---|---|---|---|",
+    ]
     for row in rows:
         md.append(f"| {row['api']} | {row['versions']} | {row['requests']} | {row['result']} |")
     diffs = [d for row in rows for d in row.get("diffs", [])]
     if diffs:
         md += ["", "### Differing responses", ""]
         for d in diffs:
-            md += [f"**{d['api']} v{d['version']} {d['label']}**", "", "```",
-                   *d["paths"], "```", ""]
+            md += [
+                f"**{d['api']} v{d['version']} {d['label']}**",
+                "",
+                "```",
+                *d["paths"],
+                "```",
+                "",
+            ]
     summary.append("raw differential: " + ", ".join(f"{r['api']} {r['result']}" for r in rows))
     extra["raw_summary"] = summary
     extra["raw_markdown"] = md
@@ -124,9 +155,11 @@ def test_raw_differential(api_key, raw_pair, compat_extra):
     if kv is None or wv is None:
         row["result"] = "not served by " + ("Kafka" if kv is None else "wireserver")
         return
-    low, high = (int(x) for x in request_class.json["validVersions"].split("-")) \
-        if "-" in request_class.json["validVersions"] else (int(request_class.json[
-            "validVersions"]),) * 2
+    low, high = (
+        (int(x) for x in request_class.json["validVersions"].split("-"))
+        if "-" in request_class.json["validVersions"]
+        else (int(request_class.json["validVersions"]),) * 2
+    )
     lo, hi = max(low, kv[0], wv[0]), min(high, kv[1], wv[1])
     row["versions"] = f"{lo}-{hi}"
     (kb, kctx), (wb, wctx) = raw_pair["kafka"], raw_pair["wireserver"]
@@ -139,15 +172,19 @@ def test_raw_differential(api_key, raw_pair, compat_extra):
             since, known = RAW_DIFFERENCES.get((name, label), (0, None))
             known = known if version >= since else None
             if kres != wres:
-                diff = {"api": name, "version": version, "label": label,
-                        "paths": raw.diff_paths(kres, wres)}
+                diff = {
+                    "api": name,
+                    "version": version,
+                    "label": label,
+                    "paths": raw.diff_paths(kres, wres),
+                }
                 row["diffs"].append(diff)
                 if not known:
                     unexpected.append(diff)
             elif known:
                 stale.append(f"{name} v{version} {label}: {known}")
-    row["result"] = (f"{len(row['diffs'])} differ" if row["diffs"] else "same")
+    row["result"] = f"{len(row['diffs'])} differ" if row["diffs"] else "same"
     assert not stale, f"known differences that no longer differ: {stale}"
     assert not unexpected, "responses differ:\n" + "\n".join(
-        f"v{d['version']} {d['label']}:\n    " + "\n    ".join(d["paths"])
-        for d in unexpected)
+        f"v{d['version']} {d['label']}:\n    " + "\n    ".join(d["paths"]) for d in unexpected
+    )

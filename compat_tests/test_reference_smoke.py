@@ -18,8 +18,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from compat_tests.reference import (KAFKA_VERSION, TOOLS, reference_kafka, resolve,
-                                    run_tool)
+from compat_tests.reference import KAFKA_VERSION, TOOLS, reference_kafka, resolve, run_tool
 from compat_tests.reference.launcher import new_cluster_id
 
 pytestmark = pytest.mark.integration
@@ -33,21 +32,23 @@ def _name(prefix: str) -> str:
 def ref():
     started = time.monotonic()
     with reference_kafka(nodes=1) as reference:
-        print(f"\n[reference] kind={reference.kind} version={reference.version} "
-              f"bootstrap={reference.bootstrap_servers} "
-              f"ready in {time.monotonic() - started:.1f}s")
+        print(
+            f"\n[reference] kind={reference.kind} version={reference.version} "
+            f"bootstrap={reference.bootstrap_servers} "
+            f"ready in {time.monotonic() - started:.1f}s"
+        )
         yield reference
 
 
 @pytest.fixture
 def admin(ref):
-    client = KafkaAdminClient(bootstrap_servers=ref.bootstrap_servers,
-                              client_id="reference-smoke")
+    client = KafkaAdminClient(bootstrap_servers=ref.bootstrap_servers, client_id="reference-smoke")
     yield client
     client.close()
 
 
 # ----------------------------------------------------------------- resolution
+
 
 def test_pom_pins_the_same_version_as_the_code():
     pom = (Path(__file__).parent / "reference" / "pom.xml").read_text()
@@ -61,8 +62,9 @@ def test_every_tool_main_class_is_in_the_jars():
     for jar in lib.glob("*.jar"):
         if jar.name.startswith(("kafka_2.13-", "kafka-tools-")):
             with zipfile.ZipFile(jar) as z:
-                classes.update(n[:-6].replace("/", ".") for n in z.namelist()
-                               if n.endswith(".class"))
+                classes.update(
+                    n[:-6].replace("/", ".") for n in z.namelist() if n.endswith(".class")
+                )
     missing = {tool: cls for tool, cls in TOOLS.items() if cls not in classes}
     assert not missing
     # the logging binding the pom adds on purpose
@@ -77,6 +79,7 @@ def test_cluster_ids_are_safe_for_the_storage_tool():
 
 
 # ----------------------------------------------------------------- one node
+
 
 def test_metadata_lists_one_broker(ref, admin):
     cluster = admin.describe_cluster()
@@ -96,9 +99,13 @@ def test_kafka_python_create_produce_consume(ref, admin):
         producer.send(topic, key=str(i).encode(), value=value).get(timeout=30)
     producer.close()
 
-    consumer = KafkaConsumer(topic, bootstrap_servers=ref.bootstrap_servers,
-                             group_id=_name("smoke-py-group"), auto_offset_reset="earliest",
-                             enable_auto_commit=False)
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=ref.bootstrap_servers,
+        group_id=_name("smoke-py-group"),
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
     got = []
     deadline = time.monotonic() + 45
     while len(got) < len(sent) and time.monotonic() < deadline:
@@ -108,37 +115,72 @@ def test_kafka_python_create_produce_consume(ref, admin):
     assert sorted(got) == sorted(sent)
 
     # The Java console consumer reads what kafka-python wrote.
-    out = run_tool("kafka-console-consumer",
-                   ["--topic", topic, "--from-beginning", "--max-messages", str(len(sent)),
-                    "--timeout-ms", "30000"], bootstrap=ref.bootstrap_servers, timeout=90)
+    out = run_tool(
+        "kafka-console-consumer",
+        [
+            "--topic",
+            topic,
+            "--from-beginning",
+            "--max-messages",
+            str(len(sent)),
+            "--timeout-ms",
+            "30000",
+        ],
+        bootstrap=ref.bootstrap_servers,
+        timeout=90,
+    )
     assert out.returncode == 0, out.stderr
     assert sorted(out.stdout.split()) == sorted(v.decode() for v in sent)
 
 
 def test_java_console_producer_and_consumer(ref, admin):
     topic = _name("smoke-java")
-    created = run_tool("kafka-topics", ["--create", "--topic", topic, "--partitions", "1",
-                                        "--replication-factor", "1"],
-                       bootstrap=ref.bootstrap_servers, timeout=60)
+    created = run_tool(
+        "kafka-topics",
+        ["--create", "--topic", topic, "--partitions", "1", "--replication-factor", "1"],
+        bootstrap=ref.bootstrap_servers,
+        timeout=60,
+    )
     assert created.returncode == 0, created.stderr
     assert f"Created topic {topic}." in created.stdout
 
     lines = [f"java-{i}" for i in range(5)]
-    produced = run_tool("kafka-console-producer", ["--topic", topic],
-                        input="\n".join(lines) + "\n", bootstrap=ref.bootstrap_servers,
-                        timeout=60)
+    produced = run_tool(
+        "kafka-console-producer",
+        ["--topic", topic],
+        input="\n".join(lines) + "\n",
+        bootstrap=ref.bootstrap_servers,
+        timeout=60,
+    )
     assert produced.returncode == 0, produced.stderr
 
-    consumed = run_tool("kafka-console-consumer",
-                        ["--topic", topic, "--from-beginning", "--max-messages", str(len(lines)),
-                         "--timeout-ms", "30000", "--group", _name("smoke-java-group")],
-                        bootstrap=ref.bootstrap_servers, timeout=90)
+    consumed = run_tool(
+        "kafka-console-consumer",
+        [
+            "--topic",
+            topic,
+            "--from-beginning",
+            "--max-messages",
+            str(len(lines)),
+            "--timeout-ms",
+            "30000",
+            "--group",
+            _name("smoke-java-group"),
+        ],
+        bootstrap=ref.bootstrap_servers,
+        timeout=90,
+    )
     assert consumed.returncode == 0, consumed.stderr
     assert consumed.stdout.split() == lines  # one partition: order is kept
 
     # kafka-python reads what the Java producer wrote.
-    consumer = KafkaConsumer(topic, bootstrap_servers=ref.bootstrap_servers, group_id=None,
-                             auto_offset_reset="earliest", consumer_timeout_ms=15000)
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=ref.bootstrap_servers,
+        group_id=None,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=15000,
+    )
     got = []
     for record in consumer:  # stops after 15 s without a record at worst
         got.append(record.value.decode())
@@ -151,15 +193,23 @@ def test_java_console_producer_and_consumer(ref, admin):
 def test_kafka_topics_describe(ref, admin):
     topic = _name("smoke-describe")
     admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=1)])
-    out = run_tool("kafka-topics", ["--describe", "--topic", topic],
-                   bootstrap=ref.bootstrap_servers, timeout=60)
+    out = run_tool(
+        "kafka-topics",
+        ["--describe", "--topic", topic],
+        bootstrap=ref.bootstrap_servers,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
-    assert re.search(rf"Topic: {topic}\s+TopicId: \S+\s+PartitionCount: 3\s+"
-                     rf"ReplicationFactor: 1", out.stdout), out.stdout
+    assert re.search(
+        rf"Topic: {topic}\s+TopicId: \S+\s+PartitionCount: 3\s+"
+        rf"ReplicationFactor: 1",
+        out.stdout,
+    ), out.stdout
     assert len(re.findall(r"Partition: \d+\s+Leader: \d+", out.stdout)) == 3
 
 
 # ----------------------------------------------------------------- three nodes (slow)
+
 
 def test_three_node_cluster_slow():
     """SLOW (~20-60 s): a 3-node KRaft quorum, a replication-factor-3 topic,
@@ -168,16 +218,21 @@ def test_three_node_cluster_slow():
     with reference_kafka(nodes=3, controllable=True) as ref:
         cluster = ref.cluster
         print(f"\n[reference] 3-node startup {cluster.startup_seconds:.1f}s")
-        admin = KafkaAdminClient(bootstrap_servers=ref.bootstrap_servers,
-                                 client_id="reference-smoke-3")
+        admin = KafkaAdminClient(
+            bootstrap_servers=ref.bootstrap_servers, client_id="reference-smoke-3"
+        )
         try:
             brokers = admin.describe_cluster()["brokers"]
             assert sorted(b["broker_id"] for b in brokers) == [0, 1, 2]
 
             topic = _name("smoke-rf3")
             admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=3)])
-            out = run_tool("kafka-topics", ["--describe", "--topic", topic],
-                           bootstrap=ref.bootstrap_servers, timeout=60)
+            out = run_tool(
+                "kafka-topics",
+                ["--describe", "--topic", topic],
+                bootstrap=ref.bootstrap_servers,
+                timeout=60,
+            )
             assert out.returncode == 0, out.stderr
             assert "ReplicationFactor: 3" in out.stdout, out.stdout
             replicas = re.findall(r"Replicas: ([\d,]+)", out.stdout)

@@ -14,31 +14,47 @@ import pytest
 
 from compat_tests.reference import ReferenceUnavailable, must_not_skip, reference_kafka
 from compat_tests.scenarios import known_difference, record_and_compare, run_both
-from compat_tests.scenarios_security import (BROKER_SETTINGS, SASL_LISTENER,
-                                             SECURITY_DIFFERENCES, SECURITY_SCENARIOS,
-                                             SecureTarget, add_scram_users,
-                                             wait_until_authenticates)
+from compat_tests.scenarios_security import (
+    BROKER_SETTINGS,
+    SASL_LISTENER,
+    SECURITY_DIFFERENCES,
+    SECURITY_SCENARIOS,
+    SecureTarget,
+    add_scram_users,
+    wait_until_authenticates,
+)
 
 pytestmark = pytest.mark.integration
 
 
 def _start_kafka(stack: contextlib.ExitStack) -> SecureTarget:
     try:
-        ref = stack.enter_context(reference_kafka(
-            broker_props=BROKER_SETTINGS, extra_listeners={SASL_LISTENER: SASL_LISTENER}))
+        ref = stack.enter_context(
+            reference_kafka(
+                broker_props=BROKER_SETTINGS, extra_listeners={SASL_LISTENER: SASL_LISTENER}
+            )
+        )
     except ReferenceUnavailable as exc:
         if must_not_skip():
             pytest.fail(f"CI=true and no reference Kafka: {exc}")
         pytest.skip(f"no reference Kafka: {exc}")
-    return SecureTarget("kafka", ref.bootstrap_servers,
-                        ref.cluster.listener_bootstrap(SASL_LISTENER))
+    return SecureTarget(
+        "kafka", ref.bootstrap_servers, ref.cluster.listener_bootstrap(SASL_LISTENER)
+    )
 
 
 def _start_wireserver(stack: contextlib.ExitStack) -> SecureTarget:
     from wireserver.testing import EmbeddedBroker
-    broker = stack.enter_context(EmbeddedBroker(mode="subprocess", overrides={
-        **BROKER_SETTINGS,
-        "listeners": f"PLAINTEXT://127.0.0.1:0,{SASL_LISTENER}://127.0.0.1:0"}))
+
+    broker = stack.enter_context(
+        EmbeddedBroker(
+            mode="subprocess",
+            overrides={
+                **BROKER_SETTINGS,
+                "listeners": f"PLAINTEXT://127.0.0.1:0,{SASL_LISTENER}://127.0.0.1:0",
+            },
+        )
+    )
     address = {name: f"{host}:{port}" for name, host, port in broker.endpoints}
     return SecureTarget("wireserver", address["PLAINTEXT"], address[SASL_LISTENER])
 
@@ -65,5 +81,11 @@ def test_security_scenario(name, client, secure_targets, compat_record):
     scenario = SECURITY_SCENARIOS[name]
     kafka_target, wire_target = secure_targets
     kafka, wire = run_both(scenario, client, kafka_target, wire_target)
-    record_and_compare(compat_record, scenario, client, kafka, wire,
-                       known_difference(name, client, SECURITY_DIFFERENCES))
+    record_and_compare(
+        compat_record,
+        scenario,
+        client,
+        kafka,
+        wire,
+        known_difference(name, client, SECURITY_DIFFERENCES),
+    )

@@ -84,6 +84,7 @@ def _cramjam():
     """The snappy/lz4/zstd library, imported on first use: its native module is about 1.5 MiB
     of resident memory in a broker that may never see a batch compressed with them."""
     import cramjam
+
     return cramjam
 
 

@@ -19,8 +19,8 @@ from typing import Any
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
-_I32_I16_I32 = struct.Struct(">ihi")      # throttle_time_ms, error_code, session_id
-_PARTITION_HEAD = struct.Struct(">ihq")   # partition_index, error_code, high_watermark
+_I32_I16_I32 = struct.Struct(">ihi")  # throttle_time_ms, error_code, session_id
+_PARTITION_HEAD = struct.Struct(">ihq")  # partition_index, error_code, high_watermark
 _Q = struct.Struct(">q")
 _QQ = struct.Struct(">qq")
 _II = struct.Struct(">ii")
@@ -109,8 +109,9 @@ def encode_fetch_response(response: Any, version: int, correlation_id: int) -> l
     if flexible:
         out.append(0)  # response header v1: no tagged fields
     if version >= 7:
-        out += _I32_I16_I32.pack(response.throttle_time_ms, response.error_code,
-                                 response.session_id)
+        out += _I32_I16_I32.pack(
+            response.throttle_time_ms, response.error_code, response.session_id
+        )
     else:
         out += _I32.pack(response.throttle_time_ms)
     topics = response.responses
@@ -124,8 +125,9 @@ def encode_fetch_response(response: Any, version: int, correlation_id: int) -> l
         partitions = topic.partitions
         _array_length(len(partitions), flexible, out)
         for partition in partitions:
-            out += _PARTITION_HEAD.pack(partition.partition_index, partition.error_code,
-                                        partition.high_watermark)
+            out += _PARTITION_HEAD.pack(
+                partition.partition_index, partition.error_code, partition.high_watermark
+            )
             out += _Q.pack(partition.last_stable_offset)
             if version >= 5:
                 out += _Q.pack(partition.log_start_offset)

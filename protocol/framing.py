@@ -46,7 +46,8 @@ class FrameDecoder:
             raise NegativeFrameSize(f"negative frame size {size}")
         if size > self.max_frame_bytes:
             raise FrameTooLarge(
-                f"frame of {size} bytes exceeds socket.request.max.bytes={self.max_frame_bytes}")
+                f"frame of {size} bytes exceeds socket.request.max.bytes={self.max_frame_bytes}"
+            )
         return size
 
     def feed(self, data: bytes) -> list[memoryview]:
@@ -63,7 +64,7 @@ class FrameDecoder:
                     pos += 4
                 else:
                     take = min(4 - len(prefix), end - pos)
-                    prefix += view[pos:pos + take]
+                    prefix += view[pos : pos + take]
                     pos += take
                     if len(prefix) < 4:
                         break
@@ -72,12 +73,12 @@ class FrameDecoder:
                     self._need = self._check(size)
             # Reading a body of self._need bytes.
             if not self._pieces and end - pos >= self._need:
-                frames.append(view[pos:pos + self._need])
+                frames.append(view[pos : pos + self._need])
                 pos += self._need
                 self._need = -1
                 continue
             take = min(self._need - self._have, end - pos)
-            self._pieces.append(view[pos:pos + take])
+            self._pieces.append(view[pos : pos + take])
             self._have += take
             pos += take
             if self._have == self._need:

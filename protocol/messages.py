@@ -16,8 +16,11 @@ from kafka.protocol.api_message import ApiMessage
 
 from wireserver.protocol.errors import DecodeError, UnsupportedApi
 from wireserver.protocol.fetch_response import encode_fetch_response
-from wireserver.protocol.produce_request import (ProduceRequestBody, decode_produce_request,
-                                      skip_tagged_fields)
+from wireserver.protocol.produce_request import (
+    ProduceRequestBody,
+    decode_produce_request,
+    skip_tagged_fields,
+)
 from wireserver.protocol.registry import ApiRegistry, ApiSpec
 
 PRODUCE_KEY = 0
@@ -74,7 +77,7 @@ def decode_request_header(frame: memoryview, header_version: int) -> tuple[Reque
         if pos + size > len(frame):
             raise DecodeError("truncated client_id")
         try:
-            client_id = str(frame[pos:pos + size], "utf-8")
+            client_id = str(frame[pos : pos + size], "utf-8")
         except UnicodeDecodeError as exc:
             raise DecodeError(f"client_id is not UTF-8: {exc}") from None
         pos += size
@@ -90,15 +93,17 @@ def decode_body(spec: ApiSpec, version: int, frame: memoryview, pos: int) -> Api
     on malformed input) becomes a DecodeError, the one error the server has to handle."""
     cls = spec.request_class
     flexible = spec.is_flexible(version)
-    decoder = cls._struct.compiled_decode_from(version, compact=flexible, tagged=flexible,
-                                               data_class=cls)
+    decoder = cls._struct.compiled_decode_from(
+        version, compact=flexible, tagged=flexible, data_class=cls
+    )
     try:
         body, end = decoder(frame, pos)
     except DecodeError:
         raise
     except Exception as exc:  # noqa: BLE001 - kafka-python's decoders raise many types
-        raise DecodeError(f"malformed {spec.name} v{version} request: "
-                          f"{type(exc).__name__}: {exc}") from None
+        raise DecodeError(
+            f"malformed {spec.name} v{version} request: {type(exc).__name__}: {exc}"
+        ) from None
     if end > len(frame):
         raise DecodeError(f"{spec.name} v{version} request is truncated")
     body._version = version
@@ -126,7 +131,9 @@ def decode_request(frame: memoryview, registry: ApiRegistry) -> Request:
     return Request(header, spec, decode_body(spec, api_version, frame, pos))
 
 
-def encode_response(spec: ApiSpec, version: int, correlation_id: int, response: ApiMessage) -> bytes:
+def encode_response(
+    spec: ApiSpec, version: int, correlation_id: int, response: ApiMessage
+) -> bytes:
     """Encode ``response`` with its size prefix and the response header version that
     ``spec`` prescribes for ``version``."""
     # Set the version before the header: kafka-python's version setter assumes a request header.
@@ -136,8 +143,9 @@ def encode_response(spec: ApiSpec, version: int, correlation_id: int, response: 
     return bytes(response.encode(header=True, framed=True))
 
 
-def encode_response_chunks(spec: ApiSpec, version: int, correlation_id: int,
-                           response: ApiMessage) -> list[bytes]:
+def encode_response_chunks(
+    spec: ApiSpec, version: int, correlation_id: int, response: ApiMessage
+) -> list[bytes]:
     """The framed response as chunks for ``writeSequence``. Fetch goes through the hand-written
     encoder that passes records through without copying them; everything else is one chunk."""
     if spec.key == FETCH_KEY:

@@ -55,8 +55,11 @@ def _topic_partitions(*, with_name: bool, **extra: Any) -> dict:
 
 
 CONSUMER_GROUP_HEARTBEAT_REQUEST = {
-    "apiKey": 68, "type": "request", "name": "ConsumerGroupHeartbeatRequest",
-    "validVersions": "0-1", "flexibleVersions": "0+",
+    "apiKey": 68,
+    "type": "request",
+    "name": "ConsumerGroupHeartbeatRequest",
+    "validVersions": "0-1",
+    "flexibleVersions": "0+",
     "fields": [
         _field("GroupId", "string", entityType="groupId"),
         _field("MemberId", "string"),
@@ -64,8 +67,13 @@ CONSUMER_GROUP_HEARTBEAT_REQUEST = {
         _nullable_string("InstanceId"),
         _nullable_string("RackId"),
         _field("RebalanceTimeoutMs", "int32", default=-1),
-        _field("SubscribedTopicNames", "[]string", nullableVersions="0+", default="null",
-               entityType="topicName"),
+        _field(
+            "SubscribedTopicNames",
+            "[]string",
+            nullableVersions="0+",
+            default="null",
+            entityType="topicName",
+        ),
         _nullable_string("SubscribedTopicRegex", "1+"),
         _nullable_string("ServerAssignor"),
         _topic_partitions(with_name=False, nullableVersions="0+", default="null"),
@@ -73,8 +81,11 @@ CONSUMER_GROUP_HEARTBEAT_REQUEST = {
 }
 
 CONSUMER_GROUP_HEARTBEAT_RESPONSE = {
-    "apiKey": 68, "type": "response", "name": "ConsumerGroupHeartbeatResponse",
-    "validVersions": "0-1", "flexibleVersions": "0+",
+    "apiKey": 68,
+    "type": "response",
+    "name": "ConsumerGroupHeartbeatResponse",
+    "validVersions": "0-1",
+    "flexibleVersions": "0+",
     "fields": [
         _field("ThrottleTimeMs", "int32"),
         _field("ErrorCode", "int16"),
@@ -82,14 +93,22 @@ CONSUMER_GROUP_HEARTBEAT_RESPONSE = {
         _nullable_string("MemberId"),
         _field("MemberEpoch", "int32"),
         _field("HeartbeatIntervalMs", "int32"),
-        _field("Assignment", "Assignment", nullableVersions="0+", default="null",
-               fields=[_topic_partitions(with_name=False)]),
+        _field(
+            "Assignment",
+            "Assignment",
+            nullableVersions="0+",
+            default="null",
+            fields=[_topic_partitions(with_name=False)],
+        ),
     ],
 }
 
 CONSUMER_GROUP_DESCRIBE_REQUEST = {
-    "apiKey": 69, "type": "request", "name": "ConsumerGroupDescribeRequest",
-    "validVersions": "0-1", "flexibleVersions": "0+",
+    "apiKey": 69,
+    "type": "request",
+    "name": "ConsumerGroupDescribeRequest",
+    "validVersions": "0-1",
+    "flexibleVersions": "0+",
     "fields": [
         _field("GroupIds", "[]string", entityType="groupId"),
         _field("IncludeAuthorizedOperations", "bool"),
@@ -102,40 +121,50 @@ def _assignment(name: str) -> dict:
 
 
 CONSUMER_GROUP_DESCRIBE_RESPONSE = {
-    "apiKey": 69, "type": "response", "name": "ConsumerGroupDescribeResponse",
-    "validVersions": "0-1", "flexibleVersions": "0+",
+    "apiKey": 69,
+    "type": "response",
+    "name": "ConsumerGroupDescribeResponse",
+    "validVersions": "0-1",
+    "flexibleVersions": "0+",
     "fields": [
         _field("ThrottleTimeMs", "int32"),
-        _field("Groups", "[]DescribedGroup", fields=[
-            _field("ErrorCode", "int16"),
-            _nullable_string("ErrorMessage"),
-            _field("GroupId", "string", entityType="groupId"),
-            _field("GroupState", "string"),
-            _field("GroupEpoch", "int32"),
-            _field("AssignmentEpoch", "int32"),
-            _field("AssignorName", "string"),
-            _field("Members", "[]Member", fields=[
-                _field("MemberId", "string"),
-                _nullable_string("InstanceId"),
-                _nullable_string("RackId"),
-                _field("MemberEpoch", "int32"),
-                _field("ClientId", "string"),
-                _field("ClientHost", "string"),
-                _field("SubscribedTopicNames", "[]string", entityType="topicName"),
-                _nullable_string("SubscribedTopicRegex"),
-                _assignment("Assignment"),
-                _assignment("TargetAssignment"),
-                _field("MemberType", "int8", "1+", default=-1),
-            ]),
-            _field("AuthorizedOperations", "int32", default="-2147483648"),
-        ]),
+        _field(
+            "Groups",
+            "[]DescribedGroup",
+            fields=[
+                _field("ErrorCode", "int16"),
+                _nullable_string("ErrorMessage"),
+                _field("GroupId", "string", entityType="groupId"),
+                _field("GroupState", "string"),
+                _field("GroupEpoch", "int32"),
+                _field("AssignmentEpoch", "int32"),
+                _field("AssignorName", "string"),
+                _field(
+                    "Members",
+                    "[]Member",
+                    fields=[
+                        _field("MemberId", "string"),
+                        _nullable_string("InstanceId"),
+                        _nullable_string("RackId"),
+                        _field("MemberEpoch", "int32"),
+                        _field("ClientId", "string"),
+                        _field("ClientHost", "string"),
+                        _field("SubscribedTopicNames", "[]string", entityType="topicName"),
+                        _nullable_string("SubscribedTopicRegex"),
+                        _assignment("Assignment"),
+                        _assignment("TargetAssignment"),
+                        _field("MemberType", "int8", "1+", default=-1),
+                    ],
+                ),
+                _field("AuthorizedOperations", "int32", default="-2147483648"),
+            ],
+        ),
     ],
 }
 
 
 def _define(schema: dict) -> type[ApiMessage]:
-    cls = _InlineSchema(schema["name"], (ApiMessage,), {"SCHEMA": schema,
-                                                       "__module__": __name__})
+    cls = _InlineSchema(schema["name"], (ApiMessage,), {"SCHEMA": schema, "__module__": __name__})
     DEFINED_HERE.append(cls)
     return cls
 

@@ -82,13 +82,14 @@ def _string(frame: memoryview, pos: int, size: int, end: int, what: str) -> str:
     if pos + size > end:
         raise DecodeError(f"truncated {what}")
     try:
-        return str(frame[pos:pos + size], "utf-8")
+        return str(frame[pos : pos + size], "utf-8")
     except UnicodeDecodeError as exc:
         raise DecodeError(f"{what} is not UTF-8: {exc}") from None
 
 
-def _string16(frame: memoryview, pos: int, end: int, what: str,
-              nullable: bool) -> tuple[str | None, int]:
+def _string16(
+    frame: memoryview, pos: int, end: int, what: str, nullable: bool
+) -> tuple[str | None, int]:
     """An int16-length string (-1 for null where ``nullable``); the value and the next pos."""
     if pos + 2 > end:
         raise DecodeError(f"truncated {what} length")
@@ -101,8 +102,9 @@ def _string16(frame: memoryview, pos: int, end: int, what: str,
     return _string(frame, pos, size, end, what), pos + size
 
 
-def _compact_string(frame: memoryview, pos: int, end: int, what: str,
-                    nullable: bool) -> tuple[str | None, int]:
+def _compact_string(
+    frame: memoryview, pos: int, end: int, what: str, nullable: bool
+) -> tuple[str | None, int]:
     """A compact string (uvarint length + 1, 0 for null where ``nullable``); the value and
     the next pos."""
     size, pos = read_uvarint(frame, pos, end)
@@ -155,7 +157,7 @@ def _decode_classic(frame: memoryview, pos: int) -> ProduceRequestBody:
             elif pos + size > end:
                 raise DecodeError("truncated records")
             else:
-                records = frame[pos:pos + size]
+                records = frame[pos : pos + size]
                 pos += size
             partitions.append(ProducePartitionData(index, records))
         topics.append(ProduceTopicData(name, None, partitions))
@@ -227,7 +229,7 @@ def _decode_flexible(frame: memoryview, pos: int, topic_ids: bool) -> ProduceReq
         if topic_ids:
             if pos + 16 > end:
                 raise DecodeError("truncated topic_id")
-            topic_id = uuid.UUID(bytes=bytes(frame[pos:pos + 16]))
+            topic_id = uuid.UUID(bytes=bytes(frame[pos : pos + 16]))
             if topic_id == _ZERO_UUID:
                 topic_id = None
             name = ""  # as kafka-python reads v13: no name, only the id
@@ -254,7 +256,7 @@ def _decode_flexible(frame: memoryview, pos: int, topic_ids: bool) -> ProduceReq
                 size -= 1
                 if pos + size > end:
                     raise DecodeError("truncated records")
-                records = frame[pos:pos + size]
+                records = frame[pos : pos + size]
                 pos += size
             pos = skip_tagged_fields(frame, pos, end)
             partitions.append(ProducePartitionData(index, records))

@@ -34,8 +34,8 @@ Records are decoded only by ``RecordBatch.records()`` (and, up to each key, by
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Optional
 
 from crc32c._crc32c import crc32c as crc32c_checksum  # not via crc32c/__init__ (cli.py)
 
@@ -132,8 +132,8 @@ class Record:
 
     offset: int
     timestamp: int
-    key: Optional[bytes]
-    value: Optional[bytes]
+    key: bytes | None
+    value: bytes | None
     headers: list  # list[tuple[str, bytes | None]]
 
 
@@ -184,7 +184,7 @@ def _read_varint(buf, pos: int, end: int, limit: int) -> tuple[int, int]:
 
 
 def _parse_records(
-    data, count: int, base_offset: int, base_timestamp: int, log_append_time: Optional[int]
+    data, count: int, base_offset: int, base_timestamp: int, log_append_time: int | None
 ) -> Iterator[Record]:
     """Yield ``count`` records from ``data`` (uncompressed record bytes), which they must fill
     exactly."""
@@ -429,7 +429,9 @@ class RecordBatch:
             )
         codec = self.compression
         if codec is Codec.NONE and count > len(buf) - HEADER_SIZE:
-            raise CorruptRecordBatch(f"{count} records cannot fit in {len(buf) - HEADER_SIZE} bytes")
+            raise CorruptRecordBatch(
+                f"{count} records cannot fit in {len(buf) - HEADER_SIZE} bytes"
+            )
         if strict:
             if count == 0:
                 raise CorruptRecordBatch("batch has no records")
@@ -461,7 +463,9 @@ class RecordBatch:
         _UINT32.pack_into(buf, CRC_OFFSET, self.compute_crc())
 
     # records
-    def records(self, max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> Iterator[Record]:
+    def records(
+        self, max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
+    ) -> Iterator[Record]:
         """Iterate the records, decompressing first when needed. Control batches' records
         iterate too (see ``decode_control_record``). ``CorruptRecordBatch`` on anything
         malformed. Does not check the CRC: call ``validate()`` for that."""
@@ -479,9 +483,13 @@ class RecordBatch:
         if count > len(payload):
             raise CorruptRecordBatch(f"{count} records cannot fit in {len(payload)} bytes")
         log_append_time = self.max_timestamp if self.timestamp_type else None
-        return _parse_records(payload, count, self.base_offset, self.base_timestamp, log_append_time)
+        return _parse_records(
+            payload, count, self.base_offset, self.base_timestamp, log_append_time
+        )
 
-    def keyless_records(self, max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> list[int]:
+    def keyless_records(
+        self, max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
+    ) -> list[int]:
         """Indexes in the batch of the records whose key is null (a compacted topic refuses
         them). Each record is read up to its key length and then skipped by its length, so an
         uncompressed batch is walked in place, nothing copied; a compressed one is
@@ -535,7 +543,9 @@ def iter_batches(buf) -> Iterator[RecordBatch]:
         size = length + LOG_OVERHEAD
         if rem <= MAGIC_OFFSET:
             if length < MIN_BATCH_LENGTH:
-                raise CorruptRecordBatch(f"batch length {length} at {pos} is below {MIN_BATCH_LENGTH}")
+                raise CorruptRecordBatch(
+                    f"batch length {length} at {pos} is below {MIN_BATCH_LENGTH}"
+                )
             raise TruncatedRecordBatch(f"batch at {pos} is cut off after {rem} bytes", pos)
         magic = view[pos + MAGIC_OFFSET]
         if magic != MAGIC_V2:
@@ -564,7 +574,7 @@ def _varint(value: int, out: bytearray) -> None:
     out.append(v)
 
 
-def _as_bytes(data) -> Optional[bytes]:
+def _as_bytes(data) -> bytes | None:
     if data is None:
         return None
     return bytes(data)

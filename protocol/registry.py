@@ -8,9 +8,10 @@ second handler for the same API cannot slip in unnoticed.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from kafka.protocol.api_message import ApiMessage
@@ -54,8 +55,10 @@ class ApiSpec:
         if cls.API_KEY != self.key:
             raise ValueError(f"{cls.name} has API key {cls.API_KEY}, registered as {self.key}")
         if self.max_version > cls.max_version:
-            raise ValueError(f"{cls.name}: versions {self.min_version}-{self.max_version} are "
-                             f"outside what the message class knows (max {cls.max_version})")
+            raise ValueError(
+                f"{cls.name}: versions {self.min_version}-{self.max_version} are "
+                f"outside what the message class knows (max {cls.max_version})"
+            )
         return cls
 
     def serves(self, version: int) -> bool:
@@ -83,16 +86,30 @@ class ApiRegistry:
     def __init__(self) -> None:
         self._specs: dict[int, ApiSpec] = {}
 
-    def register(self, key: int, name: str, module: str, min_version: int, max_version: int,
-                 *, advertised_min: int | None = None) -> ApiSpec:
+    def register(
+        self,
+        key: int,
+        name: str,
+        module: str,
+        min_version: int,
+        max_version: int,
+        *,
+        advertised_min: int | None = None,
+    ) -> ApiSpec:
         """Serve API ``key``, whose classes are ``<name>Request``/``<name>Response`` in
         ``module``, at versions ``min_version``..``max_version``."""
         if key in self._specs:
             raise DuplicateApi(f"API key {key} ({name}) is already registered")
         if not 0 <= min_version <= max_version:
             raise ValueError(f"{name}: bad version range {min_version}-{max_version}")
-        spec = ApiSpec(key, name, min_version, max_version, module,
-                       min_version if advertised_min is None else advertised_min)
+        spec = ApiSpec(
+            key,
+            name,
+            min_version,
+            max_version,
+            module,
+            min_version if advertised_min is None else advertised_min,
+        )
         self._specs[key] = spec
         return spec
 

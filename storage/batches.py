@@ -10,18 +10,28 @@ offsets in ``offset_for_timestamp`` / ``max_timestamp``), through ``iter_record_
 
 from __future__ import annotations
 
-from typing import Iterator, NamedTuple
+from collections.abc import Iterator
+from typing import NamedTuple
 
 from wireserver.protocol.errors import DecodeError
 from wireserver.protocol.records import (
     ATTR_CONTROL_MASK as CONTROL_MASK,
+)
+from wireserver.protocol.records import (
     ATTR_TIMESTAMP_TYPE_MASK as TIMESTAMP_TYPE_MASK,
+)
+from wireserver.protocol.records import (
     ATTR_TRANSACTIONAL_MASK as TRANSACTIONAL_MASK,
+)
+from wireserver.protocol.records import (
     HEADER_SIZE,
-    HEADER_STRUCT as _HEADER,
     LOG_OVERHEAD,
     RecordBatch,
 )
+from wireserver.protocol.records import (
+    HEADER_STRUCT as _HEADER,
+)
+
 
 class BatchHeader(NamedTuple):
     """The unpacked 61-byte header of a v2 record batch."""
@@ -71,7 +81,7 @@ def read_header(buf, pos: int = 0) -> BatchHeader:
 
 
 def _view(buf, pos: int, size: int) -> RecordBatch:
-    return RecordBatch(memoryview(buf)[pos:pos + size])
+    return RecordBatch(memoryview(buf)[pos : pos + size])
 
 
 def crc_ok(buf, pos: int, size: int) -> bool:

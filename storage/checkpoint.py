@@ -17,7 +17,8 @@ import base64
 import json
 import os
 import uuid
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
@@ -140,8 +141,10 @@ def topic_id_from_base64(text: str) -> uuid.UUID:
 
 
 def write_partition_metadata(directory: str, topic_id: uuid.UUID) -> None:
-    atomic_write(os.path.join(directory, PARTITION_METADATA),
-                 f"version: 0\ntopic_id: {topic_id_to_base64(topic_id)}\n")
+    atomic_write(
+        os.path.join(directory, PARTITION_METADATA),
+        f"version: 0\ntopic_id: {topic_id_to_base64(topic_id)}\n",
+    )
 
 
 def read_partition_metadata(directory: str) -> uuid.UUID | None:

@@ -7,9 +7,10 @@ the key.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
@@ -82,8 +83,11 @@ def parse_typed(name: str, type_: str, raw: Any) -> Any:
                 value = int(text)
             except ValueError:
                 raise ConfigValueError(name, raw, not_a_number) from None
-        lo, hi = {"int": (INT_MIN, INT_MAX), "long": (LONG_MIN, LONG_MAX),
-                  "short": (SHORT_MIN, SHORT_MAX)}[type_]
+        lo, hi = {
+            "int": (INT_MIN, INT_MAX),
+            "long": (LONG_MIN, LONG_MAX),
+            "short": (SHORT_MIN, SHORT_MAX),
+        }[type_]
         if not lo <= value <= hi:
             raise ConfigValueError(name, raw, not_a_number)
         return value
@@ -138,6 +142,7 @@ def at_least(minimum: float) -> Callable[[Any], None]:
     def check(value: Any) -> None:
         if value < minimum:
             raise ValueError(f"Value must be at least {minimum}")
+
     return check
 
 
@@ -145,6 +150,7 @@ def between(minimum: float, maximum: float) -> Callable[[Any], None]:
     def check(value: Any) -> None:
         if not minimum <= value <= maximum:
             raise ValueError(f"Value must be between {minimum} and {maximum}")
+
     return check
 
 
@@ -157,11 +163,13 @@ def one_of(*choices: str, ignore_case: bool = False) -> Callable[[Any], None]:
             if (item.upper() if ignore_case else item) not in allowed:
                 qualifier = " (case insensitive)" if ignore_case else ""
                 raise ValueError(f"String must be one of{qualifier}: {', '.join(choices)}")
+
     return check
 
 
 def non_empty(value: Any) -> None:
     """Kafka's NonEmptyString and non-empty ValidList."""
     if not value:
-        raise ValueError("String may not be empty" if isinstance(value, str)
-                         else "Empty list not allowed")
+        raise ValueError(
+            "String may not be empty" if isinstance(value, str) else "Empty list not allowed"
+        )

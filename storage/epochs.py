@@ -9,7 +9,12 @@ from __future__ import annotations
 import bisect
 import os
 
-from wireserver.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, CheckpointError, read_epochs, write_epochs
+from wireserver.storage.checkpoint import (
+    LEADER_EPOCH_CHECKPOINT,
+    CheckpointError,
+    read_epochs,
+    write_epochs,
+)
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
@@ -90,7 +95,7 @@ class LeaderEpochCache:
         i = bisect.bisect_right(starts, start_offset) - 1
         if i < 0:
             return
-        kept = [(self._entries[i][0], start_offset)] + self._entries[i + 1:]
+        kept = [(self._entries[i][0], start_offset)] + self._entries[i + 1 :]
         if kept != self._entries:
             self._entries = kept
             self.flush()

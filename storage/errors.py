@@ -14,10 +14,12 @@ class OffsetOutOfRange(StorageError):
 
     error_code = ErrorCode.OFFSET_OUT_OF_RANGE
 
-    def __init__(self, offset: int, log_start_offset: int, log_end_offset: int,
-                 message: str | None = None):
-        super().__init__(message or (
-            f"offset {offset} is out of range [{log_start_offset}, {log_end_offset}]"))
+    def __init__(
+        self, offset: int, log_start_offset: int, log_end_offset: int, message: str | None = None
+    ):
+        super().__init__(
+            message or (f"offset {offset} is out of range [{log_start_offset}, {log_end_offset}]")
+        )
         self.offset = offset
         self.log_start_offset = log_start_offset
         self.log_end_offset = log_end_offset

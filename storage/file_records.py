@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 
-
 #: At most this many descriptors are held by unsent regions at once; past that, reads fall back
 #: to memory (``FileRegion.available``), so many slow consumers cannot exhaust the process's
 #: file descriptors.
@@ -61,15 +60,13 @@ class FileRecords:
 
     def __init__(self, parts: list):
         self.parts = parts
-        self.size = sum(len(part) if isinstance(part, bytes) else part.length
-                        for part in parts)
+        self.size = sum(len(part) if isinstance(part, bytes) else part.length for part in parts)
 
     def __len__(self) -> int:
         return self.size
 
     def __bytes__(self) -> bytes:
-        return b"".join(part if isinstance(part, bytes) else part.read()
-                        for part in self.parts)
+        return b"".join(part if isinstance(part, bytes) else part.read() for part in self.parts)
 
     def close(self) -> None:
         for part in self.parts:

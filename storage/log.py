@@ -30,8 +30,16 @@ from __future__ import annotations
 import bisect
 import os
 import shutil
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
+from wireserver.protocol.errors import DecodeError
+from wireserver.protocol.records import (
+    NO_PARTITION_LEADER_EPOCH,
+    RecordBatch,
+    build_control_batch,
+    decode_control_record,
+)
 from wireserver.storage.batches import (
     BatchHeader,
     iter_headers,
@@ -42,21 +50,22 @@ from wireserver.storage.batches import (
     set_partition_leader_epoch,
 )
 from wireserver.storage.epochs import LeaderEpochCache
-from wireserver.storage.file_records import FileRecords, FileRegion
 from wireserver.storage.errors import InvalidOffset, LogInvariantError, OffsetOutOfRange
+from wireserver.storage.file_records import FileRecords, FileRegion
 from wireserver.storage.log_config import LogConfig
-from wireserver.protocol.errors import DecodeError
-from wireserver.protocol.records import (NO_PARTITION_LEADER_EPOCH, RecordBatch, build_control_batch,
-                              decode_control_record)
-from wireserver.storage.producer_state import (CompletedTxn, InvalidProducerEpoch, ProducerStateManager,
-                                    TransactionCoordinatorFenced)
-from wireserver.storage.txn_index import TXN_INDEX_SUFFIX, AbortedTxn
+from wireserver.storage.producer_state import (
+    CompletedTxn,
+    InvalidProducerEpoch,
+    ProducerStateManager,
+    TransactionCoordinatorFenced,
+)
 from wireserver.storage.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,
     LogSegment,
 )
+from wireserver.storage.txn_index import TXN_INDEX_SUFFIX, AbortedTxn
 
 #: Below this a stretch of a segment is read into memory even for a zero-copy read: for a few
 #: kilobytes one pread and an ordinary socket write cost less Python work than handing a
@@ -103,8 +112,13 @@ def parse_partition_dir(name: str) -> tuple[str, int]:
 class Log:
     """One partition's log. Use ``Log.open``. Not thread-safe except ``flush``."""
 
-    def __init__(self, directory: str, config: LogConfig, now_ms: Callable[[], int],
-                 producer_id_expiration_ms: int = 86_400_000):
+    def __init__(
+        self,
+        directory: str,
+        config: LogConfig,
+        now_ms: Callable[[], int],
+        producer_id_expiration_ms: int = 86_400_000,
+    ):
         self.directory = directory
         self.config = config
         self._now_ms = now_ms
@@ -128,10 +142,18 @@ class Log:
 
     # -- opening -------------------------------------------------------------------------
     @classmethod
-    def open(cls, directory: str, config: LogConfig, *, now_ms: Callable[[], int],
-             recover: bool, recovery_point: int = 0, log_start_offset: int | None = None,
-             high_watermark: int | None = None,
-             producer_id_expiration_ms: int = 86_400_000) -> "Log":
+    def open(
+        cls,
+        directory: str,
+        config: LogConfig,
+        *,
+        now_ms: Callable[[], int],
+        recover: bool,
+        recovery_point: int = 0,
+        log_start_offset: int | None = None,
+        high_watermark: int | None = None,
+        producer_id_expiration_ms: int = 86_400_000,
+    ) -> Log:
         """Open (creating if needed) the log in ``directory``.
 
         ``recover=True`` (no clean-shutdown marker) re-scans every segment from the one holding
@@ -149,13 +171,21 @@ class Log:
         return log
 
     def _new_segment(self, base_offset: int) -> LogSegment:
-        return LogSegment(self.directory, base_offset,
-                          index_interval_bytes=self.config.index_interval_bytes,
-                          max_index_bytes=self.config.segment_index_bytes,
-                          created_ms=self._now_ms())
+        return LogSegment(
+            self.directory,
+            base_offset,
+            index_interval_bytes=self.config.index_interval_bytes,
+            max_index_bytes=self.config.segment_index_bytes,
+            created_ms=self._now_ms(),
+        )
 
-    def _load(self, recover: bool, recovery_point: int, log_start_offset: int | None,
-              high_watermark: int | None) -> None:
+    def _load(
+        self,
+        recover: bool,
+        recovery_point: int,
+        log_start_offset: int | None,
+        high_watermark: int | None,
+    ) -> None:
         bases: set[int] = set()
         for name in os.listdir(self.directory):
             path = os.path.join(self.directory, name)
@@ -164,15 +194,20 @@ class Log:
                     os.unlink(path)
                 continue
             stem, ext = os.path.splitext(name)
-            if ext in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX) \
-                    and stem.isdigit():
+            if (
+                ext in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+                and stem.isdigit()
+            ):
                 if ext == LOG_SUFFIX:
                     bases.add(int(stem))
         # Indexes without a log file are orphans.
         for name in os.listdir(self.directory):
             stem, ext = os.path.splitext(name)
-            if ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX) and stem.isdigit() \
-                    and int(stem) not in bases:
+            if (
+                ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+                and stem.isdigit()
+                and int(stem) not in bases
+            ):
                 os.unlink(os.path.join(self.directory, name))
         ordered = sorted(bases)
         segments: list[LogSegment] = []
@@ -193,7 +228,7 @@ class Log:
             if truncated:
                 self.truncated_bytes += truncated
                 # Everything after a torn or corrupt batch is gone, later segments included.
-                for later in ordered[i + 1:]:
+                for later in ordered[i + 1 :]:
                     doomed = self._new_segment(later)
                     doomed.delete()
                 break
@@ -242,8 +277,9 @@ class Log:
                 position = 0
             for pos, header in seg.walk(position):
                 if header.last_offset >= start:
-                    control, coordinator_epoch = self._control(seg, pos, header) \
-                        if header.is_control else (None, -1)
+                    control, coordinator_epoch = (
+                        self._control(seg, pos, header) if header.is_control else (None, -1)
+                    )
                     completed = state.replay(header, control, coordinator_epoch)
                     if completed is not None:
                         self._index_completed(seg, completed)
@@ -259,8 +295,11 @@ class Log:
     def _index_completed(self, seg: LogSegment, completed: CompletedTxn) -> None:
         if completed.is_aborted:
             lso = self.producer_state.last_stable_offset_after(completed)
-            seg.txn_index.append(AbortedTxn(completed.producer_id, completed.first_offset,
-                                            completed.last_offset, lso))
+            seg.txn_index.append(
+                AbortedTxn(
+                    completed.producer_id, completed.first_offset, completed.last_offset, lso
+                )
+            )
 
     def _rebuild_producer_state(self) -> None:
         """After truncation: reload the newest snapshot at or below the new end, replay."""
@@ -325,7 +364,8 @@ class Log:
         if not self._log_start_offset <= self._high_watermark <= self.log_end_offset:
             raise LogInvariantError(
                 f"{self.directory}: log start {self._log_start_offset} <= high watermark "
-                f"{self._high_watermark} <= log end {self.log_end_offset} does not hold")
+                f"{self._high_watermark} <= log end {self.log_end_offset} does not hold"
+            )
 
     def _upper_bound(self, index: int) -> int:
         """Offsets of segment ``index`` lie below this."""
@@ -334,13 +374,18 @@ class Log:
         return self.log_end_offset
 
     # -- appending -----------------------------------------------------------------------
-    def _roll_if_needed(self, size: int, max_timestamp: int, first_offset: int,
-                        last_offset: int, now_ms: int) -> None:
+    def _roll_if_needed(
+        self, size: int, max_timestamp: int, first_offset: int, last_offset: int, now_ms: int
+    ) -> None:
         active = self.active_segment
-        if active.should_roll(segment_bytes=self.config.segment_size,
-                              segment_ms=self.config.segment_ms, incoming_size=size,
-                              incoming_max_timestamp=max_timestamp, last_offset=last_offset,
-                              now_ms=now_ms):
+        if active.should_roll(
+            segment_bytes=self.config.segment_size,
+            segment_ms=self.config.segment_ms,
+            incoming_size=size,
+            incoming_max_timestamp=max_timestamp,
+            last_offset=last_offset,
+            now_ms=now_ms,
+        ):
             self.roll(first_offset)
 
     def roll(self, base_offset: int | None = None) -> LogSegment:
@@ -365,8 +410,9 @@ class Log:
             self.producer_state.take_snapshot(sync=False)
         return seg
 
-    def append(self, buf, leader_epoch: int, now_ms: int | None = None, *,
-               check_sequences: bool = True) -> AppendResult:
+    def append(
+        self, buf, leader_epoch: int, now_ms: int | None = None, *, check_sequences: bool = True
+    ) -> AppendResult:
         """Append validated batches as leader: assign offsets from the log end offset by
         patching each batch's baseOffset, stamp ``leader_epoch`` and (for LogAppendTime
         topics) the append time, write them to the active segment and index them.
@@ -381,13 +427,17 @@ class Log:
         incoming = list(iter_headers(view))
         # Idempotent producers: a duplicate answers the original offsets and writes nothing;
         # epoch and sequence errors raise before anything is written.
-        prepared = self.producer_state.prepare((h for _, h in incoming), first_offset,
-                                               now_ms if log_append else None,
-                                               check_sequences=check_sequences)
+        prepared = self.producer_state.prepare(
+            (h for _, h in incoming),
+            first_offset,
+            now_ms if log_append else None,
+            check_sequences=check_sequences,
+        )
         if prepared.duplicate is not None:
             dup = prepared.duplicate
-            return AppendResult(dup.first_offset, dup.last_offset, dup.timestamp,
-                                self._log_start_offset, True)
+            return AppendResult(
+                dup.first_offset, dup.last_offset, dup.timestamp, self._log_start_offset, True
+            )
         headers: list[tuple[int, BatchHeader]] = []
         max_timestamp = -1
         for pos, header in incoming:
@@ -406,12 +456,19 @@ class Log:
         self.active_segment.append(view, headers)
         self.leader_epoch_cache.assign(leader_epoch, first_offset)
         self.producer_state.commit(prepared, self.log_end_offset)
-        return AppendResult(first_offset, last_offset, now_ms if log_append else -1,
-                            self._log_start_offset)
+        return AppendResult(
+            first_offset, last_offset, now_ms if log_append else -1, self._log_start_offset
+        )
 
-    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool,
-                      coordinator_epoch: int = 0, leader_epoch: int = 0,
-                      now_ms: int | None = None) -> tuple[AppendResult, CompletedTxn | None]:
+    def append_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int = 0,
+        leader_epoch: int = 0,
+        now_ms: int | None = None,
+    ) -> tuple[AppendResult, CompletedTxn | None]:
         """Write a transaction marker (a COMMIT or ABORT control batch) for ``producer_id`` as
         the transaction coordinator does (Kafka's ``AppendOrigin.COORDINATOR``): an epoch below
         the producer's current one raises ``InvalidProducerEpoch``, a coordinator epoch below
@@ -423,15 +480,23 @@ class Log:
         if entry is not None and producer_epoch < entry.producer_epoch:
             raise InvalidProducerEpoch(
                 f"Epoch of producer {producer_id} in the transaction marker is "
-                f"{producer_epoch}, smaller than the last seen epoch {entry.producer_epoch}")
+                f"{producer_epoch}, smaller than the last seen epoch {entry.producer_epoch}"
+            )
         if entry is not None and coordinator_epoch < entry.coordinator_epoch:
             raise TransactionCoordinatorFenced(
                 f"Invalid coordinator epoch for producer {producer_id}: {coordinator_epoch} "
-                f"(zombie), {entry.coordinator_epoch} (current)")
+                f"(zombie), {entry.coordinator_epoch} (current)"
+            )
         offset = self.log_end_offset
-        batch = build_control_batch(commit, producer_id, producer_epoch, now_ms,
-                                    coordinator_epoch, base_offset=offset,
-                                    partition_leader_epoch=leader_epoch)
+        batch = build_control_batch(
+            commit,
+            producer_id,
+            producer_epoch,
+            now_ms,
+            coordinator_epoch,
+            base_offset=offset,
+            partition_leader_epoch=leader_epoch,
+        )
         header = read_header(batch, 0)
         self._roll_if_needed(len(batch), header.max_timestamp, offset, offset, now_ms)
         self.active_segment.append(batch, [(0, header)])
@@ -450,8 +515,9 @@ class Log:
             raise ValueError("nothing to append")
         first_offset = headers[0][1].base_offset
         if first_offset < self.log_end_offset:
-            raise InvalidOffset(f"follower append at {first_offset} below log end "
-                                f"{self.log_end_offset}")
+            raise InvalidOffset(
+                f"follower append at {first_offset} below log end {self.log_end_offset}"
+            )
         expect = first_offset
         for _, header in headers:
             if header.base_offset < expect:
@@ -469,8 +535,9 @@ class Log:
         for pos, header in headers:
             if header.partition_leader_epoch != NO_PARTITION_LEADER_EPOCH:
                 self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
-            control, coordinator_epoch = _control_of(view[pos:pos + header.size]) \
-                if header.is_control else (None, -1)
+            control, coordinator_epoch = (
+                _control_of(view[pos : pos + header.size]) if header.is_control else (None, -1)
+            )
             completed = self.producer_state.replay(header, control, coordinator_epoch)
             if completed is not None:
                 self._index_completed(self.active_segment, completed)
@@ -480,8 +547,15 @@ class Log:
     def _segment_index_for(self, offset: int) -> int:
         return max(bisect.bisect_right(self._bases, offset) - 1, 0)
 
-    def read(self, offset: int, max_bytes: int, *, upper_bound: int | None = None,
-             min_one_batch: bool = True, zero_copy: bool = False) -> ReadResult:
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        upper_bound: int | None = None,
+        min_one_batch: bool = True,
+        zero_copy: bool = False,
+    ) -> ReadResult:
         """Whole batches from the one holding ``offset``, at most ``max_bytes`` of them, except
         that with ``min_one_batch`` a first batch bigger than ``max_bytes`` is returned whole
         (KIP-74). Batches reaching ``upper_bound`` (high watermark / last stable offset) or
@@ -501,10 +575,12 @@ class Log:
         index = self._segment_index_for(offset)
         while not done and index < len(self._segments):
             seg = self._segments[index]
-            found = (seg.find_position(offset) if index == self._segment_index_for(offset)
-                     else None)
-            start = found if found is not None else (0 if first >= 0 or
-                                                     seg.base_offset >= offset else None)
+            found = seg.find_position(offset) if index == self._segment_index_for(offset) else None
+            start = (
+                found
+                if found is not None
+                else (0 if first >= 0 or seg.base_offset >= offset else None)
+            )
             if start is None:
                 index += 1
                 continue
@@ -540,19 +616,22 @@ class Log:
             data: bytes | FileRecords = FileRecords(chunks)
         else:
             data = b"".join(chunks)
-        return ReadResult(data, first, self._log_start_offset, leo, self._high_watermark,
-                          next_offset)
+        return ReadResult(
+            data, first, self._log_start_offset, leo, self._high_watermark, next_offset
+        )
 
-    def _first_record_at_or_after(self, seg: LogSegment, position: int, header: BatchHeader,
-                                  predicate) -> tuple[int, int] | None:
+    def _first_record_at_or_after(
+        self, seg: LogSegment, position: int, header: BatchHeader, predicate
+    ) -> tuple[int, int] | None:
         batch = seg.read(position, header.size)
         for offset, timestamp in iter_record_timestamps(batch):
             if offset >= self._log_start_offset and predicate(timestamp):
                 return offset, timestamp
         return None
 
-    def offset_for_timestamp(self, timestamp: int, *, upper_bound: int | None = None
-                             ) -> OffsetAndTimestamp | None:
+    def offset_for_timestamp(
+        self, timestamp: int, *, upper_bound: int | None = None
+    ) -> OffsetAndTimestamp | None:
         """The first record (at or after the log start) whose timestamp is >= ``timestamp``,
         as (offset, timestamp) — the exact record, found through the time index and one scan of
         the matching batch's records. None when there is none (below ``upper_bound`` if
@@ -573,8 +652,7 @@ class Log:
             for pos, header in seg.walk(found[0]):
                 if header.max_timestamp < timestamp or header.last_offset < self._log_start_offset:
                     continue
-                hit = self._first_record_at_or_after(seg, pos, header,
-                                                     lambda ts: ts >= timestamp)
+                hit = self._first_record_at_or_after(seg, pos, header, lambda ts: ts >= timestamp)
                 if hit is not None:
                     if hit[0] >= limit:
                         return None
@@ -594,8 +672,9 @@ class Log:
             return None
         found = best.find(best.offset_of_max_timestamp)
         if found is not None:
-            hit = self._first_record_at_or_after(best, found[0], found[1],
-                                                 lambda ts: ts == best.max_timestamp)
+            hit = self._first_record_at_or_after(
+                best, found[0], found[1], lambda ts: ts == best.max_timestamp
+            )
             if hit is not None:
                 return TimestampAndOffset(hit[1], hit[0])
         return TimestampAndOffset(best.max_timestamp, best.offset_of_max_timestamp)
@@ -652,9 +731,12 @@ class Log:
         high watermark: ``OffsetOutOfRange``) and delete the segments wholly below it.
         Returns the new log start offset."""
         if offset > self._high_watermark or offset < 0:
-            raise OffsetOutOfRange(offset, self._log_start_offset, self._high_watermark,
-                                   f"cannot move log start to {offset}: high watermark is "
-                                   f"{self._high_watermark}")
+            raise OffsetOutOfRange(
+                offset,
+                self._log_start_offset,
+                self._high_watermark,
+                f"cannot move log start to {offset}: high watermark is {self._high_watermark}",
+            )
         if offset > self._log_start_offset:
             self._set_log_start(offset)
             self._delete_below_log_start()
@@ -670,7 +752,7 @@ class Log:
             self.truncate_fully_and_start_at(offset)
             return True
         keep = [s for s in self._segments if s.base_offset <= offset]
-        for seg in self._segments[len(keep):]:
+        for seg in self._segments[len(keep) :]:
             seg.delete()
         self._segments = keep
         self._bases = [s.base_offset for s in keep]
@@ -786,9 +868,11 @@ class Log:
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def __repr__(self) -> str:
-        return (f"Log({self.directory!r}, start={self._log_start_offset}, "
-                f"hw={self._high_watermark}, end={self.log_end_offset}, "
-                f"segments={len(self._segments)})")
+        return (
+            f"Log({self.directory!r}, start={self._log_start_offset}, "
+            f"hw={self._high_watermark}, end={self.log_end_offset}, "
+            f"segments={len(self._segments)})"
+        )
 
 
 def _control_of(batch) -> tuple[int | None, int]:

@@ -20,8 +20,9 @@ Deliberate differences and notes:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from wireserver.storage.configdef import (
     LONG_MAX,
@@ -42,112 +43,299 @@ def _gzip_level(value: int) -> None:
         raise ValueError("Value must be -1 or between 1 and 9")
 
 
-def _topic(name: str, type_: str, default: Any, doc: str, validator=None,
-           synonym: str | None = None, internal: bool = False) -> ConfigDef:
-    return ConfigDef(name=name, type=type_, default=default, doc=doc, validator=validator,
-                     broker_synonym=synonym, read_only=False, internal=internal)
+def _topic(
+    name: str,
+    type_: str,
+    default: Any,
+    doc: str,
+    validator=None,
+    synonym: str | None = None,
+    internal: bool = False,
+) -> ConfigDef:
+    return ConfigDef(
+        name=name,
+        type=type_,
+        default=default,
+        doc=doc,
+        validator=validator,
+        broker_synonym=synonym,
+        read_only=False,
+        internal=internal,
+    )
 
 
 _DEFS = [
-    _topic("cleanup.policy", "list", ["delete"],
-           "Retention policy for old segments: delete, compact, or both.",
-           one_of(*CLEANUP_POLICIES), "log.cleanup.policy"),
-    _topic("compression.type", "string", "producer",
-           "Final compression of the topic's data; 'producer' keeps the producer's codec.",
-           one_of(*COMPRESSION_TYPES), "compression.type"),
-    _topic("compression.gzip.level", "int", -1, "Compression level for gzip.",
-           _gzip_level, "compression.gzip.level"),
-    _topic("compression.lz4.level", "int", 9, "Compression level for lz4.",
-           between(1, 17), "compression.lz4.level"),
-    _topic("compression.zstd.level", "int", 3, "Compression level for zstd.",
-           between(-131072, 22), "compression.zstd.level"),
-    _topic("delete.retention.ms", "long", 86400000,
-           "How long delete tombstones are kept for compacted topics.",
-           at_least(0), "log.cleaner.delete.retention.ms"),
-    _topic("file.delete.delay.ms", "long", 60000,
-           "Time to wait before deleting a file from the filesystem.",
-           at_least(0), "log.segment.delete.delay.ms"),
-    _topic("flush.messages", "long", LONG_MAX,
-           "Number of messages appended between forced fsyncs.",
-           at_least(1), "log.flush.interval.messages"),
-    _topic("flush.ms", "long", LONG_MAX,
-           "Time between forced fsyncs.",
-           at_least(0), "log.flush.interval.ms"),
-    _topic("follower.replication.throttled.replicas", "list", [],
-           "Replicas whose log replication is throttled on the follower side.",
-           None, None),
-    _topic("index.interval.bytes", "int", 4096,
-           "Bytes appended between entries in the offset index.",
-           at_least(0), "log.index.interval.bytes"),
-    _topic("leader.replication.throttled.replicas", "list", [],
-           "Replicas whose log replication is throttled on the leader side.",
-           None, None),
-    _topic("local.retention.bytes", "long", -2,
-           "Tiered storage: local retention in bytes (-2 = retention.bytes). No effect here.",
-           at_least(-2), "log.local.retention.bytes"),
-    _topic("local.retention.ms", "long", -2,
-           "Tiered storage: local retention in ms (-2 = retention.ms). No effect here.",
-           at_least(-2), "log.local.retention.ms"),
-    _topic("max.compaction.lag.ms", "long", LONG_MAX,
-           "Maximum time a message stays ineligible for compaction.",
-           at_least(1), "log.cleaner.max.compaction.lag.ms"),
-    _topic("max.message.bytes", "int", 1048588,
-           "Largest record batch size allowed by the topic.",
-           at_least(0), "message.max.bytes"),
-    _topic("message.timestamp.after.max.ms", "long", 3600000,
-           "Largest allowed amount a batch timestamp may be ahead of the broker's clock.",
-           at_least(0), "log.message.timestamp.after.max.ms"),
-    _topic("message.timestamp.before.max.ms", "long", LONG_MAX,
-           "Largest allowed amount a batch timestamp may be behind the broker's clock.",
-           at_least(0), "log.message.timestamp.before.max.ms"),
-    _topic("message.timestamp.type", "string", "CreateTime",
-           "Whether record timestamps are the producer's (CreateTime) or the broker's.",
-           one_of(*TIMESTAMP_TYPES), "log.message.timestamp.type"),
-    _topic("min.cleanable.dirty.ratio", "double", 0.5,
-           "Minimum dirty ratio before the log cleaner compacts a log.",
-           between(0, 1), "log.cleaner.min.cleanable.ratio"),
-    _topic("min.compaction.lag.ms", "long", 0,
-           "Minimum time a message stays uncompacted.",
-           at_least(0), "log.cleaner.min.compaction.lag.ms"),
-    _topic("min.insync.replicas", "int", 1,
-           "Minimum in-sync replicas that must acknowledge an acks=all write.",
-           at_least(1), "min.insync.replicas"),
-    _topic("preallocate", "boolean", False,
-           "Preallocate segment files on roll.",
-           None, "log.preallocate"),
-    _topic("remote.log.copy.disable", "boolean", False,
-           "Tiered storage: stop copying segments to remote storage. No effect here.",
-           None, None),
-    _topic("remote.log.delete.on.disable", "boolean", False,
-           "Tiered storage: delete remote data when it is disabled. No effect here.",
-           None, None),
-    _topic("remote.storage.enable", "boolean", False,
-           "Tiered storage for this topic. Not supported; accepted for compatibility.",
-           None, None),
-    _topic("retention.bytes", "long", -1,
-           "Largest size of the partition log before old segments are deleted (-1: no limit).",
-           None, "log.retention.bytes"),
-    _topic("retention.ms", "long", 604800000,
-           "Longest time a segment is kept before deletion (-1: no limit).",
-           at_least(-1), "log.retention.ms"),
-    _topic("segment.bytes", "int", 1073741824,
-           "Segment file size; a new segment is rolled before exceeding it.",
-           at_least(1048576), "log.segment.bytes"),
-    _topic("internal.segment.bytes", "int", None,
-           "The maximum size of a single log file. This should be used for testing only.",
-           internal=True),
-    _topic("segment.index.bytes", "int", 10485760,
-           "Size of the offset index of a segment; a full index rolls the segment.",
-           at_least(4), "log.index.size.max.bytes"),
-    _topic("segment.jitter.ms", "long", 0,
-           "Maximum random jitter subtracted from segment.ms.",
-           at_least(0), "log.roll.jitter.ms"),
-    _topic("segment.ms", "long", 604800000,
-           "Time after which a segment is rolled even if not full.",
-           at_least(1), "log.roll.ms"),
-    _topic("unclean.leader.election.enable", "boolean", False,
-           "Allow a replica outside the ISR to become leader, at the cost of data loss.",
-           None, "unclean.leader.election.enable"),
+    _topic(
+        "cleanup.policy",
+        "list",
+        ["delete"],
+        "Retention policy for old segments: delete, compact, or both.",
+        one_of(*CLEANUP_POLICIES),
+        "log.cleanup.policy",
+    ),
+    _topic(
+        "compression.type",
+        "string",
+        "producer",
+        "Final compression of the topic's data; 'producer' keeps the producer's codec.",
+        one_of(*COMPRESSION_TYPES),
+        "compression.type",
+    ),
+    _topic(
+        "compression.gzip.level",
+        "int",
+        -1,
+        "Compression level for gzip.",
+        _gzip_level,
+        "compression.gzip.level",
+    ),
+    _topic(
+        "compression.lz4.level",
+        "int",
+        9,
+        "Compression level for lz4.",
+        between(1, 17),
+        "compression.lz4.level",
+    ),
+    _topic(
+        "compression.zstd.level",
+        "int",
+        3,
+        "Compression level for zstd.",
+        between(-131072, 22),
+        "compression.zstd.level",
+    ),
+    _topic(
+        "delete.retention.ms",
+        "long",
+        86400000,
+        "How long delete tombstones are kept for compacted topics.",
+        at_least(0),
+        "log.cleaner.delete.retention.ms",
+    ),
+    _topic(
+        "file.delete.delay.ms",
+        "long",
+        60000,
+        "Time to wait before deleting a file from the filesystem.",
+        at_least(0),
+        "log.segment.delete.delay.ms",
+    ),
+    _topic(
+        "flush.messages",
+        "long",
+        LONG_MAX,
+        "Number of messages appended between forced fsyncs.",
+        at_least(1),
+        "log.flush.interval.messages",
+    ),
+    _topic(
+        "flush.ms",
+        "long",
+        LONG_MAX,
+        "Time between forced fsyncs.",
+        at_least(0),
+        "log.flush.interval.ms",
+    ),
+    _topic(
+        "follower.replication.throttled.replicas",
+        "list",
+        [],
+        "Replicas whose log replication is throttled on the follower side.",
+        None,
+        None,
+    ),
+    _topic(
+        "index.interval.bytes",
+        "int",
+        4096,
+        "Bytes appended between entries in the offset index.",
+        at_least(0),
+        "log.index.interval.bytes",
+    ),
+    _topic(
+        "leader.replication.throttled.replicas",
+        "list",
+        [],
+        "Replicas whose log replication is throttled on the leader side.",
+        None,
+        None,
+    ),
+    _topic(
+        "local.retention.bytes",
+        "long",
+        -2,
+        "Tiered storage: local retention in bytes (-2 = retention.bytes). No effect here.",
+        at_least(-2),
+        "log.local.retention.bytes",
+    ),
+    _topic(
+        "local.retention.ms",
+        "long",
+        -2,
+        "Tiered storage: local retention in ms (-2 = retention.ms). No effect here.",
+        at_least(-2),
+        "log.local.retention.ms",
+    ),
+    _topic(
+        "max.compaction.lag.ms",
+        "long",
+        LONG_MAX,
+        "Maximum time a message stays ineligible for compaction.",
+        at_least(1),
+        "log.cleaner.max.compaction.lag.ms",
+    ),
+    _topic(
+        "max.message.bytes",
+        "int",
+        1048588,
+        "Largest record batch size allowed by the topic.",
+        at_least(0),
+        "message.max.bytes",
+    ),
+    _topic(
+        "message.timestamp.after.max.ms",
+        "long",
+        3600000,
+        "Largest allowed amount a batch timestamp may be ahead of the broker's clock.",
+        at_least(0),
+        "log.message.timestamp.after.max.ms",
+    ),
+    _topic(
+        "message.timestamp.before.max.ms",
+        "long",
+        LONG_MAX,
+        "Largest allowed amount a batch timestamp may be behind the broker's clock.",
+        at_least(0),
+        "log.message.timestamp.before.max.ms",
+    ),
+    _topic(
+        "message.timestamp.type",
+        "string",
+        "CreateTime",
+        "Whether record timestamps are the producer's (CreateTime) or the broker's.",
+        one_of(*TIMESTAMP_TYPES),
+        "log.message.timestamp.type",
+    ),
+    _topic(
+        "min.cleanable.dirty.ratio",
+        "double",
+        0.5,
+        "Minimum dirty ratio before the log cleaner compacts a log.",
+        between(0, 1),
+        "log.cleaner.min.cleanable.ratio",
+    ),
+    _topic(
+        "min.compaction.lag.ms",
+        "long",
+        0,
+        "Minimum time a message stays uncompacted.",
+        at_least(0),
+        "log.cleaner.min.compaction.lag.ms",
+    ),
+    _topic(
+        "min.insync.replicas",
+        "int",
+        1,
+        "Minimum in-sync replicas that must acknowledge an acks=all write.",
+        at_least(1),
+        "min.insync.replicas",
+    ),
+    _topic(
+        "preallocate",
+        "boolean",
+        False,
+        "Preallocate segment files on roll.",
+        None,
+        "log.preallocate",
+    ),
+    _topic(
+        "remote.log.copy.disable",
+        "boolean",
+        False,
+        "Tiered storage: stop copying segments to remote storage. No effect here.",
+        None,
+        None,
+    ),
+    _topic(
+        "remote.log.delete.on.disable",
+        "boolean",
+        False,
+        "Tiered storage: delete remote data when it is disabled. No effect here.",
+        None,
+        None,
+    ),
+    _topic(
+        "remote.storage.enable",
+        "boolean",
+        False,
+        "Tiered storage for this topic. Not supported; accepted for compatibility.",
+        None,
+        None,
+    ),
+    _topic(
+        "retention.bytes",
+        "long",
+        -1,
+        "Largest size of the partition log before old segments are deleted (-1: no limit).",
+        None,
+        "log.retention.bytes",
+    ),
+    _topic(
+        "retention.ms",
+        "long",
+        604800000,
+        "Longest time a segment is kept before deletion (-1: no limit).",
+        at_least(-1),
+        "log.retention.ms",
+    ),
+    _topic(
+        "segment.bytes",
+        "int",
+        1073741824,
+        "Segment file size; a new segment is rolled before exceeding it.",
+        at_least(1048576),
+        "log.segment.bytes",
+    ),
+    _topic(
+        "internal.segment.bytes",
+        "int",
+        None,
+        "The maximum size of a single log file. This should be used for testing only.",
+        internal=True,
+    ),
+    _topic(
+        "segment.index.bytes",
+        "int",
+        10485760,
+        "Size of the offset index of a segment; a full index rolls the segment.",
+        at_least(4),
+        "log.index.size.max.bytes",
+    ),
+    _topic(
+        "segment.jitter.ms",
+        "long",
+        0,
+        "Maximum random jitter subtracted from segment.ms.",
+        at_least(0),
+        "log.roll.jitter.ms",
+    ),
+    _topic(
+        "segment.ms",
+        "long",
+        604800000,
+        "Time after which a segment is rolled even if not full.",
+        at_least(1),
+        "log.roll.ms",
+    ),
+    _topic(
+        "unclean.leader.election.enable",
+        "boolean",
+        False,
+        "Allow a replica outside the ISR to become leader, at the cost of data loss.",
+        None,
+        "unclean.leader.election.enable",
+    ),
 ]
 
 TOPIC_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in _DEFS}
@@ -200,8 +388,11 @@ class LogConfig:
     overrides: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def from_values(cls, broker_defaults: Mapping[str, Any] | None = None,
-                    overrides: Mapping[str, Any] | None = None) -> "LogConfig":
+    def from_values(
+        cls,
+        broker_defaults: Mapping[str, Any] | None = None,
+        overrides: Mapping[str, Any] | None = None,
+    ) -> LogConfig:
         """Effective config: topic override, else broker default, else Kafka's default.
 
         ``broker_defaults`` hold already-typed values keyed by *topic-level* name; ``overrides``
@@ -239,8 +430,9 @@ class LogConfig:
         """Every key by Kafka name → effective value."""
         return {key: self.get(key) for key in TOPIC_CONFIGS}
 
-    def with_overrides(self, broker_defaults: Mapping[str, Any] | None,
-                       overrides: Mapping[str, Any]) -> "LogConfig":
+    def with_overrides(
+        self, broker_defaults: Mapping[str, Any] | None, overrides: Mapping[str, Any]
+    ) -> LogConfig:
         return LogConfig.from_values(broker_defaults, overrides)
 
     @property
@@ -263,7 +455,7 @@ class LogConfig:
 def _check_consistency() -> None:
     names = {f.name for f in dataclasses.fields(LogConfig)} - {"overrides"}
     expected = {_attr(k) for k in TOPIC_CONFIGS}
-    assert names == expected, (names ^ expected)
+    assert names == expected, names ^ expected
 
 
 _check_consistency()

@@ -24,8 +24,9 @@ import re
 import shutil
 import types
 import uuid
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 from wireserver.storage import checkpoint as ckpt
 from wireserver.storage.configdef import ConfigValueError
@@ -55,11 +56,13 @@ def validate_topic_name(name: str) -> None:
     if len(name) > MAX_TOPIC_NAME_LENGTH:
         raise InvalidTopicError(
             f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} "
-            f"characters, topic name: {name}")
+            f"characters, topic name: {name}"
+        )
     if not _LEGAL_TOPIC.match(name):
         raise InvalidTopicError(
             f'Topic name "{name}" is illegal, it contains a character other than ASCII '
-            "alphanumerics, '.', '_' and '-'")
+            "alphanumerics, '.', '_' and '-'"
+        )
 
 
 def _collision_key(name: str) -> str:
@@ -76,8 +79,13 @@ class TopicInfo:
 
 
 class LogManager:
-    def __init__(self, log_dirs: list[str], broker_defaults: Mapping[str, Any],
-                 now_ms: Callable[[], int], producer_id_expiration_ms: int = 86_400_000):
+    def __init__(
+        self,
+        log_dirs: list[str],
+        broker_defaults: Mapping[str, Any],
+        now_ms: Callable[[], int],
+        producer_id_expiration_ms: int = 86_400_000,
+    ):
         if not log_dirs:
             raise ValueError("at least one log dir is needed")
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
@@ -105,8 +113,9 @@ class LogManager:
     def _config_for(self, overrides: Mapping[str, str]) -> LogConfig:
         return LogConfig.from_values(self.broker_defaults, overrides)
 
-    def _stored_config(self, name: str,
-                       overrides: dict[str, str]) -> tuple[dict[str, str], LogConfig]:
+    def _stored_config(
+        self, name: str, overrides: dict[str, str]
+    ) -> tuple[dict[str, str], LogConfig]:
         """The overrides and config of a topic read back from disk. An override today's rules
         refuse (a ``segment.bytes`` under 1 MiB, written before that minimum) is dropped with
         a warning, so the broker still starts and serves the topic, with that key's default."""
@@ -128,16 +137,25 @@ class LogManager:
     def _open_partition(self, info: TopicInfo, partition: int) -> Log:
         log_dir = self._pick_dir()
         directory = os.path.join(log_dir, f"{info.name}-{partition}")
-        log = Log.open(directory, info.config, now_ms=self._now_ms, recover=False,
-                       producer_id_expiration_ms=self.producer_id_expiration_ms)
+        log = Log.open(
+            directory,
+            info.config,
+            now_ms=self._now_ms,
+            recover=False,
+            producer_id_expiration_ms=self.producer_id_expiration_ms,
+        )
         ckpt.write_partition_metadata(directory, info.topic_id)
         self._logs[(info.name, partition)] = log
         self._dir_of[(info.name, partition)] = log_dir
         return log
 
-    def create_topic(self, name: str, num_partitions: int,
-                     overrides: Mapping[str, str] | None = None,
-                     topic_id: uuid.UUID | None = None) -> TopicInfo:
+    def create_topic(
+        self,
+        name: str,
+        num_partitions: int,
+        overrides: Mapping[str, str] | None = None,
+        topic_id: uuid.UUID | None = None,
+    ) -> TopicInfo:
         """Create a topic's partition logs. Raises InvalidTopicError, TopicExistsError,
         InvalidPartitionsError or ``ConfigValueError`` (an unknown or bad override)."""
         validate_topic_name(name)
@@ -146,8 +164,7 @@ class LogManager:
         key = _collision_key(name)
         for existing in self._topics:
             if _collision_key(existing) == key:
-                raise InvalidTopicError(
-                    f"Topic '{name}' collides with existing topic: {existing}")
+                raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {existing}")
         if num_partitions < 1:
             raise InvalidPartitionsError("Number of partitions must be larger than 0.")
         overrides = {k: str(v) for k, v in (overrides or {}).items()}
@@ -186,7 +203,8 @@ class LogManager:
         if new_total <= info.num_partitions:
             raise InvalidPartitionsError(
                 f"Topic currently has {info.num_partitions} partitions, which is higher than "
-                f"or equal to the requested {new_total}.")
+                f"or equal to the requested {new_total}."
+            )
         info = replace(info, num_partitions=new_total)
         self._topics[name] = info
         for p in range(self._count_partitions(name), new_total):
@@ -236,8 +254,12 @@ class LogManager:
             "version": 1,
             "generation": self._generation,
             "topics": [
-                {"name": t.name, "topic_id": str(t.topic_id),
-                 "num_partitions": t.num_partitions, "overrides": dict(t.overrides)}
+                {
+                    "name": t.name,
+                    "topic_id": str(t.topic_id),
+                    "num_partitions": t.num_partitions,
+                    "overrides": dict(t.overrides),
+                }
                 for t in sorted(self._topics.values(), key=lambda t: t.name)
             ],
         }
@@ -287,9 +309,11 @@ class LogManager:
         # Topics: the declared ones, plus any found on disk without a declaration.
         for name, entry in declared.items():
             overrides, config = self._stored_config(
-                name, {k: str(v) for k, v in entry.get("overrides", {}).items()})
-            self._topics[name] = TopicInfo(name, uuid.UUID(entry["topic_id"]),
-                                           int(entry["num_partitions"]), overrides, config)
+                name, {k: str(v) for k, v in entry.get("overrides", {}).items()}
+            )
+            self._topics[name] = TopicInfo(
+                name, uuid.UUID(entry["topic_id"]), int(entry["num_partitions"]), overrides, config
+            )
         for (topic, partition), d in found.items():
             if topic in self._topics:
                 continue
@@ -299,8 +323,9 @@ class LogManager:
                 continue
             topic_id = ckpt.read_partition_metadata(os.path.join(d, f"{topic}-{partition}"))
             count = 1 + max(p for (t, p) in found if t == topic)
-            self._topics[topic] = TopicInfo(topic, topic_id or uuid.uuid4(), count, {},
-                                            self._config_for({}))
+            self._topics[topic] = TopicInfo(
+                topic, topic_id or uuid.uuid4(), count, {}, self._config_for({})
+            )
         checkpoints = {d: self._read_checkpoints(d) for d in self.log_dirs}
         for (topic, partition), d in found.items():
             info = self._topics.get(topic)
@@ -309,10 +334,16 @@ class LogManager:
             tp = (topic, partition)
             rp, ls, hw = checkpoints[d]
             directory = os.path.join(d, f"{topic}-{partition}")
-            log = Log.open(directory, info.config, now_ms=self._now_ms,
-                           recover=not self.clean_shutdown[d], recovery_point=rp.get(tp, 0),
-                           log_start_offset=ls.get(tp), high_watermark=hw.get(tp),
-                           producer_id_expiration_ms=self.producer_id_expiration_ms)
+            log = Log.open(
+                directory,
+                info.config,
+                now_ms=self._now_ms,
+                recover=not self.clean_shutdown[d],
+                recovery_point=rp.get(tp, 0),
+                log_start_offset=ls.get(tp),
+                high_watermark=hw.get(tp),
+                producer_id_expiration_ms=self.producer_id_expiration_ms,
+            )
             if ckpt.read_partition_metadata(directory) is None:
                 ckpt.write_partition_metadata(directory, info.topic_id)
             self._logs[tp] = log
@@ -333,8 +364,11 @@ class LogManager:
 
     def _read_checkpoints(self, d: str) -> tuple[dict, dict, dict]:
         out = []
-        for name in (ckpt.RECOVERY_POINT_CHECKPOINT, ckpt.LOG_START_OFFSET_CHECKPOINT,
-                     ckpt.REPLICATION_OFFSET_CHECKPOINT):
+        for name in (
+            ckpt.RECOVERY_POINT_CHECKPOINT,
+            ckpt.LOG_START_OFFSET_CHECKPOINT,
+            ckpt.REPLICATION_OFFSET_CHECKPOINT,
+        ):
             try:
                 out.append(ckpt.read_offsets(os.path.join(d, name)))
             except (ckpt.CheckpointError, OSError):
@@ -345,12 +379,18 @@ class LogManager:
         """Write the recovery point, log start offset and high watermark checkpoints."""
         for d in self.log_dirs:
             mine = {tp: log for tp, log in self._logs.items() if self._dir_of.get(tp) == d}
-            ckpt.write_offsets(os.path.join(d, ckpt.RECOVERY_POINT_CHECKPOINT),
-                               {tp: log.recovery_point for tp, log in mine.items()})
-            ckpt.write_offsets(os.path.join(d, ckpt.LOG_START_OFFSET_CHECKPOINT),
-                               {tp: log.log_start_offset for tp, log in mine.items()})
-            ckpt.write_offsets(os.path.join(d, ckpt.REPLICATION_OFFSET_CHECKPOINT),
-                               {tp: log.high_watermark for tp, log in mine.items()})
+            ckpt.write_offsets(
+                os.path.join(d, ckpt.RECOVERY_POINT_CHECKPOINT),
+                {tp: log.recovery_point for tp, log in mine.items()},
+            )
+            ckpt.write_offsets(
+                os.path.join(d, ckpt.LOG_START_OFFSET_CHECKPOINT),
+                {tp: log.log_start_offset for tp, log in mine.items()},
+            )
+            ckpt.write_offsets(
+                os.path.join(d, ckpt.REPLICATION_OFFSET_CHECKPOINT),
+                {tp: log.high_watermark for tp, log in mine.items()},
+            )
 
     # -- housekeeping ----------------------------------------------------------------------
     def apply_retention(self, now_ms: int | None = None) -> int:
@@ -358,15 +398,18 @@ class LogManager:
         now = self._now_ms() if now_ms is None else now_ms
         return sum(log.apply_retention(now) for _, log in self.logs())
 
-    def remove_expired_producers(self, now_ms: int | None = None,
-                                 expiration_ms: int | None = None) -> int:
+    def remove_expired_producers(
+        self, now_ms: int | None = None, expiration_ms: int | None = None
+    ) -> int:
         """Forget idempotent producers idle for ``producer.id.expiration.ms`` in every log
         (Kafka checks every ``producer.id.expiration.check.interval.ms``)."""
         now = self._now_ms() if now_ms is None else now_ms
         if expiration_ms is not None:
             self.producer_id_expiration_ms = expiration_ms
-        return sum(log.producer_state.remove_expired(now, self.producer_id_expiration_ms)
-                   for _, log in self.logs())
+        return sum(
+            log.producer_state.remove_expired(now, self.producer_id_expiration_ms)
+            for _, log in self.logs()
+        )
 
     def logs_due_for_flush(self, now_ms: int | None = None) -> list[Log]:
         now = self._now_ms() if now_ms is None else now_ms

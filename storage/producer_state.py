@@ -73,7 +73,8 @@ from __future__ import annotations
 import os
 import struct
 from collections import deque
-from typing import Iterable, NamedTuple
+from collections.abc import Iterable
+from typing import NamedTuple
 
 from crc32c._crc32c import crc32c as crc32c_checksum  # not via crc32c/__init__ (cli.py)
 
@@ -166,12 +167,24 @@ class BatchMetadata(NamedTuple):
 class ProducerStateEntry:
     """A producer id's epoch and its last ``NUM_BATCHES_TO_RETAIN`` batches, oldest first."""
 
-    __slots__ = ("producer_id", "producer_epoch", "batches", "coordinator_epoch",
-                 "last_timestamp", "current_txn_first_offset")
+    __slots__ = (
+        "producer_id",
+        "producer_epoch",
+        "batches",
+        "coordinator_epoch",
+        "last_timestamp",
+        "current_txn_first_offset",
+    )
 
-    def __init__(self, producer_id: int, producer_epoch: int = NO_PRODUCER_EPOCH,
-                 batches: Iterable[BatchMetadata] = (), coordinator_epoch: int = -1,
-                 last_timestamp: int = -1, current_txn_first_offset: int = -1):
+    def __init__(
+        self,
+        producer_id: int,
+        producer_epoch: int = NO_PRODUCER_EPOCH,
+        batches: Iterable[BatchMetadata] = (),
+        coordinator_epoch: int = -1,
+        last_timestamp: int = -1,
+        current_txn_first_offset: int = -1,
+    ):
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.batches: deque[BatchMetadata] = deque(batches, maxlen=NUM_BATCHES_TO_RETAIN)
@@ -179,10 +192,15 @@ class ProducerStateEntry:
         self.last_timestamp = last_timestamp
         self.current_txn_first_offset = current_txn_first_offset
 
-    def copy(self) -> "ProducerStateEntry":
-        return ProducerStateEntry(self.producer_id, self.producer_epoch, self.batches,
-                                  self.coordinator_epoch, self.last_timestamp,
-                                  self.current_txn_first_offset)
+    def copy(self) -> ProducerStateEntry:
+        return ProducerStateEntry(
+            self.producer_id,
+            self.producer_epoch,
+            self.batches,
+            self.coordinator_epoch,
+            self.last_timestamp,
+            self.current_txn_first_offset,
+        )
 
     @property
     def is_empty(self) -> bool:
@@ -208,8 +226,9 @@ class ProducerStateEntry:
             return True
         return False
 
-    def add_batch(self, epoch: int, last_seq: int, last_offset: int, offset_delta: int,
-                  timestamp: int) -> None:
+    def add_batch(
+        self, epoch: int, last_seq: int, last_offset: int, offset_delta: int, timestamp: int
+    ) -> None:
         self.maybe_update_epoch(epoch)
         self.batches.append(BatchMetadata(last_seq, last_offset, offset_delta, timestamp))
         self.last_timestamp = timestamp
@@ -225,14 +244,27 @@ class ProducerStateEntry:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ProducerStateEntry):
             return NotImplemented
-        return (self.producer_id, self.producer_epoch, list(self.batches),
-                self.coordinator_epoch, self.last_timestamp, self.current_txn_first_offset) == (
-            other.producer_id, other.producer_epoch, list(other.batches),
-            other.coordinator_epoch, other.last_timestamp, other.current_txn_first_offset)
+        return (
+            self.producer_id,
+            self.producer_epoch,
+            list(self.batches),
+            self.coordinator_epoch,
+            self.last_timestamp,
+            self.current_txn_first_offset,
+        ) == (
+            other.producer_id,
+            other.producer_epoch,
+            list(other.batches),
+            other.coordinator_epoch,
+            other.last_timestamp,
+            other.current_txn_first_offset,
+        )
 
     def __repr__(self) -> str:
-        return (f"ProducerStateEntry(id={self.producer_id}, epoch={self.producer_epoch}, "
-                f"batches={list(self.batches)}, last_timestamp={self.last_timestamp})")
+        return (
+            f"ProducerStateEntry(id={self.producer_id}, epoch={self.producer_epoch}, "
+            f"batches={list(self.batches)}, last_timestamp={self.last_timestamp})"
+        )
 
 
 class PreparedAppend(NamedTuple):
@@ -248,16 +280,24 @@ _NOTHING = PreparedAppend(None, {})
 
 # -- snapshot files -------------------------------------------------------------------------
 
+
 def encode_snapshot(entries: Iterable[ProducerStateEntry]) -> bytes:
     entries = list(entries)
     body = bytearray(_COUNT.pack(len(entries)))
     for entry in entries:
         batches = list(entry.batches)
-        body += _ENTRY.pack(entry.producer_id, entry.producer_epoch, entry.coordinator_epoch,
-                            entry.last_timestamp, entry.current_txn_first_offset, len(batches))
+        body += _ENTRY.pack(
+            entry.producer_id,
+            entry.producer_epoch,
+            entry.coordinator_epoch,
+            entry.last_timestamp,
+            entry.current_txn_first_offset,
+            len(batches),
+        )
         for batch in batches:
-            body += _BATCH.pack(batch.last_seq, batch.last_offset, batch.offset_delta,
-                                batch.timestamp)
+            body += _BATCH.pack(
+                batch.last_seq, batch.last_offset, batch.offset_delta, batch.timestamp
+            )
     return _PREFIX.pack(SNAPSHOT_VERSION, crc32c_checksum(body)) + bytes(body)
 
 
@@ -269,7 +309,7 @@ def decode_snapshot(data: bytes) -> list[ProducerStateEntry]:
     version, crc = _PREFIX.unpack_from(view, 0)
     if version not in (SNAPSHOT_VERSION, KAFKA_SNAPSHOT_VERSION):
         raise CorruptSnapshot(f"unknown snapshot version {version}")
-    computed = crc32c_checksum(view[_PREFIX.size:])
+    computed = crc32c_checksum(view[_PREFIX.size :])
     if computed != crc:
         raise CorruptSnapshot(f"snapshot CRC mismatch: stored {crc}, computed {computed}")
     pos = _PREFIX.size
@@ -281,13 +321,25 @@ def decode_snapshot(data: bytes) -> list[ProducerStateEntry]:
     try:
         for _ in range(count):
             if version == KAFKA_SNAPSHOT_VERSION:
-                (pid, epoch, last_seq, last_offset, delta, timestamp, coordinator_epoch,
-                 txn_first) = _KAFKA_ENTRY.unpack_from(view, pos)
+                (
+                    pid,
+                    epoch,
+                    last_seq,
+                    last_offset,
+                    delta,
+                    timestamp,
+                    coordinator_epoch,
+                    txn_first,
+                ) = _KAFKA_ENTRY.unpack_from(view, pos)
                 pos += _KAFKA_ENTRY.size
-                batches = ([BatchMetadata(last_seq, last_offset, delta, timestamp)]
-                           if last_offset >= 0 else [])
-                entries.append(ProducerStateEntry(pid, epoch, batches, coordinator_epoch,
-                                                  timestamp, txn_first))
+                batches = (
+                    [BatchMetadata(last_seq, last_offset, delta, timestamp)]
+                    if last_offset >= 0
+                    else []
+                )
+                entries.append(
+                    ProducerStateEntry(pid, epoch, batches, coordinator_epoch, timestamp, txn_first)
+                )
                 continue
             pid, epoch, coordinator_epoch, timestamp, txn_first, n = _ENTRY.unpack_from(view, pos)
             pos += _ENTRY.size
@@ -297,8 +349,9 @@ def decode_snapshot(data: bytes) -> list[ProducerStateEntry]:
             for _ in range(n):
                 batches.append(BatchMetadata(*_BATCH.unpack_from(view, pos)))
                 pos += _BATCH.size
-            entries.append(ProducerStateEntry(pid, epoch, batches, coordinator_epoch, timestamp,
-                                              txn_first))
+            entries.append(
+                ProducerStateEntry(pid, epoch, batches, coordinator_epoch, timestamp, txn_first)
+            )
     except struct.error:
         raise CorruptSnapshot("snapshot ends inside an entry") from None
     if pos != len(view):
@@ -322,6 +375,7 @@ def list_snapshots(directory: str) -> list[int]:
 
 # -- the manager ----------------------------------------------------------------------------
 
+
 class ProducerStateManager:
     """Producer state of one partition, with its snapshot files. Reactor thread only, except
     ``sync_snapshots`` (called from ``Log.flush``)."""
@@ -338,9 +392,14 @@ class ProducerStateManager:
         self.replayed_batches = 0  # observability: headers replayed by the last load
 
     # -- checks on the produce path ------------------------------------------------------
-    def prepare(self, headers: Iterable, first_offset: int,
-                log_append_time: int | None = None, *,
-                check_sequences: bool = True) -> PreparedAppend:
+    def prepare(
+        self,
+        headers: Iterable,
+        first_offset: int,
+        log_append_time: int | None = None,
+        *,
+        check_sequences: bool = True,
+    ) -> PreparedAppend:
         """Validate the batches a client sends (headers before offsets are assigned; they will
         get consecutive offsets from ``first_offset``). Returns the duplicate batch, if any
         batch is one, else the entries to ``commit`` after the append. Raises
@@ -387,17 +446,25 @@ class ProducerStateManager:
         if epoch < current:
             raise InvalidProducerEpoch(
                 f"Epoch of producer {pid} at offset {offset} is {epoch}, which is smaller "
-                f"than the last seen epoch {current}")
+                f"than the last seen epoch {current}"
+            )
 
     @staticmethod
-    def _check_sequence(pid: int, epoch: int, first_seq: int, updated: ProducerStateEntry,
-                        original_epoch: int, offset: int) -> None:
+    def _check_sequence(
+        pid: int,
+        epoch: int,
+        first_seq: int,
+        updated: ProducerStateEntry,
+        original_epoch: int,
+        offset: int,
+    ) -> None:
         if epoch != updated.producer_epoch:
             if first_seq != 0 and updated.producer_epoch != NO_PRODUCER_EPOCH:
                 raise OutOfOrderSequence(
                     f"Invalid sequence number for new epoch of producer {pid} at offset "
                     f"{offset}: {epoch} (request epoch), {first_seq} (seq. number), "
-                    f"{updated.producer_epoch} (current producer epoch)")
+                    f"{updated.producer_epoch} (current producer epoch)"
+                )
             return
         last_seq = updated.last_seq
         # No epoch before this request (a new producer, or one whose state is gone): any
@@ -406,7 +473,8 @@ class ProducerStateManager:
             return
         raise OutOfOrderSequence(
             f"Out of order sequence number for producer {pid} at offset {offset}: "
-            f"{first_seq} (incoming seq. number), {last_seq} (current end sequence number)")
+            f"{first_seq} (incoming seq. number), {last_seq} (current end sequence number)"
+        )
 
     def commit(self, prepared: PreparedAppend, end_offset: int) -> None:
         """Install what ``prepare`` computed, once the batches are in the log."""
@@ -417,8 +485,9 @@ class ProducerStateManager:
         self.map_end_offset = end_offset
 
     # -- replay (recovery, truncation, follower appends) ---------------------------------
-    def replay(self, header, control_type: int | None = None,
-               coordinator_epoch: int = -1) -> CompletedTxn | None:
+    def replay(
+        self, header, control_type: int | None = None, coordinator_epoch: int = -1
+    ) -> CompletedTxn | None:
         """Update from a batch already in the log (offsets assigned); no validation. For a
         transaction marker pass ``control_type`` (0 ABORT, 1 COMMIT) and the coordinator epoch
         from its record; the transaction it closes is returned."""
@@ -436,17 +505,23 @@ class ProducerStateManager:
                     entry.coordinator_epoch = coordinator_epoch
                 if control_type in (0, 1):
                     first = entry.current_txn_first_offset
-                    completed = CompletedTxn(pid, first if first >= 0 else header.base_offset,
-                                             header.last_offset, control_type == 0)
+                    completed = CompletedTxn(
+                        pid,
+                        first if first >= 0 else header.base_offset,
+                        header.last_offset,
+                        control_type == 0,
+                    )
                 entry.current_txn_first_offset = -1
                 self.ongoing.pop(pid, None)
             else:
                 if header.base_sequence >= 0:
-                    entry.add_batch(header.producer_epoch,
-                                    increment_sequence(header.base_sequence,
-                                                       header.last_offset_delta),
-                                    header.last_offset, header.last_offset_delta,
-                                    header.max_timestamp)
+                    entry.add_batch(
+                        header.producer_epoch,
+                        increment_sequence(header.base_sequence, header.last_offset_delta),
+                        header.last_offset,
+                        header.last_offset_delta,
+                        header.max_timestamp,
+                    )
                 else:
                     entry.maybe_update_epoch(header.producer_epoch)
                     entry.last_timestamp = header.max_timestamp
@@ -468,8 +543,9 @@ class ProducerStateManager:
         return min(others) if others else completed.last_offset + 1
 
     # -- expiration ---------------------------------------------------------------------
-    def is_expired(self, entry: ProducerStateEntry, now_ms: int,
-                   expiration_ms: int | None = None) -> bool:
+    def is_expired(
+        self, entry: ProducerStateEntry, now_ms: int, expiration_ms: int | None = None
+    ) -> bool:
         limit = self.expiration_ms if expiration_ms is None else expiration_ms
         return entry.current_txn_first_offset < 0 and now_ms - entry.last_timestamp >= limit
 
@@ -477,8 +553,7 @@ class ProducerStateManager:
         """Forget producers idle for ``producer.id.expiration.ms``; returns how many."""
         if expiration_ms is not None:
             self.expiration_ms = expiration_ms
-        doomed = [pid for pid, entry in self.producers.items()
-                  if self.is_expired(entry, now_ms)]
+        doomed = [pid for pid, entry in self.producers.items() if self.is_expired(entry, now_ms)]
         for pid in doomed:
             del self.producers[pid]
         return len(doomed)
@@ -538,16 +613,24 @@ class ProducerStateManager:
         with open(self._path(offset), "rb") as f:
             return decode_snapshot(f.read())
 
-    def load(self, log_start_offset: int, log_end_offset: int, now_ms: int,
-             max_snapshot_offset: int | None = None) -> None:
+    def load(
+        self,
+        log_start_offset: int,
+        log_end_offset: int,
+        now_ms: int,
+        max_snapshot_offset: int | None = None,
+    ) -> None:
         """Reset to the newest readable snapshot in [log start, log end] (corrupt ones are
         deleted), dropping expired producers; ``map_end_offset`` tells where to replay from
         (the snapshot's offset, or the log start when there is none)."""
         self.producers = {}
         self.ongoing = {}
         self.snapshots = list_snapshots(self.directory)
-        upper = log_end_offset if max_snapshot_offset is None else min(log_end_offset,
-                                                                        max_snapshot_offset)
+        upper = (
+            log_end_offset
+            if max_snapshot_offset is None
+            else min(log_end_offset, max_snapshot_offset)
+        )
         self.delete_snapshots_outside(log_start_offset, upper)
         self.replayed_batches = 0
         while self.snapshots:

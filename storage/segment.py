@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import Iterator
+from collections.abc import Iterator
 
 from wireserver.storage.batches import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, crc_ok, read_header
 from wireserver.storage.index import INT32_MAX, CorruptIndexError, OffsetIndex, TimeIndex
@@ -39,8 +39,15 @@ class CorruptSegmentError(ValueError):
 class LogSegment:
     """A segment file and its two indexes. Not thread-safe except ``flush``."""
 
-    def __init__(self, directory: str, base_offset: int, *, index_interval_bytes: int,
-                 max_index_bytes: int, created_ms: int = 0):
+    def __init__(
+        self,
+        directory: str,
+        base_offset: int,
+        *,
+        index_interval_bytes: int,
+        max_index_bytes: int,
+        created_ms: int = 0,
+    ):
         self.directory = directory
         self.base_offset = base_offset
         prefix = os.path.join(directory, filename_prefix(base_offset))
@@ -66,8 +73,7 @@ class LogSegment:
         self.dirty = False  # written since the last fsync
 
     def __repr__(self) -> str:
-        return (f"LogSegment(base={self.base_offset}, next={self.next_offset}, "
-                f"size={self.size})")
+        return f"LogSegment(base={self.base_offset}, next={self.next_offset}, size={self.size})"
 
     # -- reading -------------------------------------------------------------------------
     @property
@@ -141,8 +147,16 @@ class LogSegment:
         return int(os.stat(self.log_path).st_mtime * 1000)
 
     # -- writing -------------------------------------------------------------------------
-    def should_roll(self, *, segment_bytes: int, segment_ms: int, incoming_size: int,
-                    incoming_max_timestamp: int, last_offset: int, now_ms: int) -> bool:
+    def should_roll(
+        self,
+        *,
+        segment_bytes: int,
+        segment_ms: int,
+        incoming_size: int,
+        incoming_max_timestamp: int,
+        last_offset: int,
+        now_ms: int,
+    ) -> bool:
         """Kafka's ``LogSegment.shouldRoll``. Time is measured from the first batch's
         maxTimestamp to the incoming batches' maxTimestamp (falling back to the wall time since
         the segment was created when there is no timestamp)."""
@@ -188,8 +202,9 @@ class LogSegment:
     def on_become_inactive(self) -> None:
         """Kafka appends a final time-index entry for the segment's max timestamp on roll."""
         if self.max_timestamp >= 0:
-            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp,
-                                         skip_full_check=True)
+            self.time_index.maybe_append(
+                self.max_timestamp, self.offset_of_max_timestamp, skip_full_check=True
+            )
 
     # -- loading and recovery -----------------------------------------------------------
     def load(self) -> bool:
@@ -217,8 +232,7 @@ class LogSegment:
                 self.max_timestamp, self.offset_of_max_timestamp = entry
             if tail_max > self.max_timestamp:
                 self.max_timestamp, self.offset_of_max_timestamp = tail_max, tail_max_offset
-            self.first_batch_timestamp = (self.header_at(0).max_timestamp
-                                          if self.size else None)
+            self.first_batch_timestamp = self.header_at(0).max_timestamp if self.size else None
             self.bytes_since_last_index_entry = 0
         except (CorruptIndexError, CorruptSegmentError):
             return False
@@ -291,8 +305,10 @@ class LogSegment:
         for _, header in self.walk(start):
             self.next_offset = header.next_offset
             if header.max_timestamp > self.max_timestamp:
-                self.max_timestamp, self.offset_of_max_timestamp = (header.max_timestamp,
-                                                                   header.last_offset)
+                self.max_timestamp, self.offset_of_max_timestamp = (
+                    header.max_timestamp,
+                    header.last_offset,
+                )
         if self.size == 0:
             self.first_batch_timestamp = None
         self.bytes_since_last_index_entry = 0
@@ -327,8 +343,12 @@ class LogSegment:
 
     def delete(self) -> None:
         self.close()
-        for path in (self.log_path, self.offset_index.path, self.time_index.path,
-                     self.txn_index.path):
+        for path in (
+            self.log_path,
+            self.offset_index.path,
+            self.time_index.path,
+            self.txn_index.path,
+        ):
             try:
                 os.unlink(path)
             except FileNotFoundError:

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import Iterable, NamedTuple
+from collections.abc import Iterable
+from typing import NamedTuple
 
 TXN_INDEX_SUFFIX = ".txnindex"
 ABORTED_TXN_VERSION = 0
@@ -42,11 +43,16 @@ class AbortedTxn(NamedTuple):
     last_stable_offset: int
 
     def encode(self) -> bytes:
-        return _ENTRY.pack(ABORTED_TXN_VERSION, self.producer_id, self.first_offset,
-                           self.last_offset, self.last_stable_offset)
+        return _ENTRY.pack(
+            ABORTED_TXN_VERSION,
+            self.producer_id,
+            self.first_offset,
+            self.last_offset,
+            self.last_stable_offset,
+        )
 
     @classmethod
-    def decode(cls, raw, pos: int = 0) -> "AbortedTxn":
+    def decode(cls, raw, pos: int = 0) -> AbortedTxn:
         version, pid, first, last, lso = _ENTRY.unpack_from(raw, pos)
         if version != ABORTED_TXN_VERSION:
             raise CorruptTxnIndex(f"unknown aborted transaction entry version {version}")
@@ -89,8 +95,11 @@ class TransactionIndex:
 
     def collect(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
         """Entries overlapping [fetch_offset, upper_bound)."""
-        return [txn for txn in self._load()
-                if txn.last_offset >= fetch_offset and txn.first_offset < upper_bound]
+        return [
+            txn
+            for txn in self._load()
+            if txn.last_offset >= fetch_offset and txn.first_offset < upper_bound
+        ]
 
     # -- writing -------------------------------------------------------------------------
     def _file(self) -> int:

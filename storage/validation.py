@@ -13,10 +13,15 @@ written.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
-from wireserver.protocol.errors import (CorruptRecordBatch, DecodeError, ErrorCode,
-                                        TruncatedRecordBatch, UnsupportedMagic)
+from wireserver.protocol.errors import (
+    CorruptRecordBatch,
+    DecodeError,
+    ErrorCode,
+    TruncatedRecordBatch,
+    UnsupportedMagic,
+)
 from wireserver.protocol.records import RecordBatch, iter_batches
 
 
@@ -25,8 +30,13 @@ class BatchError(Exception):
     batch, message) pairs, KIP-467's per-record errors; Kafka sends them with the partition's
     log start offset, other errors with -1."""
 
-    def __init__(self, code: ErrorCode, message: Optional[str] = None,
-                 record_errors: list[tuple[int, str]] | tuple = (), log_start_offset: int = -1):
+    def __init__(
+        self,
+        code: ErrorCode,
+        message: str | None = None,
+        record_errors: list[tuple[int, str]] | tuple = (),
+        log_start_offset: int = -1,
+    ):
         super().__init__(message or code.name)
         self.code = code
         self.message = message
@@ -53,29 +63,37 @@ def validate_batches(records: Any, config: Any, now_ms: int) -> int:
         for batch in iter_batches(records):
             count += 1
             if batch.size > config.max_message_bytes:
-                raise BatchError(ErrorCode.MESSAGE_TOO_LARGE,
-                                 f"The batch of {batch.size} bytes exceeds max.message.bytes "
-                                 f"({config.max_message_bytes}).")
+                raise BatchError(
+                    ErrorCode.MESSAGE_TOO_LARGE,
+                    f"The batch of {batch.size} bytes exceeds max.message.bytes "
+                    f"({config.max_message_bytes}).",
+                )
             if not batch.verify_crc():
-                raise BatchError(ErrorCode.CORRUPT_MESSAGE,
-                                 "The record batch fails its CRC check.")
+                raise BatchError(ErrorCode.CORRUPT_MESSAGE, "The record batch fails its CRC check.")
             try:
                 batch.validate(strict=True)
             except CorruptRecordBatch as exc:
                 raise BatchError(ErrorCode.INVALID_RECORD, str(exc)) from None
             if batch.is_control:
-                raise BatchError(ErrorCode.INVALID_RECORD,
-                                 "Clients are not allowed to write control records.")
+                raise BatchError(
+                    ErrorCode.INVALID_RECORD, "Clients are not allowed to write control records."
+                )
             if batch.producer_id >= 0 and batch.base_sequence < 0:
-                raise BatchError(ErrorCode.INVALID_RECORD,
-                                 f"Invalid sequence number {batch.base_sequence} in record "
-                                 f"batch with producerId {batch.producer_id}")
+                raise BatchError(
+                    ErrorCode.INVALID_RECORD,
+                    f"Invalid sequence number {batch.base_sequence} in record "
+                    f"batch with producerId {batch.producer_id}",
+                )
             if config.message_timestamp_type == "CreateTime":
-                if (batch.max_timestamp > now_ms + config.message_timestamp_after_max_ms or
-                        batch.base_timestamp < now_ms - config.message_timestamp_before_max_ms):
-                    raise BatchError(ErrorCode.INVALID_TIMESTAMP,
-                                     "Timestamp of the batch is out of the acceptable range "
-                                     "(message.timestamp.before.max.ms / after.max.ms).")
+                if (
+                    batch.max_timestamp > now_ms + config.message_timestamp_after_max_ms
+                    or batch.base_timestamp < now_ms - config.message_timestamp_before_max_ms
+                ):
+                    raise BatchError(
+                        ErrorCode.INVALID_TIMESTAMP,
+                        "Timestamp of the batch is out of the acceptable range "
+                        "(message.timestamp.before.max.ms / after.max.ms).",
+                    )
     except UnsupportedMagic as exc:
         raise BatchError(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, str(exc)) from None
     except TruncatedRecordBatch as exc:
@@ -85,9 +103,10 @@ def validate_batches(records: Any, config: Any, now_ms: int) -> int:
     if count == 0:
         raise BatchError(ErrorCode.INVALID_RECORD, "The produce request has no record batch.")
     if count > 1:
-        raise BatchError(ErrorCode.INVALID_RECORD,
-                         "Produce requests with version 3+ may contain exactly one record "
-                         "batch per partition.")
+        raise BatchError(
+            ErrorCode.INVALID_RECORD,
+            "Produce requests with version 3+ may contain exactly one record batch per partition.",
+        )
     return count
 
 
@@ -98,14 +117,20 @@ def validate_keys(buf: Any, topic: str, partition: int, log_start_offset: int) -
     try:
         keyless = RecordBatch(memoryview(buf)).keyless_records()
     except CorruptRecordBatch as exc:
-        raise BatchError(ErrorCode.INVALID_RECORD, str(exc),
-                         log_start_offset=log_start_offset) from None
+        raise BatchError(
+            ErrorCode.INVALID_RECORD, str(exc), log_start_offset=log_start_offset
+        ) from None
     if not keyless:
         return
-    reason = (f"Compacted topic cannot accept message without key in topic partition "
-              f"{topic}-{partition}")
+    reason = (
+        f"Compacted topic cannot accept message without key in topic partition {topic}-{partition}"
+    )
     shown = ", ".join(f"RecordError(batchIndex={i}, message='{reason}')" for i in keyless[:3])
-    raise BatchError(ErrorCode.INVALID_RECORD,
-                     f"One or more records have been rejected due to {len(keyless)} record "
-                     f"errors in total, and only showing the first three errors at most: "
-                     f"[{shown}]", [(i, reason) for i in keyless], log_start_offset)
+    raise BatchError(
+        ErrorCode.INVALID_RECORD,
+        f"One or more records have been rejected due to {len(keyless)} record "
+        f"errors in total, and only showing the first three errors at most: "
+        f"[{shown}]",
+        [(i, reason) for i in keyless],
+        log_start_offset,
+    )

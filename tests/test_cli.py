@@ -30,8 +30,14 @@ def console_script() -> list[str]:
 def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    return subprocess.run([*console_script(), *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT, env=env)
+    return subprocess.run(
+        [*console_script(), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env=env,
+    )
 
 
 def test_bad_override_value_exits_2_naming_the_key():
@@ -97,8 +103,19 @@ def fake_broker(monkeypatch):
 def test_serve_hands_the_loaded_config_to_the_broker(tmp_path, fake_broker):
     path = tmp_path / "server.properties"
     path.write_text("num.partitions=3\nlog.dirs=" + str(tmp_path / "data") + "\n")
-    code = cli.main(["serve", "--config", str(path), "--override", "num.partitions=5",
-                     "--override", "listeners=PLAINTEXT://127.0.0.1:0", "--log-level", "debug"])
+    code = cli.main(
+        [
+            "serve",
+            "--config",
+            str(path),
+            "--override",
+            "num.partitions=5",
+            "--override",
+            "listeners=PLAINTEXT://127.0.0.1:0",
+            "--log-level",
+            "debug",
+        ]
+    )
     assert code == 0
     (config,) = fake_broker
     assert config["num.partitions"] == 5
@@ -126,6 +143,7 @@ def test_plaintext_serve_process_does_not_load_tls_libraries():
     """A broker process without TLS listeners keeps pyOpenSSL/cryptography out of memory
     (about 13 MB of an idle broker); see ``wireserver.cli._reactor_without_tls``."""
     from wireserver.testing import EmbeddedBroker
+
     with EmbeddedBroker("subprocess") as broker:
         with open(f"/proc/{broker.pid}/maps", encoding="utf-8") as handle:
             mapped = handle.read()
@@ -140,18 +158,28 @@ def test_serve_on_each_reactor_round_trips_records(reactor):
     import confluent_kafka
 
     from wireserver.testing import EmbeddedBroker
+
     with EmbeddedBroker("subprocess", reactor=reactor) as broker:
         with open(f"/proc/{broker.pid}/maps", encoding="utf-8") as handle:
             assert ("uvloop" in handle.read()) == (reactor == "uvloop")
-        producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap_servers,
-                                             "acks": "all", "enable.idempotence": True})
+        producer = confluent_kafka.Producer(
+            {
+                "bootstrap.servers": broker.bootstrap_servers,
+                "acks": "all",
+                "enable.idempotence": True,
+            }
+        )
         sent = [f"record {i} on {reactor}".encode() for i in range(500)]
         for value in sent:
             producer.produce("reactor-check", value)
         assert producer.flush(30) == 0
-        consumer = confluent_kafka.Consumer({"bootstrap.servers": broker.bootstrap_servers,
-                                             "group.id": f"reactor-{reactor}",
-                                             "auto.offset.reset": "earliest"})
+        consumer = confluent_kafka.Consumer(
+            {
+                "bootstrap.servers": broker.bootstrap_servers,
+                "group.id": f"reactor-{reactor}",
+                "auto.offset.reset": "earliest",
+            }
+        )
         consumer.subscribe(["reactor-check"])
         received = []
         deadline = time.monotonic() + 60

@@ -7,10 +7,9 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from wireserver.storage.configdef import INT_MAX, LONG_MAX, ConfigValueError
-from wireserver.storage.log_config import TOPIC_CONFIGS, LogConfig
 from wireserver.config import (
     BROKER_CONFIGS,
     DEFAULT_CONFIG,
@@ -27,6 +26,8 @@ from wireserver.config import (
     parse_properties,
     reference_markdown,
 )
+from wireserver.storage.configdef import INT_MAX, LONG_MAX, ConfigValueError
+from wireserver.storage.log_config import TOPIC_CONFIGS, LogConfig
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 
@@ -53,9 +54,17 @@ def test_properties_comments_blank_lines_and_separators():
         "k  :=x\n"
     )
     assert parse_properties(text) == {
-        "a": "1", "b": "2", "c": "3", "d": "4", "e": "5", "f": "6",
+        "a": "1",
+        "b": "2",
+        "c": "3",
+        "d": "4",
+        "e": "5",
+        "f": "6",
         "g": "seven  ",  # Java keeps trailing whitespace; typed parsing strips it
-        "h": "", "i": "", "j": "= k", "k": "=x",
+        "h": "",
+        "i": "",
+        "j": "= k",
+        "k": "=x",
     }
 
 
@@ -92,7 +101,7 @@ def test_properties_escapes_and_line_endings():
 
 
 def test_properties_surrogate_pair_escape():
-    assert parse_properties("emoji=\\uD83D\\uDE00") == {"emoji": "\U0001F600"}
+    assert parse_properties("emoji=\\uD83D\\uDE00") == {"emoji": "\U0001f600"}
 
 
 def test_properties_malformed_unicode_escape():
@@ -104,9 +113,12 @@ def test_properties_later_key_wins():
     assert parse_properties("a=1\na=2\n") == {"a": "2"}
 
 
-@given(st.dictionaries(
-    st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1),
-    st.text(alphabet=st.characters(blacklist_categories=("Cs",)))))
+@given(
+    st.dictionaries(
+        st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1),
+        st.text(alphabet=st.characters(blacklist_categories=("Cs",))),
+    )
+)
 def test_properties_round_trip_of_escaped_pairs(pairs):
     def escape(text: str, is_key: bool) -> str:
         out = []
@@ -127,7 +139,7 @@ def test_properties_round_trip_of_escaped_pairs(pairs):
 
 def _utf16_units(char: str) -> list[int]:
     data = char.encode("utf-16-be")
-    return [int.from_bytes(data[i:i + 2], "big") for i in range(0, len(data), 2)]
+    return [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
 
 
 # ---- loading ---------------------------------------------------------------------------------
@@ -238,19 +250,22 @@ def test_file_read_as_utf8_with_bom(tmp_path):
     assert BrokerConfig.load(str(path))["broker.rack"] == "r\u00e9"
 
 
-@pytest.mark.parametrize("name, raw", [
-    ("num.partitions", "abc"),
-    ("num.partitions", "0"),
-    ("num.partitions", "2147483648"),
-    ("auto.create.topics.enable", "yes"),
-    ("log.segment.bytes", "1000"),
-    ("log.cleanup.policy", "delete,shred"),
-    ("compression.type", "brotli"),
-    ("offsets.topic.replication.factor", "40000"),
-    ("log.roll.hours", "0"),
-    ("listener.security.protocol.map", "PLAINTEXT:CLEAR"),
-    ("node.id", "-1"),
-])
+@pytest.mark.parametrize(
+    "name, raw",
+    [
+        ("num.partitions", "abc"),
+        ("num.partitions", "0"),
+        ("num.partitions", "2147483648"),
+        ("auto.create.topics.enable", "yes"),
+        ("log.segment.bytes", "1000"),
+        ("log.cleanup.policy", "delete,shred"),
+        ("compression.type", "brotli"),
+        ("offsets.topic.replication.factor", "40000"),
+        ("log.roll.hours", "0"),
+        ("listener.security.protocol.map", "PLAINTEXT:CLEAR"),
+        ("node.id", "-1"),
+    ],
+)
 def test_invalid_value_names_the_key(tmp_path, name, raw):
     path = write(tmp_path, f"{name}={raw}\n")
     with pytest.raises(ConfigValueError) as info:
@@ -261,8 +276,9 @@ def test_invalid_value_names_the_key(tmp_path, name, raw):
 
 def test_unknown_keys_are_warned_and_kept(caplog):
     with caplog.at_level(logging.WARNING, logger="wireserver.config"):
-        config = BrokerConfig.load(None, ["no.such.key=broker", "retention.ms=5",
-                                          "num.partitions=2"])
+        config = BrokerConfig.load(
+            None, ["no.such.key=broker", "retention.ms=5", "num.partitions=2"]
+        )
     assert config.unknown == {"no.such.key": "broker", "retention.ms": "5"}
     messages = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("'no.such.key'" in m for m in messages)
@@ -274,23 +290,35 @@ def test_kafka_keys_we_do_not_use_are_known(caplog):
     """A Kafka 4.1 server.properties (KRaft keys, Kerberos, share groups) loads without
     warnings; the values are parsed and checked by Kafka's types and ranges."""
     with caplog.at_level(logging.WARNING, logger="wireserver.config"):
-        config = BrokerConfig.load(None, [
-            "process.roles=broker,controller", "controller.quorum.voters=1@localhost:9093",
-            "controller.listener.names=CONTROLLER", "sasl.kerberos.min.time.before.relogin=5",
-            "log.cleaner.io.buffer.load.factor=0.5", "group.share.enable=true"])
+        config = BrokerConfig.load(
+            None,
+            [
+                "process.roles=broker,controller",
+                "controller.quorum.voters=1@localhost:9093",
+                "controller.listener.names=CONTROLLER",
+                "sasl.kerberos.min.time.before.relogin=5",
+                "log.cleaner.io.buffer.load.factor=0.5",
+                "group.share.enable=true",
+            ],
+        )
     assert config.unknown == {}
     assert not [r for r in caplog.records if r.levelno == logging.WARNING]
     assert config["process.roles"] == ["broker", "controller"]
     assert config["sasl.kerberos.min.time.before.relogin"] == 5
-    for bad in ("background.threads=0", "process.roles=worker",
-                "group.consumer.migration.policy=sideways"):
+    for bad in (
+        "background.threads=0",
+        "process.roles=worker",
+        "group.consumer.migration.policy=sideways",
+    ):
         with pytest.raises(ConfigValueError):
             BrokerConfig.load(None, [bad])
     assert BrokerConfig.load(None, ["group.consumer.migration.policy=Upgrade"])
     # Kafka's internal keys are described only when the file sets them
     assert [e.name for e in config.items(["group.share.enable"])] == ["group.share.enable"]
-    assert BrokerConfig().items(["group.share.enable", "group.share.max.size"])[0].name == \
-        "group.share.max.size"
+    assert (
+        BrokerConfig().items(["group.share.enable", "group.share.max.size"])[0].name
+        == "group.share.max.size"
+    )
 
 
 def test_kafka_update_modes():
@@ -299,9 +327,12 @@ def test_kafka_update_modes():
     threads = BROKER_CONFIGS["background.threads"]
     assert (threads.read_only, threads.per_broker) == (False, False)
     assert BROKER_CONFIGS["process.roles"].read_only
-    assert BROKER_CONFIGS["log.cleaner.io.max.bytes.per.second"].render(
-        BROKER_CONFIGS["log.cleaner.io.max.bytes.per.second"].default) == \
-        "1.7976931348623157E308"
+    assert (
+        BROKER_CONFIGS["log.cleaner.io.max.bytes.per.second"].render(
+            BROKER_CONFIGS["log.cleaner.io.max.bytes.per.second"].default
+        )
+        == "1.7976931348623157E308"
+    )
 
 
 # ---- precedence ------------------------------------------------------------------------------
@@ -313,8 +344,9 @@ def test_retention_precedence_ms_over_minutes_over_hours():
     assert hours.topic_defaults()["retention.ms"] == 2 * 3600000
     minutes = BrokerConfig({"log.retention.hours": "2", "log.retention.minutes": "3"})
     assert minutes.topic_defaults()["retention.ms"] == 3 * 60000
-    millis = BrokerConfig({"log.retention.hours": "2", "log.retention.minutes": "3",
-                           "log.retention.ms": "4"})
+    millis = BrokerConfig(
+        {"log.retention.hours": "2", "log.retention.minutes": "3", "log.retention.ms": "4"}
+    )
     assert millis.topic_defaults()["retention.ms"] == 4
     assert BrokerConfig({"log.retention.ms": "-7"}).topic_defaults()["retention.ms"] == -1
     assert BrokerConfig({"log.retention.hours": "-1"}).topic_defaults()["retention.ms"] == -1
@@ -324,21 +356,23 @@ def test_roll_and_flush_precedence():
     config = BrokerConfig({"log.roll.hours": "1", "log.roll.jitter.hours": "2"})
     assert config.topic_defaults()["segment.ms"] == 3600000
     assert config.topic_defaults()["segment.jitter.ms"] == 2 * 3600000
-    config = BrokerConfig({"log.roll.hours": "1", "log.roll.ms": "500",
-                           "log.roll.jitter.ms": "7"})
+    config = BrokerConfig({"log.roll.hours": "1", "log.roll.ms": "500", "log.roll.jitter.ms": "7"})
     assert config.topic_defaults()["segment.ms"] == 500
     assert config.topic_defaults()["segment.jitter.ms"] == 7
     config = BrokerConfig({"log.flush.scheduler.interval.ms": "1000"})
     assert config.topic_defaults()["flush.ms"] == 1000
-    config = BrokerConfig({"log.flush.scheduler.interval.ms": "1000",
-                           "log.flush.interval.ms": "10"})
+    config = BrokerConfig(
+        {"log.flush.scheduler.interval.ms": "1000", "log.flush.interval.ms": "10"}
+    )
     assert config.topic_defaults()["flush.ms"] == 10
 
 
 def test_log_dirs_over_log_dir():
     assert BrokerConfig({"log.dir": "/one"}).log_dirs == ["/one"]
     assert BrokerConfig({"log.dir": "/one", "log.dirs": "/two,/three"}).log_dirs == [
-        "/two", "/three"]
+        "/two",
+        "/three",
+    ]
     with pytest.raises(ConfigValueError, match="log.dirs"):
         BrokerConfig({"log.dirs": " , "})
 
@@ -354,8 +388,14 @@ def test_node_id_and_broker_id():
 
 
 def test_topic_defaults_feed_log_config():
-    config = BrokerConfig({"log.segment.bytes": "2097152", "log.retention.minutes": "1",
-                           "log.cleanup.policy": "compact,delete", "message.max.bytes": "9"})
+    config = BrokerConfig(
+        {
+            "log.segment.bytes": "2097152",
+            "log.retention.minutes": "1",
+            "log.cleanup.policy": "compact,delete",
+            "message.max.bytes": "9",
+        }
+    )
     log_config = LogConfig.from_values(config.topic_defaults(), {"retention.ms": "5"})
     assert log_config.segment_bytes == 2097152
     assert log_config.retention_ms == 5
@@ -368,13 +408,15 @@ def test_topic_defaults_feed_log_config():
 
 
 def test_listener_parsing():
-    config = BrokerConfig({
-        "listeners": "PLAINTEXT://:0, internal://[::1]:9093,EXTERNAL://0.0.0.0:9094",
-        "advertised.listeners": "PLAINTEXT://localhost:9092,INTERNAL://[::1]:9093,"
-                                "EXTERNAL://kafka.example.com:19094",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT,EXTERNAL:SSL",
-        "inter.broker.listener.name": "internal",
-    })
+    config = BrokerConfig(
+        {
+            "listeners": "PLAINTEXT://:0, internal://[::1]:9093,EXTERNAL://0.0.0.0:9094",
+            "advertised.listeners": "PLAINTEXT://localhost:9092,INTERNAL://[::1]:9093,"
+            "EXTERNAL://kafka.example.com:19094",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT,EXTERNAL:SSL",
+            "inter.broker.listener.name": "internal",
+        }
+    )
     assert config.listeners == [
         Listener("PLAINTEXT", "", 0, "PLAINTEXT"),
         Listener("INTERNAL", "::1", 9093, "PLAINTEXT"),
@@ -385,8 +427,10 @@ def test_listener_parsing():
     assert str(config.listeners[1]) == "INTERNAL://[::1]:9093"
     assert config.listeners[0].with_port(41234).port == 41234
     assert [str(a) for a in config.advertised_listeners] == [
-        "PLAINTEXT://localhost:9092", "INTERNAL://[::1]:9093",
-        "EXTERNAL://kafka.example.com:19094"]
+        "PLAINTEXT://localhost:9092",
+        "INTERNAL://[::1]:9093",
+        "EXTERNAL://kafka.example.com:19094",
+    ]
     assert config.inter_broker_listener.name == "INTERNAL"
 
 
@@ -403,16 +447,19 @@ def test_empty_host_is_advertised_as_this_machine():
     assert config.advertised_listeners[0].host not in ("", "0.0.0.0")
 
 
-@pytest.mark.parametrize("listeners, message", [
-    ("PLAINTEXT://localhost", "NAME://host:port"),
-    ("localhost:9092", "NAME://host:port"),
-    ("PLAINTEXT://host:port", "NAME://host:port"),
-    ("PLAINTEXT://host:-1", "NAME://host:port"),
-    ("PLAINTEXT://host:70000", "out of range"),
-    ("PLAINTEXT://a:1,plaintext://b:2", "different name"),
-    ("CLIENT://a:1", "no security protocol defined for listener CLIENT"),
-    ("", "at least one listener"),
-])
+@pytest.mark.parametrize(
+    "listeners, message",
+    [
+        ("PLAINTEXT://localhost", "NAME://host:port"),
+        ("localhost:9092", "NAME://host:port"),
+        ("PLAINTEXT://host:port", "NAME://host:port"),
+        ("PLAINTEXT://host:-1", "NAME://host:port"),
+        ("PLAINTEXT://host:70000", "out of range"),
+        ("PLAINTEXT://a:1,plaintext://b:2", "different name"),
+        ("CLIENT://a:1", "no security protocol defined for listener CLIENT"),
+        ("", "at least one listener"),
+    ],
+)
 def test_listener_errors_name_the_key(listeners, message):
     with pytest.raises(ConfigValueError, match=re.escape(message)) as info:
         BrokerConfig({"listeners": listeners})
@@ -421,9 +468,13 @@ def test_listener_errors_name_the_key(listeners, message):
 
 def test_advertised_listener_errors():
     with pytest.raises(ConfigValueError, match="not in listeners") as info:
-        BrokerConfig({"listeners": "PLAINTEXT://:9092",
-                      "advertised.listeners": "OTHER://host:1",
-                      "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT"})
+        BrokerConfig(
+            {
+                "listeners": "PLAINTEXT://:9092",
+                "advertised.listeners": "OTHER://host:1",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT",
+            }
+        )
     assert info.value.name == "advertised.listeners"
     with pytest.raises(ConfigValueError, match="non-routable") as info:
         BrokerConfig({"listeners": "PLAINTEXT://0.0.0.0:9092"})
@@ -494,12 +545,16 @@ def test_dynamic_rejects_read_only_unknown_and_invalid():
 
 def test_broker_synonym_groups():
     assert broker_synonyms("log.retention.hours") == [
-        "log.retention.ms", "log.retention.minutes", "log.retention.hours"]
+        "log.retention.ms",
+        "log.retention.minutes",
+        "log.retention.hours",
+    ]
     assert broker_synonyms("log.roll.ms") == ["log.roll.ms", "log.roll.hours"]
     assert broker_synonyms("log.flush.interval.ms") == [
-        "log.flush.interval.ms", "log.flush.scheduler.interval.ms"]
-    assert broker_synonyms("log.flush.scheduler.interval.ms") == [
-        "log.flush.scheduler.interval.ms"]
+        "log.flush.interval.ms",
+        "log.flush.scheduler.interval.ms",
+    ]
+    assert broker_synonyms("log.flush.scheduler.interval.ms") == ["log.flush.scheduler.interval.ms"]
     assert broker_synonyms("num.partitions") == ["num.partitions"]
 
 
@@ -526,9 +581,15 @@ def test_describe_entries_follow_kafka_synonym_rules():
 
     entry = _entry(config, "num.partitions")
     assert (entry.value, entry.source, entry.read_only, entry.type) == (
-        "4", STATIC_BROKER_CONFIG, True, "int")
+        "4",
+        STATIC_BROKER_CONFIG,
+        True,
+        "int",
+    )
     assert [(s.value, s.source) for s in entry.synonyms] == [
-        ("4", STATIC_BROKER_CONFIG), ("1", DEFAULT_CONFIG)]
+        ("4", STATIC_BROKER_CONFIG),
+        ("1", DEFAULT_CONFIG),
+    ]
     assert entry.source_id == 4 and entry.type_id == 3
 
     entry = _entry(BrokerConfig(), "log.roll.ms")
@@ -559,60 +620,105 @@ def test_docs_list_every_key():
     text = DOCS.read_text(encoding="utf-8")
     documented = set(re.findall(r"^\| `([^`]+)` \|", text, flags=re.MULTILINE))
     from wireserver.groups.configs import GROUP_CONFIGS
+
     missing = (set(BROKER_CONFIGS) | set(TOPIC_CONFIGS) | set(GROUP_CONFIGS)) - documented
     assert not missing, (
         f"docs/configuration.md lacks {sorted(missing)}; regenerate the tables with "
-        f"`python -m wireserver.config`")
+        f"`python -m wireserver.config`"
+    )
 
 
 def test_reference_markdown_has_a_row_per_key():
     from wireserver.groups.configs import GROUP_CONFIGS
+
     rows = [line for line in reference_markdown().splitlines() if line.startswith("| `")]
     assert len(rows) == len(BROKER_CONFIGS) + len(TOPIC_CONFIGS) + len(GROUP_CONFIGS)
 
 
 # ---- the inter-broker listener and its security --------------------------------------------
 
-SASL_ONLY = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "zookeeper.connect": "127.0.0.1:2181",
-             "sasl.enabled.mechanisms": "SCRAM-SHA-512"}
-BROKER_LOGIN = ("listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config",
-                'org.apache.kafka.common.security.scram.ScramLoginModule required '
-                'username="broker" password="broker-secret";')
+SASL_ONLY = {
+    "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+    "zookeeper.connect": "127.0.0.1:2181",
+    "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+}
+BROKER_LOGIN = (
+    "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config",
+    "org.apache.kafka.common.security.scram.ScramLoginModule required "
+    'username="broker" password="broker-secret";',
+)
 
 
 def test_inter_broker_listener_from_security_inter_broker_protocol():
-    config = BrokerConfig({**SASL_ONLY, "security.inter.broker.protocol": "SASL_PLAINTEXT",
-                           "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
-                           BROKER_LOGIN[0]: BROKER_LOGIN[1]})
+    config = BrokerConfig(
+        {
+            **SASL_ONLY,
+            "security.inter.broker.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+            BROKER_LOGIN[0]: BROKER_LOGIN[1],
+        }
+    )
     assert config.inter_broker_listener.name == "SASL_PLAINTEXT"
     security = config.inter_broker_security
-    assert (security.listener, security.protocol, security.mechanism, security.username,
-            security.password) == ("SASL_PLAINTEXT", "SASL_PLAINTEXT", "SCRAM-SHA-512",
-                                   "broker", "broker-secret")
+    assert (
+        security.listener,
+        security.protocol,
+        security.mechanism,
+        security.username,
+        security.password,
+    ) == ("SASL_PLAINTEXT", "SASL_PLAINTEXT", "SCRAM-SHA-512", "broker", "broker-secret")
     # a single node needs no inter-broker login
-    single = BrokerConfig({"listeners": "SASL_PLAINTEXT://127.0.0.1:0",
-                           "sasl.enabled.mechanisms": "SCRAM-SHA-512"})
+    single = BrokerConfig(
+        {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "SCRAM-SHA-512"}
+    )
     assert single.inter_broker_security is None
 
 
-@pytest.mark.parametrize("values, key, message", [
-    ({"inter.broker.listener.name": "SASL_PLAINTEXT",
-      "security.inter.broker.protocol": "SASL_PLAINTEXT"},
-     "inter.broker.listener.name", "only one of inter.broker.listener.name and "
-                                   "security.inter.broker.protocol should be set"),
-    ({"inter.broker.listener.name": "internal"}, "inter.broker.listener.name",
-     "valid options based on currently configured listeners are SASL_PLAINTEXT"),
-    ({"security.inter.broker.protocol": "SSL"}, "security.inter.broker.protocol",
-     "must be a listener name defined in advertised.listeners"),
-    ({"security.inter.broker.protocol": "SASL_PLAINTEXT"},  # Kafka's default GSSAPI
-     "sasl.mechanism.inter.broker.protocol", "brokers can log in to each other with PLAIN"),
-    ({"security.inter.broker.protocol": "SASL_PLAINTEXT",
-      "sasl.mechanism.inter.broker.protocol": "PLAIN"}, "sasl.mechanism.inter.broker.protocol",
-     "must be included in sasl.enabled.mechanisms"),
-    ({"security.inter.broker.protocol": "SASL_PLAINTEXT",
-      "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512"}, BROKER_LOGIN[0],
-     "username and password of this JAAS config"),
-])
+@pytest.mark.parametrize(
+    "values, key, message",
+    [
+        (
+            {
+                "inter.broker.listener.name": "SASL_PLAINTEXT",
+                "security.inter.broker.protocol": "SASL_PLAINTEXT",
+            },
+            "inter.broker.listener.name",
+            "only one of inter.broker.listener.name and "
+            "security.inter.broker.protocol should be set",
+        ),
+        (
+            {"inter.broker.listener.name": "internal"},
+            "inter.broker.listener.name",
+            "valid options based on currently configured listeners are SASL_PLAINTEXT",
+        ),
+        (
+            {"security.inter.broker.protocol": "SSL"},
+            "security.inter.broker.protocol",
+            "must be a listener name defined in advertised.listeners",
+        ),
+        (
+            {"security.inter.broker.protocol": "SASL_PLAINTEXT"},  # Kafka's default GSSAPI
+            "sasl.mechanism.inter.broker.protocol",
+            "brokers can log in to each other with PLAIN",
+        ),
+        (
+            {
+                "security.inter.broker.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism.inter.broker.protocol": "PLAIN",
+            },
+            "sasl.mechanism.inter.broker.protocol",
+            "must be included in sasl.enabled.mechanisms",
+        ),
+        (
+            {
+                "security.inter.broker.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+            },
+            BROKER_LOGIN[0],
+            "username and password of this JAAS config",
+        ),
+    ],
+)
 def test_inter_broker_misconfiguration_is_a_config_error(values, key, message):
     with pytest.raises(ConfigValueError, match=re.escape(message)) as info:
         BrokerConfig({**SASL_ONLY, **values})

@@ -18,18 +18,32 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = {"wireserver": "wireserver", "protocol": "wireserver.protocol",
-           "storage": "wireserver.storage"}
+FOLDERS = {
+    "wireserver": "wireserver",
+    "protocol": "wireserver.protocol",
+    "storage": "wireserver.storage",
+}
 
 #: What still imports in a circle. Remove modules as they leave it; never add any.
-KNOWN_CIRCLES: list[set[str]] = [{
-    "wireserver.broker", "wireserver.cluster.controller", "wireserver.cluster.fetcher",
-    "wireserver.cluster.node", "wireserver.cluster.topic_admin",
-    "wireserver.cluster.topic_deletion", "wireserver.cluster.txn_markers", "wireserver.context",
-    "wireserver.groups", "wireserver.groups.consumer_coordinator",
-    "wireserver.groups.coordinator", "wireserver.server",
-    "wireserver.topics", "wireserver.txn", "wireserver.txn.coordinator",
-}]
+KNOWN_CIRCLES: list[set[str]] = [
+    {
+        "wireserver.broker",
+        "wireserver.cluster.controller",
+        "wireserver.cluster.fetcher",
+        "wireserver.cluster.node",
+        "wireserver.cluster.topic_admin",
+        "wireserver.cluster.topic_deletion",
+        "wireserver.cluster.txn_markers",
+        "wireserver.context",
+        "wireserver.groups",
+        "wireserver.groups.consumer_coordinator",
+        "wireserver.groups.coordinator",
+        "wireserver.server",
+        "wireserver.topics",
+        "wireserver.txn",
+        "wireserver.txn.coordinator",
+    }
+]
 
 
 def module_files() -> dict[str, Path]:
@@ -54,10 +68,12 @@ def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
-            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
-                       for alias in node.names]
+            targets = [
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
+                for alias in node.names
+            ]
         else:
             continue
         for target in targets:
@@ -114,22 +130,30 @@ def in_package(module: str, package: str) -> bool:
 
 
 def test_protocol_imports_nothing_else_of_ours():
-    wrong = {m: sorted(t for t in targets if not in_package(t, "wireserver.protocol"))
-             for m, targets in graph().items() if in_package(m, "wireserver.protocol")}
+    wrong = {
+        m: sorted(t for t in targets if not in_package(t, "wireserver.protocol"))
+        for m, targets in graph().items()
+        if in_package(m, "wireserver.protocol")
+    }
     assert {m: t for m, t in wrong.items() if t} == {}
 
 
 def test_storage_imports_only_protocol():
     allowed = ("wireserver.storage", "wireserver.protocol")
-    wrong = {m: sorted(t for t in targets if not any(in_package(t, a) for a in allowed))
-             for m, targets in graph().items() if in_package(m, "wireserver.storage")}
+    wrong = {
+        m: sorted(t for t in targets if not any(in_package(t, a) for a in allowed))
+        for m, targets in graph().items()
+        if in_package(m, "wireserver.storage")
+    }
     assert {m: t for m, t in wrong.items() if t} == {}
 
 
 def test_broker_modules_never_import_the_test_kit():
-    wrong = {m: sorted(t for t in targets if in_package(t, "wireserver.testing"))
-             for m, targets in graph().items()
-             if not in_package(m, "wireserver.testing") and m != "wireserver.cli"}
+    wrong = {
+        m: sorted(t for t in targets if in_package(t, "wireserver.testing"))
+        for m, targets in graph().items()
+        if not in_package(m, "wireserver.testing") and m != "wireserver.cli"
+    }
     assert {m: t for m, t in wrong.items() if t} == {}
 
 
@@ -139,7 +163,8 @@ def test_import_circles_only_shrink():
     assert grown == [], "a new import circle (or a known one grew)"
     smaller = [sorted(known - set().union(*found)) for known in KNOWN_CIRCLES]
     assert all(not gone for gone in smaller), (
-        f"modules left a known circle: remove them from KNOWN_CIRCLES: {smaller}")
+        f"modules left a known circle: remove them from KNOWN_CIRCLES: {smaller}"
+    )
 
 
 def test_the_layer_reader_sees_a_circle():
@@ -147,4 +172,5 @@ def test_the_layer_reader_sees_a_circle():
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]
     modules = module_files()
     assert "wireserver.storage.log" in imports_of(
-        "wireserver.storage.manager", modules["wireserver.storage.manager"], set(modules))
+        "wireserver.storage.manager", modules["wireserver.storage.manager"], set(modules)
+    )

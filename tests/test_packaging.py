@@ -41,10 +41,13 @@ CHECK = textwrap.dedent("""
 def test_pyproject_lists_every_package():
     """The wheel's packages are listed by hand (two of them are mapped from other folders): a
     package added to the tree must be added there too."""
-    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-                 ["packages"])
-    found = {".".join(("wireserver", *init.parent.relative_to(ROOT / "wireserver").parts))
-             for init in (ROOT / "wireserver").rglob("__init__.py")}
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    found = {
+        ".".join(("wireserver", *init.parent.relative_to(ROOT / "wireserver").parts))
+        for init in (ROOT / "wireserver").rglob("__init__.py")
+    }
     found |= {"wireserver.protocol", "wireserver.storage"}
     assert listed == found
 
@@ -58,17 +61,18 @@ def run(*args: str, cwd: Path | None = None) -> str:
 @pytest.mark.integration
 def test_wheel_installs_one_import_name_beside_users_protocol_and_storage(tmp_path):
     wheels = tmp_path / "wheels"
-    run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels),
-        str(ROOT))
+    run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(ROOT))
     (wheel,) = wheels.glob("wireserver-*.whl")
     venv = tmp_path / "venv"
     run(sys.executable, "-m", "venv", str(venv))
     python = venv / "bin" / "python"
-    run(str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-        str(wheel))
-    top_level = run(str(python), "-c",
-                    "import importlib.metadata as m; "
-                    "print(m.distribution('wireserver').read_text('top_level.txt') or '')")
+    run(str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(wheel))
+    top_level = run(
+        str(python),
+        "-c",
+        "import importlib.metadata as m; "
+        "print(m.distribution('wireserver').read_text('top_level.txt') or '')",
+    )
     assert top_level.split() in ([], ["wireserver"])
 
     app = tmp_path / "app"

@@ -11,7 +11,9 @@ not follow a nested package-dir mapping).
 import os as _os
 
 _checkout = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
-if (not _os.path.isdir(_os.path.join(__path__[0], "protocol"))
-        and _os.path.isfile(_os.path.join(_checkout, "protocol", "__init__.py"))
-        and _os.path.isfile(_os.path.join(_checkout, "pyproject.toml"))):
+if (
+    not _os.path.isdir(_os.path.join(__path__[0], "protocol"))
+    and _os.path.isfile(_os.path.join(_checkout, "protocol", "__init__.py"))
+    and _os.path.isfile(_os.path.join(_checkout, "pyproject.toml"))
+):
     __path__.append(_checkout)

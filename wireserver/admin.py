@@ -7,10 +7,9 @@ bitfields, and applying configuration changes to the broker, its logs and its gr
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
-from wireserver.protocol.errors import ErrorCode
-from wireserver.storage.log_config import TOPIC_CONFIGS
 from wireserver.config import (
     BROKER_CONFIGS,
     DEFAULT_CONFIG,
@@ -19,11 +18,13 @@ from wireserver.config import (
     ConfigEntry,
     ConfigSynonym,
 )
+from wireserver.protocol.errors import ErrorCode
+from wireserver.storage.log_config import TOPIC_CONFIGS
 from wireserver.topics import in_cluster
 
 if TYPE_CHECKING:
-    from wireserver.storage.manager import TopicInfo
     from wireserver.broker import Broker
+    from wireserver.storage.manager import TopicInfo
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -32,8 +33,9 @@ RESOURCE_UNKNOWN, RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER = 0, 2
 RESOURCE_GROUP = 32
 
 
-def topic_config_rows(broker: "Broker", overrides: Mapping[str, str], config,
-                      names: Iterable[str] | None = None) -> list[ConfigEntry]:
+def topic_config_rows(
+    broker: Broker, overrides: Mapping[str, str], config, names: Iterable[str] | None = None
+) -> list[ConfigEntry]:
     """Kafka's ``ConfigHelper.createTopicConfigEntry`` for every topic key (or ``names``;
     unknown ones are skipped): the effective value, the topic override first among the
     synonyms, then the broker-side synonyms; the source is the first synonym's. An internal
@@ -45,20 +47,35 @@ def topic_config_rows(broker: "Broker", overrides: Mapping[str, str], config,
         cdef = TOPIC_CONFIGS[name]
         if cdef.internal and name not in overrides:
             continue
-        value = (None if cdef.sensitive else overrides[name] if cdef.internal
-                 else cdef.render(config.get(name)))
+        value = (
+            None
+            if cdef.sensitive
+            else overrides[name]
+            if cdef.internal
+            else cdef.render(config.get(name))
+        )
         synonyms = list(broker.config.topic_synonyms(name))
         if name in overrides:
             synonyms.insert(0, ConfigSynonym(name, value, DYNAMIC_TOPIC_CONFIG))
         source = synonyms[0].source if synonyms else DEFAULT_CONFIG
-        rows.append(ConfigEntry(name=name, value=value, source=source, read_only=False,
-                                   sensitive=cdef.sensitive, synonyms=tuple(synonyms),
-                                   type=cdef.type, doc=cdef.doc))
+        rows.append(
+            ConfigEntry(
+                name=name,
+                value=value,
+                source=source,
+                read_only=False,
+                sensitive=cdef.sensitive,
+                synonyms=tuple(synonyms),
+                type=cdef.type,
+                doc=cdef.doc,
+            )
+        )
     return rows
 
 
-def topic_rows(broker: "Broker", info: "TopicInfo",
-               names: Iterable[str] | None = None) -> list[ConfigEntry]:
+def topic_rows(
+    broker: Broker, info: TopicInfo, names: Iterable[str] | None = None
+) -> list[ConfigEntry]:
     return topic_config_rows(broker, info.overrides, info.config, names)
 
 
@@ -71,7 +88,7 @@ class AdminError(Exception):
         self.message = message
 
 
-def check_broker_resource(broker: "Broker", name: str | None, *, allow_default: bool) -> bool:
+def check_broker_resource(broker: Broker, name: str | None, *, allow_default: bool) -> bool:
     """Validate a BROKER resource name the way ConfigAdminManager does. Returns True for the
     cluster-wide default resource (empty name), False for this broker."""
     if not name:
@@ -81,23 +98,28 @@ def check_broker_resource(broker: "Broker", name: str | None, *, allow_default: 
     try:
         node = int(name)
     except ValueError:
-        raise AdminError(ErrorCode.INVALID_REQUEST,
-                         f"Node id must be an integer, but it is: {name}") from None
+        raise AdminError(
+            ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {name}"
+        ) from None
     if node != broker.node_id:
-        raise AdminError(ErrorCode.INVALID_REQUEST,
-                         f"Unexpected broker id, expected {broker.node_id}, but received {name}")
+        raise AdminError(
+            ErrorCode.INVALID_REQUEST,
+            f"Unexpected broker id, expected {broker.node_id}, but received {name}",
+        )
     return False
 
 
-def refresh_topic_defaults(broker: "Broker") -> None:
+def refresh_topic_defaults(broker: Broker) -> None:
     """Push the broker's (possibly changed) topic defaults into every topic's LogConfig."""
     broker.logs.update_broker_defaults(broker.config.topic_defaults())
 
 
 def is_list_key(resource_type: int, name: str) -> bool:
     from wireserver.groups.configs import GROUP_CONFIGS
-    defs = {RESOURCE_TOPIC: TOPIC_CONFIGS, RESOURCE_GROUP: GROUP_CONFIGS}.get(resource_type,
-                                                                             BROKER_CONFIGS)
+
+    defs = {RESOURCE_TOPIC: TOPIC_CONFIGS, RESOURCE_GROUP: GROUP_CONFIGS}.get(
+        resource_type, BROKER_CONFIGS
+    )
     cdef = defs.get(name)
     return cdef is not None and cdef.type == "list"
 
@@ -105,10 +127,11 @@ def is_list_key(resource_type: int, name: str) -> bool:
 # -- applying configuration changes ---------------------------------------------------------
 
 
-def check_topic_overrides(broker: "Broker", overrides: Mapping[str, str]) -> None:
+def check_topic_overrides(broker: Broker, overrides: Mapping[str, str]) -> None:
     """Raise AdminError(INVALID_CONFIG) unless every key is a topic key with a valid value."""
     from wireserver.storage.configdef import ConfigValueError
     from wireserver.storage.log_config import LogConfig
+
     for name in overrides:
         if name not in TOPIC_CONFIGS:
             raise AdminError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
@@ -118,31 +141,36 @@ def check_topic_overrides(broker: "Broker", overrides: Mapping[str, str]) -> Non
         raise AdminError(ErrorCode.INVALID_CONFIG, str(exc)) from None
 
 
-def current_topic_overrides(broker: "Broker", topic: str) -> dict[str, str]:
+def current_topic_overrides(broker: Broker, topic: str) -> dict[str, str]:
     """The overrides an incremental change starts from: in cluster mode what ZooKeeper holds
     (this broker may not have applied the latest change yet), else the log's."""
     if topic not in broker.logs.topics:
-        raise AdminError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                         f"The topic '{topic}' does not exist.")
+        raise AdminError(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist."
+        )
     if in_cluster(broker, topic):
         from wireserver.cluster.topic_admin import read_topic_config
+
         return read_topic_config(broker.cluster, topic)
     return dict(broker.logs.topics[topic].overrides)
 
 
-def set_topic_overrides(broker: "Broker", topic: str, overrides: Mapping[str, str],
-                        validate_only: bool) -> None:
+def set_topic_overrides(
+    broker: Broker, topic: str, overrides: Mapping[str, str], validate_only: bool
+) -> None:
     """Replace a topic's whole override set (checked first); the logs see it at once. In
     cluster mode the set goes to ``/config/topics/<t>`` with a change notification, which
     every broker follows (``wireserver.cluster.config_changes``); this one applies it now."""
     if topic not in broker.logs.topics:
-        raise AdminError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                         f"The topic '{topic}' does not exist.")
+        raise AdminError(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist."
+        )
     check_topic_overrides(broker, overrides)
     if validate_only:
         return
     if in_cluster(broker, topic):
         from wireserver.cluster.topic_admin import write_topic_config
+
         write_topic_config(broker.cluster, topic, overrides)
     broker.logs.alter_topic_config(topic, dict(overrides))
 
@@ -155,8 +183,9 @@ def scala_set(names: Iterable[str], mutable: bool = False) -> str:
     return f"{kind}({', '.join(names)})"
 
 
-def set_broker_dynamic(broker: "Broker", cluster_default: bool, props: Mapping[str, str],
-                       validate_only: bool) -> None:
+def set_broker_dynamic(
+    broker: Broker, cluster_default: bool, props: Mapping[str, str], validate_only: bool
+) -> None:
     """Make ``props`` the broker's (or the cluster default's) whole dynamic layer.
 
     Unknown keys fail with INVALID_CONFIG (Kafka accepts unknown keys as custom configs; we
@@ -166,36 +195,51 @@ def set_broker_dynamic(broker: "Broker", cluster_default: bool, props: Mapping[s
     per-broker keys set as the cluster default. Changes to broker keys that are topic defaults
     reach every log that does not override them.
     """
-    from wireserver.storage.configdef import ConfigValueError
     from wireserver.config import LISTENER_ONLY_KEYS, ConfigError, UnknownConfigError
+    from wireserver.storage.configdef import ConfigValueError
+
     config = broker.config
     current = config.dynamic_values(cluster_default=cluster_default)
     unknown = sorted(name for name in props if name not in BROKER_CONFIGS)
     if unknown:
-        raise AdminError(ErrorCode.INVALID_CONFIG, f"Unknown broker config(s): {', '.join(unknown)}")
+        raise AdminError(
+            ErrorCode.INVALID_CONFIG, f"Unknown broker config(s): {', '.join(unknown)}"
+        )
     changed = {name: value for name, value in props.items() if current.get(name) != value}
-    read_only = [name for name in changed
-                 if BROKER_CONFIGS[name].read_only and name not in LISTENER_ONLY_KEYS]
+    read_only = [
+        name
+        for name in changed
+        if BROKER_CONFIGS[name].read_only and name not in LISTENER_ONLY_KEYS
+    ]
     if read_only:
-        raise AdminError(ErrorCode.INVALID_REQUEST,
-                         f"Cannot update these configs dynamically: {scala_set(read_only)}")
+        raise AdminError(
+            ErrorCode.INVALID_REQUEST,
+            f"Cannot update these configs dynamically: {scala_set(read_only)}",
+        )
     listener_only = [name for name in changed if name in LISTENER_ONLY_KEYS]
     if listener_only:
-        raise AdminError(ErrorCode.INVALID_REQUEST,
-                         "These security configs can be dynamically updated only per-listener "
-                         f"using the listener prefix: {scala_set(listener_only, mutable=True)}")
+        raise AdminError(
+            ErrorCode.INVALID_REQUEST,
+            "These security configs can be dynamically updated only per-listener "
+            f"using the listener prefix: {scala_set(listener_only, mutable=True)}",
+        )
     try:
         for name, value in changed.items():
             config.validate_dynamic(name, value)
     except (ConfigValueError, ConfigError) as exc:
-        code = ErrorCode.INVALID_CONFIG if isinstance(exc, UnknownConfigError) else \
-            ErrorCode.INVALID_REQUEST
+        code = (
+            ErrorCode.INVALID_CONFIG
+            if isinstance(exc, UnknownConfigError)
+            else ErrorCode.INVALID_REQUEST
+        )
         raise AdminError(code, str(exc)) from None
     per_broker = [name for name in changed if BROKER_CONFIGS[name].per_broker]
     if cluster_default and per_broker:
-        raise AdminError(ErrorCode.INVALID_REQUEST,
-                         "Cannot update these configs at default cluster level, broker id "
-                         f"must be specified: {scala_set(per_broker)}")
+        raise AdminError(
+            ErrorCode.INVALID_REQUEST,
+            "Cannot update these configs at default cluster level, broker id "
+            f"must be specified: {scala_set(per_broker)}",
+        )
     if validate_only:
         return
     for name in current:
@@ -212,18 +256,23 @@ def set_broker_dynamic(broker: "Broker", cluster_default: bool, props: Mapping[s
 def check_group_resource(name: str | None, *, describing: bool) -> None:
     """An empty group name is refused, with Kafka's message for each API."""
     if not name:
-        raise AdminError(ErrorCode.INVALID_REQUEST,
-                         "Group name must not be empty" if describing
-                         else "Default group resources are not allowed.")
+        raise AdminError(
+            ErrorCode.INVALID_REQUEST,
+            "Group name must not be empty"
+            if describing
+            else "Default group resources are not allowed.",
+        )
 
 
-def group_config_rows(broker: "Broker", group: str,
-                      names: Iterable[str] | None = None) -> list[ConfigEntry]:
+def group_config_rows(
+    broker: Broker, group: str, names: Iterable[str] | None = None
+) -> list[ConfigEntry]:
     """Kafka's ``ConfigHelper.createGroupConfigEntry`` for every group key (or ``names``;
     unknown ones are skipped): the group's value (GROUP_CONFIG) or the default (DEFAULT_CONFIG,
     the broker's ``group.consumer.*`` value where there is one), that one synonym, never
     read-only."""
     from wireserver.groups.configs import GROUP_CONFIGS
+
     store = broker.group_configs
     overrides = store.overrides(group)
     wanted = GROUP_CONFIGS if names is None else [n for n in names if n in GROUP_CONFIGS]
@@ -232,25 +281,36 @@ def group_config_rows(broker: "Broker", group: str,
         cdef = GROUP_CONFIGS[name]
         value = cdef.render(store.value(group, name))
         source = GROUP_CONFIG if name in overrides else DEFAULT_CONFIG
-        rows.append(ConfigEntry(name=name, value=value, source=source, read_only=False,
-                                sensitive=False, synonyms=(ConfigSynonym(name, value, source),),
-                                type=cdef.type, doc=cdef.doc))
+        rows.append(
+            ConfigEntry(
+                name=name,
+                value=value,
+                source=source,
+                read_only=False,
+                sensitive=False,
+                synonyms=(ConfigSynonym(name, value, source),),
+                type=cdef.type,
+                doc=cdef.doc,
+            )
+        )
     return rows
 
 
-def current_group_configs(broker: "Broker", group: str) -> dict[str, str]:
+def current_group_configs(broker: Broker, group: str) -> dict[str, str]:
     """The configs an incremental change starts from: in cluster mode what ZooKeeper holds
     (this broker may not have applied the latest change yet), else this broker's."""
     store = broker.group_configs
     return store.shared.read(group) if store.shared is not None else store.overrides(group)
 
 
-def set_group_configs(broker: "Broker", group: str, overrides: Mapping[str, str],
-                      validate_only: bool) -> None:
+def set_group_configs(
+    broker: Broker, group: str, overrides: Mapping[str, str], validate_only: bool
+) -> None:
     """Replace a group's whole config set, checked as Kafka checks it (INVALID_CONFIG); the
     group's coordinator uses it from its next heartbeat. Kept across restarts, in ZooKeeper
     in cluster mode."""
     from wireserver.groups.configs import GroupConfigError, validate
+
     try:
         validate(broker.config, overrides)
     except GroupConfigError as exc:
@@ -262,13 +322,21 @@ def set_group_configs(broker: "Broker", group: str, overrides: Mapping[str, str]
 # -- BROKER_LOGGER: Python loggers under log4j's names and levels ---------------------------
 
 ROOT_LOGGER = "root"
-LOG4J_LEVELS = {"OFF": 100, "FATAL": 50, "ERROR": 40, "WARN": 30, "INFO": 20, "DEBUG": 10,
-                "TRACE": 5}
+LOG4J_LEVELS = {
+    "OFF": 100,
+    "FATAL": 50,
+    "ERROR": 40,
+    "WARN": 30,
+    "INFO": 20,
+    "DEBUG": 10,
+    "TRACE": 5,
+}
 _PACKAGES = ("wireserver", "storage", "protocol")
 
 
 def _python_logger(name: str):
     import logging
+
     if name == ROOT_LOGGER:
         return logging.getLogger()
     known = logging.Logger.manager.loggerDict.get(name)
@@ -278,9 +346,12 @@ def _python_logger(name: str):
 def logger_levels() -> dict[str, str]:
     """Our loggers (and root) with their effective levels, named as log4j names them."""
     import logging
+
     names = [ROOT_LOGGER] + sorted(
-        name for name, logger in logging.Logger.manager.loggerDict.items()
-        if isinstance(logger, logging.Logger) and name.split(".")[0] in _PACKAGES)
+        name
+        for name, logger in logging.Logger.manager.loggerDict.items()
+        if isinstance(logger, logging.Logger) and name.split(".")[0] in _PACKAGES
+    )
     by_number = {number: name for name, number in LOG4J_LEVELS.items()}
     levels = {}
     for name in names:
@@ -292,17 +363,22 @@ def logger_levels() -> dict[str, str]:
 def alter_logger(name: str, level: str | None, validate_only: bool) -> None:
     """SET (level) or DELETE (None) one logger's level, with Kafka's checks."""
     import logging
+
     logger = _python_logger(name)
     if logger is None:
         raise AdminError(ErrorCode.INVALID_CONFIG, f"Logger {name} does not exist!")
     if level is None:
         if name == ROOT_LOGGER:
-            raise AdminError(ErrorCode.INVALID_REQUEST,
-                             f"Removing the log level of the {ROOT_LOGGER} logger is not allowed")
+            raise AdminError(
+                ErrorCode.INVALID_REQUEST,
+                f"Removing the log level of the {ROOT_LOGGER} logger is not allowed",
+            )
     elif level not in LOG4J_LEVELS:
-        raise AdminError(ErrorCode.INVALID_CONFIG,
-                         f"Cannot set the log level of {name} to {level} as it is not a "
-                         f"supported log level. Valid log levels are "
-                         f"{', '.join(LOG4J_LEVELS)}")
+        raise AdminError(
+            ErrorCode.INVALID_CONFIG,
+            f"Cannot set the log level of {name} to {level} as it is not a "
+            f"supported log level. Valid log levels are "
+            f"{', '.join(LOG4J_LEVELS)}",
+        )
     if not validate_only:
         logger.setLevel(logging.NOTSET if level is None else LOG4J_LEVELS[level])

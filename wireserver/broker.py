@@ -12,22 +12,23 @@ import logging
 import os
 import sys
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from twisted.internet import defer, task, threads
 
-from wireserver.protocol.served import SERVED
-from wireserver.storage.manager import LogManager
 from wireserver import apis
 from wireserver.config import BrokerConfig, Listener
 from wireserver.groups import GroupCoordinator
 from wireserver.groups.configs import GroupConfigs
 from wireserver.heap import release_free_heap
 from wireserver.producer_ids import ProducerIdManager
+from wireserver.protocol.served import SERVED
 from wireserver.purgatory import Purgatory
 from wireserver.replica.manager import ReplicaManager
 from wireserver.security.manager import SecurityManager
 from wireserver.server import KafkaServerFactory
+from wireserver.storage.manager import LogManager
 from wireserver.txn import TransactionCoordinator
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,7 @@ class Broker:
     def __init__(self, config: BrokerConfig, reactor: Any = None):
         if reactor is None:
             from twisted.internet import reactor as global_reactor
+
             reactor = global_reactor
         self.config = config
         self.reactor = reactor
@@ -72,8 +74,9 @@ class Broker:
     def advertised_listener(self, name: str) -> Listener:
         """The advertised listener named ``name`` (the one a client connected through), or the
         first one: where this broker tells that client to find it."""
-        return next((listener for listener in self.advertised if listener.name == name),
-                    self.advertised[0])
+        return next(
+            (listener for listener in self.advertised if listener.name == name), self.advertised[0]
+        )
 
     # -- time -------------------------------------------------------------------------------
 
@@ -90,15 +93,28 @@ class Broker:
         self.cluster_id = self._load_or_create_cluster_id()
         self.security = SecurityManager(self)
         self.producer_ids = ProducerIdManager(self.config.log_dirs[0])
-        self.logs = LogManager(self.config.log_dirs, self.config.topic_defaults(), self.now_ms,
-                               self.config["producer.id.expiration.ms"])
+        self.logs = LogManager(
+            self.config.log_dirs,
+            self.config.topic_defaults(),
+            self.now_ms,
+            self.config["producer.id.expiration.ms"],
+        )
         self.logs.load()
         partition_logs = [partition_log for _, partition_log in self.logs.logs()]
-        log.info("loaded %d partition logs; %d segments recovered (re-scanned)",
-                 len(partition_logs), sum(pl.recovered_segments for pl in partition_logs))
+        log.info(
+            "loaded %d partition logs; %d segments recovered (re-scanned)",
+            len(partition_logs),
+            sum(pl.recovered_segments for pl in partition_logs),
+        )
         clustered = bool(self.config.get("zookeeper.connect"))
-        self.replicas = ReplicaManager(self.node_id, self.logs, self.purgatory, self.now_ms,
-                                       self.flush_in_background, local_leadership=not clustered)
+        self.replicas = ReplicaManager(
+            self.node_id,
+            self.logs,
+            self.purgatory,
+            self.now_ms,
+            self.flush_in_background,
+            local_leadership=not clustered,
+        )
         if not clustered:
             # One node leads every partition: everything in the logs is committed.
             for (topic, index), _ in self.logs.logs():
@@ -124,6 +140,7 @@ class Broker:
         self.bound = bound
         if clustered:
             from wireserver.cluster.node import ClusterNode
+
             self.cluster = ClusterNode(self)
             self.cluster.start()
         self._every(self.config["log.retention.check.interval.ms"], self._apply_retention)
@@ -140,7 +157,8 @@ class Broker:
         loop = task.LoopingCall(func)
         loop.clock = self.reactor
         loop.start(interval_ms / 1000.0, now=False).addErrback(
-            lambda failure: log.error("housekeeping failed: %s", failure.getTraceback()))
+            lambda failure: log.error("housekeeping failed: %s", failure.getTraceback())
+        )
         self._loops.append(loop)
 
     @defer.inlineCallbacks
@@ -186,12 +204,14 @@ class Broker:
         cluster_id = self.config.cluster_id or stored.get("cluster.id")
         if not cluster_id:
             import base64
+
             cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if stored.get("cluster.id") != cluster_id or stored.get("node.id") != str(self.node_id):
             tmp = path + ".tmp"
             with open(tmp, "w", encoding="utf-8") as handle:
-                handle.write(f"#wireserver\nversion=1\ncluster.id={cluster_id}\n"
-                             f"node.id={self.node_id}\n")
+                handle.write(
+                    f"#wireserver\nversion=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n"
+                )
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp, path)
@@ -203,8 +223,7 @@ class Broker:
         self.logs.apply_retention(self.now_ms())
 
     def _remove_expired_producers(self) -> None:
-        self.logs.remove_expired_producers(self.now_ms(),
-                                           self.config["producer.id.expiration.ms"])
+        self.logs.remove_expired_producers(self.now_ms(), self.config["producer.id.expiration.ms"])
 
     def _flush_due_logs(self) -> None:
         """fsync logs whose flush.messages / flush.ms is due."""
@@ -245,8 +264,11 @@ def serve_forever(config: BrokerConfig) -> int:
         return 1
     reactor.addSystemEventTrigger("before", "shutdown", broker.stop)
     endpoints = " ".join(str(listener) for listener in broker.advertised)
-    print(f"wireserver ready: node {broker.node_id} cluster {broker.cluster_id} "
-          f"listening on {endpoints}", flush=True)
+    print(
+        f"wireserver ready: node {broker.node_id} cluster {broker.cluster_id} "
+        f"listening on {endpoints}",
+        flush=True,
+    )
     log.info("ready: listening on %s", endpoints)
     # Everything allocated so far (modules, message classes, loaded logs) lives as long as the
     # process: move it out of the collector's sight so full collections stay short and do not

@@ -15,10 +15,10 @@ import importlib.util
 import logging
 import sys
 import types
-from typing import Sequence
+from collections.abc import Sequence
 
-from wireserver.storage.configdef import ConfigValueError
 from wireserver.config import BrokerConfig, ConfigError
+from wireserver.storage.configdef import ConfigValueError
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -29,7 +29,9 @@ log = logging.getLogger("wireserver.cli")
 
 def version() -> str:
     try:
-        from importlib.metadata import PackageNotFoundError, version as dist_version
+        from importlib.metadata import PackageNotFoundError
+        from importlib.metadata import version as dist_version
+
         return dist_version("wireserver")
     except PackageNotFoundError:  # running from a source tree that was never installed
         return "unknown"
@@ -48,29 +50,53 @@ class _PrintVersion(argparse.Action):
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="wireserver",
-        description="A Kafka-wire-protocol broker: stock Kafka clients work against it.")
-    parser.add_argument("--version", action=_PrintVersion, nargs=0,
-                        help="show the program's version number and exit")
+        description="A Kafka-wire-protocol broker: stock Kafka clients work against it.",
+    )
+    parser.add_argument(
+        "--version",
+        action=_PrintVersion,
+        nargs=0,
+        help="show the program's version number and exit",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     serve = commands.add_parser(
-        "serve", help="run a broker",
+        "serve",
+        help="run a broker",
         description="Run a broker until SIGTERM or SIGINT. Keys and defaults are Kafka's; "
-                    "see docs/configuration.md.")
-    serve.add_argument("--config", metavar="PATH",
-                       help="a Kafka server.properties file")
-    serve.add_argument("--override", metavar="KEY=VALUE", action="append", default=[],
-                       help="set one config key, over the file (repeatable)")
-    serve.add_argument("--log-level", metavar="LEVEL", default="INFO", type=str.upper,
-                       choices=LOG_LEVELS, help="one of %(choices)s (default %(default)s)")
-    serve.add_argument("--reactor", default="default", choices=REACTORS,
-                       help="the event loop: Twisted's default for the platform (epoll on "
-                            "Linux), asyncio's, or asyncio on uvloop (pip install uvloop); "
-                            "benchmarks/reactors.py compares them (default %(default)s)")
+        "see docs/configuration.md.",
+    )
+    serve.add_argument("--config", metavar="PATH", help="a Kafka server.properties file")
+    serve.add_argument(
+        "--override",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="set one config key, over the file (repeatable)",
+    )
+    serve.add_argument(
+        "--log-level",
+        metavar="LEVEL",
+        default="INFO",
+        type=str.upper,
+        choices=LOG_LEVELS,
+        help="one of %(choices)s (default %(default)s)",
+    )
+    serve.add_argument(
+        "--reactor",
+        default="default",
+        choices=REACTORS,
+        help="the event loop: Twisted's default for the platform (epoll on "
+        "Linux), asyncio's, or asyncio on uvloop (pip install uvloop); "
+        "benchmarks/reactors.py compares them (default %(default)s)",
+    )
     cluster = commands.add_parser(
-        "cluster", help="run a development cluster (ZooKeeper and N brokers)",
+        "cluster",
+        help="run a development cluster (ZooKeeper and N brokers)",
         description="Start ZooKeeper and N brokers on free ports of 127.0.0.1 and print one "
-                    "line per broker; Ctrl-C stops them all.")
+        "line per broker; Ctrl-C stops them all.",
+    )
     from wireserver.testing.dev_cluster import add_arguments
+
     add_arguments(cluster)
     return parser
 
@@ -98,6 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 130
     if args.command == "cluster":
         from wireserver.testing.dev_cluster import run
+
         return run(args)
     parser.print_help(sys.stderr)
     return 2
@@ -151,12 +178,15 @@ def install_reactor(name: str) -> None:
     """Install the reactor ``serve --reactor`` names (before anything imports the default)."""
     if name == "default":
         from twisted.internet import reactor  # noqa: F401 - installs the platform's default
+
         return
     import asyncio
 
     from twisted.internet import asyncioreactor
+
     if name == "uvloop":
         import uvloop
+
         loop = uvloop.new_event_loop()
     else:
         loop = asyncio.new_event_loop()
@@ -185,8 +215,10 @@ def _reactor_without_tls(config: BrokerConfig, reactor_name: str = "default") ->
     if reactor_name == "uvloop":
         import uvloop  # noqa: F401 - it needs the ssl module, so it comes before the hiding
     hidden = [name for name in HIDDEN_WHILE_IMPORTING_REACTOR if name not in sys.modules]
-    if any(listener.security_protocol in ("SSL", "SASL_SSL") for listener in config.listeners) \
-            or "http.cookiejar" in sys.modules:
+    if (
+        any(listener.security_protocol in ("SSL", "SASL_SSL") for listener in config.listeners)
+        or "http.cookiejar" in sys.modules
+    ):
         hidden = []
     for name in hidden:
         sys.modules[name] = None  # type: ignore[assignment]  # makes "import <name>" fail

@@ -34,9 +34,11 @@ from __future__ import annotations
 import logging
 import re
 import socket
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any
 
+from wireserver.kafka_keys import KAFKA_ONLY_KEYS
 from wireserver.storage.configdef import (
     INT_MAX,
     LONG_MAX,
@@ -46,7 +48,6 @@ from wireserver.storage.configdef import (
     one_of,
 )
 from wireserver.storage.log_config import TOPIC_CONFIGS
-from wireserver.kafka_keys import KAFKA_ONLY_KEYS
 
 log = logging.getLogger(__name__)
 
@@ -98,12 +99,21 @@ CONFIG_SOURCE_IDS = {
 }
 
 CONFIG_TYPE_IDS = {
-    "boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5,
-    "double": 6, "list": 7, "class": 8, "password": 9,
+    "boolean": 1,
+    "string": 2,
+    "int": 3,
+    "short": 4,
+    "long": 5,
+    "double": 6,
+    "list": 7,
+    "class": 8,
+    "password": 9,
 }
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-DEFAULT_SECURITY_PROTOCOL_MAP = "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
+DEFAULT_SECURITY_PROTOCOL_MAP = (
+    "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
+)
 
 LISTENER_PREFIX = "listener.name."
 
@@ -131,10 +141,25 @@ class ReadOnlyConfigError(ConfigError):
 # Definitions
 
 
-def _key(name: str, type_: str, default: Any, doc: str, validator=None, *,
-         dynamic: bool = False, sensitive: bool = False) -> ConfigDef:
-    return ConfigDef(name=name, type=type_, default=default, doc=doc, validator=validator,
-                     read_only=not dynamic, sensitive=sensitive)
+def _key(
+    name: str,
+    type_: str,
+    default: Any,
+    doc: str,
+    validator=None,
+    *,
+    dynamic: bool = False,
+    sensitive: bool = False,
+) -> ConfigDef:
+    return ConfigDef(
+        name=name,
+        type=type_,
+        default=default,
+        doc=doc,
+        validator=validator,
+        read_only=not dynamic,
+        sensitive=sensitive,
+    )
 
 
 def _check_listeners_syntax(value: str) -> None:
@@ -143,6 +168,7 @@ def _check_listeners_syntax(value: str) -> None:
 
 def _check_principal_rules(value: str) -> None:
     from wireserver.security.principals import parse_rules
+
     parse_rules(value)
 
 
@@ -152,251 +178,676 @@ def _check_protocol_map(value: str) -> None:
 
 _BROKER_ONLY = [
     # Identity and cluster
-    _key("node.id", "int", 0,
-         "Id of this broker in the cluster. Kafka requires it; ours defaults to 0.", at_least(0)),
-    _key("broker.id", "int", 0,
-         "Older name of node.id; if both are set they must be equal.", at_least(0)),
-    _key("cluster.id", "string", None,
-         "Cluster id; when unset the broker generates one and keeps it in its first log dir."),
-    _key("broker.rack", "string", None,
-         "Rack of this broker, used for rack-aware replica placement."),
-    _key("zookeeper.connect", "string", None,
-         "ZooKeeper connection string (host:port,...[/chroot]) for cluster mode; unset = one node."),
+    _key(
+        "node.id",
+        "int",
+        0,
+        "Id of this broker in the cluster. Kafka requires it; ours defaults to 0.",
+        at_least(0),
+    ),
+    _key(
+        "broker.id",
+        "int",
+        0,
+        "Older name of node.id; if both are set they must be equal.",
+        at_least(0),
+    ),
+    _key(
+        "cluster.id",
+        "string",
+        None,
+        "Cluster id; when unset the broker generates one and keeps it in its first log dir.",
+    ),
+    _key(
+        "broker.rack", "string", None, "Rack of this broker, used for rack-aware replica placement."
+    ),
+    _key(
+        "zookeeper.connect",
+        "string",
+        None,
+        "ZooKeeper connection string (host:port,...[/chroot]) for cluster mode; unset = one node.",
+    ),
     _key("zookeeper.session.timeout.ms", "int", 18000, "ZooKeeper session timeout."),
-    _key("zookeeper.connection.timeout.ms", "int", None,
-         "Longest wait for a ZooKeeper connection; unset = zookeeper.session.timeout.ms."),
+    _key(
+        "zookeeper.connection.timeout.ms",
+        "int",
+        None,
+        "Longest wait for a ZooKeeper connection; unset = zookeeper.session.timeout.ms.",
+    ),
     # Network
-    _key("listeners", "string", "PLAINTEXT://127.0.0.1:9092",
-         "Comma-separated NAME://host:port addresses to listen on; empty host = every "
-         "interface, port 0 = a free port. Kafka's default is PLAINTEXT://:9092.",
-         _check_listeners_syntax),
-    _key("advertised.listeners", "string", None,
-         "Addresses given to clients, if different from listeners (unset = listeners).",
-         _check_listeners_syntax),
-    _key("listener.security.protocol.map", "string", DEFAULT_SECURITY_PROTOCOL_MAP,
-         "Listener name to security protocol, as NAME:PROTOCOL pairs.", _check_protocol_map),
-    _key("inter.broker.listener.name", "string", None,
-         "Listener the brokers use to talk to each other (replica fetches); not together "
-         "with security.inter.broker.protocol. Unset = the listener named after "
-         "security.inter.broker.protocol."),
-    _key("security.inter.broker.protocol", "string", "PLAINTEXT",
-         "Security protocol between brokers: they use the listener of that name. Kafka "
-         "requires one; with neither this nor inter.broker.listener.name set we fall back to "
-         "a PLAINTEXT listener, else the first advertised one.", one_of(*SECURITY_PROTOCOLS)),
-    _key("socket.request.max.bytes", "int", 104857600,
-         "Largest request the broker accepts; larger ones close the connection.", at_least(1)),
-    _key("socket.send.buffer.bytes", "int", 102400,
-         "SO_SNDBUF of accepted sockets (-1 = the OS default)."),
-    _key("socket.receive.buffer.bytes", "int", 102400,
-         "SO_RCVBUF of accepted sockets (-1 = the OS default)."),
-    _key("queued.max.requests", "int", 500,
-         "Requests in flight per broker before it stops reading from sockets.", at_least(1)),
-    _key("connections.max.idle.ms", "long", 600000,
-         "Idle connections are closed after this long."),
-    _key("num.network.threads", "int", 3,
-         "Accepted for compatibility; the reactor thread does network I/O.", at_least(1),
-         dynamic=True),
-    _key("num.io.threads", "int", 8,
-         "Accepted for compatibility; requests run on the reactor thread.", at_least(1),
-         dynamic=True),
-    _key("fetch.max.bytes", "int", 57671680,
-         "Largest response the broker returns to one Fetch request.", at_least(1024)),
-    _key("max.incremental.fetch.session.cache.slots", "int", 1000,
-         "Most incremental fetch sessions kept, split equally over 8 shards that new sessions "
-         "take in turn; a full shard evicts only within itself.", at_least(0)),
+    _key(
+        "listeners",
+        "string",
+        "PLAINTEXT://127.0.0.1:9092",
+        "Comma-separated NAME://host:port addresses to listen on; empty host = every "
+        "interface, port 0 = a free port. Kafka's default is PLAINTEXT://:9092.",
+        _check_listeners_syntax,
+    ),
+    _key(
+        "advertised.listeners",
+        "string",
+        None,
+        "Addresses given to clients, if different from listeners (unset = listeners).",
+        _check_listeners_syntax,
+    ),
+    _key(
+        "listener.security.protocol.map",
+        "string",
+        DEFAULT_SECURITY_PROTOCOL_MAP,
+        "Listener name to security protocol, as NAME:PROTOCOL pairs.",
+        _check_protocol_map,
+    ),
+    _key(
+        "inter.broker.listener.name",
+        "string",
+        None,
+        "Listener the brokers use to talk to each other (replica fetches); not together "
+        "with security.inter.broker.protocol. Unset = the listener named after "
+        "security.inter.broker.protocol.",
+    ),
+    _key(
+        "security.inter.broker.protocol",
+        "string",
+        "PLAINTEXT",
+        "Security protocol between brokers: they use the listener of that name. Kafka "
+        "requires one; with neither this nor inter.broker.listener.name set we fall back to "
+        "a PLAINTEXT listener, else the first advertised one.",
+        one_of(*SECURITY_PROTOCOLS),
+    ),
+    _key(
+        "socket.request.max.bytes",
+        "int",
+        104857600,
+        "Largest request the broker accepts; larger ones close the connection.",
+        at_least(1),
+    ),
+    _key(
+        "socket.send.buffer.bytes",
+        "int",
+        102400,
+        "SO_SNDBUF of accepted sockets (-1 = the OS default).",
+    ),
+    _key(
+        "socket.receive.buffer.bytes",
+        "int",
+        102400,
+        "SO_RCVBUF of accepted sockets (-1 = the OS default).",
+    ),
+    _key(
+        "queued.max.requests",
+        "int",
+        500,
+        "Requests in flight per broker before it stops reading from sockets.",
+        at_least(1),
+    ),
+    _key("connections.max.idle.ms", "long", 600000, "Idle connections are closed after this long."),
+    _key(
+        "num.network.threads",
+        "int",
+        3,
+        "Accepted for compatibility; the reactor thread does network I/O.",
+        at_least(1),
+        dynamic=True,
+    ),
+    _key(
+        "num.io.threads",
+        "int",
+        8,
+        "Accepted for compatibility; requests run on the reactor thread.",
+        at_least(1),
+        dynamic=True,
+    ),
+    _key(
+        "fetch.max.bytes",
+        "int",
+        57671680,
+        "Largest response the broker returns to one Fetch request.",
+        at_least(1024),
+    ),
+    _key(
+        "max.incremental.fetch.session.cache.slots",
+        "int",
+        1000,
+        "Most incremental fetch sessions kept, split equally over 8 shards that new sessions "
+        "take in turn; a full shard evicts only within itself.",
+        at_least(0),
+    ),
     # Security (TLS, SASL, ACLs). Every ssl.* / sasl.* key can also be given per listener as
     # listener.name.<listener>.<key> (and the JAAS config per mechanism as
     # listener.name.<listener>.<mechanism>.sasl.jaas.config), as in Kafka.
-    _key("ssl.keystore.type", "string", "JKS",
-         "Format of the key store. Only PEM is supported (a file with the certificate chain "
-         "and the private key, or ssl.keystore.certificate.chain / ssl.keystore.key inline).",
-         one_of("JKS", "PKCS12", "PEM")),
-    _key("ssl.keystore.location", "string", None,
-         "Key store file of SSL listeners (PEM: certificate chain and private key)."),
-    _key("ssl.keystore.password", "password", None,
-         "Password of the key store file (PEM: of the encrypted private key).", sensitive=True),
-    _key("ssl.key.password", "password", None,
-         "Password of the private key (PEM: of the encrypted private key).", sensitive=True),
-    _key("ssl.keystore.certificate.chain", "password", None,
-         "The certificate chain in PEM, inline (with ssl.keystore.type=PEM).", sensitive=True),
-    _key("ssl.keystore.key", "password", None,
-         "The private key in PEM, inline (with ssl.keystore.type=PEM).", sensitive=True),
-    _key("ssl.truststore.type", "string", "JKS",
-         "Format of the trust store. Only PEM is supported.", one_of("JKS", "PKCS12", "PEM")),
-    _key("ssl.truststore.location", "string", None,
-         "Trust store file (PEM certificates) used to verify client certificates."),
-    _key("ssl.truststore.password", "password", None,
-         "Password of the trust store (unused with PEM).", sensitive=True),
-    _key("ssl.truststore.certificates", "password", None,
-         "Trusted certificates in PEM, inline (with ssl.truststore.type=PEM).", sensitive=True),
-    _key("ssl.principal.mapping.rules", "string", "DEFAULT",
-         "How a client certificate's subject DN becomes its principal's user name: "
-         "comma-separated RULE:pattern/replacement/[LU] rules and DEFAULT (the DN itself), "
-         "the first that applies wins; none applying refuses the connection.",
-         _check_principal_rules),
-    _key("ssl.client.auth", "string", "none",
-         "Client certificates on SSL listeners: none, requested or required.",
-         one_of("none", "requested", "required")),
-    _key("ssl.protocol", "string", "TLSv1.3",
-         "TLS protocol of the SSL context (TLSv1.2 or TLSv1.3 are both accepted from clients)."),
-    _key("ssl.enabled.protocols", "list", ["TLSv1.2", "TLSv1.3"],
-         "TLS versions accepted on SSL listeners.", one_of("TLSv1.2", "TLSv1.3")),
-    _key("sasl.enabled.mechanisms", "list", ["GSSAPI"],
-         "SASL mechanisms served on SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, "
-         "OAUTHBEARER (GSSAPI, Kafka's default, is not supported and is ignored)."),
-    _key("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI",
-         "SASL mechanism brokers use between themselves on a SASL inter-broker listener: "
-         "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (GSSAPI is not supported); the broker logs "
-         "in with the username/password of that listener's JAAS config for the mechanism."),
-    _key("sasl.jaas.config", "password", None,
-         "JAAS login configuration for SASL listeners (normally given per listener and "
-         "mechanism); PlainLoginModule user_<name>=\"<password>\" options define PLAIN users.",
-         sensitive=True),
-    _key("sasl.oauthbearer.expected.audience", "list", None,
-         "OAUTHBEARER: accepted audiences of a token (unset or empty: any)."),
-    _key("connections.max.reauth.ms", "long", 0,
-         "Largest SASL session lifetime (KIP-368); 0 = sessions never expire. Clients "
-         "re-authenticate before it ends, or their connection is closed.", at_least(0)),
-    _key("connection.failed.authentication.delay.ms", "int", 100,
-         "How long the answer to a failed SASL authentication (and the close that follows) "
-         "is held back, slowing password guessing; other connections are served meanwhile. "
-         "0 = answer and close at once.", at_least(0)),
-    _key("authorizer.class.name", "string", "",
-         "Authorizer; org.apache.kafka.metadata.authorizer.StandardAuthorizer or "
-         "kafka.security.authorizer.AclAuthorizer turn on ACLs (empty = everything allowed)."),
-    _key("super.users", "string", "",
-         "Semicolon-separated principals (User:name) that bypass ACLs."),
-    _key("allow.everyone.if.no.acl.found", "boolean", False,
-         "With an authorizer: allow an operation on a resource that has no ACL at all."),
+    _key(
+        "ssl.keystore.type",
+        "string",
+        "JKS",
+        "Format of the key store. Only PEM is supported (a file with the certificate chain "
+        "and the private key, or ssl.keystore.certificate.chain / ssl.keystore.key inline).",
+        one_of("JKS", "PKCS12", "PEM"),
+    ),
+    _key(
+        "ssl.keystore.location",
+        "string",
+        None,
+        "Key store file of SSL listeners (PEM: certificate chain and private key).",
+    ),
+    _key(
+        "ssl.keystore.password",
+        "password",
+        None,
+        "Password of the key store file (PEM: of the encrypted private key).",
+        sensitive=True,
+    ),
+    _key(
+        "ssl.key.password",
+        "password",
+        None,
+        "Password of the private key (PEM: of the encrypted private key).",
+        sensitive=True,
+    ),
+    _key(
+        "ssl.keystore.certificate.chain",
+        "password",
+        None,
+        "The certificate chain in PEM, inline (with ssl.keystore.type=PEM).",
+        sensitive=True,
+    ),
+    _key(
+        "ssl.keystore.key",
+        "password",
+        None,
+        "The private key in PEM, inline (with ssl.keystore.type=PEM).",
+        sensitive=True,
+    ),
+    _key(
+        "ssl.truststore.type",
+        "string",
+        "JKS",
+        "Format of the trust store. Only PEM is supported.",
+        one_of("JKS", "PKCS12", "PEM"),
+    ),
+    _key(
+        "ssl.truststore.location",
+        "string",
+        None,
+        "Trust store file (PEM certificates) used to verify client certificates.",
+    ),
+    _key(
+        "ssl.truststore.password",
+        "password",
+        None,
+        "Password of the trust store (unused with PEM).",
+        sensitive=True,
+    ),
+    _key(
+        "ssl.truststore.certificates",
+        "password",
+        None,
+        "Trusted certificates in PEM, inline (with ssl.truststore.type=PEM).",
+        sensitive=True,
+    ),
+    _key(
+        "ssl.principal.mapping.rules",
+        "string",
+        "DEFAULT",
+        "How a client certificate's subject DN becomes its principal's user name: "
+        "comma-separated RULE:pattern/replacement/[LU] rules and DEFAULT (the DN itself), "
+        "the first that applies wins; none applying refuses the connection.",
+        _check_principal_rules,
+    ),
+    _key(
+        "ssl.client.auth",
+        "string",
+        "none",
+        "Client certificates on SSL listeners: none, requested or required.",
+        one_of("none", "requested", "required"),
+    ),
+    _key(
+        "ssl.protocol",
+        "string",
+        "TLSv1.3",
+        "TLS protocol of the SSL context (TLSv1.2 or TLSv1.3 are both accepted from clients).",
+    ),
+    _key(
+        "ssl.enabled.protocols",
+        "list",
+        ["TLSv1.2", "TLSv1.3"],
+        "TLS versions accepted on SSL listeners.",
+        one_of("TLSv1.2", "TLSv1.3"),
+    ),
+    _key(
+        "sasl.enabled.mechanisms",
+        "list",
+        ["GSSAPI"],
+        "SASL mechanisms served on SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, "
+        "OAUTHBEARER (GSSAPI, Kafka's default, is not supported and is ignored).",
+    ),
+    _key(
+        "sasl.mechanism.inter.broker.protocol",
+        "string",
+        "GSSAPI",
+        "SASL mechanism brokers use between themselves on a SASL inter-broker listener: "
+        "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (GSSAPI is not supported); the broker logs "
+        "in with the username/password of that listener's JAAS config for the mechanism.",
+    ),
+    _key(
+        "sasl.jaas.config",
+        "password",
+        None,
+        "JAAS login configuration for SASL listeners (normally given per listener and "
+        'mechanism); PlainLoginModule user_<name>="<password>" options define PLAIN users.',
+        sensitive=True,
+    ),
+    _key(
+        "sasl.oauthbearer.expected.audience",
+        "list",
+        None,
+        "OAUTHBEARER: accepted audiences of a token (unset or empty: any).",
+    ),
+    _key(
+        "connections.max.reauth.ms",
+        "long",
+        0,
+        "Largest SASL session lifetime (KIP-368); 0 = sessions never expire. Clients "
+        "re-authenticate before it ends, or their connection is closed.",
+        at_least(0),
+    ),
+    _key(
+        "connection.failed.authentication.delay.ms",
+        "int",
+        100,
+        "How long the answer to a failed SASL authentication (and the close that follows) "
+        "is held back, slowing password guessing; other connections are served meanwhile. "
+        "0 = answer and close at once.",
+        at_least(0),
+    ),
+    _key(
+        "authorizer.class.name",
+        "string",
+        "",
+        "Authorizer; org.apache.kafka.metadata.authorizer.StandardAuthorizer or "
+        "kafka.security.authorizer.AclAuthorizer turn on ACLs (empty = everything allowed).",
+    ),
+    _key(
+        "super.users", "string", "", "Semicolon-separated principals (User:name) that bypass ACLs."
+    ),
+    _key(
+        "allow.everyone.if.no.acl.found",
+        "boolean",
+        False,
+        "With an authorizer: allow an operation on a resource that has no ACL at all.",
+    ),
     # Topics
-    _key("num.partitions", "int", 1,
-         "Partitions of an auto-created topic, and of CreateTopics with -1.", at_least(1)),
-    _key("default.replication.factor", "int", 1,
-         "Replication factor of auto-created topics and of CreateTopics with -1."),
-    _key("auto.create.topics.enable", "boolean", True,
-         "Create a topic when a client asks for metadata of an unknown one."),
+    _key(
+        "num.partitions",
+        "int",
+        1,
+        "Partitions of an auto-created topic, and of CreateTopics with -1.",
+        at_least(1),
+    ),
+    _key(
+        "default.replication.factor",
+        "int",
+        1,
+        "Replication factor of auto-created topics and of CreateTopics with -1.",
+    ),
+    _key(
+        "auto.create.topics.enable",
+        "boolean",
+        True,
+        "Create a topic when a client asks for metadata of an unknown one.",
+    ),
     _key("delete.topic.enable", "boolean", True, "Allow DeleteTopics."),
     # Logs (broker-only keys; the topic-default ones are derived below)
-    _key("log.dirs", "string", None,
-         "Comma-separated directories holding partition data (unset = log.dir)."),
-    _key("log.dir", "string", "/tmp/kafka-logs",
-         "Data directory when log.dirs is unset."),
-    _key("log.roll.hours", "int", 168,
-         "Roll a segment after this many hours; secondary to log.roll.ms.", at_least(1)),
-    _key("log.roll.jitter.hours", "int", 0,
-         "Jitter subtracted from the roll time, in hours; secondary to log.roll.jitter.ms.",
-         at_least(0)),
-    _key("log.retention.minutes", "int", None,
-         "Retention in minutes; secondary to log.retention.ms, takes precedence over hours."),
-    _key("log.retention.hours", "int", 168,
-         "Retention in hours; used when log.retention.ms and .minutes are unset."),
-    _key("log.retention.check.interval.ms", "long", 300000,
-         "How often the broker looks for segments to delete.", at_least(1)),
-    _key("log.flush.scheduler.interval.ms", "long", LONG_MAX,
-         "How often the flusher checks logs; also the default of log.flush.interval.ms."),
-    _key("log.flush.offset.checkpoint.interval.ms", "int", 60000,
-         "How often the recovery point checkpoint is written.", at_least(0)),
-    _key("log.flush.start.offset.checkpoint.interval.ms", "int", 60000,
-         "How often the log start offset checkpoint is written.", at_least(0)),
-    _key("num.recovery.threads.per.data.dir", "int", 2,
-         "Threads per data dir for log recovery at startup and flushing at shutdown.",
-         at_least(1), dynamic=True),
-    _key("log.cleaner.enable", "boolean", True,
-         "Run the log cleaner (needed for cleanup.policy=compact)."),
-    _key("log.cleaner.backoff.ms", "long", 15000,
-         "Sleep of the log cleaner when there is nothing to clean.", at_least(0), dynamic=True),
+    _key(
+        "log.dirs",
+        "string",
+        None,
+        "Comma-separated directories holding partition data (unset = log.dir).",
+    ),
+    _key("log.dir", "string", "/tmp/kafka-logs", "Data directory when log.dirs is unset."),
+    _key(
+        "log.roll.hours",
+        "int",
+        168,
+        "Roll a segment after this many hours; secondary to log.roll.ms.",
+        at_least(1),
+    ),
+    _key(
+        "log.roll.jitter.hours",
+        "int",
+        0,
+        "Jitter subtracted from the roll time, in hours; secondary to log.roll.jitter.ms.",
+        at_least(0),
+    ),
+    _key(
+        "log.retention.minutes",
+        "int",
+        None,
+        "Retention in minutes; secondary to log.retention.ms, takes precedence over hours.",
+    ),
+    _key(
+        "log.retention.hours",
+        "int",
+        168,
+        "Retention in hours; used when log.retention.ms and .minutes are unset.",
+    ),
+    _key(
+        "log.retention.check.interval.ms",
+        "long",
+        300000,
+        "How often the broker looks for segments to delete.",
+        at_least(1),
+    ),
+    _key(
+        "log.flush.scheduler.interval.ms",
+        "long",
+        LONG_MAX,
+        "How often the flusher checks logs; also the default of log.flush.interval.ms.",
+    ),
+    _key(
+        "log.flush.offset.checkpoint.interval.ms",
+        "int",
+        60000,
+        "How often the recovery point checkpoint is written.",
+        at_least(0),
+    ),
+    _key(
+        "log.flush.start.offset.checkpoint.interval.ms",
+        "int",
+        60000,
+        "How often the log start offset checkpoint is written.",
+        at_least(0),
+    ),
+    _key(
+        "num.recovery.threads.per.data.dir",
+        "int",
+        2,
+        "Threads per data dir for log recovery at startup and flushing at shutdown.",
+        at_least(1),
+        dynamic=True,
+    ),
+    _key(
+        "log.cleaner.enable",
+        "boolean",
+        True,
+        "Run the log cleaner (needed for cleanup.policy=compact).",
+    ),
+    _key(
+        "log.cleaner.backoff.ms",
+        "long",
+        15000,
+        "Sleep of the log cleaner when there is nothing to clean.",
+        at_least(0),
+        dynamic=True,
+    ),
     # Replication
-    _key("replica.lag.time.max.ms", "long", 30000,
-         "A follower that has not caught up for this long leaves the ISR."),
-    _key("replica.fetch.max.bytes", "int", 1048576,
-         "Bytes a follower asks for per partition.", at_least(0)),
-    _key("replica.fetch.response.max.bytes", "int", 10485760,
-         "Bytes a follower asks for per Fetch response.", at_least(0)),
+    _key(
+        "replica.lag.time.max.ms",
+        "long",
+        30000,
+        "A follower that has not caught up for this long leaves the ISR.",
+    ),
+    _key(
+        "replica.fetch.max.bytes",
+        "int",
+        1048576,
+        "Bytes a follower asks for per partition.",
+        at_least(0),
+    ),
+    _key(
+        "replica.fetch.response.max.bytes",
+        "int",
+        10485760,
+        "Bytes a follower asks for per Fetch response.",
+        at_least(0),
+    ),
     _key("replica.fetch.min.bytes", "int", 1, "Minimum bytes of a follower's Fetch."),
     _key("replica.fetch.wait.max.ms", "int", 500, "Longest wait of a follower's Fetch."),
-    _key("replica.fetch.backoff.ms", "int", 1000,
-         "Sleep of a follower after a fetch error.", at_least(0)),
+    _key(
+        "replica.fetch.backoff.ms",
+        "int",
+        1000,
+        "Sleep of a follower after a fetch error.",
+        at_least(0),
+    ),
     _key("replica.socket.timeout.ms", "int", 30000, "Socket timeout of follower fetches."),
-    _key("replica.high.watermark.checkpoint.interval.ms", "long", 5000,
-         "How often high watermarks are checkpointed."),
-    _key("controlled.shutdown.enable", "boolean", True,
-         "On a clean stop in cluster mode, move leadership of this broker's partitions to "
-         "other in-sync replicas and leave the ISRs first (Kafka's ZooKeeper-era key)."),
-    _key("controlled.shutdown.max.retries", "int", 3,
-         "Attempts of the controlled shutdown before stopping anyway.", at_least(1)),
-    _key("controlled.shutdown.retry.backoff.ms", "long", 5000,
-         "Pause between controlled shutdown attempts.", at_least(0)),
-    _key("auto.leader.rebalance.enable", "boolean", True,
-         "The controller moves leadership back to the preferred replica (the first of the "
-         "assignment) when a broker's share of partitions led by others passes "
-         "leader.imbalance.per.broker.percentage."),
-    _key("leader.imbalance.check.interval.seconds", "long", 300,
-         "How often the controller checks for leader imbalance.", at_least(1)),
-    _key("leader.imbalance.per.broker.percentage", "int", 10,
-         "The percentage of a broker's preferred partitions led elsewhere that triggers a "
-         "preferred leader election.", at_least(0)),
+    _key(
+        "replica.high.watermark.checkpoint.interval.ms",
+        "long",
+        5000,
+        "How often high watermarks are checkpointed.",
+    ),
+    _key(
+        "controlled.shutdown.enable",
+        "boolean",
+        True,
+        "On a clean stop in cluster mode, move leadership of this broker's partitions to "
+        "other in-sync replicas and leave the ISRs first (Kafka's ZooKeeper-era key).",
+    ),
+    _key(
+        "controlled.shutdown.max.retries",
+        "int",
+        3,
+        "Attempts of the controlled shutdown before stopping anyway.",
+        at_least(1),
+    ),
+    _key(
+        "controlled.shutdown.retry.backoff.ms",
+        "long",
+        5000,
+        "Pause between controlled shutdown attempts.",
+        at_least(0),
+    ),
+    _key(
+        "auto.leader.rebalance.enable",
+        "boolean",
+        True,
+        "The controller moves leadership back to the preferred replica (the first of the "
+        "assignment) when a broker's share of partitions led by others passes "
+        "leader.imbalance.per.broker.percentage.",
+    ),
+    _key(
+        "leader.imbalance.check.interval.seconds",
+        "long",
+        300,
+        "How often the controller checks for leader imbalance.",
+        at_least(1),
+    ),
+    _key(
+        "leader.imbalance.per.broker.percentage",
+        "int",
+        10,
+        "The percentage of a broker's preferred partitions led elsewhere that triggers a "
+        "preferred leader election.",
+        at_least(0),
+    ),
     # Group coordinator
-    _key("offsets.topic.num.partitions", "int", 50,
-         "Partitions of __consumer_offsets (do not change after it exists).", at_least(1)),
-    _key("offsets.topic.replication.factor", "short", 3,
-         "Replication factor of __consumer_offsets.", at_least(1)),
-    _key("offsets.topic.segment.bytes", "int", 104857600,
-         "Segment size of __consumer_offsets.", at_least(1)),
-    _key("offsets.retention.minutes", "int", 10080,
-         "Committed offsets of a group with no members are dropped after this long.",
-         at_least(1)),
-    _key("offsets.retention.check.interval.ms", "long", 600000,
-         "How often expired offsets are looked for.", at_least(1)),
-    _key("offsets.commit.timeout.ms", "int", 5000,
-         "Longest wait of an offset commit for its replication.", at_least(1)),
+    _key(
+        "offsets.topic.num.partitions",
+        "int",
+        50,
+        "Partitions of __consumer_offsets (do not change after it exists).",
+        at_least(1),
+    ),
+    _key(
+        "offsets.topic.replication.factor",
+        "short",
+        3,
+        "Replication factor of __consumer_offsets.",
+        at_least(1),
+    ),
+    _key(
+        "offsets.topic.segment.bytes",
+        "int",
+        104857600,
+        "Segment size of __consumer_offsets.",
+        at_least(1),
+    ),
+    _key(
+        "offsets.retention.minutes",
+        "int",
+        10080,
+        "Committed offsets of a group with no members are dropped after this long.",
+        at_least(1),
+    ),
+    _key(
+        "offsets.retention.check.interval.ms",
+        "long",
+        600000,
+        "How often expired offsets are looked for.",
+        at_least(1),
+    ),
+    _key(
+        "offsets.commit.timeout.ms",
+        "int",
+        5000,
+        "Longest wait of an offset commit for its replication.",
+        at_least(1),
+    ),
     _key("offset.metadata.max.bytes", "int", 4096, "Largest metadata of one committed offset."),
-    _key("group.initial.rebalance.delay.ms", "int", 3000,
-         "Wait for more members before the first rebalance of an empty group."),
+    _key(
+        "group.initial.rebalance.delay.ms",
+        "int",
+        3000,
+        "Wait for more members before the first rebalance of an empty group.",
+    ),
     _key("group.min.session.timeout.ms", "int", 6000, "Smallest session timeout a member may ask."),
-    _key("group.max.session.timeout.ms", "int", 1800000,
-         "Largest session timeout a member may ask."),
+    _key(
+        "group.max.session.timeout.ms", "int", 1800000, "Largest session timeout a member may ask."
+    ),
     _key("group.max.size", "int", INT_MAX, "Most members of a classic group.", at_least(1)),
-    _key("group.coordinator.rebalance.protocols", "list", ["classic", "consumer"],
-         "Group protocols served: classic (JoinGroup) and consumer (KIP-848).",
-         one_of("classic", "consumer", "share")),
-    _key("group.consumer.session.timeout.ms", "int", 45000,
-         "Session timeout of consumer-protocol members.", at_least(1)),
-    _key("group.consumer.min.session.timeout.ms", "int", 45000,
-         "Smallest session timeout of a consumer-protocol group.", at_least(1)),
-    _key("group.consumer.max.session.timeout.ms", "int", 60000,
-         "Largest session timeout of a consumer-protocol group.", at_least(1)),
-    _key("group.consumer.heartbeat.interval.ms", "int", 5000,
-         "Heartbeat interval of consumer-protocol members.", at_least(1)),
-    _key("group.consumer.min.heartbeat.interval.ms", "int", 5000,
-         "Smallest heartbeat interval of a consumer-protocol group.", at_least(1)),
-    _key("group.consumer.max.heartbeat.interval.ms", "int", 15000,
-         "Largest heartbeat interval of a consumer-protocol group.", at_least(1)),
-    _key("group.consumer.assignors", "list", ["uniform", "range"],
-         "Server-side assignors of consumer-protocol groups; the first is the default.",
-         one_of("uniform", "range", "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
-                "org.apache.kafka.coordinator.group.assignor.RangeAssignor")),
-    _key("group.consumer.max.size", "int", INT_MAX,
-         "Most members of a consumer-protocol group.", at_least(1)),
+    _key(
+        "group.coordinator.rebalance.protocols",
+        "list",
+        ["classic", "consumer"],
+        "Group protocols served: classic (JoinGroup) and consumer (KIP-848).",
+        one_of("classic", "consumer", "share"),
+    ),
+    _key(
+        "group.consumer.session.timeout.ms",
+        "int",
+        45000,
+        "Session timeout of consumer-protocol members.",
+        at_least(1),
+    ),
+    _key(
+        "group.consumer.min.session.timeout.ms",
+        "int",
+        45000,
+        "Smallest session timeout of a consumer-protocol group.",
+        at_least(1),
+    ),
+    _key(
+        "group.consumer.max.session.timeout.ms",
+        "int",
+        60000,
+        "Largest session timeout of a consumer-protocol group.",
+        at_least(1),
+    ),
+    _key(
+        "group.consumer.heartbeat.interval.ms",
+        "int",
+        5000,
+        "Heartbeat interval of consumer-protocol members.",
+        at_least(1),
+    ),
+    _key(
+        "group.consumer.min.heartbeat.interval.ms",
+        "int",
+        5000,
+        "Smallest heartbeat interval of a consumer-protocol group.",
+        at_least(1),
+    ),
+    _key(
+        "group.consumer.max.heartbeat.interval.ms",
+        "int",
+        15000,
+        "Largest heartbeat interval of a consumer-protocol group.",
+        at_least(1),
+    ),
+    _key(
+        "group.consumer.assignors",
+        "list",
+        ["uniform", "range"],
+        "Server-side assignors of consumer-protocol groups; the first is the default.",
+        one_of(
+            "uniform",
+            "range",
+            "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
+            "org.apache.kafka.coordinator.group.assignor.RangeAssignor",
+        ),
+    ),
+    _key(
+        "group.consumer.max.size",
+        "int",
+        INT_MAX,
+        "Most members of a consumer-protocol group.",
+        at_least(1),
+    ),
     # Transaction coordinator
-    _key("transaction.state.log.num.partitions", "int", 50,
-         "Partitions of __transaction_state (do not change after it exists).", at_least(1)),
-    _key("transaction.state.log.replication.factor", "short", 3,
-         "Replication factor of __transaction_state.", at_least(1)),
-    _key("transaction.state.log.min.isr", "int", 2,
-         "min.insync.replicas of __transaction_state.", at_least(1)),
-    _key("transaction.state.log.segment.bytes", "int", 104857600,
-         "Segment size of __transaction_state.", at_least(1)),
-    _key("transaction.max.timeout.ms", "int", 900000,
-         "Largest transaction timeout a producer may ask.", at_least(1)),
-    _key("transactional.id.expiration.ms", "int", 604800000,
-         "A transactional id with no activity for this long is forgotten.", at_least(1)),
-    _key("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10000,
-         "How often timed-out transactions are aborted.", at_least(1)),
-    _key("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3600000,
-         "How often expired transactional ids are removed.", at_least(1)),
-    _key("producer.id.expiration.ms", "int", 86400000,
-         "Idempotent producer state with no activity for this long is dropped.", at_least(1),
-         dynamic=True),
+    _key(
+        "transaction.state.log.num.partitions",
+        "int",
+        50,
+        "Partitions of __transaction_state (do not change after it exists).",
+        at_least(1),
+    ),
+    _key(
+        "transaction.state.log.replication.factor",
+        "short",
+        3,
+        "Replication factor of __transaction_state.",
+        at_least(1),
+    ),
+    _key(
+        "transaction.state.log.min.isr",
+        "int",
+        2,
+        "min.insync.replicas of __transaction_state.",
+        at_least(1),
+    ),
+    _key(
+        "transaction.state.log.segment.bytes",
+        "int",
+        104857600,
+        "Segment size of __transaction_state.",
+        at_least(1),
+    ),
+    _key(
+        "transaction.max.timeout.ms",
+        "int",
+        900000,
+        "Largest transaction timeout a producer may ask.",
+        at_least(1),
+    ),
+    _key(
+        "transactional.id.expiration.ms",
+        "int",
+        604800000,
+        "A transactional id with no activity for this long is forgotten.",
+        at_least(1),
+    ),
+    _key(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        "int",
+        10000,
+        "How often timed-out transactions are aborted.",
+        at_least(1),
+    ),
+    _key(
+        "transaction.remove.expired.transaction.cleanup.interval.ms",
+        "int",
+        3600000,
+        "How often expired transactional ids are removed.",
+        at_least(1),
+    ),
+    _key(
+        "producer.id.expiration.ms",
+        "int",
+        86400000,
+        "Idempotent producer state with no activity for this long is dropped.",
+        at_least(1),
+        dynamic=True,
+    ),
 ]
 
 # Broker keys that are topic defaults, where the broker side differs from the topic key:
@@ -404,25 +855,32 @@ _BROKER_ONLY = [
 # broker-level minimum of log.segment.bytes (Kafka 4.0, KIP-1030).
 _SYNONYM_OVERRIDES: dict[str, dict[str, Any]] = {
     "message.max.bytes": dict(
-        doc="Largest record batch the broker accepts; default of max.message.bytes."),
+        doc="Largest record batch the broker accepts; default of max.message.bytes."
+    ),
     "log.segment.bytes": dict(
         validator=at_least(1048576),
-        doc="Segment file size; default of segment.bytes (at least 1 MiB at broker level)."),
+        doc="Segment file size; default of segment.bytes (at least 1 MiB at broker level).",
+    ),
     "log.roll.ms": dict(
         default=None,
-        doc="Roll a segment after this long; unset = log.roll.hours. Default of segment.ms."),
+        doc="Roll a segment after this long; unset = log.roll.hours. Default of segment.ms.",
+    ),
     "log.roll.jitter.ms": dict(
         default=None,
         doc="Jitter subtracted from the roll time; unset = log.roll.jitter.hours. "
-            "Default of segment.jitter.ms."),
+        "Default of segment.jitter.ms.",
+    ),
     "log.retention.ms": dict(
-        default=None, validator=None,
+        default=None,
+        validator=None,
         doc="Retention of a segment (-1 or any negative: no limit); unset = "
-            "log.retention.minutes, then log.retention.hours. Default of retention.ms."),
+        "log.retention.minutes, then log.retention.hours. Default of retention.ms.",
+    ),
     "log.flush.interval.ms": dict(
         default=None,
         doc="Time between forced fsyncs; unset = log.flush.scheduler.interval.ms. "
-            "Default of flush.ms."),
+        "Default of flush.ms.",
+    ),
 }
 
 
@@ -433,9 +891,14 @@ def _derive_topic_synonyms(explicit: Mapping[str, ConfigDef]) -> dict[str, Confi
         if name is None or name in explicit:
             continue
         fields: dict[str, Any] = dict(
-            name=name, type=tdef.type, default=tdef.default, validator=tdef.validator,
+            name=name,
+            type=tdef.type,
+            default=tdef.default,
+            validator=tdef.validator,
             doc=f"{tdef.doc} Default of the topic key {topic_key}.",
-            read_only=False, sensitive=tdef.sensitive)
+            read_only=False,
+            sensitive=tdef.sensitive,
+        )
         fields.update(_SYNONYM_OVERRIDES.get(name, {}))
         derived[name] = ConfigDef(**fields)
     return derived
@@ -456,10 +919,20 @@ of Kafka's (``wireserver.kafka_keys``, accepted without effect)."""
 UNUSED_KEYS = frozenset(name for name, cdef in BROKER_CONFIGS.items() if cdef in KAFKA_ONLY_KEYS)
 """Kafka's broker keys that we accept and describe but do not act on."""
 
-LISTENER_ONLY_KEYS = frozenset((
-    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
-    "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.truststore.type",
-    "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.certificates"))
+LISTENER_ONLY_KEYS = frozenset(
+    (
+        "ssl.keystore.type",
+        "ssl.keystore.location",
+        "ssl.keystore.password",
+        "ssl.key.password",
+        "ssl.keystore.certificate.chain",
+        "ssl.keystore.key",
+        "ssl.truststore.type",
+        "ssl.truststore.location",
+        "ssl.truststore.password",
+        "ssl.truststore.certificates",
+    )
+)
 """Kafka's ``DynamicSecurityConfigs``: dynamic only per listener (``listener.name.<l>.<key>``);
 AlterConfigs refuses them without the prefix."""
 
@@ -605,7 +1078,7 @@ def _unescape(text: str) -> str:
         char = text[i]
         i += 1
         if char == "u":
-            digits = text[i:i + 4]
+            digits = text[i : i + 4]
             if len(digits) < 4 or not set(digits) <= _HEX:
                 raise ConfigError(f"malformed \\uxxxx escape in {text!r}")
             out.append(chr(int(digits, 16)))
@@ -650,7 +1123,7 @@ class Listener:
     def all_interfaces(self) -> bool:
         return self.host in ("", "0.0.0.0", "::")
 
-    def with_port(self, port: int) -> "Listener":
+    def with_port(self, port: int) -> Listener:
         """The same listener with the port the socket actually bound (for port 0)."""
         return Listener(self.name, self.host, port, self.security_protocol)
 
@@ -661,7 +1134,8 @@ class Listener:
 
 _LISTENER_RE = re.compile(
     r"^(?P<name>[^:/\s]+)://(?:\[(?P<v6>[0-9A-Za-z:.%]*)\]|(?P<host>[0-9A-Za-z\-%._]*)):"
-    r"(?P<port>\d+)$")
+    r"(?P<port>\d+)$"
+)
 
 
 def parse_security_protocol_map(value: str) -> dict[str, str]:
@@ -675,16 +1149,19 @@ def parse_security_protocol_map(value: str) -> dict[str, str]:
         if not sep or not name or not protocol:
             raise ValueError(f"map entry {item!r} is not NAME:PROTOCOL")
         if protocol not in SECURITY_PROTOCOLS:
-            raise ValueError(f"unknown security protocol {protocol!r} for listener {name}; "
-                             f"expected one of {', '.join(SECURITY_PROTOCOLS)}")
+            raise ValueError(
+                f"unknown security protocol {protocol!r} for listener {name}; "
+                f"expected one of {', '.join(SECURITY_PROTOCOLS)}"
+            )
         if name in result:
             raise ValueError(f"listener {name} appears twice")
         result[name] = protocol
     return result
 
 
-def parse_listeners(value: str, protocol_map: Mapping[str, str] | None,
-                    key: str = "listeners") -> list[Listener]:
+def parse_listeners(
+    value: str, protocol_map: Mapping[str, str] | None, key: str = "listeners"
+) -> list[Listener]:
     """Parse ``NAME://host:port,...``; ``ValueError`` on syntax, port or duplicate names.
 
     With ``protocol_map`` None only the syntax is checked (security protocol left as
@@ -709,8 +1186,10 @@ def parse_listeners(value: str, protocol_map: Mapping[str, str] | None,
         elif name in protocol_map:
             protocol = protocol_map[name]
         else:
-            raise ValueError(f"no security protocol defined for listener {name} in "
-                             f"listener.security.protocol.map")
+            raise ValueError(
+                f"no security protocol defined for listener {name} in "
+                f"listener.security.protocol.map"
+            )
         listeners.append(Listener(name, host, port, protocol))
     return listeners
 
@@ -785,10 +1264,15 @@ class BrokerConfig:
         for name in self.unknown:
             hint = ""
             if name in TOPIC_CONFIGS and TOPIC_CONFIGS[name].broker_synonym:
-                hint = (f" ({name} is a topic-level config; the broker default is "
-                        f"{TOPIC_CONFIGS[name].broker_synonym})")
-            log.warning("The configuration '%s' was supplied but isn't a known config; "
-                        "ignored%s", name, hint)
+                hint = (
+                    f" ({name} is a topic-level config; the broker default is "
+                    f"{TOPIC_CONFIGS[name].broker_synonym})"
+                )
+            log.warning(
+                "The configuration '%s' was supplied but isn't a known config; ignored%s",
+                name,
+                hint,
+            )
         self._node_id = self._resolve_node_id()
         self._log_dirs = self._resolve_log_dirs()
         self._protocol_map = parse_security_protocol_map(self["listener.security.protocol.map"])
@@ -797,11 +1281,13 @@ class BrokerConfig:
         self._inter_broker_security = None
         if self["zookeeper.connect"]:  # a cluster broker must be able to log in to its peers
             from wireserver.security.inter_broker import InterBrokerSecurity
+
             self._inter_broker_security = InterBrokerSecurity.from_config(self)
 
     @classmethod
-    def load(cls, properties_path: str | None = None,
-             overrides: Mapping[str, Any] | Iterable[str] = ()) -> "BrokerConfig":
+    def load(
+        cls, properties_path: str | None = None, overrides: Mapping[str, Any] | Iterable[str] = ()
+    ) -> BrokerConfig:
         """Read ``properties_path`` (if given), apply ``overrides`` over it, and check."""
         values: dict[str, Any] = {}
         if properties_path is not None:
@@ -856,7 +1342,7 @@ class BrokerConfig:
     @staticmethod
     def _parse_per_listener(name: str, raw: Any) -> Any:
         """``listener.name.<listener>.<key>``: parsed as ``<key>`` when we know it."""
-        rest = name[len(LISTENER_PREFIX):].partition(".")[2]
+        rest = name[len(LISTENER_PREFIX) :].partition(".")[2]
         for candidate in (rest, rest.partition(".")[2]):  # <key> or <mechanism>.<key>
             cdef = BROKER_CONFIGS.get(candidate)
             if cdef is not None:
@@ -907,8 +1393,9 @@ class BrokerConfig:
         resolved = []
         for listener in self._advertised:
             if listener.host == "":
-                listener = Listener(listener.name, _local_hostname(), listener.port,
-                                    listener.security_protocol)
+                listener = Listener(
+                    listener.name, _local_hostname(), listener.port, listener.security_protocol
+                )
             resolved.append(listener)
         return resolved
 
@@ -958,8 +1445,11 @@ class BrokerConfig:
 
     def topic_defaults(self) -> dict[str, Any]:
         """Typed broker defaults keyed by topic-level name, for ``LogConfig.from_values``."""
-        return {topic_key: self.resolved(tdef.broker_synonym)
-                for topic_key, tdef in TOPIC_CONFIGS.items() if tdef.broker_synonym}
+        return {
+            topic_key: self.resolved(tdef.broker_synonym)
+            for topic_key, tdef in TOPIC_CONFIGS.items()
+            if tdef.broker_synonym
+        }
 
     # ---- dynamic configuration (AlterConfigs / IncrementalAlterConfigs on a broker)
 
@@ -970,7 +1460,8 @@ class BrokerConfig:
             raise UnknownConfigError(f"Unknown broker config {name}", name)
         if cdef.read_only:
             raise ReadOnlyConfigError(
-                f"Cannot update config {name} dynamically; it needs a restart", name)
+                f"Cannot update config {name} dynamically; it needs a restart", name
+            )
         return cdef.parse(raw)
 
     def set_dynamic(self, name: str, raw: Any, *, cluster_default: bool = False) -> None:
@@ -989,7 +1480,8 @@ class BrokerConfig:
             raise UnknownConfigError(f"Unknown broker config {name}", name)
         if BROKER_CONFIGS[name].read_only:
             raise ReadOnlyConfigError(
-                f"Cannot update config {name} dynamically; it needs a restart", name)
+                f"Cannot update config {name} dynamically; it needs a restart", name
+            )
         layer = self._dynamic_default if cluster_default else self._dynamic_broker
         if layer.pop(name, None) is not None:
             self._notify(name)
@@ -1001,6 +1493,7 @@ class BrokerConfig:
         def unsubscribe() -> None:
             if callback in self._subscribers:
                 self._subscribers.remove(callback)
+
         return unsubscribe
 
     def _notify(self, name: str) -> None:
@@ -1009,23 +1502,35 @@ class BrokerConfig:
 
     # ---- DescribeConfigs
 
-    def items(self, names: Iterable[str] | None = None,
-              include_synonyms: bool = True) -> list[ConfigEntry]:
+    def items(
+        self, names: Iterable[str] | None = None, include_synonyms: bool = True
+    ) -> list[ConfigEntry]:
         """DescribeConfigs rows for this broker, all keys or ``names`` (unknown ones skipped).
         Kafka's internal keys are described only when the broker's file sets them."""
-        wanted = [name for name in (BROKER_CONFIGS if names is None else names)
-                  if name in BROKER_CONFIGS
-                  and (not BROKER_CONFIGS[name].internal or name in self._static)]
+        wanted = [
+            name
+            for name in (BROKER_CONFIGS if names is None else names)
+            if name in BROKER_CONFIGS
+            and (not BROKER_CONFIGS[name].internal or name in self._static)
+        ]
         entries = []
         for name in wanted:
             cdef = BROKER_CONFIGS[name]
             synonyms = self._synonyms(name, broker_synonyms(name), cdef.sensitive)
             source = synonyms[0].source if synonyms else DEFAULT_CONFIG
             value = None if cdef.sensitive else cdef.render(self[name])
-            entries.append(ConfigEntry(
-                name=name, value=value, source=source, read_only=cdef.read_only,
-                sensitive=cdef.sensitive, synonyms=tuple(synonyms) if include_synonyms else (),
-                type=cdef.type, doc=cdef.doc))
+            entries.append(
+                ConfigEntry(
+                    name=name,
+                    value=value,
+                    source=source,
+                    read_only=cdef.read_only,
+                    sensitive=cdef.sensitive,
+                    synonyms=tuple(synonyms) if include_synonyms else (),
+                    type=cdef.type,
+                    doc=cdef.doc,
+                )
+            )
         return entries
 
     def topic_synonyms(self, topic_key: str) -> list[ConfigSynonym]:
@@ -1037,8 +1542,9 @@ class BrokerConfig:
         tdef = TOPIC_CONFIGS[topic_key]
         if tdef.broker_synonym is None or tdef.broker_synonym not in BROKER_CONFIGS:
             return []
-        return self._synonyms(tdef.broker_synonym, broker_synonyms(tdef.broker_synonym),
-                              tdef.sensitive)
+        return self._synonyms(
+            tdef.broker_synonym, broker_synonyms(tdef.broker_synonym), tdef.sensitive
+        )
 
     def _synonyms(self, name: str, group: list[str], sensitive: bool) -> list[ConfigSynonym]:
         # Kafka's ConfigHelper.configSynonyms: by source first, then by synonym order, and
@@ -1048,8 +1554,10 @@ class BrokerConfig:
             (self._dynamic_broker, DYNAMIC_BROKER_CONFIG),
             (self._dynamic_default, DYNAMIC_DEFAULT_BROKER_CONFIG),
             (self._static, STATIC_BROKER_CONFIG),
-            ({k: d.default for k, d in BROKER_CONFIGS.items() if d.default is not None},
-             DEFAULT_CONFIG),
+            (
+                {k: d.default for k, d in BROKER_CONFIGS.items() if d.default is not None},
+                DEFAULT_CONFIG,
+            ),
         )
         for layer, source in layers:
             for synonym in group:
@@ -1067,8 +1575,9 @@ class BrokerConfig:
         node_id = self._static.get("node.id")
         broker_id = self._static.get("broker.id")
         if node_id is not None and broker_id is not None and node_id != broker_id:
-            raise ConfigValueError("node.id", node_id,
-                                   f"must equal broker.id ({broker_id}) when both are set")
+            raise ConfigValueError(
+                "node.id", node_id, f"must equal broker.id ({broker_id}) when both are set"
+            )
         if node_id is not None:
             return node_id
         return broker_id if broker_id is not None else BROKER_CONFIGS["node.id"].default
@@ -1087,8 +1596,9 @@ class BrokerConfig:
         except ValueError as exc:
             raise ConfigValueError("listeners", self["listeners"], str(exc)) from None
         if not listeners:
-            raise ConfigValueError("listeners", self["listeners"],
-                                   "at least one listener is required")
+            raise ConfigValueError(
+                "listeners", self["listeners"], "at least one listener is required"
+            )
         raw = self["advertised.listeners"]
         if not raw:
             advertised = list(listeners)
@@ -1102,15 +1612,18 @@ class BrokerConfig:
             names = {listener.name for listener in listeners}
             extra = [a.name for a in advertised if a.name not in names]
             if extra:
-                raise ConfigValueError(key, raw, f"listener names {', '.join(extra)} are not "
-                                                 f"in listeners")
+                raise ConfigValueError(
+                    key, raw, f"listener names {', '.join(extra)} are not in listeners"
+                )
         for listener in advertised:
             if listener.host in ("0.0.0.0", "::"):
                 raise ConfigValueError(
-                    "advertised.listeners", raw if raw is not None else self["listeners"],
+                    "advertised.listeners",
+                    raw if raw is not None else self["listeners"],
                     f"cannot advertise the non-routable address {listener.host} "
                     f"(listener {listener.name}"
-                    + ("; set advertised.listeners)" if key == "listeners" else ")"))
+                    + ("; set advertised.listeners)" if key == "listeners" else ")"),
+                )
         return listeners, advertised
 
     def _resolve_inter_broker_listener(self) -> Listener:
@@ -1121,8 +1634,11 @@ class BrokerConfig:
         by_protocol = "security.inter.broker.protocol" in self._static
         if name is not None and by_protocol:
             raise ConfigValueError(
-                "inter.broker.listener.name", name, "only one of inter.broker.listener.name "
-                "and security.inter.broker.protocol should be set")
+                "inter.broker.listener.name",
+                name,
+                "only one of inter.broker.listener.name "
+                "and security.inter.broker.protocol should be set",
+            )
         key = "inter.broker.listener.name"
         if name is None and by_protocol:
             key, name = "security.inter.broker.protocol", self["security.inter.broker.protocol"]
@@ -1132,10 +1648,14 @@ class BrokerConfig:
                 if listener.name == name:
                     return listener
             valid = ",".join(listener.name for listener in self._advertised)
-            raise ConfigValueError(key, name, f"the inter-broker listener must be a listener "
-                                              f"name defined in advertised.listeners. The "
-                                              f"valid options based on currently configured "
-                                              f"listeners are {valid}")
+            raise ConfigValueError(
+                key,
+                name,
+                f"the inter-broker listener must be a listener "
+                f"name defined in advertised.listeners. The "
+                f"valid options based on currently configured "
+                f"listeners are {valid}",
+            )
         for listener in self._advertised:
             if listener.name == "PLAINTEXT":
                 return listener
@@ -1165,8 +1685,9 @@ def _local_hostname() -> str:
 def reference_markdown() -> str:
     """The key tables of docs/configuration.md (regenerate with ``python -m wireserver.config``)."""
 
-    def table(defs: Mapping[str, ConfigDef], dynamic_column: str, extra,
-              meaning: bool = True) -> list[str]:
+    def table(
+        defs: Mapping[str, ConfigDef], dynamic_column: str, extra, meaning: bool = True
+    ) -> list[str]:
         columns = ["Key", "Type", "Default", dynamic_column] + (["Meaning"] if meaning else [])
         rows = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
         for name, cdef in defs.items():
@@ -1186,23 +1707,39 @@ def reference_markdown() -> str:
     unused = {name: d for name, d in BROKER_CONFIGS.items() if name in UNUSED_KEYS}
     lines = ["### Broker keys", ""]
     lines += table(used, "Dynamic", lambda d: "no" if d.read_only else "yes")
-    lines += ["", "### Kafka broker keys accepted without effect", "",
-              "Accepted in the file and by AlterConfigs (where Kafka allows a runtime change), "
-              "and described with Kafka's defaults; wireserver does not act on them. *per "
-              "broker*: dynamic for one broker only, not as the cluster default; *internal*: "
-              "left out of DescribeConfigs unless set in the file, as in Kafka.", ""]
+    lines += [
+        "",
+        "### Kafka broker keys accepted without effect",
+        "",
+        "Accepted in the file and by AlterConfigs (where Kafka allows a runtime change), "
+        "and described with Kafka's defaults; wireserver does not act on them. *per "
+        "broker*: dynamic for one broker only, not as the cluster default; *internal*: "
+        "left out of DescribeConfigs unless set in the file, as in Kafka.",
+        "",
+    ]
     lines += table(unused, "Dynamic", update_mode, meaning=False)
     lines += ["", "### Topic keys", ""]
-    lines += table(dict(sorted(TOPIC_CONFIGS.items())), "Broker default from",
-                   lambda d: f"`{d.broker_synonym}`" if d.broker_synonym else "—")
+    lines += table(
+        dict(sorted(TOPIC_CONFIGS.items())),
+        "Broker default from",
+        lambda d: f"`{d.broker_synonym}`" if d.broker_synonym else "—",
+    )
     from wireserver.groups.configs import BROKER_DEFAULTS, GROUP_CONFIGS
-    lines += ["", "### Group keys", "",
-              "Set per group with AlterConfigs / IncrementalAlterConfigs on the GROUP resource "
-              "(`kafka-configs --entity-type groups`); a group that does not set a key gets "
-              "the broker key's value, or the default shown.", ""]
-    lines += table(GROUP_CONFIGS, "Broker default from",
-                   lambda d: f"`{BROKER_DEFAULTS[d.name]}`" if d.name in BROKER_DEFAULTS
-                   else "—")
+
+    lines += [
+        "",
+        "### Group keys",
+        "",
+        "Set per group with AlterConfigs / IncrementalAlterConfigs on the GROUP resource "
+        "(`kafka-configs --entity-type groups`); a group that does not set a key gets "
+        "the broker key's value, or the default shown.",
+        "",
+    ]
+    lines += table(
+        GROUP_CONFIGS,
+        "Broker default from",
+        lambda d: f"`{BROKER_DEFAULTS[d.name]}`" if d.name in BROKER_DEFAULTS else "—",
+    )
     return "\n".join(lines) + "\n"
 
 

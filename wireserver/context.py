@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 @dataclass(slots=True)
 class RequestContext:
     request: Request
-    broker: "Broker"
+    broker: Broker
     peer: str
     listener_name: str
     #: the connection's security state (principal, host, SASL), None on a plain listener

@@ -31,8 +31,9 @@ import circle around ``Broker`` and is tested on a ``Clock`` with real logs.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional, Protocol, Sequence
+from typing import Any, Protocol
 
 from twisted.internet import defer
 
@@ -59,6 +60,7 @@ REQUEST_TIMEOUT_MS = 30_000
 
 # -- key -> partition ----------------------------------------------------------------------------
 
+
 def java_string_hashcode(text: str) -> int:
     """``java.lang.String.hashCode``: over UTF-16 code units, 32-bit signed arithmetic."""
     h = 0
@@ -80,6 +82,7 @@ def partition_for(key: str, num_partitions: int) -> int:
 
 
 # -- what the runtime is given ------------------------------------------------------------------
+
 
 class CoordinatorHost(Protocol):
     """What the runtime uses of the broker: its config, logs (``LogManager``), replica manager,
@@ -105,7 +108,7 @@ class CoordinatorShard(Protocol):
 
 #: Creates an internal topic (name, partitions, replication factor, topic configs): None once
 #: it exists, else the error the coordinator answers (COORDINATOR_NOT_AVAILABLE).
-TopicCreator = Callable[[str, int, int, dict[str, str]], Optional[ErrorCode]]
+TopicCreator = Callable[[str, int, int, dict[str, str]], ErrorCode | None]
 
 
 @dataclass(frozen=True)
@@ -119,11 +122,12 @@ class InternalTopic:
     partitions_config: str
     replication_config: str
     topic_configs: Callable[[Any], dict[str, str]]
-    commit_timeout_config: Optional[str] = None
+    commit_timeout_config: str | None = None
     keys: str = "key(s)"
 
 
 # -- the runtime --------------------------------------------------------------------------------
+
 
 class CoordinatorRuntime:
     """One internal topic's partitions as a coordinator sees them (see the module docstring).
@@ -132,8 +136,14 @@ class CoordinatorRuntime:
     transaction coordinator reloads it (its coordinator epoch changed); its group coordinator
     keeps what it has."""
 
-    def __init__(self, host: CoordinatorHost, topic: InternalTopic, shard: CoordinatorShard,
-                 create_topic: TopicCreator, reload_on_reelection: bool = False):
+    def __init__(
+        self,
+        host: CoordinatorHost,
+        topic: InternalTopic,
+        shard: CoordinatorShard,
+        create_topic: TopicCreator,
+        reload_on_reelection: bool = False,
+    ):
         self.host = host
         self.topic = topic
         self.name = topic.name
@@ -152,8 +162,9 @@ class CoordinatorRuntime:
         follow the leadership of the topic's partitions: each is loaded as this broker becomes
         its leader and unloaded when it stops."""
         if self.clustered:
-            self.host.replicas.add_leadership_listener(self.name, self.on_election,
-                                                       self.on_resignation)
+            self.host.replicas.add_leadership_listener(
+                self.name, self.on_election, self.on_resignation
+            )
         else:
             self.load_all()
 
@@ -177,7 +188,7 @@ class CoordinatorRuntime:
 
     # -- readiness ----------------------------------------------------------------------------
 
-    def ensure_ready(self, key: Optional[str] = None) -> Optional[ErrorCode]:
+    def ensure_ready(self, key: str | None = None) -> ErrorCode | None:
         """Create the topic on first use (``ensure_topic``). With a key, in cluster mode:
         NOT_COORDINATOR unless this broker leads the key's partition, COORDINATOR_LOAD_IN_PROGRESS
         while it loads it. None when the request may go on."""
@@ -186,7 +197,7 @@ class CoordinatorRuntime:
             return error
         return self.coordinator_error(self.partition_for(key))
 
-    def coordinator_error(self, partition: int) -> Optional[ErrorCode]:
+    def coordinator_error(self, partition: int) -> ErrorCode | None:
         """Whether this broker coordinates the keys of ``partition``: None on one node and for a
         partition it leads and has loaded, COORDINATOR_LOAD_IN_PROGRESS while it loads it,
         NOT_COORDINATOR otherwise (the client asks FindCoordinator again)."""
@@ -194,12 +205,15 @@ class CoordinatorRuntime:
             return None
         if partition in self.loading:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        if (partition not in self.owned or self.host.cluster is None
-                or not self.host.replicas.is_leader(self.name, partition)):
+        if (
+            partition not in self.owned
+            or self.host.cluster is None
+            or not self.host.replicas.is_leader(self.name, partition)
+        ):
             return ErrorCode.NOT_COORDINATOR
         return None
 
-    def ensure_topic(self) -> Optional[ErrorCode]:
+    def ensure_topic(self) -> ErrorCode | None:
         """Create the topic on first use (through ZooKeeper in a cluster). None once it exists
         here; COORDINATOR_NOT_AVAILABLE while it cannot be created (as Kafka: its replication
         factor exceeds the live brokers) or, in a cluster, until its partitions reach this
@@ -216,11 +230,20 @@ class CoordinatorRuntime:
         replication = host.config[replication_key]
         live_brokers = len(cluster.brokers) if cluster is not None else 1
         if replication > live_brokers:
-            log.warning("cannot create %s: %s=%d but %d live broker(s)", name, replication_key,
-                        replication, live_brokers)
+            log.warning(
+                "cannot create %s: %s=%d but %d live broker(s)",
+                name,
+                replication_key,
+                replication,
+                live_brokers,
+            )
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        error = self.create_topic(name, host.config[self.topic.partitions_config], replication,
-                                  self.topic.topic_configs(host.config))
+        error = self.create_topic(
+            name,
+            host.config[self.topic.partitions_config],
+            replication,
+            self.topic.topic_configs(host.config),
+        )
         if error is not None:
             return error
         if cluster is not None:
@@ -230,8 +253,12 @@ class CoordinatorRuntime:
 
     # -- appends ------------------------------------------------------------------------------
 
-    def append(self, key: str, entries: Sequence[tuple[bytes, Optional[bytes]]],
-               producer: Optional[tuple[int, int]] = None) -> ErrorCode:
+    def append(
+        self,
+        key: str,
+        entries: Sequence[tuple[bytes, bytes | None]],
+        producer: tuple[int, int] | None = None,
+    ) -> ErrorCode:
         """Append ``entries`` (record key, value; None is a tombstone) to the partition of
         ``key`` as its leader, at its leader epoch, in one batch. NONE once they are in the
         log (committed on one node; in a cluster see ``replicated``). ``producer`` (id, epoch)
@@ -254,13 +281,18 @@ class CoordinatorRuntime:
         if producer is None:
             builder = RecordBatchBuilder()
         else:
-            builder = RecordBatchBuilder(producer_id=producer[0], producer_epoch=producer[1],
-                                         is_transactional=True)
+            builder = RecordBatchBuilder(
+                producer_id=producer[0], producer_epoch=producer[1], is_transactional=True
+            )
         for record_key, value in entries:
             builder.append(now, record_key, value)
         try:
-            partition_log.append(builder.build(), leader_epoch=leader_epoch, now_ms=now,
-                                 check_sequences=producer is None)
+            partition_log.append(
+                builder.build(),
+                leader_epoch=leader_epoch,
+                now_ms=now,
+                check_sequences=producer is None,
+            )
         except InvalidProducerEpoch:
             return ErrorCode.INVALID_PRODUCER_EPOCH
         except Exception:  # noqa: BLE001 - storage failures become a retriable error
@@ -275,16 +307,18 @@ class CoordinatorRuntime:
         setting = self.topic.commit_timeout_config
         return REQUEST_TIMEOUT_MS if setting is None else self.host.config[setting]
 
-    def wait_committed(self, partition: int, last_offset: int,
-                       timeout_ms: Optional[int] = None) -> defer.Deferred:
+    def wait_committed(
+        self, partition: int, last_offset: int, timeout_ms: int | None = None
+    ) -> defer.Deferred:
         """Fires with NONE once the high watermark of ``partition`` (led here) has passed
         ``last_offset``, else with Kafka's error for an acks=-1 append that did not make it:
         NOT_LEADER_OR_FOLLOWER (leadership moved), NOT_ENOUGH_REPLICAS_AFTER_APPEND (the ISR
         is below ``min.insync.replicas``), REQUEST_TIMED_OUT."""
         if timeout_ms is None:
             timeout_ms = self.commit_timeout_ms()
-        d = self.host.replicas.wait_for_replication([(self.name, partition, last_offset)],
-                                                    timeout_ms)
+        d = self.host.replicas.wait_for_replication(
+            [(self.name, partition, last_offset)], timeout_ms
+        )
         return d.addCallback(lambda results: results[(self.name, partition)])
 
     def replicated(self, key: str) -> defer.Deferred:
@@ -306,13 +340,13 @@ class CoordinatorRuntime:
                 return ErrorCode.NOT_COORDINATOR
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
-        return self.wait_committed(partition, partition_log.log_end_offset - 1).addCallback(
-            answer)
+        return self.wait_committed(partition, partition_log.log_end_offset - 1).addCallback(answer)
 
     # -- loading ------------------------------------------------------------------------------
 
-    def batches(self, partition: int, to_log_end: bool = False
-                ) -> Iterator[tuple[RecordBatch, int]]:
+    def batches(
+        self, partition: int, to_log_end: bool = False
+    ) -> Iterator[tuple[RecordBatch, int]]:
         """The batches of ``partition`` from its log start up to the high watermark (or the log
         end, for a new leader, whose whole log is to be committed), read in chunks of
         ``LOAD_CHUNK_BYTES``: (batch, offset) where ``offset`` is the first not yet replayed (a
@@ -367,8 +401,14 @@ class CoordinatorRuntime:
             raise
         finally:
             self.loading.discard(partition)
-        log.info("coordinator of %s-%d (coordinator epoch %d): loaded %d %s", self.name,
-                 partition, coordinator_epoch, count, self.topic.keys)
+        log.info(
+            "coordinator of %s-%d (coordinator epoch %d): loaded %d %s",
+            self.name,
+            partition,
+            coordinator_epoch,
+            count,
+            self.topic.keys,
+        )
 
     def on_resignation(self, partition: int) -> None:
         """This broker no longer leads ``partition``: the coordinator forgets its keys (Kafka's
@@ -378,5 +418,10 @@ class CoordinatorRuntime:
         self.owned.discard(partition)
         self.coordinator_epochs.pop(partition, None)
         count = self.shard.unload_partition(partition)
-        log.info("no longer coordinator of %s-%d: unloaded %d %s", self.name, partition, count,
-                 self.topic.keys)
+        log.info(
+            "no longer coordinator of %s-%d: unloaded %d %s",
+            self.name,
+            partition,
+            count,
+            self.topic.keys,
+        )

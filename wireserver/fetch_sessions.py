@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import collections
 import random
+from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Hashable
 
 FINAL_EPOCH = -1
 INITIAL_EPOCH = 0
@@ -65,8 +65,9 @@ class FetchSession:
     uses_topic_ids: bool  # opened by a Fetch v13+; later requests must be v13+ too
     creation_ms: int
     epoch: int = 1  # the epoch the next request must carry
-    partitions: "collections.OrderedDict[Hashable, CachedPartition]" = field(
-        default_factory=collections.OrderedDict)
+    partitions: collections.OrderedDict[Hashable, CachedPartition] = field(
+        default_factory=collections.OrderedDict
+    )
     last_used_ms: int = 0
     # What the cache recorded at the last touch; eviction goes by these, as Kafka's does.
     cached_size: int = -1
@@ -84,8 +85,9 @@ class CacheShard:
     """One shard of the cache: at most ``max_entries`` sessions with ids in
     ``[max(1, number * id_range), (number + 1) * id_range)``."""
 
-    def __init__(self, max_entries: int, eviction_ms: int, number: int, id_range: int,
-                 rng: random.Random):
+    def __init__(
+        self, max_entries: int, eviction_ms: int, number: int, id_range: int, rng: random.Random
+    ):
         self.max_entries = max_entries
         self.eviction_ms = eviction_ms
         self.low, self.high = max(1, number * id_range), (number + 1) * id_range
@@ -102,19 +104,27 @@ class CacheShard:
         session.evictable_by_all = aged
         session.evictable_by_privileged = aged or not session.privileged
 
-    def maybe_create(self, now_ms: int, privileged: bool, uses_topic_ids: bool,
-                     partitions) -> FetchSession | None:
+    def maybe_create(
+        self, now_ms: int, privileged: bool, uses_topic_ids: bool, partitions
+    ) -> FetchSession | None:
         """A new session, or None when the shard is full and no session may be evicted for
         it (the client then fetches without a session)."""
-        if len(self.sessions) >= self.max_entries and \
-                not self._try_evict(privileged, len(partitions), now_ms):
+        if len(self.sessions) >= self.max_entries and not self._try_evict(
+            privileged, len(partitions), now_ms
+        ):
             return None
         while True:
             session_id = self._rng.randrange(self.low, self.high)
             if session_id not in self.sessions:
                 break
-        session = FetchSession(session_id, privileged, uses_topic_ids, now_ms,
-                               epoch=next_epoch(INITIAL_EPOCH), partitions=partitions)
+        session = FetchSession(
+            session_id,
+            privileged,
+            uses_topic_ids,
+            now_ms,
+            epoch=next_epoch(INITIAL_EPOCH),
+            partitions=partitions,
+        )
         self.sessions[session_id] = session
         self.touch(session, now_ms)
         return session
@@ -129,8 +139,11 @@ class CacheShard:
         if now_ms - stale.last_used_ms > self.eviction_ms:
             del self.sessions[stale.id]
             return True
-        evictable = [s for s in self.sessions.values()
-                     if (s.evictable_by_privileged if privileged else s.evictable_by_all)]
+        evictable = [
+            s
+            for s in self.sessions.values()
+            if (s.evictable_by_privileged if privileged else s.evictable_by_all)
+        ]
         if not evictable:
             return False
         victim = min(evictable, key=FetchSession.evictable_key)
@@ -145,12 +158,18 @@ class FetchSessionCache:
     over :data:`SHARDS` shards. Sessions belong to the broker, not to a connection: a client
     that reconnects carries on with its session."""
 
-    def __init__(self, max_sessions: int = 1000, eviction_ms: int = EVICTION_MS,
-                 rng: random.Random | None = None):
+    def __init__(
+        self,
+        max_sessions: int = 1000,
+        eviction_ms: int = EVICTION_MS,
+        rng: random.Random | None = None,
+    ):
         rng = rng or random.Random()
         self._id_range = INT32_MAX // SHARDS
-        self.shards = [CacheShard(max_sessions // SHARDS, eviction_ms, number, self._id_range,
-                                  rng) for number in range(SHARDS)]
+        self.shards = [
+            CacheShard(max_sessions // SHARDS, eviction_ms, number, self._id_range, rng)
+            for number in range(SHARDS)
+        ]
         self._next_shard = 0
 
     def __len__(self) -> int:
@@ -172,8 +191,9 @@ class FetchSessionCache:
     def touch(self, session: FetchSession, now_ms: int) -> None:
         self._shard(session.id).touch(session, now_ms)
 
-    def maybe_create(self, now_ms: int, privileged: bool, uses_topic_ids: bool,
-                     partitions) -> FetchSession | None:
+    def maybe_create(
+        self, now_ms: int, privileged: bool, uses_topic_ids: bool, partitions
+    ) -> FetchSession | None:
         """Try the next shard in turn (each attempt moves the turn on, as Kafka's counter)."""
         shard = self.shards[self._next_shard % SHARDS]
         self._next_shard += 1

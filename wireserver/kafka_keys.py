@@ -21,8 +21,15 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from wireserver.storage.configdef import (INT_MAX, LONG_MAX, ConfigDef, at_least, between, non_empty,
-                               one_of)
+from wireserver.storage.configdef import (
+    INT_MAX,
+    LONG_MAX,
+    ConfigDef,
+    at_least,
+    between,
+    non_empty,
+    one_of,
+)
 
 __all__ = ["KAFKA_ONLY_KEYS"]
 
@@ -32,11 +39,20 @@ DOUBLE_MAX = sys.float_info.max
 DOC = "Kafka's key, accepted and described; it has no effect in wireserver."
 
 
-def _k(name: str, type_: str, default: Any, mode: str, validator=None, *,
-       internal: bool = False) -> ConfigDef:
-    return ConfigDef(name=name, type=type_, default=default, doc=DOC, validator=validator,
-                     read_only=mode == R, sensitive=type_ == "password",
-                     per_broker=mode == B, internal=internal)
+def _k(
+    name: str, type_: str, default: Any, mode: str, validator=None, *, internal: bool = False
+) -> ConfigDef:
+    return ConfigDef(
+        name=name,
+        type=type_,
+        default=default,
+        doc=DOC,
+        validator=validator,
+        read_only=mode == R,
+        sensitive=type_ == "password",
+        per_broker=mode == B,
+        internal=internal,
+    )
 
 
 KAFKA_ONLY_KEYS: list[ConfigDef] = [
@@ -50,8 +66,14 @@ KAFKA_ONLY_KEYS: list[ConfigDef] = [
     _k("broker.session.timeout.ms", "int", 9000, R),
     _k("client.quota.callback.class", "class", None, R),
     _k("controller.listener.names", "string", None, R),
-    _k("controller.performance.always.log.threshold.ms",
-       "long", 2000, R, at_least(0), internal=True),
+    _k(
+        "controller.performance.always.log.threshold.ms",
+        "long",
+        2000,
+        R,
+        at_least(0),
+        internal=True,
+    ),
     _k("controller.performance.sample.period.ms", "long", 60000, R, at_least(100), internal=True),
     _k("controller.quorum.append.linger.ms", "int", 25, R, at_least(0)),
     _k("controller.quorum.bootstrap.servers", "list", [], R, NON_EMPTY),
@@ -72,10 +94,16 @@ KAFKA_ONLY_KEYS: list[ConfigDef] = [
     _k("delete.records.purgatory.purge.interval.requests", "int", 1, R),
     _k("early.start.listeners", "string", None, R),
     _k("fetch.purgatory.purge.interval.requests", "int", 1000, R),
-    _k("group.consumer.migration.policy", "string", "bidirectional",
-       R, one_of("DISABLED", "DOWNGRADE", "UPGRADE", "BIDIRECTIONAL", ignore_case=True)),
-    _k("group.consumer.regex.refresh.interval.ms",
-       "int", 600000, R, at_least(10000), internal=True),
+    _k(
+        "group.consumer.migration.policy",
+        "string",
+        "bidirectional",
+        R,
+        one_of("DISABLED", "DOWNGRADE", "UPGRADE", "BIDIRECTIONAL", ignore_case=True),
+    ),
+    _k(
+        "group.consumer.regex.refresh.interval.ms", "int", 600000, R, at_least(10000), internal=True
+    ),
     _k("group.coordinator.append.linger.ms", "int", 5, R, at_least(0)),
     _k("group.coordinator.threads", "int", 4, R, at_least(1)),
     _k("group.share.assignors", "list", ["simple"], R),
@@ -91,8 +119,13 @@ KAFKA_ONLY_KEYS: list[ConfigDef] = [
     _k("group.share.min.record.lock.duration.ms", "int", 15000, R, between(1000, 30000)),
     _k("group.share.min.session.timeout.ms", "int", 45000, R, at_least(1)),
     _k("group.share.partition.max.record.locks", "int", 2000, R, between(100, 10000)),
-    _k("group.share.persister.class.name", "string",
-       "org.apache.kafka.server.share.persister.DefaultStatePersister", R, internal=True),
+    _k(
+        "group.share.persister.class.name",
+        "string",
+        "org.apache.kafka.server.share.persister.DefaultStatePersister",
+        R,
+        internal=True,
+    ),
     _k("group.share.record.lock.duration.ms", "int", 30000, R, between(1000, 3600000)),
     _k("group.share.session.timeout.ms", "int", 45000, R, at_least(1)),
     _k("group.streams.heartbeat.interval.ms", "int", 5000, R, at_least(1)),
@@ -140,8 +173,12 @@ KAFKA_ONLY_KEYS: list[ConfigDef] = [
     _k("num.replica.fetchers", "int", 1, C),
     _k("offsets.load.buffer.size", "int", 5242880, R, at_least(1)),
     _k("offsets.topic.compression.codec", "int", 0, R),
-    _k("principal.builder.class",
-       "class", "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder", B),
+    _k(
+        "principal.builder.class",
+        "class",
+        "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder",
+        B,
+    ),
     _k("process.roles", "list", None, R, one_of("broker", "controller")),
     _k("producer.id.expiration.check.interval.ms", "int", 600000, R, at_least(1), internal=True),
     _k("producer.purgatory.purge.interval.requests", "int", 1000, R),
@@ -160,15 +197,20 @@ KAFKA_ONLY_KEYS: list[ConfigDef] = [
     _k("remote.log.manager.fetch.quota.window.num", "int", 11, R, at_least(1)),
     _k("remote.log.manager.fetch.quota.window.size.seconds", "int", 1, R, at_least(1)),
     _k("remote.log.manager.task.interval.ms", "long", 30000, R, at_least(1)),
-    _k("remote.log.manager.task.retry.backoff.max.ms",
-       "long", 30000, R, at_least(1), internal=True),
+    _k(
+        "remote.log.manager.task.retry.backoff.max.ms", "long", 30000, R, at_least(1), internal=True
+    ),
     _k("remote.log.manager.task.retry.backoff.ms", "long", 500, R, at_least(1), internal=True),
     _k("remote.log.manager.task.retry.jitter", "double", 0.2, R, between(0, 0.5), internal=True),
     _k("remote.log.manager.thread.pool.size", "int", 2, R, at_least(1)),
     _k("remote.log.metadata.custom.metadata.max.bytes", "int", 128, R, at_least(0)),
-    _k("remote.log.metadata.manager.class.name", "string",
-       "org.apache.kafka.server.log.remote.metadata.storage.TopicBasedRemoteLogMetadataManager",
-       R, NON_EMPTY),
+    _k(
+        "remote.log.metadata.manager.class.name",
+        "string",
+        "org.apache.kafka.server.log.remote.metadata.storage.TopicBasedRemoteLogMetadataManager",
+        R,
+        NON_EMPTY,
+    ),
     _k("remote.log.metadata.manager.class.path", "string", None, R),
     _k("remote.log.metadata.manager.impl.prefix", "string", "rlmm.config.", R, NON_EMPTY),
     _k("remote.log.metadata.manager.listener.name", "string", None, R, NON_EMPTY),
@@ -201,8 +243,13 @@ KAFKA_ONLY_KEYS: list[ConfigDef] = [
     _k("sasl.login.retry.backoff.max.ms", "long", 10000, R),
     _k("sasl.login.retry.backoff.ms", "long", 100, R),
     _k("sasl.mechanism.controller.protocol", "string", "GSSAPI", R),
-    _k("sasl.oauthbearer.assertion.algorithm",
-       "string", "RS256", R, one_of("ES256", "RS256", ignore_case=True)),
+    _k(
+        "sasl.oauthbearer.assertion.algorithm",
+        "string",
+        "RS256",
+        R,
+        one_of("ES256", "RS256", ignore_case=True),
+    ),
     _k("sasl.oauthbearer.assertion.claim.aud", "string", None, R),
     _k("sasl.oauthbearer.assertion.claim.exp.seconds", "int", 300, R, between(0, 86400)),
     _k("sasl.oauthbearer.assertion.claim.iss", "string", None, R),
@@ -221,10 +268,18 @@ KAFKA_ONLY_KEYS: list[ConfigDef] = [
     _k("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", "long", 10000, R),
     _k("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", "long", 100, R),
     _k("sasl.oauthbearer.jwks.endpoint.url", "string", None, R),
-    _k("sasl.oauthbearer.jwt.retriever.class",
-       "class", "org.apache.kafka.common.security.oauthbearer.DefaultJwtRetriever", R),
-    _k("sasl.oauthbearer.jwt.validator.class",
-       "class", "org.apache.kafka.common.security.oauthbearer.DefaultJwtValidator", R),
+    _k(
+        "sasl.oauthbearer.jwt.retriever.class",
+        "class",
+        "org.apache.kafka.common.security.oauthbearer.DefaultJwtRetriever",
+        R,
+    ),
+    _k(
+        "sasl.oauthbearer.jwt.validator.class",
+        "class",
+        "org.apache.kafka.common.security.oauthbearer.DefaultJwtValidator",
+        R,
+    ),
     _k("sasl.oauthbearer.scope", "string", None, R),
     _k("sasl.oauthbearer.scope.claim.name", "string", "scope", R),
     _k("sasl.oauthbearer.sub.claim.name", "string", "sub", R),
@@ -234,15 +289,27 @@ KAFKA_ONLY_KEYS: list[ConfigDef] = [
     _k("security.providers", "string", None, R),
     _k("server.max.startup.time.ms", "long", LONG_MAX, R, at_least(0), internal=True),
     _k("share.coordinator.append.linger.ms", "int", 5, R, at_least(0)),
-    _k("share.coordinator.cold.partition.snapshot.interval.ms",
-       "int", 300000, R, at_least(1), internal=True),
+    _k(
+        "share.coordinator.cold.partition.snapshot.interval.ms",
+        "int",
+        300000,
+        R,
+        at_least(1),
+        internal=True,
+    ),
     _k("share.coordinator.load.buffer.size", "int", 5242880, R, at_least(1)),
     _k("share.coordinator.snapshot.update.records.per.snapshot", "int", 500, R, at_least(0)),
     _k("share.coordinator.state.topic.compression.codec", "int", 0, R),
     _k("share.coordinator.state.topic.min.isr", "short", 2, R, at_least(1)),
     _k("share.coordinator.state.topic.num.partitions", "int", 50, R, at_least(1)),
-    _k("share.coordinator.state.topic.prune.interval.ms",
-       "int", 300000, R, at_least(1), internal=True),
+    _k(
+        "share.coordinator.state.topic.prune.interval.ms",
+        "int",
+        300000,
+        R,
+        at_least(1),
+        internal=True,
+    ),
     _k("share.coordinator.state.topic.replication.factor", "short", 3, R, at_least(1)),
     _k("share.coordinator.state.topic.segment.bytes", "int", 104857600, R, at_least(1)),
     _k("share.coordinator.threads", "int", 1, R, at_least(1)),

@@ -14,14 +14,15 @@ ZooKeeper knows it keeps the one-node answer (as Metadata always answered it).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 from wireserver.topics import INTERNAL_TOPICS
 
 if TYPE_CHECKING:
-    from wireserver.storage.manager import TopicInfo
     from wireserver.broker import Broker
+    from wireserver.storage.manager import TopicInfo
 
 NO_LEADER = -1
 
@@ -36,27 +37,29 @@ class PartitionView:
     offline_replicas: list[int]
 
 
-def is_reported(broker: "Broker", info: "TopicInfo | None") -> bool:
+def is_reported(broker: Broker, info: TopicInfo | None) -> bool:
     """Whether the topic is part of what this broker reports: in cluster mode only once its
     creation has gone through ZooKeeper (an auto-created topic is not yet); internal topics
     always."""
     cluster = broker.cluster
-    return info is not None and (cluster is None or info.name in cluster.topics or
-                                 info.name in INTERNAL_TOPICS)
+    return info is not None and (
+        cluster is None or info.name in cluster.topics or info.name in INTERNAL_TOPICS
+    )
 
 
-def partition_views(broker: "Broker", info: "TopicInfo") -> list[PartitionView]:
+def partition_views(broker: Broker, info: TopicInfo) -> list[PartitionView]:
     """Every partition of the topic, by index."""
     cluster = broker.cluster
     if cluster is None or info.name not in cluster.topics:
         indexes: Iterable[int] = range(info.num_partitions)
     else:
         indexes = sorted(cluster.topics[info.name].replicas)
-    return [view for view in (partition_view(broker, info.name, p) for p in indexes)
-            if view is not None]
+    return [
+        view for view in (partition_view(broker, info.name, p) for p in indexes) if view is not None
+    ]
 
 
-def partition_view(broker: "Broker", topic: str, partition: int) -> PartitionView | None:
+def partition_view(broker: Broker, topic: str, partition: int) -> PartitionView | None:
     """One partition, or None when this broker knows no such partition."""
     cluster = broker.cluster
     if cluster is None or topic not in cluster.topics:
@@ -73,11 +76,12 @@ def partition_view(broker: "Broker", topic: str, partition: int) -> PartitionVie
     if state is None:
         return PartitionView(partition, NO_LEADER, -1, list(replicas), [], offline)
     leader = state.leader if state.leader in cluster.brokers else NO_LEADER
-    return PartitionView(partition, leader, state.leader_epoch, list(replicas), list(state.isr),
-                         offline)
+    return PartitionView(
+        partition, leader, state.leader_epoch, list(replicas), list(state.isr), offline
+    )
 
 
-def hosts_replica(broker: "Broker", topic: str, partition: int) -> bool:
+def hosts_replica(broker: Broker, topic: str, partition: int) -> bool:
     """Whether this broker holds a replica of the partition (leader or follower). In cluster
     mode every broker opens logs for every partition of every topic, but only the assigned
     replicas hold data; the others are no replica in Kafka's sense."""

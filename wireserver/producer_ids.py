@@ -56,8 +56,9 @@ class ProducerIdManager:
             raise ProducerIdsExhausted("producer ids are exhausted")
         end = start + self.block_size
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        atomic_write(self.path, json.dumps({"version": FILE_VERSION,
-                                            "next_block_start": end}) + "\n")
+        atomic_write(
+            self.path, json.dumps({"version": FILE_VERSION, "next_block_start": end}) + "\n"
+        )
         self._durable_next = end
         self._next, self._block_end = start, end
 

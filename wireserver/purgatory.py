@@ -8,7 +8,8 @@ notified, or ``False`` when the timeout passes first. Time comes from the inject
 
 from __future__ import annotations
 
-from typing import Any, Hashable, Iterable
+from collections.abc import Hashable, Iterable
+from typing import Any
 
 from twisted.internet import defer
 from twisted.internet.interfaces import IReactorTime
@@ -17,7 +18,7 @@ from twisted.internet.interfaces import IReactorTime
 class Purgatory:
     def __init__(self, clock: IReactorTime):
         self.clock = clock
-        self._watchers: dict[Hashable, set["_Watch"]] = {}
+        self._watchers: dict[Hashable, set[_Watch]] = {}
 
     def watch(self, keys: Iterable[Hashable], timeout_s: float) -> defer.Deferred:
         watch = _Watch(self, list(keys))
@@ -38,7 +39,7 @@ class Purgatory:
     def waiting(self, key: Hashable) -> int:
         return len(self._watchers.get(key, ()))
 
-    def _forget(self, watch: "_Watch") -> None:
+    def _forget(self, watch: _Watch) -> None:
         for key in watch.keys:
             watchers = self._watchers.get(key)
             if watchers is not None:

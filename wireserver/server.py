@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 from twisted.internet import defer, protocol
 from twisted.python.failure import Failure
 
-from wireserver.protocol.errors import DecodeError, UnsupportedApi
-from wireserver.protocol.framing import FrameDecoder
-from wireserver.protocol.messages import Request, decode_request, encode_response_chunks
 from wireserver.apis import handler_for
 from wireserver.context import RequestContext
 from wireserver.heap import after_response
+from wireserver.protocol.errors import DecodeError, UnsupportedApi
+from wireserver.protocol.framing import FrameDecoder
+from wireserver.protocol.messages import Request, decode_request, encode_response_chunks
 from wireserver.security import connection as security_hooks
 from wireserver.zero_copy import ResponseWriter, close_chunks, supports_sendfile
 
@@ -49,7 +49,7 @@ class _Slot:
 class KafkaConnection(protocol.Protocol):
     """One client connection."""
 
-    def __init__(self, broker: "Broker", listener_name: str, max_in_flight: int):
+    def __init__(self, broker: Broker, listener_name: str, max_in_flight: int):
         self.broker = broker
         self.listener_name = listener_name
         self.max_in_flight = max_in_flight
@@ -72,8 +72,9 @@ class KafkaConnection(protocol.Protocol):
             # its records went out by sendfile, must not wait on Nagle for the client's ACK.
             self.transport.setTcpNoDelay(True)
         if self.broker.security is not None:
-            self.security = self.broker.security.new_connection(self.listener_name,
-                                                                getattr(peer, "host", "*"))
+            self.security = self.broker.security.new_connection(
+                self.listener_name, getattr(peer, "host", "*")
+            )
         self.broker.connections.add(self)
 
     def connectionLost(self, reason: Failure = protocol.connectionDone) -> None:
@@ -104,8 +105,9 @@ class KafkaConnection(protocol.Protocol):
             if self.closed:
                 return
             security = self.security
-            if security is not None and (security.authenticator is not None
-                                         or not security.tls_principal_done):
+            if security is not None and (
+                security.authenticator is not None or not security.tls_principal_done
+            ):
                 if not security_hooks.admit(self, frame):
                     continue
             try:
@@ -124,13 +126,19 @@ class KafkaConnection(protocol.Protocol):
     def _dispatch(self, request: Request) -> None:
         slot = _Slot(request)
         self.pending.append(slot)
-        ctx = RequestContext(request=request, broker=self.broker, peer=self.peer,
-                             listener_name=self.listener_name, security=self.security,
-                             zero_copy=self.writer.zero_copy)
+        ctx = RequestContext(
+            request=request,
+            broker=self.broker,
+            peer=self.peer,
+            listener_name=self.listener_name,
+            security=self.security,
+            zero_copy=self.writer.zero_copy,
+        )
         handler = handler_for(request.spec)
         result = defer.maybeDeferred(handler, ctx)
-        result.addCallbacks(self._completed, self._failed, callbackArgs=(slot,),
-                            errbackArgs=(slot,))
+        result.addCallbacks(
+            self._completed, self._failed, callbackArgs=(slot,), errbackArgs=(slot,)
+        )
 
     # -- output -----------------------------------------------------------------------------
 
@@ -141,8 +149,9 @@ class KafkaConnection(protocol.Protocol):
         if response is not NO_RESPONSE:
             version = request.api_version if request.body is not None else 0
             try:
-                slot.data = encode_response_chunks(request.spec, version,
-                                                   request.header.correlation_id, response)
+                slot.data = encode_response_chunks(
+                    request.spec, version, request.header.correlation_id, response
+                )
             except Exception:  # noqa: BLE001 - a handler built a response that won't encode
                 self._failed(Failure(), slot)
                 return
@@ -157,8 +166,13 @@ class KafkaConnection(protocol.Protocol):
             # A handler found the request invalid in a way Kafka answers by disconnecting.
             self.close(f"invalid {slot.request.spec.name} request: {failure.value}")
             return
-        log.error("%s v%d from %s failed: %s", slot.request.spec.name, slot.request.api_version,
-                  self.peer, failure.getTraceback())
+        log.error(
+            "%s v%d from %s failed: %s",
+            slot.request.spec.name,
+            slot.request.api_version,
+            self.peer,
+            failure.getTraceback(),
+        )
         self.close("internal error while handling a request")
 
     def _flush(self) -> None:
@@ -177,10 +191,11 @@ class KafkaConnection(protocol.Protocol):
 class KafkaServerFactory(protocol.Factory):
     """Builds a ``KafkaConnection`` per accepted socket on one listener."""
 
-    def __init__(self, broker: "Broker", listener_name: str):
+    def __init__(self, broker: Broker, listener_name: str):
         self.broker = broker
         self.listener_name = listener_name
 
     def buildProtocol(self, addr: Any) -> KafkaConnection:
-        return KafkaConnection(self.broker, self.listener_name,
-                               self.broker.config["queued.max.requests"])
+        return KafkaConnection(
+            self.broker, self.listener_name, self.broker.config["queued.max.requests"]
+        )

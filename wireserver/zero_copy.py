@@ -40,8 +40,12 @@ def supports_sendfile(transport: Any) -> bool:
     """Whether ``transport`` is Twisted's plain TCP transport (a socket we may write to
     directly); TLS, UNIX and test transports take the ordinary path."""
     from twisted.internet import tcp
-    return (isinstance(transport, tcp.Connection) and not getattr(transport, "TLS", False)
-            and hasattr(os, "sendfile"))
+
+    return (
+        isinstance(transport, tcp.Connection)
+        and not getattr(transport, "TLS", False)
+        and hasattr(os, "sendfile")
+    )
 
 
 def close_chunks(chunks: list) -> None:
@@ -126,8 +130,7 @@ class ResponseWriter:
                     remaining = item.length - self.sent
                     n = os.sendfile(out, item.fd, item.position + self.sent, remaining)
                     if n == 0:
-                        raise OSError(f"file region truncated during send ({remaining} bytes "
-                                      "left)")
+                        raise OSError(f"file region truncated during send ({remaining} bytes left)")
                     if n < remaining:
                         self.sent += n
                         continue
@@ -149,7 +152,7 @@ class ResponseWriter:
                 break
             buffers.append(item)
         if self.sent:
-            buffers[0] = memoryview(buffers[0])[self.sent:]
+            buffers[0] = memoryview(buffers[0])[self.sent :]
         n = sock.sendmsg(buffers)
         for buffer in buffers:
             if n >= len(buffer):

@@ -34,19 +34,40 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Iterator, Mapping
 
-from .launcher import (TOOLS, KafkaCluster, KafkaStartError, broker_ids, popen_tool,
-                       run_tool, tool_command, wait_for_brokers)
+from .launcher import (
+    TOOLS,
+    KafkaCluster,
+    KafkaStartError,
+    broker_ids,
+    popen_tool,
+    run_tool,
+    tool_command,
+    wait_for_brokers,
+)
 from .resolve import KAFKA_VERSION, ResolutionError, resolve, which_java, which_mvn
 
 __all__ = [
-    "KAFKA_VERSION", "TOOLS", "KafkaCluster", "KafkaStartError", "Reference",
-    "ReferenceUnavailable", "ResolutionError", "broker_ids", "must_not_skip",
+    "KAFKA_VERSION",
+    "TOOLS",
+    "KafkaCluster",
+    "KafkaStartError",
+    "Reference",
+    "ReferenceUnavailable",
+    "ResolutionError",
+    "broker_ids",
+    "must_not_skip",
     "require_tools",
-    "popen_tool", "reference_kafka", "resolve", "run_tool", "tool_command",
-    "wait_for_brokers", "which_java", "which_mvn",
+    "popen_tool",
+    "reference_kafka",
+    "resolve",
+    "run_tool",
+    "tool_command",
+    "wait_for_brokers",
+    "which_java",
+    "which_mvn",
 ]
 
 log = logging.getLogger(__name__)
@@ -61,10 +82,11 @@ class ReferenceUnavailable(RuntimeError):
 @dataclass
 class Reference:
     """What a test gets: where the reference listens and how it was obtained."""
+
     bootstrap_servers: str
-    kind: str                       # "external" | "docker" | "local"
-    version: str | None             # None for an external cluster (unknown)
-    cluster: KafkaCluster | None    # set for kind == "local": kill/restart/logs
+    kind: str  # "external" | "docker" | "local"
+    version: str | None  # None for an external cluster (unknown)
+    cluster: KafkaCluster | None  # set for kind == "local": kill/restart/logs
     startup_seconds: float | None = None
 
 
@@ -87,10 +109,16 @@ def require_tools() -> None:
 
 
 @contextlib.contextmanager
-def reference_kafka(nodes: int = 1, *, controllable: bool = False,
-                    auto_create_topics: bool = True, num_partitions: int = 1,
-                    broker_props: Mapping[str, object] | None = None,
-                    startup_timeout: float = 90.0, **cluster_kwargs) -> Iterator[Reference]:
+def reference_kafka(
+    nodes: int = 1,
+    *,
+    controllable: bool = False,
+    auto_create_topics: bool = True,
+    num_partitions: int = 1,
+    broker_props: Mapping[str, object] | None = None,
+    startup_timeout: float = 90.0,
+    **cluster_kwargs,
+) -> Iterator[Reference]:
     """Provide a reference Kafka for the duration of the ``with`` block.
 
     ``nodes`` > 1, ``controllable=True`` or ``extra_listeners=...`` skip Docker (single
@@ -107,18 +135,31 @@ def reference_kafka(nodes: int = 1, *, controllable: bool = False,
         if len(ids) >= nodes:
             yield Reference(external, "external", None, None)
             return
-        log.info("%s has %d broker(s), %d wanted: starting a local cluster",
-                 BOOTSTRAP_ENV, len(ids), nodes)
+        log.info(
+            "%s has %d broker(s), %d wanted: starting a local cluster",
+            BOOTSTRAP_ENV,
+            len(ids),
+            nodes,
+        )
 
     if nodes == 1 and not local_only:
         from .container import ApacheKafkaContainer, docker_available
+
         if docker_available():
             container = ApacheKafkaContainer(
-                auto_create_topics=auto_create_topics, num_partitions=num_partitions,
-                broker_props=broker_props, startup_timeout=max(startup_timeout, 120.0))
+                auto_create_topics=auto_create_topics,
+                num_partitions=num_partitions,
+                broker_props=broker_props,
+                startup_timeout=max(startup_timeout, 120.0),
+            )
             with container:
-                yield Reference(container.bootstrap_servers, "docker", KAFKA_VERSION, None,
-                                container.startup_seconds)
+                yield Reference(
+                    container.bootstrap_servers,
+                    "docker",
+                    KAFKA_VERSION,
+                    None,
+                    container.startup_seconds,
+                )
             return
 
     problems = []
@@ -131,10 +172,17 @@ def reference_kafka(nodes: int = 1, *, controllable: bool = False,
     if problems:
         raise ReferenceUnavailable(
             f"no reference Kafka: {BOOTSTRAP_ENV} unset, no Docker engine, and "
-            + "; ".join(problems))
-    cluster = KafkaCluster(nodes, auto_create_topics=auto_create_topics,
-                           num_partitions=num_partitions, broker_props=broker_props,
-                           startup_timeout=startup_timeout, **cluster_kwargs)
+            + "; ".join(problems)
+        )
+    cluster = KafkaCluster(
+        nodes,
+        auto_create_topics=auto_create_topics,
+        num_partitions=num_partitions,
+        broker_props=broker_props,
+        startup_timeout=startup_timeout,
+        **cluster_kwargs,
+    )
     with cluster:
-        yield Reference(cluster.bootstrap_servers, "local", KAFKA_VERSION, cluster,
-                        cluster.startup_seconds)
+        yield Reference(
+            cluster.bootstrap_servers, "local", KAFKA_VERSION, cluster, cluster.startup_seconds
+        )

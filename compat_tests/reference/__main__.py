@@ -1,9 +1,9 @@
 """Command line for the reference Kafka, for people (tests use the Python API).
 
-    python -m compat_tests.reference [resolve]      fill the jar cache, print where
-    python -m compat_tests.reference run [-n N]     run an N-node cluster until Ctrl-C
-    python -m compat_tests.reference tool NAME ARG...   run a Kafka CLI tool, e.g.
-        python -m compat_tests.reference tool kafka-topics --bootstrap-server 127.0.0.1:9092 --list
+python -m compat_tests.reference [resolve]      fill the jar cache, print where
+python -m compat_tests.reference run [-n N]     run an N-node cluster until Ctrl-C
+python -m compat_tests.reference tool NAME ARG...   run a Kafka CLI tool, e.g.
+    python -m compat_tests.reference tool kafka-topics --bootstrap-server 127.0.0.1:9092 --list
 """
 
 from __future__ import annotations
@@ -35,8 +35,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cluster = KafkaCluster(args.nodes, keep_workdir=args.keep)
     cluster.start()
-    print(f"Kafka x{args.nodes} ready in {cluster.startup_seconds:.1f}s; "
-          f"bootstrap {cluster.bootstrap_servers}; work dir {cluster.workdir}", flush=True)
+    print(
+        f"Kafka x{args.nodes} ready in {cluster.startup_seconds:.1f}s; "
+        f"bootstrap {cluster.bootstrap_servers}; work dir {cluster.workdir}",
+        flush=True,
+    )
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         while cluster.running_nodes():

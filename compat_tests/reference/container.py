@@ -19,17 +19,17 @@ import logging
 import os
 import tarfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from .resolve import KAFKA_VERSION
 
 log = logging.getLogger(__name__)
 
 IMAGE = f"apache/kafka:{KAFKA_VERSION}"
-CLIENT_PORT = 9092        # exposed, advertised as <docker host>:<mapped port>
-BROKER_PORT = 9093        # inside the container only
-CONTROLLER_PORT = 9094    # inside the container only
+CLIENT_PORT = 9092  # exposed, advertised as <docker host>:<mapped port>
+BROKER_PORT = 9093  # inside the container only
+CONTROLLER_PORT = 9094  # inside the container only
 START_SCRIPT = "/wireserver-start.sh"
 CLUSTER_ID = "d2lyZXNlcnZlci1yZWZlcg"
 
@@ -49,6 +49,7 @@ def docker_available(timeout: float = 3.0) -> bool:
     if not host:
         try:
             from testcontainers.core.docker_client import get_docker_host
+
             host = get_docker_host()
         except Exception:
             host = None
@@ -60,9 +61,13 @@ def docker_available(timeout: float = 3.0) -> bool:
         return False
     try:
         import docker
+
         kwargs = {"base_url": host} if host else {}
-        client = docker.DockerClient(timeout=timeout, **kwargs) if host else docker.from_env(
-            timeout=timeout)
+        client = (
+            docker.DockerClient(timeout=timeout, **kwargs)
+            if host
+            else docker.from_env(timeout=timeout)
+        )
         try:
             return bool(client.ping())
         finally:
@@ -82,9 +87,15 @@ def env_name(prop: str) -> str:
 class ApacheKafkaContainer:
     """Start/stop wrapper with ``bootstrap_servers`` like :class:`KafkaCluster`."""
 
-    def __init__(self, *, auto_create_topics: bool = True, num_partitions: int = 1,
-                 broker_props: Mapping[str, object] | None = None, image: str = IMAGE,
-                 startup_timeout: float = 120.0):
+    def __init__(
+        self,
+        *,
+        auto_create_topics: bool = True,
+        num_partitions: int = 1,
+        broker_props: Mapping[str, object] | None = None,
+        image: str = IMAGE,
+        startup_timeout: float = 120.0,
+    ):
         from testcontainers.core.container import DockerContainer
 
         self.image = image
@@ -94,10 +105,11 @@ class ApacheKafkaContainer:
             "node.id": 1,
             "process.roles": "broker,controller",
             "controller.quorum.voters": f"1@localhost:{CONTROLLER_PORT}",
-            "listeners": (f"PLAINTEXT://0.0.0.0:{CLIENT_PORT},BROKER://0.0.0.0:{BROKER_PORT},"
-                          f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}"),
-            "listener.security.protocol.map":
-                "PLAINTEXT:PLAINTEXT,BROKER:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listeners": (
+                f"PLAINTEXT://0.0.0.0:{CLIENT_PORT},BROKER://0.0.0.0:{BROKER_PORT},"
+                f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}"
+            ),
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,BROKER:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "inter.broker.listener.name": "BROKER",
             "controller.listener.names": "CONTROLLER",
             "offsets.topic.replication.factor": 1,
@@ -116,7 +128,12 @@ class ApacheKafkaContainer:
             self._container.with_env(env_name(key), str(value))
         self._container.with_exposed_ports(CLIENT_PORT)
         self._container.with_command(
-            ["sh", "-c", f"while [ ! -f {START_SCRIPT} ]; do sleep 0.1; done; exec sh {START_SCRIPT}"])
+            [
+                "sh",
+                "-c",
+                f"while [ ! -f {START_SCRIPT} ]; do sleep 0.1; done; exec sh {START_SCRIPT}",
+            ]
+        )
         self._bootstrap: str | None = None
 
     @property
@@ -125,7 +142,7 @@ class ApacheKafkaContainer:
             raise RuntimeError("container not started")
         return self._bootstrap
 
-    def start(self) -> "ApacheKafkaContainer":
+    def start(self) -> ApacheKafkaContainer:
         from .launcher import KafkaStartError, wait_for_brokers
 
         started = time.monotonic()
@@ -137,7 +154,8 @@ class ApacheKafkaContainer:
             "#!/bin/sh\n"
             f"export KAFKA_ADVERTISED_LISTENERS=PLAINTEXT://{host}:{port},"
             f"BROKER://$(hostname -i | cut -d' ' -f1):{BROKER_PORT}\n"
-            "exec /etc/kafka/docker/run\n").encode()
+            "exec /etc/kafka/docker/run\n"
+        ).encode()
         self._put_file(script, START_SCRIPT)
         try:
             wait_for_brokers(self._bootstrap, 1, timeout=self.startup_timeout)
@@ -165,7 +183,7 @@ class ApacheKafkaContainer:
         except Exception as exc:  # already gone
             log.debug("container stop: %r", exc)
 
-    def __enter__(self) -> "ApacheKafkaContainer":
+    def __enter__(self) -> ApacheKafkaContainer:
         return self.start()
 
     def __exit__(self, *exc) -> None:

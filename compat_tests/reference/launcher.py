@@ -50,12 +50,19 @@ import threading
 import time
 import uuid
 import weakref
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
-from .resolve import (KAFKA_VERSION, LOG4J2_BROKER, LOG4J2_TOOLS, ResolutionError,
-                      classpath, resolve, which_java)
+from .resolve import (
+    KAFKA_VERSION,
+    LOG4J2_BROKER,
+    LOG4J2_TOOLS,
+    ResolutionError,
+    classpath,
+    resolve,
+    which_java,
+)
 
 log = logging.getLogger(__name__)
 
@@ -104,15 +111,24 @@ TOOLS: dict[str, str] = {
 
 #: Tools that run long or measure throughput: they get the server JIT and heap.
 _LONG_RUNNING = {
-    "kafka-producer-perf-test", "kafka-consumer-perf-test", "kafka-share-consumer-perf-test",
-    "kafka-verifiable-producer", "kafka-verifiable-consumer",
-    "kafka-verifiable-share-consumer", "kafka-e2e-latency", "kafka-server-start",
+    "kafka-producer-perf-test",
+    "kafka-consumer-perf-test",
+    "kafka-share-consumer-perf-test",
+    "kafka-verifiable-producer",
+    "kafka-verifiable-consumer",
+    "kafka-verifiable-share-consumer",
+    "kafka-e2e-latency",
+    "kafka-server-start",
 }
 
 BROKER_JVM_OPTS = (
-    "-Xmx512m", "-Xms256m",
-    "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
-    "-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true",
+    "-Xmx512m",
+    "-Xms256m",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-Djava.awt.headless=true",
 )
 #: Short admin tools, as Kafka's bin scripts do (-Xmx256M). Measured here: a
 #: tool's JVM start is ~0.4-0.7 s whatever the GC/JIT flags, so none are tuned.
@@ -125,6 +141,7 @@ class KafkaStartError(RuntimeError):
 
 
 # --------------------------------------------------------------------------- helpers
+
 
 def free_ports(count: int, host: str = HOST) -> list[int]:
     """``count`` distinct free TCP ports (bound to port 0 together, then released).
@@ -164,6 +181,7 @@ def _pdeathsig_preexec():
     """
     try:
         import ctypes
+
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except Exception:  # not Linux/glibc: atexit cleanup still applies
@@ -195,8 +213,13 @@ def _java() -> str:
     return java
 
 
-def tool_command(tool: str, args: Sequence[str] = (), *, lib: Path | None = None,
-                 jvm_opts: Sequence[str] | None = None) -> list[str]:
+def tool_command(
+    tool: str,
+    args: Sequence[str] = (),
+    *,
+    lib: Path | None = None,
+    jvm_opts: Sequence[str] | None = None,
+) -> list[str]:
     """The ``java ...`` argv that runs Kafka CLI ``tool`` with ``args``.
 
     ``tool`` is a name from :data:`TOOLS` (``kafka-topics`` or
@@ -212,8 +235,15 @@ def tool_command(tool: str, args: Sequence[str] = (), *, lib: Path | None = None
     if jvm_opts is None:
         jvm_opts = TOOL_JVM_OPTS_LONG if name in _LONG_RUNNING else TOOL_JVM_OPTS_SHORT
     lib = lib or resolve()
-    return [_java(), *jvm_opts, f"-Dlog4j2.configurationFile={LOG4J2_TOOLS}",
-            "-cp", classpath(lib), main_class, *map(str, args)]
+    return [
+        _java(),
+        *jvm_opts,
+        f"-Dlog4j2.configurationFile={LOG4J2_TOOLS}",
+        "-cp",
+        classpath(lib),
+        main_class,
+        *map(str, args),
+    ]
 
 
 #: Tools whose --bootstrap-server must come before their sub-command.
@@ -236,11 +266,19 @@ def _with_bootstrap(tool: str, args: Sequence[str], bootstrap: str | None) -> li
     return [*args, "--bootstrap-server", bootstrap]
 
 
-def run_tool(tool: str, args: Sequence[str] = (), *, input: str | bytes | None = None,
-             timeout: float | None = 120.0, check: bool = False,
-             bootstrap: str | None = None, env: Mapping[str, str] | None = None,
-             jvm_opts: Sequence[str] | None = None, text: bool = True,
-             cwd: str | os.PathLike | None = None) -> subprocess.CompletedProcess:
+def run_tool(
+    tool: str,
+    args: Sequence[str] = (),
+    *,
+    input: str | bytes | None = None,
+    timeout: float | None = 120.0,
+    check: bool = False,
+    bootstrap: str | None = None,
+    env: Mapping[str, str] | None = None,
+    jvm_opts: Sequence[str] | None = None,
+    text: bool = True,
+    cwd: str | os.PathLike | None = None,
+) -> subprocess.CompletedProcess:
     """Run a Kafka CLI tool to completion and capture stdout/stderr.
 
     ``bootstrap`` (optional) adds ``--bootstrap-server <bootstrap>``, which
@@ -255,36 +293,63 @@ def run_tool(tool: str, args: Sequence[str] = (), *, input: str | bytes | None =
     elif isinstance(input, bytes) and text:
         input = input.decode()
     return subprocess.run(
-        cmd, input=input, stdin=None if input is not None else subprocess.DEVNULL,
-        capture_output=True, text=text, timeout=timeout, check=check,
-        env=None if env is None else {**os.environ, **env}, cwd=cwd)
+        cmd,
+        input=input,
+        stdin=None if input is not None else subprocess.DEVNULL,
+        capture_output=True,
+        text=text,
+        timeout=timeout,
+        check=check,
+        env=None if env is None else {**os.environ, **env},
+        cwd=cwd,
+    )
 
 
-def popen_tool(tool: str, args: Sequence[str] = (), *, bootstrap: str | None = None,
-               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-               env: Mapping[str, str] | None = None, jvm_opts: Sequence[str] | None = None,
-               text: bool = True, cwd: str | os.PathLike | None = None) -> subprocess.Popen:
+def popen_tool(
+    tool: str,
+    args: Sequence[str] = (),
+    *,
+    bootstrap: str | None = None,
+    stdin=subprocess.DEVNULL,
+    stdout=subprocess.PIPE,
+    stderr=subprocess.PIPE,
+    env: Mapping[str, str] | None = None,
+    jvm_opts: Sequence[str] | None = None,
+    text: bool = True,
+    cwd: str | os.PathLike | None = None,
+) -> subprocess.Popen:
     """Start a long-running Kafka CLI tool (perf tests, verifiable clients, a
     console consumer without --max-messages). The caller owns the process:
     terminate() / wait() it, or use it as a context manager."""
     cmd = tool_command(tool, _with_bootstrap(tool, args, bootstrap), jvm_opts=jvm_opts)
-    return subprocess.Popen(cmd, stdin=stdin, stdout=stdout, stderr=stderr, text=text,
-                            env=None if env is None else {**os.environ, **env}, cwd=cwd,
-                            preexec_fn=_preexec())
+    return subprocess.Popen(
+        cmd,
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+        text=text,
+        env=None if env is None else {**os.environ, **env},
+        cwd=cwd,
+        preexec_fn=_preexec(),
+    )
 
 
 def broker_ids(bootstrap: str, timeout_ms: int = 5000) -> set[int] | None:
     """Ids of the unfenced brokers in a Metadata (DescribeCluster) answer from
     ``bootstrap``, or None when it does not answer (yet)."""
     from kafka.admin import KafkaAdminClient  # imported late: optional for tool-only use
+
     admin = None
     try:
-        admin = KafkaAdminClient(bootstrap_servers=bootstrap,
-                                 client_id="wireserver-reference-probe",
-                                 request_timeout_ms=timeout_ms)
+        admin = KafkaAdminClient(
+            bootstrap_servers=bootstrap,
+            client_id="wireserver-reference-probe",
+            request_timeout_ms=timeout_ms,
+        )
         brokers = admin.describe_cluster().get("brokers") or []
-        return {b.get("broker_id", b.get("node_id")) for b in brokers
-                if not b.get("is_fenced", False)}
+        return {
+            b.get("broker_id", b.get("node_id")) for b in brokers if not b.get("is_fenced", False)
+        }
     except Exception as exc:  # not ready yet: any client error just means "retry"
         log.debug("probe %s: %r", bootstrap, exc)
         return None
@@ -305,11 +370,13 @@ def wait_for_brokers(bootstrap: str, count: int = 1, timeout: float = 90.0) -> s
         if time.monotonic() > deadline:
             raise KafkaStartError(
                 f"{bootstrap} did not list {count} broker(s) in Metadata within "
-                f"{timeout:.0f}s (last answer: {sorted(last) if last is not None else 'none'})")
+                f"{timeout:.0f}s (last answer: {sorted(last) if last is not None else 'none'})"
+            )
         time.sleep(0.25)
 
 
 # --------------------------------------------------------------------------- cluster
+
 
 @dataclass
 class KafkaNode:
@@ -349,7 +416,7 @@ class KafkaNode:
         return self.process is not None and self.process.poll() is None
 
 
-_LIVE: "weakref.WeakSet[KafkaCluster]" = weakref.WeakSet()
+_LIVE: weakref.WeakSet[KafkaCluster] = weakref.WeakSet()
 
 
 @atexit.register
@@ -362,12 +429,20 @@ def _stop_all_at_exit() -> None:
 class KafkaCluster:
     """A KRaft cluster of ``nodes`` combined broker+controller JVMs on 127.0.0.1."""
 
-    def __init__(self, nodes: int = 1, *, auto_create_topics: bool = True,
-                 num_partitions: int = 1, broker_props: Mapping[str, object] | None = None,
-                 workdir: str | os.PathLike | None = None, keep_workdir: bool = False,
-                 startup_timeout: float = 90.0, jvm_opts: Sequence[str] = BROKER_JVM_OPTS,
-                 version: str = KAFKA_VERSION,
-                 extra_listeners: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        nodes: int = 1,
+        *,
+        auto_create_topics: bool = True,
+        num_partitions: int = 1,
+        broker_props: Mapping[str, object] | None = None,
+        workdir: str | os.PathLike | None = None,
+        keep_workdir: bool = False,
+        startup_timeout: float = 90.0,
+        jvm_opts: Sequence[str] = BROKER_JVM_OPTS,
+        version: str = KAFKA_VERSION,
+        extra_listeners: Mapping[str, str] | None = None,
+    ):
         """``extra_listeners`` maps more client listener names to their security protocol
         (``{"SASL_PLAINTEXT": "SASL_PLAINTEXT"}``); each node gets a free port for each, and
         ``broker_props`` carries their settings (``listener.name.<name>.*``). The PLAINTEXT
@@ -385,18 +460,25 @@ class KafkaCluster:
         self.version = version
         self.cluster_id = new_cluster_id()
         self._own_workdir = workdir is None
-        self.workdir = Path(workdir) if workdir else Path(
-            tempfile.mkdtemp(prefix="wireserver-kafka-"))
+        self.workdir = (
+            Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="wireserver-kafka-"))
+        )
         self.lib: Path | None = None
         self.extra_listeners = dict(extra_listeners or {})
         per_node = 2 + len(self.extra_listeners)
         ports = free_ports(per_node * nodes)
         self.nodes = []
         for i in range(nodes):
-            mine = ports[per_node * i:per_node * (i + 1)]
-            self.nodes.append(KafkaNode(i, mine[0], mine[1], self.workdir / f"node-{i}",
-                                        listener_ports=dict(zip(self.extra_listeners,
-                                                                mine[2:]))))
+            mine = ports[per_node * i : per_node * (i + 1)]
+            self.nodes.append(
+                KafkaNode(
+                    i,
+                    mine[0],
+                    mine[1],
+                    self.workdir / f"node-{i}",
+                    listener_ports=dict(zip(self.extra_listeners, mine[2:])),
+                )
+            )
         self.startup_seconds: float | None = None
         self._started = False
 
@@ -419,19 +501,19 @@ class KafkaCluster:
 
     def server_properties(self, node: KafkaNode) -> dict[str, str]:
         n = self.size
-        extra = "".join(f",{name}://{node.listener_address(name)}"
-                        for name in self.extra_listeners)
-        protocols = "".join(f",{name}:{protocol}"
-                            for name, protocol in self.extra_listeners.items())
+        extra = "".join(f",{name}://{node.listener_address(name)}" for name in self.extra_listeners)
+        protocols = "".join(
+            f",{name}:{protocol}" for name, protocol in self.extra_listeners.items()
+        )
         props: dict[str, object] = {
             "process.roles": "broker,controller",
             "node.id": node.node_id,
             "controller.quorum.voters": self.quorum_voters,
-            "listeners": (f"PLAINTEXT://{HOST}:{node.port},"
-                          f"CONTROLLER://{HOST}:{node.controller_port}{extra}"),
+            "listeners": (
+                f"PLAINTEXT://{HOST}:{node.port},CONTROLLER://{HOST}:{node.controller_port}{extra}"
+            ),
             "advertised.listeners": f"PLAINTEXT://{HOST}:{node.port}{extra}",
-            "listener.security.protocol.map":
-                f"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT{protocols}",
+            "listener.security.protocol.map": f"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT{protocols}",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "log.dirs": str(node.data_dir),
@@ -452,14 +534,14 @@ class KafkaCluster:
         return {k: str(v) for k, v in props.items()}
 
     # ------------------------------------------------------------------ lifecycle
-    def __enter__(self) -> "KafkaCluster":
+    def __enter__(self) -> KafkaCluster:
         self.start()
         return self
 
     def __exit__(self, *exc) -> None:
         self.stop()
 
-    def start(self) -> "KafkaCluster":
+    def start(self) -> KafkaCluster:
         """Resolve jars, write configs, format storage, start every node, and
         wait until all of them are in the cluster's Metadata."""
         if self._started:
@@ -480,8 +562,13 @@ class KafkaCluster:
             self.stop(timeout=5, remove_workdir=False)
             raise
         self.startup_seconds = time.monotonic() - started
-        log.info("Kafka %s x%d ready at %s in %.1fs", self.version, self.size,
-                 self.bootstrap_servers, self.startup_seconds)
+        log.info(
+            "Kafka %s x%d ready at %s in %.1fs",
+            self.version,
+            self.size,
+            self.bootstrap_servers,
+            self.startup_seconds,
+        )
         return self
 
     def _write_properties(self, node: KafkaNode) -> None:
@@ -493,12 +580,30 @@ class KafkaCluster:
         """``kafka-storage format`` each node (in parallel: one JVM start each)."""
         procs = []
         for node in self.nodes:
-            cmd = tool_command("kafka-storage", [
-                "format", "--config", str(node.properties_file),
-                "--cluster-id", self.cluster_id, "--ignore-formatted"], lib=self.lib)
-            procs.append((node, subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT, text=True)))
+            cmd = tool_command(
+                "kafka-storage",
+                [
+                    "format",
+                    "--config",
+                    str(node.properties_file),
+                    "--cluster-id",
+                    self.cluster_id,
+                    "--ignore-formatted",
+                ],
+                lib=self.lib,
+            )
+            procs.append(
+                (
+                    node,
+                    subprocess.Popen(
+                        cmd,
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT,
+                        text=True,
+                    ),
+                )
+            )
         failures = []
         for node, proc in procs:
             out, _ = proc.communicate(timeout=120)
@@ -510,14 +615,26 @@ class KafkaCluster:
 
     def _spawn(self, node: KafkaNode) -> None:
         logs = node.dir
-        cmd = [_java(), *self.jvm_opts,
-               f"-Dlog4j2.configurationFile={LOG4J2_BROKER}", f"-Dkafka.logs.dir={logs}",
-               "-cp", classpath(self.lib), "kafka.Kafka", str(node.properties_file)]
+        cmd = [
+            _java(),
+            *self.jvm_opts,
+            f"-Dlog4j2.configurationFile={LOG4J2_BROKER}",
+            f"-Dkafka.logs.dir={logs}",
+            "-cp",
+            classpath(self.lib),
+            "kafka.Kafka",
+            str(node.properties_file),
+        ]
         console = open(node.console_log, "ab")
         node.console = console
-        node.process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=console,
-                                        stderr=subprocess.STDOUT, cwd=str(node.dir),
-                                        preexec_fn=_preexec())
+        node.process = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=console,
+            stderr=subprocess.STDOUT,
+            cwd=str(node.dir),
+            preexec_fn=_preexec(),
+        )
 
     # ------------------------------------------------------------------ readiness
     def _probe(self, node: KafkaNode, expect: Iterable[int]) -> bool:
@@ -531,8 +648,7 @@ class KafkaCluster:
         ids = broker_ids(node.address)
         return ids is not None and expect <= ids
 
-    def wait_ready(self, timeout: float | None = None,
-                   nodes: Sequence[int] | None = None) -> None:
+    def wait_ready(self, timeout: float | None = None, nodes: Sequence[int] | None = None) -> None:
         """Block until each running node in ``nodes`` (default: all) answers a
         Metadata request listing every running node as a broker."""
         timeout = self.startup_timeout if timeout is None else timeout
@@ -542,9 +658,13 @@ class KafkaCluster:
         while pending:
             for node in list(pending):
                 if not node.running():
-                    raise KafkaStartError(self._failure(
-                        node, f"Kafka node {node.node_id} exited with code "
-                              f"{node.process.returncode if node.process else None} during startup"))
+                    raise KafkaStartError(
+                        self._failure(
+                            node,
+                            f"Kafka node {node.node_id} exited with code "
+                            f"{node.process.returncode if node.process else None} during startup",
+                        )
+                    )
                 expect = [n.node_id for n in self.nodes if n.running()]
                 if self._probe(node, expect):
                     pending.remove(node)
@@ -552,14 +672,20 @@ class KafkaCluster:
                 return
             if time.monotonic() > deadline:
                 node = pending[0]
-                raise KafkaStartError(self._failure(
-                    node, f"Kafka node {node.node_id} ({node.address}) did not answer Metadata "
-                          f"with all brokers within {timeout:.0f}s"))
+                raise KafkaStartError(
+                    self._failure(
+                        node,
+                        f"Kafka node {node.node_id} ({node.address}) did not answer Metadata "
+                        f"with all brokers within {timeout:.0f}s",
+                    )
+                )
             time.sleep(0.25)
 
     def _failure(self, node: KafkaNode, message: str) -> str:
-        return (f"{message}\n--- {node.server_log} (tail) ---\n{_tail(node.server_log)}"
-                f"\n--- {node.console_log} (tail) ---\n{_tail(node.console_log, 30)}")
+        return (
+            f"{message}\n--- {node.server_log} (tail) ---\n{_tail(node.server_log)}"
+            f"\n--- {node.console_log} (tail) ---\n{_tail(node.console_log, 30)}"
+        )
 
     def log_tail(self, node: int = 0, lines: int = 60) -> str:
         return _tail(self.nodes[node].server_log, lines)

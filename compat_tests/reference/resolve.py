@@ -112,8 +112,7 @@ def is_complete(lib: Path) -> bool:
     return all(any(j.startswith(p) for j in jars) for p in REQUIRED_JAR_PREFIXES)
 
 
-def resolve(version: str = KAFKA_VERSION, *, quiet: bool = True,
-            timeout: float = 900.0) -> Path:
+def resolve(version: str = KAFKA_VERSION, *, quiet: bool = True, timeout: float = 900.0) -> Path:
     """Return the lib directory for ``version``, running Maven on first use.
 
     Raises :class:`ResolutionError` when Maven is needed but missing or fails.
@@ -124,7 +123,8 @@ def resolve(version: str = KAFKA_VERSION, *, quiet: bool = True,
     mvn = which_mvn()
     if mvn is None:
         raise ResolutionError(
-            f"Kafka {version} jars are not cached in {lib} and 'mvn' is not on PATH")
+            f"Kafka {version} jars are not cached in {lib} and 'mvn' is not on PATH"
+        )
     home = kafka_home(version)
     home.mkdir(parents=True, exist_ok=True)
     with open(home / ".resolve.lock", "w") as lock:
@@ -134,8 +134,11 @@ def resolve(version: str = KAFKA_VERSION, *, quiet: bool = True,
         tmp = home / f"lib.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         cmd = [
-            mvn, "-B", *(["-q"] if quiet else []),
-            "-f", str(POM),
+            mvn,
+            "-B",
+            *(["-q"] if quiet else []),
+            "-f",
+            str(POM),
             f"-Dkafka.version={version}",
             "dependency:copy-dependencies",
             "-DincludeScope=runtime",
@@ -143,29 +146,35 @@ def resolve(version: str = KAFKA_VERSION, *, quiet: bool = True,
         ]
         started = time.monotonic()
         try:
-            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  text=True, timeout=timeout, cwd=str(home))
+            proc = subprocess.run(
+                cmd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                timeout=timeout,
+                cwd=str(home),
+            )
         except subprocess.TimeoutExpired as exc:
             shutil.rmtree(tmp, ignore_errors=True)
             raise ResolutionError(f"Maven timed out after {timeout:.0f}s: {' '.join(cmd)}") from exc
         if proc.returncode != 0:
             shutil.rmtree(tmp, ignore_errors=True)
             tail = "\n".join(proc.stdout.splitlines()[-40:])
-            raise ResolutionError(
-                f"Maven failed (exit {proc.returncode}): {' '.join(cmd)}\n{tail}")
+            raise ResolutionError(f"Maven failed (exit {proc.returncode}): {' '.join(cmd)}\n{tail}")
         jars = sorted(p.name for p in tmp.glob("*.jar"))
         if lib.exists():
             shutil.rmtree(lib)
         tmp.rename(lib)
-        (lib / MARKER).write_text(
-            "\n".join([f"pom-sha256 {_pom_hash()}", *jars]) + "\n")
+        (lib / MARKER).write_text("\n".join([f"pom-sha256 {_pom_hash()}", *jars]) + "\n")
         (home / "resolve.log").write_text(
             f"{' '.join(cmd)}\nseconds {time.monotonic() - started:.1f}\n"
-            f"jars {len(jars)}\n{proc.stdout}")
+            f"jars {len(jars)}\n{proc.stdout}"
+        )
         if not is_complete(lib):
             raise ResolutionError(
                 f"Maven succeeded but {lib} lacks a required jar "
-                f"(need prefixes {REQUIRED_JAR_PREFIXES})")
+                f"(need prefixes {REQUIRED_JAR_PREFIXES})"
+            )
         return lib
 
 
@@ -173,8 +182,10 @@ def main() -> None:  # python -m compat_tests.reference [resolve]
     started = time.monotonic()
     lib = resolve(quiet=False)
     size = sum(p.stat().st_size for p in lib.glob("*.jar"))
-    print(f"{lib}: {len(list(lib.glob('*.jar')))} jars, {size / 1e6:.1f} MB, "
-          f"{time.monotonic() - started:.1f}s")
+    print(
+        f"{lib}: {len(list(lib.glob('*.jar')))} jars, {size / 1e6:.1f} MB, "
+        f"{time.monotonic() - started:.1f}s"
+    )
 
 
 if __name__ == "__main__":

@@ -22,17 +22,30 @@ READY = re.compile(r"wireserver ready: .* listening on PLAINTEXT://([\d.]+):(\d+
 class RunningBroker:
     def __init__(self, tmp_path, overrides=()):
         self.log_dirs = [str(tmp_path / "logs-a"), str(tmp_path / "logs-b")]
-        args = [sys.executable, "-m", "wireserver.cli", "serve", "--log-level", "WARNING",
-                "--override", "listeners=PLAINTEXT://127.0.0.1:0",
-                "--override", f"log.dirs={','.join(self.log_dirs)}",
-                "--override", "node.id=1"]
+        args = [
+            sys.executable,
+            "-m",
+            "wireserver.cli",
+            "serve",
+            "--log-level",
+            "WARNING",
+            "--override",
+            "listeners=PLAINTEXT://127.0.0.1:0",
+            "--override",
+            f"log.dirs={','.join(self.log_dirs)}",
+            "--override",
+            "node.id=1",
+        ]
         for item in overrides:
             args += ["--override", item]
         self.stderr_path = tmp_path / "broker.stderr"
         self._stderr = open(self.stderr_path, "wb")
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self._stderr,
-                                     cwd=os.path.dirname(os.path.dirname(os.path.dirname(
-                                         os.path.abspath(__file__)))))
+        self.proc = subprocess.Popen(
+            args,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+        )
         deadline = time.monotonic() + 20
         line = b""
         while time.monotonic() < deadline:
@@ -45,8 +58,9 @@ class RunningBroker:
                 self.bootstrap = f"{self.host}:{self.port}"
                 return
         self.stop()
-        raise RuntimeError(f"broker did not start: {line!r} "
-                           f"{self.stderr_path.read_text(errors='replace')}")
+        raise RuntimeError(
+            f"broker did not start: {line!r} {self.stderr_path.read_text(errors='replace')}"
+        )
 
     def stop(self):
         if self.proc.poll() is None:
@@ -74,8 +88,10 @@ def topic_name():
 @pytest.fixture(scope="module")
 def kadmin(broker):
     from kafka import KafkaAdminClient
-    client = KafkaAdminClient(bootstrap_servers=broker.bootstrap, client_id="tests",
-                              request_timeout_ms=10000)
+
+    client = KafkaAdminClient(
+        bootstrap_servers=broker.bootstrap, client_id="tests", request_timeout_ms=10000
+    )
     yield client
     client.close()
 
@@ -83,6 +99,7 @@ def kadmin(broker):
 @pytest.fixture(scope="module")
 def cadmin(broker):
     from confluent_kafka.admin import AdminClient
+
     return AdminClient({"bootstrap.servers": broker.bootstrap, "socket.timeout.ms": 10000})
 
 

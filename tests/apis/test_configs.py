@@ -3,14 +3,17 @@ kafka-python's admin clients."""
 
 from __future__ import annotations
 
+import pytest
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
 from kafka import KafkaProducer
 from kafka.admin import NewTopic
 from kafka.errors import MessageSizeTooLargeError
-from kafka.protocol.admin.configs import (DescribeConfigsRequest, DescribeConfigsResponse,
-                                          IncrementalAlterConfigsRequest,
-                                          IncrementalAlterConfigsResponse)
-import pytest
+from kafka.protocol.admin.configs import (
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 
 from tests.apis.conftest import wait
 
@@ -21,8 +24,11 @@ def describe(cadmin, kind, name, **kwargs):
 
 
 def alter(cadmin, kind, name, ops, incremental=True, validate_only=False):
-    resource = ConfigResource(kind, name, incremental_configs=ops) if incremental else \
-        ConfigResource(kind, name, set_config=ops)
+    resource = (
+        ConfigResource(kind, name, incremental_configs=ops)
+        if incremental
+        else ConfigResource(kind, name, set_config=ops)
+    )
     call = cadmin.incremental_alter_configs if incremental else cadmin.alter_configs
     return wait(call([resource], validate_only=validate_only))[resource]
 
@@ -54,37 +60,54 @@ def test_incremental_alter_topic_takes_effect(broker, cadmin, kadmin, topic_name
     configs = describe(cadmin, "topic", topic_name)
     assert configs["max.message.bytes"].value == "200"
     assert configs["max.message.bytes"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
-    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, enable_idempotence=False,
-                             retries=0)
+    producer = KafkaProducer(
+        bootstrap_servers=broker.bootstrap, enable_idempotence=False, retries=0
+    )
     with pytest.raises(MessageSizeTooLargeError):
         producer.send(topic_name, b"x" * 1000).get(10)
     producer.close()
-    assert alter(cadmin, "topic", topic_name, [op("cleanup.policy", "compact",
-                                                  AlterConfigOpType.APPEND)]) is None
+    assert (
+        alter(
+            cadmin, "topic", topic_name, [op("cleanup.policy", "compact", AlterConfigOpType.APPEND)]
+        )
+        is None
+    )
     assert describe(cadmin, "topic", topic_name)["cleanup.policy"].value == "delete,compact"
-    assert alter(cadmin, "topic", topic_name, [op("cleanup.policy", "delete",
-                                                  AlterConfigOpType.SUBTRACT)]) is None
+    assert (
+        alter(
+            cadmin,
+            "topic",
+            topic_name,
+            [op("cleanup.policy", "delete", AlterConfigOpType.SUBTRACT)],
+        )
+        is None
+    )
     assert describe(cadmin, "topic", topic_name)["cleanup.policy"].value == "compact"
-    assert alter(cadmin, "topic", topic_name, [op("max.message.bytes", None,
-                                                  AlterConfigOpType.DELETE)]) is None
-    assert describe(cadmin, "topic", topic_name)["max.message.bytes"].source == \
-        ConfigSource.DEFAULT_CONFIG.value
-    errors = [alter(cadmin, "topic", topic_name, [op("retention.ms", "5",
-                                                     AlterConfigOpType.APPEND)]),
-              alter(cadmin, "topic", topic_name, [op("no.such.key", "1")]),
-              alter(cadmin, "topic", topic_name, [op("retention.ms", "soon")])]
+    assert (
+        alter(
+            cadmin, "topic", topic_name, [op("max.message.bytes", None, AlterConfigOpType.DELETE)]
+        )
+        is None
+    )
+    assert (
+        describe(cadmin, "topic", topic_name)["max.message.bytes"].source
+        == ConfigSource.DEFAULT_CONFIG.value
+    )
+    errors = [
+        alter(cadmin, "topic", topic_name, [op("retention.ms", "5", AlterConfigOpType.APPEND)]),
+        alter(cadmin, "topic", topic_name, [op("no.such.key", "1")]),
+        alter(cadmin, "topic", topic_name, [op("retention.ms", "soon")]),
+    ]
     assert [e.args[0].name() for e in errors] == ["INVALID_CONFIG"] * 3
     unknown = alter(cadmin, "topic", topic_name + "-none", [op("retention.ms", "5")])
     assert unknown.args[0].name() == "UNKNOWN_TOPIC_OR_PART"
-    assert alter(cadmin, "topic", topic_name, [op("retention.ms", "5")],
-                 validate_only=True) is None
+    assert alter(cadmin, "topic", topic_name, [op("retention.ms", "5")], validate_only=True) is None
     assert describe(cadmin, "topic", topic_name)["retention.ms"].value != "5"
 
 
 def test_legacy_alter_replaces_overrides(cadmin, kadmin, topic_name):
     kadmin.create_topics([NewTopic(topic_name, 1, 1, topic_configs={"retention.ms": "1000"})])
-    assert alter(cadmin, "topic", topic_name, {"segment.ms": "60000"},
-                 incremental=False) is None
+    assert alter(cadmin, "topic", topic_name, {"segment.ms": "60000"}, incremental=False) is None
     configs = describe(cadmin, "topic", topic_name)
     assert configs["segment.ms"].value == "60000"
     assert configs["retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value
@@ -96,18 +119,38 @@ DELETE = 1
 def raw_alter(raw, name, key, value, operation=0):
     request = IncrementalAlterConfigsRequest
     resource = request.AlterConfigsResource
-    response = raw.send(request, IncrementalAlterConfigsResponse, 1, validate_only=False,
-                        resources=[resource(resource_type=4, resource_name=name, configs=[
-                            resource.AlterableConfig(name=key, config_operation=operation,
-                                                     value=value)])])
+    response = raw.send(
+        request,
+        IncrementalAlterConfigsResponse,
+        1,
+        validate_only=False,
+        resources=[
+            resource(
+                resource_type=4,
+                resource_name=name,
+                configs=[
+                    resource.AlterableConfig(name=key, config_operation=operation, value=value)
+                ],
+            )
+        ],
+    )
     return response.responses[0].error_code
 
 
 def raw_describe(raw, name, expect_error=0, kind=4):
     request = DescribeConfigsRequest
-    response = raw.send(request, DescribeConfigsResponse, 4, include_synonyms=True,
-                        include_documentation=True, resources=[request.DescribeConfigsResource(
-                            resource_type=kind, resource_name=name, configuration_keys=None)])
+    response = raw.send(
+        request,
+        DescribeConfigsResponse,
+        4,
+        include_synonyms=True,
+        include_documentation=True,
+        resources=[
+            request.DescribeConfigsResource(
+                resource_type=kind, resource_name=name, configuration_keys=None
+            )
+        ],
+    )
     assert response.results[0].error_code == expect_error
     return response.results[0].configs
 
@@ -127,16 +170,18 @@ def test_broker_dynamic_config_reaches_topics(cadmin, kadmin, raw, topic_name):
     assert alter(cadmin, "broker", "1", [op("log.retention.bytes", "777")]) is None
     broker_configs = describe(cadmin, "broker", "1")
     assert broker_configs["log.retention.bytes"].value == "777"
-    assert broker_configs["log.retention.bytes"].source == \
-        ConfigSource.DYNAMIC_BROKER_CONFIG.value
+    assert broker_configs["log.retention.bytes"].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
     topic = describe(cadmin, "topic", topic_name)["retention.bytes"]
     assert topic.value == "777" and topic.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
     assert raw_alter(raw, "", "log.retention.bytes", "888") == 0
     defaults = raw_describe(raw, "")
     assert [(c.name, c.value, c.config_source) for c in defaults] == [
-        ("log.retention.bytes", "888", 3)]  # DYNAMIC_DEFAULT_BROKER_CONFIG
-    assert alter(cadmin, "broker", "1", [op("log.retention.bytes", None,
-                                            AlterConfigOpType.DELETE)]) is None
+        ("log.retention.bytes", "888", 3)
+    ]  # DYNAMIC_DEFAULT_BROKER_CONFIG
+    assert (
+        alter(cadmin, "broker", "1", [op("log.retention.bytes", None, AlterConfigOpType.DELETE)])
+        is None
+    )
     assert describe(cadmin, "topic", topic_name)["retention.bytes"].value == "888"
     read_only = alter(cadmin, "broker", "1", [op("listeners", "PLAINTEXT://:1")])
     assert read_only.args[0].name() == "INVALID_REQUEST"
@@ -149,16 +194,31 @@ def test_segment_bytes_is_at_least_one_mebibyte(cadmin, topic_name):
     IncrementalAlterConfigs and AlterConfigs; internal.segment.bytes (Kafka 4.1's test-only
     key) takes any size, and DescribeConfigs lists it only where a topic sets it."""
     from confluent_kafka.admin import NewTopic as CNewTopic
-    message = ("Invalid value 1048575 for configuration segment.bytes: Value must be at least "
-               "1048576")
-    [future] = cadmin.create_topics([CNewTopic(topic_name, 1, 1, config={
-        "segment.bytes": "1048575"})]).values()
+
+    message = (
+        "Invalid value 1048575 for configuration segment.bytes: Value must be at least 1048576"
+    )
+    [future] = cadmin.create_topics(
+        [CNewTopic(topic_name, 1, 1, config={"segment.bytes": "1048575"})]
+    ).values()
     with pytest.raises(Exception) as refused:
         future.result(10)
     assert (refused.value.args[0].name(), refused.value.args[0].str()) == (
-        "INVALID_CONFIG", message)
-    wait(cadmin.create_topics([CNewTopic(topic_name, 1, 1, config={
-        "segment.bytes": "1048576", "internal.segment.bytes": "200"})]))
+        "INVALID_CONFIG",
+        message,
+    )
+    wait(
+        cadmin.create_topics(
+            [
+                CNewTopic(
+                    topic_name,
+                    1,
+                    1,
+                    config={"segment.bytes": "1048576", "internal.segment.bytes": "200"},
+                )
+            ]
+        )
+    )
     for incremental in (True, False):
         ops = [op("segment.bytes", "1048575")] if incremental else {"segment.bytes": "1048575"}
         error = alter(cadmin, "topic", topic_name, ops, incremental=incremental)
@@ -167,8 +227,15 @@ def test_segment_bytes_is_at_least_one_mebibyte(cadmin, topic_name):
     assert configs["segment.bytes"].value == "1048576"
     assert configs["internal.segment.bytes"].value == "200"
     assert configs["internal.segment.bytes"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
-    assert alter(cadmin, "topic", topic_name, [op("internal.segment.bytes", None,
-                                                  AlterConfigOpType.DELETE)]) is None
+    assert (
+        alter(
+            cadmin,
+            "topic",
+            topic_name,
+            [op("internal.segment.bytes", None, AlterConfigOpType.DELETE)],
+        )
+        is None
+    )
     assert "internal.segment.bytes" not in describe(cadmin, "topic", topic_name)
 
 
@@ -176,31 +243,47 @@ def test_kafka_broker_keys_we_do_not_use_are_accepted_and_described(broker, cadm
     """Kafka 4.1.1's broker keys round-trip as on Kafka (a client suite sets
     sasl.kerberos.min.time.before.relogin): dynamic per broker where Kafka's are, refused
     where Kafka refuses them, described with Kafka's defaults."""
-    from kafka.admin import ConfigResource as KafkaResource, ConfigResourceType
+    from kafka.admin import ConfigResource as KafkaResource
+    from kafka.admin import ConfigResourceType
+
     key = "sasl.kerberos.min.time.before.relogin"
     assert alter(cadmin, "broker", "1", [op(key, "70000")]) is None
     entry = describe(cadmin, "broker", "1")[key]
     assert (entry.value, entry.source, entry.is_read_only) == (
-        "70000", ConfigSource.DYNAMIC_BROKER_CONFIG.value, False)
+        "70000",
+        ConfigSource.DYNAMIC_BROKER_CONFIG.value,
+        False,
+    )
     synonyms = {c.name: c for c in raw_describe(raw, "1")}[key].synonyms
     assert [(s.value, s.source) for s in synonyms] == [("70000", 2), ("60000", 5)]
     # the legacy AlterConfigs through kafka-python replaces the broker's dynamic set
     from kafka import KafkaAdminClient
+
     kadmin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=10000)
     try:
-        result = kadmin.alter_configs([KafkaResource(ConfigResourceType.BROKER, "1", {
-            key: "80000", "background.threads": "5"})], incremental=False)
-        assert result == {'broker': {'1': 'OK'}}, result
+        result = kadmin.alter_configs(
+            [
+                KafkaResource(
+                    ConfigResourceType.BROKER, "1", {key: "80000", "background.threads": "5"}
+                )
+            ],
+            incremental=False,
+        )
+        assert result == {"broker": {"1": "OK"}}, result
     finally:
         kadmin.close()
     configs = describe(cadmin, "broker", "1")
     assert configs[key].value == "80000" and configs["background.threads"].value == "5"
     assert raw_alter(raw, "", key, "1") == 42  # per broker: not as the cluster default
     assert raw_alter(raw, "", "background.threads", "6") == 0  # cluster-wide: fine
-    refused = [alter(cadmin, "broker", "1", [op(name, value)]) for name, value in (
-        ("process.roles", "broker"),  # read-only in Kafka too
-        ("ssl.keystore.location", "/tmp/ks"),  # only per listener
-        (key, "soon"))]
+    refused = [
+        alter(cadmin, "broker", "1", [op(name, value)])
+        for name, value in (
+            ("process.roles", "broker"),  # read-only in Kafka too
+            ("ssl.keystore.location", "/tmp/ks"),  # only per listener
+            (key, "soon"),
+        )
+    ]
     assert [e.args[0].name() for e in refused] == ["INVALID_REQUEST"] * 3
     rows = {c.name: c for c in raw_describe(raw, "1")}
     assert rows["process.roles"].read_only and rows["process.roles"].value is None
@@ -215,14 +298,19 @@ def test_kafka_broker_keys_we_do_not_use_are_accepted_and_described(broker, cadm
 
 def test_bad_values_are_reported_with_kafkas_messages(cadmin, kadmin, topic_name):
     kadmin.create_topics([NewTopic(topic_name, 1, 1)])
-    messages = [alter(cadmin, "topic", topic_name, [op(name, value)]).args[0].str()
-                for name, value in (("retention.ms", "soon"), ("preallocate", "yes"),
-                                    ("min.cleanable.dirty.ratio", "x"),
-                                    ("segment.index.bytes", "99999999999"))]
+    messages = [
+        alter(cadmin, "topic", topic_name, [op(name, value)]).args[0].str()
+        for name, value in (
+            ("retention.ms", "soon"),
+            ("preallocate", "yes"),
+            ("min.cleanable.dirty.ratio", "x"),
+            ("segment.index.bytes", "99999999999"),
+        )
+    ]
     assert messages == [  # as Kafka 4.1.1 words them
         "Invalid value soon for configuration retention.ms: Not a number of type LONG",
         "Invalid value yes for configuration preallocate: Expected value to be either true or "
         "false",
         "Invalid value x for configuration min.cleanable.dirty.ratio: Not a number of type DOUBLE",
-        "Invalid value 99999999999 for configuration segment.index.bytes: Not a number of type "
-        "INT"]
+        "Invalid value 99999999999 for configuration segment.index.bytes: Not a number of type INT",
+    ]

@@ -5,8 +5,12 @@ from __future__ import annotations
 import pytest
 from confluent_kafka.admin import NewTopic as CNewTopic
 from kafka.admin import NewTopic
-from kafka.errors import (InvalidConfigurationError, InvalidPartitionsError,
-                          InvalidReplicationFactorError, TopicAlreadyExistsError)
+from kafka.errors import (
+    InvalidConfigurationError,
+    InvalidPartitionsError,
+    InvalidReplicationFactorError,
+    TopicAlreadyExistsError,
+)
 from kafka.protocol.admin.topics import CreateTopicsRequest, CreateTopicsResponse
 
 from tests.apis.conftest import wait
@@ -36,14 +40,19 @@ def test_kafka_python_errors(kadmin, topic_name):
 def test_confluent_defaults_assignment_and_validate_only(cadmin, kadmin, topic_name):
     results = wait(cadmin.create_topics([CNewTopic(topic_name)]))  # -1/-1: broker defaults
     assert results[topic_name] is None
-    results = wait(cadmin.create_topics(
-        [CNewTopic(topic_name + "-a", num_partitions=2, replica_assignment=[[1], [1]])]))
+    results = wait(
+        cadmin.create_topics(
+            [CNewTopic(topic_name + "-a", num_partitions=2, replica_assignment=[[1], [1]])]
+        )
+    )
     assert results[topic_name + "-a"] is None
-    results = wait(cadmin.create_topics(
-        [CNewTopic(topic_name + "-b", num_partitions=1, replica_assignment=[[7]])]))
+    results = wait(
+        cadmin.create_topics(
+            [CNewTopic(topic_name + "-b", num_partitions=1, replica_assignment=[[7]])]
+        )
+    )
     assert results[topic_name + "-b"].args[0].name() == "INVALID_REPLICA_ASSIGNMENT"
-    results = wait(cadmin.create_topics([CNewTopic(topic_name + "-v", 2, 1)],
-                                        validate_only=True))
+    results = wait(cadmin.create_topics([CNewTopic(topic_name + "-v", 2, 1)], validate_only=True))
     assert results[topic_name + "-v"] is None
     topics = cadmin.list_topics(timeout=10).topics
     assert len(topics[topic_name].partitions) == 1
@@ -52,14 +61,25 @@ def test_confluent_defaults_assignment_and_validate_only(cadmin, kadmin, topic_n
 
 
 def create_raw(raw, version, topics, validate_only=False):
-    return raw.send(CreateTopicsRequest, CreateTopicsResponse, version, topics=topics,
-                    timeout_ms=1000, validate_only=validate_only)
+    return raw.send(
+        CreateTopicsRequest,
+        CreateTopicsResponse,
+        version,
+        topics=topics,
+        timeout_ms=1000,
+        validate_only=validate_only,
+    )
 
 
 def creatable(name, partitions=-1, rf=-1, configs=()):
     topic = CreateTopicsRequest.CreatableTopic
-    return topic(name=name, num_partitions=partitions, replication_factor=rf, assignments=[],
-                 configs=[topic.CreatableTopicConfig(name=k, value=v) for k, v in configs])
+    return topic(
+        name=name,
+        num_partitions=partitions,
+        replication_factor=rf,
+        assignments=[],
+        configs=[topic.CreatableTopicConfig(name=k, value=v) for k, v in configs],
+    )
 
 
 def test_v7_result_carries_configs_and_id(raw, kadmin, topic_name):
@@ -77,8 +97,12 @@ def test_v7_result_carries_configs_and_id(raw, kadmin, topic_name):
 
 
 def test_duplicates_and_validate_only_raw(raw, kadmin, topic_name):
-    response = create_raw(raw, 5, [creatable(topic_name), creatable(topic_name),
-                                   creatable(topic_name + "-ok")], validate_only=True)
+    response = create_raw(
+        raw,
+        5,
+        [creatable(topic_name), creatable(topic_name), creatable(topic_name + "-ok")],
+        validate_only=True,
+    )
     by_name = {r.name: r for r in response.topics}
     assert by_name[topic_name].error_code == 42  # INVALID_REQUEST
     assert by_name[topic_name].error_message == "Duplicate topic name."

@@ -18,10 +18,18 @@ from tests.apis.test_configs import alter, describe, op, raw_describe
 
 GROUP = 32
 SESSION, HEARTBEAT = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
-KEYS = {SESSION, HEARTBEAT, "share.session.timeout.ms", "share.heartbeat.interval.ms",
-        "share.record.lock.duration.ms", "share.auto.offset.reset", "share.isolation.level",
-        "streams.session.timeout.ms", "streams.heartbeat.interval.ms",
-        "streams.num.standby.replicas"}
+KEYS = {
+    SESSION,
+    HEARTBEAT,
+    "share.session.timeout.ms",
+    "share.heartbeat.interval.ms",
+    "share.record.lock.duration.ms",
+    "share.auto.offset.reset",
+    "share.isolation.level",
+    "streams.session.timeout.ms",
+    "streams.heartbeat.interval.ms",
+    "streams.num.standby.replicas",
+}
 
 
 def group_name() -> str:
@@ -37,14 +45,25 @@ def error(result) -> tuple[str, str]:
 
 
 def raw_group_alter(raw, name, key, value):
-    from kafka.protocol.admin.configs import (IncrementalAlterConfigsRequest,
-                                              IncrementalAlterConfigsResponse)
+    from kafka.protocol.admin.configs import (
+        IncrementalAlterConfigsRequest,
+        IncrementalAlterConfigsResponse,
+    )
+
     resource = IncrementalAlterConfigsRequest.AlterConfigsResource
-    response = raw.send(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, 1,
-                        validate_only=False, resources=[resource(
-                            resource_type=GROUP, resource_name=name, configs=[
-                                resource.AlterableConfig(name=key, config_operation=0,
-                                                         value=value)])])
+    response = raw.send(
+        IncrementalAlterConfigsRequest,
+        IncrementalAlterConfigsResponse,
+        1,
+        validate_only=False,
+        resources=[
+            resource(
+                resource_type=GROUP,
+                resource_name=name,
+                configs=[resource.AlterableConfig(name=key, config_operation=0, value=value)],
+            )
+        ],
+    )
     return response.responses[0].error_code, response.responses[0].error_message
 
 
@@ -54,7 +73,9 @@ def test_group_configs_through_the_admin_clients(broker, cadmin, raw):
     assert set(configs) == KEYS
     assert values(configs)[SESSION] == ("45000", ConfigSource.DEFAULT_CONFIG.value)
     assert values(configs)["share.auto.offset.reset"] == (
-        "latest", ConfigSource.DEFAULT_CONFIG.value)
+        "latest",
+        ConfigSource.DEFAULT_CONFIG.value,
+    )
     assert not any(entry.is_read_only for entry in configs.values())
 
     assert alter(cadmin, "group", group, [op(SESSION, "50000"), op(HEARTBEAT, "6000")]) is None
@@ -63,56 +84,91 @@ def test_group_configs_through_the_admin_clients(broker, cadmin, raw):
     assert configs[HEARTBEAT] == ("6000", ConfigSource.GROUP_CONFIG.value)
     assert configs["share.session.timeout.ms"] == ("45000", ConfigSource.DEFAULT_CONFIG.value)
 
-    refused = [error(alter(cadmin, "group", group, ops)) for ops in (
-        [op(SESSION, "5000")], [op(HEARTBEAT, "20000")], [op("no.such.key", "1")],
-        [op(SESSION, "soon")], [op("share.auto.offset.reset", "sometimes")],
-        [op(SESSION, "1", AlterConfigOpType.APPEND)])]
+    refused = [
+        error(alter(cadmin, "group", group, ops))
+        for ops in (
+            [op(SESSION, "5000")],
+            [op(HEARTBEAT, "20000")],
+            [op("no.such.key", "1")],
+            [op(SESSION, "soon")],
+            [op("share.auto.offset.reset", "sometimes")],
+            [op(SESSION, "1", AlterConfigOpType.APPEND)],
+        )
+    ]
     assert refused == [  # Kafka 4.1.1's answers
-        ("INVALID_CONFIG", "consumer.session.timeout.ms must be greater than or equal to "
-                           "group.consumer.min.session.timeout.ms"),
-        ("INVALID_CONFIG", "consumer.heartbeat.interval.ms must be less than or equal to "
-                           "group.consumer.max.heartbeat.interval.ms"),
+        (
+            "INVALID_CONFIG",
+            "consumer.session.timeout.ms must be greater than or equal to "
+            "group.consumer.min.session.timeout.ms",
+        ),
+        (
+            "INVALID_CONFIG",
+            "consumer.heartbeat.interval.ms must be less than or equal to "
+            "group.consumer.max.heartbeat.interval.ms",
+        ),
         ("INVALID_CONFIG", "Unknown group config name: no.such.key"),
-        ("INVALID_CONFIG", "Invalid value soon for configuration consumer.session.timeout.ms: "
-                           "Not a number of type INT"),
-        ("INVALID_CONFIG", "Invalid value sometimes for configuration share.auto.offset.reset: "
-                           "Invalid value `sometimes` for configuration share.auto.offset.reset. "
-                           "The value must be either 'earliest', 'latest' or of the format "
-                           "'by_duration:<PnDTnHnMn.nS>'."),
-        ("INVALID_CONFIG", "Can't APPEND to key consumer.session.timeout.ms because its type is "
-                           "not LIST.")]
+        (
+            "INVALID_CONFIG",
+            "Invalid value soon for configuration consumer.session.timeout.ms: "
+            "Not a number of type INT",
+        ),
+        (
+            "INVALID_CONFIG",
+            "Invalid value sometimes for configuration share.auto.offset.reset: "
+            "Invalid value `sometimes` for configuration share.auto.offset.reset. "
+            "The value must be either 'earliest', 'latest' or of the format "
+            "'by_duration:<PnDTnHnMn.nS>'.",
+        ),
+        (
+            "INVALID_CONFIG",
+            "Can't APPEND to key consumer.session.timeout.ms because its type is not LIST.",
+        ),
+    ]
     assert values(describe(cadmin, "group", group))[SESSION][0] == "50000"  # unchanged
 
     # kafka-python sets and reads them too
     from kafka import KafkaAdminClient
     from kafka.admin import ConfigResource, ConfigResourceType
+
     kadmin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=10000)
     try:
-        result = kadmin.alter_configs([ConfigResource(ConfigResourceType.GROUP, group, {
-            HEARTBEAT: "7000"})], raise_on_unknown=False)
+        result = kadmin.alter_configs(
+            [ConfigResource(ConfigResourceType.GROUP, group, {HEARTBEAT: "7000"})],
+            raise_on_unknown=False,
+        )
         assert result == {"group": {group: "OK"}}, result
         described = kadmin.describe_configs([ConfigResource(ConfigResourceType.GROUP, group)])
     finally:
         kadmin.close()
     entries = described["group"][group]
-    assert [(entries[key]["value"], entries[key]["config_source"]) for key in (
-        SESSION, HEARTBEAT)] == [("50000", "DYNAMIC_GROUP_CONFIG"),
-                                 ("7000", "DYNAMIC_GROUP_CONFIG")]
+    assert [
+        (entries[key]["value"], entries[key]["config_source"]) for key in (SESSION, HEARTBEAT)
+    ] == [("50000", "DYNAMIC_GROUP_CONFIG"), ("7000", "DYNAMIC_GROUP_CONFIG")]
 
     # the legacy AlterConfigs replaces the group's whole set
-    assert alter(cadmin, "group", group, {"share.session.timeout.ms": "50000"},
-                 incremental=False) is None
+    assert (
+        alter(cadmin, "group", group, {"share.session.timeout.ms": "50000"}, incremental=False)
+        is None
+    )
     configs = values(describe(cadmin, "group", group))
     assert configs["share.session.timeout.ms"] == ("50000", ConfigSource.GROUP_CONFIG.value)
     assert configs[SESSION] == ("45000", ConfigSource.DEFAULT_CONFIG.value)
 
-    assert alter(cadmin, "group", group, [op("share.session.timeout.ms", None,
-                                             AlterConfigOpType.DELETE)]) is None
-    assert values(describe(cadmin, "group", group))["share.session.timeout.ms"][1] == \
-        ConfigSource.DEFAULT_CONFIG.value
+    assert (
+        alter(
+            cadmin, "group", group, [op("share.session.timeout.ms", None, AlterConfigOpType.DELETE)]
+        )
+        is None
+    )
+    assert (
+        values(describe(cadmin, "group", group))["share.session.timeout.ms"][1]
+        == ConfigSource.DEFAULT_CONFIG.value
+    )
     # no default group resource
     assert raw_group_alter(raw, "", SESSION, "50000") == (
-        42, "Default group resources are not allowed.")
+        42,
+        "Default group resources are not allowed.",
+    )
     raw_describe(raw, "", expect_error=42, kind=GROUP)
 
 
@@ -128,7 +184,9 @@ def test_group_configs_survive_a_restart(tmp_path):
     try:
         admin = AdminClient({"bootstrap.servers": running.bootstrap})
         assert values(describe(admin, "group", group))[SESSION] == (
-            "55000", ConfigSource.GROUP_CONFIG.value)
+            "55000",
+            ConfigSource.GROUP_CONFIG.value,
+        )
     finally:
         running.stop()
 
@@ -163,17 +221,23 @@ def test_a_groups_session_timeout_removes_a_dead_consumer(tmp_path):
     """A KIP-848 consumer killed without leaving is removed after the group's
     consumer.session.timeout.ms (3 s), not the broker's group.consumer.session.timeout.ms
     (45 s)."""
-    running = RunningBroker(tmp_path, ["offsets.topic.replication.factor=1",
-                                       "group.consumer.min.session.timeout.ms=1000",
-                                       "group.consumer.min.heartbeat.interval.ms=500"])
+    running = RunningBroker(
+        tmp_path,
+        [
+            "offsets.topic.replication.factor=1",
+            "group.consumer.min.session.timeout.ms=1000",
+            "group.consumer.min.heartbeat.interval.ms=500",
+        ],
+    )
     process = None
     try:
         admin = AdminClient({"bootstrap.servers": running.bootstrap})
         admin.create_topics([NewTopic("dead", 1, 1)])["dead"].result(timeout=30)
         group = group_name()
         assert alter(admin, "group", group, [op(SESSION, "3000"), op(HEARTBEAT, "500")]) is None
-        process = subprocess.Popen([sys.executable, "-c", CONSUMER, running.bootstrap, group,
-                                    "dead"])
+        process = subprocess.Popen(
+            [sys.executable, "-c", CONSUMER, running.bootstrap, group, "dead"]
+        )
         wait_members(admin, group, 1, timeout=30)
         process.kill()
         process.wait()

@@ -12,11 +12,16 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import NewPartitions, NewTopic
 from kafka.errors import InvalidPartitionsError, UnknownTopicOrPartitionError
 from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeClusterResponse
-from kafka.protocol.admin.topics import (DeleteTopicsRequest, DeleteTopicsResponse,
-                                         DescribeTopicPartitionsRequest,
-                                         DescribeTopicPartitionsResponse)
-from kafka.protocol.consumer.offsets import (OffsetForLeaderEpochRequest,
-                                             OffsetForLeaderEpochResponse)
+from kafka.protocol.admin.topics import (
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsResponse,
+)
+from kafka.protocol.consumer.offsets import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+)
 from kafka.structs import TopicPartition
 
 from tests.apis.conftest import wait
@@ -30,8 +35,13 @@ def produce(broker, topic, count, partition=0):
 
 
 def test_delete_topics(kadmin, cadmin, raw, topic_name):
-    kadmin.create_topics([NewTopic(topic_name, 2, 1), NewTopic(topic_name + "-c", 1, 1),
-                          NewTopic(topic_name + "-i", 1, 1)])
+    kadmin.create_topics(
+        [
+            NewTopic(topic_name, 2, 1),
+            NewTopic(topic_name + "-c", 1, 1),
+            NewTopic(topic_name + "-i", 1, 1),
+        ]
+    )
     kadmin.delete_topics([topic_name])
     assert topic_name not in kadmin.list_topics()
     with pytest.raises(UnknownTopicOrPartitionError):
@@ -41,10 +51,19 @@ def test_delete_topics(kadmin, cadmin, raw, topic_name):
     topic_id = kadmin.describe_topics([topic_name + "-i"])[0]["topic_id"]
     state = DeleteTopicsRequest.DeleteTopicState
     unknown = uuid.uuid4()
-    response = raw.send(DeleteTopicsRequest, DeleteTopicsResponse, 6, timeout_ms=1000, topics=[
-        state(name=None, topic_id=uuid.UUID(str(topic_id))), state(name=None, topic_id=unknown),
-        state(name="dup", topic_id=uuid.UUID(int=0)), state(name="dup", topic_id=uuid.UUID(int=0)),
-        state(name="both", topic_id=unknown)])
+    response = raw.send(
+        DeleteTopicsRequest,
+        DeleteTopicsResponse,
+        6,
+        timeout_ms=1000,
+        topics=[
+            state(name=None, topic_id=uuid.UUID(str(topic_id))),
+            state(name=None, topic_id=unknown),
+            state(name="dup", topic_id=uuid.UUID(int=0)),
+            state(name="dup", topic_id=uuid.UUID(int=0)),
+            state(name="both", topic_id=unknown),
+        ],
+    )
     codes = [(r.name, r.error_code) for r in response.responses]
     assert codes == [(topic_name + "-i", 0), (None, 100), ("dup", 42), ("dup", 42), ("both", 42)]
     assert topic_name + "-i" not in kadmin.list_topics()
@@ -52,18 +71,25 @@ def test_delete_topics(kadmin, cadmin, raw, topic_name):
     kadmin.create_topics([NewTopic(topic_name, 1, 1)])
     consumer = KafkaConsumer(bootstrap_servers=kadmin.config["bootstrap_servers"])
     assert consumer.end_offsets([TopicPartition(topic_name, 0)]) == {
-        TopicPartition(topic_name, 0): 0}
+        TopicPartition(topic_name, 0): 0
+    }
     consumer.close()
 
 
 def test_delete_disabled(tmp_path):
     from tests.apis.conftest import RawClient, RunningBroker
+
     broker = RunningBroker(tmp_path, ["delete.topic.enable=false"])
     try:
         client = RawClient(broker)
         for version, code in ((2, 42), (5, 73)):
-            response = client.send(DeleteTopicsRequest, DeleteTopicsResponse, version,
-                                   timeout_ms=1000, topic_names=["anything"])
+            response = client.send(
+                DeleteTopicsRequest,
+                DeleteTopicsResponse,
+                version,
+                timeout_ms=1000,
+                topic_names=["anything"],
+            )
             assert response.responses[0].error_code == code
         client.close()
     finally:
@@ -93,6 +119,7 @@ def test_create_partitions(kadmin, cadmin, topic_name):
 def kadmin_broker(kadmin):
     class Address:
         bootstrap = kadmin.config["bootstrap_servers"]
+
     return Address
 
 
@@ -102,8 +129,9 @@ def test_delete_records(broker, kadmin, cadmin, topic_name):
     tp = TopicPartition(topic_name, 0)
     result = kadmin.delete_records({tp: 4})
     assert result[tp]["low_watermark"] == 4
-    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest",
-                             enable_auto_commit=False)
+    consumer = KafkaConsumer(
+        bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest", enable_auto_commit=False
+    )
     assert consumer.beginning_offsets([tp]) == {tp: 4}
     consumer.assign([tp])
     records = consumer.poll(5000)[tp]
@@ -126,12 +154,22 @@ def test_describe_cluster(broker, kadmin, cadmin, raw):
     assert result.controller.id == 1 and [n.id for n in result.nodes] == [1]
     assert result.cluster_id == described["cluster_id"]
     assert {"DESCRIBE", "ALTER_CONFIGS"} <= set(described["authorized_operations"])
-    response = raw.send(DescribeClusterRequest, DescribeClusterResponse, 1,
-                        include_cluster_authorized_operations=False, endpoint_type=2)
+    response = raw.send(
+        DescribeClusterRequest,
+        DescribeClusterResponse,
+        1,
+        include_cluster_authorized_operations=False,
+        endpoint_type=2,
+    )
     assert response.error_code == 114  # MISMATCHED_ENDPOINT_TYPE
-    response = raw.send(DescribeClusterRequest, DescribeClusterResponse, 2,
-                        include_cluster_authorized_operations=False, endpoint_type=7,
-                        include_fenced_brokers=True)
+    response = raw.send(
+        DescribeClusterRequest,
+        DescribeClusterResponse,
+        2,
+        include_cluster_authorized_operations=False,
+        endpoint_type=7,
+        include_fenced_brokers=True,
+    )
     assert response.error_code == 115  # UNSUPPORTED_ENDPOINT_TYPE
 
 
@@ -150,17 +188,39 @@ def test_describe_log_dirs(broker, kadmin, topic_name):
                 assert p["offset_lag"] == 0 and not p["is_future_key"]
     assert sizes[(topic_name, 0)] > 0 and sizes[(topic_name, 1)] == 0
     (entry,) = kadmin.describe_log_dirs({topic_name: [1]})
-    listed = [(t["name"], p["partition_index"]) for d in entry["log_dirs"]
-              for t in d["topics"] for p in t["partitions"]]
+    listed = [
+        (t["name"], p["partition_index"])
+        for d in entry["log_dirs"]
+        for t in d["topics"]
+        for p in t["partitions"]
+    ]
     assert listed == [(topic_name, 1)]
 
 
 def epoch_request(raw, topic, partition, leader_epoch, current=-1, version=4):
     t = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
-    return raw.send(OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, version,
-                    replica_id=-1, topics=[t(topic=topic, partitions=[t.OffsetForLeaderPartition(
-                        partition=partition, current_leader_epoch=current,
-                        leader_epoch=leader_epoch)])]).topics[0].partitions[0]
+    return (
+        raw.send(
+            OffsetForLeaderEpochRequest,
+            OffsetForLeaderEpochResponse,
+            version,
+            replica_id=-1,
+            topics=[
+                t(
+                    topic=topic,
+                    partitions=[
+                        t.OffsetForLeaderPartition(
+                            partition=partition,
+                            current_leader_epoch=current,
+                            leader_epoch=leader_epoch,
+                        )
+                    ],
+                )
+            ],
+        )
+        .topics[0]
+        .partitions[0]
+    )
 
 
 def test_offset_for_leader_epoch(broker, kadmin, raw, topic_name):
@@ -185,11 +245,16 @@ def test_offset_for_leader_epoch(broker, kadmin, raw, topic_name):
 
 def describe_partitions(raw, names, limit=2000, cursor=None):
     request = DescribeTopicPartitionsRequest
-    return raw.send(request, DescribeTopicPartitionsResponse, 0,
-                    topics=[request.TopicRequest(name=n) for n in names],
-                    response_partition_limit=limit,
-                    cursor=None if cursor is None else request.Cursor(topic_name=cursor[0],
-                                                                      partition_index=cursor[1]))
+    return raw.send(
+        request,
+        DescribeTopicPartitionsResponse,
+        0,
+        topics=[request.TopicRequest(name=n) for n in names],
+        response_partition_limit=limit,
+        cursor=None
+        if cursor is None
+        else request.Cursor(topic_name=cursor[0], partition_index=cursor[1]),
+    )
 
 
 def test_describe_topic_partitions(kadmin, raw, topic_name):
@@ -197,13 +262,22 @@ def test_describe_topic_partitions(kadmin, raw, topic_name):
     kadmin.create_topics([NewTopic(b, 2, 1), NewTopic(a, 3, 1)])
     response = describe_partitions(raw, [b, a, topic_name + "-none"])
     assert [(t.name, t.error_code) for t in response.topics] == [
-        (a, 0), (b, 0), (topic_name + "-none", 3)]
+        (a, 0),
+        (b, 0),
+        (topic_name + "-none", 3),
+    ]
     first = response.topics[0]
     assert first.topic_id.int != 0 and not first.is_internal
     part = first.partitions[0]
-    assert (part.leader_id, part.leader_epoch, part.replica_nodes, part.isr_nodes,
-            part.eligible_leader_replicas, part.last_known_elr, part.offline_replicas) == \
-        (1, 0, [1], [1], [], [], [])
+    assert (
+        part.leader_id,
+        part.leader_epoch,
+        part.replica_nodes,
+        part.isr_nodes,
+        part.eligible_leader_replicas,
+        part.last_known_elr,
+        part.offline_replicas,
+    ) == (1, 0, [1], [1], [], [], [])
     assert response.next_cursor is None
     # pagination: 2 partitions per page
     seen, cursor = [], None
@@ -223,24 +297,38 @@ def test_describe_topic_partitions(kadmin, raw, topic_name):
 
 def test_elect_leaders_on_one_node(cadmin, raw, topic_name):
     from confluent_kafka import ElectionType
+    from confluent_kafka.admin import NewTopic as CNewTopic
     from kafka.protocol.admin.topics import ElectLeadersRequest, ElectLeadersResponse
 
-    from confluent_kafka.admin import NewTopic as CNewTopic
-
     cadmin.create_topics([CNewTopic(topic_name, 2, 1)])[topic_name].result(10)
-    result = cadmin.elect_leaders(ElectionType.PREFERRED,
-                                  [CTopicPartition(topic_name, 0)]).result(10)
+    result = cadmin.elect_leaders(ElectionType.PREFERRED, [CTopicPartition(topic_name, 0)]).result(
+        10
+    )
     (error,) = result.values()
     assert "ELECTION_NOT_NEEDED" in str(error)
     topics = [ElectLeadersRequest.TopicPartitions(topic=topic_name, partitions=[1, 7])]
     for version in (0, 1, 2):
         fields = {"election_type": 1} if version >= 1 else {}
-        response = raw.send(ElectLeadersRequest, ElectLeadersResponse, version,
-                            topic_partitions=topics, timeout_ms=1000, **fields)
+        response = raw.send(
+            ElectLeadersRequest,
+            ElectLeadersResponse,
+            version,
+            topic_partitions=topics,
+            timeout_ms=1000,
+            **fields,
+        )
         (entry,) = response.replica_election_results
-        assert [(p.partition_id, p.error_code) for p in entry.partition_result] == \
-            [(1, 84), (7, 3)]  # ELECTION_NOT_NEEDED, UNKNOWN_TOPIC_OR_PARTITION
+        assert [(p.partition_id, p.error_code) for p in entry.partition_result] == [
+            (1, 84),
+            (7, 3),
+        ]  # ELECTION_NOT_NEEDED, UNKNOWN_TOPIC_OR_PARTITION
     # All partitions: those needing no election are left out.
-    response = raw.send(ElectLeadersRequest, ElectLeadersResponse, 2, election_type=0,
-                        topic_partitions=None, timeout_ms=1000)
+    response = raw.send(
+        ElectLeadersRequest,
+        ElectLeadersResponse,
+        2,
+        election_type=0,
+        topic_partitions=None,
+        timeout_ms=1000,
+    )
     assert response.error_code == 0 and response.replica_election_results == []

@@ -7,8 +7,8 @@ import os
 import pytest
 
 from wireserver.cluster.zookeeper import ZooKeeperError, ZooKeeperServer, available
-from wireserver.testing.cluster import FAST_FAILOVER, LocalCluster
 from wireserver.testing import wait_for  # noqa: F401 (the cluster tests import it from here)
+from wireserver.testing.cluster import FAST_FAILOVER, LocalCluster
 
 CLUSTER_OVERRIDES = {**FAST_FAILOVER, "offsets.topic.replication.factor": "1"}
 
@@ -31,7 +31,7 @@ def zookeeper():
 
 
 #: Clusters not yet closed, whose broker logs a failing test's report shows.
-_OPEN_CLUSTERS: set["Cluster"] = set()
+_OPEN_CLUSTERS: set[Cluster] = set()
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -43,19 +43,33 @@ def pytest_runtest_makereport(item, call):
     if report.failed:
         for cluster in list(_OPEN_CLUSTERS):
             for broker_id, broker in cluster.brokers.items():
-                report.sections.append((f"broker {broker_id} log (last 60 lines)",
-                                        "\n".join(broker.log_text().splitlines()[-60:])))
+                report.sections.append(
+                    (
+                        f"broker {broker_id} log (last 60 lines)",
+                        "\n".join(broker.log_text().splitlines()[-60:]),
+                    )
+                )
 
 
 class Cluster(LocalCluster):
     """A :class:`LocalCluster` under its own chroot of the module's ZooKeeper."""
 
-    def __init__(self, zookeeper: ZooKeeperServer, count: int, chroot: str,
-                 overrides: dict | None = None, **broker_options):
+    def __init__(
+        self,
+        zookeeper: ZooKeeperServer,
+        count: int,
+        chroot: str,
+        overrides: dict | None = None,
+        **broker_options,
+    ):
         """``broker_options`` go to every ``EmbeddedBroker`` (``sasl=``, ``users=``)."""
         _OPEN_CLUSTERS.add(self)
-        super().__init__(zookeeper.connect + chroot, count,
-                         {**CLUSTER_OVERRIDES, **(overrides or {})}, **broker_options)
+        super().__init__(
+            zookeeper.connect + chroot,
+            count,
+            {**CLUSTER_OVERRIDES, **(overrides or {})},
+            **broker_options,
+        )
 
     def close(self) -> None:
         _OPEN_CLUSTERS.discard(self)
@@ -66,6 +80,7 @@ def zk_client(zookeeper: ZooKeeperServer, chroot: str):
     """A started kazoo client in ``chroot`` for a test to read znodes; ``yield from`` it in a
     fixture, which then stops it."""
     from kazoo.client import KazooClient
+
     client = KazooClient(hosts=zookeeper.connect + chroot)
     client.start(timeout=30)
     yield client

@@ -11,8 +11,14 @@ import pytest
 from tests.cluster.conftest import zk_client
 from wireserver.cluster.acls import LITERAL_CHANGES, ZkAclStore, encode_change
 from wireserver.cluster.config_changes import CHANGE_EXPIRATION_MS, delete_expired
-from wireserver.security.acls import (AclBinding, Authorizer, Operation, PatternType,
-                                      Permission, ResourceType)
+from wireserver.security.acls import (
+    AclBinding,
+    Authorizer,
+    Operation,
+    PatternType,
+    Permission,
+    ResourceType,
+)
 
 SIXTEEN_MINUTES_MS = 16 * 60 * 1000
 
@@ -41,8 +47,15 @@ def test_a_broker_deletes_expired_acl_notifications_after_applying_them(zk):
     authorizer = Authorizer(None)
     store = ZkAclStore(zk, authorizer, lambda func: func, wall_clock_ms=lambda: clock[0])
     store.start()
-    acl = AclBinding(ResourceType.TOPIC, "orders", PatternType.LITERAL, "User:alice", "*",
-                     Operation.READ, Permission.ALLOW)
+    acl = AclBinding(
+        ResourceType.TOPIC,
+        "orders",
+        PatternType.LITERAL,
+        "User:alice",
+        "*",
+        Operation.READ,
+        Permission.ALLOW,
+    )
     store.write([], [acl], [])  # the znode and a notification, as another broker would
     key = (ResourceType.TOPIC, PatternType.LITERAL, "orders")
     zk.create(f"{LITERAL_CHANGES}/acl_changes_", encode_change(key), sequence=True)

@@ -13,9 +13,8 @@ import os
 import time
 import uuid
 
-from confluent_kafka import Consumer, Producer, TopicPartition
-
 import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.cluster.conftest import CLUSTER_OVERRIDES, zk_client
 from wireserver.testing import BrokerStartError, EmbeddedBroker
@@ -25,13 +24,21 @@ VALUES = [f"value {i}".encode() for i in range(20)]
 
 
 def broker_on(zookeeper, chroot: str, data_dir) -> EmbeddedBroker:
-    return EmbeddedBroker("subprocess", data_dir=data_dir, overrides={
-        **CLUSTER_OVERRIDES, "broker.id": "1", "zookeeper.connect": zookeeper.connect + chroot})
+    return EmbeddedBroker(
+        "subprocess",
+        data_dir=data_dir,
+        overrides={
+            **CLUSTER_OVERRIDES,
+            "broker.id": "1",
+            "zookeeper.connect": zookeeper.connect + chroot,
+        },
+    )
 
 
 def read_all(bootstrap: str) -> list[bytes]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "guard-check",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "guard-check", "enable.auto.commit": False}
+    )
     consumer.assign([TopicPartition(TOPIC, 0, 0)])
     values: list[bytes] = []
     deadline = time.monotonic() + 60
@@ -45,8 +52,11 @@ def read_all(bootstrap: str) -> list[bytes]:
 
 def segment_bytes(data_dir) -> int:
     partition_dir = os.path.join(data_dir, f"{TOPIC}-0")
-    return sum(os.path.getsize(os.path.join(partition_dir, name))
-               for name in os.listdir(partition_dir) if name.endswith(".log"))
+    return sum(
+        os.path.getsize(os.path.join(partition_dir, name))
+        for name in os.listdir(partition_dir)
+        if name.endswith(".log")
+    )
 
 
 def unique_chroot() -> str:
@@ -72,8 +82,9 @@ def test_another_clusters_zookeeper_is_refused_and_the_data_kept(zookeeper, writ
     other = unique_chroot()
     session = zk_client(zookeeper, other)
     client = next(session)
-    client.create("/cluster/id", json.dumps({"version": "1", "id": "b" * 22}).encode(),
-                  makepath=True)
+    client.create(
+        "/cluster/id", json.dumps({"version": "1", "id": "b" * 22}).encode(), makepath=True
+    )
     next(session, None)  # stops the client
     before = segment_bytes(data_dir)
     broker = broker_on(zookeeper, other, data_dir)

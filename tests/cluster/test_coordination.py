@@ -6,19 +6,21 @@ back to the preferred replica after a failover."""
 from __future__ import annotations
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka import ElectionType
+from confluent_kafka import Consumer, ElectionType, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from wireserver.protocol.served import SERVED
-from wireserver.testing import KafkaWire
 from tests.cluster.conftest import Cluster, wait_for
 from tests.cluster.test_replication import create, metadata
+from wireserver.protocol.served import SERVED
+from wireserver.testing import KafkaWire
 
 pytestmark = pytest.mark.integration
 
-OVERRIDES = {"offsets.topic.replication.factor": "3", "offsets.topic.num.partitions": "3",
-             "auto.leader.rebalance.enable": "false"}
+OVERRIDES = {
+    "offsets.topic.replication.factor": "3",
+    "offsets.topic.num.partitions": "3",
+    "auto.leader.rebalance.enable": "false",
+}
 
 
 @pytest.fixture(scope="module")
@@ -37,9 +39,15 @@ def find_coordinator(bootstrap_server: str, key: str, key_type: int = 0) -> tupl
 
 
 def consume(cluster: Cluster, topic: str, group: str, count: int) -> list[int]:
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group,
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                         "session.timeout.ms": 6000})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": 6000,
+        }
+    )
     consumer.subscribe([topic])
     offsets: list[int] = []
     try:
@@ -75,31 +83,48 @@ def test_group_coordinator_moves_with_offsets_leadership(cluster):
 
     cluster.brokers[coordinator].kill()
     survivor = next(b for b in cluster.brokers.values() if b.running)
-    moved = wait_for(lambda: (r := find_coordinator(survivor.bootstrap_servers, group))[0] == 0
-                     and r[1] != coordinator and r[1], 30, what="a new coordinator")
+    moved = wait_for(
+        lambda: (
+            (r := find_coordinator(survivor.bootstrap_servers, group))[0] == 0
+            and r[1] != coordinator
+            and r[1]
+        ),
+        30,
+        what="a new coordinator",
+    )
     assert moved in cluster.brokers and moved != coordinator
     # The group resumes where it committed.
     assert consume(cluster, topic, group, 20) == list(range(40, 60))
     cluster.brokers[coordinator].start()
-    wait_for(lambda: len(metadata(survivor.bootstrap_servers, "none")[1]) == 3, 30,
-             what="the broker to register again")
+    wait_for(
+        lambda: len(metadata(survivor.bootstrap_servers, "none")[1]) == 3,
+        30,
+        what="the broker to register again",
+    )
 
 
 def _fail_over_and_return(cluster: Cluster, topic: str) -> tuple[int, str]:
     create(cluster, topic, partitions=1, rf=3)
     any_broker = next(iter(cluster.brokers.values())).bootstrap_servers
     # The controller elects leaders just after creation: wait for the partition to have one.
-    wait_for(lambda: metadata(any_broker, topic)[2].get(0, (-1,))[0] != -1, 30,
-             what="a leader after creation")
+    wait_for(
+        lambda: metadata(any_broker, topic)[2].get(0, (-1,))[0] != -1,
+        30,
+        what="a leader after creation",
+    )
     preferred, _, replicas, _ = metadata(any_broker, topic)[2][0]
     assert preferred == replicas[0]
     cluster.brokers[preferred].kill()
     observer = next(b for b in cluster.brokers.values() if b.running).bootstrap_servers
-    wait_for(lambda: metadata(observer, topic)[2][0][0] not in (-1, preferred), 30,
-             what="a failover")
+    wait_for(
+        lambda: metadata(observer, topic)[2][0][0] not in (-1, preferred), 30, what="a failover"
+    )
     cluster.brokers[preferred].start()
-    wait_for(lambda: preferred in metadata(observer, topic)[2][0][3], 60,
-             what="the preferred replica to rejoin the ISR")
+    wait_for(
+        lambda: preferred in metadata(observer, topic)[2][0][3],
+        60,
+        what="the preferred replica to rejoin the ISR",
+    )
     return preferred, observer
 
 
@@ -110,8 +135,11 @@ def test_elect_leaders_preferred_moves_leadership_back(cluster):
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     result = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(topic, 0)]).result(30)
     assert list(result.values()) == [None]
-    wait_for(lambda: metadata(observer, topic)[2][0][0] == preferred, 10,
-             what="the preferred replica to lead")
+    wait_for(
+        lambda: metadata(observer, topic)[2][0][0] == preferred,
+        10,
+        what="the preferred replica to lead",
+    )
     # Again: nothing to do.
     result = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(topic, 0)]).result(30)
     (error,) = result.values()
@@ -120,8 +148,10 @@ def test_elect_leaders_preferred_moves_leadership_back(cluster):
 
 @pytest.fixture
 def rebalancing_cluster(zookeeper):
-    overrides = {"auto.leader.rebalance.enable": "true",
-                 "leader.imbalance.check.interval.seconds": "1"}
+    overrides = {
+        "auto.leader.rebalance.enable": "true",
+        "leader.imbalance.check.interval.seconds": "1",
+    }
     nodes = Cluster(zookeeper, 3, "/wireserver-rebalance", overrides).start()
     yield nodes
     nodes.close()
@@ -130,5 +160,8 @@ def rebalancing_cluster(zookeeper):
 def test_auto_leader_rebalance(rebalancing_cluster):
     cluster = rebalancing_cluster
     preferred, observer = _fail_over_and_return(cluster, "rebalanced")
-    wait_for(lambda: metadata(observer, "rebalanced")[2][0][0] == preferred, 20,
-             what="the automatic preferred election")
+    wait_for(
+        lambda: metadata(observer, "rebalanced")[2][0][0] == preferred,
+        20,
+        what="the automatic preferred election",
+    )

@@ -48,8 +48,9 @@ LATEST, EARLIEST = -1, -2  # ListOffsets' special timestamps
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper):
-    nodes = Cluster(zookeeper, 3, "/wireserver-describe",
-                    {"auto.leader.rebalance.enable": "false"}).start()
+    nodes = Cluster(
+        zookeeper, 3, "/wireserver-describe", {"auto.leader.rebalance.enable": "false"}
+    ).start()
     yield nodes
     nodes.close()
 
@@ -58,16 +59,22 @@ def live(cluster: Cluster) -> list:
     return [b for b in cluster.brokers.values() if b.running]
 
 
-def describe_partitions(bootstrap: str, topics: list[str], limit: int = 2000,
-                        cursor: tuple[str, int] | None = None):
+def describe_partitions(
+    bootstrap: str, topics: list[str], limit: int = 2000, cursor: tuple[str, int] | None = None
+):
     """One raw DescribeTopicPartitions v0 request to one broker."""
     request = DescribeTopicPartitionsRequest
     with KafkaWire(bootstrap) as wire:
-        return wire.request(request(
-            version=0, topics=[request.TopicRequest(name=name) for name in topics],
-            response_partition_limit=limit,
-            cursor=None if cursor is None else request.Cursor(topic_name=cursor[0],
-                                                              partition_index=cursor[1])))
+        return wire.request(
+            request(
+                version=0,
+                topics=[request.TopicRequest(name=name) for name in topics],
+                response_partition_limit=limit,
+                cursor=None
+                if cursor is None
+                else request.Cursor(topic_name=cursor[0], partition_index=cursor[1]),
+            )
+        )
 
 
 def described(bootstrap: str, topic: str) -> dict:
@@ -78,9 +85,10 @@ def described(bootstrap: str, topic: str) -> dict:
     for p in entry.partitions:
         assert p.error_code == 0
         assert (p.eligible_leader_replicas, p.last_known_elr) == ([], [])
-    return {p.partition_index: (p.leader_id, p.leader_epoch, list(p.replica_nodes),
-                                list(p.isr_nodes))
-            for p in entry.partitions}
+    return {
+        p.partition_index: (p.leader_id, p.leader_epoch, list(p.replica_nodes), list(p.isr_nodes))
+        for p in entry.partitions
+    }
 
 
 def offline_replicas(bootstrap: str, topic: str) -> dict:
@@ -91,35 +99,50 @@ def offline_replicas(bootstrap: str, topic: str) -> dict:
 def wait_settled(cluster: Cluster, topic: str, isr: list[int], timeout: float = 60.0) -> dict:
     """Wait until every live broker's Metadata gives every partition a leader and exactly
     ``isr`` in sync, and all agree; that view."""
+
     def settled():
         views = [metadata(b.bootstrap_servers, topic)[2] for b in live(cluster)]
         first = views[0]
-        return first if first and all(v == first for v in views) and all(
-            p[0] >= 0 and sorted(p[3]) == isr for p in first.values()) else None
+        return (
+            first
+            if first
+            and all(v == first for v in views)
+            and all(p[0] >= 0 and sorted(p[3]) == isr for p in first.values())
+            else None
+        )
+
     return wait_for(settled, timeout, 0.2, what=f"{topic}: ISR {isr} on every broker")
 
 
 def kafka_topics_describe(bootstrap: str, topic: str, *extra: str) -> dict:
     """{partition: (leader or None, replicas, isr)} as Kafka's kafka-topics prints them."""
-    out = run_tool("kafka-topics", ["--describe", "--topic", topic, *extra],
-                   bootstrap=bootstrap, timeout=120)
+    out = run_tool(
+        "kafka-topics", ["--describe", "--topic", topic, *extra], bootstrap=bootstrap, timeout=120
+    )
     assert out.returncode == 0, out.stderr
-    rows = re.findall(r"Partition: (\d+)\s+Leader: (\S+)\s+Replicas: ([\d,]*)\s+"
-                      r"Isr: ([\d,]*)\s+Elr: ([\d,]*)\s+LastKnownElr: ([\d,]*)", out.stdout)
+    rows = re.findall(
+        r"Partition: (\d+)\s+Leader: (\S+)\s+Replicas: ([\d,]*)\s+"
+        r"Isr: ([\d,]*)\s+Elr: ([\d,]*)\s+LastKnownElr: ([\d,]*)",
+        out.stdout,
+    )
     assert rows, out.stdout
     parsed = {}
     for partition, leader, replicas, isr, elr, last_known_elr in rows:
         assert (elr, last_known_elr) == ("", ""), out.stdout
-        parsed[int(partition)] = (None if leader == "none" else int(leader),
-                                  [int(r) for r in replicas.split(",") if r],
-                                  [int(r) for r in isr.split(",") if r])
+        parsed[int(partition)] = (
+            None if leader == "none" else int(leader),
+            [int(r) for r in replicas.split(",") if r],
+            [int(r) for r in isr.split(",") if r],
+        )
     return parsed
 
 
 def as_printed(view: dict) -> dict:
     """A (leader, epoch, replicas, isr) view in kafka_topics_describe's shape."""
-    return {p: (leader if leader >= 0 else None, replicas, isr)
-            for p, (leader, _, replicas, isr) in view.items()}
+    return {
+        p: (leader if leader >= 0 else None, replicas, isr)
+        for p, (leader, _, replicas, isr) in view.items()
+    }
 
 
 def admin_client_views(bootstrap: str, topic: str) -> tuple[dict, dict]:
@@ -129,14 +152,24 @@ def admin_client_views(bootstrap: str, topic: str) -> tuple[dict, dict]:
         (entry,) = kadmin.describe_topics([topic])
     finally:
         kadmin.close()
-    kafka_python = {p["partition_index"]: (p["leader_id"] if p["leader_id"] >= 0 else None,
-                                           list(p["replica_nodes"]), list(p["isr_nodes"]))
-                    for p in entry["partitions"]}
+    kafka_python = {
+        p["partition_index"]: (
+            p["leader_id"] if p["leader_id"] >= 0 else None,
+            list(p["replica_nodes"]),
+            list(p["isr_nodes"]),
+        )
+        for p in entry["partitions"]
+    }
     cadmin = AdminClient({"bootstrap.servers": bootstrap})
     description = cadmin.describe_topics(TopicCollection([topic]))[topic].result(30)
-    confluent = {p.id: (p.leader.id if p.leader is not None else None,
-                        [r.id for r in p.replicas], [r.id for r in p.isr])
-                 for p in description.partitions}
+    confluent = {
+        p.id: (
+            p.leader.id if p.leader is not None else None,
+            [r.id for r in p.replicas],
+            [r.id for r in p.isr],
+        )
+        for p in description.partitions
+    }
     return kafka_python, confluent
 
 
@@ -156,8 +189,9 @@ def test_describe_topic_partitions_on_every_broker(cluster):
     assert [p.partition_index for p in first.topics[0].partitions] == [0, 1]
     assert (first.next_cursor.topic_name, first.next_cursor.partition_index) == (topic, 2)
     rest = describe_partitions(follower.bootstrap_servers, [topic], cursor=(topic, 2))
-    assert [(p.partition_index, p.leader_id, list(p.isr_nodes))
-            for p in rest.topics[0].partitions] == [(2, view[2][0], view[2][3])]
+    assert [
+        (p.partition_index, p.leader_id, list(p.isr_nodes)) for p in rest.topics[0].partitions
+    ] == [(2, view[2][0], view[2][3])]
     assert rest.next_cursor is None
 
 
@@ -174,10 +208,15 @@ def test_kafka_topics_describe_follows_a_failure(cluster):
     # A topic whose only replica is the victim: it goes offline with it.
     single = "described-offline"
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    admin.create_topics([NewTopic(single, num_partitions=1, replica_assignment=[[victim]])]
-                        )[single].result(30)
-    wait_for(lambda: metadata(cluster.bootstrap, single)[2].get(0, (-1,))[0] == victim, 30,
-             0.2, what=f"{single}: led by broker {victim}")
+    admin.create_topics([NewTopic(single, num_partitions=1, replica_assignment=[[victim]])])[
+        single
+    ].result(30)
+    wait_for(
+        lambda: metadata(cluster.bootstrap, single)[2].get(0, (-1,))[0] == victim,
+        30,
+        0.2,
+        what=f"{single}: led by broker {victim}",
+    )
     cluster.brokers[victim].kill()
     try:
         after = wait_settled(cluster, topic, survivors)
@@ -191,20 +230,28 @@ def test_kafka_topics_describe_follows_a_failure(cluster):
             assert offline_replicas(bootstrap, topic) == {p: [victim] for p in after}
             assert kafka_topics_describe(bootstrap, topic) == as_printed(after)
         # Every partition lost a replica: all are under-replicated.
-        under = kafka_topics_describe(cluster.brokers[survivors[0]].bootstrap_servers, topic,
-                                      "--under-replicated-partitions")
+        under = kafka_topics_describe(
+            cluster.brokers[survivors[0]].bootstrap_servers, topic, "--under-replicated-partitions"
+        )
         assert sorted(under) == [0, 1, 2]
         kafka_python, confluent = admin_client_views(cluster.bootstrap, topic)
         assert kafka_python == confluent == as_printed(after)
         # The offline partition: no leader (error NONE in DescribeTopicPartitions, as Kafka),
         # its replica offline, and kafka-topics lists it as unavailable.
         survivor = cluster.brokers[survivors[0]].bootstrap_servers
-        offline = wait_for(lambda: (v := metadata(survivor, single)[2])[0][0] == -1 and v, 30,
-                           0.2, what=f"{single} offline")
+        offline = wait_for(
+            lambda: (v := metadata(survivor, single)[2])[0][0] == -1 and v,
+            30,
+            0.2,
+            what=f"{single} offline",
+        )
         assert described(survivor, single) == offline
         assert offline_replicas(survivor, single) == {0: [victim]}
-        assert kafka_topics_describe(survivor, single, "--unavailable-partitions") == \
-            as_printed(offline) == {0: (None, [victim], offline[0][3])}
+        assert (
+            kafka_topics_describe(survivor, single, "--unavailable-partitions")
+            == as_printed(offline)
+            == {0: (None, [victim], offline[0][3])}
+        )
     finally:
         cluster.brokers[victim].start()
     back = wait_settled(cluster, topic, ALL, timeout=90)
@@ -217,35 +264,55 @@ def test_describe_log_dirs_lists_only_hosted_replicas(cluster):
     create(cluster, pair, partitions=2, rf=2)
     replicas_of = {}
     for topic, rf in ((spread, 1), (pair, 2)):
-        view = wait_for(lambda: (v := metadata(cluster.bootstrap, topic)[2]) and all(
-            len(p[3]) == rf for p in v.values()) and v, 60, 0.2, what=f"{topic} in sync")
+        view = wait_for(
+            lambda: (
+                (v := metadata(cluster.bootstrap, topic)[2])
+                and all(len(p[3]) == rf for p in v.values())
+                and v
+            ),
+            60,
+            0.2,
+            what=f"{topic} in sync",
+        )
         replicas_of.update({(topic, p): replicas for p, (_, _, replicas, _) in view.items()})
     kadmin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=30000)
     try:
         answers = kadmin.describe_log_dirs([spread, pair])  # asks every broker
     finally:
         kadmin.close()
-    listed = {answer["broker"]: sorted(
-        (topic["name"], partition["partition_index"])
-        for log_dir in answer["log_dirs"] for topic in log_dir["topics"]
-        for partition in topic["partitions"]) for answer in answers}
-    expected = {broker: sorted(tp for tp, replicas in replicas_of.items() if broker in replicas)
-                for broker in ALL}
+    listed = {
+        answer["broker"]: sorted(
+            (topic["name"], partition["partition_index"])
+            for log_dir in answer["log_dirs"]
+            for topic in log_dir["topics"]
+            for partition in topic["partitions"]
+        )
+        for answer in answers
+    }
+    expected = {
+        broker: sorted(tp for tp, replicas in replicas_of.items() if broker in replicas)
+        for broker in ALL
+    }
     assert listed == expected
     # Each of the three RF 1 partitions is on exactly one broker.
     assert sorted(tp for tps in listed.values() for tp in tps if tp[0] == spread) == [
-        (spread, 0), (spread, 1), (spread, 2)]
+        (spread, 0),
+        (spread, 1),
+        (spread, 2),
+    ]
 
 
 def describe_producers(bootstrap: str, topic: str) -> tuple[int, list]:
     """(error code, [(producer id, last sequence)]) of partition 0, from one broker."""
     request = DescribeProducersRequest
     with KafkaWire(bootstrap) as wire:
-        response = wire.request(request(version=0, topics=[
-            request.TopicRequest(name=topic, partition_indexes=[0])]))
+        response = wire.request(
+            request(version=0, topics=[request.TopicRequest(name=topic, partition_indexes=[0])])
+        )
     (partition,) = response.topics[0].partitions
-    return partition.error_code, sorted((p.producer_id, p.last_sequence)
-                                        for p in partition.active_producers)
+    return partition.error_code, sorted(
+        (p.producer_id, p.last_sequence) for p in partition.active_producers
+    )
 
 
 def test_describe_producers_on_replicas_only(cluster):
@@ -254,8 +321,9 @@ def test_describe_producers_on_replicas_only(cluster):
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True})
     delivered: list = []
     for i in range(5):
-        producer.produce(topic, b"v%d" % i, partition=0,
-                         on_delivery=lambda err, msg: delivered.append(err))
+        producer.produce(
+            topic, b"v%d" % i, partition=0, on_delivery=lambda err, msg: delivered.append(err)
+        )
     producer.flush(60)
     assert delivered == [None] * 5
     leader, _, replicas, _ = metadata(cluster.bootstrap, topic)[2][0]
@@ -264,20 +332,40 @@ def test_describe_producers_on_replicas_only(cluster):
     assert error == 0 and len(producers) == 1 and producers[0][1] == 4
     # The follower answers from its own copy once it has fetched the batch.
     (follower,) = [r for r in replicas if r != leader]
-    wait_for(lambda: describe_producers(cluster.brokers[follower].bootstrap_servers, topic) ==
-             (0, producers), 30, 0.2, what="the follower's producer state")
-    assert describe_producers(cluster.brokers[outsider].bootstrap_servers, topic) == \
-        (NOT_LEADER_OR_FOLLOWER, [])
+    wait_for(
+        lambda: (
+            describe_producers(cluster.brokers[follower].bootstrap_servers, topic) == (0, producers)
+        ),
+        30,
+        0.2,
+        what="the follower's producer state",
+    )
+    assert describe_producers(cluster.brokers[outsider].bootstrap_servers, topic) == (
+        NOT_LEADER_OR_FOLLOWER,
+        [],
+    )
 
 
 def delete_records_error(bootstrap: str, topic: str, offset: int) -> int:
     """The error code of a raw DeleteRecords of partition 0 below ``offset`` on one broker."""
     request = DeleteRecordsRequest
     with KafkaWire(bootstrap) as wire:
-        response = wire.request(request(version=2, timeout_ms=30000, topics=[
-            request.DeleteRecordsTopic(name=topic, partitions=[
-                request.DeleteRecordsTopic.DeleteRecordsPartition(partition_index=0,
-                                                                  offset=offset)])]))
+        response = wire.request(
+            request(
+                version=2,
+                timeout_ms=30000,
+                topics=[
+                    request.DeleteRecordsTopic(
+                        name=topic,
+                        partitions=[
+                            request.DeleteRecordsTopic.DeleteRecordsPartition(
+                                partition_index=0, offset=offset
+                            )
+                        ],
+                    )
+                ],
+            )
+        )
     return response.topics[0].partitions[0].error_code
 
 
@@ -287,10 +375,23 @@ def list_offsets(bootstrap: str, topic: str, timestamps: list[int]) -> list[tupl
     found = []
     with KafkaWire(bootstrap) as wire:
         for timestamp in timestamps:
-            response = wire.request(request(
-                version=9, replica_id=-1, isolation_level=0, topics=[request.ListOffsetsTopic(
-                    name=topic, partitions=[request.ListOffsetsTopic.ListOffsetsPartition(
-                        partition_index=0, current_leader_epoch=-1, timestamp=timestamp)])]))
+            response = wire.request(
+                request(
+                    version=9,
+                    replica_id=-1,
+                    isolation_level=0,
+                    topics=[
+                        request.ListOffsetsTopic(
+                            name=topic,
+                            partitions=[
+                                request.ListOffsetsTopic.ListOffsetsPartition(
+                                    partition_index=0, current_leader_epoch=-1, timestamp=timestamp
+                                )
+                            ],
+                        )
+                    ],
+                )
+            )
             (answer,) = response.topics[0].partitions
             assert answer.error_code == 0
             found.append((answer.offset, answer.leader_epoch))
@@ -307,8 +408,10 @@ def test_deleted_records_stay_deleted_after_failover(cluster):
     producer.flush(60)
     leader, epoch, _, _ = metadata(cluster.bootstrap, topic)[2][0]
     follower = next(i for i in ALL if i != leader)
-    assert delete_records_error(cluster.brokers[follower].bootstrap_servers, topic, 4) == \
-        NOT_LEADER_OR_FOLLOWER
+    assert (
+        delete_records_error(cluster.brokers[follower].bootstrap_servers, topic, 4)
+        == NOT_LEADER_OR_FOLLOWER
+    )
     cadmin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     (future,) = cadmin.delete_records([TopicPartition(topic, 0, 4)]).values()
     # The answer waited until every live follower's log start reached 4 (Kafka's
@@ -321,11 +424,18 @@ def test_deleted_records_stay_deleted_after_failover(cluster):
         assert new_epoch > epoch
         # ListOffsets names the epoch that wrote the offset found (the old leader's for the log
         # start, 4) and the current one for the end, as Kafka's fetchOffsetByTimestamp.
-        found = list_offsets(cluster.brokers[new_leader].bootstrap_servers, topic,
-                             [EARLIEST, LATEST])
+        found = list_offsets(
+            cluster.brokers[new_leader].bootstrap_servers, topic, [EARLIEST, LATEST]
+        )
         assert found == [(4, epoch), (10, new_epoch)]
-        consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "trimmed",
-                             "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+        consumer = Consumer(
+            {
+                "bootstrap.servers": cluster.bootstrap,
+                "group.id": "trimmed",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+            }
+        )
         try:
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
             assert (low, high) == (4, 10)
@@ -347,8 +457,12 @@ def test_deleted_records_stay_deleted_after_failover(cluster):
 def test_produce_and_fetch_name_the_leader_kip_951(cluster):
     topic = "hinted"
     create(cluster, topic, partitions=1, rf=1)
-    view = wait_for(lambda: (v := metadata(cluster.bootstrap, topic)[2]) and v[0][0] > 0 and v,
-                    30, 0.2, what=f"{topic}: a leader")
+    view = wait_for(
+        lambda: (v := metadata(cluster.bootstrap, topic)[2]) and v[0][0] > 0 and v,
+        30,
+        0.2,
+        what=f"{topic}: a leader",
+    )
     leader, epoch, _, _ = view[0]
     elsewhere = next(b for i, b in cluster.brokers.items() if i != leader)
     host, port = cluster.brokers[leader].bootstrap_servers.rsplit(":", 1)
@@ -356,17 +470,52 @@ def test_produce_and_fetch_name_the_leader_kip_951(cluster):
     with KafkaWire(elsewhere.bootstrap_servers) as wire:
         topic_id = wire.request(raw.metadata([topic], auto_create=False)).topics[0].topic_id
         data = ProduceRequest.TopicProduceData
-        produced = wire.request(ProduceRequest(
-            version=12, transactional_id=None, acks=1, timeout_ms=10000, topic_data=[data(
-                name=topic, partition_data=[data.PartitionProduceData(
-                    index=0, records=raw.v2_batch([b"x"]))])]))
+        produced = wire.request(
+            ProduceRequest(
+                version=12,
+                transactional_id=None,
+                acks=1,
+                timeout_ms=10000,
+                topic_data=[
+                    data(
+                        name=topic,
+                        partition_data=[
+                            data.PartitionProduceData(index=0, records=raw.v2_batch([b"x"]))
+                        ],
+                    )
+                ],
+            )
+        )
         wanted = FetchRequest.FetchTopic
-        fetched = wire.request(FetchRequest(
-            version=16, replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
-            isolation_level=0, session_id=0, session_epoch=-1, forgotten_topics_data=[],
-            rack_id="", topics=[wanted(topic_id=topic_id, partitions=[wanted.FetchPartition(
-                partition=0, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1,
-                log_start_offset=-1, partition_max_bytes=1 << 20)])]))
+        fetched = wire.request(
+            FetchRequest(
+                version=16,
+                replica_id=-1,
+                max_wait_ms=0,
+                min_bytes=1,
+                max_bytes=1 << 20,
+                isolation_level=0,
+                session_id=0,
+                session_epoch=-1,
+                forgotten_topics_data=[],
+                rack_id="",
+                topics=[
+                    wanted(
+                        topic_id=topic_id,
+                        partitions=[
+                            wanted.FetchPartition(
+                                partition=0,
+                                current_leader_epoch=-1,
+                                fetch_offset=0,
+                                last_fetched_epoch=-1,
+                                log_start_offset=-1,
+                                partition_max_bytes=1 << 20,
+                            )
+                        ],
+                    )
+                ],
+            )
+        )
     (answer,) = produced.responses[0].partition_responses
     assert answer.error_code == NOT_LEADER_OR_FOLLOWER
     assert (answer.current_leader.leader_id, answer.current_leader.leader_epoch) == (leader, epoch)

@@ -57,27 +57,38 @@ def partitions(cluster: Cluster, topic: str) -> dict:
 
 def wait_isr(cluster: Cluster, topic: str, isr: list[int], timeout: float = 60.0) -> dict:
     """Wait until every partition of ``topic`` has a leader and exactly ``isr`` in sync."""
+
     def settled():
         now = partitions(cluster, topic)
-        return now if now and all(p[0] >= 0 and sorted(p[3]) == isr
-                                  for p in now.values()) else None
+        return now if now and all(p[0] >= 0 and sorted(p[3]) == isr for p in now.values()) else None
+
     return wait_for(settled, timeout, 0.2, what=f"{topic}: ISR {isr} everywhere")
 
 
-def wait_leader(cluster: Cluster, topic: str, partition: int, accept,
-                timeout: float = 30.0) -> tuple:
+def wait_leader(
+    cluster: Cluster, topic: str, partition: int, accept, timeout: float = 30.0
+) -> tuple:
     """Wait until the partition's (leader, epoch, replicas, isr) satisfies ``accept``."""
+
     def check():
         state = partitions(cluster, topic).get(partition)
         return state if state is not None and accept(state) else None
+
     return wait_for(check, timeout, 0.2, what=f"{topic}-{partition}: leadership change")
 
 
-def read_partition(bootstrap: str, topic: str, partition: int,
-                   timeout: float = 60.0) -> list[tuple[int, bytes]]:
+def read_partition(
+    bootstrap: str, topic: str, partition: int, timeout: float = 60.0
+) -> list[tuple[int, bytes]]:
     """Every record of one partition below its high watermark, as (offset, value)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "failures-check",
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "failures-check",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
     try:
         _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=20)
         consumer.assign([TopicPartition(topic, partition, 0)])
@@ -87,8 +98,9 @@ def read_partition(bootstrap: str, topic: str, partition: int,
             msg = consumer.poll(1)
             if msg is not None and not msg.error():
                 records.append((msg.offset(), msg.value()))
-        assert not records or records[-1][0] >= high - 1, \
+        assert not records or records[-1][0] >= high - 1, (
             f"{topic}-{partition}: read up to {records[-1][0]} of {high}"
+        )
         return records
     finally:
         consumer.close()
@@ -96,12 +108,20 @@ def read_partition(bootstrap: str, topic: str, partition: int,
 
 def acks_only(bootstrap: str, topic: str, values: list[bytes], acks: str) -> list:
     """Produce ``values`` with retries off; the error (or None) of each delivery."""
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "retries": 0,
-                         "enable.idempotence": False, "message.timeout.ms": 20000})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": acks,
+            "retries": 0,
+            "enable.idempotence": False,
+            "message.timeout.ms": 20000,
+        }
+    )
     results: list = []
     for value in values:
-        producer.produce(topic, value, partition=0,
-                         on_delivery=lambda err, msg: results.append(err))
+        producer.produce(
+            topic, value, partition=0, on_delivery=lambda err, msg: results.append(err)
+        )
     producer.flush(30)
     return results
 
@@ -122,8 +142,9 @@ def sequence(value: bytes) -> tuple[str, int]:
     return prefix, int(number)
 
 
-def check_acknowledged(bootstrap: str, topic: str, count: int,
-                       acked: list[tuple[int, int, bytes]]) -> None:
+def check_acknowledged(
+    bootstrap: str, topic: str, count: int, acked: list[tuple[int, int, bytes]]
+) -> None:
     """Every acknowledged (partition, offset, value) is in the log at its offset; no value is
     stored twice; each producer's values are in send order within every partition."""
     stored: dict[int, dict[int, bytes]] = {}
@@ -132,8 +153,10 @@ def check_acknowledged(bootstrap: str, topic: str, count: int,
     values = [v for records in stored.values() for v in records.values()]
     assert len(values) == len(set(values)), "a record is stored twice"
     wrong = [(p, o, v, stored[p].get(o)) for p, o, v in acked if stored[p].get(o) != v]
-    assert not wrong, f"{len(wrong)} of {len(acked)} acknowledged records are not where they " \
-                      f"were acknowledged, e.g. {wrong[:5]}"
+    assert not wrong, (
+        f"{len(wrong)} of {len(acked)} acknowledged records are not where they "
+        f"were acknowledged, e.g. {wrong[:5]}"
+    )
     for partition, records in stored.items():
         by_producer: dict[str, list[int]] = {}
         for offset in sorted(records):
@@ -156,9 +179,16 @@ class ProducerThread(threading.Thread):
         self.errors: list[KafkaError] = []
         self.unflushed = -1
         self._stop_event = threading.Event()
-        self.producer = Producer({
-            "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-            "linger.ms": 5, "message.timeout.ms": 300000, "error_cb": self.errors.append})
+        self.producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "acks": "all",
+                "enable.idempotence": True,
+                "linger.ms": 5,
+                "message.timeout.ms": 300000,
+                "error_cb": self.errors.append,
+            }
+        )
 
     def _delivered(self, err, msg) -> None:
         if err:
@@ -170,8 +200,12 @@ class ProducerThread(threading.Thread):
         n = 0
         while not self._stop_event.is_set():
             try:
-                self.producer.produce(self.topic, f"c{n}".encode(), partition=n % self.count,
-                                      on_delivery=self._delivered)
+                self.producer.produce(
+                    self.topic,
+                    f"c{n}".encode(),
+                    partition=n % self.count,
+                    on_delivery=self._delivered,
+                )
                 n += 1
             except BufferError:
                 pass
@@ -191,14 +225,30 @@ class JavaProducer:
     def __init__(self, bootstrap: str, topic: str, tmp_path):
         config = tmp_path / "verifiable-producer.properties"
         # The tool sets retries=0 (which turns idempotence off): the file turns both back on.
-        config.write_text("enable.idempotence=true\nretries=2147483647\nlinger.ms=5\n"
-                          "max.in.flight.requests.per.connection=5\nretry.backoff.ms=100\n"
-                          "reconnect.backoff.ms=100\nreconnect.backoff.max.ms=1000\n"
-                          "delivery.timeout.ms=300000\nrequest.timeout.ms=15000\n")
+        config.write_text(
+            "enable.idempotence=true\nretries=2147483647\nlinger.ms=5\n"
+            "max.in.flight.requests.per.connection=5\nretry.backoff.ms=100\n"
+            "reconnect.backoff.ms=100\nreconnect.backoff.max.ms=1000\n"
+            "delivery.timeout.ms=300000\nrequest.timeout.ms=15000\n"
+        )
         self.process = popen_tool(
             "kafka-verifiable-producer",
-            ["--topic", topic, "--max-messages", "-1", "--throughput", "100", "--acks", "-1",
-             "--value-prefix", "7", "--producer.config", str(config)], bootstrap=bootstrap)
+            [
+                "--topic",
+                topic,
+                "--max-messages",
+                "-1",
+                "--throughput",
+                "100",
+                "--acks",
+                "-1",
+                "--value-prefix",
+                "7",
+                "--producer.config",
+                str(config),
+            ],
+            bootstrap=bootstrap,
+        )
         self.events: list[dict] = []
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -213,8 +263,10 @@ class JavaProducer:
 
     @property
     def acked(self) -> list[tuple[int, int, bytes]]:
-        return [(e["partition"], e["offset"], e["value"].encode())
-                for e in self.named("producer_send_success")]
+        return [
+            (e["partition"], e["offset"], e["value"].encode())
+            for e in self.named("producer_send_success")
+        ]
 
     def finish(self) -> str:
         """SIGTERM: the tool closes its producer (sending what it holds) and exits."""
@@ -240,8 +292,12 @@ def replicated_topic_and_producer(cluster: Cluster, topic: str, count: int) -> P
 def wait_progress(producers, more: int, timeout: float = 60.0, what: str = "progress") -> None:
     """Wait until each producer has ``more`` acknowledgements beyond its count now."""
     marks = [len(p.acked) for p in producers]
-    wait_for(lambda: all(len(p.acked) >= m + more for p, m in zip(producers, marks)), timeout,
-             0.2, what=what)
+    wait_for(
+        lambda: all(len(p.acked) >= m + more for p, m in zip(producers, marks)),
+        timeout,
+        0.2,
+        what=what,
+    )
 
 
 def test_producer_ids_are_unique_across_brokers(cluster):
@@ -252,9 +308,15 @@ def test_producer_ids_are_unique_across_brokers(cluster):
     ids = []
     for broker in live(cluster):
         with KafkaWire(broker.bootstrap_servers) as wire:
-            response = wire.request(InitProducerIdRequest(
-                version=4, transactional_id=None, transaction_timeout_ms=60000,
-                producer_id=-1, producer_epoch=-1))
+            response = wire.request(
+                InitProducerIdRequest(
+                    version=4,
+                    transactional_id=None,
+                    transaction_timeout_ms=60000,
+                    producer_id=-1,
+                    producer_epoch=-1,
+                )
+            )
         assert response.error_code == 0
         ids.append(response.producer_id)
     assert len(set(ids)) == 3, ids
@@ -269,8 +331,7 @@ def kafka_tools():
     require_tools()
 
 
-def test_two_brokers_killed_under_load_lose_nothing_acknowledged(cluster, kafka_tools,
-                                                                  tmp_path):
+def test_two_brokers_killed_under_load_lose_nothing_acknowledged(cluster, kafka_tools, tmp_path):
     topic, count = "chaos", 3
     python = replicated_topic_and_producer(cluster, topic, count)
     java = JavaProducer(cluster.bootstrap, topic, tmp_path)
@@ -312,10 +373,15 @@ class ConsumerThread(threading.Thread):
         self.errors: list[KafkaError] = []
         self.records: set[tuple[int, int, bytes]] = set()
         self._stop_event = threading.Event()
-        self.consumer = Consumer({
-            "bootstrap.servers": bootstrap, "group.id": "rolling-reader",
-            "enable.auto.commit": False, "auto.offset.reset": "earliest",
-            "error_cb": self.errors.append})
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": "rolling-reader",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "error_cb": self.errors.append,
+            }
+        )
         self.consumer.assign([TopicPartition(topic, p, 0) for p in range(count)])
 
     def run(self) -> None:
@@ -337,8 +403,9 @@ class ConsumerThread(threading.Thread):
 def only_retriable(errors: list[KafkaError]) -> list[KafkaError]:
     """The errors a client must not see in a rolling restart: fatal ones and those neither
     retriable nor a dropped connection (librdkafka's _TRANSPORT)."""
-    return [e for e in errors if e.fatal() or not (e.retriable() or
-                                                   e.code() == KafkaError._TRANSPORT)]
+    return [
+        e for e in errors if e.fatal() or not (e.retriable() or e.code() == KafkaError._TRANSPORT)
+    ]
 
 
 def handed_over(cluster: Cluster, topic: str, count: int, broker_id: int) -> list[str]:
@@ -399,8 +466,10 @@ def test_rolling_restart_loses_nothing_and_shows_only_retriable_errors(cluster):
 
 
 def segment_bytes(data_dir: str, topic: str, partition: int) -> bytes:
-    return b"".join(open(path, "rb").read() for path in sorted(
-        glob.glob(os.path.join(data_dir, f"{topic}-{partition}", "*.log"))))
+    return b"".join(
+        open(path, "rb").read()
+        for path in sorted(glob.glob(os.path.join(data_dir, f"{topic}-{partition}", "*.log")))
+    )
 
 
 def test_old_leader_truncates_records_it_alone_had(cluster):
@@ -409,10 +478,15 @@ def test_old_leader_truncates_records_it_alone_had(cluster):
     takes new ones; the old leader comes back, truncates to the new leader's log and, leading
     again, serves the new leader's history."""
     topic = "diverge"
-    create(cluster, topic, partitions=1, rf=2, min_insync_replicas=1,
-           unclean_leader_election_enable="true")
-    old, _, replicas, _ = wait_isr(cluster, topic, sorted(
-        partitions(cluster, topic)[0][2]))[0]
+    create(
+        cluster,
+        topic,
+        partitions=1,
+        rf=2,
+        min_insync_replicas=1,
+        unclean_leader_election_enable="true",
+    )
+    old, _, replicas, _ = wait_isr(cluster, topic, sorted(partitions(cluster, topic)[0][2]))[0]
     (new,) = [r for r in replicas if r != old]
     bootstrap = cluster.brokers[old].bootstrap_servers
     base = [f"base-{i}".encode() for i in range(50)]
@@ -421,8 +495,11 @@ def test_old_leader_truncates_records_it_alone_had(cluster):
     wait_leader(cluster, topic, 0, lambda p: p[3] == [old])
     divergent = [f"divergent-{i}".encode() for i in range(20)]
     assert acks_only(bootstrap, topic, divergent, "1") == [None] * 20
-    wait_for(lambda: records_on_disk(cluster.brokers[old].data_dir, topic, 0) == 70, 10,
-             what="the divergent records on the old leader's disk")
+    wait_for(
+        lambda: records_on_disk(cluster.brokers[old].data_dir, topic, 0) == 70,
+        10,
+        what="the divergent records on the old leader's disk",
+    )
     cluster.brokers[old].kill()
     cluster.brokers[new].start()
     wait_leader(cluster, topic, 0, lambda p: p[0] == new)
@@ -434,8 +511,11 @@ def test_old_leader_truncates_records_it_alone_had(cluster):
     cluster.brokers[old].start()
     wait_isr(cluster, topic, sorted(replicas))
     old_dir, new_dir = cluster.brokers[old].data_dir, cluster.brokers[new].data_dir
-    wait_for(lambda: records_on_disk(old_dir, topic, 0) == records_on_disk(new_dir, topic, 0)
-             == 60, 20, what="the old leader's log to match the new leader's")
+    wait_for(
+        lambda: records_on_disk(old_dir, topic, 0) == records_on_disk(new_dir, topic, 0) == 60,
+        20,
+        what="the old leader's log to match the new leader's",
+    )
     assert b"divergent-" not in segment_bytes(old_dir, topic, 0)
     # The new leader stops cleanly: leadership goes back to the old one, which serves what
     # the new leader wrote and nothing of what it once had alone.

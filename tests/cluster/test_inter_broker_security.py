@@ -17,12 +17,12 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.cluster.conftest import Cluster, wait_for
+from tests.cluster.test_replication import metadata, records_on_disk
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.served import SERVED
 from wireserver.security.certs import write_test_pki
 from wireserver.testing import KafkaWire
-from tests.cluster.conftest import Cluster, wait_for
-from tests.cluster.test_replication import metadata, records_on_disk
 
 pytestmark = pytest.mark.integration
 
@@ -36,21 +36,35 @@ LOGIN_KEY = "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config"
 
 def broker_login(user: str, password: str) -> str:
     """The broker's own login: the JAAS config of its inter-broker listener and mechanism."""
-    return (f'org.apache.kafka.common.security.scram.ScramLoginModule required '
-            f'username="{user}" password="{password}";')
+    return (
+        f"org.apache.kafka.common.security.scram.ScramLoginModule required "
+        f'username="{user}" password="{password}";'
+    )
 
 
-OVERRIDES = {"security.inter.broker.protocol": "SASL_PLAINTEXT",
-             "sasl.mechanism.inter.broker.protocol": MECHANISM,
-             LOGIN_KEY: broker_login(BROKER_USER, BROKER_PASSWORD)}
+OVERRIDES = {
+    "security.inter.broker.protocol": "SASL_PLAINTEXT",
+    "sasl.mechanism.inter.broker.protocol": MECHANISM,
+    LOGIN_KEY: broker_login(BROKER_USER, BROKER_PASSWORD),
+}
 
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper):
-    nodes = Cluster(zookeeper, 3, CHROOT, OVERRIDES, sasl=MECHANISM,
-                    users={BROKER_USER: BROKER_PASSWORD, APP_USER: APP_PASSWORD,
-                           OUTSIDER_USER: OUTSIDER_PASSWORD},
-                    authorizer=True, super_users=[f"User:{BROKER_USER}", f"User:{APP_USER}"])
+    nodes = Cluster(
+        zookeeper,
+        3,
+        CHROOT,
+        OVERRIDES,
+        sasl=MECHANISM,
+        users={
+            BROKER_USER: BROKER_PASSWORD,
+            APP_USER: APP_PASSWORD,
+            OUTSIDER_USER: OUTSIDER_PASSWORD,
+        },
+        authorizer=True,
+        super_users=[f"User:{BROKER_USER}", f"User:{APP_USER}"],
+    )
     for broker in nodes.brokers.values():  # the only listener: no PLAINTEXT way around
         assert broker.overrides["listeners"] == "SASL_PLAINTEXT://127.0.0.1:0"
     yield nodes.start()
@@ -58,43 +72,56 @@ def cluster(zookeeper):
 
 
 def client_config(cluster: Cluster) -> dict:
-    return {"bootstrap.servers": cluster.bootstrap, "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanism": MECHANISM, "sasl.username": APP_USER,
-            "sasl.password": APP_PASSWORD}
+    return {
+        "bootstrap.servers": cluster.bootstrap,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": MECHANISM,
+        "sasl.username": APP_USER,
+        "sasl.password": APP_PASSWORD,
+    }
 
 
 def partition_state(cluster: Cluster, topic: str, partition: int = 0):
     """(leader, leader epoch, replicas, isr) as a running broker reports it."""
     running = next(b for b in cluster.brokers.values() if b.running)
-    _, _, partitions = metadata(running.bootstrap_servers, topic,
-                                sasl=(MECHANISM, APP_USER, APP_PASSWORD))
+    _, _, partitions = metadata(
+        running.bootstrap_servers, topic, sasl=(MECHANISM, APP_USER, APP_PASSWORD)
+    )
     return partitions.get(partition)
 
 
 def create(cluster: Cluster, topic: str, replicas: list[int] | None = None) -> None:
     admin = AdminClient(client_config(cluster))
-    new = (NewTopic(topic, 1, replica_assignment=[replicas]) if replicas else
-           NewTopic(topic, 1, 3, config={"min.insync.replicas": "2"}))
+    new = (
+        NewTopic(topic, 1, replica_assignment=[replicas])
+        if replicas
+        else NewTopic(topic, 1, 3, config={"min.insync.replicas": "2"})
+    )
     admin.create_topics([new])[topic].result(30)
-    wait_for(lambda: (partition_state(cluster, topic) or (-1,))[0] >= 0, 30,
-             what=f"a leader of {topic}")
+    wait_for(
+        lambda: (partition_state(cluster, topic) or (-1,))[0] >= 0, 30, what=f"a leader of {topic}"
+    )
 
 
 def produce(config: dict, topic: str, values: range) -> None:
     """Send ``values`` to partition 0 with acks=all (``config``: the client's security)."""
-    producer = Producer({**config, "acks": "all", "linger.ms": 5,
-                         "message.timeout.ms": 60000})
+    producer = Producer({**config, "acks": "all", "linger.ms": 5, "message.timeout.ms": 60000})
     errors: list = []
     for value in values:
-        producer.produce(topic, str(value).encode(), partition=0,
-                         on_delivery=lambda err, msg: err and errors.append(err))
+        producer.produce(
+            topic,
+            str(value).encode(),
+            partition=0,
+            on_delivery=lambda err, msg: err and errors.append(err),
+        )
     assert producer.flush(90) == 0
     assert errors == []
 
 
 def consume_all(cluster: Cluster, topic: str) -> list[int]:
-    consumer = Consumer({**client_config(cluster), "group.id": f"check-{topic}",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {**client_config(cluster), "group.id": f"check-{topic}", "enable.auto.commit": False}
+    )
     try:
         partition = TopicPartition(topic, 0, 0)
         consumer.assign([partition])
@@ -112,17 +139,39 @@ def consume_all(cluster: Cluster, topic: str) -> list[int]:
         consumer.close()
 
 
-def fetch_as_replica(broker, topic: str, replica_id: int, offset: int,
-                     login: tuple[str, str]) -> int:
+def fetch_as_replica(
+    broker, topic: str, replica_id: int, offset: int, login: tuple[str, str]
+) -> int:
     """The partition error of a follower's Fetch of partition 0 sent to ``broker``."""
     request_class = SERVED.get(1).request_class
     topic_class = request_class.FetchTopic
     request = request_class(
-        version=12, replica_id=replica_id, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
-        isolation_level=0, session_id=0, session_epoch=-1, forgotten_topics_data=[],
-        rack_id="", topics=[topic_class(topic=topic, partitions=[topic_class.FetchPartition(
-            partition=0, current_leader_epoch=-1, fetch_offset=offset, last_fetched_epoch=-1,
-            log_start_offset=-1, partition_max_bytes=1 << 20)])])
+        version=12,
+        replica_id=replica_id,
+        max_wait_ms=0,
+        min_bytes=0,
+        max_bytes=1 << 20,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        forgotten_topics_data=[],
+        rack_id="",
+        topics=[
+            topic_class(
+                topic=topic,
+                partitions=[
+                    topic_class.FetchPartition(
+                        partition=0,
+                        current_leader_epoch=-1,
+                        fetch_offset=offset,
+                        last_fetched_epoch=-1,
+                        log_start_offset=-1,
+                        partition_max_bytes=1 << 20,
+                    )
+                ],
+            )
+        ],
+    )
     with KafkaWire(broker.bootstrap_servers, sasl=(MECHANISM, *login)) as wire:
         response = wire.request(request)
     return response.responses[0].partitions[0].error_code
@@ -135,10 +184,12 @@ def test_sasl_only_cluster_replicates_and_fails_over_without_loss(cluster):
     assert sorted(replicas) == [1, 2, 3]
     produce(client_config(cluster), topic, range(500))
     for broker in cluster.brokers.values():
-        wait_for(lambda: records_on_disk(broker.data_dir, topic, 0) == 500, 30,
-                 what=f"broker {broker.node_id} to hold the records")
-    wait_for(lambda: sorted(partition_state(cluster, topic)[3]) == [1, 2, 3], 30,
-             what="a full ISR")
+        wait_for(
+            lambda: records_on_disk(broker.data_dir, topic, 0) == 500,
+            30,
+            what=f"broker {broker.node_id} to hold the records",
+        )
+    wait_for(lambda: sorted(partition_state(cluster, topic)[3]) == [1, 2, 3], 30, what="a full ISR")
 
     victim = cluster.brokers[leader]
     victim.kill()
@@ -146,23 +197,36 @@ def test_sasl_only_cluster_replicates_and_fails_over_without_loss(cluster):
     def new_leader():
         state = partition_state(cluster, topic)
         return state if state[0] not in (-1, leader) else None
+
     assert wait_for(new_leader, 60, what="a new leader")[1] > epoch
     produce(client_config(cluster), topic, range(500, 1000))  # acks=all with the two survivors
     assert consume_all(cluster, topic) == list(range(1000))
 
     # The killed broker logs in to the new leader, catches up and rejoins the ISR.
     victim.start()
-    wait_for(lambda: leader in partition_state(cluster, topic)[3], 60,
-             what="the restarted broker to rejoin the ISR")
-    wait_for(lambda: records_on_disk(victim.data_dir, topic, 0) == 1000, 30,
-             what="the restarted broker to hold every record")
+    wait_for(
+        lambda: leader in partition_state(cluster, topic)[3],
+        60,
+        what="the restarted broker to rejoin the ISR",
+    )
+    wait_for(
+        lambda: records_on_disk(victim.data_dir, topic, 0) == 1000,
+        30,
+        what="the restarted broker to hold every record",
+    )
 
 
-@pytest.mark.parametrize("login, why", [
-    ((BROKER_USER, "not-the-password"), "refused this replica fetcher: SASL login to "
-                                        "127.0.0.1:"),
-    ((OUTSIDER_USER, OUTSIDER_PASSWORD), "TOPIC_AUTHORIZATION_FAILED"),
-], ids=["wrong-password", "not-a-super-user"])
+@pytest.mark.parametrize(
+    "login, why",
+    [
+        (
+            (BROKER_USER, "not-the-password"),
+            "refused this replica fetcher: SASL login to 127.0.0.1:",
+        ),
+        ((OUTSIDER_USER, OUTSIDER_PASSWORD), "TOPIC_AUTHORIZATION_FAILED"),
+    ],
+    ids=["wrong-password", "not-a-super-user"],
+)
 def test_a_broker_that_may_not_replicate_stays_out_of_the_isr(cluster, login, why):
     outcast = cluster.brokers[3]
     outcast.stop()
@@ -174,14 +238,21 @@ def test_a_broker_that_may_not_replicate_stays_out_of_the_isr(cluster, login, wh
         create(cluster, topic, replicas=[1, 2, 3])
         produce(client_config(cluster), topic, range(100))
         for broker_id in (1, 2):
-            wait_for(lambda: records_on_disk(cluster.brokers[broker_id].data_dir, topic, 0)
-                     == 100, 30, what=f"broker {broker_id} to hold the records")
+            wait_for(
+                lambda: records_on_disk(cluster.brokers[broker_id].data_dir, topic, 0) == 100,
+                30,
+                what=f"broker {broker_id} to hold the records",
+            )
         # Its fetches are refused: it never reaches the ISR (or leaves it after
         # replica.lag.time.max.ms), never holds a record, and its log says why.
-        wait_for(lambda: sorted(partition_state(cluster, topic)[3]) == [1, 2], 30,
-                 what="an ISR without broker 3")
-        wait_for(lambda: why in outcast.log_text()[logged_before:], 30,
-                 what=f"{why!r} in broker 3's log")
+        wait_for(
+            lambda: sorted(partition_state(cluster, topic)[3]) == [1, 2],
+            30,
+            what="an ISR without broker 3",
+        )
+        wait_for(
+            lambda: why in outcast.log_text()[logged_before:], 30, what=f"{why!r} in broker 3's log"
+        )
         assert records_on_disk(outcast.data_dir, topic, 0) == 0
         if login[0] == OUTSIDER_USER:
             # Nor does a Fetch that only claims to come from replica 3 move the ISR.
@@ -204,21 +275,36 @@ def tls_cluster(zookeeper, tmp_path_factory, request):
     SSL asks for client certificates: the brokers' principal is their certificate's DN."""
     protocol = request.param
     pki = write_test_pki(str(tmp_path_factory.mktemp("pki")))
-    overrides = {"listeners": f"{protocol}://127.0.0.1:0",
-                 "security.inter.broker.protocol": protocol,
-                 "ssl.keystore.type": "PEM", "ssl.keystore.location": pki.server,
-                 "ssl.truststore.type": "PEM", "ssl.truststore.location": pki.ca}
+    overrides = {
+        "listeners": f"{protocol}://127.0.0.1:0",
+        "security.inter.broker.protocol": protocol,
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": pki.server,
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": pki.ca,
+    }
     options: dict = {"authorizer": True}
     if protocol == "SSL":
-        overrides.update({"ssl.client.auth": "required",
-                          "super.users": f"User:CN=localhost;User:{pki.client_dn}"})
+        overrides.update(
+            {
+                "ssl.client.auth": "required",
+                "super.users": f"User:CN=localhost;User:{pki.client_dn}",
+            }
+        )
     else:
-        overrides.update({"sasl.mechanism.inter.broker.protocol": MECHANISM,
-                          "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config":
-                              broker_login(BROKER_USER, BROKER_PASSWORD)})
-        options.update(sasl=MECHANISM, users={BROKER_USER: BROKER_PASSWORD,
-                                              APP_USER: APP_PASSWORD},
-                       super_users=[f"User:{BROKER_USER}", f"User:{APP_USER}"])
+        overrides.update(
+            {
+                "sasl.mechanism.inter.broker.protocol": MECHANISM,
+                "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": broker_login(
+                    BROKER_USER, BROKER_PASSWORD
+                ),
+            }
+        )
+        options.update(
+            sasl=MECHANISM,
+            users={BROKER_USER: BROKER_PASSWORD, APP_USER: APP_PASSWORD},
+            super_users=[f"User:{BROKER_USER}", f"User:{APP_USER}"],
+        )
     nodes = Cluster(zookeeper, 3, f"{CHROOT}-{protocol.lower()}", overrides, **options)
     nodes.protocol, nodes.pki = protocol, pki
     yield nodes.start()
@@ -226,14 +312,22 @@ def tls_cluster(zookeeper, tmp_path_factory, request):
 
 
 def tls_client_config(cluster: Cluster) -> dict:
-    config = {"bootstrap.servers": cluster.bootstrap, "security.protocol": cluster.protocol,
-              "ssl.ca.location": cluster.pki.ca}
+    config = {
+        "bootstrap.servers": cluster.bootstrap,
+        "security.protocol": cluster.protocol,
+        "ssl.ca.location": cluster.pki.ca,
+    }
     if cluster.protocol == "SSL":
-        config.update({"ssl.certificate.location": cluster.pki.client_cert,
-                       "ssl.key.location": cluster.pki.client_key})
+        config.update(
+            {
+                "ssl.certificate.location": cluster.pki.client_cert,
+                "ssl.key.location": cluster.pki.client_key,
+            }
+        )
     else:
-        config.update({"sasl.mechanism": MECHANISM, "sasl.username": APP_USER,
-                       "sasl.password": APP_PASSWORD})
+        config.update(
+            {"sasl.mechanism": MECHANISM, "sasl.username": APP_USER, "sasl.password": APP_PASSWORD}
+        )
     return config
 
 
@@ -255,13 +349,17 @@ def test_tls_only_cluster_replicates(tls_cluster):
     wait_for(lambda: tls_isr(tls_cluster, topic) == [1, 2, 3], 30, what="a full ISR")
     produce(tls_client_config(tls_cluster), topic, range(300))
     for broker in tls_cluster.brokers.values():
-        wait_for(lambda: records_on_disk(broker.data_dir, topic, 0) == 300, 30,
-                 what=f"broker {broker.node_id} to hold the records")
+        wait_for(
+            lambda: records_on_disk(broker.data_dir, topic, 0) == 300,
+            30,
+            what=f"broker {broker.node_id} to hold the records",
+        )
     wait_for(lambda: tls_isr(tls_cluster, topic) == [1, 2, 3], 30, what="a full ISR")
 
 
 def test_a_broker_that_does_not_trust_the_leaders_certificate_stays_out_of_the_isr(
-        tls_cluster, tmp_path):
+    tls_cluster, tmp_path
+):
     outcast = tls_cluster.brokers[3]
     outcast.stop()
     trusted = outcast.overrides["ssl.truststore.location"]
@@ -274,12 +372,17 @@ def test_a_broker_that_does_not_trust_the_leaders_certificate_stays_out_of_the_i
         admin.create_topics([NewTopic(topic, 1, replica_assignment=[[1, 2, 3]])])[topic].result(30)
         produce(tls_client_config(tls_cluster), topic, range(100))
         for broker_id in (1, 2):
-            wait_for(lambda: records_on_disk(tls_cluster.brokers[broker_id].data_dir, topic, 0)
-                     == 100, 30, what=f"broker {broker_id} to hold the records")
-        wait_for(lambda: tls_isr(tls_cluster, topic) == [1, 2], 30,
-                 what="an ISR without broker 3")
-        wait_for(lambda: "certificate verify failed" in outcast.log_text()[logged_before:], 30,
-                 what="the TLS failure in broker 3's log")
+            wait_for(
+                lambda: records_on_disk(tls_cluster.brokers[broker_id].data_dir, topic, 0) == 100,
+                30,
+                what=f"broker {broker_id} to hold the records",
+            )
+        wait_for(lambda: tls_isr(tls_cluster, topic) == [1, 2], 30, what="an ISR without broker 3")
+        wait_for(
+            lambda: "certificate verify failed" in outcast.log_text()[logged_before:],
+            30,
+            what="the TLS failure in broker 3's log",
+        )
         assert records_on_disk(outcast.data_dir, topic, 0) == 0
     finally:
         outcast.stop()

@@ -20,12 +20,20 @@ def cluster(zookeeper):
 
 def test_controller_moves_when_it_dies(cluster):
     any_broker = next(iter(cluster.brokers.values())).bootstrap_servers
-    controller = wait_for(lambda: metadata(any_broker, "none")[0] in (1, 2, 3) and
-                          metadata(any_broker, "none")[0], 10, what="a controller")
+    controller = wait_for(
+        lambda: metadata(any_broker, "none")[0] in (1, 2, 3) and metadata(any_broker, "none")[0],
+        10,
+        what="a controller",
+    )
     cluster.brokers[controller].kill()
     survivor = next(b for b in cluster.brokers.values() if b.running)
-    new = wait_for(lambda: (c := metadata(survivor.bootstrap_servers, "none")[0]) not in
-                   (-1, controller) and c, 30, what="a new controller")
+    new = wait_for(
+        lambda: (
+            (c := metadata(survivor.bootstrap_servers, "none")[0]) not in (-1, controller) and c
+        ),
+        30,
+        what="a new controller",
+    )
     assert new != controller
     # The new controller does its job: a topic created now gets leaders.
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
@@ -36,50 +44,89 @@ def test_controller_moves_when_it_dies(cluster):
     # ... and it still elects leaders when a broker fails: the leader of a partition (not
     # the new controller itself) dies and the controller hands the partition to the other
     # replica, with a new leader epoch.
-    wait_for(lambda: all(sorted(p[3]) == sorted(p[2]) for p in
-                         metadata(survivor.bootstrap_servers, "after-controller")[2].values()),
-             30, what="both replicas in sync")
+    wait_for(
+        lambda: all(
+            sorted(p[3]) == sorted(p[2])
+            for p in metadata(survivor.bootstrap_servers, "after-controller")[2].values()
+        ),
+        30,
+        what="both replicas in sync",
+    )
     _, _, partitions = metadata(survivor.bootstrap_servers, "after-controller")
     partition, (leader, epoch, replicas, _) = next(
-        (p, state) for p, state in sorted(partitions.items()) if state[0] != new)
+        (p, state) for p, state in sorted(partitions.items()) if state[0] != new
+    )
     cluster.brokers[leader].kill()
     (other,) = [r for r in replicas if r != leader]
     assert other == new
-    moved = wait_for(lambda: (p := metadata(cluster.brokers[new].bootstrap_servers,
-                                            "after-controller")[2][partition])[0] == new and p,
-                     30, what="the new controller to elect a leader")
+    moved = wait_for(
+        lambda: (
+            (
+                p := metadata(cluster.brokers[new].bootstrap_servers, "after-controller")[2][
+                    partition
+                ]
+            )[0]
+            == new
+            and p
+        ),
+        30,
+        what="the new controller to elect a leader",
+    )
     assert moved[1] > epoch and moved[3] == [new]
     cluster.brokers[controller].start()
     cluster.brokers[leader].start()
-    wait_for(lambda: len(metadata(survivor.bootstrap_servers, "none")[1]) == 3, 30,
-             what="the brokers to register again")
+    wait_for(
+        lambda: len(metadata(survivor.bootstrap_servers, "none")[1]) == 3,
+        30,
+        what="the brokers to register again",
+    )
 
 
 def test_unclean_leader_election(cluster):
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     topic = "unclean"
-    admin.create_topics([NewTopic(topic, 1, 2, config={
-        "unclean.leader.election.enable": "true"})])[topic].result(30)
+    admin.create_topics([NewTopic(topic, 1, 2, config={"unclean.leader.election.enable": "true"})])[
+        topic
+    ].result(30)
     any_broker = next(iter(cluster.brokers.values())).bootstrap_servers
     # CreateTopics answers once the receiving broker sees a leader; another broker's view may
     # lag behind it (leader -1) on a loaded machine.
     leader, _, replicas, _ = wait_for(
-        lambda: (p := metadata(any_broker, topic)[2].get(0)) and p[0] in p[2]
-        and sorted(p[3]) == sorted(p[2]) and p, 30, what="a leader and a full ISR")
+        lambda: (
+            (p := metadata(any_broker, topic)[2].get(0))
+            and p[0] in p[2]
+            and sorted(p[3]) == sorted(p[2])
+            and p
+        ),
+        30,
+        what="a leader and a full ISR",
+    )
     follower = next(r for r in replicas if r != leader)
     observer = next(b for i, b in cluster.brokers.items() if i not in replicas)
     # The follower dies first and leaves the ISR; then the leader dies: offline.
     cluster.brokers[follower].kill()
-    wait_for(lambda: metadata(observer.bootstrap_servers, topic)[2][0][3] == [leader], 30,
-             what="the ISR to shrink")
+    wait_for(
+        lambda: metadata(observer.bootstrap_servers, topic)[2][0][3] == [leader],
+        30,
+        what="the ISR to shrink",
+    )
     cluster.brokers[leader].kill()
-    wait_for(lambda: metadata(observer.bootstrap_servers, topic)[2][0][0] == -1, 30,
-             what="the partition to go offline")
+    wait_for(
+        lambda: metadata(observer.bootstrap_servers, topic)[2][0][0] == -1,
+        30,
+        what="the partition to go offline",
+    )
     # The out-of-sync follower returns and, unclean election being on, leads.
     cluster.brokers[follower].start()
-    got = wait_for(lambda: (p := metadata(observer.bootstrap_servers, topic)[2][0])[0] ==
-                   follower and p, 30, what="the unclean election")
+    got = wait_for(
+        lambda: (p := metadata(observer.bootstrap_servers, topic)[2][0])[0] == follower and p,
+        30,
+        what="the unclean election",
+    )
     assert got[3] == [follower]
     cluster.brokers[leader].start()
-    wait_for(lambda: sorted(metadata(observer.bootstrap_servers, topic)[2][0][3]) ==
-             sorted(replicas), 30, what="the old leader to rejoin as follower")
+    wait_for(
+        lambda: sorted(metadata(observer.bootstrap_servers, topic)[2][0][3]) == sorted(replicas),
+        30,
+        what="the old leader to rejoin as follower",
+    )

@@ -1,8 +1,8 @@
 """Replica placement matches Kafka's AdminUtils.assignReplicasToBrokers."""
 
-import pytest
-
 import uuid
+
+import pytest
 
 from wireserver.cluster.placement import PlacementError, assign_replicas
 from wireserver.cluster.topic_admin import new_partitions_assignment
@@ -12,8 +12,18 @@ from wireserver.cluster.zkdata import TopicAssignment
 def test_rack_unaware_matches_kafkas_documented_example():
     # The example in AdminUtils' documentation: 5 brokers, 10 partitions, RF 3, start 0.
     got = assign_replicas(10, 3, {b: None for b in range(5)}, start_index=0)
-    assert got == {0: [0, 1, 2], 1: [1, 2, 3], 2: [2, 3, 4], 3: [3, 4, 0], 4: [4, 0, 1],
-                   5: [0, 2, 3], 6: [1, 3, 4], 7: [2, 4, 0], 8: [3, 0, 1], 9: [4, 1, 2]}
+    assert got == {
+        0: [0, 1, 2],
+        1: [1, 2, 3],
+        2: [2, 3, 4],
+        3: [3, 4, 0],
+        4: [4, 0, 1],
+        5: [0, 2, 3],
+        6: [1, 3, 4],
+        7: [2, 4, 0],
+        8: [3, 0, 1],
+        9: [4, 1, 2],
+    }
 
 
 def test_rack_aware_puts_each_replica_on_another_rack():

@@ -14,8 +14,8 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from wireserver.testing.cluster import cluster_metadata as metadata
 from tests.cluster.conftest import Cluster, wait_for
+from wireserver.testing.cluster import cluster_metadata as metadata
 
 pytestmark = pytest.mark.integration
 
@@ -29,9 +29,16 @@ def cluster(zookeeper):
 
 def create(cluster: Cluster, name: str, partitions: int = 1, rf: int = 3, **configs) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    future = admin.create_topics([NewTopic(name, partitions, rf,
-                                           config={k.replace("_", "."): str(v)
-                                                   for k, v in configs.items()})])[name]
+    future = admin.create_topics(
+        [
+            NewTopic(
+                name,
+                partitions,
+                rf,
+                config={k.replace("_", "."): str(v) for k, v in configs.items()},
+            )
+        ]
+    )[name]
     future.result(30)
 
 
@@ -68,30 +75,45 @@ def test_rf3_topic_has_three_replicas_and_full_isr(cluster):
     assert sorted(p[2][0] for p in partitions.values()) == [1, 2, 3]
     # Every broker answers the same (once the ZooKeeper watches have fired everywhere).
     for broker in cluster.brokers.values():
-        wait_for(lambda: metadata(broker.bootstrap_servers, "placed")[2] == partitions, 10,
-                 what=f"broker {broker.node_id} to see the topic")
+        wait_for(
+            lambda: metadata(broker.bootstrap_servers, "placed")[2] == partitions,
+            10,
+            what=f"broker {broker.node_id} to see the topic",
+        )
 
 
 def test_acks_all_reaches_every_broker_log(cluster):
     create(cluster, "everywhere", partitions=2, rf=3)
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all",
-                         "linger.ms": 5})
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 5})
     errors = []
     for i in range(200):
-        producer.produce("everywhere", str(i).encode(), partition=i % 2,
-                         on_delivery=lambda err, msg: err and errors.append(err))
+        producer.produce(
+            "everywhere",
+            str(i).encode(),
+            partition=i % 2,
+            on_delivery=lambda err, msg: err and errors.append(err),
+        )
     assert producer.flush(30) == 0
     assert errors == []
     for partition in (0, 1):
         for broker in cluster.brokers.values():
-            wait_for(lambda: records_on_disk(broker.data_dir, "everywhere", partition) == 100,
-                     10, what=f"broker {broker.node_id} to hold partition {partition}")
+            wait_for(
+                lambda: records_on_disk(broker.data_dir, "everywhere", partition) == 100,
+                10,
+                what=f"broker {broker.node_id} to hold partition {partition}",
+            )
 
 
 def test_min_insync_replicas_refuses_acks_all(cluster):
     create(cluster, "lonely", partitions=1, rf=1, min_insync_replicas=2)
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all",
-                         "retries": 0, "enable.idempotence": False})
+    producer = Producer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "acks": "all",
+            "retries": 0,
+            "enable.idempotence": False,
+        }
+    )
     errors = []
     producer.produce("lonely", b"x", on_delivery=lambda err, msg: errors.append(err))
     producer.flush(30)
@@ -116,13 +138,21 @@ def test_leader_kill_failover_keeps_every_acknowledged_record(cluster):
     stop = threading.Event()
 
     def produce() -> None:
-        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all",
-                             "enable.idempotence": True, "linger.ms": 2,
-                             "message.timeout.ms": 60000})
+        producer = Producer(
+            {
+                "bootstrap.servers": cluster.bootstrap,
+                "acks": "all",
+                "enable.idempotence": True,
+                "linger.ms": 2,
+                "message.timeout.ms": 60000,
+            }
+        )
         i = 0
         while not stop.is_set():
+
             def delivered(err, msg, value=i):
                 (failed.append(err) if err else acked.append(value))
+
             producer.produce(topic, str(i).encode(), on_delivery=delivered)
             producer.poll(0)
             i += 1
@@ -140,12 +170,16 @@ def test_leader_kill_failover_keeps_every_acknowledged_record(cluster):
         _, _, now = metadata(survivors[0].bootstrap_servers, topic)
         leader, epoch, _, isr = now[0]
         return (leader, epoch, isr) if leader not in (-1, old_leader) else None
+
     leader, epoch, isr = wait_for(new_leader, 30, what="a new leader")
     assert epoch > old_epoch
     assert leader in partitions[0][3]
     count_at_failover = len(acked)
-    wait_for(lambda: len(acked) > count_at_failover + 300, 30,
-             what="records acknowledged by the new leader")
+    wait_for(
+        lambda: len(acked) > count_at_failover + 300,
+        30,
+        what="records acknowledged by the new leader",
+    )
 
     # The killed broker comes back, truncates if it must, catches up and rejoins the ISR.
     victim.start()
@@ -153,14 +187,21 @@ def test_leader_kill_failover_keeps_every_acknowledged_record(cluster):
     def back_in_isr():
         _, _, now = metadata(survivors[0].bootstrap_servers, topic)
         return old_leader in now[0][3]
+
     wait_for(back_in_isr, 60, what="the restarted broker to rejoin the ISR")
     stop.set()
     thread.join(90)
     assert failed == []
 
     # Every acknowledged record is read back, in order, once (idempotence is on).
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "check",
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": "check",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
     consumer.assign([TopicPartition(topic, 0, 0)])
     _, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
     values = []
@@ -178,6 +219,11 @@ def test_leader_kill_failover_keeps_every_acknowledged_record(cluster):
     assert not missing, f"{len(missing)} acknowledged records lost, e.g. {sorted(missing)[:5]}"
     # The returned broker holds what the leader holds.
     leader_broker = cluster.brokers[leader]
-    wait_for(lambda: records_on_disk(victim.data_dir, topic, 0) ==
-             records_on_disk(leader_broker.data_dir, topic, 0), 20,
-             what="the restarted broker to catch up")
+    wait_for(
+        lambda: (
+            records_on_disk(victim.data_dir, topic, 0)
+            == records_on_disk(leader_broker.data_dir, topic, 0)
+        ),
+        20,
+        what="the restarted broker to catch up",
+    )

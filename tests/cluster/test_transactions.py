@@ -11,13 +11,13 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from wireserver.protocol.errors import ErrorCode
-from wireserver.protocol.served import SERVED
-from wireserver.testing import KafkaWire
 from tests.cluster.conftest import Cluster, wait_for
 from tests.cluster.test_coordination import OVERRIDES as COORDINATION_OVERRIDES
 from tests.cluster.test_coordination import find_coordinator
 from tests.cluster.test_replication import create, metadata
+from wireserver.protocol.errors import ErrorCode
+from wireserver.protocol.served import SERVED
+from wireserver.testing import KafkaWire
 
 pytestmark = pytest.mark.integration
 
@@ -27,10 +27,15 @@ TRANSACTION = 1  # FindCoordinator key type
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper):
-    overrides = dict(COORDINATION_OVERRIDES, **{
-        "transaction.state.log.replication.factor": "3",
-        "transaction.state.log.num.partitions": "3", "transaction.state.log.min.isr": "2",
-        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000"})
+    overrides = dict(
+        COORDINATION_OVERRIDES,
+        **{
+            "transaction.state.log.replication.factor": "3",
+            "transaction.state.log.num.partitions": "3",
+            "transaction.state.log.min.isr": "2",
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
+        },
+    )
     nodes = Cluster(zookeeper, 3, "/wireserver-transactions", overrides).start()
     yield nodes
     nodes.close()
@@ -38,29 +43,40 @@ def cluster(zookeeper):
 
 def live_coordinator(cluster: Cluster, transactional_id: str, exclude: int = -1) -> int:
     """Wait until every running broker names the same live coordinator (not ``exclude``)."""
+
     def agreed():
-        answers = {find_coordinator(b.bootstrap_servers, transactional_id, TRANSACTION)
-                   for b in cluster.brokers.values() if b.running}
+        answers = {
+            find_coordinator(b.bootstrap_servers, transactional_id, TRANSACTION)
+            for b in cluster.brokers.values()
+            if b.running
+        }
         if len(answers) != 1:
             return None
         ((error, node),) = answers
-        return node if error == 0 and node != exclude and cluster.brokers[node].running \
-            else None
+        return node if error == 0 and node != exclude and cluster.brokers[node].running else None
+
     return wait_for(agreed, 60, 0.2, what=f"a coordinator for {transactional_id}")
 
 
-def transactional_producer(cluster: Cluster, transactional_id: str,
-                           timeout_ms: int = 60000) -> Producer:
-    producer = Producer({"bootstrap.servers": cluster.bootstrap,
-                         "transactional.id": transactional_id,
-                         "transaction.timeout.ms": timeout_ms,
-                         "message.timeout.ms": timeout_ms, "socket.timeout.ms": 10000})
+def transactional_producer(
+    cluster: Cluster, transactional_id: str, timeout_ms: int = 60000
+) -> Producer:
+    producer = Producer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "transactional.id": transactional_id,
+            "transaction.timeout.ms": timeout_ms,
+            "message.timeout.ms": timeout_ms,
+            "socket.timeout.ms": 10000,
+        }
+    )
     producer.init_transactions(60)
     return producer
 
 
-def produce_each(producer: Producer, topic: str, partitions: int, prefix: str,
-                 per_partition: int) -> set[str]:
+def produce_each(
+    producer: Producer, topic: str, partitions: int, prefix: str, per_partition: int
+) -> set[str]:
     values = set()
     for partition in range(partitions):
         for i in range(per_partition):
@@ -70,18 +86,30 @@ def produce_each(producer: Producer, topic: str, partitions: int, prefix: str,
     return values
 
 
-def read_committed(cluster: Cluster, topic: str, partitions: int, timeout: float = 60,
-                   isolation: str = "read_committed") -> list:
+def read_committed(
+    cluster: Cluster,
+    topic: str,
+    partitions: int,
+    timeout: float = 60,
+    isolation: str = "read_committed",
+) -> list:
     """Every record a consumer with ``isolation`` (read_committed unless told) sees, read
     until its position reaches each partition's high watermark (so nothing is missed and the
     end is known; read_committed gets there once no transaction is open)."""
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": uuid.uuid4().hex,
-                         "isolation.level": isolation, "enable.auto.commit": False,
-                         "auto.offset.reset": "earliest"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": uuid.uuid4().hex,
+            "isolation.level": isolation,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
     tps = [TopicPartition(topic, p, 0) for p in range(partitions)]
     consumer.assign(tps)
     values: list[str] = []
     try:
+
         def caught_up() -> bool:
             batch = consumer.consume(1000, 0.5)
             values.extend(msg.value().decode() for msg in batch if not msg.error())
@@ -93,8 +121,10 @@ def read_committed(cluster: Cluster, topic: str, partitions: int, timeout: float
                 if position.offset < high:
                     return False
             return True
-        wait_for(caught_up, timeout, 0,
-                 what=f"a read_committed consumer to reach the end of {topic}")
+
+        wait_for(
+            caught_up, timeout, 0, what=f"a read_committed consumer to reach the end of {topic}"
+        )
     finally:
         consumer.close()
     return values
@@ -102,10 +132,16 @@ def read_committed(cluster: Cluster, topic: str, partitions: int, timeout: float
 
 def data_leaders(cluster: Cluster, topic: str, partitions: int) -> dict[int, int]:
     any_broker = next(b for b in cluster.brokers.values() if b.running).bootstrap_servers
-    return wait_for(lambda: (found := {p: entry[0] for p, entry in
-                                       metadata(any_broker, topic)[2].items()})
-                    and len(found) == partitions and -1 not in found.values() and found,
-                    30, what=f"leaders for {topic}")
+    return wait_for(
+        lambda: (
+            (found := {p: entry[0] for p, entry in metadata(any_broker, topic)[2].items()})
+            and len(found) == partitions
+            and -1 not in found.values()
+            and found
+        ),
+        30,
+        what=f"leaders for {topic}",
+    )
 
 
 def whole(cluster: Cluster) -> Cluster:
@@ -115,10 +151,14 @@ def whole(cluster: Cluster) -> Cluster:
         if not broker.running:
             broker.start()
     any_broker = next(iter(cluster.brokers.values())).bootstrap_servers
-    wait_for(lambda: all(len(isr) == 3 for _, _, _, isr in
-                         metadata(any_broker, TXN_TOPIC)[2].values())
-             and len(metadata(any_broker, TXN_TOPIC)[1]) == 3, 60,
-             what="every broker back in the ISR of __transaction_state")
+    wait_for(
+        lambda: (
+            all(len(isr) == 3 for _, _, _, isr in metadata(any_broker, TXN_TOPIC)[2].values())
+            and len(metadata(any_broker, TXN_TOPIC)[1]) == 3
+        ),
+        60,
+        what="every broker back in the ISR of __transaction_state",
+    )
     return cluster
 
 
@@ -150,19 +190,34 @@ def test_commit_and_abort_across_partitions_led_by_different_brokers(cluster):
     other = next(b for b in cluster.brokers if b != coordinator)
     request_class = SERVED.get(22).request_class
     with KafkaWire(cluster.brokers[other].bootstrap_servers) as wire:
-        response = wire.request(request_class(version=4, transactional_id=transactional_id,
-                                              transaction_timeout_ms=60000, producer_id=-1,
-                                              producer_epoch=-1))
+        response = wire.request(
+            request_class(
+                version=4,
+                transactional_id=transactional_id,
+                transaction_timeout_ms=60000,
+                producer_id=-1,
+                producer_epoch=-1,
+            )
+        )
     assert response.error_code == ErrorCode.NOT_COORDINATOR
-    assert transaction_state(cluster.brokers[other].bootstrap_servers,
-                             transactional_id) == "NOT_COORDINATOR"
-    assert transaction_state(cluster.brokers[coordinator].bootstrap_servers,
-                             transactional_id) == "Empty"
+    assert (
+        transaction_state(cluster.brokers[other].bootstrap_servers, transactional_id)
+        == "NOT_COORDINATOR"
+    )
+    assert (
+        transaction_state(cluster.brokers[coordinator].bootstrap_servers, transactional_id)
+        == "Empty"
+    )
 
     # Offsets sent with a transaction go to the group's coordinator (TxnOffsetCommit) and
     # become committed by the transaction's marker on its __consumer_offsets partition.
-    group = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "spread-group",
-                      "enable.auto.commit": False})
+    group = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": "spread-group",
+            "enable.auto.commit": False,
+        }
+    )
     try:
         group_metadata = group.consumer_group_metadata()
         producer.begin_transaction()
@@ -250,8 +305,12 @@ def test_new_coordinator_aborts_an_abandoned_transaction(cluster):
     cluster.brokers[coordinator].kill()
     moved = live_coordinator(cluster, transactional_id, exclude=coordinator)
     where = cluster.brokers[moved].bootstrap_servers
-    wait_for(lambda: transaction_state(where, transactional_id) == "CompleteAbort", 60, 0.2,
-             what="the new coordinator to abort the timed-out transaction")
+    wait_for(
+        lambda: transaction_state(where, transactional_id) == "CompleteAbort",
+        60,
+        0.2,
+        what="the new coordinator to abort the timed-out transaction",
+    )
     assert read_committed(cluster, topic, 3) == []
     # The records are in the partitions, aborted.
     assert set(read_committed(cluster, topic, 3, isolation="read_uncommitted")) == abandoned
@@ -285,8 +344,11 @@ def test_new_coordinator_finishes_a_prepared_commit(cluster):
     where = cluster.brokers[survivor].bootstrap_servers
     assert transaction_state(where, transactional_id) == "PrepareCommit"
     cluster.brokers[offline].start()
-    wait_for(lambda: transaction_state(where, transactional_id) == "CompleteCommit", 60,
-             0.2, what="the new coordinator to complete the commit")
+    wait_for(
+        lambda: transaction_state(where, transactional_id) == "CompleteCommit",
+        60,
+        0.2,
+        what="the new coordinator to complete the commit",
+    )
     assert sorted(read_committed(cluster, topic, 2)) == sorted(values)
     whole(cluster)
-

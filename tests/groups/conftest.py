@@ -18,11 +18,14 @@ READY = re.compile(r"listening on PLAINTEXT://([\d.]+):(\d+)")
 class ServedBroker:
     def __init__(self, data_dir: str, **overrides: str):
         self.data_dir = data_dir
-        self.overrides = {"log.dirs": data_dir, "listeners": "PLAINTEXT://127.0.0.1:0",
-                          "offsets.topic.replication.factor": "1",
-                          "group.initial.rebalance.delay.ms": "0",
-                          "offsets.topic.num.partitions": "5",
-                          "group.min.session.timeout.ms": "1000"}
+        self.overrides = {
+            "log.dirs": data_dir,
+            "listeners": "PLAINTEXT://127.0.0.1:0",
+            "offsets.topic.replication.factor": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            "offsets.topic.num.partitions": "5",
+            "group.min.session.timeout.ms": "1000",
+        }
         self.overrides.update(overrides)
         self.process: subprocess.Popen | None = None
         self.port = 0
@@ -36,8 +39,9 @@ class ServedBroker:
         args = [sys.executable, "-m", "wireserver.cli", "serve"]
         for key, value in self.overrides.items():
             args += ["--override", f"{key}={value}"]
-        self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                        text=True)
+        self.process = subprocess.Popen(
+            args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             line = self.process.stdout.readline()
@@ -51,6 +55,7 @@ class ServedBroker:
             raise RuntimeError("wireserver did not become ready")
         # keep draining its output (into self.output) so it never blocks on a full pipe
         import threading
+
         threading.Thread(target=self._drain, args=(self.process.stdout,), daemon=True).start()
 
     def _drain(self, stream) -> None:

@@ -53,14 +53,21 @@ def check_disjoint(assignments: list[set]) -> None:
 
 # -- kafka-python -----------------------------------------------------------------------------
 
+
 def kp_consumer(broker, topic, group, assignor="range", **kw):
     from kafka.coordinator.assignors.range import RangePartitionAssignor
     from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+
     strategy = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
-    settings = dict(bootstrap_servers=broker.bootstrap, group_id=group,
-                    auto_offset_reset="earliest", enable_auto_commit=False,
-                    partition_assignment_strategy=[strategy[assignor]],
-                    session_timeout_ms=6000, heartbeat_interval_ms=500)
+    settings = dict(
+        bootstrap_servers=broker.bootstrap,
+        group_id=group,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        partition_assignment_strategy=[strategy[assignor]],
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=500,
+    )
     settings.update(kw)
     consumer = KafkaConsumer(**settings)
     consumer.subscribe([topic])
@@ -104,8 +111,11 @@ def test_kafka_python_group_shares_partitions_exactly_once(served_broker, assign
         thread.start()
     try:
         try:
-            wait_for(lambda: [len(c.assignment()) for c in consumers] == [2, 2, 2], 60,
-                     what="three members with two partitions each")
+            wait_for(
+                lambda: [len(c.assignment()) for c in consumers] == [2, 2, 2],
+                60,
+                what="three members with two partitions each",
+            )
         except AssertionError:
             print("".join(served_broker.output[:40]))
             print([c.assignment() for c in consumers])
@@ -125,15 +135,25 @@ def test_kafka_python_group_shares_partitions_exactly_once(served_broker, assign
 
 # -- aiokafka ---------------------------------------------------------------------------------
 
+
 def test_aiokafka_group_shares_partitions_exactly_once(served_broker):
     from aiokafka import AIOKafkaConsumer
+
     topic = make_topic(served_broker)
 
     async def run():
-        consumers = [AIOKafkaConsumer(topic, bootstrap_servers=served_broker.bootstrap,
-                                      group_id="aio", auto_offset_reset="earliest",
-                                      enable_auto_commit=False, session_timeout_ms=6000,
-                                      heartbeat_interval_ms=500) for _ in range(3)]
+        consumers = [
+            AIOKafkaConsumer(
+                topic,
+                bootstrap_servers=served_broker.bootstrap,
+                group_id="aio",
+                auto_offset_reset="earliest",
+                enable_auto_commit=False,
+                session_timeout_ms=6000,
+                heartbeat_interval_ms=500,
+            )
+            for _ in range(3)
+        ]
         for c in consumers:
             await c.start()
         consumed: list[bytes] = []
@@ -161,12 +181,20 @@ def test_aiokafka_group_shares_partitions_exactly_once(served_broker):
 
 # -- confluent-kafka --------------------------------------------------------------------------
 
+
 def ck_consumer(broker, topic, group, assignor="range", on_assign=None, **extra):
     from confluent_kafka import Consumer
-    config = {"bootstrap.servers": broker.bootstrap, "group.id": group,
-              "auto.offset.reset": "earliest", "enable.auto.commit": False,
-              "partition.assignment.strategy": assignor, "session.timeout.ms": 6000,
-              "heartbeat.interval.ms": 500, "topic.metadata.refresh.interval.ms": 1000}
+
+    config = {
+        "bootstrap.servers": broker.bootstrap,
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "partition.assignment.strategy": assignor,
+        "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 500,
+        "topic.metadata.refresh.interval.ms": 1000,
+    }
     config.update(extra)
     consumer = Consumer(config)
     kwargs = {"on_assign": on_assign} if on_assign else {}
@@ -187,8 +215,12 @@ def test_confluent_group_shares_partitions_exactly_once(served_broker, assignor)
                 consumed.append(message.value())
 
     try:
-        wait_for(lambda: [len(c.assignment()) for c in consumers] == [2, 2, 2], 60, poll_all,
-                 "three members with two partitions each")
+        wait_for(
+            lambda: [len(c.assignment()) for c in consumers] == [2, 2, 2],
+            60,
+            poll_all,
+            "three members with two partitions each",
+        )
         check_disjoint([{(p.topic, p.partition) for p in c.assignment()} for c in consumers])
         produce(served_broker, topic)
         wait_for(lambda: len(consumed) >= RECORDS, 30, poll_all, "every record")
@@ -222,8 +254,11 @@ SILENT_MEMBER = textwrap.dedent("""
 
 def test_stopped_member_is_expired_and_its_partitions_move(served_broker):
     topic = make_topic(served_broker)
-    child = subprocess.Popen([sys.executable, "-c", SILENT_MEMBER, served_broker.bootstrap, topic,
-                              "silent"], stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", SILENT_MEMBER, served_broker.bootstrap, topic, "silent"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         ready, _, _ = select.select([child.stdout], [], [], 60)
         assert ready, "the silent member got no assignment within 60 s"
@@ -233,8 +268,12 @@ def test_stopped_member_is_expired_and_its_partitions_move(served_broker):
         wait_for(lambda: len(survivor.assignment()) == 3, 30, poll, "a 3/3 split")
         child.send_signal(signal.SIGSTOP)
         stopped = time.monotonic()
-        wait_for(lambda: len(survivor.assignment()) == PARTITIONS, 30, poll,
-                 "the stopped member's partitions")
+        wait_for(
+            lambda: len(survivor.assignment()) == PARTITIONS,
+            30,
+            poll,
+            "the stopped member's partitions",
+        )
         assert time.monotonic() - stopped >= 2.5  # not before its session timeout
         survivor.close()
     finally:
@@ -251,8 +290,9 @@ def test_leaving_member_triggers_a_rebalance(served_broker):
     wait_for(lambda: len(a.assignment()) == len(b.assignment()) == 3, 30, poll, "a 3/3 split")
     b.close()  # sends LeaveGroup
     left = time.monotonic()
-    wait_for(lambda: len(a.assignment()) == PARTITIONS, 20, lambda: a.poll(timeout_ms=50),
-             "a takes over")
+    wait_for(
+        lambda: len(a.assignment()) == PARTITIONS, 20, lambda: a.poll(timeout_ms=50), "a takes over"
+    )
     assert time.monotonic() - left < 10  # well before the 30 s session timeout
     a.close()
 
@@ -260,9 +300,12 @@ def test_leaving_member_triggers_a_rebalance(served_broker):
 def consume_values(consumer, count: int) -> list[int]:
     """Poll ``consumer`` until it has ``count`` records; their values as ints, sorted."""
     records = []
-    wait_for(lambda: len(records) >= count, 30,
-             lambda: [records.extend(rs) for rs in consumer.poll(timeout_ms=100).values()],
-             "records")
+    wait_for(
+        lambda: len(records) >= count,
+        30,
+        lambda: [records.extend(rs) for rs in consumer.poll(timeout_ms=100).values()],
+        "records",
+    )
     return sorted(int(r.value) for r in records)
 
 
@@ -293,17 +336,24 @@ def test_committed_offsets_survive_a_restart(served_broker):
 def test_static_member_restarts_without_a_rebalance(served_broker):
     topic = make_topic(served_broker)
     assigned = []
-    a = ck_consumer(served_broker, topic, "static", on_assign=lambda c, ps: assigned.append(ps),
-                    **{"group.instance.id": "a", "session.timeout.ms": 20000})
-    b = ck_consumer(served_broker, topic, "static",
-                    **{"group.instance.id": "b", "session.timeout.ms": 20000})
+    a = ck_consumer(
+        served_broker,
+        topic,
+        "static",
+        on_assign=lambda c, ps: assigned.append(ps),
+        **{"group.instance.id": "a", "session.timeout.ms": 20000},
+    )
+    b = ck_consumer(
+        served_broker, topic, "static", **{"group.instance.id": "b", "session.timeout.ms": 20000}
+    )
     poll = lambda: (a.poll(0.05), b.poll(0.05))  # noqa: E731
     wait_for(lambda: len(a.assignment()) == len(b.assignment()) == 3, 60, poll, "a 3/3 split")
     before = sorted(p.partition for p in b.assignment())
     rounds = len(assigned)
     b.close()  # a static member does not leave the group
-    b = ck_consumer(served_broker, topic, "static",
-                    **{"group.instance.id": "b", "session.timeout.ms": 20000})
+    b = ck_consumer(
+        served_broker, topic, "static", **{"group.instance.id": "b", "session.timeout.ms": 20000}
+    )
     wait_for(lambda: len(b.assignment()) == 3, 30, poll, "b back")
     assert sorted(p.partition for p in b.assignment()) == before
     for _ in range(20):
@@ -352,10 +402,15 @@ def test_static_members_whose_joins_arrive_together_form_one_generation(served_b
     consumers = []
     for name in seen:
         recording = Recording(name)
-        c = KafkaConsumer(bootstrap_servers=served_broker.bootstrap, group_id="together",
-                          group_instance_id=name, partition_assignment_strategy=[recording],
-                          enable_auto_commit=False, session_timeout_ms=6000,
-                          heartbeat_interval_ms=500)
+        c = KafkaConsumer(
+            bootstrap_servers=served_broker.bootstrap,
+            group_id="together",
+            group_instance_id=name,
+            partition_assignment_strategy=[recording],
+            enable_auto_commit=False,
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=500,
+        )
         c.subscribe([topic], listener=recording)
         know_partitions(c, topic)
         c.committed(TopicPartition(topic, 0))  # finds and connects to the coordinator
@@ -377,8 +432,11 @@ def test_static_members_whose_joins_arrive_together_form_one_generation(served_b
     finally:
         served_broker.process.send_signal(signal.SIGCONT)
     try:
-        wait_for(lambda: all(("assigned", 3) in events for events in seen.values()), 30,
-                 what="a 3/3 split")
+        wait_for(
+            lambda: all(("assigned", 3) in events for events in seen.values()),
+            30,
+            what="a 3/3 split",
+        )
         time.sleep(2)  # no further rebalance
     finally:
         stop.set()
@@ -395,12 +453,17 @@ def test_static_members_whose_joins_arrive_together_form_one_generation(served_b
 def test_admin_clients_see_groups_and_offsets(served_broker):
     from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
     from confluent_kafka.admin import AdminClient
+
     topic = make_topic(served_broker)
     produce(served_broker, topic)
     c = kp_consumer(served_broker, topic, "admin-g")
     consumed = []
-    wait_for(lambda: len(consumed) >= RECORDS, 30,
-             lambda: [consumed.extend(rs) for rs in c.poll(timeout_ms=100).values()], "records")
+    wait_for(
+        lambda: len(consumed) >= RECORDS,
+        30,
+        lambda: [consumed.extend(rs) for rs in c.poll(timeout_ms=100).values()],
+        "records",
+    )
     c.commit()
 
     kp = KafkaAdminClient(bootstrap_servers=served_broker.bootstrap)

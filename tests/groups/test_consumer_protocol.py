@@ -9,13 +9,13 @@ import uuid
 import pytest
 from twisted.internet.testing import MemoryReactorClock
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.broker import Broker
 from wireserver.config import BrokerConfig
 from wireserver.groups import IllegalStateTransition, assignors
 from wireserver.groups.consumer_coordinator import HeartbeatRequest
 from wireserver.groups.consumer_group import ConsumerGroup, ConsumerGroupState
 from wireserver.groups.coordinator import OffsetCommit
+from wireserver.protocol.errors import ErrorCode
 from wireserver.topics import create_topic
 
 E = ErrorCode
@@ -25,8 +25,12 @@ REBALANCE_MS = 60_000
 
 
 def make_broker(path, **overrides) -> Broker:
-    values = {"log.dirs": str(path), "listeners": "PLAINTEXT://127.0.0.1:0",
-              "offsets.topic.replication.factor": "1", "offsets.topic.num.partitions": "3"}
+    values = {
+        "log.dirs": str(path),
+        "listeners": "PLAINTEXT://127.0.0.1:0",
+        "offsets.topic.replication.factor": "1",
+        "offsets.topic.num.partitions": "3",
+    }
     values.update(overrides)
     broker = Broker(BrokerConfig.load(None, values), MemoryReactorClock())
     broker.start()
@@ -49,8 +53,9 @@ def topic_id(broker, name="t"):
 class Member:
     """A well-behaved consumer: owns what it was given, revokes what it is no longer given."""
 
-    def __init__(self, broker, member_id=None, group="g", topics=("t",), instance_id=None,
-                 assignor=None):
+    def __init__(
+        self, broker, member_id=None, group="g", topics=("t",), instance_id=None, assignor=None
+    ):
         self.broker = broker
         self.group = group
         self.member_id = member_id or str(uuid.uuid4())
@@ -63,14 +68,17 @@ class Member:
     def heartbeat(self, epoch=None, owned="mine", **extra):
         joining = self.epoch == 0 if epoch is None else epoch == 0
         request = HeartbeatRequest(
-            group_id=self.group, member_id=self.member_id,
+            group_id=self.group,
+            member_id=self.member_id,
             member_epoch=self.epoch if epoch is None else epoch,
             instance_id=self.instance_id,
             rebalance_timeout_ms=REBALANCE_MS if joining else -1,
             subscribed_topic_names=self.topics if joining else None,
             server_assignor=self.assignor if joining else None,
             owned=(None if joining else self.owned) if owned == "mine" else owned,
-            client_id="c", client_host="/127.0.0.1")
+            client_id="c",
+            client_host="/127.0.0.1",
+        )
         for key, value in extra.items():
             setattr(request, key, value)
         result = self.broker.groups.consumer.heartbeat(request)
@@ -84,9 +92,14 @@ class Member:
         return {p for ps in self.owned.values() for p in ps}
 
     def leave(self):
-        return self.broker.groups.consumer.heartbeat(HeartbeatRequest(
-            group_id=self.group, member_id=self.member_id, member_epoch=-1,
-            instance_id=self.instance_id))
+        return self.broker.groups.consumer.heartbeat(
+            HeartbeatRequest(
+                group_id=self.group,
+                member_id=self.member_id,
+                member_epoch=-1,
+                instance_id=self.instance_id,
+            )
+        )
 
 
 def group_of(broker, name="g") -> ConsumerGroup:
@@ -107,6 +120,7 @@ def assert_exclusive(members, total=6):
 
 # -- joining and reconciling -------------------------------------------------------------------
 
+
 def test_first_member_gets_every_partition(broker):
     a = Member(broker)
     result = a.heartbeat()
@@ -119,9 +133,14 @@ def test_first_member_gets_every_partition(broker):
 
 
 def test_v0_join_without_member_id_gets_one(broker):
-    request = HeartbeatRequest(group_id="g", member_id="", member_epoch=0,
-                               rebalance_timeout_ms=REBALANCE_MS, subscribed_topic_names=["t"],
-                               api_version=0)
+    request = HeartbeatRequest(
+        group_id="g",
+        member_id="",
+        member_epoch=0,
+        rebalance_timeout_ms=REBALANCE_MS,
+        subscribed_topic_names=["t"],
+        api_version=0,
+    )
     result = broker.groups.consumer.heartbeat(request)
     assert result.error == E.NONE and result.member_id
     request.api_version = 1
@@ -169,7 +188,7 @@ def test_a_partition_is_never_owned_twice_during_churn(broker):
     members = [Member(broker) for _ in range(4)]
     for i, m in enumerate(members):
         m.heartbeat()
-        for other in members[:i + 1]:
+        for other in members[: i + 1]:
             other.heartbeat()
             owners = [p for x in members for p in x.partitions()]
             assert len(owners) == len(set(owners))
@@ -179,19 +198,21 @@ def test_a_partition_is_never_owned_twice_during_churn(broker):
 
 # -- epochs and fencing ------------------------------------------------------------------------
 
+
 def test_member_epoch_checks(broker):
     a = Member(broker)
     a.heartbeat()
     assert a.heartbeat(epoch=5).error == E.FENCED_MEMBER_EPOCH
     b = Member(broker)
     b.heartbeat()
-    a.heartbeat(owned={})   # revoked everything it had to; moves to epoch 2
+    a.heartbeat(owned={})  # revoked everything it had to; moves to epoch 2
     assert a.epoch == 2
     # The previous epoch is accepted while the member owns a subset of its assignment (a lost
     # response); anything older is fenced.
     assert a.heartbeat(epoch=1, owned={topic_id(broker): a.partitions()}).error == E.NONE
-    assert a.heartbeat(epoch=1, owned={topic_id(broker): set(range(6))}).error == \
-        E.FENCED_MEMBER_EPOCH
+    assert (
+        a.heartbeat(epoch=1, owned={topic_id(broker): set(range(6))}).error == E.FENCED_MEMBER_EPOCH
+    )
     assert Member(broker, member_id="nobody").heartbeat(epoch=3).error == E.UNKNOWN_MEMBER_ID
     assert Member(broker, group="none").heartbeat(epoch=3).error == E.GROUP_ID_NOT_FOUND
 
@@ -206,18 +227,34 @@ def test_rejoin_with_epoch_zero_resets_the_member(broker):
 
 def test_invalid_requests(broker):
     consumer = broker.groups.consumer
-    base = dict(group_id="g", member_id="m", member_epoch=0, rebalance_timeout_ms=1000,
-                subscribed_topic_names=["t"])
-    for change in ({"group_id": ""}, {"rebalance_timeout_ms": -1},
-                   {"subscribed_topic_names": None}, {"member_epoch": -3},
-                   {"instance_id": ""}, {"owned": {uuid.uuid4(): {0}}}):
-        assert consumer.heartbeat(HeartbeatRequest(**{**base, **change})).error == \
-            E.INVALID_REQUEST, change
-    assert consumer.heartbeat(HeartbeatRequest(**base, server_assignor="sticky")).error == \
-        E.UNSUPPORTED_ASSIGNOR
-    assert consumer.heartbeat(HeartbeatRequest(**{**base, "subscribed_topic_names": None},
-                                               subscribed_topic_regex="(")).error == \
-        ErrorCode.INVALID_REGULAR_EXPRESSION
+    base = dict(
+        group_id="g",
+        member_id="m",
+        member_epoch=0,
+        rebalance_timeout_ms=1000,
+        subscribed_topic_names=["t"],
+    )
+    for change in (
+        {"group_id": ""},
+        {"rebalance_timeout_ms": -1},
+        {"subscribed_topic_names": None},
+        {"member_epoch": -3},
+        {"instance_id": ""},
+        {"owned": {uuid.uuid4(): {0}}},
+    ):
+        assert (
+            consumer.heartbeat(HeartbeatRequest(**{**base, **change})).error == E.INVALID_REQUEST
+        ), change
+    assert (
+        consumer.heartbeat(HeartbeatRequest(**base, server_assignor="sticky")).error
+        == E.UNSUPPORTED_ASSIGNOR
+    )
+    assert (
+        consumer.heartbeat(
+            HeartbeatRequest(**{**base, "subscribed_topic_names": None}, subscribed_topic_regex="(")
+        ).error
+        == ErrorCode.INVALID_REGULAR_EXPRESSION
+    )
 
 
 def test_regex_subscription(broker):
@@ -225,16 +262,22 @@ def test_regex_subscription(broker):
     create_topic(broker, "orders-2", 2, 1, {})
     a = Member(broker, topics=())
     a.topics = None
-    result = broker.groups.consumer.heartbeat(HeartbeatRequest(
-        group_id="g", member_id=a.member_id, member_epoch=0, rebalance_timeout_ms=1000,
-        subscribed_topic_regex="orders-.*"))
+    result = broker.groups.consumer.heartbeat(
+        HeartbeatRequest(
+            group_id="g",
+            member_id=a.member_id,
+            member_epoch=0,
+            rebalance_timeout_ms=1000,
+            subscribed_topic_regex="orders-.*",
+        )
+    )
     assert result.error == E.NONE
     ids = {topic_id(broker, "orders-1"), topic_id(broker, "orders-2")}
     assert set(result.assignment) == ids
 
 
 def test_regex_subscription_includes_internal_topics(broker):
-    assert broker.groups.ensure_ready() is None          # creates __consumer_offsets
+    assert broker.groups.ensure_ready() is None  # creates __consumer_offsets
     a = Member(broker, topics=())
     result = a.heartbeat(subscribed_topic_names=None, subscribed_topic_regex="__consumer.*")
     assert result.error == E.NONE
@@ -245,6 +288,7 @@ def test_regex_resolution_leaves_out_undescribable_topics_until_refreshed(broker
     """Resolved with the authorization of the heartbeat doing it; kept until a regex comes or
     goes, the topics change, or the refresh interval passes (Kafka's rules)."""
     from wireserver.groups.consumer_coordinator import REGEX_REFRESH_INTERVAL_MS
+
     create_topic(broker, "orders-1", 2, 1, {})
     create_topic(broker, "orders-2", 2, 1, {})
     assert broker.groups.ensure_ready() is None  # __consumer_offsets, as the API handler does
@@ -256,21 +300,23 @@ def test_regex_resolution_leaves_out_undescribable_topics_until_refreshed(broker
         assert result.error == E.NONE
         return {broker.groups.consumer.topic_names()[t] for t in a.owned}
 
-    assert heartbeat(subscribed_topic_names=None, subscribed_topic_regex="orders-.*") == \
-        {"orders-1"}
-    hidden.clear()                                         # an ACL is added
+    assert heartbeat(subscribed_topic_names=None, subscribed_topic_regex="orders-.*") == {
+        "orders-1"
+    }
+    hidden.clear()  # an ACL is added
     for _ in range(REGEX_REFRESH_INTERVAL_MS // 30_000):
-        assert heartbeat() == {"orders-1"}                 # not looked at again yet
+        assert heartbeat() == {"orders-1"}  # not looked at again yet
         broker.reactor.advance(30)
     broker.reactor.advance(1)
     assert heartbeat() == {"orders-1", "orders-2"}
     hidden.add("orders-3")
-    create_topic(broker, "orders-3", 2, 1, {})             # a new topic: resolved again
+    create_topic(broker, "orders-3", 2, 1, {})  # a new topic: resolved again
     hidden.add("orders-2")
     assert heartbeat() == {"orders-1"}
 
 
 # -- timeouts ----------------------------------------------------------------------------------
+
 
 def test_session_expiry_moves_partitions(broker):
     a, b = Member(broker), Member(broker)
@@ -279,7 +325,7 @@ def test_session_expiry_moves_partitions(broker):
     settle([a, b])
     broker.reactor.advance(SESSION_MS / 2000)
     a.heartbeat()
-    broker.reactor.advance(SESSION_MS / 2000 + 1)   # b silent for a whole session
+    broker.reactor.advance(SESSION_MS / 2000 + 1)  # b silent for a whole session
     group = group_of(broker)
     assert b.member_id not in group.members and group.group_epoch == 3
     settle([a])
@@ -290,8 +336,9 @@ def test_session_expiry_moves_partitions(broker):
 def test_group_config_sets_the_session_timeout_and_heartbeat_interval(broker):
     """A group's consumer.session.timeout.ms / consumer.heartbeat.interval.ms (group configs)
     win over the broker's group.consumer.* for that group only, from its next heartbeat."""
-    broker.group_configs.set("g", {"consumer.session.timeout.ms": "50000",
-                                   "consumer.heartbeat.interval.ms": "6000"})
+    broker.group_configs.set(
+        "g", {"consumer.session.timeout.ms": "50000", "consumer.heartbeat.interval.ms": "6000"}
+    )
     a, other = Member(broker), Member(broker, group="other")
     assert a.heartbeat().heartbeat_interval_ms == 6000
     assert other.heartbeat().heartbeat_interval_ms == 5000
@@ -314,7 +361,7 @@ def test_member_that_does_not_revoke_is_removed_after_rebalance_timeout(broker):
     a.heartbeat()
     b = Member(broker)
     b.heartbeat()
-    a.heartbeat(owned={topic_id(broker): set(range(6))})     # asked to revoke three
+    a.heartbeat(owned={topic_id(broker): set(range(6))})  # asked to revoke three
     for _ in range(int(REBALANCE_MS / 5000)):
         broker.reactor.advance(5)
         # keeps heartbeating but never revokes
@@ -336,6 +383,7 @@ def test_empty_group_after_last_member_leaves(broker):
 
 # -- static members ----------------------------------------------------------------------------
 
+
 def test_static_member_temporary_leave_and_return(broker):
     a = Member(broker, instance_id="i-1")
     a.heartbeat()
@@ -344,20 +392,22 @@ def test_static_member_temporary_leave_and_return(broker):
     settle([a, other])
     kept = a.partitions()
     epoch = group_of(broker).group_epoch
-    result = broker.groups.consumer.heartbeat(HeartbeatRequest(
-        group_id="g", member_id=a.member_id, member_epoch=-2, instance_id="i-1"))
+    result = broker.groups.consumer.heartbeat(
+        HeartbeatRequest(group_id="g", member_id=a.member_id, member_epoch=-2, instance_id="i-1")
+    )
     assert result.error == E.NONE and result.member_epoch == -2
     # Another process with the same instance id is refused while... no: -2 released it.
     back = Member(broker, instance_id="i-1")
     result = back.heartbeat()
     assert result.error == E.NONE and back.partitions() == kept
-    assert group_of(broker).group_epoch == epoch        # no rebalance
+    assert group_of(broker).group_epoch == epoch  # no rebalance
     assert a.heartbeat(epoch=a.epoch).error == E.FENCED_INSTANCE_ID
     # A second live process with the instance id is refused.
     assert Member(broker, instance_id="i-1").heartbeat().error == E.UNRELEASED_INSTANCE_ID
 
 
 # -- assignors ---------------------------------------------------------------------------------
+
 
 def test_uniform_is_balanced_and_sticky():
     t1, t2 = uuid.uuid4(), uuid.uuid4()
@@ -371,7 +421,7 @@ def test_uniform_is_balanced_and_sticky():
     assert sorted(sum(len(p) for p in a.values()) for a in second.values()) == [3, 3, 3, 3]
     for m in ("m1", "m2", "m3"):
         kept = sum(len(second[m].get(t, set()) & first[m].get(t, set())) for t in (t1, t2))
-        assert kept == 3            # each gave up exactly one partition
+        assert kept == 3  # each gave up exactly one partition
 
 
 def test_uniform_heterogeneous_subscriptions():
@@ -393,8 +443,10 @@ def test_range_is_contiguous_and_copartitioned():
 
 
 def test_range_assignor_in_a_group(broker):
-    a, b = Member(broker, member_id="a", assignor="range"), Member(broker, member_id="b",
-                                                                  assignor="range")
+    a, b = (
+        Member(broker, member_id="a", assignor="range"),
+        Member(broker, member_id="b", assignor="range"),
+    )
     a.heartbeat()
     b.heartbeat()
     settle([a, b])
@@ -404,33 +456,39 @@ def test_range_assignor_in_a_group(broker):
 
 # -- offsets -----------------------------------------------------------------------------------
 
+
 def test_offset_commit_and_fetch_check_member_epoch(broker):
     a = Member(broker)
     a.heartbeat()
     coordinator = broker.groups
     commit = [OffsetCommit("t", 0, 42)]
-    assert coordinator.commit_offsets("g", a.epoch, a.member_id, None, 9, commit) == \
-        {("t", 0): E.NONE}
-    assert coordinator.commit_offsets("g", a.epoch + 1, a.member_id, None, 9, commit) == \
-        {("t", 0): E.STALE_MEMBER_EPOCH}       # any other epoch is stale (Kafka 4.1)
-    assert coordinator.commit_offsets("g", a.epoch, a.member_id, None, 8, commit) == \
-        {("t", 0): E.UNSUPPORTED_VERSION}
+    assert coordinator.commit_offsets("g", a.epoch, a.member_id, None, 9, commit) == {
+        ("t", 0): E.NONE
+    }
+    assert coordinator.commit_offsets("g", a.epoch + 1, a.member_id, None, 9, commit) == {
+        ("t", 0): E.STALE_MEMBER_EPOCH
+    }  # any other epoch is stale (Kafka 4.1)
+    assert coordinator.commit_offsets("g", a.epoch, a.member_id, None, 8, commit) == {
+        ("t", 0): E.UNSUPPORTED_VERSION
+    }
     Member(broker).heartbeat()
-    a.heartbeat(owned={topic_id(broker): set(range(6))})   # still epoch 1... now group at 2
-    assert coordinator.commit_offsets("g", 0, a.member_id, None, 9, commit) == \
-        {("t", 0): E.STALE_MEMBER_EPOCH}
-    assert coordinator.commit_offsets("g", a.epoch, "x", None, 9, commit) == \
-        {("t", 0): E.UNKNOWN_MEMBER_ID}
-    assert coordinator.commit_offsets("g", -1, "", None, 9, commit) == \
-        {("t", 0): E.UNKNOWN_MEMBER_ID}       # not empty: simple commits refused
+    a.heartbeat(owned={topic_id(broker): set(range(6))})  # still epoch 1... now group at 2
+    assert coordinator.commit_offsets("g", 0, a.member_id, None, 9, commit) == {
+        ("t", 0): E.STALE_MEMBER_EPOCH
+    }
+    assert coordinator.commit_offsets("g", a.epoch, "x", None, 9, commit) == {
+        ("t", 0): E.UNKNOWN_MEMBER_ID
+    }
+    assert coordinator.commit_offsets("g", -1, "", None, 9, commit) == {
+        ("t", 0): E.UNKNOWN_MEMBER_ID
+    }  # not empty: simple commits refused
     group = group_of(broker)
     consumer = coordinator.consumer
     assert consumer.validate_offset_fetch(group, a.member_id, a.epoch) is None
-    assert consumer.validate_offset_fetch(group, a.member_id, a.epoch - 1) == \
-        E.STALE_MEMBER_EPOCH
+    assert consumer.validate_offset_fetch(group, a.member_id, a.epoch - 1) == E.STALE_MEMBER_EPOCH
     assert consumer.validate_offset_fetch(group, None, -1) is None
     assert coordinator.fetch_offsets("g", [("t", [0])])[0][1][0][1].offset == 42
-    assert "g" not in coordinator.groups        # not a classic group
+    assert "g" not in coordinator.groups  # not a classic group
 
 
 def test_txn_offset_commit_checks_member_epoch(broker):
@@ -443,22 +501,24 @@ def test_txn_offset_commit_checks_member_epoch(broker):
     commit = [OffsetCommit("t", 0, 42)]
 
     def txn(generation, member_id, instance_id=None, pid=7):
-        return coordinator.txn_offset_commit("g", pid, 0, generation, member_id, instance_id,
-                                             commit)
+        return coordinator.txn_offset_commit(
+            "g", pid, 0, generation, member_id, instance_id, commit
+        )
 
     assert txn(a.epoch, a.member_id, "i-1") == {("t", 0): E.NONE}
-    assert txn(a.epoch, a.member_id) == {("t", 0): E.NONE}        # the instance id is not checked
+    assert txn(a.epoch, a.member_id) == {("t", 0): E.NONE}  # the instance id is not checked
     assert txn(a.epoch - 1, a.member_id) == {("t", 0): E.ILLEGAL_GENERATION}
     assert txn(a.epoch + 1, a.member_id) == {("t", 0): E.ILLEGAL_GENERATION}
     assert txn(a.epoch, "someone") == {("t", 0): E.UNKNOWN_MEMBER_ID}
     assert txn(-1, "", "i-1") == {("t", 0): E.UNKNOWN_MEMBER_ID}
-    assert txn(-1, "", pid=8) == {("t", 0): E.NONE}                 # names no member: taken
-    assert coordinator.fetch_offsets("g", [("t", [0])])[0][1][0][1] is None   # pending
+    assert txn(-1, "", pid=8) == {("t", 0): E.NONE}  # names no member: taken
+    assert coordinator.fetch_offsets("g", [("t", [0])])[0][1][0][1] is None  # pending
     coordinator.complete_transaction(7, True, coordinator.partition_for("g"))
     assert group_of(broker).offsets[("t", 0)].offset == 42
-    assert "g" not in coordinator.groups        # no classic group beside the consumer group
-    assert coordinator.consumer.validate_offset_fetch(group_of(broker), a.member_id,
-                                                      a.epoch) is None
+    assert "g" not in coordinator.groups  # no classic group beside the consumer group
+    assert (
+        coordinator.consumer.validate_offset_fetch(group_of(broker), a.member_id, a.epoch) is None
+    )
 
 
 def test_group_and_offsets_survive_restart(tmp_path):
@@ -475,7 +535,7 @@ def test_group_and_offsets_survive_restart(tmp_path):
         assert group.state is C.EMPTY and group.group_epoch == 1 and not group.members
         assert group.offsets[("t", 1)].offset == 7
         a.broker = again
-        assert a.heartbeat().error == E.UNKNOWN_MEMBER_ID     # must rejoin
+        assert a.heartbeat().error == E.UNKNOWN_MEMBER_ID  # must rejoin
         a.epoch, a.owned = 0, {}
         assert a.heartbeat().member_epoch == 2 and a.partitions() == set(range(6))
     finally:
@@ -487,13 +547,14 @@ def test_classic_and_consumer_groups_coexist(broker):
     coordinator = broker.groups
     coordinator.commit_offsets("old", -1, "", None, 9, [OffsetCommit("t", 0, 3)])
     assert "old" in coordinator.groups
-    Member(broker, group="old").heartbeat()      # an empty classic group is taken over
+    Member(broker, group="old").heartbeat()  # an empty classic group is taken over
     assert "old" not in coordinator.groups
     assert group_of(broker, "old").offsets[("t", 0)].offset == 3
     assert coordinator.delete_groups(["old"]) == {"old": E.NON_EMPTY_GROUP}
 
 
 # -- state machine -----------------------------------------------------------------------------
+
 
 def test_state_machine_refuses_illegal_moves():
     group = ConsumerGroup("g", 0)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from confluent_kafka import Consumer, Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
@@ -45,10 +44,16 @@ class Tracked:
         self.name = name
         self.owned: set[int] = set()
         self.values: list[int] = []
-        self.consumer = Consumer({
-            "bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
-            "auto.offset.reset": "earliest", "enable.auto.commit": True,
-            "auto.commit.interval.ms": 200})
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "group.protocol": "consumer",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": True,
+                "auto.commit.interval.ms": 200,
+            }
+        )
         self.consumer.subscribe([topic], on_assign=self._assign, on_revoke=self._revoke)
 
     def _assign(self, consumer, partitions):
@@ -70,8 +75,10 @@ def poll_until(members, condition, timeout=60.0, what="condition"):
             m.poll()
         if condition():
             return
-    raise AssertionError(f"timed out waiting for {what}: "
-                         + ", ".join(f"{m.name} owns {sorted(m.owned)}" for m in members))
+    raise AssertionError(
+        f"timed out waiting for {what}: "
+        + ", ".join(f"{m.name} owns {sorted(m.owned)}" for m in members)
+    )
 
 
 def exclusive_and_complete(members) -> bool:
@@ -87,8 +94,7 @@ def test_confluent_consumers_share_partitions_and_take_over_on_leave(kafka):
         poll_until(members, lambda: exclusive_and_complete(members), what="3 members stable")
         assert sorted(len(m.owned) for m in members) == [2, 2, 2]
         produce(bootstrap, "kip848", 0, 600)
-        poll_until(members, lambda: sum(len(m.values) for m in members) >= 600,
-                   what="600 records")
+        poll_until(members, lambda: sum(len(m.values) for m in members) >= 600, what="600 records")
         everything = [v for m in members for v in m.values]
         assert sorted(everything) == list(range(600)), "each record exactly once"
         for m in members:
@@ -99,12 +105,14 @@ def test_confluent_consumers_share_partitions_and_take_over_on_leave(kafka):
         described = admin.describe_consumer_groups(["g848"])["g848"].result(timeout=30)
         assert str(described.type).endswith("CONSUMER")
         assert len(described.members) == 3
-        assignments = sorted(tp.partition for member in described.members
-                             for tp in member.assignment.topic_partitions)
+        assignments = sorted(
+            tp.partition
+            for member in described.members
+            for tp in member.assignment.topic_partitions
+        )
         assert assignments == list(range(PARTITIONS))
         listed = admin.list_consumer_groups().result(timeout=30)
-        assert any(g.group_id == "g848" and str(g.type).endswith("CONSUMER")
-                   for g in listed.valid)
+        assert any(g.group_id == "g848" and str(g.type).endswith("CONSUMER") for g in listed.valid)
 
         # One member leaves: its partitions go to the other two, nothing is owned twice.
         gone = members.pop()
@@ -112,9 +120,13 @@ def test_confluent_consumers_share_partitions_and_take_over_on_leave(kafka):
         poll_until(members, lambda: exclusive_and_complete(members), what="2 members stable")
         assert sorted(len(m.owned) for m in members) == [3, 3]
         produce(bootstrap, "kip848", 600, 300)
-        poll_until(members, lambda: sum(len(v) for v in
-                                        [[x for x in m.values if x >= 600] for m in members])
-                   >= 300, what="300 more records")
+        poll_until(
+            members,
+            lambda: (
+                sum(len(v) for v in [[x for x in m.values if x >= 600] for m in members]) >= 300
+            ),
+            what="300 more records",
+        )
         later = [v for m in members for v in m.values if v >= 600]
         assert sorted(later) == list(range(600, 900))
     finally:
@@ -124,6 +136,7 @@ def test_confluent_consumers_share_partitions_and_take_over_on_leave(kafka):
 
 def test_java_console_consumer_with_consumer_protocol(kafka):
     from compat_tests import reference
+
     try:
         reference.resolve()
     except Exception as exc:  # noqa: BLE001 - no JVM or jars on this machine
@@ -137,10 +150,24 @@ def test_java_console_consumer_with_consumer_protocol(kafka):
     for i in range(produce_count):
         producer.produce("kip848-java", value=f"v{i}".encode(), partition=i % 3)
     assert producer.flush(30) == 0
-    proc = reference.run_tool("kafka-console-consumer", [
-        "--topic", "kip848-java", "--group", "java848", "--from-beginning",
-        "--max-messages", str(produce_count), "--timeout-ms", "60000",
-        "--consumer-property", "group.protocol=consumer"], bootstrap=bootstrap, timeout=120)
+    proc = reference.run_tool(
+        "kafka-console-consumer",
+        [
+            "--topic",
+            "kip848-java",
+            "--group",
+            "java848",
+            "--from-beginning",
+            "--max-messages",
+            str(produce_count),
+            "--timeout-ms",
+            "60000",
+            "--consumer-property",
+            "group.protocol=consumer",
+        ],
+        bootstrap=bootstrap,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = [line for line in proc.stdout.splitlines() if line.startswith("v")]
     assert sorted(lines) == sorted(f"v{i}" for i in range(produce_count))
@@ -159,10 +186,16 @@ def test_regex_subscription_includes_internal_topics(kafka):
     try:
         poll_until([member], lambda: member.owned, what="a first assignment")
         admin = AdminClient({"bootstrap.servers": bootstrap})
-        partitions = len(admin.list_topics("__consumer_offsets", timeout=30)
-                         .topics["__consumer_offsets"].partitions)
-        poll_until([member], lambda: len(member.owned) == partitions,
-                   what="every __consumer_offsets partition")
+        partitions = len(
+            admin.list_topics("__consumer_offsets", timeout=30)
+            .topics["__consumer_offsets"]
+            .partitions
+        )
+        poll_until(
+            [member],
+            lambda: len(member.owned) == partitions,
+            what="every __consumer_offsets partition",
+        )
         assignment = member.consumer.assignment()
         assert {tp.topic for tp in assignment} == {"__consumer_offsets"}
         assert sorted(tp.partition for tp in assignment) == list(range(partitions))
@@ -174,40 +207,67 @@ def test_regex_subscription_leaves_out_topics_the_member_cannot_describe():
     """With ACLs, the broker resolves a regex subscription to the matching topics the member's
     principal may DESCRIBE, as Kafka's coordinator does; the others are not assigned (they used
     to be: librdkafka, unable to describe them, left them out, but nobody else got them)."""
-    from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType,
-                                       ResourcePatternType, ResourceType)
-    with EmbeddedBroker(sasl="PLAIN", users={"alice": "alice-secret"}, authorizer=True,
-                        overrides=OVERRIDES) as broker:
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    with EmbeddedBroker(
+        sasl="PLAIN", users={"alice": "alice-secret"}, authorizer=True, overrides=OVERRIDES
+    ) as broker:
         broker.create_topic("rx-visible", partitions=2)
         broker.create_topic("rx-hidden", partitions=2)
         admin_name, admin_password = broker.admin_user
-        sasl = {"bootstrap.servers": broker.bootstrap_servers,
-                "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"}
-        admin = AdminClient({**sasl, "sasl.username": admin_name,
-                             "sasl.password": admin_password})
+        sasl = {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+        }
+        admin = AdminClient({**sasl, "sasl.username": admin_name, "sasl.password": admin_password})
         allow = [(ResourceType.GROUP, "g-rx"), (ResourceType.TOPIC, "rx-visible")]
-        for future in admin.create_acls([
-                AclBinding(kind, name, ResourcePatternType.LITERAL, "User:alice", "*",
-                           AclOperation.READ, AclPermissionType.ALLOW)
-                for kind, name in allow]).values():
+        for future in admin.create_acls(
+            [
+                AclBinding(
+                    kind,
+                    name,
+                    ResourcePatternType.LITERAL,
+                    "User:alice",
+                    "*",
+                    AclOperation.READ,
+                    AclPermissionType.ALLOW,
+                )
+                for kind, name in allow
+            ]
+        ).values():
             future.result(timeout=30)
-        consumer = Consumer({**sasl, "sasl.username": "alice", "sasl.password": "alice-secret",
-                             "group.id": "g-rx", "group.protocol": "consumer",
-                             "auto.offset.reset": "earliest"})
+        consumer = Consumer(
+            {
+                **sasl,
+                "sasl.username": "alice",
+                "sasl.password": "alice-secret",
+                "group.id": "g-rx",
+                "group.protocol": "consumer",
+                "auto.offset.reset": "earliest",
+            }
+        )
         try:
             consumer.subscribe(["^rx-.*"])
             deadline = time.monotonic() + 30
             while not consumer.assignment() and time.monotonic() < deadline:
                 consumer.poll(0.1)
-            end = time.monotonic() + 2       # any later assignment would arrive meanwhile
+            end = time.monotonic() + 2  # any later assignment would arrive meanwhile
             while time.monotonic() < end:
                 consumer.poll(0.1)
             visible = [("rx-visible", 0), ("rx-visible", 1)]
             assert sorted((tp.topic, tp.partition) for tp in consumer.assignment()) == visible
             # What the coordinator assigned, as the admin (a super user) sees it.
-            [member] = admin.describe_consumer_groups(["g-rx"])["g-rx"].result(
-                timeout=30).members
-            assert sorted((tp.topic, tp.partition)
-                          for tp in member.assignment.topic_partitions) == visible
+            [member] = admin.describe_consumer_groups(["g-rx"])["g-rx"].result(timeout=30).members
+            assert (
+                sorted((tp.topic, tp.partition) for tp in member.assignment.topic_partitions)
+                == visible
+            )
         finally:
             consumer.close()

@@ -7,11 +7,11 @@ import pytest
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 from twisted.internet.testing import MemoryReactorClock
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.broker import Broker
 from wireserver.config import BrokerConfig
 from wireserver.groups import GroupState, JoinRequest
 from wireserver.groups.coordinator import OffsetCommit
+from wireserver.protocol.errors import ErrorCode
 from wireserver.topics import create_topic
 
 E = ErrorCode
@@ -21,14 +21,22 @@ REBALANCE_MS = 30_000
 
 
 def subscription(*topics: str) -> bytes:
-    return bytes(ConsumerProtocolSubscription(version=0, topics=list(topics), user_data=b"")
-                 .encode(version=0))
+    return bytes(
+        ConsumerProtocolSubscription(version=0, topics=list(topics), user_data=b"").encode(
+            version=0
+        )
+    )
 
 
 def make_broker(path, **overrides) -> Broker:
-    values = {"log.dirs": str(path), "listeners": "PLAINTEXT://127.0.0.1:0",
-              "offsets.topic.replication.factor": "1", "offsets.topic.num.partitions": "3",
-              "group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "1000"}
+    values = {
+        "log.dirs": str(path),
+        "listeners": "PLAINTEXT://127.0.0.1:0",
+        "offsets.topic.replication.factor": "1",
+        "offsets.topic.num.partitions": "3",
+        "group.initial.rebalance.delay.ms": "0",
+        "group.min.session.timeout.ms": "1000",
+    }
     values.update({k.replace("_", "."): str(v) for k, v in overrides.items()})
     broker = Broker(BrokerConfig.load(None, values), MemoryReactorClock())
     broker.start()
@@ -54,17 +62,39 @@ def result_of(d):
     def keep(result):
         box.append(result)
         return result
+
     d.addCallback(keep)
     return box[0] if box else None
 
 
-def join_request(broker, group="g", member_id="", instance_id=None, version=5, protocols=None,
-                 session_ms=SESSION_MS, rebalance_ms=REBALANCE_MS, client_id="c"):
+def join_request(
+    broker,
+    group="g",
+    member_id="",
+    instance_id=None,
+    version=5,
+    protocols=None,
+    session_ms=SESSION_MS,
+    rebalance_ms=REBALANCE_MS,
+    client_id="c",
+):
     """Hand one JoinGroup to the coordinator; returns the Deferred of its response."""
     protocols = protocols or [("range", subscription("t"))]
-    return broker.groups.join_group(JoinRequest(
-        group, member_id, instance_id, version >= 4, client_id, "/127.0.0.1", rebalance_ms,
-        session_ms, "consumer", protocols, api_version=version))
+    return broker.groups.join_group(
+        JoinRequest(
+            group,
+            member_id,
+            instance_id,
+            version >= 4,
+            client_id,
+            "/127.0.0.1",
+            rebalance_ms,
+            session_ms,
+            "consumer",
+            protocols,
+            api_version=version,
+        )
+    )
 
 
 def join(broker, group="g", **kw):
@@ -83,8 +113,15 @@ def join_new(broker, group="g", **kw):
 
 
 def sync(broker, result, assignments=None, group="g", instance_id=None):
-    return broker.groups.sync_group(group, result.generation_id, result.member_id, instance_id,
-                                    "consumer", result.protocol_name, assignments or {})
+    return broker.groups.sync_group(
+        group,
+        result.generation_id,
+        result.member_id,
+        instance_id,
+        "consumer",
+        result.protocol_name,
+        assignments or {},
+    )
 
 
 def advance(broker, ms):
@@ -151,7 +188,9 @@ def test_member_that_does_not_rejoin_is_dropped_at_the_rebalance_timeout(broker)
     for _ in range(REBALANCE_MS // 5000):
         advance(broker, 5000)
         assert broker.groups.heartbeat("g", 2, rb.member_id, None) in (
-            E.REBALANCE_IN_PROGRESS, E.UNKNOWN_MEMBER_ID)
+            E.REBALANCE_IN_PROGRESS,
+            E.UNKNOWN_MEMBER_ID,
+        )
     r = result_of(pending)
     assert r.error == E.NONE and r.generation_id == 3 and len(r.members) == 1
     assert broker.groups.heartbeat("g", 3, rb.member_id, None) == E.UNKNOWN_MEMBER_ID
@@ -211,8 +250,14 @@ def test_protocol_selection_by_votes(broker):
     b = join(broker, version=3, protocols=[("roundrobin", b""), ("range", b"")])
     c = join(broker, version=3, protocols=[("roundrobin", b""), ("sticky", b"")])
     # c supports no "range": only roundrobin is common to all
-    r = result_of(join(broker, version=3, member_id=ra.member_id,
-                       protocols=[("range", b""), ("roundrobin", b"")]))
+    r = result_of(
+        join(
+            broker,
+            version=3,
+            member_id=ra.member_id,
+            protocols=[("range", b""), ("roundrobin", b"")],
+        )
+    )
     assert r.protocol_name == "roundrobin"
     assert result_of(b).protocol_name == result_of(c).protocol_name == "roundrobin"
 
@@ -306,8 +351,10 @@ def test_static_member_rejoins_without_rebalance(broker):
     assert result_of(sync(broker, rb2, instance_id="i-b")).assignment == b"B2"
     # the old incarnation is fenced
     assert broker.groups.heartbeat("g", 2, rb.member_id, "i-b") == E.FENCED_INSTANCE_ID
-    assert result_of(join(broker, member_id=rb.member_id, instance_id="i-b")).error == \
-        E.FENCED_INSTANCE_ID
+    assert (
+        result_of(join(broker, member_id=rb.member_id, instance_id="i-b")).error
+        == E.FENCED_INSTANCE_ID
+    )
     assert broker.groups.heartbeat("g", 2, rb2.member_id, "i-b") == E.NONE
     # the leader restarting (v9): told it leads, but to skip the assignment
     ra2 = result_of(join(broker, instance_id="i-a", version=9))
@@ -327,10 +374,18 @@ def test_offset_commit_rules(broker):
     assert commit("s", -1, "", None, 9, c) == {("t", 0): E.NONE}
     assert commit("nope", 3, "m", None, 9, c) == {("t", 0): E.GROUP_ID_NOT_FOUND}
     assert commit("nope", 3, "m", None, 8, c) == {("t", 0): E.ILLEGAL_GENERATION}
-    assert commit("s", -1, "", None, 9, [OffsetCommit("t", 9, 1), OffsetCommit("x", 0, 1),
-                                         OffsetCommit("t", 1, 1, -1, "x" * 5000)]) == {
-        ("t", 9): E.UNKNOWN_TOPIC_OR_PARTITION, ("x", 0): E.UNKNOWN_TOPIC_OR_PARTITION,
-        ("t", 1): E.OFFSET_METADATA_TOO_LARGE}
+    assert commit(
+        "s",
+        -1,
+        "",
+        None,
+        9,
+        [OffsetCommit("t", 9, 1), OffsetCommit("x", 0, 1), OffsetCommit("t", 1, 1, -1, "x" * 5000)],
+    ) == {
+        ("t", 9): E.UNKNOWN_TOPIC_OR_PARTITION,
+        ("x", 0): E.UNKNOWN_TOPIC_OR_PARTITION,
+        ("t", 1): E.OFFSET_METADATA_TOO_LARGE,
+    }
     ra, rb = stable_pair(broker)
     assert commit("g", 2, ra.member_id, None, 9, c) == {("t", 0): E.NONE}
     assert commit("g", 1, ra.member_id, None, 9, c) == {("t", 0): E.ILLEGAL_GENERATION}
@@ -353,8 +408,10 @@ def test_offset_delete_and_delete_groups(broker):
     top, res = broker.groups.delete_offsets("g", [("t", 0), ("u", 0)])
     assert top == E.NONE and res == {("t", 0): E.GROUP_SUBSCRIBED_TO_TOPIC, ("u", 0): E.NONE}
     assert broker.groups.delete_offsets("zz", [("t", 0)])[0] == E.GROUP_ID_NOT_FOUND
-    assert broker.groups.delete_groups(["g", "zz"]) == {"g": E.NON_EMPTY_GROUP,
-                                                        "zz": E.GROUP_ID_NOT_FOUND}
+    assert broker.groups.delete_groups(["g", "zz"]) == {
+        "g": E.NON_EMPTY_GROUP,
+        "zz": E.GROUP_ID_NOT_FOUND,
+    }
     broker.groups.leave_group("g", [(ra.member_id, None), (rb.member_id, None)])
     assert broker.groups.groups["g"].state is S.EMPTY
     assert broker.groups.delete_groups(["g"]) == {"g": E.NONE}
@@ -365,8 +422,9 @@ def test_state_survives_a_restart(tmp_path):
     broker = make_broker(tmp_path)
     create_topic(broker, "t", 4, 1, {})
     ra, rb = stable_pair(broker)
-    broker.groups.commit_offsets("g", 2, ra.member_id, None, 9,
-                                 [OffsetCommit("t", 1, 42, 3, "meta")])
+    broker.groups.commit_offsets(
+        "g", 2, ra.member_id, None, 9, [OffsetCommit("t", 1, 42, 3, "meta")]
+    )
     broker.groups.commit_offsets("simple", -1, "", None, 9, [OffsetCommit("t", 2, 9)])
     broker.groups.commit_offsets("gone", -1, "", None, 9, [OffsetCommit("t", 2, 9)])
     assert broker.groups.delete_groups(["gone"]) == {"gone": E.NONE}
@@ -383,8 +441,9 @@ def test_state_survives_a_restart(tmp_path):
         assert g.offsets[("t", 1)].offset == 42 and g.offsets[("t", 1)].leader_epoch == 3
         # members carry on where they were: heartbeats and commits with the old generation
         assert groups.heartbeat("g", 2, ra.member_id, None) == E.NONE
-        assert groups.commit_offsets("g", 2, rb.member_id, None, 9,
-                                     [OffsetCommit("t", 0, 1)]) == {("t", 0): E.NONE}
+        assert groups.commit_offsets("g", 2, rb.member_id, None, 9, [OffsetCommit("t", 0, 1)]) == {
+            ("t", 0): E.NONE
+        }
         assert groups.groups["simple"].offsets[("t", 2)].offset == 9
         # members that never come back are expired by their session timeout
         advance(broker, SESSION_MS + 1)
@@ -394,8 +453,9 @@ def test_state_survives_a_restart(tmp_path):
 
 
 def test_offsets_of_empty_groups_expire(tmp_path):
-    broker = make_broker(tmp_path, **{"offsets.retention.minutes": 1,
-                                      "offsets.retention.check.interval.ms": 1000})
+    broker = make_broker(
+        tmp_path, **{"offsets.retention.minutes": 1, "offsets.retention.check.interval.ms": 1000}
+    )
     try:
         create_topic(broker, "t", 1, 1, {})
         groups = broker.groups
@@ -404,18 +464,18 @@ def test_offsets_of_empty_groups_expire(tmp_path):
         result_of(sync(broker, r, {}))
         groups.commit_offsets("g", 1, r.member_id, None, 9, [OffsetCommit("t", 0, 1)])
         advance(broker, 61_000)
-        assert "s" not in groups.groups          # simple group: offset too old, group gone
-        assert groups.groups["g"].offsets        # consumer group with a member: kept
+        assert "s" not in groups.groups  # simple group: offset too old, group gone
+        assert groups.groups["g"].offsets  # consumer group with a member: kept
         groups.leave_group("g", [(r.member_id, None)])
         advance(broker, 30_000)
-        assert groups.groups["g"].offsets        # empty for only 30 s
+        assert groups.groups["g"].offsets  # empty for only 30 s
         advance(broker, 31_000)
         assert "g" not in groups.groups
     finally:
         close(broker)
     broker = make_broker(tmp_path)
     try:
-        assert broker.groups.groups == {}       # the tombstones were persisted
+        assert broker.groups.groups == {}  # the tombstones were persisted
     finally:
         close(broker)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -47,8 +46,14 @@ def produce(bootstrap: str, topic: str, partitions: int, count: int) -> None:
 def consume(bootstrap: str, topic: str, group: str, count: int, timeout: float = 30.0):
     """Join ``group``, read ``count`` records (then a little longer, to catch extras),
     commit and leave. Returns the values read."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
     consumer.subscribe([topic])
     values: list[str] = []
     try:
@@ -71,15 +76,15 @@ def consume(bootstrap: str, topic: str, group: str, count: int, timeout: float =
 
 def committed(bootstrap: str, group: str, topic: str, partitions: int) -> list[int]:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p)
-                                                   for p in range(partitions)])
+    request = ConsumerGroupTopicPartitions(
+        group, [TopicPartition(topic, p) for p in range(partitions)]
+    )
     found = admin.list_consumer_group_offsets([request])[group].result(timeout=30)
     return [tp.offset for tp in sorted(found.topic_partitions, key=lambda tp: tp.partition)]
 
 
 def groups_tool(reference, bootstrap: str, *args: str, ok: bool = True):
-    proc = reference.run_tool("kafka-consumer-groups", list(args), bootstrap=bootstrap,
-                              timeout=90)
+    proc = reference.run_tool("kafka-consumer-groups", list(args), bootstrap=bootstrap, timeout=90)
     if ok:
         assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
@@ -87,9 +92,14 @@ def groups_tool(reference, bootstrap: str, *args: str, ok: bool = True):
 
 def rows(output: str, topic: str) -> list[list[str]]:
     """The table rows for ``topic``: the columns after GROUP and TOPIC."""
-    return sorted((line.split()[2:] for line in output.splitlines()
-                   if len(line.split()) > 2 and line.split()[1] == topic),
-                  key=lambda row: int(row[0]))
+    return sorted(
+        (
+            line.split()[2:]
+            for line in output.splitlines()
+            if len(line.split()) > 2 and line.split()[1] == topic
+        ),
+        key=lambda row: int(row[0]),
+    )
 
 
 def test_list_and_describe(kafka, reference):
@@ -104,17 +114,16 @@ def test_list_and_describe(kafka, reference):
     described = groups_tool(reference, bootstrap, "--describe", "--group", "describe-group")
     # PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID (no members: -)
     assert [row[:5] for row in rows(described.stdout, "tools-describe")] == [
-        [str(p), "3", "3", "0", "-"] for p in range(3)]
+        [str(p), "3", "3", "0", "-"] for p in range(3)
+    ]
 
-    state = groups_tool(reference, bootstrap, "--describe", "--group", "describe-group",
-                        "--state")
+    state = groups_tool(reference, bootstrap, "--describe", "--group", "describe-group", "--state")
     [line] = [line for line in state.stdout.splitlines() if line.startswith("describe-group")]
     assert line.split()[-2:] == ["Empty", "0"]
 
     produce(bootstrap, "tools-describe", 3, 3)
     lagging = groups_tool(reference, bootstrap, "--describe", "--group", "describe-group")
-    assert [row[1:4] for row in rows(lagging.stdout, "tools-describe")] == [
-        ["3", "4", "1"]] * 3
+    assert [row[1:4] for row in rows(lagging.stdout, "tools-describe")] == [["3", "4", "1"]] * 3
 
 
 def test_reset_offsets_then_resume(kafka, reference):
@@ -126,8 +135,17 @@ def test_reset_offsets_then_resume(kafka, reference):
     assert committed(bootstrap, group, topic, 2) == [6, 6]
 
     def reset(*how: str, execute: bool = True) -> list[list[str]]:
-        proc = groups_tool(reference, bootstrap, "--reset-offsets", "--group", group,
-                           "--topic", topic, *how, "--execute" if execute else "--dry-run")
+        proc = groups_tool(
+            reference,
+            bootstrap,
+            "--reset-offsets",
+            "--group",
+            group,
+            "--topic",
+            topic,
+            *how,
+            "--execute" if execute else "--dry-run",
+        )
         return rows(proc.stdout, topic)  # PARTITION NEW-OFFSET
 
     # --dry-run shows the plan and changes nothing.
@@ -151,16 +169,32 @@ def test_reset_offsets_then_resume(kafka, reference):
     assert committed(bootstrap, group, topic, 2) == [6, 6]
 
     # A group with an active member cannot be reset.
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
     consumer.subscribe([topic])
     try:
         deadline = time.monotonic() + 30
         while not consumer.assignment() and time.monotonic() < deadline:
             consumer.poll(0.1)
         assert consumer.assignment()
-        refused = groups_tool(reference, bootstrap, "--reset-offsets", "--group", group,
-                              "--topic", topic, "--to-earliest", "--execute", ok=False)
+        refused = groups_tool(
+            reference,
+            bootstrap,
+            "--reset-offsets",
+            "--group",
+            group,
+            "--topic",
+            topic,
+            "--to-earliest",
+            "--execute",
+            ok=False,
+        )
         assert "inactive" in refused.stdout + refused.stderr
     finally:
         consumer.close()
@@ -172,18 +206,34 @@ def test_java_console_consumer_kip848_commits(kafka, reference):
     topic, group = "tools-kip848", "java-kip848"
     create_topic(bootstrap, topic, 3)
     produce(bootstrap, topic, 3, 30)
-    proc = reference.run_tool("kafka-console-consumer", [
-        "--topic", topic, "--group", group, "--from-beginning", "--max-messages", "30",
-        "--timeout-ms", "60000", "--consumer-property", "group.protocol=consumer"],
-        bootstrap=bootstrap, timeout=120)
+    proc = reference.run_tool(
+        "kafka-console-consumer",
+        [
+            "--topic",
+            topic,
+            "--group",
+            group,
+            "--from-beginning",
+            "--max-messages",
+            "30",
+            "--timeout-ms",
+            "60000",
+            "--consumer-property",
+            "group.protocol=consumer",
+        ],
+        bootstrap=bootstrap,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert sorted(line for line in proc.stdout.splitlines() if line.startswith("v")) == sorted(
-        f"v{i}" for i in range(30))
+        f"v{i}" for i in range(30)
+    )
 
     # It committed on close: kafka-consumer-groups shows every partition at its end, no lag.
     described = groups_tool(reference, bootstrap, "--describe", "--group", group)
     assert [row[:4] for row in rows(described.stdout, topic)] == [
-        [str(p), "10", "10", "0"] for p in range(3)]
+        [str(p), "10", "10", "0"] for p in range(3)
+    ]
     assert committed(bootstrap, group, topic, 3) == [10, 10, 10]
     admin = AdminClient({"bootstrap.servers": bootstrap})
     found = admin.describe_consumer_groups([group])[group].result(timeout=30)
@@ -191,12 +241,27 @@ def test_java_console_consumer_kip848_commits(kafka, reference):
 
     # A second KIP-848 run in the same group reads only what came after the commit.
     produce(bootstrap, topic, 3, 6)
-    again = reference.run_tool("kafka-console-consumer", [
-        "--topic", topic, "--group", group, "--max-messages", "6", "--timeout-ms", "60000",
-        "--consumer-property", "group.protocol=consumer"], bootstrap=bootstrap, timeout=120)
+    again = reference.run_tool(
+        "kafka-console-consumer",
+        [
+            "--topic",
+            topic,
+            "--group",
+            group,
+            "--max-messages",
+            "6",
+            "--timeout-ms",
+            "60000",
+            "--consumer-property",
+            "group.protocol=consumer",
+        ],
+        bootstrap=bootstrap,
+        timeout=120,
+    )
     assert again.returncode == 0, again.stderr[-3000:]
     assert sorted(line for line in again.stdout.splitlines() if line.startswith("v")) == sorted(
-        f"v{i}" for i in range(6))
+        f"v{i}" for i in range(6)
+    )
     assert committed(bootstrap, group, topic, 3) == [12, 12, 12]
 
 
@@ -211,29 +276,76 @@ def test_kafka_configs_on_groups(kafka, reference):
     group that has configs but no members) and delete a group's configs."""
     bootstrap = kafka.bootstrap_servers
     group = "configured-only"
-    assert configs_tool(reference, bootstrap, "--alter", "--entity-type", "groups",
-                        "--entity-name", group, "--add-config",
-                        "consumer.session.timeout.ms=50000,consumer.heartbeat.interval.ms=6000"
-                        ).strip() == f"Completed updating config for group {group}."
+    assert (
+        configs_tool(
+            reference,
+            bootstrap,
+            "--alter",
+            "--entity-type",
+            "groups",
+            "--entity-name",
+            group,
+            "--add-config",
+            "consumer.session.timeout.ms=50000,consumer.heartbeat.interval.ms=6000",
+        ).strip()
+        == f"Completed updating config for group {group}."
+    )
     lines = [
         f"Dynamic configs for group {group} are:",
         "  consumer.heartbeat.interval.ms=6000 sensitive=false "
         "synonyms={DYNAMIC_GROUP_CONFIG:consumer.heartbeat.interval.ms=6000}",
         "  consumer.session.timeout.ms=50000 sensitive=false "
-        "synonyms={DYNAMIC_GROUP_CONFIG:consumer.session.timeout.ms=50000}"]
-    assert configs_tool(reference, bootstrap, "--describe", "--entity-type", "groups",
-                        "--entity-name", group).splitlines() == lines
+        "synonyms={DYNAMIC_GROUP_CONFIG:consumer.session.timeout.ms=50000}",
+    ]
+    assert (
+        configs_tool(
+            reference, bootstrap, "--describe", "--entity-type", "groups", "--entity-name", group
+        ).splitlines()
+        == lines
+    )
     every = configs_tool(reference, bootstrap, "--describe", "--entity-type", "groups")
     assert "\n".join(lines) in every
-    assert configs_tool(reference, bootstrap, "--describe", "--entity-type", "groups",
-                        "--entity-name", "no-such-group").strip() == (
-        "The group 'no-such-group' doesn't exist and doesn't have dynamic config.")
-    configs_tool(reference, bootstrap, "--alter", "--entity-type", "groups", "--entity-name",
-                 group, "--delete-config", "consumer.heartbeat.interval.ms")
-    assert configs_tool(reference, bootstrap, "--describe", "--entity-type", "groups",
-                        "--entity-name", group).splitlines() == lines[::2]
+    assert configs_tool(
+        reference,
+        bootstrap,
+        "--describe",
+        "--entity-type",
+        "groups",
+        "--entity-name",
+        "no-such-group",
+    ).strip() == ("The group 'no-such-group' doesn't exist and doesn't have dynamic config.")
+    configs_tool(
+        reference,
+        bootstrap,
+        "--alter",
+        "--entity-type",
+        "groups",
+        "--entity-name",
+        group,
+        "--delete-config",
+        "consumer.heartbeat.interval.ms",
+    )
+    assert (
+        configs_tool(
+            reference, bootstrap, "--describe", "--entity-type", "groups", "--entity-name", group
+        ).splitlines()
+        == lines[::2]
+    )
     # with none left the group is still known until a restart, as in Kafka
-    configs_tool(reference, bootstrap, "--alter", "--entity-type", "groups", "--entity-name",
-                 group, "--delete-config", "consumer.session.timeout.ms")
-    assert configs_tool(reference, bootstrap, "--describe", "--entity-type", "groups",
-                        "--entity-name", group).splitlines() == lines[:1]
+    configs_tool(
+        reference,
+        bootstrap,
+        "--alter",
+        "--entity-type",
+        "groups",
+        "--entity-name",
+        group,
+        "--delete-config",
+        "consumer.session.timeout.ms",
+    )
+    assert (
+        configs_tool(
+            reference, bootstrap, "--describe", "--entity-type", "groups", "--entity-name", group
+        ).splitlines()
+        == lines[:1]
+    )

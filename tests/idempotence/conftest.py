@@ -42,13 +42,25 @@ class Broker:
         self.start()
 
     def start(self) -> None:
-        args = [sys.executable, "-m", "wireserver.cli", "serve", "--log-level", "INFO",
-                "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
-                "--override", f"log.dirs={self.data_dir}",
-                "--override", "node.id=1"]
+        args = [
+            sys.executable,
+            "-m",
+            "wireserver.cli",
+            "serve",
+            "--log-level",
+            "INFO",
+            "--override",
+            f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
+            "--override",
+            f"log.dirs={self.data_dir}",
+            "--override",
+            "node.id=1",
+        ]
         if self.advertised_port is not None:
-            args += ["--override",
-                     f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.advertised_port}"]
+            args += [
+                "--override",
+                f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.advertised_port}",
+            ]
         stderr = open(self.stderr_path, "ab")
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=stderr, cwd=ROOT)
         stderr.close()
@@ -63,8 +75,9 @@ class Broker:
                     self.port = int(match.group(2))
                 return
         self.kill()
-        raise RuntimeError("broker did not start: "
-                           + self.stderr_path.read_text(errors="replace")[-3000:])
+        raise RuntimeError(
+            "broker did not start: " + self.stderr_path.read_text(errors="replace")[-3000:]
+        )
 
     @property
     def bootstrap(self) -> str:
@@ -144,10 +157,12 @@ class Proxy:
                 continue
             self._sockets.update((client, upstream))
             state = {"watch": None}  # correlation id of the Produce whose answer to drop
-            threading.Thread(target=self._requests, args=(client, upstream, state),
-                             daemon=True).start()
-            threading.Thread(target=self._responses, args=(upstream, client, state),
-                             daemon=True).start()
+            threading.Thread(
+                target=self._requests, args=(client, upstream, state), daemon=True
+            ).start()
+            threading.Thread(
+                target=self._responses, args=(upstream, client, state), daemon=True
+            ).start()
 
     def _requests(self, client, upstream, state) -> None:
         try:
@@ -244,6 +259,7 @@ def topic_name():
 def create_topic(bootstrap: str, name: str, partitions: int = 1) -> None:
     from kafka import KafkaAdminClient
     from kafka.admin import NewTopic
+
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10000)
     try:
         admin.create_topics([NewTopic(name, partitions, 1)])
@@ -255,9 +271,14 @@ def read_all(bootstrap: str, topic: str, partition: int = 0, timeout: float = 20
     """Every value of a partition, from the log start to its end, with a plain consumer
     (``assign`` + ``seek_to_beginning``; no group)."""
     from kafka import KafkaConsumer, TopicPartition
+
     tp = TopicPartition(topic, partition)
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                             group_id=None, request_timeout_ms=10000)
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        enable_auto_commit=False,
+        group_id=None,
+        request_timeout_ms=10000,
+    )
     try:
         consumer.assign([tp])
         consumer.seek_to_beginning(tp)

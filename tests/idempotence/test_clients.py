@@ -18,11 +18,19 @@ COUNT = 400
 class KafkaPythonProducer:
     def __init__(self, bootstrap: str):
         from kafka import KafkaProducer
+
         self.producer = KafkaProducer(
-            bootstrap_servers=bootstrap, enable_idempotence=True, acks="all",
-            batch_size=512, linger_ms=5, max_in_flight_requests_per_connection=5,
-            retry_backoff_ms=100, reconnect_backoff_ms=100, request_timeout_ms=30000,
-            delivery_timeout_ms=60000)
+            bootstrap_servers=bootstrap,
+            enable_idempotence=True,
+            acks="all",
+            batch_size=512,
+            linger_ms=5,
+            max_in_flight_requests_per_connection=5,
+            retry_backoff_ms=100,
+            reconnect_backoff_ms=100,
+            request_timeout_ms=30000,
+            delivery_timeout_ms=60000,
+        )
         self.futures = []
 
     def send(self, topic: str, values: list[bytes]) -> None:
@@ -44,11 +52,19 @@ class KafkaPythonProducer:
 class ConfluentProducer:
     def __init__(self, bootstrap: str):
         from confluent_kafka import Producer
-        self.producer = Producer({
-            "bootstrap.servers": bootstrap, "enable.idempotence": True,
-            "linger.ms": 5, "batch.num.messages": 20, "retry.backoff.ms": 100,
-            "reconnect.backoff.ms": 100, "reconnect.backoff.max.ms": 500,
-            "message.timeout.ms": 60000})
+
+        self.producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "enable.idempotence": True,
+                "linger.ms": 5,
+                "batch.num.messages": 20,
+                "retry.backoff.ms": 100,
+                "reconnect.backoff.ms": 100,
+                "reconnect.backoff.max.ms": 500,
+                "message.timeout.ms": 60000,
+            }
+        )
         self.errors: list = []
         self.delivered = 0
 
@@ -73,8 +89,9 @@ class ConfluentProducer:
 
 
 def make_producer(client: str, bootstrap: str):
-    return KafkaPythonProducer(bootstrap) if client == "kafka-python" else \
-        ConfluentProducer(bootstrap)
+    return (
+        KafkaPythonProducer(bootstrap) if client == "kafka-python" else ConfluentProducer(bootstrap)
+    )
 
 
 def values_for(client: str) -> list[bytes]:

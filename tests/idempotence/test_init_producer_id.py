@@ -8,9 +8,9 @@ import os
 import pytest
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
 
-from wireserver.protocol.errors import ErrorCode
 from tests.idempotence.conftest import RawClient
 from wireserver.producer_ids import BLOCK_SIZE, FILE_NAME, ProducerIdManager
+from wireserver.protocol.errors import ErrorCode
 
 
 def init(client, version=4, transactional_id=None, timeout=60000, producer_id=-1, epoch=-1):
@@ -65,8 +65,7 @@ def test_transactional_ids_until_transactions_exist(raw):
     assert init(raw, 4, transactional_id="tx")[0] == "COORDINATOR_NOT_AVAILABLE"
     assert init(raw, 4, transactional_id="")[0] == "INVALID_REQUEST"
     assert init(raw, 4, transactional_id="tx", timeout=0)[0] == "INVALID_TRANSACTION_TIMEOUT"
-    assert init(raw, 4, transactional_id="tx", timeout=900001)[0] == \
-        "INVALID_TRANSACTION_TIMEOUT"
+    assert init(raw, 4, transactional_id="tx", timeout=900001)[0] == "INVALID_TRANSACTION_TIMEOUT"
 
 
 def test_allocator_persists_block_before_use(tmp_path):

@@ -29,19 +29,36 @@ def verifiable_producer(bootstrap: str, topic: str, tmp_path) -> dict:
     # properties file, applied after that, turns retries and idempotence back on. Small
     # batches and a short linger: many Produce requests, several in flight at once, so the
     # retried batch is followed by others that must not overtake it.
-    config.write_text("enable.idempotence=true\nretries=2147483647\n"
-                      "linger.ms=5\nbatch.size=1024\nmax.in.flight.requests.per.connection=5\n"
-                      "retry.backoff.ms=100\nreconnect.backoff.ms=100\n"
-                      "delivery.timeout.ms=60000\nrequest.timeout.ms=30000\n")
-    proc = run_tool("kafka-verifiable-producer",
-                    ["--topic", topic, "--max-messages", str(COUNT), "--acks", "-1",
-                     "--value-prefix", "7", "--producer.config", str(config)],
-                    bootstrap=bootstrap, timeout=120)
+    config.write_text(
+        "enable.idempotence=true\nretries=2147483647\n"
+        "linger.ms=5\nbatch.size=1024\nmax.in.flight.requests.per.connection=5\n"
+        "retry.backoff.ms=100\nreconnect.backoff.ms=100\n"
+        "delivery.timeout.ms=60000\nrequest.timeout.ms=30000\n"
+    )
+    proc = run_tool(
+        "kafka-verifiable-producer",
+        [
+            "--topic",
+            topic,
+            "--max-messages",
+            str(COUNT),
+            "--acks",
+            "-1",
+            "--value-prefix",
+            "7",
+            "--producer.config",
+            str(config),
+        ],
+        bootstrap=bootstrap,
+        timeout=120,
+    )
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    return {"exit": proc.returncode,
-            "acked": [e for e in events if e.get("name") == "producer_send_success"],
-            "failed": [e for e in events if e.get("name") == "producer_send_error"],
-            "stderr": proc.stderr[-3000:]}
+    return {
+        "exit": proc.returncode,
+        "acked": [e for e in events if e.get("name") == "producer_send_success"],
+        "failed": [e for e in events if e.get("name") == "producer_send_error"],
+        "stderr": proc.stderr[-3000:],
+    }
 
 
 def test_plain_run_stores_every_record_once(broker, topic_name, tmp_path):

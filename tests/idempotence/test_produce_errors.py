@@ -8,9 +8,9 @@ import time
 import pytest
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 
+from tests.idempotence.conftest import RawClient, create_topic, read_all
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.records import RecordBatchBuilder
-from tests.idempotence.conftest import RawClient, create_topic, read_all
 
 
 def batch(seq, count=2, pid=77, epoch=0, tag="x"):
@@ -23,10 +23,18 @@ def batch(seq, count=2, pid=77, epoch=0, tag="x"):
 
 def produce(client, topic, records, version=9):
     topic_class = ProduceRequest.TopicProduceData
-    data = topic_class(name=topic, partition_data=[
-        topic_class.PartitionProduceData(index=0, records=records)])
-    r = client.send(ProduceRequest, ProduceResponse, version, transactional_id=None, acks=-1,
-                    timeout_ms=5000, topic_data=[data])
+    data = topic_class(
+        name=topic, partition_data=[topic_class.PartitionProduceData(index=0, records=records)]
+    )
+    r = client.send(
+        ProduceRequest,
+        ProduceResponse,
+        version,
+        transactional_id=None,
+        acks=-1,
+        timeout_ms=5000,
+        topic_data=[data],
+    )
     p = r.responses[0].partition_responses[0]
     return ErrorCode(p.error_code).name, p.base_offset
 

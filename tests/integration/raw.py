@@ -31,12 +31,18 @@ METADATA_VERSION = 12
 BASE_TS = (int(time.time()) // 3600 - 1) * 3600 * 1000
 
 
-def v2_batch(values: list[bytes], compression: int = 0, key: bytes | None = None,
-             timestamp: int = BASE_TS) -> bytes:
-    builder = DefaultRecordBatchBuilder(magic=2, compression_type=compression,
-                                        is_transactional=False, producer_id=-1,
-                                        producer_epoch=-1, base_sequence=-1,
-                                        batch_size=1 << 30)
+def v2_batch(
+    values: list[bytes], compression: int = 0, key: bytes | None = None, timestamp: int = BASE_TS
+) -> bytes:
+    builder = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=compression,
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 30,
+    )
     for i, value in enumerate(values):
         builder.append(i, timestamp=timestamp + i, key=key, value=value, headers=[])
     return bytes(builder.build())
@@ -57,33 +63,64 @@ def with_bad_crc(batch: bytes) -> bytes:
 
 
 def metadata(topics: list[str] | None, auto_create: bool = True) -> MetadataRequest:
-    entries = None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t)
-                                           for t in topics]
-    return MetadataRequest(version=METADATA_VERSION, topics=entries,
-                           allow_auto_topic_creation=auto_create)
+    entries = (
+        None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics]
+    )
+    return MetadataRequest(
+        version=METADATA_VERSION, topics=entries, allow_auto_topic_creation=auto_create
+    )
 
 
-def produce(topic: str, partitions: dict[int, bytes], acks: int = 1,
-            timeout_ms: int = 10000) -> ProduceRequest:
+def produce(
+    topic: str, partitions: dict[int, bytes], acks: int = 1, timeout_ms: int = 10000
+) -> ProduceRequest:
     topic_class = ProduceRequest.TopicProduceData
     partition_class = topic_class.PartitionProduceData
-    data = [topic_class(name=topic, partition_data=[partition_class(index=p, records=r)
-                                                    for p, r in partitions.items()])]
-    return ProduceRequest(version=PRODUCE_VERSION, transactional_id=None, acks=acks,
-                          timeout_ms=timeout_ms, topic_data=data)
+    data = [
+        topic_class(
+            name=topic,
+            partition_data=[partition_class(index=p, records=r) for p, r in partitions.items()],
+        )
+    ]
+    return ProduceRequest(
+        version=PRODUCE_VERSION,
+        transactional_id=None,
+        acks=acks,
+        timeout_ms=timeout_ms,
+        topic_data=data,
+    )
 
 
-def fetch(topic: str, partition: int, offset: int, max_wait_ms: int = 0,
-          min_bytes: int = 1, partition_max_bytes: int = 1 << 20) -> FetchRequest:
+def fetch(
+    topic: str,
+    partition: int,
+    offset: int,
+    max_wait_ms: int = 0,
+    min_bytes: int = 1,
+    partition_max_bytes: int = 1 << 20,
+) -> FetchRequest:
     partition_data = FetchRequest.FetchTopic.FetchPartition(
-        partition=partition, current_leader_epoch=-1, fetch_offset=offset, last_fetched_epoch=-1,
-        log_start_offset=-1, partition_max_bytes=partition_max_bytes)
-    return FetchRequest(version=FETCH_VERSION, cluster_id=None, replica_id=-1,
-                        max_wait_ms=max_wait_ms, min_bytes=min_bytes,
-                        max_bytes=max(1 << 24, partition_max_bytes),
-                        isolation_level=0, session_id=0, session_epoch=-1,
-                        topics=[FetchRequest.FetchTopic(topic=topic, partitions=[partition_data])],
-                        forgotten_topics_data=[], rack_id="")
+        partition=partition,
+        current_leader_epoch=-1,
+        fetch_offset=offset,
+        last_fetched_epoch=-1,
+        log_start_offset=-1,
+        partition_max_bytes=partition_max_bytes,
+    )
+    return FetchRequest(
+        version=FETCH_VERSION,
+        cluster_id=None,
+        replica_id=-1,
+        max_wait_ms=max_wait_ms,
+        min_bytes=min_bytes,
+        max_bytes=max(1 << 24, partition_max_bytes),
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=[FetchRequest.FetchTopic(topic=topic, partitions=[partition_data])],
+        forgotten_topics_data=[],
+        rack_id="",
+    )
 
 
 def produce_errors(response) -> dict[int, int]:
@@ -106,7 +143,7 @@ def records_of(data: bytes) -> list:
         (length,) = struct.unpack_from(">i", data, pos + 8)
         if pos + 12 + length > len(data):
             break  # a partial batch at the end of a fetch
-        batch = DefaultRecordBatch(bytes(data[pos:pos + 12 + length]))
+        batch = DefaultRecordBatch(bytes(data[pos : pos + 12 + length]))
         records.extend(batch)
         pos += 12 + length
     return records
@@ -143,13 +180,14 @@ def connection_closed(sock: socket.socket, timeout: float = 5.0) -> bool:
         data = sock.recv(65536)
     except (ConnectionResetError, BrokenPipeError):
         return True
-    except socket.timeout:
+    except TimeoutError:
         return False
     return data == b""
 
 
-def roundtrip(bootstrap: str, topic: str, partition: int = 0,
-              wire: KafkaWire | None = None) -> None:
+def roundtrip(
+    bootstrap: str, topic: str, partition: int = 0, wire: KafkaWire | None = None
+) -> None:
     """Produce one record (acks=1) and fetch it back: proof the broker still serves."""
     own = wire is None
     wire = wire or KafkaWire(bootstrap)

@@ -29,8 +29,9 @@ def bad_socket(broker) -> socket.socket:
     return socket.create_connection((broker.host, broker.port), timeout=10)
 
 
-def header(api_key: int, api_version: int, correlation_id: int = 1,
-           client_id: bytes = b"bad") -> bytes:
+def header(
+    api_key: int, api_version: int, correlation_id: int = 1, client_id: bytes = b"bad"
+) -> bytes:
     """A v1 request header (no tagged fields)."""
     return struct.pack(">hhih", api_key, api_version, correlation_id, len(client_id)) + client_id
 
@@ -65,7 +66,7 @@ def test_truncated_request_closes_connection(broker, bystander, topic):
     request.with_header(correlation_id=1, client_id="bad")
     body = bytes(request.encode(header=True))
     with bad_socket(broker) as sock:
-        sock.sendall(framed(body[:len(body) // 2]))
+        sock.sendall(framed(body[: len(body) // 2]))
         assert raw.connection_closed(sock)
 
 
@@ -75,7 +76,7 @@ def test_half_a_frame_then_hang_up(broker, bystander):
     request.with_header(correlation_id=1, client_id="bad")
     data = bytes(request.encode(header=True, framed=True))
     with bad_socket(broker) as sock:
-        sock.sendall(data[:len(data) - 3])
+        sock.sendall(data[: len(data) - 3])
         sock.shutdown(socket.SHUT_WR)
         assert raw.connection_closed(sock)
 
@@ -119,10 +120,10 @@ def test_bad_crc_fails_only_its_partition(broker, bystander, topic):
 def test_magic_1_batch_is_unsupported(broker, bystander, topic):
     with KafkaWire(broker.bootstrap_servers) as wire:
         raw.ensure_topic(wire, topic)
-        response = wire.request(raw.produce(topic, {0: raw.magic1_batch([b"old"]),
-                                                    1: raw.v2_batch([b"new"])}))
-        assert raw.produce_errors(response) == {0: raw.UNSUPPORTED_FOR_MESSAGE_FORMAT,
-                                                1: raw.NONE}
+        response = wire.request(
+            raw.produce(topic, {0: raw.magic1_batch([b"old"]), 1: raw.v2_batch([b"new"])})
+        )
+        assert raw.produce_errors(response) == {0: raw.UNSUPPORTED_FOR_MESSAGE_FORMAT, 1: raw.NONE}
         assert raw.fetched(wire.request(raw.fetch(topic, 0, 0))) == []
 
 
@@ -138,6 +139,7 @@ def test_batch_over_max_message_bytes(broker, bystander, topic):
 def test_produce_to_missing_partition(broker, bystander, topic):
     with KafkaWire(broker.bootstrap_servers) as wire:
         raw.ensure_topic(wire, topic)
-        response = wire.request(raw.produce(topic, {0: raw.v2_batch([b"a"]),
-                                                    99: raw.v2_batch([b"b"])}))
+        response = wire.request(
+            raw.produce(topic, {0: raw.v2_batch([b"a"]), 99: raw.v2_batch([b"b"])})
+        )
         assert raw.produce_errors(response) == {0: raw.NONE, 99: raw.UNKNOWN_TOPIC_OR_PARTITION}

@@ -29,10 +29,15 @@ def expected_records(codec: str) -> list[dict]:
     that every codec really shrinks them."""
     out = []
     for i in range(RECORDS):
-        out.append(dict(partition=i % PARTITIONS, key=f"key-{i}".encode(),
-                        value=(f"value-{i}-{codec}-".encode() + b"abcdefgh" * 32),
-                        headers=[("seq", str(i).encode()), ("codec", codec.encode())],
-                        timestamp=BASE_TS + i))
+        out.append(
+            dict(
+                partition=i % PARTITIONS,
+                key=f"key-{i}".encode(),
+                value=(f"value-{i}-{codec}-".encode() + b"abcdefgh" * 32),
+                headers=[("seq", str(i).encode()), ("codec", codec.encode())],
+                timestamp=BASE_TS + i,
+            )
+        )
     return out
 
 
@@ -83,18 +88,31 @@ def test_kafka_python(broker, topic, codec, acks):
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
     module = KAFKA_PYTHON_CODEC_MODULES.get(codec)
-    require(module is None or importlib.util.find_spec(module),
-            f"kafka-python's {codec} codec needs the {module} package (the test extra)")
+    require(
+        module is None or importlib.util.find_spec(module),
+        f"kafka-python's {codec} codec needs the {module} package (the test extra)",
+    )
     sent = expected_records(codec)
-    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers,
-                             enable_idempotence=False,  # no InitProducerId yet
-                             acks="all" if acks == -1 else acks,
-                             compression_type=None if codec == "none" else codec,
-                             linger_ms=20, max_in_flight_requests_per_connection=1)
+    producer = KafkaProducer(
+        bootstrap_servers=broker.bootstrap_servers,
+        enable_idempotence=False,  # no InitProducerId yet
+        acks="all" if acks == -1 else acks,
+        compression_type=None if codec == "none" else codec,
+        linger_ms=20,
+        max_in_flight_requests_per_connection=1,
+    )
     try:
-        futures = [producer.send(topic, key=r["key"], value=r["value"], headers=r["headers"],
-                                 partition=r["partition"], timestamp_ms=r["timestamp"])
-                   for r in sent]
+        futures = [
+            producer.send(
+                topic,
+                key=r["key"],
+                value=r["value"],
+                headers=r["headers"],
+                partition=r["partition"],
+                timestamp_ms=r["timestamp"],
+            )
+            for r in sent
+        ]
         producer.flush(30)
         metadata = [f.get(10) for f in futures]
     finally:
@@ -103,17 +121,30 @@ def test_kafka_python(broker, topic, codec, acks):
         offsets = {p: [m.offset for m in metadata if m.partition == p] for p in range(PARTITIONS)}
         assert all(o == list(range(len(o))) for o in offsets.values()), offsets
 
-    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=None,
-                             enable_auto_commit=False, auto_offset_reset="earliest")
+    consumer = KafkaConsumer(
+        bootstrap_servers=broker.bootstrap_servers,
+        group_id=None,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+    )
     got: list[dict] = []
     try:
         consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
 
         def step():
             for records in consumer.poll(timeout_ms=200).values():
-                got.extend(dict(partition=m.partition, offset=m.offset, key=m.key,
-                                value=m.value, headers=m.headers, timestamp=m.timestamp)
-                           for m in records)
+                got.extend(
+                    dict(
+                        partition=m.partition,
+                        offset=m.offset,
+                        key=m.key,
+                        value=m.value,
+                        headers=m.headers,
+                        timestamp=m.timestamp,
+                    )
+                    for m in records
+                )
+
         poll_until(30, lambda: len(got) >= len(sent), step)
     finally:
         consumer.close()
@@ -130,15 +161,27 @@ def test_confluent_kafka(broker, topic, codec, acks):
     from confluent_kafka import Consumer, Producer, TopicPartition
 
     sent = expected_records(codec)
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers,
-                         "compression.type": codec, "acks": str(acks),
-                         "enable.idempotence": False, "linger.ms": 20,
-                         "max.in.flight.requests.per.connection": 1})
+    producer = Producer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "compression.type": codec,
+            "acks": str(acks),
+            "enable.idempotence": False,
+            "linger.ms": 20,
+            "max.in.flight.requests.per.connection": 1,
+        }
+    )
     reports: list = []
     for r in sent:
-        producer.produce(topic, key=r["key"], value=r["value"], headers=r["headers"],
-                         partition=r["partition"], timestamp=r["timestamp"],
-                         on_delivery=lambda err, msg: reports.append((err, msg)))
+        producer.produce(
+            topic,
+            key=r["key"],
+            value=r["value"],
+            headers=r["headers"],
+            partition=r["partition"],
+            timestamp=r["timestamp"],
+            on_delivery=lambda err, msg: reports.append((err, msg)),
+        )
     assert producer.flush(30) == 0
     assert [err for err, _ in reports if err is not None] == []
     assert len(reports) == len(sent)
@@ -149,8 +192,13 @@ def test_confluent_kafka(broker, topic, codec, acks):
 
     # A group.id is required by the client, but with assign() and explicit offsets no group
     # API is used.
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers,
-                         "group.id": "wireserver-integration", "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": "wireserver-integration",
+            "enable.auto.commit": False,
+        }
+    )
     got: list[dict] = []
     try:
         consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
@@ -160,9 +208,17 @@ def test_confluent_kafka(broker, topic, codec, acks):
             if message is None:
                 return
             assert message.error() is None, message.error()
-            got.append(dict(partition=message.partition(), offset=message.offset(),
-                            key=message.key(), value=message.value(),
-                            headers=message.headers() or [], timestamp=message.timestamp()[1]))
+            got.append(
+                dict(
+                    partition=message.partition(),
+                    offset=message.offset(),
+                    key=message.key(),
+                    value=message.value(),
+                    headers=message.headers() or [],
+                    timestamp=message.timestamp()[1],
+                )
+            )
+
         poll_until(30, lambda: len(got) >= len(sent), step)
     finally:
         consumer.close()
@@ -182,15 +238,25 @@ def test_aiokafka(broker, topic, codec, acks):
     sent = expected_records(codec)
 
     async def run() -> list[dict]:
-        producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers,
-                                    acks="all" if acks == -1 else acks,
-                                    compression_type=None if codec == "none" else codec,
-                                    linger_ms=20)
+        producer = AIOKafkaProducer(
+            bootstrap_servers=broker.bootstrap_servers,
+            acks="all" if acks == -1 else acks,
+            compression_type=None if codec == "none" else codec,
+            linger_ms=20,
+        )
         await producer.start()
         try:
-            futures = [await producer.send(topic, key=r["key"], value=r["value"],
-                                           headers=r["headers"], partition=r["partition"],
-                                           timestamp_ms=r["timestamp"]) for r in sent]
+            futures = [
+                await producer.send(
+                    topic,
+                    key=r["key"],
+                    value=r["value"],
+                    headers=r["headers"],
+                    partition=r["partition"],
+                    timestamp_ms=r["timestamp"],
+                )
+                for r in sent
+            ]
             metadata = await asyncio.gather(*futures)
         finally:
             await producer.stop()
@@ -199,8 +265,12 @@ def test_aiokafka(broker, topic, codec, acks):
                 offsets = [m.offset for m in metadata if m.partition == partition]
                 assert offsets == list(range(len(offsets)))
 
-        consumer = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=None,
-                                    enable_auto_commit=False, auto_offset_reset="earliest")
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=broker.bootstrap_servers,
+            group_id=None,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+        )
         await consumer.start()
         got: list[dict] = []
         try:
@@ -209,9 +279,17 @@ def test_aiokafka(broker, topic, codec, acks):
             while len(got) < len(sent):
                 assert time.monotonic() < deadline, "timed out waiting for records"
                 for records in (await consumer.getmany(timeout_ms=200)).values():
-                    got.extend(dict(partition=m.partition, offset=m.offset, key=m.key,
-                                    value=m.value, headers=list(m.headers),
-                                    timestamp=m.timestamp) for m in records)
+                    got.extend(
+                        dict(
+                            partition=m.partition,
+                            offset=m.offset,
+                            key=m.key,
+                            value=m.value,
+                            headers=list(m.headers),
+                            timestamp=m.timestamp,
+                        )
+                        for m in records
+                    )
         finally:
             await consumer.stop()
         return got

@@ -19,8 +19,9 @@ PADDING = b"." * 1000
 @pytest.fixture
 def process_broker():
     # Small segments (Kafka's minimum) so that the logs have several.
-    with EmbeddedBroker("subprocess", overrides={"num.partitions": PARTITIONS,
-                                                 "log.segment.bytes": 1024 * 1024}) as running:
+    with EmbeddedBroker(
+        "subprocess", overrides={"num.partitions": PARTITIONS, "log.segment.bytes": 1024 * 1024}
+    ) as running:
         yield running
 
 
@@ -29,13 +30,21 @@ def recovery_counts(broker: EmbeddedBroker) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in RECOVERED_RE.findall(broker.log_text())]
 
 
-def produce(bootstrap: str, topic: str, values: range, acked: dict, flush: bool = True,
-            producer=None):
+def produce(
+    bootstrap: str, topic: str, values: range, acked: dict, flush: bool = True, producer=None
+):
     from confluent_kafka import Producer
 
-    producer = producer or Producer({"bootstrap.servers": bootstrap, "acks": "1",
-                                     "enable.idempotence": False, "linger.ms": 5,
-                                     "message.timeout.ms": 20000, "retries": 0})
+    producer = producer or Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "1",
+            "enable.idempotence": False,
+            "linger.ms": 5,
+            "message.timeout.ms": 20000,
+            "retries": 0,
+        }
+    )
 
     def report(err, msg):
         if err is None:
@@ -44,8 +53,12 @@ def produce(bootstrap: str, topic: str, values: range, acked: dict, flush: bool 
     for i in values:
         while True:
             try:
-                producer.produce(topic, value=b"record-%06d" % i + PADDING,
-                                 partition=i % PARTITIONS, on_delivery=report)
+                producer.produce(
+                    topic,
+                    value=b"record-%06d" % i + PADDING,
+                    partition=i % PARTITIONS,
+                    on_delivery=report,
+                )
                 break
             except BufferError:
                 producer.poll(0.05)
@@ -59,8 +72,14 @@ def read_all(bootstrap: str, topic: str, expected: int) -> dict[int, list[tuple[
     """Every record of every partition: {partition: [(offset, value), ...]}."""
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "durability",
-                         "enable.auto.commit": False, "enable.partition.eof": True})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "durability",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
     out: dict[int, list[tuple[int, bytes]]] = {p: [] for p in range(PARTITIONS)}
     at_end: set[int] = set()
@@ -116,8 +135,10 @@ def test_kill_9_keeps_every_acknowledged_record(process_broker):
     stored = read_all(bootstrap, topic, len(acked))
     check_acknowledged(acked_before_restart, stored)
     check_acknowledged(acked, stored)
-    print(f"acknowledged before the kill: {len(acked_before_restart)}, in all: {len(acked)}; "
-          f"(partition logs, segments recovered) per start: {recovery_counts(process_broker)}")
+    print(
+        f"acknowledged before the kill: {len(acked_before_restart)}, in all: {len(acked)}; "
+        f"(partition logs, segments recovered) per start: {recovery_counts(process_broker)}"
+    )
     (_, first), (logs, after_kill) = recovery_counts(process_broker)
     assert first == 0 and logs == PARTITIONS
     assert after_kill > 0, "a start after SIGKILL should have re-scanned the unflushed tail"

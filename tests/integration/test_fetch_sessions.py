@@ -68,8 +68,13 @@ def consume_in_rounds(bootstrap: str, topic: str, rounds: int = 4, per_round: in
     """Produce ``per_round`` records, read them with one kafka-python consumer (long polls and
     incremental fetches in between), ``rounds`` times. The values read, in order per round."""
     producer = KafkaProducer(bootstrap_servers=bootstrap)
-    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-                             group_id=f"{topic}-group", fetch_max_wait_ms=100)
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        group_id=f"{topic}-group",
+        fetch_max_wait_ms=100,
+    )
     read: list = []
     try:
         for round_ in range(rounds):

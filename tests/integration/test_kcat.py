@@ -15,8 +15,9 @@ KCAT = shutil.which("kcat") or shutil.which("kafkacat")
 
 def kcat(*args: str, stdin: str | None = None, timeout: float = 30) -> str:
     require(KCAT, "kcat is not installed (apt-get install kcat)")
-    result = subprocess.run([KCAT, *args], input=stdin, capture_output=True, text=True,
-                            timeout=timeout)
+    result = subprocess.run(
+        [KCAT, *args], input=stdin, capture_output=True, text=True, timeout=timeout
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout
 
@@ -24,12 +25,37 @@ def kcat(*args: str, stdin: str | None = None, timeout: float = 30) -> str:
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
 def test_kcat_produce_consume(broker, topic, codec):
     lines = [f"key-{i}\tvalue {i} {codec}" for i in range(40)]
-    kcat("-b", broker.bootstrap_servers, "-P", "-t", topic, "-K", "\t", "-z", codec,
-         "-X", "acks=all", stdin="\n".join(lines) + "\n")
-    out = kcat("-b", broker.bootstrap_servers, "-C", "-t", topic, "-o", "beginning", "-e",
-               "-q", "-f", "%p\t%o\t%k\t%s\n")
+    kcat(
+        "-b",
+        broker.bootstrap_servers,
+        "-P",
+        "-t",
+        topic,
+        "-K",
+        "\t",
+        "-z",
+        codec,
+        "-X",
+        "acks=all",
+        stdin="\n".join(lines) + "\n",
+    )
+    out = kcat(
+        "-b",
+        broker.bootstrap_servers,
+        "-C",
+        "-t",
+        topic,
+        "-o",
+        "beginning",
+        "-e",
+        "-q",
+        "-f",
+        "%p\t%o\t%k\t%s\n",
+    )
     rows = [line.split("\t") for line in out.splitlines() if line]
-    assert sorted((k, s) for _, _, k, s in rows) == sorted(tuple(line.split("\t")) for line in lines)
+    assert sorted((k, s) for _, _, k, s in rows) == sorted(
+        tuple(line.split("\t")) for line in lines
+    )
     # The default partitioner hashes the key: each partition's records keep send order.
     sent_order = {line.split("\t")[0]: i for i, line in enumerate(lines)}
     for partition in range(PARTITIONS):

@@ -20,8 +20,10 @@ def encode(wire: KafkaWire, request) -> bytes:
 def test_responses_leave_in_request_order(broker, topic):
     """A long-poll Fetch first, then Metadata requests: the Metadata answers are ready at once
     but wait behind the Fetch, which completes when another client produces."""
-    with KafkaWire(broker.bootstrap_servers) as wire, \
-            KafkaWire(broker.bootstrap_servers) as producer:
+    with (
+        KafkaWire(broker.bootstrap_servers) as wire,
+        KafkaWire(broker.bootstrap_servers) as producer,
+    ):
         raw.ensure_topic(wire, topic)
         requests = [raw.fetch(topic, 0, 0, max_wait_ms=10000, min_bytes=1)]
         requests += [raw.metadata([topic], auto_create=False) for _ in range(10)]

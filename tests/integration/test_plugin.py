@@ -22,8 +22,12 @@ def produce_and_consume(bootstrap: str, topic: str, count: int = 5, partition: i
         producer.send(topic, key=b"k%d" % i, value=b"v%d" % i, partition=partition)
     producer.flush(10)
     producer.close(10)
-    consumer = KafkaConsumer(bootstrap_servers=[bootstrap], group_id=None,
-                             auto_offset_reset="earliest", enable_auto_commit=False)
+    consumer = KafkaConsumer(
+        bootstrap_servers=[bootstrap],
+        group_id=None,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
     consumer.assign([TopicPartition(topic, partition)])
     got: list = []
     deadline = time.monotonic() + 20
@@ -41,8 +45,9 @@ def test_kafka_broker_fixture(kafka_broker, kafka_bootstrap):
     with pytest.raises(KafkaWireError) as exists:
         kafka_broker.create_topic("orders")
     assert exists.value.error_code == 36  # TOPIC_ALREADY_EXISTS
-    assert produce_and_consume(kafka_bootstrap, "orders", partition=3) == \
-        [(b"k%d" % i, b"v%d" % i) for i in range(5)]
+    assert produce_and_consume(kafka_bootstrap, "orders", partition=3) == [
+        (b"k%d" % i, b"v%d" % i) for i in range(5)
+    ]
 
 
 def test_delete_all_topics(broker):
@@ -53,12 +58,14 @@ def test_delete_all_topics(broker):
     assert {"wipe-a", "wipe-b", "wipe-c"} <= set(deleted)
     assert broker.topics() == []
     # A topic created again under the same name starts empty.
-    assert produce_and_consume(broker.bootstrap_servers, "wipe-a", count=2) == \
-        [(b"k0", b"v0"), (b"k1", b"v1")]
+    assert produce_and_consume(broker.bootstrap_servers, "wipe-a", count=2) == [
+        (b"k0", b"v0"),
+        (b"k1", b"v1"),
+    ]
     broker.delete_all_topics()
 
 
-PLUGIN_USER_TESTS = '''
+PLUGIN_USER_TESTS = """
 from kafka import KafkaProducer
 
 
@@ -75,7 +82,7 @@ def test_second_starts_clean(kafka_broker):
 
 def test_same_broker_for_the_session(kafka_broker_session, kafka_bootstrap):
     assert kafka_bootstrap == kafka_broker_session.bootstrap_servers
-'''
+"""
 
 
 @pytest.mark.parametrize("mode", ["thread", "subprocess", "external"])
@@ -86,11 +93,28 @@ def test_plugin_in_a_user_project(tmp_path, mode):
     (tmp_path / "test_user.py").write_text(textwrap.dedent(PLUGIN_USER_TESTS))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     with EmbeddedBroker() as running:
-        option = (f"--kafka-bootstrap={running.bootstrap_servers}" if mode == "external"
-                  else f"--wireserver-mode={mode}")
-        result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                                 option, "test_user.py"], cwd=tmp_path, capture_output=True,
-                                text=True, timeout=120, env=env)
+        option = (
+            f"--kafka-bootstrap={running.bootstrap_servers}"
+            if mode == "external"
+            else f"--wireserver-mode={mode}"
+        )
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                option,
+                "test_user.py",
+            ],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
         assert result.returncode == 0, result.stdout + result.stderr
         assert "3 passed" in result.stdout
         assert running.topics() == []  # the external broker was cleaned up too
@@ -98,14 +122,17 @@ def test_plugin_in_a_user_project(tmp_path, mode):
 
 def test_kafka_container_drop_in():
     """What a testcontainers-based test looks like after changing only its import."""
-    with KafkaContainer("confluentinc/cp-kafka:7.6.0") \
-            .with_env("KAFKA_NUM_PARTITIONS", "2") \
-            .with_env("KAFKA_AUTO_CREATE_TOPICS_ENABLE", "true") as kafka:
+    with (
+        KafkaContainer("confluentinc/cp-kafka:7.6.0")
+        .with_env("KAFKA_NUM_PARTITIONS", "2")
+        .with_env("KAFKA_AUTO_CREATE_TOPICS_ENABLE", "true") as kafka
+    ):
         bootstrap = kafka.get_bootstrap_server()
         host, port = bootstrap.rsplit(":", 1)
         assert host == kafka.get_container_host_ip() and int(port) == kafka.get_exposed_port(9093)
-        assert produce_and_consume(bootstrap, "tc-topic", partition=1) == \
-            [(b"k%d" % i, b"v%d" % i) for i in range(5)]
+        assert produce_and_consume(bootstrap, "tc-topic", partition=1) == [
+            (b"k%d" % i, b"v%d" % i) for i in range(5)
+        ]
     with pytest.raises(ConnectionRefusedError):  # stopped with the block
         socket.create_connection((host, int(port)), timeout=5)
 
@@ -114,8 +141,9 @@ def test_kafka_container_start_stop():
     container = KafkaContainer()
     container.start()
     try:
-        assert produce_and_consume(container.get_bootstrap_server(), "t") == \
-            [(b"k%d" % i, b"v%d" % i) for i in range(5)]
+        assert produce_and_consume(container.get_bootstrap_server(), "t") == [
+            (b"k%d" % i, b"v%d" % i) for i in range(5)
+        ]
     finally:
         container.stop()
 
@@ -128,8 +156,9 @@ def test_restart_keeps_port_and_data(mode, tmp_path):
         produce_and_consume(bootstrap, "kept", count=3)
         kafka.restart()
         assert kafka.bootstrap_servers == bootstrap
-        assert produce_and_consume(bootstrap, "kept", count=6)[:3] == \
-            [(b"k%d" % i, b"v%d" % i) for i in range(3)]
+        assert produce_and_consume(bootstrap, "kept", count=6)[:3] == [
+            (b"k%d" % i, b"v%d" % i) for i in range(3)
+        ]
     assert data_dir.is_dir()  # a data dir we passed in is kept
     assert (data_dir / "meta.properties").exists()
 

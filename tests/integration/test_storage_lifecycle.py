@@ -17,12 +17,17 @@ from wireserver.testing import EmbeddedBroker, wait_for
 
 
 def produce(bootstrap, topic, values, partition=0):
-    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 0,
-                                         "acks": "1", "enable.idempotence": False})
+    producer = confluent_kafka.Producer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 0, "acks": "1", "enable.idempotence": False}
+    )
     delivered = []
     for value in values:
-        producer.produce(topic, value, partition=partition,
-                         on_delivery=lambda err, msg: delivered.append((err, msg.offset())))
+        producer.produce(
+            topic,
+            value,
+            partition=partition,
+            on_delivery=lambda err, msg: delivered.append((err, msg.offset())),
+        )
         producer.flush(10)  # one batch per record, so small segments roll often
     assert [err for err, _ in delivered] == [None] * len(values)
     return [offset for _, offset in delivered]
@@ -31,18 +36,25 @@ def produce(bootstrap, topic, values, partition=0):
 def earliest_and_latest(bootstrap, topic, partition=0):
     consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "probe"})
     try:
-        return consumer.get_watermark_offsets(confluent_kafka.TopicPartition(topic, partition),
-                                              timeout=10)
+        return consumer.get_watermark_offsets(
+            confluent_kafka.TopicPartition(topic, partition), timeout=10
+        )
     finally:
         consumer.close()
 
 
 def consume_all(bootstrap, topic, expected, partition=0):
-    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "reader",
-                                         "enable.auto.commit": False,
-                                         "auto.offset.reset": "earliest"})
-    consumer.assign([confluent_kafka.TopicPartition(topic, partition,
-                                                    confluent_kafka.OFFSET_BEGINNING)])
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "reader",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    consumer.assign(
+        [confluent_kafka.TopicPartition(topic, partition, confluent_kafka.OFFSET_BEGINNING)]
+    )
     got = []
     deadline = time.monotonic() + 20
     while len(got) < expected and time.monotonic() < deadline:
@@ -59,28 +71,36 @@ def create(bootstrap, topic, config):
 
 
 def test_retention_deletes_old_segments_and_moves_earliest(tmp_path):
-    with EmbeddedBroker("thread", data_dir=str(tmp_path),
-                        overrides={"log.retention.check.interval.ms": 200}) as broker:
+    with EmbeddedBroker(
+        "thread", data_dir=str(tmp_path), overrides={"log.retention.check.interval.ms": 200}
+    ) as broker:
         bootstrap = broker.bootstrap_servers
         create(bootstrap, "aging", {"internal.segment.bytes": "200", "retention.bytes": "400"})
         produce(bootstrap, "aging", [b"x" * 100 for _ in range(12)])
-        low, high = wait_for(lambda: (lambda w: w if w[0] > 0 else None)(
-            earliest_and_latest(bootstrap, "aging")))
+        low, high = wait_for(
+            lambda: (lambda w: w if w[0] > 0 else None)(earliest_and_latest(bootstrap, "aging"))
+        )
         assert high == 12 and 0 < low < 12
         segments = glob.glob(os.path.join(str(tmp_path), "aging-0", "*.log"))
         assert min(int(os.path.basename(s)[:20]) for s in segments) == low
-        assert [offset for offset, _ in consume_all(bootstrap, "aging", high - low)] == \
-            list(range(low, high))
+        assert [offset for offset, _ in consume_all(bootstrap, "aging", high - low)] == list(
+            range(low, high)
+        )
 
 
 def test_retention_by_time(tmp_path):
-    with EmbeddedBroker("thread", data_dir=str(tmp_path),
-                        overrides={"log.retention.check.interval.ms": 200}) as broker:
+    with EmbeddedBroker(
+        "thread", data_dir=str(tmp_path), overrides={"log.retention.check.interval.ms": 200}
+    ) as broker:
         bootstrap = broker.bootstrap_servers
         create(bootstrap, "brief", {"internal.segment.bytes": "200", "retention.ms": "1000"})
         produce(bootstrap, "brief", [b"y" * 100 for _ in range(6)])
-        low, high = wait_for(lambda: (lambda w: w if w[0] == w[1] else None)(
-            earliest_and_latest(bootstrap, "brief")), timeout=30)
+        low, high = wait_for(
+            lambda: (lambda w: w if w[0] == w[1] else None)(
+                earliest_and_latest(bootstrap, "brief")
+            ),
+            timeout=30,
+        )
         assert low == high == 6
 
 
@@ -100,10 +120,14 @@ def test_topics_and_configs_survive_restart(tmp_path, mode):
         resource = ConfigResource(ConfigResource.Type.TOPIC, "kept")
         configs = admin.describe_configs([resource])[resource].result(10)
         assert configs["retention.ms"].value == "123456"
-        assert configs["retention.ms"].source == \
-            confluent_kafka.admin.ConfigSource.DYNAMIC_TOPIC_CONFIG.value
-        assert [v for _, v in consume_all(broker.bootstrap_servers, "kept", 2, partition=2)] == \
-            [b"a", b"b"]
+        assert (
+            configs["retention.ms"].source
+            == confluent_kafka.admin.ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+        )
+        assert [v for _, v in consume_all(broker.bootstrap_servers, "kept", 2, partition=2)] == [
+            b"a",
+            b"b",
+        ]
     finally:
         broker.close()
 

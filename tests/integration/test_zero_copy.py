@@ -21,8 +21,9 @@ def produce_large(wire: KafkaWire, topic: str) -> list[bytes]:
     raw.ensure_topic(wire, topic)
     values = []
     for b in range(BATCHES):
-        batch = [b"%04d-%02d-" % (b, i) + bytes([b % 251]) * VALUE_SIZE
-                 for i in range(RECORDS_PER_BATCH)]
+        batch = [
+            b"%04d-%02d-" % (b, i) + bytes([b % 251]) * VALUE_SIZE for i in range(RECORDS_PER_BATCH)
+        ]
         response = wire.request(raw.produce(topic, {0: raw.v2_batch(batch)}))
         assert raw.produce_errors(response) == {0: raw.NONE}
         values += batch
@@ -43,9 +44,11 @@ def test_large_fetch_arrives_whole_and_in_order(broker, topic):
     with KafkaWire(broker.bootstrap_servers) as producer:
         values = produce_large(producer, topic)
     with small_window(broker) as wire:
-        requests = [raw.metadata([topic], auto_create=False),
-                    raw.fetch(topic, 0, 0, partition_max_bytes=64 << 20),
-                    raw.metadata([topic], auto_create=False)]
+        requests = [
+            raw.metadata([topic], auto_create=False),
+            raw.fetch(topic, 0, 0, partition_max_bytes=64 << 20),
+            raw.metadata([topic], auto_create=False),
+        ]
         wire.send_raw(b"".join(encode(wire, r) for r in requests))
         first, fetched, last = [wire.read_response(r) for r in requests]  # correlation ids
         assert [r.value for r in raw.fetched(fetched)] == values

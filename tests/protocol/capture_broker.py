@@ -111,7 +111,7 @@ class CaptureBroker:
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
 
-    def __enter__(self) -> "CaptureBroker":
+    def __enter__(self) -> CaptureBroker:
         t = threading.Thread(target=self._accept_loop, name="capture-accept", daemon=True)
         t.start()
         self._threads.append(t)
@@ -222,7 +222,11 @@ class CaptureBroker:
                 pid = self._next_producer_id
                 self._next_producer_id += 1
             response = InitProducerIdResponse(
-                version=api_version, throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=0
+                version=api_version,
+                throttle_time_ms=0,
+                error_code=0,
+                producer_id=pid,
+                producer_epoch=0,
             )
         else:
             response = self._produce(request, api_version, client_id)
@@ -258,7 +262,9 @@ class CaptureBroker:
             version=version,
             throttle_time_ms=0,
             brokers=[
-                MetadataResponse.MetadataResponseBroker(node_id=0, host=self.host, port=self.port, rack=None)
+                MetadataResponse.MetadataResponseBroker(
+                    node_id=0, host=self.host, port=self.port, rack=None
+                )
             ],
             cluster_id="capture-cluster",
             controller_id=0,
@@ -290,7 +296,9 @@ class CaptureBroker:
                     )
                 )
             topic_responses.append(
-                ProduceResponse.TopicProduceResponse(name=topic.name, partition_responses=partition_responses)
+                ProduceResponse.TopicProduceResponse(
+                    name=topic.name, partition_responses=partition_responses
+                )
             )
         if request.acks == 0:
             return None
@@ -340,7 +348,14 @@ def kafka_python_codecs():
     saved_codec = {name: getattr(kc, name) for name in ("snappy", "lz4", "zstd")}
     saved_dr = {
         name: getattr(dr, name)
-        for name in ("snappy_encode", "snappy_decode", "lz4_encode", "lz4_decode", "zstd_encode", "zstd_decode")
+        for name in (
+            "snappy_encode",
+            "snappy_decode",
+            "lz4_encode",
+            "lz4_decode",
+            "zstd_encode",
+            "zstd_decode",
+        )
     }
     try:
         if kc.snappy is None:

@@ -6,8 +6,18 @@ from __future__ import annotations
 import uuid
 
 from hypothesis import strategies as st
-from kafka.protocol.schemas.fields.codecs import (BitField, Boolean, Bytes, Float64, Int8, Int16, Int32,
-                                                  Int64, UnsignedInt16, UUID)
+from kafka.protocol.schemas.fields.codecs import (
+    UUID,
+    BitField,
+    Boolean,
+    Bytes,
+    Float64,
+    Int8,
+    Int16,
+    Int32,
+    Int64,
+    UnsignedInt16,
+)
 
 _INTS = {
     Int8: (-(2**7), 2**7 - 1),
@@ -87,5 +97,6 @@ _ABSENT = object()
 
 def message_strategy(message_class, version: int):
     flexible = message_class.flexible_version_q(version)
-    return struct_strategy(message_class._struct, version, flexible,
-                           data_class=message_class, top_level=True)
+    return struct_strategy(
+        message_class._struct, version, flexible, data_class=message_class, top_level=True
+    )

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from wireserver.protocol.records import Codec, RecordBatch, iter_batches
 from tests.protocol.capture_broker import CaptureBroker, kafka_python_codecs
+from wireserver.protocol.records import Codec, RecordBatch, iter_batches
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 _topics = itertools.count()
@@ -89,6 +89,7 @@ def _wait(predicate, timeout: float = 10.0) -> None:
 @pytest.mark.parametrize("codec", CODECS)
 def test_confluent_kafka(broker, codec, idempotent):
     import confluent_kafka
+
     topic = f"ck-{codec}-{next(_topics)}"
     producer = confluent_kafka.Producer(
         {
@@ -111,7 +112,9 @@ def test_confluent_kafka(broker, codec, idempotent):
             errors.append(err)
 
     for key, value, headers, ts in sent:
-        producer.produce(topic, key=key, value=value, headers=headers, timestamp=ts, on_delivery=on_delivery)
+        producer.produce(
+            topic, key=key, value=value, headers=headers, timestamp=ts, on_delivery=on_delivery
+        )
     assert producer.flush(15) == 0
     assert errors == []
     del producer
@@ -158,14 +161,21 @@ def test_kafka_python(broker, codec):
 def test_capture_broker_counts_offsets(broker):
     """Two flushes to one topic land as two batches with running base offsets answered."""
     import confluent_kafka
+
     topic = f"ck-twice-{next(_topics)}"
     producer = confluent_kafka.Producer(
-        {"bootstrap.servers": broker.bootstrap, "linger.ms": 0, "message.timeout.ms": 10000,
-         "broker.address.family": "v4"}
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "linger.ms": 0,
+            "message.timeout.ms": 10000,
+            "broker.address.family": "v4",
+        }
     )
     offsets = []
     for i in range(2):
-        producer.produce(topic, value=b"v%d" % i, on_delivery=lambda err, msg: offsets.append(msg.offset()))
+        producer.produce(
+            topic, value=b"v%d" % i, on_delivery=lambda err, msg: offsets.append(msg.offset())
+        )
         assert producer.flush(15) == 0
     assert offsets == [0, 1]
     _wait(lambda: len(broker.records_for(topic)) == 2)

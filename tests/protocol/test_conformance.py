@@ -83,13 +83,17 @@ def shape(message: dict, version: int) -> list:
     return fields_at(message["fields"], version, common)
 
 
-CASES = [(spec, version, kind) for spec in SERVED
-         for version in range(spec.min_version, spec.max_version + 1)
-         for kind in ("request", "response")]
+CASES = [
+    (spec, version, kind)
+    for spec in SERVED
+    for version in range(spec.min_version, spec.max_version + 1)
+    for kind in ("request", "response")
+]
 
 
-@pytest.mark.parametrize("spec,version,kind", CASES,
-                         ids=[f"{s.name}-v{v}-{k}" for s, v, k in CASES])
+@pytest.mark.parametrize(
+    "spec,version,kind", CASES, ids=[f"{s.name}-v{v}-{k}" for s, v, k in CASES]
+)
 def test_served_version_matches_kafka_definition(spec, version, kind):
     message_class = spec.request_class if kind == "request" else spec.response_class
     if message_class in DEFINED_HERE:
@@ -100,7 +104,9 @@ def test_served_version_matches_kafka_definition(spec, version, kind):
     assert reference["apiKey"] == spec.key == ours["apiKey"]
     reference_range = parse_versions(reference["validVersions"])
     assert reference_range[0] <= version <= reference_range[1], (
-        f"Kafka {KAFKA_VERSION} does not define {message_class.name} v{version}")
+        f"Kafka {KAFKA_VERSION} does not define {message_class.name} v{version}"
+    )
     assert shape(ours, version) == shape(reference, version)
-    assert (parse_versions(ours["flexibleVersions"]) or (99, 99))[0] == \
-        (parse_versions(reference["flexibleVersions"]) or (99, 99))[0]
+    assert (parse_versions(ours["flexibleVersions"]) or (99, 99))[0] == (
+        parse_versions(reference["flexibleVersions"]) or (99, 99)
+    )[0]

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.protocol.message_strategies import message_strategy
 from wireserver.protocol.fetch_response import encode_fetch_response
 from wireserver.protocol.messages import encode_response
 from wireserver.protocol.served import SERVED
-from tests.protocol.message_strategies import message_strategy
 
 FETCH = SERVED.get(1)
 VERSIONS = list(range(FETCH.min_version, FETCH.max_version + 1))
@@ -31,14 +31,25 @@ def test_same_bytes_as_kafka_python(version, data, correlation_id):
 
 def test_records_are_passed_through_not_copied():
     from kafka.protocol.consumer.fetch import FetchResponse
+
     records = b"r" * 100_000
     partition = FetchResponse.FetchableTopicResponse.PartitionData(
-        partition_index=0, error_code=0, high_watermark=5, last_stable_offset=5,
-        log_start_offset=0, aborted_transactions=None, preferred_read_replica=-1,
-        records=records)
-    response = FetchResponse(version=16, throttle_time_ms=0, error_code=0, session_id=0,
-                             responses=[FetchResponse.FetchableTopicResponse(
-                                 topic="t", partitions=[partition])])
+        partition_index=0,
+        error_code=0,
+        high_watermark=5,
+        last_stable_offset=5,
+        log_start_offset=0,
+        aborted_transactions=None,
+        preferred_read_replica=-1,
+        records=records,
+    )
+    response = FetchResponse(
+        version=16,
+        throttle_time_ms=0,
+        error_code=0,
+        session_id=0,
+        responses=[FetchResponse.FetchableTopicResponse(topic="t", partitions=[partition])],
+    )
     chunks = encode_fetch_response(response, 16, 1)
     assert any(chunk is records for chunk in chunks)
     assert all(isinstance(chunk, bytes) for chunk in chunks)

@@ -83,7 +83,7 @@ def test_a_frame_over_many_reads_is_joined_once_into_a_writable_buffer():
     decoder = FrameDecoder()
     out = []
     for start in range(0, len(data), 65536):
-        out += decoder.feed(data[start:start + 65536])
+        out += decoder.feed(data[start : start + 65536])
         if not out:
             assert decoder.buffered == min(start + 65536, len(data)) - 4
     assert [bytes(f) for f in out] == [body, b"next"]

@@ -10,18 +10,22 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.protocol.api_message import ApiMessage
 
+from tests.protocol.message_strategies import message_strategy
+from tests.protocol.test_produce_request import values as produce_values
 from wireserver.protocol.errors import DecodeError, UnsupportedApi
 from wireserver.protocol.framing import FrameDecoder
 from wireserver.protocol.messages import decode_request, encode_response
 from wireserver.protocol.served import SERVED
-from tests.protocol.test_produce_request import values as produce_values
-from tests.protocol.message_strategies import message_strategy
 
-VERSIONS = [(spec, version) for spec in SERVED
-            for version in range(spec.min_version, spec.max_version + 1)]
+VERSIONS = [
+    (spec, version) for spec in SERVED for version in range(spec.min_version, spec.max_version + 1)
+]
 IDS = [f"{spec.name}-v{version}" for spec, version in VERSIONS]
-EXAMPLES = settings(max_examples=15, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+EXAMPLES = settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 def client_frame(request: ApiMessage, correlation_id: int, client_id: str | None) -> bytes:
@@ -35,12 +39,14 @@ ZERO_UUID = uuid.UUID(int=0)
 
 def normalized(message) -> dict:
     """Fields as a dict; the all-zero UUID reads back as None (Kafka's "no topic id")."""
+
     def walk(value):
         if isinstance(value, dict):
             return {k: walk(v) for k, v in value.items()}
         if isinstance(value, list):
             return [walk(v) for v in value]
         return None if value == ZERO_UUID else value
+
     return walk(message.to_dict(json=False))
 
 
@@ -52,8 +58,11 @@ def unframe(data: bytes) -> memoryview:
 
 @pytest.mark.parametrize("spec,version", VERSIONS, ids=IDS)
 @EXAMPLES
-@given(data=st.data(), correlation_id=st.integers(-(2**31), 2**31 - 1),
-       client_id=st.one_of(st.none(), st.text(max_size=20)))
+@given(
+    data=st.data(),
+    correlation_id=st.integers(-(2**31), 2**31 - 1),
+    client_id=st.one_of(st.none(), st.text(max_size=20)),
+)
 def test_request_from_client_decodes(spec, version, data, correlation_id, client_id):
     """A request encoded by kafka-python's client class decodes to the same fields."""
     sent = data.draw(message_strategy(spec.request_class, version))
@@ -112,7 +121,7 @@ def test_unsupported_version_of_other_api_is_unsupported():
 def test_newer_api_versions_request_is_answered_without_body():
     """KIP-511: an ApiVersions request above our range has a parsable (v2) header and is
     answered rather than refused; its body, in a format we may not know, is not read."""
-    wire = (b"\x00\x12\x00\x63\x00\x00\x00\x2a\x00\x03abc\x00" + b"\xde\xad")
+    wire = b"\x00\x12\x00\x63\x00\x00\x00\x2a\x00\x03abc\x00" + b"\xde\xad"
     request = decode_request(unframe(len(wire).to_bytes(4, "big") + wire), SERVED)
     assert request.body is None
     assert request.header.correlation_id == 42
@@ -121,8 +130,14 @@ def test_newer_api_versions_request_is_answered_without_body():
 
 def test_truncated_body_is_a_decode_error():
     from kafka.protocol.metadata.metadata import MetadataRequest
-    full = client_frame(MetadataRequest(version=12, topics=[MetadataRequest.MetadataRequestTopic(
-        topic_id=None, name="orders")]), 1, "c")
+
+    full = client_frame(
+        MetadataRequest(
+            version=12, topics=[MetadataRequest.MetadataRequestTopic(topic_id=None, name="orders")]
+        ),
+        1,
+        "c",
+    )
     body = unframe(full)
     for cut in range(8, len(body)):
         with pytest.raises(DecodeError):

@@ -12,24 +12,28 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.protocol.producer.produce import ProduceRequest
 
+from tests.protocol.message_strategies import message_strategy
 from wireserver.protocol.errors import DecodeError
 from wireserver.protocol.framing import FrameDecoder
 from wireserver.protocol.messages import decode_body, decode_request_header
 from wireserver.protocol.produce_request import ProduceRequestBody, decode_produce_request
 from wireserver.protocol.served import SERVED
-from tests.protocol.message_strategies import message_strategy
 
 SPEC = SERVED.get(0)
 VERSIONS = list(range(3, 14))
 FLEXIBLE = [v for v in VERSIONS if v >= 9]
 Topic = ProduceRequest.TopicProduceData
 Partition = Topic.PartitionProduceData
-EXAMPLES = settings(max_examples=25, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+EXAMPLES = settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
-def client_frame(request: ProduceRequest, correlation_id: int = 7,
-                 client_id: str | None = "producer") -> tuple[memoryview, int]:
+def client_frame(
+    request: ProduceRequest, correlation_id: int = 7, client_id: str | None = "producer"
+) -> tuple[memoryview, int]:
     """The frame (without size prefix) as kafka-python's client sends it, and where its body
     starts."""
     request.with_header(correlation_id=correlation_id, client_id=client_id)
@@ -47,8 +51,9 @@ def values(body, version: int) -> tuple:
     for topic in body.topic_data:
         name = topic.name
         topic_id = None if topic.topic_id == uuid.UUID(int=0) else topic.topic_id
-        partitions = [(p.index, None if p.records is None else bytes(p.records))
-                      for p in topic.partition_data]
+        partitions = [
+            (p.index, None if p.records is None else bytes(p.records)) for p in topic.partition_data
+        ]
         topics.append((name, topic_id, partitions))
     return body.transactional_id, body.acks, body.timeout_ms, topics
 
@@ -73,15 +78,24 @@ def request(version: int, transactional_id: str | None, topics: list) -> Produce
     topic_data = []
     for name, topic_id, partitions in topics:
         key = {"topic_id": topic_id} if version >= 13 else {"name": name}
-        topic_data.append(Topic(partition_data=[Partition(index=i, records=r)
-                                                for i, r in partitions], **key))
-    return ProduceRequest(version=version, transactional_id=transactional_id, acks=-1,
-                          timeout_ms=30000, topic_data=topic_data)
+        topic_data.append(
+            Topic(partition_data=[Partition(index=i, records=r) for i, r in partitions], **key)
+        )
+    return ProduceRequest(
+        version=version,
+        transactional_id=transactional_id,
+        acks=-1,
+        timeout_ms=30000,
+        topic_data=topic_data,
+    )
 
 
 TOPICS = [
-    ("orders", uuid.UUID(int=0x1234567890ABCDEF1234567890ABCDEF),
-     [(0, b"\x00" * 70), (1, b""), (2, None), (7, bytes(range(256)) * 3)]),
+    (
+        "orders",
+        uuid.UUID(int=0x1234567890ABCDEF1234567890ABCDEF),
+        [(0, b"\x00" * 70), (1, b""), (2, None), (7, bytes(range(256)) * 3)],
+    ),
     ("päyments", uuid.uuid4(), [(3, b"abc")]),
     ("empty", uuid.uuid4(), []),
 ]
@@ -138,6 +152,7 @@ def test_any_request_from_client_decodes_like_kafka_python(version, data, client
 
 # --- unknown tagged fields ---------------------------------------------------------------
 
+
 def uvarint(n: int) -> bytes:
     out = bytearray()
     while n >= 0x80:
@@ -155,8 +170,14 @@ def tags(fields: list[tuple[int, bytes]]) -> bytes:
     return uvarint(len(fields)) + b"".join(uvarint(t) + uvarint(len(v)) + v for t, v in fields)
 
 
-def flexible_body(version: int, transactional_id: str | None, topics: list,
-                  body_tags=(), topic_tags=(), partition_tags=()) -> bytes:
+def flexible_body(
+    version: int,
+    transactional_id: str | None,
+    topics: list,
+    body_tags=(),
+    topic_tags=(),
+    partition_tags=(),
+) -> bytes:
     """A flexible Produce body encoded by hand, with the given tagged fields at each level."""
     out = bytearray(compact(None if transactional_id is None else transactional_id.encode()))
     out += struct.pack(">hi", -1, 30000) + uvarint(len(topics) + 1)
@@ -182,8 +203,11 @@ SOME_TAGS = [(0, b""), (5, b"hello"), (300, b"\xff" * 200), (2**20, b"\x00")]
 @pytest.mark.parametrize("version", FLEXIBLE)
 @pytest.mark.parametrize("level", ["body", "topic", "partition", "all"])
 def test_unknown_tagged_fields_are_skipped(version, level):
-    kwargs = {f"{name}_tags": SOME_TAGS for name in ("body", "topic", "partition")
-              if level in (name, "all")}
+    kwargs = {
+        f"{name}_tags": SOME_TAGS
+        for name in ("body", "topic", "partition")
+        if level in (name, "all")
+    }
     wire = flexible_body(version, "txn", TOPICS, **kwargs)
     frame = memoryview(b"\x00\x00\x00" + wire)
     body = check_decodes(frame, 3, version)
@@ -193,13 +217,20 @@ def test_unknown_tagged_fields_are_skipped(version, level):
 
 # --- malformed input ---------------------------------------------------------------------
 
+
 def frames_to_cut():
     for version in VERSIONS:
         yield version, client_frame(request(version, "txn", TOPICS[:2]))
         yield version, client_frame(request(version, None, [TOPICS[0]]))
     for version in FLEXIBLE:
-        wire = flexible_body(version, "t", TOPICS[:2], body_tags=SOME_TAGS[:2],
-                             topic_tags=SOME_TAGS[1:2], partition_tags=SOME_TAGS[:3])
+        wire = flexible_body(
+            version,
+            "t",
+            TOPICS[:2],
+            body_tags=SOME_TAGS[:2],
+            topic_tags=SOME_TAGS[1:2],
+            partition_tags=SOME_TAGS[:3],
+        )
         yield version, (memoryview(wire), 0)
 
 
@@ -220,8 +251,12 @@ def test_every_truncation_is_a_decode_error(version, framed):
 
 
 def classic(transactional_id: bytes, topics: bytes) -> memoryview:
-    return memoryview(struct.pack(">h", len(transactional_id) if transactional_id else -1)
-                      + transactional_id + struct.pack(">hi", 1, 100) + topics)
+    return memoryview(
+        struct.pack(">h", len(transactional_id) if transactional_id else -1)
+        + transactional_id
+        + struct.pack(">hi", 1, 100)
+        + topics
+    )
 
 
 def flex(rest: bytes) -> memoryview:
@@ -264,14 +299,14 @@ def test_valid_after_flex_helper():
     """The BAD cases are near misses: the same shapes, well formed, decode."""
     body = decode_produce_request(flex(b"\x02\x02a\x02\x00\x00\x00\x04\x04abc\x00\x00\x00"), 0, 9)
     assert values(body, 9) == (None, 1, 100, [("a", None, [(4, b"abc")])])
-    body = decode_produce_request(classic(b"", struct.pack(">ih", 1, 0)
-                                          + struct.pack(">iii", 1, 0, 4) + b"abcd"), 0, 3)
+    body = decode_produce_request(
+        classic(b"", struct.pack(">ih", 1, 0) + struct.pack(">iii", 1, 0, 4) + b"abcd"), 0, 3
+    )
     assert values(body, 3) == (None, 1, 100, [("", None, [(0, b"abcd")])])
 
 
 @settings(max_examples=1000, deadline=None)
-@given(version=st.sampled_from(VERSIONS), data=st.binary(max_size=200),
-       pos=st.integers(0, 8))
+@given(version=st.sampled_from(VERSIONS), data=st.binary(max_size=200), pos=st.integers(0, 8))
 def test_random_bytes_raise_only_decode_error(version, data, pos):
     try:
         body = decode_produce_request(memoryview(data), pos, version)

@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
+from tests.protocol.capture_broker import kafka_python_codecs
 from wireserver.protocol import records as R
 from wireserver.protocol.errors import CorruptRecordBatch, TruncatedRecordBatch, UnsupportedMagic
 from wireserver.protocol.records import (
@@ -19,7 +20,6 @@ from wireserver.protocol.records import (
     decode_control_record,
     iter_batches,
 )
-from tests.protocol.capture_broker import kafka_python_codecs
 
 # -- strategies --------------------------------------------------------------------------------
 
@@ -46,22 +46,41 @@ def test_layout_constants():
     assert R.HEADER_SIZE == 61 and R.LOG_OVERHEAD == 12
     assert R.HEADER_STRUCT.size == 61
     offsets = [
-        R.BASE_OFFSET_OFFSET, R.BATCH_LENGTH_OFFSET, R.PARTITION_LEADER_EPOCH_OFFSET,
-        R.MAGIC_OFFSET, R.CRC_OFFSET, R.ATTRIBUTES_OFFSET, R.LAST_OFFSET_DELTA_OFFSET,
-        R.BASE_TIMESTAMP_OFFSET, R.MAX_TIMESTAMP_OFFSET, R.PRODUCER_ID_OFFSET,
-        R.PRODUCER_EPOCH_OFFSET, R.BASE_SEQUENCE_OFFSET, R.RECORD_COUNT_OFFSET,
+        R.BASE_OFFSET_OFFSET,
+        R.BATCH_LENGTH_OFFSET,
+        R.PARTITION_LEADER_EPOCH_OFFSET,
+        R.MAGIC_OFFSET,
+        R.CRC_OFFSET,
+        R.ATTRIBUTES_OFFSET,
+        R.LAST_OFFSET_DELTA_OFFSET,
+        R.BASE_TIMESTAMP_OFFSET,
+        R.MAX_TIMESTAMP_OFFSET,
+        R.PRODUCER_ID_OFFSET,
+        R.PRODUCER_EPOCH_OFFSET,
+        R.BASE_SEQUENCE_OFFSET,
+        R.RECORD_COUNT_OFFSET,
     ]
     assert offsets == [0, 8, 12, 16, 17, 21, 23, 27, 35, 43, 51, 53, 57]
-    assert (R.ATTR_COMPRESSION_MASK, R.ATTR_TIMESTAMP_TYPE_MASK, R.ATTR_TRANSACTIONAL_MASK,
-            R.ATTR_CONTROL_MASK, R.ATTR_DELETE_HORIZON_MASK) == (0x07, 0x08, 0x10, 0x20, 0x40)
+    assert (
+        R.ATTR_COMPRESSION_MASK,
+        R.ATTR_TIMESTAMP_TYPE_MASK,
+        R.ATTR_TRANSACTIONAL_MASK,
+        R.ATTR_CONTROL_MASK,
+        R.ATTR_DELETE_HORIZON_MASK,
+    ) == (0x07, 0x08, 0x10, 0x20, 0x40)
     assert [int(c) for c in Codec] == [0, 1, 2, 3, 4]
 
 
 def test_header_fields():
     raw = build(
         [(1000, b"k", b"v", [("a", b"1")]), (1005, None, b"w", []), (990, b"k3", None, [])],
-        compression=Codec.GZIP, base_offset=77, partition_leader_epoch=9, producer_id=123456,
-        producer_epoch=7, base_sequence=42, is_transactional=True,
+        compression=Codec.GZIP,
+        base_offset=77,
+        partition_leader_epoch=9,
+        producer_id=123456,
+        producer_epoch=7,
+        base_sequence=42,
+        is_transactional=True,
     )
     b = RecordBatch(raw)
     b.validate(strict=True)
@@ -124,7 +143,9 @@ def _kp_records(data):
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(recs=record_lists, codec=st.sampled_from(list(Codec)))
 def test_ours_parse_in_kafka_python(recs, codec):
-    raw = build(recs, compression=codec, base_offset=5, producer_id=9, producer_epoch=1, base_sequence=0)
+    raw = build(
+        recs, compression=codec, base_offset=5, producer_id=9, producer_epoch=1, base_sequence=0
+    )
     with kafka_python_codecs():
         got = _kp_records(raw)
     assert got == [(5 + i, ts, k, v, h) for i, (ts, k, v, h) in enumerate(recs)]
@@ -135,14 +156,21 @@ kp_headers = st.lists(st.tuples(st.text(max_size=20), st.binary(max_size=50)), m
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    recs=st.lists(st.tuples(timestamps, maybe_bytes, maybe_bytes, kp_headers), min_size=1, max_size=20),
+    recs=st.lists(
+        st.tuples(timestamps, maybe_bytes, maybe_bytes, kp_headers), min_size=1, max_size=20
+    ),
     codec=st.sampled_from(list(Codec)),
 )
 def test_kafka_python_batches_parse_in_ours(recs, codec):
     with kafka_python_codecs():
         builder = DefaultRecordBatchBuilder(
-            magic=2, compression_type=int(codec), is_transactional=False, producer_id=-1,
-            producer_epoch=-1, base_sequence=-1, batch_size=2**30,
+            magic=2,
+            compression_type=int(codec),
+            is_transactional=False,
+            producer_id=-1,
+            producer_epoch=-1,
+            base_sequence=-1,
+            batch_size=2**30,
         )
         for i, (ts, k, v, h) in enumerate(recs):
             assert builder.append(i, timestamp=ts, key=k, value=v, headers=h) is not None
@@ -234,8 +262,14 @@ def test_set_log_append_time(codec):
 
 @pytest.mark.parametrize("commit", [True, False])
 def test_control_batch(commit):
-    raw = build_control_batch(commit, producer_id=55, producer_epoch=3, timestamp=1234,
-                              coordinator_epoch=7, base_offset=40)
+    raw = build_control_batch(
+        commit,
+        producer_id=55,
+        producer_epoch=3,
+        timestamp=1234,
+        coordinator_epoch=7,
+        base_offset=40,
+    )
     b = RecordBatch(raw)
     b.validate(strict=True)
     assert b.is_control and b.is_transactional
@@ -301,7 +335,13 @@ def test_iter_batches_yields_before_raising():
 @pytest.mark.parametrize("magic", [0, 1])
 def test_legacy_magic(magic):
     # offset int64, size int32, crc int32, magic int8, attributes int8, (timestamp), key, value
-    body = struct.pack(">ib", 0, magic) + b"\x00" + (b"\x00" * 8 if magic else b"") + struct.pack(">ii", -1, 3) + b"abc"
+    body = (
+        struct.pack(">ib", 0, magic)
+        + b"\x00"
+        + (b"\x00" * 8 if magic else b"")
+        + struct.pack(">ii", -1, 3)
+        + b"abc"
+    )
     legacy = struct.pack(">qi", 0, len(body)) + body
     with pytest.raises(UnsupportedMagic) as info:
         list(iter_batches(legacy))

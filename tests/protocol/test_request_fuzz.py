@@ -7,11 +7,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.protocol.message_strategies import message_strategy
 from wireserver.protocol.errors import DecodeError
 from wireserver.protocol.framing import FrameDecoder
 from wireserver.protocol.messages import decode_request
 from wireserver.protocol.served import SERVED
-from tests.protocol.message_strategies import message_strategy
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 VERSIONS = [(spec, v) for spec in SERVED for v in range(spec.min_version, spec.max_version + 1)]
@@ -25,8 +25,11 @@ def decode_or_typed_error(frame: bytes) -> None:
 
 
 @FUZZ
-@given(key=st.sampled_from([spec.key for spec in SERVED]), version=st.integers(0, 20),
-       tail=st.binary(max_size=200))
+@given(
+    key=st.sampled_from([spec.key for spec in SERVED]),
+    version=st.integers(0, 20),
+    tail=st.binary(max_size=200),
+)
 def test_random_bodies(key, version, tail):
     header = key.to_bytes(2, "big") + version.to_bytes(2, "big") + b"\x00\x00\x00\x01\x00\x01c"
     decode_or_typed_error(header + tail)

@@ -11,29 +11,52 @@ from __future__ import annotations
 import pytest
 from kafka.protocol.admin.acl import CreateAclsRequest, DeleteAclsRequest
 from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeLogDirsRequest
-from kafka.protocol.admin.topics import ElectLeadersRequest
-from kafka.protocol.admin.configs import (AlterConfigsRequest, DescribeConfigsRequest,
-                                          IncrementalAlterConfigsRequest,
-                                          ListConfigResourcesRequest)
-from kafka.protocol.admin.groups import (DeleteGroupsRequest, DescribeGroupsRequest,
-                                         ListGroupsRequest)
-from kafka.protocol.admin.topics import (CreatePartitionsRequest, CreateTopicsRequest,
-                                         DeleteRecordsRequest, DeleteTopicsRequest,
-                                         DescribeTopicPartitionsRequest)
-from kafka.protocol.admin.transactions import (DescribeProducersRequest,
-                                               DescribeTransactionsRequest,
-                                               ListTransactionsRequest)
-from kafka.protocol.consumer.group import (HeartbeatRequest, LeaveGroupRequest,
-                                          OffsetCommitRequest, OffsetDeleteRequest,
-                                          SyncGroupRequest)
+from kafka.protocol.admin.configs import (
+    AlterConfigsRequest,
+    DescribeConfigsRequest,
+    IncrementalAlterConfigsRequest,
+    ListConfigResourcesRequest,
+)
+from kafka.protocol.admin.groups import (
+    DeleteGroupsRequest,
+    DescribeGroupsRequest,
+    ListGroupsRequest,
+)
+from kafka.protocol.admin.topics import (
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DeleteRecordsRequest,
+    DeleteTopicsRequest,
+    DescribeTopicPartitionsRequest,
+    ElectLeadersRequest,
+)
+from kafka.protocol.admin.transactions import (
+    DescribeProducersRequest,
+    DescribeTransactionsRequest,
+    ListTransactionsRequest,
+)
+from kafka.protocol.consumer.group import (
+    HeartbeatRequest,
+    LeaveGroupRequest,
+    OffsetCommitRequest,
+    OffsetDeleteRequest,
+    SyncGroupRequest,
+)
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderEpochRequest
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
-from kafka.protocol.producer.transaction import (AddOffsetsToTxnRequest,
-                                                 AddPartitionsToTxnRequest, EndTxnRequest,
-                                                 InitProducerIdRequest, TxnOffsetCommitRequest,
-                                                 WriteTxnMarkersRequest)
+from kafka.protocol.producer.transaction import (
+    AddOffsetsToTxnRequest,
+    AddPartitionsToTxnRequest,
+    EndTxnRequest,
+    InitProducerIdRequest,
+    TxnOffsetCommitRequest,
+    WriteTxnMarkersRequest,
+)
 
-from wireserver.protocol.messages_extra import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
+from wireserver.protocol.messages_extra import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
+)
 from wireserver.protocol.served import SERVED
 from wireserver.security.acls import CLUSTER_NAME, Operation, PatternType, Permission
 from wireserver.security.acls import ResourceType as R
@@ -116,15 +139,38 @@ def broker():
         with broker.wire() as wire:  # the admin (a super user) makes group g-listed exist
             topic = OffsetCommitRequest.OffsetCommitRequestTopic
             part = topic.OffsetCommitRequestPartition
-            response = wire.request(OffsetCommitRequest(
-                version=7, group_id="g-listed", generation_id_or_member_epoch=-1, member_id="",
-                group_instance_id=None, topics=[topic(name="t", partitions=[part(
-                    partition_index=0, committed_offset=0, committed_leader_epoch=-1,
-                    committed_metadata="")])]))
+            response = wire.request(
+                OffsetCommitRequest(
+                    version=7,
+                    group_id="g-listed",
+                    generation_id_or_member_epoch=-1,
+                    member_id="",
+                    group_instance_id=None,
+                    topics=[
+                        topic(
+                            name="t",
+                            partitions=[
+                                part(
+                                    partition_index=0,
+                                    committed_offset=0,
+                                    committed_leader_epoch=-1,
+                                    committed_metadata="",
+                                )
+                            ],
+                        )
+                    ],
+                )
+            )
             assert response.topics[0].partitions[0].error_code == 0
-            response = wire.request(InitProducerIdRequest(
-                version=4, transactional_id="x-listed", transaction_timeout_ms=60000,
-                producer_id=-1, producer_epoch=-1))
+            response = wire.request(
+                InitProducerIdRequest(
+                    version=4,
+                    transactional_id="x-listed",
+                    transaction_timeout_ms=60000,
+                    producer_id=-1,
+                    producer_epoch=-1,
+                )
+            )
             assert response.error_code == 0
         yield broker
 
@@ -133,17 +179,40 @@ def set_acls(broker, acls):
     """Make alice's ACLs exactly ``acls`` ((resource type, name, operation) triples)."""
     with broker.wire() as wire:
         filter_class = DeleteAclsRequest.DeleteAclsFilter
-        wire.request(DeleteAclsRequest(version=3, filters=[filter_class(
-            resource_type_filter=R.ANY, resource_name_filter=None,
-            pattern_type_filter=PatternType.ANY, principal_filter=ALICE, host_filter=None,
-            operation=Op.ANY, permission_type=Permission.ANY)]))
+        wire.request(
+            DeleteAclsRequest(
+                version=3,
+                filters=[
+                    filter_class(
+                        resource_type_filter=R.ANY,
+                        resource_name_filter=None,
+                        pattern_type_filter=PatternType.ANY,
+                        principal_filter=ALICE,
+                        host_filter=None,
+                        operation=Op.ANY,
+                        permission_type=Permission.ANY,
+                    )
+                ],
+            )
+        )
         if acls:
-            response = wire.request(CreateAclsRequest(version=3, creations=[
-                CreateAclsRequest.AclCreation(
-                    resource_type=kind, resource_name=name,
-                    resource_pattern_type=PatternType.LITERAL, principal=ALICE, host="*",
-                    operation=operation, permission_type=Permission.ALLOW)
-                for kind, name, operation in acls]))
+            response = wire.request(
+                CreateAclsRequest(
+                    version=3,
+                    creations=[
+                        CreateAclsRequest.AclCreation(
+                            resource_type=kind,
+                            resource_name=name,
+                            resource_pattern_type=PatternType.LITERAL,
+                            principal=ALICE,
+                            host="*",
+                            operation=operation,
+                            permission_type=Permission.ALLOW,
+                        )
+                        for kind, name, operation in acls
+                    ],
+                )
+            )
             assert [r.error_code for r in response.results] == [0] * len(acls)
 
 
@@ -153,6 +222,7 @@ def as_alice(broker, request):
 
 
 # ---- the requests -------------------------------------------------------------------------
+
 
 def topic_acl(operation, name="t"):
     return (R.TOPIC, name, operation)
@@ -168,107 +238,193 @@ def txn_acl(operation, name="x"):
 
 def list_offsets():
     t = ListOffsetsRequest.ListOffsetsTopic
-    return ListOffsetsRequest(version=7, topics=[t(name="t", partitions=[
-        t.ListOffsetsPartition(partition_index=0, timestamp=-1)])])
+    return ListOffsetsRequest(
+        version=7,
+        topics=[t(name="t", partitions=[t.ListOffsetsPartition(partition_index=0, timestamp=-1)])],
+    )
 
 
 def create_topics(name="made"):
     t = CreateTopicsRequest.CreatableTopic
-    return CreateTopicsRequest(version=7, timeout_ms=5000, validate_only=True, topics=[
-        t(name=name, num_partitions=1, replication_factor=1, assignments=[], configs=[])])
+    return CreateTopicsRequest(
+        version=7,
+        timeout_ms=5000,
+        validate_only=True,
+        topics=[t(name=name, num_partitions=1, replication_factor=1, assignments=[], configs=[])],
+    )
 
 
 def delete_topics(name):
-    return DeleteTopicsRequest(version=6, timeout_ms=5000, topics=[
-        DeleteTopicsRequest.DeleteTopicState(name=name)])
+    return DeleteTopicsRequest(
+        version=6, timeout_ms=5000, topics=[DeleteTopicsRequest.DeleteTopicState(name=name)]
+    )
 
 
 def delete_records():
     t = DeleteRecordsRequest.DeleteRecordsTopic
-    return DeleteRecordsRequest(version=2, timeout_ms=5000, topics=[t(name="t", partitions=[
-        t.DeleteRecordsPartition(partition_index=0, offset=-1)])])
+    return DeleteRecordsRequest(
+        version=2,
+        timeout_ms=5000,
+        topics=[t(name="t", partitions=[t.DeleteRecordsPartition(partition_index=0, offset=-1)])],
+    )
 
 
 def offset_for_leader_epoch():
     t = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
-    return OffsetForLeaderEpochRequest(version=4, topics=[t(topic="t", partitions=[
-        t.OffsetForLeaderPartition(partition=0, current_leader_epoch=-1, leader_epoch=0)])])
+    return OffsetForLeaderEpochRequest(
+        version=4,
+        topics=[
+            t(
+                topic="t",
+                partitions=[
+                    t.OffsetForLeaderPartition(partition=0, current_leader_epoch=-1, leader_epoch=0)
+                ],
+            )
+        ],
+    )
 
 
 def describe_configs(kind, name):
     r = DescribeConfigsRequest.DescribeConfigsResource
-    return DescribeConfigsRequest(version=4, resources=[
-        r(resource_type=kind, resource_name=name, configuration_keys=None)])
+    return DescribeConfigsRequest(
+        version=4, resources=[r(resource_type=kind, resource_name=name, configuration_keys=None)]
+    )
 
 
 def alter_configs(kind, name):
     r = AlterConfigsRequest.AlterConfigsResource
-    return AlterConfigsRequest(version=2, validate_only=True, resources=[
-        r(resource_type=kind, resource_name=name, configs=[])])
+    return AlterConfigsRequest(
+        version=2,
+        validate_only=True,
+        resources=[r(resource_type=kind, resource_name=name, configs=[])],
+    )
 
 
 def incremental_alter_configs(kind, name):
     r = IncrementalAlterConfigsRequest.AlterConfigsResource
-    key, value = {2: ("retention.ms", "1000000"),
-                  32: ("consumer.session.timeout.ms", "50000")}.get(kind, ("log.retention.ms",
-                                                                           "1000000"))
-    return IncrementalAlterConfigsRequest(version=1, validate_only=True, resources=[
-        r(resource_type=kind, resource_name=name, configs=[
-            r.AlterableConfig(name=key, config_operation=0, value=value)])])
+    key, value = {2: ("retention.ms", "1000000"), 32: ("consumer.session.timeout.ms", "50000")}.get(
+        kind, ("log.retention.ms", "1000000")
+    )
+    return IncrementalAlterConfigsRequest(
+        version=1,
+        validate_only=True,
+        resources=[
+            r(
+                resource_type=kind,
+                resource_name=name,
+                configs=[r.AlterableConfig(name=key, config_operation=0, value=value)],
+            )
+        ],
+    )
 
 
 def create_partitions():
     t = CreatePartitionsRequest.CreatePartitionsTopic
-    return CreatePartitionsRequest(version=3, timeout_ms=5000, validate_only=True, topics=[
-        t(name="t", count=2, assignments=None)])
+    return CreatePartitionsRequest(
+        version=3,
+        timeout_ms=5000,
+        validate_only=True,
+        topics=[t(name="t", count=2, assignments=None)],
+    )
 
 
 def describe_topic_partitions():
     t = DescribeTopicPartitionsRequest.TopicRequest
-    return DescribeTopicPartitionsRequest(version=0, topics=[t(name="t")],
-                                          response_partition_limit=100, cursor=None)
+    return DescribeTopicPartitionsRequest(
+        version=0, topics=[t(name="t")], response_partition_limit=100, cursor=None
+    )
 
 
 def offset_delete(group):
     t = OffsetDeleteRequest.OffsetDeleteRequestTopic
-    return OffsetDeleteRequest(version=0, group_id=group, topics=[t(name="t", partitions=[
-        t.OffsetDeleteRequestPartition(partition_index=0)])])
+    return OffsetDeleteRequest(
+        version=0,
+        group_id=group,
+        topics=[t(name="t", partitions=[t.OffsetDeleteRequestPartition(partition_index=0)])],
+    )
 
 
 def consumer_group_heartbeat(group):
     return ConsumerGroupHeartbeatRequest(
-        version=0, group_id=group, member_id="", member_epoch=0, instance_id=None, rack_id=None,
-        rebalance_timeout_ms=30000, subscribed_topic_names=["t"], server_assignor=None,
-        topic_partitions=[])
+        version=0,
+        group_id=group,
+        member_id="",
+        member_epoch=0,
+        instance_id=None,
+        rack_id=None,
+        rebalance_timeout_ms=30000,
+        subscribed_topic_names=["t"],
+        server_assignor=None,
+        topic_partitions=[],
+    )
 
 
 def add_partitions_to_txn(version=3):
     if version <= 3:
         t = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
         return AddPartitionsToTxnRequest(
-            version=version, v3_and_below_transactional_id="x", v3_and_below_producer_id=1,
-            v3_and_below_producer_epoch=0, v3_and_below_topics=[t(name="t", partitions=[0])])
+            version=version,
+            v3_and_below_transactional_id="x",
+            v3_and_below_producer_id=1,
+            v3_and_below_producer_epoch=0,
+            v3_and_below_topics=[t(name="t", partitions=[0])],
+        )
     txn = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
-    return AddPartitionsToTxnRequest(version=version, transactions=[txn(
-        transactional_id="x", producer_id=1, producer_epoch=0, verify_only=True,
-        topics=[txn.AddPartitionsToTxnTopic(name="t", partitions=[0])])])
+    return AddPartitionsToTxnRequest(
+        version=version,
+        transactions=[
+            txn(
+                transactional_id="x",
+                producer_id=1,
+                producer_epoch=0,
+                verify_only=True,
+                topics=[txn.AddPartitionsToTxnTopic(name="t", partitions=[0])],
+            )
+        ],
+    )
 
 
 def txn_offset_commit():
     t = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
     return TxnOffsetCommitRequest(
-        version=3, transactional_id="x", group_id="g", producer_id=1, producer_epoch=0,
-        generation_id=-1, member_id="", group_instance_id=None, topics=[t(name="t", partitions=[
-            t.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=0,
-                                              committed_leader_epoch=-1,
-                                              committed_metadata="")])])
+        version=3,
+        transactional_id="x",
+        group_id="g",
+        producer_id=1,
+        producer_epoch=0,
+        generation_id=-1,
+        member_id="",
+        group_instance_id=None,
+        topics=[
+            t(
+                name="t",
+                partitions=[
+                    t.TxnOffsetCommitRequestPartition(
+                        partition_index=0,
+                        committed_offset=0,
+                        committed_leader_epoch=-1,
+                        committed_metadata="",
+                    )
+                ],
+            )
+        ],
+    )
 
 
 def write_txn_markers():
     m = WriteTxnMarkersRequest.WritableTxnMarker
-    return WriteTxnMarkersRequest(version=1, markers=[m(
-        producer_id=12345, producer_epoch=0, transaction_result=False, coordinator_epoch=0,
-        topics=[m.WritableTxnMarkerTopic(name="t", partition_indexes=[0])])])
+    return WriteTxnMarkersRequest(
+        version=1,
+        markers=[
+            m(
+                producer_id=12345,
+                producer_epoch=0,
+                transaction_result=False,
+                coordinator_epoch=0,
+                topics=[m.WritableTxnMarkerTopic(name="t", partition_indexes=[0])],
+            )
+        ],
+    )
 
 
 def describe_producers():
@@ -288,106 +444,364 @@ def top(response):
 #  the error without the latter)
 CASES = [
     (2, list_offsets, first_partition, [], [topic_acl(Op.DESCRIBE)], TOPIC_DENIED),
-    (19, create_topics, lambda r: r.topics[0].error_code, [], [topic_acl(Op.CREATE, "made")],
-     TOPIC_DENIED),
-    (19, create_topics, lambda r: r.topics[0].error_code, [], [(*CLUSTER, Op.CREATE)],
-     TOPIC_DENIED),
-    (20, lambda: delete_topics("doomed"), lambda r: r.responses[0].error_code, [],
-     [topic_acl(Op.DELETE, "doomed")], TOPIC_DENIED),
+    (
+        19,
+        create_topics,
+        lambda r: r.topics[0].error_code,
+        [],
+        [topic_acl(Op.CREATE, "made")],
+        TOPIC_DENIED,
+    ),
+    (
+        19,
+        create_topics,
+        lambda r: r.topics[0].error_code,
+        [],
+        [(*CLUSTER, Op.CREATE)],
+        TOPIC_DENIED,
+    ),
+    (
+        20,
+        lambda: delete_topics("doomed"),
+        lambda r: r.responses[0].error_code,
+        [],
+        [topic_acl(Op.DELETE, "doomed")],
+        TOPIC_DENIED,
+    ),
     (21, delete_records, first_partition, [], [topic_acl(Op.DELETE)], TOPIC_DENIED),
     (23, offset_for_leader_epoch, first_partition, [], [topic_acl(Op.DESCRIBE)], TOPIC_DENIED),
-    (23, offset_for_leader_epoch, first_partition, [], [(*CLUSTER, Op.CLUSTER_ACTION)],
-     TOPIC_DENIED),
-    (32, lambda: describe_configs(2, "t"), lambda r: r.results[0].error_code, [],
-     [topic_acl(Op.DESCRIBE_CONFIGS)], TOPIC_DENIED),
-    (32, lambda: describe_configs(4, "0"), lambda r: r.results[0].error_code, [],
-     [(*CLUSTER, Op.DESCRIBE_CONFIGS)], CLUSTER_DENIED),
-    (33, lambda: alter_configs(2, "t"), lambda r: r.responses[0].error_code, [],
-     [topic_acl(Op.ALTER_CONFIGS)], TOPIC_DENIED),
-    (33, lambda: alter_configs(4, ""), lambda r: r.responses[0].error_code, [],
-     [(*CLUSTER, Op.ALTER_CONFIGS)], CLUSTER_DENIED),
-    (44, lambda: incremental_alter_configs(2, "t"), lambda r: r.responses[0].error_code, [],
-     [topic_acl(Op.ALTER_CONFIGS)], TOPIC_DENIED),
-    (44, lambda: incremental_alter_configs(4, ""), lambda r: r.responses[0].error_code, [],
-     [(*CLUSTER, Op.ALTER_CONFIGS)], CLUSTER_DENIED),
-    (74, lambda: ListConfigResourcesRequest(version=1, resource_types=[32]), top, [],
-     [(*CLUSTER, Op.DESCRIBE_CONFIGS)], CLUSTER_DENIED),
-    (32, lambda: describe_configs(32, "g"), lambda r: r.results[0].error_code, [],
-     [group_acl(Op.DESCRIBE_CONFIGS)], GROUP_DENIED),
-    (33, lambda: alter_configs(32, "g"), lambda r: r.responses[0].error_code, [],
-     [group_acl(Op.ALTER_CONFIGS)], GROUP_DENIED),
-    (44, lambda: incremental_alter_configs(32, "g"), lambda r: r.responses[0].error_code, [],
-     [group_acl(Op.ALTER_CONFIGS)], GROUP_DENIED),
-    (35, lambda: DescribeLogDirsRequest(version=4, topics=None), top, [],
-     [(*CLUSTER, Op.DESCRIBE)], CLUSTER_DENIED),
-    (43, lambda: ElectLeadersRequest(version=2, election_type=0, topic_partitions=None,
-                                     timeout_ms=1000), top, [], [(*CLUSTER, Op.ALTER)],
-     CLUSTER_DENIED),
-    (37, create_partitions, lambda r: r.results[0].error_code, [], [topic_acl(Op.ALTER)],
-     TOPIC_DENIED),
-    (75, describe_topic_partitions, lambda r: r.topics[0].error_code, [],
-     [topic_acl(Op.DESCRIBE)], TOPIC_DENIED),
-    (14, lambda: SyncGroupRequest(version=5, group_id="g", generation_id=1, member_id="m",
-                                  group_instance_id=None, protocol_type="consumer",
-                                  protocol_name="range", assignments=[]),
-     top, [], [group_acl(Op.READ)], GROUP_DENIED),
-    (12, lambda: HeartbeatRequest(version=4, group_id="g", generation_id=1, member_id="m",
-                                  group_instance_id=None),
-     top, [], [group_acl(Op.READ)], GROUP_DENIED),
-    (13, lambda: LeaveGroupRequest(version=5, group_id="g", members=[
-        LeaveGroupRequest.MemberIdentity(member_id="m", group_instance_id=None, reason=None)]),
-     top, [], [group_acl(Op.READ)], GROUP_DENIED),
-    (15, lambda: DescribeGroupsRequest(version=5, groups=["g"],
-                                       include_authorized_operations=False),
-     lambda r: r.groups[0].error_code, [], [group_acl(Op.DESCRIBE)], GROUP_DENIED),
-    (42, lambda: DeleteGroupsRequest(version=2, groups_names=["g"]),
-     lambda r: r.results[0].error_code, [], [group_acl(Op.DELETE)], GROUP_DENIED),
-    (47, lambda: offset_delete("g-listed"), top, [], [group_acl(Op.DELETE, "g-listed")],
-     GROUP_DENIED),
-    (47, lambda: offset_delete("g-listed"), first_partition, [group_acl(Op.DELETE, "g-listed")],
-     [topic_acl(Op.READ)], TOPIC_DENIED),
-    (68, lambda: consumer_group_heartbeat("cg"), top, [topic_acl(Op.DESCRIBE)],
-     [group_acl(Op.READ, "cg")], GROUP_DENIED),
-    (68, lambda: consumer_group_heartbeat("cg"), top, [group_acl(Op.READ, "cg")],
-     [topic_acl(Op.DESCRIBE)], TOPIC_DENIED),
-    (69, lambda: ConsumerGroupDescribeRequest(version=0, group_ids=["cgd"],
-                                              include_authorized_operations=False),
-     lambda r: r.groups[0].error_code, [], [group_acl(Op.DESCRIBE, "cgd")], GROUP_DENIED),
-    (24, add_partitions_to_txn, lambda r: r.results_by_topic_v3_and_below[0]
-     .results_by_partition[0].partition_error_code, [], [txn_acl(Op.WRITE), topic_acl(Op.WRITE)],
-     TXN_DENIED),
-    (24, add_partitions_to_txn, lambda r: r.results_by_topic_v3_and_below[0]
-     .results_by_partition[0].partition_error_code, [txn_acl(Op.WRITE)], [topic_acl(Op.WRITE)],
-     TOPIC_DENIED),
-    (24, lambda: add_partitions_to_txn(4), top, [], [(*CLUSTER, Op.CLUSTER_ACTION)],
-     CLUSTER_DENIED),
-    (25, lambda: AddOffsetsToTxnRequest(version=3, transactional_id="x", producer_id=1,
-                                        producer_epoch=0, group_id="g"),
-     top, [group_acl(Op.READ)], [txn_acl(Op.WRITE)], TXN_DENIED),
-    (25, lambda: AddOffsetsToTxnRequest(version=3, transactional_id="x", producer_id=1,
-                                        producer_epoch=0, group_id="g"),
-     top, [txn_acl(Op.WRITE)], [group_acl(Op.READ)], GROUP_DENIED),
-    (26, lambda: EndTxnRequest(version=3, transactional_id="x", producer_id=1, producer_epoch=0,
-                               committed=False),
-     top, [], [txn_acl(Op.WRITE)], TXN_DENIED),
-    (28, txn_offset_commit, first_partition, [group_acl(Op.READ), topic_acl(Op.READ)],
-     [txn_acl(Op.WRITE)], TXN_DENIED),
-    (28, txn_offset_commit, first_partition, [txn_acl(Op.WRITE), topic_acl(Op.READ)],
-     [group_acl(Op.READ)], GROUP_DENIED),
-    (28, txn_offset_commit, first_partition, [txn_acl(Op.WRITE), group_acl(Op.READ)],
-     [topic_acl(Op.READ)], TOPIC_DENIED),
-    (27, write_txn_markers, lambda r: r.markers[0].topics[0].partitions[0].error_code, [],
-     [(*CLUSTER, Op.CLUSTER_ACTION)], CLUSTER_DENIED),
-    (27, write_txn_markers, lambda r: r.markers[0].topics[0].partitions[0].error_code, [],
-     [(*CLUSTER, Op.ALTER)], CLUSTER_DENIED),
+    (
+        23,
+        offset_for_leader_epoch,
+        first_partition,
+        [],
+        [(*CLUSTER, Op.CLUSTER_ACTION)],
+        TOPIC_DENIED,
+    ),
+    (
+        32,
+        lambda: describe_configs(2, "t"),
+        lambda r: r.results[0].error_code,
+        [],
+        [topic_acl(Op.DESCRIBE_CONFIGS)],
+        TOPIC_DENIED,
+    ),
+    (
+        32,
+        lambda: describe_configs(4, "0"),
+        lambda r: r.results[0].error_code,
+        [],
+        [(*CLUSTER, Op.DESCRIBE_CONFIGS)],
+        CLUSTER_DENIED,
+    ),
+    (
+        33,
+        lambda: alter_configs(2, "t"),
+        lambda r: r.responses[0].error_code,
+        [],
+        [topic_acl(Op.ALTER_CONFIGS)],
+        TOPIC_DENIED,
+    ),
+    (
+        33,
+        lambda: alter_configs(4, ""),
+        lambda r: r.responses[0].error_code,
+        [],
+        [(*CLUSTER, Op.ALTER_CONFIGS)],
+        CLUSTER_DENIED,
+    ),
+    (
+        44,
+        lambda: incremental_alter_configs(2, "t"),
+        lambda r: r.responses[0].error_code,
+        [],
+        [topic_acl(Op.ALTER_CONFIGS)],
+        TOPIC_DENIED,
+    ),
+    (
+        44,
+        lambda: incremental_alter_configs(4, ""),
+        lambda r: r.responses[0].error_code,
+        [],
+        [(*CLUSTER, Op.ALTER_CONFIGS)],
+        CLUSTER_DENIED,
+    ),
+    (
+        74,
+        lambda: ListConfigResourcesRequest(version=1, resource_types=[32]),
+        top,
+        [],
+        [(*CLUSTER, Op.DESCRIBE_CONFIGS)],
+        CLUSTER_DENIED,
+    ),
+    (
+        32,
+        lambda: describe_configs(32, "g"),
+        lambda r: r.results[0].error_code,
+        [],
+        [group_acl(Op.DESCRIBE_CONFIGS)],
+        GROUP_DENIED,
+    ),
+    (
+        33,
+        lambda: alter_configs(32, "g"),
+        lambda r: r.responses[0].error_code,
+        [],
+        [group_acl(Op.ALTER_CONFIGS)],
+        GROUP_DENIED,
+    ),
+    (
+        44,
+        lambda: incremental_alter_configs(32, "g"),
+        lambda r: r.responses[0].error_code,
+        [],
+        [group_acl(Op.ALTER_CONFIGS)],
+        GROUP_DENIED,
+    ),
+    (
+        35,
+        lambda: DescribeLogDirsRequest(version=4, topics=None),
+        top,
+        [],
+        [(*CLUSTER, Op.DESCRIBE)],
+        CLUSTER_DENIED,
+    ),
+    (
+        43,
+        lambda: ElectLeadersRequest(
+            version=2, election_type=0, topic_partitions=None, timeout_ms=1000
+        ),
+        top,
+        [],
+        [(*CLUSTER, Op.ALTER)],
+        CLUSTER_DENIED,
+    ),
+    (
+        37,
+        create_partitions,
+        lambda r: r.results[0].error_code,
+        [],
+        [topic_acl(Op.ALTER)],
+        TOPIC_DENIED,
+    ),
+    (
+        75,
+        describe_topic_partitions,
+        lambda r: r.topics[0].error_code,
+        [],
+        [topic_acl(Op.DESCRIBE)],
+        TOPIC_DENIED,
+    ),
+    (
+        14,
+        lambda: SyncGroupRequest(
+            version=5,
+            group_id="g",
+            generation_id=1,
+            member_id="m",
+            group_instance_id=None,
+            protocol_type="consumer",
+            protocol_name="range",
+            assignments=[],
+        ),
+        top,
+        [],
+        [group_acl(Op.READ)],
+        GROUP_DENIED,
+    ),
+    (
+        12,
+        lambda: HeartbeatRequest(
+            version=4, group_id="g", generation_id=1, member_id="m", group_instance_id=None
+        ),
+        top,
+        [],
+        [group_acl(Op.READ)],
+        GROUP_DENIED,
+    ),
+    (
+        13,
+        lambda: LeaveGroupRequest(
+            version=5,
+            group_id="g",
+            members=[
+                LeaveGroupRequest.MemberIdentity(member_id="m", group_instance_id=None, reason=None)
+            ],
+        ),
+        top,
+        [],
+        [group_acl(Op.READ)],
+        GROUP_DENIED,
+    ),
+    (
+        15,
+        lambda: DescribeGroupsRequest(version=5, groups=["g"], include_authorized_operations=False),
+        lambda r: r.groups[0].error_code,
+        [],
+        [group_acl(Op.DESCRIBE)],
+        GROUP_DENIED,
+    ),
+    (
+        42,
+        lambda: DeleteGroupsRequest(version=2, groups_names=["g"]),
+        lambda r: r.results[0].error_code,
+        [],
+        [group_acl(Op.DELETE)],
+        GROUP_DENIED,
+    ),
+    (
+        47,
+        lambda: offset_delete("g-listed"),
+        top,
+        [],
+        [group_acl(Op.DELETE, "g-listed")],
+        GROUP_DENIED,
+    ),
+    (
+        47,
+        lambda: offset_delete("g-listed"),
+        first_partition,
+        [group_acl(Op.DELETE, "g-listed")],
+        [topic_acl(Op.READ)],
+        TOPIC_DENIED,
+    ),
+    (
+        68,
+        lambda: consumer_group_heartbeat("cg"),
+        top,
+        [topic_acl(Op.DESCRIBE)],
+        [group_acl(Op.READ, "cg")],
+        GROUP_DENIED,
+    ),
+    (
+        68,
+        lambda: consumer_group_heartbeat("cg"),
+        top,
+        [group_acl(Op.READ, "cg")],
+        [topic_acl(Op.DESCRIBE)],
+        TOPIC_DENIED,
+    ),
+    (
+        69,
+        lambda: ConsumerGroupDescribeRequest(
+            version=0, group_ids=["cgd"], include_authorized_operations=False
+        ),
+        lambda r: r.groups[0].error_code,
+        [],
+        [group_acl(Op.DESCRIBE, "cgd")],
+        GROUP_DENIED,
+    ),
+    (
+        24,
+        add_partitions_to_txn,
+        lambda r: r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code,
+        [],
+        [txn_acl(Op.WRITE), topic_acl(Op.WRITE)],
+        TXN_DENIED,
+    ),
+    (
+        24,
+        add_partitions_to_txn,
+        lambda r: r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code,
+        [txn_acl(Op.WRITE)],
+        [topic_acl(Op.WRITE)],
+        TOPIC_DENIED,
+    ),
+    (
+        24,
+        lambda: add_partitions_to_txn(4),
+        top,
+        [],
+        [(*CLUSTER, Op.CLUSTER_ACTION)],
+        CLUSTER_DENIED,
+    ),
+    (
+        25,
+        lambda: AddOffsetsToTxnRequest(
+            version=3, transactional_id="x", producer_id=1, producer_epoch=0, group_id="g"
+        ),
+        top,
+        [group_acl(Op.READ)],
+        [txn_acl(Op.WRITE)],
+        TXN_DENIED,
+    ),
+    (
+        25,
+        lambda: AddOffsetsToTxnRequest(
+            version=3, transactional_id="x", producer_id=1, producer_epoch=0, group_id="g"
+        ),
+        top,
+        [txn_acl(Op.WRITE)],
+        [group_acl(Op.READ)],
+        GROUP_DENIED,
+    ),
+    (
+        26,
+        lambda: EndTxnRequest(
+            version=3, transactional_id="x", producer_id=1, producer_epoch=0, committed=False
+        ),
+        top,
+        [],
+        [txn_acl(Op.WRITE)],
+        TXN_DENIED,
+    ),
+    (
+        28,
+        txn_offset_commit,
+        first_partition,
+        [group_acl(Op.READ), topic_acl(Op.READ)],
+        [txn_acl(Op.WRITE)],
+        TXN_DENIED,
+    ),
+    (
+        28,
+        txn_offset_commit,
+        first_partition,
+        [txn_acl(Op.WRITE), topic_acl(Op.READ)],
+        [group_acl(Op.READ)],
+        GROUP_DENIED,
+    ),
+    (
+        28,
+        txn_offset_commit,
+        first_partition,
+        [txn_acl(Op.WRITE), group_acl(Op.READ)],
+        [topic_acl(Op.READ)],
+        TOPIC_DENIED,
+    ),
+    (
+        27,
+        write_txn_markers,
+        lambda r: r.markers[0].topics[0].partitions[0].error_code,
+        [],
+        [(*CLUSTER, Op.CLUSTER_ACTION)],
+        CLUSTER_DENIED,
+    ),
+    (
+        27,
+        write_txn_markers,
+        lambda r: r.markers[0].topics[0].partitions[0].error_code,
+        [],
+        [(*CLUSTER, Op.ALTER)],
+        CLUSTER_DENIED,
+    ),
     (61, describe_producers, first_partition, [], [topic_acl(Op.READ)], TOPIC_DENIED),
-    (65, lambda: DescribeTransactionsRequest(version=0, transactional_ids=["x"]),
-     lambda r: r.transaction_states[0].error_code, [], [txn_acl(Op.DESCRIBE)], TXN_DENIED),
+    (
+        65,
+        lambda: DescribeTransactionsRequest(version=0, transactional_ids=["x"]),
+        lambda r: r.transaction_states[0].error_code,
+        [],
+        [txn_acl(Op.DESCRIBE)],
+        TXN_DENIED,
+    ),
 ]
 
 
-@pytest.mark.parametrize("key, request_factory, error_of, pre, acls, denied", CASES,
-                         ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+@pytest.mark.parametrize(
+    "key, request_factory, error_of, pre, acls, denied",
+    CASES,
+    ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)],
+)
 def test_api_needs_its_acl(broker, key, request_factory, error_of, pre, acls, denied):
     request = request_factory()
     assert request.API_KEY == key
@@ -403,6 +817,7 @@ def test_api_needs_its_acl(broker, key, request_factory, error_of, pre, acls, de
 def test_list_groups_shows_only_describable_groups(broker):
     def listed():
         return {g.group_id for g in as_alice(broker, ListGroupsRequest(version=4)).groups}
+
     set_acls(broker, [])
     assert "g-listed" not in listed()
     set_acls(broker, [group_acl(Op.DESCRIBE, "g-listed")])
@@ -413,9 +828,11 @@ def test_list_groups_shows_only_describable_groups(broker):
 
 def test_list_transactions_shows_only_describable_ids(broker):
     def listed():
-        response = as_alice(broker, ListTransactionsRequest(
-            version=0, state_filters=[], producer_id_filters=[]))
+        response = as_alice(
+            broker, ListTransactionsRequest(version=0, state_filters=[], producer_id_filters=[])
+        )
         return {t.transactional_id for t in response.transaction_states}
+
     set_acls(broker, [])
     assert listed() == set()
     set_acls(broker, [txn_acl(Op.DESCRIBE, "x-listed")])
@@ -434,8 +851,9 @@ def test_delete_topics_hides_existence(broker):
 
 def test_describe_topic_partitions_hides_like_metadata(broker):
     set_acls(broker, [])
-    every = DescribeTopicPartitionsRequest(version=0, topics=[], response_partition_limit=100,
-                                           cursor=None)
+    every = DescribeTopicPartitionsRequest(
+        version=0, topics=[], response_partition_limit=100, cursor=None
+    )
     assert as_alice(broker, every).topics == []
     set_acls(broker, [topic_acl(Op.READ)])
     [topic] = as_alice(broker, every).topics
@@ -455,8 +873,9 @@ def test_create_topics_hides_configs_without_describe_configs(broker):
 
 
 def test_describe_cluster_reports_authorized_operations(broker):
-    request = DescribeClusterRequest(version=1, include_cluster_authorized_operations=True,
-                                     endpoint_type=1)
+    request = DescribeClusterRequest(
+        version=1, include_cluster_authorized_operations=True, endpoint_type=1
+    )
     set_acls(broker, [])
     response = as_alice(broker, request)
     assert response.error_code == 0 and not response.authorized_operations
@@ -468,8 +887,9 @@ def test_consumer_group_describe_hides_groups_with_undescribable_topics(broker):
     set_acls(broker, [group_acl(Op.READ, "cg2"), topic_acl(Op.DESCRIBE)])
     joined = as_alice(broker, consumer_group_heartbeat("cg2"))
     assert joined.error_code == 0
-    describe = ConsumerGroupDescribeRequest(version=0, group_ids=["cg2"],
-                                            include_authorized_operations=False)
+    describe = ConsumerGroupDescribeRequest(
+        version=0, group_ids=["cg2"], include_authorized_operations=False
+    )
     set_acls(broker, [group_acl(Op.DESCRIBE, "cg2")])
     group = as_alice(broker, describe).groups[0]
     assert group.error_code == TOPIC_DENIED and group.members == []
@@ -480,5 +900,10 @@ def test_consumer_group_describe_hides_groups_with_undescribable_topics(broker):
 
 def test_apis_without_acls(broker):
     set_acls(broker, [])
-    assert as_alice(broker, ApiVersionsRequest(version=3, client_software_name="t",
-                                               client_software_version="1")).error_code == 0
+    assert (
+        as_alice(
+            broker,
+            ApiVersionsRequest(version=3, client_software_name="t", client_software_version="1"),
+        ).error_code
+        == 0
+    )

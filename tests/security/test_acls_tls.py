@@ -15,40 +15,64 @@ from wireserver.testing import EmbeddedBroker, KafkaWire
 USERS = {"alice": "alice-secret", "bob": "bob-secret", "root": "root-secret"}
 
 
-def acl(principal, operation, resource_type=ResourceType.TOPIC, name="t",
-        pattern=PatternType.LITERAL, permission=Permission.ALLOW):
+def acl(
+    principal,
+    operation,
+    resource_type=ResourceType.TOPIC,
+    name="t",
+    pattern=PatternType.LITERAL,
+    permission=Permission.ALLOW,
+):
     return CreateAclsRequest.AclCreation(
-        resource_type=resource_type, resource_name=name, resource_pattern_type=pattern,
-        principal=principal, host="*", operation=operation, permission_type=permission)
+        resource_type=resource_type,
+        resource_name=name,
+        resource_pattern_type=pattern,
+        principal=principal,
+        host="*",
+        operation=operation,
+        permission_type=permission,
+    )
 
 
 @pytest.fixture(scope="module")
 def secured():
-    with EmbeddedBroker(sasl="PLAIN", users=USERS, authorizer=True,
-                        super_users=["User:root"]) as broker:
+    with EmbeddedBroker(
+        sasl="PLAIN", users=USERS, authorizer=True, super_users=["User:root"]
+    ) as broker:
         for topic in ("t", "app-1", "app-2", "secret"):
             broker.create_topic(topic)
         with broker.wire() as wire:
-            response = wire.request(CreateAclsRequest(version=3, creations=[
-                acl("User:alice", Operation.WRITE),
-                acl("User:alice", Operation.READ),
-                acl("User:alice", Operation.READ, ResourceType.GROUP, "g"),
-                acl("User:bob", Operation.WRITE, name="app-", pattern=PatternType.PREFIXED),
-                acl("User:bob", Operation.ALL, name="app-2", permission=Permission.DENY),
-                acl("User:bob", Operation.READ, ResourceType.GROUP, "g"),
-            ]))
+            response = wire.request(
+                CreateAclsRequest(
+                    version=3,
+                    creations=[
+                        acl("User:alice", Operation.WRITE),
+                        acl("User:alice", Operation.READ),
+                        acl("User:alice", Operation.READ, ResourceType.GROUP, "g"),
+                        acl("User:bob", Operation.WRITE, name="app-", pattern=PatternType.PREFIXED),
+                        acl("User:bob", Operation.ALL, name="app-2", permission=Permission.DENY),
+                        acl("User:bob", Operation.READ, ResourceType.GROUP, "g"),
+                    ],
+                )
+            )
             assert [r.error_code for r in response.results] == [0] * 6
         yield broker
 
 
 def client(broker, user, **extra):
-    return {"bootstrap.servers": broker.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanism": "PLAIN", "sasl.username": user, "sasl.password": USERS[user],
-            **extra}
+    return {
+        "bootstrap.servers": broker.bootstrap_servers,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": user,
+        "sasl.password": USERS[user],
+        **extra,
+    }
 
 
 def produce(broker, user, topic):
     import confluent_kafka
+
     producer = confluent_kafka.Producer(client(broker, user, **{"message.timeout.ms": 5000}))
     errors = []
     producer.produce(topic, b"x", on_delivery=lambda err, msg: errors.append(err))
@@ -58,8 +82,9 @@ def produce(broker, user, topic):
 
 def metadata_topics(broker, user):
     with KafkaWire(broker.bootstrap_servers, sasl=("PLAIN", user, USERS[user])) as wire:
-        response = wire.request(MetadataRequest(version=9, topics=None,
-                                                allow_auto_topic_creation=False))
+        response = wire.request(
+            MetadataRequest(version=9, topics=None, allow_auto_topic_creation=False)
+        )
         return sorted(t.name for t in response.topics)
 
 
@@ -77,17 +102,26 @@ def test_unauthorized_topics_are_hidden_from_metadata(secured):
     assert set(metadata_topics(secured, "root")) >= {"t", "app-1", "app-2", "secret"}
     with KafkaWire(secured.bootstrap_servers, sasl=("PLAIN", "bob", "bob-secret")) as wire:
         topic = MetadataRequest.MetadataRequestTopic
-        response = wire.request(MetadataRequest(version=9, topics=[topic(name="secret")],
-                                                allow_auto_topic_creation=True))
+        response = wire.request(
+            MetadataRequest(
+                version=9, topics=[topic(name="secret")], allow_auto_topic_creation=True
+            )
+        )
         assert response.topics[0].error_code == 29
 
 
 def test_consuming_and_committing_need_read(secured):
     import confluent_kafka
+
     assert produce(secured, "alice", "t") is None
     for user in ("alice", "bob"):
-        consumer = confluent_kafka.Consumer(client(secured, user, **{
-            "group.id": "g", "auto.offset.reset": "earliest", "enable.auto.commit": False}))
+        consumer = confluent_kafka.Consumer(
+            client(
+                secured,
+                user,
+                **{"group.id": "g", "auto.offset.reset": "earliest", "enable.auto.commit": False},
+            )
+        )
         consumer.subscribe(["t"])
         got = None
         deadline = time.monotonic() + 15
@@ -103,43 +137,101 @@ def test_consuming_and_committing_need_read(secured):
         consumer.close()
     # bob may use group g but not read t: his commit is refused per partition.
     from kafka.protocol.consumer.group import OffsetCommitRequest
+
     topic = OffsetCommitRequest.OffsetCommitRequestTopic
     partition = topic.OffsetCommitRequestPartition
     with KafkaWire(secured.bootstrap_servers, sasl=("PLAIN", "bob", "bob-secret")) as wire:
-        response = wire.request(OffsetCommitRequest(
-            version=7, group_id="g", generation_id_or_member_epoch=-1, member_id="",
-            group_instance_id=None, topics=[topic(name="t", partitions=[partition(
-                partition_index=0, committed_offset=1, committed_leader_epoch=-1,
-                committed_metadata="")])]))
+        response = wire.request(
+            OffsetCommitRequest(
+                version=7,
+                group_id="g",
+                generation_id_or_member_epoch=-1,
+                member_id="",
+                group_instance_id=None,
+                topics=[
+                    topic(
+                        name="t",
+                        partitions=[
+                            partition(
+                                partition_index=0,
+                                committed_offset=1,
+                                committed_leader_epoch=-1,
+                                committed_metadata="",
+                            )
+                        ],
+                    )
+                ],
+            )
+        )
         assert response.topics[0].partitions[0].error_code == 29
     with KafkaWire(secured.bootstrap_servers, sasl=("PLAIN", "bob", "bob-secret")) as wire:
-        response = wire.request(OffsetCommitRequest(
-            version=7, group_id="other", generation_id_or_member_epoch=-1, member_id="",
-            group_instance_id=None, topics=[topic(name="app-1", partitions=[partition(
-                partition_index=0, committed_offset=1, committed_leader_epoch=-1,
-                committed_metadata="")])]))
+        response = wire.request(
+            OffsetCommitRequest(
+                version=7,
+                group_id="other",
+                generation_id_or_member_epoch=-1,
+                member_id="",
+                group_instance_id=None,
+                topics=[
+                    topic(
+                        name="app-1",
+                        partitions=[
+                            partition(
+                                partition_index=0,
+                                committed_offset=1,
+                                committed_leader_epoch=-1,
+                                committed_metadata="",
+                            )
+                        ],
+                    )
+                ],
+            )
+        )
         assert response.topics[0].partitions[0].error_code == 30  # GROUP_AUTHORIZATION_FAILED
 
 
 def test_describe_and_delete_acls(secured):
     with secured.wire() as wire:
-        described = wire.request(DescribeAclsRequest(
-            version=3, resource_type_filter=ResourceType.TOPIC, resource_name_filter="app-2",
-            pattern_type_filter=PatternType.MATCH, principal_filter=None, host_filter=None,
-            operation=Operation.ANY, permission_type=Permission.ANY))
+        described = wire.request(
+            DescribeAclsRequest(
+                version=3,
+                resource_type_filter=ResourceType.TOPIC,
+                resource_name_filter="app-2",
+                pattern_type_filter=PatternType.MATCH,
+                principal_filter=None,
+                host_filter=None,
+                operation=Operation.ANY,
+                permission_type=Permission.ANY,
+            )
+        )
         patterns = {(r.resource_name, r.pattern_type) for r in described.resources}
         assert patterns == {("app-", PatternType.PREFIXED), ("app-2", PatternType.LITERAL)}
         filter_class = DeleteAclsRequest.DeleteAclsFilter
-        deleted = wire.request(DeleteAclsRequest(version=3, filters=[filter_class(
-            resource_type_filter=ResourceType.TOPIC, resource_name_filter="app-2",
-            pattern_type_filter=PatternType.LITERAL, principal_filter="User:bob",
-            host_filter=None, operation=Operation.ANY, permission_type=Permission.ANY)]))
+        deleted = wire.request(
+            DeleteAclsRequest(
+                version=3,
+                filters=[
+                    filter_class(
+                        resource_type_filter=ResourceType.TOPIC,
+                        resource_name_filter="app-2",
+                        pattern_type_filter=PatternType.LITERAL,
+                        principal_filter="User:bob",
+                        host_filter=None,
+                        operation=Operation.ANY,
+                        permission_type=Permission.ANY,
+                    )
+                ],
+            )
+        )
         assert len(deleted.filter_results[0].matching_acls) == 1
     assert produce(secured, "bob", "app-2") is None  # the DENY is gone
     # Non-super users may not manage ACLs.
     with KafkaWire(secured.bootstrap_servers, sasl=("PLAIN", "alice", "alice-secret")) as wire:
-        response = wire.request(CreateAclsRequest(version=3, creations=[
-            acl("User:alice", Operation.ALL, name="secret")]))
+        response = wire.request(
+            CreateAclsRequest(
+                version=3, creations=[acl("User:alice", Operation.ALL, name="secret")]
+            )
+        )
         assert response.results[0].error_code == 31  # CLUSTER_AUTHORIZATION_FAILED
 
 
@@ -157,8 +249,9 @@ def test_tls_without_client_certificates():
         broker.create_topic("t")
         context = ssl.create_default_context(cafile=broker.ca_path)
         with KafkaWire(broker.bootstrap_servers, ssl_context=context) as wire:
-            assert [t.name for t in wire.request(MetadataRequest(version=1, topics=None)).topics] \
-                == ["t"]
+            assert [
+                t.name for t in wire.request(MetadataRequest(version=1, topics=None)).topics
+            ] == ["t"]
         with pytest.raises(OSError):  # a plaintext client gets no Kafka answer
             KafkaWire(broker.bootstrap_servers, timeout=2).close()
 
@@ -167,10 +260,16 @@ def produce_with_client_certificate(broker, topic):
     """confluent-kafka sends one record with the test PKI's client certificate; the delivery
     errors (``[None]`` when it was written)."""
     import confluent_kafka
-    producer = confluent_kafka.Producer({
-        "bootstrap.servers": broker.bootstrap_servers, "security.protocol": "SSL",
-        "ssl.ca.location": broker.ca_path, "ssl.certificate.location": broker.pki.client_cert,
-        "ssl.key.location": broker.pki.client_key})
+
+    producer = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "security.protocol": "SSL",
+            "ssl.ca.location": broker.ca_path,
+            "ssl.certificate.location": broker.pki.client_cert,
+            "ssl.key.location": broker.pki.client_key,
+        }
+    )
     errors = []
     producer.produce(topic, b"x", on_delivery=lambda err, msg: errors.append(err))
     producer.flush(15)
@@ -183,8 +282,9 @@ def test_tls_client_certificate_is_the_principal():
         principal = "User:" + broker.pki.client_dn
         assert principal == "User:CN=client,O=wireserver"
         with broker.wire() as wire:
-            response = wire.request(CreateAclsRequest(version=3, creations=[
-                acl(principal, Operation.WRITE)]))
+            response = wire.request(
+                CreateAclsRequest(version=3, creations=[acl(principal, Operation.WRITE)])
+            )
             assert response.results[0].error_code == 0
         assert produce_with_client_certificate(broker, "t") == [None]
         # Without a certificate the handshake itself is refused (ssl.client.auth=required).
@@ -202,5 +302,6 @@ def test_tls_listener_in_a_serve_process(mode):
         broker.create_topic("t")
         context = ssl.create_default_context(cafile=broker.ca_path)
         with KafkaWire(broker.bootstrap_servers, ssl_context=context) as wire:
-            assert [t.name for t in wire.request(MetadataRequest(version=1, topics=None)).topics] \
-                == ["t"]
+            assert [
+                t.name for t in wire.request(MetadataRequest(version=1, topics=None)).topics
+            ] == ["t"]

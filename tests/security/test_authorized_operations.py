@@ -22,10 +22,25 @@ from wireserver.security.acls import CLUSTER_NAME, Operation, PatternType, Permi
 from wireserver.security.acls import ResourceType as R
 from wireserver.testing import EmbeddedBroker, KafkaWire
 
-TOPIC_OPS = {Op.READ, Op.WRITE, Op.CREATE, Op.DESCRIBE, Op.DELETE, Op.ALTER,
-             Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS}
-CLUSTER_OPS = {Op.CREATE, Op.CLUSTER_ACTION, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS,
-               Op.IDEMPOTENT_WRITE, Op.ALTER, Op.DESCRIBE}
+TOPIC_OPS = {
+    Op.READ,
+    Op.WRITE,
+    Op.CREATE,
+    Op.DESCRIBE,
+    Op.DELETE,
+    Op.ALTER,
+    Op.DESCRIBE_CONFIGS,
+    Op.ALTER_CONFIGS,
+}
+CLUSTER_OPS = {
+    Op.CREATE,
+    Op.CLUSTER_ACTION,
+    Op.DESCRIBE_CONFIGS,
+    Op.ALTER_CONFIGS,
+    Op.IDEMPOTENT_WRITE,
+    Op.ALTER,
+    Op.DESCRIBE,
+}
 GROUP_OPS = {Op.READ, Op.DESCRIBE, Op.DELETE, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS}
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}
 
@@ -37,14 +52,19 @@ def operations(found):
 def describe(client: dict, topic: str, groups: list[str]) -> dict:
     """What the admin client reports for ``topic``, the cluster and ``groups``."""
     admin = AdminClient(client)
-    [topic_future] = admin.describe_topics(TopicCollection([topic]),
-                                           include_authorized_operations=True).values()
+    [topic_future] = admin.describe_topics(
+        TopicCollection([topic]), include_authorized_operations=True
+    ).values()
     cluster = admin.describe_cluster(include_authorized_operations=True).result(30)
     described = admin.describe_consumer_groups(groups, include_authorized_operations=True)
-    return {"topic": operations(topic_future.result(30).authorized_operations),
-            "cluster": operations(cluster.authorized_operations),
-            **{group: operations(future.result(30).authorized_operations)
-               for group, future in described.items()}}
+    return {
+        "topic": operations(topic_future.result(30).authorized_operations),
+        "cluster": operations(cluster.authorized_operations),
+        **{
+            group: operations(future.result(30).authorized_operations)
+            for group, future in described.items()
+        },
+    }
 
 
 def commit_offset(client: dict, group: str, topic: str) -> None:
@@ -71,8 +91,12 @@ def test_without_an_authorizer_every_supported_operation():
             found = describe(client, "t", ["classic", "kip848"])
         finally:
             member.close()
-    assert found == {"topic": TOPIC_OPS, "cluster": CLUSTER_OPS, "classic": GROUP_OPS,
-                     "kip848": GROUP_OPS}
+    assert found == {
+        "topic": TOPIC_OPS,
+        "cluster": CLUSTER_OPS,
+        "classic": GROUP_OPS,
+        "kip848": GROUP_OPS,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -80,46 +104,79 @@ def secured():
     with EmbeddedBroker(sasl="PLAIN", users=USERS, authorizer=True) as broker:
         broker.create_topic("t")
         acl = CreateAclsRequest.AclCreation
-        grants = [(R.TOPIC, "t", Operation.READ), (R.TOPIC, "t", Operation.ALTER_CONFIGS),
-                  (R.CLUSTER, CLUSTER_NAME, Operation.ALTER), (R.GROUP, "g", Operation.READ),
-                  (R.TOPIC, "t", Operation.WRITE, "bob")]
+        grants = [
+            (R.TOPIC, "t", Operation.READ),
+            (R.TOPIC, "t", Operation.ALTER_CONFIGS),
+            (R.CLUSTER, CLUSTER_NAME, Operation.ALTER),
+            (R.GROUP, "g", Operation.READ),
+            (R.TOPIC, "t", Operation.WRITE, "bob"),
+        ]
         with broker.wire() as wire:
-            response = wire.request(CreateAclsRequest(version=3, creations=[
-                acl(resource_type=kind, resource_name=name,
-                    resource_pattern_type=PatternType.LITERAL,
-                    principal=f"User:{user[0] if user else 'alice'}", host="*",
-                    operation=operation, permission_type=Permission.ALLOW)
-                for kind, name, operation, *user in grants]))
+            response = wire.request(
+                CreateAclsRequest(
+                    version=3,
+                    creations=[
+                        acl(
+                            resource_type=kind,
+                            resource_name=name,
+                            resource_pattern_type=PatternType.LITERAL,
+                            principal=f"User:{user[0] if user else 'alice'}",
+                            host="*",
+                            operation=operation,
+                            permission_type=Permission.ALLOW,
+                        )
+                        for kind, name, operation, *user in grants
+                    ],
+                )
+            )
             assert [r.error_code for r in response.results] == [0] * len(grants)
         commit_offset(client(broker, "alice"), "g", "t")
         yield broker
 
 
 def client(broker, user: str) -> dict:
-    return {"bootstrap.servers": broker.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanism": "PLAIN", "sasl.username": user, "sasl.password": USERS[user]}
+    return {
+        "bootstrap.servers": broker.bootstrap_servers,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": user,
+        "sasl.password": USERS[user],
+    }
 
 
 def test_operations_the_acls_allow(secured):
     assert describe(client(secured, "alice"), "t", ["g"]) == {
         "topic": {Op.READ, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS},
-        "cluster": {Op.ALTER, Op.DESCRIBE}, "g": {Op.READ, Op.DESCRIBE}}
+        "cluster": {Op.ALTER, Op.DESCRIBE},
+        "g": {Op.READ, Op.DESCRIBE},
+    }
 
 
 def test_no_cluster_operations_without_describe_on_the_cluster(secured):
     admin = AdminClient(client(secured, "bob"))
-    [future] = admin.describe_topics(TopicCollection(["t"]),
-                                     include_authorized_operations=True).values()
+    [future] = admin.describe_topics(
+        TopicCollection(["t"]), include_authorized_operations=True
+    ).values()
     assert operations(future.result(30).authorized_operations) == {Op.WRITE, Op.DESCRIBE}
     # librdkafka shows 0 and "not requested" alike (None): the raw answer tells them apart.
     with KafkaWire(secured.bootstrap_servers, sasl=("PLAIN", "bob", USERS["bob"])) as wire:
         for version in (8, 10):
-            response = wire.request(MetadataRequest(
-                version=version, topics=[], allow_auto_topic_creation=False,
-                include_cluster_authorized_operations=True,
-                include_topic_authorized_operations=False))
+            response = wire.request(
+                MetadataRequest(
+                    version=version,
+                    topics=[],
+                    allow_auto_topic_creation=False,
+                    include_cluster_authorized_operations=True,
+                    include_topic_authorized_operations=False,
+                )
+            )
             assert response.authorized_operations == set()
-        response = wire.request(MetadataRequest(  # v11 dropped the field: INT32_MIN
-            version=11, topics=[], allow_auto_topic_creation=False,
-            include_topic_authorized_operations=False))
+        response = wire.request(
+            MetadataRequest(  # v11 dropped the field: INT32_MIN
+                version=11,
+                topics=[],
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            )
+        )
         assert response.authorized_operations is None

@@ -21,15 +21,30 @@ def write_config(path, lines):
 
 def roundtrip(broker, config_path, topic):
     lines = [f"{topic}-{i}" for i in range(3)]
-    produced = run_tool("kafka-console-producer",
-                        ["--topic", topic, "--producer.config", config_path],
-                        input="\n".join(lines) + "\n", bootstrap=broker.bootstrap_servers,
-                        timeout=90)
+    produced = run_tool(
+        "kafka-console-producer",
+        ["--topic", topic, "--producer.config", config_path],
+        input="\n".join(lines) + "\n",
+        bootstrap=broker.bootstrap_servers,
+        timeout=90,
+    )
     assert produced.returncode == 0, produced.stderr
-    consumed = run_tool("kafka-console-consumer",
-                        ["--topic", topic, "--from-beginning", "--max-messages", "3",
-                         "--timeout-ms", "30000", "--consumer.config", config_path],
-                        bootstrap=broker.bootstrap_servers, timeout=90)
+    consumed = run_tool(
+        "kafka-console-consumer",
+        [
+            "--topic",
+            topic,
+            "--from-beginning",
+            "--max-messages",
+            "3",
+            "--timeout-ms",
+            "30000",
+            "--consumer.config",
+            config_path,
+        ],
+        bootstrap=broker.bootstrap_servers,
+        timeout=90,
+    )
     assert consumed.returncode == 0, consumed.stderr
     assert consumed.stdout.split() == lines
 
@@ -40,8 +55,8 @@ LOGIN_MODULES = {
     "SCRAM-SHA-512": 'scram.ScramLoginModule required username="alice" password="alice-secret";',
     # An unsecured token (alg none) the client makes itself; the broker's unsecured validator
     # takes "sub" as the principal.
-    "OAUTHBEARER": 'oauthbearer.OAuthBearerLoginModule required '
-                   'unsecuredLoginStringClaim_sub="alice";',
+    "OAUTHBEARER": "oauthbearer.OAuthBearerLoginModule required "
+    'unsecuredLoginStringClaim_sub="alice";',
 }
 
 
@@ -50,25 +65,36 @@ def test_console_tools_over_sasl_ssl(tmp_path, mechanism):
     with EmbeddedBroker(sasl=mechanism, users=USERS, tls=True) as broker:
         if mechanism != "OAUTHBEARER":  # no admin login for the chores: auto-creation makes it
             broker.create_topic("java")
-        config = write_config(os.path.join(tmp_path, "client.properties"), [
-            "security.protocol=SASL_SSL",
-            f"sasl.mechanism={mechanism}",
-            "sasl.jaas.config=org.apache.kafka.common.security." + LOGIN_MODULES[mechanism],
-            "ssl.truststore.type=PEM",
-            f"ssl.truststore.location={broker.ca_path}",
-        ])
+        config = write_config(
+            os.path.join(tmp_path, "client.properties"),
+            [
+                "security.protocol=SASL_SSL",
+                f"sasl.mechanism={mechanism}",
+                "sasl.jaas.config=org.apache.kafka.common.security." + LOGIN_MODULES[mechanism],
+                "ssl.truststore.type=PEM",
+                f"ssl.truststore.location={broker.ca_path}",
+            ],
+        )
         roundtrip(broker, config, "java")
 
 
 def test_console_producer_with_a_wrong_password_fails(tmp_path):
     with EmbeddedBroker(sasl="PLAIN", users=USERS) as broker:
         broker.create_topic("java")
-        config = write_config(os.path.join(tmp_path, "client.properties"), [
-            "security.protocol=SASL_PLAINTEXT", "sasl.mechanism=PLAIN",
-            "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule "
-            'required username="alice" password="wrong";',
-        ])
-        out = run_tool("kafka-topics", ["--list", "--command-config", config],
-                       bootstrap=broker.bootstrap_servers, timeout=90)
+        config = write_config(
+            os.path.join(tmp_path, "client.properties"),
+            [
+                "security.protocol=SASL_PLAINTEXT",
+                "sasl.mechanism=PLAIN",
+                "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule "
+                'required username="alice" password="wrong";',
+            ],
+        )
+        out = run_tool(
+            "kafka-topics",
+            ["--list", "--command-config", config],
+            bootstrap=broker.bootstrap_servers,
+            timeout=90,
+        )
         assert out.returncode != 0
         assert "Authentication failed" in out.stderr + out.stdout

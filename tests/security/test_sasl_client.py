@@ -9,8 +9,13 @@ import pytest
 
 from wireserver.config import BrokerConfig
 from wireserver.security import scram
-from wireserver.security.sasl import (PlainMechanism, SaslFailure, SaslListenerSettings,
-                                      ScramMechanism, client_mechanism)
+from wireserver.security.sasl import (
+    PlainMechanism,
+    SaslFailure,
+    SaslListenerSettings,
+    ScramMechanism,
+    client_mechanism,
+)
 
 
 def exchange(client, server) -> None:
@@ -56,17 +61,24 @@ def test_plain_client_logs_in():
 
 
 def test_plain_jaas_holds_the_server_users_and_the_brokers_own_login():
-    config = BrokerConfig({
-        "listeners": "SASL_PLAINTEXT://127.0.0.1:0", "zookeeper.connect": "127.0.0.1:2181",
-        "security.inter.broker.protocol": "SASL_PLAINTEXT",
-        "sasl.enabled.mechanisms": "PLAIN", "sasl.mechanism.inter.broker.protocol": "PLAIN",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
-            'org.apache.kafka.common.security.plain.PlainLoginModule required '
+    config = BrokerConfig(
+        {
+            "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+            "zookeeper.connect": "127.0.0.1:2181",
+            "security.inter.broker.protocol": "SASL_PLAINTEXT",
+            "sasl.enabled.mechanisms": "PLAIN",
+            "sasl.mechanism.inter.broker.protocol": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required "
             'username="broker" password="broker-secret" user_broker="broker-secret" '
-            'user_alice="alice-secret";'})
+            'user_alice="alice-secret";',
+        }
+    )
     security = config.inter_broker_security
     assert (security.mechanism, security.username, security.password) == (
-        "PLAIN", "broker", "broker-secret")
+        "PLAIN",
+        "broker",
+        "broker-secret",
+    )
     server_side = SaslListenerSettings.from_config(config, "SASL_PLAINTEXT", None)
     assert server_side.plain_users == {"broker": "broker-secret", "alice": "alice-secret"}
     exchange(security.sasl_client(), server_side.mechanism("PLAIN", lambda: 0))

@@ -15,8 +15,9 @@ class FakeClock:
         return self.now
 
 
-def make_batch(count: int = 1, ts: int = 1000, value_size: int = 20, ts_step: int = 1,
-               compression: int = 0) -> bytearray:
+def make_batch(
+    count: int = 1, ts: int = 1000, value_size: int = 20, ts_step: int = 1, compression: int = 0
+) -> bytearray:
     builder = RecordBatchBuilder(compression=compression)
     for i in range(count):
         builder.append(ts + i * ts_step, b"key-%d" % i, bytes([65 + i % 26]) * value_size)
@@ -27,10 +28,17 @@ def config(**overrides) -> LogConfig:
     return LogConfig.from_values({}, {k.replace("_", "."): str(v) for k, v in overrides.items()})
 
 
-def open_log(path, cfg: LogConfig | None = None, clock: FakeClock | None = None, *,
-             recover: bool = False, **kwargs) -> Log:
-    return Log.open(str(path), cfg or config(), now_ms=clock or FakeClock(), recover=recover,
-                    **kwargs)
+def open_log(
+    path,
+    cfg: LogConfig | None = None,
+    clock: FakeClock | None = None,
+    *,
+    recover: bool = False,
+    **kwargs,
+) -> Log:
+    return Log.open(
+        str(path), cfg or config(), now_ms=clock or FakeClock(), recover=recover, **kwargs
+    )
 
 
 def batches(data: bytes) -> list[RecordBatch]:

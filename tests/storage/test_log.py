@@ -6,9 +6,6 @@ import os
 
 import pytest
 
-from wireserver.protocol.records import TIMESTAMP_LOG_APPEND_TIME
-from wireserver.storage.errors import OffsetOutOfRange
-from wireserver.storage.log import Log
 from tests.storage.helpers import (
     FakeClock,
     batches,
@@ -17,14 +14,24 @@ from tests.storage.helpers import (
     open_log,
     record_offsets,
 )
+from wireserver.protocol.records import TIMESTAMP_LOG_APPEND_TIME
+from wireserver.storage.errors import OffsetOutOfRange
+from wireserver.storage.log import Log
 
 
-def fill(log: Log, n_batches: int, per_batch: int = 3, ts0: int = 1000, epoch: int = 0,
-         value_size: int = 20):
+def fill(
+    log: Log,
+    n_batches: int,
+    per_batch: int = 3,
+    ts0: int = 1000,
+    epoch: int = 0,
+    value_size: int = 20,
+):
     results = []
     for i in range(n_batches):
-        results.append(log.append(make_batch(per_batch, ts=ts0 + i * 10, value_size=value_size),
-                                  epoch))
+        results.append(
+            log.append(make_batch(per_batch, ts=ts0 + i * 10, value_size=value_size), epoch)
+        )
     return results
 
 
@@ -206,8 +213,10 @@ def test_retention_by_bytes(tmp_path):
 
 
 def test_compact_policy_skips_retention(tmp_path):
-    log = open_log(tmp_path / "t-0", config(internal_segment_bytes=400, retention_bytes=0,
-                                            cleanup_policy="compact"))
+    log = open_log(
+        tmp_path / "t-0",
+        config(internal_segment_bytes=400, retention_bytes=0, cleanup_policy="compact"),
+    )
     fill(log, 30)
     log.high_watermark = log.log_end_offset
     assert log.apply_retention(now_ms=0) == 0
@@ -329,6 +338,7 @@ def test_zero_copy_read_leaves_large_stretches_in_the_files(tmp_path):
     stay bytes; the regions still read after the log is deleted (each has its own fd)."""
     from wireserver.storage.file_records import FileRecords
     from wireserver.storage.log import ZERO_COPY_MIN_BYTES
+
     log = open_log(tmp_path / "t-0", config(internal_segment_bytes=300_000))
     fill(log, 40, per_batch=4, value_size=5_000)  # ~20 KB a batch: three segments
     assert len(log.segments) == 3
@@ -353,12 +363,14 @@ def test_reads_at_every_offset_across_header_blocks(tmp_path):
     segment many blocks long, with sparse index entries, start at the right batch and agree
     with the full-header walk."""
     from wireserver.storage.segment import WALK_BLOCK
+
     log = open_log(tmp_path / "t-0", config(index_interval_bytes=3 * WALK_BLOCK))
     fill(log, 300, per_batch=2, value_size=30)
     (segment,) = log.segments
     assert segment.size > 8 * WALK_BLOCK
-    assert [(pos, h.base_offset, h.last_offset, h.size) for pos, h in segment.walk()] == \
-        list(segment.spans())
+    assert [(pos, h.base_offset, h.last_offset, h.size) for pos, h in segment.walk()] == list(
+        segment.spans()
+    )
     for offset in range(0, log.log_end_offset, 7):
         res = log.read(offset, 700)
         got = batches(res.data)
@@ -373,6 +385,7 @@ def test_zero_copy_reads_fall_back_to_memory_past_the_descriptor_cap(tmp_path, m
     (same bytes), and closing the regions gives the descriptors back."""
     from wireserver.storage import file_records
     from wireserver.storage.file_records import FileRecords, FileRegion
+
     log = open_log(tmp_path / "t-0", config(internal_segment_bytes=300_000))
     fill(log, 40, per_batch=4, value_size=5_000)  # three segments
     baseline = FileRegion.open_count

@@ -24,8 +24,10 @@ def test_kafka_defaults_and_synonyms():
 
 
 def test_precedence_override_then_broker_default_then_kafka_default():
-    c = LogConfig.from_values({"retention.ms": 10, "segment.bytes": 2 << 20},
-                              {"segment.bytes": "3145728", "cleanup.policy": "compact,delete"})
+    c = LogConfig.from_values(
+        {"retention.ms": 10, "segment.bytes": 2 << 20},
+        {"segment.bytes": "3145728", "cleanup.policy": "compact,delete"},
+    )
     assert c.retention_ms == 10 and c.segment_bytes == 3 << 20
     assert c.cleanup_policy == ("compact", "delete") and c.compact and c.delete_enabled
     assert c.overrides == {"segment.bytes": 3 << 20, "cleanup.policy": ["compact", "delete"]}
@@ -33,12 +35,20 @@ def test_precedence_override_then_broker_default_then_kafka_default():
     assert c.as_dict()["retention.ms"] == 10
 
 
-@pytest.mark.parametrize("key,value", [
-    ("segment.bytes", "1048575"), ("cleanup.policy", "remove"), ("compression.type", "brotli"),
-    ("message.timestamp.type", "Now"), ("min.insync.replicas", "0"),
-    ("min.cleanable.dirty.ratio", "1.5"), ("retention.ms", "-2"), ("nope", "1"),
-    ("preallocate", "yes"),
-])
+@pytest.mark.parametrize(
+    "key,value",
+    [
+        ("segment.bytes", "1048575"),
+        ("cleanup.policy", "remove"),
+        ("compression.type", "brotli"),
+        ("message.timestamp.type", "Now"),
+        ("min.insync.replicas", "0"),
+        ("min.cleanable.dirty.ratio", "1.5"),
+        ("retention.ms", "-2"),
+        ("nope", "1"),
+        ("preallocate", "yes"),
+    ],
+)
 def test_bad_overrides(key, value):
     with pytest.raises(ConfigValueError):
         LogConfig.from_values({}, {key: value})

@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+from tests.storage.helpers import FakeClock, make_batch, record_offsets
 from wireserver.storage import checkpoint as ckpt
 from wireserver.storage.configdef import ConfigValueError
 from wireserver.storage.errors import (
@@ -17,7 +18,6 @@ from wireserver.storage.errors import (
     UnknownTopicError,
 )
 from wireserver.storage.manager import TOPICS_FILE, LogManager, validate_topic_name
-from tests.storage.helpers import FakeClock, make_batch, record_offsets
 
 
 def manager(dirs, **defaults):
@@ -41,8 +41,9 @@ def test_create_and_restart_keeps_topics_configs_and_data(tmp_path):
     dirs = [tmp_path / "d1", tmp_path / "d2"]
     m = manager(dirs, **{"retention.ms": 1234})
     tid = uuid.uuid4()
-    info = m.create_topic("orders", 3, {"internal.segment.bytes": "500",
-                                        "cleanup.policy": "compact"}, topic_id=tid)
+    info = m.create_topic(
+        "orders", 3, {"internal.segment.bytes": "500", "cleanup.policy": "compact"}, topic_id=tid
+    )
     assert info.topic_id == tid and info.config.segment_size == 500
     assert info.config.retention_ms == 1234  # broker default
     m.create_topic("logs", 1)
@@ -114,8 +115,11 @@ def test_missing_checkpoints_after_crash_rescan_everything(tmp_path):
     m3 = manager([tmp_path])  # crash (no close), checkpoints intact: no re-scan but the last
     assert m3.get_log("t", 0).recovered_segments == 1
     assert m3.get_log("t", 0).high_watermark == 60
-    for name in (ckpt.RECOVERY_POINT_CHECKPOINT, ckpt.LOG_START_OFFSET_CHECKPOINT,
-                 ckpt.REPLICATION_OFFSET_CHECKPOINT):
+    for name in (
+        ckpt.RECOVERY_POINT_CHECKPOINT,
+        ckpt.LOG_START_OFFSET_CHECKPOINT,
+        ckpt.REPLICATION_OFFSET_CHECKPOINT,
+    ):
         os.unlink(tmp_path / name)
     m2 = manager([tmp_path])
     log2 = m2.get_log("t", 0)
@@ -179,9 +183,9 @@ def test_manager_retention_and_checkpoint_files(tmp_path):
     assert log.log_start_offset > 0
     m.checkpoint()
     assert ckpt.read_offsets(str(tmp_path / ckpt.LOG_START_OFFSET_CHECKPOINT)) == {
-        ("t", 0): log.log_start_offset}
-    assert ckpt.read_offsets(str(tmp_path / ckpt.REPLICATION_OFFSET_CHECKPOINT)) == {
-        ("t", 0): 60}
+        ("t", 0): log.log_start_offset
+    }
+    assert ckpt.read_offsets(str(tmp_path / ckpt.REPLICATION_OFFSET_CHECKPOINT)) == {("t", 0): 60}
 
 
 def test_atomic_checkpoint_write(tmp_path):

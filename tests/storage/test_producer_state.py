@@ -8,6 +8,7 @@ import struct
 import crc32c
 import pytest
 
+from tests.storage.helpers import FakeClock, config, open_log
 from wireserver.protocol.records import RecordBatchBuilder
 from wireserver.storage.producer_state import (
     INT32_MAX,
@@ -23,21 +24,29 @@ from wireserver.storage.producer_state import (
     list_snapshots,
     snapshot_name,
 )
-from tests.storage.helpers import FakeClock, config, open_log
 
 PID = 4000
 
 
-def pbatch(seq: int, count: int = 3, *, pid: int = PID, epoch: int = 0, ts: int = 1_000_000,
-           transactional: bool = False) -> bytearray:
-    builder = RecordBatchBuilder(producer_id=pid, producer_epoch=epoch, base_sequence=seq,
-                                 is_transactional=transactional)
+def pbatch(
+    seq: int,
+    count: int = 3,
+    *,
+    pid: int = PID,
+    epoch: int = 0,
+    ts: int = 1_000_000,
+    transactional: bool = False,
+) -> bytearray:
+    builder = RecordBatchBuilder(
+        producer_id=pid, producer_epoch=epoch, base_sequence=seq, is_transactional=transactional
+    )
     for i in range(count):
         builder.append(ts + i, b"k", b"seq-%d" % increment_sequence(seq, i))
     return builder.build()
 
 
 # -- transitions through Log.append ----------------------------------------------------------
+
 
 def test_new_producer_then_in_order(tmp_path):
     log = open_log(tmp_path / "t-0")
@@ -140,6 +149,7 @@ def test_wrap_from_max_to_zero(tmp_path):
 
 def test_producers_are_independent_and_plain_batches_ignored(tmp_path):
     from tests.storage.helpers import make_batch
+
     log = open_log(tmp_path / "t-0")
     log.append(pbatch(0, pid=1), 0)
     log.append(make_batch(2), 0)
@@ -161,6 +171,7 @@ def test_log_append_time_is_remembered(tmp_path):
 def test_prepare_validates_several_batches_of_one_request():
     state = ProducerStateManager("/nonexistent")
     from wireserver.storage.batches import read_header
+
     h1, h2 = read_header(pbatch(0)), read_header(pbatch(3))
     prepared = state.prepare([h1, h2], 10)
     assert prepared.duplicate is None and state.entry(PID) is None  # nothing installed yet
@@ -182,6 +193,7 @@ def test_expiration():
 
 # -- snapshots ------------------------------------------------------------------------------
 
+
 def sample_entries() -> list[ProducerStateEntry]:
     a = ProducerStateEntry(1, 3)
     for i in range(7):
@@ -199,8 +211,12 @@ def test_snapshot_round_trip():
 
 def test_snapshot_crc_and_damage_are_detected():
     data = bytearray(encode_snapshot(sample_entries()))
-    for damaged in (data[:-1], data[:5], bytes(data[:20]) + b"\x00" + bytes(data[21:]),
-                    b"\x00\x07" + bytes(data[2:])):
+    for damaged in (
+        data[:-1],
+        data[:5],
+        bytes(data[:20]) + b"\x00" + bytes(data[21:]),
+        b"\x00\x07" + bytes(data[2:]),
+    ):
         with pytest.raises(CorruptSnapshot):
             decode_snapshot(bytes(damaged))
 
@@ -229,6 +245,7 @@ def test_snapshot_written_at_roll_and_close(tmp_path):
 
 # -- rebuilding on open ---------------------------------------------------------------------
 
+
 def fill(log, batches=8):
     return [log.append(pbatch(3 * i), 0) for i in range(batches)]
 
@@ -256,7 +273,8 @@ def test_crash_rebuilds_from_roll_snapshot_and_replay(tmp_path):
     crashed = open_log(tmp_path / "t-0", config(internal_segment_bytes=400), recover=True)
     assert crashed.producer_state.entry(PID) == expected
     assert crashed.producer_state.replayed_batches == 10 - len(
-        [r for r in results if r.base_offset < snaps[-1]])
+        [r for r in results if r.base_offset < snaps[-1]]
+    )
     assert crashed.append(pbatch(27), 0).duplicate
     assert crashed.append(pbatch(30), 0).base_offset == 30
 
@@ -289,8 +307,10 @@ def test_snapshot_beyond_log_end_is_discarded(tmp_path):
     fill(log, 4)
     log.close()
     # A snapshot the log does not reach any more (its tail was lost) must not be trusted.
-    os.rename(os.path.join(log.directory, snapshot_name(12)),
-              os.path.join(log.directory, snapshot_name(99)))
+    os.rename(
+        os.path.join(log.directory, snapshot_name(12)),
+        os.path.join(log.directory, snapshot_name(99)),
+    )
     again = open_log(tmp_path / "t-0")
     assert 99 not in list_snapshots(again.directory)
     assert again.producer_state.entry(PID).last_seq == 11

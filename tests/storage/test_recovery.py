@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from wireserver.storage.log import Log
 from tests.storage.helpers import config, make_batch, open_log, record_offsets
+from wireserver.storage.log import Log
 
 CFG = dict(internal_segment_bytes=600, index_interval_bytes=100)
 
@@ -18,9 +18,16 @@ def build(path, n=30):
 
 
 def state(log: Log):
-    return (log.log_start_offset, log.log_end_offset, log.size_bytes,
-            [(s.base_offset, s.next_offset, s.size, s.max_timestamp, s.offset_index.entries)
-             for s in log.segments], log.leader_epoch_cache.entries)
+    return (
+        log.log_start_offset,
+        log.log_end_offset,
+        log.size_bytes,
+        [
+            (s.base_offset, s.next_offset, s.size, s.max_timestamp, s.offset_index.entries)
+            for s in log.segments
+        ],
+        log.leader_epoch_cache.entries,
+    )
 
 
 def segment_files(path, suffix):
@@ -155,8 +162,11 @@ def test_garbled_index_is_rebuilt(tmp_path):
 def test_stray_files_are_removed(tmp_path):
     path = tmp_path / "t-0"
     build(path).close()
-    for name in ("00000000000000000099.index", "00000000000000000003.log.deleted",
-                 "leader-epoch-checkpoint.tmp"):
+    for name in (
+        "00000000000000000099.index",
+        "00000000000000000003.log.deleted",
+        "leader-epoch-checkpoint.tmp",
+    ):
         (path / name).write_bytes(b"x")
     open_log(path, config(**CFG)).close()
     names = os.listdir(path)

@@ -18,10 +18,11 @@ TIMEOUT_CHECK_MS = 100
 
 
 def broker_overrides() -> dict:
-    return {"transaction.state.log.num.partitions": "5",
-            "offsets.topic.num.partitions": "5",
-            "transaction.abort.timed.out.transaction.cleanup.interval.ms":
-                str(TIMEOUT_CHECK_MS)}
+    return {
+        "transaction.state.log.num.partitions": "5",
+        "offsets.topic.num.partitions": "5",
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": str(TIMEOUT_CHECK_MS),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -35,21 +36,28 @@ def unique(prefix: str) -> str:
 
 
 def txn_producer(bootstrap: str, transactional_id: str, **extra) -> Producer:
-    config = {"bootstrap.servers": bootstrap, "transactional.id": transactional_id,
-              "linger.ms": 0}
+    config = {"bootstrap.servers": bootstrap, "transactional.id": transactional_id, "linger.ms": 0}
     config.update(extra)
     producer = Producer(config)
     producer.init_transactions(20)
     return producer
 
 
-def consume_all(bootstrap: str, topic: str, isolation: str, expect: int | None = None,
-                timeout: float = 10.0) -> list[bytes]:
+def consume_all(
+    bootstrap: str, topic: str, isolation: str, expect: int | None = None, timeout: float = 10.0
+) -> list[bytes]:
     """Values of ``topic`` partition 0 read from the start until ``expect`` arrive (or, when
     None, until the end offset the consumer reports is reached)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("reader"),
-                         "isolation.level": isolation, "enable.auto.commit": False,
-                         "auto.offset.reset": "earliest", "enable.partition.eof": True})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": unique("reader"),
+            "isolation.level": isolation,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "enable.partition.eof": True,
+        }
+    )
     consumer.assign([TopicPartition(topic, 0, 0)])
     values: list[bytes] = []
     deadline = time.monotonic() + timeout
@@ -100,9 +108,13 @@ def test_commit_and_abort_read_committed_and_uncommitted(broker):
 
     from kafka import KafkaConsumer
     from kafka import TopicPartition as KTopicPartition
-    kconsumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers,
-                              isolation_level="read_committed", enable_auto_commit=False,
-                              consumer_timeout_ms=3000)
+
+    kconsumer = KafkaConsumer(
+        bootstrap_servers=broker.bootstrap_servers,
+        isolation_level="read_committed",
+        enable_auto_commit=False,
+        consumer_timeout_ms=3000,
+    )
     try:
         kconsumer.assign([KTopicPartition(topic, 0)])
         kconsumer.seek_to_beginning()
@@ -123,25 +135,42 @@ def test_open_transaction_holds_back_read_committed(broker):
     produce(plain, topic, [b"after"])
     # The open transaction holds the LSO at its first offset.
     assert consume_all(broker.bootstrap_servers, topic, "read_committed") == [b"before"]
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "x",
-                         "isolation.level": "read_committed"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": "x",
+            "isolation.level": "read_committed",
+        }
+    )
     low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=5)
     consumer.close()
     assert (low, high) == (0, 1)
     producer.commit_transaction(10)
     assert consume_all(broker.bootstrap_servers, topic, "read_committed", expect=3) == [
-        b"before", b"open", b"after"]
+        b"before",
+        b"open",
+        b"after",
+    ]
 
 
 def test_consume_transform_produce_commits_offsets_atomically(broker):
     source, sink, group = unique("in"), unique("out"), unique("group")
     broker.create_topic(source, partitions=1)
     broker.create_topic(sink, partitions=1)
-    produce(Producer({"bootstrap.servers": broker.bootstrap_servers}), source,
-            [f"m{i}".encode() for i in range(6)])
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group,
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                         "isolation.level": "read_committed"})
+    produce(
+        Producer({"bootstrap.servers": broker.bootstrap_servers}),
+        source,
+        [f"m{i}".encode() for i in range(6)],
+    )
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+        }
+    )
     consumer.subscribe([source])
     producer = txn_producer(broker.bootstrap_servers, unique("etl"))
     try:
@@ -159,7 +188,9 @@ def test_consume_transform_produce_commits_offsets_atomically(broker):
             producer.produce(sink, msg.value().upper(), partition=0)
         producer.send_offsets_to_transaction(
             [TopicPartition(source, 0, first[-1].offset() + 1)],
-            consumer.consumer_group_metadata(), 10)
+            consumer.consumer_group_metadata(),
+            10,
+        )
         producer.abort_transaction(10)
         assert consumer.committed([TopicPartition(source, 0)], 5)[0].offset < 0
         # Transaction 2: all six, committed with the offsets.
@@ -168,13 +199,16 @@ def test_consume_transform_produce_commits_offsets_atomically(broker):
             producer.produce(sink, msg.value().upper(), partition=0)
         producer.send_offsets_to_transaction(
             [TopicPartition(source, 0, rest[-1].offset() + 1)],
-            consumer.consumer_group_metadata(), 10)
+            consumer.consumer_group_metadata(),
+            10,
+        )
         producer.commit_transaction(10)
         assert consumer.committed([TopicPartition(source, 0)], 5)[0].offset == 6
     finally:
         consumer.close()
     assert consume_all(broker.bootstrap_servers, sink, "read_committed", expect=6) == [
-        f"M{i}".encode() for i in range(6)]
+        f"M{i}".encode() for i in range(6)
+    ]
 
 
 def test_second_producer_fences_the_first(broker):
@@ -190,8 +224,7 @@ def test_second_producer_fences_the_first(broker):
     second.begin_transaction()
     produce(second, topic, [b"live"])
     second.commit_transaction(10)
-    assert consume_all(broker.bootstrap_servers, topic, "read_committed", expect=1) == [
-        b"live"]
+    assert consume_all(broker.bootstrap_servers, topic, "read_committed", expect=1) == [b"live"]
 
 
 def test_transaction_left_open_is_aborted_after_its_timeout(broker):
@@ -203,6 +236,7 @@ def test_transaction_left_open_is_aborted_after_its_timeout(broker):
     plain = Producer({"bootstrap.servers": broker.bootstrap_servers})
     produce(plain, topic, [b"plain"])
     from kafka.admin import KafkaAdminClient
+
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
     try:
         deadline = time.monotonic() + 15
@@ -215,8 +249,7 @@ def test_transaction_left_open_is_aborted_after_its_timeout(broker):
         assert state == "CompleteAbort"
     finally:
         admin.close()
-    assert consume_all(broker.bootstrap_servers, topic, "read_committed", expect=1) == [
-        b"plain"]
+    assert consume_all(broker.bootstrap_servers, topic, "read_committed", expect=1) == [b"plain"]
     with pytest.raises(KafkaException):
         producer.commit_transaction(5)
 
@@ -224,6 +257,7 @@ def test_transaction_left_open_is_aborted_after_its_timeout(broker):
 def test_admin_lists_and_describes_transactions_and_producers(broker):
     from kafka import TopicPartition as KTopicPartition
     from kafka.admin import KafkaAdminClient
+
     topic, tid = unique("admin"), unique("tid")
     broker.create_topic(topic, partitions=1)
     producer = txn_producer(broker.bootstrap_servers, tid)
@@ -234,11 +268,13 @@ def test_admin_lists_and_describes_transactions_and_producers(broker):
         listed = admin.list_transactions(state_filters=["Ongoing"])
         listed_ids = {t.transactional_id for listings in listed.values() for t in listings}
         assert tid in listed_ids
-        assert not {t.transactional_id
-                    for listings in admin.list_transactions(
-                        state_filters=["CompleteCommit"],
-                        transactional_id_pattern=tid).values()
-                    for t in listings}
+        assert not {
+            t.transactional_id
+            for listings in admin.list_transactions(
+                state_filters=["CompleteCommit"], transactional_id_pattern=tid
+            ).values()
+            for t in listings
+        }
         description = admin.describe_transactions([tid])[tid]
         assert description.state == "Ongoing"
         producers = admin.describe_producers([KTopicPartition(topic, 0)])
@@ -264,6 +300,7 @@ def test_coordinator_state_survives_restart(tmp_path):
         produce(pending, topic, [b"pending"])
         instance.restart()
         from kafka.admin import KafkaAdminClient
+
         admin = KafkaAdminClient(bootstrap_servers=instance.bootstrap_servers)
         try:
             described = admin.describe_transactions([done_tid, open_tid])
@@ -272,12 +309,13 @@ def test_coordinator_state_survives_restart(tmp_path):
         finally:
             admin.close()
         # The open transaction's first offset still holds the LSO after the restart.
-        assert consume_all(instance.bootstrap_servers, topic, "read_committed") == [
-            b"committed"]
+        assert consume_all(instance.bootstrap_servers, topic, "read_committed") == [b"committed"]
         # As in Kafka, the producer can still commit what it had open.
         pending.commit_transaction(20)
-        assert consume_all(instance.bootstrap_servers, topic, "read_committed",
-                           expect=2) == [b"committed", b"pending"]
+        assert consume_all(instance.bootstrap_servers, topic, "read_committed", expect=2) == [
+            b"committed",
+            b"pending",
+        ]
 
 
 @pytest.mark.parametrize("instance_id", [None, "etl-static"], ids=["dynamic", "static"])
@@ -289,11 +327,19 @@ def test_consume_transform_produce_with_consumer_group_protocol(broker, instance
     source, sink, group = unique("in848"), unique("out848"), unique("group848")
     broker.create_topic(source, partitions=1)
     broker.create_topic(sink, partitions=1)
-    produce(Producer({"bootstrap.servers": broker.bootstrap_servers}), source,
-            [f"m{i}".encode() for i in range(9)])
-    config = {"bootstrap.servers": broker.bootstrap_servers, "group.id": group,
-              "group.protocol": "consumer", "enable.auto.commit": False,
-              "auto.offset.reset": "earliest", "isolation.level": "read_committed"}
+    produce(
+        Producer({"bootstrap.servers": broker.bootstrap_servers}),
+        source,
+        [f"m{i}".encode() for i in range(9)],
+    )
+    config = {
+        "bootstrap.servers": broker.bootstrap_servers,
+        "group.id": group,
+        "group.protocol": "consumer",
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "isolation.level": "read_committed",
+    }
     if instance_id is not None:
         instance_id = config["group.instance.id"] = unique(instance_id)
     consumer = Consumer(config)
@@ -311,7 +357,9 @@ def test_consume_transform_produce_with_consumer_group_protocol(broker, instance
                 producer.produce(sink, msg.value().upper(), partition=0)
             producer.send_offsets_to_transaction(
                 [TopicPartition(source, 0, msgs[-1].offset() + 1)],
-                consumer.consumer_group_metadata(), 10)
+                consumer.consumer_group_metadata(),
+                10,
+            )
             producer.commit_transaction(10)
             done += len(msgs)
             committed_after.append(consumer.committed([TopicPartition(source, 0)], 5)[0].offset)
@@ -324,4 +372,5 @@ def test_consume_transform_produce_with_consumer_group_protocol(broker, instance
     finally:
         consumer.close()
     assert consume_all(broker.bootstrap_servers, sink, "read_committed", expect=9) == [
-        f"M{i}".encode() for i in range(9)]
+        f"M{i}".encode() for i in range(9)
+    ]

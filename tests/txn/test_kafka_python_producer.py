@@ -23,9 +23,13 @@ def broker():
 
 
 def kp_producer(bootstrap: str, transactional_id: str) -> KafkaProducer:
-    producer = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=transactional_id,
-                             request_timeout_ms=10000, max_block_ms=20000,
-                             client_id="txn-kafka-python")
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap,
+        transactional_id=transactional_id,
+        request_timeout_ms=10000,
+        max_block_ms=20000,
+        client_id="txn-kafka-python",
+    )
     producer.init_transactions()
     return producer
 
@@ -38,9 +42,14 @@ def send(producer: KafkaProducer, topic: str, values: list[bytes]) -> None:
 
 
 def kp_read(bootstrap: str, topic: str, isolation: str) -> list[bytes]:
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation,
-                             enable_auto_commit=False, group_id=None,
-                             consumer_timeout_ms=2000, request_timeout_ms=10000)
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        isolation_level=isolation,
+        enable_auto_commit=False,
+        group_id=None,
+        consumer_timeout_ms=2000,
+        request_timeout_ms=10000,
+    )
     try:
         tp = TopicPartition(topic, 0)
         consumer.assign([tp])
@@ -51,8 +60,12 @@ def kp_read(bootstrap: str, topic: str, isolation: str) -> list[bytes]:
 
 
 def end_offsets(bootstrap: str, topic: str, isolation: str) -> int:
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation,
-                             group_id=None, request_timeout_ms=10000)
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        isolation_level=isolation,
+        group_id=None,
+        request_timeout_ms=10000,
+    )
     try:
         tp = TopicPartition(topic, 0)
         return consumer.end_offsets([tp])[tp]
@@ -79,7 +92,13 @@ def test_commit_visible_abort_hidden(broker):
     bootstrap = broker.bootstrap_servers
     assert kp_read(bootstrap, topic, "read_committed") == [b"c1", b"c2", b"c3"]
     assert kp_read(bootstrap, topic, "read_uncommitted") == [
-        b"c1", b"c2", b"a1", b"a2", b"a3", b"c3"]
+        b"c1",
+        b"c2",
+        b"a1",
+        b"a2",
+        b"a3",
+        b"c3",
+    ]
     assert consume_all(bootstrap, topic, "read_committed", expect=3) == [b"c1", b"c2", b"c3"]
     # 6 records and 3 control records (commit, abort, commit): the high watermark and,
     # with nothing open, the last stable offset are both 9.
@@ -111,9 +130,15 @@ def test_consume_transform_produce(broker):
     plain = KafkaProducer(bootstrap_servers=bootstrap)
     send(plain, source, [f"m{i}".encode() for i in range(6)])
     plain.close(5)
-    consumer = KafkaConsumer(source, bootstrap_servers=bootstrap, group_id=group,
-                             enable_auto_commit=False, auto_offset_reset="earliest",
-                             isolation_level="read_committed", request_timeout_ms=10000)
+    consumer = KafkaConsumer(
+        source,
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        isolation_level="read_committed",
+        request_timeout_ms=10000,
+    )
     producer = kp_producer(bootstrap, unique("etl"))
     tp = TopicPartition(source, 0)
     try:
@@ -127,14 +152,16 @@ def test_consume_transform_produce(broker):
         producer.begin_transaction()
         send(producer, sink, [r.value.upper() for r in records[:3]])
         producer.send_offsets_to_transaction(
-            {tp: OffsetAndMetadata(records[2].offset + 1, "", -1)}, consumer.group_metadata())
+            {tp: OffsetAndMetadata(records[2].offset + 1, "", -1)}, consumer.group_metadata()
+        )
         producer.abort_transaction()
         assert consumer.committed(tp) is None
         # Committed together with the offsets.
         producer.begin_transaction()
         send(producer, sink, [r.value.upper() for r in records])
         producer.send_offsets_to_transaction(
-            {tp: OffsetAndMetadata(records[-1].offset + 1, "", -1)}, consumer.group_metadata())
+            {tp: OffsetAndMetadata(records[-1].offset + 1, "", -1)}, consumer.group_metadata()
+        )
         producer.commit_transaction()
         assert consumer.committed(tp) == 6
     finally:

@@ -11,19 +11,25 @@ from hypothesis import given
 from hypothesis import strategies as st
 from twisted.internet.testing import MemoryReactorClock
 
+from wireserver.broker import Broker
+from wireserver.config import BrokerConfig
+from wireserver.groups.coordinator import OffsetCommit
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.records import RecordBatchBuilder
 from wireserver.storage.log import Log
 from wireserver.storage.log_config import LogConfig
 from wireserver.storage.producer_state import InvalidProducerEpoch, TransactionCoordinatorFenced
 from wireserver.storage.txn_index import ENTRY_SIZE, AbortedTxn, TransactionIndex
-from wireserver.broker import Broker
-from wireserver.config import BrokerConfig
-from wireserver.groups.coordinator import OffsetCommit
 from wireserver.topics import create_topic
-from wireserver.txn.records import (TxnLogValue, decode_key, decode_value, encode_key,
-                                    encode_value, partition_for)
-from wireserver.txn.state import (ALLOWED, IllegalTransition, TransactionMetadata, TxnState)
+from wireserver.txn.records import (
+    TxnLogValue,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+    partition_for,
+)
+from wireserver.txn.state import ALLOWED, IllegalTransition, TransactionMetadata, TxnState
 
 E = ErrorCode
 S = TxnState
@@ -31,17 +37,32 @@ S = TxnState
 
 # -- the state machine ------------------------------------------------------------------------
 
-LEGAL = [(S.EMPTY, S.ONGOING), (S.ONGOING, S.ONGOING), (S.ONGOING, S.PREPARE_COMMIT),
-         (S.ONGOING, S.PREPARE_ABORT), (S.PREPARE_COMMIT, S.COMPLETE_COMMIT),
-         (S.PREPARE_ABORT, S.COMPLETE_ABORT), (S.COMPLETE_COMMIT, S.ONGOING),
-         (S.COMPLETE_ABORT, S.EMPTY), (S.ONGOING, S.PREPARE_EPOCH_FENCE),
-         (S.PREPARE_EPOCH_FENCE, S.PREPARE_ABORT), (S.COMPLETE_ABORT, S.DEAD),
-         (S.EMPTY, S.DEAD)]
-ILLEGAL = [(S.EMPTY, S.PREPARE_COMMIT), (S.EMPTY, S.COMPLETE_COMMIT),
-           (S.ONGOING, S.COMPLETE_COMMIT), (S.PREPARE_COMMIT, S.PREPARE_ABORT),
-           (S.PREPARE_COMMIT, S.ONGOING), (S.PREPARE_ABORT, S.COMPLETE_COMMIT),
-           (S.COMPLETE_COMMIT, S.PREPARE_COMMIT), (S.DEAD, S.EMPTY), (S.ONGOING, S.DEAD),
-           (S.PREPARE_EPOCH_FENCE, S.PREPARE_COMMIT)]
+LEGAL = [
+    (S.EMPTY, S.ONGOING),
+    (S.ONGOING, S.ONGOING),
+    (S.ONGOING, S.PREPARE_COMMIT),
+    (S.ONGOING, S.PREPARE_ABORT),
+    (S.PREPARE_COMMIT, S.COMPLETE_COMMIT),
+    (S.PREPARE_ABORT, S.COMPLETE_ABORT),
+    (S.COMPLETE_COMMIT, S.ONGOING),
+    (S.COMPLETE_ABORT, S.EMPTY),
+    (S.ONGOING, S.PREPARE_EPOCH_FENCE),
+    (S.PREPARE_EPOCH_FENCE, S.PREPARE_ABORT),
+    (S.COMPLETE_ABORT, S.DEAD),
+    (S.EMPTY, S.DEAD),
+]
+ILLEGAL = [
+    (S.EMPTY, S.PREPARE_COMMIT),
+    (S.EMPTY, S.COMPLETE_COMMIT),
+    (S.ONGOING, S.COMPLETE_COMMIT),
+    (S.PREPARE_COMMIT, S.PREPARE_ABORT),
+    (S.PREPARE_COMMIT, S.ONGOING),
+    (S.PREPARE_ABORT, S.COMPLETE_COMMIT),
+    (S.COMPLETE_COMMIT, S.PREPARE_COMMIT),
+    (S.DEAD, S.EMPTY),
+    (S.ONGOING, S.DEAD),
+    (S.PREPARE_EPOCH_FENCE, S.PREPARE_COMMIT),
+]
 
 
 def txn(state=S.EMPTY) -> TransactionMetadata:
@@ -71,6 +92,7 @@ def test_table_covers_every_state_and_ids_match_kafka():
 
 # -- __transaction_state records -------------------------------------------------------------
 
+
 def test_key_layout_and_partition_like_kafka():
     assert encode_key("my-txn") == b"\x00\x00\x00\x06my-txn"
     assert decode_key(encode_key("ü-id")) == "ü-id"
@@ -78,12 +100,20 @@ def test_key_layout_and_partition_like_kafka():
     assert partition_for("hello", 50) == 99162322 % 50
 
 
-@given(pid=st.integers(0, 2**63 - 1), epoch=st.integers(0, 2**15 - 1),
-       timeout=st.integers(1, 2**31 - 1), status=st.integers(0, 7),
-       partitions=st.one_of(st.none(), st.lists(st.tuples(
-           st.text(min_size=1, max_size=20), st.lists(st.integers(0, 1000), max_size=5)),
-           max_size=4)),
-       times=st.tuples(st.integers(-1, 2**62), st.integers(-1, 2**62)))
+@given(
+    pid=st.integers(0, 2**63 - 1),
+    epoch=st.integers(0, 2**15 - 1),
+    timeout=st.integers(1, 2**31 - 1),
+    status=st.integers(0, 7),
+    partitions=st.one_of(
+        st.none(),
+        st.lists(
+            st.tuples(st.text(min_size=1, max_size=20), st.lists(st.integers(0, 1000), max_size=5)),
+            max_size=4,
+        ),
+    ),
+    times=st.tuples(st.integers(-1, 2**62), st.integers(-1, 2**62)),
+)
 def test_value_round_trip(pid, epoch, timeout, status, partitions, times):
     value = TxnLogValue(pid, epoch, timeout, status, partitions, *times)
     assert decode_value(encode_value(value)) == value
@@ -91,6 +121,7 @@ def test_value_round_trip(pid, epoch, timeout, status, partitions, times):
 
 def test_reads_flexible_version_1_with_tags():
     import struct
+
     body = struct.pack(">hqhib", 1, 42, 3, 60000, 1)
     body += bytes([2])  # compact array of one partition schema
     body += bytes([2]) + b"t" + bytes([3]) + struct.pack(">ii", 0, 5) + bytes([0])
@@ -104,14 +135,17 @@ def test_reads_flexible_version_1_with_tags():
 
 # -- storage: LSO and the aborted index ----------------------------------------------------------
 
+
 def open_log(path, recover=False, **config) -> Log:
-    return Log.open(str(path), LogConfig.from_values({}, config), now_ms=lambda: 1000,
-                    recover=recover)
+    return Log.open(
+        str(path), LogConfig.from_values({}, config), now_ms=lambda: 1000, recover=recover
+    )
 
 
 def txn_batch(pid: int, epoch: int, seq: int, n: int = 2) -> bytearray:
-    builder = RecordBatchBuilder(producer_id=pid, producer_epoch=epoch, base_sequence=seq,
-                                 is_transactional=True)
+    builder = RecordBatchBuilder(
+        producer_id=pid, producer_epoch=epoch, base_sequence=seq, is_transactional=True
+    )
     for i in range(n):
         builder.append(1000, None, b"v%d" % i)
     return builder.build()
@@ -125,12 +159,12 @@ def plain_batch() -> bytearray:
 
 def test_lso_follows_open_transactions_and_aborts_are_indexed(tmp_path):
     log = open_log(tmp_path / "t-0")
-    log.append(plain_batch(), 0)                        # 0
-    log.append(txn_batch(1, 0, 0), 0)                   # 1-2 (pid 1)
-    log.append(txn_batch(2, 0, 0), 0)                   # 3-4 (pid 2)
+    log.append(plain_batch(), 0)  # 0
+    log.append(txn_batch(1, 0, 0), 0)  # 1-2 (pid 1)
+    log.append(txn_batch(2, 0, 0), 0)  # 3-4 (pid 2)
     log.high_watermark = log.log_end_offset
     assert log.last_stable_offset == 1
-    _, done = log.append_marker(1, 0, commit=True)      # 5
+    _, done = log.append_marker(1, 0, commit=True)  # 5
     assert done.first_offset == 1 and not done.is_aborted
     log.high_watermark = log.log_end_offset
     assert log.last_stable_offset == 3
@@ -224,12 +258,17 @@ def test_txn_index_torn_tail_is_cut(tmp_path):
 
 # -- the coordinator on a fake clock -----------------------------------------------------------
 
+
 def make_broker(path) -> Broker:
-    values = {"log.dirs": str(path), "listeners": "PLAINTEXT://127.0.0.1:0",
-              "offsets.topic.replication.factor": "1", "offsets.topic.num.partitions": "3",
-              "transaction.state.log.replication.factor": "1",
-              "transaction.state.log.num.partitions": "3",
-              "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000"}
+    values = {
+        "log.dirs": str(path),
+        "listeners": "PLAINTEXT://127.0.0.1:0",
+        "offsets.topic.replication.factor": "1",
+        "offsets.topic.num.partitions": "3",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.num.partitions": "3",
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
+    }
     broker = Broker(BrokerConfig.load(None, values), MemoryReactorClock())
     broker.start()
     return broker
@@ -260,7 +299,9 @@ def test_init_add_commit_writes_markers_and_states(broker):
     assert (error, epoch) == (E.NONE, 0)
     assert coord.check_produce(pid, epoch, "t", 0) == E.INVALID_TXN_STATE
     assert coord.add_partitions("a", pid, epoch, [("t", 0), ("t", 1)]) == {
-        ("t", 0): E.NONE, ("t", 1): E.NONE}
+        ("t", 0): E.NONE,
+        ("t", 1): E.NONE,
+    }
     assert coord.txns["a"].state == S.ONGOING
     produce_txn(broker, pid, epoch)
     log0 = broker.logs.get_log("t", 0)
@@ -273,7 +314,9 @@ def test_init_add_commit_writes_markers_and_states(broker):
     assert coord.end_txn("a", pid, epoch, commit=True) == E.NONE  # a retry
     assert coord.end_txn("a", pid, epoch, commit=False) == E.INVALID_TXN_STATE
     assert coord.add_partitions("a", pid, epoch, [("nope", 0), ("t", 0)]) == {
-        ("nope", 0): E.UNKNOWN_TOPIC_OR_PARTITION, ("t", 0): E.OPERATION_NOT_ATTEMPTED}
+        ("nope", 0): E.UNKNOWN_TOPIC_OR_PARTITION,
+        ("t", 0): E.OPERATION_NOT_ATTEMPTED,
+    }
     assert coord.end_txn("a", pid + 1, epoch, True) == E.INVALID_PRODUCER_ID_MAPPING
 
 
@@ -310,8 +353,7 @@ def test_txn_offsets_are_pending_until_the_marker(broker):
     coord, groups = broker.txn, broker.groups
     _, pid, epoch = coord.init_producer_id("a", 60_000)
     assert coord.add_offsets("a", pid, epoch, "g") == E.NONE
-    results = groups.txn_offset_commit("g", pid, epoch, -1, "", None,
-                                       [OffsetCommit("t", 0, 42)])
+    results = groups.txn_offset_commit("g", pid, epoch, -1, "", None, [OffsetCommit("t", 0, 42)])
     assert results == {("t", 0): E.NONE}
     assert groups.has_pending("g", "t", 0)
     assert groups.fetch_offsets("g", [("t", [0])]) == [("t", [(0, None)])]
@@ -340,8 +382,10 @@ def test_state_and_pending_offsets_reload(tmp_path):
     second = make_broker(tmp_path)
     try:
         assert second.txn.txns["open"].state == S.ONGOING
-        assert second.txn.txns["open"].partitions == {("t", 0), ("__consumer_offsets",
-                                                                 second.groups.partition_for("g"))}
+        assert second.txn.txns["open"].partitions == {
+            ("t", 0),
+            ("__consumer_offsets", second.groups.partition_for("g")),
+        }
         assert second.txn.txns["done"].state == S.COMPLETE_ABORT
         assert second.groups.has_pending("g", "t", 0)
         assert second.logs.get_log("t", 0).last_stable_offset == 0
@@ -365,5 +409,4 @@ def test_list_transactions_filters(broker):
     coord.init_producer_id("y-1", 60_000)
     unknown, found = coord.list_transactions(["Ongoing", "Bogus"], [])
     assert unknown == ["Bogus"] and [t.transactional_id for t in found] == ["x-1"]
-    assert [t.transactional_id for t in coord.list_transactions([], [], -1, "y-.*")[1]] == [
-        "y-1"]
+    assert [t.transactional_id for t in coord.list_transactions([], [], -1, "y-.*")[1]] == ["y-1"]

@@ -5,15 +5,20 @@ election and unloading on resignation."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 from twisted.internet.task import Clock
 
 from wireserver import coordinator_runtime
 from wireserver.config import BrokerConfig
-from wireserver.coordinator_runtime import (CoordinatorRuntime, InternalTopic, kafka_abs,
-                                            java_string_hashcode, partition_for)
+from wireserver.coordinator_runtime import (
+    CoordinatorRuntime,
+    InternalTopic,
+    java_string_hashcode,
+    kafka_abs,
+    partition_for,
+)
 from wireserver.protocol.errors import ErrorCode
 from wireserver.purgatory import Purgatory
 from wireserver.replica.manager import ReplicaManager
@@ -21,9 +26,14 @@ from wireserver.storage.manager import LogManager
 
 E = ErrorCode
 NAME = "__test_state"
-TOPIC = InternalTopic(NAME, "offsets.topic.num.partitions", "offsets.topic.replication.factor",
-                      lambda config: {"cleanup.policy": "compact"},
-                      commit_timeout_config="offsets.commit.timeout.ms", keys="key(s)")
+TOPIC = InternalTopic(
+    NAME,
+    "offsets.topic.num.partitions",
+    "offsets.topic.replication.factor",
+    lambda config: {"cleanup.policy": "compact"},
+    commit_timeout_config="offsets.commit.timeout.ms",
+    keys="key(s)",
+)
 
 
 class FakeCluster:
@@ -39,10 +49,13 @@ class Host:
 
     def __init__(self, tmp_path, clustered: bool, partitions: int = 3, **config: str):
         self.clock = Clock()
-        values = {"log.dirs": str(tmp_path), "node.id": "1",
-                  "offsets.topic.num.partitions": str(partitions),
-                  "offsets.topic.replication.factor": "1",
-                  "offsets.commit.timeout.ms": "500"}
+        values = {
+            "log.dirs": str(tmp_path),
+            "node.id": "1",
+            "offsets.topic.num.partitions": str(partitions),
+            "offsets.topic.replication.factor": "1",
+            "offsets.commit.timeout.ms": "500",
+        }
         if clustered:
             values["zookeeper.connect"] = "zk.invalid:2181"
         values.update(config)
@@ -50,9 +63,15 @@ class Host:
         self.logs = LogManager([str(tmp_path)], self.config.topic_defaults(), self.now_ms)
         self.logs.load()
         self.purgatory = Purgatory(self.clock)
-        self.replicas = ReplicaManager(1, self.logs, self.purgatory, self.now_ms, lambda logs: None,
-                                       local_leadership=not clustered)
-        self.cluster: Optional[FakeCluster] = FakeCluster(1) if clustered else None
+        self.replicas = ReplicaManager(
+            1,
+            self.logs,
+            self.purgatory,
+            self.now_ms,
+            lambda logs: None,
+            local_leadership=not clustered,
+        )
+        self.cluster: FakeCluster | None = FakeCluster(1) if clustered else None
 
     def now_ms(self) -> int:
         return int(self.clock.seconds() * 1000)
@@ -62,10 +81,10 @@ class Shard:
     """A coordinator keeping the latest value of each key, and what the runtime asked of it."""
 
     def __init__(self) -> None:
-        self.runtime: Optional[CoordinatorRuntime] = None
-        self.values: dict[int, dict[bytes, Optional[bytes]]] = {}
+        self.runtime: CoordinatorRuntime | None = None
+        self.values: dict[int, dict[bytes, bytes | None]] = {}
         self.calls: list[tuple] = []
-        self.seen_while_loading: list[Optional[ErrorCode]] = []
+        self.seen_while_loading: list[ErrorCode | None] = []
 
     def load_partition(self, partition: int, to_log_end: bool = False) -> int:
         assert self.runtime is not None
@@ -75,8 +94,7 @@ class Shard:
         for batch, position in self.runtime.batches(partition, to_log_end):
             for record in batch.records():
                 if record.offset >= position:
-                    found[bytes(record.key)] = (None if record.value is None
-                                                else bytes(record.value))
+                    found[bytes(record.key)] = None if record.value is None else bytes(record.value)
         return len(found)
 
     def unload_partition(self, partition: int) -> int:
@@ -84,12 +102,14 @@ class Shard:
         return len(self.values.pop(partition, {}))
 
 
-def make_runtime(host: Host, reload_on_reelection: bool = False) -> tuple[CoordinatorRuntime,
-                                                                           Shard, list]:
+def make_runtime(
+    host: Host, reload_on_reelection: bool = False
+) -> tuple[CoordinatorRuntime, Shard, list]:
     created: list = []
 
-    def create_topic(name: str, partitions: int, replication: int,
-                     configs: dict[str, str]) -> Optional[ErrorCode]:
+    def create_topic(
+        name: str, partitions: int, replication: int, configs: dict[str, str]
+    ) -> ErrorCode | None:
         created.append((name, partitions, replication, configs))
         host.logs.create_topic(name, partitions, configs)
         return None
@@ -102,8 +122,9 @@ def make_runtime(host: Host, reload_on_reelection: bool = False) -> tuple[Coordi
 
 def key_in(runtime: CoordinatorRuntime, partition: int) -> str:
     """A key that lands on ``partition``."""
-    return next(k for k in (f"key-{i}" for i in range(1000))
-                if runtime.partition_for(k) == partition)
+    return next(
+        k for k in (f"key-{i}" for i in range(1000)) if runtime.partition_for(k) == partition
+    )
 
 
 def fired(d) -> list:

@@ -24,10 +24,16 @@ def partitions(count: int):
     return collections.OrderedDict((("t", p), None) for p in range(count))
 
 
-def fill(cache: FetchSessionCache, count: int, now_ms: int = 0, privileged: bool = CONSUMER,
-         size: int = 1) -> list:
-    sessions = [cache.maybe_create(now_ms, privileged, False, partitions(size))
-                for _ in range(count)]
+def fill(
+    cache: FetchSessionCache,
+    count: int,
+    now_ms: int = 0,
+    privileged: bool = CONSUMER,
+    size: int = 1,
+) -> list:
+    sessions = [
+        cache.maybe_create(now_ms, privileged, False, partitions(size)) for _ in range(count)
+    ]
     assert None not in sessions
     return sessions
 
@@ -40,15 +46,17 @@ def test_a_new_session_expects_epoch_1_and_sessions_take_the_shards_in_turn():
     cache = FetchSessionCache(16)
     sessions = fill(cache, 16)
     assert {s.epoch for s in sessions} == {1}
-    assert [cache.shards.index(cache._shard(s.id)) for s in sessions] == \
-        [n % SHARDS for n in range(16)]
+    assert [cache.shards.index(cache._shard(s.id)) for s in sessions] == [
+        n % SHARDS for n in range(16)
+    ]
     assert all(cache.get(s.id) is s for s in sessions) and len(cache) == 16
 
 
 def test_fewer_slots_than_shards_means_no_session_at_all():
     cache = FetchSessionCache(SHARDS - 1)
-    assert [cache.maybe_create(0, CONSUMER, False, partitions(1)) for _ in range(SHARDS)] == \
-        [None] * SHARDS
+    assert [cache.maybe_create(0, CONSUMER, False, partitions(1)) for _ in range(SHARDS)] == [
+        None
+    ] * SHARDS
 
 
 @pytest.mark.parametrize("session_id", [0, -1, INT32_MAX])
@@ -104,11 +112,17 @@ def test_a_young_follower_session_is_safe_from_everyone():
 
 # ------------------------------------------------------------------ the handler, on a fake clock
 
+
 @pytest.fixture
 def broker(tmp_path):
-    config = BrokerConfig.load(None, {"log.dirs": str(tmp_path),
-                                      "listeners": "PLAINTEXT://127.0.0.1:0",
-                                      "max.incremental.fetch.session.cache.slots": str(SHARDS)})
+    config = BrokerConfig.load(
+        None,
+        {
+            "log.dirs": str(tmp_path),
+            "listeners": "PLAINTEXT://127.0.0.1:0",
+            "max.incremental.fetch.session.cache.slots": str(SHARDS),
+        },
+    )
     instance = Broker(config, MemoryReactorClock())
     instance.start()
     instance.logs.create_topic("orders", 1)
@@ -117,20 +131,31 @@ def broker(tmp_path):
 
 
 def fetch(session_id: int, epoch: int, max_wait_ms: int = 0) -> FetchRequest:
-    partition = FetchRequest.FetchTopic.FetchPartition(partition=0, fetch_offset=0,
-                                                      partition_max_bytes=1 << 20)
-    topics = [FetchRequest.FetchTopic(topic="orders", partitions=[partition])] if epoch <= 0 \
-        else []
-    return FetchRequest(version=12, replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1,
-                        max_bytes=1 << 20, isolation_level=0, session_id=session_id,
-                        session_epoch=epoch, topics=topics, forgotten_topics_data=[],
-                        rack_id="")
+    partition = FetchRequest.FetchTopic.FetchPartition(
+        partition=0, fetch_offset=0, partition_max_bytes=1 << 20
+    )
+    topics = [FetchRequest.FetchTopic(topic="orders", partitions=[partition])] if epoch <= 0 else []
+    return FetchRequest(
+        version=12,
+        replica_id=-1,
+        max_wait_ms=max_wait_ms,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        isolation_level=0,
+        session_id=session_id,
+        session_epoch=epoch,
+        topics=topics,
+        forgotten_topics_data=[],
+        rack_id="",
+    )
 
 
 def answers(transport) -> list[tuple[int, int]]:
     """(error code, session id) of each response waiting on ``transport``."""
-    decoded = [FetchResponse.decode(bytes(frame), version=12, header=True)
-               for frame in responses(transport)]
+    decoded = [
+        FetchResponse.decode(bytes(frame), version=12, header=True)
+        for frame in responses(transport)
+    ]
     return [(r.error_code, r.session_id) for r in decoded]
 
 

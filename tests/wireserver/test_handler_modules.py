@@ -2,9 +2,9 @@
 
 import pytest
 
+from wireserver import apis
 from wireserver.protocol.registry import ApiRegistry
 from wireserver.protocol.served import SERVED
-from wireserver import apis
 
 
 def test_every_served_api_has_a_handler_module_that_registers_its_key():
@@ -39,7 +39,6 @@ def test_a_handler_module_without_a_served_api_stops_the_server_at_start():
     registry = ApiRegistry()
     for spec in SERVED:
         if spec.name != "ListGroups":
-            registry.register(spec.key, spec.name, spec.module, spec.min_version,
-                              spec.max_version)
+            registry.register(spec.key, spec.name, spec.module, spec.min_version, spec.max_version)
     with pytest.raises(RuntimeError, match="but not served: \\['list_groups'\\]"):
         apis.check_handlers(registry)

@@ -30,13 +30,15 @@ class Setup:
         config = BrokerConfig.load(None, {"log.dirs": str(tmp_path), "node.id": str(node_id)})
         self.logs = LogManager([str(tmp_path)], config.topic_defaults(), self.now_ms)
         self.logs.load()
-        self.logs.create_topic(TOPIC, 1, {k.replace("_", "."): str(v)
-                                           for k, v in topic_config.items()})
+        self.logs.create_topic(
+            TOPIC, 1, {k.replace("_", "."): str(v) for k, v in topic_config.items()}
+        )
         self.purgatory = Purgatory(self.clock)
         self.flushed: list = []
         self.isr_writes: list = []
-        self.replicas = ReplicaManager(node_id, self.logs, self.purgatory, self.now_ms,
-                                       self.flushed.extend, local_leadership)
+        self.replicas = ReplicaManager(
+            node_id, self.logs, self.purgatory, self.now_ms, self.flushed.extend, local_leadership
+        )
         self.replicas.isr_writer = lambda tp, isr: self.isr_writes.append((tp, isr)) or True
         self.replicas.live_brokers = lambda: {1, 2, 3}
 
@@ -100,8 +102,9 @@ def test_a_cluster_partition_without_state_has_no_leader(tmp_path):
 def test_the_high_watermark_follows_the_isr_and_acks_all_waits_for_it(tmp_path):
     node = Setup(tmp_path, local_leadership=False, min_insync_replicas=2)
     elected, resigned = [], []
-    node.replicas.add_leadership_listener(TOPIC, lambda index, epoch: elected.append((index, epoch)),
-                                          resigned.append)
+    node.replicas.add_leadership_listener(
+        TOPIC, lambda index, epoch: elected.append((index, epoch)), resigned.append
+    )
     node.replicas.make_leader((TOPIC, 0), 5, [1, 2, 3], [1, 2, 3])
     assert elected == [(0, 5)]
     assert node.replicas.check_leader(TOPIC, 0, 4) == (ErrorCode.FENCED_LEADER_EPOCH, 5)
@@ -109,8 +112,9 @@ def test_the_high_watermark_follows_the_isr_and_acks_all_waits_for_it(tmp_path):
     log = node.logs.get_log(TOPIC, 0)
     assert log.high_watermark == 0 and node.status(result.last_offset) is None
     fired = []
-    node.replicas.wait_for_replication([(TOPIC, 0, result.last_offset)], 5000) \
-        .addCallback(fired.append)
+    node.replicas.wait_for_replication([(TOPIC, 0, result.last_offset)], 5000).addCallback(
+        fired.append
+    )
     node.replicas.follower_fetched((TOPIC, 0), 2, 2)
     assert log.high_watermark == 0 and fired == []  # broker 3 has not fetched yet
     node.replicas.follower_fetched((TOPIC, 0), 3, 1)
@@ -130,8 +134,9 @@ def test_acks_all_is_refused_below_min_insync_replicas_and_times_out_without_fol
     node.replicas.partition(TOPIC, 0).apply_state(1, 1, [1, 2], [1, 2])
     result = node.append(acks=-1)
     fired = []
-    node.replicas.wait_for_replication([(TOPIC, 0, result.last_offset)], 300) \
-        .addCallback(fired.append)
+    node.replicas.wait_for_replication([(TOPIC, 0, result.last_offset)], 300).addCallback(
+        fired.append
+    )
     node.clock.advance(0.31)
     assert fired == [{(TOPIC, 0): ErrorCode.REQUEST_TIMED_OUT}]
 

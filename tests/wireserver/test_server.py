@@ -12,17 +12,23 @@ from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from twisted.internet.address import IPv4Address
 from twisted.internet.testing import MemoryReactorClock, StringTransport
 
+from wireserver.broker import Broker
+from wireserver.config import BrokerConfig
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.framing import FrameDecoder
 from wireserver.protocol.records import RecordBatchBuilder
-from wireserver.broker import Broker
-from wireserver.config import BrokerConfig
 
 
 @pytest.fixture
 def broker(tmp_path):
-    config = BrokerConfig.load(None, {"log.dirs": str(tmp_path), "queued.max.requests": "3",
-                                      "listeners": "PLAINTEXT://127.0.0.1:0"})
+    config = BrokerConfig.load(
+        None,
+        {
+            "log.dirs": str(tmp_path),
+            "queued.max.requests": "3",
+            "listeners": "PLAINTEXT://127.0.0.1:0",
+        },
+    )
     reactor = MemoryReactorClock()
     instance = Broker(config, reactor)
     instance.start()
@@ -59,20 +65,37 @@ def metadata(topics=None):
 
 
 def long_poll_fetch(topic, wait_ms=5000):
-    partition = FetchRequest.FetchTopic.FetchPartition(partition=0, fetch_offset=0,
-                                                      partition_max_bytes=1 << 20)
-    return FetchRequest(version=12, replica_id=-1, max_wait_ms=wait_ms, min_bytes=1,
-                        max_bytes=1 << 20, isolation_level=0, session_id=0, session_epoch=-1,
-                        topics=[FetchRequest.FetchTopic(topic=topic, partitions=[partition])],
-                        forgotten_topics_data=[], rack_id="")
+    partition = FetchRequest.FetchTopic.FetchPartition(
+        partition=0, fetch_offset=0, partition_max_bytes=1 << 20
+    )
+    return FetchRequest(
+        version=12,
+        replica_id=-1,
+        max_wait_ms=wait_ms,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=[FetchRequest.FetchTopic(topic=topic, partitions=[partition])],
+        forgotten_topics_data=[],
+        rack_id="",
+    )
 
 
 def produce(topic, acks=1):
     builder = RecordBatchBuilder()
     builder.append(broker_time_ms(), b"k", b"v")
-    data = ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=bytes(builder.build()))
-    return ProduceRequest(version=9, transactional_id=None, acks=acks, timeout_ms=1000,
-                          topic_data=[ProduceRequest.TopicProduceData(name=topic, partition_data=[data])])
+    data = ProduceRequest.TopicProduceData.PartitionProduceData(
+        index=0, records=bytes(builder.build())
+    )
+    return ProduceRequest(
+        version=9,
+        transactional_id=None,
+        acks=acks,
+        timeout_ms=1000,
+        topic_data=[ProduceRequest.TopicProduceData(name=topic, partition_data=[data])],
+    )
 
 
 def broker_time_ms() -> int:
@@ -124,12 +147,15 @@ def test_reading_pauses_when_too_many_requests_are_queued(broker):
     assert transport.producerState == "producing"
 
 
-@pytest.mark.parametrize("garbage", [
-    b"\xff\xff\xff\xff",                                   # negative size
-    b"\x7f\x00\x00\x00",                                   # above socket.request.max.bytes
-    b"\x00\x00\x00\x0a" + b"\x03\xe7\x00\x00\x00\x00\x00\x01\xff\xff",  # unknown API key
-    b"\x00\x00\x00\x06" + b"\x00\x03\x00\x0c\x00\x00",      # truncated header
-])
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        b"\xff\xff\xff\xff",  # negative size
+        b"\x7f\x00\x00\x00",  # above socket.request.max.bytes
+        b"\x00\x00\x00\x0a" + b"\x03\xe7\x00\x00\x00\x00\x00\x01\xff\xff",  # unknown API key
+        b"\x00\x00\x00\x06" + b"\x00\x03\x00\x0c\x00\x00",  # truncated header
+    ],
+)
 def test_bad_input_closes_only_that_connection(broker, garbage):
     bad, bad_transport = connect(broker)
     good, good_transport = connect(broker)
@@ -160,10 +186,21 @@ def test_produce_validation_is_per_partition(broker):
     bad = bytearray(good.build())
     bad[-1] ^= 0xFF
     data_class = ProduceRequest.TopicProduceData.PartitionProduceData
-    request = ProduceRequest(version=9, transactional_id=None, acks=1, timeout_ms=1000,
-                             topic_data=[ProduceRequest.TopicProduceData(name="orders", partition_data=[
-                                 data_class(index=0, records=bytes(bad)),
-                                 data_class(index=1, records=bytes(good.build()))])])
+    request = ProduceRequest(
+        version=9,
+        transactional_id=None,
+        acks=1,
+        timeout_ms=1000,
+        topic_data=[
+            ProduceRequest.TopicProduceData(
+                name="orders",
+                partition_data=[
+                    data_class(index=0, records=bytes(bad)),
+                    data_class(index=1, records=bytes(good.build())),
+                ],
+            )
+        ],
+    )
     connection, transport = connect(broker)
     send(connection, request, 3)
     [frame] = responses(transport)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from wireserver.protocol.registry import ApiRegistry, DuplicateApi
 
@@ -33,6 +34,7 @@ def handles(api_key: int) -> Callable[[Handler], Handler]:
             raise DuplicateApi(f"a handler for API key {api_key} is already registered")
         HANDLERS[api_key] = func
         return func
+
     return register
 
 
@@ -41,7 +43,7 @@ def module_name(api_name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", api_name).lower()
 
 
-def handler_for(spec: "ApiSpec") -> Handler:
+def handler_for(spec: ApiSpec) -> Handler:
     """The handler of ``spec``'s API, importing its module the first time."""
     handler = HANDLERS.get(spec.key)
     if handler is None:
@@ -70,5 +72,7 @@ def check_handlers(registry: ApiRegistry) -> None:
     missing = served - found
     extra = found - served
     if missing or extra:
-        raise RuntimeError(f"handlers and served APIs disagree: no handler module for "
-                           f"{sorted(missing)}, handler module but not served: {sorted(extra)}")
+        raise RuntimeError(
+            f"handlers and served APIs disagree: no handler module for "
+            f"{sorted(missing)}, handler module but not served: {sorted(extra)}"
+        )

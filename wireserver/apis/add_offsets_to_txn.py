@@ -21,10 +21,12 @@ API_KEY = 25
 @defer.inlineCallbacks
 def handle(ctx: RequestContext) -> HandlerResult:
     body = ctx.body
-    error = (checks.write_transactional_id(ctx, body.transactional_id)
-             or checks.read_group(ctx, body.group_id)
-             or ctx.broker.txn.add_offsets(body.transactional_id, body.producer_id,
-                                           body.producer_epoch, body.group_id))
+    error = (
+        checks.write_transactional_id(ctx, body.transactional_id)
+        or checks.read_group(ctx, body.group_id)
+        or ctx.broker.txn.add_offsets(
+            body.transactional_id, body.producer_id, body.producer_epoch, body.group_id
+        )
+    )
     error = yield once_replicated(ctx, body.transactional_id, error)
-    return ctx.response(throttle_time_ms=0,
-                        error_code=fenced_for_version(error, ctx.version, 2))
+    return ctx.response(throttle_time_ms=0, error_code=fenced_for_version(error, ctx.version, 2))

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from twisted.internet import defer
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 from wireserver.txn.api import fenced_for_version, once_replicated
 
@@ -32,11 +32,15 @@ def _results(topic_class, results: dict, version: int):
     partition_class = topic_class.AddPartitionsToTxnPartitionResult
     by_topic: dict[str, list] = {}
     for (topic, partition), error in results.items():
-        by_topic.setdefault(topic, []).append(partition_class(
-            partition_index=partition,
-            partition_error_code=fenced_for_version(error, version, 2)))
-    return [topic_class(name=topic, results_by_partition=parts)
-            for topic, parts in by_topic.items()]
+        by_topic.setdefault(topic, []).append(
+            partition_class(
+                partition_index=partition,
+                partition_error_code=fenced_for_version(error, version, 2),
+            )
+        )
+    return [
+        topic_class(name=topic, results_by_partition=parts) for topic, parts in by_topic.items()
+    ]
 
 
 def _partitions(topics) -> list[tuple[str, int]]:
@@ -61,12 +65,20 @@ def handle(ctx: RequestContext) -> HandlerResult:
     if version <= 3:
         partitions = _partitions(body.v3_and_below_topics)
         results = checks.add_partitions_to_txn(  # WRITE on the transactional id and topics
-            ctx, body.v3_and_below_transactional_id, partitions) or coordinator.add_partitions(
-            body.v3_and_below_transactional_id, body.v3_and_below_producer_id,
-            body.v3_and_below_producer_epoch, partitions)
+            ctx, body.v3_and_below_transactional_id, partitions
+        ) or coordinator.add_partitions(
+            body.v3_and_below_transactional_id,
+            body.v3_and_below_producer_id,
+            body.v3_and_below_producer_epoch,
+            partitions,
+        )
         results = yield _replicated(ctx, body.v3_and_below_transactional_id, results)
-        return ctx.response(throttle_time_ms=0, results_by_topic_v3_and_below=_results(
-            response_class.AddPartitionsToTxnTopicResult, results, version))
+        return ctx.response(
+            throttle_time_ms=0,
+            results_by_topic_v3_and_below=_results(
+                response_class.AddPartitionsToTxnTopicResult, results, version
+            ),
+        )
     denied = checks.cluster_action(ctx)  # v4+ come from brokers
     if denied:
         return ctx.response(throttle_time_ms=0, error_code=denied, results_by_transaction=[])
@@ -76,13 +88,18 @@ def handle(ctx: RequestContext) -> HandlerResult:
     for txn in body.transactions:
         partitions = _partitions(txn.topics)
         if txn.verify_only:
-            results = coordinator.verify_partitions(txn.transactional_id, txn.producer_id,
-                                                    txn.producer_epoch, partitions)
+            results = coordinator.verify_partitions(
+                txn.transactional_id, txn.producer_id, txn.producer_epoch, partitions
+            )
         else:
-            results = coordinator.add_partitions(txn.transactional_id, txn.producer_id,
-                                                  txn.producer_epoch, partitions)
+            results = coordinator.add_partitions(
+                txn.transactional_id, txn.producer_id, txn.producer_epoch, partitions
+            )
             results = yield _replicated(ctx, txn.transactional_id, results)
-        out.append(result_class(transactional_id=txn.transactional_id,
-                                topic_results=_results(topic_class, results, version)))
-    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE,
-                        results_by_transaction=out)
+        out.append(
+            result_class(
+                transactional_id=txn.transactional_id,
+                topic_results=_results(topic_class, results, version),
+            )
+        )
+    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, results_by_transaction=out)

@@ -30,12 +30,20 @@ for BROKER resources (CLUSTER_AUTHORIZATION_FAILED). Skipped: AlterConfigPolicy.
 
 from __future__ import annotations
 
-from wireserver.protocol.errors import ErrorCode
-from wireserver.admin import (RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC, AdminError,
-                              check_broker_resource, check_group_resource, set_broker_dynamic,
-                              set_group_configs, set_topic_overrides)
+from wireserver.admin import (
+    RESOURCE_BROKER,
+    RESOURCE_GROUP,
+    RESOURCE_TOPIC,
+    AdminError,
+    check_broker_resource,
+    check_group_resource,
+    set_broker_dynamic,
+    set_group_configs,
+    set_topic_overrides,
+)
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 
 API_KEY = 33
@@ -56,16 +64,16 @@ def check_entries(configs, null_allowed=lambda config: False) -> None:
         raise AdminError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
     nulls = [c.name for c in configs if c.value is None and not null_allowed(c)]
     if nulls:
-        raise AdminError(ErrorCode.INVALID_REQUEST,
-                         "Null value not supported for : " + ", ".join(nulls))
+        raise AdminError(
+            ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls)
+        )
 
 
 def alter(broker, resource, validate_only: bool) -> None:
     check_entries(resource.configs)
     props = {c.name: c.value for c in resource.configs}
     if resource.resource_type == RESOURCE_BROKER:
-        cluster_default = check_broker_resource(broker, resource.resource_name,
-                                                allow_default=True)
+        cluster_default = check_broker_resource(broker, resource.resource_name, allow_default=True)
         set_broker_dynamic(broker, cluster_default, props, validate_only)
     elif resource.resource_type == RESOURCE_TOPIC:
         set_topic_overrides(broker, resource.resource_name, props, validate_only)
@@ -73,8 +81,9 @@ def alter(broker, resource, validate_only: bool) -> None:
         check_group_resource(resource.resource_name, describing=False)
         set_group_configs(broker, resource.resource_name, props, validate_only)
     else:
-        raise AdminError(ErrorCode.INVALID_REQUEST,
-                         f"Unknown resource type {resource.resource_type}")
+        raise AdminError(
+            ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource.resource_type}"
+        )
 
 
 @handles(API_KEY)
@@ -88,16 +97,23 @@ def handle(ctx: RequestContext) -> HandlerResult:
         code, message = ErrorCode.NONE, None
         try:
             if (resource.resource_type, resource.resource_name) in duplicates:
-                raise AdminError(ErrorCode.INVALID_REQUEST,
-                                 "Each resource must appear at most once.")
-            denied = checks.alter_configs(ctx, resource.resource_type, resource.resource_name,
-                                          loggers=False)
+                raise AdminError(
+                    ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
+                )
+            denied = checks.alter_configs(
+                ctx, resource.resource_type, resource.resource_name, loggers=False
+            )
             if denied:
                 raise AdminError(denied, checks.message(denied))
             alter(ctx.broker, resource, bool(body.validate_only))
         except AdminError as exc:
             code, message = exc.code, exc.message
-        results.append(result_class(error_code=code, error_message=message,
-                                    resource_type=resource.resource_type,
-                                    resource_name=resource.resource_name))
+        results.append(
+            result_class(
+                error_code=code,
+                error_message=message,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+            )
+        )
     return ctx.response(throttle_time_ms=0, responses=results)

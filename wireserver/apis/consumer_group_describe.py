@@ -12,9 +12,9 @@ asked, are those of each group answered without an error; the others keep "not r
 
 from __future__ import annotations
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 
 API_KEY = 69
@@ -33,16 +33,28 @@ def handle(ctx: RequestContext) -> HandlerResult:
     names = coordinator.consumer.topic_names()
 
     def assignment(partitions):
-        return assignment_class(topic_partitions=[
-            assignment_class.TopicPartitions(topic_id=topic_id, topic_name=names.get(topic_id, ""),
-                                             partitions=sorted(ps))
-            for topic_id, ps in sorted(partitions.items(), key=lambda i: names.get(i[0], ""))
-            if ps])
+        return assignment_class(
+            topic_partitions=[
+                assignment_class.TopicPartitions(
+                    topic_id=topic_id, topic_name=names.get(topic_id, ""), partitions=sorted(ps)
+                )
+                for topic_id, ps in sorted(partitions.items(), key=lambda i: names.get(i[0], ""))
+                if ps
+            ]
+        )
 
     def failed(group_id, error, message):
-        return group_class(error_code=error, error_message=message, group_id=group_id,
-                           group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
-                           members=[], authorized_operations=NOT_REQUESTED)
+        return group_class(
+            error_code=error,
+            error_message=message,
+            group_id=group_id,
+            group_state="",
+            group_epoch=0,
+            assignment_epoch=0,
+            assignor_name="",
+            members=[],
+            authorized_operations=NOT_REQUESTED,
+        )
 
     described = []
     for group_id in body.group_ids:
@@ -50,34 +62,66 @@ def handle(ctx: RequestContext) -> HandlerResult:
         group_error = ready_error or coordinator.ensure_ready(group_id)
         if denied := checks.describe_group(ctx, group_id):  # GROUP_AUTHORIZATION_FAILED
             described.append(failed(group_id, denied, None))
-        elif group is not None and group_error is None and checks.describe_topics(ctx, {
-                names[topic_id] for m in group.members.values()
-                for assigned in (m.assigned, group.target.get(m.member_id, {}))
-                for topic_id in assigned if topic_id in names}):  # every assigned topic needs DESCRIBE
-            described.append(failed(group_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                                    "The group has described topic(s) that the client is not "
-                                    "authorized to describe."))
+        elif (
+            group is not None
+            and group_error is None
+            and checks.describe_topics(
+                ctx,
+                {
+                    names[topic_id]
+                    for m in group.members.values()
+                    for assigned in (m.assigned, group.target.get(m.member_id, {}))
+                    for topic_id in assigned
+                    if topic_id in names
+                },
+            )
+        ):  # every assigned topic needs DESCRIBE
+            described.append(
+                failed(
+                    group_id,
+                    ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                    "The group has described topic(s) that the client is not "
+                    "authorized to describe.",
+                )
+            )
         elif group_error is not None:
             described.append(failed(group_id, group_error, None))
         elif group is None:
-            message = (f"Group {group_id} is not a consumer group."
-                       if group_id in coordinator.groups else f"Group {group_id} not found.")
+            message = (
+                f"Group {group_id} is not a consumer group."
+                if group_id in coordinator.groups
+                else f"Group {group_id} not found."
+            )
             described.append(failed(group_id, ErrorCode.GROUP_ID_NOT_FOUND, message))
         else:
-            described.append(group_class(
-                error_code=ErrorCode.NONE, error_message=None, group_id=group_id,
-                group_state=str(group.state), group_epoch=group.group_epoch,
-                assignment_epoch=group.assignment_epoch,
-                assignor_name=group.assignor_name or coordinator.consumer.default_assignor(),
-                members=[member_class(
-                    member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
-                    member_epoch=m.member_epoch, client_id=m.client_id,
-                    client_host=m.client_host, subscribed_topic_names=m.subscribed_topic_names,
-                    subscribed_topic_regex=m.subscribed_topic_regex,
-                    assignment=assignment(m.assigned),
-                    target_assignment=assignment(group.target.get(m.member_id, {})),
-                    member_type=CONSUMER_MEMBER_TYPE)
-                    for m in group.members.values()],
-                authorized_operations=checks.bitfield(checks.group_operations(ctx, group_id))
-                if body.include_authorized_operations else NOT_REQUESTED))
+            described.append(
+                group_class(
+                    error_code=ErrorCode.NONE,
+                    error_message=None,
+                    group_id=group_id,
+                    group_state=str(group.state),
+                    group_epoch=group.group_epoch,
+                    assignment_epoch=group.assignment_epoch,
+                    assignor_name=group.assignor_name or coordinator.consumer.default_assignor(),
+                    members=[
+                        member_class(
+                            member_id=m.member_id,
+                            instance_id=m.instance_id,
+                            rack_id=m.rack_id,
+                            member_epoch=m.member_epoch,
+                            client_id=m.client_id,
+                            client_host=m.client_host,
+                            subscribed_topic_names=m.subscribed_topic_names,
+                            subscribed_topic_regex=m.subscribed_topic_regex,
+                            assignment=assignment(m.assigned),
+                            target_assignment=assignment(group.target.get(m.member_id, {})),
+                            member_type=CONSUMER_MEMBER_TYPE,
+                        )
+                        for m in group.members.values()
+                    ],
+                    authorized_operations=checks.bitfield(checks.group_operations(ctx, group_id))
+                    if body.include_authorized_operations
+                    else NOT_REQUESTED,
+                )
+            )
     return ctx.response(throttle_time_ms=0, groups=described)

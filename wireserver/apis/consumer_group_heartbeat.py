@@ -22,12 +22,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
-from wireserver.security import checks
 from wireserver.groups.api import client_host
 from wireserver.groups.consumer_coordinator import HeartbeatRequest
+from wireserver.protocol.errors import ErrorCode
+from wireserver.security import checks
 
 API_KEY = 68
 
@@ -41,36 +41,63 @@ def handle(ctx: RequestContext) -> HandlerResult:
     if error is None and "consumer" not in protocols:
         error = ErrorCode.UNSUPPORTED_VERSION
     # READ on the group, then DESCRIBE on every subscribed topic name (KafkaApis)
-    error = error or checks.read_group(ctx, body.group_id) or checks.describe_topics(
-        ctx, body.subscribed_topic_names)
+    error = (
+        error
+        or checks.read_group(ctx, body.group_id)
+        or checks.describe_topics(ctx, body.subscribed_topic_names)
+    )
     if error is not None:
-        return ctx.response(throttle_time_ms=0, error_code=error, error_message=None,
-                            member_id=None, member_epoch=0, heartbeat_interval_ms=0,
-                            assignment=None)
+        return ctx.response(
+            throttle_time_ms=0,
+            error_code=error,
+            error_message=None,
+            member_id=None,
+            member_epoch=0,
+            heartbeat_interval_ms=0,
+            assignment=None,
+        )
     owned: dict[Any, set[int]] | None = None
     if body.topic_partitions is not None:
         owned = {}
         for tp in body.topic_partitions:
             owned.setdefault(tp.topic_id, set()).update(tp.partitions)
-    result = coordinator.consumer.heartbeat(HeartbeatRequest(
-        group_id=body.group_id, member_id=body.member_id, member_epoch=body.member_epoch,
-        instance_id=body.instance_id, rack_id=body.rack_id,
-        rebalance_timeout_ms=body.rebalance_timeout_ms,
-        subscribed_topic_names=body.subscribed_topic_names,
-        subscribed_topic_regex=body.subscribed_topic_regex if version >= 1 else None,
-        server_assignor=body.server_assignor, owned=owned, client_id=ctx.client_id or "",
-        client_host=client_host(ctx), api_version=version,
-        describable=lambda topic: checks.describe_topic(ctx, topic) is None))
+    result = coordinator.consumer.heartbeat(
+        HeartbeatRequest(
+            group_id=body.group_id,
+            member_id=body.member_id,
+            member_epoch=body.member_epoch,
+            instance_id=body.instance_id,
+            rack_id=body.rack_id,
+            rebalance_timeout_ms=body.rebalance_timeout_ms,
+            subscribed_topic_names=body.subscribed_topic_names,
+            subscribed_topic_regex=body.subscribed_topic_regex if version >= 1 else None,
+            server_assignor=body.server_assignor,
+            owned=owned,
+            client_id=ctx.client_id or "",
+            client_host=client_host(ctx),
+            api_version=version,
+            describable=lambda topic: checks.describe_topic(ctx, topic) is None,
+        )
+    )
     response_class = ctx.request.spec.response_class
     assignment = None
     if result.assignment is not None:
         assignment_class = response_class.Assignment
-        assignment = assignment_class(topic_partitions=[
-            assignment_class.TopicPartitions(topic_id=topic_id, partitions=sorted(partitions))
-            for topic_id, partitions in sorted(result.assignment.items(), key=lambda i: str(i[0]))
-            if partitions])
-    return ctx.response(throttle_time_ms=0, error_code=int(result.error),
-                        error_message=result.message, member_id=result.member_id,
-                        member_epoch=result.member_epoch,
-                        heartbeat_interval_ms=result.heartbeat_interval_ms,
-                        assignment=assignment)
+        assignment = assignment_class(
+            topic_partitions=[
+                assignment_class.TopicPartitions(topic_id=topic_id, partitions=sorted(partitions))
+                for topic_id, partitions in sorted(
+                    result.assignment.items(), key=lambda i: str(i[0])
+                )
+                if partitions
+            ]
+        )
+    return ctx.response(
+        throttle_time_ms=0,
+        error_code=int(result.error),
+        error_message=result.message,
+        member_id=result.member_id,
+        member_epoch=result.member_epoch,
+        heartbeat_interval_ms=result.heartbeat_interval_ms,
+        assignment=assignment,
+    )

@@ -7,12 +7,11 @@ Without an authorizer every creation answers SECURITY_DISABLED.
 
 from __future__ import annotations
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security import authorize
-from wireserver.security.acls import (CLUSTER_NAME, AclBinding, Operation, ResourceType,
-                                      validate_new)
+from wireserver.security.acls import CLUSTER_NAME, AclBinding, Operation, ResourceType, validate_new
 
 API_KEY = 30
 
@@ -29,17 +28,26 @@ def handle(ctx: RequestContext) -> HandlerResult:
     else:
         code = None
     if code is not None:
-        return ctx.response(throttle_time_ms=0, results=[
-            result_class(error_code=code, error_message=message) for _ in creations])
+        return ctx.response(
+            throttle_time_ms=0,
+            results=[result_class(error_code=code, error_message=message) for _ in creations],
+        )
     results, valid = [], []
     for creation in creations:
-        acl = AclBinding(creation.resource_type, creation.resource_name,
-                         creation.resource_pattern_type, creation.principal, creation.host,
-                         creation.operation, creation.permission_type)
+        acl = AclBinding(
+            creation.resource_type,
+            creation.resource_name,
+            creation.resource_pattern_type,
+            creation.principal,
+            creation.host,
+            creation.operation,
+            creation.permission_type,
+        )
         problem = validate_new(acl)
         if problem is not None:
-            results.append(result_class(error_code=ErrorCode.INVALID_REQUEST,
-                                        error_message=problem))
+            results.append(
+                result_class(error_code=ErrorCode.INVALID_REQUEST, error_message=problem)
+            )
         else:
             valid.append(acl)
             results.append(result_class(error_code=ErrorCode.NONE, error_message=None))

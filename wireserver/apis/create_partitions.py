@@ -22,11 +22,11 @@ from __future__ import annotations
 
 from twisted.internet import defer
 
-from wireserver.protocol.errors import ErrorCode
-from wireserver.storage.errors import InvalidPartitionsError
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
+from wireserver.storage.errors import InvalidPartitionsError
 from wireserver.topics import MAX_PARTITIONS, TopicError, has_leaders, in_cluster, wait_for_topics
 
 API_KEY = 37
@@ -41,42 +41,53 @@ def check(topic, current: int, registered, replication_factor: int) -> None:
     """Raise TopicError when ``topic`` (a request entry) cannot be applied to a topic of
     ``current`` partitions with ``replication_factor``, on the ``registered`` broker ids."""
     if topic.count == current:
-        raise TopicError(ErrorCode.INVALID_PARTITIONS,
-                         f"Topic already has {current} partition(s).")
+        raise TopicError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partition(s).")
     if topic.count < current:
-        raise TopicError(ErrorCode.INVALID_PARTITIONS,
-                         f"The topic {topic.name} currently has {current} partition(s); "
-                         f"{topic.count} would not be an increase.")
+        raise TopicError(
+            ErrorCode.INVALID_PARTITIONS,
+            f"The topic {topic.name} currently has {current} partition(s); "
+            f"{topic.count} would not be an increase.",
+        )
     if topic.count > MAX_PARTITIONS:
         raise TopicError(ErrorCode.INVALID_PARTITIONS, "Too many partitions.")
     additional = topic.count - current
     if topic.assignments is None:
         return
     if len(topic.assignments) != additional:
-        raise TopicError(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                         f"Attempted to add {additional} additional partition(s), but only "
-                         f"{len(topic.assignments)} assignment(s) were specified.")
+        raise TopicError(
+            ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+            f"Attempted to add {additional} additional partition(s), but only "
+            f"{len(topic.assignments)} assignment(s) were specified.",
+        )
     for assignment in topic.assignments:
         replicas = list(assignment.broker_ids)
         if not replicas:
-            raise TopicError(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                             "The manual partition assignment includes an empty replica list.")
+            raise TopicError(
+                ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                "The manual partition assignment includes an empty replica list.",
+            )
         seen = set()
         for replica in replicas:
             if replica in seen:
-                raise TopicError(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                                 f"The manual partition assignment includes the broker "
-                                 f"{replica} more than once.")
+                raise TopicError(
+                    ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                    f"The manual partition assignment includes the broker "
+                    f"{replica} more than once.",
+                )
             seen.add(replica)
             if replica not in registered:
-                raise TopicError(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                                 f"The manual partition assignment includes broker {replica}, "
-                                 "but no such broker is registered.")
+                raise TopicError(
+                    ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                    f"The manual partition assignment includes broker {replica}, "
+                    "but no such broker is registered.",
+                )
         if len(replicas) != replication_factor:
-            raise TopicError(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                             f"The manual partition assignment includes a partition with "
-                             f"{len(replicas)} replica(s), but this is not consistent with "
-                             f"previous partitions, which have {replication_factor} replica(s).")
+            raise TopicError(
+                ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                f"The manual partition assignment includes a partition with "
+                f"{len(replicas)} replica(s), but this is not consistent with "
+                f"previous partitions, which have {replication_factor} replica(s).",
+            )
 
 
 def add_locally(broker, topic, validate_only: bool) -> None:
@@ -102,11 +113,11 @@ def add_in_cluster(broker, topic, validate_only: bool) -> None:
     replication_factor = len(topic_admin.first_partition_replicas(existing))
     check(topic, len(existing.replicas), set(node.brokers), replication_factor)
     if topic.assignments is None:
-        added = topic_admin.new_partitions_assignment(node.live_racks(), existing,
-                                                      topic.count)
+        added = topic_admin.new_partitions_assignment(node.live_racks(), existing, topic.count)
     else:
-        added = {len(existing.replicas) + i: list(a.broker_ids)
-                 for i, a in enumerate(topic.assignments)}
+        added = {
+            len(existing.replicas) + i: list(a.broker_ids) for i, a in enumerate(topic.assignments)
+        }
     if not validate_only:
         topic_admin.add_partitions(node, existing, zk_version, added)
 
@@ -115,9 +126,12 @@ def add_in_cluster(broker, topic, validate_only: bool) -> None:
 def wait_for_new_leaders(ctx, counts: dict, results):
     """Answer once every extended topic (name -> new count) has leaders for all its
     partitions in this broker's metadata."""
-    pending = yield wait_for_topics(ctx.broker, list(counts),
-                                    lambda name: has_leaders(ctx.broker, name, counts[name]),
-                                    ctx.body.timeout_ms)
+    pending = yield wait_for_topics(
+        ctx.broker,
+        list(counts),
+        lambda name: has_leaders(ctx.broker, name, counts[name]),
+        ctx.body.timeout_ms,
+    )
     for result in results:
         if result.error_code == ErrorCode.NONE and result.name in pending:
             result.error_code = ErrorCode.REQUEST_TIMED_OUT
@@ -139,13 +153,22 @@ def handle(ctx: RequestContext) -> HandlerResult:
         if counts[topic.name] > 1:
             if topic.name not in reported:
                 reported.add(topic.name)
-                results.append(result_class(name=topic.name, error_code=ErrorCode.INVALID_REQUEST,
-                                            error_message="Duplicate topic name."))
+                results.append(
+                    result_class(
+                        name=topic.name,
+                        error_code=ErrorCode.INVALID_REQUEST,
+                        error_message="Duplicate topic name.",
+                    )
+                )
             continue
         if checks.alter_topic(ctx, topic.name):  # ALTER on the topic
-            results.append(result_class(name=topic.name,
-                                        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                                        error_message=None))
+            results.append(
+                result_class(
+                    name=topic.name,
+                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                    error_message=None,
+                )
+            )
             continue
         clustered = in_cluster(broker, topic.name)
         try:
@@ -154,13 +177,13 @@ def handle(ctx: RequestContext) -> HandlerResult:
             else:
                 add_locally(broker, topic, bool(body.validate_only))
         except TopicError as exc:
-            results.append(result_class(name=topic.name, error_code=exc.code,
-                                        error_message=exc.message))
+            results.append(
+                result_class(name=topic.name, error_code=exc.code, error_message=exc.message)
+            )
             continue
         if clustered and not body.validate_only:
             extended[topic.name] = topic.count
-        results.append(result_class(name=topic.name, error_code=ErrorCode.NONE,
-                                    error_message=None))
+        results.append(result_class(name=topic.name, error_code=ErrorCode.NONE, error_message=None))
     if extended and body.timeout_ms > 0:  # Kafka answers at once for a timeout of 0
         return wait_for_new_leaders(ctx, extended, results)
     return ctx.response(throttle_time_ms=0, results=results)

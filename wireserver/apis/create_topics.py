@@ -25,20 +25,25 @@ Skipped: ``timeout_ms`` in one-node mode (creation is synchronous there), Create
 
 from __future__ import annotations
 
-from typing import Mapping
-
 import uuid
+from collections.abc import Mapping
 
 from twisted.internet import defer
 
-from wireserver.protocol.errors import ErrorCode
-from wireserver.storage.log_config import LogConfig
 from wireserver.admin import ZERO_UUID, topic_config_rows
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
-from wireserver.topics import (INTERNAL_TOPICS, TopicError, create_topic, has_leaders,
-                               resolve_creation, wait_for_topics)
+from wireserver.storage.log_config import LogConfig
+from wireserver.topics import (
+    INTERNAL_TOPICS,
+    TopicError,
+    create_topic,
+    has_leaders,
+    resolve_creation,
+    wait_for_topics,
+)
 
 API_KEY = 19
 
@@ -52,9 +57,16 @@ def _replication_factor(broker, replication_factor: int, assignments) -> int:
 
 
 def _result(result_class, name, code=ErrorCode.NONE, message=None):
-    return result_class(name=name, topic_id=ZERO_UUID, error_code=code, error_message=message,
-                        topic_config_error_code=ErrorCode.NONE, num_partitions=-1,
-                        replication_factor=-1, configs=[])
+    return result_class(
+        name=name,
+        topic_id=ZERO_UUID,
+        error_code=code,
+        error_message=message,
+        topic_config_error_code=ErrorCode.NONE,
+        num_partitions=-1,
+        replication_factor=-1,
+        configs=[],
+    )
 
 
 @handles(API_KEY)
@@ -73,12 +85,19 @@ def handle(ctx: RequestContext) -> HandlerResult:
         if seen[name] > 1:
             if name not in reported:
                 reported.add(name)
-                results.append(_result(result_class, name, ErrorCode.INVALID_REQUEST,
-                                       "Duplicate topic name."))
+                results.append(
+                    _result(result_class, name, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+                )
             continue
         if checks.create_topic(ctx, name):  # CREATE on the cluster or the topic
-            results.append(_result(result_class, name, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                                   "Authorization failed."))
+            results.append(
+                _result(
+                    result_class,
+                    name,
+                    ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                    "Authorization failed.",
+                )
+            )
             continue
         assignments = {a.partition_index: list(a.broker_ids) for a in topic.assignments or []}
         configs = {c.name: c.value for c in topic.configs or []}
@@ -86,13 +105,24 @@ def handle(ctx: RequestContext) -> HandlerResult:
         try:
             if validate_only:
                 partitions, overrides = resolve_creation(
-                    broker, name, topic.num_partitions, topic.replication_factor, configs,
-                    assignments)
+                    broker,
+                    name,
+                    topic.num_partitions,
+                    topic.replication_factor,
+                    configs,
+                    assignments,
+                )
                 topic_id = uuid.uuid4()
                 log_config = LogConfig.from_values(broker.logs.broker_defaults, overrides)
             else:
-                info = create_topic(broker, name, topic.num_partitions,
-                                    topic.replication_factor, configs, assignments)
+                info = create_topic(
+                    broker,
+                    name,
+                    topic.num_partitions,
+                    topic.replication_factor,
+                    configs,
+                    assignments,
+                )
                 partitions, overrides = info.num_partitions, info.overrides
                 topic_id, log_config = info.topic_id, info.config
         except TopicError as exc:
@@ -104,18 +134,26 @@ def handle(ctx: RequestContext) -> HandlerResult:
             result.topic_config_error_code = hidden
         elif version >= 5:
             result.num_partitions = partitions
-            result.replication_factor = _replication_factor(broker, topic.replication_factor,
-                                                            assignments)
+            result.replication_factor = _replication_factor(
+                broker, topic.replication_factor, assignments
+            )
             result.configs = [
-                config_class(name=row.name, value=row.value, read_only=row.read_only,
-                             config_source=row.source_id, is_sensitive=row.sensitive)
-                for row in topic_config_rows(broker, overrides, log_config)]
+                config_class(
+                    name=row.name,
+                    value=row.value,
+                    read_only=row.read_only,
+                    config_source=row.source_id,
+                    is_sensitive=row.sensitive,
+                )
+                for row in topic_config_rows(broker, overrides, log_config)
+            ]
         if version >= 7:
             result.topic_id = topic_id
         results.append(result)
     if broker.cluster is not None and not validate_only and body.timeout_ms > 0:
-        created = [r for r in results if r.error_code == ErrorCode.NONE and
-                   r.name not in INTERNAL_TOPICS]
+        created = [
+            r for r in results if r.error_code == ErrorCode.NONE and r.name not in INTERNAL_TOPICS
+        ]
         if created:
             return wait_for_leaders(ctx, created, results)
     return ctx.response(throttle_time_ms=0, topics=results)
@@ -123,9 +161,12 @@ def handle(ctx: RequestContext) -> HandlerResult:
 
 @defer.inlineCallbacks
 def wait_for_leaders(ctx, created, results):
-    pending = yield wait_for_topics(ctx.broker, [r.name for r in created],
-                                    lambda name: has_leaders(ctx.broker, name),
-                                    ctx.body.timeout_ms)
+    pending = yield wait_for_topics(
+        ctx.broker,
+        [r.name for r in created],
+        lambda name: has_leaders(ctx.broker, name),
+        ctx.body.timeout_ms,
+    )
     for result in created:
         if result.name in pending:
             result.error_code = ErrorCode.REQUEST_TIMED_OUT

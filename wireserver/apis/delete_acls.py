@@ -4,10 +4,10 @@ lists what it matched. Needs ALTER on the cluster. Without an authorizer: SECURI
 
 from __future__ import annotations
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import HandlerResult, handles
-from wireserver.context import RequestContext
 from wireserver.apis.describe_acls import acl_filter
+from wireserver.context import RequestContext
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security import authorize
 from wireserver.security.acls import CLUSTER_NAME, Operation, ResourceType
 
@@ -27,9 +27,13 @@ def handle(ctx: RequestContext) -> HandlerResult:
     else:
         code = None
     if code is not None:
-        return ctx.response(throttle_time_ms=0, filter_results=[
-            result_class(error_code=code, error_message=message, matching_acls=[])
-            for _ in filters])
+        return ctx.response(
+            throttle_time_ms=0,
+            filter_results=[
+                result_class(error_code=code, error_message=message, matching_acls=[])
+                for _ in filters
+            ],
+        )
     valid = [f for f in filters if f.invalid() is None]
     assert authorizer is not None
     matched = iter(authorizer.delete(valid))
@@ -37,14 +41,30 @@ def handle(ctx: RequestContext) -> HandlerResult:
     for acl_filter_ in filters:
         problem = acl_filter_.invalid()
         if problem is not None:
-            results.append(result_class(error_code=ErrorCode.INVALID_REQUEST,
-                                        error_message=problem, matching_acls=[]))
+            results.append(
+                result_class(
+                    error_code=ErrorCode.INVALID_REQUEST, error_message=problem, matching_acls=[]
+                )
+            )
             continue
-        results.append(result_class(error_code=ErrorCode.NONE, error_message=None, matching_acls=[
-            matching_class(error_code=ErrorCode.NONE, error_message=None,
-                           resource_type=acl.resource_type, resource_name=acl.resource_name,
-                           pattern_type=acl.pattern_type, principal=acl.principal,
-                           host=acl.host, operation=acl.operation,
-                           permission_type=acl.permission)
-            for acl in next(matched)]))
+        results.append(
+            result_class(
+                error_code=ErrorCode.NONE,
+                error_message=None,
+                matching_acls=[
+                    matching_class(
+                        error_code=ErrorCode.NONE,
+                        error_message=None,
+                        resource_type=acl.resource_type,
+                        resource_name=acl.resource_name,
+                        pattern_type=acl.pattern_type,
+                        principal=acl.principal,
+                        host=acl.host,
+                        operation=acl.operation,
+                        permission_type=acl.permission,
+                    )
+                    for acl in next(matched)
+                ],
+            )
+        )
     return ctx.response(throttle_time_ms=0, filter_results=results)

@@ -27,5 +27,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
         results = coordinator.delete_groups([n for n in allowed if n not in elsewhere])
         results.update(elsewhere)
     results.update({name: code for name, code in denied.items() if code})
-    return ctx.response(throttle_time_ms=0, results=[
-        result_class(group_id=name, error_code=results[name]) for name in names])
+    return ctx.response(
+        throttle_time_ms=0,
+        results=[result_class(group_id=name, error_code=results[name]) for name in names],
+    )

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from twisted.internet import defer
 
-from wireserver.protocol.errors import ErrorCode
-from wireserver.storage.errors import OffsetOutOfRange
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
+from wireserver.storage.errors import OffsetOutOfRange
 
 API_KEY = 21
 HIGH_WATERMARK = -1
@@ -53,8 +53,9 @@ def handle(ctx: RequestContext) -> HandlerResult:
             log = logs.get_log(topic.name, requested.partition_index)
             not_leader = None
             if log is not None:
-                not_leader, _ = ctx.broker.replicas.check_leader(topic.name,
-                                                                 requested.partition_index)
+                not_leader, _ = ctx.broker.replicas.check_leader(
+                    topic.name, requested.partition_index
+                )
             if denied:
                 low, error = -1, denied
             elif log is None:
@@ -63,8 +64,11 @@ def handle(ctx: RequestContext) -> HandlerResult:
                 low, error = -1, not_leader
             else:
                 low, error = delete_before(log, requested.offset)
-            partitions.append(partition_class(partition_index=requested.partition_index,
-                                              low_watermark=low, error_code=error))
+            partitions.append(
+                partition_class(
+                    partition_index=requested.partition_index, low_watermark=low, error_code=error
+                )
+            )
             if error == ErrorCode.NONE:
                 replicating.append((topic.name, requested.partition_index, partitions[-1]))
         topics.append(topic_class(name=topic.name, partitions=partitions))
@@ -95,8 +99,9 @@ def await_low_watermarks(ctx, waiting, topics):
         if not waiting or remaining <= 0:
             break
         yield broker.purgatory.watch(
-            [(key, name, index) for name, index, _ in waiting
-             for key in ("low_watermark", "hw")], remaining)
+            [(key, name, index) for name, index, _ in waiting for key in ("low_watermark", "hw")],
+            remaining,
+        )
     for _, _, entry in waiting:
         entry.error_code = ErrorCode.REQUEST_TIMED_OUT
     return ctx.response(throttle_time_ms=0, topics=topics)

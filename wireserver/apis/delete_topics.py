@@ -29,10 +29,10 @@ from __future__ import annotations
 
 from twisted.internet import defer
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.admin import ZERO_UUID
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 from wireserver.topics import delete_local, in_cluster, wait_for_topics
 
@@ -82,18 +82,25 @@ def handle(ctx: RequestContext) -> HandlerResult:
         wanted = [(t.name, t.topic_id) for t in body.topics]
     else:
         wanted = [(name, ZERO_UUID) for name in body.topic_names]
-    wanted = [(name, topic_id if topic_id is not None else ZERO_UUID)
-              for name, topic_id in wanted]
+    wanted = [(name, topic_id if topic_id is not None else ZERO_UUID) for name, topic_id in wanted]
 
     def result(name, topic_id, code=ErrorCode.NONE, message=None):
-        return result_class(name=name, topic_id=topic_id, error_code=code,
-                            error_message=message if version >= 5 else None)
+        return result_class(
+            name=name,
+            topic_id=topic_id,
+            error_code=code,
+            error_message=message if version >= 5 else None,
+        )
 
     if not broker.config["delete.topic.enable"]:
         code = ErrorCode.TOPIC_DELETION_DISABLED if version >= 3 else ErrorCode.INVALID_REQUEST
-        return ctx.response(throttle_time_ms=0, responses=[
-            result(name, topic_id, code, "Topic deletion is disabled.")
-            for name, topic_id in wanted])
+        return ctx.response(
+            throttle_time_ms=0,
+            responses=[
+                result(name, topic_id, code, "Topic deletion is disabled.")
+                for name, topic_id in wanted
+            ],
+        )
     name_counts: dict[str, int] = {}
     id_counts: dict = {}
     for name, topic_id in wanted:
@@ -106,23 +113,40 @@ def handle(ctx: RequestContext) -> HandlerResult:
     results = []
     for name, topic_id in wanted:
         if name is not None and topic_id != ZERO_UUID:
-            results.append(result(name, topic_id, ErrorCode.INVALID_REQUEST,
-                                  "You may not specify both topic name and topic id."))
+            results.append(
+                result(
+                    name,
+                    topic_id,
+                    ErrorCode.INVALID_REQUEST,
+                    "You may not specify both topic name and topic id.",
+                )
+            )
         elif name is not None and name_counts[name] > 1:
-            results.append(result(name, topic_id, ErrorCode.INVALID_REQUEST,
-                                  "Duplicate topic name."))
+            results.append(
+                result(name, topic_id, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+            )
         elif name is None and id_counts.get(topic_id, 0) > 1:
-            results.append(result(None, topic_id, ErrorCode.INVALID_REQUEST,
-                                  "Duplicate topic id."))
+            results.append(result(None, topic_id, ErrorCode.INVALID_REQUEST, "Duplicate topic id."))
         elif name is None:
             found = by_id.get(topic_id)
             if found is None:
-                results.append(result(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID,
-                                      "This server does not host this topic ID."))
+                results.append(
+                    result(
+                        None,
+                        topic_id,
+                        ErrorCode.UNKNOWN_TOPIC_ID,
+                        "This server does not host this topic ID.",
+                    )
+                )
             elif checks.delete_topic_by_name(ctx, found, True):  # name only if describable
-                results.append(result(None if checks.describe_topic(ctx, found) else found,
-                                      topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                                      checks.message(ErrorCode.TOPIC_AUTHORIZATION_FAILED)))
+                results.append(
+                    result(
+                        None if checks.describe_topic(ctx, found) else found,
+                        topic_id,
+                        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                        checks.message(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+                    )
+                )
             else:
                 delete(broker, found)
                 if in_cluster(broker, found):
@@ -131,8 +155,14 @@ def handle(ctx: RequestContext) -> HandlerResult:
         elif denied := checks.delete_topic_by_name(ctx, name, name in topics):
             results.append(result(name, ZERO_UUID, denied, checks.message(denied)))
         elif name not in topics:
-            results.append(result(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                  "This server does not host this topic-partition."))
+            results.append(
+                result(
+                    name,
+                    ZERO_UUID,
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    "This server does not host this topic-partition.",
+                )
+            )
         else:
             found_id = topics[name]
             delete(broker, name)

@@ -12,9 +12,9 @@ false; ``include_fenced_brokers`` changes nothing since a single node is never f
 
 from __future__ import annotations
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 
 API_KEY = 60
@@ -28,36 +28,63 @@ def handle(ctx: RequestContext) -> HandlerResult:
     if endpoint_type != BROKER_ENDPOINT:
         if endpoint_type == CONTROLLER_ENDPOINT:
             code = ErrorCode.MISMATCHED_ENDPOINT_TYPE
-            message = ("The request was sent to an endpoint of type BROKER, but we wanted an "
-                       "endpoint of type CONTROLLER")
+            message = (
+                "The request was sent to an endpoint of type BROKER, but we wanted an "
+                "endpoint of type CONTROLLER"
+            )
         else:
             code = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
             message = f"Unsupported endpoint type {endpoint_type}"
-        return ctx.response(throttle_time_ms=0, error_code=code if version >= 1 else
-                            ErrorCode.INVALID_REQUEST, error_message=message,
-                            endpoint_type=BROKER_ENDPOINT, cluster_id=broker.cluster_id,
-                            controller_id=-1, brokers=[],
-                            authorized_operations=None)
+        return ctx.response(
+            throttle_time_ms=0,
+            error_code=code if version >= 1 else ErrorCode.INVALID_REQUEST,
+            error_message=message,
+            endpoint_type=BROKER_ENDPOINT,
+            cluster_id=broker.cluster_id,
+            controller_id=-1,
+            brokers=[],
+            authorized_operations=None,
+        )
     broker_class = ctx.request.spec.response_class.DescribeClusterBroker
     listener = broker.advertised_listener(ctx.listener_name)
-    operations = (checks.cluster_operations(ctx)
-                  if body.include_cluster_authorized_operations else None)
+    operations = (
+        checks.cluster_operations(ctx) if body.include_cluster_authorized_operations else None
+    )
     cluster = broker.cluster
     if cluster is not None:
         brokers = []
         for node_id, info in sorted(cluster.brokers.items()):
             host, port = cluster.endpoint_for(info, ctx.listener_name)
-            brokers.append(broker_class(broker_id=node_id, host=host, port=port, rack=info.rack,
-                                        is_fenced=False))
+            brokers.append(
+                broker_class(
+                    broker_id=node_id, host=host, port=port, rack=info.rack, is_fenced=False
+                )
+            )
         return ctx.response(
-            throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None,
-            endpoint_type=BROKER_ENDPOINT, cluster_id=broker.cluster_id,
-            controller_id=cluster.controller_id, brokers=brokers,
-            authorized_operations=operations)
+            throttle_time_ms=0,
+            error_code=ErrorCode.NONE,
+            error_message=None,
+            endpoint_type=BROKER_ENDPOINT,
+            cluster_id=broker.cluster_id,
+            controller_id=cluster.controller_id,
+            brokers=brokers,
+            authorized_operations=operations,
+        )
     return ctx.response(
-        throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None,
-        endpoint_type=BROKER_ENDPOINT, cluster_id=broker.cluster_id,
+        throttle_time_ms=0,
+        error_code=ErrorCode.NONE,
+        error_message=None,
+        endpoint_type=BROKER_ENDPOINT,
+        cluster_id=broker.cluster_id,
         controller_id=broker.node_id,
-        brokers=[broker_class(broker_id=broker.node_id, host=listener.host, port=listener.port,
-                              rack=broker.config.get("broker.rack"), is_fenced=False)],
-        authorized_operations=operations)
+        brokers=[
+            broker_class(
+                broker_id=broker.node_id,
+                host=listener.host,
+                port=listener.port,
+                rack=broker.config.get("broker.rack"),
+                is_fenced=False,
+            )
+        ],
+        authorized_operations=operations,
+    )

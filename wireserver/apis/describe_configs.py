@@ -24,16 +24,28 @@ group (GROUP_AUTHORIZATION_FAILED), with Kafka's default message and no configs.
 
 from __future__ import annotations
 
-from wireserver.protocol.errors import ErrorCode
-from wireserver.admin import (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_GROUP,
-                              RESOURCE_TOPIC, AdminError, check_broker_resource,
-                              check_group_resource, group_config_rows, logger_levels,
-                              topic_rows)
+from wireserver.admin import (
+    RESOURCE_BROKER,
+    RESOURCE_BROKER_LOGGER,
+    RESOURCE_GROUP,
+    RESOURCE_TOPIC,
+    AdminError,
+    check_broker_resource,
+    check_group_resource,
+    group_config_rows,
+    logger_levels,
+    topic_rows,
+)
 from wireserver.apis import HandlerResult, handles
+from wireserver.config import (
+    CONFIG_SOURCE_IDS,
+    DEFAULT_CONFIG,
+    DYNAMIC_DEFAULT_BROKER_CONFIG,
+    BrokerConfig,
+)
 from wireserver.context import RequestContext
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
-from wireserver.config import (CONFIG_SOURCE_IDS, DEFAULT_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
-                               BrokerConfig)
 from wireserver.topics import TopicError, check_name
 
 API_KEY = 32
@@ -56,11 +68,19 @@ class Describer:
     def entry(self, row, synonyms=None):
         synonyms = row.synonyms if synonyms is None else synonyms
         return self.entry_class(
-            name=row.name, value=row.value, read_only=row.read_only,
-            config_source=row.source_id, is_sensitive=row.sensitive,
-            synonyms=[self.synonym_class(name=s.name, value=s.value, source=s.source_id)
-                      for s in synonyms] if self.synonyms else [],
-            config_type=row.type_id, documentation=row.doc if self.documentation else None)
+            name=row.name,
+            value=row.value,
+            read_only=row.read_only,
+            config_source=row.source_id,
+            is_sensitive=row.sensitive,
+            synonyms=[
+                self.synonym_class(name=s.name, value=s.value, source=s.source_id) for s in synonyms
+            ]
+            if self.synonyms
+            else [],
+            config_type=row.type_id,
+            documentation=row.doc if self.documentation else None,
+        )
 
     def describe(self, resource) -> list:
         names = resource.configuration_keys or None
@@ -73,8 +93,10 @@ class Describer:
             return self.loggers(resource.resource_name, names)
         if kind == RESOURCE_GROUP:
             check_group_resource(resource.resource_name, describing=True)
-            return [self.entry(row)
-                    for row in group_config_rows(self.broker, resource.resource_name, names)]
+            return [
+                self.entry(row)
+                for row in group_config_rows(self.broker, resource.resource_name, names)
+            ]
         raise AdminError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {kind}")
 
     def topic(self, name, names) -> list:
@@ -105,11 +127,20 @@ class Describer:
 
     def loggers(self, name, names) -> list:
         check_broker_resource(self.broker, name, allow_default=False)
-        return [self.entry_class(name=logger, value=level, read_only=False,
-                                 config_source=LOGGER_SOURCE, is_sensitive=False, synonyms=[],
-                                 config_type=0, documentation=None)
-                for logger, level in logger_levels().items()
-                if names is None or logger in names]
+        return [
+            self.entry_class(
+                name=logger,
+                value=level,
+                read_only=False,
+                config_source=LOGGER_SOURCE,
+                is_sensitive=False,
+                synonyms=[],
+                config_type=0,
+                documentation=None,
+            )
+            for logger, level in logger_levels().items()
+            if names is None or logger in names
+        ]
 
 
 @handles(API_KEY)
@@ -125,7 +156,13 @@ def handle(ctx: RequestContext) -> HandlerResult:
             code, message = ErrorCode.NONE, None
         except AdminError as exc:
             configs, code, message = [], exc.code, exc.message
-        results.append(describer.result_class(
-            error_code=code, error_message=message, resource_type=resource.resource_type,
-            resource_name=resource.resource_name, configs=configs))
+        results.append(
+            describer.result_class(
+                error_code=code,
+                error_message=message,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+                configs=configs,
+            )
+        )
     return ctx.response(throttle_time_ms=0, results=results)

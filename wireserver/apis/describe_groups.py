@@ -9,11 +9,11 @@ are those of each group answered without an error (a "Dead" one before v6 too), 
 
 from __future__ import annotations
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
-from wireserver.security import checks
 from wireserver.groups import GroupState
+from wireserver.protocol.errors import ErrorCode
+from wireserver.security import checks
 
 API_KEY = 15
 
@@ -28,35 +28,62 @@ def handle(ctx: RequestContext) -> HandlerResult:
     described = []
     for group_id in body.groups:
         if denied := checks.describe_group(ctx, group_id):  # GROUP_AUTHORIZATION_FAILED
-            described.append(group_class(
-                error_code=denied, error_message=checks.message(denied), group_id=group_id,
-                group_state="", protocol_type="", protocol_data="", members=[],
-                authorized_operations=None))
+            described.append(
+                group_class(
+                    error_code=denied,
+                    error_message=checks.message(denied),
+                    group_id=group_id,
+                    group_state="",
+                    protocol_type="",
+                    protocol_data="",
+                    members=[],
+                    authorized_operations=None,
+                )
+            )
             continue
         group_error = ready_error or coordinator.ensure_ready(group_id)
         group = coordinator.groups.get(group_id) if group_error is None else None
         if group_error is not None or group is None:
-            error = group_error or (ErrorCode.GROUP_ID_NOT_FOUND if version >= 6
-                                    else ErrorCode.NONE)
-            described.append(group_class(
-                error_code=error,
-                error_message=f"Group {group_id} not found." if error else None,
-                group_id=group_id, group_state=str(GroupState.DEAD) if group_error is None else "",
-                protocol_type="", protocol_data="", members=[],
-                authorized_operations=None))
+            error = group_error or (
+                ErrorCode.GROUP_ID_NOT_FOUND if version >= 6 else ErrorCode.NONE
+            )
+            described.append(
+                group_class(
+                    error_code=error,
+                    error_message=f"Group {group_id} not found." if error else None,
+                    group_id=group_id,
+                    group_state=str(GroupState.DEAD) if group_error is None else "",
+                    protocol_type="",
+                    protocol_data="",
+                    members=[],
+                    authorized_operations=None,
+                )
+            )
             continue
         stable = group.is_in(GroupState.STABLE)
-        members = [member_class(
-            member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
-            client_host=m.client_host,
-            member_metadata=m.metadata_for(group.protocol_name) if stable else b"",
-            member_assignment=m.assignment if stable else b"")
-            for m in group.members.values()]
-        described.append(group_class(
-            error_code=ErrorCode.NONE, error_message=None, group_id=group_id,
-            group_state=str(group.state), protocol_type=group.protocol_type or "",
-            protocol_data=(group.protocol_name or "") if stable else "", members=members,
-            authorized_operations=None))
+        members = [
+            member_class(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                member_metadata=m.metadata_for(group.protocol_name) if stable else b"",
+                member_assignment=m.assignment if stable else b"",
+            )
+            for m in group.members.values()
+        ]
+        described.append(
+            group_class(
+                error_code=ErrorCode.NONE,
+                error_message=None,
+                group_id=group_id,
+                group_state=str(group.state),
+                protocol_type=group.protocol_type or "",
+                protocol_data=(group.protocol_name or "") if stable else "",
+                members=members,
+                authorized_operations=None,
+            )
+        )
     if version >= 3 and body.include_authorized_operations:
         for group in described:
             if group.error_code == ErrorCode.NONE:

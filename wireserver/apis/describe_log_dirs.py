@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import os
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
 from wireserver.partitions import hosts_replica
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 from wireserver.security.acls import Operation
 
@@ -51,9 +51,14 @@ def handle(ctx: RequestContext) -> HandlerResult:
         if not hosts_replica(ctx.broker, topic, partition):
             continue
         directory = os.path.dirname(os.path.abspath(log.directory))
-        by_dir.setdefault(directory, {}).setdefault(topic, []).append(partition_class(
-            partition_index=partition, partition_size=log.size_bytes, offset_lag=0,
-            is_future_key=False))
+        by_dir.setdefault(directory, {}).setdefault(topic, []).append(
+            partition_class(
+                partition_index=partition,
+                partition_size=log.size_bytes,
+                offset_lag=0,
+                is_future_key=False,
+            )
+        )
     results = []
     for directory, topics in by_dir.items():
         try:
@@ -62,8 +67,13 @@ def handle(ctx: RequestContext) -> HandlerResult:
         except OSError:
             total, usable, error = -1, -1, ErrorCode.KAFKA_STORAGE_ERROR
             topics = {}
-        results.append(result_class(
-            error_code=error, log_dir=directory,
-            topics=[topic_class(name=name, partitions=parts) for name, parts in topics.items()],
-            total_bytes=total, usable_bytes=usable))
+        results.append(
+            result_class(
+                error_code=error,
+                log_dir=directory,
+                topics=[topic_class(name=name, partitions=parts) for name, parts in topics.items()],
+                total_bytes=total,
+                usable_bytes=usable,
+            )
+        )
     return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, results=results)

@@ -11,10 +11,10 @@ looks the leader up again."""
 
 from __future__ import annotations
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
 from wireserver.partitions import hosts_replica
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 
 API_KEY = 61
@@ -38,17 +38,33 @@ def handle(ctx: RequestContext) -> HandlerResult:
             elif not error and not hosts_replica(ctx.broker, topic.name, index):
                 error = ErrorCode.NOT_LEADER_OR_FOLLOWER
             if error or partition_log is None:
-                partitions.append(partition_class(
-                    partition_index=index, error_code=error, error_message=checks.message(error),
-                    active_producers=[]))
+                partitions.append(
+                    partition_class(
+                        partition_index=index,
+                        error_code=error,
+                        error_message=checks.message(error),
+                        active_producers=[],
+                    )
+                )
                 continue
-            producers = [producer_class(
-                producer_id=entry.producer_id, producer_epoch=entry.producer_epoch,
-                last_sequence=entry.last_seq, last_timestamp=entry.last_timestamp,
-                coordinator_epoch=entry.coordinator_epoch,
-                current_txn_start_offset=entry.current_txn_first_offset)
-                for entry in partition_log.producer_state.producers.values()]
-            partitions.append(partition_class(partition_index=index, error_code=ErrorCode.NONE,
-                                              error_message=None, active_producers=producers))
+            producers = [
+                producer_class(
+                    producer_id=entry.producer_id,
+                    producer_epoch=entry.producer_epoch,
+                    last_sequence=entry.last_seq,
+                    last_timestamp=entry.last_timestamp,
+                    coordinator_epoch=entry.coordinator_epoch,
+                    current_txn_start_offset=entry.current_txn_first_offset,
+                )
+                for entry in partition_log.producer_state.producers.values()
+            ]
+            partitions.append(
+                partition_class(
+                    partition_index=index,
+                    error_code=ErrorCode.NONE,
+                    error_message=None,
+                    active_producers=producers,
+                )
+            )
         topics.append(topic_class(name=topic.name, partitions=partitions))
     return ctx.response(throttle_time_ms=0, topics=topics)

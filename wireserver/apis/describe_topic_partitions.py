@@ -25,11 +25,11 @@ none of the partition budget.
 
 from __future__ import annotations
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.admin import ZERO_UUID
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
 from wireserver.partitions import is_reported, partition_views
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 from wireserver.topics import INTERNAL_TOPICS
 
@@ -45,20 +45,30 @@ def handle(ctx: RequestContext) -> HandlerResult:
     partition_class = topic_class.DescribeTopicPartitionsResponsePartition
     cursor_class = response_class.Cursor
     broker = ctx.broker
-    topics = {name: info for name, info in broker.logs.topics.items()
-              if is_reported(broker, info)}
+    topics = {name: info for name, info in broker.logs.topics.items() if is_reported(broker, info)}
     requested = {t.name for t in body.topics}
     fetch_all = not requested
     cursor = body.cursor
-    if cursor is not None and ((not fetch_all and cursor.topic_name not in requested)
-                               or cursor.partition_index < 0):
+    if cursor is not None and (
+        (not fetch_all and cursor.topic_name not in requested) or cursor.partition_index < 0
+    ):
         # Kafka throws InvalidRequestException; the request's error response gives every
         # requested topic that error (DescribeTopicPartitionsRequest.getErrorResponse).
-        return ctx.response(throttle_time_ms=0, next_cursor=None, topics=[
-            topic_class(error_code=ErrorCode.INVALID_REQUEST, name=name, topic_id=ZERO_UUID,
-                        is_internal=False, partitions=[],
-                        topic_authorized_operations=-2**31)
-            for name in sorted(requested)])
+        return ctx.response(
+            throttle_time_ms=0,
+            next_cursor=None,
+            topics=[
+                topic_class(
+                    error_code=ErrorCode.INVALID_REQUEST,
+                    name=name,
+                    topic_id=ZERO_UUID,
+                    is_internal=False,
+                    partitions=[],
+                    topic_authorized_operations=-(2**31),
+                )
+                for name in sorted(requested)
+            ],
+        )
     names = sorted(topics) if fetch_all else sorted(requested)
     if cursor is not None:
         names = [name for name in names if name >= cursor.topic_name]
@@ -70,35 +80,63 @@ def handle(ctx: RequestContext) -> HandlerResult:
         info = topics.get(name)
         if info is None:
             if not fetch_all:
-                result.append(topic_class(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                          name=name, topic_id=ZERO_UUID, is_internal=False,
-                                          partitions=[],
-                                          topic_authorized_operations=checks.bitfield(
-                                              checks.topic_operations(ctx, name))))
+                result.append(
+                    topic_class(
+                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                        name=name,
+                        topic_id=ZERO_UUID,
+                        is_internal=False,
+                        partitions=[],
+                        topic_authorized_operations=checks.bitfield(
+                            checks.topic_operations(ctx, name)
+                        ),
+                    )
+                )
             continue
         if remaining == 0:
             next_cursor = cursor_class(topic_name=name, partition_index=0)
             break
-        start = cursor.partition_index if cursor is not None and cursor.topic_name == name \
-            else 0
+        start = cursor.partition_index if cursor is not None and cursor.topic_name == name else 0
         views = partition_views(broker, info)
         end = min(len(views), start + remaining)
-        partitions = [partition_class(error_code=ErrorCode.NONE, partition_index=view.partition,
-                                      leader_id=view.leader, leader_epoch=view.leader_epoch,
-                                      replica_nodes=view.replicas, isr_nodes=view.isr,
-                                      eligible_leader_replicas=[], last_known_elr=[],
-                                      offline_replicas=view.offline_replicas)
-                      for view in views[start:end]]
-        result.append(topic_class(error_code=ErrorCode.NONE, name=name, topic_id=info.topic_id,
-                                  is_internal=name in INTERNAL_TOPICS, partitions=partitions,
-                                  topic_authorized_operations=checks.bitfield(
-                                      checks.topic_operations(ctx, name))))
+        partitions = [
+            partition_class(
+                error_code=ErrorCode.NONE,
+                partition_index=view.partition,
+                leader_id=view.leader,
+                leader_epoch=view.leader_epoch,
+                replica_nodes=view.replicas,
+                isr_nodes=view.isr,
+                eligible_leader_replicas=[],
+                last_known_elr=[],
+                offline_replicas=view.offline_replicas,
+            )
+            for view in views[start:end]
+        ]
+        result.append(
+            topic_class(
+                error_code=ErrorCode.NONE,
+                name=name,
+                topic_id=info.topic_id,
+                is_internal=name in INTERNAL_TOPICS,
+                partitions=partitions,
+                topic_authorized_operations=checks.bitfield(checks.topic_operations(ctx, name)),
+            )
+        )
         if end < len(views):
             next_cursor = cursor_class(topic_name=name, partition_index=end)
             break
         remaining -= len(partitions)
-    result += [topic_class(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name,
-                           topic_id=ZERO_UUID, is_internal=False, partitions=[],
-                           topic_authorized_operations=-2**31)
-               for name in sorted(denied) if not fetch_all]
+    result += [
+        topic_class(
+            error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            name=name,
+            topic_id=ZERO_UUID,
+            is_internal=False,
+            partitions=[],
+            topic_authorized_operations=-(2**31),
+        )
+        for name in sorted(denied)
+        if not fetch_all
+    ]
     return ctx.response(throttle_time_ms=0, topics=result, next_cursor=next_cursor)

@@ -15,9 +15,9 @@ v0 has no election type (preferred) and no top-level error.
 
 from __future__ import annotations
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security import authorize
 from wireserver.security.acls import CLUSTER_NAME, Operation, ResourceType
 
@@ -35,8 +35,9 @@ def _all_partitions(broker) -> list[tuple[str, int]]:
     cluster = broker.cluster
     if cluster is not None:
         return [(name, p) for name, a in cluster.topics.items() for p in sorted(a.replicas)]
-    return [(name, p) for name, info in broker.logs.topics.items()
-            for p in range(info.num_partitions)]
+    return [
+        (name, p) for name, info in broker.logs.topics.items() for p in range(info.num_partitions)
+    ]
 
 
 def _elect_one(broker, tp: tuple[str, int], election_type: int) -> ErrorCode:
@@ -78,11 +79,19 @@ def handle(ctx: RequestContext) -> HandlerResult:
     partition_class = result_class.PartitionResult
     by_topic: dict[str, list] = {}
     for (topic, partition), error in results.items():
-        by_topic.setdefault(topic, []).append(partition_class(
-            partition_id=partition, error_code=error,
-            error_message=None if error == ErrorCode.NONE else error.name))
-    fields = {"throttle_time_ms": 0, "replica_election_results": [
-        result_class(topic=topic, partition_result=parts) for topic, parts in by_topic.items()]}
+        by_topic.setdefault(topic, []).append(
+            partition_class(
+                partition_id=partition,
+                error_code=error,
+                error_message=None if error == ErrorCode.NONE else error.name,
+            )
+        )
+    fields = {
+        "throttle_time_ms": 0,
+        "replica_election_results": [
+            result_class(topic=topic, partition_result=parts) for topic, parts in by_topic.items()
+        ],
+    }
     if version >= 1:
         fields["error_code"] = top
     return ctx.response(**fields)

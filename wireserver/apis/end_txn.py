@@ -26,6 +26,7 @@ API_KEY = 26
 def handle(ctx: RequestContext) -> HandlerResult:
     body = ctx.body
     error = checks.write_transactional_id(ctx, body.transactional_id) or ctx.broker.txn.end_txn(
-        body.transactional_id, body.producer_id, body.producer_epoch, bool(body.committed))
+        body.transactional_id, body.producer_id, body.producer_epoch, bool(body.committed)
+    )
     error = yield once_replicated(ctx, body.transactional_id, error)
     return ctx.response(throttle_time_ms=0, error_code=fenced_for_version(error, ctx.version, 2))

@@ -37,14 +37,13 @@ import uuid
 
 from twisted.internet import defer
 
-from wireserver.protocol.errors import ErrorCode
-from wireserver.storage.errors import OffsetOutOfRange
 from wireserver.apis import HandlerResult, handles
-from wireserver.context import RequestContext
 from wireserver.apis.metadata import leader_hints
+from wireserver.context import RequestContext
+from wireserver.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition, FetchSessionCache
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
-from wireserver.fetch_sessions import (FINAL_EPOCH, INITIAL_EPOCH, CachedPartition,
-                                         FetchSessionCache)
+from wireserver.storage.errors import OffsetOutOfRange
 
 API_KEY = 1
 ZERO_UUID = uuid.UUID(int=0)
@@ -57,7 +56,8 @@ def session_cache(broker) -> FetchSessionCache:
     cache = getattr(broker, "fetch_sessions", None)
     if cache is None:
         cache = broker.fetch_sessions = FetchSessionCache(
-            broker.config["max.incremental.fetch.session.cache.slots"])
+            broker.config["max.incremental.fetch.session.cache.slots"]
+        )
     return cache
 
 
@@ -154,18 +154,28 @@ class FetchPlan:
             name = by_id.get(topic.topic_id) if version >= 13 else topic.topic
             for p in topic.partitions:
                 yield CachedPartition(
-                    topic=name, topic_id=topic.topic_id if version >= 13 else None,
-                    partition=p.partition, fetch_offset=p.fetch_offset,
+                    topic=name,
+                    topic_id=topic.topic_id if version >= 13 else None,
+                    partition=p.partition,
+                    fetch_offset=p.fetch_offset,
                     max_bytes=p.partition_max_bytes,
                     current_leader_epoch=p.current_leader_epoch if version >= 9 else -1,
-                    log_start_offset=p.log_start_offset if version >= 5 else -1)
+                    log_start_offset=p.log_start_offset if version >= 5 else -1,
+                )
 
 
 class PartitionResult:
     """One partition's answer; an errored one carries -1 for every offset, as Kafka's does."""
 
-    __slots__ = ("cached", "error", "records", "high_watermark", "last_stable_offset",
-                 "log_start_offset", "aborted")
+    __slots__ = (
+        "cached",
+        "error",
+        "records",
+        "high_watermark",
+        "last_stable_offset",
+        "log_start_offset",
+        "aborted",
+    )
 
     def __init__(self, cached, error, records=b"", hw=-1, lso=-1, log_start=-1, aborted=None):
         self.cached = cached
@@ -196,8 +206,11 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
     results = []
     for cached in plan.partitions:
         if cached.topic is None:
-            error = ErrorCode.UNKNOWN_TOPIC_ID if plan.version >= 13 else \
-                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            error = (
+                ErrorCode.UNKNOWN_TOPIC_ID
+                if plan.version >= 13
+                else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            )
             results.append(PartitionResult(cached, error))
             continue
         denied = checks.fetch_topic(ctx, cached.topic)
@@ -210,16 +223,22 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
             continue
         hw, log_start = log.high_watermark, log.log_start_offset
         lso = log.last_stable_offset
-        error, _ = replicas.check_leader(cached.topic, cached.partition,
-                                         cached.current_leader_epoch)
+        error, _ = replicas.check_leader(
+            cached.topic, cached.partition, cached.current_leader_epoch
+        )
         if error is not None:
             results.append(PartitionResult(cached, error))
             continue
         limit = max(0, min(cached.max_bytes, remaining))
         try:
             bound = None if follower else (lso if read_committed else hw)
-            read = log.read(cached.fetch_offset, limit, upper_bound=bound,
-                            min_one_batch=min_one, zero_copy=ctx.zero_copy)
+            read = log.read(
+                cached.fetch_offset,
+                limit,
+                upper_bound=bound,
+                min_one_batch=min_one,
+                zero_copy=ctx.zero_copy,
+            )
         except OffsetOutOfRange:
             results.append(PartitionResult(cached, ErrorCode.OFFSET_OUT_OF_RANGE))
             continue
@@ -229,8 +248,9 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
         aborted = None
         if read_committed and read.data:
             aborted = log.collect_aborted(cached.fetch_offset, read.next_offset)
-        results.append(PartitionResult(cached, ErrorCode.NONE, read.data, hw, lso, log_start,
-                                       aborted))
+        results.append(
+            PartitionResult(cached, ErrorCode.NONE, read.data, hw, lso, log_start, aborted)
+        )
     return results
 
 
@@ -262,10 +282,13 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
     moved = []  # (topic, partition, response entry) answered with a leader-moved error
     for result in results:
         cached = result.cached
-        changed = (result.records or result.error != ErrorCode.NONE
-                   or result.high_watermark != cached.sent_high_watermark
-                   or result.last_stable_offset != cached.sent_last_stable_offset
-                   or result.log_start_offset != cached.sent_log_start_offset)
+        changed = (
+            result.records
+            or result.error != ErrorCode.NONE
+            or result.high_watermark != cached.sent_high_watermark
+            or result.last_stable_offset != cached.sent_last_stable_offset
+            or result.log_start_offset != cached.sent_log_start_offset
+        )
         cached.sent_high_watermark = result.high_watermark
         cached.sent_last_stable_offset = result.last_stable_offset
         cached.sent_log_start_offset = result.log_start_offset
@@ -277,36 +300,56 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
         entry = by_topic.get(topic_key)
         if entry is None:
             entry = by_topic[topic_key] = topic_class(
-                topic=cached.topic, topic_id=cached.topic_id or ZERO_UUID, partitions=[])
+                topic=cached.topic, topic_id=cached.topic_id or ZERO_UUID, partitions=[]
+            )
             topics.append(entry)
-        entry.partitions.append(partition_class(
-            partition_index=cached.partition, error_code=result.error,
-            high_watermark=result.high_watermark, last_stable_offset=result.last_stable_offset,
-            log_start_offset=result.log_start_offset,
-            # Kafka answers a partition it doesn't know with an empty (not null) list.
-            aborted_transactions=(
-                [aborted_class(producer_id=txn.producer_id, first_offset=txn.first_offset)
-                 for txn in result.aborted or ()]
-                if read_committed or result.error in UNKNOWN else None),
-            preferred_read_replica=-1, records=result.records))
+        entry.partitions.append(
+            partition_class(
+                partition_index=cached.partition,
+                error_code=result.error,
+                high_watermark=result.high_watermark,
+                last_stable_offset=result.last_stable_offset,
+                log_start_offset=result.log_start_offset,
+                # Kafka answers a partition it doesn't know with an empty (not null) list.
+                aborted_transactions=(
+                    [
+                        aborted_class(producer_id=txn.producer_id, first_offset=txn.first_offset)
+                        for txn in result.aborted or ()
+                    ]
+                    if read_committed or result.error in UNKNOWN
+                    else None
+                ),
+                preferred_read_replica=-1,
+                records=result.records,
+            )
+        )
         if result.error in LEADER_MOVED and plan.version >= 16:
             moved.append((cached.topic, cached.partition, entry.partitions[-1]))
     session_id = plan.session.id if plan.incremental else 0
     if plan.new_session:
         session = session_cache(ctx.broker).maybe_create(
-            ctx.broker.now_ms(), privileged=replica_id(ctx) >= 0,
+            ctx.broker.now_ms(),
+            privileged=replica_id(ctx) >= 0,
             uses_topic_ids=plan.version >= 13,
-            partitions=collections.OrderedDict((plan.key(r.cached), r.cached) for r in results))
+            partitions=collections.OrderedDict((plan.key(r.cached), r.cached) for r in results),
+        )
         session_id = session.id if session is not None else 0
-    endpoints = (leader_hints(ctx, moved, partition_class.LeaderIdAndEpoch,
-                              response_class.NodeEndpoint) if moved else [])
-    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=session_id,
-                        responses=topics, node_endpoints=endpoints)
+    endpoints = (
+        leader_hints(ctx, moved, partition_class.LeaderIdAndEpoch, response_class.NodeEndpoint)
+        if moved
+        else []
+    )
+    return ctx.response(
+        throttle_time_ms=0,
+        error_code=ErrorCode.NONE,
+        session_id=session_id,
+        responses=topics,
+        node_endpoints=endpoints,
+    )
 
 
 def error_response(ctx, code: ErrorCode, session_id: int = 0):
-    return ctx.response(throttle_time_ms=0, error_code=code, session_id=session_id,
-                        responses=[])
+    return ctx.response(throttle_time_ms=0, error_code=code, session_id=session_id, responses=[])
 
 
 @handles(API_KEY)
@@ -318,15 +361,22 @@ def handle(ctx: RequestContext) -> HandlerResult:
         return error_response(ctx, plan.error)
     broker = ctx.broker
     deadline = broker.reactor.seconds() + ctx.body.max_wait_ms / 1000.0
-    keys = [("append", cached.topic, cached.partition) for cached in plan.partitions
-            if cached.topic is not None]
+    keys = [
+        ("append", cached.topic, cached.partition)
+        for cached in plan.partitions
+        if cached.topic is not None
+    ]
     follower = replica_id(ctx)
     if follower >= 0:
         for cached in plan.partitions:
             # Only a replica allowed CLUSTER_ACTION moves the ISR and the high watermark.
             if cached.topic is not None and checks.fetch_topic(ctx, cached.topic) is None:
-                broker.replicas.follower_fetched((cached.topic, cached.partition), follower,
-                                                 cached.fetch_offset, cached.log_start_offset)
+                broker.replicas.follower_fetched(
+                    (cached.topic, cached.partition),
+                    follower,
+                    cached.fetch_offset,
+                    cached.log_start_offset,
+                )
     results = read_partitions(ctx, plan)
     while not ready(ctx, results) and keys:
         remaining = deadline - broker.reactor.seconds()

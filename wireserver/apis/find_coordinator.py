@@ -22,11 +22,11 @@ Skipped: other key types (share) answer INVALID_REQUEST.
 
 from __future__ import annotations
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
-from wireserver.security import checks
 from wireserver.groups.api import message
+from wireserver.protocol.errors import ErrorCode
+from wireserver.security import checks
 
 API_KEY = 10
 GROUP, TRANSACTION = 0, 1
@@ -82,10 +82,24 @@ def handle(ctx: RequestContext) -> HandlerResult:
         for key in body.coordinator_keys:
             error, coordinator = lookup(key)
             node, host, port = where(error, coordinator)
-            coordinators.append(coordinator_class(key=key, node_id=node, host=host, port=port,
-                                                  error_code=error, error_message=message(error)))
+            coordinators.append(
+                coordinator_class(
+                    key=key,
+                    node_id=node,
+                    host=host,
+                    port=port,
+                    error_code=error,
+                    error_message=message(error),
+                )
+            )
         return ctx.response(throttle_time_ms=0, coordinators=coordinators)
     error, coordinator = lookup(body.key)
     node, host, port = where(error, coordinator)
-    return ctx.response(throttle_time_ms=0, error_code=error, error_message=message(error),
-                        node_id=node, host=host, port=port)
+    return ctx.response(
+        throttle_time_ms=0,
+        error_code=error,
+        error_message=message(error),
+        node_id=node,
+        host=host,
+        port=port,
+    )

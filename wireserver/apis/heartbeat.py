@@ -17,6 +17,10 @@ def handle(ctx: RequestContext) -> HandlerResult:
     coordinator = ctx.broker.groups
     error = checks.read_group(ctx, body.group_id) or coordinator.ensure_ready(body.group_id)
     if error is None:
-        error = coordinator.heartbeat(body.group_id, body.generation_id, body.member_id,
-                                      body.group_instance_id if version >= 3 else None)
+        error = coordinator.heartbeat(
+            body.group_id,
+            body.generation_id,
+            body.member_id,
+            body.group_instance_id if version >= 3 else None,
+        )
     return ctx.response(throttle_time_ms=0, error_code=error)

@@ -36,18 +36,29 @@ Skipped: AlterConfigPolicy.
 
 from __future__ import annotations
 
-from wireserver.protocol.errors import ErrorCode
-from wireserver.storage.log_config import TOPIC_CONFIGS
-from wireserver.admin import (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_GROUP,
-                              RESOURCE_TOPIC, AdminError, alter_logger, check_broker_resource,
-                              check_group_resource, current_group_configs,
-                              current_topic_overrides, is_list_key, set_broker_dynamic,
-                              set_group_configs, set_topic_overrides)
+from wireserver.admin import (
+    RESOURCE_BROKER,
+    RESOURCE_BROKER_LOGGER,
+    RESOURCE_GROUP,
+    RESOURCE_TOPIC,
+    AdminError,
+    alter_logger,
+    check_broker_resource,
+    check_group_resource,
+    current_group_configs,
+    current_topic_overrides,
+    is_list_key,
+    set_broker_dynamic,
+    set_group_configs,
+    set_topic_overrides,
+)
 from wireserver.apis import HandlerResult, handles
-from wireserver.context import RequestContext
 from wireserver.apis.alter_configs import check_entries, duplicate_resources
 from wireserver.config import BROKER_CONFIGS
+from wireserver.context import RequestContext
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
+from wireserver.storage.log_config import TOPIC_CONFIGS
 
 API_KEY = 44
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -74,11 +85,11 @@ def topic_ops(broker, topic: str, configs, validate_only: bool) -> None:
         else:
             if not is_list_key(RESOURCE_TOPIC, name):
                 if name not in TOPIC_CONFIGS:
-                    raise AdminError(ErrorCode.INVALID_CONFIG,
-                                     f"Unknown topic config name: {name}")
-                raise AdminError(ErrorCode.INVALID_CONFIG,
-                                 f"Can't {OP_NAMES[op]} to key {name} because its type is "
-                                 "not LIST.")
+                    raise AdminError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
+                raise AdminError(
+                    ErrorCode.INVALID_CONFIG,
+                    f"Can't {OP_NAMES[op]} to key {name} because its type is not LIST.",
+                )
             values = _split(props.get(name, _default_list(TOPIC_CONFIGS, name)))
             for part in _split(config.value):
                 if op == APPEND and part not in values:
@@ -99,8 +110,10 @@ def group_ops(broker, group: str, configs, validate_only: bool) -> None:
         elif op == DELETE:
             props.pop(name, None)
         else:  # no group key is a list (Kafka: the key's type decides, unknown keys too)
-            raise AdminError(ErrorCode.INVALID_CONFIG,
-                             f"Can't {OP_NAMES[op]} to key {name} because its type is not LIST.")
+            raise AdminError(
+                ErrorCode.INVALID_CONFIG,
+                f"Can't {OP_NAMES[op]} to key {name} because its type is not LIST.",
+            )
     set_group_configs(broker, group, props, validate_only)
 
 
@@ -116,9 +129,10 @@ def broker_ops(broker, cluster_default: bool, configs, validate_only: bool) -> N
             if name not in BROKER_CONFIGS:
                 raise AdminError(ErrorCode.INVALID_CONFIG, f"Unknown config name: {name}")
             if not is_list_key(RESOURCE_BROKER, name):
-                raise AdminError(ErrorCode.INVALID_REQUEST,
-                                 f"Config value {OP_NAMES[op].lower()} is not allowed for "
-                                 f"config key: {name}")
+                raise AdminError(
+                    ErrorCode.INVALID_REQUEST,
+                    f"Config value {OP_NAMES[op].lower()} is not allowed for config key: {name}",
+                )
             values = _split(props.get(name, _default_list(BROKER_CONFIGS, name)))
             change = _split(config.value)
             values = values + change if op == APPEND else [v for v in values if v not in change]
@@ -130,24 +144,31 @@ def logger_ops(broker, name: str, configs, validate_only: bool) -> None:
     check_broker_resource(broker, name, allow_default=False)
     for config in configs:
         if config.config_operation in (APPEND, SUBTRACT):
-            raise AdminError(ErrorCode.INVALID_REQUEST,
-                             f"{OP_NAMES[config.config_operation]} operation is not allowed "
-                             "for the BROKER_LOGGER resource")
+            raise AdminError(
+                ErrorCode.INVALID_REQUEST,
+                f"{OP_NAMES[config.config_operation]} operation is not allowed "
+                "for the BROKER_LOGGER resource",
+            )
     for config in configs:  # check everything before changing anything
-        alter_logger(config.name, config.value if config.config_operation == SET else None,
-                     validate_only=True)
+        alter_logger(
+            config.name,
+            config.value if config.config_operation == SET else None,
+            validate_only=True,
+        )
     if not validate_only:
         for config in configs:
-            alter_logger(config.name,
-                         config.value if config.config_operation == SET else None, False)
+            alter_logger(
+                config.name, config.value if config.config_operation == SET else None, False
+            )
 
 
 def alter(broker, resource, validate_only: bool) -> None:
     check_entries(resource.configs, null_allowed=lambda c: c.config_operation == DELETE)
     for config in resource.configs:
         if config.config_operation not in OP_NAMES:
-            raise AdminError(ErrorCode.INVALID_REQUEST,
-                             f"Unknown operations type {config.config_operation}")
+            raise AdminError(
+                ErrorCode.INVALID_REQUEST, f"Unknown operations type {config.config_operation}"
+            )
     kind, name = resource.resource_type, resource.resource_name
     if kind == RESOURCE_TOPIC:
         topic_ops(broker, name, resource.configs, validate_only)
@@ -172,15 +193,21 @@ def handle(ctx: RequestContext) -> HandlerResult:
         code, message = ErrorCode.NONE, None
         try:
             if (resource.resource_type, resource.resource_name) in duplicates:
-                raise AdminError(ErrorCode.INVALID_REQUEST,
-                                 "Each resource must appear at most once.")
+                raise AdminError(
+                    ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
+                )
             denied = checks.alter_configs(ctx, resource.resource_type, resource.resource_name)
             if denied:
                 raise AdminError(denied, checks.message(denied))
             alter(ctx.broker, resource, bool(body.validate_only))
         except AdminError as exc:
             code, message = exc.code, exc.message
-        results.append(result_class(error_code=code, error_message=message,
-                                    resource_type=resource.resource_type,
-                                    resource_name=resource.resource_name))
+        results.append(
+            result_class(
+                error_code=code,
+                error_message=message,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+            )
+        )
     return ctx.response(throttle_time_ms=0, responses=results)

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from twisted.internet import defer
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 from wireserver.txn.api import fenced_for_version, once_replicated
 
@@ -41,10 +41,10 @@ def handle(ctx: RequestContext) -> HandlerResult:
     body = ctx.body
     broker = ctx.broker
 
-    def answer(error: ErrorCode, producer_id: int = NO_PRODUCER_ID,
-               epoch: int = NO_PRODUCER_EPOCH):
-        return ctx.response(throttle_time_ms=0, error_code=error, producer_id=producer_id,
-                            producer_epoch=epoch)
+    def answer(error: ErrorCode, producer_id: int = NO_PRODUCER_ID, epoch: int = NO_PRODUCER_EPOCH):
+        return ctx.response(
+            throttle_time_ms=0, error_code=error, producer_id=producer_id, producer_epoch=epoch
+        )
 
     denied = checks.init_producer_id(ctx)
     if denied:
@@ -63,8 +63,9 @@ def handle(ctx: RequestContext) -> HandlerResult:
     timeout = body.transaction_timeout_ms
     if not 0 < timeout <= broker.config["transaction.max.timeout.ms"]:
         return answer(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
-    error, producer_id, epoch = broker.txn.init_producer_id(transactional_id, timeout,
-                                                            producer_id, epoch)
+    error, producer_id, epoch = broker.txn.init_producer_id(
+        transactional_id, timeout, producer_id, epoch
+    )
     error = yield once_replicated(ctx, transactional_id, error)
     if error != ErrorCode.NONE:
         producer_id, epoch = NO_PRODUCER_ID, NO_PRODUCER_EPOCH

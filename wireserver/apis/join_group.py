@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
-from wireserver.security import checks
 from wireserver.groups import JoinRequest, JoinResult
 from wireserver.groups.api import client_host
+from wireserver.security import checks
 
 API_KEY = 11
 
@@ -24,12 +24,19 @@ def build(ctx, result: JoinResult):
     if protocol_name is None and version < 7:
         protocol_name = ""
     return ctx.response(
-        throttle_time_ms=0, error_code=result.error, generation_id=result.generation_id,
-        protocol_type=result.protocol_type, protocol_name=protocol_name,
-        leader=result.leader_id, skip_assignment=result.skip_assignment,
+        throttle_time_ms=0,
+        error_code=result.error,
+        generation_id=result.generation_id,
+        protocol_type=result.protocol_type,
+        protocol_name=protocol_name,
+        leader=result.leader_id,
+        skip_assignment=result.skip_assignment,
         member_id=result.member_id,
-        members=[member_class(member_id=m, group_instance_id=i, metadata=md)
-                 for m, i, md in result.members])
+        members=[
+            member_class(member_id=m, group_instance_id=i, metadata=md)
+            for m, i, md in result.members
+        ],
+    )
 
 
 @handles(API_KEY)
@@ -40,12 +47,17 @@ def handle(ctx: RequestContext) -> HandlerResult:
     if error is not None:
         return build(ctx, JoinResult(error, body.member_id))
     request = JoinRequest(
-        group_id=body.group_id, member_id=body.member_id or "",
+        group_id=body.group_id,
+        member_id=body.member_id or "",
         group_instance_id=body.group_instance_id if version >= 5 else None,
-        require_known_member_id=version >= 4, client_id=ctx.client_id or "",
+        require_known_member_id=version >= 4,
+        client_id=ctx.client_id or "",
         client_host=client_host(ctx),
         rebalance_timeout_ms=body.rebalance_timeout_ms if version >= 1 else body.session_timeout_ms,
-        session_timeout_ms=body.session_timeout_ms, protocol_type=body.protocol_type or "",
+        session_timeout_ms=body.session_timeout_ms,
+        protocol_type=body.protocol_type or "",
         protocols=[(p.name, bytes(p.metadata or b"")) for p in body.protocols],
-        api_version=version, reason=body.reason if version >= 8 else None)
+        api_version=version,
+        reason=body.reason if version >= 8 else None,
+    )
     return coordinator.join_group(request).addCallback(lambda result: build(ctx, result))

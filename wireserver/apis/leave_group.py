@@ -8,9 +8,9 @@ at the top level).
 
 from __future__ import annotations
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 
 API_KEY = 13
@@ -35,6 +35,11 @@ def handle(ctx: RequestContext) -> HandlerResult:
             top = errors[0]
         return ctx.response(throttle_time_ms=0, error_code=top, members=[])
     member_class = ctx.request.spec.response_class.MemberResponse
-    return ctx.response(throttle_time_ms=0, error_code=top, members=[
-        member_class(member_id=member_id, group_instance_id=instance_id, error_code=err)
-        for (member_id, instance_id), err in zip(leaving, errors)])
+    return ctx.response(
+        throttle_time_ms=0,
+        error_code=top,
+        members=[
+            member_class(member_id=member_id, group_instance_id=instance_id, error_code=err)
+            for (member_id, instance_id), err in zip(leaving, errors)
+        ],
+    )

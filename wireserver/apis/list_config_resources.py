@@ -11,20 +11,26 @@ every topic; CLIENT_METRICS: none (client metrics subscriptions are not served).
 
 from __future__ import annotations
 
-from wireserver.protocol.errors import ErrorCode
-from wireserver.admin import (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_GROUP,
-                              RESOURCE_TOPIC)
+from wireserver.admin import RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_GROUP, RESOURCE_TOPIC
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
 from wireserver.partitions import is_reported
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 from wireserver.security.acls import Operation
 
 API_KEY = 74
 RESOURCE_CLIENT_METRICS = 16
-SUPPORTED = {0: {RESOURCE_CLIENT_METRICS},
-             1: {RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER,
-                 RESOURCE_CLIENT_METRICS, RESOURCE_GROUP}}
+SUPPORTED = {
+    0: {RESOURCE_CLIENT_METRICS},
+    1: {
+        RESOURCE_TOPIC,
+        RESOURCE_BROKER,
+        RESOURCE_BROKER_LOGGER,
+        RESOURCE_CLIENT_METRICS,
+        RESOURCE_GROUP,
+    },
+}
 
 
 def _broker_ids(broker) -> list[int]:
@@ -41,8 +47,9 @@ def handle(ctx: RequestContext) -> HandlerResult:
     supported = SUPPORTED[min(version, 1)]
     asked = list(ctx.body.resource_types or []) if version >= 1 else []
     if any(kind not in supported for kind in asked):
-        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.UNSUPPORTED_VERSION,
-                            config_resources=[])
+        return ctx.response(
+            throttle_time_ms=0, error_code=ErrorCode.UNSUPPORTED_VERSION, config_resources=[]
+        )
     wanted = set(asked) or supported
     entry_class = ctx.request.spec.response_class.ConfigResource
     found: list[tuple[str, int]] = []
@@ -52,7 +59,15 @@ def handle(ctx: RequestContext) -> HandlerResult:
         if kind in wanted:
             found += [(str(node), kind) for node in _broker_ids(broker)]
     if RESOURCE_TOPIC in wanted:
-        found += [(info.name, RESOURCE_TOPIC) for info in broker.logs.topics.values()
-                  if is_reported(broker, info)]
-    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, config_resources=[
-        entry_class(resource_name=name, resource_type=kind) for name, kind in found])
+        found += [
+            (info.name, RESOURCE_TOPIC)
+            for info in broker.logs.topics.values()
+            if is_reported(broker, info)
+        ]
+    return ctx.response(
+        throttle_time_ms=0,
+        error_code=ErrorCode.NONE,
+        config_resources=[
+            entry_class(resource_name=name, resource_type=kind) for name, kind in found
+        ],
+    )

@@ -6,9 +6,9 @@ the cluster sees every group, any other only the groups it may DESCRIBE."""
 
 from __future__ import annotations
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 
 API_KEY = 16
@@ -24,7 +24,9 @@ def handle(ctx: RequestContext) -> HandlerResult:
     error = coordinator.ensure_ready()
     if error is not None:
         return ctx.response(throttle_time_ms=0, error_code=error, groups=[])
-    states = {s.lower() for s in body.states_filter} if version >= 4 and body.states_filter else None
+    states = (
+        {s.lower() for s in body.states_filter} if version >= 4 and body.states_filter else None
+    )
     types = {t.lower() for t in body.types_filter} if version >= 5 and body.types_filter else None
     listed = []
     for group in coordinator.list_groups():
@@ -35,9 +37,14 @@ def handle(ctx: RequestContext) -> HandlerResult:
             continue
         if not checks.list_group(ctx, group.group_id):
             continue
-        listed.append(listed_class(group_id=group.group_id,
-                                   protocol_type=group.protocol_type or "",
-                                   group_state=state, group_type=GROUP_TYPE))
+        listed.append(
+            listed_class(
+                group_id=group.group_id,
+                protocol_type=group.protocol_type or "",
+                group_state=state,
+                group_type=GROUP_TYPE,
+            )
+        )
     for consumer_group in list(coordinator.consumer.groups.values()):
         state = str(consumer_group.state)
         if states is not None and state.lower() not in states:
@@ -46,6 +53,12 @@ def handle(ctx: RequestContext) -> HandlerResult:
             continue
         if not checks.list_group(ctx, consumer_group.group_id):
             continue
-        listed.append(listed_class(group_id=consumer_group.group_id, protocol_type=CONSUMER_GROUP_TYPE,
-                                   group_state=state, group_type=CONSUMER_GROUP_TYPE))
+        listed.append(
+            listed_class(
+                group_id=consumer_group.group_id,
+                protocol_type=CONSUMER_GROUP_TYPE,
+                group_state=state,
+                group_type=CONSUMER_GROUP_TYPE,
+            )
+        )
     return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, groups=listed)

@@ -13,9 +13,9 @@ partition otherwise).
 
 from __future__ import annotations
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 
 API_KEY = 2
@@ -57,28 +57,42 @@ def handle(ctx: RequestContext) -> HandlerResult:
         denied = checks.describe_topic(ctx, topic.name)  # TOPIC_AUTHORIZATION_FAILED
         for requested in topic.partitions:
             if denied:
-                partitions.append(partition_class(
-                    partition_index=requested.partition_index, error_code=denied, timestamp=-1,
-                    offset=-1, leader_epoch=-1))
+                partitions.append(
+                    partition_class(
+                        partition_index=requested.partition_index,
+                        error_code=denied,
+                        timestamp=-1,
+                        offset=-1,
+                        leader_epoch=-1,
+                    )
+                )
                 continue
             log = logs.get_log(topic.name, requested.partition_index)
             epoch = requested.current_leader_epoch if ctx.version >= 4 else -1
             leader_error, leader_epoch = None, -1
             if log is not None:
                 leader_error, leader_epoch = replicas.check_leader(
-                    topic.name, requested.partition_index, epoch)
+                    topic.name, requested.partition_index, epoch
+                )
             if log is None:
                 ts, offset, error = -1, -1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif leader_error is not None:
                 ts, offset, error = -1, -1, leader_error
             else:
-                ts, offset, error = lookup(log, requested.timestamp,
-                                           ctx.version >= 2 and ctx.body.isolation_level == 1)
+                ts, offset, error = lookup(
+                    log, requested.timestamp, ctx.version >= 2 and ctx.body.isolation_level == 1
+                )
                 if requested.timestamp != LATEST and offset >= 0:
                     found_epoch = log.leader_epoch_for_offset(offset)
                     leader_epoch = found_epoch if found_epoch is not None else -1
-            partitions.append(partition_class(
-                partition_index=requested.partition_index, error_code=error, timestamp=ts,
-                offset=offset, leader_epoch=leader_epoch if offset >= 0 else -1))
+            partitions.append(
+                partition_class(
+                    partition_index=requested.partition_index,
+                    error_code=error,
+                    timestamp=ts,
+                    offset=offset,
+                    leader_epoch=leader_epoch if offset >= 0 else -1,
+                )
+            )
         topics.append(topic_class(name=topic.name, partitions=partitions))
     return ctx.response(throttle_time_ms=0, topics=topics)

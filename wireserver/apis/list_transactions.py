@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 
 API_KEY = 66
@@ -24,20 +24,33 @@ def handle(ctx: RequestContext) -> HandlerResult:
     pattern = body.transactional_id_pattern if version >= 2 else None
     try:
         unknown, found = ctx.broker.txn.list_transactions(
-            list(body.state_filters or []), list(body.producer_id_filters or []), duration,
-            pattern or None)
+            list(body.state_filters or []),
+            list(body.producer_id_filters or []),
+            duration,
+            pattern or None,
+        )
     except re.error:
-        return ctx.response(throttle_time_ms=0, error_code=_invalid_regex(),
-                            unknown_state_filters=[], transaction_states=[])
+        return ctx.response(
+            throttle_time_ms=0,
+            error_code=_invalid_regex(),
+            unknown_state_filters=[],
+            transaction_states=[],
+        )
     state_class = response_class.TransactionState
-    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE,
-                        unknown_state_filters=unknown,
-                        transaction_states=[state_class(transactional_id=t.transactional_id,
-                                                        producer_id=t.producer_id,
-                                                        transaction_state=t.state.display)
-                                            for t in found
-                                            if not checks.describe_transactional_id(
-                                                ctx, t.transactional_id)])
+    return ctx.response(
+        throttle_time_ms=0,
+        error_code=ErrorCode.NONE,
+        unknown_state_filters=unknown,
+        transaction_states=[
+            state_class(
+                transactional_id=t.transactional_id,
+                producer_id=t.producer_id,
+                transaction_state=t.state.display,
+            )
+            for t in found
+            if not checks.describe_transactional_id(ctx, t.transactional_id)
+        ],
+    )
 
 
 def _invalid_regex() -> ErrorCode:

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import uuid
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
 from wireserver.partitions import NO_LEADER, is_reported, partition_view, partition_views
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 from wireserver.topics import INTERNAL_TOPICS, TopicError, auto_create, check_name
 
@@ -45,8 +45,14 @@ def broker_entries(ctx, broker_class) -> list:
             entries.append(broker_class(node_id=node_id, host=host, port=port, rack=info.rack))
         return entries
     listener = broker.advertised_listener(ctx.listener_name)
-    return [broker_class(node_id=broker.node_id, host=listener.host, port=listener.port,
-                         rack=broker.config.get("broker.rack"))]
+    return [
+        broker_class(
+            node_id=broker.node_id,
+            host=listener.host,
+            port=listener.port,
+            rack=broker.config.get("broker.rack"),
+        )
+    ]
 
 
 def leader_hints(ctx, moved: list, leader_class, endpoint_class) -> list:
@@ -68,23 +74,42 @@ def leader_hints(ctx, moved: list, leader_class, endpoint_class) -> list:
 def partition_entries(ctx, topic_class, info) -> list:
     """A partition without a live leader answers LEADER_NOT_AVAILABLE (leader -1)."""
     partition_class = topic_class.MetadataResponsePartition
-    return [partition_class(
-        error_code=ErrorCode.NONE if view.leader != NO_LEADER else ErrorCode.LEADER_NOT_AVAILABLE,
-        partition_index=view.partition, leader_id=view.leader, leader_epoch=view.leader_epoch,
-        replica_nodes=view.replicas, isr_nodes=view.isr, offline_replicas=view.offline_replicas)
-        for view in partition_views(ctx.broker, info)]
+    return [
+        partition_class(
+            error_code=ErrorCode.NONE
+            if view.leader != NO_LEADER
+            else ErrorCode.LEADER_NOT_AVAILABLE,
+            partition_index=view.partition,
+            leader_id=view.leader,
+            leader_epoch=view.leader_epoch,
+            replica_nodes=view.replicas,
+            isr_nodes=view.isr,
+            offline_replicas=view.offline_replicas,
+        )
+        for view in partition_views(ctx.broker, info)
+    ]
 
 
 def topic_entry(ctx, topic_class, info):
-    return topic_class(error_code=ErrorCode.NONE, name=info.name, topic_id=info.topic_id,
-                       is_internal=info.name in INTERNAL_TOPICS,
-                       partitions=partition_entries(ctx, topic_class, info),
-                       authorized_operations=None)
+    return topic_class(
+        error_code=ErrorCode.NONE,
+        name=info.name,
+        topic_id=info.topic_id,
+        is_internal=info.name in INTERNAL_TOPICS,
+        partitions=partition_entries(ctx, topic_class, info),
+        authorized_operations=None,
+    )
 
 
 def error_entry(topic_class, code: ErrorCode, name: str | None, topic_id=None):
-    return topic_class(error_code=code, name=name, topic_id=topic_id or ZERO_UUID,
-                       is_internal=False, partitions=[], authorized_operations=None)
+    return topic_class(
+        error_code=code,
+        name=name,
+        topic_id=topic_id or ZERO_UUID,
+        is_internal=False,
+        partitions=[],
+        authorized_operations=None,
+    )
 
 
 @handles(API_KEY)
@@ -99,8 +124,11 @@ def handle(ctx: RequestContext) -> HandlerResult:
     allow_auto_create = body.allow_auto_topic_creation if version >= 4 else True
     topics = []
     if all_topics:
-        topics = [topic_entry(ctx, topic_class, info) for info in logs.topics.values()
-                  if is_reported(ctx.broker, info) and not checks.describe_topic(ctx, info.name)]
+        topics = [
+            topic_entry(ctx, topic_class, info)
+            for info in logs.topics.values()
+            if is_reported(ctx.broker, info) and not checks.describe_topic(ctx, info.name)
+        ]
         # (unauthorized topics are hidden, as Kafka hides them)
     else:
         by_id = {info.topic_id: info for info in logs.topics.values()}
@@ -108,10 +136,16 @@ def handle(ctx: RequestContext) -> HandlerResult:
             name = requested.name
             if name is None:
                 info = by_id.get(requested.topic_id)
-                if (info is None or not is_reported(ctx.broker, info)
-                        or checks.describe_topic(ctx, info.name)):
-                    topics.append(error_entry(topic_class, ErrorCode.UNKNOWN_TOPIC_ID, None,
-                                              requested.topic_id))
+                if (
+                    info is None
+                    or not is_reported(ctx.broker, info)
+                    or checks.describe_topic(ctx, info.name)
+                ):
+                    topics.append(
+                        error_entry(
+                            topic_class, ErrorCode.UNKNOWN_TOPIC_ID, None, requested.topic_id
+                        )
+                    )
                 else:
                     topics.append(topic_entry(ctx, topic_class, info))
                 continue
@@ -119,7 +153,8 @@ def handle(ctx: RequestContext) -> HandlerResult:
             if not is_reported(ctx.broker, info):
                 info = None
             denied = checks.describe_topic(ctx, name) or (
-                info is None and allow_auto_create and checks.create_topic(ctx, name))
+                info is None and allow_auto_create and checks.create_topic(ctx, name)
+            )
             if denied:
                 topics.append(error_entry(topic_class, denied, name))
                 continue
@@ -142,8 +177,10 @@ def handle(ctx: RequestContext) -> HandlerResult:
                 topics.append(topic_entry(ctx, topic_class, info))
     if version >= 8 and body.include_topic_authorized_operations:
         for entry in topics:
-            if entry.error_code not in (ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                                        ErrorCode.UNKNOWN_TOPIC_ID):
+            if entry.error_code not in (
+                ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                ErrorCode.UNKNOWN_TOPIC_ID,
+            ):
                 entry.authorized_operations = checks.topic_operations(ctx, entry.name)
     return ctx.response(
         throttle_time_ms=0,
@@ -151,7 +188,10 @@ def handle(ctx: RequestContext) -> HandlerResult:
         cluster_id=ctx.broker.cluster_id,
         controller_id=ctx.broker.node_id if cluster is None else cluster.controller_id,
         topics=topics,
-        authorized_operations=(checks.cluster_operations(ctx) if 8 <= version <= 10
-                               and body.include_cluster_authorized_operations else None),
+        authorized_operations=(
+            checks.cluster_operations(ctx)
+            if 8 <= version <= 10 and body.include_cluster_authorized_operations
+            else None
+        ),
         error_code=ErrorCode.NONE,
     )

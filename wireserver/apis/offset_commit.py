@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from twisted.internet import defer
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
-from wireserver.security import checks
 from wireserver.groups.offsets import OffsetCommit
+from wireserver.protocol.errors import ErrorCode
+from wireserver.security import checks
 
 API_KEY = 8
 
@@ -31,10 +31,17 @@ def handle(ctx: RequestContext) -> HandlerResult:
     coordinator = ctx.broker.groups
     topic_class = ctx.request.spec.response_class.OffsetCommitResponseTopic
     partition_class = topic_class.OffsetCommitResponsePartition
-    commits = [OffsetCommit(t.name, p.partition_index, p.committed_offset,
-                            p.committed_leader_epoch if version >= 6 else -1,
-                            p.committed_metadata)
-               for t in body.topics for p in t.partitions]
+    commits = [
+        OffsetCommit(
+            t.name,
+            p.partition_index,
+            p.committed_offset,
+            p.committed_leader_epoch if version >= 6 else -1,
+            p.committed_metadata,
+        )
+        for t in body.topics
+        for p in t.partitions
+    ]
     error = coordinator.ensure_ready()
     if error is None and body.group_id is None:
         error = ErrorCode.INVALID_GROUP_ID
@@ -45,19 +52,35 @@ def handle(ctx: RequestContext) -> HandlerResult:
     else:
         denied = {(c.topic, c.partition): checks.read_topic(ctx, c.topic) for c in commits}
         results = coordinator.commit_offsets(
-            body.group_id, body.generation_id_or_member_epoch, body.member_id or "",
-            body.group_instance_id if version >= 7 else None, version,
-            [c for c in commits if not denied[(c.topic, c.partition)]])
+            body.group_id,
+            body.generation_id_or_member_epoch,
+            body.member_id or "",
+            body.group_instance_id if version >= 7 else None,
+            version,
+            [c for c in commits if not denied[(c.topic, c.partition)]],
+        )
         results.update({key: error for key, error in denied.items() if error})
         if ErrorCode.NONE in results.values():
             # Cluster mode: answered once the commit is replicated (acks=-1, as Kafka).
             replicated = yield coordinator.replicated(body.group_id)
             if replicated != ErrorCode.NONE:
-                results = {key: replicated if code == ErrorCode.NONE else code
-                           for key, code in results.items()}
-    return ctx.response(throttle_time_ms=0, topics=[
-        topic_class(name=t.name, partitions=[
-            partition_class(partition_index=p.partition_index,
-                            error_code=results[(t.name, p.partition_index)])
-            for p in t.partitions])
-        for t in body.topics])
+                results = {
+                    key: replicated if code == ErrorCode.NONE else code
+                    for key, code in results.items()
+                }
+    return ctx.response(
+        throttle_time_ms=0,
+        topics=[
+            topic_class(
+                name=t.name,
+                partitions=[
+                    partition_class(
+                        partition_index=p.partition_index,
+                        error_code=results[(t.name, p.partition_index)],
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in body.topics
+        ],
+    )

@@ -7,9 +7,9 @@ exist. Needs DELETE on the group (GROUP_AUTHORIZATION_FAILED) and READ on each t
 
 from __future__ import annotations
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 
 API_KEY = 47
@@ -25,16 +25,34 @@ def handle(ctx: RequestContext) -> HandlerResult:
     if error is not None:
         return ctx.response(error_code=error, throttle_time_ms=0, topics=[])
     denied = {t.name: checks.read_topic(ctx, t.name) for t in body.topics}  # READ per topic
-    requested = [(t.name, p.partition_index) for t in body.topics for p in t.partitions
-                 if not denied[t.name]]
+    requested = [
+        (t.name, p.partition_index) for t in body.topics for p in t.partitions if not denied[t.name]
+    ]
     top, results = coordinator.delete_offsets(body.group_id, requested)
-    results.update({(t.name, p.partition_index): denied[t.name] for t in body.topics
-                    for p in t.partitions if denied[t.name]})
+    results.update(
+        {
+            (t.name, p.partition_index): denied[t.name]
+            for t in body.topics
+            for p in t.partitions
+            if denied[t.name]
+        }
+    )
     if top != ErrorCode.NONE:
         return ctx.response(error_code=top, throttle_time_ms=0, topics=[])
-    return ctx.response(error_code=ErrorCode.NONE, throttle_time_ms=0, topics=[
-        topic_class(name=t.name, partitions=[
-            partition_class(partition_index=p.partition_index,
-                            error_code=results[(t.name, p.partition_index)])
-            for p in t.partitions])
-        for t in body.topics])
+    return ctx.response(
+        error_code=ErrorCode.NONE,
+        throttle_time_ms=0,
+        topics=[
+            topic_class(
+                name=t.name,
+                partitions=[
+                    partition_class(
+                        partition_index=p.partition_index,
+                        error_code=results[(t.name, p.partition_index)],
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in body.topics
+        ],
+    )

@@ -12,9 +12,9 @@ without a member id (the admin client's) is not checked, nor is any fetch for a 
 
 from __future__ import annotations
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 
 API_KEY = 9
@@ -25,8 +25,13 @@ def _fetch(coordinator, group_id, topics, require_stable=False):
     found = coordinator.fetch_offsets(group_id, requested)
     if not require_stable or not coordinator.pending_txn:
         return found
-    return [(topic, [(p, UNSTABLE if coordinator.has_pending(group_id, topic, p) else c)
-                     for p, c in parts]) for topic, parts in found]
+    return [
+        (
+            topic,
+            [(p, UNSTABLE if coordinator.has_pending(group_id, topic, p) else c) for p, c in parts],
+        )
+        for topic, parts in found
+    ]
 
 
 UNSTABLE = object()  # stands for "pending transactional offsets" in _fetch's answer
@@ -36,8 +41,10 @@ def _member_epoch_error(coordinator, g, version):
     group = coordinator.consumer.groups.get(g.group_id) if version >= 9 else None
     if group is None:
         return ErrorCode.NONE
-    return coordinator.consumer.validate_offset_fetch(group, g.member_id,
-                                                     g.member_epoch) or ErrorCode.NONE
+    return (
+        coordinator.consumer.validate_offset_fetch(group, g.member_id, g.member_epoch)
+        or ErrorCode.NONE
+    )
 
 
 @handles(API_KEY)
@@ -53,44 +60,91 @@ def handle(ctx: RequestContext) -> HandlerResult:
         partition_class = topic_class.OffsetFetchResponsePartitions
         groups = []
         for g in body.groups:
-            group_error = (error or coordinator.ensure_ready(g.group_id)
-                           or checks.describe_group(ctx, g.group_id)
-                           or _member_epoch_error(coordinator, g, version) or ErrorCode.NONE)
-            found = [] if group_error else [
-                (topic, parts) for topic, parts in _fetch(coordinator, g.group_id, g.topics,
-                                                          body.require_stable)
-                if not checks.describe_topic(ctx, topic)]
-            groups.append(group_class(group_id=g.group_id, error_code=group_error, topics=[
-                topic_class(name=topic, partitions=[_partition(partition_class, p, c)
-                                                    for p, c in parts])
-                for topic, parts in found]))
+            group_error = (
+                error
+                or coordinator.ensure_ready(g.group_id)
+                or checks.describe_group(ctx, g.group_id)
+                or _member_epoch_error(coordinator, g, version)
+                or ErrorCode.NONE
+            )
+            found = (
+                []
+                if group_error
+                else [
+                    (topic, parts)
+                    for topic, parts in _fetch(
+                        coordinator, g.group_id, g.topics, body.require_stable
+                    )
+                    if not checks.describe_topic(ctx, topic)
+                ]
+            )
+            groups.append(
+                group_class(
+                    group_id=g.group_id,
+                    error_code=group_error,
+                    topics=[
+                        topic_class(
+                            name=topic,
+                            partitions=[_partition(partition_class, p, c) for p, c in parts],
+                        )
+                        for topic, parts in found
+                    ],
+                )
+            )
         return ctx.response(throttle_time_ms=0, groups=groups)
 
     topic_class = response_class.OffsetFetchResponseTopic
     partition_class = topic_class.OffsetFetchResponsePartition
-    error = (error or coordinator.ensure_ready(body.group_id)
-             or checks.describe_group(ctx, body.group_id) or ErrorCode.NONE)
+    error = (
+        error
+        or coordinator.ensure_ready(body.group_id)
+        or checks.describe_group(ctx, body.group_id)
+        or ErrorCode.NONE
+    )
     if error:
         if version >= 2:
             return ctx.response(throttle_time_ms=0, topics=[], error_code=error)
         # v1 has no top-level error: report it on every partition.
-        return ctx.response(throttle_time_ms=0, topics=[
-            topic_class(name=t.name, partitions=[
-                _partition(partition_class, p, None, error) for p in t.partition_indexes])
-            for t in body.topics or []])
-    found = _fetch(coordinator, body.group_id, body.topics,
-                   version >= 7 and body.require_stable)
-    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, topics=[
-        topic_class(name=topic, partitions=[_partition(partition_class, p, c) for p, c in parts])
-        for topic, parts in found])
+        return ctx.response(
+            throttle_time_ms=0,
+            topics=[
+                topic_class(
+                    name=t.name,
+                    partitions=[
+                        _partition(partition_class, p, None, error) for p in t.partition_indexes
+                    ],
+                )
+                for t in body.topics or []
+            ],
+        )
+    found = _fetch(coordinator, body.group_id, body.topics, version >= 7 and body.require_stable)
+    return ctx.response(
+        throttle_time_ms=0,
+        error_code=ErrorCode.NONE,
+        topics=[
+            topic_class(
+                name=topic, partitions=[_partition(partition_class, p, c) for p, c in parts]
+            )
+            for topic, parts in found
+        ],
+    )
 
 
 def _partition(partition_class, partition, committed, error=ErrorCode.NONE):
     if committed is UNSTABLE:
         committed, error = None, ErrorCode.UNSTABLE_OFFSET_COMMIT
     if committed is None:
-        return partition_class(partition_index=partition, committed_offset=-1,
-                               committed_leader_epoch=-1, metadata="", error_code=error)
-    return partition_class(partition_index=partition, committed_offset=committed.offset,
-                           committed_leader_epoch=committed.leader_epoch,
-                           metadata=committed.metadata, error_code=error)
+        return partition_class(
+            partition_index=partition,
+            committed_offset=-1,
+            committed_leader_epoch=-1,
+            metadata="",
+            error_code=error,
+        )
+    return partition_class(
+        partition_index=partition,
+        committed_offset=committed.offset,
+        committed_leader_epoch=committed.leader_epoch,
+        metadata=committed.metadata,
+        error_code=error,
+    )

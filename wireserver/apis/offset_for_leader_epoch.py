@@ -19,9 +19,9 @@ KIP-320); TOPIC_AUTHORIZATION_FAILED on every partition of a topic without eithe
 
 from __future__ import annotations
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 
 API_KEY = 23
@@ -51,20 +51,33 @@ def handle(ctx: RequestContext) -> HandlerResult:
         denied = checks.offset_for_leader_epoch(ctx, topic.topic)
         for requested in topic.partitions:
             if denied:
-                partitions.append(partition_class(error_code=denied, partition=requested.partition,
-                                                  leader_epoch=UNDEFINED, end_offset=UNDEFINED))
+                partitions.append(
+                    partition_class(
+                        error_code=denied,
+                        partition=requested.partition,
+                        leader_epoch=UNDEFINED,
+                        end_offset=UNDEFINED,
+                    )
+                )
                 continue
             log = logs.get_log(topic.topic, requested.partition)
             epoch, offset = UNDEFINED, UNDEFINED
             if log is None:
                 error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
-                not_leader, _ = replicas.check_leader(topic.topic, requested.partition,
-                                                      requested.current_leader_epoch)
+                not_leader, _ = replicas.check_leader(
+                    topic.topic, requested.partition, requested.current_leader_epoch
+                )
                 error = ErrorCode.NONE if not_leader is None else not_leader
                 if not_leader is None:
                     epoch, offset = end_offset_for(log, requested.leader_epoch)
-            partitions.append(partition_class(error_code=error, partition=requested.partition,
-                                              leader_epoch=epoch, end_offset=offset))
+            partitions.append(
+                partition_class(
+                    error_code=error,
+                    partition=requested.partition,
+                    leader_epoch=epoch,
+                    end_offset=offset,
+                )
+            )
         topics.append(topic_class(topic=topic.topic, partitions=partitions))
     return ctx.response(throttle_time_ms=0, topics=topics)

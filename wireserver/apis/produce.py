@@ -33,15 +33,13 @@ yet): the partition's producer state still fences older epochs.
 
 from __future__ import annotations
 
-
-
+from wireserver.apis import HandlerResult, handles
+from wireserver.apis.metadata import leader_hints
+from wireserver.context import RequestContext
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.records import ATTR_TRANSACTIONAL_MASK, RecordBatch
-from wireserver.storage.validation import BatchError
-from wireserver.apis import HandlerResult, handles
-from wireserver.context import RequestContext
-from wireserver.apis.metadata import leader_hints
 from wireserver.security import checks
+from wireserver.storage.validation import BatchError
 from wireserver.topics import TopicError, check_name
 
 API_KEY = 0
@@ -56,8 +54,9 @@ def produce_partition(ctx, topic: str, partition: int, records, acks: int):
         raise BatchError(ErrorCode.INVALID_REQUIRED_ACKS)
     info = ctx.broker.logs.topics.get(topic)
     if info is None or not 0 <= partition < info.num_partitions:
-        raise BatchError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                         "This server does not host this topic-partition.")
+        raise BatchError(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
+        )
     txn = ctx.broker.txn
 
     def verify_transaction(buf):
@@ -66,8 +65,9 @@ def produce_partition(ctx, topic: str, partition: int, records, acks: int):
         batch = RecordBatch(memoryview(buf))
         return txn.verify_produce(batch.producer_id, batch.producer_epoch, topic, partition)
 
-    return ctx.broker.replicas.append_records(topic, partition, records, acks, info.config,
-                                              verify_transaction)
+    return ctx.broker.replicas.append_records(
+        topic, partition, records, acks, info.config, verify_transaction
+    )
 
 
 @handles(API_KEY)
@@ -104,23 +104,38 @@ def handle(ctx: RequestContext) -> HandlerResult:
                     raise BatchError(exc.code, exc.message) from None
                 result = produce_partition(ctx, name, data.index, data.records, body.acks)
             except BatchError as exc:
-                partitions.append(partition_class(
-                    index=data.index, error_code=exc.code, base_offset=-1, log_append_time_ms=-1,
-                    log_start_offset=exc.log_start_offset,
-                    record_errors=[record_error_class(*e) for e in exc.record_errors],
-                    error_message=exc.message))
+                partitions.append(
+                    partition_class(
+                        index=data.index,
+                        error_code=exc.code,
+                        base_offset=-1,
+                        log_append_time_ms=-1,
+                        log_start_offset=exc.log_start_offset,
+                        record_errors=[record_error_class(*e) for e in exc.record_errors],
+                        error_message=exc.message,
+                    )
+                )
                 if exc.code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
                     moved.append((name, data.index, partitions[-1]))
             else:
-                partitions.append(partition_class(
-                    index=data.index, error_code=ErrorCode.NONE, base_offset=result.base_offset,
-                    log_append_time_ms=result.log_append_time,
-                    log_start_offset=result.log_start_offset, record_errors=[],
-                    error_message=None))
+                partitions.append(
+                    partition_class(
+                        index=data.index,
+                        error_code=ErrorCode.NONE,
+                        base_offset=result.base_offset,
+                        log_append_time_ms=result.log_append_time,
+                        log_start_offset=result.log_start_offset,
+                        record_errors=[],
+                        error_message=None,
+                    )
+                )
                 if body.acks == -1:
                     replicating.append((name, data.index, result.last_offset, partitions[-1]))
-        responses.append(topic_class(name=topic_data.name, topic_id=topic_data.topic_id,
-                                     partition_responses=partitions))
+        responses.append(
+            topic_class(
+                name=topic_data.name, topic_id=topic_data.topic_id, partition_responses=partitions
+            )
+        )
     if body.acks == 0:
         return None
     if replicating:
@@ -134,8 +149,7 @@ def respond(ctx, responses, moved):
     response_class = ctx.request.spec.response_class
     endpoints = []
     if moved and ctx.version >= 10:
-        leader_class = response_class.TopicProduceResponse.PartitionProduceResponse \
-            .LeaderIdAndEpoch
+        leader_class = response_class.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch
         endpoints = leader_hints(ctx, moved, leader_class, response_class.NodeEndpoint)
     return ctx.response(responses=responses, throttle_time_ms=0, node_endpoints=endpoints)
 
@@ -144,8 +158,8 @@ def await_replication(ctx, waiting, responses, moved):
     """acks=-1: the response once every ISR member has each partition's batch (Kafka's
     DelayedProduce), or after the request's timeout; at once when the ISR is this broker."""
     replicated = ctx.broker.replicas.wait_for_replication(
-        [(name, index, last_offset) for name, index, last_offset, _ in waiting],
-        ctx.body.timeout_ms)
+        [(name, index, last_offset) for name, index, last_offset, _ in waiting], ctx.body.timeout_ms
+    )
 
     def answer(results):
         for name, index, _, entry in waiting:

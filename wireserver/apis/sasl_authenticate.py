@@ -9,9 +9,9 @@ limit). Outside an authentication the answer is ILLEGAL_SASL_STATE.
 
 from __future__ import annotations
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security.connection import delay_failure
 from wireserver.security.sasl import AuthState, IllegalSaslState, SaslFailure
 
@@ -23,13 +23,25 @@ def handle(ctx: RequestContext) -> HandlerResult:
     authenticator = getattr(ctx.security, "authenticator", None)
 
     def answer(code, message=None, token=b"", lifetime=0):
-        return delay_failure(ctx, ctx.response(error_code=code, error_message=message,
-                                               auth_bytes=token, session_lifetime_ms=lifetime))
+        return delay_failure(
+            ctx,
+            ctx.response(
+                error_code=code,
+                error_message=message,
+                auth_bytes=token,
+                session_lifetime_ms=lifetime,
+            ),
+        )
 
-    if authenticator is None or authenticator.state is not AuthState.AUTHENTICATE \
-            or authenticator.raw_tokens:
-        return answer(ErrorCode.ILLEGAL_SASL_STATE,
-                      "SaslAuthenticate request received outside a SASL authentication")
+    if (
+        authenticator is None
+        or authenticator.state is not AuthState.AUTHENTICATE
+        or authenticator.raw_tokens
+    ):
+        return answer(
+            ErrorCode.ILLEGAL_SASL_STATE,
+            "SaslAuthenticate request received outside a SASL authentication",
+        )
     try:
         challenge = authenticator.authenticate(bytes(ctx.body.auth_bytes or b""))
     except SaslFailure as exc:

@@ -10,9 +10,9 @@ ILLEGAL_SASL_STATE, as Kafka's.
 
 from __future__ import annotations
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security.connection import delay_failure
 from wireserver.security.sasl import IllegalSaslState
 
@@ -29,5 +29,6 @@ def handle(ctx: RequestContext) -> HandlerResult:
     except IllegalSaslState as exc:
         authenticator.fail(str(exc))
         code = ErrorCode.ILLEGAL_SASL_STATE
-    return delay_failure(ctx, ctx.response(error_code=code,
-                                           mechanisms=list(authenticator.settings.mechanisms)))
+    return delay_failure(
+        ctx, ctx.response(error_code=code, mechanisms=list(authenticator.settings.mechanisms))
+    )

@@ -10,16 +10,20 @@ from __future__ import annotations
 
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
-from wireserver.security import checks
 from wireserver.groups import SyncResult
+from wireserver.security import checks
 
 API_KEY = 14
 
 
 def build(ctx, result: SyncResult):
-    return ctx.response(throttle_time_ms=0, error_code=result.error,
-                        protocol_type=result.protocol_type, protocol_name=result.protocol_name,
-                        assignment=result.assignment)
+    return ctx.response(
+        throttle_time_ms=0,
+        error_code=result.error,
+        protocol_type=result.protocol_type,
+        protocol_name=result.protocol_name,
+        assignment=result.assignment,
+    )
 
 
 @handles(API_KEY)
@@ -31,8 +35,12 @@ def handle(ctx: RequestContext) -> HandlerResult:
         return build(ctx, SyncResult(error))
     assignments = {a.member_id: bytes(a.assignment or b"") for a in body.assignments}
     d = coordinator.sync_group(
-        body.group_id, body.generation_id, body.member_id,
+        body.group_id,
+        body.generation_id,
+        body.member_id,
         body.group_instance_id if version >= 3 else None,
         body.protocol_type if version >= 5 else None,
-        body.protocol_name if version >= 5 else None, assignments)
+        body.protocol_name if version >= 5 else None,
+        assignments,
+    )
     return d.addCallback(lambda result: build(ctx, result))

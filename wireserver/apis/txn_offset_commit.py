@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from twisted.internet import defer
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
-from wireserver.security import checks
 from wireserver.coordinator_runtime import OFFSETS_TOPIC
 from wireserver.groups.offsets import OffsetCommit
+from wireserver.protocol.errors import ErrorCode
+from wireserver.security import checks
 
 API_KEY = 28
 
@@ -33,44 +33,75 @@ API_KEY = 28
 def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
     broker = ctx.broker
-    commits = [OffsetCommit(t.name, p.partition_index, p.committed_offset,
-                            p.committed_leader_epoch if version >= 2 else -1,
-                            p.committed_metadata)
-               for t in body.topics for p in t.partitions]
+    commits = [
+        OffsetCommit(
+            t.name,
+            p.partition_index,
+            p.committed_offset,
+            p.committed_leader_epoch if version >= 2 else -1,
+            p.committed_metadata,
+        )
+        for t in body.topics
+        for p in t.partitions
+    ]
     # WRITE on the transactional id, READ on the group, READ on each topic (KafkaApis)
-    error = (checks.write_transactional_id(ctx, body.transactional_id)
-             or checks.read_group(ctx, body.group_id) or broker.groups.ensure_ready(body.group_id))
+    error = (
+        checks.write_transactional_id(ctx, body.transactional_id)
+        or checks.read_group(ctx, body.group_id)
+        or broker.groups.ensure_ready(body.group_id)
+    )
     denied = {c.topic: checks.read_topic(ctx, c.topic) for c in commits}
     filtered = error is None and any(denied.values())
     if filtered:
         commits = [c for c in commits if not denied[c.topic]]
     if error is None and broker.cluster is None:  # the coordinator is here on one node only
-        error = broker.txn.check_produce(body.producer_id, body.producer_epoch, OFFSETS_TOPIC,
-                                         broker.groups.partition_for(body.group_id))
+        error = broker.txn.check_produce(
+            body.producer_id,
+            body.producer_epoch,
+            OFFSETS_TOPIC,
+            broker.groups.partition_for(body.group_id),
+        )
         if error == ErrorCode.INVALID_PRODUCER_ID_MAPPING:
             error = ErrorCode.INVALID_TXN_STATE
     if error is not None:
         results = {(c.topic, c.partition): error for c in commits}
     elif version >= 3:
         results = broker.groups.txn_offset_commit(
-            body.group_id, body.producer_id, body.producer_epoch, body.generation_id,
-            body.member_id, body.group_instance_id, commits)
+            body.group_id,
+            body.producer_id,
+            body.producer_epoch,
+            body.generation_id,
+            body.member_id,
+            body.group_instance_id,
+            commits,
+        )
     else:
-        results = broker.groups.txn_offset_commit(body.group_id, body.producer_id,
-                                                  body.producer_epoch, -1, "", None, commits)
+        results = broker.groups.txn_offset_commit(
+            body.group_id, body.producer_id, body.producer_epoch, -1, "", None, commits
+        )
     if ErrorCode.NONE in results.values():
         replicated = yield broker.groups.replicated(body.group_id)
         if replicated != ErrorCode.NONE:
-            results = {key: replicated if code == ErrorCode.NONE else code
-                       for key, code in results.items()}
+            results = {
+                key: replicated if code == ErrorCode.NONE else code for key, code in results.items()
+            }
     if filtered:
-        results.update({(t.name, p.partition_index): denied[t.name] for t in body.topics
-                        for p in t.partitions if denied[t.name]})
+        results.update(
+            {
+                (t.name, p.partition_index): denied[t.name]
+                for t in body.topics
+                for p in t.partitions
+                if denied[t.name]
+            }
+        )
     topic_class = ctx.request.spec.response_class.TxnOffsetCommitResponseTopic
     partition_class = topic_class.TxnOffsetCommitResponsePartition
     by_topic: dict[str, list] = {}
     for (topic, partition), code in results.items():
-        by_topic.setdefault(topic, []).append(partition_class(partition_index=partition,
-                                                              error_code=code))
-    return ctx.response(throttle_time_ms=0, topics=[
-        topic_class(name=topic, partitions=parts) for topic, parts in by_topic.items()])
+        by_topic.setdefault(topic, []).append(
+            partition_class(partition_index=partition, error_code=code)
+        )
+    return ctx.response(
+        throttle_time_ms=0,
+        topics=[topic_class(name=topic, partitions=parts) for topic, parts in by_topic.items()],
+    )

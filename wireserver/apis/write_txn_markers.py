@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from twisted.internet import defer
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
 from wireserver.coordinator_runtime import REQUEST_TIMEOUT_MS
+from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 
 API_KEY = 27
@@ -33,8 +33,9 @@ def _replicated(ctx, results: dict):
 
     def committed(topic: str, partition: int) -> defer.Deferred:
         last_offset = broker.logs.get_log(topic, partition).log_end_offset - 1
-        d = broker.replicas.wait_for_replication([(topic, partition, last_offset)],
-                                                 REQUEST_TIMEOUT_MS)
+        d = broker.replicas.wait_for_replication(
+            [(topic, partition, last_offset)], REQUEST_TIMEOUT_MS
+        )
         return d.addCallback(lambda answers: answers[(topic, partition)])
 
     waits = [committed(topic, partition) for topic, partition in written]
@@ -58,13 +59,22 @@ def handle(ctx: RequestContext) -> HandlerResult:
             results = {tp: denied for tp in partitions}
         else:
             results = ctx.broker.txn.write_markers(
-                marker.producer_id, marker.producer_epoch, bool(marker.transaction_result),
-                partitions, marker.coordinator_epoch)
+                marker.producer_id,
+                marker.producer_epoch,
+                bool(marker.transaction_result),
+                partitions,
+                marker.coordinator_epoch,
+            )
             results = yield _replicated(ctx, results)
         by_topic: dict[str, list] = {}
         for (topic, partition), error in results.items():
-            by_topic.setdefault(topic, []).append(partition_class(partition_index=partition,
-                                                                  error_code=error))
-        out.append(result_class(producer_id=marker.producer_id, topics=[
-            topic_class(name=t, partitions=ps) for t, ps in by_topic.items()]))
+            by_topic.setdefault(topic, []).append(
+                partition_class(partition_index=partition, error_code=error)
+            )
+        out.append(
+            result_class(
+                producer_id=marker.producer_id,
+                topics=[topic_class(name=t, partitions=ps) for t, ps in by_topic.items()],
+            )
+        )
     return ctx.response(markers=out)

@@ -24,12 +24,20 @@ from __future__ import annotations
 import json
 import logging
 from collections import defaultdict
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from wireserver.cluster.config_changes import delete_expired, wall_clock_now_ms
 from wireserver.cluster.zkdata import update_znode
-from wireserver.security.acls import (AclBinding, Authorizer, Operation, PatternType,
-                                      Permission, ResourceType, resource_key)
+from wireserver.security.acls import (
+    AclBinding,
+    Authorizer,
+    Operation,
+    PatternType,
+    Permission,
+    ResourceType,
+    resource_key,
+)
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +48,14 @@ PREFIXED_CHANGES = "/kafka-acl-extended-changes"
 CHANGE_PREFIX = "acl_changes_"
 
 #: Kafka's names (``SecurityUtils.resourceTypeName`` / ``operationName``): PascalCase.
-RESOURCE_NAMES = {ResourceType.TOPIC: "Topic", ResourceType.GROUP: "Group",
-                  ResourceType.CLUSTER: "Cluster", ResourceType.TRANSACTIONAL_ID: "TransactionalId",
-                  ResourceType.DELEGATION_TOKEN: "DelegationToken", ResourceType.USER: "User"}
+RESOURCE_NAMES = {
+    ResourceType.TOPIC: "Topic",
+    ResourceType.GROUP: "Group",
+    ResourceType.CLUSTER: "Cluster",
+    ResourceType.TRANSACTIONAL_ID: "TransactionalId",
+    ResourceType.DELEGATION_TOKEN: "DelegationToken",
+    ResourceType.USER: "User",
+}
 RESOURCE_TYPES = {name: value for value, name in RESOURCE_NAMES.items()}
 
 
@@ -50,8 +63,9 @@ def _pascal(name: str) -> str:
     return "".join(part.capitalize() for part in name.split("_"))
 
 
-OPERATION_NAMES = {op: _pascal(op.name) for op in Operation
-                   if op not in (Operation.UNKNOWN, Operation.ANY)}
+OPERATION_NAMES = {
+    op: _pascal(op.name) for op in Operation if op not in (Operation.UNKNOWN, Operation.ANY)
+}
 OPERATIONS = {name: op for op, name in OPERATION_NAMES.items()}
 PERMISSION_NAMES = {Permission.ALLOW: "Allow", Permission.DENY: "Deny"}
 PERMISSIONS = {name: value for value, name in PERMISSION_NAMES.items()}
@@ -66,19 +80,39 @@ def resource_path(key: Key) -> str:
 
 
 def encode_acls(acls: list[AclBinding]) -> bytes:
-    return json.dumps({"version": 1, "acls": [
-        {"principal": acl.principal, "permissionType": PERMISSION_NAMES[Permission(acl.permission)],
-         "operation": OPERATION_NAMES[Operation(acl.operation)], "host": acl.host}
-        for acl in acls]}, separators=(",", ":")).encode()
+    return json.dumps(
+        {
+            "version": 1,
+            "acls": [
+                {
+                    "principal": acl.principal,
+                    "permissionType": PERMISSION_NAMES[Permission(acl.permission)],
+                    "operation": OPERATION_NAMES[Operation(acl.operation)],
+                    "host": acl.host,
+                }
+                for acl in acls
+            ],
+        },
+        separators=(",", ":"),
+    ).encode()
 
 
 def decode_acls(key: Key, data: bytes | None) -> list[AclBinding]:
     if not data:
         return []
     resource_type, pattern_type, name = key
-    return [AclBinding(resource_type, name, pattern_type, entry["principal"], entry["host"],
-                       OPERATIONS[entry["operation"]], PERMISSIONS[entry["permissionType"]])
-            for entry in json.loads(data).get("acls", [])]
+    return [
+        AclBinding(
+            resource_type,
+            name,
+            pattern_type,
+            entry["principal"],
+            entry["host"],
+            OPERATIONS[entry["operation"]],
+            PERMISSIONS[entry["permissionType"]],
+        )
+        for entry in json.loads(data).get("acls", [])
+    ]
 
 
 def encode_change(key: Key) -> bytes:
@@ -88,9 +122,15 @@ def encode_change(key: Key) -> bytes:
     type_name = ResourceType(resource_type).name
     if pattern_type == PatternType.LITERAL:
         return f"{type_name}:{name}".encode()
-    return json.dumps({"version": 1, "resourceType": type_name, "name": name,
-                       "patternType": PatternType(pattern_type).name},
-                      separators=(",", ":")).encode()
+    return json.dumps(
+        {
+            "version": 1,
+            "resourceType": type_name,
+            "name": name,
+            "patternType": PatternType(pattern_type).name,
+        },
+        separators=(",", ":"),
+    ).encode()
 
 
 def _resource_type(text: str) -> int:
@@ -104,8 +144,11 @@ def decode_change(data: bytes, literal: bool) -> Key:
         type_name, _, name = text.partition(":")
         return _resource_type(type_name), PatternType.LITERAL, name
     doc = json.loads(text)
-    return (_resource_type(doc["resourceType"]), PatternType[doc["patternType"].upper()],
-            doc["name"])
+    return (
+        _resource_type(doc["resourceType"]),
+        PatternType[doc["patternType"].upper()],
+        doc["name"],
+    )
 
 
 class ZkAclStore:
@@ -113,9 +156,13 @@ class ZkAclStore:
     broker's started ``KazooClient``; ``on_reactor(func)`` wraps a kazoo callback so that
     ``func`` runs on the reactor thread (``ClusterNode._from_zk``)."""
 
-    def __init__(self, zk: Any, authorizer: Authorizer,
-                 on_reactor: Callable[[Callable[..., None]], Callable[..., None]],
-                 wall_clock_ms: Callable[[], int] = wall_clock_now_ms):
+    def __init__(
+        self,
+        zk: Any,
+        authorizer: Authorizer,
+        on_reactor: Callable[[Callable[..., None]], Callable[..., None]],
+        wall_clock_ms: Callable[[], int] = wall_clock_now_ms,
+    ):
         self.zk = zk
         self.authorizer = authorizer
         self.on_reactor = on_reactor
@@ -135,8 +182,10 @@ class ZkAclStore:
 
     def load(self) -> list[AclBinding]:
         acls: list[AclBinding] = []
-        for root, pattern in ((LITERAL_ROOT, PatternType.LITERAL),
-                              (PREFIXED_ROOT, PatternType.PREFIXED)):
+        for root, pattern in (
+            (LITERAL_ROOT, PatternType.LITERAL),
+            (PREFIXED_ROOT, PatternType.PREFIXED),
+        ):
             for type_name in self.zk.get_children(root):
                 resource_type = RESOURCE_TYPES.get(type_name)
                 if resource_type is None:
@@ -146,8 +195,9 @@ class ZkAclStore:
                     acls += decode_acls(key, self.zk.get(resource_path(key))[0])
         return acls
 
-    def write(self, acls: list[AclBinding], added: list[AclBinding],
-              removed: list[AclBinding]) -> None:
+    def write(
+        self, acls: list[AclBinding], added: list[AclBinding], removed: list[AclBinding]
+    ) -> None:
         """Apply ``added`` and ``removed`` to each resource's znode, notify every broker, and
         set this broker's cache to what ZooKeeper now holds."""
         changes: dict[Key, tuple[list, list]] = defaultdict(lambda: ([], []))
@@ -159,25 +209,30 @@ class ZkAclStore:
             stored = self._update(key, plus, minus)
             self.authorizer.replace_resource(key, stored)
             literal = key[1] == PatternType.LITERAL
-            self.zk.create(f"{LITERAL_CHANGES if literal else PREFIXED_CHANGES}/{CHANGE_PREFIX}",
-                           encode_change(key), sequence=True)
+            self.zk.create(
+                f"{LITERAL_CHANGES if literal else PREFIXED_CHANGES}/{CHANGE_PREFIX}",
+                encode_change(key),
+                sequence=True,
+            )
 
-    def _update(self, key: Key, plus: list[AclBinding],
-                minus: list[AclBinding]) -> list[AclBinding]:
+    def _update(
+        self, key: Key, plus: list[AclBinding], minus: list[AclBinding]
+    ) -> list[AclBinding]:
         def change(data: bytes | None) -> bytes | None:
             wanted = [acl for acl in decode_acls(key, data) if acl not in minus]
             wanted += [acl for acl in plus if acl not in wanted]
             return encode_acls(wanted) if wanted else None
+
         return decode_acls(key, update_znode(self.zk, resource_path(key), change))
 
     def _changes_of(self, path: str) -> Callable[[list[str]], None]:
         def on_children(children: list[str]) -> None:
             from kazoo.exceptions import NoNodeError
+
             for child in sorted(c for c in children if c > self.seen.get(path, "")):
                 self.seen[path] = child
                 try:
-                    key = decode_change(self.zk.get(f"{path}/{child}")[0],
-                                        path == LITERAL_CHANGES)
+                    key = decode_change(self.zk.get(f"{path}/{child}")[0], path == LITERAL_CHANGES)
                 except (NoNodeError, ValueError, KeyError):
                     log.warning("skipping an unreadable ACL change %s/%s", path, child)
                     continue
@@ -187,4 +242,5 @@ class ZkAclStore:
                     data = None
                 self.authorizer.replace_resource(key, decode_acls(key, data))
             delete_expired(self.zk, path, children, self.wall_clock_ms())
+
         return on_children

@@ -93,16 +93,19 @@ class _OneProtocolFactory(protocol.Factory):
 
 
 @defer.inlineCallbacks
-def connect(reactor: Any, host: str, port: int, client_id: str, security: Any = None,
-            timeout: float = 10.0):
+def connect(
+    reactor: Any, host: str, port: int, client_id: str, security: Any = None, timeout: float = 10.0
+):
     """A Deferred firing with a connected (and, per ``security``, an
     ``InterBrokerSecurity``, encrypted and authenticated) ``BrokerClientProtocol``."""
     from twisted.internet.endpoints import TCP4ClientEndpoint
+
     client = BrokerClientProtocol(client_id)
     factory: protocol.Factory = _OneProtocolFactory(client)
     if security is not None and security.uses_tls:
         # The clock: an embedded broker runs on a private reactor (see SecurityManager.listen).
         from twisted.protocols.tls import TLSMemoryBIOFactory
+
         factory = TLSMemoryBIOFactory(security.tls_options(host), True, factory, clock=reactor)
     yield TCP4ClientEndpoint(reactor, host, port, timeout=timeout).connect(factory)
     if security is not None and security.mechanism:
@@ -114,8 +117,9 @@ def connect(reactor: Any, host: str, port: int, client_id: str, security: Any = 
     return client
 
 
-def connect_to_broker(reactor: Any, brokers: dict, broker_id: int, security: Any,
-                      client_id: str) -> defer.Deferred:
+def connect_to_broker(
+    reactor: Any, brokers: dict, broker_id: int, security: Any, client_id: str
+) -> defer.Deferred:
     """Connect to broker ``broker_id``'s endpoint of the inter-broker listener (``brokers``:
     the registrations read from ZooKeeper), secured as that listener says (TLS, SASL login).
     The replica fetcher and the transaction marker sender both reach other brokers this way."""
@@ -123,9 +127,12 @@ def connect_to_broker(reactor: Any, brokers: dict, broker_id: int, security: Any
     if info is None or not info.endpoints:
         return defer.fail(RuntimeError(f"broker {broker_id} is not registered"))
     if security.listener not in info.endpoints:
-        return defer.fail(RuntimeError(
-            f"broker {broker_id} has no endpoint for the inter-broker listener "
-            f"{security.listener} (it registered {', '.join(info.endpoints)})"))
+        return defer.fail(
+            RuntimeError(
+                f"broker {broker_id} has no endpoint for the inter-broker listener "
+                f"{security.listener} (it registered {', '.join(info.endpoints)})"
+            )
+        )
     host, port = info.endpoints[security.listener]
     return connect(reactor, host, port, client_id, security)
 
@@ -133,22 +140,26 @@ def connect_to_broker(reactor: Any, brokers: dict, broker_id: int, security: Any
 @defer.inlineCallbacks
 def _authenticate(client: BrokerClientProtocol, security: Any, address: str):
     from wireserver.protocol.served import SERVED
+
     who = f"SASL login to {address} as {security.username} with {security.mechanism}"
-    handshake = yield client.request(SERVED.get(17).request_class(
-        version=SASL_HANDSHAKE_VERSION, mechanism=security.mechanism))
+    handshake = yield client.request(
+        SERVED.get(17).request_class(version=SASL_HANDSHAKE_VERSION, mechanism=security.mechanism)
+    )
     if handshake.error_code:
         raise InterBrokerAuthenticationFailed(
             f"{who} failed: {ErrorCode(handshake.error_code).name} (enabled there: "
-            f"{', '.join(handshake.mechanisms)})")
+            f"{', '.join(handshake.mechanisms)})"
+        )
     exchange = security.sasl_client()
     token = exchange.initial()
     while token is not None:
-        response = yield client.request(SERVED.get(36).request_class(
-            version=SASL_AUTHENTICATE_VERSION, auth_bytes=token))
+        response = yield client.request(
+            SERVED.get(36).request_class(version=SASL_AUTHENTICATE_VERSION, auth_bytes=token)
+        )
         if response.error_code:
             raise InterBrokerAuthenticationFailed(
-                f"{who} failed: {ErrorCode(response.error_code).name}: "
-                f"{response.error_message}")
+                f"{who} failed: {ErrorCode(response.error_code).name}: {response.error_message}"
+            )
         try:
             token = exchange.respond(bytes(response.auth_bytes))
         except SaslFailure as exc:

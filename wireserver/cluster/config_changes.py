@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from wireserver.cluster import zkdata as zd
 
@@ -59,7 +60,7 @@ def sequence_of(child: str) -> int:
     if not child.startswith(zd.CONFIG_CHANGE_PREFIX):
         return -1
     try:
-        return int(child[len(zd.CONFIG_CHANGE_PREFIX):])
+        return int(child[len(zd.CONFIG_CHANGE_PREFIX) :])
     except ValueError:
         return -1
 
@@ -70,8 +71,11 @@ class ConfigChangeListener:
     config. Whoever keeps a kind of config registers its handler in ``handlers``.
     ``on_reactor(func)`` wraps a kazoo watch callback so that it runs on the reactor thread."""
 
-    def __init__(self, on_reactor: Callable[[Callable[..., None]], Callable[..., None]],
-                 wall_clock_ms: Callable[[], int] | None = None):
+    def __init__(
+        self,
+        on_reactor: Callable[[Callable[..., None]], Callable[..., None]],
+        wall_clock_ms: Callable[[], int] | None = None,
+    ):
         self.on_reactor = on_reactor
         self.zk: Any = None
         self.last_processed = -1
@@ -98,8 +102,12 @@ class ConfigChangeListener:
                 continue
             self.apply(zd.decode_config_change(data))
             self.last_processed = seq
-        delete_expired(zk, zd.CONFIG_CHANGES, [c for c in children if sequence_of(c) >= 0],
-                       self.wall_clock_ms())
+        delete_expired(
+            zk,
+            zd.CONFIG_CHANGES,
+            [c for c in children if sequence_of(c) >= 0],
+            self.wall_clock_ms(),
+        )
 
     def apply(self, entity_path: str | None) -> None:
         kind, _, name = (entity_path or "").partition("/")
@@ -112,5 +120,8 @@ class ConfigChangeListener:
 
 def notify(zk: Any, entity_path: str) -> None:
     """Tell every broker (this one included) that ``entity_path``'s config changed."""
-    zk.create(f"{zd.CONFIG_CHANGES}/{zd.CONFIG_CHANGE_PREFIX}",
-              zd.encode_config_change(entity_path), sequence=True)
+    zk.create(
+        f"{zd.CONFIG_CHANGES}/{zd.CONFIG_CHANGE_PREFIX}",
+        zd.encode_config_change(entity_path),
+        sequence=True,
+    )

@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING
 
 from twisted.internet import task
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.cluster import zkdata as zd
+from wireserver.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from wireserver.cluster.node import ClusterNode
@@ -49,7 +49,7 @@ PREFERRED, UNCLEAN = 0, 1
 
 
 class Controller:
-    def __init__(self, node: "ClusterNode", epoch: int):
+    def __init__(self, node: ClusterNode, epoch: int):
         self.node = node
         self.epoch = epoch
         self.active = True
@@ -92,12 +92,19 @@ class Controller:
                     by_preferred.setdefault(replicas[0], []).append((name, partition))
         moved = []
         for broker_id, tps in sorted(by_preferred.items()):
-            elsewhere = [tp for tp in tps if (state := node.states.get(tp)) is not None and
-                         state.leader != broker_id]
+            elsewhere = [
+                tp
+                for tp in tps
+                if (state := node.states.get(tp)) is not None and state.leader != broker_id
+            ]
             if not tps or len(elsewhere) / len(tps) <= threshold:
                 continue
-            log.info("broker %d leads %d of its %d preferred partitions elsewhere: electing",
-                     broker_id, len(elsewhere), len(tps))
+            log.info(
+                "broker %d leads %d of its %d preferred partitions elsewhere: electing",
+                broker_id,
+                len(elsewhere),
+                len(tps),
+            )
             for tp in sorted(elsewhere):
                 if self.elect(tp, PREFERRED) == ErrorCode.NONE:
                     moved.append(tp)
@@ -128,8 +135,12 @@ class Controller:
                     return ErrorCode.ELECTION_NOT_NEEDED
                 if preferred not in live or preferred not in state.isr:
                     return ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
-                new = replace(state, leader=preferred, leader_epoch=state.leader_epoch + 1,
-                              controller_epoch=self.epoch)
+                new = replace(
+                    state,
+                    leader=preferred,
+                    leader_epoch=state.leader_epoch + 1,
+                    controller_epoch=self.epoch,
+                )
             else:
                 if state.leader in live:
                     return ErrorCode.ELECTION_NOT_NEEDED
@@ -138,20 +149,35 @@ class Controller:
                 if in_sync:
                     leader, isr = in_sync[0], [r for r in state.isr if r in live]
                 elif alive:
-                    log.warning("%s-%d: unclean leader election of broker %d (ElectLeaders)",
-                                tp[0], tp[1], alive[0])
+                    log.warning(
+                        "%s-%d: unclean leader election of broker %d (ElectLeaders)",
+                        tp[0],
+                        tp[1],
+                        alive[0],
+                    )
                     leader, isr = alive[0], [alive[0]]
                 else:
                     return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
-                new = replace(state, leader=leader, leader_epoch=state.leader_epoch + 1,
-                              isr=isr, controller_epoch=self.epoch)
+                new = replace(
+                    state,
+                    leader=leader,
+                    leader_epoch=state.leader_epoch + 1,
+                    isr=isr,
+                    controller_epoch=self.epoch,
+                )
             try:
                 stat = node.zk.set(path, new.encode(), version=state.zk_version)
             except BadVersionError:
                 continue
-            log.info("%s-%d: %s election: leader %d -> %d, epoch %d", tp[0], tp[1],
-                     "preferred" if election_type == PREFERRED else "unclean", state.leader,
-                     new.leader, new.leader_epoch)
+            log.info(
+                "%s-%d: %s election: leader %d -> %d, epoch %d",
+                tp[0],
+                tp[1],
+                "preferred" if election_type == PREFERRED else "unclean",
+                state.leader,
+                new.leader,
+                new.leader_epoch,
+            )
             node.apply_state(tp, replace(new, zk_version=stat.version))
             return ErrorCode.NONE
         return ErrorCode.REQUEST_TIMED_OUT
@@ -192,14 +218,21 @@ class Controller:
                 data, stat = zk.get(path)
             except NoNodeError:
                 alive = [r for r in replicas if r in live]
-                state = zd.PartitionState(alive[0] if alive else -1, 0, alive or list(replicas),
-                                          self.epoch, 0, list(replicas))
+                state = zd.PartitionState(
+                    alive[0] if alive else -1,
+                    0,
+                    alive or list(replicas),
+                    self.epoch,
+                    0,
+                    list(replicas),
+                )
                 try:
                     zk.create(path, state.encode(), makepath=True)
                 except NodeExistsError:
                     continue
-                log.info("%s-%d: created with leader %d, ISR %s", tp[0], tp[1], state.leader,
-                         state.isr)
+                log.info(
+                    "%s-%d: created with leader %d, ISR %s", tp[0], tp[1], state.leader, state.isr
+                )
                 node.apply_state(tp, state)
                 return
             state = zd.PartitionState.decode(data, stat.version, replicas)
@@ -210,9 +243,17 @@ class Controller:
                 stat = zk.set(path, new.encode(), version=state.zk_version)
             except BadVersionError:
                 continue
-            log.info("%s-%d: leader %d -> %d, epoch %d -> %d, ISR %s -> %s", tp[0], tp[1],
-                     state.leader, new.leader, state.leader_epoch, new.leader_epoch, state.isr,
-                     new.isr)
+            log.info(
+                "%s-%d: leader %d -> %d, epoch %d -> %d, ISR %s -> %s",
+                tp[0],
+                tp[1],
+                state.leader,
+                new.leader,
+                state.leader_epoch,
+                new.leader_epoch,
+                state.isr,
+                new.isr,
+            )
             node.apply_state(tp, replace(new, zk_version=stat.version))
             return
 
@@ -220,8 +261,7 @@ class Controller:
         isr_live = [r for r in state.isr if r in live]
         if state.leader in live:
             if isr_live != state.isr:
-                return replace(state, isr=isr_live or [state.leader],
-                               controller_epoch=self.epoch)
+                return replace(state, isr=isr_live or [state.leader], controller_epoch=self.epoch)
             return None
         candidates = [r for r in state.replicas if r in isr_live]
         if candidates:
@@ -229,19 +269,24 @@ class Controller:
         else:
             alive = [r for r in state.replicas if r in live]
             if alive and self._unclean_allowed(tp[0]):
-                log.warning("%s-%d: unclean leader election of broker %d", tp[0], tp[1],
-                            alive[0])
+                log.warning("%s-%d: unclean leader election of broker %d", tp[0], tp[1], alive[0])
                 leader, isr = alive[0], [alive[0]]
             else:
                 if state.leader == -1:
                     return None
                 leader, isr = -1, state.isr
-        return replace(state, leader=leader, leader_epoch=state.leader_epoch + 1, isr=isr,
-                       controller_epoch=self.epoch)
+        return replace(
+            state,
+            leader=leader,
+            leader_epoch=state.leader_epoch + 1,
+            isr=isr,
+            controller_epoch=self.epoch,
+        )
 
 
-def controlled_shutdown_state(state: zd.PartitionState, broker_id: int, live: set[int]
-                              ) -> zd.PartitionState | None:
+def controlled_shutdown_state(
+    state: zd.PartitionState, broker_id: int, live: set[int]
+) -> zd.PartitionState | None:
     """Kafka's ``ControlledShutdownPartitionLeaderElectionStrategy`` for one partition of a
     broker shutting down: if it leads, the first replica of the assignment that is alive, in
     the ISR and not the broker becomes leader (leader epoch bumped) and the broker leaves the

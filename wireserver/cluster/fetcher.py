@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer, task
 
+from wireserver.cluster.client import InterBrokerAuthenticationFailed, connect_to_broker
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.served import SERVED
 from wireserver.storage.batches import iter_headers
-from wireserver.cluster.client import InterBrokerAuthenticationFailed, connect_to_broker
 
 if TYPE_CHECKING:
     from wireserver.cluster.node import ClusterNode
@@ -46,7 +46,7 @@ class FetchState:
 
 
 class ReplicaFetcher:
-    def __init__(self, node: "ClusterNode", leader_id: int):
+    def __init__(self, node: ClusterNode, leader_id: int):
         self.node = node
         self.broker = node.broker
         self.reactor = node.broker.reactor
@@ -118,8 +118,7 @@ class ReplicaFetcher:
             except InterBrokerAuthenticationFailed as exc:
                 # Misconfigured credentials do not heal by retrying: say so loudly, once.
                 if self.running and str(exc) != self._last_refusal:
-                    log.warning("broker %d refused this replica fetcher: %s", self.leader_id,
-                                exc)
+                    log.warning("broker %d refused this replica fetcher: %s", self.leader_id, exc)
                 self._last_refusal = str(exc)
                 self.connection = None
                 if self.running:
@@ -134,9 +133,13 @@ class ReplicaFetcher:
                     yield self._sleep(self.backoff_s)
 
     def _connect(self) -> defer.Deferred:
-        return connect_to_broker(self.reactor, self.node.brokers, self.leader_id,
-                                 self.broker.config.inter_broker_security,
-                                 f"replica-fetcher-{self.broker.node_id}")
+        return connect_to_broker(
+            self.reactor,
+            self.node.brokers,
+            self.leader_id,
+            self.broker.config.inter_broker_security,
+            f"replica-fetcher-{self.broker.node_id}",
+        )
 
     # -- truncation ------------------------------------------------------------------------
     @defer.inlineCallbacks
@@ -154,14 +157,18 @@ class ReplicaFetcher:
             epoch = UNDEFINED if epoch is None else epoch
             state = self.partitions[tp]
             asked[tp] = (epoch, state.leader_epoch)
-            by_topic.setdefault(tp[0], []).append(partition_class(
-                partition=tp[1], current_leader_epoch=state.leader_epoch, leader_epoch=epoch))
+            by_topic.setdefault(tp[0], []).append(
+                partition_class(
+                    partition=tp[1], current_leader_epoch=state.leader_epoch, leader_epoch=epoch
+                )
+            )
         if not by_topic:
             return
-        request = request_class(version=OFFSET_FOR_LEADER_EPOCH_VERSION,
-                                replica_id=self.broker.node_id,
-                                topics=[topic_class(topic=t, partitions=ps)
-                                        for t, ps in by_topic.items()])
+        request = request_class(
+            version=OFFSET_FOR_LEADER_EPOCH_VERSION,
+            replica_id=self.broker.node_id,
+            topics=[topic_class(topic=t, partitions=ps) for t, ps in by_topic.items()],
+        )
         response = yield self.connection.request(request)
         for topic in response.topics:
             for result in topic.partitions:
@@ -170,8 +177,13 @@ class ReplicaFetcher:
                 if state is None or tp not in asked or asked[tp][1] != state.leader_epoch:
                     continue
                 if result.error_code != ErrorCode.NONE:
-                    log.info("OffsetForLeaderEpoch %s-%d from broker %d: %s", tp[0], tp[1],
-                             self.leader_id, ErrorCode(result.error_code).name)
+                    log.info(
+                        "OffsetForLeaderEpoch %s-%d from broker %d: %s",
+                        tp[0],
+                        tp[1],
+                        self.leader_id,
+                        ErrorCode(result.error_code).name,
+                    )
                     continue
                 self._truncate_one(tp, asked[tp][0], result.leader_epoch, result.end_offset)
                 state.needs_truncation = False
@@ -187,8 +199,16 @@ class ReplicaFetcher:
             _, our_end = partition_log.end_offset_for_epoch(leader_epoch)
             target = min(leader_end, our_end if our_end >= 0 else partition_log.high_watermark)
         if target < leo:
-            log.info("truncating %s-%d from %d to %d (leader %d: epoch %d ends at %d)", tp[0],
-                     tp[1], leo, target, self.leader_id, leader_epoch, leader_end)
+            log.info(
+                "truncating %s-%d from %d to %d (leader %d: epoch %d ends at %d)",
+                tp[0],
+                tp[1],
+                leo,
+                target,
+                self.leader_id,
+                leader_epoch,
+                leader_end,
+            )
             partition_log.truncate_to(target)
 
     @defer.inlineCallbacks
@@ -201,12 +221,21 @@ class ReplicaFetcher:
         topic_class = request_class.ListOffsetsTopic
         by_topic: dict[str, list] = {}
         for tp in tps:
-            by_topic.setdefault(tp[0], []).append(topic_class.ListOffsetsPartition(
-                partition_index=tp[1], current_leader_epoch=self.partitions[tp].leader_epoch,
-                timestamp=EARLIEST_TIMESTAMP))
-        response = yield self.connection.request(request_class(
-            version=LIST_OFFSETS_VERSION, replica_id=self.broker.node_id, isolation_level=0,
-            topics=[topic_class(name=t, partitions=ps) for t, ps in by_topic.items()]))
+            by_topic.setdefault(tp[0], []).append(
+                topic_class.ListOffsetsPartition(
+                    partition_index=tp[1],
+                    current_leader_epoch=self.partitions[tp].leader_epoch,
+                    timestamp=EARLIEST_TIMESTAMP,
+                )
+            )
+        response = yield self.connection.request(
+            request_class(
+                version=LIST_OFFSETS_VERSION,
+                replica_id=self.broker.node_id,
+                isolation_level=0,
+                topics=[topic_class(name=t, partitions=ps) for t, ps in by_topic.items()],
+            )
+        )
         for topic in response.topics:
             for result in topic.partitions:
                 tp = (topic.name, result.partition_index)
@@ -215,14 +244,24 @@ class ReplicaFetcher:
                 if state is None or not state.out_of_range or partition_log is None:
                     continue
                 if result.error_code != ErrorCode.NONE:
-                    log.info("ListOffsets %s-%d from broker %d: %s", tp[0], tp[1],
-                             self.leader_id, ErrorCode(result.error_code).name)
+                    log.info(
+                        "ListOffsets %s-%d from broker %d: %s",
+                        tp[0],
+                        tp[1],
+                        self.leader_id,
+                        ErrorCode(result.error_code).name,
+                    )
                     continue
                 state.out_of_range = False
                 if result.offset > partition_log.log_end_offset:
-                    log.info("%s-%d: log end %d is below the leader's log start %d: "
-                             "restarting the log there", tp[0], tp[1],
-                             partition_log.log_end_offset, result.offset)
+                    log.info(
+                        "%s-%d: log end %d is below the leader's log start %d: "
+                        "restarting the log there",
+                        tp[0],
+                        tp[1],
+                        partition_log.log_end_offset,
+                        result.offset,
+                    )
                     partition_log.truncate_fully_and_start_at(result.offset)
                 else:
                     state.needs_truncation = True
@@ -242,25 +281,37 @@ class ReplicaFetcher:
             state = self.partitions[tp]
             latest = partition_log.latest_epoch
             sent[tp] = (partition_log.log_end_offset, state.leader_epoch)
-            by_topic.setdefault(tp[0], []).append(partition_class(
-                partition=tp[1], current_leader_epoch=state.leader_epoch,
-                fetch_offset=partition_log.log_end_offset,
-                last_fetched_epoch=UNDEFINED if latest is None else latest,
-                log_start_offset=partition_log.log_start_offset,
-                partition_max_bytes=self.partition_max_bytes))
+            by_topic.setdefault(tp[0], []).append(
+                partition_class(
+                    partition=tp[1],
+                    current_leader_epoch=state.leader_epoch,
+                    fetch_offset=partition_log.log_end_offset,
+                    last_fetched_epoch=UNDEFINED if latest is None else latest,
+                    log_start_offset=partition_log.log_start_offset,
+                    partition_max_bytes=self.partition_max_bytes,
+                )
+            )
         if not by_topic:
             yield self._sleep(self.backoff_s)
             return
         request = request_class(
-            version=FETCH_VERSION, replica_id=self.broker.node_id, max_wait_ms=self.wait_ms,
-            min_bytes=self.min_bytes, max_bytes=self.max_bytes, isolation_level=0,
-            session_id=0, session_epoch=-1,
+            version=FETCH_VERSION,
+            replica_id=self.broker.node_id,
+            max_wait_ms=self.wait_ms,
+            min_bytes=self.min_bytes,
+            max_bytes=self.max_bytes,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
             topics=[topic_class(topic=t, partitions=ps) for t, ps in by_topic.items()],
-            forgotten_topics_data=[], rack_id="")
+            forgotten_topics_data=[],
+            rack_id="",
+        )
         response = yield self.connection.request(request)
         if response.error_code != ErrorCode.NONE:
-            log.info("fetch from broker %d: %s", self.leader_id,
-                     ErrorCode(response.error_code).name)
+            log.info(
+                "fetch from broker %d: %s", self.leader_id, ErrorCode(response.error_code).name
+            )
             yield self._sleep(self.backoff_s)
             return
         errors = 0
@@ -304,8 +355,11 @@ class ReplicaFetcher:
         ``UnexpectedAppendOffsetException``."""
         first = next(iter_headers(memoryview(records)), None)
         leo = partition_log.log_end_offset
-        if (first is not None and leo == partition_log.log_start_offset
-                and first[1].base_offset < leo <= first[1].last_offset):
+        if (
+            first is not None
+            and leo == partition_log.log_start_offset
+            and first[1].base_offset < leo <= first[1].last_offset
+        ):
             partition_log.truncate_fully_and_start_at(first[1].base_offset)
 
     @staticmethod

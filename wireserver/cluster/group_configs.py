@@ -14,7 +14,8 @@ notifications through the broker's one ``/config/changes`` watcher (``ConfigChan
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from wireserver.cluster import zkdata as zd
 from wireserver.cluster.config_changes import notify
@@ -27,11 +28,11 @@ if TYPE_CHECKING:
 class ZkGroupConfigs:
     """The ``shared`` store of a broker's ``GroupConfigs`` in cluster mode."""
 
-    def __init__(self, zk: Any, store: "GroupConfigs"):
+    def __init__(self, zk: Any, store: GroupConfigs):
         self.zk = zk
         self.store = store
 
-    def start(self, config_changes: "ConfigChangeListener") -> None:
+    def start(self, config_changes: ConfigChangeListener) -> None:
         """Load every group's configs into ``store`` and follow their changes (before
         ``config_changes`` starts watching)."""
         self.zk.ensure_path(zd.CONFIG_GROUPS)

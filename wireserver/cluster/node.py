@@ -53,7 +53,7 @@ def split_chroot(connect: str) -> tuple[str, str]:
 
 
 class ClusterNode:
-    def __init__(self, broker: "Broker"):
+    def __init__(self, broker: Broker):
         self.broker = broker
         self.reactor = broker.reactor
         self.node_id = broker.node_id
@@ -105,13 +105,16 @@ class ClusterNode:
             self.zk.close()
             raise
         from wireserver.cluster.producer_ids import ZkProducerIdManager
+
         self.broker.producer_ids = ZkProducerIdManager(self.zk, self.node_id)
         authorizer = getattr(self.broker.security, "authorizer", None)
         if authorizer is not None:  # ACLs live in ZooKeeper, shared by every broker
             from wireserver.cluster.acls import ZkAclStore
+
             ZkAclStore(self.zk, authorizer, self._from_zk).start()
         # SCRAM credentials too (/config/users), followed through /config/changes
         from wireserver.cluster.scram_credentials import ZkScramCredentials
+
         ZkScramCredentials(self.zk, self.broker.security.scram).start(self.config_changes)
         replicas = self.broker.replicas
         replicas.isr_writer = self.write_isr
@@ -119,6 +122,7 @@ class ClusterNode:
         replicas.topic_known = lambda name: name in self.topics
         # and group configs (/config/groups)
         from wireserver.cluster.group_configs import ZkGroupConfigs
+
         ZkGroupConfigs(self.zk, self.broker.group_configs).start(self.config_changes)
         self._register()
 
@@ -156,9 +160,11 @@ class ClusterNode:
 
     def _from_zk(self, func):
         """A kazoo watch callback that runs ``func`` on the reactor thread."""
+
         def callback(*args: Any) -> None:
             if not self.stopped:
                 self.reactor.callFromThread(self._guarded, func, *args)
+
         return callback
 
     def _guarded(self, func, *args: Any) -> None:
@@ -197,18 +203,22 @@ class ClusterNode:
                         f"The Cluster ID {cluster_id} doesn't match stored clusterId "
                         f"Some({self.broker.cluster_id}) in meta.properties. The broker is "
                         "trying to join the wrong cluster. Configured zookeeper.connect may "
-                        "be wrong.")
+                        "be wrong."
+                    ) from None
                 self.broker.cluster_id = cluster_id
                 path = os.path.join(self.broker.config.log_dirs[0], "meta.properties")
                 with open(path + ".tmp", "w", encoding="utf-8") as handle:
-                    handle.write(f"#wireserver\nversion=1\ncluster.id={cluster_id}\n"
-                                 f"node.id={self.node_id}\n")
+                    handle.write(
+                        f"#wireserver\nversion=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n"
+                    )
                 os.replace(path + ".tmp", path)
 
     def _register(self) -> None:
         from kazoo.exceptions import NodeExistsError
 
-        endpoints = {l.name: (l.host, l.port) for l in self.broker.advertised}
+        endpoints = {
+            listener.name: (listener.host, listener.port) for listener in self.broker.advertised
+        }
         info = zd.BrokerInfo(self.node_id, endpoints, self.broker.config.get("broker.rack"))
         path = zd.broker_path(self.node_id)
         try:
@@ -240,7 +250,7 @@ class ClusterNode:
             self._elect()
 
     def _elect(self) -> None:
-        from kazoo.exceptions import BadVersionError, NoNodeError, NodeExistsError
+        from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
         from wireserver.cluster.controller import Controller
 
@@ -283,17 +293,19 @@ class ClusterNode:
                 continue
             brokers[int(child)] = zd.BrokerInfo.decode(int(child), data)
             czxids[int(child)] = stat.czxid
-        bounced = {b for b, z in czxids.items() if b in self.broker_czxids and
-                   self.broker_czxids[b] != z}
+        bounced = {
+            b for b, z in czxids.items() if b in self.broker_czxids and self.broker_czxids[b] != z
+        }
         self.brokers, self.broker_czxids = brokers, czxids
         log.info("live brokers: %s", sorted(brokers))
         for partition in self.broker.replicas.leading():  # a dead follower no longer holds
-            partition.notify("low_watermark")              # DeleteRecords back
+            partition.notify("low_watermark")  # DeleteRecords back
         if self.controller is not None:
             self.controller.on_brokers_changed(bounced)
 
-    def endpoint_for(self, info: zd.BrokerInfo, listener_name: str | None = None
-                     ) -> tuple[str, int]:
+    def endpoint_for(
+        self, info: zd.BrokerInfo, listener_name: str | None = None
+    ) -> tuple[str, int]:
         if listener_name is None:
             listener_name = self.broker.config.inter_broker_listener.name
         if listener_name in info.endpoints:
@@ -326,8 +338,10 @@ class ClusterNode:
         self._watch_partitions(assignment)
         if name not in self._assignment_watched:
             self._assignment_watched.add(name)
-            self.zk.DataWatch(zd.topic_path(name),
-                              self._from_zk(lambda data, stat, *_: self._on_assignment(name, data)))
+            self.zk.DataWatch(
+                zd.topic_path(name),
+                self._from_zk(lambda data, stat, *_: self._on_assignment(name, data)),
+            )
         if self.controller is not None:
             self.controller.on_new_topic(name)
 
@@ -340,8 +354,7 @@ class ClusterNode:
             tp = (assignment.name, partition)
             if tp not in self._state_watched:
                 self._state_watched.add(tp)
-                self.zk.DataWatch(zd.state_path(*tp),
-                                  self._from_zk(self._state_watch(*tp)))
+                self.zk.DataWatch(zd.state_path(*tp), self._from_zk(self._state_watch(*tp)))
                 continue
             try:
                 data, stat = self.zk.get(zd.state_path(*tp))
@@ -364,8 +377,9 @@ class ClusterNode:
         if current is None:
             self._add_topic(new)
         elif len(new.replicas) > len(current.replicas):
-            log.info("topic %s: %d -> %d partitions", name, len(current.replicas),
-                     len(new.replicas))
+            log.info(
+                "topic %s: %d -> %d partitions", name, len(current.replicas), len(new.replicas)
+            )
             self._ensure_local(new, {})
             self.topics[name] = new
             self._watch_partitions(new)
@@ -399,8 +413,12 @@ class ClusterNode:
             if name in present or name in INTERNAL_TOPICS:
                 continue
             if self._created_cluster:
-                log.warning("topic %s is not in the new cluster's ZooKeeper: its logs are kept "
-                            "in %s but not served", name, self.broker.config.log_dirs)
+                log.warning(
+                    "topic %s is not in the new cluster's ZooKeeper: its logs are kept "
+                    "in %s but not served",
+                    name,
+                    self.broker.config.log_dirs,
+                )
             else:
                 log.info("topic %s no longer exists: deleting its logs", name)
                 delete_local(self.broker, name)
@@ -411,18 +429,23 @@ class ClusterNode:
         if info is not None and info.topic_id != assignment.topic_id:
             from wireserver.topics import delete_local
 
-            log.info("topic %s was re-created: deleting the logs of the old one",
-                     assignment.name)
+            log.info("topic %s was re-created: deleting the logs of the old one", assignment.name)
             delete_local(self.broker, assignment.name)
             info = None
         if info is None:
-            logs.create_topic(assignment.name, len(assignment.replicas), overrides,
-                              topic_id=assignment.topic_id)
+            logs.create_topic(
+                assignment.name, len(assignment.replicas), overrides, topic_id=assignment.topic_id
+            )
         elif info.num_partitions < len(assignment.replicas):
             logs.add_partitions(assignment.name, len(assignment.replicas))
 
-    def create_topic(self, name: str, topic_id: uuid.UUID, replicas: dict[int, list[int]],
-                     overrides: dict[str, str]) -> None:
+    def create_topic(
+        self,
+        name: str,
+        topic_id: uuid.UUID,
+        replicas: dict[int, list[int]],
+        overrides: dict[str, str],
+    ) -> None:
         """Write a new topic to ZooKeeper (config first, then the assignment, as Kafka's
         ``AdminZkClient`` does); the controller then elects its leaders. Raises kazoo's
         NodeExistsError when the topic exists."""
@@ -430,8 +453,9 @@ class ClusterNode:
 
         assignment = zd.TopicAssignment(name, topic_id, replicas)
         try:
-            self.zk.create(zd.topic_config_path(name), zd.encode_entity_config(overrides),
-                           makepath=True)
+            self.zk.create(
+                zd.topic_config_path(name), zd.encode_entity_config(overrides), makepath=True
+            )
         except NodeExistsError:
             self.zk.set(zd.topic_config_path(name), zd.encode_entity_config(overrides))
         self.zk.create(zd.topic_path(name), assignment.encode(), makepath=True)
@@ -462,8 +486,10 @@ class ClusterNode:
                 return
             assignment = self.topics.get(topic)
             replicas = assignment.replicas.get(partition, []) if assignment else []
-            self.apply_state((topic, partition),
-                             zd.PartitionState.decode(data, stat.version, replicas))
+            self.apply_state(
+                (topic, partition), zd.PartitionState.decode(data, stat.version, replicas)
+            )
+
         return on_state
 
     def partition(self, topic: str, partition: int) -> zd.PartitionState | None:
@@ -490,8 +516,11 @@ class ClusterNode:
             replicas.resign(tp)
             partition.apply_state(new.leader, new.leader_epoch, new.isr, new.replicas)
             if me in new.replicas and new.leader >= 0 and not self.shutting_down:
-                if (self.following.get(tp) != new.leader or old is None or
-                        old.leader_epoch != new.leader_epoch):
+                if (
+                    self.following.get(tp) != new.leader
+                    or old is None
+                    or old.leader_epoch != new.leader_epoch
+                ):
                     self._become_follower(tp, new)
             elif me in new.replicas:
                 self._stop_following(tp)
@@ -505,8 +534,13 @@ class ClusterNode:
             fetcher.start()
         fetcher.add(tp, state.leader_epoch)
         self.following[tp] = state.leader
-        log.info("%s-%d: follower of broker %d at epoch %d", tp[0], tp[1], state.leader,
-                 state.leader_epoch)
+        log.info(
+            "%s-%d: follower of broker %d at epoch %d",
+            tp[0],
+            tp[1],
+            state.leader,
+            state.leader_epoch,
+        )
 
     def _stop_following(self, tp: TP) -> None:
         leader = self.following.pop(tp, None)
@@ -518,10 +552,17 @@ class ClusterNode:
         for partition in self.broker.replicas.leading():
             lagging = partition.out_of_sync_replicas(self.lag_max_ms)
             if lagging:
-                log.info("%s-%d: shrinking ISR %s: %s out of sync", partition.topic,
-                         partition.index, partition.isr, lagging)
-                self.write_isr((partition.topic, partition.index),
-                               [r for r in partition.isr if r not in lagging])
+                log.info(
+                    "%s-%d: shrinking ISR %s: %s out of sync",
+                    partition.topic,
+                    partition.index,
+                    partition.isr,
+                    lagging,
+                )
+                self.write_isr(
+                    (partition.topic, partition.index),
+                    [r for r in partition.isr if r not in lagging],
+                )
 
     def update_state(self, tp: TP, decide) -> zd.PartitionState | None:
         """Read the partition's state znode, let ``decide(state)`` compute its successor (None:
@@ -568,8 +609,12 @@ class ClusterNode:
         from wireserver.cluster.controller import controlled_shutdown_state
 
         config = self.broker.config
-        if (not config["controlled.shutdown.enable"] or self.zk is None or self.stopped or
-                not self.zk.connected):
+        if (
+            not config["controlled.shutdown.enable"]
+            or self.zk is None
+            or self.stopped
+            or not self.zk.connected
+        ):
             return  # without ZooKeeper nothing can be handed over: stop as after a crash
         self.shutting_down = True
         for tp in list(self.following):
@@ -584,8 +629,9 @@ class ClusterNode:
                 if self.node_id not in state.replicas or len(state.replicas) < 2:
                     continue
                 try:
-                    self.update_state(tp, lambda s: controlled_shutdown_state(
-                        s, self.node_id, set(self.brokers)))
+                    self.update_state(
+                        tp, lambda s: controlled_shutdown_state(s, self.node_id, set(self.brokers))
+                    )
                 except Exception:  # noqa: BLE001 - ZooKeeper trouble: count it as remaining
                     log.exception("controlled shutdown of %s-%d failed", *tp)
                 if self.states[tp].leader == self.node_id:
@@ -593,12 +639,18 @@ class ClusterNode:
             if not remaining:
                 log.info("controlled shutdown succeeded")
                 return
-            log.warning("controlled shutdown attempt %d of %d: still leading %s", attempt,
-                        attempts, remaining)
+            log.warning(
+                "controlled shutdown attempt %d of %d: still leading %s",
+                attempt,
+                attempts,
+                remaining,
+            )
             if attempt < attempts:
-                yield task.deferLater(self.reactor,
-                                      config["controlled.shutdown.retry.backoff.ms"] / 1000.0,
-                                      lambda: None)
+                yield task.deferLater(
+                    self.reactor,
+                    config["controlled.shutdown.retry.backoff.ms"] / 1000.0,
+                    lambda: None,
+                )
         log.warning("proceeding with an unclean shutdown: still leading %s", remaining)
 
     def write_isr(self, tp: TP, isr: list[int]) -> bool:

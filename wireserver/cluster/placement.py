@@ -10,7 +10,7 @@ partition (until every rack has one) and brokers already holding one.
 from __future__ import annotations
 
 import random
-from typing import Mapping
+from collections.abc import Mapping
 
 
 class PlacementError(ValueError):
@@ -21,9 +21,14 @@ def _replica_index(first: int, shift: int, j: int, n: int) -> int:
     return (first + 1 + (shift + j) % (n - 1)) % n
 
 
-def assign_rack_unaware(partitions: int, replication_factor: int, brokers: list[int],
-                        start_index: int = -1, first_partition: int = -1,
-                        rng: random.Random | None = None) -> dict[int, list[int]]:
+def assign_rack_unaware(
+    partitions: int,
+    replication_factor: int,
+    brokers: list[int],
+    start_index: int = -1,
+    first_partition: int = -1,
+    rng: random.Random | None = None,
+) -> dict[int, list[int]]:
     brokers = sorted(brokers)
     n = len(brokers)
     rng = rng or random.Random()
@@ -58,9 +63,14 @@ def rack_alternated(racks: Mapping[int, str]) -> list[int]:
     return out
 
 
-def assign_rack_aware(partitions: int, replication_factor: int, racks: Mapping[int, str],
-                      start_index: int = -1, first_partition: int = -1,
-                      rng: random.Random | None = None) -> dict[int, list[int]]:
+def assign_rack_aware(
+    partitions: int,
+    replication_factor: int,
+    racks: Mapping[int, str],
+    start_index: int = -1,
+    first_partition: int = -1,
+    rng: random.Random | None = None,
+) -> dict[int, list[int]]:
     arranged = rack_alternated(racks)
     n = len(arranged)
     num_racks = len(set(racks.values()))
@@ -83,8 +93,9 @@ def assign_rack_aware(partitions: int, replication_factor: int, racks: Mapping[i
                 broker = arranged[_replica_index(first, shift * num_racks, k, n)]
                 rack = racks[broker]
                 k += 1
-                if ((rack not in racks_with or len(racks_with) == num_racks) and
-                        (broker not in brokers_with or len(brokers_with) == n)):
+                if (rack not in racks_with or len(racks_with) == num_racks) and (
+                    broker not in brokers_with or len(brokers_with) == n
+                ):
                     replicas.append(broker)
                     racks_with.add(rack)
                     brokers_with.add(broker)
@@ -94,9 +105,14 @@ def assign_rack_aware(partitions: int, replication_factor: int, racks: Mapping[i
     return out
 
 
-def assign_replicas(partitions: int, replication_factor: int, brokers: Mapping[int, str | None],
-                    start_index: int = -1, first_partition: int = -1,
-                    rng: random.Random | None = None) -> dict[int, list[int]]:
+def assign_replicas(
+    partitions: int,
+    replication_factor: int,
+    brokers: Mapping[int, str | None],
+    start_index: int = -1,
+    first_partition: int = -1,
+    rng: random.Random | None = None,
+) -> dict[int, list[int]]:
     """``brokers``: live broker id -> rack (or None). Rack-aware when every broker has a rack;
     some with and some without is an error, as in Kafka."""
     if partitions <= 0:
@@ -106,13 +122,17 @@ def assign_replicas(partitions: int, replication_factor: int, brokers: Mapping[i
     if replication_factor > len(brokers):
         raise PlacementError(
             f"Replication factor: {replication_factor} larger than available brokers: "
-            f"{len(brokers)}.")
+            f"{len(brokers)}."
+        )
     with_rack = {b: r for b, r in brokers.items() if r}
     if not with_rack:
-        return assign_rack_unaware(partitions, replication_factor, list(brokers), start_index,
-                                   first_partition, rng)
+        return assign_rack_unaware(
+            partitions, replication_factor, list(brokers), start_index, first_partition, rng
+        )
     if len(with_rack) != len(brokers):
-        raise PlacementError("Not all brokers have rack information for replica rack aware "
-                             "assignment.")
-    return assign_rack_aware(partitions, replication_factor, with_rack, start_index,
-                             first_partition, rng)
+        raise PlacementError(
+            "Not all brokers have rack information for replica rack aware assignment."
+        )
+    return assign_rack_aware(
+        partitions, replication_factor, with_rack, start_index, first_partition, rng
+    )

@@ -13,8 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 from wireserver.cluster import zkdata as zd
-from wireserver.producer_ids import (BLOCK_SIZE, MAX_PRODUCER_ID, ProducerIdManager,
-                                     ProducerIdsExhausted)
+from wireserver.producer_ids import (
+    BLOCK_SIZE,
+    MAX_PRODUCER_ID,
+    ProducerIdManager,
+    ProducerIdsExhausted,
+)
 
 
 class ZkProducerIdManager(ProducerIdManager):

@@ -20,7 +20,8 @@ re-read the user's znode when the notification arrives.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from wireserver.cluster import zkdata as zd
 from wireserver.cluster.config_changes import notify
@@ -52,7 +53,7 @@ class ZkScramCredentials:
         self.zk = zk
         self.store = store
 
-    def start(self, config_changes: "ConfigChangeListener") -> None:
+    def start(self, config_changes: ConfigChangeListener) -> None:
         """Load every user's credentials into ``store`` and follow their changes (before
         ``config_changes`` starts watching)."""
         self.zk.ensure_path(zd.CONFIG_USERS)
@@ -67,17 +68,22 @@ class ZkScramCredentials:
                 users[zd.desanitize(child)] = credentials
         return users
 
-    def alter(self, user: str, upserts: dict[str, ScramCredential],
-              deletions: Iterable[str]) -> dict[str, ScramCredential]:
+    def alter(
+        self, user: str, upserts: dict[str, ScramCredential], deletions: Iterable[str]
+    ) -> dict[str, ScramCredential]:
         """Change ``user``'s credentials in ZooKeeper and notify every broker; returns the
         credentials the user now has."""
         deletions = set(deletions)
 
         def change(data: bytes | None) -> bytes:
-            config = {key: value for key, value in zd.decode_entity_config(data).items()
-                      if key not in deletions}
+            config = {
+                key: value
+                for key, value in zd.decode_entity_config(data).items()
+                if key not in deletions
+            }
             config.update({mech: cred.to_config_value() for mech, cred in upserts.items()})
             return zd.encode_entity_config(config)
+
         written = zd.update_znode(self.zk, zd.user_config_path(user), change)
         notify(self.zk, f"users/{zd.sanitize(user)}")
         return credentials_of(user, zd.decode_entity_config(written))

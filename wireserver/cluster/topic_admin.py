@@ -17,19 +17,20 @@ admin requests are rare.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.cluster import zkdata as zd
 from wireserver.cluster.config_changes import notify
 from wireserver.cluster.placement import PlacementError, assign_replicas
+from wireserver.protocol.errors import ErrorCode
 from wireserver.topics import TopicError
 
 if TYPE_CHECKING:
     from wireserver.cluster.node import ClusterNode
 
 
-def mark_for_deletion(node: "ClusterNode", topic: str) -> None:
+def mark_for_deletion(node: ClusterNode, topic: str) -> None:
     """Ask the controller to delete ``topic``. Asking twice is not an error: Kafka's
     ``ZkAdminManager`` swallows TopicAlreadyMarkedForDeletion and waits like the first caller."""
     from kazoo.exceptions import NodeExistsError
@@ -40,7 +41,7 @@ def mark_for_deletion(node: "ClusterNode", topic: str) -> None:
         pass
 
 
-def read_assignment(node: "ClusterNode", topic: str) -> tuple[zd.TopicAssignment | None, int]:
+def read_assignment(node: ClusterNode, topic: str) -> tuple[zd.TopicAssignment | None, int]:
     """The topic's assignment as ZooKeeper has it now, and the znode version (None, -1 when
     the topic does not exist)."""
     from kazoo.exceptions import NoNodeError
@@ -58,8 +59,9 @@ def first_partition_replicas(existing: zd.TopicAssignment) -> list[int]:
     return existing.replicas.get(0) or next(iter(existing.replicas.values()))
 
 
-def new_partitions_assignment(brokers: Mapping[int, str | None], existing: zd.TopicAssignment,
-                              count: int) -> dict[int, list[int]]:
+def new_partitions_assignment(
+    brokers: Mapping[int, str | None], existing: zd.TopicAssignment, count: int
+) -> dict[int, list[int]]:
     """Kafka's placement of added partitions (``AdminZkClient.createNewPartitionsAssignment``)
     on ``brokers`` (live broker id -> rack): round robin with the topic's replication factor,
     starting at the broker of partition 0's first replica and at partition number
@@ -68,14 +70,20 @@ def new_partitions_assignment(brokers: Mapping[int, str | None], existing: zd.To
     ids = sorted(brokers)
     start_index = next((i for i, b in enumerate(ids) if b >= first[0]), 0)
     try:
-        return assign_replicas(count - len(existing.replicas), len(first), brokers,
-                               start_index=start_index, first_partition=len(existing.replicas))
+        return assign_replicas(
+            count - len(existing.replicas),
+            len(first),
+            brokers,
+            start_index=start_index,
+            first_partition=len(existing.replicas),
+        )
     except PlacementError as exc:
         raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR, str(exc)) from None
 
 
-def add_partitions(node: "ClusterNode", existing: zd.TopicAssignment, zk_version: int,
-                   added: Mapping[int, list[int]]) -> None:
+def add_partitions(
+    node: ClusterNode, existing: zd.TopicAssignment, zk_version: int, added: Mapping[int, list[int]]
+) -> None:
     """Write the assignment extended by ``added`` (partition -> replicas), conditional on the
     version ``existing`` was read at: a concurrent change fails the request rather than losing
     one of the two (Kafka overwrote unconditionally)."""
@@ -87,21 +95,23 @@ def add_partitions(node: "ClusterNode", existing: zd.TopicAssignment, zk_version
     try:
         node.zk.set(zd.topic_path(existing.name), assignment.encode(), version=zk_version)
     except NoNodeError:
-        raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                         f"Topic '{existing.name}' does not exist.") from None
+        raise TopicError(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{existing.name}' does not exist."
+        ) from None
     except BadVersionError:
-        raise TopicError(ErrorCode.INVALID_PARTITIONS,
-                         f"The partitions of topic '{existing.name}' changed concurrently.") \
-            from None
+        raise TopicError(
+            ErrorCode.INVALID_PARTITIONS,
+            f"The partitions of topic '{existing.name}' changed concurrently.",
+        ) from None
 
 
-def read_topic_config(node: "ClusterNode", topic: str) -> dict[str, str]:
+def read_topic_config(node: ClusterNode, topic: str) -> dict[str, str]:
     """The topic's overrides as ZooKeeper has them (the source of truth for incremental
     changes, which a broker may not have applied yet)."""
     return zd.read_entity_config(node.zk, zd.topic_config_path(topic))
 
 
-def write_topic_config(node: "ClusterNode", topic: str, overrides: Mapping[str, str]) -> None:
+def write_topic_config(node: ClusterNode, topic: str, overrides: Mapping[str, str]) -> None:
     """Kafka's ``AdminZkClient.changeTopicConfig``: the whole override set, then a change
     notification that every broker (this one included) follows."""
     from kazoo.exceptions import NoNodeError

@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 
 class TopicDeletion:
-    def __init__(self, controller: "Controller"):
+    def __init__(self, controller: Controller):
         self.controller = controller
 
     def start(self) -> None:
@@ -52,8 +52,11 @@ class TopicDeletion:
 
         zk = self.controller.node.zk
         log.info("deleting topic %s", name)
-        for path, recursive in ((zd.topic_path(name), True), (zd.topic_config_path(name), False),
-                                (zd.delete_topic_path(name), False)):
+        for path, recursive in (
+            (zd.topic_path(name), True),
+            (zd.topic_config_path(name), False),
+            (zd.delete_topic_path(name), False),
+        ):
             try:
                 zk.delete(path, recursive=recursive)
             except NoNodeError:

@@ -16,7 +16,8 @@ a newer coordinator or producer has moved past this transaction.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer, task
 
@@ -37,12 +38,13 @@ RETRY_BACKOFF_MS = 100
 #: ``request.timeout.ms`` default).
 REQUEST_TIMEOUT_MS = 30_000
 #: Answers after which a partition needs no more markers from this coordinator.
-FINAL = frozenset({ErrorCode.NONE, ErrorCode.INVALID_PRODUCER_EPOCH,
-                   ErrorCode.TRANSACTION_COORDINATOR_FENCED})
+FINAL = frozenset(
+    {ErrorCode.NONE, ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED}
+)
 
 
 class TxnMarkerSender:
-    def __init__(self, broker: "Broker"):
+    def __init__(self, broker: Broker):
         self.broker = broker
         self.reactor = broker.reactor
         self.connections: dict[int, Any] = {}
@@ -55,8 +57,15 @@ class TxnMarkerSender:
         self.connections.clear()
 
     @defer.inlineCallbacks
-    def send(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
-             partitions: Iterable[TP], still_wanted: Callable[[], bool]):
+    def send(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        partitions: Iterable[TP],
+        still_wanted: Callable[[], bool],
+    ):
         """Fires (with None) once every partition has its marker, or when ``still_wanted()``
         turns false or the broker stops."""
         remaining = set(partitions)
@@ -70,29 +79,51 @@ class TxnMarkerSender:
                 if state is not None and state.leader in cluster.brokers:
                     by_leader.setdefault(state.leader, []).append(tp)
             answers = yield defer.gatherResults(
-                [self._send_to(leader, tps, producer_id, producer_epoch, commit,
-                               coordinator_epoch) for leader, tps in by_leader.items()])
+                [
+                    self._send_to(
+                        leader, tps, producer_id, producer_epoch, commit, coordinator_epoch
+                    )
+                    for leader, tps in by_leader.items()
+                ]
+            )
             for results in answers:
                 for tp, error in results.items():
                     if error in FINAL:
                         if error != ErrorCode.NONE:
-                            log.warning("marker for producer %d on %s-%d refused: %s; "
-                                        "not sending it again", producer_id, tp[0], tp[1],
-                                        error.name)
+                            log.warning(
+                                "marker for producer %d on %s-%d refused: %s; not sending it again",
+                                producer_id,
+                                tp[0],
+                                tp[1],
+                                error.name,
+                            )
                         remaining.discard(tp)
-                    elif error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and \
-                            tp[0] not in cluster.topics:
+                    elif (
+                        error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                        and tp[0] not in cluster.topics
+                    ):
                         remaining.discard(tp)
             if remaining and still_wanted() and not self.stopped:
                 attempt += 1
                 if attempt % 50 == 0:
-                    log.info("markers for producer %d still unwritten on %s after %d attempts",
-                             producer_id, sorted(remaining), attempt)
+                    log.info(
+                        "markers for producer %d still unwritten on %s after %d attempts",
+                        producer_id,
+                        sorted(remaining),
+                        attempt,
+                    )
                 yield task.deferLater(self.reactor, RETRY_BACKOFF_MS / 1000.0, lambda: None)
 
     @defer.inlineCallbacks
-    def _send_to(self, leader: int, tps: list[TP], producer_id: int, producer_epoch: int,
-                 commit: bool, coordinator_epoch: int):
+    def _send_to(
+        self,
+        leader: int,
+        tps: list[TP],
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+    ):
         """{partition: error} from one leader; every partition NOT_LEADER_OR_FOLLOWER when the
         request fails (the caller reads the leaders again and retries)."""
         request_class = SERVED.get(WRITE_TXN_MARKERS_KEY).request_class
@@ -101,10 +132,20 @@ class TxnMarkerSender:
         by_topic: dict[str, list[int]] = {}
         for topic, partition in tps:
             by_topic.setdefault(topic, []).append(partition)
-        request = request_class(version=WRITE_TXN_MARKERS_VERSION, markers=[marker_class(
-            producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=commit,
-            topics=[topic_class(name=t, partition_indexes=ps) for t, ps in by_topic.items()],
-            coordinator_epoch=coordinator_epoch)])
+        request = request_class(
+            version=WRITE_TXN_MARKERS_VERSION,
+            markers=[
+                marker_class(
+                    producer_id=producer_id,
+                    producer_epoch=producer_epoch,
+                    transaction_result=commit,
+                    topics=[
+                        topic_class(name=t, partition_indexes=ps) for t, ps in by_topic.items()
+                    ],
+                    coordinator_epoch=coordinator_epoch,
+                )
+            ],
+        )
         try:
             connection = yield self._connection(leader)
             pending = connection.request(request)
@@ -131,9 +172,12 @@ class TxnMarkerSender:
         from wireserver.cluster.client import connect_to_broker
 
         connection = yield connect_to_broker(
-            self.reactor, self.broker.cluster.brokers, broker_id,
+            self.reactor,
+            self.broker.cluster.brokers,
+            broker_id,
             self.broker.config.inter_broker_security,
-            f"txn-marker-sender-{self.broker.node_id}")
+            f"txn-marker-sender-{self.broker.node_id}",
+        )
         existing = self.connections.get(broker_id)
         if existing is not None and not existing.closed:
             connection.close()  # another send connected meanwhile: share its connection

@@ -6,10 +6,11 @@ from __future__ import annotations
 import base64
 import json
 import time
-import uuid
 import urllib.parse
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 BROKER_IDS = "/brokers/ids"
 TOPICS = "/brokers/topics"
@@ -20,8 +21,13 @@ CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 CLUSTER_ID = "/cluster/id"
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
-PERSISTENT_PATHS = (BROKER_IDS, TOPICS, CONFIG_TOPICS, "/admin/delete_topics",
-                    "/isr_change_notification")
+PERSISTENT_PATHS = (
+    BROKER_IDS,
+    TOPICS,
+    CONFIG_TOPICS,
+    "/admin/delete_topics",
+    "/isr_change_notification",
+)
 
 
 def broker_path(broker_id: int) -> str:
@@ -92,16 +98,22 @@ class BrokerInfo:
     def encode(self) -> bytes:
         names = list(self.endpoints)
         host, port = self.endpoints[names[0]] if names else ("", -1)
-        doc = {"version": 5, "host": host, "port": port, "jmx_port": -1,
-               "timestamp": str(int(time.time() * 1000)), "features": {},
-               "listener_security_protocol_map": {n: "PLAINTEXT" for n in names},
-               "endpoints": [f"{n}://{h}:{p}" for n, (h, p) in self.endpoints.items()]}
+        doc = {
+            "version": 5,
+            "host": host,
+            "port": port,
+            "jmx_port": -1,
+            "timestamp": str(int(time.time() * 1000)),
+            "features": {},
+            "listener_security_protocol_map": {n: "PLAINTEXT" for n in names},
+            "endpoints": [f"{n}://{h}:{p}" for n, (h, p) in self.endpoints.items()],
+        }
         if self.rack is not None:
             doc["rack"] = self.rack
         return _dumps(doc)
 
     @classmethod
-    def decode(cls, broker_id: int, data: bytes) -> "BrokerInfo":
+    def decode(cls, broker_id: int, data: bytes) -> BrokerInfo:
         doc = json.loads(data)
         endpoints = {}
         for text in doc.get("endpoints", []):
@@ -118,16 +130,25 @@ class TopicAssignment:
     replicas: dict[int, list[int]]  # partition -> replica broker ids, preferred leader first
 
     def encode(self) -> bytes:
-        return _dumps({"version": 3, "topic_id": uuid_to_kafka(self.topic_id),
-                       "partitions": {str(p): r for p, r in sorted(self.replicas.items())},
-                       "adding_replicas": {}, "removing_replicas": {}})
+        return _dumps(
+            {
+                "version": 3,
+                "topic_id": uuid_to_kafka(self.topic_id),
+                "partitions": {str(p): r for p, r in sorted(self.replicas.items())},
+                "adding_replicas": {},
+                "removing_replicas": {},
+            }
+        )
 
     @classmethod
-    def decode(cls, name: str, data: bytes) -> "TopicAssignment":
+    def decode(cls, name: str, data: bytes) -> TopicAssignment:
         doc = json.loads(data)
         topic_id = doc.get("topic_id")
-        return cls(name, uuid_from_kafka(topic_id) if topic_id else uuid.uuid5(uuid.NAMESPACE_URL, name),
-                   {int(p): list(r) for p, r in doc["partitions"].items()})
+        return cls(
+            name,
+            uuid_from_kafka(topic_id) if topic_id else uuid.uuid5(uuid.NAMESPACE_URL, name),
+            {int(p): list(r) for p, r in doc["partitions"].items()},
+        )
 
 
 def encode_entity_config(config: dict[str, str]) -> bytes:
@@ -146,6 +167,7 @@ def read_entity_config(zk: Any, path: str) -> dict[str, str]:
     """The config in ``path`` (``/config/<kind>/<name>``) as ZooKeeper has it now ({} when
     there is none)."""
     from kazoo.exceptions import NoNodeError
+
     try:
         data, _ = zk.get(path)
     except NoNodeError:
@@ -179,19 +201,38 @@ class PartitionState:
     replicas: list[int] = field(default_factory=list)  # from the topic assignment
 
     def encode(self) -> bytes:
-        return _dumps({"version": 1, "leader": self.leader, "leader_epoch": self.leader_epoch,
-                       "isr": self.isr, "controller_epoch": self.controller_epoch})
+        return _dumps(
+            {
+                "version": 1,
+                "leader": self.leader,
+                "leader_epoch": self.leader_epoch,
+                "isr": self.isr,
+                "controller_epoch": self.controller_epoch,
+            }
+        )
 
     @classmethod
-    def decode(cls, data: bytes, zk_version: int, replicas: list[int]) -> "PartitionState":
+    def decode(cls, data: bytes, zk_version: int, replicas: list[int]) -> PartitionState:
         doc = json.loads(data)
-        return cls(int(doc["leader"]), int(doc["leader_epoch"]), [int(b) for b in doc["isr"]],
-                   int(doc["controller_epoch"]), zk_version, list(replicas))
+        return cls(
+            int(doc["leader"]),
+            int(doc["leader_epoch"]),
+            [int(b) for b in doc["isr"]],
+            int(doc["controller_epoch"]),
+            zk_version,
+            list(replicas),
+        )
 
 
 def encode_controller(broker_id: int) -> bytes:
-    return _dumps({"version": 2, "brokerid": broker_id,
-                   "timestamp": str(int(time.time() * 1000)), "kraftControllerEpoch": -1})
+    return _dumps(
+        {
+            "version": 2,
+            "brokerid": broker_id,
+            "timestamp": str(int(time.time() * 1000)),
+            "kraftControllerEpoch": -1,
+        }
+    )
 
 
 def decode_controller(data: bytes | None) -> int:
@@ -206,8 +247,9 @@ def decode_controller(data: bytes | None) -> int:
 def encode_producer_id_block(broker_id: int, start: int, end: int) -> bytes:
     """``/latest_producer_id_block`` (Kafka's ``ProducerIdBlockZNode``): the last block handed
     out, ``block_end`` inclusive, both as strings."""
-    return _dumps({"version": 1, "broker": broker_id, "block_start": str(start),
-                   "block_end": str(end - 1)})
+    return _dumps(
+        {"version": 1, "broker": broker_id, "block_start": str(start), "block_end": str(end - 1)}
+    )
 
 
 def decode_producer_id_block_end(data: bytes | None) -> int:
@@ -217,12 +259,14 @@ def decode_producer_id_block_end(data: bytes | None) -> int:
     return int(json.loads(data)["block_end"]) + 1
 
 
-def update_znode(zk: Any, path: str, change: Callable[[bytes | None], bytes | None]
-                 ) -> bytes | None:
+def update_znode(
+    zk: Any, path: str, change: Callable[[bytes | None], bytes | None]
+) -> bytes | None:
     """Replace ``path``'s data by ``change(data)`` (None in: no znode; None out: delete it),
     conditional on the version read, again and again until no other writer got in between
     (so concurrent changes through two brokers both count). Returns what was written."""
     from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+
     while True:
         try:
             data, stat = zk.get(path)

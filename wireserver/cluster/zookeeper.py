@@ -52,27 +52,41 @@ class ZooKeeperServer:
     def connect(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 30.0) -> "ZooKeeperServer":
+    def start(self, timeout: float = 30.0) -> ZooKeeperServer:
         if not available():
             raise ZooKeeperError("ZooKeeper is not installed (apt-get install zookeeper)")
         os.makedirs(self.data_dir, exist_ok=True)
         config = os.path.join(self._root, "zoo.cfg")
         with open(config, "w", encoding="utf-8") as handle:
-            handle.write(f"tickTime={self.tick_ms}\ndataDir={self.data_dir}\n"
-                         f"clientPort={self.port}\nclientPortAddress=127.0.0.1\n"
-                         "admin.enableServer=false\n4lw.commands.whitelist=ruok,stat\n"
-                         f"minSessionTimeout={2 * self.tick_ms}\nmaxSessionTimeout=60000\n"
-                         "maxClientCnxns=0\n")
+            handle.write(
+                f"tickTime={self.tick_ms}\ndataDir={self.data_dir}\n"
+                f"clientPort={self.port}\nclientPortAddress=127.0.0.1\n"
+                "admin.enableServer=false\n4lw.commands.whitelist=ruok,stat\n"
+                f"minSessionTimeout={2 * self.tick_ms}\nmaxSessionTimeout=60000\n"
+                "maxClientCnxns=0\n"
+            )
         with open(self.log_path, "ab") as log_file:
             self.process = subprocess.Popen(
-                ["java", "-Xmx256m", "-cp", CLASSPATH, f"-Dzookeeper.log.dir={self._root}",
-                 MAIN, config], stdin=subprocess.DEVNULL, stdout=log_file,
-                stderr=subprocess.STDOUT, start_new_session=True)
+                [
+                    "java",
+                    "-Xmx256m",
+                    "-cp",
+                    CLASSPATH,
+                    f"-Dzookeeper.log.dir={self._root}",
+                    MAIN,
+                    config,
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise ZooKeeperError(f"ZooKeeper exited with {self.process.returncode}: "
-                                     f"{self.log_tail()}")
+                raise ZooKeeperError(
+                    f"ZooKeeper exited with {self.process.returncode}: {self.log_tail()}"
+                )
             if _ruok(self.port):
                 return self
             time.sleep(0.1)
@@ -101,7 +115,7 @@ class ZooKeeperServer:
         self.stop()
         shutil.rmtree(self._root, ignore_errors=True)
 
-    def __enter__(self) -> "ZooKeeperServer":
+    def __enter__(self) -> ZooKeeperServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -13,5 +13,11 @@
 from wireserver.groups.coordinator import GroupCoordinator, JoinRequest, JoinResult, SyncResult
 from wireserver.groups.state import GroupState, IllegalStateTransition
 
-__all__ = ["GroupCoordinator", "GroupState", "IllegalStateTransition", "JoinRequest",
-           "JoinResult", "SyncResult"]
+__all__ = [
+    "GroupCoordinator",
+    "GroupState",
+    "IllegalStateTransition",
+    "JoinRequest",
+    "JoinResult",
+    "SyncResult",
+]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 from wireserver.protocol.errors import ErrorCode
 
 MESSAGES = {
@@ -19,7 +17,7 @@ def client_host(ctx) -> str:
     return "/" + host
 
 
-def message(error: ErrorCode) -> Optional[str]:
+def message(error: ErrorCode) -> str | None:
     if error == ErrorCode.NONE:
         return None
     return MESSAGES.get(error, error.name)

@@ -20,7 +20,7 @@ the new target assignment (member id → topic id → partitions) out. No I/O, n
 from __future__ import annotations
 
 import uuid
-from typing import Mapping
+from collections.abc import Mapping
 
 #: member id → topic id → partitions
 Assignment = dict[str, dict[uuid.UUID, set[int]]]
@@ -32,15 +32,21 @@ class UnsupportedAssignor(ValueError):
     """The client named an assignor this broker does not run."""
 
 
-def _eligible(subscriptions: Mapping[str, set[str]], topics: TopicMetadata
-              ) -> dict[str, set[uuid.UUID]]:
+def _eligible(
+    subscriptions: Mapping[str, set[str]], topics: TopicMetadata
+) -> dict[str, set[uuid.UUID]]:
     """member id → ids of the topics it subscribes to that exist."""
-    return {member: {topics[name][0] for name in names if name in topics}
-            for member, names in subscriptions.items()}
+    return {
+        member: {topics[name][0] for name in names if name in topics}
+        for member, names in subscriptions.items()
+    }
 
 
-def uniform(subscriptions: Mapping[str, set[str]], topics: TopicMetadata,
-            previous: Mapping[str, Mapping[uuid.UUID, set[int]]]) -> Assignment:
+def uniform(
+    subscriptions: Mapping[str, set[str]],
+    topics: TopicMetadata,
+    previous: Mapping[str, Mapping[uuid.UUID, set[int]]],
+) -> Assignment:
     eligible = _eligible(subscriptions, topics)
     counts = {topic_id: count for topic_id, count in topics.values()}
     members = sorted(subscriptions)
@@ -86,8 +92,11 @@ def uniform(subscriptions: Mapping[str, set[str]], topics: TopicMetadata,
     return _as_assignment(held, members)
 
 
-def range_(subscriptions: Mapping[str, set[str]], topics: TopicMetadata,
-           previous: Mapping[str, Mapping[uuid.UUID, set[int]]]) -> Assignment:
+def range_(
+    subscriptions: Mapping[str, set[str]],
+    topics: TopicMetadata,
+    previous: Mapping[str, Mapping[uuid.UUID, set[int]]],
+) -> Assignment:
     eligible = _eligible(subscriptions, topics)
     counts = {topic_id: count for topic_id, count in topics.values()}
     members = sorted(subscriptions)
@@ -103,8 +112,9 @@ def range_(subscriptions: Mapping[str, set[str]], topics: TopicMetadata,
     return _as_assignment(held, members)
 
 
-def _as_assignment(held: Mapping[str, list[tuple[uuid.UUID, int]]], members: list[str]
-                   ) -> Assignment:
+def _as_assignment(
+    held: Mapping[str, list[tuple[uuid.UUID, int]]], members: list[str]
+) -> Assignment:
     out: Assignment = {m: {} for m in members}
     for member, partitions in held.items():
         for topic_id, partition in partitions:

@@ -27,15 +27,15 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from wireserver.storage import checkpoint as ckpt
 from wireserver.storage.configdef import ConfigDef, ConfigValueError, at_least, one_of
 
 FILE_NAME = "wireserver-group-configs.json"
 
-_ISO_DURATION = re.compile(r"P(?:\d+D)?(?:T(?:\d+H)?(?:\d+M)?(?:\d+(?:\.\d+)?S)?)?",
-                           re.IGNORECASE)
+_ISO_DURATION = re.compile(r"P(?:\d+D)?(?:T(?:\d+H)?(?:\d+M)?(?:\d+(?:\.\d+)?S)?)?", re.IGNORECASE)
 
 
 def _check_auto_offset_reset(value: str) -> None:
@@ -46,50 +46,103 @@ def _check_auto_offset_reset(value: str) -> None:
         return
     prefix = "by_duration:"
     if lowered.startswith(prefix):
-        duration = value[len(prefix):].strip()
-        if duration not in ("P", "PT") and _ISO_DURATION.fullmatch(duration) \
-                and not duration.upper().endswith("T"):
+        duration = value[len(prefix) :].strip()
+        if (
+            duration not in ("P", "PT")
+            and _ISO_DURATION.fullmatch(duration)
+            and not duration.upper().endswith("T")
+        ):
             return
-    raise ValueError(f"Invalid value `{value}` for configuration share.auto.offset.reset. The "
-                     "value must be either 'earliest', 'latest' or of the format "
-                     "'by_duration:<PnDTnHnMn.nS>'.")
+    raise ValueError(
+        f"Invalid value `{value}` for configuration share.auto.offset.reset. The "
+        "value must be either 'earliest', 'latest' or of the format "
+        "'by_duration:<PnDTnHnMn.nS>'."
+    )
 
 
 def _g(name: str, type_: str, default: Any, doc: str, validator=None) -> ConfigDef:
-    return ConfigDef(name=name, type=type_, default=default, doc=doc, validator=validator,
-                     read_only=False)
+    return ConfigDef(
+        name=name, type=type_, default=default, doc=doc, validator=validator, read_only=False
+    )
 
 
-GROUP_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in (
-    _g("consumer.session.timeout.ms", "int", 45000,
-       "A consumer-protocol member that sends no heartbeat for this long leaves the group.",
-       at_least(1)),
-    _g("consumer.heartbeat.interval.ms", "int", 5000,
-       "The heartbeat interval given to the group's consumer-protocol members.", at_least(1)),
-    _g("share.session.timeout.ms", "int", 45000,
-       "Session timeout of share-group members (share groups are not served).", at_least(1)),
-    _g("share.heartbeat.interval.ms", "int", 5000,
-       "Heartbeat interval of share-group members (share groups are not served).", at_least(1)),
-    _g("share.record.lock.duration.ms", "int", 30000,
-       "How long a share-group member holds an acquired record (share groups are not served).",
-       at_least(1000)),
-    _g("share.auto.offset.reset", "string", "latest",
-       "Where a share group starts reading a partition: earliest, latest or "
-       "by_duration:PnDTnHnMn.nS (an ISO-8601 duration; share groups are not served).",
-       _check_auto_offset_reset),
-    _g("share.isolation.level", "string", "read_uncommitted",
-       "Whether a share group delivers only committed transactional records "
-       "(share groups are not served).", one_of("read_committed", "read_uncommitted")),
-    _g("streams.session.timeout.ms", "int", 45000,
-       "Session timeout of streams-group members (streams groups are not served).",
-       at_least(1)),
-    _g("streams.heartbeat.interval.ms", "int", 5000,
-       "Heartbeat interval of streams-group members (streams groups are not served).",
-       at_least(1)),
-    _g("streams.num.standby.replicas", "int", 0,
-       "Standby replicas of each task of a streams group (streams groups are not served).",
-       at_least(0)),
-)}
+GROUP_CONFIGS: dict[str, ConfigDef] = {
+    d.name: d
+    for d in (
+        _g(
+            "consumer.session.timeout.ms",
+            "int",
+            45000,
+            "A consumer-protocol member that sends no heartbeat for this long leaves the group.",
+            at_least(1),
+        ),
+        _g(
+            "consumer.heartbeat.interval.ms",
+            "int",
+            5000,
+            "The heartbeat interval given to the group's consumer-protocol members.",
+            at_least(1),
+        ),
+        _g(
+            "share.session.timeout.ms",
+            "int",
+            45000,
+            "Session timeout of share-group members (share groups are not served).",
+            at_least(1),
+        ),
+        _g(
+            "share.heartbeat.interval.ms",
+            "int",
+            5000,
+            "Heartbeat interval of share-group members (share groups are not served).",
+            at_least(1),
+        ),
+        _g(
+            "share.record.lock.duration.ms",
+            "int",
+            30000,
+            "How long a share-group member holds an acquired record (share groups are not served).",
+            at_least(1000),
+        ),
+        _g(
+            "share.auto.offset.reset",
+            "string",
+            "latest",
+            "Where a share group starts reading a partition: earliest, latest or "
+            "by_duration:PnDTnHnMn.nS (an ISO-8601 duration; share groups are not served).",
+            _check_auto_offset_reset,
+        ),
+        _g(
+            "share.isolation.level",
+            "string",
+            "read_uncommitted",
+            "Whether a share group delivers only committed transactional records "
+            "(share groups are not served).",
+            one_of("read_committed", "read_uncommitted"),
+        ),
+        _g(
+            "streams.session.timeout.ms",
+            "int",
+            45000,
+            "Session timeout of streams-group members (streams groups are not served).",
+            at_least(1),
+        ),
+        _g(
+            "streams.heartbeat.interval.ms",
+            "int",
+            5000,
+            "Heartbeat interval of streams-group members (streams groups are not served).",
+            at_least(1),
+        ),
+        _g(
+            "streams.num.standby.replicas",
+            "int",
+            0,
+            "Standby replicas of each task of a streams group (streams groups are not served).",
+            at_least(0),
+        ),
+    )
+}
 
 #: group key -> the broker key its default comes from (Kafka's ``extractGroupConfigMap``)
 BROKER_DEFAULTS = {
@@ -103,25 +156,48 @@ BROKER_DEFAULTS = {
 #: (group key, broker key of its minimum or None, broker key of its maximum), in the order
 #: Kafka's ``GroupConfig.validateValues`` checks them
 _BOUNDS = (
-    ("consumer.heartbeat.interval.ms", "group.consumer.min.heartbeat.interval.ms",
-     "group.consumer.max.heartbeat.interval.ms"),
-    ("consumer.session.timeout.ms", "group.consumer.min.session.timeout.ms",
-     "group.consumer.max.session.timeout.ms"),
-    ("share.heartbeat.interval.ms", "group.share.min.heartbeat.interval.ms",
-     "group.share.max.heartbeat.interval.ms"),
-    ("share.session.timeout.ms", "group.share.min.session.timeout.ms",
-     "group.share.max.session.timeout.ms"),
-    ("share.record.lock.duration.ms", "group.share.min.record.lock.duration.ms",
-     "group.share.max.record.lock.duration.ms"),
-    ("streams.heartbeat.interval.ms", "group.streams.min.heartbeat.interval.ms",
-     "group.streams.max.heartbeat.interval.ms"),
-    ("streams.session.timeout.ms", "group.streams.min.session.timeout.ms",
-     "group.streams.max.session.timeout.ms"),
+    (
+        "consumer.heartbeat.interval.ms",
+        "group.consumer.min.heartbeat.interval.ms",
+        "group.consumer.max.heartbeat.interval.ms",
+    ),
+    (
+        "consumer.session.timeout.ms",
+        "group.consumer.min.session.timeout.ms",
+        "group.consumer.max.session.timeout.ms",
+    ),
+    (
+        "share.heartbeat.interval.ms",
+        "group.share.min.heartbeat.interval.ms",
+        "group.share.max.heartbeat.interval.ms",
+    ),
+    (
+        "share.session.timeout.ms",
+        "group.share.min.session.timeout.ms",
+        "group.share.max.session.timeout.ms",
+    ),
+    (
+        "share.record.lock.duration.ms",
+        "group.share.min.record.lock.duration.ms",
+        "group.share.max.record.lock.duration.ms",
+    ),
+    (
+        "streams.heartbeat.interval.ms",
+        "group.streams.min.heartbeat.interval.ms",
+        "group.streams.max.heartbeat.interval.ms",
+    ),
+    (
+        "streams.session.timeout.ms",
+        "group.streams.min.session.timeout.ms",
+        "group.streams.max.session.timeout.ms",
+    ),
     ("streams.num.standby.replicas", None, "group.streams.max.standby.replicas"),
 )
-_SESSION_OVER_HEARTBEAT = (("consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"),
-                           ("share.session.timeout.ms", "share.heartbeat.interval.ms"),
-                           ("streams.session.timeout.ms", "streams.heartbeat.interval.ms"))
+_SESSION_OVER_HEARTBEAT = (
+    ("consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"),
+    ("share.session.timeout.ms", "share.heartbeat.interval.ms"),
+    ("streams.session.timeout.ms", "streams.heartbeat.interval.ms"),
+)
 
 
 class GroupConfigError(ValueError):
@@ -143,8 +219,12 @@ def validate(broker_config: Any, overrides: Mapping[str, str]) -> None:
         if name not in GROUP_CONFIGS:
             raise GroupConfigError(f"Unknown group config name: {name}")
     values = {name: cdef.default for name, cdef in GROUP_CONFIGS.items()}
-    values.update({name: broker_config[BROKER_DEFAULTS[name]]
-                   for name in ("consumer.session.timeout.ms", "consumer.heartbeat.interval.ms")})
+    values.update(
+        {
+            name: broker_config[BROKER_DEFAULTS[name]]
+            for name in ("consumer.session.timeout.ms", "consumer.heartbeat.interval.ms")
+        }
+    )
     try:
         values.update({name: GROUP_CONFIGS[name].parse(raw) for name, raw in overrides.items()})
     except ConfigValueError as exc:
@@ -174,8 +254,10 @@ class GroupConfigs:
         self._groups: dict[str, dict[str, str]] = {}
         if self.path and os.path.exists(self.path):
             data = ckpt.read_json(self.path)
-            self._groups = {group: {k: str(v) for k, v in overrides.items()}
-                            for group, overrides in data.get("groups", {}).items()}
+            self._groups = {
+                group: {k: str(v) for k, v in overrides.items()}
+                for group, overrides in data.get("groups", {}).items()
+            }
 
     def use_shared(self, shared: Any) -> None:
         self.shared = shared
@@ -216,5 +298,12 @@ class GroupConfigs:
         if self.path is None:
             return
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        ckpt.write_json(self.path, {"version": 1, "groups": {
-            group: overrides for group, overrides in self._groups.items() if overrides}})
+        ckpt.write_json(
+            self.path,
+            {
+                "version": 1,
+                "groups": {
+                    group: overrides for group, overrides in self._groups.items() if overrides
+                },
+            },
+        )

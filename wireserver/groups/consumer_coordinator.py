@@ -36,16 +36,30 @@ import logging
 import re
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.groups import assignors
-from wireserver.groups.consumer_group import (JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH,
-                                              ConsumerGroup, ConsumerGroupMember,
-                                              ConsumerGroupState, MemberState, TopicPartitions)
-from wireserver.groups.records import (ConsumerGroupKey, ConsumerGroupValue, GroupKey, OffsetKey,
-                                       encode_consumer_group_value, encode_key)
+from wireserver.groups.consumer_group import (
+    JOIN_EPOCH,
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    ConsumerGroup,
+    ConsumerGroupMember,
+    ConsumerGroupState,
+    MemberState,
+    TopicPartitions,
+)
+from wireserver.groups.records import (
+    ConsumerGroupKey,
+    ConsumerGroupValue,
+    GroupKey,
+    OffsetKey,
+    encode_consumer_group_value,
+    encode_key,
+)
+from wireserver.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from wireserver.groups.coordinator import GroupCoordinator
@@ -64,39 +78,39 @@ class HeartbeatRequest:
     group_id: str
     member_id: str
     member_epoch: int
-    instance_id: Optional[str] = None
-    rack_id: Optional[str] = None
+    instance_id: str | None = None
+    rack_id: str | None = None
     rebalance_timeout_ms: int = -1
-    subscribed_topic_names: Optional[list[str]] = None
-    subscribed_topic_regex: Optional[str] = None
-    server_assignor: Optional[str] = None
-    owned: Optional[TopicPartitions] = None
+    subscribed_topic_names: list[str] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    owned: TopicPartitions | None = None
     client_id: str = ""
     client_host: str = ""
     api_version: int = 1
     #: Whether the requester may DESCRIBE a topic (None: no authorizer, every topic).
-    describable: Optional[Callable[[str], bool]] = None
+    describable: Callable[[str], bool] | None = None
 
 
 @dataclass
 class HeartbeatResult:
     error: int
-    message: Optional[str] = None
-    member_id: Optional[str] = None
+    message: str | None = None
+    member_id: str | None = None
     member_epoch: int = 0
     heartbeat_interval_ms: int = 0
-    assignment: Optional[TopicPartitions] = None
+    assignment: TopicPartitions | None = None
 
 
 class HeartbeatError(Exception):
-    def __init__(self, error: int, message: Optional[str] = None):
+    def __init__(self, error: int, message: str | None = None):
         super().__init__(message)
         self.error = error
         self.message = message
 
 
 class ConsumerGroupCoordinator:
-    def __init__(self, coordinator: "GroupCoordinator"):
+    def __init__(self, coordinator: GroupCoordinator):
         self.coordinator = coordinator
         self.reactor = coordinator.reactor
         self.config = coordinator.config
@@ -121,14 +135,14 @@ class ConsumerGroupCoordinator:
     def _session_timeout_ms(self, group_id: str) -> int:
         """The group's ``consumer.session.timeout.ms`` (a group config), else the broker's
         ``group.consumer.session.timeout.ms``: Kafka's ``consumerGroupSessionTimeoutMs``."""
-        return self.coordinator.broker.group_configs.value(group_id,
-                                                           "consumer.session.timeout.ms")
+        return self.coordinator.broker.group_configs.value(group_id, "consumer.session.timeout.ms")
 
     def _heartbeat_interval_ms(self, group_id: str) -> int:
         """The group's ``consumer.heartbeat.interval.ms``, else the broker's
         ``group.consumer.heartbeat.interval.ms``."""
-        return self.coordinator.broker.group_configs.value(group_id,
-                                                           "consumer.heartbeat.interval.ms")
+        return self.coordinator.broker.group_configs.value(
+            group_id, "consumer.heartbeat.interval.ms"
+        )
 
     # -- ConsumerGroupHeartbeat -------------------------------------------------------------
 
@@ -161,27 +175,32 @@ class ConsumerGroupCoordinator:
             if req.owned:
                 raise invalid("TopicPartitions must be empty when (re-)joining.")
             if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
-                raise invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in "
-                              "first request.")
+                raise invalid(
+                    "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."
+                )
         if req.member_epoch == STATIC_LEAVE_EPOCH and req.instance_id is None:
             raise invalid("InstanceId can't be null.")
         if req.subscribed_topic_regex is not None:
             try:
                 re.compile(req.subscribed_topic_regex)
             except re.error as exc:
-                raise HeartbeatError(ErrorCode.INVALID_REGULAR_EXPRESSION,
-                                     f"SubscribedTopicRegex `{req.subscribed_topic_regex}` is "
-                                     f"not a valid regular expression: {exc}.") from None
+                raise HeartbeatError(
+                    ErrorCode.INVALID_REGULAR_EXPRESSION,
+                    f"SubscribedTopicRegex `{req.subscribed_topic_regex}` is "
+                    f"not a valid regular expression: {exc}.",
+                ) from None
         if req.server_assignor is not None:
             try:
                 name = assignors.assignor_name(req.server_assignor)
             except assignors.UnsupportedAssignor:
                 name = None
             if name not in self._assignor_names():
-                raise HeartbeatError(ErrorCode.UNSUPPORTED_ASSIGNOR,
-                                     f"ServerAssignor {req.server_assignor} is not supported. "
-                                     f"Supported assignors: "
-                                     f"{', '.join(self._assignor_names())}.")
+                raise HeartbeatError(
+                    ErrorCode.UNSUPPORTED_ASSIGNOR,
+                    f"ServerAssignor {req.server_assignor} is not supported. "
+                    f"Supported assignors: "
+                    f"{', '.join(self._assignor_names())}.",
+                )
 
     def _group_for_join(self, group_id: str) -> ConsumerGroup:
         group = self.groups.get(group_id)
@@ -191,8 +210,9 @@ class ConsumerGroupCoordinator:
         group = ConsumerGroup(group_id, self.now_ms())
         if classic is not None:
             if classic.members or classic.pending_members:
-                raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND,
-                                     f"Group {group_id} is not a consumer group.")
+                raise HeartbeatError(
+                    ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
+                )
             # An empty classic group becomes a consumer group and keeps its offsets.
             group.offsets = classic.offsets
             tombstone = [(encode_key(GroupKey(group_id)), None)]
@@ -210,8 +230,9 @@ class ConsumerGroupCoordinator:
         else:
             group = self.groups.get(req.group_id)
             if group is None:
-                raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND,
-                                     f"Group {req.group_id} not found.")
+                raise HeartbeatError(
+                    ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found."
+                )
             member = self._known_member(group, req)
         before = (member.member_epoch, {t: set(p) for t, p in member.assigned.items()})
         bump = self._update_member(group, member, req)
@@ -230,12 +251,18 @@ class ConsumerGroupCoordinator:
         group.update_state(now)
         self._arm_session_timer(group, member)
         changed = before != (member.member_epoch, member.assigned)
-        send = req.member_epoch == JOIN_EPOCH or changed or (
-            req.owned is not None and req.owned != member.assigned)
-        return HeartbeatResult(ErrorCode.NONE, member_id=member.member_id,
-                               member_epoch=member.member_epoch,
-                               heartbeat_interval_ms=self._heartbeat_interval_ms(req.group_id),
-                               assignment=member.assigned if send else None)
+        send = (
+            req.member_epoch == JOIN_EPOCH
+            or changed
+            or (req.owned is not None and req.owned != member.assigned)
+        )
+        return HeartbeatResult(
+            ErrorCode.NONE,
+            member_id=member.member_id,
+            member_epoch=member.member_epoch,
+            heartbeat_interval_ms=self._heartbeat_interval_ms(req.group_id),
+            assignment=member.assigned if send else None,
+        )
 
     def _join(self, group: ConsumerGroup, req: HeartbeatRequest) -> ConsumerGroupMember:
         member_id = req.member_id or _new_member_id()
@@ -244,9 +271,11 @@ class ConsumerGroupCoordinator:
             if current_id is not None and current_id != member_id:
                 old = group.members[current_id]
                 if old.member_epoch != STATIC_LEAVE_EPOCH:
-                    raise HeartbeatError(ErrorCode.UNRELEASED_INSTANCE_ID,
-                                         f"Static member {current_id} with instance id "
-                                         f"{req.instance_id} is not released yet.")
+                    raise HeartbeatError(
+                        ErrorCode.UNRELEASED_INSTANCE_ID,
+                        f"Static member {current_id} with instance id "
+                        f"{req.instance_id} is not released yet.",
+                    )
                 return self._replace_static_member(group, old, member_id)
         member = group.members.get(member_id)
         if member is not None:
@@ -254,24 +283,36 @@ class ConsumerGroupCoordinator:
             group.reset_member_assignment(member)
             return member
         if len(group.members) >= self.config["group.consumer.max.size"]:
-            raise HeartbeatError(ErrorCode.GROUP_MAX_SIZE_REACHED,
-                                 f"The consumer group has reached its maximum capacity of "
-                                 f"{self.config['group.consumer.max.size']} members.")
+            raise HeartbeatError(
+                ErrorCode.GROUP_MAX_SIZE_REACHED,
+                f"The consumer group has reached its maximum capacity of "
+                f"{self.config['group.consumer.max.size']} members.",
+            )
         member = ConsumerGroupMember(member_id, req.client_id, req.client_host)
         member.instance_id = req.instance_id
         group.add(member)
         return member
 
-    def _replace_static_member(self, group: ConsumerGroup, old: ConsumerGroupMember,
-                               new_id: str) -> ConsumerGroupMember:
+    def _replace_static_member(
+        self, group: ConsumerGroup, old: ConsumerGroupMember, new_id: str
+    ) -> ConsumerGroupMember:
         """A static member back from a temporary leave under a new member id: it takes over
         the old member's assignment and target, and the group epoch does not move."""
         self._cancel_timers(old)
         del group.members[old.member_id]
         new = ConsumerGroupMember(new_id, old.client_id, old.client_host)
-        for attr in ("instance_id", "rack_id", "rebalance_timeout_ms", "subscribed_topic_names",
-                     "subscribed_topic_regex", "server_assignor", "state", "assigned",
-                     "pending_revocation", "previous_member_epoch"):
+        for attr in (
+            "instance_id",
+            "rack_id",
+            "rebalance_timeout_ms",
+            "subscribed_topic_names",
+            "subscribed_topic_regex",
+            "server_assignor",
+            "state",
+            "assigned",
+            "pending_revocation",
+            "previous_member_epoch",
+        ):
             setattr(new, attr, getattr(old, attr))
         new.member_epoch = old.previous_member_epoch if old.member_epoch < 0 else old.member_epoch
         group.add(new)
@@ -284,31 +325,40 @@ class ConsumerGroupCoordinator:
         if req.instance_id is not None:
             current_id = group.static_members.get(req.instance_id)
             if current_id is not None and current_id != req.member_id:
-                raise HeartbeatError(ErrorCode.FENCED_INSTANCE_ID,
-                                     f"Static member {req.member_id} with instance id "
-                                     f"{req.instance_id} was fenced by member {current_id}.")
+                raise HeartbeatError(
+                    ErrorCode.FENCED_INSTANCE_ID,
+                    f"Static member {req.member_id} with instance id "
+                    f"{req.instance_id} was fenced by member {current_id}.",
+                )
         if member is None:
-            raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
-                                 f"Member {req.member_id} is not a member of group "
-                                 f"{req.group_id}.")
+            raise HeartbeatError(
+                ErrorCode.UNKNOWN_MEMBER_ID,
+                f"Member {req.member_id} is not a member of group {req.group_id}.",
+            )
         if req.member_epoch > member.member_epoch:
-            raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH,
-                                 f"The consumer group member has a greater member epoch "
-                                 f"({req.member_epoch}) than the one known by the group "
-                                 f"coordinator ({member.member_epoch}). The member must abandon "
-                                 f"all its partitions and rejoin.")
+            raise HeartbeatError(
+                ErrorCode.FENCED_MEMBER_EPOCH,
+                f"The consumer group member has a greater member epoch "
+                f"({req.member_epoch}) than the one known by the group "
+                f"coordinator ({member.member_epoch}). The member must abandon "
+                f"all its partitions and rejoin.",
+            )
         if req.member_epoch < member.member_epoch and (
-                req.member_epoch != member.previous_member_epoch
-                or not _is_subset(req.owned, member.assigned)):
-            raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH,
-                                 f"The consumer group member has a smaller member epoch "
-                                 f"({req.member_epoch}) than the one known by the group "
-                                 f"coordinator ({member.member_epoch}). The member must abandon "
-                                 f"all its partitions and rejoin.")
+            req.member_epoch != member.previous_member_epoch
+            or not _is_subset(req.owned, member.assigned)
+        ):
+            raise HeartbeatError(
+                ErrorCode.FENCED_MEMBER_EPOCH,
+                f"The consumer group member has a smaller member epoch "
+                f"({req.member_epoch}) than the one known by the group "
+                f"coordinator ({member.member_epoch}). The member must abandon "
+                f"all its partitions and rejoin.",
+            )
         return member
 
-    def _update_member(self, group: ConsumerGroup, member: ConsumerGroupMember,
-                       req: HeartbeatRequest) -> bool:
+    def _update_member(
+        self, group: ConsumerGroup, member: ConsumerGroupMember, req: HeartbeatRequest
+    ) -> bool:
         """Apply the fields the request carries; True if the assignment depends on a change."""
         changed = member.member_id not in group.target
         if req.rack_id is not None:
@@ -319,8 +369,9 @@ class ConsumerGroupCoordinator:
             member.client_id = req.client_id
         if req.client_host:
             member.client_host = req.client_host
-        if req.subscribed_topic_names is not None and \
-                sorted(req.subscribed_topic_names) != sorted(member.subscribed_topic_names):
+        if req.subscribed_topic_names is not None and sorted(req.subscribed_topic_names) != sorted(
+            member.subscribed_topic_names
+        ):
             member.subscribed_topic_names = sorted(set(req.subscribed_topic_names))
             changed = True
         if req.subscribed_topic_regex is not None:
@@ -344,17 +395,21 @@ class ConsumerGroupCoordinator:
         if req.instance_id is not None:
             current_id = group.static_members.get(req.instance_id)
             if current_id is None:
-                raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
-                                     f"Instance id {req.instance_id} is unknown.")
+                raise HeartbeatError(
+                    ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown."
+                )
             if current_id != req.member_id:
-                raise HeartbeatError(ErrorCode.FENCED_INSTANCE_ID,
-                                     f"Static member {req.member_id} with instance id "
-                                     f"{req.instance_id} was fenced by member {current_id}.")
+                raise HeartbeatError(
+                    ErrorCode.FENCED_INSTANCE_ID,
+                    f"Static member {req.member_id} with instance id "
+                    f"{req.instance_id} was fenced by member {current_id}.",
+                )
         member = group.members.get(req.member_id)
         if member is None:
-            raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
-                                 f"Member {req.member_id} is not a member of group "
-                                 f"{req.group_id}.")
+            raise HeartbeatError(
+                ErrorCode.UNKNOWN_MEMBER_ID,
+                f"Member {req.member_id} is not a member of group {req.group_id}.",
+            )
         if req.member_epoch == STATIC_LEAVE_EPOCH:
             # Keeps its partitions (nobody else gets them) until it is back or its session
             # expires.
@@ -366,13 +421,17 @@ class ConsumerGroupCoordinator:
             self._arm_session_timer(group, member)
         else:
             self.remove_member(group, member, "the member left")
-        return HeartbeatResult(ErrorCode.NONE, member_id=req.member_id,
-                               member_epoch=req.member_epoch, heartbeat_interval_ms=0)
+        return HeartbeatResult(
+            ErrorCode.NONE,
+            member_id=req.member_id,
+            member_epoch=req.member_epoch,
+            heartbeat_interval_ms=0,
+        )
 
-    def remove_member(self, group: ConsumerGroup, member: ConsumerGroupMember,
-                      reason: str) -> None:
-        log.info("consumer group %s: removing member %s (%s)", group.group_id, member.member_id,
-                 reason)
+    def remove_member(self, group: ConsumerGroup, member: ConsumerGroupMember, reason: str) -> None:
+        log.info(
+            "consumer group %s: removing member %s (%s)", group.group_id, member.member_id, reason
+        )
         self._cancel_timers(member)
         group.remove(member.member_id)
         group.group_epoch += 1
@@ -385,8 +444,9 @@ class ConsumerGroupCoordinator:
 
     # -- target assignment ------------------------------------------------------------------
 
-    def _refresh_regexes(self, group: ConsumerGroup,
-                         describable: Optional[Callable[[str], bool]], now: int) -> None:
+    def _refresh_regexes(
+        self, group: ConsumerGroup, describable: Callable[[str], bool] | None, now: int
+    ) -> None:
         """Resolve the members' regular expressions to topic names as Kafka 4.1's coordinator
         does (``GroupMetadataManager.refreshRegularExpressions``): every topic whose whole name
         matches, internal ones included, that the principal of the heartbeat doing the refresh
@@ -395,17 +455,25 @@ class ConsumerGroupCoordinator:
         topics are created or deleted, or after ``REGEX_REFRESH_INTERVAL_MS`` (which is when
         an ACL change shows), as Kafka's ``maybeUpdateRegularExpressions`` (it resolves in the
         background, at most every 10 s; we do it at once, in the heartbeat)."""
-        regexes = {m.subscribed_topic_regex for m in group.members.values()
-                   if m.subscribed_topic_regex}
+        regexes = {
+            m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex
+        }
         if not regexes and not group.resolved_regexes:
             return
         topics = frozenset(self.coordinator.broker.logs.topics)
-        if regexes == group.resolved_regexes.keys() and topics == group.regex_topics and \
-                now - group.regex_refreshed_ms <= REGEX_REFRESH_INTERVAL_MS:
+        if (
+            regexes == group.resolved_regexes.keys()
+            and topics == group.regex_topics
+            and now - group.regex_refreshed_ms <= REGEX_REFRESH_INTERVAL_MS
+        ):
             return
         matched = {regex: {t for t in topics if re.fullmatch(regex, t)} for regex in regexes}
-        denied = {t for names in matched.values() for t in names
-                  if describable is not None and not describable(t)}
+        denied = {
+            t
+            for names in matched.values()
+            for t in names
+            if describable is not None and not describable(t)
+        }
         group.resolved_regexes = {regex: names - denied for regex, names in matched.items()}
         group.regex_topics = topics
         group.regex_refreshed_ms = now
@@ -416,8 +484,11 @@ class ConsumerGroupCoordinator:
         for member_id, member in group.members.items():
             names = {n for n in member.subscribed_topic_names if n in topics}
             if member.subscribed_topic_regex:
-                names.update(n for n in group.resolved_regexes.get(member.subscribed_topic_regex,
-                                                                   ()) if n in topics)
+                names.update(
+                    n
+                    for n in group.resolved_regexes.get(member.subscribed_topic_regex, ())
+                    if n in topics
+                )
             out[member_id] = names
         return out
 
@@ -444,8 +515,7 @@ class ConsumerGroupCoordinator:
         if group.group_epoch <= group.assignment_epoch:
             return
         assign = assignors.ASSIGNORS[group.assignor_name or self._assignor_names()[0]]
-        group.target = assign(self._subscriptions(group), group.subscription_metadata,
-                              group.target)
+        group.target = assign(self._subscriptions(group), group.subscription_metadata, group.target)
         group.assignment_epoch = group.group_epoch
         group.update_state(self.now_ms())
 
@@ -454,8 +524,8 @@ class ConsumerGroupCoordinator:
     def _arm_session_timer(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         _cancel(member.session_timer)
         member.session_timer = self.reactor.callLater(
-            self._session_timeout_ms(group.group_id) / 1000.0, self._session_expired, group,
-            member)
+            self._session_timeout_ms(group.group_id) / 1000.0, self._session_expired, group, member
+        )
 
     def _session_expired(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         member.session_timer = None
@@ -467,14 +537,22 @@ class ConsumerGroupCoordinator:
             self._cancel_revocation_timer(member)
         elif member.revocation_timer is None:
             member.revocation_timer = self.reactor.callLater(
-                member.rebalance_timeout_ms / 1000.0, self._revocation_expired, group, member,
-                member.member_epoch)
+                member.rebalance_timeout_ms / 1000.0,
+                self._revocation_expired,
+                group,
+                member,
+                member.member_epoch,
+            )
 
-    def _revocation_expired(self, group: ConsumerGroup, member: ConsumerGroupMember,
-                            epoch: int) -> None:
+    def _revocation_expired(
+        self, group: ConsumerGroup, member: ConsumerGroupMember, epoch: int
+    ) -> None:
         member.revocation_timer = None
-        if group.members.get(member.member_id) is member and \
-                member.state is MemberState.UNREVOKED_PARTITIONS and member.member_epoch == epoch:
+        if (
+            group.members.get(member.member_id) is member
+            and member.state is MemberState.UNREVOKED_PARTITIONS
+            and member.member_epoch == epoch
+        ):
             self.remove_member(group, member, "it did not revoke its partitions in time")
 
     @staticmethod
@@ -490,12 +568,22 @@ class ConsumerGroupCoordinator:
     # -- persistence ------------------------------------------------------------------------
 
     def _store(self, group: ConsumerGroup) -> None:
-        error = self.coordinator.runtime.append(group.group_id, [(
-            encode_key(ConsumerGroupKey(group.group_id)),
-            encode_consumer_group_value(ConsumerGroupValue(group.group_epoch)))])
+        error = self.coordinator.runtime.append(
+            group.group_id,
+            [
+                (
+                    encode_key(ConsumerGroupKey(group.group_id)),
+                    encode_consumer_group_value(ConsumerGroupValue(group.group_epoch)),
+                )
+            ],
+        )
         if error != ErrorCode.NONE:
-            log.warning("consumer group %s: epoch %d not persisted: %s", group.group_id,
-                        group.group_epoch, error.name)
+            log.warning(
+                "consumer group %s: epoch %d not persisted: %s",
+                group.group_id,
+                group.group_epoch,
+                error.name,
+            )
 
     def restore(self, group_id: str, value: ConsumerGroupValue, offsets: dict) -> ConsumerGroup:
         group = ConsumerGroup(group_id, self.now_ms())
@@ -519,9 +607,13 @@ class ConsumerGroupCoordinator:
     # -- offsets ----------------------------------------------------------------------------
 
     @staticmethod
-    def validate_offset_commit(group: ConsumerGroup, member_id: str, member_epoch: int,
-                               instance_id: Optional[str],
-                               api_version: Optional[int]) -> Optional[ErrorCode]:
+    def validate_offset_commit(
+        group: ConsumerGroup,
+        member_id: str,
+        member_epoch: int,
+        instance_id: str | None,
+        api_version: int | None,
+    ) -> ErrorCode | None:
         """Kafka's ``ConsumerGroup.validateOffsetCommit`` (4.1), for OffsetCommit and
         TxnOffsetCommit. Taken without a member: a negative epoch while the group has no
         members (the admin client, a consumer outside the group), and a TxnOffsetCommit that
@@ -542,13 +634,13 @@ class ConsumerGroupCoordinator:
         if api_version is not None and api_version < 9:
             return ErrorCode.UNSUPPORTED_VERSION
         if member_epoch != member.member_epoch:
-            return ErrorCode.ILLEGAL_GENERATION if transactional else \
-                ErrorCode.STALE_MEMBER_EPOCH
+            return ErrorCode.ILLEGAL_GENERATION if transactional else ErrorCode.STALE_MEMBER_EPOCH
         return None
 
     @staticmethod
-    def validate_offset_fetch(group: ConsumerGroup, member_id: Optional[str],
-                              member_epoch: int) -> Optional[ErrorCode]:
+    def validate_offset_fetch(
+        group: ConsumerGroup, member_id: str | None, member_epoch: int
+    ) -> ErrorCode | None:
         """Kafka's ``ConsumerGroup.validateOffsetFetch``: only a fetch that names a member
         is checked (the admin client's is not)."""
         if member_epoch < 0 and member_id is None:
@@ -570,7 +662,7 @@ def _new_member_id() -> str:
     return str(uuid.uuid4())
 
 
-def _is_subset(owned: Optional[TopicPartitions], assigned: TopicPartitions) -> bool:
+def _is_subset(owned: TopicPartitions | None, assigned: TopicPartitions) -> bool:
     if owned is None:
         return False
     return all(ps <= assigned.get(t, set()) for t, ps in owned.items() if ps)

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import enum
 import uuid
-from typing import Optional
 
 from wireserver.groups.group import CommittedOffset
 from wireserver.groups.state import IllegalStateTransition
@@ -83,21 +82,35 @@ def _count(partitions: TopicPartitions) -> int:
 
 
 class ConsumerGroupMember:
-    __slots__ = ("member_id", "instance_id", "rack_id", "client_id", "client_host",
-                 "rebalance_timeout_ms", "subscribed_topic_names", "subscribed_topic_regex",
-                 "server_assignor", "member_epoch", "previous_member_epoch", "state",
-                 "assigned", "pending_revocation", "session_timer", "revocation_timer")
+    __slots__ = (
+        "member_id",
+        "instance_id",
+        "rack_id",
+        "client_id",
+        "client_host",
+        "rebalance_timeout_ms",
+        "subscribed_topic_names",
+        "subscribed_topic_regex",
+        "server_assignor",
+        "member_epoch",
+        "previous_member_epoch",
+        "state",
+        "assigned",
+        "pending_revocation",
+        "session_timer",
+        "revocation_timer",
+    )
 
     def __init__(self, member_id: str, client_id: str = "", client_host: str = ""):
         self.member_id = member_id
-        self.instance_id: Optional[str] = None
-        self.rack_id: Optional[str] = None
+        self.instance_id: str | None = None
+        self.rack_id: str | None = None
         self.client_id = client_id
         self.client_host = client_host
         self.rebalance_timeout_ms = 300000
         self.subscribed_topic_names: list[str] = []
-        self.subscribed_topic_regex: Optional[str] = None
-        self.server_assignor: Optional[str] = None
+        self.subscribed_topic_regex: str | None = None
+        self.server_assignor: str | None = None
         self.member_epoch = 0
         self.previous_member_epoch = 0
         self.state = MemberState.STABLE
@@ -106,7 +119,7 @@ class ConsumerGroupMember:
         self.session_timer = None
         self.revocation_timer = None
 
-    def owns_any(self, owned: Optional[TopicPartitions], partitions: TopicPartitions) -> bool:
+    def owns_any(self, owned: TopicPartitions | None, partitions: TopicPartitions) -> bool:
         """Whether the member still owns any of ``partitions``, by the owned partitions it
         reported; a heartbeat that reports nothing is taken to still own everything."""
         if owned is None:
@@ -125,8 +138,8 @@ class ConsumerGroup:
         self.group_epoch = 0
         self.assignment_epoch = 0
         self.members: dict[str, ConsumerGroupMember] = {}
-        self.static_members: dict[str, str] = {}          # instance id -> member id
-        self.target: dict[str, TopicPartitions] = {}      # member id -> target partitions
+        self.static_members: dict[str, str] = {}  # instance id -> member id
+        self.target: dict[str, TopicPartitions] = {}  # member id -> target partitions
         #: (topic id, partition) -> epoch of the member that owns it or is revoking it.
         self.partition_epochs: dict[tuple[uuid.UUID, int], int] = {}
         #: The subscribed topics as the last target assignment saw them:
@@ -152,7 +165,8 @@ class ConsumerGroup:
             return
         if self._state not in VALID_PREVIOUS[target]:
             raise IllegalStateTransition(
-                f"consumer group {self.group_id!r} cannot move from {self._state} to {target}")
+                f"consumer group {self.group_id!r} cannot move from {self._state} to {target}"
+            )
         self._state = target
         self.current_state_timestamp = now_ms
 
@@ -165,8 +179,10 @@ class ConsumerGroup:
         if self.group_epoch > self.assignment_epoch:
             return C.ASSIGNING
         for member in self.members.values():
-            if member.state is not MemberState.STABLE or \
-                    member.member_epoch != self.assignment_epoch:
+            if (
+                member.state is not MemberState.STABLE
+                or member.member_epoch != self.assignment_epoch
+            ):
                 return C.RECONCILING
         return C.STABLE
 
@@ -181,12 +197,14 @@ class ConsumerGroup:
         if member.instance_id is not None:
             self.static_members[member.instance_id] = member.member_id
 
-    def remove(self, member_id: str) -> Optional[ConsumerGroupMember]:
+    def remove(self, member_id: str) -> ConsumerGroupMember | None:
         member = self.members.pop(member_id, None)
         if member is None:
             return None
-        if member.instance_id is not None and \
-                self.static_members.get(member.instance_id) == member_id:
+        if (
+            member.instance_id is not None
+            and self.static_members.get(member.instance_id) == member_id
+        ):
             del self.static_members[member.instance_id]
         self._release(member)
         self.target.pop(member_id, None)
@@ -220,13 +238,14 @@ class ConsumerGroup:
 
     # -- reconciliation ---------------------------------------------------------------------
 
-    def reconcile(self, member: ConsumerGroupMember, owned: Optional[TopicPartitions]) -> None:
+    def reconcile(self, member: ConsumerGroupMember, owned: TopicPartitions | None) -> None:
         """Move ``member`` one step towards its target (see the module docstring).
         ``owned`` is what the member reported owning in this heartbeat (None: not sent)."""
         self._release(member)
-        if member.state is MemberState.UNREVOKED_PARTITIONS and \
-                member.owns_any(owned, member.pending_revocation):
-            self._claim(member)     # still revoking: nothing changes
+        if member.state is MemberState.UNREVOKED_PARTITIONS and member.owns_any(
+            owned, member.pending_revocation
+        ):
+            self._claim(member)  # still revoking: nothing changes
             return
         if member.state is MemberState.UNREVOKED_PARTITIONS:
             member.pending_revocation = {}

@@ -56,24 +56,35 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
+from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer
 
-from wireserver.protocol.errors import DecodeError, ErrorCode
-from wireserver.protocol.records import ControlRecordType, RecordBatch, decode_control_record
 from wireserver.coordinator_runtime import OFFSETS_TOPIC, CoordinatorRuntime, InternalTopic
 from wireserver.groups.consumer_coordinator import ConsumerGroupCoordinator
 from wireserver.groups.group import CommittedOffset, Group, Member
 from wireserver.groups.offsets import OffsetCommit, OffsetManager, PendingOffsets
-from wireserver.groups.records import (ConsumerGroupKey, ConsumerGroupValue, GroupKey, GroupValue,
-                                       MemberValue, OffsetKey, RecordFormatError,
-                                       decode_consumer_group_value, decode_group_value,
-                                       decode_key, decode_offset_value, encode_group_value,
-                                       encode_key)
+from wireserver.groups.records import (
+    ConsumerGroupKey,
+    ConsumerGroupValue,
+    GroupKey,
+    GroupValue,
+    MemberValue,
+    OffsetKey,
+    RecordFormatError,
+    decode_consumer_group_value,
+    decode_group_value,
+    decode_key,
+    decode_offset_value,
+    encode_group_value,
+    encode_key,
+)
 from wireserver.groups.state import GroupState
+from wireserver.protocol.errors import DecodeError, ErrorCode
+from wireserver.protocol.records import ControlRecordType, RecordBatch, decode_control_record
 from wireserver.topics import create_internal_topic
 
 if TYPE_CHECKING:
@@ -92,20 +103,28 @@ __all__ = ["GroupCoordinator", "JoinRequest", "JoinResult", "OffsetCommit", "Syn
 def _topic_configs(config: Any) -> dict[str, str]:
     """``__consumer_offsets``'s topic configs, as Kafka creates it: compacted (a group's and
     an offset's latest record is all a load needs), the producer's compression."""
-    return {"cleanup.policy": "compact", "compression.type": "producer",
-            "segment.bytes": str(config["offsets.topic.segment.bytes"])}
+    return {
+        "cleanup.policy": "compact",
+        "compression.type": "producer",
+        "segment.bytes": str(config["offsets.topic.segment.bytes"]),
+    }
 
 
 CONSUMER_OFFSETS = InternalTopic(
-    OFFSETS_TOPIC, "offsets.topic.num.partitions", "offsets.topic.replication.factor",
-    _topic_configs, commit_timeout_config="offsets.commit.timeout.ms", keys="group(s)")
+    OFFSETS_TOPIC,
+    "offsets.topic.num.partitions",
+    "offsets.topic.replication.factor",
+    _topic_configs,
+    commit_timeout_config="offsets.commit.timeout.ms",
+    keys="group(s)",
+)
 
 
 @dataclass
 class JoinRequest:
     group_id: str
     member_id: str
-    group_instance_id: Optional[str]
+    group_instance_id: str | None
     require_known_member_id: bool
     client_id: str
     client_host: str
@@ -114,7 +133,7 @@ class JoinRequest:
     protocol_type: str
     protocols: list[tuple[str, bytes]]
     api_version: int = 9
-    reason: Optional[str] = None
+    reason: str | None = None
 
 
 @dataclass
@@ -122,29 +141,30 @@ class JoinResult:
     error: ErrorCode
     member_id: str = ""
     generation_id: int = -1
-    protocol_type: Optional[str] = None
-    protocol_name: Optional[str] = None
+    protocol_type: str | None = None
+    protocol_name: str | None = None
     leader_id: str = ""
-    members: list[tuple[str, Optional[str], bytes]] = field(default_factory=list)
+    members: list[tuple[str, str | None, bytes]] = field(default_factory=list)
     skip_assignment: bool = False
 
 
 @dataclass
 class SyncResult:
     error: ErrorCode
-    protocol_type: Optional[str] = None
-    protocol_name: Optional[str] = None
+    protocol_type: str | None = None
+    protocol_name: str | None = None
     assignment: bytes = b""
 
 
 class GroupCoordinator:
-    def __init__(self, broker: "Broker"):
+    def __init__(self, broker: Broker):
         self.broker = broker
         self.reactor = broker.reactor
         self.config = broker.config
         self.groups: dict[str, Group] = {}
-        self.runtime = CoordinatorRuntime(broker, CONSUMER_OFFSETS, self,
-                                          partial(create_internal_topic, broker))
+        self.runtime = CoordinatorRuntime(
+            broker, CONSUMER_OFFSETS, self, partial(create_internal_topic, broker)
+        )
         # Groups of type "consumer" (KIP-848) live apart from the classic ones.
         self.consumer = ConsumerGroupCoordinator(self)
         self.offsets = OffsetManager(self.runtime, self, self.reactor)
@@ -183,7 +203,7 @@ class GroupCoordinator:
         """The partition of ``__consumer_offsets`` that holds the group."""
         return self.runtime.partition_for(group_id)
 
-    def ensure_ready(self, group_id: Optional[str] = None) -> Optional[ErrorCode]:
+    def ensure_ready(self, group_id: str | None = None) -> ErrorCode | None:
         """Create ``__consumer_offsets`` on first use. COORDINATOR_NOT_AVAILABLE while it cannot
         be created (as Kafka: its replication factor exceeds the live brokers). With a group
         id, in cluster mode: NOT_COORDINATOR unless this broker leads the group's partition,
@@ -199,21 +219,32 @@ class GroupCoordinator:
     def _group_record(self, group: Group) -> tuple[bytes, bytes]:
         """The group's GroupMetadata record: what a new coordinator needs to carry it on."""
         value = GroupValue(
-            protocol_type=group.protocol_type or "", generation=group.generation_id,
-            protocol=group.protocol_name, leader=group.leader_id,
+            protocol_type=group.protocol_type or "",
+            generation=group.generation_id,
+            protocol=group.protocol_name,
+            leader=group.leader_id,
             current_state_timestamp=group.current_state_timestamp,
-            members=[MemberValue(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                                 m.rebalance_timeout_ms, m.session_timeout_ms,
-                                 m.metadata_for(group.protocol_name), m.assignment)
-                     for m in group.members.values()])
+            members=[
+                MemberValue(
+                    m.member_id,
+                    m.group_instance_id,
+                    m.client_id,
+                    m.client_host,
+                    m.rebalance_timeout_ms,
+                    m.session_timeout_ms,
+                    m.metadata_for(group.protocol_name),
+                    m.assignment,
+                )
+                for m in group.members.values()
+            ],
+        )
         return encode_key(GroupKey(group.group_id)), encode_group_value(value)
 
     def _store_group(self, group: Group) -> ErrorCode:
         """Append the group's record (its generation, leader, members and assignments)."""
         return self.runtime.append(group.group_id, [self._group_record(group)])
 
-    def _store_group_replicated(self, group: Group,
-                                on_stored: Callable[[ErrorCode], None]) -> None:
+    def _store_group_replicated(self, group: Group, on_stored: Callable[[ErrorCode], None]) -> None:
         """Kafka's ``storeGroup`` with acks=-1: append the group's record and call
         ``on_stored(error)`` once the high watermark passed it (at once on one node), so that
         a JoinGroup or SyncGroup answer never promises metadata a new coordinator would lack.
@@ -243,8 +274,7 @@ class GroupCoordinator:
         now = self.now_ms()
         pending_groups = {g for by_group in pending.values() for g in by_group}
         count = 0
-        for group_id in set(values) | {g for g, found in offsets.items() if found} | \
-                pending_groups:
+        for group_id in set(values) | {g for g, found in offsets.items() if found} | pending_groups:
             count += 1
             if isinstance(values.get(group_id), ConsumerGroupValue):
                 self.consumer.restore(group_id, values[group_id], offsets.get(group_id, {}))
@@ -258,6 +288,7 @@ class GroupCoordinator:
         """This broker no longer leads ``partition``: forget its groups, their offsets and
         pending transactional offsets (Kafka's ``onResignation``); members waiting on JoinGroup
         or SyncGroup get NOT_COORDINATOR. Returns the groups dropped."""
+
         def mine(group_id: str) -> bool:
             return self.partition_for(group_id) == partition
 
@@ -277,9 +308,14 @@ class GroupCoordinator:
         self.offsets.forget_pending(mine)
         return dropped
 
-    def _replay(self, partition: int, values: dict[str, Any],
-                offsets: dict[str, dict[tuple[str, int], CommittedOffset]],
-                pending: PendingOffsets, to_log_end: bool) -> None:
+    def _replay(
+        self,
+        partition: int,
+        values: dict[str, Any],
+        offsets: dict[str, dict[tuple[str, int], CommittedOffset]],
+        pending: PendingOffsets,
+        to_log_end: bool,
+    ) -> None:
         """Read the partition's records into ``values`` (group id -> its latest group record)
         and ``offsets`` (group id -> committed offsets); transactional offsets go to
         ``pending`` (producer id -> group id -> offsets) until their marker."""
@@ -297,9 +333,11 @@ class GroupCoordinator:
                 self._apply_record(record.key, record.value, values, target)
 
     @staticmethod
-    def _replay_marker(batch: RecordBatch,
-                       offsets: dict[str, dict[tuple[str, int], CommittedOffset]],
-                       pending: PendingOffsets) -> None:
+    def _replay_marker(
+        batch: RecordBatch,
+        offsets: dict[str, dict[tuple[str, int], CommittedOffset]],
+        pending: PendingOffsets,
+    ) -> None:
         """A marker: the producer's pending offsets become committed (COMMIT) or are dropped."""
         found = pending.pop(batch.producer_id, None)
         if not found:
@@ -314,9 +352,12 @@ class GroupCoordinator:
                 offsets.setdefault(group_id, {}).update(committed)
 
     @staticmethod
-    def _apply_record(key_bytes: Optional[bytes], value_bytes: Optional[bytes],
-                      values: dict[str, Any],
-                      offsets: dict[str, dict[tuple[str, int], CommittedOffset]]) -> None:
+    def _apply_record(
+        key_bytes: bytes | None,
+        value_bytes: bytes | None,
+        values: dict[str, Any],
+        offsets: dict[str, dict[tuple[str, int], CommittedOffset]],
+    ) -> None:
         """One record of the partition: an offset (or its tombstone) or a group record."""
         if key_bytes is None:
             return
@@ -329,7 +370,8 @@ class GroupCoordinator:
                 else:
                     value = decode_offset_value(value_bytes)
                     group_offsets[(key.topic, key.partition)] = CommittedOffset(
-                        value.offset, value.leader_epoch, value.metadata, value.commit_timestamp)
+                        value.offset, value.leader_epoch, value.metadata, value.commit_timestamp
+                    )
             elif isinstance(key, (GroupKey, ConsumerGroupKey)):
                 if value_bytes is None:
                     values.pop(key.group, None)
@@ -340,7 +382,7 @@ class GroupCoordinator:
         except (RecordFormatError, ValueError) as exc:
             log.warning("skipping unreadable %s record: %s", OFFSETS_TOPIC, exc)
 
-    def _restore_group(self, group_id: str, value: Optional[GroupValue], now: int) -> Group:
+    def _restore_group(self, group_id: str, value: GroupValue | None, now: int) -> Group:
         """A classic group as its record left it; its members get a session timeout again."""
         if value is None:
             return Group(group_id, now)
@@ -352,9 +394,16 @@ class GroupCoordinator:
         if value.current_state_timestamp >= 0:
             group.current_state_timestamp = value.current_state_timestamp
         for m in value.members:
-            member = Member(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                            m.rebalance_timeout, m.session_timeout, value.protocol_type,
-                            [(value.protocol or "", m.subscription)])
+            member = Member(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.rebalance_timeout,
+                m.session_timeout,
+                value.protocol_type,
+                [(value.protocol or "", m.subscription)],
+            )
             member.assignment = m.assignment
             group.add(member)
         group.leader_id = value.leader if value.leader in group.members else group.leader_id
@@ -369,8 +418,11 @@ class GroupCoordinator:
         if not req.group_id:
             d.callback(JoinResult(ErrorCode.INVALID_GROUP_ID, req.member_id))
             return d
-        if not (self.config["group.min.session.timeout.ms"] <= req.session_timeout_ms
-                <= self.config["group.max.session.timeout.ms"]):
+        if not (
+            self.config["group.min.session.timeout.ms"]
+            <= req.session_timeout_ms
+            <= self.config["group.max.session.timeout.ms"]
+        ):
             d.callback(JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, req.member_id))
             return d
         if req.rebalance_timeout_ms < 0:
@@ -401,8 +453,13 @@ class GroupCoordinator:
             self._current_member_join(group, req, d)
         if group.is_in(S.PREPARING_REBALANCE):
             self._try_complete_join(group)
-        if (created and group.is_in(S.EMPTY) and not group.members and not group.pending_members
-                and not group.offsets):
+        if (
+            created
+            and group.is_in(S.EMPTY)
+            and not group.members
+            and not group.pending_members
+            and not group.offsets
+        ):
             del self.groups[req.group_id]
         return d
 
@@ -430,7 +487,8 @@ class GroupCoordinator:
         elif req.require_known_member_id:
             # KIP-394: hand out the id first; the member must come back with it.
             group.pending_members[new_id] = self.reactor.callLater(
-                req.session_timeout_ms / 1000.0, self._pending_member_expired, group, new_id)
+                req.session_timeout_ms / 1000.0, self._pending_member_expired, group, new_id
+            )
             d.callback(JoinResult(ErrorCode.MEMBER_ID_REQUIRED, new_id))
         else:
             self._add_member_and_rebalance(group, req, new_id, d)
@@ -450,8 +508,10 @@ class GroupCoordinator:
         if group.is_static_member_fenced(req.group_instance_id, member_id):
             d.callback(JoinResult(ErrorCode.FENCED_INSTANCE_ID, member_id))
             return
-        if (not group.has(member_id) or (req.group_instance_id is not None
-                                         and group.static_member_id(req.group_instance_id) is None)):
+        if not group.has(member_id) or (
+            req.group_instance_id is not None
+            and group.static_member_id(req.group_instance_id) is None
+        ):
             d.callback(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
             return
         member = group.members[member_id]
@@ -471,8 +531,9 @@ class GroupCoordinator:
         else:
             d.callback(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
 
-    def _static_member_join(self, group: Group, req: JoinRequest, new_id: str,
-                            d: defer.Deferred) -> None:
+    def _static_member_join(
+        self, group: Group, req: JoinRequest, new_id: str, d: defer.Deferred
+    ) -> None:
         instance_id = req.group_instance_id
         old_id = group.static_member_id(instance_id)
         if old_id is None:
@@ -483,26 +544,34 @@ class GroupCoordinator:
         old_member.complete_join(JoinResult(ErrorCode.FENCED_INSTANCE_ID, old_id))
         old_member.complete_sync(SyncResult(ErrorCode.FENCED_INSTANCE_ID))
         previous_leader = group.leader_id or ""
-        saved = (old_member.protocols, old_member.rebalance_timeout_ms,
-                 old_member.session_timeout_ms)
+        saved = (
+            old_member.protocols,
+            old_member.rebalance_timeout_ms,
+            old_member.session_timeout_ms,
+        )
         member = group.replace_static_member(instance_id, old_id, new_id)
         self._schedule_heartbeat(group, member)
         self._update_member(member, req, d)
         if group.is_in(S.STABLE):
             if group.select_protocol() == group.protocol_name:
+
                 def stored(error: ErrorCode) -> None:
                     if error != ErrorCode.NONE:
                         member.join_deferred = None
                         group.replace_static_member(instance_id, new_id, old_id)
-                        (member.protocols, member.rebalance_timeout_ms,
-                         member.session_timeout_ms) = saved
+                        (
+                            member.protocols,
+                            member.rebalance_timeout_ms,
+                            member.session_timeout_ms,
+                        ) = saved
                         self._schedule_heartbeat(group, member)
                         d.callback(JoinResult(error, ""))
                     elif req.api_version >= 9:
                         # KIP-814: the leader learns it leads but must not reassign.
                         is_leader = group.is_leader(new_id)
-                        member.complete_join(self._join_result(group, member,
-                                                               skip_assignment=is_leader))
+                        member.complete_join(
+                            self._join_result(group, member, skip_assignment=is_leader)
+                        )
                     else:
                         # Older clients: report the previous leader id so a restarted leader
                         # does not compute an assignment the stable group would never
@@ -518,11 +587,19 @@ class GroupCoordinator:
         elif group.is_in(S.COMPLETING_REBALANCE):
             self._maybe_prepare_rebalance(group, "static member rejoined during a rebalance")
 
-    def _add_member_and_rebalance(self, group: Group, req: JoinRequest, member_id: str,
-                                  d: defer.Deferred) -> None:
-        member = Member(member_id, req.group_instance_id, req.client_id, req.client_host,
-                        req.rebalance_timeout_ms, req.session_timeout_ms, req.protocol_type,
-                        [(n, bytes(m)) for n, m in req.protocols])
+    def _add_member_and_rebalance(
+        self, group: Group, req: JoinRequest, member_id: str, d: defer.Deferred
+    ) -> None:
+        member = Member(
+            member_id,
+            req.group_instance_id,
+            req.client_id,
+            req.client_host,
+            req.rebalance_timeout_ms,
+            req.session_timeout_ms,
+            req.protocol_type,
+            [(n, bytes(m)) for n, m in req.protocols],
+        )
         member.is_new = True
         if group.in_initial_rebalance():
             group.new_member_added = True
@@ -541,20 +618,31 @@ class GroupCoordinator:
         member.session_timeout_ms = req.session_timeout_ms
         member.join_deferred = d
 
-    def _update_member_and_rebalance(self, group: Group, member: Member, req: JoinRequest,
-                                     d: defer.Deferred) -> None:
+    def _update_member_and_rebalance(
+        self, group: Group, member: Member, req: JoinRequest, d: defer.Deferred
+    ) -> None:
         self._update_member(member, req, d)
         self._maybe_prepare_rebalance(group, f"member {member.member_id} rejoined")
 
-    def _join_result(self, group: Group, member: Member, skip_assignment: bool = False
-                     ) -> JoinResult:
+    def _join_result(
+        self, group: Group, member: Member, skip_assignment: bool = False
+    ) -> JoinResult:
         members = []
         if group.is_leader(member.member_id):
-            members = [(m.member_id, m.group_instance_id, m.metadata_for(group.protocol_name))
-                       for m in group.members.values()]
-        return JoinResult(ErrorCode.NONE, member.member_id, group.generation_id,
-                          group.protocol_type, group.protocol_name, group.leader_id or "",
-                          members, skip_assignment)
+            members = [
+                (m.member_id, m.group_instance_id, m.metadata_for(group.protocol_name))
+                for m in group.members.values()
+            ]
+        return JoinResult(
+            ErrorCode.NONE,
+            member.member_id,
+            group.generation_id,
+            group.protocol_type,
+            group.protocol_name,
+            group.leader_id or "",
+            members,
+            skip_assignment,
+        )
 
     # -- rebalancing ------------------------------------------------------------------------
 
@@ -563,8 +651,12 @@ class GroupCoordinator:
             self._prepare_rebalance(group, reason)
 
     def _prepare_rebalance(self, group: Group, reason: str) -> None:
-        log.info("preparing to rebalance group %s (generation %d): %s", group.group_id,
-                 group.generation_id, reason)
+        log.info(
+            "preparing to rebalance group %s (generation %d): %s",
+            group.group_id,
+            group.generation_id,
+            reason,
+        )
         if group.is_in(S.COMPLETING_REBALANCE):
             self._reset_and_propagate_assignment_error(group, ErrorCode.REBALANCE_IN_PROGRESS)
         _cancel(group.sync_timer)
@@ -580,11 +672,13 @@ class GroupCoordinator:
             delay = self.config["group.initial.rebalance.delay.ms"]
             group.new_member_added = False
             group.initial_delay_remaining_ms = max(group.rebalance_timeout_ms() - delay, 0)
-            group.join_timer = self.reactor.callLater(delay / 1000.0, self._initial_delay_expired,
-                                                      group)
+            group.join_timer = self.reactor.callLater(
+                delay / 1000.0, self._initial_delay_expired, group
+            )
         else:
-            group.join_timer = self.reactor.callLater(group.rebalance_timeout_ms() / 1000.0,
-                                                      self._complete_join, group)
+            group.join_timer = self.reactor.callLater(
+                group.rebalance_timeout_ms() / 1000.0, self._complete_join, group
+            )
             self._try_complete_join(group)
 
     def _initial_delay_expired(self, group: Group) -> None:
@@ -596,16 +690,20 @@ class GroupCoordinator:
             group.new_member_added = False
             step = min(delay, group.initial_delay_remaining_ms)
             group.initial_delay_remaining_ms = max(group.initial_delay_remaining_ms - step, 0)
-            group.join_timer = self.reactor.callLater(step / 1000.0, self._initial_delay_expired,
-                                                      group)
+            group.join_timer = self.reactor.callLater(
+                step / 1000.0, self._initial_delay_expired, group
+            )
         else:
             self._complete_join(group)
 
     def _try_complete_join(self, group: Group) -> None:
         """Kafka's ``maybeCompleteJoinPhase``: end the join phase once every member rejoined,
         except in the initial rebalance, which only its timer ends."""
-        if (group.is_in(S.PREPARING_REBALANCE) and not group.in_initial_rebalance()
-                and group.all_joined()):
+        if (
+            group.is_in(S.PREPARING_REBALANCE)
+            and not group.in_initial_rebalance()
+            and group.all_joined()
+        ):
             self._complete_join(group)
 
     def _complete_join(self, group: Group) -> None:
@@ -616,13 +714,17 @@ class GroupCoordinator:
         group.join_timer = None
         for member in list(group.members.values()):
             if not member.awaiting_join and not member.is_static:
-                log.info("removing member %s of group %s: it did not rejoin in time",
-                         member.member_id, group.group_id)
+                log.info(
+                    "removing member %s of group %s: it did not rejoin in time",
+                    member.member_id,
+                    group.group_id,
+                )
                 self._remove_member(group, member.member_id)
         if not group.elect_joined_leader() and group.members:
             # Nobody rejoined yet: wait another rebalance timeout for the session timeouts.
-            group.join_timer = self.reactor.callLater(group.rebalance_timeout_ms() / 1000.0,
-                                                      self._complete_join, group)
+            group.join_timer = self.reactor.callLater(
+                group.rebalance_timeout_ms() / 1000.0, self._complete_join, group
+            )
             return
         now = self.now_ms()
         group.generation_id += 1
@@ -633,8 +735,13 @@ class GroupCoordinator:
             group.protocol_name = None
             group.transition_to(S.EMPTY, now)
         group.pending_sync = set(group.members)
-        log.info("group %s: generation %d, %d member(s), protocol %s", group.group_id,
-                 group.generation_id, len(group.members), group.protocol_name)
+        log.info(
+            "group %s: generation %d, %d member(s), protocol %s",
+            group.group_id,
+            group.generation_id,
+            len(group.members),
+            group.protocol_name,
+        )
         if group.is_in(S.EMPTY):
             self._store_group(group)
             return
@@ -643,8 +750,9 @@ class GroupCoordinator:
             member.complete_join(self._join_result(group, member))
             self._schedule_heartbeat(group, member)
             member.is_new = False
-        group.sync_timer = self.reactor.callLater(group.rebalance_timeout_ms() / 1000.0,
-                                                  self._pending_sync_expired, group, generation)
+        group.sync_timer = self.reactor.callLater(
+            group.rebalance_timeout_ms() / 1000.0, self._pending_sync_expired, group, generation
+        )
 
     def _pending_sync_expired(self, group: Group, generation: int) -> None:
         group.sync_timer = None
@@ -663,31 +771,34 @@ class GroupCoordinator:
 
     # -- sessions ---------------------------------------------------------------------------
 
-    def _schedule_heartbeat(self, group: Group, member: Member,
-                            timeout_ms: Optional[int] = None) -> None:
+    def _schedule_heartbeat(
+        self, group: Group, member: Member, timeout_ms: int | None = None
+    ) -> None:
         _cancel(member.heartbeat_timer)
         timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
-        member.heartbeat_timer = self.reactor.callLater(timeout / 1000.0,
-                                                        self._heartbeat_expired, group, member)
+        member.heartbeat_timer = self.reactor.callLater(
+            timeout / 1000.0, self._heartbeat_expired, group, member
+        )
 
     def _heartbeat_expired(self, group: Group, member: Member) -> None:
         member.heartbeat_timer = None
-        if (self.groups.get(group.group_id) is not group
-                or group.members.get(member.member_id) is not member):
+        if (
+            self.groups.get(group.group_id) is not group
+            or group.members.get(member.member_id) is not member
+        ):
             return
         if (member.awaiting_join and not member.is_new) or member.awaiting_sync:
             # Its JoinGroup/SyncGroup is parked here; the rebalance deadlines decide its fate.
             self._schedule_heartbeat(group, member)
             return
-        log.info("member %s of group %s failed: session timeout", member.member_id,
-                 group.group_id)
+        log.info("member %s of group %s failed: session timeout", member.member_id, group.group_id)
         self._remove_member_and_update_group(group, member, "session timeout")
 
     def _pending_member_expired(self, group: Group, member_id: str) -> None:
         if group.pending_members.pop(member_id, None) is not None:
             self._try_complete_join(group)
 
-    def _remove_member(self, group: Group, member_id: str) -> Optional[Member]:
+    def _remove_member(self, group: Group, member_id: str) -> Member | None:
         member = group.remove(member_id)
         if member is not None:
             _cancel(member.heartbeat_timer)
@@ -705,9 +816,16 @@ class GroupCoordinator:
 
     # -- SyncGroup --------------------------------------------------------------------------
 
-    def sync_group(self, group_id: str, generation_id: int, member_id: str,
-                   group_instance_id: Optional[str], protocol_type: Optional[str],
-                   protocol_name: Optional[str], assignments: dict[str, bytes]) -> defer.Deferred:
+    def sync_group(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: dict[str, bytes],
+    ) -> defer.Deferred:
         d: defer.Deferred = defer.Deferred()
         group = self.groups.get(group_id)
         error = None
@@ -735,8 +853,11 @@ class GroupCoordinator:
         member = group.members[member_id]
         if group.is_in(S.STABLE):
             group.pending_sync.discard(member_id)
-            d.callback(SyncResult(ErrorCode.NONE, group.protocol_type, group.protocol_name,
-                                  member.assignment))
+            d.callback(
+                SyncResult(
+                    ErrorCode.NONE, group.protocol_type, group.protocol_name, member.assignment
+                )
+            )
             self._schedule_heartbeat(group, member)
             return d
         # CompletingRebalance: park until the leader's assignment arrives.
@@ -749,7 +870,8 @@ class GroupCoordinator:
                 m.assignment = bytes(assignments.get(m.member_id, b"") or b"")
             generation = group.generation_id
             self._store_group_replicated(
-                group, lambda error: self._assignment_stored(group, generation, error))
+                group, lambda error: self._assignment_stored(group, generation, error)
+            )
         return d
 
     def _assignment_stored(self, group: Group, generation: int, error: ErrorCode) -> None:
@@ -764,14 +886,16 @@ class GroupCoordinator:
             return
         group.transition_to(S.STABLE, self.now_ms())
         for m in list(group.members.values()):
-            m.complete_sync(SyncResult(ErrorCode.NONE, group.protocol_type,
-                                       group.protocol_name, m.assignment))
+            m.complete_sync(
+                SyncResult(ErrorCode.NONE, group.protocol_type, group.protocol_name, m.assignment)
+            )
             self._schedule_heartbeat(group, m)
 
     # -- Heartbeat, LeaveGroup --------------------------------------------------------------
 
-    def heartbeat(self, group_id: str, generation_id: int, member_id: str,
-                  group_instance_id: Optional[str]) -> ErrorCode:
+    def heartbeat(
+        self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
+    ) -> ErrorCode:
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -790,8 +914,9 @@ class GroupCoordinator:
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE
 
-    def leave_group(self, group_id: str, leaving: list[tuple[str, Optional[str]]]
-                    ) -> tuple[ErrorCode, list[ErrorCode]]:
+    def leave_group(
+        self, group_id: str, leaving: list[tuple[str, str | None]]
+    ) -> tuple[ErrorCode, list[ErrorCode]]:
         """(top-level error, one error per leaving (member id, instance id))."""
         group = self.groups.get(group_id)
         if group is None:
@@ -806,8 +931,9 @@ class GroupCoordinator:
                 if current is None:
                     errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
                 else:
-                    self._remove_member_and_update_group(group, group.members[current],
-                                                         "removed by instance id")
+                    self._remove_member_and_update_group(
+                        group, group.members[current], "removed by instance id"
+                    )
                     errors.append(ErrorCode.NONE)
             elif member_id in group.pending_members:
                 _cancel(group.pending_members.pop(member_id))
@@ -816,8 +942,9 @@ class GroupCoordinator:
             elif group.is_static_member_fenced(instance_id, member_id):
                 errors.append(ErrorCode.FENCED_INSTANCE_ID)
             elif group.has(member_id):
-                self._remove_member_and_update_group(group, group.members[member_id],
-                                                     "the member left")
+                self._remove_member_and_update_group(
+                    group, group.members[member_id], "the member left"
+                )
                 errors.append(ErrorCode.NONE)
             else:
                 errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
@@ -867,20 +994,40 @@ class GroupCoordinator:
         """Transactional offsets awaiting their marker (``OffsetManager.pending_txn``)."""
         return self.offsets.pending_txn
 
-    def commit_offsets(self, group_id: str, generation_id: int, member_id: str,
-                       group_instance_id: Optional[str], api_version: int,
-                       commits: list[OffsetCommit]) -> dict[tuple[str, int], ErrorCode]:
+    def commit_offsets(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        api_version: int,
+        commits: list[OffsetCommit],
+    ) -> dict[tuple[str, int], ErrorCode]:
         """OffsetCommit (``OffsetManager.commit_offsets``)."""
-        return self.offsets.commit_offsets(group_id, generation_id, member_id,
-                                           group_instance_id, api_version, commits)
+        return self.offsets.commit_offsets(
+            group_id, generation_id, member_id, group_instance_id, api_version, commits
+        )
 
-    def txn_offset_commit(self, group_id: str, producer_id: int, producer_epoch: int,
-                          generation_id: int, member_id: str, group_instance_id: Optional[str],
-                          commits: list[OffsetCommit]) -> dict[tuple[str, int], ErrorCode]:
+    def txn_offset_commit(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        commits: list[OffsetCommit],
+    ) -> dict[tuple[str, int], ErrorCode]:
         """TxnOffsetCommit (``OffsetManager.txn_offset_commit``)."""
-        return self.offsets.txn_offset_commit(group_id, producer_id, producer_epoch,
-                                              generation_id, member_id, group_instance_id,
-                                              commits)
+        return self.offsets.txn_offset_commit(
+            group_id,
+            producer_id,
+            producer_epoch,
+            generation_id,
+            member_id,
+            group_instance_id,
+            commits,
+        )
 
     def complete_transaction(self, producer_id: int, commit: bool, partition: int) -> None:
         """A marker reached ``partition`` (``OffsetManager.complete_transaction``)."""
@@ -890,13 +1037,15 @@ class GroupCoordinator:
         """An open transaction holds the offset (``OffsetManager.has_pending``)."""
         return self.offsets.has_pending(group_id, topic, partition)
 
-    def fetch_offsets(self, group_id: str, topics: Optional[list[tuple[str, list[int]]]]
-                      ) -> list[tuple[str, list[tuple[int, Optional[CommittedOffset]]]]]:
+    def fetch_offsets(
+        self, group_id: str, topics: list[tuple[str, list[int]]] | None
+    ) -> list[tuple[str, list[tuple[int, CommittedOffset | None]]]]:
         """OffsetFetch (``OffsetManager.fetch_offsets``)."""
         return self.offsets.fetch_offsets(group_id, topics)
 
-    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]
-                       ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
+    def delete_offsets(
+        self, group_id: str, partitions: list[tuple[str, int]]
+    ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
         """OffsetDelete (``OffsetManager.delete_offsets``)."""
         return self.offsets.delete_offsets(group_id, partitions)
 

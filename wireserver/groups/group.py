@@ -5,7 +5,7 @@ with no timers and no I/O. The coordinator drives it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from twisted.internet import defer
 
@@ -24,13 +24,33 @@ class CommittedOffset:
 
 
 class Member:
-    __slots__ = ("member_id", "group_instance_id", "client_id", "client_host",
-                 "rebalance_timeout_ms", "session_timeout_ms", "protocol_type", "protocols",
-                 "assignment", "join_deferred", "sync_deferred", "is_new", "heartbeat_timer")
+    __slots__ = (
+        "member_id",
+        "group_instance_id",
+        "client_id",
+        "client_host",
+        "rebalance_timeout_ms",
+        "session_timeout_ms",
+        "protocol_type",
+        "protocols",
+        "assignment",
+        "join_deferred",
+        "sync_deferred",
+        "is_new",
+        "heartbeat_timer",
+    )
 
-    def __init__(self, member_id: str, group_instance_id: Optional[str], client_id: str,
-                 client_host: str, rebalance_timeout_ms: int, session_timeout_ms: int,
-                 protocol_type: str, protocols: list[tuple[str, bytes]]):
+    def __init__(
+        self,
+        member_id: str,
+        group_instance_id: str | None,
+        client_id: str,
+        client_host: str,
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        protocol_type: str,
+        protocols: list[tuple[str, bytes]],
+    ):
         self.member_id = member_id
         self.group_instance_id = group_instance_id
         self.client_id = client_id
@@ -40,8 +60,8 @@ class Member:
         self.protocol_type = protocol_type
         self.protocols = protocols
         self.assignment = b""
-        self.join_deferred: Optional[defer.Deferred] = None
-        self.sync_deferred: Optional[defer.Deferred] = None
+        self.join_deferred: defer.Deferred | None = None
+        self.sync_deferred: defer.Deferred | None = None
         self.is_new = False
         self.heartbeat_timer: Any = None
 
@@ -60,7 +80,7 @@ class Member:
     def protocol_names(self) -> list[str]:
         return [name for name, _ in self.protocols]
 
-    def metadata_for(self, protocol: Optional[str]) -> bytes:
+    def metadata_for(self, protocol: str | None) -> bytes:
         for name, metadata in self.protocols:
             if name == protocol:
                 return metadata
@@ -97,12 +117,12 @@ class Group:
         self.group_id = group_id
         self._machine = StateMachine(group_id, state)
         self.generation_id = 0
-        self.protocol_type: Optional[str] = None
-        self.protocol_name: Optional[str] = None
-        self.leader_id: Optional[str] = None
+        self.protocol_type: str | None = None
+        self.protocol_name: str | None = None
+        self.leader_id: str | None = None
         self.members: dict[str, Member] = {}
         self.static_members: dict[str, str] = {}
-        self.pending_members: dict[str, Any] = {}   # member id -> expiry timer
+        self.pending_members: dict[str, Any] = {}  # member id -> expiry timer
         self.pending_sync: set[str] = set()
         self.new_member_added = False
         self.current_state_timestamp = now_ms
@@ -128,8 +148,10 @@ class Group:
     def in_initial_rebalance(self) -> bool:
         """PreparingRebalance entered from Empty: only the initial-delay timer ends its join
         phase (Kafka checks ``previousState() == EMPTY``)."""
-        return (self.is_in(GroupState.PREPARING_REBALANCE)
-                and self._machine.previous is GroupState.EMPTY)
+        return (
+            self.is_in(GroupState.PREPARING_REBALANCE)
+            and self._machine.previous is GroupState.EMPTY
+        )
 
     def can_rebalance(self) -> bool:
         return self.is_in(GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY)
@@ -151,22 +173,24 @@ class Group:
         if self.leader_id is None:
             self.leader_id = member.member_id
 
-    def remove(self, member_id: str) -> Optional[Member]:
+    def remove(self, member_id: str) -> Member | None:
         member = self.members.pop(member_id, None)
         if member is None:
             return None
-        if (member.group_instance_id is not None
-                and self.static_members.get(member.group_instance_id) == member_id):
+        if (
+            member.group_instance_id is not None
+            and self.static_members.get(member.group_instance_id) == member_id
+        ):
             del self.static_members[member.group_instance_id]
         self.pending_sync.discard(member_id)
         if self.leader_id == member_id:
             self.leader_id = next(iter(self.members), None)
         return member
 
-    def static_member_id(self, instance_id: Optional[str]) -> Optional[str]:
+    def static_member_id(self, instance_id: str | None) -> str | None:
         return None if instance_id is None else self.static_members.get(instance_id)
 
-    def is_static_member_fenced(self, instance_id: Optional[str], member_id: str) -> bool:
+    def is_static_member_fenced(self, instance_id: str | None, member_id: str) -> bool:
         current = self.static_member_id(instance_id)
         return current is not None and current != member_id
 
@@ -183,8 +207,7 @@ class Group:
         return member
 
     def all_joined(self) -> bool:
-        return (not self.pending_members
-                and all(m.awaiting_join for m in self.members.values()))
+        return not self.pending_members and all(m.awaiting_join for m in self.members.values())
 
     def rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
@@ -232,7 +255,7 @@ class Group:
             votes[member.vote(set(candidates))] += 1
         return max(candidates, key=lambda name: (votes[name], -candidates.index(name)))
 
-    def subscribed_topics(self) -> Optional[set[str]]:
+    def subscribed_topics(self) -> set[str] | None:
         """Topics the members subscribe to, if they speak the consumer protocol and we can read
         every subscription; None when unknown."""
         if self.protocol_type != CONSUMER_PROTOCOL_TYPE or self.protocol_name is None:

@@ -27,15 +27,21 @@ the injected reactor.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional, Protocol
+from typing import Any, Protocol
 
 from twisted.internet import task
 
 from wireserver.coordinator_runtime import CoordinatorRuntime
 from wireserver.groups.group import CONSUMER_PROTOCOL_TYPE, CommittedOffset, Group, Member
-from wireserver.groups.records import (GroupKey, OffsetKey, OffsetValue, encode_key,
-                                       encode_offset_value)
+from wireserver.groups.records import (
+    GroupKey,
+    OffsetKey,
+    OffsetValue,
+    encode_key,
+    encode_offset_value,
+)
 from wireserver.groups.state import GroupState
 from wireserver.protocol.errors import ErrorCode
 
@@ -56,7 +62,7 @@ class OffsetCommit:
     partition: int
     offset: int
     leader_epoch: int = -1
-    metadata: Optional[str] = ""
+    metadata: str | None = ""
 
 
 class ConsumerGroups(Protocol):
@@ -66,9 +72,15 @@ class ConsumerGroups(Protocol):
     @property
     def groups(self) -> Mapping[str, Any]: ...
 
-    def validate_offset_commit(self, group: Any, member_id: str, member_epoch: int,
-                               group_instance_id: Optional[str],
-                               api_version: Optional[int], /) -> Optional[ErrorCode]: ...
+    def validate_offset_commit(
+        self,
+        group: Any,
+        member_id: str,
+        member_epoch: int,
+        group_instance_id: str | None,
+        api_version: int | None,
+        /,
+    ) -> ErrorCode | None: ...
 
 
 class Membership(Protocol):
@@ -96,7 +108,7 @@ class OffsetManager:
         self.config = runtime.host.config
         self.now_ms: Callable[[], int] = runtime.host.now_ms
         self.pending_txn: PendingOffsets = {}
-        self._expiry_loop: Optional[task.LoopingCall] = None
+        self._expiry_loop: task.LoopingCall | None = None
 
     def start(self) -> None:
         """Expire offsets every ``offsets.retention.check.interval.ms``."""
@@ -104,7 +116,8 @@ class OffsetManager:
         loop = task.LoopingCall(self.expire_offsets)
         loop.clock = self.reactor
         loop.start(interval / 1000.0, now=False).addErrback(
-            lambda failure: log.error("offset expiry failed: %s", failure.getTraceback()))
+            lambda failure: log.error("offset expiry failed: %s", failure.getTraceback())
+        )
         self._expiry_loop = loop
 
     def stop(self) -> None:
@@ -135,13 +148,20 @@ class OffsetManager:
 
     # -- commits ----------------------------------------------------------------------------
 
-    def commit_offsets(self, group_id: str, generation_id: int, member_id: str,
-                       group_instance_id: Optional[str], api_version: int,
-                       commits: list[OffsetCommit]) -> dict[tuple[str, int], ErrorCode]:
+    def commit_offsets(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        api_version: int,
+        commits: list[OffsetCommit],
+    ) -> dict[tuple[str, int], ErrorCode]:
         """OffsetCommit: check the committer against its group (generation or member epoch,
         member, static instance; a "simple" group without members takes commits from
         anyone), append the offset records and make them the group's committed offsets once
         they are in the log. One error per partition."""
+
         def everywhere(error: ErrorCode) -> dict[tuple[str, int], ErrorCode]:
             return {(c.topic, c.partition): error for c in commits}
 
@@ -151,12 +171,16 @@ class OffsetManager:
         if consumer_group is not None:
             # generation_id is the member epoch for a consumer-protocol group.
             group = consumer_group
-            error = consumer.validate_offset_commit(group, member_id, generation_id,
-                                                    group_instance_id, api_version)
+            error = consumer.validate_offset_commit(
+                group, member_id, generation_id, group_instance_id, api_version
+            )
         elif group is None:
             if generation_id >= 0:
-                return everywhere(ErrorCode.GROUP_ID_NOT_FOUND if api_version >= 9
-                                  else ErrorCode.ILLEGAL_GENERATION)
+                return everywhere(
+                    ErrorCode.GROUP_ID_NOT_FOUND
+                    if api_version >= 9
+                    else ErrorCode.ILLEGAL_GENERATION
+                )
             # A "simple" group: offsets stored by a client that does not use group management.
             group = Group(group_id, self.now_ms())
         if consumer_group is None:
@@ -171,15 +195,22 @@ class OffsetManager:
             results[(c.topic, c.partition)] = error
             if error == ErrorCode.NONE:
                 group.offsets[(c.topic, c.partition)] = committed
-        if error == ErrorCode.NONE and accepted and group_id not in self.membership.groups and \
-                consumer_group is None:
+        if (
+            error == ErrorCode.NONE
+            and accepted
+            and group_id not in self.membership.groups
+            and consumer_group is None
+        ):
             self.membership.groups[group_id] = group
         return results
 
-    def _offset_records(self, group_id: str, commits: list[OffsetCommit]
-                        ) -> tuple[dict[tuple[str, int], ErrorCode],
-                                   list[tuple[OffsetCommit, CommittedOffset]],
-                                   list[tuple[bytes, Optional[bytes]]]]:
+    def _offset_records(
+        self, group_id: str, commits: list[OffsetCommit]
+    ) -> tuple[
+        dict[tuple[str, int], ErrorCode],
+        list[tuple[OffsetCommit, CommittedOffset]],
+        list[tuple[bytes, bytes | None]],
+    ]:
         """Check each commit's partition and metadata size (plain and transactional commits
         alike): the per-partition errors, the accepted commits, and their offset records."""
         results: dict[tuple[str, int], ErrorCode] = {}
@@ -194,18 +225,24 @@ class OffsetManager:
             elif c.metadata is not None and len(c.metadata.encode("utf-8")) > max_metadata:
                 results[(c.topic, c.partition)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
             else:
-                accepted.append((c, CommittedOffset(c.offset, c.leader_epoch, c.metadata or "",
-                                                    now)))
-        entries: list[tuple[bytes, Optional[bytes]]] = [
-            (encode_key(OffsetKey(group_id, c.topic, c.partition)),
-             encode_offset_value(OffsetValue(o.offset, o.leader_epoch, o.metadata,
-                                             o.commit_timestamp)))
-            for c, o in accepted]
+                accepted.append(
+                    (c, CommittedOffset(c.offset, c.leader_epoch, c.metadata or "", now))
+                )
+        entries: list[tuple[bytes, bytes | None]] = [
+            (
+                encode_key(OffsetKey(group_id, c.topic, c.partition)),
+                encode_offset_value(
+                    OffsetValue(o.offset, o.leader_epoch, o.metadata, o.commit_timestamp)
+                ),
+            )
+            for c, o in accepted
+        ]
         return results, accepted, entries
 
     @staticmethod
-    def _validate_commit(group: Group, generation_id: int, member_id: str,
-                         group_instance_id: Optional[str]) -> Optional[ErrorCode]:
+    def _validate_commit(
+        group: Group, generation_id: int, member_id: str, group_instance_id: str | None
+    ) -> ErrorCode | None:
         """Kafka's ``ClassicGroup.validateOffsetCommit``: a commit without generation or member
         is only taken by an empty group; otherwise the member must be in the group at its
         generation, and not while the group waits for its assignment."""
@@ -228,11 +265,19 @@ class OffsetManager:
 
     # -- transactional offsets --------------------------------------------------------------
 
-    def txn_offset_commit(self, group_id: str, producer_id: int, producer_epoch: int,
-                          generation_id: int, member_id: str, group_instance_id: Optional[str],
-                          commits: list[OffsetCommit]) -> dict[tuple[str, int], ErrorCode]:
+    def txn_offset_commit(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        commits: list[OffsetCommit],
+    ) -> dict[tuple[str, int], ErrorCode]:
         """TxnOffsetCommit: validate as a commit (generation and member only when given, v3+),
         write the offsets as a transactional batch and keep them pending."""
+
         def everywhere(error: ErrorCode) -> dict[tuple[str, int], ErrorCode]:
             return {(c.topic, c.partition): error for c in commits}
 
@@ -244,7 +289,8 @@ class OffsetManager:
         if consumer_group is not None:
             # generation_id is the member epoch of a consumer-protocol (KIP-848) member.
             error = self.membership.consumer.validate_offset_commit(
-                consumer_group, member_id, generation_id, group_instance_id, None)
+                consumer_group, member_id, generation_id, group_instance_id, None
+            )
             if error is not None:
                 return everywhere(error)
         elif group is not None and group.is_in(S.DEAD):
@@ -296,26 +342,32 @@ class OffsetManager:
     def has_pending(self, group_id: str, topic: str, partition: int) -> bool:
         """Whether an open transaction holds an offset of the group for the partition
         (OffsetFetch with ``require_stable`` answers UNSTABLE_OFFSET_COMMIT then)."""
-        return any((topic, partition) in by_group.get(group_id, {})
-                   for by_group in self.pending_txn.values())
+        return any(
+            (topic, partition) in by_group.get(group_id, {})
+            for by_group in self.pending_txn.values()
+        )
 
-    def fetch_offsets(self, group_id: str, topics: Optional[list[tuple[str, list[int]]]]
-                      ) -> list[tuple[str, list[tuple[int, Optional[CommittedOffset]]]]]:
+    def fetch_offsets(
+        self, group_id: str, topics: list[tuple[str, list[int]]] | None
+    ) -> list[tuple[str, list[tuple[int, CommittedOffset | None]]]]:
         """Committed offsets per topic; ``topics`` None means all of the group's. Pending
         transactional offsets are not included (see ``has_pending``)."""
         membership = self.membership
         group = membership.groups.get(group_id) or membership.consumer.groups.get(group_id)
         offsets = group.offsets if group is not None else {}
         if topics is None:
-            by_topic: dict[str, list[tuple[int, Optional[CommittedOffset]]]] = {}
+            by_topic: dict[str, list[tuple[int, CommittedOffset | None]]] = {}
             for (topic, partition), committed in sorted(offsets.items()):
                 by_topic.setdefault(topic, []).append((partition, committed))
             return list(by_topic.items())
-        return [(topic, [(p, offsets.get((topic, p))) for p in partitions])
-                for topic, partitions in topics]
+        return [
+            (topic, [(p, offsets.get((topic, p))) for p in partitions])
+            for topic, partitions in topics
+        ]
 
-    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]
-                       ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
+    def delete_offsets(
+        self, group_id: str, partitions: list[tuple[str, int]]
+    ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
         """OffsetDelete: tombstones for the group's offsets of ``partitions``; refused while
         the group has members (a consumer group's unsubscribed topics excepted, as Kafka).
         (top-level error, error per partition)."""
@@ -337,8 +389,9 @@ class OffsetManager:
                 results[(topic, partition)] = ErrorCode.NONE
                 if (topic, partition) in group.offsets:
                     doomed.append((topic, partition))
-        error = self.runtime.append(group_id, [(encode_key(OffsetKey(group_id, t, p)), None)
-                                        for t, p in doomed])
+        error = self.runtime.append(
+            group_id, [(encode_key(OffsetKey(group_id, t, p)), None) for t, p in doomed]
+        )
         if error != ErrorCode.NONE:
             return error, {}
         for tp in doomed:
@@ -355,8 +408,9 @@ class OffsetManager:
             doomed = [tp for tp in group.offsets if tp[0] == topic]
             entries = [(encode_key(OffsetKey(group.group_id, t, p)), None) for t, p in doomed]
             if self.runtime.append(group.group_id, entries) != ErrorCode.NONE:
-                log.warning("could not remove group %s's offsets of deleted topic %s",
-                            group.group_id, topic)
+                log.warning(
+                    "could not remove group %s's offsets of deleted topic %s", group.group_id, topic
+                )
                 continue
             for tp in doomed:
                 group.offsets.pop(tp, None)
@@ -374,8 +428,12 @@ class OffsetManager:
         for group in list(self.membership.groups.values()):
             expired = self._expired_offsets(group, now, retention)
             entries = [(encode_key(OffsetKey(group.group_id, t, p)), None) for t, p in expired]
-            drop = (group.is_in(S.EMPTY) and not group.members and not group.pending_members
-                    and len(expired) == len(group.offsets))
+            drop = (
+                group.is_in(S.EMPTY)
+                and not group.members
+                and not group.pending_members
+                and len(expired) == len(group.offsets)
+            )
             if drop:
                 entries.append((encode_key(GroupKey(group.group_id)), None))
             if self.runtime.append(group.group_id, entries) != ErrorCode.NONE:
@@ -403,7 +461,9 @@ class OffsetManager:
             subscribed = group.subscribed_topics()
             if subscribed is None:
                 return []
-            return [tp for tp, o in group.offsets.items()
-                    if tp[0] not in subscribed and now - o.commit_timestamp >= retention]
+            return [
+                tp
+                for tp, o in group.offsets.items()
+                if tp[0] not in subscribed and now - o.commit_timestamp >= retention
+            ]
         return []
-

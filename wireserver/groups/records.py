@@ -28,10 +28,13 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import Optional, Union
 
-from wireserver.coordinator_runtime import (OFFSETS_TOPIC, java_string_hashcode,  # noqa: F401
-                                            kafka_abs, partition_for)
+from wireserver.coordinator_runtime import (  # noqa: F401
+    OFFSETS_TOPIC,
+    java_string_hashcode,
+    kafka_abs,
+    partition_for,
+)
 
 LEGACY_OFFSET_COMMIT_KEY = 0
 OFFSET_COMMIT_KEY = 1
@@ -52,25 +55,26 @@ class RecordFormatError(ValueError):
 
 # -- primitive writers/readers ----------------------------------------------------------------
 
+
 class _Writer:
     __slots__ = ("buf",)
 
     def __init__(self) -> None:
         self.buf = bytearray()
 
-    def int16(self, v: int) -> "_Writer":
+    def int16(self, v: int) -> _Writer:
         self.buf += _I16.pack(v)
         return self
 
-    def int32(self, v: int) -> "_Writer":
+    def int32(self, v: int) -> _Writer:
         self.buf += _I32.pack(v)
         return self
 
-    def int64(self, v: int) -> "_Writer":
+    def int64(self, v: int) -> _Writer:
         self.buf += _I64.pack(v)
         return self
 
-    def string(self, v: Optional[str]) -> "_Writer":
+    def string(self, v: str | None) -> _Writer:
         if v is None:
             return self.int16(-1)
         data = v.encode("utf-8")
@@ -80,7 +84,7 @@ class _Writer:
         self.buf += data
         return self
 
-    def bytes_(self, v: Optional[bytes]) -> "_Writer":
+    def bytes_(self, v: bytes | None) -> _Writer:
         if v is None:
             return self.int32(-1)
         self.int32(len(v))
@@ -98,7 +102,7 @@ class _Reader:
     def _take(self, n: int) -> memoryview:
         if n < 0 or self.pos + n > len(self.data):
             raise RecordFormatError("record truncated")
-        chunk = self.data[self.pos:self.pos + n]
+        chunk = self.data[self.pos : self.pos + n]
         self.pos += n
         return chunk
 
@@ -111,7 +115,7 @@ class _Reader:
     def int64(self) -> int:
         return _I64.unpack(self._take(8))[0]
 
-    def string(self, nullable: bool = False) -> Optional[str]:
+    def string(self, nullable: bool = False) -> str | None:
         n = self.int16()
         if n == -1 and nullable:
             return None
@@ -120,7 +124,7 @@ class _Reader:
         except UnicodeDecodeError as exc:
             raise RecordFormatError(f"string is not UTF-8: {exc}") from None
 
-    def bytes_(self) -> Optional[bytes]:
+    def bytes_(self) -> bytes | None:
         n = self.int32()
         if n == -1:
             return None
@@ -128,6 +132,7 @@ class _Reader:
 
 
 # -- keys -------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class OffsetKey:
@@ -146,7 +151,7 @@ class ConsumerGroupKey:
     group: str
 
 
-Key = Union[OffsetKey, GroupKey, ConsumerGroupKey]
+Key = OffsetKey | GroupKey | ConsumerGroupKey
 
 
 def encode_key(key: Key) -> bytes:
@@ -158,7 +163,7 @@ def encode_key(key: Key) -> bytes:
     return bytes(_Writer().int16(GROUP_METADATA_KEY).string(key.group).buf)
 
 
-def decode_key(data: bytes) -> Optional[Key]:
+def decode_key(data: bytes) -> Key | None:
     """The key, or None for a record type this coordinator does not keep (the KIP-848, share
     and streams group records Kafka also writes here)."""
     r = _Reader(data)
@@ -192,6 +197,7 @@ def decode_consumer_group_value(data: bytes) -> ConsumerGroupValue:
 
 # -- offset values ----------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class OffsetValue:
     offset: int
@@ -222,10 +228,11 @@ def decode_offset_value(data: bytes) -> OffsetValue:
 
 # -- group values -----------------------------------------------------------------------------
 
+
 @dataclass
 class MemberValue:
     member_id: str
-    group_instance_id: Optional[str]
+    group_instance_id: str | None
     client_id: str
     client_host: str
     rebalance_timeout: int
@@ -238,8 +245,8 @@ class MemberValue:
 class GroupValue:
     protocol_type: str
     generation: int
-    protocol: Optional[str]
-    leader: Optional[str]
+    protocol: str | None
+    leader: str | None
     current_state_timestamp: int = -1
     members: list[MemberValue] = field(default_factory=list)
 
@@ -281,14 +288,25 @@ def decode_group_value(data: bytes) -> GroupValue:
         assignment = r.bytes_() or b""
         if rebalance_timeout < 0:
             rebalance_timeout = session_timeout
-        members.append(MemberValue(member_id, instance_id, client_id, client_host,
-                                   rebalance_timeout, session_timeout, subscription, assignment))
+        members.append(
+            MemberValue(
+                member_id,
+                instance_id,
+                client_id,
+                client_host,
+                rebalance_timeout,
+                session_timeout,
+                subscription,
+                assignment,
+            )
+        )
     return GroupValue(protocol_type, generation, protocol, leader, timestamp, members)
 
 
 # -- consumer protocol ------------------------------------------------------------------------
 
-def subscribed_topics(subscription: bytes) -> Optional[set[str]]:
+
+def subscribed_topics(subscription: bytes) -> set[str] | None:
     """The topics of a ``consumer`` protocol subscription (ConsumerProtocolSubscription: int16
     version, then an array of topic names in every version), or None if it cannot be read."""
     try:

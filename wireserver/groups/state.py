@@ -34,8 +34,7 @@ VALID_PREVIOUS: dict[GroupState, frozenset[GroupState]] = {
     S.PREPARING_REBALANCE: frozenset({S.STABLE, S.COMPLETING_REBALANCE, S.EMPTY}),
     S.COMPLETING_REBALANCE: frozenset({S.PREPARING_REBALANCE}),
     S.STABLE: frozenset({S.COMPLETING_REBALANCE}),
-    S.DEAD: frozenset({S.STABLE, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE, S.EMPTY,
-                       S.DEAD}),
+    S.DEAD: frozenset({S.STABLE, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE, S.EMPTY, S.DEAD}),
 }
 
 
@@ -58,7 +57,8 @@ class StateMachine:
     def transition_to(self, target: GroupState) -> None:
         if self.state not in VALID_PREVIOUS[target]:
             raise IllegalStateTransition(
-                f"group {self.name!r} cannot move from {self.state} to {target}")
+                f"group {self.name!r} cannot move from {self.state} to {target}"
+            )
         self.previous, self.state = self.state, target
 
     def is_in(self, *states: GroupState) -> bool:

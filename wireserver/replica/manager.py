@@ -14,7 +14,8 @@ Coordinators register for the leadership of their internal topic's partitions
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Generator, Optional
+from collections.abc import Callable, Generator
+from typing import Any
 
 from twisted.internet import defer
 
@@ -32,8 +33,15 @@ class ReplicaManager:
     """``logs`` is the LogManager; ``purgatory`` wakes waiters; ``flush(logs)`` fsyncs in the
     background. ``local_leadership``: one node, where every partition is led here."""
 
-    def __init__(self, node_id: int, logs: Any, purgatory: Any, now_ms: Callable[[], int],
-                 flush: Callable[[list], Any], local_leadership: bool):
+    def __init__(
+        self,
+        node_id: int,
+        logs: Any,
+        purgatory: Any,
+        now_ms: Callable[[], int],
+        flush: Callable[[list], Any],
+        local_leadership: bool,
+    ):
         self.node_id = node_id
         self.logs = logs
         self.purgatory = purgatory
@@ -45,12 +53,13 @@ class ReplicaManager:
         self.isr_writer: Callable[[TP, list[int]], bool] = lambda tp, isr: False
         self.live_brokers: Callable[[], Any] = lambda: (node_id,)
         self.topic_known: Callable[[str], bool] = lambda name: True
-        self._listeners: dict[str, list[tuple[Callable[[int, int], None],
-                                              Callable[[int], None]]]] = {}
+        self._listeners: dict[
+            str, list[tuple[Callable[[int, int], None], Callable[[int], None]]]
+        ] = {}
 
     # -- the partitions ----------------------------------------------------------------------
 
-    def partition(self, topic: str, index: int) -> Optional[Partition]:
+    def partition(self, topic: str, index: int) -> Partition | None:
         """The partition, or None when this broker has no log for it."""
         partition_log = self.logs.get_log(topic, index)
         if partition_log is None:
@@ -63,10 +72,16 @@ class ReplicaManager:
 
     def _new(self, topic: str, index: int, partition_log: Any) -> Partition:
         tp = (topic, index)
-        partition = Partition(topic, index, partition_log, self.node_id, self.now_ms,
-                              lambda kind: self.purgatory.notify((kind, topic, index)),
-                              lambda isr: self.isr_writer(tp, isr),
-                              enforce_min_isr=not self.local_leadership)
+        partition = Partition(
+            topic,
+            index,
+            partition_log,
+            self.node_id,
+            self.now_ms,
+            lambda kind: self.purgatory.notify((kind, topic, index)),
+            lambda isr: self.isr_writer(tp, isr),
+            enforce_min_isr=not self.local_leadership,
+        )
         if self.local_leadership:
             partition.make_leader(0, [self.node_id], [self.node_id])
         return partition
@@ -86,20 +101,26 @@ class ReplicaManager:
 
     # -- leadership ---------------------------------------------------------------------------
 
-    def add_leadership_listener(self, topic: str, elected: Callable[[int, int], None],
-                                resigned: Callable[[int], None]) -> None:
+    def add_leadership_listener(
+        self, topic: str, elected: Callable[[int, int], None], resigned: Callable[[int], None]
+    ) -> None:
         """``elected(index, leader_epoch)`` when this broker becomes the leader of a partition
         of ``topic``; ``resigned(index)`` when it stops."""
         self._listeners.setdefault(topic, []).append((elected, resigned))
 
-    def make_leader(self, tp: TP, leader_epoch: int, isr: list[int],
-                    replicas: list[int]) -> None:
+    def make_leader(self, tp: TP, leader_epoch: int, isr: list[int], replicas: list[int]) -> None:
         partition = self.partition(*tp)
         if partition is None:
             return
         partition.make_leader(leader_epoch, isr, replicas)
-        log.info("%s-%d: leader at epoch %d (log end %d, ISR %s)", tp[0], tp[1], leader_epoch,
-                 partition.log.log_end_offset, isr)
+        log.info(
+            "%s-%d: leader at epoch %d (log end %d, ISR %s)",
+            tp[0],
+            tp[1],
+            leader_epoch,
+            partition.log.log_end_offset,
+            isr,
+        )
         for elected, _ in self._listeners.get(tp[0], ()):
             elected(tp[1], leader_epoch)
 
@@ -112,29 +133,39 @@ class ReplicaManager:
             resigned(tp[1])
         return True
 
-    def check_leader(self, topic: str, index: int, current_leader_epoch: int = -1
-                     ) -> tuple[Optional[ErrorCode], int]:
+    def check_leader(
+        self, topic: str, index: int, current_leader_epoch: int = -1
+    ) -> tuple[ErrorCode | None, int]:
         """(error or None, leader epoch) for a request that must reach the partition's leader
         (see ``Partition.check_leader``); a partition without a known state is
         LEADER_NOT_AVAILABLE while its topic is known, else UNKNOWN_TOPIC_OR_PARTITION."""
         partition = self.partition(topic, index)
         if partition is None or not partition.state_known:
             known = partition is not None and self.topic_known(topic)
-            return (ErrorCode.LEADER_NOT_AVAILABLE if known
-                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), -1
+            return (
+                ErrorCode.LEADER_NOT_AVAILABLE if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            ), -1
         return partition.check_leader(current_leader_epoch)
 
     # -- appends ------------------------------------------------------------------------------
 
-    def append_records(self, topic: str, index: int, records: Any, acks: int, config: Any,
-                       verify_transaction: Optional[Callable[[Any], Optional[ErrorCode]]] = None
-                       ) -> AppendResult:
+    def append_records(
+        self,
+        topic: str,
+        index: int,
+        records: Any,
+        acks: int,
+        config: Any,
+        verify_transaction: Callable[[Any], ErrorCode | None] | None = None,
+    ) -> AppendResult:
         """A client's batch, appended as leader (``Partition.append_records_as_leader``);
         raises ``BatchError``."""
         partition = self.partition(topic, index)
         if partition is None:
-            raise BatchError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                             "This server does not host this topic-partition.")
+            raise BatchError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                "This server does not host this topic-partition.",
+            )
         result = partition.append_records_as_leader(records, acks, config, verify_transaction)
         if not result.duplicate:
             self._maybe_flush(partition)
@@ -152,8 +183,7 @@ class ReplicaManager:
         if partition.log.flush_due(self.now_ms()):
             self.flush([partition.log])
 
-    def replication_status(self, topic: str, index: int, last_offset: int
-                           ) -> Optional[ErrorCode]:
+    def replication_status(self, topic: str, index: int, last_offset: int) -> ErrorCode | None:
         """For an acks=all append that ended at ``last_offset``: None while it waits for the
         ISR, else its final code (``Partition.replication_status``)."""
         partition = self.partitions.get((topic, index))
@@ -164,8 +194,9 @@ class ReplicaManager:
         return partition.replication_status(last_offset, min_isr)
 
     @defer.inlineCallbacks
-    def wait_for_replication(self, waiting: list[tuple[str, int, int]], timeout_ms: int
-                             ) -> Generator[defer.Deferred[Any], Any, dict[TP, ErrorCode]]:
+    def wait_for_replication(
+        self, waiting: list[tuple[str, int, int]], timeout_ms: int
+    ) -> Generator[defer.Deferred[Any], Any, dict[TP, ErrorCode]]:
         """Wait until each (topic, index, last offset) is committed or failed, or the timeout
         (Kafka's ``DelayedProduce``); fires with ``{(topic, index): code}``, REQUEST_TIMED_OUT
         for what was still waiting."""
@@ -190,13 +221,15 @@ class ReplicaManager:
 
     # -- followers (cluster) -----------------------------------------------------------------
 
-    def follower_fetched(self, tp: TP, replica_id: int, fetch_offset: int,
-                         log_start_offset: int = -1) -> None:
+    def follower_fetched(
+        self, tp: TP, replica_id: int, fetch_offset: int, log_start_offset: int = -1
+    ) -> None:
         partition = self.partitions.get(tp)
         if partition is not None:
-            partition.follower_fetched(replica_id, fetch_offset, log_start_offset,
-                                       self.live_brokers())
+            partition.follower_fetched(
+                replica_id, fetch_offset, log_start_offset, self.live_brokers()
+            )
 
-    def low_watermark(self, tp: TP) -> Optional[int]:
+    def low_watermark(self, tp: TP) -> int | None:
         partition = self.partitions.get(tp)
         return partition.low_watermark(self.live_brokers()) if partition is not None else None

@@ -18,14 +18,14 @@ new state like any other.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any
 
 from wireserver.protocol.errors import ErrorCode
 from wireserver.storage.log import AppendResult, Log
 from wireserver.storage.producer_state import InvalidProducerEpoch, OutOfOrderSequence
-from wireserver.storage.validation import (BatchError, validate_batches, validate_keys,
-                                           writable)
+from wireserver.storage.validation import BatchError, validate_batches, validate_keys, writable
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +58,17 @@ class Partition:
     appends; ``"low_watermark"``: DeleteRecords). ``write_isr(isr)`` asks for an ISR change
     (True once written)."""
 
-    def __init__(self, topic: str, index: int, log: Log, local_id: int,
-                 now_ms: Callable[[], int], notify: Callable[[str], None],
-                 write_isr: Callable[[list[int]], bool], enforce_min_isr: bool = True):
+    def __init__(
+        self,
+        topic: str,
+        index: int,
+        log: Log,
+        local_id: int,
+        now_ms: Callable[[], int],
+        notify: Callable[[str], None],
+        write_isr: Callable[[list[int]], bool],
+        enforce_min_isr: bool = True,
+    ):
         self.topic = topic
         self.index = index
         self.log = log
@@ -76,7 +84,7 @@ class Partition:
         self.leader_epoch = -1
         self.isr: list[int] = []
         self.replicas: list[int] = []
-        self.leader: Optional[LeaderState] = None  # set while this broker leads
+        self.leader: LeaderState | None = None  # set while this broker leads
 
     def __repr__(self) -> str:
         role = "leader" if self.leader is not None else f"leader {self.leader_id}"
@@ -92,8 +100,9 @@ class Partition:
 
     # -- state changes -------------------------------------------------------------------------
 
-    def apply_state(self, leader_id: int, leader_epoch: int, isr: list[int],
-                    replicas: list[int]) -> None:
+    def apply_state(
+        self, leader_id: int, leader_epoch: int, isr: list[int], replicas: list[int]
+    ) -> None:
         """Record the partition's state without changing roles (see ``make_leader`` /
         ``resign``): the epoch requests are fenced against, and the ISR the high watermark is
         computed over."""
@@ -110,8 +119,11 @@ class Partition:
         leo = self.log.log_end_offset
         self.log.leader_epoch_cache.assign(leader_epoch, leo)
         now = self.now_ms()
-        followers = {r: FollowerState(last_caught_up_ms=now if r in isr else 0)
-                     for r in replicas if r != self.local_id}
+        followers = {
+            r: FollowerState(last_caught_up_ms=now if r in isr else 0)
+            for r in replicas
+            if r != self.local_id
+        }
         self.leader = LeaderState(leader_epoch, leo, followers)
         self.maybe_advance_high_watermark()
 
@@ -122,7 +134,7 @@ class Partition:
 
     # -- requests that must reach the leader ----------------------------------------------------
 
-    def check_leader(self, current_leader_epoch: int = -1) -> tuple[Optional[ErrorCode], int]:
+    def check_leader(self, current_leader_epoch: int = -1) -> tuple[ErrorCode | None, int]:
         """(error or None, leader epoch): the fencing of ``current_leader_epoch`` (older:
         FENCED_LEADER_EPOCH, newer: UNKNOWN_LEADER_EPOCH), then NOT_LEADER_OR_FOLLOWER unless
         this broker leads the partition. LEADER_NOT_AVAILABLE while no state is known."""
@@ -137,9 +149,13 @@ class Partition:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER, epoch
         return None, epoch
 
-    def append_records_as_leader(self, records: Any, acks: int, config: Any,
-                                 verify_transaction: Optional[Callable[[Any], Optional[ErrorCode]]]
-                                 = None) -> AppendResult:
+    def append_records_as_leader(
+        self,
+        records: Any,
+        acks: int,
+        config: Any,
+        verify_transaction: Callable[[Any], ErrorCode | None] | None = None,
+    ) -> AppendResult:
         """A client's batch (Produce): leadership, ``min.insync.replicas`` for acks=all, the
         batch's validation (``wireserver.storage.validation``), the transaction check, then the
         append and what follows it. Raises ``BatchError`` with Kafka's code for the
@@ -148,10 +164,12 @@ class Partition:
         if error is not None:
             raise BatchError(error)
         if acks == -1 and self.enforce_min_isr and len(self.isr) < config.min_insync_replicas:
-            raise BatchError(ErrorCode.NOT_ENOUGH_REPLICAS,
-                             f"The size of the current ISR {set(self.isr)} is insufficient to "
-                             f"satisfy the min.isr requirement of {config.min_insync_replicas} "
-                             f"for partition {self.topic}-{self.index}")
+            raise BatchError(
+                ErrorCode.NOT_ENOUGH_REPLICAS,
+                f"The size of the current ISR {set(self.isr)} is insufficient to "
+                f"satisfy the min.isr requirement of {config.min_insync_replicas} "
+                f"for partition {self.topic}-{self.index}",
+            )
         buf = writable(records)
         now = self.now_ms()
         validate_batches(buf, config, now)
@@ -198,8 +216,9 @@ class Partition:
         self.notify("append")
         return True
 
-    def follower_fetched(self, replica_id: int, fetch_offset: int, log_start_offset: int,
-                         live_brokers: Any) -> None:
+    def follower_fetched(
+        self, replica_id: int, fetch_offset: int, log_start_offset: int, live_brokers: Any
+    ) -> None:
         """A follower's fetch at ``fetch_offset`` (its log end offset): when it last caught
         up, its log start (DeleteRecords), ISR expansion and the high watermark (Kafka's
         ``updateFollowerFetchState``)."""
@@ -219,11 +238,19 @@ class Partition:
         if log_start_offset != follower.log_start:
             follower.log_start = log_start_offset
             self.notify("low_watermark")
-        if replica_id not in self.isr and replica_id in live_brokers and \
-                follower.leo >= self.log.high_watermark and \
-                follower.leo >= leader.epoch_start_offset:
-            log.info("%s-%d: expanding ISR %s with broker %d", self.topic, self.index, self.isr,
-                     replica_id)
+        if (
+            replica_id not in self.isr
+            and replica_id in live_brokers
+            and follower.leo >= self.log.high_watermark
+            and follower.leo >= leader.epoch_start_offset
+        ):
+            log.info(
+                "%s-%d: expanding ISR %s with broker %d",
+                self.topic,
+                self.index,
+                self.isr,
+                replica_id,
+            )
             self.write_isr(self.isr + [replica_id])
         self.maybe_advance_high_watermark()
 
@@ -234,10 +261,15 @@ class Partition:
         if leader is None:
             return []
         now = self.now_ms()
-        return [r for r in self.isr if r != self.local_id and r in leader.followers and
-                now - leader.followers[r].last_caught_up_ms > lag_max_ms]
+        return [
+            r
+            for r in self.isr
+            if r != self.local_id
+            and r in leader.followers
+            and now - leader.followers[r].last_caught_up_ms > lag_max_ms
+        ]
 
-    def low_watermark(self, live_brokers: Any) -> Optional[int]:
+    def low_watermark(self, live_brokers: Any) -> int | None:
         """Kafka's ``lowWatermarkIfLeader``: the smallest log start offset over this leader and
         its followers on live brokers (-1 while one has not fetched yet); None unless this
         broker leads the partition."""
@@ -250,7 +282,7 @@ class Partition:
                 low = min(low, follower.log_start)
         return low
 
-    def replication_status(self, last_offset: int, min_isr: int) -> Optional[ErrorCode]:
+    def replication_status(self, last_offset: int, min_isr: int) -> ErrorCode | None:
         """For an acks=all append that ended at ``last_offset``: None while it waits, else its
         final code (Kafka's ``DelayedProduce`` check): NONE once the high watermark has passed
         it with at least ``min_isr`` replicas in the ISR, NOT_ENOUGH_REPLICAS_AFTER_APPEND with

@@ -56,8 +56,7 @@ def authorize(ctx: Any, operation: Any, resource_type: Any, name: str) -> bool:
     authorizer, security = _authorizer(ctx)
     if authorizer is None or security is None:
         return True
-    return authorizer.authorize(security.principal, security.host, operation, resource_type,
-                                name)
+    return authorizer.authorize(security.principal, security.host, operation, resource_type, name)
 
 
 def authorize_by_resource_type(ctx: Any, operation: Any, resource_type: Any) -> bool:
@@ -66,8 +65,9 @@ def authorize_by_resource_type(ctx: Any, operation: Any, resource_type: Any) -> 
     authorizer, security = _authorizer(ctx)
     if authorizer is None or security is None:
         return True
-    return authorizer.authorize_by_resource_type(security.principal, security.host, operation,
-                                                 resource_type)
+    return authorizer.authorize_by_resource_type(
+        security.principal, security.host, operation, resource_type
+    )
 
 
 def authorizer_enabled(ctx: Any) -> bool:

@@ -23,8 +23,9 @@ from __future__ import annotations
 import enum
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from wireserver.protocol.errors import ErrorCode
 
@@ -32,8 +33,10 @@ CLUSTER_NAME = "kafka-cluster"
 WILDCARD = "*"
 WILDCARD_PRINCIPAL = "User:*"
 FILE_NAME = "acls.json"
-AUTHORIZER_CLASSES = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-                      "kafka.security.authorizer.AclAuthorizer")
+AUTHORIZER_CLASSES = (
+    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "kafka.security.authorizer.AclAuthorizer",
+)
 
 
 class ResourceType(enum.IntEnum):
@@ -83,8 +86,13 @@ class Permission(enum.IntEnum):
 
 #: An ALLOW of any of these operations also allows the key.
 IMPLIED_BY = {
-    Operation.DESCRIBE: {Operation.DESCRIBE, Operation.READ, Operation.WRITE, Operation.DELETE,
-                         Operation.ALTER},
+    Operation.DESCRIBE: {
+        Operation.DESCRIBE,
+        Operation.READ,
+        Operation.WRITE,
+        Operation.DELETE,
+        Operation.ALTER,
+    },
     Operation.DESCRIBE_CONFIGS: {Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS},
 }
 
@@ -117,8 +125,7 @@ class AclBinding:
         return False
 
     def matches_entry(self, principal: str, host: str) -> bool:
-        return (self.principal in (principal, WILDCARD_PRINCIPAL)
-                and self.host in (host, WILDCARD))
+        return self.principal in (principal, WILDCARD_PRINCIPAL) and self.host in (host, WILDCARD)
 
 
 @dataclass(frozen=True)
@@ -136,8 +143,10 @@ class AclFilter:
     def matches(self, acl: AclBinding) -> bool:
         if self.resource_type != ResourceType.ANY and self.resource_type != acl.resource_type:
             return False
-        if (self.pattern_type not in (PatternType.ANY, PatternType.MATCH)
-                and self.pattern_type != acl.pattern_type):
+        if (
+            self.pattern_type not in (PatternType.ANY, PatternType.MATCH)
+            and self.pattern_type != acl.pattern_type
+        ):
             return False
         if self.resource_name is not None:
             if self.pattern_type in (PatternType.ANY, acl.pattern_type):
@@ -176,19 +185,25 @@ class AclFilter:
 def validate_new(acl: AclBinding) -> str | None:
     """Why CreateAcls must refuse ``acl`` (Kafka: INVALID_REQUEST), or None."""
     if acl.resource_type not in {t.value for t in ResourceType} or acl.resource_type in (
-            ResourceType.UNKNOWN, ResourceType.ANY):
+        ResourceType.UNKNOWN,
+        ResourceType.ANY,
+    ):
         return f"Invalid resource type {acl.resource_type}"
     if acl.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
         return f"Invalid pattern type {acl.pattern_type}"
     if acl.operation not in {o.value for o in Operation} or acl.operation in (
-            Operation.UNKNOWN, Operation.ANY):
+        Operation.UNKNOWN,
+        Operation.ANY,
+    ):
         return f"Invalid operation {acl.operation}"
     if acl.permission not in (Permission.ALLOW, Permission.DENY):
         return f"Invalid permission type {acl.permission}"
     principal_type, sep, name = acl.principal.partition(":")
     if not sep or not principal_type or not name:
-        return f"Could not parse principal from `{acl.principal}` (no colon is present " \
-               f"separating the principal type from the principal name)"
+        return (
+            f"Could not parse principal from `{acl.principal}` (no colon is present "
+            f"separating the principal type from the principal name)"
+        )
     if not acl.resource_name:
         return "Resource name must not be empty"
     if acl.resource_type == ResourceType.CLUSTER and acl.resource_name != CLUSTER_NAME:
@@ -210,8 +225,9 @@ class FileAclStore:
         with open(self.path, encoding="utf-8") as handle:
             return [AclBinding(**item) for item in json.load(handle).get("acls", [])]
 
-    def write(self, acls: list[AclBinding], added: list[AclBinding],
-              removed: list[AclBinding]) -> None:
+    def write(
+        self, acls: list[AclBinding], added: list[AclBinding], removed: list[AclBinding]
+    ) -> None:
         tmp = self.path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as handle:
             json.dump({"version": 1, "acls": [asdict(acl) for acl in acls]}, handle, indent=1)
@@ -228,8 +244,9 @@ def resource_key(acl: AclBinding) -> tuple[int, int, str]:
 class Authorizer:
     """The ACLs of one broker and the decision procedure (see the module docstring)."""
 
-    def __init__(self, directory: str | None, super_users: Iterable[str] = (),
-                 allow_if_no_acl: bool = False):
+    def __init__(
+        self, directory: str | None, super_users: Iterable[str] = (), allow_if_no_acl: bool = False
+    ):
         self.store: Any = FileAclStore(directory) if directory else None
         self.super_users = set(super_users)
         self.allow_if_no_acl = allow_if_no_acl
@@ -246,21 +263,30 @@ class Authorizer:
         self._acls = [acl for acl in self._acls if resource_key(acl) != key] + list(acls)
 
     @classmethod
-    def from_config(cls, config, directory: str | None) -> "Authorizer | None":
+    def from_config(cls, config, directory: str | None) -> Authorizer | None:
         name = (config.get("authorizer.class.name") or "").strip()
         if not name:
             return None
         if name not in AUTHORIZER_CLASSES:
-            raise ValueError(f"authorizer.class.name {name} is not supported; use one of "
-                             f"{', '.join(AUTHORIZER_CLASSES)}")
-        supers = [item.strip() for item in (config.get("super.users") or "").split(";")
-                  if item.strip()]
+            raise ValueError(
+                f"authorizer.class.name {name} is not supported; use one of "
+                f"{', '.join(AUTHORIZER_CLASSES)}"
+            )
+        supers = [
+            item.strip() for item in (config.get("super.users") or "").split(";") if item.strip()
+        ]
         return cls(directory, supers, bool(config.get("allow.everyone.if.no.acl.found")))
 
     # -- the decision ------------------------------------------------------------------------
 
-    def authorize(self, principal: str, host: str, operation: Operation,
-                  resource_type: ResourceType, name: str) -> bool:
+    def authorize(
+        self,
+        principal: str,
+        host: str,
+        operation: Operation,
+        resource_type: ResourceType,
+        name: str,
+    ) -> bool:
         if principal in self.super_users:
             return True
         found = False
@@ -281,8 +307,9 @@ class Authorizer:
             return True
         return not found and self.allow_if_no_acl
 
-    def authorize_by_resource_type(self, principal: str, host: str, operation: Operation,
-                                   resource_type: ResourceType) -> bool:
+    def authorize_by_resource_type(
+        self, principal: str, host: str, operation: Operation, resource_type: ResourceType
+    ) -> bool:
         """May the principal do ``operation`` on *some* resource of the type? Kafka's
         ``Authorizer.authorizeByResourceType`` (KIP-679: an idempotent producer needs WRITE
         on any topic or IDEMPOTENT_WRITE on the cluster): yes for a super user (or when no
@@ -296,9 +323,12 @@ class Authorizer:
         deny = {PatternType.LITERAL: set(), PatternType.PREFIXED: set()}
         allow = {PatternType.LITERAL: set(), PatternType.PREFIXED: set()}
         for acl in self._acls:
-            if (acl.resource_type != resource_type or not acl.matches_entry(principal, host)
-                    or acl.operation not in (operation, Operation.ALL)
-                    or acl.pattern_type not in deny):
+            if (
+                acl.resource_type != resource_type
+                or not acl.matches_entry(principal, host)
+                or acl.operation not in (operation, Operation.ALL)
+                or acl.pattern_type not in deny
+            ):
                 continue
             if acl.permission == Permission.DENY:
                 if acl.pattern_type == PatternType.LITERAL and acl.resource_name == WILDCARD:
@@ -312,8 +342,9 @@ class Authorizer:
             for name in names:
                 if pattern == PatternType.LITERAL and name in deny[PatternType.LITERAL]:
                     continue
-                if not any(name[:end] in deny[PatternType.PREFIXED]
-                           for end in range(1, len(name) + 1)):
+                if not any(
+                    name[:end] in deny[PatternType.PREFIXED] for end in range(1, len(name) + 1)
+                ):
                     return True
         return False
 
@@ -346,4 +377,3 @@ class Authorizer:
     def _write(self, added: list[AclBinding], removed: list[AclBinding]) -> None:
         if self.store is not None:
             self.store.write(self._acls, added, removed)
-

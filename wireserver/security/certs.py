@@ -25,9 +25,11 @@ class Issued:
 
     @property
     def key_pem(self) -> bytes:
-        return self.key.private_bytes(serialization.Encoding.PEM,
-                                      serialization.PrivateFormat.PKCS8,
-                                      serialization.NoEncryption())
+        return self.key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
 
 
 def _name(common_name: str, organization: str | None = None) -> x509.Name:
@@ -38,42 +40,69 @@ def _name(common_name: str, organization: str | None = None) -> x509.Name:
 
 
 def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.timezone.utc)
+    return datetime.datetime.now(datetime.UTC)
 
 
 def make_ca(common_name: str = "wireserver test CA") -> Issued:
     key = ec.generate_private_key(ec.SECP256R1())
     name = _name(common_name)
-    cert = (x509.CertificateBuilder()
-            .subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(_now() - datetime.timedelta(minutes=5))
-            .not_valid_after(_now() + datetime.timedelta(days=1))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True,
-                                         crl_sign=True, content_commitment=False,
-                                         key_encipherment=False, data_encipherment=False,
-                                         key_agreement=False, encipher_only=False,
-                                         decipher_only=False), critical=True)
-            .sign(key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(_now() - datetime.timedelta(minutes=5))
+        .not_valid_after(_now() + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(key, hashes.SHA256())
+    )
     return Issued(cert, key)
 
 
-def issue(ca: Issued, common_name: str, *, organization: str | None = None,
-          hosts: tuple[str, ...] = (), client: bool = False) -> Issued:
+def issue(
+    ca: Issued,
+    common_name: str,
+    *,
+    organization: str | None = None,
+    hosts: tuple[str, ...] = (),
+    client: bool = False,
+) -> Issued:
     """A certificate signed by ``ca``: a server certificate for ``hosts`` (DNS names or IP
     addresses), or with ``client=True`` a client certificate."""
     key = ec.generate_private_key(ec.SECP256R1())
-    builder = (x509.CertificateBuilder()
-               .subject_name(_name(common_name, organization)).issuer_name(ca.cert.subject)
-               .public_key(key.public_key()).serial_number(x509.random_serial_number())
-               .not_valid_before(_now() - datetime.timedelta(minutes=5))
-               .not_valid_after(_now() + datetime.timedelta(days=1))
-               .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-               .add_extension(x509.ExtendedKeyUsage(
-                   [ExtendedKeyUsageOID.CLIENT_AUTH] if client
-                   else [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
-                   critical=False))
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(_name(common_name, organization))
+        .issuer_name(ca.cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(_now() - datetime.timedelta(minutes=5))
+        .not_valid_after(_now() + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.ExtendedKeyUsage(
+                [ExtendedKeyUsageOID.CLIENT_AUTH]
+                if client
+                else [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
+            ),
+            critical=False,
+        )
+    )
     if hosts:
         names: list[x509.GeneralName] = []
         for host in hosts:
@@ -103,8 +132,9 @@ class PkiFiles:
     admin_dn: str
 
 
-def write_test_pki(directory: str, client_cn: str = "client",
-                   client_org: str | None = "wireserver") -> PkiFiles:
+def write_test_pki(
+    directory: str, client_cn: str = "client", client_org: str | None = "wireserver"
+) -> PkiFiles:
     os.makedirs(directory, exist_ok=True)
     ca = make_ca()
     server = issue(ca, "localhost", hosts=("localhost", "127.0.0.1", "::1"))

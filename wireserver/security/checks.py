@@ -10,12 +10,17 @@ from wireserver.protocol.errors import ErrorCode
 from wireserver.security import authorize, authorize_by_resource_type, authorizer_enabled
 from wireserver.security.acls import CLUSTER_NAME, DENIED_ERROR, Operation, ResourceType
 
-TOPIC, GROUP, CLUSTER, TXN = (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER,
-                              ResourceType.TRANSACTIONAL_ID)
+TOPIC, GROUP, CLUSTER, TXN = (
+    ResourceType.TOPIC,
+    ResourceType.GROUP,
+    ResourceType.CLUSTER,
+    ResourceType.TRANSACTIONAL_ID,
+)
 
 
-def check(ctx: Any, operation: Operation, resource_type: ResourceType,
-          name: str | None) -> ErrorCode | None:
+def check(
+    ctx: Any, operation: Operation, resource_type: ResourceType, name: str | None
+) -> ErrorCode | None:
     """None if allowed, else the resource type's *_AUTHORIZATION_FAILED error."""
     if name is None:
         return None
@@ -117,6 +122,7 @@ def cluster(ctx: Any, operation: Operation) -> ErrorCode | None:
 
 # -- topics ---------------------------------------------------------------------------------
 
+
 def describe_topic_configs(ctx: Any, topic: str) -> ErrorCode | None:
     """CreateTopics v5+ returns a new topic's configs only with DESCRIBE_CONFIGS on it."""
     return check(ctx, Operation.DESCRIBE_CONFIGS, TOPIC, topic)
@@ -163,8 +169,9 @@ def describe_producers(ctx: Any, topic: str) -> ErrorCode | None:
 CONFIG_TOPIC, CONFIG_BROKER, CONFIG_BROKER_LOGGER, CONFIG_GROUP = 2, 4, 8, 32
 
 
-def _config_resource(ctx: Any, operation: Operation, resource_type: int,
-                     name: str) -> ErrorCode | None:
+def _config_resource(
+    ctx: Any, operation: Operation, resource_type: int, name: str
+) -> ErrorCode | None:
     if resource_type in (CONFIG_BROKER, CONFIG_BROKER_LOGGER):
         return cluster(ctx, operation)
     if resource_type == CONFIG_TOPIC:
@@ -180,8 +187,9 @@ def describe_configs(ctx: Any, resource_type: int, name: str) -> ErrorCode | Non
     return _config_resource(ctx, Operation.DESCRIBE_CONFIGS, resource_type, name)
 
 
-def alter_configs(ctx: Any, resource_type: int, name: str,
-                  loggers: bool = True) -> ErrorCode | None:
+def alter_configs(
+    ctx: Any, resource_type: int, name: str, loggers: bool = True
+) -> ErrorCode | None:
     """ALTER_CONFIGS on the topic (or group), or on the cluster for BROKER and (unless
     ``loggers`` is false: legacy AlterConfigs refuses them anyway) BROKER_LOGGER resources
     (``ControllerApis.authorizeAlterResource``, ``ConfigAdminManager.preprocess``)."""
@@ -193,22 +201,43 @@ def alter_configs(ctx: Any, resource_type: int, name: str,
 #: The operations Kafka's ``AclEntry.supportedOperations`` lists per resource type: those an
 #: authorized-operations answer reports (KIP-430).
 SUPPORTED_OPERATIONS = {
-    TOPIC: (Operation.READ, Operation.WRITE, Operation.CREATE, Operation.DESCRIBE,
-            Operation.DELETE, Operation.ALTER, Operation.DESCRIBE_CONFIGS,
-            Operation.ALTER_CONFIGS),
-    GROUP: (Operation.READ, Operation.DESCRIBE, Operation.DELETE, Operation.DESCRIBE_CONFIGS,
-            Operation.ALTER_CONFIGS),
-    CLUSTER: (Operation.CREATE, Operation.CLUSTER_ACTION, Operation.DESCRIBE_CONFIGS,
-              Operation.ALTER_CONFIGS, Operation.IDEMPOTENT_WRITE, Operation.ALTER,
-              Operation.DESCRIBE),
+    TOPIC: (
+        Operation.READ,
+        Operation.WRITE,
+        Operation.CREATE,
+        Operation.DESCRIBE,
+        Operation.DELETE,
+        Operation.ALTER,
+        Operation.DESCRIBE_CONFIGS,
+        Operation.ALTER_CONFIGS,
+    ),
+    GROUP: (
+        Operation.READ,
+        Operation.DESCRIBE,
+        Operation.DELETE,
+        Operation.DESCRIBE_CONFIGS,
+        Operation.ALTER_CONFIGS,
+    ),
+    CLUSTER: (
+        Operation.CREATE,
+        Operation.CLUSTER_ACTION,
+        Operation.DESCRIBE_CONFIGS,
+        Operation.ALTER_CONFIGS,
+        Operation.IDEMPOTENT_WRITE,
+        Operation.ALTER,
+        Operation.DESCRIBE,
+    ),
 }
 
 
 def authorized_operations(ctx: Any, resource_type: ResourceType, name: str) -> set[int]:
     """Kafka's ``AuthHelper.authorizedOperations``: the AclOperation codes supported on the
     resource that the principal is allowed; every supported one without an authorizer."""
-    return {int(op) for op in SUPPORTED_OPERATIONS[resource_type]
-            if authorize(ctx, op, resource_type, name)}
+    return {
+        int(op)
+        for op in SUPPORTED_OPERATIONS[resource_type]
+        if authorize(ctx, op, resource_type, name)
+    }
 
 
 def bitfield(operations: set[int]) -> int:
@@ -235,6 +264,7 @@ def group_operations(ctx: Any, group: str) -> set[int]:
 
 # -- groups ---------------------------------------------------------------------------------
 
+
 def delete_group(ctx: Any, group: str | None) -> ErrorCode | None:
     return check(ctx, Operation.DELETE, GROUP, group)
 
@@ -242,8 +272,9 @@ def delete_group(ctx: Any, group: str | None) -> ErrorCode | None:
 def list_group(ctx: Any, group: str) -> bool:
     """ListGroups shows every group to a principal with DESCRIBE on the cluster, and otherwise
     only the groups it may DESCRIBE."""
-    return (authorize(ctx, Operation.DESCRIBE, CLUSTER, CLUSTER_NAME)
-            or authorize(ctx, Operation.DESCRIBE, GROUP, group))
+    return authorize(ctx, Operation.DESCRIBE, CLUSTER, CLUSTER_NAME) or authorize(
+        ctx, Operation.DESCRIBE, GROUP, group
+    )
 
 
 def describe_topics(ctx: Any, topics: Any) -> ErrorCode | None:
@@ -256,6 +287,7 @@ def describe_topics(ctx: Any, topics: Any) -> ErrorCode | None:
 
 
 # -- transactions ---------------------------------------------------------------------------
+
 
 def write_transactional_id(ctx: Any, transactional_id: str | None) -> ErrorCode | None:
     return check(ctx, Operation.WRITE, TXN, transactional_id)
@@ -277,8 +309,7 @@ def write_txn_markers(ctx: Any) -> ErrorCode | None:
     return cluster_action(ctx)
 
 
-def add_partitions_to_txn(ctx: Any, transactional_id: str,
-                          partitions: list) -> dict | None:
+def add_partitions_to_txn(ctx: Any, transactional_id: str, partitions: list) -> dict | None:
     """AddPartitionsToTxn v0-3 (``KafkaApis.handleAddPartitionsToTxnRequest``): without WRITE on
     the transactional id every partition fails with TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
     otherwise each topic needs WRITE (internal topics never pass), and when any partition
@@ -290,6 +321,7 @@ def add_partitions_to_txn(ctx: Any, transactional_id: str,
     if not authorizer_enabled(ctx):
         return None
     from wireserver.topics import INTERNAL_TOPICS
+
     topics = ctx.broker.logs.topics
     errors = {}
     for topic, partition in partitions:

@@ -14,8 +14,8 @@ import logging
 import struct
 from typing import Any
 
-from wireserver.protocol.messages import peek_header
 from wireserver.protocol.errors import DecodeError
+from wireserver.protocol.messages import peek_header
 from wireserver.security.sasl import AuthState, IllegalSaslState, SaslFailure
 
 log = logging.getLogger(__name__)
@@ -33,6 +33,7 @@ def admit(connection: Any, frame: memoryview) -> bool:
         if not security.uses_sasl:
             from wireserver.security import tls  # pyOpenSSL only where TLS is configured
             from wireserver.security.principals import NoMatchingRule
+
             mapper = connection.broker.security.principal_mappers.get(security.listener)
             try:
                 principal = tls.peer_principal(connection.transport, mapper)
@@ -55,14 +56,15 @@ def admit(connection: Any, frame: memoryview) -> bool:
         connection.close(f"malformed request: {exc}")
         return False
     if authenticator.expired() and api_key not in (17, 36):
-        connection.close(f"SASL session of {security.principal} expired without "
-                         f"re-authentication")
+        connection.close(f"SASL session of {security.principal} expired without re-authentication")
         return False
     if not authenticator.allows(api_key):
-        authenticator.fail(f"unexpected request (API key {api_key}) in SASL state "
-                           f"{authenticator.state.name}")
-        connection.close(f"unexpected Kafka request of API key {api_key} during SASL "
-                         f"authentication")
+        authenticator.fail(
+            f"unexpected request (API key {api_key}) in SASL state {authenticator.state.name}"
+        )
+        connection.close(
+            f"unexpected Kafka request of API key {api_key} during SASL authentication"
+        )
         return False
     return True
 
@@ -75,8 +77,9 @@ def _raw_token(connection: Any, authenticator: Any, token: bytes) -> None:
         # v0 has no error answer: the connection just closes, after the delay
         authenticator.fail(str(exc))
         delay_s = authenticator.settings.failed_authentication_delay_ms / 1000
-        connection.broker.reactor.callLater(delay_s, connection.close,
-                                            f"SASL authentication failed: {exc}")
+        connection.broker.reactor.callLater(
+            delay_s, connection.close, f"SASL authentication failed: {exc}"
+        )
         return
     if authenticator.state is AuthState.COMPLETE:
         connection.security.principal = authenticator.principal
@@ -93,6 +96,7 @@ def delay_failure(ctx: Any, response: Any) -> Any:
     if delay_ms <= 0:
         return response
     from twisted.internet import task
+
     return task.deferLater(ctx.broker.reactor, delay_ms / 1000, lambda: response)
 
 

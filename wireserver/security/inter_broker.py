@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from wireserver.storage.configdef import ConfigValueError
 from wireserver.security.sasl import CLIENT_MECHANISMS, client_mechanism, parse_jaas
+from wireserver.storage.configdef import ConfigValueError
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class InterBrokerSecurity:
         return self.protocol in ("SSL", "SASL_SSL")
 
     @classmethod
-    def from_config(cls, config: Any) -> "InterBrokerSecurity":
+    def from_config(cls, config: Any) -> InterBrokerSecurity:
         listener = config.inter_broker_listener
         name, protocol = listener.name, listener.security_protocol
         if protocol not in ("SASL_PLAINTEXT", "SASL_SSL"):
@@ -46,16 +46,21 @@ class InterBrokerSecurity:
         mechanism = (config["sasl.mechanism.inter.broker.protocol"] or "").upper()
         if mechanism not in CLIENT_MECHANISMS:
             raise ConfigValueError(
-                "sasl.mechanism.inter.broker.protocol", mechanism,
+                "sasl.mechanism.inter.broker.protocol",
+                mechanism,
                 f"the inter-broker listener {name} uses {protocol}; brokers can log in to "
-                f"each other with {', '.join(CLIENT_MECHANISMS)}")
-        enabled = [m.strip().upper() for m in
-                   config.listener_value(name, "sasl.enabled.mechanisms") or []]
+                f"each other with {', '.join(CLIENT_MECHANISMS)}",
+            )
+        enabled = [
+            m.strip().upper() for m in config.listener_value(name, "sasl.enabled.mechanisms") or []
+        ]
         if mechanism not in enabled:
             raise ConfigValueError(
-                "sasl.mechanism.inter.broker.protocol", mechanism,
+                "sasl.mechanism.inter.broker.protocol",
+                mechanism,
                 "must be included in sasl.enabled.mechanisms when SASL is used for "
-                "inter-broker communication")
+                "inter-broker communication",
+            )
         key = f"listener.name.{name.lower()}.{mechanism.lower()}.sasl.jaas.config"
         text = config.listener_value(name, "sasl.jaas.config", mechanism=mechanism)
         try:
@@ -64,11 +69,20 @@ class InterBrokerSecurity:
             raise ConfigValueError(key, "[hidden]", str(exc)) from None
         for module in modules:
             if module.options.get("username") and "password" in module.options:
-                return cls(name, protocol, mechanism, module.options["username"],
-                           module.options["password"], config)
-        raise ConfigValueError(key, "[hidden]" if text else None,
-                               f"the broker logs in to the other brokers with {mechanism} "
-                               f"as the username and password of this JAAS config")
+                return cls(
+                    name,
+                    protocol,
+                    mechanism,
+                    module.options["username"],
+                    module.options["password"],
+                    config,
+                )
+        raise ConfigValueError(
+            key,
+            "[hidden]" if text else None,
+            f"the broker logs in to the other brokers with {mechanism} "
+            f"as the username and password of this JAAS config",
+        )
 
     def sasl_client(self) -> Any:
         """A fresh client-side SASL exchange for one connection."""
@@ -81,17 +95,24 @@ class InterBrokerSecurity:
         from twisted.internet import ssl
 
         from wireserver.security import tls
+
         trusted = tls.truststore(self.config, self.listener)
         if not trusted:
-            raise ConfigValueError("ssl.truststore.location", None,
-                                   f"the inter-broker listener {self.listener} uses TLS; its "
-                                   f"trust store must hold the CA of the other brokers")
+            raise ConfigValueError(
+                "ssl.truststore.location",
+                None,
+                f"the inter-broker listener {self.listener} uses TLS; its "
+                f"trust store must hold the CA of the other brokers",
+            )
         pem = serialization.Encoding.PEM
         trust = ssl.trustRootFromCertificates(
-            [ssl.Certificate.loadPEM(cert.public_bytes(pem)) for cert in trusted])
+            [ssl.Certificate.loadPEM(cert.public_bytes(pem)) for cert in trusted]
+        )
         certs, key = tls.keystore(self.config, self.listener)
-        key_pem = key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
-                                    serialization.NoEncryption())
+        key_pem = key.private_bytes(
+            pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
         own = ssl.PrivateCertificate.loadPEM(
-            b"".join(cert.public_bytes(pem) for cert in certs[:1]) + key_pem)
+            b"".join(cert.public_bytes(pem) for cert in certs[:1]) + key_pem
+        )
         return ssl.optionsForClientTLS(host, trustRoot=trust, clientCertificate=own)

@@ -33,8 +33,9 @@ import binascii
 import enum
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from wireserver.protocol.errors import ErrorCode
 from wireserver.security import scram
@@ -76,7 +77,7 @@ def parse_jaas(text: str) -> list[JaasModule]:
     while pos < len(text):
         match = _JAAS_TOKEN.match(text, pos)
         if match is None or match.end() == pos:
-            raise ValueError(f"malformed JAAS config near {text[pos:pos + 20]!r}")
+            raise ValueError(f"malformed JAAS config near {text[pos : pos + 20]!r}")
         pos = match.end()
         quoted, bare, equals, semicolon = match.groups()
         if quoted is not None:
@@ -99,9 +100,12 @@ def parse_jaas(text: str) -> list[JaasModule]:
             raise ValueError(f"unknown JAAS control flag {module.flag!r}")
         index += 2
         while index < len(tokens) and tokens[index][0] != ";":
-            if (index + 2 >= len(tokens) or tokens[index][0] != "word"
-                    or tokens[index + 1][0] != "="
-                    or tokens[index + 2][0] not in ("word", "value")):
+            if (
+                index + 2 >= len(tokens)
+                or tokens[index][0] != "word"
+                or tokens[index + 1][0] != "="
+                or tokens[index + 2][0] not in ("word", "value")
+            ):
                 raise ValueError("JAAS options are key=value pairs")
             module.options[tokens[index][1]] = tokens[index + 2][1]
             index += 3
@@ -151,8 +155,10 @@ class PlainMechanism(Mechanism):
         if expected is None or not scram.same_bytes(expected.encode(), password.encode()):
             raise SaslFailure("Authentication failed: Invalid username or password")
         if authzid and authzid != username:
-            raise SaslFailure("Authentication failed: Client requested an authorization id "
-                              "that is different from username")
+            raise SaslFailure(
+                "Authentication failed: Client requested an authorization id "
+                "that is different from username"
+            )
         self.authorization_id = username
         self.complete = True
         return b""
@@ -167,10 +173,12 @@ def _scram_name(text: str) -> str:
 class ScramMechanism(Mechanism):
     _CLIENT_FIRST = re.compile(
         r"^n,(?:a=(?P<authzid>[^,]*))?,(?P<bare>n=(?P<name>[^,]*),r=(?P<nonce>[^,]+)"
-        r"(?P<extensions>(?:,[^,]*)*))$")
+        r"(?P<extensions>(?:,[^,]*)*))$"
+    )
     _CLIENT_FINAL = re.compile(
         r"^(?P<without_proof>c=(?P<binding>[^,]*),r=(?P<nonce>[^,]*)(?:,[^,]*)*?),"
-        r"p=(?P<proof>[^,]*)$")
+        r"p=(?P<proof>[^,]*)$"
+    )
 
     def __init__(self, mechanism: str, store: scram.ScramStore):
         self.name = mechanism
@@ -185,8 +193,10 @@ class ScramMechanism(Mechanism):
         try:
             return self._evaluate(token)
         except SaslFailure as exc:
-            raise SaslFailure(f"Authentication failed during authentication due to invalid "
-                              f"credentials with SASL mechanism {self.name}") from exc
+            raise SaslFailure(
+                f"Authentication failed during authentication due to invalid "
+                f"credentials with SASL mechanism {self.name}"
+            ) from exc
 
     def _evaluate(self, token: bytes) -> bytes:
         try:
@@ -203,20 +213,25 @@ class ScramMechanism(Mechanism):
         match = self._CLIENT_FIRST.match(message)
         if match is None:
             raise SaslFailure("Invalid SCRAM client first message")
-        extensions = {item.partition("=")[0]: item.partition("=")[2]
-                      for item in match["extensions"].split(",") if item}
+        extensions = {
+            item.partition("=")[0]: item.partition("=")[2]
+            for item in match["extensions"].split(",")
+            if item
+        }
         if extensions.get("tokenauth", "false").lower() == "true":
             raise SaslFailure("Authentication failed: delegation tokens are not supported")
         username = _scram_name(match["name"])
         authzid = match["authzid"]
         if authzid and _scram_name(authzid) != username:
-            raise SaslFailure("Authentication failed: Client requested an authorization id "
-                              "that is different from username")
+            raise SaslFailure(
+                "Authentication failed: Client requested an authorization id "
+                "that is different from username"
+            )
         self.credential = self.store.for_login(username, self.name)
         if self.credential is None:
             raise SaslFailure("Authentication failed: Invalid user credentials")
         self.username = username
-        self.gs2_header = message[:message.index(match["bare"])]
+        self.gs2_header = message[: message.index(match["bare"])]
         self.nonce = match["nonce"] + scram.nonce()
         salt = base64.b64encode(self.credential.salt).decode()
         self.server_first = f"r={self.nonce},s={salt},i={self.credential.iterations}"
@@ -238,8 +253,9 @@ class ScramMechanism(Mechanism):
             raise SaslFailure("Invalid SCRAM client final message: channel binding mismatch")
         if match["nonce"] != self.nonce:
             raise SaslFailure("Invalid SCRAM client final message: nonce mismatch")
-        auth_message = ",".join((self.client_first_bare, self.server_first,
-                                 match["without_proof"])).encode()
+        auth_message = ",".join(
+            (self.client_first_bare, self.server_first, match["without_proof"])
+        ).encode()
         credential = self.credential
         assert credential is not None
         signature = scram.hmac_of(self.name, credential.stored_key, auth_message)
@@ -295,8 +311,9 @@ class OAuthBearerMechanism(Mechanism):
             scope = self.options.get("unsecuredValidatorRequiredScope", "")
             return json.dumps({"status": "invalid_token", "scope": scope}).encode()
         if match["authzid"] and match["authzid"] != principal:
-            raise SaslFailure("Authentication failed: authorization id differs from the "
-                              "token's principal")
+            raise SaslFailure(
+                "Authentication failed: authorization id differs from the token's principal"
+            )
         self.authorization_id = principal
         self.credential_expiry_ms = expiry_ms
         self.complete = True
@@ -324,8 +341,11 @@ class OAuthBearerMechanism(Mechanism):
         if now - skew_ms >= expiry_ms:
             raise SaslFailure("the token has expired")
         iat = claims.get("iat")
-        if isinstance(iat, (int, float)) and not isinstance(iat, bool) \
-                and iat * 1000 > now + skew_ms:
+        if (
+            isinstance(iat, (int, float))
+            and not isinstance(iat, bool)
+            and iat * 1000 > now + skew_ms
+        ):
             raise SaslFailure("the token was issued in the future")
         principal_claim = self.options.get("unsecuredValidatorPrincipalClaimName", "sub")
         principal = claims.get(principal_claim)
@@ -360,24 +380,37 @@ class SaslListenerSettings:
     failed_authentication_delay_ms: int = 0
 
     @classmethod
-    def from_config(cls, config: Any, listener: str,
-                    scram_store: scram.ScramStore | None) -> "SaslListenerSettings":
-        enabled = [m.strip().upper() for m in
-                   config.listener_value(listener, "sasl.enabled.mechanisms") or []]
+    def from_config(
+        cls, config: Any, listener: str, scram_store: scram.ScramStore | None
+    ) -> SaslListenerSettings:
+        enabled = [
+            m.strip().upper()
+            for m in config.listener_value(listener, "sasl.enabled.mechanisms") or []
+        ]
         mechanisms = [m for m in enabled if m in SUPPORTED_MECHANISMS]
         plain_users: dict[str, str] = {}
         oauth_options: dict[str, str] = {}
         if "PLAIN" in mechanisms:
             for module in _modules(config, listener, "PLAIN"):
-                plain_users.update({key[5:]: value for key, value in module.options.items()
-                                    if key.startswith("user_")})
+                plain_users.update(
+                    {
+                        key[5:]: value
+                        for key, value in module.options.items()
+                        if key.startswith("user_")
+                    }
+                )
         if "OAUTHBEARER" in mechanisms:
             for module in _modules(config, listener, "OAUTHBEARER"):
                 oauth_options.update(module.options)
-        return cls(listener, mechanisms, plain_users, oauth_options,
-                   config.listener_value(listener, "connections.max.reauth.ms") or 0,
-                   scram_store,
-                   config.get("connection.failed.authentication.delay.ms") or 0)
+        return cls(
+            listener,
+            mechanisms,
+            plain_users,
+            oauth_options,
+            config.listener_value(listener, "connections.max.reauth.ms") or 0,
+            scram_store,
+            config.get("connection.failed.authentication.delay.ms") or 0,
+        )
 
     def mechanism(self, name: str, now_ms: Callable[[], int]) -> Mechanism:
         if name == "PLAIN":
@@ -433,8 +466,9 @@ class ScramClient:
     def respond(self, challenge: bytes) -> bytes | None:
         if self.server_key is None:
             return self._final(challenge.decode("utf-8"))
-        fields = dict(item.split("=", 1) for item in challenge.decode("utf-8").split(",")
-                      if "=" in item)
+        fields = dict(
+            item.split("=", 1) for item in challenge.decode("utf-8").split(",") if "=" in item
+        )
         if "e" in fields:
             raise SaslFailure(f"SCRAM server error: {fields['e']}")
         expected = scram.hmac_of(self.mechanism, self.server_key, self.auth_message)
@@ -446,14 +480,15 @@ class ScramClient:
         fields = dict(item.split("=", 1) for item in server_first.split(",") if "=" in item)
         if not fields.get("r", "").startswith(self.nonce) or "s" not in fields:
             raise SaslFailure("Invalid SCRAM server first message")
-        salted = scram.salted_password(self.mechanism, self.password,
-                                       base64.b64decode(fields["s"]), int(fields["i"]))
+        salted = scram.salted_password(
+            self.mechanism, self.password, base64.b64decode(fields["s"]), int(fields["i"])
+        )
         without_proof = f"c=biws,r={fields['r']}"
-        self.auth_message = ",".join((self.client_first_bare, server_first,
-                                      without_proof)).encode()
+        self.auth_message = ",".join((self.client_first_bare, server_first, without_proof)).encode()
         client_key = scram.hmac_of(self.mechanism, salted, b"Client Key")
-        signature = scram.hmac_of(self.mechanism, scram.digest(self.mechanism, client_key),
-                                  self.auth_message)
+        signature = scram.hmac_of(
+            self.mechanism, scram.digest(self.mechanism, client_key), self.auth_message
+        )
         self.server_key = scram.hmac_of(self.mechanism, salted, b"Server Key")
         proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature))).decode()
         return f"{without_proof},p={proof}".encode()
@@ -505,14 +540,14 @@ class SaslAuthenticator:
 
     def transition(self, new: AuthState) -> None:
         if new not in _TRANSITIONS[self.state]:
-            raise IllegalSaslState(f"illegal SASL state transition {self.state.name} -> "
-                                   f"{new.name}")
+            raise IllegalSaslState(f"illegal SASL state transition {self.state.name} -> {new.name}")
         self.state = new
 
     def allows(self, api_key: int) -> bool:
         """May a request of ``api_key`` be processed now?"""
-        if self.state is AuthState.COMPLETE or (self.state is AuthState.AUTHENTICATE
-                                                and self.reauthenticating):
+        if self.state is AuthState.COMPLETE or (
+            self.state is AuthState.AUTHENTICATE and self.reauthenticating
+        ):
             return True
         if self.state is AuthState.HANDSHAKE:
             return api_key in (API_VERSIONS, SASL_HANDSHAKE)
@@ -522,8 +557,11 @@ class SaslAuthenticator:
 
     def expired(self) -> bool:
         """The session has run out and no re-authentication is under way."""
-        return (self.state is AuthState.COMPLETE and self.expires_at_ms is not None
-                and self.now_ms() >= self.expires_at_ms)
+        return (
+            self.state is AuthState.COMPLETE
+            and self.expires_at_ms is not None
+            and self.now_ms() >= self.expires_at_ms
+        )
 
     def handshake(self, mechanism: str, version: int) -> ErrorCode:
         """SaslHandshake: choose the mechanism (or start a re-authentication)."""
@@ -531,8 +569,10 @@ class SaslAuthenticator:
             if version < 1:
                 raise IllegalSaslState("re-authentication needs SaslHandshake v1")
             if mechanism != self.mechanism_name:
-                self.fail(f"SASL mechanism {mechanism} differs from the one the session "
-                          f"authenticated with ({self.mechanism_name})")
+                self.fail(
+                    f"SASL mechanism {mechanism} differs from the one the session "
+                    f"authenticated with ({self.mechanism_name})"
+                )
                 return ErrorCode.ILLEGAL_SASL_STATE
             self.reauthenticating = True
         elif self.state is not AuthState.HANDSHAKE:
@@ -560,8 +600,10 @@ class SaslAuthenticator:
         if self.mechanism.complete:
             principal = f"User:{self.mechanism.authorization_id}"
             if self.reauthenticating and principal != self.principal:
-                message = (f"Cannot change principals during re-authentication from "
-                           f"{self.principal} to {principal}")
+                message = (
+                    f"Cannot change principals during re-authentication from "
+                    f"{self.principal} to {principal}"
+                )
                 self.fail(message)
                 raise SaslFailure(message)
             self.principal = principal

@@ -17,8 +17,9 @@ from __future__ import annotations
 import base64
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 #: Kafka's ScramMechanism ids (AlterUserScramCredentials / DescribeUserScramCredentials).
 MECHANISMS = {"SCRAM-SHA-256": (1, "sha256"), "SCRAM-SHA-512": (2, "sha512")}
@@ -34,17 +35,20 @@ def hash_name(mechanism: str) -> str:
 
 def salted_password(mechanism: str, password: str, salt: bytes, iterations: int) -> bytes:
     import hashlib
+
     return hashlib.pbkdf2_hmac(hash_name(mechanism), password.encode("utf-8"), salt, iterations)
 
 
 def hmac_of(mechanism: str, key: bytes, data: bytes) -> bytes:
     import hmac
+
     return hmac.new(key, data, hash_name(mechanism)).digest()
 
 
 def same_bytes(a: bytes, b: bytes) -> bool:
     """Constant-time comparison (``hmac.compare_digest``) for secrets and proofs."""
     import hmac
+
     return hmac.compare_digest(a, b)
 
 
@@ -55,6 +59,7 @@ def nonce() -> str:
 
 def digest(mechanism: str, data: bytes) -> bytes:
     import hashlib
+
     return hashlib.new(hash_name(mechanism), data).digest()
 
 
@@ -66,29 +71,41 @@ class ScramCredential:
     server_key: bytes
 
     @classmethod
-    def from_salted_password(cls, mechanism: str, salted: bytes, salt: bytes,
-                             iterations: int) -> "ScramCredential":
+    def from_salted_password(
+        cls, mechanism: str, salted: bytes, salt: bytes, iterations: int
+    ) -> ScramCredential:
         client_key = hmac_of(mechanism, salted, b"Client Key")
-        return cls(salt, iterations, digest(mechanism, client_key),
-                   hmac_of(mechanism, salted, b"Server Key"))
+        return cls(
+            salt,
+            iterations,
+            digest(mechanism, client_key),
+            hmac_of(mechanism, salted, b"Server Key"),
+        )
 
     @classmethod
-    def from_password(cls, mechanism: str, password: str, iterations: int = MIN_ITERATIONS,
-                      salt: bytes | None = None) -> "ScramCredential":
+    def from_password(
+        cls,
+        mechanism: str,
+        password: str,
+        iterations: int = MIN_ITERATIONS,
+        salt: bytes | None = None,
+    ) -> ScramCredential:
         if salt is None:
             salt = os.urandom(24)
         return cls.from_salted_password(
-            mechanism, salted_password(mechanism, password, salt, iterations), salt, iterations)
+            mechanism, salted_password(mechanism, password, salt, iterations), salt, iterations
+        )
 
     def to_config_value(self) -> str:
         """Kafka's ``ScramCredentialUtils.credentialToString``: the value of a user's
         ``SCRAM-SHA-256`` / ``SCRAM-SHA-512`` config in ZooKeeper."""
         fields = self.to_json()  # the same names, in Kafka's order below
-        return ",".join(f"{name}={fields[name]}"
-                        for name in ("salt", "stored_key", "server_key", "iterations"))
+        return ",".join(
+            f"{name}={fields[name]}" for name in ("salt", "stored_key", "server_key", "iterations")
+        )
 
     @classmethod
-    def from_config_value(cls, text: str) -> "ScramCredential":
+    def from_config_value(cls, text: str) -> ScramCredential:
         """Kafka's ``credentialFromString`` (ValueError for a value missing a field)."""
         fields = dict(item.partition("=")[::2] for item in text.split(","))
         try:
@@ -98,14 +115,22 @@ class ScramCredential:
 
     def to_json(self) -> dict:
         b64 = lambda raw: base64.b64encode(raw).decode()  # noqa: E731
-        return {"salt": b64(self.salt), "iterations": self.iterations,
-                "stored_key": b64(self.stored_key), "server_key": b64(self.server_key)}
+        return {
+            "salt": b64(self.salt),
+            "iterations": self.iterations,
+            "stored_key": b64(self.stored_key),
+            "server_key": b64(self.server_key),
+        }
 
     @classmethod
-    def from_json(cls, data: dict) -> "ScramCredential":
+    def from_json(cls, data: dict) -> ScramCredential:
         raw = lambda text: base64.b64decode(text)  # noqa: E731
-        return cls(raw(data["salt"]), int(data["iterations"]), raw(data["stored_key"]),
-                   raw(data["server_key"]))
+        return cls(
+            raw(data["salt"]),
+            int(data["iterations"]),
+            raw(data["stored_key"]),
+            raw(data["server_key"]),
+        )
 
 
 Users = dict[str, dict[str, ScramCredential]]  # user -> mechanism -> credential
@@ -130,8 +155,9 @@ class ScramStore:
             with open(self.path, encoding="utf-8") as handle:
                 data = json.load(handle)
             for user, mechanisms in data.get("users", {}).items():
-                self._users[user] = {mech: ScramCredential.from_json(cred)
-                                     for mech, cred in mechanisms.items()}
+                self._users[user] = {
+                    mech: ScramCredential.from_json(cred) for mech, cred in mechanisms.items()
+                }
 
     def use_shared(self, shared: Any) -> None:
         """Keep the credentials in ``shared`` from now on (``load()`` gives them all,
@@ -155,14 +181,16 @@ class ScramStore:
         else:
             self._users.pop(user, None)
 
-    def alter(self, user: str, upserts: dict[str, ScramCredential],
-              deletions: Iterable[str] = ()) -> None:
+    def alter(
+        self, user: str, upserts: dict[str, ScramCredential], deletions: Iterable[str] = ()
+    ) -> None:
         """Add or replace ``upserts`` (mechanism → credential) and delete ``deletions``."""
         if self.shared is not None:
             self.replace_user(user, self.shared.alter(user, upserts, deletions))
             return
-        mechanisms = {mech: cred for mech, cred in self._users.get(user, {}).items()
-                      if mech not in deletions}
+        mechanisms = {
+            mech: cred for mech, cred in self._users.get(user, {}).items() if mech not in deletions
+        }
         mechanisms.update(upserts)
         self.replace_user(user, mechanisms)
         self._save()
@@ -170,9 +198,13 @@ class ScramStore:
     def _save(self) -> None:
         if self.path is None:
             return
-        data = {"version": 1, "users": {
-            user: {mech: cred.to_json() for mech, cred in mechs.items()}
-            for user, mechs in self._users.items()}}
+        data = {
+            "version": 1,
+            "users": {
+                user: {mech: cred.to_json() for mech, cred in mechs.items()}
+                for user, mechs in self._users.items()
+            },
+        }
         tmp = self.path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as handle:
             json.dump(data, handle, indent=1, sort_keys=True)

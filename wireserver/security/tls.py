@@ -25,7 +25,6 @@ from twisted.internet.interfaces import IOpenSSLServerConnectionCreator
 from zope.interface import implementer
 
 
-
 class ListenerSettings(Protocol):
     """What TLS reads of the broker's configuration (``wireserver.config.BrokerConfig``): a
     listener's effective value of a key, ``listener.name.<name>.<key>`` first."""
@@ -52,13 +51,13 @@ def _split_pem(data: bytes) -> tuple[list[x509.Certificate], bytes | None]:
     start = data.find(b"-----BEGIN ")
     while start != -1:
         line_end = data.find(b"-----", start + 11)
-        label = data[start + 11:line_end]
+        label = data[start + 11 : line_end]
         end_marker = b"-----END " + label + b"-----"
         end = data.find(end_marker, line_end)
         if end == -1:
             break
         if label.endswith(b"PRIVATE KEY"):
-            key = data[start:end + len(end_marker)]
+            key = data[start : end + len(end_marker)]
             break
         start = data.find(b"-----BEGIN ", end)
     return certs, key
@@ -80,21 +79,28 @@ def keystore(config: ListenerSettings, listener: str) -> tuple[list[x509.Certifi
     location = config.listener_value(listener, "ssl.keystore.location")
     if chain_pem or key_pem:
         if not (chain_pem and key_pem):
-            raise TlsConfigError(f"listener {listener}: ssl.keystore.certificate.chain and "
-                                 f"ssl.keystore.key must be given together")
+            raise TlsConfigError(
+                f"listener {listener}: ssl.keystore.certificate.chain and "
+                f"ssl.keystore.key must be given together"
+            )
         certs, _ = _split_pem(chain_pem.encode())
         _, key_block = _split_pem(key_pem.encode())
     elif location:
         if kind != "PEM" and not location.endswith((".pem", ".crt")):
-            raise TlsConfigError(f"listener {listener}: ssl.keystore.type {kind} is not "
-                                 f"supported; use ssl.keystore.type=PEM")
+            raise TlsConfigError(
+                f"listener {listener}: ssl.keystore.type {kind} is not "
+                f"supported; use ssl.keystore.type=PEM"
+            )
         certs, key_block = _split_pem(_read(location))
     else:
-        raise TlsConfigError(f"listener {listener} uses TLS but has no key store "
-                             f"(ssl.keystore.location or ssl.keystore.certificate.chain)")
+        raise TlsConfigError(
+            f"listener {listener} uses TLS but has no key store "
+            f"(ssl.keystore.location or ssl.keystore.certificate.chain)"
+        )
     if not certs or key_block is None:
-        raise TlsConfigError(f"listener {listener}: the key store needs a certificate and a "
-                             f"private key in PEM")
+        raise TlsConfigError(
+            f"listener {listener}: the key store needs a certificate and a private key in PEM"
+        )
     try:
         key = serialization.load_pem_private_key(key_block, _password(config, listener))
     except (TypeError, ValueError) as exc:
@@ -119,8 +125,11 @@ def server_context(config: ListenerSettings, listener: str) -> SSL.Context:
     """A pyOpenSSL server context for ``listener``."""
     certs, key = keystore(config, listener)
     context = SSL.Context(SSL.TLS_SERVER_METHOD)
-    enabled = [v for v in config.listener_value(listener, "ssl.enabled.protocols") or []
-               if v in _TLS_VERSIONS]
+    enabled = [
+        v
+        for v in config.listener_value(listener, "ssl.enabled.protocols") or []
+        if v in _TLS_VERSIONS
+    ]
     if enabled:
         context.set_min_proto_version(min(_TLS_VERSIONS[v] for v in enabled))
         context.set_max_proto_version(max(_TLS_VERSIONS[v] for v in enabled))
@@ -141,8 +150,10 @@ def server_context(config: ListenerSettings, listener: str) -> SSL.Context:
     else:
         mode = SSL.VERIFY_NONE
     if mode != SSL.VERIFY_NONE and not trusted:
-        raise TlsConfigError(f"listener {listener}: ssl.client.auth={client_auth} needs a "
-                             f"trust store (ssl.truststore.location)")
+        raise TlsConfigError(
+            f"listener {listener}: ssl.client.auth={client_auth} needs a "
+            f"trust store (ssl.truststore.location)"
+        )
     context.set_verify(mode, lambda conn, cert, errno, depth, ok: bool(ok))
     # A session id context is required when client certificates are verified and sessions
     # are cached.

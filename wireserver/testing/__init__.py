@@ -44,10 +44,28 @@ session of a project that has wireserver installed.
 
 from wireserver.testing.cluster import FAST_FAILOVER, LocalCluster, cluster_metadata
 from wireserver.testing.container import KafkaContainer
-from wireserver.testing.embedded import (READY_RE, TEST_DEFAULTS, BrokerStartError,
-                                         EmbeddedBroker, ExternalBroker, parse_endpoints)
+from wireserver.testing.embedded import (
+    READY_RE,
+    TEST_DEFAULTS,
+    BrokerStartError,
+    EmbeddedBroker,
+    ExternalBroker,
+    parse_endpoints,
+)
 from wireserver.testing.wire import KafkaWire, KafkaWireError, wait_for
 
-__all__ = ["EmbeddedBroker", "ExternalBroker", "KafkaContainer", "KafkaWire", "BrokerStartError",
-           "KafkaWireError", "TEST_DEFAULTS", "READY_RE", "parse_endpoints", "wait_for",
-           "LocalCluster", "FAST_FAILOVER", "cluster_metadata"]
+__all__ = [
+    "EmbeddedBroker",
+    "ExternalBroker",
+    "KafkaContainer",
+    "KafkaWire",
+    "BrokerStartError",
+    "KafkaWireError",
+    "TEST_DEFAULTS",
+    "READY_RE",
+    "parse_endpoints",
+    "wait_for",
+    "LocalCluster",
+    "FAST_FAILOVER",
+    "cluster_metadata",
+]

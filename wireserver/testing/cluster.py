@@ -11,7 +11,7 @@ all start, written once.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from wireserver.testing.embedded import EmbeddedBroker
 from wireserver.testing.wire import KafkaWire, wait_for
@@ -33,19 +33,25 @@ class LocalCluster:
     """``count`` brokers with ids 1..count, each an :class:`EmbeddedBroker` subprocess with
     its own data dir, all on the ZooKeeper at ``zookeeper_connect`` (a chroot is allowed)."""
 
-    def __init__(self, zookeeper_connect: str, count: int,
-                 overrides: Mapping[str, object] | None = None, log_level: str = "INFO",
-                 **broker_options):
+    def __init__(
+        self,
+        zookeeper_connect: str,
+        count: int,
+        overrides: Mapping[str, object] | None = None,
+        log_level: str = "INFO",
+        **broker_options,
+    ):
         """``broker_options`` go to every ``EmbeddedBroker`` (``sasl=``, ``users=``, ...)."""
         self.zk_connect = zookeeper_connect
         self.brokers: dict[int, EmbeddedBroker] = {}
         for broker_id in range(1, count + 1):
             settings = dict(overrides or {})
             settings.update({"broker.id": str(broker_id), "zookeeper.connect": zookeeper_connect})
-            self.brokers[broker_id] = EmbeddedBroker("subprocess", overrides=settings,
-                                                     log_level=log_level, **broker_options)
+            self.brokers[broker_id] = EmbeddedBroker(
+                "subprocess", overrides=settings, log_level=log_level, **broker_options
+            )
 
-    def start(self, timeout: float = 60.0) -> "LocalCluster":
+    def start(self, timeout: float = 60.0) -> LocalCluster:
         """Start every broker, one after the other, and return once all are ready."""
         for broker in self.brokers.values():
             broker.start()
@@ -63,9 +69,13 @@ class LocalCluster:
                 with broker.wire() as wire:  # authenticated when the brokers want it
                     return broker_metadata(wire)[1]
             except ConnectionError:  # a listener the test wire cannot log in to (client
-                return live          # certificates): nothing to wait for there
-        wait_for(lambda: all(listed(self.brokers[i]) == live for i in live), timeout,
-                 what=f"every broker to list {live}")
+                return live  # certificates): nothing to wait for there
+
+        wait_for(
+            lambda: all(listed(self.brokers[i]) == live for i in live),
+            timeout,
+            what=f"every broker to list {live}",
+        )
 
     @property
     def bootstrap(self) -> str:
@@ -90,13 +100,24 @@ def cluster_metadata(bootstrap_server: str, topic: str | None = None, **wire_opt
 def broker_metadata(wire, topic: str | None = None):
     """:func:`cluster_metadata` over a connection already open (``KafkaWire``)."""
     from kafka.protocol.metadata.metadata import MetadataRequest
-    response = wire.request(MetadataRequest(
-        version=12, topics=[MetadataRequest.MetadataRequestTopic(name=topic, topic_id=None)]
-        if topic else [],
-        allow_auto_topic_creation=False, include_topic_authorized_operations=False))
+
+    response = wire.request(
+        MetadataRequest(
+            version=12,
+            topics=[MetadataRequest.MetadataRequestTopic(name=topic, topic_id=None)]
+            if topic
+            else [],
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        )
+    )
     partitions = {}
     for entry in response.topics:
         for p in entry.partitions:
-            partitions[p.partition_index] = (p.leader_id, p.leader_epoch, list(p.replica_nodes),
-                                             list(p.isr_nodes))
+            partitions[p.partition_index] = (
+                p.leader_id,
+                p.leader_epoch,
+                list(p.replica_nodes),
+                list(p.isr_nodes),
+            )
     return response.controller_id, sorted(b.node_id for b in response.brokers), partitions

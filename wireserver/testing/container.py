@@ -8,16 +8,19 @@ from typing import Any
 from wireserver.testing.embedded import EmbeddedBroker, _AdminMixin
 
 
-
-
 def _env_to_config_key(name: str) -> str | None:
     """Confluent image convention: ``KAFKA_LOG_RETENTION_MS`` → ``log.retention.ms``
     (``__`` → ``_``, ``___`` → ``-``)."""
     if not name.startswith("KAFKA_"):
         return None
-    body = name[len("KAFKA_"):].lower()
-    return body.replace("___", "\0").replace("__", "\1").replace("_", ".") \
-        .replace("\0", "-").replace("\1", "_")
+    body = name[len("KAFKA_") :].lower()
+    return (
+        body.replace("___", "\0")
+        .replace("__", "\1")
+        .replace("_", ".")
+        .replace("\0", "-")
+        .replace("\1", "_")
+    )
 
 
 class KafkaContainer(_AdminMixin):
@@ -26,8 +29,9 @@ class KafkaContainer(_AdminMixin):
     ``with_env("KAFKA_SOME_KEY", v)`` sets broker key ``some.key`` (the Confluent image rule);
     other environment variables are ignored. ``mode`` picks the EmbeddedBroker mode."""
 
-    def __init__(self, image: str = "wireserver", port: int = 9093, mode: str = "thread",
-                 **kwargs: Any):
+    def __init__(
+        self, image: str = "wireserver", port: int = 9093, mode: str = "thread", **kwargs: Any
+    ):
         self.image = image
         self.port = port
         self.mode = mode
@@ -35,27 +39,28 @@ class KafkaContainer(_AdminMixin):
         self._overrides: dict[str, Any] = {}
         self._broker: EmbeddedBroker | None = None
 
-    def with_env(self, key: str, value: Any) -> "KafkaContainer":
+    def with_env(self, key: str, value: Any) -> KafkaContainer:
         self.env[key] = str(value)
         config_key = _env_to_config_key(key)
         if config_key is not None:
             self._overrides[config_key] = value
         return self
 
-    def with_kraft(self) -> "KafkaContainer":
+    def with_kraft(self) -> KafkaContainer:
         return self
 
-    def with_cluster_id(self, cluster_id: str) -> "KafkaContainer":
+    def with_cluster_id(self, cluster_id: str) -> KafkaContainer:
         self._overrides["cluster.id"] = cluster_id
         return self
 
-    def with_name(self, name: str) -> "KafkaContainer":
+    def with_name(self, name: str) -> KafkaContainer:
         return self
 
-    def start(self, timeout: float = 60.0) -> "KafkaContainer":
+    def start(self, timeout: float = 60.0) -> KafkaContainer:
         if self._broker is None:
-            self._broker = EmbeddedBroker(self.mode, overrides=self._overrides,
-                                          startup_timeout=timeout).start()
+            self._broker = EmbeddedBroker(
+                self.mode, overrides=self._overrides, startup_timeout=timeout
+            ).start()
         return self
 
     def stop(self, force: bool = True, delete_volume: bool = True) -> None:
@@ -63,7 +68,7 @@ class KafkaContainer(_AdminMixin):
             self._broker.close()
             self._broker = None
 
-    def __enter__(self) -> "KafkaContainer":
+    def __enter__(self) -> KafkaContainer:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

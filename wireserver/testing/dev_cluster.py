@@ -11,22 +11,35 @@ import argparse
 import signal
 import sys
 import threading
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--brokers", type=int, default=3, metavar="N",
-                        help="number of brokers (default %(default)s)")
-    parser.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
-                        help="use this ZooKeeper instead of starting one")
-    parser.add_argument("--override", metavar="KEY=VALUE", action="append", default=[],
-                        help="a config key for every broker (repeatable)")
+    parser.add_argument(
+        "--brokers",
+        type=int,
+        default=3,
+        metavar="N",
+        help="number of brokers (default %(default)s)",
+    )
+    parser.add_argument(
+        "--zookeeper",
+        metavar="HOST:PORT[/CHROOT]",
+        help="use this ZooKeeper instead of starting one",
+    )
+    parser.add_argument(
+        "--override",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="a config key for every broker (repeatable)",
+    )
     parser.add_argument("--log-level", default="INFO", type=str.upper)
 
 
 def run(args: argparse.Namespace) -> int:
-    from wireserver.testing.cluster import LocalCluster
     from wireserver.cluster.zookeeper import ZooKeeperError, ZooKeeperServer
+    from wireserver.testing.cluster import LocalCluster
 
     if args.brokers < 1:
         print("wireserver cluster: --brokers must be at least 1", file=sys.stderr)
@@ -41,8 +54,10 @@ def run(args: argparse.Namespace) -> int:
             return 1
         connect = zookeeper.connect + "/wireserver"
     print(f"zookeeper {connect}", flush=True)
-    overrides = {"default.replication.factor": str(min(3, args.brokers)),
-                 "min.insync.replicas": "1" if args.brokers < 3 else "2"}
+    overrides = {
+        "default.replication.factor": str(min(3, args.brokers)),
+        "min.insync.replicas": "1" if args.brokers < 3 else "2",
+    }
     overrides.update(item.split("=", 1) for item in args.override)
     cluster = LocalCluster(connect, args.brokers, overrides, log_level=args.log_level)
     done = threading.Event()
@@ -50,8 +65,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         for broker_id, broker in cluster.brokers.items():
             broker.start()
-            print(f"broker {broker_id} {broker.bootstrap_servers} log {broker.log_path}",
-                  flush=True)
+            print(
+                f"broker {broker_id} {broker.bootstrap_servers} log {broker.log_path}", flush=True
+            )
         print("bootstrap.servers=" + cluster.bootstrap, flush=True)
         try:
             while not done.wait(0.5):

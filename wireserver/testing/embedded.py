@@ -17,7 +17,8 @@ import tempfile
 import threading
 import time
 import weakref
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from wireserver.testing.wire import KafkaWire
 
@@ -31,16 +32,19 @@ TEST_DEFAULTS: dict[str, str] = {
     "group.initial.rebalance.delay.ms": "0",
 }
 
-READY_RE = re.compile(r"^wireserver ready: node (?P<node>-?\d+) cluster (?P<cluster>\S+) "
-                      r"listening on (?P<endpoints>.+)$")
-_ENDPOINT_RE = re.compile(r"^(?P<name>[^:/\s]+)://(?:\[(?P<v6>[^\]]*)\]|(?P<host>[^:]*)):"
-                          r"(?P<port>\d+)$")
+READY_RE = re.compile(
+    r"^wireserver ready: node (?P<node>-?\d+) cluster (?P<cluster>\S+) "
+    r"listening on (?P<endpoints>.+)$"
+)
+_ENDPOINT_RE = re.compile(
+    r"^(?P<name>[^:/\s]+)://(?:\[(?P<v6>[^\]]*)\]|(?P<host>[^:]*)):"
+    r"(?P<port>\d+)$"
+)
 MODES = ("thread", "subprocess")
 
 
 class BrokerStartError(RuntimeError):
     """The broker did not become ready (bad config, port in use, crash, timeout)."""
-
 
 
 def parse_endpoints(text: str) -> list[tuple[str, str, int]]:
@@ -61,7 +65,6 @@ def _format_endpoint(name: str, host: str, port: int) -> str:
     return f"{name}://[{host}]:{port}" if ":" in host else f"{name}://{host}:{port}"
 
 
-
 class _AdminMixin:
     """Topic chores over the wire; needs ``bootstrap_servers``."""
 
@@ -80,8 +83,13 @@ class _AdminMixin:
         with self.wire() as wire:
             return wire.topics()
 
-    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
-                     configs: Mapping[str, Any] | None = None) -> None:
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int = 1,
+        configs: Mapping[str, Any] | None = None,
+    ) -> None:
         """Create a topic with CreateTopics (raises ``KafkaWireError`` if the broker refuses)."""
         with self.wire() as wire:
             wire.create_topic(name, partitions, replication_factor, configs)
@@ -103,8 +111,10 @@ class _AdminMixin:
                 if not left:
                     return names
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"topics still there after DeleteTopics: {left} (a "
-                                       "client still running may be re-creating them)")
+                    raise TimeoutError(
+                        f"topics still there after DeleteTopics: {left} (a "
+                        "client still running may be re-creating them)"
+                    )
                 time.sleep(0.05)
 
 
@@ -120,24 +130,24 @@ class ExternalBroker(_AdminMixin):
         pass
 
 
-
 # ------------------------------------------------------------------------------------------
 # The process's reactor thread (thread mode)
-
-
 
 
 def _new_reactor() -> Any:
     """A reactor instance of our own, not installed as ``twisted.internet.reactor``."""
     try:
         from twisted.internet.epollreactor import EPollReactor
+
         return EPollReactor()
     except ImportError:  # not Linux
         try:
             from twisted.internet.pollreactor import PollReactor
+
             return PollReactor()
         except ImportError:
             from twisted.internet.selectreactor import SelectReactor
+
             return SelectReactor()
 
 
@@ -145,11 +155,11 @@ class ReactorThread:
     """One reactor running in a daemon thread for the whole process. ``call`` runs a function
     on it and waits for its result (following a Deferred), with a timeout."""
 
-    _instance: "ReactorThread | None" = None
+    _instance: ReactorThread | None = None
     _lock = threading.Lock()
 
     @classmethod
-    def get(cls) -> "ReactorThread":
+    def get(cls) -> ReactorThread:
         with cls._lock:
             if cls._instance is None or not cls._instance.thread.is_alive():
                 cls._instance = cls()
@@ -172,19 +182,24 @@ class ReactorThread:
 
     def call(self, func: Callable[..., Any], *args: Any, timeout: float = 30.0) -> Any:
         from twisted.internet import defer
+
         results: queue.SimpleQueue = queue.SimpleQueue()
 
         def run() -> None:
             d = defer.maybeDeferred(func, *args)
-            d.addCallbacks(lambda value: results.put((True, value)),
-                           lambda failure: results.put((False, failure)))
+            d.addCallbacks(
+                lambda value: results.put((True, value)),
+                lambda failure: results.put((False, failure)),
+            )
 
         self.reactor.callFromThread(run)
         try:
             ok, value = results.get(timeout=timeout)
         except queue.Empty:
-            raise TimeoutError(f"{getattr(func, '__qualname__', func)} did not finish in "
-                               f"{timeout} s on the reactor thread") from None
+            raise TimeoutError(
+                f"{getattr(func, '__qualname__', func)} did not finish in "
+                f"{timeout} s on the reactor thread"
+            ) from None
         if not ok:
             value.raiseException()
         return value
@@ -195,12 +210,11 @@ class ReactorThread:
             self.thread.join(10)
 
 
-
 # ------------------------------------------------------------------------------------------
 # EmbeddedBroker
 
 
-_LIVE: "weakref.WeakSet[EmbeddedBroker]" = weakref.WeakSet()
+_LIVE: weakref.WeakSet[EmbeddedBroker] = weakref.WeakSet()
 
 
 @atexit.register
@@ -224,13 +238,25 @@ class EmbeddedBroker(_AdminMixin):
     can run on another event loop: ``reactor="asyncio"`` or ``"uvloop"`` (``serve --reactor``).
     """
 
-    def __init__(self, mode: str = "thread", *, overrides: Mapping[str, Any] | None = None,
-                 data_dir: str | os.PathLike | None = None, port: int = 0,
-                 host: str = "127.0.0.1", startup_timeout: float = 30.0,
-                 log_level: str = "INFO", python: str | None = None,
-                 sasl: str | None = None, users: Mapping[str, str] | None = None,
-                 tls: bool = False, client_auth: str = "none", authorizer: bool = False,
-                 super_users: Iterable[str] = (), reactor: str = "default"):
+    def __init__(
+        self,
+        mode: str = "thread",
+        *,
+        overrides: Mapping[str, Any] | None = None,
+        data_dir: str | os.PathLike | None = None,
+        port: int = 0,
+        host: str = "127.0.0.1",
+        startup_timeout: float = 30.0,
+        log_level: str = "INFO",
+        python: str | None = None,
+        sasl: str | None = None,
+        users: Mapping[str, str] | None = None,
+        tls: bool = False,
+        client_auth: str = "none",
+        authorizer: bool = False,
+        super_users: Iterable[str] = (),
+        reactor: str = "default",
+    ):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
         if reactor != "default" and mode != "subprocess":
@@ -242,14 +268,16 @@ class EmbeddedBroker(_AdminMixin):
         self.python = python or sys.executable
         # _root holds the broker log, and the data dir unless one is given (then it is kept).
         self._root = tempfile.mkdtemp(prefix="wireserver-")
-        self.data_dir = (os.path.join(self._root, "data") if data_dir is None
-                         else os.fspath(data_dir))
+        self.data_dir = (
+            os.path.join(self._root, "data") if data_dir is None else os.fspath(data_dir)
+        )
         self.log_path = os.path.join(self._root, "broker.log")
         self.overrides: dict[str, str] = dict(TEST_DEFAULTS)
         self.overrides["listeners"] = _format_endpoint("PLAINTEXT", host, port)
         self.overrides["log.dirs"] = self.data_dir
-        self._secure(host, port, sasl, dict(users or {}), tls, client_auth, authorizer,
-                     list(super_users))
+        self._secure(
+            host, port, sasl, dict(users or {}), tls, client_auth, authorizer, list(super_users)
+        )
         for key, value in (overrides or {}).items():
             self.overrides[key] = _config_text(value)
         self.endpoints: list[tuple[str, str, int]] = []
@@ -264,8 +292,17 @@ class EmbeddedBroker(_AdminMixin):
 
     # -- security ----------------------------------------------------------------------------
 
-    def _secure(self, host: str, port: int, sasl: str | None, users: dict[str, str],
-                tls: bool, client_auth: str, authorizer: bool, super_users: list[str]) -> None:
+    def _secure(
+        self,
+        host: str,
+        port: int,
+        sasl: str | None,
+        users: dict[str, str],
+        tls: bool,
+        client_auth: str,
+        authorizer: bool,
+        super_users: list[str],
+    ) -> None:
         """Turn on SASL (one mechanism), TLS (a generated CA and server certificate for
         127.0.0.1/localhost) and ACLs. The broker's own admin chores authenticate as
         ``admin_user`` (SASL) or with the ``admin`` client certificate (TLS only), a super
@@ -277,40 +314,54 @@ class EmbeddedBroker(_AdminMixin):
         self.admin_user: tuple[str, str] | None = None
         if not (sasl or tls or authorizer):
             return
-        protocol = {(True, True): "SASL_SSL", (True, False): "SASL_PLAINTEXT",
-                    (False, True): "SSL", (False, False): "PLAINTEXT"}[(bool(sasl), tls)]
+        protocol = {
+            (True, True): "SASL_SSL",
+            (True, False): "SASL_PLAINTEXT",
+            (False, True): "SSL",
+            (False, False): "PLAINTEXT",
+        }[(bool(sasl), tls)]
         self.overrides["listeners"] = _format_endpoint(protocol, host, port)
         self.protocol = protocol
         supers = list(super_users)
         if tls:
             from wireserver.security.certs import write_test_pki
+
             self.pki = write_test_pki(os.path.join(self._root, "pki"))
             self.ca_path = self.pki.ca
-            self.overrides.update({
-                "ssl.keystore.type": "PEM", "ssl.keystore.location": self.pki.server,
-                "ssl.truststore.type": "PEM", "ssl.truststore.location": self.pki.ca,
-                "ssl.client.auth": client_auth,
-            })
+            self.overrides.update(
+                {
+                    "ssl.keystore.type": "PEM",
+                    "ssl.keystore.location": self.pki.server,
+                    "ssl.truststore.type": "PEM",
+                    "ssl.truststore.location": self.pki.ca,
+                    "ssl.client.auth": client_auth,
+                }
+            )
             if not sasl:
                 supers.append("User:" + self.pki.admin_dn)
         if sasl:
             import secrets
+
             mechanism = self.sasl_mechanism
             self.admin_user = ("wireserver-admin", secrets.token_urlsafe(12))
             everyone = {**users, self.admin_user[0]: self.admin_user[1]}
             self.overrides["sasl.enabled.mechanisms"] = mechanism
             prefix = f"listener.name.{protocol.lower()}.{mechanism.lower()}.sasl.jaas.config"
             if mechanism == "PLAIN":
-                options = " ".join(f'user_{name}="{password}"'
-                                   for name, password in everyone.items())
-                self.overrides[prefix] = ("org.apache.kafka.common.security.plain."
-                                          f"PlainLoginModule required {options};")
+                options = " ".join(
+                    f'user_{name}="{password}"' for name, password in everyone.items()
+                )
+                self.overrides[prefix] = (
+                    f"org.apache.kafka.common.security.plain.PlainLoginModule required {options};"
+                )
             elif mechanism.startswith("SCRAM-"):
                 from wireserver.security.scram import write_users
+
                 write_users(self.data_dir, mechanism, everyone)
             elif mechanism == "OAUTHBEARER":
-                self.overrides[prefix] = ("org.apache.kafka.common.security.oauthbearer."
-                                          "OAuthBearerLoginModule required;")
+                self.overrides[prefix] = (
+                    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
+                )
                 self.admin_user = None
             else:
                 raise ValueError(f"unsupported SASL mechanism {sasl!r}")
@@ -318,13 +369,15 @@ class EmbeddedBroker(_AdminMixin):
                 supers.append(f"User:{self.admin_user[0]}")
         if authorizer:
             self.overrides["authorizer.class.name"] = (
-                "org.apache.kafka.metadata.authorizer.StandardAuthorizer")
+                "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+            )
             self.overrides["super.users"] = ";".join(supers)
 
     def _wire_security(self) -> dict[str, Any]:
         options: dict[str, Any] = {}
         if self.pki is not None:
             import ssl
+
             context = ssl.create_default_context(cafile=self.pki.ca)
             if not self.sasl_mechanism:
                 context.load_cert_chain(self.pki.admin_cert, self.pki.admin_key)
@@ -367,13 +420,13 @@ class EmbeddedBroker(_AdminMixin):
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    def __enter__(self) -> "EmbeddedBroker":
+    def __enter__(self) -> EmbeddedBroker:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def start(self) -> "EmbeddedBroker":
+    def start(self) -> EmbeddedBroker:
         """Start the broker and return once it accepts connections. After a first start,
         it binds the ports it had before (retrying for a few seconds if one is still busy)."""
         if self._closed:
@@ -429,12 +482,22 @@ class EmbeddedBroker(_AdminMixin):
         self._runner = runner
         self.cluster_id = broker.cluster_id
         self.node_id = broker.node_id
-        self.endpoints = [(l.name, l.host, l.port) for l in broker.advertised]
-        self._bound_ports = {l.name.upper(): l.port for l in broker.bound}
+        self.endpoints = [
+            (listener.name, listener.host, listener.port) for listener in broker.advertised
+        ]
+        self._bound_ports = {listener.name.upper(): listener.port for listener in broker.bound}
 
     def _command(self, overrides: Mapping[str, str]) -> list[str]:
-        command = [self.python, "-m", "wireserver.cli", "serve", "--log-level", self.log_level,
-                   "--reactor", self.reactor]
+        command = [
+            self.python,
+            "-m",
+            "wireserver.cli",
+            "serve",
+            "--log-level",
+            self.log_level,
+            "--reactor",
+            self.reactor,
+        ]
         for key, value in overrides.items():
             command += ["--override", f"{key}={value}"]
         return command
@@ -442,9 +505,13 @@ class EmbeddedBroker(_AdminMixin):
     def _start_subprocess(self, overrides: Mapping[str, str]) -> None:
         os.makedirs(self._root, exist_ok=True)
         with open(self.log_path, "ab") as log_file:
-            process = subprocess.Popen(self._command(overrides), stdin=subprocess.DEVNULL,
-                                       stdout=subprocess.PIPE, stderr=log_file,
-                                       start_new_session=True)
+            process = subprocess.Popen(
+                self._command(overrides),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=log_file,
+                start_new_session=True,
+            )
         ready = threading.Event()
         found: dict[str, Any] = {}
 
@@ -458,8 +525,9 @@ class EmbeddedBroker(_AdminMixin):
                     ready.set()
             ready.set()  # EOF: the process exited
 
-        reader = threading.Thread(target=read_stdout, name=f"wireserver-{process.pid}-stdout",
-                                  daemon=True)
+        reader = threading.Thread(
+            target=read_stdout, name=f"wireserver-{process.pid}-stdout", daemon=True
+        )
         reader.start()
         ready.wait(self.startup_timeout)
         match = found.get("match")
@@ -469,7 +537,8 @@ class EmbeddedBroker(_AdminMixin):
             process.wait()
             raise BrokerStartError(
                 f"wireserver did not become ready in {self.startup_timeout} s "
-                f"(exit code {process.returncode}); log:\n{self._log_tail()}")
+                f"(exit code {process.returncode}); log:\n{self._log_tail()}"
+            )
         self.process = process
         self._stdout_thread = reader
         self.cluster_id = match.group("cluster")
@@ -496,8 +565,9 @@ class EmbeddedBroker(_AdminMixin):
             try:
                 process.wait(timeout)
             except subprocess.TimeoutExpired:
-                log.warning("wireserver pid %d ignored SIGTERM for %s s; killing it",
-                            process.pid, timeout)
+                log.warning(
+                    "wireserver pid %d ignored SIGTERM for %s s; killing it", process.pid, timeout
+                )
                 process.kill()
                 process.wait()
         self._reap()
@@ -522,7 +592,7 @@ class EmbeddedBroker(_AdminMixin):
             self.process.stdout.close()
         self.process = None
 
-    def restart(self, kill: bool = False) -> "EmbeddedBroker":
+    def restart(self, kill: bool = False) -> EmbeddedBroker:
         """Stop (or, with ``kill=True``, SIGKILL) and start again on the same data dir and
         the same port."""
         if kill:

@@ -9,7 +9,6 @@ from typing import Any
 
 from wireserver.testing.embedded import MODES, EmbeddedBroker, ExternalBroker
 
-
 try:
     import pytest
 except ImportError:  # pragma: no cover - used without pytest
@@ -19,22 +18,40 @@ if pytest is not None:
 
     def pytest_addoption(parser: Any) -> None:
         group = parser.getgroup("wireserver", "wireserver test broker")
-        group.addoption("--wireserver-mode", choices=MODES, default=None,
-                        help="how the kafka_broker fixture runs wireserver "
-                             "(default: ini wireserver_mode, else thread)")
-        group.addoption("--wireserver-override", action="append", default=[],
-                        metavar="KEY=VALUE", help="a broker config key for kafka_broker")
-        group.addoption("--kafka-bootstrap", default=None, metavar="HOST:PORT",
-                        help="run kafka_broker tests against this running broker instead; "
-                             "every non-internal topic on it is deleted after each test")
+        group.addoption(
+            "--wireserver-mode",
+            choices=MODES,
+            default=None,
+            help="how the kafka_broker fixture runs wireserver "
+            "(default: ini wireserver_mode, else thread)",
+        )
+        group.addoption(
+            "--wireserver-override",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="a broker config key for kafka_broker",
+        )
+        group.addoption(
+            "--kafka-bootstrap",
+            default=None,
+            metavar="HOST:PORT",
+            help="run kafka_broker tests against this running broker instead; "
+            "every non-internal topic on it is deleted after each test",
+        )
         parser.addini("wireserver_mode", "thread or subprocess", default="thread")
-        parser.addini("wireserver_overrides", "broker config for kafka_broker, KEY=VALUE a line",
-                      type="linelist", default=[])
+        parser.addini(
+            "wireserver_overrides",
+            "broker config for kafka_broker, KEY=VALUE a line",
+            type="linelist",
+            default=[],
+        )
 
     def _fixture_overrides(config: Any) -> dict[str, str]:
         overrides = {}
-        for item in list(config.getini("wireserver_overrides")) + \
-                list(config.getoption("wireserver_override")):
+        for item in list(config.getini("wireserver_overrides")) + list(
+            config.getoption("wireserver_override")
+        ):
             key, sep, value = item.partition("=")
             if not sep:
                 raise pytest.UsageError(f"wireserver override {item!r} is not KEY=VALUE")

@@ -7,7 +7,8 @@ from __future__ import annotations
 import socket
 import struct
 import time
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 
 class KafkaWireError(RuntimeError):
@@ -24,8 +25,12 @@ def _host_port(bootstrap: str) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, interval: float = 0.1,
-             what: str = "condition") -> Any:
+def wait_for(
+    predicate: Callable[[], Any],
+    timeout: float = 30.0,
+    interval: float = 0.1,
+    what: str = "condition",
+) -> Any:
     """Poll ``predicate`` until it returns something true (returned), or fail after
     ``timeout`` seconds with an AssertionError naming ``what``: how tests wait for a broker
     to get somewhere, never with a fixed sleep."""
@@ -38,16 +43,22 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, interval: floa
     raise AssertionError(f"timed out waiting for {what}")
 
 
-
 class KafkaWire:
     """One blocking connection speaking Kafka's protocol with kafka-python's message classes.
 
     Versions are negotiated with ApiVersions on connect. Used for topic chores here; tests use
     it to send hand-made requests (``send_raw`` / ``read_response``)."""
 
-    def __init__(self, bootstrap: str, timeout: float = 10.0, client_id: str = "wireserver-testing",
-                 negotiate: bool = True, *, ssl_context: Any = None,
-                 sasl: tuple[str, str, str] | None = None):
+    def __init__(
+        self,
+        bootstrap: str,
+        timeout: float = 10.0,
+        client_id: str = "wireserver-testing",
+        negotiate: bool = True,
+        *,
+        ssl_context: Any = None,
+        sasl: tuple[str, str, str] | None = None,
+    ):
         self.address = _host_port(bootstrap)
         self.timeout = timeout
         self.client_id = client_id
@@ -59,6 +70,7 @@ class KafkaWire:
         self.versions: dict[int, tuple[int, int]] = {}
         if negotiate or sasl:
             from kafka.protocol.metadata.api_versions import ApiVersionsRequest
+
             response = self.request(ApiVersionsRequest(version=0))
             self.versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
         if sasl is not None:
@@ -67,19 +79,23 @@ class KafkaWire:
     def authenticate(self, mechanism: str, username: str, password: str) -> None:
         """SaslHandshake v1 + SaslAuthenticate with PLAIN or SCRAM-SHA-256/512."""
         from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
+
         handshake = self.request(SaslHandshakeRequest(version=1, mechanism=mechanism))
         if handshake.error_code:
-            raise KafkaWireError(f"SaslHandshake {mechanism}: error {handshake.error_code}",
-                                 handshake.error_code)
+            raise KafkaWireError(
+                f"SaslHandshake {mechanism}: error {handshake.error_code}", handshake.error_code
+            )
 
         def step(token: bytes) -> bytes:
             response = self.request(SaslAuthenticateRequest(version=1, auth_bytes=token))
             if response.error_code:
-                raise KafkaWireError(f"SaslAuthenticate: {response.error_message}",
-                                     response.error_code)
+                raise KafkaWireError(
+                    f"SaslAuthenticate: {response.error_message}", response.error_code
+                )
             return bytes(response.auth_bytes)
 
         from wireserver.security.sasl import client_mechanism
+
         try:
             client = client_mechanism(mechanism, username, password)
         except ValueError:
@@ -88,7 +104,7 @@ class KafkaWire:
         while token is not None:
             token = client.respond(step(token))
 
-    def __enter__(self) -> "KafkaWire":
+    def __enter__(self) -> KafkaWire:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -105,8 +121,11 @@ class KafkaWire:
         low, high = (int(v) for v in request_class.json["validVersions"].split("-"))
         version = min(high, served[1], highest if highest is not None else high)
         if version < max(low, served[0]):
-            raise KafkaWireError(f"no common version of {request_class.name}: we speak "
-                                 f"{low}-{high}, the broker {served[0]}-{served[1]}", 35)
+            raise KafkaWireError(
+                f"no common version of {request_class.name}: we speak "
+                f"{low}-{high}, the broker {served[0]}-{served[1]}",
+                35,
+            )
         return version
 
     def send(self, request: Any) -> int:
@@ -140,8 +159,10 @@ class KafkaWire:
         response_class = request.header.get_response_class()
         response = response_class.decode(frame, header=True)
         if response.header.correlation_id != request.header.correlation_id:
-            raise KafkaWireError(f"correlation id {response.header.correlation_id} in reply to "
-                                 f"{request.header.correlation_id}")
+            raise KafkaWireError(
+                f"correlation id {response.header.correlation_id} in reply to "
+                f"{request.header.correlation_id}"
+            )
         return response
 
     def request(self, request: Any) -> Any:
@@ -152,6 +173,7 @@ class KafkaWire:
 
     def topics(self, include_internal: bool = False) -> list[str]:
         from kafka.protocol.metadata.metadata import MetadataRequest
+
         version = self.version(MetadataRequest, 12)
         kwargs: dict[str, Any] = {"topics": None if version >= 1 else []}
         if version >= 4:
@@ -164,15 +186,28 @@ class KafkaWire:
                 names.append(topic.name)
         return sorted(names)
 
-    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
-                     configs: Mapping[str, Any] | None = None, timeout_ms: int = 30000) -> None:
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int = 1,
+        configs: Mapping[str, Any] | None = None,
+        timeout_ms: int = 30000,
+    ) -> None:
         from kafka.protocol.admin.topics import CreateTopicsRequest
+
         topic_class = CreateTopicsRequest.CreatableTopic
         config_class = topic_class.CreatableTopicConfig
-        topic = topic_class(name=name, num_partitions=partitions,
-                            replication_factor=replication_factor, assignments=[],
-                            configs=[config_class(name=k, value=None if v is None else str(v))
-                                     for k, v in (configs or {}).items()])
+        topic = topic_class(
+            name=name,
+            num_partitions=partitions,
+            replication_factor=replication_factor,
+            assignments=[],
+            configs=[
+                config_class(name=k, value=None if v is None else str(v))
+                for k, v in (configs or {}).items()
+            ],
+        )
         version = self.version(CreateTopicsRequest, 7)
         kwargs: dict[str, Any] = {"topics": [topic], "timeout_ms": timeout_ms}
         if version >= 1:
@@ -181,18 +216,23 @@ class KafkaWire:
         for result in response.topics:
             if result.error_code:
                 message = getattr(result, "error_message", None) or ""
-                raise KafkaWireError(f"CreateTopics {result.name}: error {result.error_code} "
-                                     f"{message}".rstrip(), result.error_code)
+                raise KafkaWireError(
+                    f"CreateTopics {result.name}: error {result.error_code} {message}".rstrip(),
+                    result.error_code,
+                )
 
-    def delete_topics(self, names: Iterable[str], timeout_ms: int = 30000,
-                      ignore_unknown: bool = True) -> None:
+    def delete_topics(
+        self, names: Iterable[str], timeout_ms: int = 30000, ignore_unknown: bool = True
+    ) -> None:
         from kafka.protocol.admin.topics import DeleteTopicsRequest
+
         names = list(names)
         version = self.version(DeleteTopicsRequest, 6)
         if version >= 6:
             state = DeleteTopicsRequest.DeleteTopicState
-            request = DeleteTopicsRequest(version=version, topics=[state(name=n) for n in names],
-                                          timeout_ms=timeout_ms)
+            request = DeleteTopicsRequest(
+                version=version, topics=[state(name=n) for n in names], timeout_ms=timeout_ms
+            )
         else:
             request = DeleteTopicsRequest(version=version, topic_names=names, timeout_ms=timeout_ms)
         response = self.request(request)
@@ -200,5 +240,6 @@ class KafkaWire:
             if result.error_code == 3 and ignore_unknown:  # UNKNOWN_TOPIC_OR_PARTITION
                 continue
             if result.error_code:
-                raise KafkaWireError(f"DeleteTopics {result.name}: error {result.error_code}",
-                                     result.error_code)
+                raise KafkaWireError(
+                    f"DeleteTopics {result.name}: error {result.error_code}", result.error_code
+                )

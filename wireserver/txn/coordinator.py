@@ -46,21 +46,31 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable, Iterable
 from functools import partial
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
+from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer, task
 
+from wireserver.cluster.txn_markers import TxnMarkerSender
+from wireserver.coordinator_runtime import (
+    OFFSETS_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+    CoordinatorRuntime,
+    InternalTopic,
+)
 from wireserver.protocol.errors import ErrorCode
 from wireserver.storage.producer_state import InvalidProducerEpoch, TransactionCoordinatorFenced
-from wireserver.cluster.txn_markers import TxnMarkerSender
-from wireserver.coordinator_runtime import (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC,
-                                            CoordinatorRuntime, InternalTopic)
 from wireserver.topics import create_internal_topic
-from wireserver.txn.records import (TxnLogValue, TxnRecordError, decode_key, decode_value,
-                                    encode_key, encode_value)
-from wireserver.txn.state import (NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TransactionMetadata,
-                                  TxnState)
+from wireserver.txn.records import (
+    TxnLogValue,
+    TxnRecordError,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+)
+from wireserver.txn.state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TransactionMetadata, TxnState
 
 if TYPE_CHECKING:
     from wireserver.broker import Broker
@@ -75,19 +85,26 @@ def _topic_configs(config: Any) -> dict[str, str]:
     """``__transaction_state``'s topic configs, as Kafka creates it: compacted, uncompressed,
     ``transaction.state.log.min.isr`` and no unclean leader election (a lost Prepare record
     would leave a transaction half complete)."""
-    return {"cleanup.policy": "compact", "compression.type": "uncompressed",
-            "min.insync.replicas": str(config["transaction.state.log.min.isr"]),
-            "unclean.leader.election.enable": "false",
-            "segment.bytes": str(config["transaction.state.log.segment.bytes"])}
+    return {
+        "cleanup.policy": "compact",
+        "compression.type": "uncompressed",
+        "min.insync.replicas": str(config["transaction.state.log.min.isr"]),
+        "unclean.leader.election.enable": "false",
+        "segment.bytes": str(config["transaction.state.log.segment.bytes"]),
+    }
 
 
 TRANSACTION_STATE = InternalTopic(
-    TRANSACTION_STATE_TOPIC, "transaction.state.log.num.partitions",
-    "transaction.state.log.replication.factor", _topic_configs, keys="transactional id(s)")
+    TRANSACTION_STATE_TOPIC,
+    "transaction.state.log.num.partitions",
+    "transaction.state.log.replication.factor",
+    _topic_configs,
+    keys="transactional id(s)",
+)
 
 
 class TransactionCoordinator:
-    def __init__(self, broker: "Broker"):
+    def __init__(self, broker: Broker):
         self.broker = broker
         self.reactor = broker.reactor
         self.config = broker.config
@@ -97,9 +114,13 @@ class TransactionCoordinator:
         self._loops: list[task.LoopingCall] = []
         # A new election reloads a partition (Kafka's transaction coordinator does): its
         # coordinator epoch, written in the markers, changed.
-        self.runtime = CoordinatorRuntime(broker, TRANSACTION_STATE, self,
-                                          partial(create_internal_topic, broker),
-                                          reload_on_reelection=True)
+        self.runtime = CoordinatorRuntime(
+            broker,
+            TRANSACTION_STATE,
+            self,
+            partial(create_internal_topic, broker),
+            reload_on_reelection=True,
+        )
         self.clustered = self.runtime.clustered
         self.markers = TxnMarkerSender(broker) if self.clustered else None
 
@@ -112,10 +133,14 @@ class TransactionCoordinator:
         """Load ``__transaction_state`` (one node; in a cluster partitions are loaded as this
         broker becomes their leader, through the runtime) and start the housekeeping timers."""
         self.runtime.start()
-        self._every(self.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
-                    self.abort_timed_out)
-        self._every(self.config["transaction.remove.expired.transaction.cleanup.interval.ms"],
-                    self.expire_transactional_ids)
+        self._every(
+            self.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
+            self.abort_timed_out,
+        )
+        self._every(
+            self.config["transaction.remove.expired.transaction.cleanup.interval.ms"],
+            self.expire_transactional_ids,
+        )
 
     def _every(self, interval_ms: int, func: Callable[[], object]) -> None:
         """Run ``func`` every ``interval_ms`` on the injected reactor (tests drive it with a
@@ -123,8 +148,8 @@ class TransactionCoordinator:
         loop = task.LoopingCall(func)
         loop.clock = self.reactor
         loop.start(interval_ms / 1000.0, now=False).addErrback(
-            lambda failure: log.error("transaction housekeeping failed: %s",
-                                      failure.getTraceback()))
+            lambda failure: log.error("transaction housekeeping failed: %s", failure.getTraceback())
+        )
         self._loops.append(loop)
 
     def stop(self) -> None:
@@ -142,7 +167,7 @@ class TransactionCoordinator:
         """The partition of ``__transaction_state`` that holds the id."""
         return self.runtime.partition_for(transactional_id)
 
-    def ensure_ready(self, transactional_id: Optional[str] = None) -> Optional[ErrorCode]:
+    def ensure_ready(self, transactional_id: str | None = None) -> ErrorCode | None:
         """Create ``__transaction_state`` on first use; COORDINATOR_NOT_AVAILABLE while its
         replication factor exceeds the live brokers (Kafka's default of 3 on one node). With a
         transactional id, in cluster mode: NOT_COORDINATOR unless this broker leads the id's
@@ -156,12 +181,20 @@ class TransactionCoordinator:
             by_topic: dict[str, list[int]] = {}
             for topic, p in sorted(txn.partitions):
                 by_topic.setdefault(topic, []).append(p)
-            value = encode_value(TxnLogValue(
-                txn.producer_id, txn.producer_epoch, txn.txn_timeout_ms, txn.state.id,
-                None if txn.state == S.EMPTY else sorted(by_topic.items()),
-                txn.txn_last_update_timestamp, txn.txn_start_timestamp))
-        return self.runtime.append(txn.transactional_id,
-                                   [(encode_key(txn.transactional_id), value)])
+            value = encode_value(
+                TxnLogValue(
+                    txn.producer_id,
+                    txn.producer_epoch,
+                    txn.txn_timeout_ms,
+                    txn.state.id,
+                    None if txn.state == S.EMPTY else sorted(by_topic.items()),
+                    txn.txn_last_update_timestamp,
+                    txn.txn_start_timestamp,
+                )
+            )
+        return self.runtime.append(
+            txn.transactional_id, [(encode_key(txn.transactional_id), value)]
+        )
 
     def replicated(self, transactional_id: str) -> defer.Deferred:
         """Fires with NONE once the id's state records are below the high watermark of its
@@ -198,7 +231,7 @@ class TransactionCoordinator:
         Prepare record and their Complete record (Kafka re-sends their markers when it loads a
         partition). Ongoing transactions stay open: their producer may still end them, and
         the timeout aborts them otherwise, as in Kafka. Returns the ids loaded."""
-        found: dict[str, Optional[TxnLogValue]] = {}
+        found: dict[str, TxnLogValue | None] = {}
         for batch, position in self.runtime.batches(partition, to_log_end):
             if batch.is_control:
                 continue
@@ -209,8 +242,7 @@ class TransactionCoordinator:
                     key = decode_key(record.key)
                     found[key] = None if record.value is None else decode_value(record.value)
                 except TxnRecordError as exc:
-                    log.warning("skipping unreadable %s record: %s", TRANSACTION_STATE_TOPIC,
-                                exc)
+                    log.warning("skipping unreadable %s record: %s", TRANSACTION_STATE_TOPIC, exc)
         loaded = []
         for transactional_id, value in found.items():
             if value is None:
@@ -224,8 +256,15 @@ class TransactionCoordinator:
                 continue
             partitions = {(topic, p) for topic, ids in value.partitions or [] for p in ids}
             txn = TransactionMetadata(
-                transactional_id, value.producer_id, value.producer_epoch, value.timeout_ms,
-                state, partitions, value.start_timestamp, value.last_update_timestamp)
+                transactional_id,
+                value.producer_id,
+                value.producer_epoch,
+                value.timeout_ms,
+                state,
+                partitions,
+                value.start_timestamp,
+                value.last_update_timestamp,
+            )
             self._set(txn)
             loaded.append(txn)
         for txn in loaded:
@@ -243,9 +282,13 @@ class TransactionCoordinator:
 
     # -- InitProducerId ---------------------------------------------------------------------
 
-    def init_producer_id(self, transactional_id: str, timeout_ms: int,
-                         expected_pid: int = NO_PRODUCER_ID,
-                         expected_epoch: int = NO_PRODUCER_EPOCH) -> tuple[ErrorCode, int, int]:
+    def init_producer_id(
+        self,
+        transactional_id: str,
+        timeout_ms: int,
+        expected_pid: int = NO_PRODUCER_ID,
+        expected_epoch: int = NO_PRODUCER_EPOCH,
+    ) -> tuple[ErrorCode, int, int]:
         """(error, producer id, epoch) for a transactional producer's InitProducerId."""
         error = self.ensure_ready(transactional_id)
         if error is not None:
@@ -253,19 +296,32 @@ class TransactionCoordinator:
         now = self.now_ms()
         txn = self.txns.get(transactional_id)
         if txn is None:
-            txn = TransactionMetadata(transactional_id, self.broker.producer_ids.generate(),
-                                      NO_PRODUCER_EPOCH, timeout_ms, S.EMPTY, set(), -1, now)
+            txn = TransactionMetadata(
+                transactional_id,
+                self.broker.producer_ids.generate(),
+                NO_PRODUCER_EPOCH,
+                timeout_ms,
+                S.EMPTY,
+                set(),
+                -1,
+                now,
+            )
             self._set(txn)
-        fail = (lambda code: (code, NO_PRODUCER_ID, NO_PRODUCER_EPOCH))
+
+        def fail(code: ErrorCode) -> tuple[ErrorCode, int, int]:
+            return code, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+
         if txn.state.is_prepare or txn.state == S.PREPARE_EPOCH_FENCE:
             return fail(E.CONCURRENT_TRANSACTIONS)
         if expected_pid != NO_PRODUCER_ID:
             # KIP-360: the producer says which id and epoch it had.
             if expected_pid not in (txn.producer_id, txn.last_producer_id):
                 return fail(E.INVALID_PRODUCER_ID_MAPPING)
-            retry = (expected_pid == txn.last_producer_id
-                     and expected_epoch == txn.last_producer_epoch
-                     and txn.state == S.EMPTY)
+            retry = (
+                expected_pid == txn.last_producer_id
+                and expected_epoch == txn.last_producer_epoch
+                and txn.state == S.EMPTY
+            )
             if retry:
                 return E.NONE, txn.producer_id, txn.producer_epoch
             if expected_pid != txn.producer_id or expected_epoch != txn.producer_epoch:
@@ -307,8 +363,9 @@ class TransactionCoordinator:
 
     # -- checks shared by the txn APIs ------------------------------------------------------
 
-    def _check(self, txn: Optional[TransactionMetadata], producer_id: int,
-               producer_epoch: int) -> Optional[ErrorCode]:
+    def _check(
+        self, txn: TransactionMetadata | None, producer_id: int, producer_epoch: int
+    ) -> ErrorCode | None:
         if txn is None or txn.producer_id != producer_id:
             return E.INVALID_PRODUCER_ID_MAPPING
         if txn.producer_epoch != producer_epoch:
@@ -317,24 +374,39 @@ class TransactionCoordinator:
 
     # -- AddPartitionsToTxn / AddOffsetsToTxn -----------------------------------------------
 
-    def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                       partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
+    def add_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[tuple[str, int]],
+    ) -> dict[tuple[str, int], ErrorCode]:
         partitions = list(partitions)
         if not transactional_id:
             return {tp: E.INVALID_REQUEST for tp in partitions}
         error = self.ensure_ready(transactional_id)
         topics = self.broker.logs.topics
-        unknown = {tp for tp in partitions
-                   if tp[0] not in topics or not 0 <= tp[1] < topics[tp[0]].num_partitions}
+        unknown = {
+            tp
+            for tp in partitions
+            if tp[0] not in topics or not 0 <= tp[1] < topics[tp[0]].num_partitions
+        }
         if error is None and unknown:
-            return {tp: E.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown
-                    else E.OPERATION_NOT_ATTEMPTED for tp in partitions}
+            return {
+                tp: E.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else E.OPERATION_NOT_ATTEMPTED
+                for tp in partitions
+            }
         if error is None:
             error = self._add(transactional_id, producer_id, producer_epoch, partitions)
         return {tp: error for tp in partitions}
 
-    def _add(self, transactional_id: str, producer_id: int, producer_epoch: int,
-             partitions: list[tuple[str, int]]) -> ErrorCode:
+    def _add(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[tuple[str, int]],
+    ) -> ErrorCode:
         txn = self.txns.get(transactional_id)
         error = self._check(txn, producer_id, producer_epoch)
         if error is not None:
@@ -352,14 +424,19 @@ class TransactionCoordinator:
         new.transition_to(S.ONGOING, now)
         return self._commit_state(txn, new)
 
-    def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                          partitions: Iterable[tuple[str, int]]
-                          ) -> dict[tuple[str, int], ErrorCode]:
+    def verify_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[tuple[str, int]],
+    ) -> dict[tuple[str, int], ErrorCode]:
         """AddPartitionsToTxn v4+ ``verify_only``: whether each partition is in the open
         transaction (INVALID_TXN_STATE when not)."""
         txn = self.txns.get(transactional_id)
-        error = self.runtime.coordinator_error(self.partition_for(transactional_id)) or \
-            self._check(txn, producer_id, producer_epoch)
+        error = self.runtime.coordinator_error(self.partition_for(transactional_id)) or self._check(
+            txn, producer_id, producer_epoch
+        )
         out = {}
         for tp in partitions:
             if error is not None:
@@ -370,21 +447,24 @@ class TransactionCoordinator:
                 out[tp] = E.NONE
         return out
 
-    def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                    group_id: str) -> ErrorCode:
+    def add_offsets(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str
+    ) -> ErrorCode:
         if not transactional_id:
             return E.INVALID_REQUEST
         error = self.ensure_ready(transactional_id) or self.broker.groups.ensure_ready()
         if error is not None:
             return error
         partition = self.broker.groups.partition_for(group_id)
-        return self._add(transactional_id, producer_id, producer_epoch,
-                         [(OFFSETS_TOPIC, partition)])
+        return self._add(
+            transactional_id, producer_id, producer_epoch, [(OFFSETS_TOPIC, partition)]
+        )
 
     # -- EndTxn -----------------------------------------------------------------------------
 
-    def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                commit: bool) -> ErrorCode:
+    def end_txn(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+    ) -> ErrorCode:
         if not transactional_id:
             return E.INVALID_REQUEST
         error = self.ensure_ready(transactional_id)
@@ -423,11 +503,16 @@ class TransactionCoordinator:
         once the Prepare record is committed, in the background, ``_complete_in_cluster``)."""
         if self.clustered:
             self._complete_in_cluster(prepared, commit).addErrback(
-                lambda failure: log.error("completing %s's transaction failed: %s",
-                                          prepared.transactional_id, failure.getTraceback()))
+                lambda failure: log.error(
+                    "completing %s's transaction failed: %s",
+                    prepared.transactional_id,
+                    failure.getTraceback(),
+                )
+            )
             return E.NONE
-        self.write_markers(prepared.producer_id, prepared.producer_epoch, commit,
-                           prepared.partitions)
+        self.write_markers(
+            prepared.producer_id, prepared.producer_epoch, commit, prepared.partitions
+        )
         self._record_completion(prepared, commit)
         return E.NONE
 
@@ -455,8 +540,11 @@ class TransactionCoordinator:
         coordinator_epoch = runtime.coordinator_epochs.get(partition, -1)
 
         def still_coordinator() -> bool:
-            return (self.txns.get(transactional_id) is prepared and partition in runtime.owned
-                    and runtime.coordinator_epochs.get(partition) == coordinator_epoch)
+            return (
+                self.txns.get(transactional_id) is prepared
+                and partition in runtime.owned
+                and runtime.coordinator_epochs.get(partition) == coordinator_epoch
+            )
 
         partition_log = runtime.partition_log(partition)
         if partition_log is None:
@@ -470,14 +558,25 @@ class TransactionCoordinator:
                 return
         if not still_coordinator():
             return
-        yield self.markers.send(prepared.producer_id, prepared.producer_epoch, commit,
-                                coordinator_epoch, prepared.partitions, still_coordinator)
+        yield self.markers.send(
+            prepared.producer_id,
+            prepared.producer_epoch,
+            commit,
+            coordinator_epoch,
+            prepared.partitions,
+            still_coordinator,
+        )
         if still_coordinator():
             self._record_completion(prepared, commit)
 
-    def write_markers(self, producer_id: int, producer_epoch: int, commit: bool,
-                      partitions: Iterable[tuple[str, int]],
-                      coordinator_epoch: Optional[int] = None) -> dict[tuple[str, int], ErrorCode]:
+    def write_markers(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        partitions: Iterable[tuple[str, int]],
+        coordinator_epoch: int | None = None,
+    ) -> dict[tuple[str, int], ErrorCode]:
         """Append a COMMIT/ABORT marker to each partition this broker leads (WriteTxnMarkers,
         and the single-node coordinator's direct path). Partitions that do not exist answer
         UNKNOWN_TOPIC_OR_PARTITION, partitions led elsewhere NOT_LEADER_OR_FOLLOWER."""
@@ -495,17 +594,28 @@ class TransactionCoordinator:
                 results[(topic, partition)] = E.NOT_LEADER_OR_FOLLOWER
                 continue
             try:
-                partition_log.append_marker(producer_id, producer_epoch, commit,
-                                            coordinator_epoch, leader_epoch=leader_epoch,
-                                            now_ms=now)
+                partition_log.append_marker(
+                    producer_id,
+                    producer_epoch,
+                    commit,
+                    coordinator_epoch,
+                    leader_epoch=leader_epoch,
+                    now_ms=now,
+                )
             except (InvalidProducerEpoch, TransactionCoordinatorFenced) as exc:
-                log.warning("marker for producer %d on %s-%d refused: %s", producer_id, topic,
-                            partition, exc)
+                log.warning(
+                    "marker for producer %d on %s-%d refused: %s",
+                    producer_id,
+                    topic,
+                    partition,
+                    exc,
+                )
                 results[(topic, partition)] = exc.error_code
                 continue
             except Exception:  # noqa: BLE001 - one bad partition must not stop the others
-                log.exception("marker for producer %d on %s-%d failed", producer_id, topic,
-                              partition)
+                log.exception(
+                    "marker for producer %d on %s-%d failed", producer_id, topic, partition
+                )
                 results[(topic, partition)] = E.KAFKA_STORAGE_ERROR
                 continue
             self.broker.replicas.after_append(topic, partition)
@@ -516,12 +626,13 @@ class TransactionCoordinator:
 
     # -- Produce verification ---------------------------------------------------------------
 
-    def transaction_of(self, producer_id: int) -> Optional[TransactionMetadata]:
+    def transaction_of(self, producer_id: int) -> TransactionMetadata | None:
         transactional_id = self._by_pid.get(producer_id)
         return None if transactional_id is None else self.txns.get(transactional_id)
 
-    def verify_produce(self, producer_id: int, producer_epoch: int, topic: str,
-                       partition: int) -> Optional[ErrorCode]:
+    def verify_produce(
+        self, producer_id: int, producer_epoch: int, topic: str, partition: int
+    ) -> ErrorCode | None:
         """``check_produce`` for a transactional batch where this broker can tell: on one node,
         where every transaction is coordinated here. In a cluster the producer's coordinator
         is usually another broker, so nothing is checked here (None)."""
@@ -529,8 +640,9 @@ class TransactionCoordinator:
             return None
         return self.check_produce(producer_id, producer_epoch, topic, partition)
 
-    def check_produce(self, producer_id: int, producer_epoch: int, topic: str,
-                      partition: int) -> Optional[ErrorCode]:
+    def check_produce(
+        self, producer_id: int, producer_epoch: int, topic: str, partition: int
+    ) -> ErrorCode | None:
         """A transactional batch may only go to a partition added to its producer's open
         transaction (Kafka's KIP-890 part 1 verification, done locally)."""
         txn = self.transaction_of(producer_id)
@@ -538,8 +650,11 @@ class TransactionCoordinator:
             return E.INVALID_TXN_STATE
         if producer_epoch < txn.producer_epoch:
             return E.INVALID_PRODUCER_EPOCH
-        if (producer_epoch != txn.producer_epoch or txn.state != S.ONGOING
-                or (topic, partition) not in txn.partitions):
+        if (
+            producer_epoch != txn.producer_epoch
+            or txn.state != S.ONGOING
+            or (topic, partition) not in txn.partitions
+        ):
             return E.INVALID_TXN_STATE
         return None
 
@@ -551,8 +666,12 @@ class TransactionCoordinator:
         count = 0
         for txn in list(self.txns.values()):
             if txn.state == S.ONGOING and txn.txn_start_timestamp + txn.txn_timeout_ms < now:
-                log.info("aborting transaction of %s: open for %d ms, timeout %d ms",
-                         txn.transactional_id, now - txn.txn_start_timestamp, txn.txn_timeout_ms)
+                log.info(
+                    "aborting transaction of %s: open for %d ms, timeout %d ms",
+                    txn.transactional_id,
+                    now - txn.txn_start_timestamp,
+                    txn.txn_timeout_ms,
+                )
                 if self._fence_and_abort(txn) == E.NONE:
                     count += 1
         return count
@@ -562,8 +681,10 @@ class TransactionCoordinator:
         limit = self.config["transactional.id.expiration.ms"]
         count = 0
         for txn in list(self.txns.values()):
-            if (txn.state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT)
-                    and now - txn.txn_last_update_timestamp >= limit):
+            if (
+                txn.state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT)
+                and now - txn.txn_last_update_timestamp >= limit
+            ):
                 dead = txn.copy()
                 dead.transition_to(S.DEAD, now)
                 if self._write(dead, tombstone=True) == E.NONE:
@@ -573,9 +694,13 @@ class TransactionCoordinator:
 
     # -- admin ------------------------------------------------------------------------------
 
-    def list_transactions(self, states: list[str], producer_ids: list[int],
-                          duration_ms: int = -1, pattern: Optional[str] = None
-                          ) -> tuple[list[str], list[TransactionMetadata]]:
+    def list_transactions(
+        self,
+        states: list[str],
+        producer_ids: list[int],
+        duration_ms: int = -1,
+        pattern: str | None = None,
+    ) -> tuple[list[str], list[TransactionMetadata]]:
         """(unknown state filters, matching transactions)."""
         wanted = set()
         unknown = []
@@ -593,8 +718,9 @@ class TransactionCoordinator:
                 continue
             if producer_ids and txn.producer_id not in producer_ids:
                 continue
-            if duration_ms >= 0 and (txn.txn_start_timestamp < 0
-                                     or now - txn.txn_start_timestamp < duration_ms):
+            if duration_ms >= 0 and (
+                txn.txn_start_timestamp < 0 or now - txn.txn_start_timestamp < duration_ms
+            ):
                 continue
             if regex is not None and not regex.fullmatch(txn.transactional_id):
                 continue

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import Optional
 
 from wireserver.coordinator_runtime import TRANSACTION_STATE_TOPIC, partition_for  # noqa: F401
 
@@ -53,7 +52,7 @@ class TxnLogValue:
     producer_epoch: int
     timeout_ms: int
     status: int
-    partitions: Optional[list[tuple[str, list[int]]]] = field(default_factory=list)
+    partitions: list[tuple[str, list[int]]] | None = field(default_factory=list)
     last_update_timestamp: int = -1
     start_timestamp: int = -1
 
@@ -75,7 +74,7 @@ def decode_key(data: bytes) -> str:
         (length,) = _I16.unpack_from(data, 2)
         if length < 0 or 4 + length != len(data):
             raise TxnRecordError("bad transactional id length")
-        return bytes(data[4:4 + length]).decode("utf-8")
+        return bytes(data[4 : 4 + length]).decode("utf-8")
     except (struct.error, UnicodeDecodeError) as exc:
         raise TxnRecordError(f"unreadable transaction log key: {exc}") from None
 
@@ -121,7 +120,7 @@ class _Reader:
     def raw(self, n: int) -> bytes:
         if n < 0 or self.pos + n > len(self.data):
             raise TxnRecordError("field runs past the end")
-        out = bytes(self.data[self.pos:self.pos + n])
+        out = bytes(self.data[self.pos : self.pos + n])
         self.pos += n
         return out
 
@@ -143,7 +142,7 @@ def decode_value(data: bytes) -> TxnLogValue:
         timeout = reader.take(_I32)
         status = reader.take(_I8)
         count = reader.uvarint() - 1 if flexible else reader.take(_I32)
-        partitions: Optional[list[tuple[str, list[int]]]] = None
+        partitions: list[tuple[str, list[int]]] | None = None
         if count >= 0:
             partitions = []
             for _ in range(count):

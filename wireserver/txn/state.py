@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Optional
 
 
 class IllegalTransition(RuntimeError):
@@ -48,14 +47,14 @@ class TxnState(enum.Enum):
         self.display = display
 
     @classmethod
-    def from_id(cls, id_: int) -> "TxnState":
+    def from_id(cls, id_: int) -> TxnState:
         for state in cls:
             if state.id == id_:
                 return state
         raise ValueError(f"unknown transaction state id {id_}")
 
     @classmethod
-    def from_name(cls, name: str) -> Optional["TxnState"]:
+    def from_name(cls, name: str) -> TxnState | None:
         for state in cls:
             if state.display == name:
                 return state
@@ -114,15 +113,24 @@ class TransactionMetadata:
         if not can_transition(self.state, target):
             raise IllegalTransition(
                 f"transactional id {self.transactional_id}: {self.state.display} -> "
-                f"{target.display} is not a legal transition")
+                f"{target.display} is not a legal transition"
+            )
         self.state = target
         self.txn_last_update_timestamp = now_ms
 
-    def copy(self) -> "TransactionMetadata":
-        return TransactionMetadata(self.transactional_id, self.producer_id, self.producer_epoch,
-                                   self.txn_timeout_ms, self.state, set(self.partitions),
-                                   self.txn_start_timestamp, self.txn_last_update_timestamp,
-                                   self.last_producer_id, self.last_producer_epoch)
+    def copy(self) -> TransactionMetadata:
+        return TransactionMetadata(
+            self.transactional_id,
+            self.producer_id,
+            self.producer_epoch,
+            self.txn_timeout_ms,
+            self.state,
+            set(self.partitions),
+            self.txn_start_timestamp,
+            self.txn_last_update_timestamp,
+            self.last_producer_id,
+            self.last_producer_epoch,
+        )
 
     @property
     def epoch_exhausted(self) -> bool:
