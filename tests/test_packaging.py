@@ -7,6 +7,7 @@ virtualenv; the check runs there, in a folder holding the user's two modules."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -60,8 +61,17 @@ def run(*args: str, cwd: Path | None = None) -> str:
 
 @pytest.mark.integration
 def test_wheel_installs_one_import_name_beside_users_protocol_and_storage(tmp_path):
+    # Built from a copy: setuptools keeps a build/ folder beside the sources, and a module
+    # deleted since an earlier build would still be in it.
+    source = tmp_path / "source"
+    for part in ("wireserver", "protocol", "storage"):
+        shutil.copytree(ROOT / part, source / part, ignore=shutil.ignore_patterns("__pycache__"))
+    for part in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / part, source / part)
     wheels = tmp_path / "wheels"
-    run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(ROOT))
+    run(
+        sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(source)
+    )
     (wheel,) = wheels.glob("wireserver-*.whl")
     venv = tmp_path / "venv"
     run(sys.executable, "-m", "venv", str(venv))
