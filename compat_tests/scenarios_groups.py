@@ -444,3 +444,102 @@ def _check_describe(obs: dict) -> None:
     # an empty group shows the partitions it has offsets for, with no consumer
     assert obs["empty"] == [row[:4] + [False] for row in obs["active"][:2]], obs
     assert obs["state"] == [["Empty", "0"]], obs
+
+
+@scenario(
+    "static-members-join-together",
+    clients=("kafka-python",),
+    check=lambda o: _check_together(o),
+)
+def static_members_join_together(bootstrap: str, client: Client) -> dict:
+    """Two static kafka-python members whose first JoinGroups reach a fresh group together
+    (the broker is paused while both are sent) form one generation: the leader assigns once,
+    for both, 3 partitions each, and nothing is revoked (the brokers run with
+    group.initial.rebalance.delay.ms=0)"""
+    import threading
+
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.consumer.subscription_state import ConsumerRebalanceListener
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+
+    from compat_tests.targets import paused
+
+    topic = neutral.create_topic(bootstrap, "together", partitions=6)
+    group = neutral.topic_name("together")
+    seen: dict[str, list] = {"a": [], "b": []}
+
+    class Recording(RangePartitionAssignor, ConsumerRebalanceListener):
+        """The range assignor, noting per member what it assigns as leader, the generation it
+        is given, and what it has assigned and revoked."""
+
+        def __init__(self, events: list) -> None:
+            self.events = events
+
+        def assign(self, cluster, members):
+            self.events.append(["assign", len(members)])
+            return super().assign(cluster, members)
+
+        def on_assignment(self, assignment, generation):
+            self.events.append(["generation", generation])
+            return super().on_assignment(assignment, generation)
+
+        def on_partitions_revoked(self, revoked):
+            if revoked:
+                self.events.append(["revoked", len(revoked)])
+
+        def on_partitions_assigned(self, assigned):
+            self.events.append(["assigned", len(assigned)])
+
+    consumers = []
+    for name, events in seen.items():
+        recording = Recording(events)
+        consumer = KafkaConsumer(
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            group_instance_id=name,
+            partition_assignment_strategy=[recording],
+            enable_auto_commit=False,
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=500,
+        )
+        consumer.subscribe([topic], listener=recording)
+        consumer.committed(TopicPartition(topic, 0))  # finds and connects to the coordinator
+        consumers.append(consumer)
+    stop = threading.Event()
+
+    def keep_polling(consumer):
+        while not stop.is_set():
+            consumer.poll(timeout_ms=1000)
+
+    threads = [threading.Thread(target=keep_polling, args=(c,), daemon=True) for c in consumers]
+    try:
+        with paused(bootstrap):
+            for thread in threads:
+                thread.start()
+            time.sleep(0.5)  # both JoinGroups are sent and wait in the paused broker's sockets
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not all(
+            ["assigned", 3] in events for events in seen.values()
+        ):
+            time.sleep(0.1)
+        time.sleep(2)  # a second generation, if one were coming, would start now
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(5)
+        for consumer in consumers:
+            consumer.close()
+    return {
+        "leader_assigned": sorted(
+            e[1] for events in seen.values() for e in events if e[0] == "assign"
+        ),
+        "generations": sorted(
+            {e[1] for events in seen.values() for e in events if e[0] == "generation"}
+        ),
+        "revoked": [e for events in seen.values() for e in events if e[0] == "revoked"],
+        "assigned": sorted(e[1] for events in seen.values() for e in events if e[0] == "assigned"),
+    }
+
+
+def _check_together(obs: dict) -> None:
+    assert obs["assigned"] == [3, 3] and obs["leader_assigned"] == [2], obs

@@ -22,6 +22,10 @@ from dataclasses import dataclass, field
 
 KAFKA = "kafka"
 WIRESERVER = "wireserver"
+
+#: bootstrap address -> the process id of the broker behind it, for the targets started here
+#: (a scenario that must hand a broker several requests at once pauses it: ``paused``).
+PIDS: dict[str, int] = {}
 TARGETS = (KAFKA, WIRESERVER)
 NUM_PARTITIONS = 3
 
@@ -70,6 +74,8 @@ class Targets:
             target = Target(
                 KAFKA, auto_create, ref.bootstrap_servers, ref.kind, info={"version": ref.version}
             )
+            if ref.cluster is not None and ref.cluster.nodes[0].process is not None:
+                PIDS[ref.bootstrap_servers] = ref.cluster.nodes[0].process.pid
             if ref.kind == "external":
                 target.problem = _check_external(ref.bootstrap_servers, auto_create)
             return target
@@ -85,6 +91,7 @@ class Targets:
                     },
                 )
             )
+            PIDS[broker.bootstrap_servers] = broker.pid
             return Target(
                 WIRESERVER,
                 auto_create,
@@ -96,6 +103,23 @@ class Targets:
 
     def close(self) -> None:
         self._stack.close()
+
+
+@contextlib.contextmanager
+def paused(bootstrap: str):
+    """SIGSTOP the broker at ``bootstrap`` for the block, then SIGCONT: what clients send
+    meanwhile waits in its sockets and reaches it at once, as a busy broker receives it."""
+    import os
+    import signal
+
+    pid = PIDS.get(bootstrap)
+    if pid is None:
+        raise RuntimeError(f"no process of ours serves {bootstrap}: it cannot be paused")
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
 
 
 def _check_external(bootstrap: str, auto_create: bool) -> str | None:
