@@ -159,9 +159,15 @@ def poll_for(members: list[Member], seconds: float) -> None:
 
 
 def settled(members: list[Member], partitions: int) -> bool:
-    """Every member owns something, and together exactly every partition once."""
+    """Every member owns something, together exactly every partition once, and evenly (no two
+    members' counts differ by more than one). Without the last part a KIP-848 group in the
+    middle of an incremental move (one member still holding a partition it is about to revoke,
+    the next one waiting for it) could pass for settled."""
     owned = [p for m in members for p in m.owned]
-    return all(m.owned for m in members) and len(owned) == len(set(owned)) == partitions
+    sizes = [len(m.owned) for m in members]
+    return (
+        all(sizes) and len(owned) == len(set(owned)) == partitions and max(sizes) - min(sizes) <= 1
+    )
 
 
 # ------------------------------------------------------------------------------ reset offsets
