@@ -875,24 +875,7 @@ class JavaClient(Client):
         return out
 
     def consume_group(self, bootstrap, topic, group, count, *, timeout=TIMEOUT):
-        args = [
-            "--topic",
-            topic,
-            "--group",
-            group,
-            "--from-beginning",
-            "--max-messages",
-            str(count),
-            "--timeout-ms",
-            str(int(timeout * 1000)),
-            "--consumer-property",
-            "client.id=compat-java",
-        ]
-        proc = run_tool("kafka-console-consumer", args, bootstrap=bootstrap, timeout=timeout + 60)
-        error = _java_error(proc.stderr, ignore=("TimeoutException",))
-        if error:
-            raise ClientError(error, proc.stderr.strip()[-800:])
-        return proc.stdout.splitlines()  # it commits on close (enable.auto.commit)
+        return self.consume_group_with(bootstrap, topic, group, count, {}, timeout=timeout)
 
     def consume_group_with(self, bootstrap, topic, group, count, config, *, timeout=TIMEOUT):
         args = [
