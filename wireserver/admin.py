@@ -20,10 +20,9 @@ from wireserver.config import (
 )
 from wireserver.protocol.errors import ErrorCode
 from wireserver.storage.log_config import TOPIC_CONFIGS
-from wireserver.topics import in_cluster
 
 if TYPE_CHECKING:
-    from wireserver.broker import Broker
+    from wireserver.services import Services
     from wireserver.storage.manager import TopicInfo
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -34,7 +33,7 @@ RESOURCE_GROUP = 32
 
 
 def topic_config_rows(
-    broker: Broker, overrides: Mapping[str, str], config, names: Iterable[str] | None = None
+    services: Services, overrides: Mapping[str, str], config, names: Iterable[str] | None = None
 ) -> list[ConfigEntry]:
     """Kafka's ``ConfigHelper.createTopicConfigEntry`` for every topic key (or ``names``;
     unknown ones are skipped): the effective value, the topic override first among the
@@ -54,7 +53,7 @@ def topic_config_rows(
             if cdef.internal
             else cdef.render(config.get(name))
         )
-        synonyms = list(broker.config.topic_synonyms(name))
+        synonyms = list(services.config.topic_synonyms(name))
         if name in overrides:
             synonyms.insert(0, ConfigSynonym(name, value, DYNAMIC_TOPIC_CONFIG))
         source = synonyms[0].source if synonyms else DEFAULT_CONFIG
@@ -74,9 +73,9 @@ def topic_config_rows(
 
 
 def topic_rows(
-    broker: Broker, info: TopicInfo, names: Iterable[str] | None = None
+    services: Services, info: TopicInfo, names: Iterable[str] | None = None
 ) -> list[ConfigEntry]:
-    return topic_config_rows(broker, info.overrides, info.config, names)
+    return topic_config_rows(services, info.overrides, info.config, names)
 
 
 class AdminError(Exception):
@@ -88,7 +87,7 @@ class AdminError(Exception):
         self.message = message
 
 
-def check_broker_resource(broker: Broker, name: str | None, *, allow_default: bool) -> bool:
+def check_broker_resource(services: Services, name: str | None, *, allow_default: bool) -> bool:
     """Validate a BROKER resource name the way ConfigAdminManager does. Returns True for the
     cluster-wide default resource (empty name), False for this broker."""
     if not name:
@@ -101,17 +100,17 @@ def check_broker_resource(broker: Broker, name: str | None, *, allow_default: bo
         raise AdminError(
             ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {name}"
         ) from None
-    if node != broker.node_id:
+    if node != services.node_id:
         raise AdminError(
             ErrorCode.INVALID_REQUEST,
-            f"Unexpected broker id, expected {broker.node_id}, but received {name}",
+            f"Unexpected broker id, expected {services.node_id}, but received {name}",
         )
     return False
 
 
-def refresh_topic_defaults(broker: Broker) -> None:
+def refresh_topic_defaults(services: Services) -> None:
     """Push the broker's (possibly changed) topic defaults into every topic's LogConfig."""
-    broker.logs.update_broker_defaults(broker.config.topic_defaults())
+    services.logs.update_broker_defaults(services.config.topic_defaults())
 
 
 def is_list_key(resource_type: int, name: str) -> bool:
@@ -127,7 +126,7 @@ def is_list_key(resource_type: int, name: str) -> bool:
 # -- applying configuration changes ---------------------------------------------------------
 
 
-def check_topic_overrides(broker: Broker, overrides: Mapping[str, str]) -> None:
+def check_topic_overrides(services: Services, overrides: Mapping[str, str]) -> None:
     """Raise AdminError(INVALID_CONFIG) unless every key is a topic key with a valid value."""
     from wireserver.storage.configdef import ConfigValueError
     from wireserver.storage.log_config import LogConfig
@@ -136,43 +135,33 @@ def check_topic_overrides(broker: Broker, overrides: Mapping[str, str]) -> None:
         if name not in TOPIC_CONFIGS:
             raise AdminError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
     try:
-        LogConfig.from_values(broker.logs.broker_defaults, overrides)
+        LogConfig.from_values(services.logs.broker_defaults, overrides)
     except ConfigValueError as exc:
         raise AdminError(ErrorCode.INVALID_CONFIG, str(exc)) from None
 
 
-def current_topic_overrides(broker: Broker, topic: str) -> dict[str, str]:
-    """The overrides an incremental change starts from: in cluster mode what ZooKeeper holds
-    (this broker may not have applied the latest change yet), else the log's."""
-    if topic not in broker.logs.topics:
+def current_topic_overrides(services: Services, topic: str) -> dict[str, str]:
+    """The overrides an incremental change starts from (``LocalMetadata.topic_overrides``)."""
+    if topic not in services.logs.topics:
         raise AdminError(
             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist."
         )
-    if in_cluster(broker, topic):
-        from wireserver.cluster.topic_admin import read_topic_config
-
-        return read_topic_config(broker.cluster, topic)
-    return dict(broker.logs.topics[topic].overrides)
+    return services.metadata.topic_overrides(topic)
 
 
 def set_topic_overrides(
-    broker: Broker, topic: str, overrides: Mapping[str, str], validate_only: bool
+    services: Services, topic: str, overrides: Mapping[str, str], validate_only: bool
 ) -> None:
-    """Replace a topic's whole override set (checked first); the logs see it at once. In
-    cluster mode the set goes to ``/config/topics/<t>`` with a change notification, which
-    every broker follows (``wireserver.cluster.config_changes``); this one applies it now."""
-    if topic not in broker.logs.topics:
+    """Replace a topic's whole override set (checked first); the logs see it at once
+    (``LocalMetadata.set_topic_overrides``)."""
+    if topic not in services.logs.topics:
         raise AdminError(
             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist."
         )
-    check_topic_overrides(broker, overrides)
+    check_topic_overrides(services, overrides)
     if validate_only:
         return
-    if in_cluster(broker, topic):
-        from wireserver.cluster.topic_admin import write_topic_config
-
-        write_topic_config(broker.cluster, topic, overrides)
-    broker.logs.alter_topic_config(topic, dict(overrides))
+    services.metadata.set_topic_overrides(topic, overrides)
 
 
 def scala_set(names: Iterable[str], mutable: bool = False) -> str:
@@ -184,7 +173,7 @@ def scala_set(names: Iterable[str], mutable: bool = False) -> str:
 
 
 def set_broker_dynamic(
-    broker: Broker, cluster_default: bool, props: Mapping[str, str], validate_only: bool
+    services: Services, cluster_default: bool, props: Mapping[str, str], validate_only: bool
 ) -> None:
     """Make ``props`` the broker's (or the cluster default's) whole dynamic layer.
 
@@ -198,7 +187,7 @@ def set_broker_dynamic(
     from wireserver.config import LISTENER_ONLY_KEYS, ConfigError, UnknownConfigError
     from wireserver.storage.configdef import ConfigValueError
 
-    config = broker.config
+    config = services.config
     current = config.dynamic_values(cluster_default=cluster_default)
     unknown = sorted(name for name in props if name not in BROKER_CONFIGS)
     if unknown:
@@ -247,7 +236,7 @@ def set_broker_dynamic(
             config.delete_dynamic(name, cluster_default=cluster_default)
     for name, value in changed.items():
         config.set_dynamic(name, value, cluster_default=cluster_default)
-    refresh_topic_defaults(broker)
+    refresh_topic_defaults(services)
 
 
 # -- GROUP: group configs (wireserver.groups.configs) ----------------------------------------
@@ -265,7 +254,7 @@ def check_group_resource(name: str | None, *, describing: bool) -> None:
 
 
 def group_config_rows(
-    broker: Broker, group: str, names: Iterable[str] | None = None
+    services: Services, group: str, names: Iterable[str] | None = None
 ) -> list[ConfigEntry]:
     """Kafka's ``ConfigHelper.createGroupConfigEntry`` for every group key (or ``names``;
     unknown ones are skipped): the group's value (GROUP_CONFIG) or the default (DEFAULT_CONFIG,
@@ -273,7 +262,7 @@ def group_config_rows(
     read-only."""
     from wireserver.groups.configs import GROUP_CONFIGS
 
-    store = broker.group_configs
+    store = services.group_configs
     overrides = store.overrides(group)
     wanted = GROUP_CONFIGS if names is None else [n for n in names if n in GROUP_CONFIGS]
     rows = []
@@ -296,15 +285,15 @@ def group_config_rows(
     return rows
 
 
-def current_group_configs(broker: Broker, group: str) -> dict[str, str]:
+def current_group_configs(services: Services, group: str) -> dict[str, str]:
     """The configs an incremental change starts from: in cluster mode what ZooKeeper holds
     (this broker may not have applied the latest change yet), else this broker's."""
-    store = broker.group_configs
+    store = services.group_configs
     return store.shared.read(group) if store.shared is not None else store.overrides(group)
 
 
 def set_group_configs(
-    broker: Broker, group: str, overrides: Mapping[str, str], validate_only: bool
+    services: Services, group: str, overrides: Mapping[str, str], validate_only: bool
 ) -> None:
     """Replace a group's whole config set, checked as Kafka checks it (INVALID_CONFIG); the
     group's coordinator uses it from its next heartbeat. Kept across restarts, in ZooKeeper
@@ -312,11 +301,11 @@ def set_group_configs(
     from wireserver.groups.configs import GroupConfigError, validate
 
     try:
-        validate(broker.config, overrides)
+        validate(services.config, overrides)
     except GroupConfigError as exc:
         raise AdminError(ErrorCode.INVALID_CONFIG, str(exc)) from None
     if not validate_only:
-        broker.group_configs.set(group, overrides)
+        services.group_configs.set(group, overrides)
 
 
 # -- BROKER_LOGGER: Python loggers under log4j's names and levels ---------------------------

@@ -1,6 +1,7 @@
 """A broker: configuration, partition logs, listeners and housekeeping, wired together.
 
-``Broker`` is what handlers reach through ``RequestContext.broker``; ``serve_forever`` is the
+``Broker`` provides what handlers reach through ``RequestContext.services``
+(``wireserver.services``); ``serve_forever`` is the
 ``wireserver serve`` command's main loop. Time comes from the injected reactor, never from
 ``time.time()``.
 """
@@ -22,6 +23,7 @@ from wireserver.config import BrokerConfig, Listener
 from wireserver.groups import GroupCoordinator
 from wireserver.groups.configs import GroupConfigs
 from wireserver.heap import release_free_heap
+from wireserver.metadata import LocalMetadata
 from wireserver.producer_ids import ProducerIdManager
 from wireserver.protocol.served import SERVED
 from wireserver.purgatory import Purgatory
@@ -49,6 +51,7 @@ class Broker:
     txn: TransactionCoordinator
     producer_ids: ProducerIdManager
     security: SecurityManager
+    metadata: LocalMetadata
 
     def __init__(self, config: BrokerConfig, reactor: Any = None):
         if reactor is None:
@@ -65,8 +68,9 @@ class Broker:
         self.ports: list = []
         self.advertised: list[Listener] = []
         self.purgatory = Purgatory(reactor)
-        # Cluster mode (``zookeeper.connect`` set): a wireserver.cluster.node.ClusterNode.
-        self.cluster = None
+        # Cluster mode (``zookeeper.connect`` set): a wireserver.cluster.node.ClusterNode, this
+        # broker's part in the ZooKeeper cluster (everything else asks ``metadata``).
+        self.cluster: Any = None
         self._flushing: set = set()
         self._loops: list[task.LoopingCall] = []
         self.started = False
@@ -115,13 +119,31 @@ class Broker:
             self.flush_in_background,
             local_leadership=not clustered,
         )
-        if not clustered:
+        rack = self.config.get("broker.rack")
+        metadata_parts = (
+            self.node_id,
+            self.logs,
+            self.replicas,
+            self.purgatory,
+            self.advertised_listener,
+            rack,
+        )
+        if clustered:
+            from wireserver.cluster.metadata import ZkMetadata
+            from wireserver.cluster.node import ClusterNode
+
+            # Made now, started once the listeners are bound (it registers their ports).
+            self.cluster = ClusterNode(self)
+            self.metadata = ZkMetadata(self.cluster, *metadata_parts)
+        else:
+            self.metadata = LocalMetadata(*metadata_parts)
             # One node leads every partition: everything in the logs is committed.
             for (topic, index), _ in self.logs.logs():
                 self.replicas.partition(topic, index)
         self.group_configs = GroupConfigs(self.config, self.config.log_dirs[0])
         self.groups = GroupCoordinator(self)
         self.groups.start()
+        self.metadata.topic_deleted.append(self.groups.drop_offsets_of_topic)
         self.txn = TransactionCoordinator(self)
         self.txn.start()
         bound = []
@@ -138,10 +160,7 @@ class Broker:
                 listener = listener.with_port(by_name[listener.name].port)
             self.advertised.append(listener)
         self.bound = bound
-        if clustered:
-            from wireserver.cluster.node import ClusterNode
-
-            self.cluster = ClusterNode(self)
+        if self.cluster is not None:
             self.cluster.start()
         self._every(self.config["log.retention.check.interval.ms"], self._apply_retention)
         self._every(PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, self._remove_expired_producers)

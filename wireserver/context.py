@@ -1,4 +1,4 @@
-"""What a handler sees of a request: the decoded request, the broker's state, the peer.
+"""What a handler sees of a request: the decoded request, the broker's services, the peer.
 Handlers never touch the transport."""
 
 from __future__ import annotations
@@ -12,13 +12,14 @@ from wireserver.protocol.messages import Request
 from wireserver.security import ConnectionSecurity
 
 if TYPE_CHECKING:
-    from wireserver.broker import Broker
+    from wireserver.services import Services
 
 
 @dataclass(slots=True)
 class RequestContext:
     request: Request
-    broker: Broker
+    #: what the handler may use of the broker (``wireserver.services``)
+    services: Services
     peer: str
     listener_name: str
     #: the connection's security state (principal, host, SASL), None on a plain listener
@@ -44,4 +45,4 @@ class RequestContext:
         return self.request.spec.response_class(version=self.version, **fields)
 
     def now_ms(self) -> int:
-        return self.broker.now_ms()
+        return self.services.now_ms()

@@ -86,13 +86,13 @@ def partition_for(key: str, num_partitions: int) -> int:
 
 class CoordinatorHost(Protocol):
     """What the runtime uses of the broker: its config, logs (``LogManager``), replica manager,
-    cluster view (None on one node) and clock. A Protocol, so that the runtime need not import
+    cluster metadata (``wireserver.metadata``) and clock. A Protocol, so that the runtime need not import
     ``Broker`` (and a test can hand it real logs and a replica manager alone)."""
 
     config: Any
     logs: Any
     replicas: Any
-    cluster: Any
+    metadata: Any
 
     def now_ms(self) -> int: ...
 
@@ -150,7 +150,9 @@ class CoordinatorRuntime:
         self.shard = shard
         self.create_topic = create_topic
         self.reload_on_reelection = reload_on_reelection
-        self.clustered = bool(host.config.get("zookeeper.connect"))
+        # Whether leadership moves (a cluster): then the runtime follows it, partition by
+        # partition; on one node every partition is led here from the start.
+        self.clustered = not host.replicas.local_leadership
         # Cluster mode: the partitions this broker leads (loaded or loading), those still
         # loading, and the leader epoch of each (Kafka's coordinator epoch).
         self.owned: set[int] = set()
@@ -205,11 +207,7 @@ class CoordinatorRuntime:
             return None
         if partition in self.loading:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        if (
-            partition not in self.owned
-            or self.host.cluster is None
-            or not self.host.replicas.is_leader(self.name, partition)
-        ):
+        if partition not in self.owned or not self.host.replicas.is_leader(self.name, partition):
             return ErrorCode.NOT_COORDINATOR
         return None
 
@@ -219,16 +217,12 @@ class CoordinatorRuntime:
         factor exceeds the live brokers) or, in a cluster, until its partitions reach this
         broker. Clients retry COORDINATOR_NOT_AVAILABLE."""
         host, name = self.host, self.name
-        cluster = host.cluster
-        if cluster is None and self.clustered:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE  # the cluster view is not there yet
-        if cluster is not None and name in cluster.topics:
+        metadata = host.metadata
+        if metadata.registered(name):
             return None if name in host.logs.topics else ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if cluster is None and name in host.logs.topics:
-            return None
         replication_key = self.topic.replication_config
         replication = host.config[replication_key]
-        live_brokers = len(cluster.brokers) if cluster is not None else 1
+        live_brokers = len(metadata.live_broker_ids())
         if replication > live_brokers:
             log.warning(
                 "cannot create %s: %s=%d but %d live broker(s)",
@@ -246,7 +240,7 @@ class CoordinatorRuntime:
         )
         if error is not None:
             return error
-        if cluster is not None:
+        if metadata.propagates:
             # Its partitions get leaders (and their coordinators load) shortly.
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         return None
@@ -326,7 +320,7 @@ class CoordinatorRuntime:
         the high watermark (at once on one node, where appended is committed), else with the
         error its client gets: Kafka's mapping of a failed coordinator append, lost
         leadership NOT_COORDINATOR, anything else COORDINATOR_NOT_AVAILABLE (retried)."""
-        if not self.clustered or self.host.cluster is None:
+        if not self.clustered:
             return defer.succeed(ErrorCode.NONE)
         partition = self.partition_for(key)
         partition_log = self.partition_log(partition)

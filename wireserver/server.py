@@ -28,7 +28,7 @@ from wireserver.security import connection as security_hooks
 from wireserver.zero_copy import ResponseWriter, close_chunks, supports_sendfile
 
 if TYPE_CHECKING:
-    from wireserver.broker import Broker
+    from wireserver.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -49,11 +49,11 @@ class _Slot:
 class KafkaConnection(protocol.Protocol):
     """One client connection."""
 
-    def __init__(self, broker: Broker, listener_name: str, max_in_flight: int):
-        self.broker = broker
+    def __init__(self, services: Services, listener_name: str, max_in_flight: int):
+        self.services = services
         self.listener_name = listener_name
         self.max_in_flight = max_in_flight
-        self.decoder = FrameDecoder(broker.config["socket.request.max.bytes"])
+        self.decoder = FrameDecoder(services.config["socket.request.max.bytes"])
         self.pending: collections.deque[_Slot] = collections.deque()
         self.paused = False
         self.closed = False
@@ -71,15 +71,15 @@ class KafkaConnection(protocol.Protocol):
             # As Kafka does (SocketServer: setTcpNoDelay): a response's short tail, sent after
             # its records went out by sendfile, must not wait on Nagle for the client's ACK.
             self.transport.setTcpNoDelay(True)
-        if self.broker.security is not None:
-            self.security = self.broker.security.new_connection(
+        if self.services.security is not None:
+            self.security = self.services.security.new_connection(
                 self.listener_name, getattr(peer, "host", "*")
             )
-        self.broker.connections.add(self)
+        self.services.connections.add(self)
 
     def connectionLost(self, reason: Failure = protocol.connectionDone) -> None:
         self.closed = True
-        self.broker.connections.discard(self)
+        self.services.connections.discard(self)
         for slot in self.pending:
             close_chunks(slot.data or [])
         self.pending.clear()
@@ -111,7 +111,7 @@ class KafkaConnection(protocol.Protocol):
                 if not security_hooks.admit(self, frame):
                     continue
             try:
-                request = decode_request(frame, self.broker.registry)
+                request = decode_request(frame, self.services.registry)
             except UnsupportedApi as exc:
                 self.close(f"unsupported request: {exc}")
                 return
@@ -128,7 +128,7 @@ class KafkaConnection(protocol.Protocol):
         self.pending.append(slot)
         ctx = RequestContext(
             request=request,
-            broker=self.broker,
+            services=self.services,
             peer=self.peer,
             listener_name=self.listener_name,
             security=self.security,
@@ -155,7 +155,7 @@ class KafkaConnection(protocol.Protocol):
             except Exception:  # noqa: BLE001 - a handler built a response that won't encode
                 self._failed(Failure(), slot)
                 return
-        after_response(request.header.api_key, request.header.api_version, self.broker.reactor)
+        after_response(request.header.api_key, request.header.api_version, self.services.reactor)
         slot.done = True
         self._flush()
         if self.security is not None and self.security.authenticator is not None:
@@ -191,11 +191,11 @@ class KafkaConnection(protocol.Protocol):
 class KafkaServerFactory(protocol.Factory):
     """Builds a ``KafkaConnection`` per accepted socket on one listener."""
 
-    def __init__(self, broker: Broker, listener_name: str):
-        self.broker = broker
+    def __init__(self, services: Services, listener_name: str):
+        self.services = services
         self.listener_name = listener_name
 
     def buildProtocol(self, addr: Any) -> KafkaConnection:
         return KafkaConnection(
-            self.broker, self.listener_name, self.broker.config["queued.max.requests"]
+            self.services, self.listener_name, self.services.config["queued.max.requests"]
         )

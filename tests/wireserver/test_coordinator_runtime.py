@@ -11,6 +11,7 @@ import pytest
 from twisted.internet.task import Clock
 
 from wireserver import coordinator_runtime
+from wireserver.cluster.metadata import ZkMetadata
 from wireserver.config import BrokerConfig
 from wireserver.coordinator_runtime import (
     CoordinatorRuntime,
@@ -19,6 +20,7 @@ from wireserver.coordinator_runtime import (
     kafka_abs,
     partition_for,
 )
+from wireserver.metadata import LocalMetadata
 from wireserver.protocol.errors import ErrorCode
 from wireserver.purgatory import Purgatory
 from wireserver.replica.manager import ReplicaManager
@@ -37,7 +39,8 @@ TOPIC = InternalTopic(
 
 
 class FakeCluster:
-    """The cluster view the runtime reads: the topics ZooKeeper knows and the live brokers."""
+    """What the cluster metadata (``ZkMetadata``) reads of the ZooKeeper view: the topics
+    ZooKeeper knows and the live brokers."""
 
     def __init__(self, brokers: int):
         self.topics: dict[str, Any] = {}
@@ -45,7 +48,7 @@ class FakeCluster:
 
 
 class Host:
-    """A broker's parts the runtime uses: config, logs, replica manager, cluster, clock."""
+    """A broker's parts the runtime uses: config, logs, replica manager, metadata, clock."""
 
     def __init__(self, tmp_path, clustered: bool, partitions: int = 3, **config: str):
         self.clock = Clock()
@@ -71,7 +74,9 @@ class Host:
             lambda logs: None,
             local_leadership=not clustered,
         )
-        self.cluster: FakeCluster | None = FakeCluster(1) if clustered else None
+        parts = (1, self.logs, self.replicas, self.purgatory, None, None)
+        self.cluster = FakeCluster(1)
+        self.metadata = ZkMetadata(self.cluster, *parts) if clustered else LocalMetadata(*parts)
 
     def now_ms(self) -> int:
         return int(self.clock.seconds() * 1000)

@@ -24,7 +24,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
     error = (
         checks.write_transactional_id(ctx, body.transactional_id)
         or checks.read_group(ctx, body.group_id)
-        or ctx.broker.txn.add_offsets(
+        or ctx.services.txn.add_offsets(
             body.transactional_id, body.producer_id, body.producer_epoch, body.group_id
         )
     )

@@ -60,7 +60,7 @@ def _replicated(ctx, transactional_id: str, results: dict):
 @defer.inlineCallbacks
 def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
-    coordinator = ctx.broker.txn
+    coordinator = ctx.services.txn
     response_class = ctx.request.spec.response_class
     if version <= 3:
         partitions = _partitions(body.v3_and_below_topics)

@@ -69,17 +69,19 @@ def check_entries(configs, null_allowed=lambda config: False) -> None:
         )
 
 
-def alter(broker, resource, validate_only: bool) -> None:
+def alter(services, resource, validate_only: bool) -> None:
     check_entries(resource.configs)
     props = {c.name: c.value for c in resource.configs}
     if resource.resource_type == RESOURCE_BROKER:
-        cluster_default = check_broker_resource(broker, resource.resource_name, allow_default=True)
-        set_broker_dynamic(broker, cluster_default, props, validate_only)
+        cluster_default = check_broker_resource(
+            services, resource.resource_name, allow_default=True
+        )
+        set_broker_dynamic(services, cluster_default, props, validate_only)
     elif resource.resource_type == RESOURCE_TOPIC:
-        set_topic_overrides(broker, resource.resource_name, props, validate_only)
+        set_topic_overrides(services, resource.resource_name, props, validate_only)
     elif resource.resource_type == RESOURCE_GROUP:
         check_group_resource(resource.resource_name, describing=False)
-        set_group_configs(broker, resource.resource_name, props, validate_only)
+        set_group_configs(services, resource.resource_name, props, validate_only)
     else:
         raise AdminError(
             ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource.resource_type}"
@@ -105,7 +107,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
             )
             if denied:
                 raise AdminError(denied, checks.message(denied))
-            alter(ctx.broker, resource, bool(body.validate_only))
+            alter(ctx.services, resource, bool(body.validate_only))
         except AdminError as exc:
             code, message = exc.code, exc.message
         results.append(

@@ -68,7 +68,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
                 for user in users
             ],
         )
-    store = ctx.broker.security.scram
+    store = ctx.services.security.scram
     errors: dict[str, tuple] = {}
     seen: set[tuple[str, int]] = set()
     for item, upsert in items:

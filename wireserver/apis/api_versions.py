@@ -29,7 +29,7 @@ def supported_versions(ctx, response_class) -> list:
     entry = response_class.ApiVersion
     return [
         entry(api_key=spec.key, min_version=spec.advertised_min, max_version=spec.max_version)
-        for spec in ctx.broker.registry
+        for spec in ctx.services.registry
     ]
 
 

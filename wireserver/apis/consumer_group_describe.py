@@ -25,7 +25,7 @@ NOT_REQUESTED = -(2**31)
 @handles(API_KEY)
 def handle(ctx: RequestContext) -> HandlerResult:
     body = ctx.body
-    coordinator = ctx.broker.groups
+    coordinator = ctx.services.groups
     group_class = ctx.request.spec.response_class.DescribedGroup
     member_class = group_class.Member
     assignment_class = member_class.Assignment

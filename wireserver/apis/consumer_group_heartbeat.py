@@ -35,7 +35,7 @@ API_KEY = 68
 @handles(API_KEY)
 def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
-    coordinator = ctx.broker.groups
+    coordinator = ctx.services.groups
     error = coordinator.ensure_ready(body.group_id)
     protocols = coordinator.config["group.coordinator.rebalance.protocols"]
     if error is None and "consumer" not in protocols:

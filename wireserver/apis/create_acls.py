@@ -19,7 +19,7 @@ API_KEY = 30
 @handles(API_KEY)
 def handle(ctx: RequestContext) -> HandlerResult:
     result_class = ctx.request.spec.response_class.AclCreationResult
-    authorizer = ctx.broker.security.authorizer
+    authorizer = ctx.services.security.authorizer
     creations = ctx.body.creations
     if authorizer is None:
         code, message = ErrorCode.SECURITY_DISABLED, "No Authorizer is configured."

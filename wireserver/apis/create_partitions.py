@@ -26,15 +26,9 @@ from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
 from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
-from wireserver.storage.errors import InvalidPartitionsError
-from wireserver.topics import MAX_PARTITIONS, TopicError, has_leaders, in_cluster, wait_for_topics
+from wireserver.topics import MAX_PARTITIONS, TopicError, wait_for_topics
 
 API_KEY = 37
-REPLICATION_FACTOR = 1  # every topic of a single node has one replica
-
-
-def unknown_topic(name: str) -> TopicError:
-    return TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
 
 
 def check(topic, current: int, registered, replication_factor: int) -> None:
@@ -90,46 +84,14 @@ def check(topic, current: int, registered, replication_factor: int) -> None:
             )
 
 
-def add_locally(broker, topic, validate_only: bool) -> None:
-    info = broker.logs.topics.get(topic.name)
-    if info is None:
-        raise unknown_topic(topic.name)
-    check(topic, info.num_partitions, {broker.node_id}, REPLICATION_FACTOR)
-    if not validate_only:
-        try:
-            broker.logs.add_partitions(topic.name, topic.count)
-        except InvalidPartitionsError as exc:
-            raise TopicError(ErrorCode.INVALID_PARTITIONS, str(exc)) from None
-
-
-def add_in_cluster(broker, topic, validate_only: bool) -> None:
-    """Check against the assignment ZooKeeper holds now and write the extended one."""
-    from wireserver.cluster import topic_admin
-
-    node = broker.cluster
-    existing, zk_version = topic_admin.read_assignment(node, topic.name)
-    if existing is None:
-        raise unknown_topic(topic.name)
-    replication_factor = len(topic_admin.first_partition_replicas(existing))
-    check(topic, len(existing.replicas), set(node.brokers), replication_factor)
-    if topic.assignments is None:
-        added = topic_admin.new_partitions_assignment(node.live_racks(), existing, topic.count)
-    else:
-        added = {
-            len(existing.replicas) + i: list(a.broker_ids) for i, a in enumerate(topic.assignments)
-        }
-    if not validate_only:
-        topic_admin.add_partitions(node, existing, zk_version, added)
-
-
 @defer.inlineCallbacks
 def wait_for_new_leaders(ctx, counts: dict, results):
     """Answer once every extended topic (name -> new count) has leaders for all its
     partitions in this broker's metadata."""
     pending = yield wait_for_topics(
-        ctx.broker,
+        ctx.services,
         list(counts),
-        lambda name: has_leaders(ctx.broker, name, counts[name]),
+        lambda name: ctx.services.metadata.has_leaders(name, counts[name]),
         ctx.body.timeout_ms,
     )
     for result in results:
@@ -141,7 +103,7 @@ def wait_for_new_leaders(ctx, counts: dict, results):
 
 @handles(API_KEY)
 def handle(ctx: RequestContext) -> HandlerResult:
-    broker, body = ctx.broker, ctx.body
+    services, body = ctx.services, ctx.body
     result_class = ctx.request.spec.response_class.CreatePartitionsTopicResult
     counts: dict[str, int] = {}
     for topic in body.topics:
@@ -170,18 +132,15 @@ def handle(ctx: RequestContext) -> HandlerResult:
                 )
             )
             continue
-        clustered = in_cluster(broker, topic.name)
+        shared = services.metadata.shared(topic.name)
         try:
-            if clustered:
-                add_in_cluster(broker, topic, bool(body.validate_only))
-            else:
-                add_locally(broker, topic, bool(body.validate_only))
+            services.metadata.add_partitions(topic, bool(body.validate_only), check)
         except TopicError as exc:
             results.append(
                 result_class(name=topic.name, error_code=exc.code, error_message=exc.message)
             )
             continue
-        if clustered and not body.validate_only:
+        if shared and not body.validate_only:  # changed through ZooKeeper: wait for it
             extended[topic.name] = topic.count
         results.append(result_class(name=topic.name, error_code=ErrorCode.NONE, error_message=None))
     if extended and body.timeout_ms > 0:  # Kafka answers at once for a timeout of 0

@@ -40,7 +40,6 @@ from wireserver.topics import (
     INTERNAL_TOPICS,
     TopicError,
     create_topic,
-    has_leaders,
     resolve_creation,
     wait_for_topics,
 )
@@ -48,11 +47,11 @@ from wireserver.topics import (
 API_KEY = 19
 
 
-def _replication_factor(broker, replication_factor: int, assignments) -> int:
+def _replication_factor(services, replication_factor: int, assignments) -> int:
     if assignments:
         return len(next(iter(assignments.values())))
     if replication_factor == -1:
-        return broker.config["default.replication.factor"]
+        return services.config["default.replication.factor"]
     return replication_factor
 
 
@@ -71,7 +70,7 @@ def _result(result_class, name, code=ErrorCode.NONE, message=None):
 
 @handles(API_KEY)
 def handle(ctx: RequestContext) -> HandlerResult:
-    broker, version, body = ctx.broker, ctx.version, ctx.body
+    services, version, body = ctx.services, ctx.version, ctx.body
     result_class = ctx.request.spec.response_class.CreatableTopicResult
     config_class = result_class.CreatableTopicConfigs
     validate_only = bool(body.validate_only)
@@ -105,7 +104,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
         try:
             if validate_only:
                 partitions, overrides = resolve_creation(
-                    broker,
+                    services,
                     name,
                     topic.num_partitions,
                     topic.replication_factor,
@@ -113,10 +112,10 @@ def handle(ctx: RequestContext) -> HandlerResult:
                     assignments,
                 )
                 topic_id = uuid.uuid4()
-                log_config = LogConfig.from_values(broker.logs.broker_defaults, overrides)
+                log_config = LogConfig.from_values(services.logs.broker_defaults, overrides)
             else:
                 info = create_topic(
-                    broker,
+                    services,
                     name,
                     topic.num_partitions,
                     topic.replication_factor,
@@ -135,7 +134,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
         elif version >= 5:
             result.num_partitions = partitions
             result.replication_factor = _replication_factor(
-                broker, topic.replication_factor, assignments
+                services, topic.replication_factor, assignments
             )
             result.configs = [
                 config_class(
@@ -145,12 +144,12 @@ def handle(ctx: RequestContext) -> HandlerResult:
                     config_source=row.source_id,
                     is_sensitive=row.sensitive,
                 )
-                for row in topic_config_rows(broker, overrides, log_config)
+                for row in topic_config_rows(services, overrides, log_config)
             ]
         if version >= 7:
             result.topic_id = topic_id
         results.append(result)
-    if broker.cluster is not None and not validate_only and body.timeout_ms > 0:
+    if services.metadata.propagates and not validate_only and body.timeout_ms > 0:
         created = [
             r for r in results if r.error_code == ErrorCode.NONE and r.name not in INTERNAL_TOPICS
         ]
@@ -162,9 +161,9 @@ def handle(ctx: RequestContext) -> HandlerResult:
 @defer.inlineCallbacks
 def wait_for_leaders(ctx, created, results):
     pending = yield wait_for_topics(
-        ctx.broker,
+        ctx.services,
         [r.name for r in created],
-        lambda name: has_leaders(ctx.broker, name),
+        ctx.services.metadata.has_leaders,
         ctx.body.timeout_ms,
     )
     for result in created:

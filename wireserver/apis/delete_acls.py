@@ -18,7 +18,7 @@ API_KEY = 31
 def handle(ctx: RequestContext) -> HandlerResult:
     result_class = ctx.request.spec.response_class.DeleteAclsFilterResult
     matching_class = result_class.DeleteAclsMatchingAcl
-    authorizer = ctx.broker.security.authorizer
+    authorizer = ctx.services.security.authorizer
     filters = [acl_filter(item) for item in ctx.body.filters]
     if authorizer is None:
         code, message = ErrorCode.SECURITY_DISABLED, "No Authorizer is configured."

@@ -13,7 +13,7 @@ API_KEY = 42
 
 @handles(API_KEY)
 def handle(ctx: RequestContext) -> HandlerResult:
-    coordinator = ctx.broker.groups
+    coordinator = ctx.services.groups
     result_class = ctx.request.spec.response_class.DeletableGroupResult
     names = list(ctx.body.groups_names)
     error = coordinator.ensure_ready()

@@ -43,7 +43,7 @@ def delete_before(log, offset: int) -> tuple[int, ErrorCode]:
 def handle(ctx: RequestContext) -> HandlerResult:
     topic_class = ctx.request.spec.response_class.DeleteRecordsTopicResult
     partition_class = topic_class.DeleteRecordsPartitionResult
-    logs = ctx.broker.logs
+    logs = ctx.services.logs
     topics = []
     replicating = []  # (topic, partition, response entry) deleted on the leader
     for topic in ctx.body.topics:
@@ -53,7 +53,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
             log = logs.get_log(topic.name, requested.partition_index)
             not_leader = None
             if log is not None:
-                not_leader, _ = ctx.broker.replicas.check_leader(
+                not_leader, _ = ctx.services.replicas.check_leader(
                     topic.name, requested.partition_index
                 )
             if denied:
@@ -82,12 +82,12 @@ def await_low_watermarks(ctx, waiting, topics):
     """Hold the answer until each (topic, partition, response entry)'s low watermark reached
     the leader's new log start (the entry's ``low_watermark``): every follower on a live broker
     has deleted up to it too (at once when the partition has no follower)."""
-    broker = ctx.broker
-    deadline = broker.reactor.seconds() + max(0, ctx.body.timeout_ms) / 1000.0
+    services = ctx.services
+    deadline = services.reactor.seconds() + max(0, ctx.body.timeout_ms) / 1000.0
     while True:
         still = []
         for name, index, entry in waiting:
-            low = broker.replicas.low_watermark((name, index))
+            low = services.replicas.low_watermark((name, index))
             if low is None:
                 entry.low_watermark, entry.error_code = -1, ErrorCode.NOT_LEADER_OR_FOLLOWER
             elif low >= entry.low_watermark:
@@ -95,10 +95,10 @@ def await_low_watermarks(ctx, waiting, topics):
             else:
                 still.append((name, index, entry))
         waiting = still
-        remaining = deadline - broker.reactor.seconds()
+        remaining = deadline - services.reactor.seconds()
         if not waiting or remaining <= 0:
             break
-        yield broker.purgatory.watch(
+        yield services.purgatory.watch(
             [(key, name, index) for name, index, _ in waiting for key in ("low_watermark", "hw")],
             remaining,
         )

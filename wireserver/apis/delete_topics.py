@@ -34,37 +34,20 @@ from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
 from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
-from wireserver.topics import delete_local, in_cluster, wait_for_topics
+from wireserver.topics import wait_for_topics
 
 API_KEY = 20
-
-
-def known_topics(broker) -> dict:
-    """Topic name -> topic id: this broker's topics and, in cluster mode, the cluster's."""
-    ids = {name: info.topic_id for name, info in broker.logs.topics.items()}
-    if broker.cluster is not None:
-        ids.update({name: a.topic_id for name, a in broker.cluster.topics.items()})
-    return ids
-
-
-def delete(broker, name: str) -> None:
-    if in_cluster(broker, name):
-        from wireserver.cluster.topic_admin import mark_for_deletion
-
-        mark_for_deletion(broker.cluster, name)
-    else:
-        delete_local(broker, name)
 
 
 @defer.inlineCallbacks
 def wait_until_gone(ctx, deleted: dict, results):
     """Answer once every deleted topic (name -> topic id) left this broker's metadata."""
-    topics = ctx.broker.cluster.topics
+    metadata = ctx.services.metadata
 
     def gone(name):
-        return name not in topics or topics[name].topic_id != deleted[name]
+        return metadata.topic_ids().get(name) != deleted[name]
 
-    pending = yield wait_for_topics(ctx.broker, list(deleted), gone, ctx.body.timeout_ms)
+    pending = yield wait_for_topics(ctx.services, list(deleted), gone, ctx.body.timeout_ms)
     for result in results:
         if result.error_code == ErrorCode.NONE and result.name in pending:
             result.error_code = ErrorCode.REQUEST_TIMED_OUT
@@ -75,9 +58,10 @@ def wait_until_gone(ctx, deleted: dict, results):
 
 @handles(API_KEY)
 def handle(ctx: RequestContext) -> HandlerResult:
-    broker, version, body = ctx.broker, ctx.version, ctx.body
+    services, version, body = ctx.services, ctx.version, ctx.body
     result_class = ctx.request.spec.response_class.DeletableTopicResult
-    topics = known_topics(broker)
+    metadata = services.metadata
+    topics = metadata.topic_ids()
     if version >= 6:
         wanted = [(t.name, t.topic_id) for t in body.topics]
     else:
@@ -92,7 +76,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
             error_message=message if version >= 5 else None,
         )
 
-    if not broker.config["delete.topic.enable"]:
+    if not services.config["delete.topic.enable"]:
         code = ErrorCode.TOPIC_DELETION_DISABLED if version >= 3 else ErrorCode.INVALID_REQUEST
         return ctx.response(
             throttle_time_ms=0,
@@ -148,8 +132,9 @@ def handle(ctx: RequestContext) -> HandlerResult:
                     )
                 )
             else:
-                delete(broker, found)
-                if in_cluster(broker, found):
+                shared = metadata.shared(found)
+                metadata.delete_topic(found)
+                if shared:  # removed through ZooKeeper: wait for it
                     deleted[found] = topic_id
                 results.append(result(found, topic_id))
         elif denied := checks.delete_topic_by_name(ctx, name, name in topics):
@@ -165,8 +150,9 @@ def handle(ctx: RequestContext) -> HandlerResult:
             )
         else:
             found_id = topics[name]
-            delete(broker, name)
-            if in_cluster(broker, name):
+            shared = metadata.shared(name)
+            metadata.delete_topic(name)
+            if shared:  # removed through ZooKeeper: wait for it
                 deleted[name] = found_id
             results.append(result(name, found_id))
     if deleted and body.timeout_ms > 0:  # Kafka answers at once for a timeout of 0

@@ -29,7 +29,7 @@ def acl_filter(item) -> AclFilter:
 @handles(API_KEY)
 def handle(ctx: RequestContext) -> HandlerResult:
     response_class = ctx.request.spec.response_class
-    authorizer = ctx.broker.security.authorizer
+    authorizer = ctx.services.security.authorizer
 
     def error(code, message=None):
         return ctx.response(

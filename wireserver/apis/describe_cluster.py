@@ -23,7 +23,7 @@ BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2
 
 @handles(API_KEY)
 def handle(ctx: RequestContext) -> HandlerResult:
-    broker, body, version = ctx.broker, ctx.body, ctx.version
+    services, body, version = ctx.services, ctx.body, ctx.version
     endpoint_type = body.endpoint_type if version >= 1 else BROKER_ENDPOINT
     if endpoint_type != BROKER_ENDPOINT:
         if endpoint_type == CONTROLLER_ENDPOINT:
@@ -40,51 +40,28 @@ def handle(ctx: RequestContext) -> HandlerResult:
             error_code=code if version >= 1 else ErrorCode.INVALID_REQUEST,
             error_message=message,
             endpoint_type=BROKER_ENDPOINT,
-            cluster_id=broker.cluster_id,
+            cluster_id=services.cluster_id,
             controller_id=-1,
             brokers=[],
             authorized_operations=None,
         )
     broker_class = ctx.request.spec.response_class.DescribeClusterBroker
-    listener = broker.advertised_listener(ctx.listener_name)
     operations = (
         checks.cluster_operations(ctx) if body.include_cluster_authorized_operations else None
     )
-    cluster = broker.cluster
-    if cluster is not None:
-        brokers = []
-        for node_id, info in sorted(cluster.brokers.items()):
-            host, port = cluster.endpoint_for(info, ctx.listener_name)
-            brokers.append(
-                broker_class(
-                    broker_id=node_id, host=host, port=port, rack=info.rack, is_fenced=False
-                )
-            )
-        return ctx.response(
-            throttle_time_ms=0,
-            error_code=ErrorCode.NONE,
-            error_message=None,
-            endpoint_type=BROKER_ENDPOINT,
-            cluster_id=broker.cluster_id,
-            controller_id=cluster.controller_id,
-            brokers=brokers,
-            authorized_operations=operations,
-        )
+    metadata = services.metadata
     return ctx.response(
         throttle_time_ms=0,
         error_code=ErrorCode.NONE,
         error_message=None,
         endpoint_type=BROKER_ENDPOINT,
-        cluster_id=broker.cluster_id,
-        controller_id=broker.node_id,
+        cluster_id=services.cluster_id,
+        controller_id=metadata.controller_id(),
         brokers=[
             broker_class(
-                broker_id=broker.node_id,
-                host=listener.host,
-                port=listener.port,
-                rack=broker.config.get("broker.rack"),
-                is_fenced=False,
+                broker_id=e.node_id, host=e.host, port=e.port, rack=e.rack, is_fenced=False
             )
+            for e in metadata.broker_endpoints(ctx.listener_name)
         ],
         authorized_operations=operations,
     )

@@ -55,7 +55,7 @@ LOGGER_SOURCE = CONFIG_SOURCE_IDS["DYNAMIC_BROKER_LOGGER_CONFIG"]
 class Describer:
     def __init__(self, ctx):
         self.ctx = ctx
-        self.broker = ctx.broker
+        self.services = ctx.services
         self.version = ctx.version
         body = ctx.body
         self.synonyms = bool(body.include_synonyms)
@@ -95,7 +95,7 @@ class Describer:
             check_group_resource(resource.resource_name, describing=True)
             return [
                 self.entry(row)
-                for row in group_config_rows(self.broker, resource.resource_name, names)
+                for row in group_config_rows(self.services, resource.resource_name, names)
             ]
         raise AdminError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {kind}")
 
@@ -104,14 +104,14 @@ class Describer:
             check_name(name)
         except TopicError as exc:
             raise AdminError(exc.code, exc.message) from None
-        info = self.broker.logs.topics.get(name)
+        info = self.services.logs.topics.get(name)
         if info is None:
             raise AdminError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
-        return [self.entry(row) for row in topic_rows(self.broker, info, names)]
+        return [self.entry(row) for row in topic_rows(self.services, info, names)]
 
     def broker_configs(self, name, names) -> list:
-        config: BrokerConfig = self.broker.config
-        if not check_broker_resource(self.broker, name, allow_default=True):
+        config: BrokerConfig = self.services.config
+        if not check_broker_resource(self.services, name, allow_default=True):
             return [self.entry(row) for row in config.items(names)]
         defaults = config.dynamic_values(cluster_default=True)
         wanted = [n for n in defaults if names is None or n in names]
@@ -126,7 +126,7 @@ class Describer:
         return entries
 
     def loggers(self, name, names) -> list:
-        check_broker_resource(self.broker, name, allow_default=False)
+        check_broker_resource(self.services, name, allow_default=False)
         return [
             self.entry_class(
                 name=logger,

@@ -21,7 +21,7 @@ API_KEY = 15
 @handles(API_KEY)
 def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
-    coordinator = ctx.broker.groups
+    coordinator = ctx.services.groups
     group_class = ctx.request.spec.response_class.DescribedGroup
     member_class = group_class.DescribedGroupMember
     ready_error = coordinator.ensure_ready()

@@ -19,7 +19,6 @@ import os
 
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
-from wireserver.partitions import hosts_replica
 from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 from wireserver.security.acls import Operation
@@ -37,7 +36,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
     denied = checks.cluster(ctx, Operation.DESCRIBE)  # CLUSTER_AUTHORIZATION_FAILED, no dirs
     if denied:
         return ctx.response(throttle_time_ms=0, error_code=denied, results=[])
-    logs = ctx.broker.logs
+    logs = ctx.services.logs
     result_class = ctx.request.spec.response_class.DescribeLogDirsResult
     topic_class = result_class.DescribeLogDirsTopic
     partition_class = topic_class.DescribeLogDirsPartition
@@ -48,7 +47,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
     for (topic, partition), log in sorted(logs.logs()):
         if wanted is not None and (topic, partition) not in wanted:
             continue
-        if not hosts_replica(ctx.broker, topic, partition):
+        if not ctx.services.metadata.hosts_replica(topic, partition):
             continue
         directory = os.path.dirname(os.path.abspath(log.directory))
         by_dir.setdefault(directory, {}).setdefault(topic, []).append(

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
-from wireserver.partitions import hosts_replica
 from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 
@@ -22,7 +21,7 @@ API_KEY = 61
 
 @handles(API_KEY)
 def handle(ctx: RequestContext) -> HandlerResult:
-    logs = ctx.broker.logs
+    logs = ctx.services.logs
     topic_class = ctx.request.spec.response_class.TopicResponse
     partition_class = topic_class.PartitionResponse
     producer_class = partition_class.ProducerState
@@ -35,7 +34,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
             error = denied
             if not error and partition_log is None:
                 error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif not error and not hosts_replica(ctx.broker, topic.name, index):
+            elif not error and not ctx.services.metadata.hosts_replica(topic.name, index):
                 error = ErrorCode.NOT_LEADER_OR_FOLLOWER
             if error or partition_log is None:
                 partitions.append(

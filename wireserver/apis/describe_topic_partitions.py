@@ -9,7 +9,7 @@ named ones, or with a negative partition, fails the request with INVALID_REQUEST
 topics come back with UNKNOWN_TOPIC_OR_PARTITION (they use none of the partition budget).
 
 Each partition's leader, leader epoch, replicas, ISR and offline replicas are what Metadata
-reports (``wireserver.partitions``: this node alone on one node, the ZooKeeper view in cluster
+reports (``wireserver.metadata``: this node alone on one node, the ZooKeeper view in cluster
 mode, where topics appear once their creation has gone through ZooKeeper). A partition without
 a live leader has leader -1 and error code NONE, as in Kafka's ``describeTopicResponse`` (Metadata
 answers LEADER_NOT_AVAILABLE there). The eligible-leader-replica and last-known-ELR lists
@@ -28,7 +28,6 @@ from __future__ import annotations
 from wireserver.admin import ZERO_UUID
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
-from wireserver.partitions import is_reported, partition_views
 from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 from wireserver.topics import INTERNAL_TOPICS
@@ -44,8 +43,12 @@ def handle(ctx: RequestContext) -> HandlerResult:
     topic_class = response_class.DescribeTopicPartitionsResponseTopic
     partition_class = topic_class.DescribeTopicPartitionsResponsePartition
     cursor_class = response_class.Cursor
-    broker = ctx.broker
-    topics = {name: info for name, info in broker.logs.topics.items() if is_reported(broker, info)}
+    services = ctx.services
+    topics = {
+        name: info
+        for name, info in services.logs.topics.items()
+        if services.metadata.is_reported(info)
+    }
     requested = {t.name for t in body.topics}
     fetch_all = not requested
     cursor = body.cursor
@@ -97,7 +100,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
             next_cursor = cursor_class(topic_name=name, partition_index=0)
             break
         start = cursor.partition_index if cursor is not None and cursor.topic_name == name else 0
-        views = partition_views(broker, info)
+        views = services.metadata.partition_views(info)
         end = min(len(views), start + remaining)
         partitions = [
             partition_class(

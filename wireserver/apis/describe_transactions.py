@@ -16,7 +16,7 @@ API_KEY = 65
 
 @handles(API_KEY)
 def handle(ctx: RequestContext) -> HandlerResult:
-    coordinator = ctx.broker.txn
+    coordinator = ctx.services.txn
     state_class = ctx.request.spec.response_class.TransactionState
     topic_class = state_class.TopicData
     out = []

@@ -27,7 +27,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
             error_message=None,
             results=[],
         )
-    store = ctx.broker.security.scram
+    store = ctx.services.security.scram
     known = store.users()
     requested = [user.name for user in ctx.body.users or []]
     names = requested or sorted(known)

@@ -25,39 +25,18 @@ API_KEY = 43
 PREFERRED, UNCLEAN = 0, 1
 
 
-def _requested(broker, body) -> list[tuple[str, int]] | None:
+def _requested(services, body) -> list[tuple[str, int]] | None:
     if body.topic_partitions is None:
         return None
     return [(t.topic, p) for t in body.topic_partitions for p in t.partitions]
 
 
-def _all_partitions(broker) -> list[tuple[str, int]]:
-    cluster = broker.cluster
-    if cluster is not None:
-        return [(name, p) for name, a in cluster.topics.items() for p in sorted(a.replicas)]
-    return [
-        (name, p) for name, info in broker.logs.topics.items() for p in range(info.num_partitions)
-    ]
-
-
-def _elect_one(broker, tp: tuple[str, int], election_type: int) -> ErrorCode:
-    cluster = broker.cluster
-    if cluster is None:
-        info = broker.logs.topics.get(tp[0])
-        if info is None or not 0 <= tp[1] < info.num_partitions:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        return ErrorCode.ELECTION_NOT_NEEDED
-    if cluster.controller is None:
-        return ErrorCode.NOT_CONTROLLER
-    return cluster.controller.elect(tp, election_type)
-
-
 @handles(API_KEY)
 def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
-    broker = ctx.broker
+    services = ctx.services
     election_type = body.election_type if version >= 1 else PREFERRED
-    requested = _requested(broker, body)
+    requested = _requested(services, body)
     top = ErrorCode.NONE
     results: dict[tuple[str, int], ErrorCode] = {}
     if not authorize(ctx, Operation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
@@ -67,10 +46,10 @@ def handle(ctx: RequestContext) -> HandlerResult:
         top = ErrorCode.INVALID_REQUEST
         results = {tp: top for tp in requested or []}
     else:
-        for tp in requested if requested is not None else _all_partitions(broker):
+        for tp in requested if requested is not None else services.metadata.all_partitions():
             if tp in results:
                 continue
-            error = _elect_one(broker, tp, election_type)
+            error = services.metadata.elect(tp, election_type)
             if requested is None and error == ErrorCode.ELECTION_NOT_NEEDED:
                 continue
             results[tp] = error

@@ -25,7 +25,7 @@ API_KEY = 26
 @defer.inlineCallbacks
 def handle(ctx: RequestContext) -> HandlerResult:
     body = ctx.body
-    error = checks.write_transactional_id(ctx, body.transactional_id) or ctx.broker.txn.end_txn(
+    error = checks.write_transactional_id(ctx, body.transactional_id) or ctx.services.txn.end_txn(
         body.transactional_id, body.producer_id, body.producer_epoch, bool(body.committed)
     )
     error = yield once_replicated(ctx, body.transactional_id, error)

@@ -52,11 +52,11 @@ UNKNOWN = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID)
 LEADER_MOVED = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
 
 
-def session_cache(broker) -> FetchSessionCache:
-    cache = getattr(broker, "fetch_sessions", None)
+def session_cache(services) -> FetchSessionCache:
+    cache = getattr(services, "fetch_sessions", None)
     if cache is None:
-        cache = broker.fetch_sessions = FetchSessionCache(
-            broker.config["max.incremental.fetch.session.cache.slots"]
+        cache = services.fetch_sessions = FetchSessionCache(
+            services.config["max.incremental.fetch.session.cache.slots"]
         )
     return cache
 
@@ -89,7 +89,7 @@ class FetchPlan:
 
     def build(self) -> None:
         body, version = self.ctx.body, self.version
-        cache = session_cache(self.ctx.broker)
+        cache = session_cache(self.ctx.services)
         session_id = body.session_id if version >= 7 else 0
         epoch = body.session_epoch if version >= 7 else FINAL_EPOCH
         names = self._topic_names()
@@ -128,7 +128,7 @@ class FetchPlan:
             cache.remove(session.id)
             self.partitions = requested
             return
-        cache.touch(session, self.ctx.broker.now_ms())
+        cache.touch(session, self.ctx.services.now_ms())
         session.advance()
         for cached in session.partitions.values():
             if cached.topic is None and version >= 13:
@@ -146,7 +146,7 @@ class FetchPlan:
         """Topic id -> name (v13+ requests name topics by id)."""
         if self.version < 13:
             return {}
-        return {info.topic_id: name for name, info in self.ctx.broker.logs.topics.items()}
+        return {info.topic_id: name for name, info in self.ctx.services.logs.topics.items()}
 
     def _requested(self, by_id: dict):
         version = self.version
@@ -197,8 +197,8 @@ def replica_id(ctx) -> int:
 
 def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
     body = ctx.body
-    logs = ctx.broker.logs
-    replicas = ctx.broker.replicas
+    logs = ctx.services.logs
+    replicas = ctx.services.replicas
     follower = replica_id(ctx) >= 0
     remaining = body.max_bytes
     min_one = True
@@ -327,8 +327,8 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
             moved.append((cached.topic, cached.partition, entry.partitions[-1]))
     session_id = plan.session.id if plan.incremental else 0
     if plan.new_session:
-        session = session_cache(ctx.broker).maybe_create(
-            ctx.broker.now_ms(),
+        session = session_cache(ctx.services).maybe_create(
+            ctx.services.now_ms(),
             privileged=replica_id(ctx) >= 0,
             uses_topic_ids=plan.version >= 13,
             partitions=collections.OrderedDict((plan.key(r.cached), r.cached) for r in results),
@@ -359,8 +359,8 @@ def handle(ctx: RequestContext) -> HandlerResult:
     plan.build()
     if plan.error != ErrorCode.NONE:
         return error_response(ctx, plan.error)
-    broker = ctx.broker
-    deadline = broker.reactor.seconds() + ctx.body.max_wait_ms / 1000.0
+    services = ctx.services
+    deadline = services.reactor.seconds() + ctx.body.max_wait_ms / 1000.0
     keys = [
         ("append", cached.topic, cached.partition)
         for cached in plan.partitions
@@ -371,7 +371,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
         for cached in plan.partitions:
             # Only a replica allowed CLUSTER_ACTION moves the ISR and the high watermark.
             if cached.topic is not None and checks.fetch_topic(ctx, cached.topic) is None:
-                broker.replicas.follower_fetched(
+                services.replicas.follower_fetched(
                     (cached.topic, cached.partition),
                     follower,
                     cached.fetch_offset,
@@ -379,10 +379,10 @@ def handle(ctx: RequestContext) -> HandlerResult:
                 )
     results = read_partitions(ctx, plan)
     while not ready(ctx, results) and keys:
-        remaining = deadline - broker.reactor.seconds()
+        remaining = deadline - services.reactor.seconds()
         if remaining <= 0:
             break
-        woken = yield broker.purgatory.watch(keys, remaining)
+        woken = yield services.purgatory.watch(keys, remaining)
         results = read_partitions(ctx, plan)
         if not woken:
             break

@@ -25,6 +25,7 @@ from __future__ import annotations
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
 from wireserver.groups.api import message
+from wireserver.metadata import NO_LEADER
 from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 
@@ -35,42 +36,40 @@ GROUP, TRANSACTION = 0, 1
 def _lookup(ctx, key_type: int, key: str) -> tuple[ErrorCode, int]:
     """(error, coordinator broker id): the leader of the key's partition of the coordinator's
     internal topic (``wireserver.coordinator_runtime``)."""
-    broker = ctx.broker
+    services = ctx.services
     if key_type == GROUP:
-        runtime = broker.groups.runtime
+        runtime = services.groups.runtime
     elif key_type == TRANSACTION:
-        runtime = broker.txn.runtime
+        runtime = services.txn.runtime
     else:
         return ErrorCode.INVALID_REQUEST, -1
     error = runtime.ensure_ready()
-    cluster = broker.cluster
-    if error is not None or cluster is None:
-        return error or ErrorCode.NONE, broker.node_id
+    if error is not None:
+        return error, services.node_id
     partition = runtime.partition_for(key or "")
-    state = cluster.partition(runtime.name, partition)
-    if state is None or state.leader not in cluster.brokers:
+    leader = services.metadata.leader(runtime.name, partition)
+    if leader == NO_LEADER:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1
-    if state.leader == broker.node_id and partition in runtime.loading:
+    if leader == services.node_id and partition in runtime.loading:
         return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, -1
-    return ErrorCode.NONE, state.leader
+    return ErrorCode.NONE, leader
 
 
 @handles(API_KEY)
 def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
-    broker = ctx.broker
+    services = ctx.services
     key_type = body.key_type if version >= 1 else GROUP
-    listener = broker.advertised_listener(ctx.listener_name)
+    listener = services.advertised_listener(ctx.listener_name)
 
     def where(error: ErrorCode, node_id: int) -> tuple[int, str, int]:
         if error != ErrorCode.NONE:
             return -1, "", -1
-        if node_id == broker.node_id:
-            return broker.node_id, listener.host, listener.port
-        cluster = broker.cluster  # another broker coordinates: a cluster
-        assert cluster is not None
-        host, port = cluster.endpoint_for(cluster.brokers[node_id], listener.name)
-        return node_id, host, port
+        if node_id == services.node_id:
+            return services.node_id, listener.host, listener.port
+        endpoint = services.metadata.broker_endpoint(node_id, listener.name)
+        assert endpoint is not None  # the leader is a live broker
+        return node_id, endpoint.host, endpoint.port
 
     def lookup(key: str) -> tuple[ErrorCode, int]:
         denied = checks.find_coordinator(ctx, key_type, key)

@@ -14,7 +14,7 @@ API_KEY = 12
 @handles(API_KEY)
 def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
-    coordinator = ctx.broker.groups
+    coordinator = ctx.services.groups
     error = checks.read_group(ctx, body.group_id) or coordinator.ensure_ready(body.group_id)
     if error is None:
         error = coordinator.heartbeat(

@@ -74,8 +74,8 @@ def _default_list(defs, name: str) -> str:
     return cdef.render(cdef.default) or ""
 
 
-def topic_ops(broker, topic: str, configs, validate_only: bool) -> None:
-    props = current_topic_overrides(broker, topic)
+def topic_ops(services, topic: str, configs, validate_only: bool) -> None:
+    props = current_topic_overrides(services, topic)
     for config in configs:
         name, op = config.name, config.config_operation
         if op == SET:
@@ -97,12 +97,12 @@ def topic_ops(broker, topic: str, configs, validate_only: bool) -> None:
                 elif op == SUBTRACT and part in values:
                     values.remove(part)
             props[name] = ",".join(values)
-    set_topic_overrides(broker, topic, props, validate_only)
+    set_topic_overrides(services, topic, props, validate_only)
 
 
-def group_ops(broker, group: str, configs, validate_only: bool) -> None:
+def group_ops(services, group: str, configs, validate_only: bool) -> None:
     check_group_resource(group, describing=False)
-    props = current_group_configs(broker, group)
+    props = current_group_configs(services, group)
     for config in configs:
         name, op = config.name, config.config_operation
         if op == SET:
@@ -114,11 +114,11 @@ def group_ops(broker, group: str, configs, validate_only: bool) -> None:
                 ErrorCode.INVALID_CONFIG,
                 f"Can't {OP_NAMES[op]} to key {name} because its type is not LIST.",
             )
-    set_group_configs(broker, group, props, validate_only)
+    set_group_configs(services, group, props, validate_only)
 
 
-def broker_ops(broker, cluster_default: bool, configs, validate_only: bool) -> None:
-    props = broker.config.dynamic_values(cluster_default=cluster_default)
+def broker_ops(services, cluster_default: bool, configs, validate_only: bool) -> None:
+    props = services.config.dynamic_values(cluster_default=cluster_default)
     for config in configs:
         name, op = config.name, config.config_operation
         if op == SET:
@@ -137,11 +137,11 @@ def broker_ops(broker, cluster_default: bool, configs, validate_only: bool) -> N
             change = _split(config.value)
             values = values + change if op == APPEND else [v for v in values if v not in change]
             props[name] = ",".join(values)
-    set_broker_dynamic(broker, cluster_default, props, validate_only)
+    set_broker_dynamic(services, cluster_default, props, validate_only)
 
 
-def logger_ops(broker, name: str, configs, validate_only: bool) -> None:
-    check_broker_resource(broker, name, allow_default=False)
+def logger_ops(services, name: str, configs, validate_only: bool) -> None:
+    check_broker_resource(services, name, allow_default=False)
     for config in configs:
         if config.config_operation in (APPEND, SUBTRACT):
             raise AdminError(
@@ -162,7 +162,7 @@ def logger_ops(broker, name: str, configs, validate_only: bool) -> None:
             )
 
 
-def alter(broker, resource, validate_only: bool) -> None:
+def alter(services, resource, validate_only: bool) -> None:
     check_entries(resource.configs, null_allowed=lambda c: c.config_operation == DELETE)
     for config in resource.configs:
         if config.config_operation not in OP_NAMES:
@@ -171,14 +171,14 @@ def alter(broker, resource, validate_only: bool) -> None:
             )
     kind, name = resource.resource_type, resource.resource_name
     if kind == RESOURCE_TOPIC:
-        topic_ops(broker, name, resource.configs, validate_only)
+        topic_ops(services, name, resource.configs, validate_only)
     elif kind == RESOURCE_BROKER:
-        cluster_default = check_broker_resource(broker, name, allow_default=True)
-        broker_ops(broker, cluster_default, resource.configs, validate_only)
+        cluster_default = check_broker_resource(services, name, allow_default=True)
+        broker_ops(services, cluster_default, resource.configs, validate_only)
     elif kind == RESOURCE_BROKER_LOGGER:
-        logger_ops(broker, name, resource.configs, validate_only)
+        logger_ops(services, name, resource.configs, validate_only)
     elif kind == RESOURCE_GROUP:
-        group_ops(broker, name, resource.configs, validate_only)
+        group_ops(services, name, resource.configs, validate_only)
     else:
         raise AdminError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {kind}")
 
@@ -199,7 +199,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
             denied = checks.alter_configs(ctx, resource.resource_type, resource.resource_name)
             if denied:
                 raise AdminError(denied, checks.message(denied))
-            alter(ctx.broker, resource, bool(body.validate_only))
+            alter(ctx.services, resource, bool(body.validate_only))
         except AdminError as exc:
             code, message = exc.code, exc.message
         results.append(

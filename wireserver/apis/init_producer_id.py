@@ -39,7 +39,7 @@ NO_PRODUCER_EPOCH = -1
 @defer.inlineCallbacks
 def handle(ctx: RequestContext) -> HandlerResult:
     body = ctx.body
-    broker = ctx.broker
+    services = ctx.services
 
     def answer(error: ErrorCode, producer_id: int = NO_PRODUCER_ID, epoch: int = NO_PRODUCER_EPOCH):
         return ctx.response(
@@ -57,13 +57,13 @@ def handle(ctx: RequestContext) -> HandlerResult:
         return answer(ErrorCode.INVALID_REQUEST)
     transactional_id = body.transactional_id
     if transactional_id is None:
-        return answer(ErrorCode.NONE, broker.producer_ids.generate(), 0)
+        return answer(ErrorCode.NONE, services.producer_ids.generate(), 0)
     if transactional_id == "":
         return answer(ErrorCode.INVALID_REQUEST)
     timeout = body.transaction_timeout_ms
-    if not 0 < timeout <= broker.config["transaction.max.timeout.ms"]:
+    if not 0 < timeout <= services.config["transaction.max.timeout.ms"]:
         return answer(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
-    error, producer_id, epoch = broker.txn.init_producer_id(
+    error, producer_id, epoch = services.txn.init_producer_id(
         transactional_id, timeout, producer_id, epoch
     )
     error = yield once_replicated(ctx, transactional_id, error)

@@ -42,7 +42,7 @@ def build(ctx, result: JoinResult):
 @handles(API_KEY)
 def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
-    coordinator = ctx.broker.groups
+    coordinator = ctx.services.groups
     error = coordinator.ensure_ready(body.group_id) or checks.read_group(ctx, body.group_id)
     if error is not None:
         return build(ctx, JoinResult(error, body.member_id))

@@ -19,7 +19,7 @@ API_KEY = 13
 @handles(API_KEY)
 def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
-    coordinator = ctx.broker.groups
+    coordinator = ctx.services.groups
     if version >= 3:
         leaving = [(m.member_id or "", m.group_instance_id) for m in body.members]
     else:

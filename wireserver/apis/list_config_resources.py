@@ -14,7 +14,6 @@ from __future__ import annotations
 from wireserver.admin import RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_GROUP, RESOURCE_TOPIC
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
-from wireserver.partitions import is_reported
 from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 from wireserver.security.acls import Operation
@@ -33,14 +32,9 @@ SUPPORTED = {
 }
 
 
-def _broker_ids(broker) -> list[int]:
-    cluster = broker.cluster
-    return sorted(cluster.brokers) if cluster is not None else [broker.node_id]
-
-
 @handles(API_KEY)
 def handle(ctx: RequestContext) -> HandlerResult:
-    broker, version = ctx.broker, ctx.version
+    services, version = ctx.services, ctx.version
     denied = checks.cluster(ctx, Operation.DESCRIBE_CONFIGS)
     if denied:
         return ctx.response(throttle_time_ms=0, error_code=denied, config_resources=[])
@@ -54,15 +48,15 @@ def handle(ctx: RequestContext) -> HandlerResult:
     entry_class = ctx.request.spec.response_class.ConfigResource
     found: list[tuple[str, int]] = []
     if RESOURCE_GROUP in wanted:
-        found += [(group, RESOURCE_GROUP) for group in broker.group_configs.groups()]
+        found += [(group, RESOURCE_GROUP) for group in services.group_configs.groups()]
     for kind in (RESOURCE_BROKER_LOGGER, RESOURCE_BROKER):
         if kind in wanted:
-            found += [(str(node), kind) for node in _broker_ids(broker)]
+            found += [(str(node), kind) for node in services.metadata.live_broker_ids()]
     if RESOURCE_TOPIC in wanted:
         found += [
             (info.name, RESOURCE_TOPIC)
-            for info in broker.logs.topics.values()
-            if is_reported(broker, info)
+            for info in services.logs.topics.values()
+            if services.metadata.is_reported(info)
         ]
     return ctx.response(
         throttle_time_ms=0,

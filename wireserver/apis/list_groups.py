@@ -19,7 +19,7 @@ CONSUMER_GROUP_TYPE = "consumer"
 @handles(API_KEY)
 def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
-    coordinator = ctx.broker.groups
+    coordinator = ctx.services.groups
     listed_class = ctx.request.spec.response_class.ListedGroup
     error = coordinator.ensure_ready()
     if error is not None:

@@ -49,8 +49,8 @@ def handle(ctx: RequestContext) -> HandlerResult:
     response_class = ctx.request.spec.response_class
     topic_class = response_class.ListOffsetsTopicResponse
     partition_class = topic_class.ListOffsetsPartitionResponse
-    logs = ctx.broker.logs
-    replicas = ctx.broker.replicas
+    logs = ctx.services.logs
+    replicas = ctx.services.replicas
     topics = []
     for topic in ctx.body.topics:
         partitions = []

@@ -23,7 +23,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
     duration = body.duration_filter if version >= 1 else -1
     pattern = body.transactional_id_pattern if version >= 2 else None
     try:
-        unknown, found = ctx.broker.txn.list_transactions(
+        unknown, found = ctx.services.txn.list_transactions(
             list(body.state_filters or []),
             list(body.producer_id_filters or []),
             duration,

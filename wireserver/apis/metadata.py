@@ -7,7 +7,7 @@ returned at once (Kafka's KRaft brokers answer LEADER_NOT_AVAILABLE first and cr
 asynchronously). Topics can be named by id from v10 on (v12+ sends a null name).
 
 Cluster mode: brokers, controller, leaders, leader epochs, replicas and ISRs come from the
-ZooKeeper view (``broker.cluster``); a partition without a live leader answers
+ZooKeeper view (``wireserver.cluster.metadata``); a partition without a live leader answers
 LEADER_NOT_AVAILABLE with leader -1 and its dead replicas as offline; an auto-created topic
 answers LEADER_NOT_AVAILABLE until its creation has gone through ZooKeeper (as Kafka's
 ZooKeeper-era brokers did).
@@ -25,7 +25,7 @@ import uuid
 
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
-from wireserver.partitions import NO_LEADER, is_reported, partition_view, partition_views
+from wireserver.metadata import NO_LEADER
 from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 from wireserver.topics import INTERNAL_TOPICS, TopicError, auto_create, check_name
@@ -35,23 +35,10 @@ ZERO_UUID = uuid.UUID(int=0)
 
 
 def broker_entries(ctx, broker_class) -> list:
-    """This broker as the listener the request arrived on advertises it."""
-    broker = ctx.broker
-    cluster = broker.cluster
-    if cluster is not None:
-        entries = []
-        for node_id, info in sorted(cluster.brokers.items()):
-            host, port = cluster.endpoint_for(info, ctx.listener_name)
-            entries.append(broker_class(node_id=node_id, host=host, port=port, rack=info.rack))
-        return entries
-    listener = broker.advertised_listener(ctx.listener_name)
+    """The live brokers as the listener the request arrived on advertises them."""
     return [
-        broker_class(
-            node_id=broker.node_id,
-            host=listener.host,
-            port=listener.port,
-            rack=broker.config.get("broker.rack"),
-        )
+        broker_class(node_id=e.node_id, host=e.host, port=e.port, rack=e.rack)
+        for e in ctx.services.metadata.broker_endpoints(ctx.listener_name)
     ]
 
 
@@ -64,7 +51,7 @@ def leader_hints(ctx, moved: list, leader_class, endpoint_class) -> list:
     ``node_endpoints``."""
     leaders = set()
     for topic, partition, entry in moved:
-        view = partition_view(ctx.broker, topic, partition)
+        view = ctx.services.metadata.partition_view(topic, partition)
         leader, epoch = (view.leader, view.leader_epoch) if view is not None else (NO_LEADER, -1)
         entry.current_leader = leader_class(leader_id=leader, leader_epoch=epoch)
         leaders.add(leader)
@@ -86,7 +73,7 @@ def partition_entries(ctx, topic_class, info) -> list:
             isr_nodes=view.isr,
             offline_replicas=view.offline_replicas,
         )
-        for view in partition_views(ctx.broker, info)
+        for view in ctx.services.metadata.partition_views(info)
     ]
 
 
@@ -117,8 +104,8 @@ def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
     response_class = ctx.request.spec.response_class
     topic_class = response_class.MetadataResponseTopic
-    logs = ctx.broker.logs
-    cluster = ctx.broker.cluster
+    logs = ctx.services.logs
+    metadata = ctx.services.metadata
     # v0: an empty list means every topic; v1+: null means every topic.
     all_topics = body.topics is None or (version == 0 and not body.topics)
     allow_auto_create = body.allow_auto_topic_creation if version >= 4 else True
@@ -127,7 +114,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
         topics = [
             topic_entry(ctx, topic_class, info)
             for info in logs.topics.values()
-            if is_reported(ctx.broker, info) and not checks.describe_topic(ctx, info.name)
+            if metadata.is_reported(info) and not checks.describe_topic(ctx, info.name)
         ]
         # (unauthorized topics are hidden, as Kafka hides them)
     else:
@@ -138,7 +125,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
                 info = by_id.get(requested.topic_id)
                 if (
                     info is None
-                    or not is_reported(ctx.broker, info)
+                    or not metadata.is_reported(info)
                     or checks.describe_topic(ctx, info.name)
                 ):
                     topics.append(
@@ -150,7 +137,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
                     topics.append(topic_entry(ctx, topic_class, info))
                 continue
             info = logs.topics.get(name)
-            if not is_reported(ctx.broker, info):
+            if not metadata.is_reported(info):
                 info = None
             denied = checks.describe_topic(ctx, name) or (
                 info is None and allow_auto_create and checks.create_topic(ctx, name)
@@ -161,14 +148,14 @@ def handle(ctx: RequestContext) -> HandlerResult:
             if info is None:
                 try:
                     check_name(name)
-                    info = auto_create(ctx.broker, name) if allow_auto_create else None
+                    info = auto_create(ctx.services, name) if allow_auto_create else None
                 except TopicError as exc:
                     code = exc.code
-                    if cluster is not None and code == ErrorCode.TOPIC_ALREADY_EXISTS:
+                    if code == ErrorCode.TOPIC_ALREADY_EXISTS:  # (in a cluster) being created
                         code = ErrorCode.LEADER_NOT_AVAILABLE
                     topics.append(error_entry(topic_class, code, name))
                     continue
-                if info is not None and not is_reported(ctx.broker, logs.topics.get(name)):
+                if info is not None and not metadata.is_reported(logs.topics.get(name)):
                     topics.append(error_entry(topic_class, ErrorCode.LEADER_NOT_AVAILABLE, name))
                     continue
             if info is None:
@@ -185,8 +172,8 @@ def handle(ctx: RequestContext) -> HandlerResult:
     return ctx.response(
         throttle_time_ms=0,
         brokers=broker_entries(ctx, response_class.MetadataResponseBroker),
-        cluster_id=ctx.broker.cluster_id,
-        controller_id=ctx.broker.node_id if cluster is None else cluster.controller_id,
+        cluster_id=ctx.services.cluster_id,
+        controller_id=metadata.controller_id(),
         topics=topics,
         authorized_operations=(
             checks.cluster_operations(ctx)

@@ -28,7 +28,7 @@ API_KEY = 8
 @defer.inlineCallbacks
 def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
-    coordinator = ctx.broker.groups
+    coordinator = ctx.services.groups
     topic_class = ctx.request.spec.response_class.OffsetCommitResponseTopic
     partition_class = topic_class.OffsetCommitResponsePartition
     commits = [

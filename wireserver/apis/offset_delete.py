@@ -18,7 +18,7 @@ API_KEY = 47
 @handles(API_KEY)
 def handle(ctx: RequestContext) -> HandlerResult:
     body = ctx.body
-    coordinator = ctx.broker.groups
+    coordinator = ctx.services.groups
     topic_class = ctx.request.spec.response_class.OffsetDeleteResponseTopic
     partition_class = topic_class.OffsetDeleteResponsePartition
     error = checks.delete_group(ctx, body.group_id) or coordinator.ensure_ready(body.group_id)

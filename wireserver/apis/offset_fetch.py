@@ -50,7 +50,7 @@ def _member_epoch_error(coordinator, g, version):
 @handles(API_KEY)
 def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
-    coordinator = ctx.broker.groups
+    coordinator = ctx.services.groups
     response_class = ctx.request.spec.response_class
     error = coordinator.ensure_ready() or ErrorCode.NONE
 

@@ -43,8 +43,8 @@ def end_offset_for(log, epoch: int) -> tuple[int, int]:
 def handle(ctx: RequestContext) -> HandlerResult:
     topic_class = ctx.request.spec.response_class.OffsetForLeaderTopicResult
     partition_class = topic_class.EpochEndOffset
-    logs = ctx.broker.logs
-    replicas = ctx.broker.replicas
+    logs = ctx.services.logs
+    replicas = ctx.services.replicas
     topics = []
     for topic in ctx.body.topics:
         partitions = []

@@ -52,12 +52,12 @@ def produce_partition(ctx, topic: str, partition: int, records, acks: int):
     ``AppendResult`` or raises ``BatchError`` with the partition's error."""
     if acks not in VALID_ACKS:
         raise BatchError(ErrorCode.INVALID_REQUIRED_ACKS)
-    info = ctx.broker.logs.topics.get(topic)
+    info = ctx.services.logs.topics.get(topic)
     if info is None or not 0 <= partition < info.num_partitions:
         raise BatchError(
             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
         )
-    txn = ctx.broker.txn
+    txn = ctx.services.txn
 
     def verify_transaction(buf):
         if not buf[ATTRIBUTES_LOW_BYTE] & ATTR_TRANSACTIONAL_MASK:
@@ -65,7 +65,7 @@ def produce_partition(ctx, topic: str, partition: int, records, acks: int):
         batch = RecordBatch(memoryview(buf))
         return txn.verify_produce(batch.producer_id, batch.producer_epoch, topic, partition)
 
-    return ctx.broker.replicas.append_records(
+    return ctx.services.replicas.append_records(
         topic, partition, records, acks, info.config, verify_transaction
     )
 
@@ -79,7 +79,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
     record_error_class = partition_class.BatchIndexAndErrorMessage
     by_id = None
     if version >= 13:
-        by_id = {info.topic_id: info.name for info in ctx.broker.logs.topics.values()}
+        by_id = {info.topic_id: info.name for info in ctx.services.logs.topics.values()}
     responses = []
     txn_denied = checks.produce_transactional_id(ctx)
     replicating = []  # acks=-1: (topic, partition, last offset, response entry)
@@ -157,7 +157,7 @@ def respond(ctx, responses, moved):
 def await_replication(ctx, waiting, responses, moved):
     """acks=-1: the response once every ISR member has each partition's batch (Kafka's
     DelayedProduce), or after the request's timeout; at once when the ISR is this broker."""
-    replicated = ctx.broker.replicas.wait_for_replication(
+    replicated = ctx.services.replicas.wait_for_replication(
         [(name, index, last_offset) for name, index, last_offset, _ in waiting], ctx.body.timeout_ms
     )
 

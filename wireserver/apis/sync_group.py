@@ -29,7 +29,7 @@ def build(ctx, result: SyncResult):
 @handles(API_KEY)
 def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
-    coordinator = ctx.broker.groups
+    coordinator = ctx.services.groups
     error = checks.read_group(ctx, body.group_id) or coordinator.ensure_ready(body.group_id)
     if error is not None:
         return build(ctx, SyncResult(error))

@@ -32,7 +32,7 @@ API_KEY = 28
 @defer.inlineCallbacks
 def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
-    broker = ctx.broker
+    services = ctx.services
     commits = [
         OffsetCommit(
             t.name,
@@ -48,25 +48,25 @@ def handle(ctx: RequestContext) -> HandlerResult:
     error = (
         checks.write_transactional_id(ctx, body.transactional_id)
         or checks.read_group(ctx, body.group_id)
-        or broker.groups.ensure_ready(body.group_id)
+        or services.groups.ensure_ready(body.group_id)
     )
     denied = {c.topic: checks.read_topic(ctx, c.topic) for c in commits}
     filtered = error is None and any(denied.values())
     if filtered:
         commits = [c for c in commits if not denied[c.topic]]
-    if error is None and broker.cluster is None:  # the coordinator is here on one node only
-        error = broker.txn.check_produce(
+    if error is None:  # where this broker can tell (one node): the offsets partition was added
+        error = services.txn.verify_produce(
             body.producer_id,
             body.producer_epoch,
             OFFSETS_TOPIC,
-            broker.groups.partition_for(body.group_id),
+            services.groups.partition_for(body.group_id),
         )
         if error == ErrorCode.INVALID_PRODUCER_ID_MAPPING:
             error = ErrorCode.INVALID_TXN_STATE
     if error is not None:
         results = {(c.topic, c.partition): error for c in commits}
     elif version >= 3:
-        results = broker.groups.txn_offset_commit(
+        results = services.groups.txn_offset_commit(
             body.group_id,
             body.producer_id,
             body.producer_epoch,
@@ -76,11 +76,11 @@ def handle(ctx: RequestContext) -> HandlerResult:
             commits,
         )
     else:
-        results = broker.groups.txn_offset_commit(
+        results = services.groups.txn_offset_commit(
             body.group_id, body.producer_id, body.producer_epoch, -1, "", None, commits
         )
     if ErrorCode.NONE in results.values():
-        replicated = yield broker.groups.replicated(body.group_id)
+        replicated = yield services.groups.replicated(body.group_id)
         if replicated != ErrorCode.NONE:
             results = {
                 key: replicated if code == ErrorCode.NONE else code for key, code in results.items()

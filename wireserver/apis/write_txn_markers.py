@@ -28,12 +28,12 @@ API_KEY = 27
 def _replicated(ctx, results: dict):
     """Each written marker's answer once the high watermark has passed it (Kafka's acks=-1
     append of markers, bounded by its ``request.timeout.ms`` default)."""
-    broker = ctx.broker
+    services = ctx.services
     written = [tp for tp, error in results.items() if error == ErrorCode.NONE]
 
     def committed(topic: str, partition: int) -> defer.Deferred:
-        last_offset = broker.logs.get_log(topic, partition).log_end_offset - 1
-        d = broker.replicas.wait_for_replication(
+        last_offset = services.logs.get_log(topic, partition).log_end_offset - 1
+        d = services.replicas.wait_for_replication(
             [(topic, partition, last_offset)], REQUEST_TIMEOUT_MS
         )
         return d.addCallback(lambda answers: answers[(topic, partition)])
@@ -58,7 +58,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
         if denied:
             results = {tp: denied for tp in partitions}
         else:
-            results = ctx.broker.txn.write_markers(
+            results = ctx.services.txn.write_markers(
                 marker.producer_id,
                 marker.producer_epoch,
                 bool(marker.transaction_result),

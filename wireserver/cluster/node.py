@@ -389,8 +389,6 @@ class ClusterNode:
     def _drop_topic(self, name: str) -> None:
         """The topic is gone from ZooKeeper: stop leading and following its partitions and
         delete its logs (Kafka's StopReplica with delete)."""
-        from wireserver.topics import delete_local
-
         assignment = self.topics.pop(name)
         log.info("topic %s deleted: dropping its replicas", name)
         for partition in assignment.replicas:
@@ -399,7 +397,7 @@ class ClusterNode:
             self.broker.replicas.resign(tp)
             self.states.pop(tp, None)
         if name in self.broker.logs.topics:
-            delete_local(self.broker, name)
+            self.broker.metadata.delete_local(name)
         for partition in assignment.replicas:
             self.broker.purgatory.notify(("hw", name, partition))
 
@@ -407,7 +405,7 @@ class ClusterNode:
         """At start: logs of topics deleted while this broker was away. Not when this broker
         has just made a new ZooKeeper tree (an empty chroot): its topics were never deleted
         there, only never written, so their logs stay on disk (unserved) for an operator."""
-        from wireserver.topics import INTERNAL_TOPICS, delete_local
+        from wireserver.coordinator_runtime import INTERNAL_TOPICS
 
         for name in list(self.broker.logs.topics):
             if name in present or name in INTERNAL_TOPICS:
@@ -421,16 +419,14 @@ class ClusterNode:
                 )
             else:
                 log.info("topic %s no longer exists: deleting its logs", name)
-                delete_local(self.broker, name)
+                self.broker.metadata.delete_local(name)
 
     def _ensure_local(self, assignment: zd.TopicAssignment, overrides: dict[str, str]) -> None:
         logs = self.broker.logs
         info = logs.topics.get(assignment.name)
         if info is not None and info.topic_id != assignment.topic_id:
-            from wireserver.topics import delete_local
-
             log.info("topic %s was re-created: deleting the logs of the old one", assignment.name)
-            delete_local(self.broker, assignment.name)
+            self.broker.metadata.delete_local(assignment.name)
             info = None
         if info is None:
             logs.create_topic(

@@ -46,7 +46,7 @@ class ConnectionSecurity:
 
 def _authorizer(ctx: Any) -> tuple[Any, ConnectionSecurity | None]:
     """(the broker's authorizer or None, the connection's security or None)."""
-    manager = getattr(ctx.broker, "security", None)
+    manager = getattr(ctx.services, "security", None)
     return getattr(manager, "authorizer", None), getattr(ctx, "security", None)
 
 
@@ -71,4 +71,4 @@ def authorize_by_resource_type(ctx: Any, operation: Any, resource_type: Any) -> 
 
 
 def authorizer_enabled(ctx: Any) -> bool:
-    return getattr(getattr(ctx.broker, "security", None), "authorizer", None) is not None
+    return getattr(getattr(ctx.services, "security", None), "authorizer", None) is not None

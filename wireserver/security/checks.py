@@ -322,7 +322,7 @@ def add_partitions_to_txn(ctx: Any, transactional_id: str, partitions: list) -> 
         return None
     from wireserver.topics import INTERNAL_TOPICS
 
-    topics = ctx.broker.logs.topics
+    topics = ctx.services.logs.topics
     errors = {}
     for topic, partition in partitions:
         if topic in INTERNAL_TOPICS or produce_topic(ctx, topic):

@@ -34,7 +34,7 @@ def admit(connection: Any, frame: memoryview) -> bool:
             from wireserver.security import tls  # pyOpenSSL only where TLS is configured
             from wireserver.security.principals import NoMatchingRule
 
-            mapper = connection.broker.security.principal_mappers.get(security.listener)
+            mapper = connection.services.security.principal_mappers.get(security.listener)
             try:
                 principal = tls.peer_principal(connection.transport, mapper)
             except NoMatchingRule as exc:
@@ -77,7 +77,7 @@ def _raw_token(connection: Any, authenticator: Any, token: bytes) -> None:
         # v0 has no error answer: the connection just closes, after the delay
         authenticator.fail(str(exc))
         delay_s = authenticator.settings.failed_authentication_delay_ms / 1000
-        connection.broker.reactor.callLater(
+        connection.services.reactor.callLater(
             delay_s, connection.close, f"SASL authentication failed: {exc}"
         )
         return
@@ -97,7 +97,7 @@ def delay_failure(ctx: Any, response: Any) -> Any:
         return response
     from twisted.internet import task
 
-    return task.deferLater(ctx.broker.reactor, delay_ms / 1000, lambda: response)
+    return task.deferLater(ctx.services.reactor, delay_ms / 1000, lambda: response)
 
 
 def after_response(connection: Any) -> None:

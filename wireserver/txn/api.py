@@ -23,5 +23,5 @@ def once_replicated(ctx, transactional_id: str, error: ErrorCode):
     when it does not."""
     if error != ErrorCode.NONE:
         return error
-    replicated = yield ctx.broker.txn.replicated(transactional_id)
+    replicated = yield ctx.services.txn.replicated(transactional_id)
     return replicated

@@ -1,0 +1,50 @@
+"""What handlers and the topic functions may use of a broker: its identity, config, clock, the
+partition layer, the cluster metadata and the coordinators — and nothing of its lifecycle.
+
+A Protocol: ``wireserver.broker.Broker`` provides it, and nothing below the broker imports the
+broker. A handler reaches it as ``ctx.services``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from wireserver.config import BrokerConfig, Listener
+    from wireserver.groups.configs import GroupConfigs
+    from wireserver.groups.coordinator import GroupCoordinator
+    from wireserver.metadata import LocalMetadata
+    from wireserver.producer_ids import ProducerIdManager
+    from wireserver.protocol.registry import ApiRegistry
+    from wireserver.purgatory import Purgatory
+    from wireserver.replica.manager import ReplicaManager
+    from wireserver.security.manager import SecurityManager
+    from wireserver.storage.manager import LogManager
+    from wireserver.txn.coordinator import TransactionCoordinator
+
+
+class Services(Protocol):
+    node_id: int
+    cluster_id: str
+    config: BrokerConfig
+    #: the Twisted reactor: ``seconds()`` for time, ``callLater`` for timers
+    reactor: Any
+    #: every API this broker serves, at which versions
+    registry: ApiRegistry
+    logs: LogManager
+    #: the partition layer: appends as leader, follower state, high watermarks
+    replicas: ReplicaManager
+    purgatory: Purgatory
+    #: the brokers, topics and partitions of the cluster, and topic changes
+    metadata: LocalMetadata
+    groups: GroupCoordinator
+    group_configs: GroupConfigs
+    txn: TransactionCoordinator
+    producer_ids: ProducerIdManager
+    security: SecurityManager
+    #: the open client connections (``wireserver.server``), which the broker drops on stop
+    connections: set[Any]
+
+    def now_ms(self) -> int: ...
+
+    def advertised_listener(self, name: str) -> Listener: ...
