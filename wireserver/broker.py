@@ -13,6 +13,7 @@ import os
 import sys
 import uuid
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from twisted.internet import defer, task, threads
@@ -29,6 +30,7 @@ from wireserver.replica.manager import ReplicaManager
 from wireserver.security.manager import SecurityManager
 from wireserver.server import KafkaServerFactory
 from wireserver.storage.manager import LogManager
+from wireserver.topics import create_internal_topic
 from wireserver.txn import TransactionCoordinator
 
 log = logging.getLogger(__name__)
@@ -120,7 +122,13 @@ class Broker:
             for (topic, index), _ in self.logs.logs():
                 self.replicas.partition(topic, index)
         self.group_configs = GroupConfigs(self.config, self.config.log_dirs[0])
-        self.groups = GroupCoordinator(self)
+        create_topic = partial(create_internal_topic, self)
+        self.groups = GroupCoordinator(
+            self,
+            reactor=self.reactor,
+            create_topic=create_topic,
+            group_configs=self.group_configs,
+        )
         self.groups.start()
         self.txn = TransactionCoordinator(self)
         self.txn.start()
