@@ -130,7 +130,14 @@ class Broker:
             group_configs=self.group_configs,
         )
         self.groups.start()
-        self.txn = TransactionCoordinator(self)
+        self.txn = TransactionCoordinator(
+            self,
+            reactor=self.reactor,
+            create_topic=create_topic,
+            # Asked at each use: a cluster replaces ``producer_ids`` once it has started.
+            new_producer_id=lambda: self.producer_ids.generate(),
+            groups=self.groups,
+        )
         self.txn.start()
         bound = []
         for listener in self.config.listeners:

@@ -17,15 +17,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from twisted.internet import defer, task
 
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.served import SERVED
-
-if TYPE_CHECKING:
-    from wireserver.broker import Broker
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +41,16 @@ FINAL = frozenset(
 
 
 class TxnMarkerSender:
-    def __init__(self, broker: Broker):
-        self.broker = broker
-        self.reactor = broker.reactor
+    """Given what it uses rather than the broker: the reactor, this broker's node id (in its
+    client id), the inter-broker security (``BrokerConfig.inter_broker_security``) and
+    ``cluster``, which returns the broker's cluster view when asked (read at each use: the
+    view is made after the transaction coordinator that makes this sender)."""
+
+    def __init__(self, reactor: Any, node_id: int, security: Any, cluster: Callable[[], Any]):
+        self.reactor = reactor
+        self.node_id = node_id
+        self.security = security
+        self.cluster = cluster
         self.connections: dict[int, Any] = {}
         self.stopped = False
 
@@ -71,7 +75,7 @@ class TxnMarkerSender:
         remaining = set(partitions)
         attempt = 0
         while remaining and still_wanted() and not self.stopped:
-            cluster = self.broker.cluster
+            cluster = self.cluster()
             remaining = {tp for tp in remaining if tp[0] in cluster.topics}
             by_leader: dict[int, list[TP]] = {}
             for tp in sorted(remaining):
@@ -173,10 +177,10 @@ class TxnMarkerSender:
 
         connection = yield connect_to_broker(
             self.reactor,
-            self.broker.cluster.brokers,
+            self.cluster().brokers,
             broker_id,
-            self.broker.config.inter_broker_security,
-            f"txn-marker-sender-{self.broker.node_id}",
+            self.security,
+            f"txn-marker-sender-{self.node_id}",
         )
         existing = self.connections.get(broker_id)
         if existing is not None and not existing.closed:
