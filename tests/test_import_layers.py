@@ -33,15 +33,9 @@ KNOWN_CIRCLES: list[set[str]] = [
         "wireserver.cluster.node",
         "wireserver.cluster.topic_admin",
         "wireserver.cluster.topic_deletion",
-        "wireserver.cluster.txn_markers",
         "wireserver.context",
-        "wireserver.groups",
-        "wireserver.groups.consumer_coordinator",
-        "wireserver.groups.coordinator",
         "wireserver.server",
         "wireserver.topics",
-        "wireserver.txn",
-        "wireserver.txn.coordinator",
     }
 ]
 

@@ -14,6 +14,7 @@ import os
 import sys
 import uuid
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from twisted.internet import defer, task, threads
@@ -31,6 +32,7 @@ from wireserver.replica.manager import ReplicaManager
 from wireserver.security.manager import SecurityManager
 from wireserver.server import KafkaServerFactory
 from wireserver.storage.manager import LogManager
+from wireserver.topics import create_internal_topic
 from wireserver.txn import TransactionCoordinator
 
 log = logging.getLogger(__name__)
@@ -141,10 +143,23 @@ class Broker:
             for (topic, index), _ in self.logs.logs():
                 self.replicas.partition(topic, index)
         self.group_configs = GroupConfigs(self.config, self.config.log_dirs[0])
-        self.groups = GroupCoordinator(self)
+        create_topic = partial(create_internal_topic, self)
+        self.groups = GroupCoordinator(
+            self,
+            reactor=self.reactor,
+            create_topic=create_topic,
+            group_configs=self.group_configs,
+        )
         self.groups.start()
         self.metadata.topic_deleted.append(self.groups.drop_offsets_of_topic)
-        self.txn = TransactionCoordinator(self)
+        self.txn = TransactionCoordinator(
+            self,
+            reactor=self.reactor,
+            create_topic=create_topic,
+            # Asked at each use: a cluster replaces ``producer_ids`` once it has started.
+            new_producer_id=lambda: self.producer_ids.generate(),
+            groups=self.groups,
+        )
         self.txn.start()
         bound = []
         for listener in self.config.listeners:

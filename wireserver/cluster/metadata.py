@@ -59,6 +59,11 @@ class ZkMetadata(LocalMetadata):
     def live_racks(self) -> dict[int, str | None]:
         return self.node.live_racks()
 
+    def registrations(self) -> dict[int, Any]:
+        """Each live broker's registration (``zkdata.BrokerInfo``: its endpoints by listener),
+        as inter-broker connections need it."""
+        return self.node.brokers
+
     def broker_endpoints(self, listener_name: str) -> list[BrokerEndpoint]:
         endpoints = []
         for node_id, info in sorted(self.node.brokers.items()):

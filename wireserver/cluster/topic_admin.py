@@ -24,7 +24,7 @@ from wireserver.cluster import zkdata as zd
 from wireserver.cluster.config_changes import notify
 from wireserver.cluster.placement import PlacementError, assign_replicas
 from wireserver.protocol.errors import ErrorCode
-from wireserver.topics import TopicError
+from wireserver.metadata import TopicError
 
 if TYPE_CHECKING:
     from wireserver.cluster.node import ClusterNode

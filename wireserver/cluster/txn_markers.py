@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer, task
 
+from wireserver.metadata import NO_LEADER
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.served import SERVED
 
 if TYPE_CHECKING:
-    from wireserver.broker import Broker
+    from wireserver.cluster.metadata import ZkMetadata
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +45,15 @@ FINAL = frozenset(
 
 
 class TxnMarkerSender:
-    def __init__(self, broker: Broker):
-        self.broker = broker
-        self.reactor = broker.reactor
+    """Given what it uses rather than the broker: the reactor, this broker's node id (in its
+    client id), the inter-broker security (``BrokerConfig.inter_broker_security``) and
+    the cluster ``metadata`` (who leads each partition, where each broker listens)."""
+
+    def __init__(self, reactor: Any, node_id: int, security: Any, metadata: ZkMetadata):
+        self.reactor = reactor
+        self.node_id = node_id
+        self.security = security
+        self.metadata = metadata
         self.connections: dict[int, Any] = {}
         self.stopped = False
 
@@ -71,13 +78,13 @@ class TxnMarkerSender:
         remaining = set(partitions)
         attempt = 0
         while remaining and still_wanted() and not self.stopped:
-            cluster = self.broker.cluster
-            remaining = {tp for tp in remaining if tp[0] in cluster.topics}
+            metadata = self.metadata
+            remaining = {tp for tp in remaining if metadata.registered(tp[0])}
             by_leader: dict[int, list[TP]] = {}
             for tp in sorted(remaining):
-                state = cluster.partition(*tp)
-                if state is not None and state.leader in cluster.brokers:
-                    by_leader.setdefault(state.leader, []).append(tp)
+                leader = metadata.leader(*tp)
+                if leader != NO_LEADER:
+                    by_leader.setdefault(leader, []).append(tp)
             answers = yield defer.gatherResults(
                 [
                     self._send_to(
@@ -98,9 +105,8 @@ class TxnMarkerSender:
                                 error.name,
                             )
                         remaining.discard(tp)
-                    elif (
-                        error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                        and tp[0] not in cluster.topics
+                    elif error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and not metadata.registered(
+                        tp[0]
                     ):
                         remaining.discard(tp)
             if remaining and still_wanted() and not self.stopped:
@@ -173,10 +179,10 @@ class TxnMarkerSender:
 
         connection = yield connect_to_broker(
             self.reactor,
-            self.broker.cluster.brokers,
+            self.metadata.registrations(),
             broker_id,
-            self.broker.config.inter_broker_security,
-            f"txn-marker-sender-{self.broker.node_id}",
+            self.security,
+            f"txn-marker-sender-{self.node_id}",
         )
         existing = self.connections.get(broker_id)
         if existing is not None and not existing.closed:

@@ -38,9 +38,11 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from wireserver.coordinator_runtime import CoordinatorRuntime
 from wireserver.groups import assignors
+from wireserver.groups.configs import GroupConfigs
 from wireserver.groups.consumer_group import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
@@ -51,6 +53,7 @@ from wireserver.groups.consumer_group import (
     MemberState,
     TopicPartitions,
 )
+from wireserver.groups.group import Group
 from wireserver.groups.records import (
     ConsumerGroupKey,
     ConsumerGroupValue,
@@ -60,9 +63,6 @@ from wireserver.groups.records import (
     encode_key,
 )
 from wireserver.protocol.errors import ErrorCode
-
-if TYPE_CHECKING:
-    from wireserver.groups.coordinator import GroupCoordinator
 
 log = logging.getLogger(__name__)
 
@@ -109,9 +109,30 @@ class HeartbeatError(Exception):
         self.message = message
 
 
+class ClassicCoordinator(Protocol):
+    """What this module uses of the classic group coordinator (``GroupCoordinator``, which
+    creates it): its reactor, config and clock, its groups (an empty classic group becomes a
+    consumer group) and the runtime of ``__consumer_offsets`` both write to. A Protocol, so
+    that this module does not import the coordinator that imports it."""
+
+    reactor: Any
+    config: Any
+    groups: dict[str, Group]
+    runtime: CoordinatorRuntime
+
+    def now_ms(self) -> int: ...
+
+    def drop_group(self, group: Group) -> None: ...
+
+
 class ConsumerGroupCoordinator:
-    def __init__(self, coordinator: GroupCoordinator):
+    """``logs``: the broker's ``LogManager`` (its ``topics``: what members subscribe to);
+    ``group_configs``: the groups' session and heartbeat settings (``GroupConfigs``)."""
+
+    def __init__(self, coordinator: ClassicCoordinator, logs: Any, group_configs: GroupConfigs):
         self.coordinator = coordinator
+        self.logs = logs
+        self.group_configs = group_configs
         self.reactor = coordinator.reactor
         self.config = coordinator.config
         self.groups: dict[str, ConsumerGroup] = {}
@@ -135,14 +156,12 @@ class ConsumerGroupCoordinator:
     def _session_timeout_ms(self, group_id: str) -> int:
         """The group's ``consumer.session.timeout.ms`` (a group config), else the broker's
         ``group.consumer.session.timeout.ms``: Kafka's ``consumerGroupSessionTimeoutMs``."""
-        return self.coordinator.broker.group_configs.value(group_id, "consumer.session.timeout.ms")
+        return self.group_configs.value(group_id, "consumer.session.timeout.ms")
 
     def _heartbeat_interval_ms(self, group_id: str) -> int:
         """The group's ``consumer.heartbeat.interval.ms``, else the broker's
         ``group.consumer.heartbeat.interval.ms``."""
-        return self.coordinator.broker.group_configs.value(
-            group_id, "consumer.heartbeat.interval.ms"
-        )
+        return self.group_configs.value(group_id, "consumer.heartbeat.interval.ms")
 
     # -- ConsumerGroupHeartbeat -------------------------------------------------------------
 
@@ -460,7 +479,7 @@ class ConsumerGroupCoordinator:
         }
         if not regexes and not group.resolved_regexes:
             return
-        topics = frozenset(self.coordinator.broker.logs.topics)
+        topics = frozenset(self.logs.topics)
         if (
             regexes == group.resolved_regexes.keys()
             and topics == group.regex_topics
@@ -479,7 +498,7 @@ class ConsumerGroupCoordinator:
         group.regex_refreshed_ms = now
 
     def _subscriptions(self, group: ConsumerGroup) -> dict[str, set[str]]:
-        topics = self.coordinator.broker.logs.topics
+        topics = self.logs.topics
         out = {}
         for member_id, member in group.members.items():
             names = {n for n in member.subscribed_topic_names if n in topics}
@@ -494,7 +513,7 @@ class ConsumerGroupCoordinator:
 
     def _refresh_metadata(self, group: ConsumerGroup) -> bool:
         """Update the subscribed topics' ids and partition counts; True if they changed."""
-        topics = self.coordinator.broker.logs.topics
+        topics = self.logs.topics
         names = set().union(*self._subscriptions(group).values()) if group.members else set()
         metadata = {n: (topics[n].topic_id, topics[n].num_partitions) for n in sorted(names)}
         if metadata != group.subscription_metadata:
@@ -655,7 +674,7 @@ class ConsumerGroupCoordinator:
     # -- describe ---------------------------------------------------------------------------
 
     def topic_names(self) -> dict[uuid.UUID, str]:
-        return {info.topic_id: name for name, info in self.coordinator.broker.logs.topics.items()}
+        return {info.topic_id: name for name, info in self.logs.topics.items()}
 
 
 def _new_member_id() -> str:

@@ -58,12 +58,18 @@ import logging
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from twisted.internet import defer
 
-from wireserver.coordinator_runtime import OFFSETS_TOPIC, CoordinatorRuntime, InternalTopic
+from wireserver.coordinator_runtime import (
+    OFFSETS_TOPIC,
+    CoordinatorHost,
+    CoordinatorRuntime,
+    InternalTopic,
+    TopicCreator,
+)
+from wireserver.groups.configs import GroupConfigs
 from wireserver.groups.consumer_coordinator import ConsumerGroupCoordinator
 from wireserver.groups.group import CommittedOffset, Group, Member
 from wireserver.groups.offsets import OffsetCommit, OffsetManager, PendingOffsets
@@ -85,10 +91,6 @@ from wireserver.groups.records import (
 from wireserver.groups.state import GroupState
 from wireserver.protocol.errors import DecodeError, ErrorCode
 from wireserver.protocol.records import ControlRecordType, RecordBatch, decode_control_record
-from wireserver.topics import create_internal_topic
-
-if TYPE_CHECKING:
-    from wireserver.broker import Broker
 
 log = logging.getLogger(__name__)
 
@@ -157,22 +159,32 @@ class SyncResult:
 
 
 class GroupCoordinator:
-    def __init__(self, broker: Broker):
-        self.broker = broker
-        self.reactor = broker.reactor
-        self.config = broker.config
+    """Given what it uses rather than the whole broker, so that it imports nothing of it:
+    ``host`` (config, logs, replicas, cluster view and clock, as the runtime wants them), the
+    reactor its timers run on, ``create_topic`` (creates ``__consumer_offsets``) and the
+    group configs (the consumer groups' session and heartbeat settings)."""
+
+    def __init__(
+        self,
+        host: CoordinatorHost,
+        *,
+        reactor: Any,
+        create_topic: TopicCreator,
+        group_configs: GroupConfigs,
+    ):
+        self.host = host
+        self.reactor = reactor
+        self.config = host.config
         self.groups: dict[str, Group] = {}
-        self.runtime = CoordinatorRuntime(
-            broker, CONSUMER_OFFSETS, self, partial(create_internal_topic, broker)
-        )
+        self.runtime = CoordinatorRuntime(host, CONSUMER_OFFSETS, self, create_topic)
         # Groups of type "consumer" (KIP-848) live apart from the classic ones.
-        self.consumer = ConsumerGroupCoordinator(self)
+        self.consumer = ConsumerGroupCoordinator(self, host.logs, group_configs)
         self.offsets = OffsetManager(self.runtime, self, self.reactor)
 
     # -- lifecycle --------------------------------------------------------------------------
 
     def now_ms(self) -> int:
-        return self.broker.now_ms()
+        return self.host.now_ms()
 
     def start(self) -> None:
         """Load groups and offsets from ``__consumer_offsets`` (if it exists), then start the

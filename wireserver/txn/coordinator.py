@@ -47,8 +47,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Iterable
-from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from twisted.internet import defer, task
 
@@ -56,12 +55,13 @@ from wireserver.cluster.txn_markers import TxnMarkerSender
 from wireserver.coordinator_runtime import (
     OFFSETS_TOPIC,
     TRANSACTION_STATE_TOPIC,
+    CoordinatorHost,
     CoordinatorRuntime,
     InternalTopic,
+    TopicCreator,
 )
 from wireserver.protocol.errors import ErrorCode
 from wireserver.storage.producer_state import InvalidProducerEpoch, TransactionCoordinatorFenced
-from wireserver.topics import create_internal_topic
 from wireserver.txn.records import (
     TxnLogValue,
     TxnRecordError,
@@ -71,9 +71,6 @@ from wireserver.txn.records import (
     encode_value,
 )
 from wireserver.txn.state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TransactionMetadata, TxnState
-
-if TYPE_CHECKING:
-    from wireserver.broker import Broker
 
 log = logging.getLogger(__name__)
 
@@ -103,11 +100,39 @@ TRANSACTION_STATE = InternalTopic(
 )
 
 
+class GroupOffsets(Protocol):
+    """What the transaction coordinator uses of the group coordinator: a transaction's
+    offsets go to its group's partition of ``__consumer_offsets``, and the marker written there
+    completes them."""
+
+    def ensure_ready(self, group_id: str | None = None) -> ErrorCode | None: ...
+
+    def partition_for(self, group_id: str) -> int: ...
+
+    def complete_transaction(self, producer_id: int, commit: bool, partition: int) -> None: ...
+
+
 class TransactionCoordinator:
-    def __init__(self, broker: Broker):
-        self.broker = broker
-        self.reactor = broker.reactor
-        self.config = broker.config
+    """Given what it uses rather than the whole broker, so that it imports nothing of it:
+    ``host`` (config, logs, replicas, cluster metadata and clock), the reactor its timers run on,
+    ``create_topic`` (creates ``__transaction_state``), ``new_producer_id`` (the broker's
+    producer id generator, asked at each use: a cluster replaces it after start-up) and
+    ``groups`` (the group coordinator, for transactional offsets)."""
+
+    def __init__(
+        self,
+        host: CoordinatorHost,
+        *,
+        reactor: Any,
+        create_topic: TopicCreator,
+        new_producer_id: Callable[[], int],
+        groups: GroupOffsets,
+    ):
+        self.host = host
+        self.reactor = reactor
+        self.config = host.config
+        self.new_producer_id = new_producer_id
+        self.groups = groups
         self.txns: dict[str, TransactionMetadata] = {}
         self._by_pid: dict[int, str] = {}  # producer id -> transactional id
         self.coordinator_epoch = 0
@@ -115,17 +140,22 @@ class TransactionCoordinator:
         # A new election reloads a partition (Kafka's transaction coordinator does): its
         # coordinator epoch, written in the markers, changed.
         self.runtime = CoordinatorRuntime(
-            broker,
-            TRANSACTION_STATE,
-            self,
-            partial(create_internal_topic, broker),
-            reload_on_reelection=True,
+            host, TRANSACTION_STATE, self, create_topic, reload_on_reelection=True
         )
         self.clustered = self.runtime.clustered
-        self.markers = TxnMarkerSender(broker) if self.clustered else None
+        self.markers = (
+            TxnMarkerSender(
+                reactor,
+                self.config.node_id,
+                self.config.inter_broker_security,
+                host.metadata,
+            )
+            if self.clustered
+            else None
+        )
 
     def now_ms(self) -> int:
-        return self.broker.now_ms()
+        return self.host.now_ms()
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -298,7 +328,7 @@ class TransactionCoordinator:
         if txn is None:
             txn = TransactionMetadata(
                 transactional_id,
-                self.broker.producer_ids.generate(),
+                self.new_producer_id(),
                 NO_PRODUCER_EPOCH,
                 timeout_ms,
                 S.EMPTY,
@@ -333,7 +363,7 @@ class TransactionCoordinator:
         new = txn.copy()
         new.last_producer_id, new.last_producer_epoch = txn.producer_id, txn.producer_epoch
         if txn.epoch_exhausted:
-            new.producer_id = self.broker.producer_ids.generate()
+            new.producer_id = self.new_producer_id()
             new.producer_epoch = 0
         else:
             new.producer_epoch = txn.producer_epoch + 1
@@ -385,7 +415,7 @@ class TransactionCoordinator:
         if not transactional_id:
             return {tp: E.INVALID_REQUEST for tp in partitions}
         error = self.ensure_ready(transactional_id)
-        topics = self.broker.logs.topics
+        topics = self.host.logs.topics
         unknown = {
             tp
             for tp in partitions
@@ -452,10 +482,10 @@ class TransactionCoordinator:
     ) -> ErrorCode:
         if not transactional_id:
             return E.INVALID_REQUEST
-        error = self.ensure_ready(transactional_id) or self.broker.groups.ensure_ready()
+        error = self.ensure_ready(transactional_id) or self.groups.ensure_ready()
         if error is not None:
             return error
-        partition = self.broker.groups.partition_for(group_id)
+        partition = self.groups.partition_for(group_id)
         return self._add(
             transactional_id, producer_id, producer_epoch, [(OFFSETS_TOPIC, partition)]
         )
@@ -585,11 +615,11 @@ class TransactionCoordinator:
         results: dict[tuple[str, int], ErrorCode] = {}
         now = self.now_ms()
         for topic, partition in sorted(partitions):
-            partition_log = self.broker.logs.get_log(topic, partition)
+            partition_log = self.host.logs.get_log(topic, partition)
             if partition_log is None:
                 results[(topic, partition)] = E.UNKNOWN_TOPIC_OR_PARTITION
                 continue
-            not_leader, leader_epoch = self.broker.replicas.check_leader(topic, partition)
+            not_leader, leader_epoch = self.host.replicas.check_leader(topic, partition)
             if not_leader is not None:
                 results[(topic, partition)] = E.NOT_LEADER_OR_FOLLOWER
                 continue
@@ -618,9 +648,9 @@ class TransactionCoordinator:
                 )
                 results[(topic, partition)] = E.KAFKA_STORAGE_ERROR
                 continue
-            self.broker.replicas.after_append(topic, partition)
+            self.host.replicas.after_append(topic, partition)
             if topic == OFFSETS_TOPIC:
-                self.broker.groups.complete_transaction(producer_id, commit, partition)
+                self.groups.complete_transaction(producer_id, commit, partition)
             results[(topic, partition)] = E.NONE
         return results
 
