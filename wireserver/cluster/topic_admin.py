@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 from wireserver.cluster import zkdata as zd
 from wireserver.cluster.config_changes import notify
 from wireserver.cluster.placement import PlacementError, assign_replicas
-from wireserver.protocol.errors import ErrorCode
 from wireserver.metadata import TopicError
+from wireserver.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from wireserver.cluster.node import ClusterNode
