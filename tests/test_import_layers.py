@@ -28,11 +28,9 @@ FOLDERS = {
 KNOWN_CIRCLES: list[set[str]] = [
     {
         "wireserver.broker",
-        "wireserver.cluster.controller",
         "wireserver.cluster.fetcher",
         "wireserver.cluster.node",
         "wireserver.cluster.topic_admin",
-        "wireserver.cluster.topic_deletion",
         "wireserver.cluster.txn_markers",
         "wireserver.context",
         "wireserver.groups",

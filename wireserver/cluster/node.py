@@ -277,7 +277,7 @@ class ClusterNode:
                 continue
         self.controller_id = self.node_id
         log.info("broker %d is the controller (controller epoch %d)", self.node_id, epoch)
-        self.controller = Controller(self, epoch)
+        self.controller = Controller(self, epoch, self.broker.config, self.broker.logs)
         self.controller.start()
 
     # -- brokers ---------------------------------------------------------------------------
