@@ -28,7 +28,6 @@ FOLDERS = {
 KNOWN_CIRCLES: list[set[str]] = [
     {
         "wireserver.broker",
-        "wireserver.cluster.fetcher",
         "wireserver.cluster.node",
         "wireserver.cluster.topic_admin",
         "wireserver.cluster.txn_markers",

@@ -530,7 +530,9 @@ class ClusterNode:
         self._stop_following(tp)
         fetcher = self.fetchers.get(state.leader)
         if fetcher is None:
-            fetcher = self.fetchers[state.leader] = ReplicaFetcher(self, state.leader)
+            fetcher = self.fetchers[state.leader] = ReplicaFetcher(
+                self.broker, lambda: self.brokers, state.leader
+            )
             fetcher.start()
         fetcher.add(tp, state.leader_epoch)
         self.following[tp] = state.leader
