@@ -23,16 +23,21 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from twisted.internet import defer, task
 
 from wireserver.cluster import zkdata as zd
 from wireserver.cluster.config_changes import ConfigChangeListener
-from wireserver.cluster.fetcher import ReplicaFetcher
+from wireserver.cluster.fetcher import FetcherHost, ReplicaFetcher
 
 if TYPE_CHECKING:
-    from wireserver.broker import Broker
+    from wireserver.config import Listener
+    from wireserver.groups.configs import GroupConfigs
+    from wireserver.producer_ids import ProducerIdManager
+    from wireserver.purgatory import Purgatory
+    from wireserver.replica.manager import ReplicaManager
+    from wireserver.security.manager import SecurityManager
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +57,24 @@ def split_chroot(connect: str) -> tuple[str, str]:
     return connect[:slash], chroot
 
 
+class NodeHost(FetcherHost, Protocol):
+    """What the cluster code uses of the broker it runs in (``wireserver.broker.Broker``, which
+    makes the ``ClusterNode``, has all of it): typed so, this package does not import the
+    broker. The node sets ``cluster_id`` (the cluster's, adopted) and ``producer_ids`` (blocks
+    allocated in ZooKeeper). It also hands the broker to ``wireserver.topics.delete_local``,
+    which wants the whole ``Broker`` (it reaches the group coordinator too)."""
+
+    cluster_id: str
+    advertised: list[Listener]
+    replicas: ReplicaManager
+    purgatory: Purgatory
+    security: SecurityManager
+    producer_ids: ProducerIdManager
+    group_configs: GroupConfigs
+
+
 class ClusterNode:
-    def __init__(self, broker: Broker):
+    def __init__(self, broker: NodeHost):
         self.broker = broker
         self.reactor = broker.reactor
         self.node_id = broker.node_id
