@@ -33,34 +33,52 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from twisted.internet import task
 
 from wireserver.cluster import zkdata as zd
+from wireserver.cluster.topic_deletion import DeletionHost, TopicDeletion
 from wireserver.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from wireserver.cluster.node import ClusterNode
+    from wireserver.config import BrokerConfig
+    from wireserver.storage.manager import LogManager
 
 log = logging.getLogger(__name__)
 
 PREFERRED, UNCLEAN = 0, 1
 
 
+class ControllerHost(DeletionHost, Protocol):
+    """What the controller uses of the broker's cluster membership (``ClusterNode``, which
+    makes it): the live brokers, topic assignments and partition states it decides on, and
+    ``apply_state`` for each decision it writes."""
+
+    node_id: int
+    reactor: Any
+    brokers: dict[int, zd.BrokerInfo]
+    topics: dict[str, zd.TopicAssignment]
+    states: dict[tuple[str, int], zd.PartitionState]
+
+    def apply_state(self, tp: tuple[str, int], new: zd.PartitionState) -> None: ...
+
+
 class Controller:
-    def __init__(self, node: ClusterNode, epoch: int):
+    def __init__(self, node: ControllerHost, epoch: int, config: BrokerConfig, logs: LogManager):
+        """``config`` and ``logs``: the broker's (its leader rebalance settings, and each
+        topic's ``unclean.leader.election.enable``)."""
         self.node = node
         self.epoch = epoch
+        self.config = config
+        self.logs = logs
         self.active = True
         self._rebalance: task.LoopingCall | None = None
 
     def start(self) -> None:
-        from wireserver.cluster.topic_deletion import TopicDeletion
-
         self.reconcile_all(set())
-        TopicDeletion(self).start()
-        config = self.node.broker.config
+        TopicDeletion(self.node, lambda: self.active).start()
+        config = self.config
         if config["auto.leader.rebalance.enable"]:
             loop = task.LoopingCall(self._guarded_rebalance)
             loop.clock = self.node.reactor
@@ -84,7 +102,7 @@ class Controller:
     def check_and_trigger_rebalance(self) -> list[tuple[str, int]]:
         """Kafka's ``checkAndTriggerAutoLeaderRebalance``; returns the partitions moved."""
         node = self.node
-        threshold = node.broker.config["leader.imbalance.per.broker.percentage"] / 100.0
+        threshold = self.config["leader.imbalance.per.broker.percentage"] / 100.0
         by_preferred: dict[int, list[tuple[str, int]]] = {}
         for name, assignment in list(node.topics.items()):
             for partition, replicas in assignment.replicas.items():
@@ -200,7 +218,7 @@ class Controller:
                 self.reconcile((name, partition), excluded)
 
     def _unclean_allowed(self, topic: str) -> bool:
-        info = self.node.broker.logs.topics.get(topic)
+        info = self.logs.topics.get(topic)
         return bool(info and info.config.unclean_leader_election_enable)
 
     def reconcile(self, tp: tuple[str, int], excluded: set[int]) -> None:

@@ -16,8 +16,9 @@ follower's log end offset. OFFSET_OUT_OF_RANGE sends the fetcher to the leader's
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from twisted.internet import defer, task
 
@@ -27,7 +28,9 @@ from wireserver.protocol.served import SERVED
 from wireserver.storage.batches import iter_headers
 
 if TYPE_CHECKING:
-    from wireserver.cluster.node import ClusterNode
+    from wireserver.cluster import zkdata as zd
+    from wireserver.config import BrokerConfig
+    from wireserver.storage.manager import LogManager
 
 log = logging.getLogger(__name__)
 
@@ -45,11 +48,30 @@ class FetchState:
     out_of_range: bool = False  # the leader answered OFFSET_OUT_OF_RANGE to our log end
 
 
+class FetcherHost(Protocol):
+    """What a fetcher uses of the broker it fetches for: its id, reactor and config, the logs
+    it appends to and the background flush of those that are due."""
+
+    node_id: int
+    reactor: Any
+    config: BrokerConfig
+    logs: LogManager
+
+    def flush_in_background(self, due: list) -> defer.Deferred | None: ...
+
+
 class ReplicaFetcher:
-    def __init__(self, node: ClusterNode, leader_id: int):
-        self.node = node
-        self.broker = node.broker
-        self.reactor = node.broker.reactor
+    def __init__(
+        self,
+        broker: FetcherHost,
+        live_brokers: Callable[[], dict[int, zd.BrokerInfo]],
+        leader_id: int,
+    ):
+        """``live_brokers``: the registrations of the live brokers now (where the leader is
+        reached, read at each connection)."""
+        self.broker = broker
+        self.live_brokers = live_brokers
+        self.reactor = broker.reactor
         self.leader_id = leader_id
         self.partitions: dict[tuple[str, int], FetchState] = {}
         self.running = False
@@ -57,7 +79,7 @@ class ReplicaFetcher:
         self._last_refusal = ""  # the last login refusal logged
         self._wakeup: defer.Deferred | None = None
         self._done: defer.Deferred | None = None
-        config = node.broker.config
+        config = broker.config
         self.wait_ms = config["replica.fetch.wait.max.ms"]
         self.min_bytes = config["replica.fetch.min.bytes"]
         self.max_bytes = config["replica.fetch.response.max.bytes"]
@@ -135,7 +157,7 @@ class ReplicaFetcher:
     def _connect(self) -> defer.Deferred:
         return connect_to_broker(
             self.reactor,
-            self.node.brokers,
+            self.live_brokers(),
             self.leader_id,
             self.broker.config.inter_broker_security,
             f"replica-fetcher-{self.broker.node_id}",

@@ -23,16 +23,22 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from twisted.internet import defer, task
 
 from wireserver.cluster import zkdata as zd
 from wireserver.cluster.config_changes import ConfigChangeListener
-from wireserver.cluster.fetcher import ReplicaFetcher
+from wireserver.cluster.fetcher import FetcherHost, ReplicaFetcher
 
 if TYPE_CHECKING:
-    from wireserver.broker import Broker
+    from wireserver.config import Listener
+    from wireserver.groups.configs import GroupConfigs
+    from wireserver.metadata import LocalMetadata
+    from wireserver.producer_ids import ProducerIdManager
+    from wireserver.purgatory import Purgatory
+    from wireserver.replica.manager import ReplicaManager
+    from wireserver.security.manager import SecurityManager
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +58,25 @@ def split_chroot(connect: str) -> tuple[str, str]:
     return connect[:slash], chroot
 
 
+class NodeHost(FetcherHost, Protocol):
+    """What the cluster code uses of the broker it runs in (``wireserver.broker.Broker``, which
+    makes the ``ClusterNode``, has all of it): typed so, this package does not import the
+    broker. The node sets ``cluster_id`` (the cluster's, adopted) and ``producer_ids`` (blocks
+    allocated in ZooKeeper). A topic gone from ZooKeeper is deleted here through the
+    cluster ``metadata`` (``LocalMetadata.delete_local``), as any deletion on this broker."""
+
+    cluster_id: str
+    advertised: list[Listener]
+    replicas: ReplicaManager
+    purgatory: Purgatory
+    security: SecurityManager
+    producer_ids: ProducerIdManager
+    group_configs: GroupConfigs
+    metadata: LocalMetadata
+
+
 class ClusterNode:
-    def __init__(self, broker: Broker):
+    def __init__(self, broker: NodeHost):
         self.broker = broker
         self.reactor = broker.reactor
         self.node_id = broker.node_id
@@ -277,7 +300,7 @@ class ClusterNode:
                 continue
         self.controller_id = self.node_id
         log.info("broker %d is the controller (controller epoch %d)", self.node_id, epoch)
-        self.controller = Controller(self, epoch)
+        self.controller = Controller(self, epoch, self.broker.config, self.broker.logs)
         self.controller.start()
 
     # -- brokers ---------------------------------------------------------------------------
@@ -526,7 +549,9 @@ class ClusterNode:
         self._stop_following(tp)
         fetcher = self.fetchers.get(state.leader)
         if fetcher is None:
-            fetcher = self.fetchers[state.leader] = ReplicaFetcher(self, state.leader)
+            fetcher = self.fetchers[state.leader] = ReplicaFetcher(
+                self.broker, lambda: self.brokers, state.leader
+            )
             fetcher.start()
         fetcher.add(tp, state.leader_epoch)
         self.following[tp] = state.leader

@@ -18,7 +18,7 @@ admin requests are rare.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from wireserver.cluster import zkdata as zd
 from wireserver.cluster.config_changes import notify
@@ -26,11 +26,15 @@ from wireserver.cluster.placement import PlacementError, assign_replicas
 from wireserver.metadata import TopicError
 from wireserver.protocol.errors import ErrorCode
 
-if TYPE_CHECKING:
-    from wireserver.cluster.node import ClusterNode
+
+class ZkHolder(Protocol):
+    """What these functions use of the ``ClusterNode`` their callers pass: its ZooKeeper
+    client. Typed so, this module does not import the node that calls it."""
+
+    zk: Any
 
 
-def mark_for_deletion(node: ClusterNode, topic: str) -> None:
+def mark_for_deletion(node: ZkHolder, topic: str) -> None:
     """Ask the controller to delete ``topic``. Asking twice is not an error: Kafka's
     ``ZkAdminManager`` swallows TopicAlreadyMarkedForDeletion and waits like the first caller."""
     from kazoo.exceptions import NodeExistsError
@@ -41,7 +45,7 @@ def mark_for_deletion(node: ClusterNode, topic: str) -> None:
         pass
 
 
-def read_assignment(node: ClusterNode, topic: str) -> tuple[zd.TopicAssignment | None, int]:
+def read_assignment(node: ZkHolder, topic: str) -> tuple[zd.TopicAssignment | None, int]:
     """The topic's assignment as ZooKeeper has it now, and the znode version (None, -1 when
     the topic does not exist)."""
     from kazoo.exceptions import NoNodeError
@@ -82,7 +86,7 @@ def new_partitions_assignment(
 
 
 def add_partitions(
-    node: ClusterNode, existing: zd.TopicAssignment, zk_version: int, added: Mapping[int, list[int]]
+    node: ZkHolder, existing: zd.TopicAssignment, zk_version: int, added: Mapping[int, list[int]]
 ) -> None:
     """Write the assignment extended by ``added`` (partition -> replicas), conditional on the
     version ``existing`` was read at: a concurrent change fails the request rather than losing
@@ -105,13 +109,13 @@ def add_partitions(
         ) from None
 
 
-def read_topic_config(node: ClusterNode, topic: str) -> dict[str, str]:
+def read_topic_config(node: ZkHolder, topic: str) -> dict[str, str]:
     """The topic's overrides as ZooKeeper has them (the source of truth for incremental
     changes, which a broker may not have applied yet)."""
     return zd.read_entity_config(node.zk, zd.topic_config_path(topic))
 
 
-def write_topic_config(node: ClusterNode, topic: str, overrides: Mapping[str, str]) -> None:
+def write_topic_config(node: ZkHolder, topic: str, overrides: Mapping[str, str]) -> None:
     """Kafka's ``AdminZkClient.changeTopicConfig``: the whole override set, then a change
     notification that every broker (this one included) follows."""
     from kazoo.exceptions import NoNodeError

@@ -16,25 +16,36 @@ start.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from wireserver.cluster import zkdata as zd
-
-if TYPE_CHECKING:
-    from wireserver.cluster.controller import Controller
 
 log = logging.getLogger(__name__)
 
 
+class DeletionHost(Protocol):
+    """What the deletion uses of the broker's cluster membership (``ClusterNode``): its
+    ZooKeeper client, whether it stopped, and its way of running a watch on the reactor."""
+
+    zk: Any
+    stopped: bool
+
+    def _from_zk(self, func: Callable[..., Any]) -> Callable[..., None]: ...
+
+
 class TopicDeletion:
-    def __init__(self, controller: Controller):
-        self.controller = controller
+    def __init__(self, node: DeletionHost, active: Callable[[], bool]):
+        """``active``: whether the controller that runs the deletion still is the controller
+        (a resigned one deletes nothing more)."""
+        self.node = node
+        self.active = active
 
     def start(self) -> None:
-        node = self.controller.node
+        node = self.node
 
         def on_children(children: list[str]) -> bool | None:
-            if not self.controller.active or node.stopped:
+            if not self.active() or node.stopped:
                 return False  # a resigned controller stops watching
             node._from_zk(self.delete_topics)(children)
             return None
@@ -43,14 +54,14 @@ class TopicDeletion:
 
     def delete_topics(self, names: list[str]) -> None:
         for name in sorted(names):
-            if not self.controller.active:
+            if not self.active():
                 return
             self.delete_topic(name)
 
     def delete_topic(self, name: str) -> None:
         from kazoo.exceptions import NoNodeError
 
-        zk = self.controller.node.zk
+        zk = self.node.zk
         log.info("deleting topic %s", name)
         for path, recursive in (
             (zd.topic_path(name), True),
