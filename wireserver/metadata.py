@@ -101,7 +101,7 @@ class LocalMetadata:
         self.rack = rack
         #: Called with the name of each deleted topic other than an internal one (the group
         #: coordinator forgets its offsets of it).
-        self.topic_deleted: list[Callable[[str], None]] = []
+        self.topic_deleted: list[Callable[[str], object]] = []
 
     # -- brokers ------------------------------------------------------------------------------
 
