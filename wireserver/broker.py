@@ -21,6 +21,7 @@ from twisted.internet import defer, task, threads
 
 from wireserver import apis
 from wireserver.config import BrokerConfig, Listener
+from wireserver.fetch_sessions import FetchSessionCache
 from wireserver.groups import GroupCoordinator
 from wireserver.groups.configs import GroupConfigs
 from wireserver.heap import release_free_heap
@@ -54,6 +55,7 @@ class Broker:
     producer_ids: ProducerIdManager
     security: SecurityManager
     metadata: LocalMetadata
+    fetch_sessions: FetchSessionCache
 
     def __init__(self, config: BrokerConfig, reactor: Any = None):
         if reactor is None:
@@ -97,7 +99,7 @@ class Broker:
         for directory in self.config.log_dirs:
             os.makedirs(directory, exist_ok=True)
         self.cluster_id = self._load_or_create_cluster_id()
-        self.security = SecurityManager(self)
+        self.security = SecurityManager(self.config, self.now_ms)
         self.producer_ids = ProducerIdManager(self.config.log_dirs[0])
         self.logs = LogManager(
             self.config.log_dirs,
@@ -142,6 +144,9 @@ class Broker:
             # One node leads every partition: everything in the logs is committed.
             for (topic, index), _ in self.logs.logs():
                 self.replicas.partition(topic, index)
+        self.fetch_sessions = FetchSessionCache(
+            self.config["max.incremental.fetch.session.cache.slots"]
+        )
         self.group_configs = GroupConfigs(self.config, self.config.log_dirs[0])
         create_topic = partial(create_internal_topic, self)
         self.groups = GroupCoordinator(

@@ -24,8 +24,8 @@ runtime of one such topic knows:
   ``on_resignation``).
 
 The runtime imports nothing of the broker: it is handed a ``CoordinatorHost`` (the broker, or
-in tests a few real parts of one) and a function that creates a topic, so it stays out of the
-import circle around ``Broker`` and is tested on a ``Clock`` with real logs.
+in tests a few real parts of one) and a function that creates a topic, so it is tested on a
+``Clock`` with real logs.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from wireserver.config import BrokerConfig, Listener
+    from wireserver.fetch_sessions import FetchSessionCache
     from wireserver.groups.configs import GroupConfigs
     from wireserver.groups.coordinator import GroupCoordinator
     from wireserver.metadata import LocalMetadata
@@ -35,6 +36,8 @@ class Services(Protocol):
     #: the partition layer: appends as leader, follower state, high watermarks
     replicas: ReplicaManager
     purgatory: Purgatory
+    #: the incremental fetch sessions (KIP-227) of this broker's consumers and followers
+    fetch_sessions: FetchSessionCache
     #: the brokers, topics and partitions of the cluster, and topic changes
     metadata: LocalMetadata
     groups: GroupCoordinator

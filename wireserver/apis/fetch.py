@@ -40,7 +40,7 @@ from twisted.internet import defer
 from wireserver.apis import HandlerResult, handles
 from wireserver.apis.metadata import leader_hints
 from wireserver.context import RequestContext
-from wireserver.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition, FetchSessionCache
+from wireserver.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition
 from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 from wireserver.storage.errors import OffsetOutOfRange
@@ -50,15 +50,6 @@ ZERO_UUID = uuid.UUID(int=0)
 UNKNOWN = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID)
 # Errors that come with KIP-951 leader hints from v16 (Kafka's handleFetchRequest).
 LEADER_MOVED = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
-
-
-def session_cache(services) -> FetchSessionCache:
-    cache = getattr(services, "fetch_sessions", None)
-    if cache is None:
-        cache = services.fetch_sessions = FetchSessionCache(
-            services.config["max.incremental.fetch.session.cache.slots"]
-        )
-    return cache
 
 
 class FetchPlan:
@@ -89,7 +80,7 @@ class FetchPlan:
 
     def build(self) -> None:
         body, version = self.ctx.body, self.version
-        cache = session_cache(self.ctx.services)
+        cache = self.ctx.services.fetch_sessions
         session_id = body.session_id if version >= 7 else 0
         epoch = body.session_epoch if version >= 7 else FINAL_EPOCH
         names = self._topic_names()
@@ -327,7 +318,7 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
             moved.append((cached.topic, cached.partition, entry.partitions[-1]))
     session_id = plan.session.id if plan.incremental else 0
     if plan.new_session:
-        session = session_cache(ctx.services).maybe_create(
+        session = ctx.services.fetch_sessions.maybe_create(
             ctx.services.now_ms(),
             privileged=replica_id(ctx) >= 0,
             uses_topic_ids=plan.version >= 13,

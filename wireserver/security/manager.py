@@ -4,7 +4,8 @@ credential store and the authorizer. ``Broker.security`` is one of these."""
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from wireserver.security import ConnectionSecurity
 from wireserver.security.acls import Authorizer
@@ -12,13 +13,17 @@ from wireserver.security.principals import SslPrincipalMapper
 from wireserver.security.sasl import SUPPORTED_MECHANISMS, SaslAuthenticator, SaslListenerSettings
 from wireserver.security.scram import ScramStore
 
+if TYPE_CHECKING:
+    from wireserver.config import BrokerConfig
+
 log = logging.getLogger(__name__)
 
 
 class SecurityManager:
-    def __init__(self, broker: Any):
-        self.broker = broker
-        config = broker.config
+    """Given the broker config and the clock SASL's re-authentication deadlines are read on."""
+
+    def __init__(self, config: BrokerConfig, now_ms: Callable[[], int]):
+        self.now_ms = now_ms
         self.config = config
         directory = config.log_dirs[0]
         self.scram = ScramStore(directory)
@@ -69,5 +74,5 @@ class SecurityManager:
         security.tls_principal_done = not security.uses_tls
         settings = self.sasl.get(listener)
         if settings is not None:
-            security.authenticator = SaslAuthenticator(settings, self.broker.now_ms)
+            security.authenticator = SaslAuthenticator(settings, self.now_ms)
         return security
