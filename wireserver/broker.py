@@ -163,7 +163,7 @@ class Broker:
             create_topic=create_topic,
             # Asked at each use: a cluster replaces ``producer_ids`` once it has started.
             new_producer_id=lambda: self.producer_ids.generate(),
-            groups=self.groups,
+            groups=self.groups.offsets,
         )
         self.txn.start()
         bound = []

@@ -462,24 +462,24 @@ def test_offset_commit_and_fetch_check_member_epoch(broker):
     a.heartbeat()
     coordinator = broker.groups
     commit = [OffsetCommit("t", 0, 42)]
-    assert coordinator.commit_offsets("g", a.epoch, a.member_id, None, 9, commit) == {
+    assert coordinator.offsets.commit_offsets("g", a.epoch, a.member_id, None, 9, commit) == {
         ("t", 0): E.NONE
     }
-    assert coordinator.commit_offsets("g", a.epoch + 1, a.member_id, None, 9, commit) == {
+    assert coordinator.offsets.commit_offsets("g", a.epoch + 1, a.member_id, None, 9, commit) == {
         ("t", 0): E.STALE_MEMBER_EPOCH
     }  # any other epoch is stale (Kafka 4.1)
-    assert coordinator.commit_offsets("g", a.epoch, a.member_id, None, 8, commit) == {
+    assert coordinator.offsets.commit_offsets("g", a.epoch, a.member_id, None, 8, commit) == {
         ("t", 0): E.UNSUPPORTED_VERSION
     }
     Member(broker).heartbeat()
     a.heartbeat(owned={topic_id(broker): set(range(6))})  # still epoch 1... now group at 2
-    assert coordinator.commit_offsets("g", 0, a.member_id, None, 9, commit) == {
+    assert coordinator.offsets.commit_offsets("g", 0, a.member_id, None, 9, commit) == {
         ("t", 0): E.STALE_MEMBER_EPOCH
     }
-    assert coordinator.commit_offsets("g", a.epoch, "x", None, 9, commit) == {
+    assert coordinator.offsets.commit_offsets("g", a.epoch, "x", None, 9, commit) == {
         ("t", 0): E.UNKNOWN_MEMBER_ID
     }
-    assert coordinator.commit_offsets("g", -1, "", None, 9, commit) == {
+    assert coordinator.offsets.commit_offsets("g", -1, "", None, 9, commit) == {
         ("t", 0): E.UNKNOWN_MEMBER_ID
     }  # not empty: simple commits refused
     group = group_of(broker)
@@ -487,7 +487,7 @@ def test_offset_commit_and_fetch_check_member_epoch(broker):
     assert consumer.validate_offset_fetch(group, a.member_id, a.epoch) is None
     assert consumer.validate_offset_fetch(group, a.member_id, a.epoch - 1) == E.STALE_MEMBER_EPOCH
     assert consumer.validate_offset_fetch(group, None, -1) is None
-    assert coordinator.fetch_offsets("g", [("t", [0])])[0][1][0][1].offset == 42
+    assert coordinator.offsets.fetch_offsets("g", [("t", [0])])[0][1][0][1].offset == 42
     assert "g" not in coordinator.groups  # not a classic group
 
 
@@ -501,7 +501,7 @@ def test_txn_offset_commit_checks_member_epoch(broker):
     commit = [OffsetCommit("t", 0, 42)]
 
     def txn(generation, member_id, instance_id=None, pid=7):
-        return coordinator.txn_offset_commit(
+        return coordinator.offsets.txn_offset_commit(
             "g", pid, 0, generation, member_id, instance_id, commit
         )
 
@@ -512,8 +512,8 @@ def test_txn_offset_commit_checks_member_epoch(broker):
     assert txn(a.epoch, "someone") == {("t", 0): E.UNKNOWN_MEMBER_ID}
     assert txn(-1, "", "i-1") == {("t", 0): E.UNKNOWN_MEMBER_ID}
     assert txn(-1, "", pid=8) == {("t", 0): E.NONE}  # names no member: taken
-    assert coordinator.fetch_offsets("g", [("t", [0])])[0][1][0][1] is None  # pending
-    coordinator.complete_transaction(7, True, coordinator.partition_for("g"))
+    assert coordinator.offsets.fetch_offsets("g", [("t", [0])])[0][1][0][1] is None  # pending
+    coordinator.offsets.complete_transaction(7, True, coordinator.partition_for("g"))
     assert group_of(broker).offsets[("t", 0)].offset == 42
     assert "g" not in coordinator.groups  # no classic group beside the consumer group
     assert (
@@ -526,7 +526,9 @@ def test_group_and_offsets_survive_restart(tmp_path):
     create_topic(broker, "t", 6, 1, {})
     a = Member(broker)
     a.heartbeat()
-    broker.groups.commit_offsets("g", a.epoch, a.member_id, None, 9, [OffsetCommit("t", 1, 7)])
+    broker.groups.offsets.commit_offsets(
+        "g", a.epoch, a.member_id, None, 9, [OffsetCommit("t", 1, 7)]
+    )
     broker.groups.stop()
     broker.logs.close()
     again = make_broker(tmp_path)
@@ -545,7 +547,7 @@ def test_group_and_offsets_survive_restart(tmp_path):
 
 def test_classic_and_consumer_groups_coexist(broker):
     coordinator = broker.groups
-    coordinator.commit_offsets("old", -1, "", None, 9, [OffsetCommit("t", 0, 3)])
+    coordinator.offsets.commit_offsets("old", -1, "", None, 9, [OffsetCommit("t", 0, 3)])
     assert "old" in coordinator.groups
     Member(broker, group="old").heartbeat()  # an empty classic group is taken over
     assert "old" not in coordinator.groups

@@ -368,7 +368,7 @@ def test_static_member_rejoins_without_rebalance(broker):
 
 
 def test_offset_commit_rules(broker):
-    commit = broker.groups.commit_offsets
+    commit = broker.groups.offsets.commit_offsets
     c = [OffsetCommit("t", 0, 5, 1, "m")]
     # simple commit to a new group
     assert commit("s", -1, "", None, 9, c) == {("t", 0): E.NONE}
@@ -395,19 +395,21 @@ def test_offset_commit_rules(broker):
     assert commit("g", 2, rb.member_id, None, 9, c) == {("t", 0): E.NONE}
     join(broker, member_id=rb.member_id)  # now CompletingRebalance
     assert commit("g", 3, rb.member_id, None, 9, c) == {("t", 0): E.REBALANCE_IN_PROGRESS}
-    [(topic, parts)] = broker.groups.fetch_offsets("g", None)
+    [(topic, parts)] = broker.groups.offsets.fetch_offsets("g", None)
     assert topic == "t" and parts[0][1].offset == 5 and parts[0][1].metadata == "m"
-    assert broker.groups.fetch_offsets("g", [("t", [0, 1])])[0][1][1] == (1, None)
+    assert broker.groups.offsets.fetch_offsets("g", [("t", [0, 1])])[0][1][1] == (1, None)
 
 
 def test_offset_delete_and_delete_groups(broker):
     ra, rb = stable_pair(broker)
     create_topic(broker, "u", 1, 1, {})
     c = [OffsetCommit("t", 0, 5), OffsetCommit("u", 0, 7)]
-    assert set(broker.groups.commit_offsets("g", 2, ra.member_id, None, 9, c).values()) == {E.NONE}
-    top, res = broker.groups.delete_offsets("g", [("t", 0), ("u", 0)])
+    assert set(broker.groups.offsets.commit_offsets("g", 2, ra.member_id, None, 9, c).values()) == {
+        E.NONE
+    }
+    top, res = broker.groups.offsets.delete_offsets("g", [("t", 0), ("u", 0)])
     assert top == E.NONE and res == {("t", 0): E.GROUP_SUBSCRIBED_TO_TOPIC, ("u", 0): E.NONE}
-    assert broker.groups.delete_offsets("zz", [("t", 0)])[0] == E.GROUP_ID_NOT_FOUND
+    assert broker.groups.offsets.delete_offsets("zz", [("t", 0)])[0] == E.GROUP_ID_NOT_FOUND
     assert broker.groups.delete_groups(["g", "zz"]) == {
         "g": E.NON_EMPTY_GROUP,
         "zz": E.GROUP_ID_NOT_FOUND,
@@ -422,11 +424,11 @@ def test_state_survives_a_restart(tmp_path):
     broker = make_broker(tmp_path)
     create_topic(broker, "t", 4, 1, {})
     ra, rb = stable_pair(broker)
-    broker.groups.commit_offsets(
+    broker.groups.offsets.commit_offsets(
         "g", 2, ra.member_id, None, 9, [OffsetCommit("t", 1, 42, 3, "meta")]
     )
-    broker.groups.commit_offsets("simple", -1, "", None, 9, [OffsetCommit("t", 2, 9)])
-    broker.groups.commit_offsets("gone", -1, "", None, 9, [OffsetCommit("t", 2, 9)])
+    broker.groups.offsets.commit_offsets("simple", -1, "", None, 9, [OffsetCommit("t", 2, 9)])
+    broker.groups.offsets.commit_offsets("gone", -1, "", None, 9, [OffsetCommit("t", 2, 9)])
     assert broker.groups.delete_groups(["gone"]) == {"gone": E.NONE}
     close(broker)
 
@@ -441,9 +443,9 @@ def test_state_survives_a_restart(tmp_path):
         assert g.offsets[("t", 1)].offset == 42 and g.offsets[("t", 1)].leader_epoch == 3
         # members carry on where they were: heartbeats and commits with the old generation
         assert groups.heartbeat("g", 2, ra.member_id, None) == E.NONE
-        assert groups.commit_offsets("g", 2, rb.member_id, None, 9, [OffsetCommit("t", 0, 1)]) == {
-            ("t", 0): E.NONE
-        }
+        assert groups.offsets.commit_offsets(
+            "g", 2, rb.member_id, None, 9, [OffsetCommit("t", 0, 1)]
+        ) == {("t", 0): E.NONE}
         assert groups.groups["simple"].offsets[("t", 2)].offset == 9
         # members that never come back are expired by their session timeout
         advance(broker, SESSION_MS + 1)
@@ -459,10 +461,10 @@ def test_offsets_of_empty_groups_expire(tmp_path):
     try:
         create_topic(broker, "t", 1, 1, {})
         groups = broker.groups
-        groups.commit_offsets("s", -1, "", None, 9, [OffsetCommit("t", 0, 1)])
+        groups.offsets.commit_offsets("s", -1, "", None, 9, [OffsetCommit("t", 0, 1)])
         r = result_of(join(broker, version=3, session_ms=120_000))
         result_of(sync(broker, r, {}))
-        groups.commit_offsets("g", 1, r.member_id, None, 9, [OffsetCommit("t", 0, 1)])
+        groups.offsets.commit_offsets("g", 1, r.member_id, None, 9, [OffsetCommit("t", 0, 1)])
         advance(broker, 61_000)
         assert "s" not in groups.groups  # simple group: offset too old, group gone
         assert groups.groups["g"].offsets  # consumer group with a member: kept

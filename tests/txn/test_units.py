@@ -353,18 +353,20 @@ def test_txn_offsets_are_pending_until_the_marker(broker):
     coord, groups = broker.txn, broker.groups
     _, pid, epoch = coord.init_producer_id("a", 60_000)
     assert coord.add_offsets("a", pid, epoch, "g") == E.NONE
-    results = groups.txn_offset_commit("g", pid, epoch, -1, "", None, [OffsetCommit("t", 0, 42)])
+    results = groups.offsets.txn_offset_commit(
+        "g", pid, epoch, -1, "", None, [OffsetCommit("t", 0, 42)]
+    )
     assert results == {("t", 0): E.NONE}
-    assert groups.has_pending("g", "t", 0)
-    assert groups.fetch_offsets("g", [("t", [0])]) == [("t", [(0, None)])]
+    assert groups.offsets.has_pending("g", "t", 0)
+    assert groups.offsets.fetch_offsets("g", [("t", [0])]) == [("t", [(0, None)])]
     assert coord.end_txn("a", pid, epoch, commit=True) == E.NONE
-    assert not groups.has_pending("g", "t", 0)
-    assert groups.fetch_offsets("g", [("t", [0])])[0][1][0][1].offset == 42
+    assert not groups.offsets.has_pending("g", "t", 0)
+    assert groups.offsets.fetch_offsets("g", [("t", [0])])[0][1][0][1].offset == 42
     # An aborted one leaves the committed offset alone.
     coord.add_offsets("a", pid, epoch, "g")
-    groups.txn_offset_commit("g", pid, epoch, -1, "", None, [OffsetCommit("t", 0, 99)])
+    groups.offsets.txn_offset_commit("g", pid, epoch, -1, "", None, [OffsetCommit("t", 0, 99)])
     coord.end_txn("a", pid, epoch, commit=False)
-    assert groups.fetch_offsets("g", [("t", [0])])[0][1][0][1].offset == 42
+    assert groups.offsets.fetch_offsets("g", [("t", [0])])[0][1][0][1].offset == 42
 
 
 def test_state_and_pending_offsets_reload(tmp_path):
@@ -373,7 +375,7 @@ def test_state_and_pending_offsets_reload(tmp_path):
     _, pid, epoch = first.txn.init_producer_id("open", 60_000)
     first.txn.add_partitions("open", pid, epoch, [("t", 0)])
     first.txn.add_offsets("open", pid, epoch, "g")
-    first.groups.txn_offset_commit("g", pid, epoch, -1, "", None, [OffsetCommit("t", 0, 7)])
+    first.groups.offsets.txn_offset_commit("g", pid, epoch, -1, "", None, [OffsetCommit("t", 0, 7)])
     produce_txn(first, pid, epoch)
     _, pid2, epoch2 = first.txn.init_producer_id("done", 60_000)
     first.txn.add_partitions("done", pid2, epoch2, [("t", 0)])
@@ -387,16 +389,16 @@ def test_state_and_pending_offsets_reload(tmp_path):
             ("__consumer_offsets", second.groups.partition_for("g")),
         }
         assert second.txn.txns["done"].state == S.COMPLETE_ABORT
-        assert second.groups.has_pending("g", "t", 0)
+        assert second.groups.offsets.has_pending("g", "t", 0)
         assert second.logs.get_log("t", 0).last_stable_offset == 0
         assert second.txn.end_txn("open", pid, epoch, commit=True) == E.NONE
-        assert second.groups.fetch_offsets("g", [("t", [0])])[0][1][0][1].offset == 7
+        assert second.groups.offsets.fetch_offsets("g", [("t", [0])])[0][1][0][1].offset == 7
     finally:
         close(second)
     third = make_broker(tmp_path)
     try:
-        assert third.groups.fetch_offsets("g", [("t", [0])])[0][1][0][1].offset == 7
-        assert not third.groups.has_pending("g", "t", 0)
+        assert third.groups.offsets.fetch_offsets("g", [("t", [0])])[0][1][0][1].offset == 7
+        assert not third.groups.offsets.has_pending("g", "t", 0)
         assert third.txn.txns["open"].state == S.COMPLETE_COMMIT
     finally:
         close(third)

@@ -51,7 +51,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
         results = {(c.topic, c.partition): error for c in commits}
     else:
         denied = {(c.topic, c.partition): checks.read_topic(ctx, c.topic) for c in commits}
-        results = coordinator.commit_offsets(
+        results = coordinator.offsets.commit_offsets(
             body.group_id,
             body.generation_id_or_member_epoch,
             body.member_id or "",

@@ -28,7 +28,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
     requested = [
         (t.name, p.partition_index) for t in body.topics for p in t.partitions if not denied[t.name]
     ]
-    top, results = coordinator.delete_offsets(body.group_id, requested)
+    top, results = coordinator.offsets.delete_offsets(body.group_id, requested)
     results.update(
         {
             (t.name, p.partition_index): denied[t.name]

@@ -22,13 +22,16 @@ API_KEY = 9
 
 def _fetch(coordinator, group_id, topics, require_stable=False):
     requested = None if topics is None else [(t.name, list(t.partition_indexes)) for t in topics]
-    found = coordinator.fetch_offsets(group_id, requested)
-    if not require_stable or not coordinator.pending_txn:
+    found = coordinator.offsets.fetch_offsets(group_id, requested)
+    if not require_stable or not coordinator.offsets.pending_txn:
         return found
     return [
         (
             topic,
-            [(p, UNSTABLE if coordinator.has_pending(group_id, topic, p) else c) for p, c in parts],
+            [
+                (p, UNSTABLE if coordinator.offsets.has_pending(group_id, topic, p) else c)
+                for p, c in parts
+            ],
         )
         for topic, parts in found
     ]

@@ -66,7 +66,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
     if error is not None:
         results = {(c.topic, c.partition): error for c in commits}
     elif version >= 3:
-        results = services.groups.txn_offset_commit(
+        results = services.groups.offsets.txn_offset_commit(
             body.group_id,
             body.producer_id,
             body.producer_epoch,
@@ -76,7 +76,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
             commits,
         )
     else:
-        results = services.groups.txn_offset_commit(
+        results = services.groups.offsets.txn_offset_commit(
             body.group_id, body.producer_id, body.producer_epoch, -1, "", None, commits
         )
     if ErrorCode.NONE in results.values():

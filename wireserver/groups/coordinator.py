@@ -1001,66 +1001,6 @@ class GroupCoordinator:
         """A member's offset commit counts as a heartbeat: its session timer starts again."""
         self._schedule_heartbeat(group, member)
 
-    @property
-    def pending_txn(self) -> PendingOffsets:
-        """Transactional offsets awaiting their marker (``OffsetManager.pending_txn``)."""
-        return self.offsets.pending_txn
-
-    def commit_offsets(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None,
-        api_version: int,
-        commits: list[OffsetCommit],
-    ) -> dict[tuple[str, int], ErrorCode]:
-        """OffsetCommit (``OffsetManager.commit_offsets``)."""
-        return self.offsets.commit_offsets(
-            group_id, generation_id, member_id, group_instance_id, api_version, commits
-        )
-
-    def txn_offset_commit(
-        self,
-        group_id: str,
-        producer_id: int,
-        producer_epoch: int,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None,
-        commits: list[OffsetCommit],
-    ) -> dict[tuple[str, int], ErrorCode]:
-        """TxnOffsetCommit (``OffsetManager.txn_offset_commit``)."""
-        return self.offsets.txn_offset_commit(
-            group_id,
-            producer_id,
-            producer_epoch,
-            generation_id,
-            member_id,
-            group_instance_id,
-            commits,
-        )
-
-    def complete_transaction(self, producer_id: int, commit: bool, partition: int) -> None:
-        """A marker reached ``partition`` (``OffsetManager.complete_transaction``)."""
-        self.offsets.complete_transaction(producer_id, commit, partition)
-
-    def has_pending(self, group_id: str, topic: str, partition: int) -> bool:
-        """An open transaction holds the offset (``OffsetManager.has_pending``)."""
-        return self.offsets.has_pending(group_id, topic, partition)
-
-    def fetch_offsets(
-        self, group_id: str, topics: list[tuple[str, list[int]]] | None
-    ) -> list[tuple[str, list[tuple[int, CommittedOffset | None]]]]:
-        """OffsetFetch (``OffsetManager.fetch_offsets``)."""
-        return self.offsets.fetch_offsets(group_id, topics)
-
-    def delete_offsets(
-        self, group_id: str, partitions: list[tuple[str, int]]
-    ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
-        """OffsetDelete (``OffsetManager.delete_offsets``)."""
-        return self.offsets.delete_offsets(group_id, partitions)
-
     def drop_offsets_of_topic(self, topic: str) -> int:
         """A topic was deleted (``OffsetManager.drop_offsets_of_topic``)."""
         return self.offsets.drop_offsets_of_topic(topic)

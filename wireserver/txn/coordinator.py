@@ -101,13 +101,12 @@ TRANSACTION_STATE = InternalTopic(
 
 
 class GroupOffsets(Protocol):
-    """What the transaction coordinator uses of the group coordinator: a transaction's
-    offsets go to its group's partition of ``__consumer_offsets``, and the marker written there
-    completes them."""
+    """What the transaction coordinator uses of the group coordinator's offsets
+    (``wireserver.groups.offsets.OffsetManager``): a transaction's offsets go to its group's
+    partition of ``__consumer_offsets`` (the ``runtime`` of that topic), and the marker written
+    there completes them."""
 
-    def ensure_ready(self, group_id: str | None = None) -> ErrorCode | None: ...
-
-    def partition_for(self, group_id: str) -> int: ...
+    runtime: CoordinatorRuntime
 
     def complete_transaction(self, producer_id: int, commit: bool, partition: int) -> None: ...
 
@@ -482,10 +481,10 @@ class TransactionCoordinator:
     ) -> ErrorCode:
         if not transactional_id:
             return E.INVALID_REQUEST
-        error = self.ensure_ready(transactional_id) or self.groups.ensure_ready()
+        error = self.ensure_ready(transactional_id) or self.groups.runtime.ensure_ready()
         if error is not None:
             return error
-        partition = self.groups.partition_for(group_id)
+        partition = self.groups.runtime.partition_for(group_id)
         return self._add(
             transactional_id, producer_id, producer_epoch, [(OFFSETS_TOPIC, partition)]
         )
