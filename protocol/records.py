@@ -54,6 +54,7 @@ __all__ = [
     "RecordBatch",
     "RecordBatchBuilder",
     "build_control_batch",
+    "build_empty_batch",
     "decode_control_record",
     "iter_batches",
     "LOG_OVERHEAD",
@@ -336,6 +337,11 @@ class RecordBatch:
         return bool(self._buf[ATTRIBUTES_OFFSET + 1] & ATTR_DELETE_HORIZON_MASK)
 
     @property
+    def delete_horizon_ms(self) -> int | None:
+        """The delete horizon the log cleaner stored in the base timestamp (KIP-534), if set."""
+        return self.base_timestamp if self.has_delete_horizon else None
+
+    @property
     def last_offset_delta(self) -> int:
         return _i32(self._buf, LAST_OFFSET_DELTA_OFFSET)[0]
 
@@ -593,10 +599,12 @@ class RecordBatchBuilder:
         "is_transactional",
         "is_control",
         "timestamp_type",
+        "delete_horizon_ms",
         "_records",
         "_count",
         "_base_timestamp",
         "_max_timestamp",
+        "_last_delta",
     )
 
     def __init__(
@@ -610,7 +618,11 @@ class RecordBatchBuilder:
         is_transactional: bool = False,
         is_control: bool = False,
         timestamp_type: int = TIMESTAMP_CREATE_TIME,
+        delete_horizon_ms: int = NO_TIMESTAMP,
     ):
+        """``delete_horizon_ms`` >= 0 (the log cleaner, KIP-534) sets the delete-horizon
+        attribute and stores the horizon as the batch's base timestamp; record timestamps are
+        then written relative to it (deltas may be negative) and read back unchanged."""
         self.compression = Codec(compression)
         self.base_offset = base_offset
         self.partition_leader_epoch = partition_leader_epoch
@@ -620,10 +632,12 @@ class RecordBatchBuilder:
         self.is_transactional = is_transactional
         self.is_control = is_control
         self.timestamp_type = timestamp_type
+        self.delete_horizon_ms = delete_horizon_ms
         self._records = bytearray()
         self._count = 0
-        self._base_timestamp = NO_TIMESTAMP
+        self._base_timestamp = delete_horizon_ms
         self._max_timestamp = NO_TIMESTAMP
+        self._last_delta = -1
 
     @property
     def record_count(self) -> int:
@@ -635,12 +649,17 @@ class RecordBatchBuilder:
         key,
         value,
         headers: Iterable[tuple] = (),
+        offset_delta: int | None = None,
     ) -> int:
         """Add a record; returns its offset delta. ``key``/``value`` are bytes-like or None,
-        ``headers`` pairs of (str key, bytes-like value or None)."""
-        delta = self._count
-        if delta == 0:
-            self._base_timestamp = timestamp
+        ``headers`` pairs of (str key, bytes-like value or None). ``offset_delta`` defaults to
+        the next one; the log cleaner passes the record's own, leaving holes, which must grow."""
+        delta = self._last_delta + 1 if offset_delta is None else offset_delta
+        if delta <= self._last_delta:
+            raise ValueError(f"offset delta {delta} does not follow {self._last_delta}")
+        if self._count == 0:
+            if self.delete_horizon_ms < 0:
+                self._base_timestamp = timestamp
             self._max_timestamp = timestamp
         elif timestamp > self._max_timestamp:
             self._max_timestamp = timestamp
@@ -668,10 +687,19 @@ class RecordBatchBuilder:
         _varint(len(body), self._records)
         self._records += body
         self._count += 1
+        self._last_delta = delta
         return delta
 
-    def build(self) -> bytearray:
-        """The finished batch, CRC included."""
+    def build(
+        self, last_offset_delta: int | None = None, max_timestamp: int | None = None
+    ) -> bytearray:
+        """The finished batch, CRC included. ``last_offset_delta`` (at least the last record's)
+        and ``max_timestamp`` override what the records give: the log cleaner keeps a batch's
+        offset range (its producer's last sequence depends on it) and its LogAppendTime."""
+        if last_offset_delta is None:
+            last_offset_delta = max(self._last_delta, 0)
+        elif last_offset_delta < self._last_delta:
+            raise ValueError(f"last offset delta {last_offset_delta} is below a record's")
         payload = self._records
         if self.compression is not Codec.NONE:
             payload = compress(self.compression, bytes(payload))
@@ -682,6 +710,8 @@ class RecordBatchBuilder:
             attrs |= ATTR_TRANSACTIONAL_MASK
         if self.is_control:
             attrs |= ATTR_CONTROL_MASK
+        if self.delete_horizon_ms >= 0:
+            attrs |= ATTR_DELETE_HORIZON_MASK
         out = bytearray(HEADER_SIZE + len(payload))
         HEADER_STRUCT.pack_into(
             out,
@@ -692,9 +722,9 @@ class RecordBatchBuilder:
             MAGIC_V2,
             0,
             attrs,
-            max(self._count - 1, 0),
+            last_offset_delta,
             self._base_timestamp,
-            self._max_timestamp,
+            self._max_timestamp if max_timestamp is None else max_timestamp,
             self.producer_id,
             self.producer_epoch,
             self.base_sequence,
@@ -703,6 +733,35 @@ class RecordBatchBuilder:
         out[HEADER_SIZE:] = payload
         _UINT32.pack_into(out, CRC_OFFSET, crc32c_checksum(memoryview(out)[CRC_START:]))
         return out
+
+
+def build_empty_batch(batch: RecordBatch) -> bytearray:
+    """A header-only copy of ``batch`` (no records, codec NONE, no base timestamp): what the log
+    cleaner keeps of a batch whose records all went but whose offset range and producer fields
+    must stay (Kafka's ``DefaultRecordBatch.writeEmptyHeader``)."""
+    attrs = batch.attributes & (
+        ATTR_TIMESTAMP_TYPE_MASK | ATTR_TRANSACTIONAL_MASK | ATTR_CONTROL_MASK
+    )
+    out = bytearray(HEADER_SIZE)
+    HEADER_STRUCT.pack_into(
+        out,
+        0,
+        batch.base_offset,
+        HEADER_SIZE - LOG_OVERHEAD,
+        batch.partition_leader_epoch,
+        MAGIC_V2,
+        0,
+        attrs,
+        batch.last_offset_delta,
+        NO_TIMESTAMP,
+        batch.max_timestamp,
+        batch.producer_id,
+        batch.producer_epoch,
+        batch.base_sequence,
+        0,
+    )
+    _UINT32.pack_into(out, CRC_OFFSET, crc32c_checksum(memoryview(out)[CRC_START:]))
+    return out
 
 
 def build_control_batch(

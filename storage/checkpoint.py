@@ -6,7 +6,8 @@ fsynced, so a crash leaves either the old file or the new one, never a torn mix.
 Formats (Kafka's ``CheckpointFile``): a version line ``0``, a count line, then one entry a line.
 
 - ``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint``,
-  ``replication-offset-checkpoint`` (per log dir): ``<topic> <partition> <offset>``.
+  ``replication-offset-checkpoint``, ``cleaner-offset-checkpoint`` (per log dir):
+  ``<topic> <partition> <offset>``.
 - ``leader-epoch-checkpoint`` (per partition dir): ``<epoch> <start offset>``.
 - ``partition.metadata`` (per partition dir): ``version: 0`` and ``topic_id: <base64 uuid>``.
 """
@@ -23,6 +24,8 @@ from typing import Any
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
+#: The log cleaner's progress: the first dirty (not yet compacted) offset of each compacted log.
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 PARTITION_METADATA = "partition.metadata"
 CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"

@@ -15,8 +15,15 @@ the producer-state snapshot (``AbortedTxn`` entries are added again where missin
 Deliberate differences from Kafka:
 
 - Segments are deleted at once instead of being renamed ``.deleted`` and removed after
-  ``file.delete.delay.ms``; leftover ``.deleted``/``.cleaned``/``.swap``/``.tmp`` files from
-  Kafka (or a crash) are removed on open.
+  ``file.delete.delay.ms``; leftover ``.deleted``/``.cleaned``/``.tmp`` files from Kafka (or a
+  crash) are removed on open.
+
+Compaction (``storage.cleaner``) swaps cleaned segments in with ``replace_segments``, as Kafka's
+``replaceSegments``: the new segment's files go from ``.cleaned`` to ``.swap`` (indexes first,
+the ``.log`` last), the old segments are deleted, then the ``.swap`` files take the final names.
+On open a ``<base>.log.swap`` is a complete replacement that a crash interrupted: the old
+segments whose base offsets fall in its offset range are deleted and the swap files renamed into
+place (Kafka's ``LogLoader``); every other ``.swap`` and ``.cleaned`` file is deleted.
 - ``segment.jitter.ms`` is ignored (Kafka subtracts a random jitter from ``segment.ms``).
 - ``read`` may return batches from several consecutive segments in one call (Kafka stops at the
   end of the first segment); clients accept either.
@@ -49,6 +56,7 @@ from wireserver.storage.batches import (
     set_log_append_time,
     set_partition_leader_epoch,
 )
+from wireserver.storage.checkpoint import fsync_dir
 from wireserver.storage.epochs import LeaderEpochCache
 from wireserver.storage.errors import InvalidOffset, LogInvariantError, OffsetOutOfRange
 from wireserver.storage.file_records import FileRecords, FileRegion
@@ -64,6 +72,7 @@ from wireserver.storage.segment import (
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,
     LogSegment,
+    filename_prefix,
 )
 from wireserver.storage.txn_index import TXN_INDEX_SUFFIX, AbortedTxn
 
@@ -71,7 +80,10 @@ from wireserver.storage.txn_index import TXN_INDEX_SUFFIX, AbortedTxn
 #: kilobytes one pread and an ordinary socket write cost less Python work than handing a
 #: descriptor over for sendfile.
 ZERO_COPY_MIN_BYTES = 64 * 1024
-_STRAY_SUFFIXES = (".deleted", ".cleaned", ".swap", ".tmp")
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+_STRAY_SUFFIXES = (".deleted", CLEANED_SUFFIX, SWAP_SUFFIX, ".tmp")
+_INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 
 
 class AppendResult(NamedTuple):
@@ -138,6 +150,10 @@ class Log:
         self.recovered_segments = 0  # segments re-scanned (CRC-checked) on open
         self.rebuilt_indexes = 0  # of which because an index was missing or inconsistent
         self.truncated_bytes = 0  # bytes cut from torn or corrupt tails on open
+        self.completed_swaps = 0  # interrupted compaction swaps finished on open
+        # Bumped whenever segments are cut or emptied in place (truncation): a compaction
+        # planned before then must not swap in segments built from the old bytes.
+        self.truncations = 0
         self.closed = False
 
     # -- opening -------------------------------------------------------------------------
@@ -186,6 +202,7 @@ class Log:
         log_start_offset: int | None,
         high_watermark: int | None,
     ) -> None:
+        self._complete_interrupted_swaps()
         bases: set[int] = set()
         for name in os.listdir(self.directory):
             path = os.path.join(self.directory, name)
@@ -258,6 +275,60 @@ class Log:
         self._check_invariants()
         self.producer_state.load(self._log_start_offset, leo, self._now_ms())
         self._replay_producer_state()
+
+    def _complete_interrupted_swaps(self) -> None:
+        """Finish the compaction swaps a crash interrupted (Kafka's ``LogLoader``): a
+        ``<base>.log.swap`` exists only once its segment was complete and fsynced, so the old
+        segments whose base offsets fall in its range are deleted and its files renamed into
+        place. A swap at or above the lowest ``.cleaned`` file belongs to an unfinished cleaning
+        and is left for the stray-file sweep, as in Kafka."""
+        names = os.listdir(self.directory)
+        cleaned = [
+            int(name.split(".", 1)[0])
+            for name in names
+            if name.endswith(CLEANED_SUFFIX) and name.split(".", 1)[0].isdigit()
+        ]
+        lowest_cleaned = min(cleaned, default=None)
+        for name in sorted(names):
+            stem = name.split(".", 1)[0]
+            if name != stem + LOG_SUFFIX + SWAP_SUFFIX or not stem.isdigit():
+                continue
+            if lowest_cleaned is not None and int(stem) >= lowest_cleaned:
+                continue
+            self._complete_swap(int(stem))
+            self.completed_swaps += 1
+
+    def _complete_swap(self, base: int) -> None:
+        swap = LogSegment(
+            self.directory,
+            base,
+            index_interval_bytes=self.config.index_interval_bytes,
+            max_index_bytes=self.config.segment_index_bytes,
+            file_suffix=SWAP_SUFFIX,
+        )
+        swap.recover()  # rebuilds its offset and time indexes; its txnindex is kept
+        swap.flush()
+        end = max(swap.next_offset, base + 1)
+        swap.close()
+        prefix = os.path.join(self.directory, "")
+        for name in os.listdir(self.directory):
+            stem, ext = os.path.splitext(name)
+            if ext != LOG_SUFFIX or not stem.isdigit() or not base <= int(stem) < end:
+                continue
+            old = prefix + stem
+            os.unlink(old + LOG_SUFFIX)
+            if int(stem) != base:
+                # The replacement has files at ``base`` only; a final index name there is
+                # the new one once its swap file is gone (the cleaner always writes all four).
+                for suffix in _INDEX_SUFFIXES:
+                    if os.path.exists(old + suffix):
+                        os.unlink(old + suffix)
+        new = prefix + filename_prefix(base)
+        for suffix in _INDEX_SUFFIXES:
+            if os.path.exists(new + suffix + SWAP_SUFFIX):
+                os.replace(new + suffix + SWAP_SUFFIX, new + suffix)
+        os.replace(new + LOG_SUFFIX + SWAP_SUFFIX, new + LOG_SUFFIX)
+        fsync_dir(self.directory)
 
     def _replay_producer_state(self) -> int:
         """Bring producer state from its map end offset up to the log end by reading batch
@@ -751,6 +822,7 @@ class Log:
         if offset < self._log_start_offset:
             self.truncate_fully_and_start_at(offset)
             return True
+        self.truncations += 1
         keep = [s for s in self._segments if s.base_offset <= offset]
         for seg in self._segments[len(keep) :]:
             seg.delete()
@@ -769,6 +841,7 @@ class Log:
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete everything and restart the log empty at ``offset``."""
+        self.truncations += 1
         for seg in self._segments:
             seg.delete()
         self._segments = [self._new_segment(offset)]
@@ -812,6 +885,50 @@ class Log:
                 count += 1
             deleted += self._delete_segments(count)
         return deleted
+
+    # -- compaction ------------------------------------------------------------------------
+    def replace_segments(
+        self,
+        replacements: list[tuple[list[LogSegment], LogSegment]],
+        step: Callable[[str], None] | None = None,
+    ) -> bool:
+        """Swap compacted segments in (Kafka's ``replaceSegments``). Each replacement is (old
+        segments, the new segment written under ``.cleaned`` names at the first old segment's
+        base offset, flushed). Returns False, changing nothing, unless every old list is still a
+        run of this log's inactive segments. Steps, each durable before the next: every new
+        segment is renamed ``.swap`` (``step("after-swap-renamed")``); then for each one the
+        old segments are deleted (``step("after-old-deleted")``) and the new one takes the final
+        names (``step("after-swap-completed")``). ``step`` is a test hook: a crash at any step
+        leaves what ``_complete_interrupted_swaps`` finishes on open."""
+        for old, new in replacements:
+            at = next((i for i, seg in enumerate(self._segments) if seg is old[0]), -1)
+            run = self._segments[at : at + len(old)] if at >= 0 else []
+            if (
+                len(run) != len(old)
+                or any(a is not b for a, b in zip(run, old))
+                or at + len(old) >= len(self._segments)
+                or new.base_offset != old[0].base_offset
+            ):
+                return False
+        for _, new in replacements:
+            new.change_file_suffix(SWAP_SUFFIX)
+        fsync_dir(self.directory)
+        if step is not None:
+            step("after-swap-renamed")
+        for old, new in replacements:
+            for seg in old:
+                seg.delete()
+            fsync_dir(self.directory)
+            if step is not None:
+                step("after-old-deleted")
+            new.change_file_suffix("")
+            fsync_dir(self.directory)
+            at = next(i for i, seg in enumerate(self._segments) if seg is old[0])
+            self._segments[at : at + len(old)] = [new]
+            self._bases = [seg.base_offset for seg in self._segments]
+            if step is not None:
+                step("after-swap-completed")
+        return True
 
     # -- flushing and lifecycle ------------------------------------------------------------
     def unflushed_messages(self) -> int:

@@ -47,15 +47,23 @@ class LogSegment:
         index_interval_bytes: int,
         max_index_bytes: int,
         created_ms: int = 0,
+        file_suffix: str = "",
     ):
+        """``file_suffix`` (``.cleaned``, ``.swap``) is appended to every file name: the log
+        cleaner writes a replacement segment under such names before swapping it in."""
         self.directory = directory
         self.base_offset = base_offset
+        self.file_suffix = file_suffix
         prefix = os.path.join(directory, filename_prefix(base_offset))
-        self.log_path = prefix + LOG_SUFFIX
+        self.log_path = prefix + LOG_SUFFIX + file_suffix
         self.index_interval_bytes = index_interval_bytes
-        self.offset_index = OffsetIndex(prefix + INDEX_SUFFIX, base_offset, max_index_bytes)
-        self.time_index = TimeIndex(prefix + TIME_INDEX_SUFFIX, base_offset, max_index_bytes)
-        self.txn_index = TransactionIndex(prefix + TXN_INDEX_SUFFIX)
+        self.offset_index = OffsetIndex(
+            prefix + INDEX_SUFFIX + file_suffix, base_offset, max_index_bytes
+        )
+        self.time_index = TimeIndex(
+            prefix + TIME_INDEX_SUFFIX + file_suffix, base_offset, max_index_bytes
+        )
+        self.txn_index = TransactionIndex(prefix + TXN_INDEX_SUFFIX + file_suffix)
         # Whether both index files were there before we opened them (else ``load`` fails and
         # the segment is rebuilt); new (empty) index files are created right away.
         self.indexes_existed = self.offset_index.exists() and self.time_index.exists()
@@ -316,6 +324,17 @@ class LogSegment:
         return removed
 
     # -- lifecycle -----------------------------------------------------------------------
+    def change_file_suffix(self, new_suffix: str) -> None:
+        """Rename every file from the current suffix to ``new_suffix`` (Kafka's
+        ``changeFileSuffixes``), the indexes first and the ``.log`` last: recovery treats a
+        ``.log.swap`` as the mark of a complete swap file set. Open descriptors stay valid."""
+        for index in (self.txn_index, self.time_index, self.offset_index):
+            index.rename(index.path[: len(index.path) - len(self.file_suffix)] + new_suffix)
+        new_log_path = self.log_path[: len(self.log_path) - len(self.file_suffix)] + new_suffix
+        os.replace(self.log_path, new_log_path)
+        self.log_path = new_log_path
+        self.file_suffix = new_suffix
+
     def flush(self) -> None:
         if self.closed:
             return

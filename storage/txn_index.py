@@ -129,6 +129,16 @@ class TransactionIndex:
             os.truncate(self.path, len(keep) * ENTRY_SIZE)
         self.dirty = True
 
+    def create(self) -> None:
+        """Make the (possibly empty) file exist now rather than on the first entry."""
+        self._load()
+        self._file()
+
+    def rename(self, path: str) -> None:
+        if os.path.exists(self.path):
+            os.replace(self.path, path)
+        self.path = path
+
     def reset(self) -> None:
         self._entries = []
         if os.path.exists(self.path):
