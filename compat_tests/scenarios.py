@@ -29,7 +29,7 @@ from compat_tests.clients import CLIENTS, CODECS, Client, ClientError, Unsupport
 
 ALL_CLIENTS = tuple(CLIENTS)
 # ``pending=`` marks (a strict xfail that only a wireserver difference satisfies) are for
-# scenarios waiting on a feature wireserver lacks; none is in use now.
+# scenarios waiting on a feature wireserver lacks (compaction-keyed: the log cleaner, #15).
 
 
 @dataclass

@@ -109,6 +109,20 @@ def read_values(
 ) -> list[list]:
     """[offset, value] of every record of partition 0 a consumer with ``isolation`` reads
     from the start until it has been idle at the end of what it may read."""
+    return [
+        [r["offset"], r["value"]]
+        for r in read_records(bootstrap, reader, topic, isolation, timeout)
+    ]
+
+
+def read_records(
+    bootstrap: str, reader: str, topic: str, isolation: str, timeout: float = 1.5
+) -> list[dict[str, Any]]:
+    """{"offset", "key", "value", "headers"} of every record of partition 0 a consumer of
+    ``reader`` (confluent-kafka or kafka-python) with ``isolation`` reads from the start until
+    it reaches the end of what it may read (confluent-kafka: its end-of-partition event;
+    kafka-python: idle for ``timeout`` seconds). Keys, values and header values are text or
+    None (a tombstone's value)."""
     if reader == "confluent-kafka":
         from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
@@ -122,7 +136,7 @@ def read_values(
                 "client.id": "compat-confluent",
             }
         )
-        out: list[list] = []
+        out: list[dict[str, Any]] = []
         try:
             consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
             deadline = time.monotonic() + TIMEOUT
@@ -134,7 +148,7 @@ def read_values(
                     if msg.error().code() == KafkaError._PARTITION_EOF:
                         break
                     raise ClientError(msg.error().name(), msg.error().str())
-                out.append([msg.offset(), msg.value().decode()])
+                out.append(_read(msg.offset(), msg.key(), msg.value(), msg.headers()))
         finally:
             consumer.close()
         return out
@@ -153,9 +167,21 @@ def read_values(
         tp = TopicPartition(topic, 0)
         consumer.assign([tp])
         consumer.seek_to_beginning(tp)
-        return [[m.offset, m.value.decode()] for m in consumer]
+        return [_read(m.offset, m.key, m.value, m.headers) for m in consumer]
     finally:
         consumer.close()
+
+
+def _read(offset: int, key: Any, value: Any, headers: Any) -> dict[str, Any]:
+    def text(data: Any) -> str | None:
+        return None if data is None else bytes(data).decode()
+
+    return {
+        "offset": offset,
+        "key": text(key),
+        "value": text(value),
+        "headers": [[k, text(v)] for k, v in headers or []],
+    }
 
 
 # ------------------------------------------------------------------------------ producers
@@ -229,18 +255,30 @@ class TxnProducer:
         self._call("abort_transaction")
 
     def send(self, topic: str, values: list[str]) -> None:
-        """Send ``values`` to partition 0 and wait until each is acknowledged."""
+        """Send ``values`` (no key, no headers) to partition 0 and wait until each is
+        acknowledged."""
+        self.send_records(topic, [record(v) for v in values])
+
+    def send_records(self, topic: str, records: list[dict[str, Any]]) -> None:
+        """Send ``records`` (:func:`compat_tests.clients.record`: key, value or None for a
+        tombstone, headers) to partition 0 and wait until each is acknowledged."""
+
+        def encoded(text: str | None) -> bytes | None:
+            return None if text is None else text.encode()
+
         if self.client == "confluent-kafka":
             from confluent_kafka import KafkaException
 
             errors: list = []
             try:
-                for value in values:
+                for r in records:
                     self.producer.produce(
                         topic,
-                        value.encode(),
+                        encoded(r["value"]),
+                        encoded(r["key"]),
                         partition=0,
                         on_delivery=lambda err, _m: errors.append(err),
+                        headers=[(k, encoded(v)) for k, v in r["headers"]] or None,
                     )
                 self.producer.flush(TIMEOUT)
             except (KafkaException, SystemError) as exc:
@@ -258,7 +296,16 @@ class TxnProducer:
             return
         from kafka.errors import KafkaError
 
-        futures = [self.producer.send(topic, value=v.encode(), partition=0) for v in values]
+        futures = [
+            self.producer.send(
+                topic,
+                value=encoded(r["value"]),
+                key=encoded(r["key"]),
+                partition=0,
+                headers=[(k, encoded(v)) for k, v in r["headers"]] or None,
+            )
+            for r in records
+        ]
         try:
             self.producer.flush(TIMEOUT)
             for future in futures:

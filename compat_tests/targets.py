@@ -1,9 +1,11 @@
 """The two brokers every scenario runs against: the reference Apache Kafka and wireserver.
 
 Both run with the same broker settings: ``num.partitions=3`` (so an auto-created topic is
-told apart from a one-partition default) and ``auto.create.topics.enable`` on or off as a
-scenario needs. Each (target, auto-create) pair is one broker started on first use and
-shared by the whole session; scenarios make a fresh topic each.
+told apart from a one-partition default), ``auto.create.topics.enable`` on or off as a
+scenario needs, and ``log.cleaner.backoff.ms=1000`` (a cleaner with nothing to do looks again
+after a second instead of Kafka's 15: the compaction scenarios wait for it). Each
+(target, auto-create) pair is one broker started on first use and shared by the whole
+session; scenarios make a fresh topic each.
 
 The reference is :func:`compat_tests.reference.reference_kafka`, so
 ``WIRESERVER_REFERENCE_BOOTSTRAP`` points it at any running Kafka cluster. Such a cluster has
@@ -28,6 +30,8 @@ WIRESERVER = "wireserver"
 PIDS: dict[str, int] = {}
 TARGETS = (KAFKA, WIRESERVER)
 NUM_PARTITIONS = 3
+#: broker settings both targets get (see the module docstring)
+BROKER_SETTINGS = {"log.cleaner.backoff.ms": 1000}
 
 
 @dataclass
@@ -68,7 +72,10 @@ class Targets:
 
             ref = self._stack.enter_context(
                 reference_kafka(
-                    nodes=1, auto_create_topics=auto_create, num_partitions=NUM_PARTITIONS
+                    nodes=1,
+                    auto_create_topics=auto_create,
+                    num_partitions=NUM_PARTITIONS,
+                    broker_props=BROKER_SETTINGS,
                 )
             )
             target = Target(
@@ -88,6 +95,7 @@ class Targets:
                     overrides={
                         "auto.create.topics.enable": str(auto_create).lower(),
                         "num.partitions": NUM_PARTITIONS,
+                        **BROKER_SETTINGS,
                     },
                 )
             )

@@ -16,7 +16,12 @@ from __future__ import annotations
 import pytest
 
 # Imported for the scenarios they register:
-from compat_tests import scenarios_fetch, scenarios_groups, scenarios_txn  # noqa: F401
+from compat_tests import (  # noqa: F401
+    scenarios_compaction,
+    scenarios_fetch,
+    scenarios_groups,
+    scenarios_txn,
+)
 from compat_tests.clients import CLIENTS
 from compat_tests.scenarios import (
     SCENARIOS,
