@@ -25,6 +25,7 @@ from wireserver.fetch_sessions import FetchSessionCache
 from wireserver.groups import GroupCoordinator
 from wireserver.groups.configs import GroupConfigs
 from wireserver.heap import release_free_heap
+from wireserver.log_cleaner import LogCleaner
 from wireserver.metadata import LocalMetadata
 from wireserver.producer_ids import ProducerIdManager
 from wireserver.protocol.served import SERVED
@@ -56,6 +57,7 @@ class Broker:
     security: SecurityManager
     metadata: LocalMetadata
     fetch_sessions: FetchSessionCache
+    cleaner: LogCleaner
 
     def __init__(self, config: BrokerConfig, reactor: Any = None):
         if reactor is None:
@@ -182,6 +184,8 @@ class Broker:
         self.bound = bound
         if self.cluster is not None:
             self.cluster.start()
+        self.cleaner = LogCleaner(self.logs, self.config, self.reactor, self.now_ms)
+        self.cleaner.start()
         self._every(self.config["log.retention.check.interval.ms"], self._apply_retention)
         self._every(PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, self._remove_expired_producers)
         scheduler_ms = self.config["log.flush.scheduler.interval.ms"]
@@ -223,7 +227,7 @@ class Broker:
         self.ports.clear()
         for connection in list(self.connections):
             connection.transport.loseConnection()
-        for service in ("groups", "txn"):
+        for service in ("cleaner", "groups", "txn"):
             if getattr(self, service, None) is not None:
                 getattr(self, service).stop()
         if getattr(self, "logs", None) is not None:

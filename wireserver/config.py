@@ -34,6 +34,7 @@ from __future__ import annotations
 import logging
 import re
 import socket
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -577,6 +578,36 @@ _BROKER_ONLY = [
         15000,
         "Sleep of the log cleaner when there is nothing to clean.",
         at_least(0),
+        dynamic=True,
+    ),
+    _key(
+        "log.cleaner.threads",
+        "int",
+        1,
+        "Threads cleaning compacted logs at the same time (0: none clean).",
+        at_least(0),
+        dynamic=True,
+    ),
+    _key(
+        "log.cleaner.dedupe.buffer.size",
+        "long",
+        134217728,
+        "Memory of the cleaners' key-hash maps, shared by the cleaner threads; a cleaning whose "
+        "dirty records do not fit cleans as far as the map reached.",
+        dynamic=True,
+    ),
+    _key(
+        "log.cleaner.io.buffer.load.factor",
+        "double",
+        0.9,
+        "How full a cleaner's key-hash map may get.",
+        dynamic=True,
+    ),
+    _key(
+        "log.cleaner.io.max.bytes.per.second",
+        "double",
+        sys.float_info.max,
+        "Bytes per second the cleaner threads may read and write together.",
         dynamic=True,
     ),
     # Replication

@@ -158,6 +158,9 @@ class CoordinatorRuntime:
         self.owned: set[int] = set()
         self.loading: set[int] = set()
         self.coordinator_epochs: dict[int, int] = {}
+        #: Records read back from the topic since start (loading replays the whole log: with
+        #: compaction that is the live keys, not the history).
+        self.replayed_records = 0
 
     def start(self) -> None:
         """Load every partition (one node, where this broker leads them all), or, in a cluster,
@@ -358,6 +361,7 @@ class CoordinatorRuntime:
             advanced = position
             for batch in iter_batches(result.data):
                 advanced = batch.next_offset
+                self.replayed_records += batch.record_count
                 yield batch, position
             if advanced <= position:
                 break

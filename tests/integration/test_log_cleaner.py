@@ -1,0 +1,209 @@
+"""The log cleaner in a running broker, seen through real clients: a compacted topic keeps the
+latest record of each key at its original offset, tombstones go after ``delete.retention.ms``,
+``cleanup.policy`` changed at run time takes effect without a restart, the result survives a
+restart, and ``__consumer_offsets`` is compacted, so a restart replays its live keys rather
+than its history."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+)
+
+from wireserver.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT
+from wireserver.testing import EmbeddedBroker, wait_for
+
+#: A cleaner that looks every 100 ms, and small segments (Kafka's ``internal.segment.bytes``).
+CLEANER = {"log.cleaner.backoff.ms": 100, "num.partitions": 1}
+EAGER = {
+    "cleanup.policy": "compact",
+    "internal.segment.bytes": "4096",
+    "min.cleanable.dirty.ratio": "0.01",
+    "segment.ms": "200",
+}
+KEYS = [f"k{i}".encode() for i in range(8)]
+
+
+def produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes | None]]) -> dict:
+    """Send ``records`` (key, value or None) with an idempotent producer; returns each key's
+    last (offset, value) as the broker acknowledged it."""
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    last: dict[bytes, tuple[int, bytes | None]] = {}
+
+    def acked(err, msg):
+        assert err is None, err
+        last[msg.key()] = (msg.offset(), msg.value())
+
+    for key, value in records:
+        producer.produce(topic, key=key, value=value, on_delivery=acked)
+    assert producer.flush(30) == 0
+    return last
+
+
+def roll(bootstrap: str, topic: str) -> None:
+    """Let ``segment.ms`` pass, then append one record of its own key: the segments before it
+    become inactive, the only ones the cleaner cleans."""
+    time.sleep(0.3)
+    produce(bootstrap, topic, [(b"roll", str(time.time()).encode())])
+
+
+def read_all(bootstrap: str, topic: str) -> list[tuple[int, bytes, bytes | None]]:
+    """Every record of partition 0 from its start: (offset, key, value)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"reader-{time.monotonic_ns()}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+        consumer.assign([TopicPartition(topic, 0, low)])
+        found = []
+        deadline = time.monotonic() + 20
+        while (not found or found[-1][0] < high - 1) and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                found.append((msg.offset(), msg.key(), msg.value()))
+        return found
+    finally:
+        consumer.close()
+
+
+def latest_only(records) -> bool:
+    keys = [key for _, key, _ in records if key != b"roll"]
+    return len(keys) == len(set(keys))
+
+
+def latest(records) -> dict:
+    """Key -> (offset, value) of its last record."""
+    return {key: (offset, value) for offset, key, value in records}
+
+
+def commit(consumer: Consumer, position: TopicPartition) -> None:
+    """A synchronous commit, again while the client still looks for its coordinator."""
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            consumer.commit(offsets=[position], asynchronous=False)
+            return
+        except KafkaException as exc:
+            error = exc.args[0]
+            waiting = error.code() == KafkaError._WAIT_COORD
+            if not (waiting or error.retriable()) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def alter(bootstrap: str, topic: str, key: str, value: str) -> None:
+    """IncrementalAlterConfigs SET of one topic key, as ``kafka-configs --alter`` sends it."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    entry = ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[entry])
+    admin.incremental_alter_configs([resource])[resource].result(10)
+
+
+def create(bootstrap: str, topic: str, configs: dict[str, str]) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1, config=configs)])[topic].result(10)
+
+
+def test_a_compacted_topic_keeps_the_latest_record_of_each_key_at_its_offset(tmp_path):
+    with EmbeddedBroker(overrides=CLEANER, data_dir=tmp_path) as broker:
+        bootstrap = broker.bootstrap_servers
+        create(bootstrap, "compacted", {**EAGER, "delete.retention.ms": "1500"})
+        updates = [(key, b"v%d-%s" % (n, key) * 20) for n in range(30) for key in KEYS]
+        last = produce(bootstrap, "compacted", updates)
+        last.update(produce(bootstrap, "compacted", [(KEYS[0], None), (KEYS[1], None)]))
+        roll(bootstrap, "compacted")
+        cleaned = wait_for(
+            lambda: (r := read_all(bootstrap, "compacted")) and latest_only(r) and r,
+            30,
+            0.2,
+            what="the cleaner to keep one record per key",
+        )
+        kept = {key: (offset, value) for offset, key, value in cleaned if key != b"roll"}
+        # The latest record of every key, tombstones included, at the offset it was written at.
+        assert kept == last
+        assert cleaned[0][0] > 0  # the first offsets are holes now: nothing is renumbered
+        # Tombstones go once delete.retention.ms passed after the cleaning that reached them.
+        produce(bootstrap, "compacted", [(KEYS[2], b"again")])
+        roll(bootstrap, "compacted")
+        time.sleep(1.6)
+        produce(bootstrap, "compacted", [(KEYS[3], b"again")])
+        roll(bootstrap, "compacted")
+        wait_for(
+            lambda: (
+                not any(key in (KEYS[0], KEYS[1]) for _, key, _ in read_all(bootstrap, "compacted"))
+            ),
+            30,
+            0.2,
+            what="the tombstones to go after delete.retention.ms",
+        )
+        before_restart = read_all(bootstrap, "compacted")
+        assert os.path.exists(tmp_path / CLEANER_OFFSET_CHECKPOINT)
+    with EmbeddedBroker(overrides=CLEANER, data_dir=tmp_path) as broker:
+        # What the cleaner kept loads again: the same latest record of each key at the same
+        # offset (a cleaning may still have run in between, removing superseded records).
+        after = read_all(broker.bootstrap_servers, "compacted")
+        assert set(after) <= set(before_restart)
+        assert latest(after) == latest(before_restart)
+
+
+def test_cleanup_policy_changed_at_run_time_takes_effect(tmp_path):
+    with EmbeddedBroker(overrides=CLEANER, data_dir=tmp_path) as broker:
+        bootstrap = broker.bootstrap_servers
+        create(bootstrap, "policy", {**EAGER, "cleanup.policy": "delete"})
+        produce(bootstrap, "policy", [(key, b"x" * 200) for _ in range(20) for key in KEYS])
+        roll(bootstrap, "policy")
+        time.sleep(0.5)
+        assert not latest_only(read_all(bootstrap, "policy"))  # "delete": nothing compacts
+        alter(bootstrap, "policy", "cleanup.policy", "compact")
+        wait_for(
+            lambda: latest_only(read_all(bootstrap, "policy")),
+            30,
+            0.2,
+            what="the topic to be compacted after its policy changed",
+        )
+
+
+@pytest.mark.parametrize("commits", [600])
+def test_consumer_offsets_is_compacted_and_a_restart_replays_the_live_keys(tmp_path, commits):
+    overrides = {**CLEANER, "offsets.topic.num.partitions": 1}
+    with EmbeddedBroker(overrides=overrides, data_dir=tmp_path) as broker:
+        bootstrap = broker.bootstrap_servers
+        create(bootstrap, "committed", {"cleanup.policy": "delete"})
+        consumer = Consumer(
+            {"bootstrap.servers": bootstrap, "group.id": "busy", "enable.auto.commit": False}
+        )
+        consumer.assign([TopicPartition("committed", 0)])
+        commit(consumer, TopicPartition("committed", 0, 0))
+        # Small segments for the test (``offsets.topic.segment.bytes`` is at least 1 MiB as a
+        # topic's segment.bytes): the cleaner never cleans the active one.
+        alter(bootstrap, "__consumer_offsets", "internal.segment.bytes", "4096")
+        for n in range(1, commits):
+            commit(consumer, TopicPartition("committed", 0, n))
+        consumer.close()
+        cleaner = broker.broker.cleaner
+        wait_for(lambda: cleaner.cleanings > 0, 30, 0.1, what="__consumer_offsets to be cleaned")
+    with EmbeddedBroker(overrides=overrides, data_dir=tmp_path) as broker:
+        # One group, one committed offset: a handful of live records, not the history (the
+        # active segment, which the cleaner never touches, holds a few more).
+        replayed = broker.broker.groups.runtime.replayed_records
+        assert replayed < commits / 4, replayed
+        consumer = Consumer(
+            {"bootstrap.servers": broker.bootstrap_servers, "group.id": "busy"},
+        )
+        (committed,) = consumer.committed([TopicPartition("committed", 0)], timeout=10)
+        consumer.close()
+        assert committed.offset == commits - 1

@@ -1,0 +1,232 @@
+"""The log cleaner: compacts the logs of compacted topics in the background (Kafka's
+``LogCleaner`` and ``LogCleanerManager``), without ever blocking the reactor.
+
+Every ``log.cleaner.backoff.ms`` (and at once after a cleaning) it looks for work: among the
+logs whose ``cleanup.policy`` includes ``compact`` and that no cleaner thread holds, the one
+with the highest dirty ratio above its ``min.cleanable.dirty.ratio``, or one with records past
+``max.compaction.lag.ms`` (those first, as Kafka). Up to ``log.cleaner.threads`` logs are
+cleaned at a time. A cleaning (``wireserver.storage.cleaner``) is prepared on the reactor, run
+on a thread of the cleaner's own pool (it reads the old segments and writes the new ones), and
+swapped in on the reactor; appends, fetches and retention go on meanwhile, and a cleaning that
+finds its segments changed (retention, DeleteRecords, truncation) gives itself up. Progress is
+kept in each log dir's ``cleaner-offset-checkpoint``.
+
+The key-hash maps share ``log.cleaner.dedupe.buffer.size`` between the threads, and the threads
+share ``log.cleaner.io.max.bytes.per.second``. A log whose cleaning fails (a corrupt segment) is
+left alone until the broker restarts (Kafka's uncleanable partitions). Configuration is read at
+each look, so ``cleanup.policy`` and the cleaner's dynamic keys take effect without a restart.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from twisted.internet import threads
+from twisted.python.threadpool import ThreadPool
+
+from wireserver.storage.cleaner import (
+    CleanableOffsets,
+    CleaningJob,
+    cleanable_offsets,
+    prepare_cleaning,
+    read_cleaner_checkpoint,
+    write_cleaner_checkpoint,
+)
+
+if TYPE_CHECKING:
+    from wireserver.config import BrokerConfig
+    from wireserver.storage.log import Log
+    from wireserver.storage.manager import LogManager
+
+log = logging.getLogger(__name__)
+
+TP = tuple[str, int]
+
+
+class CleaningCancelled(Exception):
+    """The broker is stopping: the cleaning on this thread gives up."""
+
+
+class Throttler:
+    """Kafka's ``Throttler``: the cleaner threads together read and write at most ``rate()``
+    bytes per second. Every ``CHECK_INTERVAL_S`` the bytes seen are compared with what the rate
+    allows, and a thread that got ahead sleeps the difference (on its own thread, never the
+    reactor's). The default rate (the largest double) means no limit. Once ``cancelled`` it
+    raises ``CleaningCancelled`` instead, so a stopping broker does not wait for a long
+    cleaning to finish."""
+
+    CHECK_INTERVAL_S = 0.3
+
+    def __init__(self, rate: Callable[[], float], clock: Callable[[], float] = time.monotonic):
+        self.rate = rate
+        self.clock = clock
+        self.lock = threading.Lock()
+        self.period_start = clock()
+        self.period_bytes = 0
+        self.cancelled = False
+
+    def __call__(self, nbytes: int) -> None:
+        if self.cancelled:
+            raise CleaningCancelled()
+        rate = self.rate()
+        if rate <= 0 or rate >= 1e300:
+            return
+        with self.lock:
+            self.period_bytes += nbytes
+            elapsed = self.clock() - self.period_start
+            if elapsed < self.CHECK_INTERVAL_S:
+                return
+            ahead = self.period_bytes / rate - elapsed
+            self.period_start = self.clock() + max(ahead, 0.0)
+            self.period_bytes = 0
+        if ahead > 0:
+            time.sleep(ahead)
+
+
+class LogCleaner:
+    """Given the logs, the broker config, the reactor and the clock (see the module
+    docstring)."""
+
+    def __init__(
+        self, logs: LogManager, config: BrokerConfig, reactor: Any, now_ms: Callable[[], int]
+    ):
+        self.logs = logs
+        self.config = config
+        self.reactor = reactor
+        self.now_ms = now_ms
+        self.pool: ThreadPool | None = None
+        self.in_progress: dict[TP, CleaningJob] = {}
+        self.uncleanable: set[TP] = set()
+        self.throttle = Throttler(lambda: float(config["log.cleaner.io.max.bytes.per.second"]))
+        self.cleanings = 0  # cleanings swapped in since start
+        self._wakeup: Any = None
+        self.stopped = True
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if not self.config["log.cleaner.enable"]:
+            return
+        self.stopped = False
+        self.pool = ThreadPool(minthreads=0, maxthreads=1, name="log-cleaner")
+        self.pool.start()
+        self._schedule(0)
+
+    def stop(self) -> None:
+        """Stop looking for work; a cleaning under way finishes its file writes on its thread,
+        then is given up (its segments are not swapped in)."""
+        self.stopped = True
+        self.throttle.cancelled = True
+        if self._wakeup is not None and self._wakeup.active():
+            self._wakeup.cancel()
+        self._wakeup = None
+        if self.pool is not None:
+            self.pool.stop()
+            self.pool = None
+        for job in self.in_progress.values():
+            job.abandon()
+        self.in_progress.clear()
+
+    def _schedule(self, delay_s: float) -> None:
+        if self.stopped or (self._wakeup is not None and self._wakeup.active()):
+            return
+        self._wakeup = self.reactor.callLater(delay_s, self._look)
+
+    # -- choosing ----------------------------------------------------------------------------
+
+    def _threads(self) -> int:
+        return max(0, int(self.config["log.cleaner.threads"]))
+
+    def _candidates(self) -> list[tuple[TP, Log, CleanableOffsets]]:
+        """Compacted logs that need cleaning now, the most urgent first: past
+        ``max.compaction.lag.ms`` (longest overdue first), then by dirty ratio."""
+        now = self.now_ms()
+        found = []
+        for tp, partition_log in self.logs.logs():
+            if tp in self.in_progress or tp in self.uncleanable or partition_log.closed:
+                continue
+            if not partition_log.config.compact:
+                continue
+            offsets = cleanable_offsets(partition_log, read_cleaner_checkpoint(partition_log), now)
+            if offsets.should_clean(partition_log.config.min_cleanable_dirty_ratio):
+                found.append((tp, partition_log, offsets))
+        found.sort(key=lambda c: (-c[2].max_compaction_delay_ms, -c[2].dirty_ratio))
+        return found
+
+    def _look(self) -> None:
+        self._wakeup = None
+        if self.stopped:
+            return
+        threads_now = self._threads()
+        if self.pool is not None:
+            self.pool.adjustPoolsize(minthreads=0, maxthreads=max(1, threads_now))
+        free = threads_now - len(self.in_progress)
+        if free > 0:
+            for tp, partition_log, offsets in self._candidates()[:free]:
+                self._start_cleaning(tp, partition_log, offsets)
+        if not self.in_progress:
+            self._schedule(self.config["log.cleaner.backoff.ms"] / 1000.0)
+
+    # -- cleaning -----------------------------------------------------------------------------
+
+    def _start_cleaning(self, tp: TP, partition_log: Log, offsets: CleanableOffsets) -> bool:
+        if offsets.checkpoint_was_invalid:
+            write_cleaner_checkpoint(partition_log, offsets.first_dirty_offset)
+        shared = max(1, self._threads())
+        job = prepare_cleaning(
+            partition_log,
+            offsets,
+            now_ms=self.now_ms(),
+            dedupe_buffer_bytes=int(self.config["log.cleaner.dedupe.buffer.size"]) // shared,
+            load_factor=float(self.config["log.cleaner.io.buffer.load.factor"]),
+        )
+        if job is None:
+            return False
+        assert self.pool is not None
+        self.in_progress[tp] = job
+        ran = threads.deferToThreadPool(self.reactor, self.pool, job.run, self.throttle)
+        ran.addCallbacks(
+            lambda _: self._finished(tp, partition_log, job),
+            lambda failure: self._failed(tp, job, failure),
+        )
+        ran.addErrback(lambda failure: log.error("log cleaner: %s", failure.getTraceback()))
+        ran.addBoth(lambda _: self._schedule(0))
+        return True
+
+    def _finished(self, tp: TP, partition_log: Log, job: CleaningJob) -> None:
+        if self.in_progress.pop(tp, None) is None:
+            return  # stopped meanwhile: given up already
+        result = job.commit()
+        if not result.committed:
+            log.info("cleaning of %s-%d given up: its segments changed meanwhile", *tp)
+            return
+        write_cleaner_checkpoint(partition_log, result.first_dirty_offset)
+        self.cleanings += 1
+        stats = result.stats
+        log.info(
+            "cleaned %s-%d up to offset %d: %d of %d records kept, %d -> %d bytes%s",
+            tp[0],
+            tp[1],
+            result.first_dirty_offset,
+            stats.records_kept,
+            stats.records_read,
+            stats.bytes_read,
+            stats.bytes_written,
+            " (the key map was full: the rest at the next cleaning)" if result.map_full else "",
+        )
+
+    def _failed(self, tp: TP, job: CleaningJob, failure: Any) -> None:
+        if self.in_progress.pop(tp, None) is None:
+            return
+        job.abandon()
+        self.uncleanable.add(tp)
+        log.error(
+            "cleaning of %s-%d failed; it is left alone until restart: %s",
+            tp[0],
+            tp[1],
+            failure.getTraceback(),
+        )
