@@ -133,7 +133,6 @@ def _no_tombstones(records: list[dict]) -> bool:
     "compaction-keyed",
     clients=TXN_CLIENTS,
     check=lambda o: _check_compaction(o),
-    pending={"*": "log compaction is being built (#15)"},
 )
 def compaction_keyed(bootstrap: str, client: Client) -> dict:
     """a compacted topic with small segments and an eager cleaner: idempotent keyed updates
