@@ -61,9 +61,15 @@ class Throttler:
 
     CHECK_INTERVAL_S = 0.3
 
-    def __init__(self, rate: Callable[[], float], clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        rate: Callable[[], float],
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         self.rate = rate
         self.clock = clock
+        self.sleep = sleep
         self.lock = threading.Lock()
         self.period_start = clock()
         self.period_bytes = 0
@@ -84,7 +90,7 @@ class Throttler:
             self.period_start = self.clock() + max(ahead, 0.0)
             self.period_bytes = 0
         if ahead > 0:
-            time.sleep(ahead)
+            self.sleep(ahead)
 
 
 class LogCleaner:
