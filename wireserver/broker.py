@@ -186,6 +186,7 @@ class Broker:
             self.cluster.start()
         self.cleaner = LogCleaner(self.logs, self.config, self.reactor, self.now_ms)
         self.cleaner.start()
+        self.metadata.topic_deleted.append(self.cleaner.forget_topic)
         self._every(self.config["log.retention.check.interval.ms"], self._apply_retention)
         self._every(PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, self._remove_expired_producers)
         scheduler_ms = self.config["log.flush.scheduler.interval.ms"]

@@ -20,6 +20,7 @@ each look, so ``cleanup.policy`` and the cleaner's dynamic keys take effect with
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -28,12 +29,13 @@ from typing import TYPE_CHECKING, Any
 from twisted.internet import threads
 from twisted.python.threadpool import ThreadPool
 
+from wireserver.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT, read_offsets, write_offsets
 from wireserver.storage.cleaner import (
     CleanableOffsets,
     CleaningJob,
     cleanable_offsets,
+    cleaner_checkpoint_path,
     prepare_cleaning,
-    read_cleaner_checkpoint,
     write_cleaner_checkpoint,
 )
 
@@ -137,6 +139,16 @@ class LogCleaner:
             job.abandon()
         self.in_progress.clear()
 
+    def forget_topic(self, name: str) -> None:
+        """A deleted topic leaves the cleaner checkpoints, as in Kafka: a topic created again
+        under its name starts dirty from its first offset."""
+        for directory in self.logs.log_dirs:
+            path = os.path.join(directory, CLEANER_OFFSET_CHECKPOINT)
+            offsets = read_offsets(path)
+            kept = {tp: offset for tp, offset in offsets.items() if tp[0] != name}
+            if len(kept) != len(offsets):
+                write_offsets(path, kept)
+
     def _schedule(self, delay_s: float) -> None:
         if self.stopped or (self._wakeup is not None and self._wakeup.active()):
             return
@@ -152,12 +164,16 @@ class LogCleaner:
         ``max.compaction.lag.ms`` (longest overdue first), then by dirty ratio."""
         now = self.now_ms()
         found = []
+        checkpoints: dict[str, dict[TP, int]] = {}  # each log dir's file, read once a look
         for tp, partition_log in self.logs.logs():
             if tp in self.in_progress or tp in self.uncleanable or partition_log.closed:
                 continue
             if not partition_log.config.compact:
                 continue
-            offsets = cleanable_offsets(partition_log, read_cleaner_checkpoint(partition_log), now)
+            path = cleaner_checkpoint_path(partition_log)
+            if path not in checkpoints:
+                checkpoints[path] = read_offsets(path)
+            offsets = cleanable_offsets(partition_log, checkpoints[path].get(tp), now)
             if offsets.should_clean(partition_log.config.min_cleanable_dirty_ratio):
                 found.append((tp, partition_log, offsets))
         found.sort(key=lambda c: (-c[2].max_compaction_delay_ms, -c[2].dirty_ratio))

@@ -207,3 +207,21 @@ def test_consumer_offsets_is_compacted_and_a_restart_replays_the_live_keys(tmp_p
         (committed,) = consumer.committed([TopicPartition("committed", 0)], timeout=10)
         consumer.close()
         assert committed.offset == commits - 1
+
+
+def test_a_deleted_topic_leaves_the_cleaner_checkpoint(tmp_path):
+    with EmbeddedBroker(overrides=CLEANER, data_dir=tmp_path) as broker:
+        bootstrap = broker.bootstrap_servers
+        create(bootstrap, "gone", EAGER)
+        produce(bootstrap, "gone", [(key, b"x" * 300) for _ in range(10) for key in KEYS])
+        roll(bootstrap, "gone")
+        checkpoint = tmp_path / CLEANER_OFFSET_CHECKPOINT
+        wait_for(
+            lambda: checkpoint.exists() and "gone 0 " in checkpoint.read_text(),
+            30,
+            0.1,
+            what="a cleaning of the topic",
+        )
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.delete_topics(["gone"])["gone"].result(10)
+        wait_for(lambda: "gone 0 " not in checkpoint.read_text(), 10, 0.1, what="its entry gone")
