@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
+#: The cleaner threads' niceness (``_run``): the lowest priority.
+CLEANER_NICENESS = 19
 
 
 class CleaningCancelled(Exception):
@@ -210,7 +212,7 @@ class LogCleaner:
             return False
         assert self.pool is not None
         self.in_progress[tp] = job
-        ran = threads.deferToThreadPool(self.reactor, self.pool, job.run, self.throttle)
+        ran = threads.deferToThreadPool(self.reactor, self.pool, self._run, job)
         ran.addCallbacks(
             lambda _: self._finished(tp, partition_log, job),
             lambda failure: self._failed(tp, job, failure),
@@ -218,6 +220,15 @@ class LogCleaner:
         ran.addErrback(lambda failure: log.error("log cleaner: %s", failure.getTraceback()))
         ran.addBoth(lambda _: self._schedule(0))
         return True
+
+    def _run(self, job: CleaningJob) -> None:
+        """On a cleaner thread: the cleaning at the lowest CPU priority (Linux nice 19, per
+        thread), so that the reactor thread, which answers clients, gets the CPU first."""
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), CLEANER_NICENESS)
+        except (AttributeError, OSError):  # not Linux, or not allowed: run as is
+            pass
+        job.run(self.throttle)
 
     def _finished(self, tp: TP, partition_log: Log, job: CleaningJob) -> None:
         if self.in_progress.pop(tp, None) is None:
