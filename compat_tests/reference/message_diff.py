@@ -56,7 +56,7 @@ class Message:
 
 def _notes(text: str) -> dict[int, list[str]]:
     """``// Version N ...`` comments (a sentence may run over following comment lines)."""
-    notes: dict[int, list[str]] = {}
+    notes: dict[int, list[list[str]]] = {}
     current: list[str] | None = None
     for line in text.splitlines():
         match = _VERSION_NOTE.match(line)
@@ -64,7 +64,7 @@ def _notes(text: str) -> dict[int, list[str]]:
             first, last = int(match.group(1)), int(match.group(2) or match.group(1))
             current = [line.strip().removeprefix("//").strip()]
             for version in range(first, last + 1):
-                notes.setdefault(version, []).append(current)  # type: ignore[arg-type]
+                notes.setdefault(version, []).append(current)
             continue
         stripped = line.strip()
         if current is not None and stripped.startswith("//") and stripped != "//":
@@ -73,7 +73,7 @@ def _notes(text: str) -> dict[int, list[str]]:
                 current.append(rest)
                 continue
         current = None
-    return {v: [" ".join(parts) for parts in lists] for v, lists in notes.items()}  # type: ignore[misc]
+    return {v: [" ".join(parts) for parts in lists] for v, lists in notes.items()}
 
 
 def load(jar: zipfile.ZipFile) -> dict[str, Message]:
