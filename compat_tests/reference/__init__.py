@@ -20,6 +20,10 @@ Where the reference comes from, first match wins:
 (c) Java + Maven (or an already filled jar cache): :class:`KafkaCluster` from
     launcher.py, N nodes, controllable.
 
+The version is ``KAFKA_VERSION``: ``$WIRESERVER_KAFKA_VERSION`` when set (``4.4.0``), else
+the pinned 4.1.1 (see resolve.py). It names the jars, the Docker image tag and the cache
+directory alike.
+
 If none is possible, :class:`ReferenceUnavailable` is raised. It is an error,
 not a skip, so under ``CI=true`` a missing reference always fails the run;
 tests must not turn it into ``pytest.skip`` when ``CI`` is set (see

@@ -70,8 +70,10 @@ HOST = "127.0.0.1"
 
 #: CLI tool name (as in Kafka's bin/*.sh, ".sh" optional) -> 4.x main class.
 #: All are in kafka-tools-<v>.jar except the three ``kafka.*`` ones, which are in
-#: kafka_2.13-<v>.jar. Checked against the 4.1.1 jars' class listings.
-TOOLS: dict[str, str] = {
+#: kafka_2.13-<v>.jar. Checked against the 4.1.1 jars' class listings; later releases
+#: move some to kafka-tools (:data:`MOVED_TOOLS`), and :data:`TOOLS` is this table for
+#: :data:`KAFKA_VERSION`.
+TOOLS_4_1: dict[str, str] = {
     "kafka-topics": "org.apache.kafka.tools.TopicCommand",
     "kafka-console-producer": "org.apache.kafka.tools.ConsoleProducer",
     "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
@@ -108,6 +110,26 @@ TOOLS: dict[str, str] = {
     "kafka-storage": "kafka.tools.StorageTool",
     "kafka-server-start": "kafka.Kafka",
 }
+
+#: Tools whose main class moved to kafka-tools-<v>.jar: name -> (first release, class).
+#: Checked against the 4.2.0, 4.3.0 and 4.4.0 jars.
+MOVED_TOOLS: dict[str, tuple[tuple[int, int], str]] = {
+    "kafka-dump-log": ((4, 3), "org.apache.kafka.tools.DumpLogSegments"),
+    "kafka-configs": ((4, 4), "org.apache.kafka.tools.ConfigCommand"),
+}
+
+
+def tools_for(version: str) -> dict[str, str]:
+    """The CLI tool -> main class table of Kafka ``version`` (``"4.4.0"``)."""
+    release = tuple(int(part) for part in version.split(".")[:2] if part.isdigit())
+    tools = dict(TOOLS_4_1)
+    for name, (since, main_class) in MOVED_TOOLS.items():
+        if release >= since:
+            tools[name] = main_class
+    return tools
+
+
+TOOLS: dict[str, str] = tools_for(KAFKA_VERSION)
 
 #: Tools that run long or measure throughput: they get the server JIT and heap.
 _LONG_RUNNING = {

@@ -8,16 +8,22 @@ binding; Maven copies them with every runtime dependency into::
     $WIRESERVER_KAFKA_CACHE/kafka-<version>/lib      (when the variable is set)
     ~/.cache/wireserver/kafka-<version>/lib           (otherwise)
 
-The exact command (run from any directory)::
+The version is ``$WIRESERVER_KAFKA_VERSION`` when that variable is set (e.g.
+``WIRESERVER_KAFKA_VERSION=4.4.0``), otherwise :data:`DEFAULT_KAFKA_VERSION`
+(the ``<kafka.version>`` that pom.xml pins); every user of :data:`KAFKA_VERSION`
+(the compatibility suite, the protocol conformance tests, the benchmarks, the
+Docker image tag) follows it. The exact command (run from any directory)::
 
-    mvn -B -q -f compat_tests/reference/pom.xml -Dkafka.version=4.1.1 \\
+    mvn -B -q -f compat_tests/reference/pom.xml -Dkafka.version=<version> \\
         dependency:copy-dependencies -DincludeScope=runtime \\
         -DoutputDirectory=<tmp dir next to lib>
 
 The copy goes to a temporary sibling directory that is renamed to ``lib`` and
 then gets a marker file ``.wireserver-complete`` listing every jar and the hash
 of the pom it came from. A later run that finds the marker, the same pom hash
-and every listed jar skips Maven entirely. Concurrent resolutions (two pytest
+and every listed jar (``kafka_2.13``, ``kafka-tools`` and ``kafka-clients`` of
+the version asked for among them) skips Maven entirely; each version has its own
+directory and marker. Concurrent resolutions (two pytest
 processes) are serialised with a lock file.
 """
 
@@ -31,8 +37,14 @@ import subprocess
 import time
 from pathlib import Path
 
-#: The one pinned Kafka version; must equal <kafka.version> in pom.xml.
-KAFKA_VERSION = "4.1.1"
+#: The pinned default Kafka version; must equal <kafka.version> in pom.xml.
+DEFAULT_KAFKA_VERSION = "4.1.1"
+
+#: Names another release to compare against (``WIRESERVER_KAFKA_VERSION=4.4.0``).
+VERSION_ENV = "WIRESERVER_KAFKA_VERSION"
+
+#: The reference version in use: ``$WIRESERVER_KAFKA_VERSION``, else the pinned default.
+KAFKA_VERSION = os.environ.get(VERSION_ENV, "").strip() or DEFAULT_KAFKA_VERSION
 
 HERE = Path(__file__).resolve().parent
 POM = HERE / "pom.xml"
@@ -97,8 +109,13 @@ def which_mvn() -> str | None:
     return shutil.which("mvn")
 
 
-def is_complete(lib: Path) -> bool:
-    """True when ``lib`` holds a finished copy made from the current pom."""
+#: Jars whose file names carry the Kafka version itself.
+VERSIONED_JAR_PREFIXES = ("kafka_2.13-", "kafka-tools-", "kafka-clients-")
+
+
+def is_complete(lib: Path, version: str | None = None) -> bool:
+    """True when ``lib`` holds a finished copy made from the current pom (and, when
+    ``version`` is given, Kafka's own jars of that version)."""
     marker = lib / MARKER
     try:
         lines = marker.read_text().splitlines()
@@ -109,6 +126,8 @@ def is_complete(lib: Path) -> bool:
     jars = [line for line in lines[1:] if line]
     if not jars or not all((lib / jar).is_file() for jar in jars):
         return False
+    if version is not None and not all(f"{p}{version}.jar" in jars for p in VERSIONED_JAR_PREFIXES):
+        return False
     return all(any(j.startswith(p) for j in jars) for p in REQUIRED_JAR_PREFIXES)
 
 
@@ -118,7 +137,7 @@ def resolve(version: str = KAFKA_VERSION, *, quiet: bool = True, timeout: float 
     Raises :class:`ResolutionError` when Maven is needed but missing or fails.
     """
     lib = lib_dir(version)
-    if is_complete(lib):
+    if is_complete(lib, version):
         return lib
     mvn = which_mvn()
     if mvn is None:
@@ -129,7 +148,7 @@ def resolve(version: str = KAFKA_VERSION, *, quiet: bool = True, timeout: float 
     home.mkdir(parents=True, exist_ok=True)
     with open(home / ".resolve.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if is_complete(lib):  # another process finished while we waited
+        if is_complete(lib, version):  # another process finished while we waited
             return lib
         tmp = home / f"lib.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
@@ -170,10 +189,10 @@ def resolve(version: str = KAFKA_VERSION, *, quiet: bool = True, timeout: float 
             f"{' '.join(cmd)}\nseconds {time.monotonic() - started:.1f}\n"
             f"jars {len(jars)}\n{proc.stdout}"
         )
-        if not is_complete(lib):
+        if not is_complete(lib, version):
             raise ResolutionError(
                 f"Maven succeeded but {lib} lacks a required jar "
-                f"(need prefixes {REQUIRED_JAR_PREFIXES})"
+                f"(need prefixes {REQUIRED_JAR_PREFIXES}, version {version})"
             )
         return lib
 
