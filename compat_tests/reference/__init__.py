@@ -51,9 +51,17 @@ from .launcher import (
     tool_command,
     wait_for_brokers,
 )
-from .resolve import KAFKA_VERSION, ResolutionError, resolve, which_java, which_mvn
+from .resolve import (
+    DEFAULT_KAFKA_VERSION,
+    KAFKA_VERSION,
+    ResolutionError,
+    resolve,
+    which_java,
+    which_mvn,
+)
 
 __all__ = [
+    "DEFAULT_KAFKA_VERSION",
     "KAFKA_VERSION",
     "TOOLS",
     "KafkaCluster",
