@@ -184,22 +184,22 @@ class LogDirs:
 
 
 def wait_cleaned(
-    size: Callable[[], int], before: int, started: float, timeout: float
+    sizes: Callable[[], list[int]], before: list[int], started: float, timeout: float
 ) -> tuple[float, int]:
-    """Poll ``size()`` until it is below ``before`` and unchanged for ``SETTLE_S``; returns
-    (seconds from ``started`` to the last change seen, the size then)."""
+    """Poll ``sizes()`` (of some partitions) until each is below its ``before`` and none
+    changed for ``SETTLE_S`` (a cleaner thread cleans one partition after the other); returns
+    (seconds from ``started`` to the last change seen, their total size then)."""
     last, changed_at = before, None
     while True:
         now = time.perf_counter()
-        current = size()
+        current = sizes()
         if current != last:
             last, changed_at = current, now
-        if changed_at is not None and current < before and now - changed_at >= SETTLE_S:
-            return changed_at - started, current
+        smaller = all(c < b for c, b in zip(current, before))
+        if changed_at is not None and smaller and now - changed_at >= SETTLE_S:
+            return changed_at - started, sum(current)
         if now - started > timeout:
-            raise TimeoutError(
-                f"size still {current:,} B (from {before:,} B) after {timeout:.0f} s"
-            )
+            raise TimeoutError(f"sizes {current} (from {before}) after {timeout:.0f} s")
         time.sleep(POLL_S)
 
 
@@ -234,7 +234,7 @@ def compact_and_wait(broker: Broker, topic: str, timeout: float) -> tuple[int, f
         before = dirs.size(topic)
         started = time.perf_counter()
         set_cleanup_policy(broker.bootstrap, topic, "compact")
-        seconds, after = wait_cleaned(lambda: dirs.size(topic), before, started, timeout)
+        seconds, after = wait_cleaned(lambda: [dirs.size(topic)], [before], started, timeout)
     finally:
         dirs.close()
     return before, seconds, after
@@ -388,7 +388,7 @@ class Session:
         base = f"produce latency @ {LATENCY_RATE:,} rec/s, 1 KB, acks=all (librdkafka)"
         seconds = MIN_LATENCY_S
         if self.clean_s is not None:  # the timed part starts ~2 s in (client start, warm-up)
-            seconds = min(self.sizes.max_latency_s, max(MIN_LATENCY_S, self.clean_s - 3.0))
+            seconds = round(min(self.sizes.max_latency_s, max(MIN_LATENCY_S, self.clean_s - 3)), 1)
         topic = "bench-dirty"
         error = self.filled_topic(topic)
         if error:
@@ -405,7 +405,11 @@ class Session:
             # Watched from a thread, so the end of the cleaning is seen during the run too.
             with concurrent.futures.ThreadPoolExecutor(1) as pool:
                 cleaned = pool.submit(
-                    wait_cleaned, lambda: dirs.size(topic), before, started, self.sizes.timeout_s
+                    wait_cleaned,
+                    lambda: [dirs.size(topic)],
+                    [before],
+                    started,
+                    self.sizes.timeout_s,
                 )
                 busy = self.latency("bench-latency-busy", seconds)
                 run_s = time.perf_counter() - started
@@ -521,11 +525,17 @@ def write_commit_history(data_dir: str, nbytes: int) -> int:
     return records
 
 
-def offsets_bytes(data_dir: str) -> int:
+def offsets_bytes(data_dir: str, partition: int | str = "*") -> int:
     """Bytes of ``__consumer_offsets`` segment files (``.log``) in the data dir."""
-    return sum(
-        f.stat().st_size for f in Path(data_dir).glob("__consumer_offsets-*/*.log") if f.is_file()
-    )
+    found = Path(data_dir).glob(f"__consumer_offsets-{partition}/*.log")
+    return sum(f.stat().st_size for f in found if f.is_file())
+
+
+def history_partitions() -> list[int]:
+    """The partitions of ``__consumer_offsets`` that hold ``GROUPS``."""
+    from wireserver.groups.records import partition_for
+
+    return sorted({partition_for(group, OFFSETS_PARTITIONS) for group in GROUPS})
 
 
 def timed_starts(pinning: Pinning, data_dir: str, count: int) -> list[float]:
@@ -567,12 +577,14 @@ def check_committed(pinning: Pinning, data_dir: str) -> str:
     return "ok" if not wrong else "; ".join(wrong[:4])
 
 
-def compact_offsets(pinning: Pinning, data_dir: str, before: int, timeout: float) -> float:
-    """Run a broker with the cleaner on until ``__consumer_offsets`` shrinks from ``before``
-    bytes and stops; seconds from its start-up to the last size drop."""
+def compact_offsets(pinning: Pinning, data_dir: str, timeout: float) -> float:
+    """Run a broker with the cleaner on until each partition of ``__consumer_offsets`` that
+    holds the history has shrunk and none changes; seconds from its start-up to the last size
+    drop."""
     from wireserver.groups.records import OFFSETS_TOPIC
 
-    partitions = list(range(OFFSETS_PARTITIONS))
+    partitions = history_partitions()
+    before = [offsets_bytes(data_dir, p) for p in partitions]
 
     broker = start_wireserver(
         pinning,
@@ -584,7 +596,7 @@ def compact_offsets(pinning: Pinning, data_dir: str, before: int, timeout: float
     try:
         started = time.perf_counter()
         seconds, _ = wait_cleaned(
-            lambda: dirs.size(OFFSETS_TOPIC, partitions), before, started, timeout
+            lambda: [dirs.size(OFFSETS_TOPIC, [p]) for p in partitions], before, started, timeout
         )
     finally:
         dirs.close()
@@ -608,7 +620,7 @@ def restart_figures(
         )
         before = timed_starts(pinning, data_dir, sizes.starts)
         log(f"  start-up before compaction: {', '.join(f'{s * 1000:.0f}' for s in before)} ms")
-        cleaned_s = compact_offsets(pinning, data_dir, size_before, sizes.timeout_s)
+        cleaned_s = compact_offsets(pinning, data_dir, sizes.timeout_s)
         size_after = offsets_bytes(data_dir)
         log(
             f"  compacted in {cleaned_s:.1f} s after start-up: {size_before / MIB:.0f} → "
