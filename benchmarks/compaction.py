@@ -65,6 +65,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import confluent_kafka
+
 from benchmarks.compare import (
     LATENCY_RATE,
     MIB,
@@ -708,6 +710,7 @@ def main(argv: list[str] | None = None) -> int:
     for line in table:
         log(line)
     command = "python -m benchmarks.compaction" + ("" if not argv else " " + " ".join(argv))
+
     write_section(
         args.output,
         SECTION,
@@ -728,7 +731,9 @@ def main(argv: list[str] | None = None) -> int:
             "wireserver logs at INFO here (for its cleaning lines)",
             f"- CPU pinning: {run.pinning.describe()}; the cleaner thread shares the broker's CPU",
             f"- load average at the start: {run.load}",
-            *machine_lines(),
+            *machine_lines()[:-1],  # its last line names compare's clients; ours:
+            f"- client: confluent-kafka {confluent_kafka.__version__} (librdkafka "
+            f"{confluent_kafka.libversion()[0]}), kafka-python for DescribeLogDirs",
             "",
             *table,
             "",
@@ -737,8 +742,11 @@ def main(argv: list[str] | None = None) -> int:
             "polled every 50 ms), for both brokers; Kafka's own figure, from its cleaner's "
             "stats line, counts only the cleaning itself. The latency rows compare the "
             "same fixed-rate workload with the cleaner idle and while it cleans another topic "
-            "on the same CPU; the share of the timed part that the cleaning covered is in the "
-            "note. Kafka loads `__consumer_offsets` after it answers Metadata, so its start-up "
+            "on the same CPU (the harness polls DescribeLogDirs 20 times a second during the "
+            "second); the share of the timed part that the cleaning covered is in the note. "
+            "Runs on a shared machine vary (see the load average): compare a figure with a "
+            "second run before reading much into it. Kafka loads `__consumer_offsets` after "
+            "it answers Metadata, so its start-up "
             "time would not show the history: the restart rows are wireserver's only.",
             *(["", "Failures:", "", *(f"- {e}" for e in results.errors)] if results.errors else []),
         ],
