@@ -67,6 +67,7 @@ from pathlib import Path
 
 import confluent_kafka
 
+from benchmarks import compare
 from benchmarks.compare import (
     LATENCY_RATE,
     MIB,
@@ -292,8 +293,8 @@ def cleanings_note(broker: Broker, topic: str) -> str:
 # ------------------------------------------------------------------------------ steps 1 and 2
 
 
-class Session:
-    """Steps 1 and 2 against one running broker."""
+class Session(compare.Session):
+    """Steps 1 and 2 against one running broker (``compare.Session`` files the figures)."""
 
     def __init__(
         self,
@@ -303,20 +304,8 @@ class Session:
         results: Results,
         log: Callable[[str], None],
     ):
-        self.b = broker
-        self.sizes = sizes
-        self.pinning = pinning
-        self.results = results
-        self.log = log
+        super().__init__(broker, sizes, pinning, results, False, log)
         self.clean_s: float | None = None
-
-    def put(self, key: str, workload: str, unit: str, higher: bool, value, extra: str = ""):
-        self.results.put(self.b.name, key, workload, unit, higher, value, extra)
-
-    def failed(self, key: str, workload: str, unit: str, higher: bool, error: str) -> None:
-        self.log(f"  {workload}: FAILED: {error}")
-        self.put(key, workload, unit, higher, "failed")
-        self.results.errors.append(f"{self.b.name}, {workload}: {error}")
 
     def filled_topic(self, topic: str) -> str | None:
         """Create and fill a compacted-to-be topic; an error message, or None."""
@@ -606,6 +595,10 @@ def compact_offsets(pinning: Pinning, data_dir: str, timeout: float) -> float:
     return seconds
 
 
+def _ms(starts: list[float]) -> str:
+    return ", ".join(f"{s * 1000:.0f}" for s in starts)
+
+
 def restart_figures(
     sizes: Sizes, pinning: Pinning, results: Results, log: Callable[[str], None]
 ) -> None:
@@ -621,7 +614,7 @@ def restart_figures(
             f"__consumer_offsets) in {time.perf_counter() - started:.1f} s"
         )
         before = timed_starts(pinning, data_dir, sizes.starts)
-        log(f"  start-up before compaction: {', '.join(f'{s * 1000:.0f}' for s in before)} ms")
+        log(f"  start-up before compaction: {_ms(before)} ms")
         cleaned_s = compact_offsets(pinning, data_dir, sizes.timeout_s)
         size_after = offsets_bytes(data_dir)
         log(
@@ -629,7 +622,7 @@ def restart_figures(
             f"{size_after / MIB:.1f} MB"
         )
         after = timed_starts(pinning, data_dir, sizes.starts)
-        log(f"  start-up after compaction: {', '.join(f'{s * 1000:.0f}' for s in after)} ms")
+        log(f"  start-up after compaction: {_ms(after)} ms")
         check = check_committed(pinning, data_dir)
         log(f"  committed offsets read back: {check}")
     finally:
@@ -646,8 +639,7 @@ def restart_figures(
             "ms",
             False,
             statistics.median(starts) * 1000,
-            f" (n={len(starts)}: {', '.join(f'{s * 1000:.0f}' for s in starts)}; "
-            f"{size / MIB:.1f} MB on disk)",
+            f" (n={len(starts)}: {_ms(starts)}; {size / MIB:.1f} MB on disk)",
         )
         results.put("Kafka", key, "", "ms", False, NOT_KAFKA)
     results.put(
