@@ -289,23 +289,36 @@ class Broker:
     startup_s: float
     stop: Callable[[], None]
     ready_line_s: float | None = None
+    log_file: Path | None = None  # the broker's log (read it before ``stop()``)
 
 
-def start_wireserver(pinning: Pinning, reactor: str = "default") -> Broker:
+def start_wireserver(
+    pinning: Pinning,
+    reactor: str = "default",
+    overrides: dict[str, str] | None = None,
+    data_dir: str | None = None,
+    log_level: str = "WARNING",
+    startup_timeout: float = 30,
+) -> Broker:
     """``wireserver serve`` on a free port with a fresh data dir; timed to first Metadata.
     ``reactor`` is ``serve --reactor``; the broker is named ``wireserver`` on the default one
-    and ``wireserver/<reactor>`` otherwise."""
+    and ``wireserver/<reactor>`` otherwise. ``overrides`` go over the test defaults; a
+    ``data_dir`` given is used and kept (the fresh one is deleted by ``stop()``)."""
     from wireserver.testing import READY_RE, TEST_DEFAULTS, parse_endpoints
 
     root = tempfile.mkdtemp(prefix="wireserver-bench-")
-    overrides = {**TEST_DEFAULTS, "log.dirs": os.path.join(root, "data")}
+    overrides = {
+        **TEST_DEFAULTS,
+        "log.dirs": data_dir or os.path.join(root, "data"),
+        **(overrides or {}),
+    }
     command = [
         sys.executable,
         "-m",
         "wireserver.cli",
         "serve",
         "--log-level",
-        "WARNING",
+        log_level,
         "--reactor",
         reactor,
     ]
@@ -333,7 +346,7 @@ def start_wireserver(pinning: Pinning, reactor: str = "default") -> Broker:
         raise RuntimeError(f"wireserver did not print its ready line ({line!r}):\n{tail}")
     _, host, port = parse_endpoints(match.group("endpoints"))[0]
     bootstrap = f"{host}:{port}"
-    wait_metadata(bootstrap, 30, lambda: process.poll() is None)
+    wait_metadata(bootstrap, startup_timeout, lambda: process.poll() is None)
     startup = time.perf_counter() - started
     # Keep draining stdout so the broker never blocks on a full pipe.
     threading.Thread(target=lambda: [None for _ in process.stdout], daemon=True).start()
@@ -352,12 +365,22 @@ def start_wireserver(pinning: Pinning, reactor: str = "default") -> Broker:
     from wireserver.cli import version as wireserver_version
 
     name = "wireserver" if reactor == "default" else f"wireserver/{reactor}"
-    return Broker(name, wireserver_version(), bootstrap, process.pid, startup, stop, ready_line)
+    return Broker(
+        name,
+        wireserver_version(),
+        bootstrap,
+        process.pid,
+        startup,
+        stop,
+        ready_line,
+        Path(root, "broker.log"),
+    )
 
 
-def start_kafka(pinning: Pinning) -> Broker:
+def start_kafka(pinning: Pinning, broker_props: dict[str, str] | None = None) -> Broker:
     """One KRaft node from compat_tests.reference; timed from ``start()`` (storage format,
-    JVM start) to the first Metadata answer that lists the broker."""
+    JVM start) to the first Metadata answer that lists the broker. ``broker_props`` go into
+    its server.properties."""
     from compat_tests.reference import KAFKA_VERSION, KafkaCluster
 
     class TimedKafka(KafkaCluster):
@@ -367,7 +390,7 @@ def start_kafka(pinning: Pinning) -> Broker:
             node = self.nodes[0]
             wait_metadata(node.address, timeout or self.startup_timeout, node.running)
 
-    cluster = TimedKafka(nodes=1)
+    cluster = TimedKafka(nodes=1, broker_props=broker_props)
     started = time.perf_counter()
     with pinning.as_broker():
         cluster.start()
@@ -381,6 +404,7 @@ def start_kafka(pinning: Pinning) -> Broker:
         pid,
         startup,
         lambda: cluster.stop(timeout=30),
+        log_file=cluster.nodes[0].server_log,
     )
 
 

@@ -5,7 +5,8 @@ and prints one JSON object on its last stdout line. Every sub-command works agai
 bootstrap address (Apache Kafka or wireserver) with the same client settings.
 
     python -m benchmarks.rdkafka_load produce  --bootstrap H:P --topic T --partitions 8 \\
-        --records 200000 --size 1024 --acks all --reps 3 --warmup 20000 [--replication-factor 3]
+        --records 200000 --size 1024 --acks all --reps 3 --warmup 20000 [--replication-factor 3] \\
+        [--keys 10000]
     python -m benchmarks.rdkafka_load consume  --bootstrap H:P --topic T --reps 3
     python -m benchmarks.rdkafka_load latency  --bootstrap H:P --topic T --rate 5000 --seconds 10
     python -m benchmarks.rdkafka_load e2e      --bootstrap H:P --topic T --rate 1000 --seconds 10
@@ -19,6 +20,7 @@ Kafka's perf tools count it. Latencies are in milliseconds.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import struct
@@ -91,8 +93,15 @@ def _producer(bootstrap: str, acks: str, **extra) -> confluent_kafka.Producer:
 
 
 def _produce_batch(
-    producer: confluent_kafka.Producer, topic: str, count: int, value: bytes, failures: list
+    producer: confluent_kafka.Producer,
+    topic: str,
+    count: int,
+    value: bytes,
+    failures: list,
+    keys: list[bytes | None] | None = None,
 ) -> float:
+    """Send ``count`` records of ``value``; their keys cycle through ``keys`` (none: no key)."""
+
     def delivered(error, _message):
         if error is not None:
             failures.append(str(error))
@@ -100,10 +109,10 @@ def _produce_batch(
     produce = producer.produce
     poll = producer.poll
     start = time.perf_counter()
-    for i in range(count):
+    for i, key in enumerate(itertools.islice(itertools.cycle(keys or [None]), count)):
         while True:
             try:
-                produce(topic, value, on_delivery=delivered)
+                produce(topic, value, key, on_delivery=delivered)
                 break
             except BufferError:
                 poll(0.005)
@@ -120,12 +129,13 @@ def cmd_produce(args) -> dict:
     ensure_topic(args.bootstrap, args.topic, args.partitions, args.replication_factor)
     producer = _producer(args.bootstrap, args.acks)
     value = os.urandom(args.size)
+    keys = [b"key-%d" % k for k in range(args.keys)] if args.keys else None
     failures: list = []
     if args.warmup:
-        _produce_batch(producer, args.topic, args.warmup, value, failures)
+        _produce_batch(producer, args.topic, args.warmup, value, failures, keys)
     reps = []
     for _ in range(args.reps):
-        seconds = _produce_batch(producer, args.topic, args.records, value, failures)
+        seconds = _produce_batch(producer, args.topic, args.records, value, failures, keys)
         reps.append(
             {"seconds": seconds, "records": args.records, "bytes": args.records * args.size}
         )
@@ -371,6 +381,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--warmup", type=int, default=0, help="records sent before the timed reps")
     p.add_argument("--replication-factor", type=int, default=1)
+    p.add_argument(
+        "--keys", type=int, default=0, help="keys cycle over this many (0: records have none)"
+    )
     c = sub.add_parser("consume", parents=[common])
     c.add_argument("--reps", type=int, default=3)
     c.add_argument("--warmup", action="store_true", help="one untimed read first")
