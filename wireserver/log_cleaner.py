@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -49,6 +50,8 @@ log = logging.getLogger(__name__)
 TP = tuple[str, int]
 #: The cleaner threads' niceness (``_run``): the lowest priority.
 CLEANER_NICENESS = 19
+#: ``sys.setswitchinterval`` while cleanings run (``_share_the_interpreter``).
+CLEANING_SWITCH_INTERVAL_S = 0.0005
 
 
 class CleaningCancelled(Exception):
@@ -114,6 +117,7 @@ class LogCleaner:
         self.throttle = Throttler(lambda: float(config["log.cleaner.io.max.bytes.per.second"]))
         self.cleanings = 0  # cleanings swapped in since start
         self._wakeup: Any = None
+        self._switch_interval: float | None = None  # the process's, while cleanings run
         self.stopped = True
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -140,6 +144,7 @@ class LogCleaner:
         for job in self.in_progress.values():
             job.abandon()
         self.in_progress.clear()
+        self._share_the_interpreter()
 
     def forget_topic(self, name: str) -> None:
         """A deleted topic leaves the cleaner checkpoints, as in Kafka: a topic created again
@@ -212,6 +217,7 @@ class LogCleaner:
             return False
         assert self.pool is not None
         self.in_progress[tp] = job
+        self._share_the_interpreter()
         ran = threads.deferToThreadPool(self.reactor, self.pool, self._run, job)
         ran.addCallbacks(
             lambda _: self._finished(tp, partition_log, job),
@@ -230,9 +236,22 @@ class LogCleaner:
             pass
         job.run(self.throttle)
 
+    def _share_the_interpreter(self) -> None:
+        """While a cleaner thread runs Python, the reactor thread waits for the interpreter
+        lock after each of its system calls, up to the switch interval (5 ms by default) each
+        time: produce latency would grow by tens of milliseconds. While cleanings run, the
+        interval is ``CLEANING_SWITCH_INTERVAL_S``; the process's own comes back after."""
+        if self.in_progress and self._switch_interval is None:
+            self._switch_interval = sys.getswitchinterval()
+            sys.setswitchinterval(CLEANING_SWITCH_INTERVAL_S)
+        elif not self.in_progress and self._switch_interval is not None:
+            sys.setswitchinterval(self._switch_interval)
+            self._switch_interval = None
+
     def _finished(self, tp: TP, partition_log: Log, job: CleaningJob) -> None:
         if self.in_progress.pop(tp, None) is None:
             return  # stopped meanwhile: given up already
+        self._share_the_interpreter()
         result = job.commit()
         if not result.committed:
             log.info("cleaning of %s-%d given up: its segments changed meanwhile", *tp)
@@ -255,6 +274,7 @@ class LogCleaner:
     def _failed(self, tp: TP, job: CleaningJob, failure: Any) -> None:
         if self.in_progress.pop(tp, None) is None:
             return
+        self._share_the_interpreter()
         job.abandon()
         self.uncleanable.add(tp)
         log.error(
