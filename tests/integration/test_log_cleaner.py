@@ -80,6 +80,27 @@ def read_all(bootstrap: str, topic: str) -> list[tuple[int, bytes, bytes | None]
         consumer.close()
 
 
+def first_at_or_after(bootstrap: str, topic: str, *, timestamp=None, offset=None) -> int:
+    """The offset ListOffsets gives for ``timestamp``, or of the first record a consumer
+    assigned at ``offset`` receives."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "probe", "enable.auto.commit": False}
+    )
+    try:
+        if timestamp is not None:
+            (found,) = consumer.offsets_for_times([TopicPartition(topic, 0, timestamp)], 10)
+            return found.offset
+        consumer.assign([TopicPartition(topic, 0, offset)])
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                return msg.offset()
+        raise AssertionError(f"nothing read from offset {offset}")
+    finally:
+        consumer.close()
+
+
 def latest_only(records) -> bool:
     keys = [key for _, key, _ in records if key != b"roll"]
     return len(keys) == len(set(keys))
@@ -147,6 +168,12 @@ def test_a_compacted_topic_keeps_the_latest_record_of_each_key_at_its_offset(tmp
         # The latest record of every key, tombstones included, at the offset it was written at.
         assert kept == last
         assert cleaned[0][0] > 0  # the first offsets are holes now: nothing is renumbered
+        # ListOffsets by timestamp, and a consumer seeking into a hole, land on the next record
+        # the cleaner kept.
+        kept_offsets = [offset for offset, _, _ in cleaned]
+        assert first_at_or_after(bootstrap, "compacted", timestamp=0) == kept_offsets[0]
+        for hole in (0, kept_offsets[0] - 1):
+            assert first_at_or_after(bootstrap, "compacted", offset=hole) == kept_offsets[0]
         # Tombstones go once delete.retention.ms passed after the cleaning that reached them.
         produce(bootstrap, "compacted", [(KEYS[2], b"again")])
         roll(bootstrap, "compacted")
