@@ -16,6 +16,7 @@ from confluent_kafka.admin import (
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
+    ConfigSource,
     NewTopic,
 )
 
@@ -268,3 +269,32 @@ def test_a_deleted_topic_leaves_the_cleaner_checkpoint(tmp_path):
         admin = AdminClient({"bootstrap.servers": bootstrap})
         admin.delete_topics(["gone"])["gone"].result(10)
         wait_for(lambda: "gone 0 " not in checkpoint.read_text(), 10, 0.1, what="its entry gone")
+
+
+def test_the_broker_policy_changed_at_run_time_compacts_topics_without_their_own(tmp_path):
+    with EmbeddedBroker(overrides=CLEANER, data_dir=tmp_path) as broker:
+        bootstrap = broker.bootstrap_servers
+        configs = {k: v for k, v in EAGER.items() if k != "cleanup.policy"}
+        create(bootstrap, "inherits", configs)
+        produce(bootstrap, "inherits", [(key, b"x" * 200) for _ in range(20) for key in KEYS])
+        roll(bootstrap, "inherits")
+        time.sleep(0.5)
+        assert not latest_only(read_all(bootstrap, "inherits"))  # the default is "delete"
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        entry = ConfigEntry(
+            "log.cleanup.policy", "compact", incremental_operation=AlterConfigOpType.SET
+        )
+        node = str(broker.broker.node_id)
+        default = ConfigResource(ConfigResource.Type.BROKER, node, incremental_configs=[entry])
+        admin.incremental_alter_configs([default])[default].result(10)
+        wait_for(
+            lambda: latest_only(read_all(bootstrap, "inherits")),
+            30,
+            0.2,
+            what="the topic to be compacted under the broker's new default",
+        )
+        # DescribeConfigs (what kafka-configs and kafka-topics --describe show) says so too.
+        topic = ConfigResource(ConfigResource.Type.TOPIC, "inherits")
+        described = admin.describe_configs([topic])[topic].result(10)["cleanup.policy"]
+        assert described.value == "compact"
+        assert described.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
