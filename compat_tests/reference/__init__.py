@@ -20,8 +20,8 @@ Where the reference comes from, first match wins:
 (c) Java + Maven (or an already filled jar cache): :class:`KafkaCluster` from
     launcher.py, N nodes, controllable.
 
-The version is ``KAFKA_VERSION``: ``$WIRESERVER_KAFKA_VERSION`` when set (``4.4.0``), else
-the pinned 4.1.1 (see resolve.py). It names the jars, the Docker image tag and the cache
+The version is ``KAFKA_VERSION``: ``$WIRESERVER_KAFKA_VERSION`` when set (``4.1.1``), else
+the pinned 4.4.0 (see resolve.py). It names the jars, the Docker image tag and the cache
 directory alike.
 
 If none is possible, :class:`ReferenceUnavailable` is raised. It is an error,

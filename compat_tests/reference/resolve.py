@@ -9,7 +9,7 @@ binding; Maven copies them with every runtime dependency into::
     ~/.cache/wireserver/kafka-<version>/lib           (otherwise)
 
 The version is ``$WIRESERVER_KAFKA_VERSION`` when that variable is set (e.g.
-``WIRESERVER_KAFKA_VERSION=4.4.0``), otherwise :data:`DEFAULT_KAFKA_VERSION`
+``WIRESERVER_KAFKA_VERSION=4.1.1``), otherwise :data:`DEFAULT_KAFKA_VERSION`
 (the ``<kafka.version>`` that pom.xml pins); every user of :data:`KAFKA_VERSION`
 (the compatibility suite, the protocol conformance tests, the benchmarks, the
 Docker image tag) follows it. The exact command (run from any directory)::
@@ -38,9 +38,9 @@ import time
 from pathlib import Path
 
 #: The pinned default Kafka version; must equal <kafka.version> in pom.xml.
-DEFAULT_KAFKA_VERSION = "4.1.1"
+DEFAULT_KAFKA_VERSION = "4.4.0"
 
-#: Names another release to compare against (``WIRESERVER_KAFKA_VERSION=4.4.0``).
+#: Names another release to compare against (``WIRESERVER_KAFKA_VERSION=4.1.1``).
 VERSION_ENV = "WIRESERVER_KAFKA_VERSION"
 
 #: The reference version in use: ``$WIRESERVER_KAFKA_VERSION``, else the pinned default.
