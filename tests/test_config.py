@@ -287,7 +287,7 @@ def test_unknown_keys_are_warned_and_kept(caplog):
 
 
 def test_kafka_keys_we_do_not_use_are_known(caplog):
-    """A Kafka 4.1 server.properties (KRaft keys, Kerberos, share groups) loads without
+    """A Kafka 4.4 server.properties (KRaft keys, Kerberos, streams warm-up replicas) loads without
     warnings; the values are parsed and checked by Kafka's types and ranges."""
     with caplog.at_level(logging.WARNING, logger="wireserver.config"):
         config = BrokerConfig.load(
@@ -298,7 +298,7 @@ def test_kafka_keys_we_do_not_use_are_known(caplog):
                 "controller.listener.names=CONTROLLER",
                 "sasl.kerberos.min.time.before.relogin=5",
                 "log.cleaner.io.buffer.load.factor=0.5",
-                "group.share.enable=true",
+                "group.streams.num.warmup.replicas=3",
             ],
         )
     assert config.unknown == {}
@@ -314,9 +314,11 @@ def test_kafka_keys_we_do_not_use_are_known(caplog):
             BrokerConfig.load(None, [bad])
     assert BrokerConfig.load(None, ["group.consumer.migration.policy=Upgrade"])
     # Kafka's internal keys are described only when the file sets them
-    assert [e.name for e in config.items(["group.share.enable"])] == ["group.share.enable"]
+    assert [e.name for e in config.items(["group.streams.num.warmup.replicas"])] == [
+        "group.streams.num.warmup.replicas"
+    ]
     assert (
-        BrokerConfig().items(["group.share.enable", "group.share.max.size"])[0].name
+        BrokerConfig().items(["group.streams.num.warmup.replicas", "group.share.max.size"])[0].name
         == "group.share.max.size"
     )
 

@@ -256,20 +256,34 @@ def check_group_resource(name: str | None, *, describing: bool) -> None:
 def group_config_rows(
     services: Services, group: str, names: Iterable[str] | None = None
 ) -> list[ConfigEntry]:
-    """Kafka's ``ConfigHelper.createGroupConfigEntry`` for every group key (or ``names``;
-    unknown ones are skipped): the group's value (GROUP_CONFIG) or the default (DEFAULT_CONFIG,
-    the broker's ``group.consumer.*`` value where there is one), that one synonym, never
-    read-only."""
-    from wireserver.groups.configs import GROUP_CONFIGS
+    """Kafka's ``ConfigHelper.createGroupConfigEntry`` for every group key (internal ones only
+    where the group sets them) or for ``names`` (unknown ones are skipped): the group's value
+    (GROUP_CONFIG) or the default (DEFAULT_CONFIG), never read-only. Synonyms as Kafka 4.4
+    lists them: the group's own value where it sets one, then the default under the broker
+    key it comes from (``group.consumer.session.timeout.ms`` ...) or under the group key."""
+    from wireserver.groups.configs import GROUP_CONFIGS, default_value
 
     store = services.group_configs
     overrides = store.overrides(group)
-    wanted = GROUP_CONFIGS if names is None else [n for n in names if n in GROUP_CONFIGS]
+    if names is None:
+        wanted = [n for n, d in GROUP_CONFIGS.items() if not d.internal or n in overrides]
+    else:
+        wanted = [n for n in names if n in GROUP_CONFIGS]
     rows = []
     for name in wanted:
         cdef = GROUP_CONFIGS[name]
         value = cdef.render(store.value(group, name))
-        source = GROUP_CONFIG if name in overrides else DEFAULT_CONFIG
+        default = ConfigSynonym(
+            cdef.broker_synonym or name,
+            cdef.render(default_value(store.broker_config, name)),
+            DEFAULT_CONFIG,
+        )
+        if name in overrides:
+            source = GROUP_CONFIG
+            synonyms: tuple[ConfigSynonym, ...] = (ConfigSynonym(name, value, source), default)
+        else:
+            source = DEFAULT_CONFIG
+            synonyms = (default,)
         rows.append(
             ConfigEntry(
                 name=name,
@@ -277,7 +291,7 @@ def group_config_rows(
                 source=source,
                 read_only=False,
                 sensitive=False,
-                synonyms=(ConfigSynonym(name, value, source),),
+                synonyms=synonyms,
                 type=cdef.type,
                 doc=cdef.doc,
             )

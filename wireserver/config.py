@@ -440,7 +440,7 @@ _BROKER_ONLY = [
     _key(
         "sasl.oauthbearer.expected.audience",
         "list",
-        None,
+        [],
         "OAUTHBEARER: accepted audiences of a token (unset or empty: any).",
     ),
     _key(

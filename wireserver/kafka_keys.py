@@ -1,9 +1,9 @@
-"""Kafka 4.1.1's broker keys that wireserver accepts, describes and (where Kafka can) lets
+"""Kafka 4.4.0's broker keys that wireserver accepts, describes and (where Kafka can) lets
 AlterConfigs change, without acting on them.
 
 Admin tools round-trip a broker's whole configuration (describe it, change one key, write it
 back), and client test suites set keys such as ``sasl.kerberos.min.time.before.relogin``; a
-broker that refused Kafka's own keys would break them. Each row is one key of Kafka 4.1.1's
+broker that refused Kafka's own keys would break them. Each row is one key of Kafka 4.4.0's
 ``KafkaConfig`` definition that ``wireserver.config`` does not define itself (its own rows, with
 their effect, win): name, type, default, update mode and value check, as Kafka has them.
 
@@ -12,8 +12,9 @@ restart: AlterConfigs answers INVALID_REQUEST), ``B`` per-broker (dynamic for on
 the cluster default), ``C`` cluster-wide (dynamic for one broker or as the cluster default).
 ``internal=True`` marks Kafka's internal keys, which DescribeConfigs leaves out.
 
-The table was taken from the 4.1.1 jars once (``AbstractKafkaConfig.CONFIG_DEF`` and
-``DynamicBrokerConfig.dynamicConfigUpdateModes``); nothing reads Kafka at runtime.
+The table was taken from the 4.1.1 jars and brought up to the 4.4.0 jars
+(``AbstractKafkaConfig.CONFIG_DEF`` and ``DynamicBrokerConfig.dynamicConfigUpdateModes``);
+nothing reads Kafka at runtime.
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ KAFKA_ONLY_KEYS: list[ConfigDef] = [
     _k("broker.heartbeat.interval.ms", "int", 2000, R),
     _k("broker.session.timeout.ms", "int", 9000, R),
     _k("client.quota.callback.class", "class", None, R),
-    _k("controller.listener.names", "string", None, R),
+    _k("config.providers", "list", [], C),
+    _k("controller.listener.names", "list", None, R),
     _k(
         "controller.performance.always.log.threshold.ms",
         "long",
@@ -76,9 +78,12 @@ KAFKA_ONLY_KEYS: list[ConfigDef] = [
     ),
     _k("controller.performance.sample.period.ms", "long", 60000, R, at_least(100), internal=True),
     _k("controller.quorum.append.linger.ms", "int", 25, R, at_least(0)),
+    _k("controller.quorum.auto.join.enable", "boolean", False, R),
     _k("controller.quorum.bootstrap.servers", "list", [], R, NON_EMPTY),
     _k("controller.quorum.election.backoff.max.ms", "int", 1000, R, at_least(0)),
     _k("controller.quorum.election.timeout.ms", "int", 1000, R, at_least(0)),
+    _k("controller.quorum.fetch.max.bytes", "int", 1048576, R, at_least(1)),
+    _k("controller.quorum.fetch.snapshot.max.bytes", "int", 1048576, R, at_least(1)),
     _k("controller.quorum.fetch.timeout.ms", "int", 2000, R, at_least(0)),
     _k("controller.quorum.request.timeout.ms", "int", 2000, R, at_least(0)),
     _k("controller.quorum.retry.backoff.ms", "int", 20, R, at_least(0)),
@@ -86,14 +91,21 @@ KAFKA_ONLY_KEYS: list[ConfigDef] = [
     _k("controller.quota.window.num", "int", 11, R, at_least(1)),
     _k("controller.quota.window.size.seconds", "int", 1, R, at_least(1)),
     _k("controller.socket.timeout.ms", "int", 30000, R),
+    _k("cordoned.log.dirs", "list", [], B),
     _k("create.topic.policy.class.name", "class", None, R),
     _k("delegation.token.expiry.check.interval.ms", "long", 3600000, R, at_least(1)),
     _k("delegation.token.expiry.time.ms", "long", 86400000, R, at_least(1)),
     _k("delegation.token.max.lifetime.ms", "long", 604800000, R, at_least(1)),
     _k("delegation.token.secret.key", "password", None, R),
     _k("delete.records.purgatory.purge.interval.requests", "int", 1, R),
-    _k("early.start.listeners", "string", None, R),
+    _k("early.start.listeners", "list", None, R),
+    _k("errors.deadletterqueue.auto.create.topics.enable", "boolean", False, C),
+    _k("errors.deadletterqueue.topic.name.prefix", "string", "dlq.", C),
     _k("fetch.purgatory.purge.interval.requests", "int", 1000, R),
+    _k("follower.fetch.last.tiered.offset.enable", "boolean", False, C),
+    _k("group.consumer.assignment.interval.ms", "int", 1000, C, at_least(0)),
+    _k("group.consumer.assignor.offload.enable", "boolean", True, C, internal=True),
+    _k("group.consumer.max.assignment.interval.ms", "int", 15000, R, at_least(0)),
     _k(
         "group.consumer.migration.policy",
         "string",
@@ -101,21 +113,39 @@ KAFKA_ONLY_KEYS: list[ConfigDef] = [
         R,
         one_of("DISABLED", "DOWNGRADE", "UPGRADE", "BIDIRECTIONAL", ignore_case=True),
     ),
+    _k("group.consumer.min.assignment.interval.ms", "int", 0, R, at_least(0)),
     _k(
         "group.consumer.regex.refresh.interval.ms", "int", 600000, R, at_least(10000), internal=True
     ),
-    _k("group.coordinator.append.linger.ms", "int", 5, R, at_least(0)),
+    _k("group.coordinator.append.linger.ms", "int", -1, R, at_least(-1)),
+    _k("group.coordinator.background.threads", "int", 2, R, at_least(1)),
+    _k("group.coordinator.cached.buffer.max.bytes", "int", 1048588, C, at_least(524288)),
     _k("group.coordinator.threads", "int", 4, R, at_least(1)),
+    _k("group.share.assignment.interval.ms", "int", 1000, C, at_least(0)),
+    _k("group.share.assignor.offload.enable", "boolean", True, C, internal=True),
     _k("group.share.assignors", "list", ["simple"], R),
     _k("group.share.delivery.count.limit", "int", 5, R, between(2, 10)),
-    _k("group.share.enable", "boolean", False, R, internal=True),
+    _k(
+        "group.share.dlq.manager.class.name",
+        "string",
+        "org.apache.kafka.server.share.dlq.DefaultShareGroupDLQManager",
+        R,
+        internal=True,
+    ),
     _k("group.share.heartbeat.interval.ms", "int", 5000, R, at_least(1)),
+    _k("group.share.initialize.retry.interval.ms", "int", 30000, R, at_least(1), internal=True),
+    _k("group.share.max.assignment.interval.ms", "int", 15000, R, at_least(0)),
+    _k("group.share.max.delivery.count.limit", "int", 10, R, between(5, 25)),
     _k("group.share.max.heartbeat.interval.ms", "int", 15000, R, at_least(1)),
+    _k("group.share.max.partition.max.record.locks", "int", 4000, R, between(2000, 10000)),
     _k("group.share.max.record.lock.duration.ms", "int", 60000, R, between(30000, 3600000)),
     _k("group.share.max.session.timeout.ms", "int", 60000, R, at_least(1)),
     _k("group.share.max.share.sessions", "int", 2000, R, at_least(1)),
     _k("group.share.max.size", "int", 200, R, between(1, 1000)),
+    _k("group.share.min.assignment.interval.ms", "int", 0, R, at_least(0)),
+    _k("group.share.min.delivery.count.limit", "int", 2, R, between(2, 5)),
     _k("group.share.min.heartbeat.interval.ms", "int", 5000, R, at_least(1)),
+    _k("group.share.min.partition.max.record.locks", "int", 100, R, between(100, 2000)),
     _k("group.share.min.record.lock.duration.ms", "int", 15000, R, between(1000, 30000)),
     _k("group.share.min.session.timeout.ms", "int", 45000, R, at_least(1)),
     _k("group.share.partition.max.record.locks", "int", 2000, R, between(100, 10000)),
@@ -128,29 +158,44 @@ KAFKA_ONLY_KEYS: list[ConfigDef] = [
     ),
     _k("group.share.record.lock.duration.ms", "int", 30000, R, between(1000, 3600000)),
     _k("group.share.session.timeout.ms", "int", 45000, R, at_least(1)),
+    _k("group.streams.acceptable.recovery.lag", "long", 10000, R, at_least(0), internal=True),
+    _k("group.streams.assignment.interval.ms", "int", 1000, C, at_least(0)),
+    _k("group.streams.assignor.offload.enable", "boolean", True, C, internal=True),
+    _k("group.streams.assignors", "list", ["sticky"], R),
     _k("group.streams.heartbeat.interval.ms", "int", 5000, R, at_least(1)),
+    _k("group.streams.initial.rebalance.delay.ms", "int", 3000, R, at_least(0)),
+    _k("group.streams.max.assignment.interval.ms", "int", 15000, R, at_least(0)),
     _k("group.streams.max.heartbeat.interval.ms", "int", 15000, R, at_least(1)),
     _k("group.streams.max.session.timeout.ms", "int", 60000, R, at_least(1)),
     _k("group.streams.max.size", "int", INT_MAX, R, at_least(1)),
     _k("group.streams.max.standby.replicas", "int", 2, R, at_least(0)),
+    _k("group.streams.max.warmup.replicas", "int", 20, R, at_least(0), internal=True),
+    _k("group.streams.min.assignment.interval.ms", "int", 0, R, at_least(0)),
     _k("group.streams.min.heartbeat.interval.ms", "int", 5000, R, at_least(1)),
     _k("group.streams.min.session.timeout.ms", "int", 45000, R, at_least(1)),
+    _k("group.streams.min.task.offset.interval.ms", "int", 15000, R, at_least(1), internal=True),
     _k("group.streams.num.standby.replicas", "int", 0, R, at_least(0)),
+    _k("group.streams.num.warmup.replicas", "int", 2, R, at_least(0), internal=True),
+    _k("group.streams.rack.aware.assignment.tags", "list", [], R),
     _k("group.streams.session.timeout.ms", "int", 45000, R, at_least(1)),
+    _k("group.streams.task.offset.interval.ms", "int", 60000, R, at_least(1), internal=True),
+    _k("group.streams.topology.description.plugin.class", "class", None, R),
     _k("initial.broker.registration.timeout.ms", "int", 60000, R),
     _k("internal.metadata.delete.delay.millis", "long", 60000, R, internal=True),
     _k("internal.metadata.log.segment.bytes", "int", None, R, internal=True),
     _k("internal.metadata.max.batch.size.in.bytes", "int", 8388608, R, internal=True),
-    _k("internal.metadata.max.fetch.size.in.bytes", "int", 8388608, R, internal=True),
     _k("kafka.metrics.polling.interval.secs", "int", 10, R, at_least(1)),
     _k("kafka.metrics.reporters", "list", [], R),
     _k("log.cleaner.io.buffer.size", "int", 524288, C, at_least(0)),
     _k("log.dir.failure.timeout.ms", "long", 30000, R, at_least(1)),
     _k("log.initial.task.delay.ms", "long", 30000, R, at_least(0), internal=True),
+    _k("log.remote.copy.lag.bytes", "long", -1, C, at_least(-1)),
+    _k("log.remote.copy.lag.ms", "long", 0, C, at_least(-1)),
     _k("max.connection.creation.rate", "int", INT_MAX, C, at_least(0)),
     _k("max.connections", "int", INT_MAX, C, at_least(0)),
     _k("max.connections.per.ip", "int", INT_MAX, C, at_least(0)),
     _k("max.connections.per.ip.overrides", "string", "", C),
+    _k("max.decompressed.message.bytes", "int", 2147483639, C, between(1, 2147483639)),
     _k("max.request.partition.size.limit", "int", 2000, R, at_least(1)),
     _k("metadata.log.dir", "string", None, R),
     _k("metadata.log.max.record.bytes.between.snapshots", "long", 20971520, R, at_least(1)),
@@ -165,7 +210,7 @@ KAFKA_ONLY_KEYS: list[ConfigDef] = [
     _k("metrics.recording.level", "string", "INFO", R),
     _k("metrics.sample.window.ms", "long", 30000, R, at_least(1)),
     _k("num.replica.alter.log.dirs.threads", "int", None, R),
-    _k("num.replica.fetchers", "int", 1, C),
+    _k("num.replica.fetchers", "int", 1, C, at_least(1)),
     _k("offsets.load.buffer.size", "int", 5242880, R, at_least(1)),
     _k("offsets.topic.compression.codec", "int", 0, R),
     _k(
@@ -183,6 +228,7 @@ KAFKA_ONLY_KEYS: list[ConfigDef] = [
     _k("remote.fetch.max.wait.ms", "int", 500, C, at_least(1)),
     _k("remote.list.offsets.request.timeout.ms", "long", 30000, C, at_least(1)),
     _k("remote.log.index.file.cache.total.size.bytes", "long", 1073741824, C, at_least(1)),
+    _k("remote.log.index.file.cache.ttl.ms", "long", 900000, R, at_least(-1), internal=True),
     _k("remote.log.manager.copier.thread.pool.size", "int", 10, C, at_least(1)),
     _k("remote.log.manager.copy.max.bytes.per.second", "long", LONG_MAX, C, at_least(1)),
     _k("remote.log.manager.copy.quota.window.num", "int", 11, R, at_least(1)),
@@ -191,6 +237,7 @@ KAFKA_ONLY_KEYS: list[ConfigDef] = [
     _k("remote.log.manager.fetch.max.bytes.per.second", "long", LONG_MAX, C, at_least(1)),
     _k("remote.log.manager.fetch.quota.window.num", "int", 11, R, at_least(1)),
     _k("remote.log.manager.fetch.quota.window.size.seconds", "int", 1, R, at_least(1)),
+    _k("remote.log.manager.follower.thread.pool.size", "int", 2, C, at_least(1)),
     _k("remote.log.manager.task.interval.ms", "long", 30000, R, at_least(1)),
     _k(
         "remote.log.manager.task.retry.backoff.max.ms", "long", 30000, R, at_least(1), internal=True
@@ -238,6 +285,8 @@ KAFKA_ONLY_KEYS: list[ConfigDef] = [
     _k("sasl.login.retry.backoff.max.ms", "long", 10000, R),
     _k("sasl.login.retry.backoff.ms", "long", 100, R),
     _k("sasl.mechanism.controller.protocol", "string", "GSSAPI", R),
+    _k("sasl.oauthbearer.allow.unverified.audience", "boolean", False, R),
+    _k("sasl.oauthbearer.allow.unverified.issuer", "boolean", False, R),
     _k(
         "sasl.oauthbearer.assertion.algorithm",
         "string",
@@ -283,7 +332,8 @@ KAFKA_ONLY_KEYS: list[ConfigDef] = [
     _k("sasl.server.max.receive.size", "int", 524288, R),
     _k("security.providers", "string", None, R),
     _k("server.max.startup.time.ms", "long", LONG_MAX, R, at_least(0), internal=True),
-    _k("share.coordinator.append.linger.ms", "int", 5, R, at_least(0)),
+    _k("share.coordinator.append.linger.ms", "int", -1, R, at_least(-1)),
+    _k("share.coordinator.cached.buffer.max.bytes", "int", 1048588, C, at_least(524288)),
     _k(
         "share.coordinator.cold.partition.snapshot.interval.ms",
         "int",
@@ -293,7 +343,13 @@ KAFKA_ONLY_KEYS: list[ConfigDef] = [
         internal=True,
     ),
     _k("share.coordinator.load.buffer.size", "int", 5242880, R, at_least(1)),
-    _k("share.coordinator.snapshot.update.records.per.snapshot", "int", 500, R, at_least(0)),
+    _k(
+        "share.coordinator.snapshot.update.records.per.snapshot",
+        "int",
+        500,
+        R,
+        between(0, 500),
+    ),
     _k("share.coordinator.state.topic.compression.codec", "int", 0, R),
     _k("share.coordinator.state.topic.min.isr", "short", 2, R, at_least(1)),
     _k("share.coordinator.state.topic.num.partitions", "int", 50, R, at_least(1)),

@@ -1,20 +1,15 @@
 """Group configs: the GROUP config resource (type 32) of DescribeConfigs, AlterConfigs and
-IncrementalAlterConfigs, as Kafka 4.1's ``GroupConfig``.
+IncrementalAlterConfigs, as Kafka 4.4's ``GroupConfig``.
 
-Keys (``GROUP_CONFIGS``): ``consumer.session.timeout.ms`` and
-``consumer.heartbeat.interval.ms`` (used by the consumer-protocol coordinator for that group),
-the share-group keys ``share.session.timeout.ms``, ``share.heartbeat.interval.ms``,
-``share.record.lock.duration.ms``, ``share.auto.offset.reset``, ``share.isolation.level`` and
-the streams-group keys ``streams.session.timeout.ms``, ``streams.heartbeat.interval.ms``,
-``streams.num.standby.replicas`` (kept and described; we serve neither share nor streams
-groups). A key a group does not set takes its default from the broker
-(``group.consumer.session.timeout.ms`` for ``consumer.session.timeout.ms``, ...; Kafka's
-``extractGroupConfigMap``) or, for the others, Kafka's fixed default.
+Keys (``GROUP_CONFIGS``): Kafka 4.4's consumer-, share- and streams-group keys. The consumer
+coordinator uses ``consumer.session.timeout.ms`` and ``consumer.heartbeat.interval.ms`` of a
+group; the share-group keys are kept and described (share groups are not served). A key a group
+does not set takes its value from its broker synonym (``group.consumer.session.timeout.ms`` for
+``consumer.session.timeout.ms``, ...; Kafka's ``brokerSynonym``) or, for the others, Kafka's
+fixed default. Internal keys (``*.assignor.offload.enable`` ...) are accepted, not described.
 
-A new set of overrides is checked as Kafka's ``GroupConfigManager.validate`` does: unknown key,
-type and range of each value, then the bounds the broker sets (``group.consumer.min.session.
-timeout.ms`` ...) and session timeouts above heartbeat intervals; every failure is
-INVALID_CONFIG with Kafka's message.
+A new set of overrides is checked as Kafka 4.4's ``GroupConfig.validate`` does (``validate``
+below); every failure is INVALID_CONFIG with Kafka's message.
 
 Where they live (``GroupConfigs``): on one node in ``wireserver-group-configs.json`` in the
 first log dir (rewritten on every change); in cluster mode in ZooKeeper, ``/config/groups/
@@ -60,11 +55,31 @@ def _check_auto_offset_reset(value: str) -> None:
     )
 
 
-def _g(name: str, type_: str, default: Any, doc: str, validator=None) -> ConfigDef:
+def _g(
+    name: str,
+    type_: str,
+    default: Any,
+    doc: str,
+    validator=None,
+    *,
+    broker: str | None = None,
+    internal: bool = False,
+) -> ConfigDef:
+    """A group key; ``broker`` names the broker key its default comes from (Kafka's
+    ``GroupConfig.brokerSynonym``), which DescribeConfigs reports as its synonym."""
     return ConfigDef(
-        name=name, type=type_, default=default, doc=doc, validator=validator, read_only=False
+        name=name,
+        type=type_,
+        default=default,
+        doc=doc,
+        validator=validator,
+        broker_synonym=broker,
+        read_only=False,
+        internal=internal,
     )
 
+
+NOT_SERVED = " (share groups are not served)"
 
 GROUP_CONFIGS: dict[str, ConfigDef] = {
     d.name: d
@@ -75,6 +90,7 @@ GROUP_CONFIGS: dict[str, ConfigDef] = {
             45000,
             "A consumer-protocol member that sends no heartbeat for this long leaves the group.",
             at_least(1),
+            broker="group.consumer.session.timeout.ms",
         ),
         _g(
             "consumer.heartbeat.interval.ms",
@@ -82,79 +98,218 @@ GROUP_CONFIGS: dict[str, ConfigDef] = {
             5000,
             "The heartbeat interval given to the group's consumer-protocol members.",
             at_least(1),
+            broker="group.consumer.heartbeat.interval.ms",
+        ),
+        _g(
+            "consumer.assignment.interval.ms",
+            "int",
+            1000,
+            "The interval between assignment updates for a consumer group (kept and described; "
+            "wireserver assigns at once).",
+            at_least(0),
+            broker="group.consumer.assignment.interval.ms",
+        ),
+        _g(
+            "consumer.assignor.offload.enable",
+            "boolean",
+            True,
+            "Whether Kafka computes the group's assignment on a background thread.",
+            broker="group.consumer.assignor.offload.enable",
+            internal=True,
+        ),
+        _g(
+            "errors.deadletterqueue.copy.record.enable",
+            "boolean",
+            False,
+            "Whether a share group's dead-letter records copy the original record"
+            + NOT_SERVED
+            + ".",
+        ),
+        _g(
+            "errors.deadletterqueue.topic.name",
+            "string",
+            "",
+            "The dead-letter queue topic of a share group; blank: none" + NOT_SERVED + ".",
         ),
         _g(
             "share.session.timeout.ms",
             "int",
             45000,
-            "Session timeout of share-group members (share groups are not served).",
+            "Session timeout of share-group members" + NOT_SERVED + ".",
             at_least(1),
+            broker="group.share.session.timeout.ms",
         ),
         _g(
             "share.heartbeat.interval.ms",
             "int",
             5000,
-            "Heartbeat interval of share-group members (share groups are not served).",
+            "Heartbeat interval of share-group members" + NOT_SERVED + ".",
             at_least(1),
+            broker="group.share.heartbeat.interval.ms",
         ),
         _g(
             "share.record.lock.duration.ms",
             "int",
             30000,
-            "How long a share-group member holds an acquired record (share groups are not served).",
+            "How long a share-group member holds an acquired record" + NOT_SERVED + ".",
             at_least(1000),
+            broker="group.share.record.lock.duration.ms",
+        ),
+        _g(
+            "share.delivery.count.limit",
+            "int",
+            5,
+            "The most delivery attempts of a record to a share group" + NOT_SERVED + ".",
+            at_least(2),
+            broker="group.share.delivery.count.limit",
+        ),
+        _g(
+            "share.partition.max.record.locks",
+            "int",
+            2000,
+            "Record locks a share group may hold per partition" + NOT_SERVED + ".",
+            at_least(100),
+            broker="group.share.partition.max.record.locks",
+        ),
+        _g(
+            "share.assignment.interval.ms",
+            "int",
+            1000,
+            "The interval between assignment updates for a share group" + NOT_SERVED + ".",
+            at_least(0),
+            broker="group.share.assignment.interval.ms",
+        ),
+        _g(
+            "share.assignor.offload.enable",
+            "boolean",
+            True,
+            "Whether Kafka computes a share group's assignment on a background thread.",
+            broker="group.share.assignor.offload.enable",
+            internal=True,
         ),
         _g(
             "share.auto.offset.reset",
             "string",
             "latest",
             "Where a share group starts reading a partition: earliest, latest or "
-            "by_duration:PnDTnHnMn.nS (an ISO-8601 duration; share groups are not served).",
+            "by_duration:PnDTnHnMn.nS (an ISO-8601 duration" + NOT_SERVED + ").",
             _check_auto_offset_reset,
         ),
         _g(
             "share.isolation.level",
             "string",
             "read_uncommitted",
-            "Whether a share group delivers only committed transactional records "
-            "(share groups are not served).",
+            "Whether a share group delivers only committed transactional records"
+            + NOT_SERVED
+            + ".",
             one_of("read_committed", "read_uncommitted"),
+        ),
+        _g(
+            "share.renew.acknowledge.enable",
+            "boolean",
+            True,
+            "Whether share consumers of the group may renew acquisition locks" + NOT_SERVED + ".",
         ),
         _g(
             "streams.session.timeout.ms",
             "int",
             45000,
-            "Session timeout of streams-group members (streams groups are not served).",
+            "Session timeout of streams-group members.",
             at_least(1),
+            broker="group.streams.session.timeout.ms",
         ),
         _g(
             "streams.heartbeat.interval.ms",
             "int",
             5000,
-            "Heartbeat interval of streams-group members (streams groups are not served).",
+            "Heartbeat interval of streams-group members.",
             at_least(1),
+            broker="group.streams.heartbeat.interval.ms",
         ),
         _g(
             "streams.num.standby.replicas",
             "int",
             0,
-            "Standby replicas of each task of a streams group (streams groups are not served).",
+            "Standby replicas of each task of a streams group.",
             at_least(0),
+            broker="group.streams.num.standby.replicas",
+        ),
+        _g(
+            "streams.initial.rebalance.delay.ms",
+            "int",
+            3000,
+            "How long a new streams group waits for more members before its first assignment.",
+            at_least(0),
+            broker="group.streams.initial.rebalance.delay.ms",
+        ),
+        _g(
+            "streams.assignment.interval.ms",
+            "int",
+            1000,
+            "The interval between assignment updates for a streams group.",
+            at_least(0),
+            broker="group.streams.assignment.interval.ms",
+        ),
+        _g(
+            "streams.assignor.name",
+            "string",
+            None,
+            "The streams group's task assignor, one of group.streams.assignors (unset: the "
+            "first of them).",
+            broker="group.streams.assignors",
+        ),
+        _g(
+            "streams.rack.aware.assignment.tags",
+            "list",
+            [],
+            "Client tag keys used to spread standby tasks.",
+            broker="group.streams.rack.aware.assignment.tags",
+        ),
+        _g(
+            "streams.assignor.offload.enable",
+            "boolean",
+            True,
+            "Whether Kafka computes a streams group's assignment on a background thread.",
+            broker="group.streams.assignor.offload.enable",
+            internal=True,
+        ),
+        _g(
+            "streams.acceptable.recovery.lag",
+            "long",
+            10000,
+            "The lag under which a member counts as caught up for an active task.",
+            at_least(0),
+            broker="group.streams.acceptable.recovery.lag",
+            internal=True,
+        ),
+        _g(
+            "streams.num.warmup.replicas",
+            "int",
+            2,
+            "The most warm-up task replicas.",
+            at_least(0),
+            broker="group.streams.num.warmup.replicas",
+            internal=True,
+        ),
+        _g(
+            "streams.task.offset.interval.ms",
+            "int",
+            60000,
+            "How often members report warm-up task changelog offsets.",
+            at_least(1),
+            broker="group.streams.task.offset.interval.ms",
+            internal=True,
         ),
     )
 }
 
-#: group key -> the broker key its default comes from (Kafka's ``extractGroupConfigMap``)
+#: group key -> the broker key its default comes from (Kafka's ``brokerSynonym``)
 BROKER_DEFAULTS = {
-    "consumer.session.timeout.ms": "group.consumer.session.timeout.ms",
-    "consumer.heartbeat.interval.ms": "group.consumer.heartbeat.interval.ms",
-    "share.session.timeout.ms": "group.share.session.timeout.ms",
-    "share.heartbeat.interval.ms": "group.share.heartbeat.interval.ms",
-    "share.record.lock.duration.ms": "group.share.record.lock.duration.ms",
+    name: cdef.broker_synonym for name, cdef in GROUP_CONFIGS.items() if cdef.broker_synonym
 }
 
-#: (group key, broker key of its minimum or None, broker key of its maximum), in the order
-#: Kafka's ``GroupConfig.validateValues`` checks them
+#: (group key, broker key of its minimum or None, broker key of its maximum or None), in the
+#: order Kafka 4.4's ``GroupConfig.validateValues`` checks the keys a change sets
 _BOUNDS = (
     (
         "consumer.heartbeat.interval.ms",
@@ -165,6 +320,11 @@ _BOUNDS = (
         "consumer.session.timeout.ms",
         "group.consumer.min.session.timeout.ms",
         "group.consumer.max.session.timeout.ms",
+    ),
+    (
+        "consumer.assignment.interval.ms",
+        "group.consumer.min.assignment.interval.ms",
+        "group.consumer.max.assignment.interval.ms",
     ),
     (
         "share.heartbeat.interval.ms",
@@ -182,6 +342,21 @@ _BOUNDS = (
         "group.share.max.record.lock.duration.ms",
     ),
     (
+        "share.delivery.count.limit",
+        "group.share.min.delivery.count.limit",
+        "group.share.max.delivery.count.limit",
+    ),
+    (
+        "share.partition.max.record.locks",
+        "group.share.min.partition.max.record.locks",
+        "group.share.max.partition.max.record.locks",
+    ),
+    (
+        "share.assignment.interval.ms",
+        "group.share.min.assignment.interval.ms",
+        "group.share.max.assignment.interval.ms",
+    ),
+    (
         "streams.heartbeat.interval.ms",
         "group.streams.min.heartbeat.interval.ms",
         "group.streams.max.heartbeat.interval.ms",
@@ -192,6 +367,13 @@ _BOUNDS = (
         "group.streams.max.session.timeout.ms",
     ),
     ("streams.num.standby.replicas", None, "group.streams.max.standby.replicas"),
+    (
+        "streams.assignment.interval.ms",
+        "group.streams.min.assignment.interval.ms",
+        "group.streams.max.assignment.interval.ms",
+    ),
+    ("streams.task.offset.interval.ms", "group.streams.min.task.offset.interval.ms", None),
+    ("streams.num.warmup.replicas", None, "group.streams.max.warmup.replicas"),
 )
 _SESSION_OVER_HEARTBEAT = (
     ("consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"),
@@ -205,38 +387,60 @@ class GroupConfigError(ValueError):
 
 
 def default_value(broker_config: Any, name: str) -> Any:
-    """A key's value for a group that does not set it."""
+    """A key's value for a group that does not set it: its broker synonym's value (the first
+    registered assignor for ``streams.assignor.name``), else Kafka's fixed default."""
     synonym = BROKER_DEFAULTS.get(name)
-    return broker_config[synonym] if synonym else GROUP_CONFIGS[name].default
+    if synonym is None:
+        return GROUP_CONFIGS[name].default
+    value = broker_config[synonym]
+    if GROUP_CONFIGS[name].type != "list" and isinstance(value, list):
+        return value[0] if value else None
+    return value
 
 
 def validate(broker_config: Any, overrides: Mapping[str, str]) -> None:
     """Raise ``GroupConfigError`` unless ``overrides`` is a valid whole set for a group.
 
-    As Kafka: the consumer keys a group does not set count with the broker's values, the
-    others with GroupConfig's own defaults."""
+    As Kafka 4.4's ``GroupConfig.validate``: names, then each value's type and range, then the
+    bounds the broker sets for the keys the group sets, session timeouts above heartbeat
+    intervals (a key the group leaves unset counts with the broker's value), the streams
+    assignor among the registered ones, and no internal-looking dead-letter topic."""
     for name in overrides:
         if name not in GROUP_CONFIGS:
             raise GroupConfigError(f"Unknown group config name: {name}")
-    values = {name: cdef.default for name, cdef in GROUP_CONFIGS.items()}
-    values.update(
-        {
-            name: broker_config[BROKER_DEFAULTS[name]]
-            for name in ("consumer.session.timeout.ms", "consumer.heartbeat.interval.ms")
-        }
-    )
     try:
-        values.update({name: GROUP_CONFIGS[name].parse(raw) for name, raw in overrides.items()})
+        values = {name: GROUP_CONFIGS[name].parse(raw) for name, raw in overrides.items()}
     except ConfigValueError as exc:
         raise GroupConfigError(str(exc)) from None
     for name, minimum, maximum in _BOUNDS:
-        if minimum is not None and values[name] < broker_config[minimum]:
-            raise GroupConfigError(f"{name} must be greater than or equal to {minimum}")
-        if values[name] > broker_config[maximum]:
-            raise GroupConfigError(f"{name} must be less than or equal to {maximum}")
+        if name not in values:
+            continue
+        low = broker_config[minimum] if minimum else None
+        high = broker_config[maximum] if maximum else None
+        if low is not None and high is not None:
+            if not low <= values[name] <= high:
+                raise GroupConfigError(f"{name} must be in the range {low} to {high} inclusive.")
+        elif high is not None and values[name] > high:
+            raise GroupConfigError(f"{name} must be less than or equal to {high}")
+        elif low is not None and values[name] < low:
+            raise GroupConfigError(f"{name} must be greater than or equal to {low}")
+    assignor = values.get("streams.assignor.name")
+    registered = broker_config["group.streams.assignors"]
+    if assignor is not None and assignor not in registered:
+        raise GroupConfigError(
+            f"streams.assignor.name '{assignor}' is not a registered task assignor. "
+            f"Registered assignors are: [{', '.join(registered)}]."
+        )
     for session, heartbeat in _SESSION_OVER_HEARTBEAT:
-        if values[session] <= values[heartbeat]:
-            raise GroupConfigError(f"{session} must be greater than {heartbeat}")
+        if session in values or heartbeat in values:
+            session_ms = values.get(session, default_value(broker_config, session))
+            heartbeat_ms = values.get(heartbeat, default_value(broker_config, heartbeat))
+            if session_ms <= heartbeat_ms:
+                raise GroupConfigError(f"{session} must be greater than {heartbeat}")
+    if str(values.get("errors.deadletterqueue.topic.name", "")).startswith("__"):
+        raise GroupConfigError(
+            "errors.deadletterqueue.topic.name: DLQ topic name must not start with '__'"
+        )
 
 
 class GroupConfigs:
