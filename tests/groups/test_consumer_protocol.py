@@ -125,10 +125,10 @@ def test_first_member_gets_every_partition(broker):
     a = Member(broker)
     result = a.heartbeat()
     assert result.error == E.NONE and result.member_id == a.member_id
-    assert result.member_epoch == 1 and result.heartbeat_interval_ms == 5000
+    assert result.member_epoch == 2 and result.heartbeat_interval_ms == 5000
     assert a.partitions() == set(range(6))
     group = group_of(broker)
-    assert group.state is C.STABLE and group.group_epoch == group.assignment_epoch == 1
+    assert group.state is C.STABLE and group.group_epoch == group.assignment_epoch == 2
     assert group.assignor_name == "uniform"
 
 
@@ -152,18 +152,18 @@ def test_partitions_move_only_after_revocation_1_3_2(broker):
     a.heartbeat()
     assert a.partitions() == set(range(6))
     b, c = Member(broker), Member(broker)
-    # b joins: the group epoch moves to 2, b's target is three of a's partitions, but a
+    # b joins: the group epoch moves to 3, b's target is three of a's partitions, but a
     # still owns them, so b gets nothing yet.
     rb = b.heartbeat()
-    assert rb.member_epoch == 2 and b.partitions() == set()
+    assert rb.member_epoch == 3 and b.partitions() == set()
     assert group_of(broker).state is C.RECONCILING
-    # a heartbeats: it is asked to revoke (its assignment shrinks), its epoch stays at 1.
+    # a heartbeats: it is asked to revoke (its assignment shrinks), its epoch stays at 2.
     ra = a.heartbeat(owned={topic_id(broker): set(range(6))})
-    assert ra.member_epoch == 1 and len(a.partitions()) == 3
+    assert ra.member_epoch == 2 and len(a.partitions()) == 3
     # Until a confirms, b still gets nothing.
     assert b.heartbeat().error == E.NONE and b.partitions() == set()
-    # a confirms (owns only its three now): epoch 2, and b can have the released ones.
-    assert a.heartbeat().member_epoch == 2
+    # a confirms (owns only its three now): epoch 3, and b can have the released ones.
+    assert a.heartbeat().member_epoch == 3
     b.heartbeat()
     assert_exclusive([a, b])
     assert len(b.partitions()) == 3
@@ -173,7 +173,7 @@ def test_partitions_move_only_after_revocation_1_3_2(broker):
     assert_exclusive([a, b, c])
     assert sorted(len(m.partitions()) for m in (a, b, c)) == [2, 2, 2]
     assert group_of(broker).state is C.STABLE
-    assert {m.epoch for m in (a, b, c)} == {3}
+    assert {m.epoch for m in (a, b, c)} == {4}
     # c leaves: its partitions move, nobody else loses any (sticky).
     before = {id(m): m.partitions() for m in (a, b)}
     assert c.leave().member_epoch == -1
@@ -181,7 +181,7 @@ def test_partitions_move_only_after_revocation_1_3_2(broker):
     assert_exclusive([a, b])
     for m in (a, b):
         assert before[id(m)] <= m.partitions() and len(m.partitions()) == 3
-    assert group_of(broker).group_epoch == 4 and group_of(broker).state is C.STABLE
+    assert group_of(broker).group_epoch == 5 and group_of(broker).state is C.STABLE
 
 
 def test_a_partition_is_never_owned_twice_during_churn(broker):
@@ -205,13 +205,13 @@ def test_member_epoch_checks(broker):
     assert a.heartbeat(epoch=5).error == E.FENCED_MEMBER_EPOCH
     b = Member(broker)
     b.heartbeat()
-    a.heartbeat(owned={})  # revoked everything it had to; moves to epoch 2
-    assert a.epoch == 2
+    a.heartbeat(owned={})  # revoked everything it had to; moves to epoch 3
+    assert a.epoch == 3
     # The previous epoch is accepted while the member owns a subset of its assignment (a lost
     # response); anything older is fenced.
-    assert a.heartbeat(epoch=1, owned={topic_id(broker): a.partitions()}).error == E.NONE
+    assert a.heartbeat(epoch=2, owned={topic_id(broker): a.partitions()}).error == E.NONE
     assert (
-        a.heartbeat(epoch=1, owned={topic_id(broker): set(range(6))}).error == E.FENCED_MEMBER_EPOCH
+        a.heartbeat(epoch=2, owned={topic_id(broker): set(range(6))}).error == E.FENCED_MEMBER_EPOCH
     )
     assert Member(broker, member_id="nobody").heartbeat(epoch=3).error == E.UNKNOWN_MEMBER_ID
     assert Member(broker, group="none").heartbeat(epoch=3).error == E.GROUP_ID_NOT_FOUND
@@ -222,7 +222,7 @@ def test_rejoin_with_epoch_zero_resets_the_member(broker):
     a.heartbeat()
     a.epoch, a.owned = 0, {}
     result = a.heartbeat()
-    assert result.error == E.NONE and result.member_epoch == 1 and a.partitions() == set(range(6))
+    assert result.error == E.NONE and result.member_epoch == 2 and a.partitions() == set(range(6))
 
 
 def test_invalid_requests(broker):
@@ -327,7 +327,7 @@ def test_session_expiry_moves_partitions(broker):
     a.heartbeat()
     broker.reactor.advance(SESSION_MS / 2000 + 1)  # b silent for a whole session
     group = group_of(broker)
-    assert b.member_id not in group.members and group.group_epoch == 3
+    assert b.member_id not in group.members and group.group_epoch == 4
     settle([a])
     assert a.partitions() == set(range(6))
     assert b.heartbeat().error == E.UNKNOWN_MEMBER_ID
@@ -378,7 +378,7 @@ def test_empty_group_after_last_member_leaves(broker):
     a.heartbeat()
     a.leave()
     group = group_of(broker)
-    assert group.state is C.EMPTY and not group.members and group.group_epoch == 2
+    assert group.state is C.EMPTY and not group.members and group.group_epoch == 3
 
 
 # -- static members ----------------------------------------------------------------------------
@@ -472,7 +472,7 @@ def test_offset_commit_and_fetch_check_member_epoch(broker):
         ("t", 0): E.UNSUPPORTED_VERSION
     }
     Member(broker).heartbeat()
-    a.heartbeat(owned={topic_id(broker): set(range(6))})  # still epoch 1... now group at 2
+    a.heartbeat(owned={topic_id(broker): set(range(6))})  # still epoch 2... now group at 3
     assert coordinator.offsets.commit_offsets("g", 0, a.member_id, None, 9, commit) == {
         ("t", 0): E.STALE_MEMBER_EPOCH
     }
@@ -534,12 +534,12 @@ def test_group_and_offsets_survive_restart(tmp_path):
     again = make_broker(tmp_path)
     try:
         group = group_of(again)
-        assert group.state is C.EMPTY and group.group_epoch == 1 and not group.members
+        assert group.state is C.EMPTY and group.group_epoch == 2 and not group.members
         assert group.offsets[("t", 1)].offset == 7
         a.broker = again
         assert a.heartbeat().error == E.UNKNOWN_MEMBER_ID  # must rejoin
         a.epoch, a.owned = 0, {}
-        assert a.heartbeat().member_epoch == 2 and a.partitions() == set(range(6))
+        assert a.heartbeat().member_epoch == 3 and a.partitions() == set(range(6))
     finally:
         again.groups.stop()
         again.logs.close()

@@ -135,8 +135,10 @@ class ConsumerGroup:
         self.group_id = group_id
         self._state = C.EMPTY
         self.current_state_timestamp = now_ms
-        self.group_epoch = 0
-        self.assignment_epoch = 0
+        # A new group starts at epoch 1 with an empty target assignment, so its first computed
+        # assignment (and its first member's epoch) is 2, as in Kafka 4.4 (KAFKA-20268).
+        self.group_epoch = 1
+        self.assignment_epoch = 1
         self.members: dict[str, ConsumerGroupMember] = {}
         self.static_members: dict[str, str] = {}  # instance id -> member id
         self.target: dict[str, TopicPartitions] = {}  # member id -> target partitions
