@@ -44,7 +44,8 @@ def error(result) -> tuple[str, str]:
     return result.args[0].name(), result.args[0].str()
 
 
-def raw_group_alter(raw, name, key, value):
+def raw_group_alter(raw, name, key, value, operation=0):
+    """IncrementalAlterConfigs of one group key (operation 0 SET, 1 DELETE)."""
     from kafka.protocol.admin.configs import (
         IncrementalAlterConfigsRequest,
         IncrementalAlterConfigsResponse,
@@ -60,7 +61,9 @@ def raw_group_alter(raw, name, key, value):
             resource(
                 resource_type=GROUP,
                 resource_name=name,
-                configs=[resource.AlterableConfig(name=key, config_operation=0, value=value)],
+                configs=[
+                    resource.AlterableConfig(name=key, config_operation=operation, value=value)
+                ],
             )
         ],
     )
@@ -247,3 +250,24 @@ def test_a_groups_session_timeout_removes_a_dead_consumer(tmp_path):
             process.kill()
             process.wait()
         running.stop()
+
+
+def test_a_group_whose_configs_are_deleted_is_no_longer_listed(raw):
+    """ListConfigResources lists a group with configs and, as Kafka 4.4, forgets it once its
+    last config is deleted (kafka-configs --describe then says it doesn't exist)."""
+    from kafka.protocol.admin.configs import (
+        ListConfigResourcesRequest,
+        ListConfigResourcesResponse,
+    )
+
+    def listed() -> set[str]:
+        answer = raw.send(
+            ListConfigResourcesRequest, ListConfigResourcesResponse, 1, resource_types=[GROUP]
+        )
+        return {entry.resource_name for entry in answer.config_resources}
+
+    name = group_name()
+    assert raw_group_alter(raw, name, SESSION, "50000") == (0, None)
+    assert name in listed()
+    assert raw_group_alter(raw, name, SESSION, None, operation=1) == (0, None)
+    assert name not in listed()
