@@ -44,8 +44,9 @@ def error(result) -> tuple[str, str]:
     return result.args[0].name(), result.args[0].str()
 
 
-def raw_group_alter(raw, name, key, value, operation=0):
-    """IncrementalAlterConfigs of one group key (operation 0 SET, 1 DELETE)."""
+def raw_group_alter(raw, name, key, value, operation=0, kind=GROUP):
+    """IncrementalAlterConfigs of one key of a group (or a resource of type ``kind``),
+    operation 0 SET or 1 DELETE: (error code, error message)."""
     from kafka.protocol.admin.configs import (
         IncrementalAlterConfigsRequest,
         IncrementalAlterConfigsResponse,
@@ -59,7 +60,7 @@ def raw_group_alter(raw, name, key, value, operation=0):
         validate_only=False,
         resources=[
             resource(
-                resource_type=GROUP,
+                resource_type=kind,
                 resource_name=name,
                 configs=[
                     resource.AlterableConfig(name=key, config_operation=operation, value=value)
