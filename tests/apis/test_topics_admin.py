@@ -318,10 +318,12 @@ def test_elect_leaders_on_one_node(cadmin, raw, topic_name):
             **fields,
         )
         (entry,) = response.replica_election_results
-        assert [(p.partition_id, p.error_code) for p in entry.partition_result] == [
-            (1, 84),
-            (7, 3),
-        ]  # ELECTION_NOT_NEEDED, UNKNOWN_TOPIC_OR_PARTITION
+        assert [
+            (p.partition_id, p.error_code, p.error_message) for p in entry.partition_result
+        ] == [
+            (1, 84, "Leader election not needed for topic partition."),
+            (7, 3, f"No such partition as {topic_name}-7"),
+        ]  # ELECTION_NOT_NEEDED, UNKNOWN_TOPIC_OR_PARTITION, in Kafka's words
     # All partitions: those needing no election are left out.
     response = raw.send(
         ElectLeadersRequest,
