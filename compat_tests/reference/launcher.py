@@ -309,8 +309,8 @@ def tool_command(
     ]
 
 
-#: Tools whose --bootstrap-server must come before their sub-command.
-_BOOTSTRAP_FIRST = {"kafka-metadata-quorum"}
+#: Tools whose --bootstrap-server must come before their sub-command (argparse sub-parsers).
+_BOOTSTRAP_FIRST = {"kafka-metadata-quorum", "kafka-transactions", "kafka-features"}
 
 
 def _with_bootstrap(tool: str, args: Sequence[str], bootstrap: str | None) -> list[str]:
