@@ -128,6 +128,32 @@ def _table(rows: list[dict]) -> list[str]:
     return lines
 
 
+#: scenario name prefixes of the "applications and tools" table
+TOOL_PREFIXES = ("tool-", "app-")
+
+
+def _tools_table(rows: list[dict]) -> list[str]:
+    """The "applications and tools" table: scenarios named ``tool-<tool>[variant]`` and
+    ``app-<application>[variant]`` (compat_tests/scenarios_tools.py, scenarios_apps.py)."""
+    mine = [row for row in rows if row["scenario"].startswith(TOOL_PREFIXES)]
+    if not mine:
+        return []
+    lines = [
+        "",
+        "## Applications and tools",
+        "",
+        "| tool or application | scenario | kafka | wireserver | result |",
+        "|---|---|---|---|---|",
+    ]
+    for row in sorted(mine, key=lambda r: r["scenario"]):
+        name = row["scenario"].split("-", 1)[1]
+        lines.append(
+            f"| {name.split('[')[0]} | {row['scenario']} | {_short(row['kafka'])} | "
+            f"{_short(row['wireserver'])} | {_result(row)} |"
+        )
+    return lines
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if not _ROWS and not _EXTRA.get("raw"):
         return
@@ -174,6 +200,7 @@ def _markdown() -> str:
         )
     out += ["", "Results: " + ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())), ""]
     out += _table(rows)
+    out += _tools_table(rows)
     differing = [r for r in rows if _result(r) in ("DIFFERS", "pending", "known difference")]
     if differing:
         out += ["", "## Observations that differ", ""]

@@ -12,6 +12,7 @@ import contextlib
 
 import pytest
 
+from compat_tests import scenarios_tools  # noqa: F401 (registers tool-kafka-acls[authorizer])
 from compat_tests.reference import ReferenceUnavailable, must_not_skip, reference_kafka
 from compat_tests.scenarios import known_difference, record_and_compare, run_both
 from compat_tests.scenarios_security import (

@@ -30,6 +30,15 @@ ZERO_UUID = uuid.UUID(int=0)
 # ConfigResource.Type ids.
 RESOURCE_UNKNOWN, RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER = 0, 2, 4, 8
 RESOURCE_GROUP = 32
+RESOURCE_CLIENT_METRICS = 16
+
+
+def unsupported_resource(kind: int, message: str) -> AdminError:
+    """INVALID_REQUEST for a config resource type wireserver does not serve; client metrics
+    subscriptions (KIP-714) say so, so kafka-configs and kafka-client-metrics name it."""
+    if kind == RESOURCE_CLIENT_METRICS:
+        message = "wireserver does not serve client metrics subscriptions (KIP-714)"
+    return AdminError(ErrorCode.INVALID_REQUEST, message)
 
 
 def topic_config_rows(

@@ -119,9 +119,14 @@ MOVED_TOOLS: dict[str, tuple[tuple[int, int], str]] = {
 }
 
 
+def _release(version: str) -> tuple[int, ...]:
+    """``"4.4.0"`` -> ``(4, 4)``."""
+    return tuple(int(part) for part in version.split(".")[:2] if part.isdigit())
+
+
 def tools_for(version: str) -> dict[str, str]:
     """The CLI tool -> main class table of Kafka ``version`` (``"4.4.0"``)."""
-    release = tuple(int(part) for part in version.split(".")[:2] if part.isdigit())
+    release = _release(version)
     tools = dict(TOOLS_4_1)
     for name, (since, main_class) in MOVED_TOOLS.items():
         if release >= since:
@@ -130,6 +135,42 @@ def tools_for(version: str) -> dict[str, str]:
 
 
 TOOLS: dict[str, str] = tools_for(KAFKA_VERSION)
+
+#: Options KIP-1147 renamed in 4.2 (the old names still work but print "Option ... is
+#: deprecated" into the tool's standard output): tool -> {old option: new option}. Callers
+#: write the old names, which every 4.x release accepts; :func:`tool_command` passes the new
+#: ones to a release that has them. Checked against the 4.1.1 and 4.4.0 jars' --help.
+RENAMED_OPTIONS: dict[str, dict[str, str]] = {
+    "kafka-console-producer": {
+        "--producer-property": "--command-property",
+        "--producer.config": "--command-config",
+        "--property": "--reader-property",
+    },
+    "kafka-console-consumer": {
+        "--consumer-property": "--command-property",
+        "--consumer.config": "--command-config",
+        "--property": "--formatter-property",
+    },
+    "kafka-verifiable-producer": {"--producer.config": "--command-config"},
+    "kafka-verifiable-consumer": {"--consumer.config": "--command-config"},
+    "kafka-producer-perf-test": {
+        "--producer-props": "--command-property",
+        "--producer.config": "--command-config",
+    },
+    "kafka-consumer-perf-test": {
+        "--consumer.config": "--command-config",
+        "--messages": "--num-records",
+    },
+}
+RENAMED_SINCE = (4, 2)
+
+
+def current_options(tool: str, args: Sequence[str], version: str = KAFKA_VERSION) -> list[str]:
+    """``args`` with the options :data:`RENAMED_OPTIONS` lists under their names in
+    ``version``."""
+    renamed = RENAMED_OPTIONS.get(tool, {}) if _release(version) >= RENAMED_SINCE else {}
+    return [renamed.get(arg, arg) for arg in map(str, args)]
+
 
 #: Tools that run long or measure throughput: they get the server JIT and heap.
 _LONG_RUNNING = {
@@ -264,12 +305,12 @@ def tool_command(
         "-cp",
         classpath(lib),
         main_class,
-        *map(str, args),
+        *current_options(name, args),
     ]
 
 
-#: Tools whose --bootstrap-server must come before their sub-command.
-_BOOTSTRAP_FIRST = {"kafka-metadata-quorum"}
+#: Tools whose --bootstrap-server must come before their sub-command (argparse sub-parsers).
+_BOOTSTRAP_FIRST = {"kafka-metadata-quorum", "kafka-transactions", "kafka-features"}
 
 
 def _with_bootstrap(tool: str, args: Sequence[str], bootstrap: str | None) -> list[str]:

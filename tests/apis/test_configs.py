@@ -314,3 +314,26 @@ def test_bad_values_are_reported_with_kafkas_messages(cadmin, kadmin, topic_name
         "Invalid value x for configuration min.cleanable.dirty.ratio: Not a number of type DOUBLE",
         "Invalid value 99999999999 for configuration segment.index.bytes: Not a number of type INT",
     ]
+
+
+def test_client_metrics_resources_are_refused_by_name(raw):
+    """kafka-configs --entity-type client-metrics and kafka-client-metrics print the broker's
+    message: it names what wireserver does not serve (Kafka serves KIP-714 subscriptions)."""
+    from tests.apis.test_group_configs import raw_group_alter
+
+    unserved = "wireserver does not serve client metrics subscriptions (KIP-714)"
+    assert raw_group_alter(raw, "metrics", "interval.ms", "5000", kind=16) == (42, unserved)
+    request = DescribeConfigsRequest
+    response = raw.send(
+        request,
+        DescribeConfigsResponse,
+        4,
+        include_synonyms=False,
+        include_documentation=False,
+        resources=[
+            request.DescribeConfigsResource(
+                resource_type=16, resource_name="metrics", configuration_keys=None
+            )
+        ],
+    )
+    assert (response.results[0].error_code, response.results[0].error_message) == (42, unserved)

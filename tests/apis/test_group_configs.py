@@ -55,7 +55,9 @@ def error(result) -> tuple[str, str]:
     return result.args[0].name(), result.args[0].str()
 
 
-def raw_group_alter(raw, name, key, value):
+def raw_group_alter(raw, name, key, value, operation=0, kind=GROUP):
+    """IncrementalAlterConfigs of one key of a group (or a resource of type ``kind``),
+    operation 0 SET or 1 DELETE: (error code, error message)."""
     from kafka.protocol.admin.configs import (
         IncrementalAlterConfigsRequest,
         IncrementalAlterConfigsResponse,
@@ -69,9 +71,11 @@ def raw_group_alter(raw, name, key, value):
         validate_only=False,
         resources=[
             resource(
-                resource_type=GROUP,
+                resource_type=kind,
                 resource_name=name,
-                configs=[resource.AlterableConfig(name=key, config_operation=0, value=value)],
+                configs=[
+                    resource.AlterableConfig(name=key, config_operation=operation, value=value)
+                ],
             )
         ],
     )
@@ -256,3 +260,24 @@ def test_a_groups_session_timeout_removes_a_dead_consumer(tmp_path):
             process.kill()
             process.wait()
         running.stop()
+
+
+def test_a_group_whose_configs_are_deleted_is_no_longer_listed(raw):
+    """ListConfigResources lists a group with configs and, as Kafka 4.4, forgets it once its
+    last config is deleted (kafka-configs --describe then says it doesn't exist)."""
+    from kafka.protocol.admin.configs import (
+        ListConfigResourcesRequest,
+        ListConfigResourcesResponse,
+    )
+
+    def listed() -> set[str]:
+        answer = raw.send(
+            ListConfigResourcesRequest, ListConfigResourcesResponse, 1, resource_types=[GROUP]
+        )
+        return {entry.resource_name for entry in answer.config_resources}
+
+    name = group_name()
+    assert raw_group_alter(raw, name, SESSION, "50000") == (0, None)
+    assert name in listed()
+    assert raw_group_alter(raw, name, SESSION, None, operation=1) == (0, None)
+    assert name not in listed()

@@ -318,10 +318,12 @@ def test_elect_leaders_on_one_node(cadmin, raw, topic_name):
             **fields,
         )
         (entry,) = response.replica_election_results
-        assert [(p.partition_id, p.error_code) for p in entry.partition_result] == [
-            (1, 84),
-            (7, 3),
-        ]  # ELECTION_NOT_NEEDED, UNKNOWN_TOPIC_OR_PARTITION
+        assert [
+            (p.partition_id, p.error_code, p.error_message) for p in entry.partition_result
+        ] == [
+            (1, 84, "Leader election not needed for topic partition."),
+            (7, 3, f"No such partition as {topic_name}-7"),
+        ]  # ELECTION_NOT_NEEDED, UNKNOWN_TOPIC_OR_PARTITION, in Kafka's words
     # All partitions: those needing no election are left out.
     response = raw.send(
         ElectLeadersRequest,
@@ -332,3 +334,56 @@ def test_elect_leaders_on_one_node(cadmin, raw, topic_name):
         timeout_ms=1000,
     )
     assert response.error_code == 0 and response.replica_election_results == []
+
+
+def test_partition_reassignments_on_one_node(cadmin, raw, topic_name):
+    """kafka-reassign-partitions gets answers instead of UNSUPPORTED_VERSION: nothing is ever
+    being reassigned, the current replicas are accepted, Kafka's own refusals, and a real move
+    refused naming what wireserver does not do (issue #21)."""
+    from confluent_kafka.admin import NewTopic as CNewTopic
+    from kafka.protocol.admin.topics import (
+        AlterPartitionReassignmentsRequest,
+        AlterPartitionReassignmentsResponse,
+        ListPartitionReassignmentsRequest,
+        ListPartitionReassignmentsResponse,
+    )
+
+    cadmin.create_topics([CNewTopic(topic_name, 6, 1)])[topic_name].result(10)
+    listed = raw.send(
+        ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, 0, topics=None
+    )
+    assert (listed.error_code, listed.topics) == (0, [])
+    node = 1  # the broker's node.id
+    targets = {0: [node], 1: None, 9: [node], 3: [], 4: [node, 7], 5: [node, node]}
+    part = AlterPartitionReassignmentsRequest.ReassignableTopic.ReassignablePartition
+    topics = [
+        AlterPartitionReassignmentsRequest.ReassignableTopic(
+            name=topic_name,
+            partitions=[part(partition_index=p, replicas=r) for p, r in targets.items()],
+        )
+    ]
+    for version in (0, 1):
+        extra = {"allow_replication_factor_change": True} if version else {}
+        answer = raw.send(
+            AlterPartitionReassignmentsRequest,
+            AlterPartitionReassignmentsResponse,
+            version,
+            timeout_ms=1000,
+            topics=topics,
+            **extra,
+        )
+        (entry,) = answer.responses
+        assert answer.error_code == 0 and entry.name == topic_name
+        got = {p.partition_index: (p.error_code, p.error_message) for p in entry.partitions}
+        assert got == {
+            0: (0, None),
+            1: (85, "No partition reassignment is in progress."),
+            9: (3, f"Unable to find partition {topic_name}:9."),
+            3: (39, "The manual partition assignment includes an empty replica list."),
+            4: (
+                39,
+                "The manual partition assignment includes broker 7, but no such broker is "
+                "registered.",
+            ),
+            5: (39, f"The manual partition assignment includes the broker {node} more than once."),
+        }

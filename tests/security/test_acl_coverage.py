@@ -23,12 +23,14 @@ from kafka.protocol.admin.groups import (
     ListGroupsRequest,
 )
 from kafka.protocol.admin.topics import (
+    AlterPartitionReassignmentsRequest,
     CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteRecordsRequest,
     DeleteTopicsRequest,
     DescribeTopicPartitionsRequest,
     ElectLeadersRequest,
+    ListPartitionReassignmentsRequest,
 )
 from kafka.protocol.admin.transactions import (
     DescribeProducersRequest,
@@ -107,6 +109,8 @@ REQUIRED = {
     37: "ALTER topic",
     42: "DELETE group",
     43: "ALTER cluster",
+    45: "ALTER cluster",
+    46: "DESCRIBE cluster",
     44: "ALTER_CONFIGS topic / group / cluster (broker and broker-logger resources)",
     47: "DELETE group + READ topic",
     50: "DESCRIBE cluster (*)",
@@ -574,6 +578,26 @@ CASES = [
         top,
         [],
         [(*CLUSTER, Op.ALTER)],
+        CLUSTER_DENIED,
+    ),
+    (
+        45,
+        lambda: AlterPartitionReassignmentsRequest(
+            version=0,
+            timeout_ms=1000,
+            topics=[AlterPartitionReassignmentsRequest.ReassignableTopic(name="t", partitions=[])],
+        ),
+        top,
+        [],
+        [(*CLUSTER, Op.ALTER)],
+        CLUSTER_DENIED,
+    ),
+    (
+        46,
+        lambda: ListPartitionReassignmentsRequest(version=0, timeout_ms=1000, topics=None),
+        top,
+        [],
+        [(*CLUSTER, Op.DESCRIBE)],
         CLUSTER_DENIED,
     ),
     (

@@ -40,6 +40,7 @@ from wireserver.admin import (
     set_broker_dynamic,
     set_group_configs,
     set_topic_overrides,
+    unsupported_resource,
 )
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
@@ -83,9 +84,8 @@ def alter(services, resource, validate_only: bool) -> None:
         check_group_resource(resource.resource_name, describing=False)
         set_group_configs(services, resource.resource_name, props, validate_only)
     else:
-        raise AdminError(
-            ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource.resource_type}"
-        )
+        kind = resource.resource_type
+        raise unsupported_resource(kind, f"Unknown resource type {kind}")
 
 
 @handles(API_KEY)

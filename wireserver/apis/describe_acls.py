@@ -1,6 +1,7 @@
 """DescribeAcls (key 29), v1-3: the ACLs a filter matches, grouped by resource pattern.
 
-Needs DESCRIBE on the cluster. Without an authorizer: SECURITY_DISABLED.
+Needs DESCRIBE on the cluster. Without an authorizer: SECURITY_DISABLED, "No Authorizer is
+configured on the broker".
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def handle(ctx: RequestContext) -> HandlerResult:
         )
 
     if authorizer is None:
-        return error(ErrorCode.SECURITY_DISABLED, "No Authorizer is configured.")
+        # Kafka writes this answer by hand (AclApis), unlike CreateAcls and DeleteAcls
+        return error(ErrorCode.SECURITY_DISABLED, "No Authorizer is configured on the broker")
     if not authorize(ctx, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
         return error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     wanted = acl_filter(ctx.body)

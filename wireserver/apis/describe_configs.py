@@ -35,6 +35,7 @@ from wireserver.admin import (
     group_config_rows,
     logger_levels,
     topic_rows,
+    unsupported_resource,
 )
 from wireserver.apis import HandlerResult, handles
 from wireserver.config import (
@@ -97,7 +98,7 @@ class Describer:
                 self.entry(row)
                 for row in group_config_rows(self.services, resource.resource_name, names)
             ]
-        raise AdminError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {kind}")
+        raise unsupported_resource(kind, f"Unsupported resource type: {kind}")
 
     def topic(self, name, names) -> list:
         try:

@@ -23,6 +23,22 @@ from wireserver.security.acls import CLUSTER_NAME, Operation, ResourceType
 
 API_KEY = 43
 PREFERRED, UNCLEAN = 0, 1
+#: the partition's error message, as Kafka's controller words it (ApiError: the error's own)
+MESSAGES = {
+    ErrorCode.ELECTION_NOT_NEEDED: "Leader election not needed for topic partition.",
+    ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE: "The preferred leader was not available.",
+    ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE: "Eligible topic partition leaders are not available.",
+    ErrorCode.NOT_CONTROLLER: "This is not the correct controller for this cluster.",
+}
+
+
+def _message(services, topic: str, partition: int, error: ErrorCode) -> str | None:
+    """Kafka's error message for one partition (kafka-leader-election prints it)."""
+    if error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+        if services.metadata.partition_view(topic, 0) is None:
+            return f"No such topic as {topic}"
+        return f"No such partition as {topic}-{partition}"
+    return MESSAGES.get(error, None if error == ErrorCode.NONE else error.name)
 
 
 def _requested(services, body) -> list[tuple[str, int]] | None:
@@ -62,7 +78,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
             partition_class(
                 partition_id=partition,
                 error_code=error,
-                error_message=None if error == ErrorCode.NONE else error.name,
+                error_message=_message(services, topic, partition, error),
             )
         )
     fields = {

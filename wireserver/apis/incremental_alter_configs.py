@@ -51,6 +51,7 @@ from wireserver.admin import (
     set_broker_dynamic,
     set_group_configs,
     set_topic_overrides,
+    unsupported_resource,
 )
 from wireserver.apis import HandlerResult, handles
 from wireserver.apis.alter_configs import check_entries, duplicate_resources
@@ -180,7 +181,7 @@ def alter(services, resource, validate_only: bool) -> None:
     elif kind == RESOURCE_GROUP:
         group_ops(services, name, resource.configs, validate_only)
     else:
-        raise AdminError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {kind}")
+        raise unsupported_resource(kind, f"Unknown resource type {kind}")
 
 
 @handles(API_KEY)

@@ -11,7 +11,13 @@ every topic; CLIENT_METRICS: none (client metrics subscriptions are not served).
 
 from __future__ import annotations
 
-from wireserver.admin import RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_GROUP, RESOURCE_TOPIC
+from wireserver.admin import (
+    RESOURCE_BROKER,
+    RESOURCE_BROKER_LOGGER,
+    RESOURCE_CLIENT_METRICS,
+    RESOURCE_GROUP,
+    RESOURCE_TOPIC,
+)
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
 from wireserver.protocol.errors import ErrorCode
@@ -19,7 +25,6 @@ from wireserver.security import checks
 from wireserver.security.acls import Operation
 
 API_KEY = 74
-RESOURCE_CLIENT_METRICS = 16
 SUPPORTED = {
     0: {RESOURCE_CLIENT_METRICS},
     1: {

@@ -471,7 +471,7 @@ class GroupConfigs:
         return dict(self._groups.get(group, {}))
 
     def groups(self) -> list[str]:
-        """The groups that have (or since the start had) configs."""
+        """The groups that have configs."""
         return sorted(self._groups)
 
     def value(self, group: str, name: str) -> Any:
@@ -494,9 +494,12 @@ class GroupConfigs:
             self._save()
 
     def replace(self, group: str, overrides: Mapping[str, str]) -> None:
-        # A group whose configs all went stays known (ListConfigResources lists it) until the
-        # broker restarts, as in Kafka's GroupConfigManager.
-        self._groups[group] = dict(overrides)
+        # A group whose configs all went is forgotten: Kafka 4.4's ListConfigResources no
+        # longer lists it (kafka-configs then says it "doesn't exist").
+        if overrides:
+            self._groups[group] = dict(overrides)
+        else:
+            self._groups.pop(group, None)
 
     def _save(self) -> None:
         if self.path is None:
