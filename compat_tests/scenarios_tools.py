@@ -43,9 +43,6 @@ TIMEOUT = 60.0
 PENDING_FEATURES = "feature levels and kafka-features: #16"
 PENDING_QUORUM = "DescribeQuorum and UnregisterBroker answers: #16"
 CLIENT_METRICS = "client metrics subscriptions (KIP-714) are not served"
-PENDING_GROUP_SYNONYMS = (
-    "Kafka 4.4's group config synonyms (group.consumer.*) in DescribeConfigs: #16"
-)
 
 _FILES = tempfile.TemporaryDirectory(prefix="compat-tools-")
 _HOST_PORT = re.compile(r"(?:127\.0\.0\.1|localhost|\[?::1\]?):\d+")
@@ -230,7 +227,6 @@ def kafka_configs_broker(bootstrap: str, client: Client) -> dict:
 @tool_scenario(
     "tool-kafka-configs[group]",
     check=lambda o: _check_configs(o),
-    pending={"java": PENDING_GROUP_SYNONYMS},
 )
 def kafka_configs_group(bootstrap: str, client: Client) -> dict:
     """kafka-configs on a group that has no members: set the session timeout, describe,

@@ -293,10 +293,12 @@ def test_kafka_configs_on_groups(kafka, reference):
     lines = [
         f"Dynamic configs for group {group} are:",
         "  consumer.heartbeat.interval.ms=6000 sensitive=false "
-        "synonyms={DYNAMIC_GROUP_CONFIG:consumer.heartbeat.interval.ms=6000}",
+        "synonyms={DYNAMIC_GROUP_CONFIG:consumer.heartbeat.interval.ms=6000, "
+        "DEFAULT_CONFIG:group.consumer.heartbeat.interval.ms=5000}",
         "  consumer.session.timeout.ms=50000 sensitive=false "
-        "synonyms={DYNAMIC_GROUP_CONFIG:consumer.session.timeout.ms=50000}",
-    ]
+        "synonyms={DYNAMIC_GROUP_CONFIG:consumer.session.timeout.ms=50000, "
+        "DEFAULT_CONFIG:group.consumer.session.timeout.ms=45000}",
+    ]  # as Kafka 4.4 lists them
     assert (
         configs_tool(
             reference, bootstrap, "--describe", "--entity-type", "groups", "--entity-name", group
