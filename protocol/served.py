@@ -44,7 +44,8 @@ SERVED.register(13, "LeaveGroup", "kafka.protocol.consumer.group", 0, 5)
 SERVED.register(14, "SyncGroup", "kafka.protocol.consumer.group", 0, 5)
 SERVED.register(15, "DescribeGroups", "kafka.protocol.admin.groups", 0, 6)
 SERVED.register(16, "ListGroups", "kafka.protocol.admin.groups", 0, 5)
-SERVED.register(42, "DeleteGroups", "kafka.protocol.admin.groups", 0, 2)
+# DeleteGroups v3 (Kafka 4.4) is past kafka-python: its classes are in protocol.messages_extra.
+SERVED.register(42, "DeleteGroups", "wireserver.protocol.messages_extra", 0, 3)
 SERVED.register(47, "OffsetDelete", "kafka.protocol.consumer.group", 0, 0)
 # Consumer group protocol (KIP-848); message classes from protocol.messages_extra.
 SERVED.register(68, "ConsumerGroupHeartbeat", "wireserver.protocol.messages_extra", 0, 1)
