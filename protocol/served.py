@@ -16,7 +16,7 @@ SERVED = ApiRegistry()
 # Produce: Kafka 4 still advertises v0 but refuses v0-2 (KIP-896, KAFKA-18659).
 SERVED.register(0, "Produce", "kafka.protocol.producer.produce", 3, 13, advertised_min=0)
 SERVED.register(1, "Fetch", "kafka.protocol.consumer.fetch", 4, 18)
-SERVED.register(2, "ListOffsets", "kafka.protocol.consumer.offsets", 1, 10)
+SERVED.register(2, "ListOffsets", "kafka.protocol.consumer.offsets", 1, 11)
 SERVED.register(3, "Metadata", "kafka.protocol.metadata.metadata", 0, 13)
 SERVED.register(18, "ApiVersions", "kafka.protocol.metadata.api_versions", 0, 4)
 SERVED.register(19, "CreateTopics", "kafka.protocol.admin.topics", 2, 7)
