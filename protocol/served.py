@@ -35,8 +35,8 @@ SERVED.register(43, "ElectLeaders", "kafka.protocol.admin.topics", 0, 2)
 # Idempotent producer.
 SERVED.register(22, "InitProducerId", "kafka.protocol.producer.transaction", 0, 5)
 # Group coordinator (classic protocol) and committed offsets.
-SERVED.register(8, "OffsetCommit", "kafka.protocol.consumer.group", 2, 9)
-SERVED.register(9, "OffsetFetch", "kafka.protocol.consumer.group", 1, 9)
+SERVED.register(8, "OffsetCommit", "kafka.protocol.consumer.group", 2, 10)
+SERVED.register(9, "OffsetFetch", "kafka.protocol.consumer.group", 1, 10)
 SERVED.register(10, "FindCoordinator", "kafka.protocol.metadata.find_coordinator", 0, 6)
 SERVED.register(11, "JoinGroup", "kafka.protocol.consumer.group", 0, 9)
 SERVED.register(12, "Heartbeat", "kafka.protocol.consumer.group", 0, 4)
