@@ -79,7 +79,9 @@ def handle(ctx: RequestContext) -> HandlerResult:
             requested, unknown = None, []
             if g.topics is not None:
                 names = [by_id.get(t.topic_id) if version >= 10 else t.name for t in g.topics]
-                requested = [(n, list(t.partition_indexes)) for n, t in zip(names, g.topics) if n]
+                requested = [
+                    (n, list(t.partition_indexes)) for n, t in zip(names, g.topics) if n is not None
+                ]
                 unknown = [t for n, t in zip(names, g.topics) if n is None]
             found = (
                 []
