@@ -36,6 +36,7 @@ from kafka.protocol.admin.topics import (
     DescribeTopicPartitionsRequest,
 )
 from kafka.protocol.consumer.fetch import FetchRequest
+from kafka.protocol.consumer.group import JoinGroupRequest, OffsetCommitRequest, OffsetFetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderEpochRequest
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
@@ -44,6 +45,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
 from compat_tests.neutral import BASE_TS
+from wireserver.protocol.messages_extra import DeleteGroupsRequest
 from wireserver.testing import KafkaWire
 
 TOPIC_RESOURCE = 2
@@ -86,13 +88,21 @@ VOLATILE = {
     "error_message": "<message>",
     "rack": None,
     "leader_epoch_start_offset": None,
+    "member_id": "<member>",
+    "leader": "<member>",
 }
 
 
-def normalize(value: Any, key: str | None = None) -> Any:
+#: APIs whose error messages are compared as they are: DeleteGroups v3's per-group message is
+#: null unless a deletion failed (Kafka 4.4), so its presence is the observation.
+MESSAGES_COMPARED = {DeleteGroupsRequest.API_KEY}
+
+
+def normalize(value: Any, key: str | None = None, messages: bool = False) -> Any:
     if key in VOLATILE:
         if key == "error_message":
-            return None  # free text: only its presence could be compared, and not even that
+            # free text: only its presence could be compared, and not even that
+            return value if messages else None
         if key in ("replica_nodes", "isr_nodes", "offline_replicas"):
             return len(value) if isinstance(value, list) else value
         return VOLATILE[key]
@@ -106,12 +116,12 @@ def normalize(value: Any, key: str | None = None) -> Any:
         return "<broker-time>" if value > BASE_TS else value
     if isinstance(value, dict):
         return {
-            k: normalize(v, k)
+            k: normalize(v, k, messages)
             for k, v in value.items()
             if k not in ("unknown_tags", "tags", "_tagged_fields")
         }
     if isinstance(value, (list, tuple)):
-        return [normalize(v, key) for v in value]
+        return [normalize(v, key, messages) for v in value]
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).hex()
     if isinstance(value, uuid.UUID):
@@ -399,6 +409,102 @@ def _list_offsets(v, ctx):
         yield "max-timestamp", req([(0, -3)])
     yield "unknown-partition", req([(7, -1)])
     yield "unknown-topic", req([(0, -1)], name=_missing(ctx))
+    # -6 earliest pending upload (KIP-1023, v11+): on a topic without remote storage
+    yield "earliest-pending-upload", req([(0, -6), (1, -5)])
+
+
+def _group(ctx: Context, what: str, v: int) -> str:
+    return f"compat-raw-{what}-{ctx.run}-v{v}"
+
+
+def offset_commit(v: int, group: str, topics: list[tuple[str, Any, list[int]]]):
+    """A simple commit (no generation, no member): offset 10 + partition to each partition of
+    each (name, topic id, partitions); v10 sends the ids, older versions the names."""
+    t = OffsetCommitRequest.OffsetCommitRequestTopic
+    p = t.OffsetCommitRequestPartition
+    return OffsetCommitRequest(
+        version=v,
+        group_id=group,
+        generation_id_or_member_epoch=-1,
+        member_id="",
+        retention_time_ms=-1,
+        topics=[
+            t(
+                name=name,
+                topic_id=topic_id,
+                partitions=[
+                    p(partition_index=i, committed_offset=10 + i, committed_metadata="m")
+                    for i in parts
+                ],
+            )
+            for name, topic_id, parts in topics
+        ],
+    )
+
+
+@builder(OffsetCommitRequest)
+def _offset_commit_builder(v, ctx):
+    group = _group(ctx, "commit", v)
+    yield "commit", offset_commit(v, group, [(ctx.topic, ctx.topic_id, [0, 1])])
+    yield "unknown-partition", offset_commit(v, group, [(ctx.topic, ctx.topic_id, [7])])
+    # v10 names topics by id: an id no topic has; before it, a name no topic has
+    yield "unknown-topic", offset_commit(v, group, [(_missing(ctx), uuid.uuid4(), [0, 1])])
+
+
+@builder(OffsetFetchRequest)
+def _offset_fetch(v, ctx):
+    """Offsets committed (OffsetCommit v9, by name) are fetched by name, by id at v10, or all
+    of them (null topics, v2+); unknown topics (ids at v10) and groups."""
+    t = OffsetFetchRequest.OffsetFetchRequestTopic
+    gt = OffsetFetchRequest.OffsetFetchRequestGroup
+    group = _group(ctx, "fetch", v)
+    yield "commit", offset_commit(9, group, [(ctx.topic, None, [0])])
+
+    def req(group, name, topic_id, parts):
+        """Partitions ``parts`` of the topic (None: every offset of the group)."""
+        if v < 8:
+            topics = None if parts is None else [t(name=name, partition_indexes=parts)]
+            return OffsetFetchRequest(version=v, group_id=group, topics=topics)
+        topics = None
+        if parts is not None:
+            topics = [
+                gt.OffsetFetchRequestTopics(name=name, topic_id=topic_id, partition_indexes=parts)
+            ]
+        return OffsetFetchRequest(version=v, groups=[gt(group_id=group, topics=topics)])
+
+    yield "fetch", req(group, ctx.topic, ctx.topic_id, [0, 1])
+    if v >= 2:
+        yield "all", req(group, None, None, None)
+    yield "unknown-topic", req(group, _missing(ctx), uuid.uuid4(), [0])
+    yield "unknown-group", req(_group(ctx, "never", v), ctx.topic, ctx.topic_id, [0])
+
+
+def join_group(group: str, session_timeout_ms: int) -> JoinGroupRequest:
+    """A classic JoinGroup v3 of a new member: the group has it as a member (awaiting its
+    SyncGroup) until its session times out."""
+    protocol = JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"")
+    return JoinGroupRequest(
+        version=3,
+        group_id=group,
+        session_timeout_ms=session_timeout_ms,
+        rebalance_timeout_ms=session_timeout_ms,
+        member_id="",
+        protocol_type="consumer",
+        protocols=[protocol],
+    )
+
+
+@builder(DeleteGroupsRequest)
+def _delete_groups(v, ctx):
+    """An unknown group, a group with a member (a classic JoinGroup v3: the member stays until
+    its session times out), and an empty group that has offsets."""
+    yield "unknown-group", DeleteGroupsRequest(version=v, groups_names=[_group(ctx, "none", v)])
+    busy = _group(ctx, "busy", v)
+    yield "join", join_group(busy, session_timeout_ms=10000)
+    yield "non-empty-group", DeleteGroupsRequest(version=v, groups_names=[busy])
+    empty = _group(ctx, "empty", v)
+    yield "commit", offset_commit(9, empty, [(ctx.topic, None, [0])])
+    yield "empty-group", DeleteGroupsRequest(version=v, groups_names=[empty])
 
 
 @builder(CreateTopicsRequest)
@@ -915,7 +1021,8 @@ def exchange(bootstrap: str, request: Any) -> Any:
             response = wire.request(request)
         except (ConnectionError, struct.error, OSError) as exc:
             return f"connection closed ({type(exc).__name__})"
-        result = sort_keyed_lists(normalize(to_dict(response)))
+        messages = request.API_KEY in MESSAGES_COMPARED
+        result = sort_keyed_lists(normalize(to_dict(response), messages=messages))
         return _strip_api_keys(result) if request.API_KEY == 18 else result
     finally:
         wire.close()

@@ -55,10 +55,13 @@ def raw_pair(compat_targets, compat_extra):
         with KafkaWire(target.bootstrap, client_id="compat-raw") as w:
             w.create_topic(topic, partitions=2)
             w.create_topic(compacted, partitions=1, configs={"cleanup.policy": "compact"})
-        from compat_tests.neutral import wait_until_served
+        from compat_tests.neutral import commit_offset, wait_until_served
 
         wait_until_served(target.bootstrap, topic, 2)
         wait_until_served(target.bootstrap, compacted, 1)
+        # the group coordinator ready, for the group APIs' requests (Kafka answers
+        # NOT_COORDINATOR until __consumer_offsets is made and loaded)
+        commit_offset(target.bootstrap, f"compat-raw-ready-{run}", topic)
     pair = {
         "kafka": (kafka.bootstrap, raw.context(kafka.bootstrap, topic, compacted, run)),
         "wireserver": (wire.bootstrap, raw.context(wire.bootstrap, topic, compacted, run)),

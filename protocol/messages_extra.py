@@ -11,6 +11,8 @@ kafka-python's own.
   id the client's own (KIP-848, KIP-1082; a wire-level no-op for the member id).
 - ConsumerGroupDescribe (key 69) v0-1. v1 adds the member's ``MemberType`` (KIP-1099: -1
   unknown, 0 classic, 1 consumer); the request is unchanged.
+- DeleteGroups (key 42) v0-3. kafka-python stops at v2; v3 adds each group's nullable
+  ``ErrorMessage`` to the response (Kafka 4.4); the request is unchanged.
 """
 
 from __future__ import annotations
@@ -163,6 +165,36 @@ CONSUMER_GROUP_DESCRIBE_RESPONSE = {
 }
 
 
+DELETE_GROUPS_REQUEST = {
+    "apiKey": 42,
+    "type": "request",
+    "name": "DeleteGroupsRequest",
+    "validVersions": "0-3",
+    "flexibleVersions": "2+",
+    "fields": [_field("GroupsNames", "[]string", entityType="groupId")],
+}
+
+DELETE_GROUPS_RESPONSE = {
+    "apiKey": 42,
+    "type": "response",
+    "name": "DeleteGroupsResponse",
+    "validVersions": "0-3",
+    "flexibleVersions": "2+",
+    "fields": [
+        _field("ThrottleTimeMs", "int32"),
+        _field(
+            "Results",
+            "[]DeletableGroupResult",
+            fields=[
+                _field("GroupId", "string", mapKey=True, entityType="groupId"),
+                _field("ErrorCode", "int16"),
+                _nullable_string("ErrorMessage", "3+"),
+            ],
+        ),
+    ],
+}
+
+
 def _define(schema: dict) -> type[ApiMessage]:
     cls = _InlineSchema(schema["name"], (ApiMessage,), {"SCHEMA": schema, "__module__": __name__})
     DEFINED_HERE.append(cls)
@@ -173,3 +205,5 @@ ConsumerGroupHeartbeatRequest = _define(CONSUMER_GROUP_HEARTBEAT_REQUEST)
 ConsumerGroupHeartbeatResponse = _define(CONSUMER_GROUP_HEARTBEAT_RESPONSE)
 ConsumerGroupDescribeRequest = _define(CONSUMER_GROUP_DESCRIBE_REQUEST)
 ConsumerGroupDescribeResponse = _define(CONSUMER_GROUP_DESCRIBE_RESPONSE)
+DeleteGroupsRequest = _define(DELETE_GROUPS_REQUEST)
+DeleteGroupsResponse = _define(DELETE_GROUPS_RESPONSE)

@@ -2,10 +2,13 @@
 lists, describes and resets offsets (--to-earliest, --to-offset, --shift-by; --dry-run
 changes nothing; an active group refuses), a consumer resumes where the reset put it, and
 the Java console consumer joins a KIP-848 group (``group.protocol=consumer``), consumes and
-commits."""
+commits, and commits and fetches offsets with the versions it uses against Kafka 4.4 (topic ids
+in OffsetCommit / OffsetFetch v10 for a consumer-protocol group)."""
 
 from __future__ import annotations
 
+import re
+import subprocess
 import time
 
 import pytest
@@ -263,6 +266,69 @@ def test_java_console_consumer_kip848_commits(kafka, reference):
         f"v{i}" for i in range(6)
     )
     assert committed(bootstrap, group, topic, 3) == [12, 12, 12]
+
+
+#: The Java client's NetworkClient at DEBUG (it logs each request's header) on stderr.
+DEBUG_REQUESTS_LOG4J2 = """<?xml version="1.0" encoding="UTF-8"?>
+<Configuration status="warn">
+  <Appenders>
+    <Console name="stderr" target="SYSTEM_ERR"><PatternLayout pattern="%p %m%n"/></Console>
+  </Appenders>
+  <Loggers>
+    <Logger name="org.apache.kafka.clients.NetworkClient" level="debug"/>
+    <Root level="warn"><AppenderRef ref="stderr"/></Root>
+  </Loggers>
+</Configuration>
+"""
+SENT = re.compile(r"Sending (\w+) request with header RequestHeader\(apiKey=\w+, apiVersion=(\d+)")
+
+
+def console_consume(reference, log_config, bootstrap, topic, group, count, protocol, *extra):
+    """Run kafka-console-consumer in ``group`` until it read ``count`` records (it commits on
+    close): the values it printed and {request name: versions it sent}."""
+    args = ["--topic", topic, "--group", group, "--max-messages", str(count), *extra]
+    args += ["--timeout-ms", "60000", "--consumer-property", f"group.protocol={protocol}"]
+    command = [
+        f"-Dlog4j2.configurationFile={log_config}"
+        if part.startswith("-Dlog4j2.configurationFile=")
+        else part
+        for part in reference.tool_command(
+            "kafka-console-consumer", [*args, "--bootstrap-server", bootstrap]
+        )
+    ]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    sent: dict[str, set[int]] = {}
+    for name, version in SENT.findall(proc.stderr):
+        sent.setdefault(name, set()).add(int(version))
+    return sorted(line for line in proc.stdout.splitlines() if line.startswith("v")), sent
+
+
+@pytest.mark.parametrize("protocol,version", [("classic", 9), ("consumer", 10)])
+def test_java_consumer_commits_and_resumes_with_kafka_44_versions(
+    kafka, reference, tmp_path, protocol, version
+):
+    """Kafka 4.4's consumer commits and fetches by topic id (v10) in a consumer-protocol group;
+    its classic coordinator still builds them by name (v9), against Kafka as against us."""
+    bootstrap = kafka.bootstrap_servers
+    topic, group = f"tools-v10-{protocol}", f"java-v10-{protocol}"
+    log_config = tmp_path / "log4j2.xml"
+    log_config.write_text(DEBUG_REQUESTS_LOG4J2)
+    create_topic(bootstrap, topic, 2)
+    produce(bootstrap, topic, 2, 10)
+    values, sent = console_consume(
+        reference, log_config, bootstrap, topic, group, 10, protocol, "--from-beginning"
+    )
+    assert values == sorted(f"v{i}" for i in range(10))
+    assert sent["OFFSET_FETCH"] == sent["OFFSET_COMMIT"] == {version}
+    assert committed(bootstrap, group, topic, 2) == [5, 5]
+
+    # A restarted consumer fetches the commit and reads only what came after it.
+    produce(bootstrap, topic, 2, 4)
+    values, sent = console_consume(reference, log_config, bootstrap, topic, group, 4, protocol)
+    assert values == sorted(f"v{i}" for i in range(4))
+    assert sent["OFFSET_FETCH"] == sent["OFFSET_COMMIT"] == {version}
+    assert committed(bootstrap, group, topic, 2) == [7, 7]
 
 
 def configs_tool(reference, bootstrap: str, *args: str):

@@ -1,6 +1,10 @@
-"""DeleteGroups (key 42), v0-2: removes empty groups and their committed offsets (tombstones in
+"""DeleteGroups (key 42), v0-3: removes empty groups and their committed offsets (tombstones in
 ``__consumer_offsets``); GROUP_ID_NOT_FOUND for an unknown group, NON_EMPTY_GROUP while it has
-members. Each group needs DELETE (GROUP_AUTHORIZATION_FAILED)."""
+members. Each group needs DELETE (GROUP_AUTHORIZATION_FAILED).
+
+v3's per-group ``error_message`` stays null: Kafka 4.4 fills it only when the deletion itself
+fails (GROUP_DELETION_FAILED), which cannot happen here, and answers the errors above without
+one (observed on a live 4.4.0 broker; compat_tests/raw_protocol.py compares it)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DescribeLogDirs (key 35), v1-4.
+"""DescribeLogDirs (key 35), v1-5.
 
 Every log dir with the partitions it holds (all of them, or those named in the request; names
 or partitions we don't have are left out, as in Kafka) and their sizes on disk. In cluster mode
@@ -6,11 +6,13 @@ those are the partitions this broker is an assigned replica of (leader or follow
 broker keeps a log for every partition, but Kafka lists only the replicas a broker hosts. There
 are no future replicas (no AlterReplicaLogDirs): ``is_future_key`` is false and ``offset_lag``
 0 (Kafka's lag of a current replica is max(high watermark - log end offset, 0), which is 0).
-v3 adds the top-level error code, v4 the dir's total and usable bytes from ``os.statvfs``. A
-dir that cannot be read reports KAFKA_STORAGE_ERROR.
+v3 adds the top-level error code, v4 the dir's total and usable bytes from ``os.statvfs``, v5
+``is_cordoned`` (Kafka 4.3: a dir the operator closed to new replicas, announced in BrokerHeartbeat
+v2; nothing cordons a dir here, so always false). A dir that cannot be read reports
+KAFKA_STORAGE_ERROR.
 
 Needs DESCRIBE on the cluster: without it the answer has no dirs and (v3+) the top-level error
-CLUSTER_AUTHORIZATION_FAILED. Skipped: v5's ``is_cordoned`` (Kafka 4.3).
+CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
                 topics=[topic_class(name=name, partitions=parts) for name, parts in topics.items()],
                 total_bytes=total,
                 usable_bytes=usable,
+                is_cordoned=False,
             )
         )
     return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, results=results)

@@ -1,14 +1,17 @@
-"""ListOffsets (key 2), v1-10.
+"""ListOffsets (key 2), v1-11.
 
 Special timestamps: -1 latest (the high watermark; with isolation_level read_committed the last
-stable offset, and lookups by timestamp find nothing at or past it), -2 earliest (the log start offset), -3 the record with the
-largest timestamp (v7+), -4 earliest local (v8+: the log start, as nothing is tiered), -5 latest
-tiered (v9+: none, so -1). Any other timestamp finds the first record at or after it through
-the time index; none → offset -1. Only the partition's leader answers (NOT_LEADER_OR_FOLLOWER
-elsewhere; ``wireserver.replica``); ``leader_epoch`` is its current leader epoch for -1 (latest) and, as Kafka's
-``fetchOffsetByTimestamp``, the epoch that wrote the offset found otherwise (from the leader
-epoch cache; -1 when unknown). Each topic needs DESCRIBE (TOPIC_AUTHORIZATION_FAILED on every
-partition otherwise).
+stable offset, and lookups by timestamp find nothing at or past it), -2 earliest (the log start
+offset), -3 the record with the largest timestamp (v7+), -4 earliest local (v8+: the log start,
+as nothing is tiered), -5 latest tiered (v9+: none, so -1), -6 earliest pending upload (v11+,
+KIP-1023: Kafka answers offset -1 for a topic without remote storage, and nothing is tiered
+here). Asking for one of these below its version answers UNSUPPORTED_VERSION on that partition,
+as Kafka's ``ReplicaManager.isListOffsetsTimestampUnsupported``. Any other timestamp finds the
+first record at or after it through the time index; none → offset -1. Only the partition's
+leader answers (NOT_LEADER_OR_FOLLOWER elsewhere; ``wireserver.replica``); ``leader_epoch`` is
+its current leader epoch for -1 (latest) and, as Kafka's ``fetchOffsetByTimestamp``, the epoch
+that wrote the offset found otherwise (from the leader epoch cache; -1 when unknown). Each topic
+needs DESCRIBE (TOPIC_AUTHORIZATION_FAILED on every partition otherwise).
 """
 
 from __future__ import annotations
@@ -20,6 +23,10 @@ from wireserver.security import checks
 
 API_KEY = 2
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+EARLIEST_PENDING_UPLOAD = -6
+#: The first version each special timestamp may be asked for at (Kafka's
+#: ``timestampMinSupportedVersion``).
+FIRST_VERSION = {MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9, EARLIEST_PENDING_UPLOAD: 11}
 
 
 def lookup(log, timestamp: int, read_committed: bool = False) -> tuple[int, int, ErrorCode]:
@@ -29,7 +36,7 @@ def lookup(log, timestamp: int, read_committed: bool = False) -> tuple[int, int,
         return -1, hw, ErrorCode.NONE
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return -1, log.log_start_offset, ErrorCode.NONE
-    if timestamp == LATEST_TIERED:
+    if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):  # nothing is tiered
         return -1, -1, ErrorCode.NONE
     if timestamp == MAX_TIMESTAMP:
         found = log.max_timestamp()
@@ -74,7 +81,9 @@ def handle(ctx: RequestContext) -> HandlerResult:
                 leader_error, leader_epoch = replicas.check_leader(
                     topic.name, requested.partition_index, epoch
                 )
-            if log is None:
+            if ctx.version < FIRST_VERSION.get(requested.timestamp, 0):
+                ts, offset, error = -1, -1, ErrorCode.UNSUPPORTED_VERSION
+            elif log is None:
                 ts, offset, error = -1, -1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif leader_error is not None:
                 ts, offset, error = -1, -1, leader_error

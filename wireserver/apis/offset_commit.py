@@ -1,4 +1,4 @@
-"""OffsetCommit (key 8), v2-9 (v0-1 were removed in Kafka 4).
+"""OffsetCommit (key 8), v2-10 (v0-1 were removed in Kafka 4).
 
 Members commit with their generation and member id (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
 FENCED_INSTANCE_ID, REBALANCE_IN_PROGRESS while the group completes a rebalance); generation -1
@@ -7,6 +7,11 @@ that does not exist, a member commit gets GROUP_ID_NOT_FOUND from v9 and ILLEGAL
 before. Each partition: UNKNOWN_TOPIC_OR_PARTITION, OFFSET_METADATA_TOO_LARGE past
 ``offset.metadata.max.bytes``. The commit is in ``__consumer_offsets`` before the response (in cluster mode: below the high
 watermark, as Kafka appends commits with acks=-1).
+
+v10 (KIP-848) names each topic by its id, not its name, and the response echoes the ids: the
+Java consumer uses it when it knows every topic's id. An id not in the metadata answers
+UNKNOWN_TOPIC_ID on each of its partitions (a group-level error still wins), as Kafka's
+``KafkaApis`` does before the coordinator sees the commit.
 
 Skipped: ``retention_time_ms`` (v2-4) is ignored, as Kafka 4 does.
 """
@@ -31,15 +36,21 @@ def handle(ctx: RequestContext) -> HandlerResult:
     coordinator = ctx.services.groups
     topic_class = ctx.request.spec.response_class.OffsetCommitResponseTopic
     partition_class = topic_class.OffsetCommitResponsePartition
+    # v10 names topics by id; None stands for an id the metadata does not have.
+    names = [t.name for t in body.topics]
+    if version >= 10:
+        by_id = ctx.services.metadata.topic_names()
+        names = [by_id.get(t.topic_id) for t in body.topics]
     commits = [
         OffsetCommit(
-            t.name,
+            name,
             p.partition_index,
             p.committed_offset,
             p.committed_leader_epoch if version >= 6 else -1,
             p.committed_metadata,
         )
-        for t in body.topics
+        for name, t in zip(names, body.topics)
+        if name is not None
         for p in t.partitions
     ]
     error = coordinator.ensure_ready()
@@ -73,14 +84,19 @@ def handle(ctx: RequestContext) -> HandlerResult:
         topics=[
             topic_class(
                 name=t.name,
+                topic_id=t.topic_id,
                 partitions=[
                     partition_class(
                         partition_index=p.partition_index,
-                        error_code=results[(t.name, p.partition_index)],
+                        error_code=(
+                            error or ErrorCode.UNKNOWN_TOPIC_ID
+                            if name is None
+                            else results[(name, p.partition_index)]
+                        ),
                     )
                     for p in t.partitions
                 ],
             )
-            for t in body.topics
+            for name, t in zip(names, body.topics)
         ],
     )

@@ -1,4 +1,4 @@
-"""OffsetFetch (key 9), v1-9.
+"""OffsetFetch (key 9), v1-10.
 
 Null topics (v2+) mean every offset the group has. v8+ fetch several groups at once. A partition
 with no committed offset answers offset -1, leader epoch -1, empty metadata, no error (also for
@@ -8,6 +8,10 @@ awaiting their commit or abort answers UNSTABLE_OFFSET_COMMIT (retriable) and of
 v9 names the member (member id, member epoch): for a consumer-protocol (KIP-848) group it must
 be a member (UNKNOWN_MEMBER_ID) at its current epoch (STALE_MEMBER_EPOCH), as in Kafka; a fetch
 without a member id (the admin client's) is not checked, nor is any fetch for a classic group.
+
+v10 (KIP-848) names topics by id in the request and the response, as Kafka's ``KafkaApis``
+does it: an id the metadata does not have answers UNKNOWN_TOPIC_ID on each partition asked for
+(offset -1), and a fetch of every offset leaves out the topics the metadata no longer has.
 """
 
 from __future__ import annotations
@@ -20,8 +24,8 @@ from wireserver.security import checks
 API_KEY = 9
 
 
-def _fetch(coordinator, group_id, topics, require_stable=False):
-    requested = None if topics is None else [(t.name, list(t.partition_indexes)) for t in topics]
+def _fetch(coordinator, group_id, requested, require_stable=False):
+    """The committed offsets of ``requested`` ([(topic, partitions)], None: all of them)."""
     found = coordinator.offsets.fetch_offsets(group_id, requested)
     if not require_stable or not coordinator.offsets.pending_txn:
         return found
@@ -62,6 +66,8 @@ def handle(ctx: RequestContext) -> HandlerResult:
         topic_class = group_class.OffsetFetchResponseTopics
         partition_class = topic_class.OffsetFetchResponsePartitions
         groups = []
+        topic_ids = ctx.services.metadata.topic_ids() if version >= 10 else {}
+        by_id = {topic_id: name for name, topic_id in topic_ids.items()}
         for g in body.groups:
             group_error = (
                 error
@@ -70,30 +76,45 @@ def handle(ctx: RequestContext) -> HandlerResult:
                 or _member_epoch_error(coordinator, g, version)
                 or ErrorCode.NONE
             )
+            requested, unknown = None, []
+            if g.topics is not None:
+                names = [by_id.get(t.topic_id) if version >= 10 else t.name for t in g.topics]
+                requested = [
+                    (n, list(t.partition_indexes)) for n, t in zip(names, g.topics) if n is not None
+                ]
+                unknown = [t for n, t in zip(names, g.topics) if n is None]
             found = (
                 []
                 if group_error
                 else [
                     (topic, parts)
                     for topic, parts in _fetch(
-                        coordinator, g.group_id, g.topics, body.require_stable
+                        coordinator, g.group_id, requested, body.require_stable
                     )
                     if not checks.describe_topic(ctx, topic)
+                    and (version < 10 or topic in topic_ids)
                 ]
             )
-            groups.append(
-                group_class(
-                    group_id=g.group_id,
-                    error_code=group_error,
-                    topics=[
-                        topic_class(
-                            name=topic,
-                            partitions=[_partition(partition_class, p, c) for p, c in parts],
-                        )
-                        for topic, parts in found
-                    ],
+            topics = [
+                topic_class(
+                    name=topic,
+                    topic_id=topic_ids.get(topic),
+                    partitions=[_partition(partition_class, p, c) for p, c in parts],
                 )
-            )
+                for topic, parts in found
+            ]
+            if not group_error:
+                topics += [
+                    topic_class(
+                        topic_id=t.topic_id,
+                        partitions=[
+                            _partition(partition_class, p, None, ErrorCode.UNKNOWN_TOPIC_ID)
+                            for p in t.partition_indexes
+                        ],
+                    )
+                    for t in unknown
+                ]
+            groups.append(group_class(group_id=g.group_id, error_code=group_error, topics=topics))
         return ctx.response(throttle_time_ms=0, groups=groups)
 
     topic_class = response_class.OffsetFetchResponseTopic
@@ -120,7 +141,10 @@ def handle(ctx: RequestContext) -> HandlerResult:
                 for t in body.topics or []
             ],
         )
-    found = _fetch(coordinator, body.group_id, body.topics, version >= 7 and body.require_stable)
+    requested = None
+    if body.topics is not None:
+        requested = [(t.name, list(t.partition_indexes)) for t in body.topics]
+    found = _fetch(coordinator, body.group_id, requested, version >= 7 and body.require_stable)
     return ctx.response(
         throttle_time_ms=0,
         error_code=ErrorCode.NONE,
