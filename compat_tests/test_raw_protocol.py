@@ -25,10 +25,10 @@ pytestmark = pytest.mark.integration
 RAW_DIFFERENCES: dict[tuple[str, str], tuple[int, str]] = {
     ("ApiVersions", "plain"): (
         3,
-        "wireserver advertises no feature flags (metadata.version, "
-        "kraft.version, transaction.version, group.version...): it "
-        "is not a KRaft node and has no transactions v2 or KIP-848 "
-        "groups yet",
+        "wireserver advertises only the features it implements (no "
+        "metadata.version, kraft.version, share.version or "
+        "eligible.leader.replicas.version: docs/compatibility.md) and "
+        "its own finalized epoch",
     ),
     ("CreateTopics", "validate-only"): (
         5,

@@ -18,7 +18,7 @@ SERVED.register(0, "Produce", "kafka.protocol.producer.produce", 3, 13, advertis
 SERVED.register(1, "Fetch", "kafka.protocol.consumer.fetch", 4, 18)
 SERVED.register(2, "ListOffsets", "kafka.protocol.consumer.offsets", 1, 10)
 SERVED.register(3, "Metadata", "kafka.protocol.metadata.metadata", 0, 13)
-SERVED.register(18, "ApiVersions", "kafka.protocol.metadata.api_versions", 0, 4)
+SERVED.register(18, "ApiVersions", "wireserver.protocol.messages_features", 0, 5)
 SERVED.register(19, "CreateTopics", "kafka.protocol.admin.topics", 2, 7)
 SERVED.register(20, "DeleteTopics", "kafka.protocol.admin.topics", 1, 6)
 SERVED.register(21, "DeleteRecords", "kafka.protocol.admin.topics", 0, 2)
