@@ -32,6 +32,8 @@ SERVED.register(60, "DescribeCluster", "kafka.protocol.admin.cluster", 0, 2)
 SERVED.register(75, "DescribeTopicPartitions", "kafka.protocol.admin.topics", 0, 0)
 SERVED.register(74, "ListConfigResources", "kafka.protocol.admin.configs", 0, 1)
 SERVED.register(43, "ElectLeaders", "kafka.protocol.admin.topics", 0, 2)
+# Feature levels (wireserver.features); DescribeFeatures is ApiVersions.
+SERVED.register(57, "UpdateFeatures", "kafka.protocol.admin.cluster", 0, 2)
 # Idempotent producer.
 SERVED.register(22, "InitProducerId", "kafka.protocol.producer.transaction", 0, 5)
 # Group coordinator (classic protocol) and committed offsets.
