@@ -51,11 +51,11 @@ SERVED.register(47, "OffsetDelete", "kafka.protocol.consumer.group", 0, 0)
 # Consumer group protocol (KIP-848); message classes from protocol.messages_extra.
 SERVED.register(68, "ConsumerGroupHeartbeat", "wireserver.protocol.messages_extra", 0, 1)
 SERVED.register(69, "ConsumerGroupDescribe", "wireserver.protocol.messages_extra", 0, 1)
-# Transactions (protocol v1; EndTxn 5 and TxnOffsetCommit 5 belong to KIP-890 v2, not served).
+# Transactions (protocol v1 and v2: EndTxn 5 and TxnOffsetCommit 5, KIP-890 part 2).
 SERVED.register(24, "AddPartitionsToTxn", "kafka.protocol.producer.transaction", 0, 5)
 SERVED.register(25, "AddOffsetsToTxn", "kafka.protocol.producer.transaction", 0, 4)
-SERVED.register(26, "EndTxn", "kafka.protocol.producer.transaction", 0, 4)
-SERVED.register(27, "WriteTxnMarkers", "kafka.protocol.producer.transaction", 1, 1)
+SERVED.register(26, "EndTxn", "kafka.protocol.producer.transaction", 0, 5)
+SERVED.register(27, "WriteTxnMarkers", "kafka.protocol.producer.transaction", 1, 2)
 SERVED.register(28, "TxnOffsetCommit", "kafka.protocol.producer.transaction", 0, 4)
 SERVED.register(61, "DescribeProducers", "kafka.protocol.admin.transactions", 0, 0)
 SERVED.register(65, "DescribeTransactions", "kafka.protocol.admin.transactions", 0, 0)

@@ -45,7 +45,7 @@ FEATURES: dict[str, Feature] = {
         # KIP-1071 Streams groups (StreamsGroupHeartbeat).
         Feature("streams.version", 1, 1, api=88),
         # 1: the coordinator's records; 2: transaction protocol v2 (KIP-890 part 2).
-        Feature("transaction.version", 1, 2),
+        Feature("transaction.version", 2, 2),
     )
 }
 

@@ -44,12 +44,12 @@ def test_v4_reports_supported_and_finalized_features(broker):
     assert response.error_code == ErrorCode.NONE
     assert {(f.name, f.min_version, f.max_version) for f in response.supported_features} == {
         ("group.version", 0, 1),
-        ("transaction.version", 0, 1),
+        ("transaction.version", 0, 2),
         ("streams.version", 0, 0),
     }
     assert {
         (f.name, f.min_version_level, f.max_version_level) for f in response.finalized_features
-    } == {("group.version", 1, 1), ("transaction.version", 1, 1)}
+    } == {("group.version", 1, 1), ("transaction.version", 2, 2)}
     assert response.finalized_features_epoch == 0
     assert response.zk_migration_ready is False
 

@@ -47,10 +47,10 @@ def broker(tmp_path):
 def test_downgrade_and_upgrade_change_what_api_versions_reports(broker):
     answer = update(broker.bootstrap, ("group.version", 0, SAFE_DOWNGRADE))
     assert (answer.error_code, answer.error_message) == (ErrorCode.NONE, None)
-    assert finalized(broker.bootstrap) == (1, {"transaction.version": 1})
+    assert finalized(broker.bootstrap) == (1, {"transaction.version": 2})
     answer = update(broker.bootstrap, ("group.version", 1, UPGRADE))
     assert answer.error_code == ErrorCode.NONE
-    assert finalized(broker.bootstrap) == (2, {"transaction.version": 1, "group.version": 1})
+    assert finalized(broker.bootstrap) == (2, {"transaction.version": 2, "group.version": 1})
 
 
 def test_levels_outlive_a_restart(tmp_path):
@@ -61,7 +61,7 @@ def test_levels_outlive_a_restart(tmp_path):
         first.stop()
     second = RunningBroker(tmp_path)
     try:
-        assert finalized(second.bootstrap) == (1, {"transaction.version": 1})
+        assert finalized(second.bootstrap) == (1, {"transaction.version": 2})
     finally:
         second.stop()
 
@@ -90,7 +90,7 @@ def test_levels_outlive_a_restart(tmp_path):
 def test_refused_updates_change_nothing(broker, change, message):
     answer = update(broker.bootstrap, ("transaction.version", 0, SAFE_DOWNGRADE), change)
     assert (answer.error_code, answer.error_message) == (ErrorCode.INVALID_UPDATE_VERSION, message)
-    assert finalized(broker.bootstrap) == (0, {"group.version": 1, "transaction.version": 1})
+    assert finalized(broker.bootstrap) == (0, {"group.version": 1, "transaction.version": 2})
 
 
 def test_v1_answers_per_feature(broker):
@@ -106,4 +106,4 @@ def test_v1_answers_per_feature(broker):
 def test_validate_only_changes_nothing(broker):
     answer = update(broker.bootstrap, ("group.version", 0, SAFE_DOWNGRADE), validate_only=True)
     assert answer.error_code == ErrorCode.NONE
-    assert finalized(broker.bootstrap) == (0, {"group.version": 1, "transaction.version": 1})
+    assert finalized(broker.bootstrap) == (0, {"group.version": 1, "transaction.version": 2})

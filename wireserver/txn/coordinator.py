@@ -70,7 +70,13 @@ from wireserver.txn.records import (
     encode_key,
     encode_value,
 )
-from wireserver.txn.state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TransactionMetadata, TxnState
+from wireserver.txn.state import (
+    MAX_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    TransactionMetadata,
+    TxnState,
+)
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +104,27 @@ TRANSACTION_STATE = InternalTopic(
     _topic_configs,
     keys="transactional id(s)",
 )
+
+
+#: Coordinator answers a producer retries: Kafka hands them to Produce as NOT_ENOUGH_REPLICAS.
+_RETRIABLE = frozenset(
+    {
+        E.CONCURRENT_TRANSACTIONS,
+        E.COORDINATOR_LOAD_IN_PROGRESS,
+        E.COORDINATOR_NOT_AVAILABLE,
+        E.NOT_COORDINATOR,
+        E.NETWORK_EXCEPTION,
+    }
+)
+
+
+def _for_produce(error: ErrorCode) -> ErrorCode:
+    """A coordinator's answer to an implicit add, as the Produce error Kafka gives."""
+    if error in _RETRIABLE:
+        return E.NOT_ENOUGH_REPLICAS
+    if error == E.PRODUCER_FENCED:
+        return E.INVALID_PRODUCER_EPOCH
+    return error
 
 
 class GroupOffsets(Protocol):
@@ -409,7 +436,10 @@ class TransactionCoordinator:
         producer_id: int,
         producer_epoch: int,
         partitions: Iterable[tuple[str, int]],
+        transaction_version: int = 0,
     ) -> dict[tuple[str, int], ErrorCode]:
+        """AddPartitionsToTxn; ``transaction_version`` 2 for a partition leader's implicit add
+        (transaction protocol v2: the producer sends no AddPartitionsToTxn)."""
         partitions = list(partitions)
         if not transactional_id:
             return {tp: E.INVALID_REQUEST for tp in partitions}
@@ -426,7 +456,9 @@ class TransactionCoordinator:
                 for tp in partitions
             }
         if error is None:
-            error = self._add(transactional_id, producer_id, producer_epoch, partitions)
+            error = self._add(
+                transactional_id, producer_id, producer_epoch, partitions, transaction_version
+            )
         return {tp: error for tp in partitions}
 
     def _add(
@@ -435,6 +467,7 @@ class TransactionCoordinator:
         producer_id: int,
         producer_epoch: int,
         partitions: list[tuple[str, int]],
+        transaction_version: int = 0,
     ) -> ErrorCode:
         txn = self.txns.get(transactional_id)
         error = self._check(txn, producer_id, producer_epoch)
@@ -450,8 +483,39 @@ class TransactionCoordinator:
         if txn.state != S.ONGOING:
             new.txn_start_timestamp = now
         new.partitions |= set(partitions)
+        new.client_transaction_version = transaction_version
         new.transition_to(S.ONGOING, now)
         return self._commit_state(txn, new)
+
+    @defer.inlineCallbacks
+    def add_implicitly(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[tuple[str, int]],
+    ):
+        """Transaction protocol v2: a partition leader adds the partitions of a Produce v12+
+        transactional request to the producer's transaction before appending (Kafka's
+        AddPartitionsToTxnManager, ``verifyOnly`` false). Fires with {partition: error} for
+        the partitions that may not be appended, with the errors a producer retries on
+        (NOT_ENOUGH_REPLICAS) where the coordinator is busy or elsewhere."""
+        coordinator = self.host.metadata.leader(
+            TRANSACTION_STATE_TOPIC, self.partition_for(transactional_id)
+        )
+        if not self.clustered or coordinator == self.config.node_id:
+            results = self.add_partitions(
+                transactional_id, producer_id, producer_epoch, partitions, transaction_version=2
+            )
+            error = next(iter(results.values()), E.NONE)
+            if error == E.NONE:
+                error = yield self.replicated(transactional_id)
+                results = dict.fromkeys(partitions, error)
+        else:
+            results = yield self.markers.add_partitions(
+                coordinator, transactional_id, producer_id, producer_epoch, partitions
+            )
+        return {tp: _for_produce(error) for tp, error in results.items() if error != E.NONE}
 
     def verify_partitions(
         self,
@@ -492,21 +556,28 @@ class TransactionCoordinator:
     # -- EndTxn -----------------------------------------------------------------------------
 
     def end_txn(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        transaction_version: int = 0,
     ) -> ErrorCode:
+        """EndTxn; ``transaction_version`` 2 (EndTxn v5) bumps the epoch (``producer_of``
+        tells the new one)."""
         if not transactional_id:
             return E.INVALID_REQUEST
         error = self.ensure_ready(transactional_id)
         if error is not None:
             return error
         txn = self.txns.get(transactional_id)
-        error = self._check(txn, producer_id, producer_epoch)
+        error = self._check_end(txn, producer_id, producer_epoch)
         if error is not None:
             return error
         assert txn is not None
         state = txn.state
         if state == S.ONGOING:
-            return self._end(txn, commit)
+            return self._end(txn, commit, transaction_version)
         if state == S.COMPLETE_COMMIT:
             return E.NONE if commit else E.INVALID_TXN_STATE
         if state == S.COMPLETE_ABORT:
@@ -519,9 +590,55 @@ class TransactionCoordinator:
             return E.CONCURRENT_TRANSACTIONS
         return E.INVALID_TXN_STATE  # Empty, Dead
 
-    def _end(self, txn: TransactionMetadata, commit: bool) -> ErrorCode:
+    def _check_end(
+        self, txn: TransactionMetadata | None, producer_id: int, producer_epoch: int
+    ) -> ErrorCode | None:
+        """Kafka's EndTxn checks. After a v2 end the id's epoch is one above the client's
+        until the client learns it, so a retried v2 EndTxn carries the epoch before the bump
+        (``last_producer_epoch``), or, past an epoch overflow, the previous producer id."""
+        if txn is None:
+            return E.INVALID_PRODUCER_ID_MAPPING
+        if txn.client_transaction_version < 2:
+            return self._check(txn, producer_id, producer_epoch)
+        retry_on_overflow = (
+            txn.last_producer_id == producer_id
+            and producer_epoch == MAX_EPOCH
+            and txn.producer_epoch == 0
+        )
+        retry_on_bump = txn.last_producer_epoch == producer_epoch
+        if txn.state.is_prepare:
+            valid = retry_on_bump
+        elif txn.state.is_complete:
+            valid = retry_on_bump or retry_on_overflow
+        else:
+            valid = producer_epoch == txn.producer_epoch
+        if txn.producer_id != producer_id and not retry_on_overflow:
+            return E.INVALID_PRODUCER_ID_MAPPING
+        return None if valid else E.PRODUCER_FENCED
+
+    def producer_of(self, transactional_id: str) -> tuple[int, int]:
+        """The producer id and epoch an EndTxn v5 answers: the bumped epoch, or a new producer
+        id at epoch 0 once the epoch overflowed."""
+        txn = self.txns[transactional_id]
+        if txn.next_producer_id != NO_PRODUCER_ID:
+            return txn.next_producer_id, 0
+        return txn.producer_id, txn.producer_epoch
+
+    def _end(
+        self, txn: TransactionMetadata, commit: bool, transaction_version: int = 0
+    ) -> ErrorCode:
         prepared = txn.copy()
         prepared.transition_to(S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, self.now_ms())
+        if txn.state == S.PREPARE_EPOCH_FENCE:  # the fence bumped the epoch already
+            prepared.last_producer_epoch = NO_PRODUCER_EPOCH
+        else:
+            prepared.client_transaction_version = transaction_version
+            if transaction_version >= 2:
+                # KIP-890 part 2: every end bumps the epoch; the markers carry the new one.
+                prepared.last_producer_epoch = txn.producer_epoch
+                prepared.producer_epoch = txn.producer_epoch + 1
+                if txn.epoch_exhausted:
+                    prepared.next_producer_id = self.new_producer_id()
         error = self._commit_state(txn, prepared)
         if error != E.NONE:
             return error
@@ -540,7 +657,11 @@ class TransactionCoordinator:
             )
             return E.NONE
         self.write_markers(
-            prepared.producer_id, prepared.producer_epoch, commit, prepared.partitions
+            prepared.producer_id,
+            prepared.producer_epoch,
+            commit,
+            prepared.partitions,
+            transaction_version=prepared.client_transaction_version,
         )
         self._record_completion(prepared, commit)
         return E.NONE
@@ -552,6 +673,10 @@ class TransactionCoordinator:
         done = prepared.copy()
         done.transition_to(S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT, self.now_ms())
         done.partitions = set()
+        if done.next_producer_id != NO_PRODUCER_ID:  # the epoch overflowed: a new producer id
+            done.last_producer_id = done.producer_id
+            done.producer_id, done.producer_epoch = done.next_producer_id, 0
+            done.next_producer_id = NO_PRODUCER_ID
         if self._write(done) != E.NONE:
             log.warning("could not record the end of %s's transaction", done.transactional_id)
         self._set(done)
@@ -594,6 +719,7 @@ class TransactionCoordinator:
             coordinator_epoch,
             prepared.partitions,
             still_coordinator,
+            prepared.client_transaction_version,
         )
         if still_coordinator():
             self._record_completion(prepared, commit)
@@ -605,6 +731,7 @@ class TransactionCoordinator:
         commit: bool,
         partitions: Iterable[tuple[str, int]],
         coordinator_epoch: int | None = None,
+        transaction_version: int = 0,
     ) -> dict[tuple[str, int], ErrorCode]:
         """Append a COMMIT/ABORT marker to each partition this broker leads (WriteTxnMarkers,
         and the single-node coordinator's direct path). Partitions that do not exist answer
@@ -630,6 +757,7 @@ class TransactionCoordinator:
                     coordinator_epoch,
                     leader_epoch=leader_epoch,
                     now_ms=now,
+                    transaction_version=transaction_version,
                 )
             except (InvalidProducerEpoch, TransactionCoordinatorFenced) as exc:
                 log.warning(

@@ -18,8 +18,7 @@ is the only way a state changes and raises ``IllegalTransition`` on anything els
 
 PrepareEpochFence is never written to the log: it is the in-memory step between bumping the
 epoch of an open transaction and writing its PrepareAbort (as in Kafka, where it is a pending
-state). Transaction protocol v2 (KIP-890) adds moves from Empty/Complete* to PrepareAbort; they
-are not in the table because v2 is not served.
+state).
 """
 
 from __future__ import annotations
@@ -108,6 +107,10 @@ class TransactionMetadata:
     # InitProducerId (KIP-360) is recognised.
     last_producer_id: int = NO_PRODUCER_ID
     last_producer_epoch: int = NO_PRODUCER_EPOCH
+    #: The transaction protocol of the producer's last EndTxn or implicit add (2: KIP-890
+    #: part 2, an epoch bump at every end), and the producer id its epoch overflows to.
+    client_transaction_version: int = 0
+    next_producer_id: int = NO_PRODUCER_ID
 
     def transition_to(self, target: TxnState, now_ms: int) -> None:
         if not can_transition(self.state, target):
@@ -130,6 +133,8 @@ class TransactionMetadata:
             self.txn_last_update_timestamp,
             self.last_producer_id,
             self.last_producer_epoch,
+            self.client_transaction_version,
+            self.next_producer_id,
         )
 
     @property

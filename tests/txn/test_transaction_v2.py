@@ -1,0 +1,157 @@
+"""Transaction protocol v2 (KIP-890 part 2) over a socket to a real broker, requests built with
+kafka-python's message classes as a Kafka 4.4 producer sends them: Produce v12 without
+AddPartitionsToTxn (the broker adds the partition), EndTxn v5 bumping the epoch at every end,
+its retry, the fencing of the ended transaction's epoch, and what read_committed consumers,
+DescribeTransactions and DescribeProducers then show. Producers on protocol v1 (Produce v11,
+EndTxn v4) keep their rules."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from kafka.protocol.admin.transactions import DescribeProducersRequest, DescribeTransactionsRequest
+from kafka.protocol.producer.produce import ProduceRequest
+from kafka.protocol.producer.transaction import EndTxnRequest, InitProducerIdRequest
+
+from tests.txn.test_clients import consume_all
+from wireserver.protocol.errors import ErrorCode
+from wireserver.protocol.records import RecordBatchBuilder
+from wireserver.testing import EmbeddedBroker, KafkaWire
+
+
+@pytest.fixture(scope="module")
+def broker():
+    overrides = {"transaction.state.log.num.partitions": "3", "offsets.topic.num.partitions": "3"}
+    with EmbeddedBroker(overrides=overrides) as instance:
+        yield instance
+
+
+@pytest.fixture
+def wire(broker):
+    with KafkaWire(broker.bootstrap_servers) as connection:
+        yield connection
+
+
+@pytest.fixture
+def topic(wire):
+    name = f"txn-v2-{uuid.uuid4().hex[:8]}"
+    wire.create_topic(name, partitions=2)
+    return name
+
+
+def init(wire, transactional_id: str) -> tuple[int, int]:
+    response = wire.request(
+        InitProducerIdRequest(
+            version=5,
+            transactional_id=transactional_id,
+            transaction_timeout_ms=60000,
+            producer_id=-1,
+            producer_epoch=-1,
+        )
+    )
+    assert response.error_code == ErrorCode.NONE
+    return response.producer_id, response.producer_epoch
+
+
+def produce(wire, transactional_id, topic, producer, sequence, value, version=12, partition=0):
+    builder = RecordBatchBuilder(
+        producer_id=producer[0],
+        producer_epoch=producer[1],
+        base_sequence=sequence,
+        is_transactional=True,
+    )
+    builder.append(int(time.time() * 1000), None, value)
+    data = ProduceRequest.TopicProduceData
+    response = wire.request(
+        ProduceRequest(
+            version=version,
+            transactional_id=transactional_id,
+            acks=-1,
+            timeout_ms=5000,
+            topic_data=[
+                data(
+                    name=topic,
+                    partition_data=[
+                        data.PartitionProduceData(index=partition, records=bytes(builder.build()))
+                    ],
+                )
+            ],
+        )
+    )
+    return response.responses[0].partition_responses[0].error_code
+
+
+def end(wire, transactional_id, producer, commit, version=5):
+    response = wire.request(
+        EndTxnRequest(
+            version=version,
+            transactional_id=transactional_id,
+            producer_id=producer[0],
+            producer_epoch=producer[1],
+            committed=commit,
+        )
+    )
+    if version < 5:
+        return response.error_code
+    return response.error_code, (response.producer_id, response.producer_epoch)
+
+
+def transaction(wire, transactional_id):
+    response = wire.request(
+        DescribeTransactionsRequest(version=0, transactional_ids=[transactional_id])
+    )
+    state = response.transaction_states[0]
+    partitions = {(t.topic, p) for t in state.topics for p in t.partitions}
+    return state.transaction_state, (state.producer_id, state.producer_epoch), partitions
+
+
+def producer_epochs(wire, topic):
+    request_topic = DescribeProducersRequest.TopicRequest(name=topic, partition_indexes=[0])
+    response = wire.request(DescribeProducersRequest(version=0, topics=[request_topic]))
+    [partition] = response.topics[0].partitions
+    return {p.producer_id: p.producer_epoch for p in partition.active_producers}
+
+
+def test_each_transaction_ends_with_an_epoch_bump(broker, wire, topic):
+    txn_id = f"v2-{uuid.uuid4().hex[:8]}"
+    pid, epoch = init(wire, txn_id)
+
+    assert produce(wire, txn_id, topic, (pid, epoch), 0, b"one") == ErrorCode.NONE
+    assert transaction(wire, txn_id) == ("Ongoing", (pid, epoch), {(topic, 0)})
+    assert end(wire, txn_id, (pid, epoch), commit=True) == (ErrorCode.NONE, (pid, epoch + 1))
+    assert transaction(wire, txn_id)[:2] == ("CompleteCommit", (pid, epoch + 1))
+    # A retried EndTxn (the epoch before the bump) gets the same answer.
+    assert end(wire, txn_id, (pid, epoch), commit=True) == (ErrorCode.NONE, (pid, epoch + 1))
+    # The marker carried the new epoch: a late batch of the ended transaction is fenced.
+    assert produce(wire, txn_id, topic, (pid, epoch), 1, b"late") in (
+        ErrorCode.INVALID_PRODUCER_EPOCH,
+        ErrorCode.PRODUCER_FENCED,
+    )
+
+    assert produce(wire, txn_id, topic, (pid, epoch + 1), 0, b"two") == ErrorCode.NONE
+    assert end(wire, txn_id, (pid, epoch + 1), commit=False) == (ErrorCode.NONE, (pid, epoch + 2))
+    assert producer_epochs(wire, topic) == {pid: epoch + 2}
+    assert consume_all(broker.bootstrap_servers, topic, "read_committed") == [b"one"]
+
+
+def test_an_old_epoch_is_fenced_after_the_bump(wire, topic):
+    txn_id = f"v2-{uuid.uuid4().hex[:8]}"
+    pid, epoch = init(wire, txn_id)
+    assert end(wire, txn_id, (pid, epoch), commit=True)[0] == ErrorCode.INVALID_TXN_STATE
+    assert produce(wire, txn_id, topic, (pid, epoch), 0, b"x") == ErrorCode.NONE
+    assert end(wire, txn_id, (pid, epoch), commit=True)[0] == ErrorCode.NONE
+    # Kafka's coordinator: after a v2 end only a retry (the epoch before the bump) is valid;
+    # ending again at the new epoch with nothing open is fenced too.
+    assert end(wire, txn_id, (pid, epoch + 1), commit=True) == (ErrorCode.PRODUCER_FENCED, (-1, -1))
+    assert end(wire, txn_id, (pid, epoch - 1), commit=True) == (ErrorCode.PRODUCER_FENCED, (-1, -1))
+
+
+def test_protocol_v1_producers_still_add_partitions_themselves(wire, topic):
+    txn_id = f"v1-{uuid.uuid4().hex[:8]}"
+    pid, epoch = init(wire, txn_id)
+    assert produce(wire, txn_id, topic, (pid, epoch), 0, b"x", version=11) == (
+        ErrorCode.INVALID_TXN_STATE
+    )
+    assert transaction(wire, txn_id)[0] == "Empty"
