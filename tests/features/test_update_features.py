@@ -81,6 +81,16 @@ def test_levels_outlive_a_restart(tmp_path):
             "support this feature.",
         ),
         (
+            ("group.version", 1, 0),
+            "Invalid update version 1 for feature group.version. The controller does not "
+            "support the given upgrade type.",
+        ),
+        (
+            ("group.version", -1, 3),
+            "Invalid update version -1 for feature group.version. A feature version cannot "
+            "be less than 0.",
+        ),
+        (
             ("group.version", 2, UPGRADE),
             "Invalid update version 2 for feature group.version. Local controller 1 only "
             "supports versions 0-1",
@@ -89,18 +99,41 @@ def test_levels_outlive_a_restart(tmp_path):
 )
 def test_refused_updates_change_nothing(broker, change, message):
     answer = update(broker.bootstrap, ("transaction.version", 0, SAFE_DOWNGRADE), change)
-    assert (answer.error_code, answer.error_message) == (ErrorCode.INVALID_UPDATE_VERSION, message)
+    assert (answer.error_code, answer.error_message) == (
+        ErrorCode.INVALID_UPDATE_VERSION,
+        "The update failed for all features since the following feature had an error: " + message,
+    )
     assert finalized(broker.bootstrap) == (0, {"group.version": 1, "transaction.version": 2})
 
 
-def test_v1_answers_per_feature(broker):
-    answer = update(broker.bootstrap, ("group.version", 0, UPGRADE), version=1)
-    assert answer.error_code == ErrorCode.NONE
-    [result] = answer.results
-    assert (result.feature, result.error_code) == (
-        "group.version",
-        ErrorCode.INVALID_UPDATE_VERSION,
-    )
+def test_v1_lists_the_features_of_a_request_that_succeeded(broker):
+    answer = update(broker.bootstrap, ("group.version", 0, SAFE_DOWNGRADE), version=1)
+    assert (answer.error_code, answer.error_message) == (ErrorCode.NONE, None)
+    assert [(r.feature, r.error_code, r.error_message) for r in answer.results] == [
+        ("group.version", ErrorCode.NONE, "NONE")
+    ]
+    refused = update(broker.bootstrap, ("group.version", 2, UPGRADE), version=1)
+    assert (refused.error_code, refused.results) == (ErrorCode.INVALID_UPDATE_VERSION, [])
+
+
+def test_v0_cannot_downgrade(broker):
+    key = UpdateFeaturesRequest.FeatureUpdateKey
+    with KafkaWire(broker.bootstrap) as wire:
+        answer = wire.request(
+            UpdateFeaturesRequest(
+                version=0,
+                timeout_ms=5000,
+                feature_updates=[
+                    key(feature="group.version", max_version_level=0, allow_downgrade=True)
+                ],
+            )
+        )
+    assert answer.error_code == ErrorCode.INVALID_UPDATE_VERSION
+
+
+def test_an_empty_request_succeeds(broker):
+    answer = update(broker.bootstrap, version=1)
+    assert (answer.error_code, answer.results) == (ErrorCode.NONE, [])
 
 
 def test_validate_only_changes_nothing(broker):

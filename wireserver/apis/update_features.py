@@ -3,11 +3,12 @@
 
 Kafka's controller checks each update as ``FeatureControlManager.updateFeature`` does: a known
 feature (one of ``wireserver.features``), a level between 0 and what every broker supports, no
-lowering with upgrade type UPGRADE (v0: ``AllowDowngrade`` false) and no raising with a
+lowering with upgrade type UPGRADE (always v0's) and no raising with a
 downgrade type; each refusal is INVALID_UPDATE_VERSION with Kafka's message. The request is
 all or nothing: one refused update leaves every level as it was. ``ValidateOnly`` (v1+) checks
-without changing anything. v0-1 answer per feature, v2 only at the top. Needs ALTER on the
-cluster (CLUSTER_AUTHORIZATION_FAILED).
+without changing anything. The answer is at the top ("The update failed for all features since
+the following feature had an error: ..."); v0-1 also list each feature of a request that
+succeeded. Needs ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 
 In a cluster every broker supports the same features (one code base), so a broker checks
 against its own table and writes the new levels to ZooKeeper, which tells every broker.
@@ -23,16 +24,15 @@ from wireserver.security.acls import Operation
 
 API_KEY = 57
 UNKNOWN, UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 0, 1, 2, 3
+FAILED = "The update failed for all features since the following feature had an error: "
 
 
 def refusal(ctx: RequestContext, update) -> str | None:
     """Why Kafka's controller would refuse ``update``, or None."""
     features = ctx.services.features
     name, level = update.feature, update.max_version_level
-    if ctx.version == 0:
-        upgrade_type = SAFE_DOWNGRADE if update.allow_downgrade else UPGRADE
-    else:
-        upgrade_type = update.upgrade_type
+    # v0's AllowDowngrade is ignored: Kafka 4.4 refuses any v0 downgrade as an upgrade.
+    upgrade_type = UPGRADE if ctx.version == 0 else update.upgrade_type
     current = features.level(name)
     supported = features.supported.get(name)
     if upgrade_type not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE):
@@ -60,11 +60,11 @@ def handle(ctx: RequestContext) -> HandlerResult:
     updates = ctx.body.feature_updates
     denied = checks.cluster(ctx, Operation.ALTER)
     if denied:
-        return answer(ctx, updates, denied, checks.message(denied))
+        return answer(ctx, [], denied, checks.message(denied))
     for update in updates:
         reason = refusal(ctx, update)
         if reason:
-            return answer(ctx, updates, ErrorCode.INVALID_UPDATE_VERSION, reason)
+            return answer(ctx, [], ErrorCode.INVALID_UPDATE_VERSION, FAILED + reason)
     if not (ctx.version >= 1 and ctx.body.validate_only):
         levels = {update.feature: max(update.max_version_level, 0) for update in updates}
         ctx.services.features.update(levels)
@@ -72,17 +72,13 @@ def handle(ctx: RequestContext) -> HandlerResult:
 
 
 def answer(ctx: RequestContext, updates, error: ErrorCode, message: str | None) -> HandlerResult:
-    """v2: the outcome at the top; v0-1: NONE at the top and the outcome for every feature
-    (Kafka's ``UpdateFeaturesResponse.createWithErrors`` for a request that failed as one)."""
-    if ctx.version >= 2:
-        return ctx.response(throttle_time_ms=0, error_code=error, error_message=message)
-    result = ctx.request.spec.response_class.UpdatableFeatureResult
-    return ctx.response(
-        throttle_time_ms=0,
-        error_code=ErrorCode.NONE,
-        error_message=None,
-        results=[
-            result(feature=update.feature, error_code=error, error_message=message)
+    """The outcome at the top; v0-1 also list ``updates`` (every feature of a request that
+    succeeded, with the message "NONE" as Kafka 4.4 writes it; none for a refused one)."""
+    listed = {}
+    if ctx.version < 2:
+        result = ctx.request.spec.response_class.UpdatableFeatureResult
+        listed["results"] = [
+            result(feature=update.feature, error_code=ErrorCode.NONE, error_message="NONE")
             for update in updates
-        ],
-    )
+        ]
+    return ctx.response(throttle_time_ms=0, error_code=error, error_message=message, **listed)
