@@ -131,7 +131,6 @@ def _summarize(pair, extra) -> None:
 #: API name -> (Kafka's range, ours, why) for version ranges that differ on purpose. Asserted to
 #: still differ exactly so, so a stale entry fails.
 VERSION_DIFFERENCES = {
-    "TxnOffsetCommit": ((0, 5), (0, 4), "v5 is transaction protocol v2 (KIP-890), not built yet"),
 }
 
 

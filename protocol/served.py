@@ -56,7 +56,7 @@ SERVED.register(24, "AddPartitionsToTxn", "kafka.protocol.producer.transaction",
 SERVED.register(25, "AddOffsetsToTxn", "kafka.protocol.producer.transaction", 0, 4)
 SERVED.register(26, "EndTxn", "kafka.protocol.producer.transaction", 0, 5)
 SERVED.register(27, "WriteTxnMarkers", "kafka.protocol.producer.transaction", 1, 2)
-SERVED.register(28, "TxnOffsetCommit", "kafka.protocol.producer.transaction", 0, 4)
+SERVED.register(28, "TxnOffsetCommit", "wireserver.protocol.messages_txn", 0, 6)
 SERVED.register(61, "DescribeProducers", "kafka.protocol.admin.transactions", 0, 0)
 SERVED.register(65, "DescribeTransactions", "kafka.protocol.admin.transactions", 0, 0)
 SERVED.register(66, "ListTransactions", "kafka.protocol.admin.transactions", 0, 2)

@@ -11,12 +11,17 @@ import time
 import uuid
 
 import pytest
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka.admin import AdminClient
 from kafka.protocol.admin.transactions import DescribeProducersRequest, DescribeTransactionsRequest
 from kafka.protocol.producer.produce import ProduceRequest
 from kafka.protocol.producer.transaction import EndTxnRequest, InitProducerIdRequest
 
+from compat_tests.raw_protocol import topic_ids
 from tests.txn.test_clients import consume_all
 from wireserver.protocol.errors import ErrorCode
+from wireserver.protocol.messages_txn import TxnOffsetCommitRequest as Request
+from wireserver.protocol.messages_txn import TxnOffsetCommitResponse as Response
 from wireserver.protocol.records import RecordBatchBuilder
 from wireserver.testing import EmbeddedBroker, KafkaWire
 
@@ -155,3 +160,54 @@ def test_protocol_v1_producers_still_add_partitions_themselves(wire, topic):
         ErrorCode.INVALID_TXN_STATE
     )
     assert transaction(wire, txn_id)[0] == "Empty"
+
+
+def txn_offset_commit(wire, transactional_id, producer, group, topic, version, topic_id=None):
+    partition = Request.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition(
+        partition_index=0, committed_offset=5, committed_leader_epoch=-1, committed_metadata=""
+    )
+    ident = {"topic_id": topic_id} if version >= 6 else {"name": topic}
+    request = Request(
+        version=version,
+        transactional_id=transactional_id,
+        group_id=group,
+        producer_id=producer[0],
+        producer_epoch=producer[1],
+        generation_id_or_member_epoch=-1,
+        member_id="",
+        group_instance_id=None,
+        topics=[Request.TxnOffsetCommitRequestTopic(**ident, partitions=[partition])],
+    )
+    wire.send(request)
+    response = Response[version].decode(wire.read_frame(), header=True)
+    return response.topics[0].partitions[0].error_code
+
+
+def committed(bootstrap, group, topic) -> int:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0)])
+    [answer] = admin.list_consumer_group_offsets([request]).values()
+    return answer.result(10).topic_partitions[0].offset
+
+
+def test_txn_offset_commit_v5_adds_the_offsets_partition_itself(broker, wire, topic):
+    txn_id, group = f"v2-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    producer = init(wire, txn_id)
+    assert txn_offset_commit(wire, txn_id, producer, group, topic, 4) == ErrorCode.INVALID_TXN_STATE
+    assert txn_offset_commit(wire, txn_id, producer, group, topic, 5) == ErrorCode.NONE
+    state, _, partitions = transaction(wire, txn_id)
+    assert state == "Ongoing"
+    assert [t for t, _ in partitions] == ["__consumer_offsets"]
+    assert end(wire, txn_id, producer, commit=True)[0] == ErrorCode.NONE
+    assert committed(broker.bootstrap_servers, group, topic) == 5
+
+
+def test_txn_offset_commit_v6_names_topics_by_id(broker, wire, topic):
+    txn_id, group = f"v2-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    producer = init(wire, txn_id)
+    topic_id = topic_ids(broker.bootstrap_servers, topic)[1][topic]
+    unknown = uuid.uuid4()
+    assert txn_offset_commit(wire, txn_id, producer, group, topic, 6, unknown) == (
+        ErrorCode.UNKNOWN_TOPIC_ID
+    )
+    assert txn_offset_commit(wire, txn_id, producer, group, topic, 6, topic_id) == ErrorCode.NONE

@@ -32,7 +32,7 @@ yet): the partition's producer state still fences older epochs.
 
 From v12 (transaction protocol v2, KIP-890 part 2) the producer sends no AddPartitionsToTxn:
 the partitions of a transactional request are first added to its transaction through the
-coordinator (``TransactionCoordinator.add_implicitly``, AddPartitionsToTxn v5 to another
+coordinator (``TransactionCoordinator.add_before_produce``, AddPartitionsToTxn v5 to another
 broker in a cluster), then appended.
 """
 
@@ -109,7 +109,7 @@ def add_then_produce(ctx: RequestContext) -> HandlerResult:
                     partitions.append((name, data.index))
     if not partitions:
         return produce(ctx, {})
-    added = services.txn.add_implicitly(
+    added = services.txn.add_before_produce(
         ctx.body.transactional_id, producer_id, producer_epoch, partitions
     )
     return added.addCallback(lambda refused: produce(ctx, refused))

@@ -497,9 +497,9 @@ class TransactionCoordinator:
     ):
         """Transaction protocol v2: a partition leader adds the partitions of a Produce v12+
         transactional request to the producer's transaction before appending (Kafka's
-        AddPartitionsToTxnManager, ``verifyOnly`` false). Fires with {partition: error} for
-        the partitions that may not be appended, with the errors a producer retries on
-        (NOT_ENOUGH_REPLICAS) where the coordinator is busy or elsewhere."""
+        AddPartitionsToTxnManager, ``verifyOnly`` false); TxnOffsetCommit v5+ adds the
+        group's offsets partition so. Fires with {partition: the coordinator's error} for the
+        partitions it refused."""
         coordinator = self.host.metadata.leader(
             TRANSACTION_STATE_TOPIC, self.partition_for(transactional_id)
         )
@@ -515,7 +515,21 @@ class TransactionCoordinator:
             results = yield self.markers.add_partitions(
                 coordinator, transactional_id, producer_id, producer_epoch, partitions
             )
-        return {tp: _for_produce(error) for tp, error in results.items() if error != E.NONE}
+        return {tp: error for tp, error in results.items() if error != E.NONE}
+
+    def add_before_produce(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[tuple[str, int]],
+    ) -> defer.Deferred:
+        """``add_implicitly`` for Produce v12+, with the errors Kafka gives Produce: those a
+        producer retries on (NOT_ENOUGH_REPLICAS) where the coordinator is busy or elsewhere."""
+        added = self.add_implicitly(transactional_id, producer_id, producer_epoch, partitions)
+        return added.addCallback(
+            lambda refused: {tp: _for_produce(error) for tp, error in refused.items()}
+        )
 
     def verify_partitions(
         self,
