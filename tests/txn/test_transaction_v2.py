@@ -141,10 +141,25 @@ def test_each_transaction_ends_with_an_epoch_bump(broker, wire, topic):
     assert consume_all(broker.bootstrap_servers, topic, "read_committed") == [b"one"]
 
 
+def test_an_empty_transaction_aborts_with_an_epoch_bump(wire, topic):
+    """As Kafka 4.4 answers: committing nothing is INVALID_TXN_STATE, aborting it bumps the
+    epoch, which then fences the old one."""
+    txn_id = f"v2-{uuid.uuid4().hex[:8]}"
+    pid, epoch = init(wire, txn_id)
+    assert end(wire, txn_id, (pid, epoch), commit=True) == (ErrorCode.INVALID_TXN_STATE, (-1, -1))
+    assert end(wire, txn_id, (pid, epoch), commit=False) == (ErrorCode.NONE, (pid, epoch + 1))
+    assert transaction(wire, txn_id) == ("CompleteAbort", (pid, epoch + 1), set())
+    assert end(wire, txn_id, (pid, epoch), commit=False) == (ErrorCode.NONE, (pid, epoch + 1))
+    assert end(wire, txn_id, (pid, epoch), commit=True) == (ErrorCode.INVALID_TXN_STATE, (-1, -1))
+    assert produce(wire, txn_id, topic, (pid, epoch), 0, b"x") == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert produce(wire, txn_id, topic, (pid, epoch), 0, b"x", version=11) == (
+        ErrorCode.INVALID_PRODUCER_EPOCH
+    )
+
+
 def test_an_old_epoch_is_fenced_after_the_bump(wire, topic):
     txn_id = f"v2-{uuid.uuid4().hex[:8]}"
     pid, epoch = init(wire, txn_id)
-    assert end(wire, txn_id, (pid, epoch), commit=True)[0] == ErrorCode.INVALID_TXN_STATE
     assert produce(wire, txn_id, topic, (pid, epoch), 0, b"x") == ErrorCode.NONE
     assert end(wire, txn_id, (pid, epoch), commit=True)[0] == ErrorCode.NONE
     # Kafka's coordinator: after a v2 end only a retry (the epoch before the bump) is valid;

@@ -585,6 +585,15 @@ class TransactionCoordinator:
         if error is not None:
             return error
         txn = self.txns.get(transactional_id)
+        if (
+            transaction_version >= 2
+            and not commit
+            and txn is not None
+            and (txn.producer_id, txn.producer_epoch) == (producer_id, producer_epoch)
+            and txn.state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT)
+        ):
+            # v2 aborts with nothing open too (Kafka 4.4: the epoch is bumped all the same).
+            return self._end(txn, commit, transaction_version)
         error = self._check_end(txn, producer_id, producer_epoch)
         if error is not None:
             return error

@@ -10,6 +10,7 @@ is the only way a state changes and raises ``IllegalTransition`` on anything els
     Ongoing          <- Ongoing, Empty, CompleteCommit, CompleteAbort (AddPartitions/Offsets)
     PrepareCommit    <- Ongoing                                       (EndTxn COMMIT)
     PrepareAbort     <- Ongoing, PrepareEpochFence                    (EndTxn ABORT, fencing)
+                        Empty, CompleteCommit, CompleteAbort          (EndTxn v5 ABORT)
     CompleteCommit   <- PrepareCommit                                 (markers written)
     CompleteAbort    <- PrepareAbort                                  (markers written)
     Dead             <- Empty, CompleteCommit, CompleteAbort          (id expired)
@@ -74,7 +75,10 @@ ALLOWED: dict[TxnState, frozenset[TxnState]] = {
     S.EMPTY: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.ONGOING: frozenset({S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.PREPARE_COMMIT: frozenset({S.ONGOING}),
-    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE}),
+    # Transaction protocol v2 also aborts with no transaction open (an epoch bump).
+    S.PREPARE_ABORT: frozenset(
+        {S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}
+    ),
     S.COMPLETE_COMMIT: frozenset({S.PREPARE_COMMIT}),
     S.COMPLETE_ABORT: frozenset({S.PREPARE_ABORT}),
     S.DEAD: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
