@@ -130,8 +130,7 @@ def _summarize(pair, extra) -> None:
 
 #: API name -> (Kafka's range, ours, why) for version ranges that differ on purpose. Asserted to
 #: still differ exactly so, so a stale entry fails.
-VERSION_DIFFERENCES = {
-}
+VERSION_DIFFERENCES = {}
 
 
 def test_api_versions(raw_pair):
