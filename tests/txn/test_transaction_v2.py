@@ -7,22 +7,19 @@ EndTxn v4) keep their rules."""
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
 from kafka.protocol.admin.transactions import DescribeProducersRequest, DescribeTransactionsRequest
-from kafka.protocol.producer.produce import ProduceRequest
-from kafka.protocol.producer.transaction import EndTxnRequest, InitProducerIdRequest
+from kafka.protocol.producer.transaction import EndTxnRequest
 
-from compat_tests.raw_protocol import topic_ids
+from compat_tests.raw_protocol import init_producer_id, topic_ids, transactional_produce
 from tests.txn.test_clients import consume_all
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.messages_txn import TxnOffsetCommitRequest as Request
 from wireserver.protocol.messages_txn import TxnOffsetCommitResponse as Response
-from wireserver.protocol.records import RecordBatchBuilder
 from wireserver.testing import EmbeddedBroker, KafkaWire
 
 
@@ -47,45 +44,15 @@ def topic(wire):
 
 
 def init(wire, transactional_id: str) -> tuple[int, int]:
-    response = wire.request(
-        InitProducerIdRequest(
-            version=5,
-            transactional_id=transactional_id,
-            transaction_timeout_ms=60000,
-            producer_id=-1,
-            producer_epoch=-1,
-        )
-    )
+    response = init_producer_id(wire, transactional_id)
     assert response.error_code == ErrorCode.NONE
     return response.producer_id, response.producer_epoch
 
 
 def produce(wire, transactional_id, topic, producer, sequence, value, version=12, partition=0):
-    builder = RecordBatchBuilder(
-        producer_id=producer[0],
-        producer_epoch=producer[1],
-        base_sequence=sequence,
-        is_transactional=True,
+    return transactional_produce(
+        wire, transactional_id, topic, producer, sequence, value, version, partition
     )
-    builder.append(int(time.time() * 1000), None, value)
-    data = ProduceRequest.TopicProduceData
-    response = wire.request(
-        ProduceRequest(
-            version=version,
-            transactional_id=transactional_id,
-            acks=-1,
-            timeout_ms=5000,
-            topic_data=[
-                data(
-                    name=topic,
-                    partition_data=[
-                        data.PartitionProduceData(index=partition, records=bytes(builder.build()))
-                    ],
-                )
-            ],
-        )
-    )
-    return response.responses[0].partition_responses[0].error_code
 
 
 def end(wire, transactional_id, producer, commit, version=5):
@@ -171,7 +138,11 @@ def test_an_old_epoch_is_fenced_after_the_bump(wire, topic):
 def test_protocol_v1_producers_still_add_partitions_themselves(wire, topic):
     txn_id = f"v1-{uuid.uuid4().hex[:8]}"
     pid, epoch = init(wire, txn_id)
+    # Kafka 4.4: TRANSACTION_ABORTABLE from Produce v11, INVALID_TXN_STATE before.
     assert produce(wire, txn_id, topic, (pid, epoch), 0, b"x", version=11) == (
+        ErrorCode.TRANSACTION_ABORTABLE
+    )
+    assert produce(wire, txn_id, topic, (pid, epoch), 0, b"x", version=10) == (
         ErrorCode.INVALID_TXN_STATE
     )
     assert transaction(wire, txn_id)[0] == "Empty"
@@ -208,7 +179,9 @@ def committed(bootstrap, group, topic) -> int:
 def test_txn_offset_commit_v5_adds_the_offsets_partition_itself(broker, wire, topic):
     txn_id, group = f"v2-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
     producer = init(wire, txn_id)
-    assert txn_offset_commit(wire, txn_id, producer, group, topic, 4) == ErrorCode.INVALID_TXN_STATE
+    assert txn_offset_commit(wire, txn_id, producer, group, topic, 4) == (
+        ErrorCode.TRANSACTION_ABORTABLE
+    )
     assert txn_offset_commit(wire, txn_id, producer, group, topic, 5) == ErrorCode.NONE
     state, _, partitions = transaction(wire, txn_id)
     assert state == "Ongoing"

@@ -119,6 +119,21 @@ def test_value_round_trip(pid, epoch, timeout, status, partitions, times):
     assert decode_value(encode_value(value)) == value
 
 
+@given(
+    previous=st.integers(-1, 2**63 - 1),
+    following=st.integers(-1, 2**63 - 1),
+    partitions=st.lists(
+        st.tuples(st.text(min_size=1, max_size=20), st.lists(st.integers(0, 1000), max_size=5)),
+        max_size=4,
+    ),
+)
+def test_protocol_v2_values_are_version_1_with_their_tags(previous, following, partitions):
+    value = TxnLogValue(5, 7, 60000, 4, partitions, 10, 9, previous, following, 2)
+    data = encode_value(value)
+    assert data[:2] == b"\x00\x01"
+    assert decode_value(data) == value
+
+
 def test_reads_flexible_version_1_with_tags():
     import struct
 
@@ -131,6 +146,7 @@ def test_reads_flexible_version_1_with_tags():
     assert (value.producer_id, value.producer_epoch, value.status) == (42, 3, 1)
     assert value.partitions == [("t", [0, 5])]
     assert (value.last_update_timestamp, value.start_timestamp) == (1000, 900)
+    assert value.previous_producer_id == 41
 
 
 # -- storage: LSO and the aborted index ----------------------------------------------------------

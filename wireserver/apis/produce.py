@@ -53,6 +53,8 @@ VALID_ACKS = (-1, 0, 1)
 #: From Produce v12 a transactional producer relies on the partition leader to add partitions
 #: to its transaction (transaction protocol v2, KIP-890 part 2).
 IMPLICIT_ADD = 12
+#: From Produce v11 a partition outside the transaction is TRANSACTION_ABORTABLE (KIP-890).
+ABORTABLE = 11
 
 
 def produce_partition(ctx, topic: str, partition: int, records, acks: int):
@@ -71,7 +73,9 @@ def produce_partition(ctx, topic: str, partition: int, records, acks: int):
         if not buf[ATTRIBUTES_LOW_BYTE] & ATTR_TRANSACTIONAL_MASK:
             return None
         batch = RecordBatch(memoryview(buf))
-        return txn.verify_produce(batch.producer_id, batch.producer_epoch, topic, partition)
+        return txn.verify_produce(
+            batch.producer_id, batch.producer_epoch, topic, partition, ctx.version >= ABORTABLE
+        )
 
     return ctx.services.replicas.append_records(
         topic, partition, records, acks, info.config, verify_transaction

@@ -75,6 +75,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
             body.producer_epoch,
             OFFSETS_TOPIC,
             services.groups.partition_for(body.group_id),
+            version >= 4,  # TRANSACTION_ABORTABLE from v4 (KIP-890)
         )
         if error == ErrorCode.INVALID_PRODUCER_ID_MAPPING:
             error = ErrorCode.INVALID_TXN_STATE

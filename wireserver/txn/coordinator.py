@@ -246,6 +246,9 @@ class TransactionCoordinator:
                     None if txn.state == S.EMPTY else sorted(by_topic.items()),
                     txn.txn_last_update_timestamp,
                     txn.txn_start_timestamp,
+                    txn.last_producer_id,
+                    txn.next_producer_id,
+                    txn.client_transaction_version,
                 )
             )
         return self.runtime.append(
@@ -320,7 +323,13 @@ class TransactionCoordinator:
                 partitions,
                 value.start_timestamp,
                 value.last_update_timestamp,
+                last_producer_id=value.previous_producer_id,
+                client_transaction_version=value.client_transaction_version,
+                next_producer_id=value.next_producer_id,
             )
+            if txn.client_transaction_version >= 2 and (state.is_prepare or state.is_complete):
+                # The epoch before the end's bump: what a retried EndTxn v5 carries.
+                txn.last_producer_epoch = txn.producer_epoch - 1
             self._set(txn)
             loaded.append(txn)
         for txn in loaded:
@@ -811,31 +820,42 @@ class TransactionCoordinator:
         return None if transactional_id is None else self.txns.get(transactional_id)
 
     def verify_produce(
-        self, producer_id: int, producer_epoch: int, topic: str, partition: int
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        topic: str,
+        partition: int,
+        abortable: bool = False,
     ) -> ErrorCode | None:
         """``check_produce`` for a transactional batch where this broker can tell: on one node,
         where every transaction is coordinated here. In a cluster the producer's coordinator
         is usually another broker, so nothing is checked here (None)."""
         if self.clustered:
             return None
-        return self.check_produce(producer_id, producer_epoch, topic, partition)
+        return self.check_produce(producer_id, producer_epoch, topic, partition, abortable)
 
     def check_produce(
-        self, producer_id: int, producer_epoch: int, topic: str, partition: int
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        topic: str,
+        partition: int,
+        abortable: bool = False,
     ) -> ErrorCode | None:
         """A transactional batch may only go to a partition added to its producer's open
-        transaction (Kafka's KIP-890 part 1 verification, done locally)."""
+        transaction (Kafka's KIP-890 part 1 verification, done locally). A partition not in
+        it is TRANSACTION_ABORTABLE for the request versions that know that error
+        (``abortable``: Produce v11+, TxnOffsetCommit v4+), else INVALID_TXN_STATE, as
+        Kafka's AddPartitionsToTxnManager answers."""
         txn = self.transaction_of(producer_id)
         if txn is None:
             return E.INVALID_TXN_STATE
         if producer_epoch < txn.producer_epoch:
             return E.INVALID_PRODUCER_EPOCH
-        if (
-            producer_epoch != txn.producer_epoch
-            or txn.state != S.ONGOING
-            or (topic, partition) not in txn.partitions
-        ):
+        if producer_epoch != txn.producer_epoch:
             return E.INVALID_TXN_STATE
+        if txn.state != S.ONGOING or (topic, partition) not in txn.partitions:
+            return E.TRANSACTION_ABORTABLE if abortable else E.INVALID_TXN_STATE
         return None
 
     # -- timeouts and expiry ----------------------------------------------------------------
