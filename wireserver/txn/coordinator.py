@@ -651,7 +651,9 @@ class TransactionCoordinator:
     def producer_of(self, transactional_id: str) -> tuple[int, int]:
         """The producer id and epoch an EndTxn v5 answers: the bumped epoch, or a new producer
         id at epoch 0 once the epoch overflowed."""
-        txn = self.txns[transactional_id]
+        txn = self.txns.get(transactional_id)
+        if txn is None:  # forgotten meanwhile (this broker stopped coordinating it)
+            return NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         if txn.next_producer_id != NO_PRODUCER_ID:
             return txn.next_producer_id, 0
         return txn.producer_id, txn.producer_epoch
