@@ -29,7 +29,13 @@ from wireserver.txn.records import (
     encode_value,
     partition_for,
 )
-from wireserver.txn.state import ALLOWED, IllegalTransition, TransactionMetadata, TxnState
+from wireserver.txn.state import (
+    ALLOWED,
+    MAX_EPOCH,
+    IllegalTransition,
+    TransactionMetadata,
+    TxnState,
+)
 
 E = ErrorCode
 S = TxnState
@@ -428,3 +434,23 @@ def test_list_transactions_filters(broker):
     unknown, found = coord.list_transactions(["Ongoing", "Bogus"], [])
     assert unknown == ["Bogus"] and [t.transactional_id for t in found] == ["x-1"]
     assert [t.transactional_id for t in coord.list_transactions([], [], -1, "y-.*")[1]] == ["y-1"]
+
+
+def test_protocol_v2_end_past_the_last_epoch_moves_to_a_new_producer_id(broker):
+    """EndTxn v5 at epoch Short.MaxValue - 1: the markers carry the last epoch, then the id
+    continues as a new producer id at epoch 0; a retry with the old id and epoch still
+    succeeds (Kafka's retryOnOverflow)."""
+    coord = broker.txn
+    _, pid, _ = coord.init_producer_id("a", 60_000)
+    coord.txns["a"].producer_epoch = MAX_EPOCH
+    assert coord.add_partitions("a", pid, MAX_EPOCH, [("t", 0)], transaction_version=2) == {
+        ("t", 0): E.NONE
+    }
+    assert coord.end_txn("a", pid, MAX_EPOCH, commit=True, transaction_version=2) == E.NONE
+    new_pid, epoch = coord.producer_of("a")
+    assert new_pid != pid and epoch == 0
+    assert (coord.txns["a"].producer_id, coord.txns["a"].producer_epoch) == (new_pid, 0)
+    assert coord.end_txn("a", pid, MAX_EPOCH, commit=True, transaction_version=2) == E.NONE
+    assert coord.end_txn("a", pid, MAX_EPOCH - 1, commit=True, transaction_version=2) == (
+        E.INVALID_PRODUCER_ID_MAPPING
+    )
