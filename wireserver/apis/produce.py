@@ -110,13 +110,24 @@ def add_then_produce(ctx: RequestContext) -> HandlerResult:
                 if records[ATTRIBUTES_LOW_BYTE] & ATTR_TRANSACTIONAL_MASK:
                     batch = RecordBatch(memoryview(records))
                     producer_id, producer_epoch = batch.producer_id, batch.producer_epoch
-                    partitions.append((name, data.index))
+                    if not in_transaction(ctx, name, data.index, producer_id, producer_epoch):
+                        partitions.append((name, data.index))
     if not partitions:
         return produce(ctx, {})
     added = services.txn.add_before_produce(
         ctx.body.transactional_id, producer_id, producer_epoch, partitions
     )
     return added.addCallback(lambda refused: produce(ctx, refused))
+
+
+def in_transaction(ctx: RequestContext, topic: str, partition: int, pid: int, epoch: int) -> bool:
+    """Does the partition hold an open transaction of this producer at this epoch already?
+    Then it was added before, and Kafka asks the coordinator nothing."""
+    log = ctx.services.logs.get_log(topic, partition)
+    entry = None if log is None else log.producer_state.entry(pid)
+    return (
+        entry is not None and entry.producer_epoch == epoch and entry.current_txn_first_offset >= 0
+    )
 
 
 def topics_by_id(ctx: RequestContext) -> dict | None:
