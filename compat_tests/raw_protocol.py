@@ -16,6 +16,7 @@ auto-create-off brokers are used, so that a request never creates a topic as a s
 from __future__ import annotations
 
 import struct
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -998,6 +999,62 @@ def _describe_topic_partitions(v, ctx):
 
 
 # ------------------------------------------------------------------------------ driving
+
+
+def init_producer_id(wire: KafkaWire, transactional_id: str) -> Any:
+    """InitProducerId v5 for ``transactional_id`` (a new producer: no id or epoch yet)."""
+    from kafka.protocol.producer.transaction import InitProducerIdRequest
+
+    return wire.request(
+        InitProducerIdRequest(
+            version=5,
+            transactional_id=transactional_id,
+            transaction_timeout_ms=60000,
+            producer_id=-1,
+            producer_epoch=-1,
+        )
+    )
+
+
+def transactional_produce(
+    wire: KafkaWire,
+    transactional_id: str,
+    topic: str,
+    producer: tuple[int, int],
+    sequence: int,
+    value: bytes,
+    version: int = 12,
+    partition: int = 0,
+) -> int:
+    """One transactional batch of one record (producer id, epoch, base sequence) in a Produce
+    request at ``version`` (v12+: transaction protocol v2, no AddPartitionsToTxn needed);
+    the partition's error code."""
+    from wireserver.protocol.records import RecordBatchBuilder
+
+    builder = RecordBatchBuilder(
+        producer_id=producer[0],
+        producer_epoch=producer[1],
+        base_sequence=sequence,
+        is_transactional=True,
+    )
+    builder.append(int(time.time() * 1000), None, value)
+    data = ProduceRequest.TopicProduceData
+    records = bytes(builder.build())
+    answer = wire.request(
+        ProduceRequest(
+            version=version,
+            transactional_id=transactional_id,
+            acks=-1,
+            timeout_ms=5000,
+            topic_data=[
+                data(
+                    name=topic,
+                    partition_data=[data.PartitionProduceData(index=partition, records=records)],
+                )
+            ],
+        )
+    )
+    return answer.responses[0].partition_responses[0].error_code
 
 
 def api_versions(bootstrap: str) -> dict[int, tuple[int, int]]:

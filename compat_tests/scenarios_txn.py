@@ -22,6 +22,9 @@ What they observe, on both brokers:
   error names the zombie sees.
 * ``txn-admin``: ListTransactions / DescribeTransactions through kafka-python's admin client
   and the ``kafka-transactions`` tool, state names normalized.
+* ``txn-v2-raw``: transaction protocol v2 (KIP-890 part 2) by hand: EndTxn v5 answers and
+  epoch bumps (relative), Produce v12 without AddPartitionsToTxn, fencing of an ended epoch.
+* ``txn-v2-java``: Kafka 4.4's Java producer in v2 transactions (TransactionalMessageCopier).
 
 The transactional code of each client lives here (a ``TxnProducer`` per client) rather than in
 clients.py: only these scenarios use it.
@@ -860,3 +863,149 @@ def _check_admin(obs: dict) -> None:
     }, obs
     assert obs["committed"]["listed"] == "completecommit", obs
     assert obs["committed"]["described"] == "completecommit", obs
+
+
+# ------------------------------------------------------------------------------ protocol v2
+
+
+def _raw_v2_steps(bootstrap: str) -> dict:
+    """Transaction protocol v2 by hand (kafka-python's classes, as a Kafka 4.4 producer sends
+    them), every epoch relative to InitProducerId's."""
+    from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
+    from kafka.protocol.producer.transaction import EndTxnRequest
+
+    from compat_tests.raw_protocol import init_producer_id, transactional_produce
+    from wireserver.testing import KafkaWire
+
+    topic = neutral.create_topic(bootstrap, "txn-v2")
+    tid = _id("v2")
+    out: dict[str, Any] = {}
+    with KafkaWire(bootstrap, client_id="compat-raw") as wire:
+        deadline = time.monotonic() + 60
+        while True:  # __transaction_state may still be being created and loaded
+            found = wire.request(
+                FindCoordinatorRequest(version=4, key_type=1, coordinator_keys=[tid])
+            )
+            init = init_producer_id(wire, tid)
+            if found.coordinators[0].error_code == 0 == init.error_code:
+                break
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        pid, epoch0 = init.producer_id, init.producer_epoch
+
+        def end(epoch: int, commit: bool) -> list:
+            answer = wire.request(
+                EndTxnRequest(
+                    version=5,
+                    transactional_id=tid,
+                    producer_id=pid,
+                    producer_epoch=epoch,
+                    committed=commit,
+                )
+            )
+            same = answer.producer_id == pid
+            return [answer.error_code, answer.producer_epoch - epoch0 if same else None]
+
+        def produce(epoch: int, sequence: int, version: int = 12) -> int:
+            return transactional_produce(wire, tid, topic, (pid, epoch), sequence, b"v", version)
+
+        out["init"] = init.error_code
+        out["commit_empty"] = end(epoch0, True)
+        out["abort_empty"] = end(epoch0, False)
+        # Kafka writes markers after answering: retries and late batches wait for the end.
+        _wait_for_state(bootstrap, tid, "completeabort")
+        out["abort_empty_retry"] = end(epoch0, False)
+        out["produce_old_epoch"] = produce(epoch0, 0)
+        e1 = epoch0 + 1
+        out["produce_without_add"] = produce(e1, 0)
+        _wait_for_state(bootstrap, tid, "ongoing")
+        out["commit"] = end(e1, True)
+        _wait_for_state(bootstrap, tid, "completecommit")
+        out["commit_retry"] = end(e1, True)
+        out["produce_ended_epoch"] = produce(e1, 1)
+        out["produce_v11_without_add"] = produce(e1 + 1, 0, version=11)
+    return out
+
+
+@scenario("txn-v2-raw", clients=("kafka-python",), check=lambda o: _check_v2_raw(o))
+def txn_v2_raw(bootstrap: str, client: Client) -> dict:
+    """transaction protocol v2 by hand: EndTxn v5 on an empty transaction (commit, abort,
+    retry), Produce v12 without AddPartitionsToTxn, EndTxn v5 commit and its retry, the ended
+    epoch fenced, Produce v11 (protocol v1) without AddPartitionsToTxn"""
+    return _raw_v2_steps(bootstrap)
+
+
+def _check_v2_raw(obs: dict) -> None:
+    assert obs["init"] == 0 and obs["produce_without_add"] == 0, obs
+    assert obs["abort_empty"] == [0, 1] and obs["commit"] == [0, 2], obs
+
+
+def java_copier(bootstrap: str, count: int = 20, per_transaction: int = 5) -> dict:
+    """Kafka's TransactionalMessageCopier (the Java producer, transaction protocol v2 where
+    ``transaction.version`` 2 is finalized) copies ``count`` records in transactions."""
+    from kafka.admin import KafkaAdminClient
+    from kafka.structs import TopicPartition
+
+    from compat_tests.reference import run_tool
+
+    source = neutral.create_topic(bootstrap, "copy-in")
+    target = neutral.create_topic(bootstrap, "copy-out")
+    group = _id("copier")
+    CLIENTS["confluent-kafka"].produce(
+        bootstrap, source, [record(str(i), partition=0) for i in range(count)]
+    )
+    proc = run_tool(
+        "org.apache.kafka.tools.TransactionalMessageCopier",
+        [
+            "--broker-list",
+            bootstrap,
+            "--input-topic",
+            source,
+            "--input-partition",
+            "0",
+            "--output-topic",
+            target,
+            "--consumer-group",
+            group,
+            "--transactional-id",
+            _id("copier"),
+            "--max-messages",
+            str(count),
+            "--transaction-size",
+            str(per_transaction),
+        ],
+        timeout=120,
+    )
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="compat-neutral")
+    try:
+        [state] = admin.describe_producers([TopicPartition(target, 0)]).values()
+    finally:
+        admin.close()
+    return {
+        "exit": proc.returncode,
+        "stage": events[-1].get("stage") if events else None,
+        "processed": events[-1].get("totalProcessed") if events else None,
+        "read_committed": [
+            v for _, v in read_values(bootstrap, "confluent-kafka", target, "read_committed")
+        ],
+        "committed_offset": committed_offset(bootstrap, group, source),
+        "epoch_bumped_per_transaction": [
+            p.producer_epoch >= count // per_transaction for p in state.active_producers
+        ],
+    }
+
+
+@scenario("txn-v2-java", clients=("java",), check=lambda o: _check_v2_java(o))
+def txn_v2_java(bootstrap: str, client: Client) -> dict:
+    """Kafka 4.4's Java producer (TransactionalMessageCopier) copies 20 records in
+    transactions of 5 with a read_committed consumer and sendOffsetsToTransaction; what
+    read_committed reads, the committed offset, the epoch bumps DescribeProducers shows"""
+    return java_copier(bootstrap)
+
+
+def _check_v2_java(obs: dict) -> None:
+    assert obs["exit"] == 0 and obs["stage"] == "ShutdownComplete", obs
+    assert obs["read_committed"] == [str(i) for i in range(20)], obs
+    assert obs["committed_offset"] == 20 and obs["epoch_bumped_per_transaction"] == [True], obs

@@ -148,6 +148,7 @@ class ErrorCode(enum.IntEnum):
     DUPLICATE_VOTER = (126, False)
     VOTER_NOT_FOUND = (127, False)
     INVALID_REGULAR_EXPRESSION = (128, False)
+    REBOOTSTRAP_REQUIRED = (129, False)
 
 
 class DecodeError(ValueError):

@@ -18,7 +18,7 @@ SERVED.register(0, "Produce", "kafka.protocol.producer.produce", 3, 13, advertis
 SERVED.register(1, "Fetch", "kafka.protocol.consumer.fetch", 4, 18)
 SERVED.register(2, "ListOffsets", "kafka.protocol.consumer.offsets", 1, 11)
 SERVED.register(3, "Metadata", "kafka.protocol.metadata.metadata", 0, 13)
-SERVED.register(18, "ApiVersions", "kafka.protocol.metadata.api_versions", 0, 4)
+SERVED.register(18, "ApiVersions", "wireserver.protocol.messages_features", 0, 5)
 SERVED.register(19, "CreateTopics", "kafka.protocol.admin.topics", 2, 7)
 SERVED.register(20, "DeleteTopics", "kafka.protocol.admin.topics", 1, 6)
 SERVED.register(21, "DeleteRecords", "kafka.protocol.admin.topics", 0, 2)
@@ -34,6 +34,8 @@ SERVED.register(74, "ListConfigResources", "kafka.protocol.admin.configs", 0, 1)
 SERVED.register(43, "ElectLeaders", "kafka.protocol.admin.topics", 0, 2)
 SERVED.register(45, "AlterPartitionReassignments", "kafka.protocol.admin.topics", 0, 1)
 SERVED.register(46, "ListPartitionReassignments", "kafka.protocol.admin.topics", 0, 0)
+# Feature levels (wireserver.features); DescribeFeatures is ApiVersions.
+SERVED.register(57, "UpdateFeatures", "kafka.protocol.admin.cluster", 0, 2)
 # Idempotent producer.
 SERVED.register(22, "InitProducerId", "kafka.protocol.producer.transaction", 0, 5)
 # Group coordinator (classic protocol) and committed offsets.
@@ -52,12 +54,12 @@ SERVED.register(47, "OffsetDelete", "kafka.protocol.consumer.group", 0, 0)
 # Consumer group protocol (KIP-848); message classes from protocol.messages_extra.
 SERVED.register(68, "ConsumerGroupHeartbeat", "wireserver.protocol.messages_extra", 0, 1)
 SERVED.register(69, "ConsumerGroupDescribe", "wireserver.protocol.messages_extra", 0, 1)
-# Transactions (protocol v1; EndTxn 5 and TxnOffsetCommit 5 belong to KIP-890 v2, not served).
+# Transactions (protocol v1 and v2: EndTxn 5 and TxnOffsetCommit 5, KIP-890 part 2).
 SERVED.register(24, "AddPartitionsToTxn", "kafka.protocol.producer.transaction", 0, 5)
 SERVED.register(25, "AddOffsetsToTxn", "kafka.protocol.producer.transaction", 0, 4)
-SERVED.register(26, "EndTxn", "kafka.protocol.producer.transaction", 0, 4)
-SERVED.register(27, "WriteTxnMarkers", "kafka.protocol.producer.transaction", 1, 1)
-SERVED.register(28, "TxnOffsetCommit", "kafka.protocol.producer.transaction", 0, 4)
+SERVED.register(26, "EndTxn", "kafka.protocol.producer.transaction", 0, 5)
+SERVED.register(27, "WriteTxnMarkers", "kafka.protocol.producer.transaction", 1, 2)
+SERVED.register(28, "TxnOffsetCommit", "wireserver.protocol.messages_txn", 0, 6)
 SERVED.register(61, "DescribeProducers", "kafka.protocol.admin.transactions", 0, 0)
 SERVED.register(65, "DescribeTransactions", "kafka.protocol.admin.transactions", 0, 0)
 SERVED.register(66, "ListTransactions", "kafka.protocol.admin.transactions", 0, 2)

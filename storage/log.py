@@ -539,19 +539,34 @@ class Log:
         coordinator_epoch: int = 0,
         leader_epoch: int = 0,
         now_ms: int | None = None,
+        transaction_version: int = 0,
     ) -> tuple[AppendResult, CompletedTxn | None]:
         """Write a transaction marker (a COMMIT or ABORT control batch) for ``producer_id`` as
         the transaction coordinator does (Kafka's ``AppendOrigin.COORDINATOR``): an epoch below
         the producer's current one raises ``InvalidProducerEpoch``, a coordinator epoch below
         the one of the producer's last marker ``TransactionCoordinatorFenced``. Closes the
-        producer's open transaction here, if any (an ABORT is indexed in ``.txnindex``)."""
+        producer's open transaction here, if any (an ABORT is indexed in ``.txnindex``).
+
+        Transaction protocol v2 (``transaction_version`` 2, KIP-890) bumps the epoch in every
+        marker, so there the marker's epoch must be above the producer's (Kafka's
+        ``ProducerAppendInfo.checkProducerEpoch``), except for a retried marker: the same epoch
+        when no transaction is open any more."""
         if now_ms is None:
             now_ms = self._now_ms()
         entry = self.producer_state.entry(producer_id)
-        if entry is not None and producer_epoch < entry.producer_epoch:
+        strict = transaction_version >= 2
+        if entry is not None and (
+            producer_epoch < entry.producer_epoch
+            or (
+                strict
+                and producer_epoch == entry.producer_epoch
+                and entry.current_txn_first_offset >= 0
+            )
+        ):
             raise InvalidProducerEpoch(
                 f"Epoch of producer {producer_id} in the transaction marker is "
-                f"{producer_epoch}, smaller than the last seen epoch {entry.producer_epoch}"
+                f"{producer_epoch}, {'not above' if strict else 'smaller than'} the last seen "
+                f"epoch {entry.producer_epoch}"
             )
         if entry is not None and coordinator_epoch < entry.coordinator_epoch:
             raise TransactionCoordinatorFenced(

@@ -21,6 +21,7 @@ from twisted.internet import defer, task, threads
 
 from wireserver import apis
 from wireserver.config import BrokerConfig, Listener
+from wireserver.features import Features
 from wireserver.fetch_sessions import FetchSessionCache
 from wireserver.groups import GroupCoordinator
 from wireserver.groups.configs import GroupConfigs
@@ -52,6 +53,7 @@ class Broker:
     replicas: ReplicaManager
     groups: GroupCoordinator
     group_configs: GroupConfigs
+    features: Features
     txn: TransactionCoordinator
     producer_ids: ProducerIdManager
     security: SecurityManager
@@ -150,6 +152,7 @@ class Broker:
             self.config["max.incremental.fetch.session.cache.slots"]
         )
         self.group_configs = GroupConfigs(self.config, self.config.log_dirs[0])
+        self.features = Features(self.registry, self.config.log_dirs[0])
         create_topic = partial(create_internal_topic, self)
         self.groups = GroupCoordinator(
             self,

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from wireserver.config import BrokerConfig, Listener
+    from wireserver.features import Features
     from wireserver.fetch_sessions import FetchSessionCache
     from wireserver.groups.configs import GroupConfigs
     from wireserver.groups.coordinator import GroupCoordinator
@@ -42,6 +43,8 @@ class Services(Protocol):
     metadata: LocalMetadata
     groups: GroupCoordinator
     group_configs: GroupConfigs
+    #: the supported and finalized feature levels (``at_least("transaction.version", 2)``)
+    features: Features
     txn: TransactionCoordinator
     producer_ids: ProducerIdManager
     security: SecurityManager

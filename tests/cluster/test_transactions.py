@@ -352,3 +352,42 @@ def test_new_coordinator_finishes_a_prepared_commit(cluster):
     )
     assert sorted(read_committed(cluster, topic, 2)) == sorted(values)
     whole(cluster)
+
+
+def test_protocol_v2_adds_partitions_led_elsewhere_and_bumps_the_epoch(cluster):
+    """Transaction protocol v2 (KIP-890 part 2) across brokers: Produce v12 to the leader of
+    each partition, with no AddPartitionsToTxn (a leader that is not the coordinator adds
+    its partition with AddPartitionsToTxn v5), then EndTxn v5 at the coordinator: the markers
+    (WriteTxnMarkers v2) carry the bumped epoch, so the ended epoch is fenced everywhere."""
+    from tests.txn.test_transaction_v2 import end, init, produce
+
+    whole(cluster)
+    topic, transactional_id = "txn-v2-spread", "v2-spread-producer"
+    create(cluster, topic, partitions=3, rf=3)
+    leaders = data_leaders(cluster, topic, 3)
+    coordinator = live_coordinator(cluster, transactional_id)
+    assert set(leaders.values()) - {coordinator}, (
+        f"every partition led by the coordinator: {leaders}"
+    )
+    with KafkaWire(cluster.brokers[coordinator].bootstrap_servers) as wire:
+        producer = init(wire, transactional_id)
+    for partition, leader in leaders.items():
+        with KafkaWire(cluster.brokers[leader].bootstrap_servers) as wire:
+            sent = produce(
+                wire,
+                transactional_id,
+                topic,
+                producer,
+                0,
+                b"v2-%d" % partition,
+                partition=partition,
+            )
+            assert sent == ErrorCode.NONE, (partition, leader, ErrorCode(sent))
+    with KafkaWire(cluster.brokers[coordinator].bootstrap_servers) as wire:
+        answer = end(wire, transactional_id, producer, commit=True)
+    assert answer == (ErrorCode.NONE, (producer[0], producer[1] + 1))
+    assert sorted(read_committed(cluster, topic, 3)) == ["v2-0", "v2-1", "v2-2"]
+    elsewhere = next(p for p, leader in leaders.items() if leader != coordinator)
+    with KafkaWire(cluster.brokers[leaders[elsewhere]].bootstrap_servers) as wire:
+        late = produce(wire, transactional_id, topic, producer, 1, b"late", partition=elsewhere)
+    assert late == ErrorCode.INVALID_PRODUCER_EPOCH

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import pytest
 from kafka.protocol.admin.acl import CreateAclsRequest, DeleteAclsRequest
-from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeLogDirsRequest
+from kafka.protocol.admin.cluster import (
+    DescribeClusterRequest,
+    DescribeLogDirsRequest,
+    UpdateFeaturesRequest,
+)
 from kafka.protocol.admin.configs import (
     AlterConfigsRequest,
     DescribeConfigsRequest,
@@ -111,6 +115,7 @@ REQUIRED = {
     43: "ALTER cluster",
     45: "ALTER cluster",
     46: "DESCRIBE cluster",
+    57: "ALTER cluster",
     44: "ALTER_CONFIGS topic / group / cluster (broker and broker-logger resources)",
     47: "DELETE group + READ topic",
     50: "DESCRIBE cluster (*)",
@@ -568,6 +573,23 @@ CASES = [
         top,
         [],
         [(*CLUSTER, Op.DESCRIBE)],
+        CLUSTER_DENIED,
+    ),
+    (
+        57,
+        lambda: UpdateFeaturesRequest(
+            version=2,
+            timeout_ms=1000,
+            feature_updates=[
+                UpdateFeaturesRequest.FeatureUpdateKey(
+                    feature="group.version", max_version_level=1, upgrade_type=1
+                )
+            ],
+            validate_only=True,
+        ),
+        top,
+        [],
+        [(*CLUSTER, Op.ALTER)],
         CLUSTER_DENIED,
     ),
     (

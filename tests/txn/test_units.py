@@ -29,7 +29,13 @@ from wireserver.txn.records import (
     encode_value,
     partition_for,
 )
-from wireserver.txn.state import ALLOWED, IllegalTransition, TransactionMetadata, TxnState
+from wireserver.txn.state import (
+    ALLOWED,
+    MAX_EPOCH,
+    IllegalTransition,
+    TransactionMetadata,
+    TxnState,
+)
 
 E = ErrorCode
 S = TxnState
@@ -119,6 +125,21 @@ def test_value_round_trip(pid, epoch, timeout, status, partitions, times):
     assert decode_value(encode_value(value)) == value
 
 
+@given(
+    previous=st.integers(-1, 2**63 - 1),
+    following=st.integers(-1, 2**63 - 1),
+    partitions=st.lists(
+        st.tuples(st.text(min_size=1, max_size=20), st.lists(st.integers(0, 1000), max_size=5)),
+        max_size=4,
+    ),
+)
+def test_protocol_v2_values_are_version_1_with_their_tags(previous, following, partitions):
+    value = TxnLogValue(5, 7, 60000, 4, partitions, 10, 9, previous, following, 2)
+    data = encode_value(value)
+    assert data[:2] == b"\x00\x01"
+    assert decode_value(data) == value
+
+
 def test_reads_flexible_version_1_with_tags():
     import struct
 
@@ -131,6 +152,7 @@ def test_reads_flexible_version_1_with_tags():
     assert (value.producer_id, value.producer_epoch, value.status) == (42, 3, 1)
     assert value.partitions == [("t", [0, 5])]
     assert (value.last_update_timestamp, value.start_timestamp) == (1000, 900)
+    assert value.previous_producer_id == 41
 
 
 # -- storage: LSO and the aborted index ----------------------------------------------------------
@@ -412,3 +434,23 @@ def test_list_transactions_filters(broker):
     unknown, found = coord.list_transactions(["Ongoing", "Bogus"], [])
     assert unknown == ["Bogus"] and [t.transactional_id for t in found] == ["x-1"]
     assert [t.transactional_id for t in coord.list_transactions([], [], -1, "y-.*")[1]] == ["y-1"]
+
+
+def test_protocol_v2_end_past_the_last_epoch_moves_to_a_new_producer_id(broker):
+    """EndTxn v5 at epoch Short.MaxValue - 1: the markers carry the last epoch, then the id
+    continues as a new producer id at epoch 0; a retry with the old id and epoch still
+    succeeds (Kafka's retryOnOverflow)."""
+    coord = broker.txn
+    _, pid, _ = coord.init_producer_id("a", 60_000)
+    coord.txns["a"].producer_epoch = MAX_EPOCH
+    assert coord.add_partitions("a", pid, MAX_EPOCH, [("t", 0)], transaction_version=2) == {
+        ("t", 0): E.NONE
+    }
+    assert coord.end_txn("a", pid, MAX_EPOCH, commit=True, transaction_version=2) == E.NONE
+    new_pid, epoch = coord.producer_of("a")
+    assert new_pid != pid and epoch == 0
+    assert (coord.txns["a"].producer_id, coord.txns["a"].producer_epoch) == (new_pid, 0)
+    assert coord.end_txn("a", pid, MAX_EPOCH, commit=True, transaction_version=2) == E.NONE
+    assert coord.end_txn("a", pid, MAX_EPOCH - 1, commit=True, transaction_version=2) == (
+        E.INVALID_PRODUCER_ID_MAPPING
+    )

@@ -3,7 +3,9 @@
 v0-3 are what clients send: one transactional id and its partitions. v4+ batch several
 transactional ids; Kafka reserves them for brokers (KIP-890 part 1 verification) and, with
 ``verify_only``, only checks that each partition is already in the open transaction
-(INVALID_TXN_STATE when not). We serve both forms the same way without inter-broker
+(INVALID_TXN_STATE when not); without it, a partition leader adds the partitions of a Produce
+for transaction protocol v2 (KIP-890 part 2, ``wireserver.cluster.txn_markers``). We serve
+both forms the same way without inter-broker
 authorization. Unknown partitions answer UNKNOWN_TOPIC_OR_PARTITION and the rest of the request
 OPERATION_NOT_ATTEMPTED. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2 (KIP-588). In
 cluster mode only the id's coordinator serves it (NOT_COORDINATOR elsewhere) and added
@@ -92,8 +94,13 @@ def handle(ctx: RequestContext) -> HandlerResult:
                 txn.transactional_id, txn.producer_id, txn.producer_epoch, partitions
             )
         else:
+            # A partition leader's implicit add: transaction protocol v2 (KIP-890 part 2).
             results = coordinator.add_partitions(
-                txn.transactional_id, txn.producer_id, txn.producer_epoch, partitions
+                txn.transactional_id,
+                txn.producer_id,
+                txn.producer_epoch,
+                partitions,
+                transaction_version=2,
             )
             results = yield _replicated(ctx, txn.transactional_id, results)
         out.append(

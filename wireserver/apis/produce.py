@@ -29,6 +29,11 @@ INVALID_PRODUCER_EPOCH; anything else (no open transaction, partition not added,
 producer id) is INVALID_TXN_STATE. Where the coordinator is another broker (a cluster) the
 check is skipped (Kafka asks the coordinator with AddPartitionsToTxn ``verify_only``; we do not
 yet): the partition's producer state still fences older epochs.
+
+From v12 (transaction protocol v2, KIP-890 part 2) the producer sends no AddPartitionsToTxn:
+the partitions of a transactional request are first added to its transaction through the
+coordinator (``TransactionCoordinator.add_before_produce``, AddPartitionsToTxn v5 to another
+broker in a cluster), then appended.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from wireserver.apis import HandlerResult, handles
 from wireserver.apis.metadata import leader_hints
 from wireserver.context import RequestContext
 from wireserver.protocol.errors import ErrorCode
-from wireserver.protocol.records import ATTR_TRANSACTIONAL_MASK, RecordBatch
+from wireserver.protocol.records import ATTR_TRANSACTIONAL_MASK, HEADER_SIZE, RecordBatch
 from wireserver.security import checks
 from wireserver.storage.validation import BatchError
 from wireserver.topics import TopicError, check_name
@@ -45,6 +50,11 @@ from wireserver.topics import TopicError, check_name
 API_KEY = 0
 ATTRIBUTES_LOW_BYTE = 22  # the low byte of the int16 attributes of a v2 batch header
 VALID_ACKS = (-1, 0, 1)
+#: From Produce v12 a transactional producer relies on the partition leader to add partitions
+#: to its transaction (transaction protocol v2, KIP-890 part 2).
+IMPLICIT_ADD = 12
+#: From Produce v11 a partition outside the transaction is TRANSACTION_ABORTABLE (KIP-890).
+ABORTABLE = 11
 
 
 def produce_partition(ctx, topic: str, partition: int, records, acks: int):
@@ -63,7 +73,9 @@ def produce_partition(ctx, topic: str, partition: int, records, acks: int):
         if not buf[ATTRIBUTES_LOW_BYTE] & ATTR_TRANSACTIONAL_MASK:
             return None
         batch = RecordBatch(memoryview(buf))
-        return txn.verify_produce(batch.producer_id, batch.producer_epoch, topic, partition)
+        return txn.verify_produce(
+            batch.producer_id, batch.producer_epoch, topic, partition, ctx.version >= ABORTABLE
+        )
 
     return ctx.services.replicas.append_records(
         topic, partition, records, acks, info.config, verify_transaction
@@ -72,14 +84,67 @@ def produce_partition(ctx, topic: str, partition: int, records, acks: int):
 
 @handles(API_KEY)
 def handle(ctx: RequestContext) -> HandlerResult:
-    body, version = ctx.body, ctx.version
+    if ctx.version >= IMPLICIT_ADD and ctx.body.transactional_id:
+        return add_then_produce(ctx)
+    return produce(ctx, {})
+
+
+def add_then_produce(ctx: RequestContext) -> HandlerResult:
+    """Transaction protocol v2: add the request's partitions to the producer's transaction
+    (through its coordinator) before appending; a partition the coordinator refuses fails
+    with its error. Partitions that fail anyway (authorization, unknown) are not added."""
+    services = ctx.services
+    if checks.produce_transactional_id(ctx):
+        return produce(ctx, {})
+    partitions: list[tuple[str, int]] = []
+    producer_id = producer_epoch = -1
+    by_id = topics_by_id(ctx)
+    for topic_data in ctx.body.topic_data:
+        name = topic_data.name if by_id is None else by_id.get(topic_data.topic_id)
+        info = None if name is None else services.logs.topics.get(name)
+        if name is None or info is None or checks.produce_topic(ctx, name):
+            continue
+        for data in topic_data.partition_data:
+            records = data.records
+            if 0 <= data.index < info.num_partitions and records and len(records) >= HEADER_SIZE:
+                if records[ATTRIBUTES_LOW_BYTE] & ATTR_TRANSACTIONAL_MASK:
+                    batch = RecordBatch(memoryview(records))
+                    producer_id, producer_epoch = batch.producer_id, batch.producer_epoch
+                    if not in_transaction(ctx, name, data.index, producer_id, producer_epoch):
+                        partitions.append((name, data.index))
+    if not partitions:
+        return produce(ctx, {})
+    added = services.txn.add_before_produce(
+        ctx.body.transactional_id, producer_id, producer_epoch, partitions
+    )
+    return added.addCallback(lambda refused: produce(ctx, refused))
+
+
+def in_transaction(ctx: RequestContext, topic: str, partition: int, pid: int, epoch: int) -> bool:
+    """Does the partition hold an open transaction of this producer at this epoch already?
+    Then it was added before, and Kafka asks the coordinator nothing."""
+    log = ctx.services.logs.get_log(topic, partition)
+    entry = None if log is None else log.producer_state.entry(pid)
+    return (
+        entry is not None and entry.producer_epoch == epoch and entry.current_txn_first_offset >= 0
+    )
+
+
+def topics_by_id(ctx: RequestContext) -> dict | None:
+    """Topic id -> name from v13 (topics by id), else None."""
+    if ctx.version < 13:
+        return None
+    return {info.topic_id: info.name for info in ctx.services.logs.topics.values()}
+
+
+def produce(ctx: RequestContext, refused: dict) -> HandlerResult:
+    """The Produce answer; the partitions in ``refused`` fail with their error."""
+    body = ctx.body
     response_class = ctx.request.spec.response_class
     topic_class = response_class.TopicProduceResponse
     partition_class = topic_class.PartitionProduceResponse
     record_error_class = partition_class.BatchIndexAndErrorMessage
-    by_id = None
-    if version >= 13:
-        by_id = {info.topic_id: info.name for info in ctx.services.logs.topics.values()}
+    by_id = topics_by_id(ctx)
     responses = []
     txn_denied = checks.produce_transactional_id(ctx)
     replicating = []  # acks=-1: (topic, partition, last offset, response entry)
@@ -96,6 +161,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
                 if unknown_id:
                     raise BatchError(ErrorCode.UNKNOWN_TOPIC_ID)
                 denied = txn_denied or checks.produce_topic(ctx, name)
+                denied = denied or refused.get((name, data.index))
                 if denied:
                     raise BatchError(denied)
                 try:

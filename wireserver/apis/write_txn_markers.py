@@ -1,4 +1,6 @@
-"""WriteTxnMarkers (key 27), v1 (Kafka 4.1 serves v1 only; v0 was removed by KIP-896).
+"""WriteTxnMarkers (key 27), v1-2 (v0 was removed by KIP-896). v2 (KIP-1228) says which
+transaction protocol the transaction used: at 2 the marker's producer epoch must be above the
+partition's (every v2 transaction ends with an epoch bump), else INVALID_PRODUCER_EPOCH.
 
 Inter-broker: the transaction coordinator asks partition leaders to write COMMIT/ABORT markers.
 One node writes its own markers directly, so there clients never need this; it is served for
@@ -64,6 +66,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
                 bool(marker.transaction_result),
                 partitions,
                 marker.coordinator_epoch,
+                marker.transaction_version if ctx.version >= 2 else 0,
             )
             results = yield _replicated(ctx, results)
         by_topic: dict[str, list] = {}

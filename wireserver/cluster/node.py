@@ -33,6 +33,7 @@ from wireserver.cluster.fetcher import FetcherHost, ReplicaFetcher
 
 if TYPE_CHECKING:
     from wireserver.config import Listener
+    from wireserver.features import Features
     from wireserver.groups.configs import GroupConfigs
     from wireserver.metadata import LocalMetadata
     from wireserver.producer_ids import ProducerIdManager
@@ -72,6 +73,7 @@ class NodeHost(FetcherHost, Protocol):
     security: SecurityManager
     producer_ids: ProducerIdManager
     group_configs: GroupConfigs
+    features: Features
     metadata: LocalMetadata
 
 
@@ -147,6 +149,10 @@ class ClusterNode:
         from wireserver.cluster.group_configs import ZkGroupConfigs
 
         ZkGroupConfigs(self.zk, self.broker.group_configs).start(self.config_changes)
+        # and the finalized feature levels (/feature)
+        from wireserver.cluster.features import ZkFeatures
+
+        ZkFeatures(self.zk, self.broker.features).start(self._from_zk)
         self._register()
 
         def on_state(state: Any) -> None:

@@ -3,7 +3,7 @@
 a transaction, wherever they are.
 
 ``TxnMarkerSender.send`` groups the partitions by their current leader (the broker's ZooKeeper
-view of partition state), sends each leader one WriteTxnMarkers v1 request over a connection
+view of partition state), sends each leader one WriteTxnMarkers v2 request (with the transaction version) over a connection
 kept per broker (``wireserver.cluster.client``), and sends again what is not written yet after
 ``RETRY_BACKOFF_MS``, reading the leaders afresh: a partition answers NOT_LEADER_OR_FOLLOWER
 when leadership moved, has no live leader for a while, or its leader's connection fails. It
@@ -32,7 +32,10 @@ log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
 WRITE_TXN_MARKERS_KEY = 27
-WRITE_TXN_MARKERS_VERSION = 1
+ADD_PARTITIONS_TO_TXN_KEY = 24
+ADD_PARTITIONS_TO_TXN_VERSION = 5
+#: v2 (KIP-1228) carries the transaction version, for v2's strict marker epoch check.
+WRITE_TXN_MARKERS_VERSION = 2
 #: Kafka's ``retry.backoff.ms`` default, the marker channel's pause before resending.
 RETRY_BACKOFF_MS = 100
 #: How long one WriteTxnMarkers request may take before its connection is dropped (Kafka's
@@ -42,6 +45,13 @@ REQUEST_TIMEOUT_MS = 30_000
 FINAL = frozenset(
     {ErrorCode.NONE, ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED}
 )
+
+
+def _by_topic(partitions: Iterable[TP]) -> dict[str, list[int]]:
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in partitions:
+        by_topic.setdefault(topic, []).append(partition)
+    return by_topic
 
 
 class TxnMarkerSender:
@@ -72,6 +82,7 @@ class TxnMarkerSender:
         coordinator_epoch: int,
         partitions: Iterable[TP],
         still_wanted: Callable[[], bool],
+        transaction_version: int = 0,
     ):
         """Fires (with None) once every partition has its marker, or when ``still_wanted()``
         turns false or the broker stops."""
@@ -88,7 +99,13 @@ class TxnMarkerSender:
             answers = yield defer.gatherResults(
                 [
                     self._send_to(
-                        leader, tps, producer_id, producer_epoch, commit, coordinator_epoch
+                        leader,
+                        tps,
+                        producer_id,
+                        producer_epoch,
+                        commit,
+                        coordinator_epoch,
+                        transaction_version,
                     )
                     for leader, tps in by_leader.items()
                 ]
@@ -129,15 +146,14 @@ class TxnMarkerSender:
         producer_epoch: int,
         commit: bool,
         coordinator_epoch: int,
+        transaction_version: int,
     ):
         """{partition: error} from one leader; every partition NOT_LEADER_OR_FOLLOWER when the
         request fails (the caller reads the leaders again and retries)."""
         request_class = SERVED.get(WRITE_TXN_MARKERS_KEY).request_class
         marker_class = request_class.WritableTxnMarker
         topic_class = marker_class.WritableTxnMarkerTopic
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in tps:
-            by_topic.setdefault(topic, []).append(partition)
+        by_topic = _by_topic(tps)
         request = request_class(
             version=WRITE_TXN_MARKERS_VERSION,
             markers=[
@@ -149,19 +165,12 @@ class TxnMarkerSender:
                         topic_class(name=t, partition_indexes=ps) for t, ps in by_topic.items()
                     ],
                     coordinator_epoch=coordinator_epoch,
+                    transaction_version=transaction_version,
                 )
             ],
         )
-        try:
-            connection = yield self._connection(leader)
-            pending = connection.request(request)
-            pending.addTimeout(REQUEST_TIMEOUT_MS / 1000.0, self.reactor)
-            response = yield pending
-        except Exception as exc:  # noqa: BLE001 - any failure: drop the connection, retry
-            log.info("WriteTxnMarkers to broker %d failed: %s", leader, exc)
-            connection = self.connections.pop(leader, None)
-            if connection is not None:
-                connection.close()
+        response = yield self._exchange(leader, request)
+        if response is None:
             return {tp: ErrorCode.NOT_LEADER_OR_FOLLOWER for tp in tps}
         results = {tp: ErrorCode.NOT_LEADER_OR_FOLLOWER for tp in tps}
         for marker in response.markers:
@@ -169,6 +178,66 @@ class TxnMarkerSender:
                 for result in topic.partitions:
                     results[(topic.name, result.partition_index)] = ErrorCode(result.error_code)
         return results
+
+    @defer.inlineCallbacks
+    def add_partitions(
+        self,
+        coordinator: int,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[TP],
+    ):
+        """Transaction protocol v2's implicit add, as a partition leader asks the id's
+        coordinator (Kafka's AddPartitionsToTxnManager): AddPartitionsToTxn v5 with
+        ``verify_only`` false, over the same connections. Fires with {partition: error};
+        NETWORK_EXCEPTION for all when the coordinator cannot be reached (the producer
+        retries), INVALID_TXN_STATE for a top-level refusal, as Kafka."""
+        request_class = SERVED.get(ADD_PARTITIONS_TO_TXN_KEY).request_class
+        transaction_class = request_class.AddPartitionsToTxnTransaction
+        topic_class = request_class.AddPartitionsToTxnTopic
+        by_topic = _by_topic(partitions)
+        request = request_class(
+            version=ADD_PARTITIONS_TO_TXN_VERSION,
+            transactions=[
+                transaction_class(
+                    transactional_id=transactional_id,
+                    producer_id=producer_id,
+                    producer_epoch=producer_epoch,
+                    verify_only=False,
+                    topics=[topic_class(name=t, partitions=ps) for t, ps in by_topic.items()],
+                )
+            ],
+        )
+        response = yield self._exchange(coordinator, request)
+        if response is None:
+            return dict.fromkeys(partitions, ErrorCode.NETWORK_EXCEPTION)
+        if response.error_code != ErrorCode.NONE:
+            return dict.fromkeys(partitions, ErrorCode.INVALID_TXN_STATE)
+        results = dict.fromkeys(partitions, ErrorCode.NONE)
+        for result in response.results_by_transaction:
+            for topic in result.topic_results:
+                for answer in topic.results_by_partition:
+                    error = ErrorCode(answer.partition_error_code)
+                    results[(topic.name, answer.partition_index)] = error
+        return results
+
+    @defer.inlineCallbacks
+    def _exchange(self, broker_id: int, request: Any):
+        """The broker's response, or None when the request failed (any failure: its
+        connection is dropped, the caller retries)."""
+        try:
+            connection = yield self._connection(broker_id)
+            pending = connection.request(request)
+            pending.addTimeout(REQUEST_TIMEOUT_MS / 1000.0, self.reactor)
+            response = yield pending
+        except Exception as exc:  # noqa: BLE001
+            log.info("%s to broker %d failed: %s", type(request).__name__, broker_id, exc)
+            connection = self.connections.pop(broker_id, None)
+            if connection is not None:
+                connection.close()
+            return None
+        return response
 
     @defer.inlineCallbacks
     def _connection(self, broker_id: int):

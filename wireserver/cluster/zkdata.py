@@ -21,6 +21,7 @@ CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 CLUSTER_ID = "/cluster/id"
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
+FEATURE = "/feature"  # finalized feature levels; the znode's version is their epoch
 PERSISTENT_PATHS = (
     BROKER_IDS,
     TOPICS,

@@ -70,7 +70,13 @@ from wireserver.txn.records import (
     encode_key,
     encode_value,
 )
-from wireserver.txn.state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TransactionMetadata, TxnState
+from wireserver.txn.state import (
+    MAX_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    TransactionMetadata,
+    TxnState,
+)
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +104,27 @@ TRANSACTION_STATE = InternalTopic(
     _topic_configs,
     keys="transactional id(s)",
 )
+
+
+#: Coordinator answers a producer retries: Kafka hands them to Produce as NOT_ENOUGH_REPLICAS.
+_RETRIABLE = frozenset(
+    {
+        E.CONCURRENT_TRANSACTIONS,
+        E.COORDINATOR_LOAD_IN_PROGRESS,
+        E.COORDINATOR_NOT_AVAILABLE,
+        E.NOT_COORDINATOR,
+        E.NETWORK_EXCEPTION,
+    }
+)
+
+
+def _for_produce(error: ErrorCode) -> ErrorCode:
+    """A coordinator's answer to an implicit add, as the Produce error Kafka gives."""
+    if error in _RETRIABLE:
+        return E.NOT_ENOUGH_REPLICAS
+    if error == E.PRODUCER_FENCED:
+        return E.INVALID_PRODUCER_EPOCH
+    return error
 
 
 class GroupOffsets(Protocol):
@@ -219,6 +246,9 @@ class TransactionCoordinator:
                     None if txn.state == S.EMPTY else sorted(by_topic.items()),
                     txn.txn_last_update_timestamp,
                     txn.txn_start_timestamp,
+                    txn.last_producer_id,
+                    txn.next_producer_id,
+                    txn.client_transaction_version,
                 )
             )
         return self.runtime.append(
@@ -293,7 +323,13 @@ class TransactionCoordinator:
                 partitions,
                 value.start_timestamp,
                 value.last_update_timestamp,
+                last_producer_id=value.previous_producer_id,
+                client_transaction_version=value.client_transaction_version,
+                next_producer_id=value.next_producer_id,
             )
+            if txn.client_transaction_version >= 2 and (state.is_prepare or state.is_complete):
+                # The epoch before the end's bump: what a retried EndTxn v5 carries.
+                txn.last_producer_epoch = txn.producer_epoch - 1
             self._set(txn)
             loaded.append(txn)
         for txn in loaded:
@@ -409,7 +445,10 @@ class TransactionCoordinator:
         producer_id: int,
         producer_epoch: int,
         partitions: Iterable[tuple[str, int]],
+        transaction_version: int = 0,
     ) -> dict[tuple[str, int], ErrorCode]:
+        """AddPartitionsToTxn; ``transaction_version`` 2 for a partition leader's implicit add
+        (transaction protocol v2: the producer sends no AddPartitionsToTxn)."""
         partitions = list(partitions)
         if not transactional_id:
             return {tp: E.INVALID_REQUEST for tp in partitions}
@@ -426,7 +465,9 @@ class TransactionCoordinator:
                 for tp in partitions
             }
         if error is None:
-            error = self._add(transactional_id, producer_id, producer_epoch, partitions)
+            error = self._add(
+                transactional_id, producer_id, producer_epoch, partitions, transaction_version
+            )
         return {tp: error for tp in partitions}
 
     def _add(
@@ -435,6 +476,7 @@ class TransactionCoordinator:
         producer_id: int,
         producer_epoch: int,
         partitions: list[tuple[str, int]],
+        transaction_version: int = 0,
     ) -> ErrorCode:
         txn = self.txns.get(transactional_id)
         error = self._check(txn, producer_id, producer_epoch)
@@ -450,8 +492,53 @@ class TransactionCoordinator:
         if txn.state != S.ONGOING:
             new.txn_start_timestamp = now
         new.partitions |= set(partitions)
+        new.client_transaction_version = transaction_version
         new.transition_to(S.ONGOING, now)
         return self._commit_state(txn, new)
+
+    @defer.inlineCallbacks
+    def add_implicitly(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[tuple[str, int]],
+    ):
+        """Transaction protocol v2: a partition leader adds the partitions of a Produce v12+
+        transactional request to the producer's transaction before appending (Kafka's
+        AddPartitionsToTxnManager, ``verifyOnly`` false); TxnOffsetCommit v5+ adds the
+        group's offsets partition so. Fires with {partition: the coordinator's error} for the
+        partitions it refused."""
+        coordinator = self.host.metadata.leader(
+            TRANSACTION_STATE_TOPIC, self.partition_for(transactional_id)
+        )
+        if not self.clustered or coordinator == self.config.node_id:
+            results = self.add_partitions(
+                transactional_id, producer_id, producer_epoch, partitions, transaction_version=2
+            )
+            error = next(iter(results.values()), E.NONE)
+            if error == E.NONE:
+                error = yield self.replicated(transactional_id)
+                results = dict.fromkeys(partitions, error)
+        else:
+            results = yield self.markers.add_partitions(
+                coordinator, transactional_id, producer_id, producer_epoch, partitions
+            )
+        return {tp: error for tp, error in results.items() if error != E.NONE}
+
+    def add_before_produce(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[tuple[str, int]],
+    ) -> defer.Deferred:
+        """``add_implicitly`` for Produce v12+, with the errors Kafka gives Produce: those a
+        producer retries on (NOT_ENOUGH_REPLICAS) where the coordinator is busy or elsewhere."""
+        added = self.add_implicitly(transactional_id, producer_id, producer_epoch, partitions)
+        return added.addCallback(
+            lambda refused: {tp: _for_produce(error) for tp, error in refused.items()}
+        )
 
     def verify_partitions(
         self,
@@ -492,21 +579,37 @@ class TransactionCoordinator:
     # -- EndTxn -----------------------------------------------------------------------------
 
     def end_txn(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        transaction_version: int = 0,
     ) -> ErrorCode:
+        """EndTxn; ``transaction_version`` 2 (EndTxn v5) bumps the epoch (``producer_of``
+        tells the new one)."""
         if not transactional_id:
             return E.INVALID_REQUEST
         error = self.ensure_ready(transactional_id)
         if error is not None:
             return error
         txn = self.txns.get(transactional_id)
-        error = self._check(txn, producer_id, producer_epoch)
+        if (
+            transaction_version >= 2
+            and not commit
+            and txn is not None
+            and (txn.producer_id, txn.producer_epoch) == (producer_id, producer_epoch)
+            and txn.state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT)
+        ):
+            # v2 aborts with nothing open too (Kafka 4.4: the epoch is bumped all the same).
+            return self._end(txn, commit, transaction_version)
+        error = self._check_end(txn, producer_id, producer_epoch)
         if error is not None:
             return error
         assert txn is not None
         state = txn.state
         if state == S.ONGOING:
-            return self._end(txn, commit)
+            return self._end(txn, commit, transaction_version)
         if state == S.COMPLETE_COMMIT:
             return E.NONE if commit else E.INVALID_TXN_STATE
         if state == S.COMPLETE_ABORT:
@@ -519,9 +622,57 @@ class TransactionCoordinator:
             return E.CONCURRENT_TRANSACTIONS
         return E.INVALID_TXN_STATE  # Empty, Dead
 
-    def _end(self, txn: TransactionMetadata, commit: bool) -> ErrorCode:
+    def _check_end(
+        self, txn: TransactionMetadata | None, producer_id: int, producer_epoch: int
+    ) -> ErrorCode | None:
+        """Kafka's EndTxn checks. After a v2 end the id's epoch is one above the client's
+        until the client learns it, so a retried v2 EndTxn carries the epoch before the bump
+        (``last_producer_epoch``), or, past an epoch overflow, the previous producer id."""
+        if txn is None:
+            return E.INVALID_PRODUCER_ID_MAPPING
+        if txn.client_transaction_version < 2:
+            return self._check(txn, producer_id, producer_epoch)
+        retry_on_overflow = (
+            txn.last_producer_id == producer_id
+            and producer_epoch == MAX_EPOCH
+            and txn.producer_epoch == 0
+        )
+        retry_on_bump = txn.last_producer_epoch == producer_epoch
+        if txn.state.is_prepare:
+            valid = retry_on_bump
+        elif txn.state.is_complete:
+            valid = retry_on_bump or retry_on_overflow
+        else:
+            valid = producer_epoch == txn.producer_epoch
+        if txn.producer_id != producer_id and not retry_on_overflow:
+            return E.INVALID_PRODUCER_ID_MAPPING
+        return None if valid else E.PRODUCER_FENCED
+
+    def producer_of(self, transactional_id: str) -> tuple[int, int]:
+        """The producer id and epoch an EndTxn v5 answers: the bumped epoch, or a new producer
+        id at epoch 0 once the epoch overflowed."""
+        txn = self.txns.get(transactional_id)
+        if txn is None:  # forgotten meanwhile (this broker stopped coordinating it)
+            return NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        if txn.next_producer_id != NO_PRODUCER_ID:
+            return txn.next_producer_id, 0
+        return txn.producer_id, txn.producer_epoch
+
+    def _end(
+        self, txn: TransactionMetadata, commit: bool, transaction_version: int = 0
+    ) -> ErrorCode:
         prepared = txn.copy()
         prepared.transition_to(S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, self.now_ms())
+        if txn.state == S.PREPARE_EPOCH_FENCE:  # the fence bumped the epoch already
+            prepared.last_producer_epoch = NO_PRODUCER_EPOCH
+        else:
+            prepared.client_transaction_version = transaction_version
+            if transaction_version >= 2:
+                # KIP-890 part 2: every end bumps the epoch; the markers carry the new one.
+                prepared.last_producer_epoch = txn.producer_epoch
+                prepared.producer_epoch = txn.producer_epoch + 1
+                if txn.epoch_exhausted:
+                    prepared.next_producer_id = self.new_producer_id()
         error = self._commit_state(txn, prepared)
         if error != E.NONE:
             return error
@@ -540,7 +691,11 @@ class TransactionCoordinator:
             )
             return E.NONE
         self.write_markers(
-            prepared.producer_id, prepared.producer_epoch, commit, prepared.partitions
+            prepared.producer_id,
+            prepared.producer_epoch,
+            commit,
+            prepared.partitions,
+            transaction_version=prepared.client_transaction_version,
         )
         self._record_completion(prepared, commit)
         return E.NONE
@@ -552,6 +707,10 @@ class TransactionCoordinator:
         done = prepared.copy()
         done.transition_to(S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT, self.now_ms())
         done.partitions = set()
+        if done.next_producer_id != NO_PRODUCER_ID:  # the epoch overflowed: a new producer id
+            done.last_producer_id = done.producer_id
+            done.producer_id, done.producer_epoch = done.next_producer_id, 0
+            done.next_producer_id = NO_PRODUCER_ID
         if self._write(done) != E.NONE:
             log.warning("could not record the end of %s's transaction", done.transactional_id)
         self._set(done)
@@ -594,6 +753,7 @@ class TransactionCoordinator:
             coordinator_epoch,
             prepared.partitions,
             still_coordinator,
+            prepared.client_transaction_version,
         )
         if still_coordinator():
             self._record_completion(prepared, commit)
@@ -605,6 +765,7 @@ class TransactionCoordinator:
         commit: bool,
         partitions: Iterable[tuple[str, int]],
         coordinator_epoch: int | None = None,
+        transaction_version: int = 0,
     ) -> dict[tuple[str, int], ErrorCode]:
         """Append a COMMIT/ABORT marker to each partition this broker leads (WriteTxnMarkers,
         and the single-node coordinator's direct path). Partitions that do not exist answer
@@ -630,6 +791,7 @@ class TransactionCoordinator:
                     coordinator_epoch,
                     leader_epoch=leader_epoch,
                     now_ms=now,
+                    transaction_version=transaction_version,
                 )
             except (InvalidProducerEpoch, TransactionCoordinatorFenced) as exc:
                 log.warning(
@@ -660,31 +822,42 @@ class TransactionCoordinator:
         return None if transactional_id is None else self.txns.get(transactional_id)
 
     def verify_produce(
-        self, producer_id: int, producer_epoch: int, topic: str, partition: int
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        topic: str,
+        partition: int,
+        abortable: bool = False,
     ) -> ErrorCode | None:
         """``check_produce`` for a transactional batch where this broker can tell: on one node,
         where every transaction is coordinated here. In a cluster the producer's coordinator
         is usually another broker, so nothing is checked here (None)."""
         if self.clustered:
             return None
-        return self.check_produce(producer_id, producer_epoch, topic, partition)
+        return self.check_produce(producer_id, producer_epoch, topic, partition, abortable)
 
     def check_produce(
-        self, producer_id: int, producer_epoch: int, topic: str, partition: int
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        topic: str,
+        partition: int,
+        abortable: bool = False,
     ) -> ErrorCode | None:
         """A transactional batch may only go to a partition added to its producer's open
-        transaction (Kafka's KIP-890 part 1 verification, done locally)."""
+        transaction (Kafka's KIP-890 part 1 verification, done locally). A partition not in
+        it is TRANSACTION_ABORTABLE for the request versions that know that error
+        (``abortable``: Produce v11+, TxnOffsetCommit v4+), else INVALID_TXN_STATE, as
+        Kafka's AddPartitionsToTxnManager answers."""
         txn = self.transaction_of(producer_id)
         if txn is None:
             return E.INVALID_TXN_STATE
         if producer_epoch < txn.producer_epoch:
             return E.INVALID_PRODUCER_EPOCH
-        if (
-            producer_epoch != txn.producer_epoch
-            or txn.state != S.ONGOING
-            or (topic, partition) not in txn.partitions
-        ):
+        if producer_epoch != txn.producer_epoch:
             return E.INVALID_TXN_STATE
+        if txn.state != S.ONGOING or (topic, partition) not in txn.partitions:
+            return E.TRANSACTION_ABORTABLE if abortable else E.INVALID_TXN_STATE
         return None
 
     # -- timeouts and expiry ----------------------------------------------------------------

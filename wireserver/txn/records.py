@@ -18,7 +18,7 @@ Value, version 0 (what we write; not flexible):
 
 Version 1 is the flexible form (compact strings and arrays, tagged fields: 0
 PreviousProducerId, 1 NextProducerId, 2 ClientTransactionVersion); Kafka writes it for clients
-on transaction protocol v2. We read it and ignore the tags. A null value is a tombstone (the
+on transaction protocol v2, and so do we. A null value is a tombstone (the
 transactional id expired). Empty states carry null partitions, as Kafka writes them.
 
 The partition of ``__transaction_state`` that holds a transactional id (Java's
@@ -32,6 +32,7 @@ import struct
 from dataclasses import dataclass, field
 
 from wireserver.coordinator_runtime import TRANSACTION_STATE_TOPIC, partition_for  # noqa: F401
+from wireserver.protocol.fetch_response import _uvarint_bytes as _uvarint
 
 KEY_VERSION = 0
 VALUE_VERSION = 0
@@ -55,6 +56,10 @@ class TxnLogValue:
     partitions: list[tuple[str, list[int]]] | None = field(default_factory=list)
     last_update_timestamp: int = -1
     start_timestamp: int = -1
+    # Version 1's tagged fields (0, 1, 2); written for transaction protocol v2.
+    previous_producer_id: int = -1
+    next_producer_id: int = -1
+    client_transaction_version: int = 0
 
 
 def _string(text: str) -> bytes:
@@ -79,7 +84,35 @@ def decode_key(data: bytes) -> str:
         raise TxnRecordError(f"unreadable transaction log key: {exc}") from None
 
 
+def _encode_flexible(value: TxnLogValue) -> bytes:
+    """Version 1, as Kafka writes it for clients on transaction protocol v2."""
+    out = bytearray(_I16.pack(1))
+    out += _I64.pack(value.producer_id) + _I16.pack(value.producer_epoch)
+    out += _I32.pack(value.timeout_ms) + _I8.pack(value.status)
+    if value.partitions is None:
+        out += _uvarint(0)
+    else:
+        out += _uvarint(len(value.partitions) + 1)
+        for topic, ids in value.partitions:
+            name = topic.encode("utf-8")
+            out += _uvarint(len(name) + 1) + name + _uvarint(len(ids) + 1)
+            out += b"".join(_I32.pack(partition) for partition in ids) + _uvarint(0)
+    out += _I64.pack(value.last_update_timestamp) + _I64.pack(value.start_timestamp)
+    tags = [
+        (0, _I64.pack(value.previous_producer_id), value.previous_producer_id != -1),
+        (1, _I64.pack(value.next_producer_id), value.next_producer_id != -1),
+        (2, _I16.pack(value.client_transaction_version), value.client_transaction_version != 0),
+    ]
+    written = [(tag, data) for tag, data, present in tags if present]
+    out += _uvarint(len(written))
+    for tag, data in written:
+        out += _uvarint(tag) + _uvarint(len(data)) + data
+    return bytes(out)
+
+
 def encode_value(value: TxnLogValue) -> bytes:
+    if value.client_transaction_version >= 2:
+        return _encode_flexible(value)
     out = bytearray(_I16.pack(VALUE_VERSION))
     out += _I64.pack(value.producer_id) + _I16.pack(value.producer_epoch)
     out += _I32.pack(value.timeout_ms) + _I8.pack(value.status)
@@ -124,10 +157,13 @@ class _Reader:
         self.pos += n
         return out
 
-    def skip_tags(self) -> None:
+    def skip_tags(self) -> dict[int, bytes]:
+        """Read a tagged-field section: {tag: its bytes}."""
+        tags = {}
         for _ in range(self.uvarint()):
-            self.uvarint()
-            self.raw(self.uvarint())
+            tag = self.uvarint()
+            tags[tag] = self.raw(self.uvarint())
+        return tags
 
 
 def decode_value(data: bytes) -> TxnLogValue:
@@ -157,8 +193,14 @@ def decode_value(data: bytes) -> TxnLogValue:
                 partitions.append((topic, ids))
         last_update = reader.take(_I64)
         start = reader.take(_I64)
-        if flexible:
-            reader.skip_tags()
+        tags = reader.skip_tags() if flexible else {}
+        value = TxnLogValue(pid, epoch, timeout, status, partitions, last_update, start)
+        if 0 in tags:
+            (value.previous_producer_id,) = _I64.unpack(tags[0])
+        if 1 in tags:
+            (value.next_producer_id,) = _I64.unpack(tags[1])
+        if 2 in tags:
+            (value.client_transaction_version,) = _I16.unpack(tags[2])
     except (struct.error, UnicodeDecodeError) as exc:
         raise TxnRecordError(f"unreadable transaction log value: {exc}") from None
-    return TxnLogValue(pid, epoch, timeout, status, partitions, last_update, start)
+    return value

@@ -10,6 +10,7 @@ is the only way a state changes and raises ``IllegalTransition`` on anything els
     Ongoing          <- Ongoing, Empty, CompleteCommit, CompleteAbort (AddPartitions/Offsets)
     PrepareCommit    <- Ongoing                                       (EndTxn COMMIT)
     PrepareAbort     <- Ongoing, PrepareEpochFence                    (EndTxn ABORT, fencing)
+                        Empty, CompleteCommit, CompleteAbort          (EndTxn v5 ABORT)
     CompleteCommit   <- PrepareCommit                                 (markers written)
     CompleteAbort    <- PrepareAbort                                  (markers written)
     Dead             <- Empty, CompleteCommit, CompleteAbort          (id expired)
@@ -18,8 +19,7 @@ is the only way a state changes and raises ``IllegalTransition`` on anything els
 
 PrepareEpochFence is never written to the log: it is the in-memory step between bumping the
 epoch of an open transaction and writing its PrepareAbort (as in Kafka, where it is a pending
-state). Transaction protocol v2 (KIP-890) adds moves from Empty/Complete* to PrepareAbort; they
-are not in the table because v2 is not served.
+state).
 """
 
 from __future__ import annotations
@@ -75,7 +75,10 @@ ALLOWED: dict[TxnState, frozenset[TxnState]] = {
     S.EMPTY: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.ONGOING: frozenset({S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.PREPARE_COMMIT: frozenset({S.ONGOING}),
-    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE}),
+    # Transaction protocol v2 also aborts with no transaction open (an epoch bump).
+    S.PREPARE_ABORT: frozenset(
+        {S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}
+    ),
     S.COMPLETE_COMMIT: frozenset({S.PREPARE_COMMIT}),
     S.COMPLETE_ABORT: frozenset({S.PREPARE_ABORT}),
     S.DEAD: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
@@ -108,6 +111,10 @@ class TransactionMetadata:
     # InitProducerId (KIP-360) is recognised.
     last_producer_id: int = NO_PRODUCER_ID
     last_producer_epoch: int = NO_PRODUCER_EPOCH
+    #: The transaction protocol of the producer's last EndTxn or implicit add (2: KIP-890
+    #: part 2, an epoch bump at every end), and the producer id its epoch overflows to.
+    client_transaction_version: int = 0
+    next_producer_id: int = NO_PRODUCER_ID
 
     def transition_to(self, target: TxnState, now_ms: int) -> None:
         if not can_transition(self.state, target):
@@ -130,6 +137,8 @@ class TransactionMetadata:
             self.txn_last_update_timestamp,
             self.last_producer_id,
             self.last_producer_epoch,
+            self.client_transaction_version,
+            self.next_producer_id,
         )
 
     @property
