@@ -66,3 +66,8 @@ SERVED.register(30, "CreateAcls", "kafka.protocol.admin.acl", 1, 3)
 SERVED.register(31, "DeleteAcls", "kafka.protocol.admin.acl", 1, 3)
 SERVED.register(50, "DescribeUserScramCredentials", "kafka.protocol.admin.users", 0, 0)
 SERVED.register(51, "AlterUserScramCredentials", "kafka.protocol.admin.users", 0, 0)
+# Delegation tokens (KIP-48); message classes from protocol.messages_tokens.
+SERVED.register(38, "CreateDelegationToken", "wireserver.protocol.messages_tokens", 1, 3)
+SERVED.register(39, "RenewDelegationToken", "wireserver.protocol.messages_tokens", 1, 2)
+SERVED.register(40, "ExpireDelegationToken", "wireserver.protocol.messages_tokens", 1, 2)
+SERVED.register(41, "DescribeDelegationToken", "wireserver.protocol.messages_tokens", 1, 3)
