@@ -13,17 +13,17 @@ from __future__ import annotations
 
 from wireserver.protocol.messages_extra import _define, _field, _nullable_string
 
-#: Kafka's ``validVersions`` and ``flexibleVersions`` of all four: v2 became flexible.
-_FLEXIBLE = "2+"
 
-
-def _message(key: int, kind: str, name: str, valid: str, fields: list[dict]) -> dict:
+def _message(
+    key: int, kind: str, name: str, valid: str, fields: list[dict], flexible: str = "2+"
+) -> dict:
+    """A message definition (``flexible``: the token messages became flexible at v2)."""
     return {
         "apiKey": key,
         "type": kind,
         "name": f"{name}{kind.capitalize()}",
         "validVersions": valid,
-        "flexibleVersions": _FLEXIBLE,
+        "flexibleVersions": flexible,
         "fields": fields,
     }
 

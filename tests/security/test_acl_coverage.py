@@ -115,7 +115,9 @@ REQUIRED = {
     47: "DELETE group + READ topic",
     50: "DESCRIBE cluster (*)",
     51: "ALTER cluster (*)",
+    55: "DESCRIBE cluster (*: tests/apis/test_kraft_apis.py)",
     60: "none (authorized operations need DESCRIBE cluster)",
+    64: "ALTER cluster (*)",
     61: "READ topic",
     65: "DESCRIBE transactional id (+ DESCRIBE topic to see its partitions)",
     66: "DESCRIBE transactional id (filter)",
@@ -123,6 +125,9 @@ REQUIRED = {
     69: "DESCRIBE group (+ DESCRIBE assigned topics)",
     74: "DESCRIBE_CONFIGS cluster",
     75: "DESCRIBE topic (unauthorized hidden)",
+    80: "ALTER cluster (*)",
+    81: "ALTER cluster (*)",
+    94: "ALTER cluster (*)",
 }
 
 
