@@ -23,9 +23,10 @@ OAUTHBEARER with unsecured JWS tokens (``alg: none``), validated as Kafka's
 ``OAuthBearerUnsecuredValidatorCallbackHandler`` does (``exp`` required and in the future, the
 principal claim ``sub`` by default, required scopes). GSSAPI is not supported.
 
-With ``connections.max.reauth.ms`` > 0 (or an OAUTHBEARER token that expires) SaslAuthenticate
-v1+ returns the session lifetime; a connection whose session has expired is closed on its next
-request unless that request re-authenticates.
+With ``connections.max.reauth.ms`` > 0, or a credential that expires (an OAUTHBEARER or a
+delegation token), SaslAuthenticate v1+ returns the session lifetime (the sooner of the two,
+as Kafka); a connection whose session has expired is closed on its next request unless that
+request re-authenticates.
 """
 
 from __future__ import annotations
@@ -656,8 +657,10 @@ class SaslAuthenticator:
         limits = []
         if self.settings.max_reauth_ms > 0:
             limits.append(self.settings.max_reauth_ms)
+        # As Kafka's SaslServerAuthenticator: a credential that expires (an OAUTHBEARER or a
+        # delegation token) ends the session then, with or without connections.max.reauth.ms.
         expiry = self.mechanism.credential_expiry_ms if self.mechanism else None
-        if expiry is not None and self.settings.max_reauth_ms > 0:
+        if expiry is not None:
             limits.append(max(0, expiry - now))
         self.session_lifetime_ms = min(limits) if limits else 0
         self.expires_at_ms = now + self.session_lifetime_ms if limits else None
