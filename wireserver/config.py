@@ -447,8 +447,9 @@ _BROKER_ONLY = [
         "connections.max.reauth.ms",
         "long",
         0,
-        "Largest SASL session lifetime (KIP-368); 0 = sessions never expire. Clients "
-        "re-authenticate before it ends, or their connection is closed.",
+        "Largest SASL session lifetime (KIP-368); 0 = no limit but the credential's own "
+        "expiry (OAUTHBEARER and delegation tokens). Clients re-authenticate before it ends, "
+        "or their connection is closed.",
         at_least(0),
     ),
     _key(
