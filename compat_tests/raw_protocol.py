@@ -47,6 +47,12 @@ from kafka.record.memory_records import MemoryRecords
 
 from compat_tests.neutral import BASE_TS
 from wireserver.protocol.messages_extra import DeleteGroupsRequest
+from wireserver.protocol.messages_tokens import (
+    CreateDelegationTokenRequest,
+    DescribeDelegationTokenRequest,
+    ExpireDelegationTokenRequest,
+    RenewDelegationTokenRequest,
+)
 from wireserver.testing import KafkaWire
 
 TOPIC_RESOURCE = 2
@@ -996,6 +1002,43 @@ def _describe_topic_partitions(v, ctx):
             version=v, topics=[t(name=ctx.topic), t(name=_missing(ctx))]
         ),
     )
+
+
+# The compat brokers' listener is PLAINTEXT: every token request is refused there
+# (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, with Kafka's -1 timestamps and principals).
+
+
+@builder(CreateDelegationTokenRequest)
+def _create_delegation_token(v, ctx):
+    renewer = CreateDelegationTokenRequest.CreatableRenewers
+    owner = {"owner_principal_type": "User", "owner_principal_name": "bob"} if v >= 3 else {}
+    yield (
+        "on-plaintext",
+        CreateDelegationTokenRequest(
+            version=v,
+            renewers=[renewer(principal_type="User", principal_name="carol")],
+            max_lifetime_ms=-1,
+            **owner,
+        ),
+    )
+
+
+@builder(RenewDelegationTokenRequest)
+def _renew_delegation_token(v, ctx):
+    yield "on-plaintext", RenewDelegationTokenRequest(version=v, hmac=b"x", renew_period_ms=-1)
+
+
+@builder(ExpireDelegationTokenRequest)
+def _expire_delegation_token(v, ctx):
+    yield (
+        "on-plaintext",
+        ExpireDelegationTokenRequest(version=v, hmac=b"x", expiry_time_period_ms=-1),
+    )
+
+
+@builder(DescribeDelegationTokenRequest)
+def _describe_delegation_token(v, ctx):
+    yield "on-plaintext", DescribeDelegationTokenRequest(version=v, owners=None)
 
 
 # ------------------------------------------------------------------------------ driving

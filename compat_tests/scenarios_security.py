@@ -8,7 +8,8 @@ Both brokers run with (see :data:`BROKER_SETTINGS`):
 * a ``SASL_PLAINTEXT`` listener with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 enabled
   (OAUTHBEARER, which both brokers can serve, stays disabled);
 * ``StandardAuthorizer``, ``super.users=User:ANONYMOUS;User:admin`` and
-  ``allow.everyone.if.no.acl.found=false``.
+  ``allow.everyone.if.no.acl.found=false``;
+* a ``delegation.token.secret.key``, so delegation tokens are enabled.
 
 Users: ``alice`` and ``bob`` (ordinary), ``admin`` (a super user). PLAIN passwords are in the
 listener's JAAS config; SCRAM credentials are added through AlterUserScramCredentials on each
@@ -76,6 +77,8 @@ BROKER_SETTINGS: dict[str, str] = {
     "allow.everyone.if.no.acl.found": "false",
     "auto.create.topics.enable": "false",
     "num.partitions": "1",
+    # delegation tokens (the tokens scenario)
+    "delegation.token.secret.key": "compat-token-secret",
 }
 
 
@@ -1010,3 +1013,169 @@ def _check_authorized_operations(obs: dict) -> None:
     assert alice["topic"] == ["ALTER_CONFIGS", "DESCRIBE", "DESCRIBE_CONFIGS", "READ"], obs
     assert alice["group"] == ["DESCRIBE", "READ"] and not alice["cluster"], obs
     assert (len(admin["topic"]), len(admin["cluster"]), len(admin["group"])) == (8, 7, 5), obs
+
+
+# ------------------------------------------------------------------------------ delegation tokens
+
+TOKEN_MECHANISM = "SCRAM-SHA-512"
+
+
+def _token_wire(target: SecureTarget, user: str | None = None, token: Any = None) -> Any:
+    """A raw connection: as ``user`` on the SASL listener, with ``token`` (a create answer;
+    SCRAM ``tokenauth=true``), or (neither) on the PLAINTEXT listener."""
+    import base64
+
+    from wireserver.testing import KafkaWire
+
+    if user is None and token is None:
+        return KafkaWire(target.admin)
+    if token is None:
+        return KafkaWire(target.sasl, sasl=(TOKEN_MECHANISM, user, PASSWORDS[user]))
+    wire = KafkaWire(target.sasl)
+    hmac = base64.b64encode(bytes(token.hmac)).decode()
+    wire.authenticate(TOKEN_MECHANISM, token.token_id, hmac, token=True)
+    return wire
+
+
+def _create_token(wire: Any, renewers: tuple[str, ...] = (), owner: str | None = None) -> Any:
+    from wireserver.protocol.messages_tokens import CreateDelegationTokenRequest
+
+    renewer = CreateDelegationTokenRequest.CreatableRenewers
+    return wire.request(
+        CreateDelegationTokenRequest(
+            version=3,
+            owner_principal_type=owner and owner.split(":")[0],
+            owner_principal_name=owner and owner.split(":")[1],
+            renewers=[
+                renewer(principal_type=p.split(":")[0], principal_name=p.split(":")[1])
+                for p in renewers
+            ],
+            max_lifetime_ms=-1,
+        )
+    )
+
+
+def _token_answer(made: Any) -> dict:
+    """A create answer without what differs on every run (id, HMAC, clock)."""
+    return {
+        "error_code": made.error_code,
+        "owner": f"{made.principal_type}:{made.principal_name}",
+        "requester": f"{made.token_requester_principal_type}:{made.token_requester_principal_name}",
+        "lifetimes": [
+            made.expiry_timestamp_ms - made.issue_timestamp_ms,
+            made.max_timestamp_ms - made.issue_timestamp_ms,
+        ]
+        if made.error_code == 0
+        else [made.issue_timestamp_ms, made.expiry_timestamp_ms, made.max_timestamp_ms],
+    }
+
+
+def _token_ids(wire: Any, owners: list[str] | None) -> list[str]:
+    from wireserver.protocol.messages_tokens import DescribeDelegationTokenRequest
+
+    owner = DescribeDelegationTokenRequest.DescribeDelegationTokenOwner
+    response = wire.request(
+        DescribeDelegationTokenRequest(
+            version=3,
+            owners=None
+            if owners is None
+            else [owner(principal_type="User", principal_name=name) for name in owners],
+        )
+    )
+    return [f"error {response.error_code}"] + sorted(t.token_id for t in response.tokens)
+
+
+def _token_login(target: SecureTarget, made: Any, works: bool) -> str:
+    """Log in with the token until it works (or, ``works=False``, until it fails): Kafka's
+    brokers learn tokens from the metadata log a moment after the controller answers."""
+    from wireserver.testing import KafkaWireError
+
+    deadline = time.monotonic() + WAIT
+    while True:
+        try:
+            _token_wire(target, token=made).close()
+            outcome = "logged in"
+        except KafkaWireError as exc:
+            outcome = f"error {exc.error_code}"
+        if (outcome == "logged in") == works or time.monotonic() > deadline:
+            return outcome
+        time.sleep(0.2)
+
+
+def _tokens_tool(target: SecureTarget, user: str, *args: str) -> list[str]:
+    """``kafka-delegation-tokens`` as ``user``: its output without ids, HMACs and dates."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "client.properties")
+        with open(path, "w", encoding="utf-8") as handle:
+            for key, value in settings("java", user, TOKEN_MECHANISM).items():
+                handle.write(f"{key}={value}\n")
+        proc = run_tool(
+            "kafka-delegation-tokens",
+            [*args, "--command-config", path],
+            bootstrap=target.sasl,
+            timeout=90,
+        )
+    lines = []
+    for line in (proc.stdout + proc.stderr).splitlines():
+        words = line.split()
+        if len(words) == 8 and words[2].startswith("User:"):  # a token's row
+            line = " ".join(words[2:5])  # owner, requester, renewers
+        line = re.sub(r"tokenId : \S+", "tokenId : <id>", line)
+        if line.strip():
+            lines.append(line.strip())
+    return lines
+
+
+@scenario(
+    "delegation-tokens",
+    ("java",),
+    registry=SECURITY_SCENARIOS,
+    check=lambda o: _check_tokens(o),
+)
+def delegation_tokens(target: SecureTarget, client: str) -> dict:
+    """alice makes a token bob may renew, with Kafka's tool and raw requests; who may ask for
+    tokens, who sees them, renewal, expiry, and logging in with the token (SCRAM tokenauth)"""
+    from wireserver.protocol.messages_tokens import (
+        ExpireDelegationTokenRequest,
+        RenewDelegationTokenRequest,
+    )
+
+    obs: dict[str, Any] = {
+        "tool create": _tokens_tool(target, "alice", "--create", "--max-life-time-period", "-1"),
+        "tool describe (no owner)": _tokens_tool(target, "alice", "--describe"),
+    }
+    with _token_wire(target, "alice") as alice, _token_wire(target, "bob") as bob:
+        made = _create_token(alice, renewers=("User:bob",))
+        obs["create"] = _token_answer(made)
+        obs["for another owner"] = _token_answer(_create_token(alice, owner="User:bob"))
+        obs["group renewer"] = _token_answer(_create_token(alice, renewers=("Group:g",)))
+        with _token_wire(target) as anonymous:
+            obs["on PLAINTEXT"] = _token_answer(_create_token(anonymous))
+        obs["token login"] = _token_login(target, made, works=True)
+        with _token_wire(target, token=made) as with_token:
+            obs["create with a token"] = _token_answer(_create_token(with_token))
+        obs["bob describes alice's"] = made.token_id in _token_ids(bob, ["alice"])
+        obs["alice describes no owners"] = _token_ids(alice, [])
+        renewed = bob.request(
+            RenewDelegationTokenRequest(version=2, hmac=made.hmac, renew_period_ms=60_000)
+        )
+        obs["bob renews"] = [
+            renewed.error_code,
+            renewed.expiry_timestamp_ms <= made.max_timestamp_ms,
+        ]
+        expired = alice.request(
+            ExpireDelegationTokenRequest(version=2, hmac=made.hmac, expiry_time_period_ms=-1)
+        )
+        obs["alice expires"] = expired.error_code
+        obs["login after expiry"] = _token_login(target, made, works=False)
+        again = bob.request(
+            RenewDelegationTokenRequest(version=2, hmac=made.hmac, renew_period_ms=-1)
+        )
+        obs["renew after expiry"] = [again.error_code, again.expiry_timestamp_ms]
+    return obs
+
+
+def _check_tokens(obs: dict) -> None:
+    assert obs["create"]["error_code"] == 0 and obs["token login"] == "logged in", obs
+    assert obs["create with a token"]["error_code"] == 64, obs
+    assert obs["login after expiry"] != "logged in", obs

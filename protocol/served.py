@@ -71,3 +71,15 @@ SERVED.register(30, "CreateAcls", "kafka.protocol.admin.acl", 1, 3)
 SERVED.register(31, "DeleteAcls", "kafka.protocol.admin.acl", 1, 3)
 SERVED.register(50, "DescribeUserScramCredentials", "kafka.protocol.admin.users", 0, 0)
 SERVED.register(51, "AlterUserScramCredentials", "kafka.protocol.admin.users", 0, 0)
+# Delegation tokens (KIP-48); message classes from protocol.messages_tokens.
+SERVED.register(38, "CreateDelegationToken", "wireserver.protocol.messages_tokens", 1, 3)
+SERVED.register(39, "RenewDelegationToken", "wireserver.protocol.messages_tokens", 1, 2)
+SERVED.register(40, "ExpireDelegationToken", "wireserver.protocol.messages_tokens", 1, 2)
+SERVED.register(41, "DescribeDelegationToken", "wireserver.protocol.messages_tokens", 1, 3)
+# KRaft controller APIs Kafka's brokers forward to their quorum: answered that there is none
+# (wireserver.kraft); message classes from protocol.messages_kraft, DescribeQuorum kafka-python's.
+SERVED.register(55, "DescribeQuorum", "kafka.protocol.admin.cluster", 0, 2)
+SERVED.register(64, "UnregisterBroker", "wireserver.protocol.messages_kraft", 0, 0)
+SERVED.register(80, "AddRaftVoter", "wireserver.protocol.messages_kraft", 0, 1)
+SERVED.register(81, "RemoveRaftVoter", "wireserver.protocol.messages_kraft", 0, 0)
+SERVED.register(94, "UnregisterController", "wireserver.protocol.messages_kraft", 0, 0)

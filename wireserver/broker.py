@@ -192,6 +192,11 @@ class Broker:
         self.metadata.topic_deleted.append(self.cleaner.forget_topic)
         self._every(self.config["log.retention.check.interval.ms"], self._apply_retention)
         self._every(PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, self._remove_expired_producers)
+        if self.security.tokens.enabled:
+            self._every(
+                self.config["delegation.token.expiry.check.interval.ms"],
+                self.security.tokens.remove_expired,
+            )
         scheduler_ms = self.config["log.flush.scheduler.interval.ms"]
         # Kafka's default scheduler interval is Long.MAX, which leaves flush.ms inert; we check
         # once a second instead, so a topic's flush.ms is honoured without extra settings.

@@ -447,8 +447,9 @@ _BROKER_ONLY = [
         "connections.max.reauth.ms",
         "long",
         0,
-        "Largest SASL session lifetime (KIP-368); 0 = sessions never expire. Clients "
-        "re-authenticate before it ends, or their connection is closed.",
+        "Largest SASL session lifetime (KIP-368); 0 = no limit but the credential's own "
+        "expiry (OAUTHBEARER and delegation tokens). Clients re-authenticate before it ends, "
+        "or their connection is closed.",
         at_least(0),
     ),
     _key(
@@ -459,6 +460,36 @@ _BROKER_ONLY = [
         "is held back, slowing password guessing; other connections are served meanwhile. "
         "0 = answer and close at once.",
         at_least(0),
+    ),
+    _key(
+        "delegation.token.secret.key",
+        "password",
+        None,
+        "Secret that signs delegation tokens (HMAC-SHA512 of the token id); unset or empty: "
+        "delegation tokens are disabled (DELEGATION_TOKEN_AUTH_DISABLED).",
+        sensitive=True,
+    ),
+    _key(
+        "delegation.token.max.lifetime.ms",
+        "long",
+        7 * 24 * 3600 * 1000,
+        "Longest a delegation token lives, renewals included (a request may ask for less).",
+        at_least(1),
+    ),
+    _key(
+        "delegation.token.expiry.time.ms",
+        "long",
+        24 * 3600 * 1000,
+        "How long a delegation token lives after its creation or renewal unless renewed "
+        "(a renewal may ask for less).",
+        at_least(1),
+    ),
+    _key(
+        "delegation.token.expiry.check.interval.ms",
+        "long",
+        3600 * 1000,
+        "How often expired delegation tokens are removed (until then they still log in).",
+        at_least(1),
     ),
     _key(
         "authorizer.class.name",

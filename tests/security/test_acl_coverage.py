@@ -111,6 +111,10 @@ REQUIRED = {
     35: "DESCRIBE cluster",
     36: "none",
     37: "ALTER topic",
+    38: "CREATE_TOKENS user for another owner (*: tests/security/test_delegation_tokens.py)",
+    39: "owner or renewer of the token (*)",
+    40: "owner or renewer of the token (*)",
+    41: "owner or renewer, or DESCRIBE token / DESCRIBE_TOKENS user (*)",
     42: "DELETE group",
     43: "ALTER cluster",
     45: "ALTER cluster",
@@ -120,7 +124,9 @@ REQUIRED = {
     47: "DELETE group + READ topic",
     50: "DESCRIBE cluster (*)",
     51: "ALTER cluster (*)",
+    55: "DESCRIBE cluster (*: tests/apis/test_kraft_apis.py)",
     60: "none (authorized operations need DESCRIBE cluster)",
+    64: "ALTER cluster (*)",
     61: "READ topic",
     65: "DESCRIBE transactional id (+ DESCRIBE topic to see its partitions)",
     66: "DESCRIBE transactional id (filter)",
@@ -128,6 +134,9 @@ REQUIRED = {
     69: "DESCRIBE group (+ DESCRIBE assigned topics)",
     74: "DESCRIBE_CONFIGS cluster",
     75: "DESCRIBE topic (unauthorized hidden)",
+    80: "ALTER cluster (*)",
+    81: "ALTER cluster (*)",
+    94: "ALTER cluster (*)",
 }
 
 

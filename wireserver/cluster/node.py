@@ -141,6 +141,10 @@ class ClusterNode:
         from wireserver.cluster.scram_credentials import ZkScramCredentials
 
         ZkScramCredentials(self.zk, self.broker.security.scram).start(self.config_changes)
+        # and delegation tokens (/delegation_token), followed through their own notifications
+        from wireserver.cluster.delegation_tokens import ZkDelegationTokens
+
+        ZkDelegationTokens(self.zk, self.broker.security.tokens, self._from_zk).start()
         replicas = self.broker.replicas
         replicas.isr_writer = self.write_isr
         replicas.live_brokers = lambda: self.brokers

@@ -1,5 +1,5 @@
 """The broker's security state: TLS contexts and SASL settings per listener, the SCRAM
-credential store and the authorizer. ``Broker.security`` is one of these."""
+credential store, the delegation tokens and the authorizer. ``Broker.security`` is one of these."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from wireserver.security.acls import Authorizer
 from wireserver.security.principals import SslPrincipalMapper
 from wireserver.security.sasl import SUPPORTED_MECHANISMS, SaslAuthenticator, SaslListenerSettings
 from wireserver.security.scram import ScramStore
+from wireserver.security.tokens import DelegationTokens
 
 if TYPE_CHECKING:
     from wireserver.config import BrokerConfig
@@ -27,6 +28,7 @@ class SecurityManager:
         self.config = config
         directory = config.log_dirs[0]
         self.scram = ScramStore(directory)
+        self.tokens = DelegationTokens(config, directory, now_ms)
         self.authorizer = Authorizer.from_config(config, directory)
         self.protocols = {
             listener.name: listener.security_protocol for listener in config.listeners
@@ -38,7 +40,9 @@ class SecurityManager:
         for listener in config.listeners:
             protocol = listener.security_protocol
             if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
-                settings = SaslListenerSettings.from_config(config, listener.name, self.scram)
+                settings = SaslListenerSettings.from_config(
+                    config, listener.name, self.scram, self.tokens
+                )
                 if not settings.mechanisms:
                     raise ValueError(
                         f"listener {listener.name} uses {protocol} but none of "

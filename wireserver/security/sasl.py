@@ -16,14 +16,17 @@ SaslAuthenticate requests. A failure answers SASL_AUTHENTICATION_FAILED (framed 
 that connection only.
 
 Mechanisms: PLAIN (users from the PlainLoginModule's ``user_<name>="<password>"`` options),
-SCRAM-SHA-256 / SCRAM-SHA-512 (RFC 5802; salted credentials from ``scram.ScramStore``),
+SCRAM-SHA-256 / SCRAM-SHA-512 (RFC 5802; salted credentials from ``scram.ScramStore``, or
+with the ``tokenauth=true`` extension a delegation token's from ``tokens.DelegationTokens``:
+the principal is then the token's owner),
 OAUTHBEARER with unsecured JWS tokens (``alg: none``), validated as Kafka's
 ``OAuthBearerUnsecuredValidatorCallbackHandler`` does (``exp`` required and in the future, the
 principal claim ``sub`` by default, required scopes). GSSAPI is not supported.
 
-With ``connections.max.reauth.ms`` > 0 (or an OAUTHBEARER token that expires) SaslAuthenticate
-v1+ returns the session lifetime; a connection whose session has expired is closed on its next
-request unless that request re-authenticates.
+With ``connections.max.reauth.ms`` > 0, or a credential that expires (an OAUTHBEARER or a
+delegation token), SaslAuthenticate v1+ returns the session lifetime (the sooner of the two,
+as Kafka); a connection whose session has expired is closed on its next request unless that
+request re-authenticates.
 """
 
 from __future__ import annotations
@@ -126,8 +129,12 @@ class Mechanism:
     name = ""
     complete = False
     authorization_id: str | None = None
-    #: when the credential itself expires (OAUTHBEARER tokens), in ms since the epoch
+    #: when the credential itself expires (OAUTHBEARER and delegation tokens), in ms since
+    #: the epoch
     credential_expiry_ms: int | None = None
+    #: logged in with a delegation token (SCRAM ``tokenauth=true``): such a connection may not
+    #: create, renew, expire or describe tokens
+    token_authenticated = False
 
     def evaluate(self, token: bytes) -> bytes:
         raise NotImplementedError
@@ -180,9 +187,10 @@ class ScramMechanism(Mechanism):
         r"p=(?P<proof>[^,]*)$"
     )
 
-    def __init__(self, mechanism: str, store: scram.ScramStore):
+    def __init__(self, mechanism: str, store: scram.ScramStore, tokens: Any = None):
         self.name = mechanism
         self.store = store
+        self.tokens = tokens  # security.tokens.DelegationTokens
         self.step = 0
         self.credential: scram.ScramCredential | None = None
 
@@ -218,18 +226,27 @@ class ScramMechanism(Mechanism):
             for item in match["extensions"].split(",")
             if item
         }
-        if extensions.get("tokenauth", "false").lower() == "true":
-            raise SaslFailure("Authentication failed: delegation tokens are not supported")
         username = _scram_name(match["name"])
+        if extensions.get("tokenauth", "false").lower() == "true":
+            # A delegation token: the user name is the token id, the principal its owner.
+            token = self.tokens.token(username) if self.tokens is not None else None
+            if token is None:
+                raise SaslFailure(f"Token Authentication failed: Invalid tokenId : {username}")
+            self.credential = self.tokens.credential(username, self.name)
+            self.authorized_as = token.owner.partition(":")[2]
+            self.credential_expiry_ms = token.expiry_ms
+            self.token_authenticated = True
+        else:
+            self.credential = self.store.for_login(username, self.name)
+            self.authorized_as = username
+        if self.credential is None:
+            raise SaslFailure("Authentication failed: Invalid user credentials")
         authzid = match["authzid"]
         if authzid and _scram_name(authzid) != username:
             raise SaslFailure(
                 "Authentication failed: Client requested an authorization id "
                 "that is different from username"
             )
-        self.credential = self.store.for_login(username, self.name)
-        if self.credential is None:
-            raise SaslFailure("Authentication failed: Invalid user credentials")
         self.username = username
         self.gs2_header = message[: message.index(match["bare"])]
         self.nonce = match["nonce"] + scram.nonce()
@@ -265,7 +282,7 @@ class ScramMechanism(Mechanism):
         if not scram.same_bytes(scram.digest(self.name, client_key), credential.stored_key):
             raise SaslFailure("Invalid client credentials")
         server_signature = scram.hmac_of(self.name, credential.server_key, auth_message)
-        self.authorization_id = self.username
+        self.authorization_id = self.authorized_as
         self.complete = True
         return b"v=" + base64.b64encode(server_signature)
 
@@ -378,10 +395,17 @@ class SaslListenerSettings:
     scram_store: scram.ScramStore | None
     #: ``connection.failed.authentication.delay.ms``: how long a failure's answer waits
     failed_authentication_delay_ms: int = 0
+    #: the broker's delegation tokens (``security.tokens.DelegationTokens``), for SCRAM logins
+    #: with ``tokenauth=true``
+    tokens: Any = None
 
     @classmethod
     def from_config(
-        cls, config: Any, listener: str, scram_store: scram.ScramStore | None
+        cls,
+        config: Any,
+        listener: str,
+        scram_store: scram.ScramStore | None,
+        tokens: Any = None,
     ) -> SaslListenerSettings:
         enabled = [
             m.strip().upper()
@@ -410,6 +434,7 @@ class SaslListenerSettings:
             config.listener_value(listener, "connections.max.reauth.ms") or 0,
             scram_store,
             config.get("connection.failed.authentication.delay.ms") or 0,
+            tokens,
         )
 
     def mechanism(self, name: str, now_ms: Callable[[], int]) -> Mechanism:
@@ -417,7 +442,7 @@ class SaslListenerSettings:
             return PlainMechanism(self.plain_users)
         if name in scram.MECHANISMS:
             assert self.scram_store is not None
-            return ScramMechanism(name, self.scram_store)
+            return ScramMechanism(name, self.scram_store, self.tokens)
         if name == "OAUTHBEARER":
             return OAuthBearerMechanism(self.oauth_options, now_ms)
         raise ValueError(name)
@@ -452,11 +477,13 @@ class ScramClient:
     checks it with, and the server's signature is verified (a broker that does not know the
     password cannot pass for the leader)."""
 
-    def __init__(self, mechanism: str, username: str, password: str):
+    def __init__(self, mechanism: str, username: str, password: str, token: bool = False):
         self.mechanism, self.password = mechanism, password
         self.nonce = scram.nonce()
         name = username.replace("=", "=3D").replace(",", "=2C")
-        self.client_first_bare = f"n={name},r={self.nonce}"
+        # A delegation token logs in with the tokenauth extension (token id and base64 HMAC).
+        extension = ",tokenauth=true" if token else ""
+        self.client_first_bare = f"n={name},r={self.nonce}{extension}"
         self.server_key: bytes | None = None
         self.auth_message = b""
 
@@ -494,12 +521,15 @@ class ScramClient:
         return f"{without_proof},p={proof}".encode()
 
 
-def client_mechanism(mechanism: str, username: str, password: str) -> PlainClient | ScramClient:
-    """The client side of ``mechanism`` (ValueError for one we cannot log in with)."""
-    if mechanism == "PLAIN":
+def client_mechanism(
+    mechanism: str, username: str, password: str, token: bool = False
+) -> PlainClient | ScramClient:
+    """The client side of ``mechanism`` (ValueError for one we cannot log in with); ``token``:
+    a SCRAM login with a delegation token."""
+    if mechanism == "PLAIN" and not token:
         return PlainClient(username, password)
     if mechanism in scram.MECHANISMS:
-        return ScramClient(mechanism, username, password)
+        return ScramClient(mechanism, username, password, token)
     raise ValueError(f"cannot log in with SASL mechanism {mechanism}")
 
 
@@ -554,6 +584,11 @@ class SaslAuthenticator:
         if self.state is AuthState.AUTHENTICATE:
             return api_key == SASL_AUTHENTICATE
         return False
+
+    @property
+    def token_authenticated(self) -> bool:
+        """Did the session log in with a delegation token?"""
+        return self.mechanism is not None and self.mechanism.token_authenticated
 
     def expired(self) -> bool:
         """The session has run out and no re-authentication is under way."""
@@ -622,8 +657,10 @@ class SaslAuthenticator:
         limits = []
         if self.settings.max_reauth_ms > 0:
             limits.append(self.settings.max_reauth_ms)
+        # As Kafka's SaslServerAuthenticator: a credential that expires (an OAUTHBEARER or a
+        # delegation token) ends the session then, with or without connections.max.reauth.ms.
         expiry = self.mechanism.credential_expiry_ms if self.mechanism else None
-        if expiry is not None and self.settings.max_reauth_ms > 0:
+        if expiry is not None:
             limits.append(max(0, expiry - now))
         self.session_lifetime_ms = min(limits) if limits else 0
         self.expires_at_ms = now + self.session_lifetime_ms if limits else None

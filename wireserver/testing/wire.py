@@ -76,8 +76,11 @@ class KafkaWire:
         if sasl is not None:
             self.authenticate(*sasl)
 
-    def authenticate(self, mechanism: str, username: str, password: str) -> None:
-        """SaslHandshake v1 + SaslAuthenticate with PLAIN or SCRAM-SHA-256/512."""
+    def authenticate(
+        self, mechanism: str, username: str, password: str, token: bool = False
+    ) -> None:
+        """SaslHandshake v1 + SaslAuthenticate with PLAIN or SCRAM-SHA-256/512 (``token``: with
+        a delegation token, its id as ``username`` and its base64 HMAC as ``password``)."""
         from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
         handshake = self.request(SaslHandshakeRequest(version=1, mechanism=mechanism))
@@ -97,7 +100,7 @@ class KafkaWire:
         from wireserver.security.sasl import client_mechanism
 
         try:
-            client = client_mechanism(mechanism, username, password)
+            client = client_mechanism(mechanism, username, password, token)
         except ValueError:
             raise ValueError(f"KafkaWire cannot authenticate with {mechanism}") from None
         token = client.initial()
