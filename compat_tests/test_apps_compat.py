@@ -1,0 +1,72 @@
+"""Kafka's applications (compat_tests/scenarios_apps.py) against the reference Kafka and
+wireserver; observations must match, as in test_compat.py.
+
+Kafka Streams and Connect run against each single broker of ``compat_targets`` at once (two
+threads). MirrorMaker 2 needs two clusters: the brokers with auto-create on are its sources,
+those with auto-create off its targets. Its reference observation is Kafka -> Kafka (run once
+per session); each other direction is a row of the report with the direction as its client.
+
+The ``-long`` variants run only with ``WIRESERVER_COMPAT_LONG=1`` (scripts/compat sets it).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import functools
+
+import pytest
+
+from compat_tests.applications import env_flag
+from compat_tests.scenarios import record_and_compare, run_both, run_once
+from compat_tests.scenarios_apps import APP_SCENARIOS, LONG, MM2_DIRECTIONS
+from compat_tests.targets import KAFKA, WIRESERVER
+
+pytestmark = pytest.mark.integration
+
+LONG_ENV = "WIRESERVER_COMPAT_LONG"
+
+
+def _params():
+    for scenario in APP_SCENARIOS.values():
+        if scenario.name in LONG and not env_flag(LONG_ENV):
+            continue
+        for client in scenario.clients:
+            yield pytest.param(scenario.name, client, id=f"{scenario.name}-{client}")
+
+
+_POOL = concurrent.futures.ThreadPoolExecutor(1)
+
+
+@functools.cache
+def _mm2_reference(name: str, upstream: str, downstream: str) -> concurrent.futures.Future:
+    """Kafka -> Kafka, started once in the background while the first direction runs."""
+    return _POOL.submit(run_once, APP_SCENARIOS[name], None, (upstream, downstream))
+
+
+@pytest.mark.parametrize("name,client_name", list(_params()))
+def test_app_scenario(name, client_name, compat_targets, compat_record):
+    scenario = APP_SCENARIOS[name]
+    if client_name in MM2_DIRECTIONS:
+        source, target = client_name.split("->")
+        kafka = _mm2_reference(
+            name,
+            compat_targets.get(KAFKA, True).bootstrap,
+            compat_targets.get(KAFKA, False).bootstrap,
+        )
+        wire = run_once(
+            scenario,
+            None,
+            (
+                compat_targets.get(source, True).bootstrap,
+                compat_targets.get(target, False).bootstrap,
+            ),
+        )
+        kafka = kafka.result()
+    else:
+        kafka, wire = run_both(
+            scenario,
+            None,
+            compat_targets.get(KAFKA).bootstrap,
+            compat_targets.get(WIRESERVER).bootstrap,
+        )
+    record_and_compare(compat_record, scenario, client_name, kafka, wire, None)
