@@ -260,16 +260,18 @@ def mirror_maker(pair: tuple[str, str], _client: object, records: int) -> dict:
         f"{flow}.groups": group,
         "sync.topic.configs.enabled": "true",
         "sync.group.offsets.enabled": "true",
+        # an offset sync for every record, so the group's offset translates exactly
+        "offset.lag.max": 0,
         "emit.checkpoints.interval.seconds": 1,
         "sync.group.offsets.interval.seconds": 1,
         "emit.heartbeats.interval.seconds": 1,
         "refresh.topics.interval.seconds": 2,
         "refresh.groups.interval.seconds": 2,
         "sync.topic.configs.interval.seconds": 2,
+        "replication.factor": 1,
         **{
             f"{name}.replication.factor": 1
             for name in (
-                "replication",
                 "checkpoints.topic",
                 "heartbeats.topic",
                 "offset-syncs.topic",
@@ -293,8 +295,8 @@ def mirror_maker(pair: tuple[str, str], _client: object, records: int) -> dict:
             lambda: _topic_config(downstream, mirrored, "retention.ms", "7200000"),
         ),
         "group_offset": (
-            "the group's translated offset",
-            lambda: _group_offset(downstream, group, mirrored),
+            "the group's offset translated to the end of the mirrored topic",
+            lambda: _group_offset(downstream, group, mirrored, records),
         ),
         "heartbeats": ("heartbeats", lambda: _keyed(downstream, "heartbeats", src)),
         "checkpoints": (
@@ -351,7 +353,7 @@ def _topic_config(bootstrap: str, topic: str, name: str, expect: str) -> str | N
     return value if value == expect else None
 
 
-def _group_offset(bootstrap: str, group: str, topic: str) -> int | None:
+def _group_offset(bootstrap: str, group: str, topic: str, expect: int) -> int | None:
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
     from confluent_kafka.admin import AdminClient
 
@@ -359,7 +361,7 @@ def _group_offset(bootstrap: str, group: str, topic: str) -> int | None:
     request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0)])
     [future] = admin.list_consumer_group_offsets([request]).values()
     [partition] = future.result(timeout=30).topic_partitions
-    return partition.offset if partition.offset >= 0 else None
+    return partition.offset if partition.offset == expect else None
 
 
 def _check_mm2(obs: dict) -> None:
