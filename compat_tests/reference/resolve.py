@@ -35,6 +35,8 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 #: The pinned default Kafka version; must equal <kafka.version> in pom.xml.
@@ -87,8 +89,8 @@ def lib_dir(version: str = KAFKA_VERSION) -> Path:
     return kafka_home(version) / "lib"
 
 
-def _pom_hash() -> str:
-    return hashlib.sha256(POM.read_bytes()).hexdigest()
+def _pom_hash(pom: Path = POM) -> str:
+    return hashlib.sha256(pom.read_bytes()).hexdigest()
 
 
 def classpath(lib: Path) -> str:
@@ -113,7 +115,24 @@ def which_mvn() -> str | None:
 VERSIONED_JAR_PREFIXES = ("kafka_2.13-", "kafka-tools-", "kafka-clients-")
 
 
-def is_complete(lib: Path, version: str | None = None) -> bool:
+@dataclass(frozen=True)
+class JarSet:
+    """One Maven resolution into ``kafka-<version>/<dirname>``: the broker and tools
+    (:data:`BROKER_JARS`, this module's pom) or another pom's jars (the applications of
+    compat_tests/applications.py), each with its own marker."""
+
+    pom: Path
+    dirname: str
+    required: tuple[str, ...]  # jar name prefixes that must be there
+    versioned: tuple[str, ...]  # prefixes whose jar carries the version asked for
+    #: version -> extra ``-D`` properties for Maven
+    properties: Callable[[str], dict[str, str]] = lambda version: {}
+
+
+BROKER_JARS = JarSet(POM, "lib", REQUIRED_JAR_PREFIXES, VERSIONED_JAR_PREFIXES)
+
+
+def is_complete(lib: Path, version: str | None = None, jars_of: JarSet = BROKER_JARS) -> bool:
     """True when ``lib`` holds a finished copy made from the current pom (and, when
     ``version`` is given, Kafka's own jars of that version)."""
     marker = lib / MARKER
@@ -121,23 +140,29 @@ def is_complete(lib: Path, version: str | None = None) -> bool:
         lines = marker.read_text().splitlines()
     except OSError:
         return False
-    if not lines or lines[0] != f"pom-sha256 {_pom_hash()}":
+    if not lines or lines[0] != f"pom-sha256 {_pom_hash(jars_of.pom)}":
         return False
     jars = [line for line in lines[1:] if line]
     if not jars or not all((lib / jar).is_file() for jar in jars):
         return False
-    if version is not None and not all(f"{p}{version}.jar" in jars for p in VERSIONED_JAR_PREFIXES):
+    if version is not None and not all(f"{p}{version}.jar" in jars for p in jars_of.versioned):
         return False
-    return all(any(j.startswith(p) for j in jars) for p in REQUIRED_JAR_PREFIXES)
+    return all(any(j.startswith(p) for j in jars) for p in jars_of.required)
 
 
-def resolve(version: str = KAFKA_VERSION, *, quiet: bool = True, timeout: float = 900.0) -> Path:
+def resolve(
+    version: str = KAFKA_VERSION,
+    *,
+    quiet: bool = True,
+    timeout: float = 900.0,
+    jars_of: JarSet = BROKER_JARS,
+) -> Path:
     """Return the lib directory for ``version``, running Maven on first use.
 
     Raises :class:`ResolutionError` when Maven is needed but missing or fails.
     """
-    lib = lib_dir(version)
-    if is_complete(lib, version):
+    lib = kafka_home(version) / jars_of.dirname
+    if is_complete(lib, version, jars_of):
         return lib
     mvn = which_mvn()
     if mvn is None:
@@ -148,17 +173,18 @@ def resolve(version: str = KAFKA_VERSION, *, quiet: bool = True, timeout: float 
     home.mkdir(parents=True, exist_ok=True)
     with open(home / ".resolve.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if is_complete(lib, version):  # another process finished while we waited
+        if is_complete(lib, version, jars_of):  # another process finished while we waited
             return lib
-        tmp = home / f"lib.tmp-{os.getpid()}"
+        tmp = home / f"{jars_of.dirname}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         cmd = [
             mvn,
             "-B",
             *(["-q"] if quiet else []),
             "-f",
-            str(POM),
+            str(jars_of.pom),
             f"-Dkafka.version={version}",
+            *(f"-D{k}={v}" for k, v in jars_of.properties(version).items()),
             "dependency:copy-dependencies",
             "-DincludeScope=runtime",
             f"-DoutputDirectory={tmp}",
@@ -184,15 +210,15 @@ def resolve(version: str = KAFKA_VERSION, *, quiet: bool = True, timeout: float 
         if lib.exists():
             shutil.rmtree(lib)
         tmp.rename(lib)
-        (lib / MARKER).write_text("\n".join([f"pom-sha256 {_pom_hash()}", *jars]) + "\n")
-        (home / "resolve.log").write_text(
+        (lib / MARKER).write_text("\n".join([f"pom-sha256 {_pom_hash(jars_of.pom)}", *jars]) + "\n")
+        (home / f"{jars_of.dirname}.resolve.log").write_text(
             f"{' '.join(cmd)}\nseconds {time.monotonic() - started:.1f}\n"
             f"jars {len(jars)}\n{proc.stdout}"
         )
-        if not is_complete(lib, version):
+        if not is_complete(lib, version, jars_of):
             raise ResolutionError(
                 f"Maven succeeded but {lib} lacks a required jar "
-                f"(need prefixes {REQUIRED_JAR_PREFIXES}, version {version})"
+                f"(need prefixes {jars_of.required}, version {version})"
             )
         return lib
 
