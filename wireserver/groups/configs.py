@@ -6,8 +6,8 @@ Keys (``GROUP_CONFIGS``): ``consumer.session.timeout.ms`` and
 the share-group keys ``share.session.timeout.ms``, ``share.heartbeat.interval.ms``,
 ``share.record.lock.duration.ms``, ``share.auto.offset.reset``, ``share.isolation.level`` and
 the streams-group keys ``streams.session.timeout.ms``, ``streams.heartbeat.interval.ms``,
-``streams.num.standby.replicas`` (kept and described; we serve neither share nor streams
-groups). A key a group does not set takes its default from the broker
+``streams.num.standby.replicas`` (used by the Streams group coordinator; the share keys are
+kept and described, share groups are not served). A key a group does not set takes its default from the broker
 (``group.consumer.session.timeout.ms`` for ``consumer.session.timeout.ms``, ...; Kafka's
 ``extractGroupConfigMap``) or, for the others, Kafka's fixed default.
 
@@ -124,21 +124,21 @@ GROUP_CONFIGS: dict[str, ConfigDef] = {
             "streams.session.timeout.ms",
             "int",
             45000,
-            "Session timeout of streams-group members (streams groups are not served).",
+            "Session timeout of streams-group members.",
             at_least(1),
         ),
         _g(
             "streams.heartbeat.interval.ms",
             "int",
             5000,
-            "Heartbeat interval of streams-group members (streams groups are not served).",
+            "Heartbeat interval of streams-group members.",
             at_least(1),
         ),
         _g(
             "streams.num.standby.replicas",
             "int",
             0,
-            "Standby replicas of each task of a streams group (streams groups are not served).",
+            "Standby replicas of each task of a streams group.",
             at_least(0),
         ),
     )
@@ -151,6 +151,9 @@ BROKER_DEFAULTS = {
     "share.session.timeout.ms": "group.share.session.timeout.ms",
     "share.heartbeat.interval.ms": "group.share.heartbeat.interval.ms",
     "share.record.lock.duration.ms": "group.share.record.lock.duration.ms",
+    "streams.session.timeout.ms": "group.streams.session.timeout.ms",
+    "streams.heartbeat.interval.ms": "group.streams.heartbeat.interval.ms",
+    "streams.num.standby.replicas": "group.streams.num.standby.replicas",
 }
 
 #: (group key, broker key of its minimum or None, broker key of its maximum), in the order
