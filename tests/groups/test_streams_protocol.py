@@ -11,6 +11,7 @@ import pytest
 from kafka.protocol.admin.groups import DeleteGroupsRequest, ListGroupsRequest
 from kafka.protocol.consumer.group import OffsetCommitRequest
 
+from compat_tests.raw_protocol import streams_heartbeat
 from wireserver.protocol.messages_streams import (
     StreamsGroupDescribeRequest,
     StreamsGroupHeartbeatRequest,
@@ -105,13 +106,6 @@ class Member:
         joining = epoch == 0
         t = H.TaskIds
         fields = dict(
-            group_id=self.group,
-            member_id=self.member_id,
-            member_epoch=epoch,
-            endpoint_information_epoch=0,
-            instance_id=None,
-            rack_id=None,
-            rebalance_timeout_ms=30000 if joining else -1,
             topology=topology(self.group, self.source) if joining else None,
             active_tasks=None
             if joining
@@ -119,14 +113,10 @@ class Member:
             standby_tasks=None if joining else [],
             warmup_tasks=None if joining else [],
             process_id=self.process if joining else None,
-            user_endpoint=None,
-            client_tags=None,
-            task_offsets=None,
-            task_end_offsets=None,
-            shutdown_application=False,
         )
         fields.update(extra)
-        response = self.wire.request(H(version=1, **fields))
+        request = streams_heartbeat(1, self.group, self.member_id, epoch, **fields)
+        response = self.wire.request(request)
         self.last = response
         if response.error_code == NONE and response.member_epoch >= 0:
             self.epoch = response.member_epoch
