@@ -20,7 +20,7 @@ from wireserver.protocol.messages_streams import (
 from wireserver.testing import EmbeddedBroker, KafkaWire
 
 H = StreamsGroupHeartbeatRequest
-NONE, UNKNOWN_MEMBER_ID, INVALID_REQUEST = 0, 25, 42
+NONE, UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION, INVALID_REQUEST = 0, 25, 35, 42
 GROUP_ID_NOT_FOUND, FENCED_MEMBER_EPOCH, STALE_MEMBER_EPOCH, NON_EMPTY_GROUP = 69, 110, 113, 68
 MISSING_SOURCE_TOPICS, MISSING_INTERNAL_TOPICS = 1, 3
 PARTITIONS = 4
@@ -308,51 +308,32 @@ def test_describe_list_commit_and_delete(wire):
     assert gone.error_code == GROUP_ID_NOT_FOUND
 
 
-def test_topology_description_update_shows_in_describe(wire):
+def test_without_a_description_plugin_no_topology_description_is_taken_or_shown(wire):
     group, source = _unique("app"), _unique("words")
     wire.create_topic(source, 1)
     member = Member(wire, group, source)
     member.heartbeat()
-    [before] = describe(wire, group, description=True)
-    assert (before.topology_description, before.topology_description_status) == (None, 1)
+    assert member.last.topology_description_required is False
     u = StreamsGroupTopologyDescriptionUpdateRequest
     d = u.TopologyDescription
-    node = d.TopologyDescriptionSubtopology.TopologyDescriptionNode
-    description = d(
-        subtopologies=[
-            d.TopologyDescriptionSubtopology(
-                subtopology_id="0",
-                nodes=[
-                    node(
-                        name="KSTREAM-SOURCE-0000000000",
-                        node_type=0,
-                        source_topics=[source],
-                        sink_topic=None,
-                        stores=[],
-                        successors=[],
-                    )
-                ],
-            )
-        ],
-        global_stores=[],
+    response = wire.request(
+        u(
+            version=0,
+            group_id=group,
+            member_id=member.member_id,
+            topology_epoch=0,
+            topology_description=d(subtopologies=[], global_stores=[]),
+        )
     )
-
-    def update(member_id: str, epoch: int) -> int:
-        return wire.request(
-            u(
-                version=0,
-                group_id=group,
-                member_id=member_id,
-                topology_epoch=epoch,
-                topology_description=description,
-            )
-        ).error_code
-
-    assert update("nobody", 0) == UNKNOWN_MEMBER_ID
-    assert update(member.member_id, 0) == NONE
-    [after] = describe(wire, group, description=True)
-    assert after.topology_description_status == 3
-    [sub] = after.topology_description.subtopologies
-    assert [n.name for n in sub.nodes] == ["KSTREAM-SOURCE-0000000000"]
+    assert (response.error_code, response.error_message) == (
+        UNSUPPORTED_VERSION,
+        "The broker has no streams group topology description plugin configured.",
+    )
+    [asked] = describe(wire, group, description=True)
+    assert (asked.topology_description, asked.topology_description_status) == (None, 1)
+    [not_asked] = describe(wire, group)
+    assert not_asked.topology_description_status == 0
+    [missing] = describe(wire, _unique("absent"), description=True)
+    assert missing.topology_description_status == 0
     [plain] = describe(wire, group, version=0)
-    assert plain.group_id == group
+    assert (plain.group_id, plain.group_state) == (group, "NotReady")

@@ -2,8 +2,9 @@
 broker configured it: changelog topics with their task counts, repartition topics with
 their partitions) and members, each with its process, endpoint, client tags, task offsets and
 its current and target tasks. v1 adds the assignor's name and, when asked for, the topology
-description a member sent with StreamsGroupTopologyDescriptionUpdate (status 3, available;
-1, not stored, when none was sent; 0 when not asked).
+description: with no topology description plugin (Kafka 4.4's default) there is none, and a
+group answered without an error says so with status 1 (NOT_STORED), as Kafka's
+``StreamsGroupTopologyDescriptionManager`` does; 0 (NOT_REQUESTED) when not asked.
 
 A group that does not exist, or is of another type, is GROUP_ID_NOT_FOUND ("Group X is not a
 streams group." for the latter). Each group needs DESCRIBE (GROUP_AUTHORIZATION_FAILED).
@@ -23,7 +24,7 @@ from wireserver.security import checks
 
 API_KEY = 89
 NOT_REQUESTED = -(2**31)
-DESCRIPTION_NOT_REQUESTED, DESCRIPTION_NOT_STORED, DESCRIPTION_AVAILABLE = 0, 1, 3
+DESCRIPTION_NOT_REQUESTED, DESCRIPTION_NOT_STORED = 0, 1
 
 
 def _topology(cls: Any, group: StreamsGroup) -> Any:
@@ -150,9 +151,6 @@ def handle(ctx: RequestContext) -> HandlerResult:
                     is_classic=False,
                 )
             )
-        status = DESCRIPTION_NOT_REQUESTED
-        if with_description:
-            status = DESCRIPTION_AVAILABLE if group.description else DESCRIPTION_NOT_STORED
         out.append(
             described(
                 group_id,
@@ -166,8 +164,9 @@ def handle(ctx: RequestContext) -> HandlerResult:
                 authorized_operations=checks.bitfield(checks.group_operations(ctx, group_id))
                 if body.include_authorized_operations
                 else NOT_REQUESTED,
-                topology_description=group.description if with_description else None,
-                topology_description_status=status,
+                topology_description_status=DESCRIPTION_NOT_STORED
+                if with_description
+                else DESCRIPTION_NOT_REQUESTED,
                 assignor_name="sticky",
             )
         )

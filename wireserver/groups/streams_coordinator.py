@@ -6,8 +6,8 @@ One heartbeat does, in order (Kafka's ``GroupMetadataManager.streamsGroupHeartbe
 validate the request; find or create the group and the member (epoch 0 joins with the
 topology, -1 leaves, -2 is a static member's temporary leave, any other epoch must be the
 member's, or its previous one while it reports only tasks it still holds); take the topology
-from the first member (a member with a newer topology epoch replaces it; an older one gets
-``STALE_TOPOLOGY``); record what the assignment depends on (members, processes, the topology
+from the first member (a newer topology epoch is INVALID_REQUEST, "Topology updates are not
+supported yet.", as in Kafka 4.4; an older one gets ``STALE_TOPOLOGY``); record what the assignment depends on (members, processes, the topology
 and the partitions of its topics) and bump the group epoch if it changed; configure the
 topology against the topics (statuses, internal topics to create: the handler creates them,
 as Kafka's ``KafkaApis`` does); compute a new target assignment (``streams_assignor``) when
@@ -139,12 +139,17 @@ class StreamsGroupCoordinator(MemberTimers):
         now = self.now_ms()
         if req.member_epoch == JOIN_EPOCH:
             group = self._group_for_join(req.group_id)
+            known = group.topology
+            if known is not None and req.topology is not None and req.topology.epoch > known.epoch:
+                raise HeartbeatError(
+                    ErrorCode.INVALID_REQUEST, "Topology updates are not supported yet."
+                )
             member = self._join(group, req)
         else:
             group = self.groups.get(req.group_id)
             if group is None:
                 raise HeartbeatError(
-                    ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found."
+                    ErrorCode.GROUP_ID_NOT_FOUND, f"Streams group {req.group_id} not found."
                 )
             member = self._known_member(group, req)
         before = (member.member_epoch, member.assignment())
@@ -159,7 +164,7 @@ class StreamsGroupCoordinator(MemberTimers):
         group.update_state(now)
         self._arm_session_timer(group, member)
         if req.shutdown_application:
-            group.shutdown_requested = True
+            group.shutdown_requested = member.member_id
         statuses = list(group.configured.statuses)
         if group.topology is not None and member.topology_epoch != group.topology.epoch:
             statuses.append(
@@ -173,8 +178,8 @@ class StreamsGroupCoordinator(MemberTimers):
             statuses.append(
                 (
                     SHUTDOWN_APPLICATION,
-                    "A KafkaStreams instance encountered a fatal error and requested a "
-                    "shutdown for the entire application.",
+                    f"Streams group member {group.shutdown_requested} encountered a fatal "
+                    "error and requested a shutdown for the entire application.",
                 )
             )
         owned = (req.active or {}, req.standby or {}, req.warmup or {})
@@ -255,7 +260,7 @@ class StreamsGroupCoordinator(MemberTimers):
         changed = member.member_id not in group.target
         if req.topology is not None:
             member.topology_epoch = req.topology.epoch
-            if group.topology is None or req.topology.epoch > group.topology.epoch:
+            if group.topology is None:
                 group.topology = req.topology
                 changed = True
         for attr in ("rack_id", "process_id", "user_endpoint", "client_tags"):
@@ -337,7 +342,9 @@ class StreamsGroupCoordinator(MemberTimers):
     def _leave(self, req: StreamsHeartbeat) -> StreamsHeartbeatResult:
         group = self.groups.get(req.group_id)
         if group is None:
-            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found.")
+            raise HeartbeatError(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Streams group {req.group_id} not found."
+            )
         member = group.members.get(req.member_id)
         if member is None:
             raise HeartbeatError(

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
 
 from wireserver.groups.group import CommittedOffset
 from wireserver.groups.state import IllegalStateTransition
@@ -264,9 +263,8 @@ class StreamsGroup:
         #: (subtopology, partition) -> epoch of the member owning or revoking the active task
         self.active_owners: dict[tuple[str, int], int] = {}
         self.endpoint_epoch = 0
-        self.shutdown_requested = False
-        #: the topology description a member sent (StreamsGroupTopologyDescriptionUpdate)
-        self.description: Any = None
+        #: the member that asked every instance to shut down (ShutdownApplication), if any
+        self.shutdown_requested: str | None = None
         self.offsets: dict[tuple[str, int], CommittedOffset] = {}
 
     # -- state ------------------------------------------------------------------------------
@@ -322,7 +320,7 @@ class StreamsGroup:
         self._release(member)
         self.target.pop(member_id, None)
         if not self.members:
-            self.shutdown_requested = False
+            self.shutdown_requested = None
         return member
 
     # -- task ownership ---------------------------------------------------------------------
