@@ -337,3 +337,28 @@ def test_without_a_description_plugin_no_topology_description_is_taken_or_shown(
     assert missing.topology_description_status == 0
     [plain] = describe(wire, group, version=0)
     assert (plain.group_id, plain.group_state) == (group, "NotReady")
+
+
+def test_the_group_and_its_offsets_survive_a_restart(tmp_path):
+    source = _unique("words")
+    with EmbeddedBroker(data_dir=tmp_path) as broker, KafkaWire(broker.bootstrap_servers) as w:
+        w.create_topic(source, 1)
+        member = Member(w, "app", source)
+        member.heartbeat()
+        member.heartbeat()
+        assert member.epoch == 2
+    with EmbeddedBroker(data_dir=tmp_path) as broker, KafkaWire(broker.bootstrap_servers) as w:
+        [described] = describe(w, "app")
+        assert (described.group_state, described.group_epoch, described.members) == (
+            "Empty",
+            2,
+            [],
+        )
+        listed = w.request(ListGroupsRequest(version=5, states_filter=[], types_filter=[]))
+        assert [(g.group_id, g.group_type) for g in listed.groups if g.group_id == "app"] == [
+            ("app", "streams")
+        ]
+        member.wire = w
+        assert member.heartbeat().error_code == UNKNOWN_MEMBER_ID
+        member.epoch = 0
+        assert member.heartbeat().member_epoch == 3

@@ -81,10 +81,13 @@ from wireserver.groups.records import (
     MemberValue,
     OffsetKey,
     RecordFormatError,
+    StreamsGroupKey,
+    StreamsGroupValue,
     decode_consumer_group_value,
     decode_group_value,
     decode_key,
     decode_offset_value,
+    decode_streams_group_value,
     encode_group_value,
     encode_key,
 )
@@ -295,6 +298,9 @@ class GroupCoordinator:
             if isinstance(values.get(group_id), ConsumerGroupValue):
                 self.consumer.restore(group_id, values[group_id], offsets.get(group_id, {}))
                 continue
+            if isinstance(values.get(group_id), StreamsGroupValue):
+                self.streams.restore(group_id, values[group_id], offsets.get(group_id, {}))
+                continue
             group = self._restore_group(group_id, values.get(group_id), now)
             group.offsets = offsets.get(group_id, {})
             self.groups[group_id] = group
@@ -392,11 +398,13 @@ class GroupCoordinator:
                     group_offsets[(key.topic, key.partition)] = CommittedOffset(
                         value.offset, value.leader_epoch, value.metadata, value.commit_timestamp
                     )
-            elif isinstance(key, (GroupKey, ConsumerGroupKey)):
+            elif isinstance(key, (GroupKey, ConsumerGroupKey, StreamsGroupKey)):
                 if value_bytes is None:
                     values.pop(key.group, None)
                 elif isinstance(key, ConsumerGroupKey):
                     values[key.group] = decode_consumer_group_value(value_bytes)
+                elif isinstance(key, StreamsGroupKey):
+                    values[key.group] = decode_streams_group_value(value_bytes)
                 else:
                     values[key.group] = decode_group_value(value_bytes)
         except (RecordFormatError, ValueError) as exc:

@@ -15,9 +15,10 @@ the group epoch is ahead; move the member one reconciliation step; re-arm its se
 answer with its epoch and, when they changed or it joined, its tasks.
 
 Timers, configs and persistence as the consumer groups' (``consumer_coordinator``), with the
-``streams.*`` group configs and ``group.streams.*`` broker keys. The group itself is not
-written to ``__consumer_offsets`` (its committed offsets are): after a restart its members
-rejoin with epoch 0 and the group is rebuilt from their topology.
+``streams.*`` group configs and ``group.streams.*`` broker keys. Of the group only its epoch is
+written to ``__consumer_offsets`` (Kafka's StreamsGroupMetadata record), beside its committed
+offsets: after a restart it comes back Empty at that epoch, its members get UNKNOWN_MEMBER_ID,
+rejoin with epoch 0 and the topology is taken again from the first of them.
 """
 
 from __future__ import annotations
@@ -34,7 +35,13 @@ from wireserver.groups.consumer_coordinator import (
     take_over_classic_group,
 )
 from wireserver.groups.member_timers import MemberTimers
-from wireserver.groups.records import OffsetKey, encode_key
+from wireserver.groups.records import (
+    OffsetKey,
+    StreamsGroupKey,
+    StreamsGroupValue,
+    encode_key,
+    encode_streams_group_value,
+)
 from wireserver.groups.streams_group import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
@@ -158,6 +165,7 @@ class StreamsGroupCoordinator(MemberTimers):
             bump = True
         if bump:
             group.group_epoch += 1
+            self._store(group)
         self._maybe_assign(group)
         group.reconcile(member, req.active)
         self._arm_revocation_timer(group, member)
@@ -371,6 +379,7 @@ class StreamsGroupCoordinator(MemberTimers):
         self._cancel_timers(member)
         group.remove(member.member_id)
         group.group_epoch += 1
+        self._store(group)
         self._refresh_topology(group)
         self._maybe_assign(group)
         group.update_state(self.now_ms())
@@ -381,13 +390,34 @@ class StreamsGroupCoordinator(MemberTimers):
     def _revoking(self, member: StreamsGroupMember) -> bool:
         return member.state is MemberState.UNREVOKED_TASKS
 
-    # -- deletion ---------------------------------------------------------------------------
+    # -- persistence ----------------------------------------------------------------------
+
+    def _store(self, group: StreamsGroup) -> None:
+        key = encode_key(StreamsGroupKey(group.group_id))
+        value = encode_streams_group_value(StreamsGroupValue(group.group_epoch))
+        error = self.coordinator.runtime.append(group.group_id, [(key, value)])
+        if error != ErrorCode.NONE:
+            log.warning(
+                "streams group %s: epoch %d not persisted: %s",
+                group.group_id,
+                group.group_epoch,
+                ErrorCode(error).name,
+            )
+
+    def restore(self, group_id: str, value: StreamsGroupValue, offsets: dict) -> StreamsGroup:
+        """The group as its StreamsGroupMetadata record left it: Empty, at its epoch."""
+        group = StreamsGroup(group_id, self.now_ms())
+        group.group_epoch = group.assignment_epoch = value.epoch
+        group.offsets = offsets
+        self.groups[group_id] = group
+        return group
 
     def delete(self, group: StreamsGroup) -> ErrorCode:
         if group.members:
             return ErrorCode.NON_EMPTY_GROUP
         entries = [(encode_key(OffsetKey(group.group_id, t, p)), None) for t, p in group.offsets]
-        error = self.coordinator.runtime.append(group.group_id, entries) if entries else 0
+        entries.append((encode_key(StreamsGroupKey(group.group_id)), None))
+        error = self.coordinator.runtime.append(group.group_id, entries)
         if error == ErrorCode.NONE:
             group.transition_to(S.DEAD, self.now_ms())
             group.offsets = {}
