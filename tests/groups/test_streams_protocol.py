@@ -362,3 +362,9 @@ def test_the_group_and_its_offsets_survive_a_restart(tmp_path):
         assert member.heartbeat().error_code == UNKNOWN_MEMBER_ID
         member.epoch = 0
         assert member.heartbeat().member_epoch == 3
+
+
+def test_a_broker_without_the_streams_protocol_refuses_the_heartbeat():
+    overrides = {"group.coordinator.rebalance.protocols": "classic,consumer"}
+    with EmbeddedBroker(overrides=overrides) as broker, KafkaWire(broker.bootstrap_servers) as w:
+        assert Member(w, "app", "words").heartbeat().error_code == UNSUPPORTED_VERSION

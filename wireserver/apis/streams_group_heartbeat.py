@@ -9,7 +9,9 @@ v0 answers ``AcceptableRecoveryLagLegacy`` (int32), v1 ``AcceptableRecoveryLag``
 ``TopologyDescriptionRequired`` (always false: no topology description plugin is configured,
 as on a Kafka broker by default).
 
-Authorization as Kafka's ``handleStreamsGroupHeartbeat``: READ on the group
+UNSUPPORTED_VERSION when ``group.coordinator.rebalance.protocols`` lacks ``streams`` (Kafka
+also asks for the ``streams.version`` feature). Authorization as Kafka's
+``handleStreamsGroupHeartbeat``: READ on the group
 (GROUP_AUTHORIZATION_FAILED); with a topology, DESCRIBE on its source and internal topics
 (TOPIC_AUTHORIZATION_FAILED). The internal topics are created with the requester's rights: one
 it may not CREATE (on the cluster or the topic) stays missing and the status says so.
@@ -133,8 +135,10 @@ def handle(ctx: RequestContext) -> HandlerResult:
     coordinator = ctx.services.groups
     response_class = ctx.request.spec.response_class
     topology = _topology(body.topology)
+    enabled = "streams" in coordinator.config["group.coordinator.rebalance.protocols"]
     error = (
-        coordinator.ensure_ready(body.group_id)
+        (None if enabled else ErrorCode.UNSUPPORTED_VERSION)
+        or coordinator.ensure_ready(body.group_id)
         or checks.read_group(ctx, body.group_id)
         or (checks.describe_topics(ctx, _topics_of(topology)) if topology else None)
     )
