@@ -368,3 +368,24 @@ def test_a_broker_without_the_streams_protocol_refuses_the_heartbeat():
     overrides = {"group.coordinator.rebalance.protocols": "classic,consumer"}
     with EmbeddedBroker(overrides=overrides) as broker, KafkaWire(broker.bootstrap_servers) as w:
         assert Member(w, "app", "words").heartbeat().error_code == UNSUPPORTED_VERSION
+
+
+def test_standby_replicas_go_to_the_other_process():
+    overrides = {"group.streams.num.standby.replicas": "1"}
+    with EmbeddedBroker(overrides=overrides) as broker, KafkaWire(broker.bootstrap_servers) as w:
+        source = _unique("words")
+        w.create_topic(source, 2)
+        a, b = Member(w, "app", source), Member(w, "app", source)
+        for member in (a, a, b, a, a, b, b):
+            member.heartbeat()
+        [described] = describe(w, "app")
+        assert described.group_state == "Stable"
+        tasks = {(s, p) for s in "01" for p in range(2)}
+        for m in described.members:
+            active = {
+                (t.subtopology_id, p) for t in m.assignment.active_tasks for p in t.partitions
+            }
+            standby = {
+                (t.subtopology_id, p) for t in m.assignment.standby_tasks for p in t.partitions
+            }
+            assert len(active) == 2 and standby == tasks - active
