@@ -389,3 +389,22 @@ def test_standby_replicas_go_to_the_other_process():
                 (t.subtopology_id, p) for t in m.assignment.standby_tasks for p in t.partitions
             }
             assert len(active) == 2 and standby == tasks - active
+
+
+def test_a_static_member_back_under_a_new_id_keeps_its_tasks(wire):
+    group, source = _unique("app"), _unique("words")
+    wire.create_topic(source, 2)
+    member = Member(wire, group, source)
+    member.heartbeat(instance_id="i-1")
+    member.heartbeat()
+    assert (member.epoch, len(member.tasks())) == (2, 4)
+    left = member.heartbeat(epoch=-2, instance_id="i-1")
+    assert (left.error_code, left.member_epoch) == (NONE, -2)
+    other = Member(wire, group, source, process=member.process)  # the same instance, restarted
+    taken = other.heartbeat(instance_id="i-1")
+    assert (taken.error_code, taken.member_epoch, other.tasks()) == (NONE, 2, member.tasks())
+    [described] = describe(wire, group)
+    assert [m.member_id for m in described.members] == [other.member_id]
+    assert described.group_epoch == 2
+    in_use = Member(wire, group, source).heartbeat(instance_id="i-1")
+    assert in_use.error_code == 111  # UNRELEASED_INSTANCE_ID

@@ -223,8 +223,7 @@ class StreamsGroupCoordinator(MemberTimers):
                         f"Static member {current_id} with instance id "
                         f"{req.instance_id} is not released yet.",
                     )
-                self._cancel_timers(old)
-                group.remove(current_id)
+                return self._replace_static_member(group, old, req.member_id)
         member = group.members.get(req.member_id)
         if member is not None:
             group.reset_member_assignment(member)
@@ -239,6 +238,25 @@ class StreamsGroupCoordinator(MemberTimers):
         member.instance_id = req.instance_id
         group.add(member)
         return member
+
+    def _replace_static_member(
+        self, group: StreamsGroup, old: StreamsGroupMember, new_id: str
+    ) -> StreamsGroupMember:
+        """A static member back from a temporary leave under a new member id: it takes over
+        the old member's tasks and target, and the group epoch does not move."""
+        self._cancel_timers(old)
+        group.release(old)
+        del group.members[old.member_id]
+        new = StreamsGroupMember(new_id)
+        for attr in StreamsGroupMember.__slots__:
+            if attr not in ("member_id", "session_timer", "revocation_timer"):
+                setattr(new, attr, getattr(old, attr))
+        new.member_epoch = old.previous_member_epoch
+        group.add(new)
+        if old.member_id in group.target:
+            group.target[new_id] = group.target.pop(old.member_id)
+        group.claim(new)
+        return new
 
     def _known_member(self, group: StreamsGroup, req: StreamsHeartbeat) -> StreamsGroupMember:
         member = group.members.get(req.member_id)

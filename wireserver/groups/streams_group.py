@@ -317,7 +317,7 @@ class StreamsGroup:
             return None
         if self.static_members.get(member.instance_id or "") == member_id:
             del self.static_members[member.instance_id or ""]
-        self._release(member)
+        self.release(member)
         self.target.pop(member_id, None)
         if not self.members:
             self.shutdown_requested = None
@@ -325,13 +325,13 @@ class StreamsGroup:
 
     # -- task ownership ---------------------------------------------------------------------
 
-    def _release(self, member: StreamsGroupMember) -> None:
+    def release(self, member: StreamsGroupMember) -> None:
         for tasks in (member.active, member.pending_revocation):
             for s, ps in tasks.items():
                 for p in ps:
                     self.active_owners.pop((s, p), None)
 
-    def _claim(self, member: StreamsGroupMember) -> None:
+    def claim(self, member: StreamsGroupMember) -> None:
         for tasks in (member.active, member.pending_revocation):
             for s, ps in tasks.items():
                 for p in ps:
@@ -340,12 +340,12 @@ class StreamsGroup:
     def reconcile(self, member: StreamsGroupMember, owned_active: Tasks | None) -> None:
         """Move ``member`` one step towards its target (see the module docstring).
         ``owned_active`` is what the member reported owning (None: unchanged, not sent)."""
-        self._release(member)
+        self.release(member)
         target = self.target.get(member.member_id, TargetAssignment())
         if member.state is MemberState.UNREVOKED_TASKS:
             still = owned_active is None or intersect(member.pending_revocation, owned_active)
             if still:
-                self._claim(member)
+                self.claim(member)
                 return
             member.pending_revocation = {}
         keep = intersect(member.active, target.active)
@@ -356,7 +356,7 @@ class StreamsGroup:
             member.active = keep
             member.pending_revocation = revoke
             member.state = MemberState.UNREVOKED_TASKS
-            self._claim(member)
+            self.claim(member)
             return
         active = copy_tasks(keep)
         unreleased = False
@@ -374,11 +374,11 @@ class StreamsGroup:
         member.active = active
         member.pending_revocation = {}
         member.state = MemberState.UNRELEASED_TASKS if unreleased else MemberState.STABLE
-        self._claim(member)
+        self.claim(member)
 
     def reset_member_assignment(self, member: StreamsGroupMember) -> None:
         """The member (re)joins with epoch 0: it gave up every task it had."""
-        self._release(member)
+        self.release(member)
         member.active, member.standby, member.warmup = {}, {}, {}
         member.pending_revocation = {}
         member.state = MemberState.STABLE
