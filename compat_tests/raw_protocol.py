@@ -16,6 +16,7 @@ auto-create-off brokers are used, so that a request never creates a topic as a s
 from __future__ import annotations
 
 import struct
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from kafka.protocol.admin.topics import (
 from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderEpochRequest
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 from kafka.protocol.producer.produce import ProduceRequest
 from kafka.record.default_records import DefaultRecordBatchBuilder
@@ -67,6 +69,7 @@ class Context:
     compacted: str  # a topic with cleanup.policy=compact
     compacted_id: Any
     extra: dict = field(default_factory=dict)
+    bootstrap: str = ""
 
 
 # ------------------------------------------------------------------------------ normalizing
@@ -919,6 +922,23 @@ def _streams_topology(source: str, app: str) -> Any:
     )
 
 
+def wait_for_group_coordinator(bootstrap: str, groups: list[str], timeout: float = 60.0) -> None:
+    """Until FindCoordinator finds each group's coordinator: Kafka creates and loads
+    ``__consumer_offsets`` on the first FindCoordinator and answers NOT_COORDINATOR to group
+    requests before (wireserver creates it on any group request), so group APIs are compared
+    once both have it."""
+    deadline = time.monotonic() + timeout
+    with KafkaWire(bootstrap, client_id="compat-raw") as wire:
+        for group in groups:
+            while True:
+                request = FindCoordinatorRequest(version=4, key_type=0, coordinator_keys=[group])
+                if wire.request(request).coordinators[0].error_code == 0:
+                    break
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"no coordinator for group {group}")
+                time.sleep(0.2)
+
+
 def streams_heartbeat(v: int, group: str, member: str, epoch: int, **extra: Any) -> Any:
     fields: dict[str, Any] = dict(
         group_id=group,
@@ -947,6 +967,7 @@ def streams_heartbeat(v: int, group: str, member: str, epoch: int, **extra: Any)
 def _streams_group_heartbeat(v, ctx):
     group = f"compat-raw-streams-{ctx.run}-v{v}"
     member = f"compat-raw-member-{v}"
+    wait_for_group_coordinator(ctx.bootstrap, [group])
     missing = _streams_topology(_missing(ctx), group)
     yield "unknown-group", streams_heartbeat(v, group, member, 3)
     yield "join-no-topology", streams_heartbeat(v, group, member, 0)
@@ -960,6 +981,7 @@ def _streams_group_heartbeat(v, ctx):
 @builder(StreamsGroupDescribeRequest)
 def _streams_group_describe(v, ctx):
     extra = {"include_topology_description": True} if v >= 1 else {}
+    wait_for_group_coordinator(ctx.bootstrap, [f"compat-raw-streams-absent-{ctx.run}"])
     yield (
         "missing+classic",
         StreamsGroupDescribeRequest(
@@ -974,6 +996,7 @@ def _streams_group_describe(v, ctx):
 @builder(StreamsGroupTopologyDescriptionUpdateRequest)
 def _streams_group_topology_description_update(v, ctx):
     d = StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescription
+    wait_for_group_coordinator(ctx.bootstrap, [f"compat-raw-streams-absent-{ctx.run}"])
     yield (
         "unknown-group",
         StreamsGroupTopologyDescriptionUpdateRequest(
@@ -1031,4 +1054,4 @@ def topic_ids(bootstrap: str, *topics: str) -> tuple[int, dict]:
 
 def context(bootstrap: str, topic: str, compacted: str, run: str) -> Context:
     node_id, ids = topic_ids(bootstrap, topic, compacted)
-    return Context(topic, ids[topic], node_id, run, compacted, ids[compacted])
+    return Context(topic, ids[topic], node_id, run, compacted, ids[compacted], bootstrap=bootstrap)

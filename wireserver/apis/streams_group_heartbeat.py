@@ -143,7 +143,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
         or (checks.describe_topics(ctx, _topics_of(topology)) if topology else None)
     )
     if error is not None:
-        result = StreamsHeartbeatResult(error, checks.message(error), member_id=body.member_id)
+        result = StreamsHeartbeatResult(error, checks.message(error))
     else:
         endpoint = body.user_endpoint
         request = StreamsHeartbeat(
@@ -186,7 +186,7 @@ def _offsets(offsets: list[Any] | None) -> list[tuple[str, int, int]] | None:
 def _response(
     ctx: RequestContext, cls: Any, version: int, result: StreamsHeartbeatResult
 ) -> HandlerResult:
-    ok = result.error == ErrorCode.NONE
+    ok = result.error == ErrorCode.NONE and not result.left
     lag = ACCEPTABLE_RECOVERY_LAG if ok else 0
     assignment = result.assignment
     endpoints = None
@@ -217,9 +217,7 @@ def _response(
         acceptable_recovery_lag_legacy=min(lag, 2**31 - 1),
         task_offset_interval_ms=TASK_OFFSET_INTERVAL_MS if ok else 0,
         acceptable_recovery_lag=lag if ok else -1,
-        status=[cls.Status(status_code=c, status_detail=d) for c, d in result.statuses]
-        if ok and result.statuses is not None
-        else None,
+        status=[cls.Status(status_code=c, status_detail=d) for c, d in result.statuses or []],
         active_tasks=task_ids(cls.TaskIds, assignment[0]) if assignment else None,
         standby_tasks=task_ids(cls.TaskIds, assignment[1]) if assignment else None,
         warmup_tasks=task_ids(cls.TaskIds, assignment[2]) if assignment else None,

@@ -100,6 +100,8 @@ class StreamsHeartbeatResult:
     endpoint_epoch: int = 0
     #: endpoint -> (active topic partitions, standby ones), None when the member is up to date
     endpoints: list[tuple[tuple[str, int], dict[str, set[int]], dict[str, set[int]]]] | None = None
+    #: the member left (epoch -1 or -2): the answer carries no settings
+    left: bool = False
     #: internal topics the handler is to create
     to_create: dict[str, TopicInfo] = field(default_factory=dict)
 
@@ -132,7 +134,7 @@ class StreamsGroupCoordinator(MemberTimers):
                 return self._leave(req)
             return self._heartbeat(req)
         except HeartbeatError as exc:
-            return StreamsHeartbeatResult(exc.error, exc.message, member_id=req.member_id)
+            return StreamsHeartbeatResult(exc.error, exc.message)
 
     def _group_for_join(self, group_id: str) -> StreamsGroup:
         group = self.groups.get(group_id)
@@ -387,7 +389,7 @@ class StreamsGroupCoordinator(MemberTimers):
         else:
             self.remove_member(group, member, "the member left")
         return StreamsHeartbeatResult(
-            ErrorCode.NONE, member_id=req.member_id, member_epoch=req.member_epoch
+            ErrorCode.NONE, member_id=req.member_id, member_epoch=req.member_epoch, left=True
         )
 
     def remove_member(self, group: StreamsGroup, member: StreamsGroupMember, reason: str) -> None:
@@ -452,14 +454,14 @@ def _validate(req: StreamsHeartbeat) -> None:
     def invalid(message: str) -> HeartbeatError:
         return HeartbeatError(ErrorCode.INVALID_REQUEST, message)
 
+    if not req.member_id:
+        raise invalid("MemberId can't be empty.")
     if not req.group_id:
         raise invalid("GroupId can't be empty.")
     if req.instance_id == "":
         raise invalid("InstanceId can't be empty.")
     if req.rack_id == "":
         raise invalid("RackId can't be empty.")
-    if not req.member_id:
-        raise invalid("MemberId can't be empty.")
     if req.member_epoch < STATIC_LEAVE_EPOCH:
         raise invalid(
             f"MemberEpoch is {req.member_epoch}, but must be greater than or equal to -2."
@@ -476,8 +478,6 @@ def _validate(req: StreamsHeartbeat) -> None:
                 raise invalid(f"{name} must be empty when (re-)joining.")
         if req.topology is None:
             raise invalid("Topology must be non-null when (re-)joining.")
-        if req.process_id is None:
-            raise invalid("ProcessId can't be null.")
     elif req.topology is not None:
         raise invalid("Topology can only be provided when (re-)joining.")
     if req.member_epoch == STATIC_LEAVE_EPOCH and req.instance_id is None:
