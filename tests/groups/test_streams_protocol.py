@@ -79,7 +79,15 @@ def topology(app: str, source: str, epoch: int = 0):
                         name=repartition,
                         partitions=0,
                         replication_factor=0,
-                        topic_configs=[info.KeyValue(key="cleanup.policy", value="delete")],
+                        topic_configs=[  # what Kafka Streams 4.4 asks for
+                            info.KeyValue(key=k, value=v)
+                            for k, v in (
+                                ("cleanup.policy", "delete"),
+                                ("segment.bytes", "52428800"),
+                                ("retention.ms", "-1"),
+                                ("message.timestamp.type", "CreateTime"),
+                            )
+                        ],
                     )
                 ],
                 copartition_groups=[],
