@@ -48,7 +48,6 @@ from kafka.record.memory_records import MemoryRecords
 from compat_tests.neutral import BASE_TS
 from wireserver.protocol.messages_streams import (
     StreamsGroupDescribeRequest,
-    StreamsGroupHeartbeatRequest,
     StreamsGroupTopologyDescriptionUpdateRequest,
 )
 from wireserver.testing import KafkaWire
@@ -900,28 +899,6 @@ def _describe_topic_partitions(v, ctx):
     )
 
 
-def _streams_topology(source: str, app: str) -> Any:
-    t = StreamsGroupHeartbeatRequest.Topology
-    s = t.Subtopology
-    changelog = s.TopicInfo(
-        name=f"{app}-store-changelog", partitions=0, replication_factor=0, topic_configs=[]
-    )
-    return t(
-        epoch=0,
-        subtopologies=[
-            s(
-                subtopology_id="0",
-                source_topics=[source],
-                source_topic_regex=[],
-                state_changelog_topics=[changelog],
-                repartition_sink_topics=[],
-                repartition_source_topics=[],
-                copartition_groups=[],
-            )
-        ],
-    )
-
-
 def wait_for_group_coordinator(bootstrap: str, groups: list[str], timeout: float = 60.0) -> None:
     """Until FindCoordinator finds each group's coordinator: Kafka creates and loads
     ``__consumer_offsets`` on the first FindCoordinator and answers NOT_COORDINATOR to group
@@ -937,45 +914,6 @@ def wait_for_group_coordinator(bootstrap: str, groups: list[str], timeout: float
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"no coordinator for group {group}")
                 time.sleep(0.2)
-
-
-def streams_heartbeat(v: int, group: str, member: str, epoch: int, **extra: Any) -> Any:
-    fields: dict[str, Any] = dict(
-        group_id=group,
-        member_id=member,
-        member_epoch=epoch,
-        endpoint_information_epoch=0,
-        instance_id=None,
-        rack_id=None,
-        rebalance_timeout_ms=30000 if epoch == 0 else -1,
-        topology=None,
-        active_tasks=None,
-        standby_tasks=None,
-        warmup_tasks=None,
-        process_id="compat-raw-process" if epoch == 0 else None,
-        user_endpoint=None,
-        client_tags=None,
-        task_offsets=None,
-        task_end_offsets=None,
-        shutdown_application=False,
-    )
-    fields.update(extra)
-    return StreamsGroupHeartbeatRequest(version=v, **fields)
-
-
-@builder(StreamsGroupHeartbeatRequest)
-def _streams_group_heartbeat(v, ctx):
-    group = f"compat-raw-streams-{ctx.run}-v{v}"
-    member = f"compat-raw-member-{v}"
-    wait_for_group_coordinator(ctx.bootstrap, [group])
-    missing = _streams_topology(_missing(ctx), group)
-    yield "unknown-group", streams_heartbeat(v, group, member, 3)
-    yield "join-no-topology", streams_heartbeat(v, group, member, 0)
-    yield "empty-member-id", streams_heartbeat(v, group, "", 0, topology=missing)
-    yield "join-missing-source", streams_heartbeat(v, group, member, 0, topology=missing)
-    yield "fenced", streams_heartbeat(v, group, member, 7)
-    yield "unknown-member", streams_heartbeat(v, group, "compat-raw-stranger", 1)
-    yield "leave", streams_heartbeat(v, group, member, -1)
 
 
 @builder(StreamsGroupDescribeRequest)

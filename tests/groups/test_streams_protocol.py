@@ -6,12 +6,12 @@ Update, and the streams group in ListGroups, OffsetCommit and DeleteGroups."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 from kafka.protocol.admin.groups import DeleteGroupsRequest, ListGroupsRequest
 from kafka.protocol.consumer.group import OffsetCommitRequest
 
-from compat_tests.raw_protocol import streams_heartbeat
 from wireserver.protocol.messages_streams import (
     StreamsGroupDescribeRequest,
     StreamsGroupHeartbeatRequest,
@@ -94,6 +94,30 @@ def topology(app: str, source: str, epoch: int = 0):
             ),
         ],
     )
+
+
+def streams_heartbeat(v: int, group: str, member: str, epoch: int, **extra: Any) -> Any:
+    fields: dict[str, Any] = dict(
+        group_id=group,
+        member_id=member,
+        member_epoch=epoch,
+        endpoint_information_epoch=0,
+        instance_id=None,
+        rack_id=None,
+        rebalance_timeout_ms=30000 if epoch == 0 else -1,
+        topology=None,
+        active_tasks=None,
+        standby_tasks=None,
+        warmup_tasks=None,
+        process_id="compat-raw-process" if epoch == 0 else None,
+        user_endpoint=None,
+        client_tags=None,
+        task_offsets=None,
+        task_end_offsets=None,
+        shutdown_application=False,
+    )
+    fields.update(extra)
+    return H(version=v, **fields)
 
 
 class Member:
