@@ -29,6 +29,7 @@ from kafka.protocol.admin.configs import (
     IncrementalAlterConfigsRequest,
     ListConfigResourcesRequest,
 )
+from kafka.protocol.admin.groups import DescribeGroupsRequest
 from kafka.protocol.admin.topics import (
     CreatePartitionsRequest,
     CreateTopicsRequest,
@@ -900,16 +901,21 @@ def _describe_topic_partitions(v, ctx):
 
 
 def wait_for_group_coordinator(bootstrap: str, groups: list[str], timeout: float = 60.0) -> None:
-    """Until FindCoordinator finds each group's coordinator: Kafka creates and loads
-    ``__consumer_offsets`` on the first FindCoordinator and answers NOT_COORDINATOR to group
-    requests before (wireserver creates it on any group request), so group APIs are compared
-    once both have it."""
+    """Until each group's coordinator answers group requests: Kafka creates
+    ``__consumer_offsets`` on the first FindCoordinator and loads its partitions after that,
+    answering NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS meanwhile (wireserver creates and
+    loads it on any group request), so group APIs are compared once DescribeGroups gets a
+    real answer from both."""
+    not_yet = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR
     deadline = time.monotonic() + timeout
     with KafkaWire(bootstrap, client_id="compat-raw") as wire:
         for group in groups:
+            wire.request(FindCoordinatorRequest(version=4, key_type=0, coordinator_keys=[group]))
             while True:
-                request = FindCoordinatorRequest(version=4, key_type=0, coordinator_keys=[group])
-                if wire.request(request).coordinators[0].error_code == 0:
+                request = DescribeGroupsRequest(
+                    version=5, groups=[group], include_authorized_operations=False
+                )
+                if wire.request(request).groups[0].error_code not in not_yet:
                     break
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"no coordinator for group {group}")
