@@ -29,6 +29,7 @@ from kafka.protocol.admin.configs import (
     IncrementalAlterConfigsRequest,
     ListConfigResourcesRequest,
 )
+from kafka.protocol.admin.groups import DescribeGroupsRequest
 from kafka.protocol.admin.topics import (
     CreatePartitionsRequest,
     CreateTopicsRequest,
@@ -40,6 +41,7 @@ from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.group import JoinGroupRequest, OffsetCommitRequest, OffsetFetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetForLeaderEpochRequest
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 from kafka.protocol.producer.produce import ProduceRequest
 from kafka.record.default_records import DefaultRecordBatchBuilder
@@ -47,6 +49,10 @@ from kafka.record.memory_records import MemoryRecords
 
 from compat_tests.neutral import BASE_TS
 from wireserver.protocol.messages_extra import DeleteGroupsRequest
+from wireserver.protocol.messages_streams import (
+    StreamsGroupDescribeRequest,
+    StreamsGroupTopologyDescriptionUpdateRequest,
+)
 from wireserver.protocol.messages_tokens import (
     CreateDelegationTokenRequest,
     DescribeDelegationTokenRequest,
@@ -71,6 +77,7 @@ class Context:
     compacted: str  # a topic with cleanup.policy=compact
     compacted_id: Any
     extra: dict = field(default_factory=dict)
+    bootstrap: str = ""
 
 
 # ------------------------------------------------------------------------------ normalizing
@@ -93,6 +100,7 @@ VOLATILE = {
     "total_bytes": "<bytes>",
     "usable_bytes": "<bytes>",
     "error_message": "<message>",
+    "status_detail": "<detail>",
     "rack": None,
     "leader_epoch_start_offset": None,
     "member_id": "<member>",
@@ -1023,6 +1031,43 @@ def _create_delegation_token(v, ctx):
     )
 
 
+def wait_for_group_coordinator(bootstrap: str, groups: list[str], timeout: float = 60.0) -> None:
+    """Until each group's coordinator answers group requests: Kafka creates
+    ``__consumer_offsets`` on the first FindCoordinator and loads its partitions after that,
+    answering NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS meanwhile (wireserver creates and
+    loads it on any group request), so group APIs are compared once DescribeGroups gets a
+    real answer from both."""
+    not_yet = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR
+    deadline = time.monotonic() + timeout
+    with KafkaWire(bootstrap, client_id="compat-raw") as wire:
+        for group in groups:
+            wire.request(FindCoordinatorRequest(version=4, key_type=0, coordinator_keys=[group]))
+            while True:
+                request = DescribeGroupsRequest(
+                    version=5, groups=[group], include_authorized_operations=False
+                )
+                if wire.request(request).groups[0].error_code not in not_yet:
+                    break
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"no coordinator for group {group}")
+                time.sleep(0.2)
+
+
+@builder(StreamsGroupDescribeRequest)
+def _streams_group_describe(v, ctx):
+    extra = {"include_topology_description": True} if v >= 1 else {}
+    wait_for_group_coordinator(ctx.bootstrap, [f"compat-raw-streams-absent-{ctx.run}"])
+    yield (
+        "missing+classic",
+        StreamsGroupDescribeRequest(
+            version=v,
+            group_ids=[f"compat-raw-streams-absent-{ctx.run}"],
+            include_authorized_operations=False,
+            **extra,
+        ),
+    )
+
+
 @builder(RenewDelegationTokenRequest)
 def _renew_delegation_token(v, ctx):
     yield "on-plaintext", RenewDelegationTokenRequest(version=v, hmac=b"x", renew_period_ms=-1)
@@ -1039,6 +1084,22 @@ def _expire_delegation_token(v, ctx):
 @builder(DescribeDelegationTokenRequest)
 def _describe_delegation_token(v, ctx):
     yield "on-plaintext", DescribeDelegationTokenRequest(version=v, owners=None)
+
+
+@builder(StreamsGroupTopologyDescriptionUpdateRequest)
+def _streams_group_topology_description_update(v, ctx):
+    d = StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescription
+    wait_for_group_coordinator(ctx.bootstrap, [f"compat-raw-streams-absent-{ctx.run}"])
+    yield (
+        "unknown-group",
+        StreamsGroupTopologyDescriptionUpdateRequest(
+            version=v,
+            group_id=f"compat-raw-streams-absent-{ctx.run}",
+            member_id="compat-raw-member",
+            topology_epoch=0,
+            topology_description=d(subtopologies=[], global_stores=[]),
+        ),
+    )
 
 
 # ------------------------------------------------------------------------------ driving
@@ -1143,4 +1204,4 @@ def topic_ids(bootstrap: str, *topics: str) -> tuple[int, dict]:
 
 def context(bootstrap: str, topic: str, compacted: str, run: str) -> Context:
     node_id, ids = topic_ids(bootstrap, topic, compacted)
-    return Context(topic, ids[topic], node_id, run, compacted, ids[compacted])
+    return Context(topic, ids[topic], node_id, run, compacted, ids[compacted], bootstrap=bootstrap)

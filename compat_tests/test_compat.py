@@ -20,6 +20,7 @@ from compat_tests import (  # noqa: F401
     scenarios_compaction,
     scenarios_fetch,
     scenarios_groups,
+    scenarios_streams,
     scenarios_tools,
     scenarios_txn,
 )

@@ -54,6 +54,12 @@ SERVED.register(47, "OffsetDelete", "kafka.protocol.consumer.group", 0, 0)
 # Consumer group protocol (KIP-848); message classes from protocol.messages_extra.
 SERVED.register(68, "ConsumerGroupHeartbeat", "wireserver.protocol.messages_extra", 0, 1)
 SERVED.register(69, "ConsumerGroupDescribe", "wireserver.protocol.messages_extra", 0, 1)
+# Streams group protocol (KIP-1071); message classes from protocol.messages_streams.
+SERVED.register(88, "StreamsGroupHeartbeat", "wireserver.protocol.messages_streams", 0, 1)
+SERVED.register(89, "StreamsGroupDescribe", "wireserver.protocol.messages_streams", 0, 1)
+SERVED.register(
+    93, "StreamsGroupTopologyDescriptionUpdate", "wireserver.protocol.messages_streams", 0, 0
+)
 # Transactions (protocol v1 and v2: EndTxn 5 and TxnOffsetCommit 5, KIP-890 part 2).
 SERVED.register(24, "AddPartitionsToTxn", "kafka.protocol.producer.transaction", 0, 5)
 SERVED.register(25, "AddOffsetsToTxn", "kafka.protocol.producer.transaction", 0, 4)

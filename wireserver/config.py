@@ -780,9 +780,9 @@ _BROKER_ONLY = [
     _key(
         "group.coordinator.rebalance.protocols",
         "list",
-        ["classic", "consumer"],
-        "Group protocols served: classic (JoinGroup) and consumer (KIP-848).",
-        one_of("classic", "consumer", "share"),
+        ["classic", "consumer", "streams"],
+        "Group protocols served: classic (JoinGroup), consumer (KIP-848) and streams (KIP-1071).",
+        one_of("classic", "consumer", "share", "streams"),
     ),
     _key(
         "group.consumer.session.timeout.ms",

@@ -1,10 +1,13 @@
 """ListGroups (key 16), v0-5: every group, with its state from v4 (and the v4+ states filter)
 and its type from v5 (``classic``, or ``consumer`` for a KIP-848 group, whose protocol type is
-``consumer`` and whose states are Empty, Assigning, Reconciling and Stable; the v5 types
-filter). Both filters compare case-insensitively, as Kafka does. A principal with DESCRIBE on
+``consumer`` and whose states are Empty, Assigning, Reconciling and Stable; ``streams`` for a
+KIP-1071 group, protocol type ``streams``, states Empty, NotReady, Assigning, Reconciling and
+Stable; the v5 types filter). Both filters compare case-insensitively, as Kafka does. A principal with DESCRIBE on
 the cluster sees every group, any other only the groups it may DESCRIBE."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
@@ -14,6 +17,7 @@ from wireserver.security import checks
 API_KEY = 16
 GROUP_TYPE = "classic"
 CONSUMER_GROUP_TYPE = "consumer"
+STREAMS_GROUP_TYPE = "streams"
 
 
 @handles(API_KEY)
@@ -45,20 +49,24 @@ def handle(ctx: RequestContext) -> HandlerResult:
                 group_type=GROUP_TYPE,
             )
         )
-    for consumer_group in list(coordinator.consumer.groups.values()):
-        state = str(consumer_group.state)
+    modern: list[tuple[str, Any]] = [
+        (CONSUMER_GROUP_TYPE, g) for g in coordinator.consumer.groups.values()
+    ]
+    modern += [(STREAMS_GROUP_TYPE, g) for g in coordinator.streams.groups.values()]
+    for group_type, modern_group in modern:
+        state = str(modern_group.state)
         if states is not None and state.lower() not in states:
             continue
-        if types is not None and CONSUMER_GROUP_TYPE not in types:
+        if types is not None and group_type not in types:
             continue
-        if not checks.list_group(ctx, consumer_group.group_id):
+        if not checks.list_group(ctx, modern_group.group_id):
             continue
         listed.append(
             listed_class(
-                group_id=consumer_group.group_id,
-                protocol_type=CONSUMER_GROUP_TYPE,
+                group_id=modern_group.group_id,
+                protocol_type=group_type,
                 group_state=state,
-                group_type=CONSUMER_GROUP_TYPE,
+                group_type=group_type,
             )
         )
     return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, groups=listed)

@@ -45,7 +45,7 @@ UNSTABLE = object()  # stands for "pending transactional offsets" in _fetch's an
 
 
 def _member_epoch_error(coordinator, g, version):
-    group = coordinator.consumer.groups.get(g.group_id) if version >= 9 else None
+    group = coordinator.modern_group(g.group_id) if version >= 9 else None
     if group is None:
         return ErrorCode.NONE
     return (

@@ -2,11 +2,11 @@
 IncrementalAlterConfigs, as Kafka 4.4's ``GroupConfig``.
 
 Keys (``GROUP_CONFIGS``): Kafka 4.4's consumer-, share- and streams-group keys. The consumer
-coordinator uses ``consumer.session.timeout.ms`` and ``consumer.heartbeat.interval.ms`` of a
-group; the share-group keys are kept and described (share groups are not served). A key a group
-does not set takes its value from its broker synonym (``group.consumer.session.timeout.ms`` for
-``consumer.session.timeout.ms``, ...; Kafka's ``brokerSynonym``) or, for the others, Kafka's
-fixed default. Internal keys (``*.assignor.offload.enable`` ...) are accepted, not described.
+and streams coordinators use a group's session timeout and heartbeat interval (the streams one
+its ``streams.num.standby.replicas`` too); the share-group keys are kept and described (share
+groups are not served). A key a group does not set takes its value from its broker synonym
+(``group.consumer.session.timeout.ms`` for ``consumer.session.timeout.ms``, ...; Kafka's
+``brokerSynonym``) or, for the others, Kafka's fixed default. Internal keys (``*.assignor.offload.enable`` ...) are accepted, not described.
 
 A new set of overrides is checked as Kafka 4.4's ``GroupConfig.validate`` does (``validate``
 below); every failure is INVALID_CONFIG with Kafka's message.

@@ -54,6 +54,7 @@ from wireserver.groups.consumer_group import (
     TopicPartitions,
 )
 from wireserver.groups.group import Group
+from wireserver.groups.member_timers import MemberTimers
 from wireserver.groups.records import (
     ConsumerGroupKey,
     ConsumerGroupValue,
@@ -124,8 +125,32 @@ class ClassicCoordinator(Protocol):
 
     def drop_group(self, group: Group) -> None: ...
 
+    def modern_group(self, group_id: str) -> Any: ...
 
-class ConsumerGroupCoordinator:
+
+def take_over_classic_group(coordinator: ClassicCoordinator, group: Any, kind: str) -> None:
+    """A new consumer or streams group ``group`` is about to be made: refuse it when the id
+    is taken by a group of another type (GROUP_ID_NOT_FOUND, as Kafka: "Group X is not a
+    consumer group."); an empty classic group of that id (committed offsets only) becomes
+    the new group and keeps its offsets. Kafka's online upgrade of a classic group with
+    members is not done."""
+    group_id = group.group_id
+    classic = coordinator.groups.get(group_id)
+    if coordinator.modern_group(group_id) is not None or (
+        classic is not None and (classic.members or classic.pending_members)
+    ):
+        raise HeartbeatError(
+            ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a {kind} group."
+        )
+    if classic is not None:
+        group.offsets = classic.offsets
+        tombstone = [(encode_key(GroupKey(group_id)), None)]
+        if coordinator.runtime.append(group_id, tombstone) != ErrorCode.NONE:
+            raise HeartbeatError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        coordinator.drop_group(classic)
+
+
+class ConsumerGroupCoordinator(MemberTimers):
     """``logs``: the broker's ``LogManager`` (its ``topics``: what members subscribe to);
     ``group_configs``: the groups' session and heartbeat settings (``GroupConfigs``)."""
 
@@ -139,11 +164,6 @@ class ConsumerGroupCoordinator:
 
     def now_ms(self) -> int:
         return self.coordinator.now_ms()
-
-    def stop(self) -> None:
-        for group in self.groups.values():
-            for member in group.members.values():
-                self._cancel_timers(member)
 
     # -- configuration ----------------------------------------------------------------------
 
@@ -223,22 +243,10 @@ class ConsumerGroupCoordinator:
 
     def _group_for_join(self, group_id: str) -> ConsumerGroup:
         group = self.groups.get(group_id)
-        if group is not None:
-            return group
-        classic = self.coordinator.groups.get(group_id)
-        group = ConsumerGroup(group_id, self.now_ms())
-        if classic is not None:
-            if classic.members or classic.pending_members:
-                raise HeartbeatError(
-                    ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
-                )
-            # An empty classic group becomes a consumer group and keeps its offsets.
-            group.offsets = classic.offsets
-            tombstone = [(encode_key(GroupKey(group_id)), None)]
-            if self.coordinator.runtime.append(group_id, tombstone) != ErrorCode.NONE:
-                raise HeartbeatError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-            self.coordinator.drop_group(classic)
-        self.groups[group_id] = group
+        if group is None:
+            group = ConsumerGroup(group_id, self.now_ms())
+            take_over_classic_group(self.coordinator, group, "consumer")
+            self.groups[group_id] = group
         return group
 
     def _heartbeat(self, req: HeartbeatRequest) -> HeartbeatResult:
@@ -538,51 +546,8 @@ class ConsumerGroupCoordinator:
         group.assignment_epoch = group.group_epoch
         group.update_state(self.now_ms())
 
-    # -- timers -----------------------------------------------------------------------------
-
-    def _arm_session_timer(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
-        _cancel(member.session_timer)
-        member.session_timer = self.reactor.callLater(
-            self._session_timeout_ms(group.group_id) / 1000.0, self._session_expired, group, member
-        )
-
-    def _session_expired(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
-        member.session_timer = None
-        if group.members.get(member.member_id) is member:
-            self.remove_member(group, member, "its session timed out")
-
-    def _arm_revocation_timer(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
-        if member.state is not MemberState.UNREVOKED_PARTITIONS:
-            self._cancel_revocation_timer(member)
-        elif member.revocation_timer is None:
-            member.revocation_timer = self.reactor.callLater(
-                member.rebalance_timeout_ms / 1000.0,
-                self._revocation_expired,
-                group,
-                member,
-                member.member_epoch,
-            )
-
-    def _revocation_expired(
-        self, group: ConsumerGroup, member: ConsumerGroupMember, epoch: int
-    ) -> None:
-        member.revocation_timer = None
-        if (
-            group.members.get(member.member_id) is member
-            and member.state is MemberState.UNREVOKED_PARTITIONS
-            and member.member_epoch == epoch
-        ):
-            self.remove_member(group, member, "it did not revoke its partitions in time")
-
-    @staticmethod
-    def _cancel_revocation_timer(member: ConsumerGroupMember) -> None:
-        _cancel(member.revocation_timer)
-        member.revocation_timer = None
-
-    def _cancel_timers(self, member: ConsumerGroupMember) -> None:
-        _cancel(member.session_timer)
-        member.session_timer = None
-        self._cancel_revocation_timer(member)
+    def _revoking(self, member: ConsumerGroupMember) -> bool:
+        return member.state is MemberState.UNREVOKED_PARTITIONS
 
     # -- persistence ------------------------------------------------------------------------
 
@@ -685,8 +650,3 @@ def _is_subset(owned: TopicPartitions | None, assigned: TopicPartitions) -> bool
     if owned is None:
         return False
     return all(ps <= assigned.get(t, set()) for t, ps in owned.items() if ps)
-
-
-def _cancel(timer: Any) -> None:
-    if timer is not None and timer.active():
-        timer.cancel()

@@ -81,14 +81,18 @@ from wireserver.groups.records import (
     MemberValue,
     OffsetKey,
     RecordFormatError,
+    StreamsGroupKey,
+    StreamsGroupValue,
     decode_consumer_group_value,
     decode_group_value,
     decode_key,
     decode_offset_value,
+    decode_streams_group_value,
     encode_group_value,
     encode_key,
 )
 from wireserver.groups.state import GroupState
+from wireserver.groups.streams_coordinator import StreamsGroupCoordinator
 from wireserver.protocol.errors import DecodeError, ErrorCode
 from wireserver.protocol.records import ControlRecordType, RecordBatch, decode_control_record
 
@@ -179,6 +183,8 @@ class GroupCoordinator:
         self.runtime = CoordinatorRuntime(host, CONSUMER_OFFSETS, self, create_topic)
         # Groups of type "consumer" (KIP-848) live apart from the classic ones.
         self.consumer = ConsumerGroupCoordinator(self, host.logs, group_configs)
+        # Groups of type "streams" (KIP-1071) too.
+        self.streams = StreamsGroupCoordinator(self, host.logs, group_configs)
         self.offsets = OffsetManager(self.runtime, self, self.reactor)
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -199,6 +205,7 @@ class GroupCoordinator:
         for group in self.groups.values():
             self._cancel_group_timers(group)
         self.consumer.stop()
+        self.streams.stop()
 
     def _cancel_group_timers(self, group: Group) -> None:
         """Cancel a group's rebalance, sync and member timers (it is dropped or unloaded)."""
@@ -291,6 +298,9 @@ class GroupCoordinator:
             if isinstance(values.get(group_id), ConsumerGroupValue):
                 self.consumer.restore(group_id, values[group_id], offsets.get(group_id, {}))
                 continue
+            if isinstance(values.get(group_id), StreamsGroupValue):
+                self.streams.restore(group_id, values[group_id], offsets.get(group_id, {}))
+                continue
             group = self._restore_group(group_id, values.get(group_id), now)
             group.offsets = offsets.get(group_id, {})
             self.groups[group_id] = group
@@ -316,6 +326,10 @@ class GroupCoordinator:
             group = self.consumer.groups.pop(group_id)
             for member in group.members.values():
                 self.consumer._cancel_timers(member)
+            dropped += 1
+        for group_id in [g for g in self.streams.groups if mine(g)]:
+            for member in self.streams.groups.pop(group_id).members.values():
+                self.streams._cancel_timers(member)
             dropped += 1
         self.offsets.forget_pending(mine)
         return dropped
@@ -384,11 +398,13 @@ class GroupCoordinator:
                     group_offsets[(key.topic, key.partition)] = CommittedOffset(
                         value.offset, value.leader_epoch, value.metadata, value.commit_timestamp
                     )
-            elif isinstance(key, (GroupKey, ConsumerGroupKey)):
+            elif isinstance(key, (GroupKey, ConsumerGroupKey, StreamsGroupKey)):
                 if value_bytes is None:
                     values.pop(key.group, None)
                 elif isinstance(key, ConsumerGroupKey):
                     values[key.group] = decode_consumer_group_value(value_bytes)
+                elif isinstance(key, StreamsGroupKey):
+                    values[key.group] = decode_streams_group_value(value_bytes)
                 else:
                     values[key.group] = decode_group_value(value_bytes)
         except (RecordFormatError, ValueError) as exc:
@@ -964,6 +980,11 @@ class GroupCoordinator:
 
     # -- admin ------------------------------------------------------------------------------
 
+    def modern_group(self, group_id: str) -> Any:
+        """The consumer-protocol or Streams group of that id (their offsets are checked by
+        member epoch, the same way), or None."""
+        return self.consumer.groups.get(group_id) or self.streams.groups.get(group_id)
+
     def list_groups(self) -> list[Group]:
         return [g for g in self.groups.values() if not g.is_in(S.DEAD)]
 
@@ -972,6 +993,9 @@ class GroupCoordinator:
         for group_id in group_ids:
             if group_id in self.consumer.groups:
                 results[group_id] = self.consumer.delete(self.consumer.groups[group_id])
+                continue
+            if group_id in self.streams.groups:
+                results[group_id] = self.streams.delete(self.streams.groups[group_id])
                 continue
             group = self.groups.get(group_id)
             if group is None or group.is_in(S.DEAD):

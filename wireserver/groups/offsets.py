@@ -92,6 +92,10 @@ class Membership(Protocol):
     @property
     def consumer(self) -> ConsumerGroups: ...
 
+    def modern_group(self, group_id: str) -> Any:
+        """The consumer-protocol (KIP-848) or Streams (KIP-1071) group of that id, or None."""
+        ...
+
     def keep_alive(self, group: Group, member: Member) -> None: ...
 
     def drop_group(self, group: Group) -> None: ...
@@ -167,7 +171,7 @@ class OffsetManager:
 
         consumer = self.membership.consumer
         group: Any = self.membership.groups.get(group_id)
-        consumer_group = consumer.groups.get(group_id)
+        consumer_group = self.membership.modern_group(group_id)
         if consumer_group is not None:
             # generation_id is the member epoch for a consumer-protocol group.
             group = consumer_group
@@ -284,7 +288,7 @@ class OffsetManager:
         error = self.runtime.ensure_ready()
         if error is not None:
             return everywhere(error)
-        consumer_group = self.membership.consumer.groups.get(group_id)
+        consumer_group = self.membership.modern_group(group_id)
         group = self.membership.groups.get(group_id)
         if consumer_group is not None:
             # generation_id is the member epoch of a consumer-protocol (KIP-848) member.
@@ -321,7 +325,7 @@ class OffsetManager:
         """The group whose ``offsets`` take a commit: the consumer-protocol group of that id,
         else the classic one, created (without members: a "simple" group) if there is none."""
         membership = self.membership
-        group = membership.consumer.groups.get(group_id) or membership.groups.get(group_id)
+        group = membership.modern_group(group_id) or membership.groups.get(group_id)
         if group is None:
             group = self.membership.groups[group_id] = Group(group_id, self.now_ms())
         return group
@@ -353,7 +357,7 @@ class OffsetManager:
         """Committed offsets per topic; ``topics`` None means all of the group's. Pending
         transactional offsets are not included (see ``has_pending``)."""
         membership = self.membership
-        group = membership.groups.get(group_id) or membership.consumer.groups.get(group_id)
+        group = membership.groups.get(group_id) or membership.modern_group(group_id)
         offsets = group.offsets if group is not None else {}
         if topics is None:
             by_topic: dict[str, list[tuple[int, CommittedOffset | None]]] = {}

@@ -15,6 +15,10 @@ int16 value version; strings are int16-length UTF-8, bytes int32-length, arrays 
   consumer-protocol (KIP-848) group, then tagged fields; fields Kafka appended later are
   ignored on read. Kafka's other KIP-848 records (types 4-8: member subscriptions, target and
   current assignments) are neither written nor read: members rejoin after a restart.
+- StreamsGroupMetadataKey (type 17): group. Its value (version 0, flexible): the epoch of a
+  Streams (KIP-1071) group and the hash of its topics' metadata (we write 0), then tagged
+  fields, ignored on read. Kafka's other streams records (types 18-22: members, target and
+  current assignments, topology) are neither written nor read: members rejoin after a restart.
 - GroupMetadataValue: we write version 3 (protocolType, generation, protocol?, leader?,
   currentStateTimestamp, members[memberId, groupInstanceId?, clientId, clientHost,
   rebalanceTimeout, sessionTimeout, subscription, assignment]) and read versions 0-3.
@@ -40,6 +44,7 @@ LEGACY_OFFSET_COMMIT_KEY = 0
 OFFSET_COMMIT_KEY = 1
 GROUP_METADATA_KEY = 2
 CONSUMER_GROUP_METADATA_KEY = 3
+STREAMS_GROUP_METADATA_KEY = 17
 
 OFFSET_COMMIT_VALUE_VERSION = 3
 GROUP_METADATA_VALUE_VERSION = 3
@@ -151,7 +156,12 @@ class ConsumerGroupKey:
     group: str
 
 
-Key = OffsetKey | GroupKey | ConsumerGroupKey
+@dataclass(frozen=True)
+class StreamsGroupKey:
+    group: str
+
+
+Key = OffsetKey | GroupKey | ConsumerGroupKey | StreamsGroupKey
 
 
 def encode_key(key: Key) -> bytes:
@@ -160,6 +170,8 @@ def encode_key(key: Key) -> bytes:
         return bytes(w.int32(key.partition).buf)
     if isinstance(key, ConsumerGroupKey):
         return bytes(_Writer().int16(CONSUMER_GROUP_METADATA_KEY).string(key.group).buf)
+    if isinstance(key, StreamsGroupKey):
+        return bytes(_Writer().int16(STREAMS_GROUP_METADATA_KEY).string(key.group).buf)
     return bytes(_Writer().int16(GROUP_METADATA_KEY).string(key.group).buf)
 
 
@@ -174,6 +186,8 @@ def decode_key(data: bytes) -> Key | None:
         return GroupKey(r.string())
     if kind == CONSUMER_GROUP_METADATA_KEY:
         return ConsumerGroupKey(r.string())
+    if kind == STREAMS_GROUP_METADATA_KEY:
+        return StreamsGroupKey(r.string())
     return None
 
 
@@ -193,6 +207,26 @@ def decode_consumer_group_value(data: bytes) -> ConsumerGroupValue:
     if version < 0:
         raise RecordFormatError(f"unsupported ConsumerGroupMetadataValue version {version}")
     return ConsumerGroupValue(r.int32())
+
+
+@dataclass(frozen=True)
+class StreamsGroupValue:
+    epoch: int
+    metadata_hash: int = 0
+
+
+def encode_streams_group_value(value: StreamsGroupValue) -> bytes:
+    # Version 0, flexible: the epoch, the metadata hash and an empty tagged-field section.
+    w = _Writer().int16(0).int32(value.epoch).int64(value.metadata_hash)
+    return bytes(w.buf) + b"\x00"
+
+
+def decode_streams_group_value(data: bytes) -> StreamsGroupValue:
+    r = _Reader(data)
+    version = r.int16()
+    if version < 0:
+        raise RecordFormatError(f"unsupported StreamsGroupMetadataValue version {version}")
+    return StreamsGroupValue(r.int32(), r.int64())
 
 
 # -- offset values ----------------------------------------------------------------------------
