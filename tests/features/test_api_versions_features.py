@@ -45,11 +45,11 @@ def test_v4_reports_supported_and_finalized_features(broker):
     assert {(f.name, f.min_version, f.max_version) for f in response.supported_features} == {
         ("group.version", 0, 1),
         ("transaction.version", 0, 2),
-        ("streams.version", 0, 0),
+        ("streams.version", 0, 1),
     }
     assert {
         (f.name, f.min_version_level, f.max_version_level) for f in response.finalized_features
-    } == {("group.version", 1, 1), ("transaction.version", 2, 2)}
+    } == {("group.version", 1, 1), ("streams.version", 1, 1), ("transaction.version", 2, 2)}
     assert response.finalized_features_epoch == 0
     assert response.zk_migration_ready is False
 
@@ -58,7 +58,11 @@ def test_v3_leaves_out_features_whose_minimum_is_zero(broker):
     """KAFKA-17011: a v3 client cannot read a supported minimum of 0."""
     response = api_versions(broker.bootstrap, 3)
     assert response.supported_features == []
-    assert {f.name for f in response.finalized_features} == {"group.version", "transaction.version"}
+    assert {f.name for f in response.finalized_features} == {
+        "group.version",
+        "streams.version",
+        "transaction.version",
+    }
 
 
 def test_v5_with_this_brokers_cluster_and_node_id_is_answered(broker):

@@ -41,7 +41,7 @@ def describe(bootstrap: str) -> list[tuple[str, ...]]:
 def test_describe_downgrade_upgrade_disable(broker):
     assert describe(broker.bootstrap) == [
         ("group.version", "0", "1", "1", "0"),
-        ("streams.version", "0", "0", "0", "0"),
+        ("streams.version", "0", "1", "1", "0"),
         ("transaction.version", "0", "2", "2", "0"),
     ]
     done = features(broker.bootstrap, "downgrade", "--feature", "transaction.version=1")
@@ -60,6 +60,6 @@ def test_describe_downgrade_upgrade_disable(broker):
     assert (done.returncode, done.stdout) == (0, "transaction.version was upgraded to 2.\n")
     assert describe(broker.bootstrap) == [
         ("group.version", "0", "1", "1", "2"),
-        ("streams.version", "0", "0", "0", "2"),
+        ("streams.version", "0", "1", "1", "2"),
         ("transaction.version", "0", "2", "2", "2"),
     ]

@@ -13,6 +13,8 @@ from wireserver.protocol.errors import ErrorCode
 from wireserver.testing import KafkaWire
 
 UPGRADE, SAFE_DOWNGRADE = 1, 2
+#: what a new broker finalizes (Kafka 4.4's defaults for the features wireserver has)
+DEFAULT_LEVELS = {"group.version": 1, "streams.version": 1, "transaction.version": 2}
 
 
 def update(bootstrap: str, *changes: tuple[str, int, int], version=2, validate_only=False):
@@ -47,10 +49,13 @@ def broker(tmp_path):
 def test_downgrade_and_upgrade_change_what_api_versions_reports(broker):
     answer = update(broker.bootstrap, ("group.version", 0, SAFE_DOWNGRADE))
     assert (answer.error_code, answer.error_message) == (ErrorCode.NONE, None)
-    assert finalized(broker.bootstrap) == (1, {"transaction.version": 2})
+    assert finalized(broker.bootstrap) == (1, {"streams.version": 1, "transaction.version": 2})
     answer = update(broker.bootstrap, ("group.version", 1, UPGRADE))
     assert answer.error_code == ErrorCode.NONE
-    assert finalized(broker.bootstrap) == (2, {"transaction.version": 2, "group.version": 1})
+    assert finalized(broker.bootstrap) == (
+        2,
+        {"streams.version": 1, "transaction.version": 2, "group.version": 1},
+    )
 
 
 def test_levels_outlive_a_restart(tmp_path):
@@ -61,7 +66,7 @@ def test_levels_outlive_a_restart(tmp_path):
         first.stop()
     second = RunningBroker(tmp_path)
     try:
-        assert finalized(second.bootstrap) == (1, {"transaction.version": 2})
+        assert finalized(second.bootstrap) == (1, {"streams.version": 1, "transaction.version": 2})
     finally:
         second.stop()
 
@@ -103,7 +108,7 @@ def test_refused_updates_change_nothing(broker, change, message):
         ErrorCode.INVALID_UPDATE_VERSION,
         "The update failed for all features since the following feature had an error: " + message,
     )
-    assert finalized(broker.bootstrap) == (0, {"group.version": 1, "transaction.version": 2})
+    assert finalized(broker.bootstrap) == (0, DEFAULT_LEVELS)
 
 
 def test_v1_lists_the_features_of_a_request_that_succeeded(broker):
@@ -139,4 +144,4 @@ def test_an_empty_request_succeeds(broker):
 def test_validate_only_changes_nothing(broker):
     answer = update(broker.bootstrap, ("group.version", 0, SAFE_DOWNGRADE), validate_only=True)
     assert answer.error_code == ErrorCode.NONE
-    assert finalized(broker.bootstrap) == (0, {"group.version": 1, "transaction.version": 2})
+    assert finalized(broker.bootstrap) == (0, DEFAULT_LEVELS)

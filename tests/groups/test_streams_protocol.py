@@ -402,6 +402,18 @@ def test_a_broker_without_the_streams_protocol_refuses_the_heartbeat():
         assert Member(w, "app", "words").heartbeat().error_code == UNSUPPORTED_VERSION
 
 
+def test_the_heartbeat_is_refused_once_streams_version_is_disabled():
+    """As Kafka's ``isStreamsGroupProtocolEnabled``: the protocol needs ``streams.version`` 1+
+    finalized too; ``kafka-features disable --feature streams.version`` turns it off."""
+    from tests.features.test_update_features import SAFE_DOWNGRADE, update
+
+    with EmbeddedBroker() as broker, KafkaWire(broker.bootstrap_servers) as w:
+        assert Member(w, "app", "words").heartbeat().error_code != UNSUPPORTED_VERSION
+        answer = update(broker.bootstrap_servers, ("streams.version", 0, SAFE_DOWNGRADE))
+        assert answer.error_code == 0
+        assert Member(w, "app2", "words").heartbeat().error_code == UNSUPPORTED_VERSION
+
+
 def test_standby_replicas_go_to_the_other_process():
     overrides = {"group.streams.num.standby.replicas": "1"}
     with EmbeddedBroker(overrides=overrides) as broker, KafkaWire(broker.bootstrap_servers) as w:

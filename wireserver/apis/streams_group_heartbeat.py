@@ -9,8 +9,9 @@ v0 answers ``AcceptableRecoveryLagLegacy`` (int32), v1 ``AcceptableRecoveryLag``
 ``TopologyDescriptionRequired`` (always false: no topology description plugin is configured,
 as on a Kafka broker by default).
 
-UNSUPPORTED_VERSION when ``group.coordinator.rebalance.protocols`` lacks ``streams`` (Kafka
-also asks for the ``streams.version`` feature). Authorization as Kafka's
+UNSUPPORTED_VERSION when ``group.coordinator.rebalance.protocols`` lacks ``streams`` or the
+``streams.version`` feature is not finalized at 1 or above (``kafka-features disable``), as in
+Kafka's ``isStreamsGroupProtocolEnabled``. Authorization as Kafka's
 ``handleStreamsGroupHeartbeat``: READ on the group
 (GROUP_AUTHORIZATION_FAILED); with a topology, DESCRIBE on its source and internal topics
 (TOPIC_AUTHORIZATION_FAILED). The internal topics are created with the requester's rights: one
@@ -135,7 +136,9 @@ def handle(ctx: RequestContext) -> HandlerResult:
     coordinator = ctx.services.groups
     response_class = ctx.request.spec.response_class
     topology = _topology(body.topology)
-    enabled = "streams" in coordinator.config["group.coordinator.rebalance.protocols"]
+    enabled = "streams" in coordinator.config[
+        "group.coordinator.rebalance.protocols"
+    ] and ctx.services.features.at_least("streams.version", 1)
     error = (
         (None if enabled else ErrorCode.UNSUPPORTED_VERSION)
         or coordinator.ensure_ready(body.group_id)
