@@ -24,7 +24,7 @@ from confluent_kafka.admin import (
 )
 
 from compat_tests.reference import require_tools, resolve, run_tool, which_java
-from compat_tests.reference.resolve import classpath
+from compat_tests.reference.resolve import KAFKA_VERSION, classpath
 from tests.cluster.conftest import Cluster, wait_for, zk_client
 
 pytestmark = pytest.mark.integration
@@ -38,6 +38,7 @@ OVERRIDES = {
     "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
 }
 USER, PASSWORD = "carol@example.com", "carol-secret"
+KAFKA_VERSION_TUPLE = tuple(int(p) for p in KAFKA_VERSION.split(".")[:2])
 ZNODE = "/config/users/carol%40example.com"  # Kafka's Sanitizer: URL-encoded
 SALT, ITERATIONS = b"a-salt-the-client-chose", 8192
 INVALID = (
@@ -224,7 +225,7 @@ import org.apache.kafka.common.security.scram.ScramCredential;
 import org.apache.kafka.common.security.scram.internals.ScramCredentialUtils;
 import org.apache.kafka.common.security.scram.internals.ScramFormatter;
 import org.apache.kafka.common.security.scram.internals.ScramMechanism;
-import org.apache.kafka.common.utils.Sanitizer;
+import org.apache.kafka.common.utils.SANITIZER_PACKAGESanitizer;
 
 public class KafkaScramFormat {
     public static void main(String[] args) throws Exception {
@@ -273,7 +274,9 @@ def test_kafka_configs_creates_a_user_whose_znode_is_what_kafka_writes(cluster, 
     [child] = [c for c in zk.get_children("/config/users") if c.startswith("dave")]
     value = json.loads(zk.get(f"/config/users/{child}")[0])["config"]["SCRAM-SHA-512"]
     source = tmp_path / "KafkaScramFormat.java"
-    source.write_text(KAFKA_FORMAT)
+    # Kafka 4.4 moved Sanitizer to common.utils.internals.
+    moved = KAFKA_VERSION_TUPLE >= (4, 4)
+    source.write_text(KAFKA_FORMAT.replace("SANITIZER_PACKAGE", "internals." if moved else ""))
     kafka = subprocess.run(
         [
             which_java(),
