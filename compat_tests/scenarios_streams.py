@@ -1,6 +1,6 @@
 """Kafka Streams on the Streams group protocol (KIP-1071), registered with
 ``compat_tests.scenarios.scenario`` like the others: a word-count application
-(``compat_tests/streams_app/WordCountApp.java``, ``group.protocol=streams``) whose two
+(``compat_tests/apps/WordCountApp.java``, ``group.protocol=streams``) whose two
 instances share the tasks, one leaves, the other takes them all, and the counts are exact;
 and ``kafka-streams-groups --list`` / ``--describe``.
 

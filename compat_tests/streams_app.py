@@ -1,59 +1,18 @@
-"""Runs ``compat_tests/streams_app/WordCountApp.java``, a Kafka Streams application on the
-Streams group protocol (KIP-1071), against any broker: compiled once per run with ``javac``
-against the reference's jars plus kafka-streams and RocksDB, then driven line by line on its
-stdin (start and close instances, ask which active tasks each one runs).
-
-The class path is the reference's ``lib`` (broker, clients, tools) and the kafka-streams and
-rocksdbjni jars of the same Kafka release from the local Maven repository, where resolving
-kafka-streams puts them (``STREAMS_JARS``); the broker's cached ``lib`` is left as it is.
+"""Runs ``compat_tests/apps/WordCountApp.java``, a Kafka Streams application on the Streams
+group protocol (KIP-1071), against any broker, driven line by line on its stdin (start and close
+instances, ask which active tasks each one runs). Its class path, the kafka-streams jars and
+the compiled apps come from ``compat_tests.applications`` (resolved and compiled on first use).
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-from compat_tests.reference.resolve import KAFKA_VERSION, LOG4J2_TOOLS, classpath, resolve
-
-SOURCE = Path(__file__).resolve().parent / "streams_app" / "WordCountApp.java"
-M2 = Path(os.environ.get("MAVEN_REPOSITORY", Path.home() / ".m2" / "repository"))
-#: The jars kafka-streams adds to the reference's lib (RocksDB is its only other dependency).
-STREAMS_JARS = (
-    M2 / "org/apache/kafka/kafka-streams" / KAFKA_VERSION / f"kafka-streams-{KAFKA_VERSION}.jar",
-    M2 / "org/rocksdb/rocksdbjni/10.1.3/rocksdbjni-10.1.3.jar",
-)
-
-_compiled: dict[str, Path] = {}
-_lock = threading.Lock()
-
-
-def streams_classpath() -> str:
-    missing = [str(j) for j in STREAMS_JARS if not j.is_file()]
-    if missing:
-        raise FileNotFoundError(
-            f"kafka-streams jars missing: {missing} (mvn dependency:get "
-            f"-Dartifact=org.apache.kafka:kafka-streams:{KAFKA_VERSION})"
-        )
-    return os.pathsep.join([classpath(resolve()), *map(str, STREAMS_JARS)])
-
-
-def compiled() -> Path:
-    """The directory holding WordCountApp.class (compiled once per process)."""
-    with _lock:
-        if "dir" not in _compiled:
-            out = Path(tempfile.mkdtemp(prefix="wordcount-"))
-            subprocess.run(
-                ["javac", "-d", str(out), "-cp", streams_classpath(), str(SOURCE)],
-                check=True,
-                capture_output=True,
-                timeout=180,
-            )
-            _compiled["dir"] = out
-        return _compiled["dir"]
+from compat_tests.applications import streams_classpath
+from compat_tests.reference.resolve import LOG4J2_TOOLS
 
 
 class WordCountApp:
@@ -61,7 +20,7 @@ class WordCountApp:
 
     def __init__(self, bootstrap: str, app_id: str, source: str, sink: str):
         self.state_dir = tempfile.mkdtemp(prefix="wordcount-state-")
-        cp = os.pathsep.join([str(compiled()), streams_classpath()])
+        cp = streams_classpath()
         self.log = tempfile.NamedTemporaryFile(prefix="wordcount-", suffix=".log", delete=False)
         self.process = subprocess.Popen(
             [
