@@ -53,13 +53,13 @@ from wireserver.groups.consumer_group import (
     MemberState,
     TopicPartitions,
 )
+from wireserver.groups.epoch_store import EpochStore
 from wireserver.groups.group import Group
 from wireserver.groups.member_timers import MemberTimers
 from wireserver.groups.records import (
     ConsumerGroupKey,
     ConsumerGroupValue,
     GroupKey,
-    OffsetKey,
     encode_consumer_group_value,
     encode_key,
 )
@@ -150,9 +150,13 @@ def take_over_classic_group(coordinator: ClassicCoordinator, group: Any, kind: s
         coordinator.drop_group(classic)
 
 
-class ConsumerGroupCoordinator(MemberTimers):
+class ConsumerGroupCoordinator(MemberTimers, EpochStore):
     """``logs``: the broker's ``LogManager`` (its ``topics``: what members subscribe to);
     ``group_configs``: the groups' session and heartbeat settings (``GroupConfigs``)."""
+
+    kind = "consumer"
+    group_class = ConsumerGroup
+    dead_state = C.DEAD
 
     def __init__(self, coordinator: ClassicCoordinator, logs: Any, group_configs: GroupConfigs):
         self.coordinator = coordinator
@@ -551,42 +555,11 @@ class ConsumerGroupCoordinator(MemberTimers):
 
     # -- persistence ------------------------------------------------------------------------
 
-    def _store(self, group: ConsumerGroup) -> None:
-        error = self.coordinator.runtime.append(
-            group.group_id,
-            [
-                (
-                    encode_key(ConsumerGroupKey(group.group_id)),
-                    encode_consumer_group_value(ConsumerGroupValue(group.group_epoch)),
-                )
-            ],
-        )
-        if error != ErrorCode.NONE:
-            log.warning(
-                "consumer group %s: epoch %d not persisted: %s",
-                group.group_id,
-                group.group_epoch,
-                error.name,
-            )
+    def metadata_key(self, group_id: str) -> ConsumerGroupKey:
+        return ConsumerGroupKey(group_id)
 
-    def restore(self, group_id: str, value: ConsumerGroupValue, offsets: dict) -> ConsumerGroup:
-        group = ConsumerGroup(group_id, self.now_ms())
-        group.group_epoch = group.assignment_epoch = value.epoch
-        group.offsets = offsets
-        self.groups[group_id] = group
-        return group
-
-    def delete(self, group: ConsumerGroup) -> ErrorCode:
-        if group.members:
-            return ErrorCode.NON_EMPTY_GROUP
-        entries = [(encode_key(OffsetKey(group.group_id, t, p)), None) for t, p in group.offsets]
-        entries.append((encode_key(ConsumerGroupKey(group.group_id)), None))
-        error = self.coordinator.runtime.append(group.group_id, entries)
-        if error == ErrorCode.NONE:
-            group.transition_to(C.DEAD, self.now_ms())
-            group.offsets = {}
-            self.groups.pop(group.group_id, None)
-        return error
+    def metadata_value(self, epoch: int) -> bytes:
+        return encode_consumer_group_value(ConsumerGroupValue(epoch))
 
     # -- offsets ----------------------------------------------------------------------------
 

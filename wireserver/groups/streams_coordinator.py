@@ -34,12 +34,11 @@ from wireserver.groups.consumer_coordinator import (
     HeartbeatError,
     take_over_classic_group,
 )
+from wireserver.groups.epoch_store import EpochStore
 from wireserver.groups.member_timers import MemberTimers
 from wireserver.groups.records import (
-    OffsetKey,
     StreamsGroupKey,
     StreamsGroupValue,
-    encode_key,
     encode_streams_group_value,
 )
 from wireserver.groups.streams_group import (
@@ -106,9 +105,13 @@ class StreamsHeartbeatResult:
     to_create: dict[str, TopicInfo] = field(default_factory=dict)
 
 
-class StreamsGroupCoordinator(MemberTimers):
+class StreamsGroupCoordinator(MemberTimers, EpochStore):
     """``logs``: the broker's ``LogManager`` (its ``topics``); ``group_configs``: the groups'
     ``streams.*`` settings."""
+
+    kind = "streams"
+    group_class = StreamsGroup
+    dead_state = S.DEAD
 
     def __init__(self, coordinator: ClassicCoordinator, logs: Any, group_configs: GroupConfigs):
         self.coordinator = coordinator
@@ -412,37 +415,11 @@ class StreamsGroupCoordinator(MemberTimers):
 
     # -- persistence ----------------------------------------------------------------------
 
-    def _store(self, group: StreamsGroup) -> None:
-        key = encode_key(StreamsGroupKey(group.group_id))
-        value = encode_streams_group_value(StreamsGroupValue(group.group_epoch))
-        error = self.coordinator.runtime.append(group.group_id, [(key, value)])
-        if error != ErrorCode.NONE:
-            log.warning(
-                "streams group %s: epoch %d not persisted: %s",
-                group.group_id,
-                group.group_epoch,
-                ErrorCode(error).name,
-            )
+    def metadata_key(self, group_id: str) -> StreamsGroupKey:
+        return StreamsGroupKey(group_id)
 
-    def restore(self, group_id: str, value: StreamsGroupValue, offsets: dict) -> StreamsGroup:
-        """The group as its StreamsGroupMetadata record left it: Empty, at its epoch."""
-        group = StreamsGroup(group_id, self.now_ms())
-        group.group_epoch = group.assignment_epoch = value.epoch
-        group.offsets = offsets
-        self.groups[group_id] = group
-        return group
-
-    def delete(self, group: StreamsGroup) -> ErrorCode:
-        if group.members:
-            return ErrorCode.NON_EMPTY_GROUP
-        entries = [(encode_key(OffsetKey(group.group_id, t, p)), None) for t, p in group.offsets]
-        entries.append((encode_key(StreamsGroupKey(group.group_id)), None))
-        error = self.coordinator.runtime.append(group.group_id, entries)
-        if error == ErrorCode.NONE:
-            group.transition_to(S.DEAD, self.now_ms())
-            group.offsets = {}
-            self.groups.pop(group.group_id, None)
-        return ErrorCode(error)
+    def metadata_value(self, epoch: int) -> bytes:
+        return encode_streams_group_value(StreamsGroupValue(epoch))
 
 
 _EMPTY = streams_assignor.TargetAssignment()
