@@ -1,4 +1,4 @@
-"""What wireserver serves: every API key with the version range of a Kafka 4.1 broker
+"""What wireserver serves: every API key with the version range of a Kafka 4.4 broker
 (its ApiVersions answer), limited to the APIs that have a handler.
 
 Add an API here in the same change that adds its handler in ``wireserver/apis/``; the server
