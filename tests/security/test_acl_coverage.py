@@ -63,6 +63,10 @@ from wireserver.protocol.messages_extra import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
 )
+from wireserver.protocol.messages_streams import (
+    StreamsGroupDescribeRequest,
+    StreamsGroupTopologyDescriptionUpdateRequest,
+)
 from wireserver.protocol.served import SERVED
 from wireserver.security.acls import CLUSTER_NAME, Operation, PatternType, Permission
 from wireserver.security.acls import ResourceType as R
@@ -132,6 +136,9 @@ REQUIRED = {
     66: "DESCRIBE transactional id (filter)",
     68: "READ group + DESCRIBE subscribed topics",
     69: "DESCRIBE group (+ DESCRIBE assigned topics)",
+    88: "READ group + DESCRIBE topology topics (CREATE for internal ones: test_streams_protocol)",
+    89: "DESCRIBE group",
+    93: "READ group",
     74: "DESCRIBE_CONFIGS cluster",
     75: "DESCRIBE topic (unauthorized hidden)",
     80: "ALTER cluster (*)",
@@ -694,6 +701,35 @@ CASES = [
         lambda r: r.groups[0].error_code,
         [],
         [group_acl(Op.DESCRIBE)],
+        GROUP_DENIED,
+    ),
+    (
+        89,
+        lambda: StreamsGroupDescribeRequest(
+            version=1,
+            group_ids=["g"],
+            include_authorized_operations=False,
+            include_topology_description=False,
+        ),
+        lambda r: r.groups[0].error_code,
+        [],
+        [group_acl(Op.DESCRIBE)],
+        GROUP_DENIED,
+    ),
+    (
+        93,
+        lambda: StreamsGroupTopologyDescriptionUpdateRequest(
+            version=0,
+            group_id="g",
+            member_id="m",
+            topology_epoch=0,
+            topology_description=StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescription(
+                subtopologies=[], global_stores=[]
+            ),
+        ),
+        lambda r: r.error_code,
+        [],
+        [group_acl(Op.READ)],
         GROUP_DENIED,
     ),
     (
