@@ -47,15 +47,23 @@ def test_levels_live_in_zookeeper_and_every_broker_reports_them(cluster, zk):
         "status": 1,
         "features": {
             "group.version": {"max_version_level": 1},
+            "streams.version": {"max_version_level": 1},
             "transaction.version": {"max_version_level": 2},
         },
     }
-    assert reported(cluster) == {(stat.version, (("group.version", 1), ("transaction.version", 2)))}
+    assert reported(cluster) == {
+        (stat.version, (("group.version", 1), ("streams.version", 1), ("transaction.version", 2)))
+    }
 
     first = next(iter(cluster.brokers.values()))
     answer = update(first.bootstrap_servers, ("transaction.version", 1, SAFE_DOWNGRADE))
     assert answer.error_code == ErrorCode.NONE
-    expected = {(stat.version + 1, (("group.version", 1), ("transaction.version", 1)))}
+    expected = {
+        (
+            stat.version + 1,
+            (("group.version", 1), ("streams.version", 1), ("transaction.version", 1)),
+        )
+    }
     wait_for(lambda: reported(cluster) == expected, 30, what="every broker to report TV 1")
 
     last = list(cluster.brokers.values())[-1]
