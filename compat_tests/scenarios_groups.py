@@ -136,7 +136,8 @@ class Member:
     def poll(self) -> None:
         message = self.consumer.poll(0.02)
         if message is not None and message.error() is None:
-            self.values.append(message.value().decode())
+            # errors="replace": a member subscribed to __consumer_offsets reads binary records
+            self.values.append(message.value().decode(errors="replace"))
 
     def close(self) -> None:
         self.consumer.close()
