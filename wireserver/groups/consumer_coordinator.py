@@ -46,7 +46,6 @@ from wireserver.groups.configs import GroupConfigs
 from wireserver.groups.consumer_group import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
-    STATIC_LEAVE_EPOCH,
     ConsumerGroup,
     ConsumerGroupMember,
     ConsumerGroupState,
@@ -55,7 +54,7 @@ from wireserver.groups.consumer_group import (
 )
 from wireserver.groups.epoch_store import EpochStore
 from wireserver.groups.group import Group
-from wireserver.groups.member_timers import MemberTimers
+from wireserver.groups.member_timers import STATIC_LEAVE_EPOCH, MemberTimers
 from wireserver.groups.records import (
     ConsumerGroupKey,
     ConsumerGroupValue,
@@ -441,17 +440,7 @@ class ConsumerGroupCoordinator(MemberTimers, EpochStore):
                 ErrorCode.UNKNOWN_MEMBER_ID,
                 f"Member {req.member_id} is not a member of group {req.group_id}.",
             )
-        if req.member_epoch == STATIC_LEAVE_EPOCH:
-            # Keeps its partitions (nobody else gets them) until it is back or its session
-            # expires.
-            if member.member_epoch != STATIC_LEAVE_EPOCH:
-                member.previous_member_epoch = member.member_epoch
-                member.member_epoch = STATIC_LEAVE_EPOCH
-            self._cancel_revocation_timer(member)
-            group.update_state(self.now_ms())
-            self._arm_session_timer(group, member)
-        else:
-            self.remove_member(group, member, "the member left")
+        self._member_leaves(group, member, req.member_epoch)
         return HeartbeatResult(
             ErrorCode.NONE,
             member_id=req.member_id,

@@ -37,7 +37,6 @@ TopicPartitions = dict[uuid.UUID, set[int]]
 #: Member epochs with a meaning of their own in a ConsumerGroupHeartbeat request.
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
-STATIC_LEAVE_EPOCH = -2
 
 
 class ConsumerGroupState(enum.Enum):

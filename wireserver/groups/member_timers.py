@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+#: The member epoch of a static member's temporary leave (KIP-848, KIP-1071).
+STATIC_LEAVE_EPOCH = -2
+
 
 def cancel(timer: Any) -> None:
     if timer is not None and timer.active():
@@ -31,6 +34,23 @@ class MemberTimers:
 
     def remove_member(self, group: Any, member: Any, reason: str) -> None:
         raise NotImplementedError
+
+    def now_ms(self) -> int:
+        raise NotImplementedError
+
+    def _member_leaves(self, group: Any, member: Any, epoch: int) -> None:
+        """A leave heartbeat. A static member's temporary leave (epoch -2) keeps what it owns
+        (nobody else gets it) until it is back or its session expires; any other leave removes
+        it, as Kafka's coordinators do for both group types."""
+        if epoch == STATIC_LEAVE_EPOCH:
+            if member.member_epoch != STATIC_LEAVE_EPOCH:
+                member.previous_member_epoch = member.member_epoch
+                member.member_epoch = STATIC_LEAVE_EPOCH
+            self._cancel_revocation_timer(member)
+            group.update_state(self.now_ms())
+            self._arm_session_timer(group, member)
+        else:
+            self.remove_member(group, member, "the member left")
 
     def stop(self) -> None:
         for group in self.groups.values():

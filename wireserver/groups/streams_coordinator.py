@@ -35,7 +35,7 @@ from wireserver.groups.consumer_coordinator import (
     take_over_classic_group,
 )
 from wireserver.groups.epoch_store import EpochStore
-from wireserver.groups.member_timers import MemberTimers
+from wireserver.groups.member_timers import STATIC_LEAVE_EPOCH, MemberTimers
 from wireserver.groups.records import (
     StreamsGroupKey,
     StreamsGroupValue,
@@ -46,7 +46,6 @@ from wireserver.groups.streams_group import (
     LEAVE_EPOCH,
     SHUTDOWN_APPLICATION,
     STALE_TOPOLOGY,
-    STATIC_LEAVE_EPOCH,
     MemberState,
     StreamsGroup,
     StreamsGroupMember,
@@ -382,15 +381,7 @@ class StreamsGroupCoordinator(MemberTimers, EpochStore):
                 ErrorCode.UNKNOWN_MEMBER_ID,
                 f"Member {req.member_id} is not a member of group {req.group_id}.",
             )
-        if req.member_epoch == STATIC_LEAVE_EPOCH:
-            if member.member_epoch != STATIC_LEAVE_EPOCH:
-                member.previous_member_epoch = member.member_epoch
-                member.member_epoch = STATIC_LEAVE_EPOCH
-            self._cancel_revocation_timer(member)
-            group.update_state(self.now_ms())
-            self._arm_session_timer(group, member)
-        else:
-            self.remove_member(group, member, "the member left")
+        self._member_leaves(group, member, req.member_epoch)
         return StreamsHeartbeatResult(
             ErrorCode.NONE, member_id=req.member_id, member_epoch=req.member_epoch, left=True
         )

@@ -29,7 +29,6 @@ Tasks = dict[str, set[int]]
 
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
-STATIC_LEAVE_EPOCH = -2
 
 # StreamsGroupHeartbeatResponse.Status codes (Kafka's StreamsGroupHeartbeatResponse.Status).
 STALE_TOPOLOGY = 0
