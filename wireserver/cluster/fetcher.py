@@ -112,6 +112,31 @@ class ReplicaFetcher:
             self.connection.close()
             self.connection = None
 
+    def drain(self) -> defer.Deferred:
+        """Stop, but only after the request in flight (if any) is answered, then close: fires
+        when the leader has seen this replica's last fetch. A controlled shutdown leaves the
+        ISRs after that, so a fetch already on the wire cannot reach the leader later and add
+        the departing replica back (KIP-841's point, without a fenced-broker registry). Bounded
+        by ``replica.fetch.wait.max.ms`` plus a second: a silent leader is not waited for."""
+        self.running = False
+        self._wake()
+        drained: defer.Deferred = defer.Deferred()
+        if self._done is not None and not self._done.called:
+
+            def finished(result: Any) -> Any:
+                if not drained.called:
+                    drained.callback(None)
+                return result
+
+            self._done.addBoth(finished)
+            drained.addTimeout(
+                self.wait_ms / 1000.0 + 1.0, self.reactor, onTimeoutCancel=lambda *_: None
+            )
+        else:
+            drained.callback(None)
+        drained.addBoth(lambda _: self.stop())
+        return drained
+
     def _sleep(self, seconds: float) -> defer.Deferred:
         return task.deferLater(self.reactor, seconds, lambda: None)
 

@@ -650,9 +650,8 @@ class ClusterNode:
         self.shutting_down = True
         for tp in list(self.following):
             self._stop_following(tp)
-        for fetcher in self.fetchers.values():
-            fetcher.stop()
-        self.fetchers.clear()
+        fetchers, self.fetchers = list(self.fetchers.values()), {}
+        yield defer.DeferredList([fetcher.drain() for fetcher in fetchers])
         attempts = config["controlled.shutdown.max.retries"]
         for attempt in range(1, attempts + 1):
             remaining = []
