@@ -43,6 +43,18 @@ def cluster(zookeeper):
     nodes.close()
 
 
+@pytest.fixture(autouse=True)
+def all_brokers_back(cluster):
+    """Every test starts with three registered brokers: a test that fails with a broker down
+    does not make the next one fail for want of it."""
+    yield
+    for broker in cluster.brokers.values():
+        if not broker.running:
+            broker.start()
+    first = cluster.brokers[1].bootstrap_servers
+    wait_for(lambda: metadata(first)[1] == ALL, 60, 0.2, what="all brokers registered again")
+
+
 # -- helpers ---------------------------------------------------------------------------------
 
 
