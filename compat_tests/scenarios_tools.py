@@ -40,8 +40,6 @@ LONG = os.environ.get("WIRESERVER_COMPAT_LONG") == "1"
 JAVA = ("java",)
 TIMEOUT = 60.0
 #: why wireserver's answer differs today, for tools that wait on work done elsewhere in #16
-PENDING_FEATURES = "feature levels and kafka-features: #16"
-PENDING_QUORUM = "DescribeQuorum and UnregisterBroker answers: #16"
 CLIENT_METRICS = "client metrics subscriptions (KIP-714) are not served"
 
 _FILES = tempfile.TemporaryDirectory(prefix="compat-tools-")
@@ -538,9 +536,7 @@ def _check_acls(obs: dict) -> None:
     assert "SecurityDisabledException" in obs["list"]["errors"] + obs["list"]["out"][-1:], obs
 
 
-@tool_scenario(
-    "tool-kafka-features", check=lambda o: _check_features(o), pending={"java": PENDING_FEATURES}
-)
+@tool_scenario("tool-kafka-features", check=lambda o: _check_features(o))
 def kafka_features(bootstrap: str, client: Client) -> dict:
     """kafka-features describe: every feature with its supported range and finalized level"""
     s = Session(bootstrap)
@@ -552,15 +548,21 @@ def kafka_features(bootstrap: str, client: Client) -> dict:
     return described
 
 
+DIFFERENCES[("tool-kafka-features", "*")] = (
+    "wireserver finalizes only the features it implements (group.version, streams.version, "
+    "transaction.version); it has no KRaft metadata log (metadata.version, kraft.version), no "
+    "share groups (share.version, #22) and no eligible leader replicas "
+    "(eligible.leader.replicas.version)"
+)
+
+
 def _check_features(obs: dict) -> None:
     assert _ok(obs) and any(line.startswith("Feature: metadata.version") for line in obs["out"]), (
         obs
     )
 
 
-@tool_scenario(
-    "tool-kafka-cluster", check=lambda o: _check_cluster(o), pending={"java": PENDING_QUORUM}
-)
+@tool_scenario("tool-kafka-cluster", check=lambda o: _check_cluster(o))
 def kafka_cluster(bootstrap: str, client: Client) -> dict:
     """kafka-cluster cluster-id, and unregister of a broker id that was never registered"""
     s = Session(bootstrap)
@@ -570,13 +572,18 @@ def kafka_cluster(bootstrap: str, client: Client) -> dict:
     }
 
 
+DIFFERENCES[("tool-kafka-cluster", "*")] = (
+    "unregister: wireserver's brokers register in ZooKeeper, not with a KRaft controller; the "
+    "tool prints that the cluster does not support broker unregistration (exit 0) where Kafka "
+    "answers BROKER_ID_NOT_REGISTERED for an unknown id"
+)
+
+
 def _check_cluster(obs: dict) -> None:
     assert obs["cluster_id"]["out"] == ["Cluster ID: <id>"], obs
 
 
-@tool_scenario(
-    "tool-kafka-metadata-quorum", check=lambda o: _check_quorum(o), pending={"java": PENDING_QUORUM}
-)
+@tool_scenario("tool-kafka-metadata-quorum", check=lambda o: _check_quorum(o))
 def kafka_metadata_quorum(bootstrap: str, client: Client) -> dict:
     """kafka-metadata-quorum describe --status (through a broker)"""
     s = Session(bootstrap)
@@ -584,6 +591,13 @@ def kafka_metadata_quorum(bootstrap: str, client: Client) -> dict:
     # LeaderId, epochs, offsets and lags move with the cluster's age: keep the field names
     status["out"] = [line.split(":")[0] for line in status.get("out", [])]
     return status
+
+
+DIFFERENCES[("tool-kafka-metadata-quorum", "*")] = (
+    "wireserver has no KRaft controller quorum to describe (ZooKeeper coordinates its brokers): "
+    "DescribeQuorum is answered UNSUPPORTED_VERSION with a message saying so, which the tool "
+    "prints followed by the stack trace it prints for any failed call"
+)
 
 
 def _check_quorum(obs: dict) -> None:
@@ -600,8 +614,9 @@ def kafka_broker_api_versions(bootstrap: str, client: Client) -> dict:
 
 
 DIFFERENCES[("tool-kafka-broker-api-versions", "*")] = (
-    "wireserver does not serve share groups, streams groups, delegation tokens, quotas, client "
-    "telemetry or the KRaft controller APIs, and not yet Kafka 4.4's new versions (#16)"
+    "wireserver does not serve the share-group APIs (76-79, 83-87, 90-92: #22), client quotas "
+    "(48, 49) or AlterReplicaLogDirs (34) (#21); every other key and version range is Kafka "
+    "4.4.0's"
 )
 
 
