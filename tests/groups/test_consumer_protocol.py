@@ -493,22 +493,26 @@ def test_offset_commit_and_fetch_check_member_epoch(broker):
 
 def test_txn_offset_commit_checks_member_epoch(broker):
     """TxnOffsetCommit v3+ from a consumer-protocol member: its member id and epoch are checked
-    against the consumer group (a wrong epoch is ILLEGAL_GENERATION, as Kafka answers
-    transactional commits); committed offsets land in the consumer group."""
+    against the consumer group (a wrong epoch is ILLEGAL_GENERATION up to v5, as Kafka answers
+    transactional commits, STALE_MEMBER_EPOCH from v6); committed offsets land in the consumer
+    group."""
     a = Member(broker, instance_id="i-1")
     a.heartbeat()
     coordinator = broker.groups
     commit = [OffsetCommit("t", 0, 42)]
 
-    def txn(generation, member_id, instance_id=None, pid=7):
+    def txn(generation, member_id, instance_id=None, pid=7, version=5):
         return coordinator.offsets.txn_offset_commit(
-            "g", pid, 0, generation, member_id, instance_id, commit
+            "g", pid, 0, generation, member_id, instance_id, commit, version
         )
 
     assert txn(a.epoch, a.member_id, "i-1") == {("t", 0): E.NONE}
     assert txn(a.epoch, a.member_id) == {("t", 0): E.NONE}  # the instance id is not checked
     assert txn(a.epoch - 1, a.member_id) == {("t", 0): E.ILLEGAL_GENERATION}
     assert txn(a.epoch + 1, a.member_id) == {("t", 0): E.ILLEGAL_GENERATION}
+    # v6 (KIP-1319) says what OffsetCommit says
+    assert txn(a.epoch - 1, a.member_id, version=6) == {("t", 0): E.STALE_MEMBER_EPOCH}
+    assert txn(a.epoch, "someone", version=6) == {("t", 0): E.UNKNOWN_MEMBER_ID}
     assert txn(a.epoch, "someone") == {("t", 0): E.UNKNOWN_MEMBER_ID}
     assert txn(-1, "", "i-1") == {("t", 0): E.UNKNOWN_MEMBER_ID}
     assert txn(-1, "", pid=8) == {("t", 0): E.NONE}  # names no member: taken

@@ -148,7 +148,9 @@ def test_protocol_v1_producers_still_add_partitions_themselves(wire, topic):
     assert transaction(wire, txn_id)[0] == "Empty"
 
 
-def txn_offset_commit(wire, transactional_id, producer, group, topic, version, topic_id=None):
+def txn_offset_commit(
+    wire, transactional_id, producer, group, topic, version, topic_id=None, generation=-1
+):
     partition = Request.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition(
         partition_index=0, committed_offset=5, committed_leader_epoch=-1, committed_metadata=""
     )
@@ -159,7 +161,7 @@ def txn_offset_commit(wire, transactional_id, producer, group, topic, version, t
         group_id=group,
         producer_id=producer[0],
         producer_epoch=producer[1],
-        generation_id_or_member_epoch=-1,
+        generation_id_or_member_epoch=generation,
         member_id="",
         group_instance_id=None,
         topics=[Request.TxnOffsetCommitRequestTopic(**ident, partitions=[partition])],
@@ -199,3 +201,21 @@ def test_txn_offset_commit_v6_names_topics_by_id(broker, wire, topic):
         ErrorCode.UNKNOWN_TOPIC_ID
     )
     assert txn_offset_commit(wire, txn_id, producer, group, topic, 6, topic_id) == ErrorCode.NONE
+
+
+def test_txn_offset_commit_v6_says_group_id_not_found(broker, wire, topic):
+    """A generation for a group that does not exist: ILLEGAL_GENERATION up to v5, and from v6
+    (KIP-1319) GROUP_ID_NOT_FOUND, as OffsetCommit answers; without a generation the commit
+    makes a simple group and is taken."""
+    txn_id, group = f"v2-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    producer = init(wire, txn_id)
+    topic_id = topic_ids(broker.bootstrap_servers, topic)[1][topic]
+    assert txn_offset_commit(wire, txn_id, producer, group, topic, 5, generation=3) == (
+        ErrorCode.ILLEGAL_GENERATION
+    )
+    assert txn_offset_commit(wire, txn_id, producer, group, topic, 6, topic_id, 3) == (
+        ErrorCode.GROUP_ID_NOT_FOUND
+    )
+    assert txn_offset_commit(wire, txn_id, producer, group, topic, 6, topic_id) == ErrorCode.NONE
+    assert end(wire, txn_id, producer, commit=True)[0] == ErrorCode.NONE
+    assert committed(broker.bootstrap_servers, group, topic) == 5

@@ -1,15 +1,16 @@
 """TxnOffsetCommit (key 28), v0-6.
 
 Offsets a transactional producer commits for a group: the producer must be the current one of
-its transactional id (epoch check; the group's offsets partition must be in its open transaction,
-INVALID_TXN_STATE otherwise), and, from v3 (KIP-447), the generation (v3+'s
+its transactional id (epoch check; the group's offsets partition must be in its open
+transaction, INVALID_TXN_STATE otherwise), and, from v3 (KIP-447), the generation (v3+'s
 ``GenerationIdOrMemberEpoch``), member id and instance id are checked when given. The offsets
 stay pending until EndTxn (see ``wireserver.groups.coordinator``). From v5 (transaction
 protocol v2, KIP-890) the producer sends no AddOffsetsToTxn: the request first adds the group's
 offsets partition to the transaction through its coordinator. v6 (KIP-1319) names topics by
-id; an unknown id is UNKNOWN_TOPIC_ID. In cluster mode the group's coordinator is usually not the transaction's, so the
-check against the open transaction is left out (the offsets partition's producer state still
-refuses an older producer epoch).
+id (an unknown id is UNKNOWN_TOPIC_ID) and answers GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH
+where v3-5 answer ILLEGAL_GENERATION. In cluster mode the group's coordinator is usually not
+the transaction's, so the check against the open transaction is left out (the offsets
+partition's producer state still refuses an older producer epoch).
 
 Authorization: WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and READ on
 the group (GROUP_AUTHORIZATION_FAILED) for every partition, then READ on each topic
@@ -90,6 +91,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
             body.member_id,
             body.group_instance_id,
             commits,
+            version,
         )
     else:
         results = services.groups.offsets.txn_offset_commit(

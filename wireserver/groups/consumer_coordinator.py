@@ -566,8 +566,8 @@ class ConsumerGroupCoordinator(MemberTimers, EpochStore):
         names nobody (epoch -1, no member id, no instance id: v0-2, or a producer whose consumer
         is in no group). Otherwise the member id must be a member (UNKNOWN_MEMBER_ID; a static
         member's instance id is not checked) at exactly its current epoch: STALE_MEMBER_EPOCH,
-        which TxnOffsetCommit answers as ILLEGAL_GENERATION, the error its clients know
-        (KIP-447). ``api_version`` is OffsetCommit's (below v9 a member of this group cannot
+        which TxnOffsetCommit up to v5 answers as ILLEGAL_GENERATION, the error its clients
+        know (KIP-447); v6 answers it as is (KIP-1319). ``api_version`` is OffsetCommit's (below v9 a member of this group cannot
         use it: UNSUPPORTED_VERSION), None for TxnOffsetCommit."""
         transactional = api_version is None
         if member_epoch < 0 and not group.members:
@@ -580,7 +580,7 @@ class ConsumerGroupCoordinator(MemberTimers, EpochStore):
         if api_version is not None and api_version < 9:
             return ErrorCode.UNSUPPORTED_VERSION
         if member_epoch != member.member_epoch:
-            return ErrorCode.ILLEGAL_GENERATION if transactional else ErrorCode.STALE_MEMBER_EPOCH
+            return ErrorCode.STALE_MEMBER_EPOCH
         return None
 
     @staticmethod

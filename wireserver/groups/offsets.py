@@ -48,6 +48,8 @@ from wireserver.protocol.errors import ErrorCode
 log = logging.getLogger(__name__)
 
 S = GroupState
+#: TxnOffsetCommit v6 (KIP-1319) answers GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH as such.
+TXN_KIP_1319_ERRORS = 6
 
 #: Transactional offsets awaiting their marker: producer id -> group -> partition -> offset.
 PendingOffsets = dict[int, dict[str, dict[tuple[str, int], CommittedOffset]]]
@@ -278,9 +280,13 @@ class OffsetManager:
         member_id: str,
         group_instance_id: str | None,
         commits: list[OffsetCommit],
+        api_version: int = 5,
     ) -> dict[tuple[str, int], ErrorCode]:
         """TxnOffsetCommit: validate as a commit (generation and member only when given, v3+),
-        write the offsets as a transactional batch and keep them pending."""
+        write the offsets as a transactional batch and keep them pending. Up to v5 a group
+        that does not exist and a stale consumer-protocol member epoch are both
+        ILLEGAL_GENERATION, the error older clients know; v6 (KIP-1319) answers them as
+        OffsetCommit does, GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH."""
 
         def everywhere(error: ErrorCode) -> dict[tuple[str, int], ErrorCode]:
             return {(c.topic, c.partition): error for c in commits}
@@ -295,13 +301,22 @@ class OffsetManager:
             error = self.membership.consumer.validate_offset_commit(
                 consumer_group, member_id, generation_id, group_instance_id, None
             )
+            if error == ErrorCode.STALE_MEMBER_EPOCH and api_version < TXN_KIP_1319_ERRORS:
+                error = ErrorCode.ILLEGAL_GENERATION
             if error is not None:
                 return everywhere(error)
-        elif group is not None and group.is_in(S.DEAD):
-            return everywhere(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        elif generation_id >= 0 or member_id or group_instance_id is not None:
-            if group is None:
+        elif group is None:
+            # A generation names a group that must exist; without one the commit comes from
+            # outside group management and makes a "simple" group.
+            if generation_id >= 0:
+                if api_version >= TXN_KIP_1319_ERRORS:
+                    return everywhere(ErrorCode.GROUP_ID_NOT_FOUND)
                 return everywhere(ErrorCode.ILLEGAL_GENERATION)
+        elif group.is_in(S.DEAD):
+            return everywhere(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        elif generation_id < 0 and group.is_in(S.EMPTY):
+            pass  # Kafka's ClassicGroup.validateOffsetCommit: an empty group takes any commit
+        elif generation_id >= 0 or member_id or group_instance_id is not None:
             if group.is_static_member_fenced(group_instance_id, member_id):
                 return everywhere(ErrorCode.FENCED_INSTANCE_ID)
             if member_id and not group.has(member_id):
