@@ -144,7 +144,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
                     ],
                     task_offsets=offsets(member_class.TaskOffset, m.task_offsets),
                     task_end_offsets=offsets(member_class.TaskOffset, m.task_end_offsets),
-                    assignment=assignment(m.active, m.standby, m.warmup),
+                    assignment=assignment(*m.assignment()),
                     target_assignment=assignment(target.active, target.standby, target.warmup)
                     if target is not None
                     else assignment({}, {}, {}),

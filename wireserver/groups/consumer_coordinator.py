@@ -44,17 +44,15 @@ from wireserver.coordinator_runtime import CoordinatorRuntime
 from wireserver.groups import assignors
 from wireserver.groups.configs import GroupConfigs
 from wireserver.groups.consumer_group import (
-    JOIN_EPOCH,
-    LEAVE_EPOCH,
     ConsumerGroup,
     ConsumerGroupMember,
     ConsumerGroupState,
-    MemberState,
     TopicPartitions,
 )
 from wireserver.groups.epoch_store import EpochStore
 from wireserver.groups.group import Group
 from wireserver.groups.member_timers import STATIC_LEAVE_EPOCH, MemberTimers
+from wireserver.groups.modern_group import JOIN_EPOCH, LEAVE_EPOCH, MemberState
 from wireserver.groups.records import (
     ConsumerGroupKey,
     ConsumerGroupValue,
@@ -540,7 +538,7 @@ class ConsumerGroupCoordinator(MemberTimers, EpochStore):
         group.update_state(self.now_ms())
 
     def _revoking(self, member: ConsumerGroupMember) -> bool:
-        return member.state is MemberState.UNREVOKED_PARTITIONS
+        return member.state is MemberState.UNREVOKED
 
     # -- persistence ------------------------------------------------------------------------
 

@@ -36,17 +36,15 @@ from wireserver.groups.consumer_coordinator import (
 )
 from wireserver.groups.epoch_store import EpochStore
 from wireserver.groups.member_timers import STATIC_LEAVE_EPOCH, MemberTimers
+from wireserver.groups.modern_group import JOIN_EPOCH, LEAVE_EPOCH, MemberState
 from wireserver.groups.records import (
     StreamsGroupKey,
     StreamsGroupValue,
     encode_streams_group_value,
 )
 from wireserver.groups.streams_group import (
-    JOIN_EPOCH,
-    LEAVE_EPOCH,
     SHUTDOWN_APPLICATION,
     STALE_TOPOLOGY,
-    MemberState,
     StreamsGroup,
     StreamsGroupMember,
     StreamsGroupState,
@@ -251,10 +249,7 @@ class StreamsGroupCoordinator(MemberTimers, EpochStore):
         self._cancel_timers(old)
         group.release(old)
         del group.members[old.member_id]
-        new = StreamsGroupMember(new_id)
-        for attr in StreamsGroupMember.__slots__:
-            if attr not in ("member_id", "session_timer", "revocation_timer"):
-                setattr(new, attr, getattr(old, attr))
+        new = old.renamed(new_id)
         new.member_epoch = old.previous_member_epoch
         group.add(new)
         if old.member_id in group.target:
@@ -331,7 +326,7 @@ class StreamsGroupCoordinator(MemberTimers, EpochStore):
             streams_assignor.MemberSpec(
                 m.member_id,
                 m.process_id,
-                m.active or group.target.get(m.member_id, _EMPTY).active,
+                m.assigned or group.target.get(m.member_id, _EMPTY).active,
                 m.standby,
             )
             for m in group.members.values()
@@ -362,7 +357,7 @@ class StreamsGroupCoordinator(MemberTimers, EpochStore):
             return out
 
         return [
-            (m.user_endpoint, partitions(m.active), partitions(m.standby, m.warmup))
+            (m.user_endpoint, partitions(m.assigned), partitions(m.standby, m.warmup))
             for m in group.members.values()
             if m.user_endpoint is not None
         ]
@@ -402,7 +397,7 @@ class StreamsGroupCoordinator(MemberTimers, EpochStore):
         return self.setting(group_id, "streams.session.timeout.ms")
 
     def _revoking(self, member: StreamsGroupMember) -> bool:
-        return member.state is MemberState.UNREVOKED_TASKS
+        return member.state is MemberState.UNREVOKED
 
     # -- persistence ----------------------------------------------------------------------
 
