@@ -117,6 +117,17 @@ class ModernGroupMember:
         self.assigned = {}
         self.pending_revocation = {}
 
+    def described(self) -> dict[str, Any]:
+        """The fields of a member's row both describe APIs answer alike."""
+        return dict(
+            member_id=self.member_id,
+            instance_id=self.instance_id,
+            rack_id=self.rack_id,
+            member_epoch=self.member_epoch,
+            client_id=self.client_id,
+            client_host=self.client_host,
+        )
+
 
 class ModernGroup:
     """The group of either kind. ``State`` is the subclass's state enum (its EMPTY,
@@ -150,6 +161,14 @@ class ModernGroup:
 
     def is_in(self, *states: Any) -> bool:
         return self._state in states
+
+    def described(self) -> dict[str, Any]:
+        """The fields of a group's row both describe APIs answer alike."""
+        return dict(
+            group_state=str(self._state),
+            group_epoch=self.group_epoch,
+            assignment_epoch=self.assignment_epoch,
+        )
 
     def _check_transition(self, target: Any) -> None:
         """Raise ``IllegalStateTransition`` for a move this kind of group refuses."""

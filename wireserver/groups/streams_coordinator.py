@@ -14,7 +14,7 @@ as Kafka's ``KafkaApis`` does); compute a new target assignment (``streams_assig
 the group epoch is ahead; move the member one reconciliation step; re-arm its session timer;
 answer with its epoch and, when they changed or it joined, its tasks.
 
-Timers, configs and persistence as the consumer groups' (``consumer_coordinator``), with the
+Timers, configs and persistence as the consumer groups' (``modern_coordinator``), with the
 ``streams.*`` group configs and ``group.streams.*`` broker keys. Of the group only its epoch is
 written to ``__consumer_offsets`` (Kafka's StreamsGroupMetadata record), beside its committed
 offsets: after a restart it comes back Empty at that epoch, its members get UNKNOWN_MEMBER_ID,
