@@ -45,14 +45,13 @@ from wireserver.groups.consumer_group import (
     ConsumerGroupState,
     TopicPartitions,
 )
-from wireserver.groups.member_timers import STATIC_LEAVE_EPOCH
 from wireserver.groups.modern_coordinator import (
     HeartbeatError,
     ModernGroupCoordinator,
     check_ids,
     invalid,
 )
-from wireserver.groups.modern_group import JOIN_EPOCH
+from wireserver.groups.modern_group import JOIN_EPOCH, STATIC_LEAVE_EPOCH
 from wireserver.groups.records import (
     ConsumerGroupKey,
     ConsumerGroupValue,

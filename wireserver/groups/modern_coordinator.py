@@ -28,8 +28,13 @@ from wireserver.coordinator_runtime import CoordinatorRuntime
 from wireserver.groups.configs import GroupConfigs
 from wireserver.groups.epoch_store import EpochStore
 from wireserver.groups.group import Group
-from wireserver.groups.member_timers import STATIC_LEAVE_EPOCH, MemberTimers
-from wireserver.groups.modern_group import JOIN_EPOCH, LEAVE_EPOCH, MemberState
+from wireserver.groups.member_timers import MemberTimers
+from wireserver.groups.modern_group import (
+    JOIN_EPOCH,
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    MemberState,
+)
 from wireserver.groups.records import GroupKey, encode_key
 from wireserver.protocol.errors import ErrorCode
 

@@ -27,10 +27,11 @@ from typing import Any, ClassVar, Self
 
 from wireserver.groups.group import CommittedOffset
 
-#: Member epochs with a meaning of their own in a heartbeat request (a static member's
-#: temporary leave, -2, is ``member_timers.STATIC_LEAVE_EPOCH``).
+#: Member epochs with a meaning of their own in a heartbeat request (KIP-848, KIP-1071).
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
+#: A static member's temporary leave.
+STATIC_LEAVE_EPOCH = -2
 
 #: What a member holds or is given: topic id (or subtopology id) -> partitions.
 Assignment = dict[Any, set[int]]

@@ -26,14 +26,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from wireserver.groups import streams_assignor
-from wireserver.groups.member_timers import STATIC_LEAVE_EPOCH
 from wireserver.groups.modern_coordinator import (
     HeartbeatError,
     ModernGroupCoordinator,
     check_ids,
     invalid,
 )
-from wireserver.groups.modern_group import JOIN_EPOCH
+from wireserver.groups.modern_group import JOIN_EPOCH, STATIC_LEAVE_EPOCH
 from wireserver.groups.records import (
     StreamsGroupKey,
     StreamsGroupValue,
