@@ -127,12 +127,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
             endpoint = m.user_endpoint
             members.append(
                 member_class(
-                    member_id=m.member_id,
-                    member_epoch=m.member_epoch,
-                    instance_id=m.instance_id,
-                    rack_id=m.rack_id,
-                    client_id=m.client_id,
-                    client_host=m.client_host,
+                    **m.described(),
                     topology_epoch=m.topology_epoch,
                     process_id=m.process_id,
                     user_endpoint=member_class.Endpoint(host=endpoint[0], port=endpoint[1])
@@ -144,7 +139,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
                     ],
                     task_offsets=offsets(member_class.TaskOffset, m.task_offsets),
                     task_end_offsets=offsets(member_class.TaskOffset, m.task_end_offsets),
-                    assignment=assignment(m.active, m.standby, m.warmup),
+                    assignment=assignment(*m.assignment()),
                     target_assignment=assignment(target.active, target.standby, target.warmup)
                     if target is not None
                     else assignment({}, {}, {}),
@@ -156,9 +151,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
                 group_id,
                 None,
                 None,
-                group_state=str(group.state),
-                group_epoch=group.group_epoch,
-                assignment_epoch=group.assignment_epoch,
+                **group.described(),
                 topology=_topology(group_class.Topology, group),
                 members=members,
                 authorized_operations=checks.bitfield(checks.group_operations(ctx, group_id))

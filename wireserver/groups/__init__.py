@@ -7,7 +7,9 @@
 - ``coordinator``: membership (join, sync, heartbeat, leave, static members), timers on the
   injected reactor, group persistence and loading, on ``wireserver.coordinator_runtime``.
 - ``offsets``: committed and pending (transactional) offsets, their expiry.
-- ``consumer_coordinator``: consumer-protocol (KIP-848) groups.
+- ``consumer_coordinator``: consumer-protocol (KIP-848) groups; ``streams_coordinator``:
+  Streams (KIP-1071) groups; what they share is in ``modern_group`` (the group and its
+  members, reconciliation) and ``modern_coordinator`` (the heartbeat's common steps).
 """
 
 from wireserver.groups.coordinator import GroupCoordinator, JoinRequest, JoinResult, SyncResult

@@ -32,39 +32,32 @@ INCONSISTENT_GROUP_PROTOCOL and takes over an empty one.
 
 from __future__ import annotations
 
-import logging
 import re
 import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
 
-from wireserver.coordinator_runtime import CoordinatorRuntime
 from wireserver.groups import assignors
-from wireserver.groups.configs import GroupConfigs
 from wireserver.groups.consumer_group import (
-    JOIN_EPOCH,
-    LEAVE_EPOCH,
     ConsumerGroup,
     ConsumerGroupMember,
     ConsumerGroupState,
-    MemberState,
     TopicPartitions,
 )
-from wireserver.groups.epoch_store import EpochStore
-from wireserver.groups.group import Group
-from wireserver.groups.member_timers import STATIC_LEAVE_EPOCH, MemberTimers
+from wireserver.groups.modern_coordinator import (
+    HeartbeatError,
+    ModernGroupCoordinator,
+    check_ids,
+    invalid,
+)
+from wireserver.groups.modern_group import JOIN_EPOCH, STATIC_LEAVE_EPOCH
 from wireserver.groups.records import (
     ConsumerGroupKey,
     ConsumerGroupValue,
-    GroupKey,
     encode_consumer_group_value,
-    encode_key,
 )
 from wireserver.protocol.errors import ErrorCode
-
-log = logging.getLogger(__name__)
 
 C = ConsumerGroupState
 
@@ -102,71 +95,16 @@ class HeartbeatResult:
     assignment: TopicPartitions | None = None
 
 
-class HeartbeatError(Exception):
-    def __init__(self, error: int, message: str | None = None):
-        super().__init__(message)
-        self.error = error
-        self.message = message
-
-
-class ClassicCoordinator(Protocol):
-    """What this module uses of the classic group coordinator (``GroupCoordinator``, which
-    creates it): its reactor, config and clock, its groups (an empty classic group becomes a
-    consumer group) and the runtime of ``__consumer_offsets`` both write to. A Protocol, so
-    that this module does not import the coordinator that imports it."""
-
-    reactor: Any
-    config: Any
-    groups: dict[str, Group]
-    runtime: CoordinatorRuntime
-
-    def now_ms(self) -> int: ...
-
-    def drop_group(self, group: Group) -> None: ...
-
-    def modern_group(self, group_id: str) -> Any: ...
-
-
-def take_over_classic_group(coordinator: ClassicCoordinator, group: Any, kind: str) -> None:
-    """A new consumer or streams group ``group`` is about to be made: refuse it when the id
-    is taken by a group of another type (GROUP_ID_NOT_FOUND, as Kafka: "Group X is not a
-    consumer group."); an empty classic group of that id (committed offsets only) becomes
-    the new group and keeps its offsets. Kafka's online upgrade of a classic group with
-    members is not done."""
-    group_id = group.group_id
-    classic = coordinator.groups.get(group_id)
-    if coordinator.modern_group(group_id) is not None or (
-        classic is not None and (classic.members or classic.pending_members)
-    ):
-        raise HeartbeatError(
-            ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a {kind} group."
-        )
-    if classic is not None:
-        group.offsets = classic.offsets
-        tombstone = [(encode_key(GroupKey(group_id)), None)]
-        if coordinator.runtime.append(group_id, tombstone) != ErrorCode.NONE:
-            raise HeartbeatError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        coordinator.drop_group(classic)
-
-
-class ConsumerGroupCoordinator(MemberTimers, EpochStore):
-    """``logs``: the broker's ``LogManager`` (its ``topics``: what members subscribe to);
-    ``group_configs``: the groups' session and heartbeat settings (``GroupConfigs``)."""
+class ConsumerGroupCoordinator(ModernGroupCoordinator):
+    """The consumer's own: its validation, subscriptions (names, regular expressions), the
+    subscribed topics' metadata, the server assignors, and the member-epoch checks of the
+    offset APIs."""
 
     kind = "consumer"
     group_class = ConsumerGroup
+    member_class = ConsumerGroupMember
     dead_state = C.DEAD
-
-    def __init__(self, coordinator: ClassicCoordinator, logs: Any, group_configs: GroupConfigs):
-        self.coordinator = coordinator
-        self.logs = logs
-        self.group_configs = group_configs
-        self.reactor = coordinator.reactor
-        self.config = coordinator.config
-        self.groups: dict[str, ConsumerGroup] = {}
-
-    def now_ms(self) -> int:
-        return self.coordinator.now_ms()
+    not_found = "Group {} not found."
 
     # -- configuration ----------------------------------------------------------------------
 
@@ -176,37 +114,13 @@ class ConsumerGroupCoordinator(MemberTimers, EpochStore):
     def default_assignor(self) -> str:
         return self._assignor_names()[0]
 
-    def _session_timeout_ms(self, group_id: str) -> int:
-        """The group's ``consumer.session.timeout.ms`` (a group config), else the broker's
-        ``group.consumer.session.timeout.ms``: Kafka's ``consumerGroupSessionTimeoutMs``."""
-        return self.group_configs.value(group_id, "consumer.session.timeout.ms")
-
-    def _heartbeat_interval_ms(self, group_id: str) -> int:
-        """The group's ``consumer.heartbeat.interval.ms``, else the broker's
-        ``group.consumer.heartbeat.interval.ms``."""
-        return self.group_configs.value(group_id, "consumer.heartbeat.interval.ms")
-
     # -- ConsumerGroupHeartbeat -------------------------------------------------------------
 
-    def heartbeat(self, req: HeartbeatRequest) -> HeartbeatResult:
-        try:
-            self._validate(req)
-            if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
-                return self._leave(req)
-            return self._heartbeat(req)
-        except HeartbeatError as exc:
-            return HeartbeatResult(exc.error, exc.message, member_id=req.member_id or None)
+    def _failed(self, req: HeartbeatRequest, exc: HeartbeatError) -> HeartbeatResult:
+        return HeartbeatResult(exc.error, exc.message, member_id=req.member_id or None)
 
     def _validate(self, req: HeartbeatRequest) -> None:
-        def invalid(message: str) -> HeartbeatError:
-            return HeartbeatError(ErrorCode.INVALID_REQUEST, message)
-
-        if not req.group_id:
-            raise invalid("GroupId can't be empty.")
-        if req.instance_id == "":
-            raise invalid("InstanceId can't be empty.")
-        if req.rack_id == "":
-            raise invalid("RackId can't be empty.")
+        check_ids(req)
         if req.member_epoch < STATIC_LEAVE_EPOCH:
             raise invalid(f"MemberEpoch is invalid: {req.member_epoch}.")
         if not req.member_id and (req.api_version >= 1 or req.member_epoch != JOIN_EPOCH):
@@ -244,48 +158,8 @@ class ConsumerGroupCoordinator(MemberTimers, EpochStore):
                     f"{', '.join(self._assignor_names())}.",
                 )
 
-    def _group_for_join(self, group_id: str) -> ConsumerGroup:
-        group = self.groups.get(group_id)
-        if group is None:
-            group = ConsumerGroup(group_id, self.now_ms())
-            take_over_classic_group(self.coordinator, group, "consumer")
-            self.groups[group_id] = group
-        return group
-
     def _heartbeat(self, req: HeartbeatRequest) -> HeartbeatResult:
-        now = self.now_ms()
-        if req.member_epoch == JOIN_EPOCH:
-            group = self._group_for_join(req.group_id)
-            member = self._join(group, req)
-        else:
-            group = self.groups.get(req.group_id)
-            if group is None:
-                raise HeartbeatError(
-                    ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found."
-                )
-            member = self._known_member(group, req)
-        before = (member.member_epoch, {t: set(p) for t, p in member.assigned.items()})
-        bump = self._update_member(group, member, req)
-        self._refresh_regexes(group, req.describable, now)
-        if self._refresh_metadata(group):
-            bump = True
-        if self._refresh_assignor(group):
-            bump = True
-        if bump:
-            group.group_epoch += 1
-            group.update_state(now)
-            self._store(group)
-        self._maybe_assign(group)
-        group.reconcile(member, req.owned)
-        self._arm_revocation_timer(group, member)
-        group.update_state(now)
-        self._arm_session_timer(group, member)
-        changed = before != (member.member_epoch, member.assigned)
-        send = (
-            req.member_epoch == JOIN_EPOCH
-            or changed
-            or (req.owned is not None and req.owned != member.assigned)
-        )
+        group, member, send = self._beat(req, self.now_ms())
         return HeartbeatResult(
             ErrorCode.NONE,
             member_id=member.member_id,
@@ -294,102 +168,35 @@ class ConsumerGroupCoordinator(MemberTimers, EpochStore):
             assignment=member.assigned if send else None,
         )
 
-    def _join(self, group: ConsumerGroup, req: HeartbeatRequest) -> ConsumerGroupMember:
-        member_id = req.member_id or _new_member_id()
-        if req.instance_id is not None:
-            current_id = group.static_members.get(req.instance_id)
-            if current_id is not None and current_id != member_id:
-                old = group.members[current_id]
-                if old.member_epoch != STATIC_LEAVE_EPOCH:
-                    raise HeartbeatError(
-                        ErrorCode.UNRELEASED_INSTANCE_ID,
-                        f"Static member {current_id} with instance id "
-                        f"{req.instance_id} is not released yet.",
-                    )
-                return self._replace_static_member(group, old, member_id)
-        member = group.members.get(member_id)
-        if member is not None:
-            # A known member rejoins: it gave up whatever it owned.
-            group.reset_member_assignment(member)
-            return member
-        if len(group.members) >= self.config["group.consumer.max.size"]:
-            raise HeartbeatError(
-                ErrorCode.GROUP_MAX_SIZE_REACHED,
-                f"The consumer group has reached its maximum capacity of "
-                f"{self.config['group.consumer.max.size']} members.",
-            )
-        member = ConsumerGroupMember(member_id, req.client_id, req.client_host)
-        member.instance_id = req.instance_id
-        group.add(member)
-        return member
+    def _held(self, member: ConsumerGroupMember) -> TopicPartitions:
+        return {t: set(ps) for t, ps in member.assigned.items()}
 
-    def _replace_static_member(
-        self, group: ConsumerGroup, old: ConsumerGroupMember, new_id: str
-    ) -> ConsumerGroupMember:
-        """A static member back from a temporary leave under a new member id: it takes over
-        the old member's assignment and target, and the group epoch does not move."""
-        self._cancel_timers(old)
-        del group.members[old.member_id]
-        new = ConsumerGroupMember(new_id, old.client_id, old.client_host)
-        for attr in (
-            "instance_id",
-            "rack_id",
-            "rebalance_timeout_ms",
-            "subscribed_topic_names",
-            "subscribed_topic_regex",
-            "server_assignor",
-            "state",
-            "assigned",
-            "pending_revocation",
-            "previous_member_epoch",
-        ):
-            setattr(new, attr, getattr(old, attr))
-        new.member_epoch = old.previous_member_epoch if old.member_epoch < 0 else old.member_epoch
-        group.add(new)
-        if old.member_id in group.target:
-            group.target[new_id] = group.target.pop(old.member_id)
-        return new
+    def _reported(self, req: HeartbeatRequest) -> TopicPartitions | None:
+        return req.owned
+
+    def _may_be_behind(self, member: ConsumerGroupMember, req: HeartbeatRequest) -> bool:
+        return _is_subset(req.owned, member.assigned)
+
+    def _fence_other_instance(self, group: ConsumerGroup, req: HeartbeatRequest) -> None:
+        """A static member whose instance id another member id has taken since is fenced."""
+        current_id = group.static_members.get(req.instance_id or "")
+        if current_id is not None and current_id != req.member_id:
+            raise HeartbeatError(
+                ErrorCode.FENCED_INSTANCE_ID,
+                f"Static member {req.member_id} with instance id "
+                f"{req.instance_id} was fenced by member {current_id}.",
+            )
 
     def _known_member(self, group: ConsumerGroup, req: HeartbeatRequest) -> ConsumerGroupMember:
-        member = group.members.get(req.member_id)
         if req.instance_id is not None:
-            current_id = group.static_members.get(req.instance_id)
-            if current_id is not None and current_id != req.member_id:
-                raise HeartbeatError(
-                    ErrorCode.FENCED_INSTANCE_ID,
-                    f"Static member {req.member_id} with instance id "
-                    f"{req.instance_id} was fenced by member {current_id}.",
-                )
-        if member is None:
-            raise HeartbeatError(
-                ErrorCode.UNKNOWN_MEMBER_ID,
-                f"Member {req.member_id} is not a member of group {req.group_id}.",
-            )
-        if req.member_epoch > member.member_epoch:
-            raise HeartbeatError(
-                ErrorCode.FENCED_MEMBER_EPOCH,
-                f"The consumer group member has a greater member epoch "
-                f"({req.member_epoch}) than the one known by the group "
-                f"coordinator ({member.member_epoch}). The member must abandon "
-                f"all its partitions and rejoin.",
-            )
-        if req.member_epoch < member.member_epoch and (
-            req.member_epoch != member.previous_member_epoch
-            or not _is_subset(req.owned, member.assigned)
-        ):
-            raise HeartbeatError(
-                ErrorCode.FENCED_MEMBER_EPOCH,
-                f"The consumer group member has a smaller member epoch "
-                f"({req.member_epoch}) than the one known by the group "
-                f"coordinator ({member.member_epoch}). The member must abandon "
-                f"all its partitions and rejoin.",
-            )
-        return member
+            self._fence_other_instance(group, req)
+        return super()._known_member(group, req)
 
     def _update_member(
-        self, group: ConsumerGroup, member: ConsumerGroupMember, req: HeartbeatRequest
+        self, group: ConsumerGroup, member: ConsumerGroupMember, req: HeartbeatRequest, now: int
     ) -> bool:
-        """Apply the fields the request carries; True if the assignment depends on a change."""
+        """Apply the fields the request carries and resolve the group's regular expressions
+        again if due; True if the assignment depends on a change."""
         changed = member.member_id not in group.target
         if req.rack_id is not None:
             member.rack_id = req.rack_id
@@ -414,53 +221,27 @@ class ConsumerGroupCoordinator(MemberTimers, EpochStore):
             if name != member.server_assignor:
                 member.server_assignor = name
                 changed = True
+        self._refresh_regexes(group, req.describable, now)
         return changed
 
     # -- leaving ----------------------------------------------------------------------------
 
-    def _leave(self, req: HeartbeatRequest) -> HeartbeatResult:
-        group = self.groups.get(req.group_id)
-        if group is None:
-            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found.")
+    def _leaving_member(self, group: ConsumerGroup, req: HeartbeatRequest) -> ConsumerGroupMember:
         if req.instance_id is not None:
-            current_id = group.static_members.get(req.instance_id)
-            if current_id is None:
+            if req.instance_id not in group.static_members:
                 raise HeartbeatError(
                     ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown."
                 )
-            if current_id != req.member_id:
-                raise HeartbeatError(
-                    ErrorCode.FENCED_INSTANCE_ID,
-                    f"Static member {req.member_id} with instance id "
-                    f"{req.instance_id} was fenced by member {current_id}.",
-                )
-        member = group.members.get(req.member_id)
-        if member is None:
-            raise HeartbeatError(
-                ErrorCode.UNKNOWN_MEMBER_ID,
-                f"Member {req.member_id} is not a member of group {req.group_id}.",
-            )
-        self._member_leaves(group, member, req.member_epoch)
+            self._fence_other_instance(group, req)
+        return super()._leaving_member(group, req)
+
+    def _left(self, req: HeartbeatRequest) -> HeartbeatResult:
         return HeartbeatResult(
             ErrorCode.NONE,
             member_id=req.member_id,
             member_epoch=req.member_epoch,
             heartbeat_interval_ms=0,
         )
-
-    def remove_member(self, group: ConsumerGroup, member: ConsumerGroupMember, reason: str) -> None:
-        log.info(
-            "consumer group %s: removing member %s (%s)", group.group_id, member.member_id, reason
-        )
-        self._cancel_timers(member)
-        group.remove(member.member_id)
-        group.group_epoch += 1
-        self._refresh_metadata(group)
-        self._refresh_assignor(group)
-        group.update_state(self.now_ms())
-        self._store(group)
-        self._maybe_assign(group)
-        group.update_state(self.now_ms())
 
     # -- target assignment ------------------------------------------------------------------
 
@@ -512,6 +293,11 @@ class ConsumerGroupCoordinator(MemberTimers, EpochStore):
             out[member_id] = names
         return out
 
+    def _refresh(self, group: ConsumerGroup) -> bool:
+        metadata = self._refresh_metadata(group)
+        assignor = self._refresh_assignor(group)
+        return metadata or assignor
+
     def _refresh_metadata(self, group: ConsumerGroup) -> bool:
         """Update the subscribed topics' ids and partition counts; True if they changed."""
         topics = self.logs.topics
@@ -538,9 +324,6 @@ class ConsumerGroupCoordinator(MemberTimers, EpochStore):
         group.target = assign(self._subscriptions(group), group.subscription_metadata, group.target)
         group.assignment_epoch = group.group_epoch
         group.update_state(self.now_ms())
-
-    def _revoking(self, member: ConsumerGroupMember) -> bool:
-        return member.state is MemberState.UNREVOKED_PARTITIONS
 
     # -- persistence ------------------------------------------------------------------------
 
@@ -602,10 +385,6 @@ class ConsumerGroupCoordinator(MemberTimers, EpochStore):
 
     def topic_names(self) -> dict[uuid.UUID, str]:
         return {info.topic_id: name for name, info in self.logs.topics.items()}
-
-
-def _new_member_id() -> str:
-    return str(uuid.uuid4())
 
 
 def _is_subset(owned: TopicPartitions | None, assigned: TopicPartitions) -> bool:

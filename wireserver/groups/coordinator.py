@@ -322,15 +322,7 @@ class GroupCoordinator:
                 member.complete_join(JoinResult(ErrorCode.NOT_COORDINATOR, member.member_id))
                 member.complete_sync(SyncResult(ErrorCode.NOT_COORDINATOR))
             dropped += 1
-        for group_id in [g for g in self.consumer.groups if mine(g)]:
-            group = self.consumer.groups.pop(group_id)
-            for member in group.members.values():
-                self.consumer._cancel_timers(member)
-            dropped += 1
-        for group_id in [g for g in self.streams.groups if mine(g)]:
-            for member in self.streams.groups.pop(group_id).members.values():
-                self.streams._cancel_timers(member)
-            dropped += 1
+        dropped += self.consumer.forget(mine) + self.streams.forget(mine)
         self.offsets.forget_pending(mine)
         return dropped
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-#: The member epoch of a static member's temporary leave (KIP-848, KIP-1071).
-STATIC_LEAVE_EPOCH = -2
+from wireserver.groups.modern_group import STATIC_LEAVE_EPOCH
 
 
 def cancel(timer: Any) -> None:

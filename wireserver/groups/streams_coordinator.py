@@ -14,7 +14,7 @@ as Kafka's ``KafkaApis`` does); compute a new target assignment (``streams_assig
 the group epoch is ahead; move the member one reconciliation step; re-arm its session timer;
 answer with its epoch and, when they changed or it joined, its tasks.
 
-Timers, configs and persistence as the consumer groups' (``consumer_coordinator``), with the
+Timers, configs and persistence as the consumer groups' (``modern_coordinator``), with the
 ``streams.*`` group configs and ``group.streams.*`` broker keys. Of the group only its epoch is
 written to ``__consumer_offsets`` (Kafka's StreamsGroupMetadata record), beside its committed
 offsets: after a restart it comes back Empty at that epoch, its members get UNKNOWN_MEMBER_ID,
@@ -23,30 +23,24 @@ rejoin with epoch 0 and the topology is taken again from the first of them.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
-from typing import Any
 
 from wireserver.groups import streams_assignor
-from wireserver.groups.configs import GroupConfigs
-from wireserver.groups.consumer_coordinator import (
-    ClassicCoordinator,
+from wireserver.groups.modern_coordinator import (
     HeartbeatError,
-    take_over_classic_group,
+    ModernGroupCoordinator,
+    check_ids,
+    invalid,
 )
-from wireserver.groups.epoch_store import EpochStore
-from wireserver.groups.member_timers import STATIC_LEAVE_EPOCH, MemberTimers
+from wireserver.groups.modern_group import JOIN_EPOCH, STATIC_LEAVE_EPOCH
 from wireserver.groups.records import (
     StreamsGroupKey,
     StreamsGroupValue,
     encode_streams_group_value,
 )
 from wireserver.groups.streams_group import (
-    JOIN_EPOCH,
-    LEAVE_EPOCH,
     SHUTDOWN_APPLICATION,
     STALE_TOPOLOGY,
-    MemberState,
     StreamsGroup,
     StreamsGroupMember,
     StreamsGroupState,
@@ -56,8 +50,6 @@ from wireserver.groups.streams_group import (
     configure,
 )
 from wireserver.protocol.errors import ErrorCode
-
-log = logging.getLogger(__name__)
 
 S = StreamsGroupState
 
@@ -84,6 +76,11 @@ class StreamsHeartbeat:
     client_id: str = ""
     client_host: str = ""
 
+    @property
+    def owned(self) -> Tasks | None:
+        """The active tasks it reports: what it holds exclusively."""
+        return self.active
+
 
 @dataclass
 class StreamsHeartbeatResult:
@@ -104,77 +101,33 @@ class StreamsHeartbeatResult:
     to_create: dict[str, TopicInfo] = field(default_factory=dict)
 
 
-class StreamsGroupCoordinator(MemberTimers, EpochStore):
-    """``logs``: the broker's ``LogManager`` (its ``topics``); ``group_configs``: the groups'
-    ``streams.*`` settings."""
+class StreamsGroupCoordinator(ModernGroupCoordinator):
+    """The Streams group's own: its validation, the topology (configured against the
+    topics, internal topics to create, statuses), the task assignor and the endpoints."""
 
     kind = "streams"
     group_class = StreamsGroup
+    member_class = StreamsGroupMember
     dead_state = S.DEAD
-
-    def __init__(self, coordinator: ClassicCoordinator, logs: Any, group_configs: GroupConfigs):
-        self.coordinator = coordinator
-        self.logs = logs
-        self.group_configs = group_configs
-        self.reactor = coordinator.reactor
-        self.config = coordinator.config
-        self.groups: dict[str, StreamsGroup] = {}
-
-    def now_ms(self) -> int:
-        return self.coordinator.now_ms()
-
-    def setting(self, group_id: str, name: str) -> Any:
-        """A ``streams.*`` group config, else its broker default."""
-        return self.group_configs.value(group_id, name)
+    not_found = "Streams group {} not found."
 
     # -- StreamsGroupHeartbeat --------------------------------------------------------------
 
-    def heartbeat(self, req: StreamsHeartbeat) -> StreamsHeartbeatResult:
-        try:
-            _validate(req)
-            if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
-                return self._leave(req)
-            return self._heartbeat(req)
-        except HeartbeatError as exc:
-            return StreamsHeartbeatResult(exc.error, exc.message)
+    def _validate(self, req: StreamsHeartbeat) -> None:
+        _validate_request(req)
 
-    def _group_for_join(self, group_id: str) -> StreamsGroup:
-        group = self.groups.get(group_id)
-        if group is None:
-            group = StreamsGroup(group_id, self.now_ms())
-            take_over_classic_group(self.coordinator, group, "streams")
-            self.groups[group_id] = group
-        return group
+    def _failed(self, req: StreamsHeartbeat, exc: HeartbeatError) -> StreamsHeartbeatResult:
+        return StreamsHeartbeatResult(exc.error, exc.message)
+
+    def _check_join(self, group: StreamsGroup, req: StreamsHeartbeat) -> None:
+        known = group.topology
+        if known is not None and req.topology is not None and req.topology.epoch > known.epoch:
+            raise HeartbeatError(
+                ErrorCode.INVALID_REQUEST, "Topology updates are not supported yet."
+            )
 
     def _heartbeat(self, req: StreamsHeartbeat) -> StreamsHeartbeatResult:
-        now = self.now_ms()
-        if req.member_epoch == JOIN_EPOCH:
-            group = self._group_for_join(req.group_id)
-            known = group.topology
-            if known is not None and req.topology is not None and req.topology.epoch > known.epoch:
-                raise HeartbeatError(
-                    ErrorCode.INVALID_REQUEST, "Topology updates are not supported yet."
-                )
-            member = self._join(group, req)
-        else:
-            group = self.groups.get(req.group_id)
-            if group is None:
-                raise HeartbeatError(
-                    ErrorCode.GROUP_ID_NOT_FOUND, f"Streams group {req.group_id} not found."
-                )
-            member = self._known_member(group, req)
-        before = (member.member_epoch, member.assignment())
-        bump = self._update_member(group, member, req)
-        if self._refresh_topology(group):
-            bump = True
-        if bump:
-            group.group_epoch += 1
-            self._store(group)
-        self._maybe_assign(group)
-        group.reconcile(member, req.active)
-        self._arm_revocation_timer(group, member)
-        group.update_state(now)
-        self._arm_session_timer(group, member)
+        group, member, send = self._beat(req, self.now_ms())
         if req.shutdown_application:
             group.shutdown_requested = member.member_id
         statuses = list(group.configured.statuses)
@@ -194,13 +147,6 @@ class StreamsGroupCoordinator(MemberTimers, EpochStore):
                     "error and requested a shutdown for the entire application.",
                 )
             )
-        owned = (req.active or {}, req.standby or {}, req.warmup or {})
-        current = member.assignment()
-        send = (
-            req.member_epoch == JOIN_EPOCH
-            or before != (member.member_epoch, current)
-            or (req.active is not None and owned != current)
-        )
         endpoints = None
         if req.endpoint_information_epoch != group.endpoint_epoch:
             endpoints = self._endpoints(group)
@@ -208,83 +154,27 @@ class StreamsGroupCoordinator(MemberTimers, EpochStore):
             ErrorCode.NONE,
             member_id=member.member_id,
             member_epoch=member.member_epoch,
-            heartbeat_interval_ms=self.setting(req.group_id, "streams.heartbeat.interval.ms"),
+            heartbeat_interval_ms=self._heartbeat_interval_ms(req.group_id),
             statuses=statuses,
-            assignment=current if send else None,
+            assignment=member.assignment() if send else None,
             endpoint_epoch=group.endpoint_epoch,
             endpoints=endpoints,
             to_create=dict(group.configured.to_create),
         )
 
-    def _join(self, group: StreamsGroup, req: StreamsHeartbeat) -> StreamsGroupMember:
-        if req.instance_id is not None:
-            current_id = group.static_members.get(req.instance_id)
-            if current_id is not None and current_id != req.member_id:
-                old = group.members[current_id]
-                if old.member_epoch != STATIC_LEAVE_EPOCH:
-                    raise HeartbeatError(
-                        ErrorCode.UNRELEASED_INSTANCE_ID,
-                        f"Static member {current_id} with instance id "
-                        f"{req.instance_id} is not released yet.",
-                    )
-                return self._replace_static_member(group, old, req.member_id)
-        member = group.members.get(req.member_id)
-        if member is not None:
-            group.reset_member_assignment(member)
-            return member
-        limit = self.config["group.streams.max.size"]
-        if len(group.members) >= limit:
-            raise HeartbeatError(
-                ErrorCode.GROUP_MAX_SIZE_REACHED,
-                f"The streams group has reached its maximum capacity of {limit} members.",
-            )
-        member = StreamsGroupMember(req.member_id, req.client_id, req.client_host)
-        member.instance_id = req.instance_id
-        group.add(member)
-        return member
+    def _held(self, member: StreamsGroupMember) -> tuple[Tasks, Tasks, Tasks]:
+        return member.assignment()
 
-    def _replace_static_member(
-        self, group: StreamsGroup, old: StreamsGroupMember, new_id: str
-    ) -> StreamsGroupMember:
-        """A static member back from a temporary leave under a new member id: it takes over
-        the old member's tasks and target, and the group epoch does not move."""
-        self._cancel_timers(old)
-        group.release(old)
-        del group.members[old.member_id]
-        new = StreamsGroupMember(new_id)
-        for attr in StreamsGroupMember.__slots__:
-            if attr not in ("member_id", "session_timer", "revocation_timer"):
-                setattr(new, attr, getattr(old, attr))
-        new.member_epoch = old.previous_member_epoch
-        group.add(new)
-        if old.member_id in group.target:
-            group.target[new_id] = group.target.pop(old.member_id)
-        group.claim(new)
-        return new
+    def _reported(self, req: StreamsHeartbeat) -> tuple[Tasks, Tasks, Tasks] | None:
+        if req.active is None:
+            return None
+        return req.active, req.standby or {}, req.warmup or {}
 
-    def _known_member(self, group: StreamsGroup, req: StreamsHeartbeat) -> StreamsGroupMember:
-        member = group.members.get(req.member_id)
-        if member is None:
-            raise HeartbeatError(
-                ErrorCode.UNKNOWN_MEMBER_ID,
-                f"Member {req.member_id} is not a member of group {req.group_id}.",
-            )
-        if req.member_epoch > member.member_epoch or (
-            req.member_epoch < member.member_epoch
-            and (req.member_epoch != member.previous_member_epoch or req.active is None)
-        ):
-            relation = "greater" if req.member_epoch > member.member_epoch else "smaller"
-            raise HeartbeatError(
-                ErrorCode.FENCED_MEMBER_EPOCH,
-                f"The streams group member has a {relation} member epoch "
-                f"({req.member_epoch}) than the one known by the group coordinator "
-                f"({member.member_epoch}). The member must abandon all its partitions "
-                f"and rejoin.",
-            )
-        return member
+    def _may_be_behind(self, member: StreamsGroupMember, req: StreamsHeartbeat) -> bool:
+        return req.active is not None
 
     def _update_member(
-        self, group: StreamsGroup, member: StreamsGroupMember, req: StreamsHeartbeat
+        self, group: StreamsGroup, member: StreamsGroupMember, req: StreamsHeartbeat, now: int
     ) -> bool:
         """Apply the fields the request carries; True if the assignment depends on a change."""
         changed = member.member_id not in group.target
@@ -310,7 +200,7 @@ class StreamsGroupCoordinator(MemberTimers, EpochStore):
         member.client_host = req.client_host or member.client_host
         return changed
 
-    def _refresh_topology(self, group: StreamsGroup) -> bool:
+    def _refresh(self, group: StreamsGroup) -> bool:
         """Configure the topology against the topics; True if the tasks changed."""
         if group.topology is None:
             return False
@@ -331,7 +221,7 @@ class StreamsGroupCoordinator(MemberTimers, EpochStore):
             streams_assignor.MemberSpec(
                 m.member_id,
                 m.process_id,
-                m.active or group.target.get(m.member_id, _EMPTY).active,
+                m.assigned or group.target.get(m.member_id, _EMPTY).active,
                 m.standby,
             )
             for m in group.members.values()
@@ -362,47 +252,17 @@ class StreamsGroupCoordinator(MemberTimers, EpochStore):
             return out
 
         return [
-            (m.user_endpoint, partitions(m.active), partitions(m.standby, m.warmup))
+            (m.user_endpoint, partitions(m.assigned), partitions(m.standby, m.warmup))
             for m in group.members.values()
             if m.user_endpoint is not None
         ]
 
     # -- leaving ----------------------------------------------------------------------------
 
-    def _leave(self, req: StreamsHeartbeat) -> StreamsHeartbeatResult:
-        group = self.groups.get(req.group_id)
-        if group is None:
-            raise HeartbeatError(
-                ErrorCode.GROUP_ID_NOT_FOUND, f"Streams group {req.group_id} not found."
-            )
-        member = group.members.get(req.member_id)
-        if member is None:
-            raise HeartbeatError(
-                ErrorCode.UNKNOWN_MEMBER_ID,
-                f"Member {req.member_id} is not a member of group {req.group_id}.",
-            )
-        self._member_leaves(group, member, req.member_epoch)
+    def _left(self, req: StreamsHeartbeat) -> StreamsHeartbeatResult:
         return StreamsHeartbeatResult(
             ErrorCode.NONE, member_id=req.member_id, member_epoch=req.member_epoch, left=True
         )
-
-    def remove_member(self, group: StreamsGroup, member: StreamsGroupMember, reason: str) -> None:
-        log.info(
-            "streams group %s: removing member %s (%s)", group.group_id, member.member_id, reason
-        )
-        self._cancel_timers(member)
-        group.remove(member.member_id)
-        group.group_epoch += 1
-        self._store(group)
-        self._refresh_topology(group)
-        self._maybe_assign(group)
-        group.update_state(self.now_ms())
-
-    def _session_timeout_ms(self, group_id: str) -> int:
-        return self.setting(group_id, "streams.session.timeout.ms")
-
-    def _revoking(self, member: StreamsGroupMember) -> bool:
-        return member.state is MemberState.UNREVOKED_TASKS
 
     # -- persistence ----------------------------------------------------------------------
 
@@ -416,20 +276,11 @@ class StreamsGroupCoordinator(MemberTimers, EpochStore):
 _EMPTY = streams_assignor.TargetAssignment()
 
 
-def _validate(req: StreamsHeartbeat) -> None:
+def _validate_request(req: StreamsHeartbeat) -> None:
     """Kafka's ``throwIfStreamsGroupHeartbeatRequestIsInvalid``."""
-
-    def invalid(message: str) -> HeartbeatError:
-        return HeartbeatError(ErrorCode.INVALID_REQUEST, message)
-
     if not req.member_id:
         raise invalid("MemberId can't be empty.")
-    if not req.group_id:
-        raise invalid("GroupId can't be empty.")
-    if req.instance_id == "":
-        raise invalid("InstanceId can't be empty.")
-    if req.rack_id == "":
-        raise invalid("RackId can't be empty.")
+    check_ids(req)
     if req.member_epoch < STATIC_LEAVE_EPOCH:
         raise invalid(
             f"MemberEpoch is {req.member_epoch}, but must be greater than or equal to -2."
