@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -71,4 +72,5 @@ def test_a_truncated_archive_is_dropped_not_used(tmp_path):
     after = options(tmp_path, "kafka-topics", java, TOOL_JVM_OPTS_SHORT, cp)
     assert any(o.startswith("-XX:ArchiveClassesAtExit=") for o in after), after
     assert not part.exists() and not list(tmp_path.glob("*.jsa"))
+    assert not list(Path.cwd().glob("hs_err_pid*.log"))  # the crash it caused left nothing
     assert run_version(java, cp, after).returncode == 0

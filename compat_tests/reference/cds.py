@@ -26,6 +26,8 @@ from pathlib import Path
 #: JVM logging of the archive's own troubles (a mismatch, an unusable file) stays quiet: a
 #: tool's output is what the tests read.
 QUIET = ("-Xlog:cds*=off", "-Xlog:class+path=off")
+#: A broken part file may crash the JVM that checks it: no hs_err file, no core dump.
+NO_CRASH_FILES = (f"-XX:ErrorFile={os.devnull}", "-XX:-CreateCoredumpOnCrash")
 #: A part file this old was written by a JVM that has exited (it is written at exit).
 SETTLED_S = 5.0
 
@@ -80,6 +82,7 @@ def _loads(java: str, part: Path, jvm_opts: Sequence[str], classpath: str) -> bo
                 "-Xshare:on",
                 f"-XX:SharedArchiveFile={part}",
                 *QUIET,
+                *NO_CRASH_FILES,
                 "-cp",
                 classpath,
                 "-version",
