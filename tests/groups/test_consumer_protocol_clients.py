@@ -271,3 +271,56 @@ def test_regex_subscription_leaves_out_topics_the_member_cannot_describe():
             )
         finally:
             consumer.close()
+
+
+def test_an_empty_consumer_group_goes_back_to_the_classic_protocol(kafka):
+    """A group whose consumer-protocol members all left is taken by a classic consumer
+    (kafka-python, JoinGroup): it becomes a classic group and resumes from the offsets the
+    consumer-protocol members committed."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    bootstrap = kafka.bootstrap_servers
+    create_topic(bootstrap, "back-to-classic", 1)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(10):
+        producer.produce("back-to-classic", value=str(i).encode(), partition=0)
+    assert producer.flush(30) == 0
+    modern = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "back",
+            "group.protocol": "consumer",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    modern.subscribe(["back-to-classic"])
+    seen = []
+    deadline = time.monotonic() + 60
+    while len(seen) < 4 and time.monotonic() < deadline:
+        message = modern.poll(0.2)
+        if message is not None and message.error() is None:
+            seen.append(int(message.value()))
+    assert seen[:4] == [0, 1, 2, 3]
+    modern.commit(message, asynchronous=False)  # offset 4: the next record to read
+    modern.close()
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    described = admin.describe_consumer_groups(["back"])["back"].result(timeout=30)
+    assert str(described.type).endswith("CONSUMER") and not described.members
+
+    classic = KafkaConsumer(
+        "back-to-classic",
+        bootstrap_servers=bootstrap,
+        group_id="back",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        consumer_timeout_ms=10000,
+    )
+    try:
+        values = [int(record.value) for record in classic]
+        assert values == list(range(4, 10))
+        assert classic.committed(TopicPartition("back-to-classic", 0)) == 4
+    finally:
+        classic.close()
+    described = admin.describe_consumer_groups(["back"])["back"].result(timeout=30)
+    assert str(described.type).endswith("CLASSIC")

@@ -453,8 +453,12 @@ class GroupCoordinator:
                 d.callback(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id))
                 return d
             # An empty consumer group becomes a classic group and keeps its offsets.
+            offsets = self.consumer.convert_to_classic(consumer_group)
+            if offsets is None:
+                d.callback(JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, req.member_id))
+                return d
             self.groups[req.group_id] = Group(req.group_id, self.now_ms())
-            self.groups[req.group_id].offsets = self.consumer.convert_to_classic(consumer_group)
+            self.groups[req.group_id].offsets = offsets
         group = self.groups.get(req.group_id)
         created = False
         if group is None:

@@ -56,6 +56,18 @@ class EpochStore:
         self.groups[group_id] = group
         return group
 
+    def convert_to_classic(self, group: Any) -> dict | None:
+        """An empty group a classic JoinGroup takes over (Kafka's conversion of an empty
+        group): its metadata record is tombstoned, it leaves this coordinator, and its
+        committed offsets are returned for the classic group that replaces it. None when the
+        tombstone could not be written (the group stays as it was)."""
+        tombstone = [(encode_key(self.metadata_key(group.group_id)), None)]
+        if self.coordinator.runtime.append(group.group_id, tombstone) != ErrorCode.NONE:
+            return None
+        group.transition_to(self.dead_state, self.now_ms())
+        self.groups.pop(group.group_id, None)
+        return group.offsets
+
     def delete(self, group: Any) -> ErrorCode:
         if group.members:
             return ErrorCode.NON_EMPTY_GROUP
