@@ -147,8 +147,11 @@ def _tools_table(rows: list[dict]) -> list[str]:
     ]
     for row in sorted(mine, key=lambda r: r["scenario"]):
         name = row["scenario"].split("-", 1)[1]
+        scenario = row["scenario"]
+        if "->" in row["client"]:  # MirrorMaker 2: the direction tells the runs apart
+            scenario += f" ({row['client']})"
         lines.append(
-            f"| {name.split('[')[0]} | {row['scenario']} | {_short(row['kafka'])} | "
+            f"| {name.split('[')[0]} | {scenario} | {_short(row['kafka'])} | "
             f"{_short(row['wireserver'])} | {_result(row)} |"
         )
     return lines
