@@ -28,9 +28,9 @@ def free_port(host: str = "127.0.0.1") -> int:
         return sock.getsockname()[1]
 
 
-def _ruok(port: int) -> bool:
+def _ruok(port: int, host: str = "127.0.0.1") -> bool:
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+        with socket.create_connection((host, port), timeout=1) as sock:
             sock.sendall(b"ruok")
             return sock.recv(16) == b"imok"
     except OSError:
@@ -38,9 +38,23 @@ def _ruok(port: int) -> bool:
 
 
 class ZooKeeperServer:
-    """``with ZooKeeperServer() as zk: zk.connect`` → ``"127.0.0.1:PORT"``."""
+    """``with ZooKeeperServer() as zk: zk.connect`` → ``"127.0.0.1:PORT"``.
 
-    def __init__(self, port: int = 0, data_dir: str | None = None, tick_ms: int = 500):
+    ``host`` and ``command_prefix`` run it elsewhere: the fault campaign (``chaos/``) starts it
+    inside a network namespace with ``command_prefix=["ip", "netns", "exec", NAME]`` and the
+    namespace's address as ``host`` (then give a ``port``: a free one here may not be free
+    there)."""
+
+    def __init__(
+        self,
+        port: int = 0,
+        data_dir: str | None = None,
+        tick_ms: int = 500,
+        host: str = "127.0.0.1",
+        command_prefix: tuple[str, ...] | list[str] = (),
+    ):
+        self.host = host
+        self.command_prefix = list(command_prefix)
         self.port = port or free_port()
         self._root = tempfile.mkdtemp(prefix="wireserver-zk-")
         self.data_dir = data_dir or os.path.join(self._root, "data")
@@ -50,7 +64,7 @@ class ZooKeeperServer:
 
     @property
     def connect(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     def start(self, timeout: float = 30.0) -> ZooKeeperServer:
         if not available():
@@ -60,7 +74,7 @@ class ZooKeeperServer:
         with open(config, "w", encoding="utf-8") as handle:
             handle.write(
                 f"tickTime={self.tick_ms}\ndataDir={self.data_dir}\n"
-                f"clientPort={self.port}\nclientPortAddress=127.0.0.1\n"
+                f"clientPort={self.port}\nclientPortAddress={self.host}\n"
                 "admin.enableServer=false\n4lw.commands.whitelist=ruok,stat\n"
                 f"minSessionTimeout={2 * self.tick_ms}\nmaxSessionTimeout=60000\n"
                 "maxClientCnxns=0\n"
@@ -68,6 +82,7 @@ class ZooKeeperServer:
         with open(self.log_path, "ab") as log_file:
             self.process = subprocess.Popen(
                 [
+                    *self.command_prefix,
                     "java",
                     "-Xmx256m",
                     "-cp",
@@ -87,7 +102,7 @@ class ZooKeeperServer:
                 raise ZooKeeperError(
                     f"ZooKeeper exited with {self.process.returncode}: {self.log_tail()}"
                 )
-            if _ruok(self.port):
+            if _ruok(self.port, self.host):
                 return self
             time.sleep(0.1)
         self.stop()

@@ -256,13 +256,18 @@ class EmbeddedBroker(_AdminMixin):
         authorizer: bool = False,
         super_users: Iterable[str] = (),
         reactor: str = "default",
+        command_prefix: Iterable[str] = (),
     ):
+        """``command_prefix`` goes before a subprocess broker's command: the fault campaign
+        (``chaos/``) runs brokers in network namespaces with ``["ip", "netns", "exec", NAME]``
+        (which execs, so ``pid`` is still the broker's own)."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
         if reactor != "default" and mode != "subprocess":
             raise ValueError("only a subprocess broker can choose its reactor (serve --reactor)")
         self.mode = mode
         self.reactor = reactor
+        self.command_prefix = list(command_prefix)
         self.startup_timeout = startup_timeout
         self.log_level = log_level
         self.python = python or sys.executable
@@ -489,6 +494,7 @@ class EmbeddedBroker(_AdminMixin):
 
     def _command(self, overrides: Mapping[str, str]) -> list[str]:
         command = [
+            *self.command_prefix,
             self.python,
             "-m",
             "wireserver.cli",
