@@ -44,6 +44,9 @@ def run_one(name: str, args) -> object:
             )
             return campaign.run()
         finally:
+            save_logs = getattr(target, "save_logs", None)
+            if save_logs is not None:
+                save_logs(os.path.join(args.workdir, name, "logs"))
             target.close()
 
 

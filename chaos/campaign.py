@@ -52,6 +52,10 @@ class Result:
     recovery_seconds: list[float] = dataclasses.field(default_factory=list)
     unrecovered: list[str] = dataclasses.field(default_factory=list)
     events: list[str] = dataclasses.field(default_factory=list)
+    #: (fault kind, wall-clock start, wall-clock end of its window: until the next fault)
+    windows: list[tuple[str, float, float]] = dataclasses.field(default_factory=list)
+    #: fault kind -> seconds without any acknowledgement that began inside its windows
+    unavailable_by_fault: Counter = dataclasses.field(default_factory=Counter)
 
     @property
     def problems(self) -> list[str]:
@@ -100,7 +104,10 @@ class Campaign:
         recovery_bound: float = 60.0,
         faults: list[str] | None = None,
         rate: float = 100.0,
+        max_faults: int | None = None,
     ):
+        """``max_faults`` ends the campaign after that many faults even before ``duration``
+        (the CI variant runs every kind once: ``max_faults=len(FAULTS)``)."""
         self.target = target
         self.rng = random.Random(seed)
         self.duration = duration
@@ -110,6 +117,7 @@ class Campaign:
         self.recovery_bound = recovery_bound
         self.fault_names = list(faults or FAULTS)
         self.rate = rate
+        self.max_faults = max_faults
         self.firewall = Firewall(target.network)
         self.client = target.network.add("client")
         self.result = Result(target.name, seed, unclean)
@@ -132,7 +140,9 @@ class Campaign:
         time.sleep(3)  # load before the first fault
         try:
             order: list[str] = []
-            while time.monotonic() - started < self.duration:
+            while time.monotonic() - started < self.duration and (
+                self.max_faults is None or sum(self.result.faults.values()) < self.max_faults
+            ):
                 if not order:
                     order = list(self.fault_names)
                     self.rng.shuffle(order)
@@ -154,6 +164,7 @@ class Campaign:
 
     def _one_fault(self, name: str) -> None:
         hold = self.rng.uniform(*self.fault_seconds)
+        start = time.time()
         description, heal = FAULTS[name](self)
         self.result.faults[name] += 1
         self._event(f"fault {name}: {description} for {hold:.1f} s")
@@ -163,6 +174,7 @@ class Campaign:
         self._event(f"healed {name}")
         self._wait_recovered(name, healed)
         time.sleep(self.rng.uniform(*self.quiet_seconds))
+        self.result.windows.append((name, start, time.time()))
 
     def _wait_recovered(self, name: str, healed: float) -> None:
         """Until every broker answers and lists every broker, bounded."""
@@ -291,7 +303,12 @@ class Campaign:
         )
         result.offsets_backwards = checker.check_offsets(self.offset_samples)
         acks = sorted(e["t"] for h in histories["producer"] for e in h if e.get("k") == "ack")
-        result.unavailable_seconds = sum(b - a for a, b in zip(acks, acks[1:]) if b - a > 1.0)
+        gaps = [(a, b - a) for a, b in zip(acks, acks[1:]) if b - a > 1.0]
+        result.unavailable_seconds = sum(length for _, length in gaps)
+        for began, length in gaps:
+            for name, start, end in result.windows:
+                if start <= began < end:
+                    result.unavailable_by_fault[name] += length
         data_dirs = {b: self.target.data_dir(b) for b in self.target.broker_nodes}
         for topic in (TOPIC, TXN_TOPIC):
             meta = self.target.metadata(topic)
@@ -538,6 +555,9 @@ def format_table(results: list[Result]) -> str:
         lines.append(f"{label.ljust(width)}  {cells}")
     kinds = sorted({k for r in results for k in r.faults})
     lines.append("")
+    for r in results:
+        lines.append(f"{r.target}: seconds without acks by fault: " + ", ".join(
+            f"{k} {v:.1f}" for k, v in r.unavailable_by_fault.most_common()))  # fmt: skip
     lines.append("faults by kind: " + ", ".join(
         f"{k} " + "/".join(str(r.faults.get(k, 0)) for r in results) for k in kinds))  # fmt: skip
     return "\n".join(lines)

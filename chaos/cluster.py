@@ -153,6 +153,17 @@ class WireserverCluster:
         with KafkaWire(f"{self.broker_nodes[1].ip}:{PORT}", timeout=30) as wire:
             wire.create_topic(name, partitions, 3, configs)
 
+    def save_logs(self, directory: str) -> None:
+        """Copy every broker's log and ZooKeeper's into ``directory`` (they go with close)."""
+        import shutil
+
+        os.makedirs(directory, exist_ok=True)
+        for broker_id, broker in self.brokers.items():
+            if os.path.exists(broker.log_path):
+                shutil.copy(broker.log_path, os.path.join(directory, f"broker-{broker_id}.log"))
+        if os.path.exists(self.zookeeper.log_path):
+            shutil.copy(self.zookeeper.log_path, os.path.join(directory, "zookeeper.log"))
+
     def close(self) -> None:
         for broker in self.brokers.values():
             if broker.running:

@@ -5,6 +5,10 @@ back to the preferred replica after a failover."""
 
 from __future__ import annotations
 
+import os
+import signal
+import time
+
 import pytest
 from confluent_kafka import Consumer, ElectionType, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -165,3 +169,39 @@ def test_auto_leader_rebalance(rebalancing_cluster):
         20,
         what="the automatic preferred election",
     )
+
+
+def test_offset_fetch_never_shows_a_commit_before_it_is_replicated(cluster):
+    """Found by the fault campaign (``scripts/chaos``): a commit was shown by OffsetFetch as
+    soon as the coordinator appended it, before its followers had it; the coordinator then
+    failed over and the group's committed offset went backwards. Kafka shows a commit only
+    once its acks=-1 append completes. Here the followers of the group's ``__consumer_offsets``
+    partition are paused: the new commit must stay invisible until they are back."""
+    topic, group = "durable-commit", "durable-commit-group"
+    create(cluster, topic)
+    writer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
+    reader = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
+    try:
+        writer.commit(offsets=[TopicPartition(topic, 0, 5)], asynchronous=False)
+
+        def committed() -> int:
+            return reader.committed([TopicPartition(topic, 0)], timeout=10)[0].offset
+
+        assert committed() == 5
+        _, coordinator = find_coordinator(cluster.bootstrap.split(",")[0], group)
+        followers = [b for i, b in cluster.brokers.items() if i != coordinator]
+        for broker in followers:
+            os.kill(broker.pid, signal.SIGSTOP)
+        try:
+            writer.commit(offsets=[TopicPartition(topic, 0, 9)], asynchronous=True)
+            # Well inside replica.lag.time.max.ms (3 s): the ISR still waits for the followers.
+            deadline = time.monotonic() + 1.5
+            while time.monotonic() < deadline:
+                assert committed() == 5
+        finally:
+            for broker in followers:
+                os.kill(broker.pid, signal.SIGCONT)
+        wait_for(lambda: committed() == 9, 30, 0.2, what="the commit once replicated")
+    finally:
+        writer.close()
+        reader.close()

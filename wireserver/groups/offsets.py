@@ -26,6 +26,7 @@ the injected reactor.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -114,6 +115,10 @@ class OffsetManager:
         self.config = runtime.host.config
         self.now_ms: Callable[[], int] = runtime.host.now_ms
         self.pending_txn: PendingOffsets = {}
+        # Commits waiting for the high watermark are numbered in append order, so that the
+        # last one appended wins whatever order their waits finish in.
+        self._commit_sequence = itertools.count()
+        self._applied_sequence: dict[tuple[str, str, int], int] = {}
         self._expiry_loop: task.LoopingCall | None = None
 
     def start(self) -> None:
@@ -151,6 +156,8 @@ class OffsetManager:
                 del by_group[group_id]
             if not by_group:
                 del self.pending_txn[pid]
+        for key in [key for key in self._applied_sequence if is_mine(key[0])]:
+            del self._applied_sequence[key]
 
     # -- commits ----------------------------------------------------------------------------
 
@@ -197,10 +204,10 @@ class OffsetManager:
             self.membership.keep_alive(group, group.members[member_id])
         results, accepted, entries = self._offset_records(group_id, commits)
         error = self.runtime.append(group_id, entries)
-        for c, committed in accepted:
+        for c, _ in accepted:
             results[(c.topic, c.partition)] = error
-            if error == ErrorCode.NONE:
-                group.offsets[(c.topic, c.partition)] = committed
+        if error == ErrorCode.NONE and accepted:
+            self._apply_when_replicated(group_id, group, accepted)
         if (
             error == ErrorCode.NONE
             and accepted
@@ -209,6 +216,28 @@ class OffsetManager:
         ):
             self.membership.groups[group_id] = group
         return results
+
+    def _apply_when_replicated(
+        self, group_id: str, group: Any, accepted: list[tuple[OffsetCommit, CommittedOffset]]
+    ) -> None:
+        """Make appended commits the group's committed offsets once they are below the high
+        watermark (at once on one node), as Kafka keeps them pending until its acks=-1 append
+        completes: an OffsetFetch must never show an offset that a failover can still take
+        back (the fault campaign saw committed offsets go backwards when this was done at
+        append time)."""
+        sequence = next(self._commit_sequence)
+
+        def apply(status: ErrorCode) -> ErrorCode:
+            if status != ErrorCode.NONE:
+                return status
+            for c, committed in accepted:
+                key = (group_id, c.topic, c.partition)
+                if self._applied_sequence.get(key, -1) < sequence:
+                    self._applied_sequence[key] = sequence
+                    group.offsets[(c.topic, c.partition)] = committed
+            return status
+
+        self.runtime.replicated(group_id).addCallback(apply)
 
     def _offset_records(
         self, group_id: str, commits: list[OffsetCommit]
