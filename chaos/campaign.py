@@ -230,7 +230,7 @@ class Campaign:
     def _start_workloads(self) -> None:
         plan = [
             ("producer", "p1", TOPIC),
-            ("producer", "p2", TOPIC),
+            ("java", "j7", TOPIC),
             ("txn", "t1", TXN_TOPIC),
             ("reader", "r1", TXN_TOPIC),
             ("group", "g1", TOPIC),
@@ -241,7 +241,7 @@ class Campaign:
             out = os.path.join(self.workdir, f"{self.target.name}-{ident}.jsonl")
             if os.path.exists(out):
                 os.unlink(out)
-            rate = self.rate if kind == "producer" else max(1.0, self.rate / 20)
+            rate = self.rate if kind in ("producer", "java") else max(1.0, self.rate / 20)
             argv = [
                 *self.target.network.prefix(self.client),
                 sys.executable, "-m", "chaos.workload", kind,
@@ -291,9 +291,11 @@ class Campaign:
 
     def _check(self) -> None:
         result = self.result
-        histories = {kind: [] for kind in ("producer", "txn", "reader", "group")}
+        histories: dict[str, list[list[dict]]] = {
+            kind: [] for kind in ("producer", "txn", "reader", "group")
+        }
         for kind, out, _ in self.workloads:
-            histories[kind].append(checker.load(out))
+            histories["producer" if kind == "java" else kind].append(checker.load(out))
         bootstrap = self.target.bootstrap
         log_plain = checker.read_topic(bootstrap, TOPIC, PARTITIONS, committed_only=False)
         result.producers = checker.check_producers(histories["producer"], log_plain)

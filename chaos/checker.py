@@ -88,6 +88,16 @@ class ProducerVerdict:
     unacknowledged_present: int = 0  # failed or unanswered sends that were written: allowed
 
 
+def _identity(value: str) -> tuple[str, int]:
+    """(producer, sequence) of a workload's value: ``ID-SEQ`` (ours) or ``N.SEQ`` (Kafka's
+    verifiable producer)."""
+    if "-" in value:
+        producer, _, seq = value.rpartition("-")
+    else:
+        producer, _, seq = value.partition(".")
+    return producer, int(seq)
+
+
 def check_producers(histories: list[list[dict]], log: dict[int, list[tuple[int, str]]]):
     acked: dict[str, tuple[int, int]] = {}
     for history in histories:
@@ -100,10 +110,10 @@ def check_producers(histories: list[list[dict]], log: dict[int, list[tuple[int, 
         last_seq: dict[str, int] = {}
         for offset, value in records:
             where[value].append((partition, offset))
-            producer, _, seq = value.rpartition("-")
-            if producer in last_seq and int(seq) < last_seq[producer]:
+            producer, seq = _identity(value)
+            if producer in last_seq and seq < last_seq[producer]:
                 verdict.reordered += 1
-            last_seq[producer] = int(seq)
+            last_seq[producer] = seq
     for value, position in acked.items():
         found = where.get(value)
         if not found:

@@ -8,6 +8,9 @@ writes what it saw, one JSON object a line, to ``--out``: the history the checke
 
 - ``producer``: confluent-kafka, idempotent, acks=all; value ``ID-SEQ``, partition SEQ mod the
   partition count. Lines: ``{"k": "ack", "v", "p", "o", "t"}`` and ``{"k": "fail", "v", "e"}``.
+- ``java``: Kafka's own ``kafka-verifiable-producer`` (the Java producer, idempotent, acks=all)
+  at ``--rate`` records a second, values ``N.SEQ`` (N from the id's digits); its JSON events
+  become the same ``ack`` / ``fail`` lines.
 - ``txn``: a transactional producer; each transaction writes 4 records over the partitions and
   commits, or aborts one time in five. Lines: ``{"k": "txn", "n", "vals", "out"}`` with ``out``
   ``commit`` (commit returned), ``abort`` (abort returned) or ``unknown`` (neither; then either
@@ -98,6 +101,50 @@ def run_producer(args, history: History) -> None:
         producer.poll(max(0.0, next_send - time.monotonic()))
     history.write(k="sent", n=seq, t=time.time())
     producer.flush(args.delivery_timeout_ms / 1000 + 5)
+
+
+def run_java(args, history: History) -> None:
+    import os
+    import subprocess
+    import tempfile
+
+    from compat_tests.reference.launcher import tool_command
+
+    config = tempfile.NamedTemporaryFile("w", suffix=".properties", delete=False)  # noqa: SIM115
+    # The tool sets retries=0 (which turns idempotence off): the file turns both back on.
+    config.write(
+        "enable.idempotence=true\nretries=2147483647\nlinger.ms=5\n"
+        "max.in.flight.requests.per.connection=5\nretry.backoff.ms=100\n"
+        "reconnect.backoff.ms=100\nreconnect.backoff.max.ms=1000\n"
+        f"delivery.timeout.ms={args.delivery_timeout_ms}\nrequest.timeout.ms=10000\n"
+        "metadata.max.age.ms=5000\n"
+    )
+    config.close()
+    prefix = "".join(ch for ch in args.id if ch.isdigit()) or "0"
+    argv = tool_command(
+        "kafka-verifiable-producer",
+        [
+            "--bootstrap-server", args.bootstrap, "--topic", args.topic,
+            "--max-messages", "-1", "--throughput", str(int(args.rate)), "--acks", "-1",
+            "--value-prefix", prefix, "--producer.config", config.name,
+        ],
+    )  # fmt: skip
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    signal.signal(signal.SIGTERM, lambda *_: process.terminate())
+    assert process.stdout is not None
+    for line in process.stdout:
+        if not line.startswith("{"):
+            continue
+        event = json.loads(line)
+        name = event.get("name")
+        if name == "producer_send_success":
+            history.write(
+                k="ack", v=event["value"], p=event["partition"], o=event["offset"], t=time.time()
+            )
+        elif name == "producer_send_error":
+            history.write(k="fail", v=event.get("value"), e=event.get("message"), t=time.time())
+    process.wait()
+    os.unlink(config.name)
 
 
 def run_txn(args, history: History) -> None:
@@ -207,7 +254,13 @@ def run_group(args, history: History) -> None:
     consumer.close()
 
 
-KINDS = {"producer": run_producer, "txn": run_txn, "reader": run_reader, "group": run_group}
+KINDS = {
+    "producer": run_producer,
+    "java": run_java,
+    "txn": run_txn,
+    "reader": run_reader,
+    "group": run_group,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
