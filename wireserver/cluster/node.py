@@ -275,12 +275,28 @@ class ClusterNode:
 
     # -- controller election ---------------------------------------------------------------
     def _on_controller(self, data: bytes | None, stat: Any, *_: Any) -> None:
+        """A change of ``/controller``. The value the watch hands over was read in kazoo's
+        thread before this call was queued on the reactor; after a session loss it can predate
+        this broker's own election (the fault campaign saw the new controller resign on such a
+        stale value while it held the znode, leaving the cluster with no controller and its
+        partitions offline for good). So the znode is read again here, as Kafka's controller
+        re-reads it on every change, and this broker resigns only if it does not own it."""
+        from kazoo.exceptions import NoNodeError
+
+        try:
+            data, stat = self.zk.get(zd.CONTROLLER)
+        except NoNodeError:
+            data, stat = None, None
         self.controller_id = zd.decode_controller(data)
-        if self.controller is not None and self.controller_id != self.node_id:
+        if self.controller is not None and not self._owns(stat):
             self.controller.resign()
             self.controller = None
         if data is None:
             self._elect()
+
+    def _owns(self, stat: Any) -> bool:
+        """Whether the ephemeral znode of ``stat`` belongs to this broker's session."""
+        return stat is not None and stat.ephemeralOwner == self.zk.client_id[0]
 
     def _elect(self) -> None:
         from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
@@ -290,9 +306,11 @@ class ClusterNode:
         try:
             self.zk.create(zd.CONTROLLER, zd.encode_controller(self.node_id), ephemeral=True)
         except NodeExistsError:
-            data, _ = self.zk.get(zd.CONTROLLER)
+            data, stat = self.zk.get(zd.CONTROLLER)
             self.controller_id = zd.decode_controller(data)
-            return
+            if self.controller is not None or not self._owns(stat):
+                return
+            # Ours, yet no controller runs here (it resigned): take the office up again.
         while True:
             try:
                 data, stat = self.zk.get(zd.CONTROLLER_EPOCH)
@@ -309,14 +327,20 @@ class ClusterNode:
             except BadVersionError:
                 continue
         self.controller_id = self.node_id
+        # A new controller starts from what ZooKeeper holds now, not from the last broker list
+        # a watch delivered (after a session loss that list may not even hold this broker).
+        self._on_brokers(self.zk.get_children(zd.BROKER_IDS))
         log.info("broker %d is the controller (controller epoch %d)", self.node_id, epoch)
         self.controller = Controller(self, epoch, self.broker.config, self.broker.logs)
         self.controller.start()
 
     # -- brokers ---------------------------------------------------------------------------
     def _on_brokers(self, children: list[str]) -> None:
+        """A change of ``/brokers/ids``. ``children`` (the watch's value) may be stale by the
+        time the reactor runs this, so the list is read again."""
         from kazoo.exceptions import NoNodeError
 
+        children = self.zk.get_children(zd.BROKER_IDS)
         brokers: dict[int, zd.BrokerInfo] = {}
         czxids: dict[int, int] = {}
         for child in children:
