@@ -151,31 +151,42 @@ def test_delay_to_peers_leaves_other_addresses_alone(link, echo_server):
     assert snapshot(client) == before
 
 
-UDP_COUNT = """
+UDP_RECEIVE = """
     import socket, sys
     receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     receiver.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
     receiver.bind(("0.0.0.0", int(sys.argv[1])))
     print("ready", flush=True)
     receiver.settimeout(30)
-    received = 0
+    received = []
     try:
-        while receiver.recv(2048) != b"end":
-            received += 1
+        while True:
+            received.append(receiver.recv(2048).decode())
             receiver.settimeout(2)
     except TimeoutError:
         pass
-    print(received)
+    print(" ".join(received))
 """
 
 UDP_SEND = """
     import socket, sys, time
     sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    for number in range(int(sys.argv[3])):
+    count, rate = int(sys.argv[3]), int(sys.argv[4])
+    start = time.monotonic()
+    for number in range(count):
         sender.sendto(b"%d" % number, (sys.argv[1], int(sys.argv[2])))
-        if number % 50 == 49:
-            time.sleep(0.005)
+        if number % 10 == 9:
+            time.sleep(max(0, start + (number + 1) / rate - time.monotonic()))
 """
+
+
+def udp(client: str, server: str, count: int, rate: int, **netem: float) -> list[int]:
+    """The numbers of the datagrams that arrived at the server, in order of arrival, of
+    ``count`` sent from the client at ``rate`` a second through ``Netem(**netem)``."""
+    receiver = serve(server, UDP_RECEIVE)
+    with Netem(client, DEVICE, **netem):
+        output(python_in(client, UDP_SEND, SERVER, str(PORT), str(count), str(rate)))
+    return [int(number) for number in output(receiver).split()]
 
 
 @pytest.mark.parametrize("delay_ms", [0, 1])
@@ -184,10 +195,7 @@ def test_loss_drops_about_that_share_of_datagrams_silently(link, delay_ms):
     ``sendto`` raised)."""
     client, server = link
     before = snapshot(client)
-    receiver = serve(server, UDP_COUNT)
-    with Netem(client, DEVICE, delay_ms=delay_ms, loss_percent=30):
-        output(python_in(client, UDP_SEND, SERVER, str(PORT), "500"))
-    received = int(output(receiver))
+    received = len(udp(client, server, 500, 10_000, delay_ms=delay_ms, loss_percent=30))
     assert 0.15 <= 1 - received / 500 <= 0.45, received
     assert snapshot(client) == before
 
@@ -221,23 +229,14 @@ def test_a_tcp_transfer_through_loss_and_delay_arrives_intact(link):
         assert output(sink, timeout=120) == sent
 
 
-UDP_PACED = """
-    import socket, sys, time
-    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    rate, seconds = int(sys.argv[3]), float(sys.argv[4])
-    start = time.monotonic()
-    for number in range(int(rate * seconds)):
-        sender.sendto(b"x" * 100, (sys.argv[1], int(sys.argv[2])))
-        if number % 40 == 39:
-            time.sleep(max(0, start + (number + 1) / rate - time.monotonic()))
-"""
+def test_jitter_reorders_and_a_held_packet_holds_back_no_other(link):
+    """Each datagram is let through when its own delay is up, whatever came before it."""
+    received = udp(*link, 200, 1000, delay_ms=50, jitter_ms=40)
+    assert sorted(received) == list(range(200))
+    assert received != sorted(received)
 
 
 def test_the_substitute_keeps_up_with_a_broker_cluster(link):
     """A few thousand packets a second, as a broker cluster under test sends, all arrive (the
     substitute sustains about 18,000 a second on this kind of machine)."""
-    client, server = link
-    receiver = serve(server, UDP_COUNT)
-    with Netem(client, DEVICE, delay_ms=5):
-        output(python_in(client, UDP_PACED, SERVER, str(PORT), "4000", "2"))
-    assert int(output(receiver)) == 8000
+    assert len(udp(*link, 8000, 4000, delay_ms=5)) == 8000
