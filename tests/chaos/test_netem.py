@@ -19,14 +19,15 @@ from chaos.netem import Netem, in_namespace
 from tests.integration.conftest import require
 
 CLIENT, SERVER, OTHER = "10.199.0.1", "10.199.0.2", "10.199.0.3"
+CLIENT6, SERVER6 = "fd00:199::1", "fd00:199::2"
 DEVICE = "veth0"
 PORT = 9555
 
 
 @pytest.fixture
 def link() -> Iterator[tuple[str, str]]:
-    """Namespaces (client, server) joined by ``veth0``: the client is 10.199.0.1, the server
-    10.199.0.2 and 10.199.0.3."""
+    """Namespaces (client, server) joined by ``veth0``: the client is 10.199.0.1 and
+    fd00:199::1, the server 10.199.0.2, 10.199.0.3 and fd00:199::2."""
     require(os.geteuid() == 0, "network namespaces need root")
     for tool in ("ip", "tc", "nft", "iptables", "ip6tables"):
         require(shutil.which(tool), f"{tool} is not installed (apt: iproute2, nftables, iptables)")
@@ -42,9 +43,12 @@ def link() -> Iterator[tuple[str, str]]:
             + ["peer", "name", DEVICE, "netns", server],
             check=True,
         )
-        for namespace, addresses in ((client, [CLIENT]), (server, [SERVER, OTHER])):
+        for namespace, addresses in (
+            (client, [f"{CLIENT}/24", f"{CLIENT6}/64"]),
+            (server, [f"{SERVER}/24", f"{OTHER}/24", f"{SERVER6}/64"]),
+        ):
             for address in addresses:
-                ip(namespace, "addr", "add", f"{address}/24", "dev", DEVICE)
+                ip(namespace, "addr", "add", address, "dev", DEVICE, "nodad")
             ip(namespace, "link", "set", DEVICE, "up")
             ip(namespace, "link", "set", "lo", "up")
         yield client, server
@@ -82,7 +86,9 @@ def serve(namespace: str, code: str) -> subprocess.Popen[str]:
 
 ECHO = """
     import socket, sys, threading
-    listener = socket.create_server(("0.0.0.0", int(sys.argv[1])))
+    listener = socket.create_server(
+        ("::", int(sys.argv[1])), family=socket.AF_INET6, dualstack_ipv6=True
+    )
     print("ready", flush=True)
     def echo(connection):
         with connection:
@@ -131,14 +137,15 @@ def echo_server(link: tuple[str, str]) -> Iterator[None]:
     server.communicate()
 
 
-def test_delay_raises_the_round_trip_time_until_exit(link, echo_server):
+@pytest.mark.parametrize("server", [SERVER, SERVER6])
+def test_delay_raises_the_round_trip_time_until_exit(link, echo_server, server):
     client = link[0]
     before = snapshot(client)
-    assert rtt_ms(client, SERVER) < 20
+    assert rtt_ms(client, server) < 20
     with Netem(client, DEVICE, delay_ms=100) as netem:
         assert netem.mode in ("netem", "nfqueue")
-        assert rtt_ms(client, SERVER) >= 90
-    assert rtt_ms(client, SERVER) < 20
+        assert rtt_ms(client, server) >= 90
+    assert rtt_ms(client, server) < 20
     assert snapshot(client) == before
 
 
