@@ -68,6 +68,8 @@ QUEUES = range(4000, 4100)
 # as netem's ``limit``.
 HELD_MAX = 10_000
 LISTENER_STOP_SECONDS = 10.0
+# At exit, the listener takes its queue as drained once no packet came for this long.
+DRAINED_AFTER = 0.05
 SO_RCVBUFFORCE = 33  # Linux; not in Python's socket module
 # The firewall mark of the copies the listener sends, which its rule lets pass (a rule or route
 # of the namespace's own that reads this bit would see them too).
@@ -288,6 +290,7 @@ class Holder:
         self.order = itertools.count()
         self.changed = threading.Condition()
         self.stopping = False
+        self.taken = 0
         self.senders = {}
         for version, family in ((4, socket.AF_INET), (6, socket.AF_INET6)):
             sender = socket.socket(family, socket.SOCK_RAW, socket.IPPROTO_RAW)
@@ -299,6 +302,7 @@ class Holder:
         """Drops ``packet`` with the loss probability, else holds it for delay ± jitter: a copy,
         the packet itself dropped at once (see the module's docstring), or the packet itself if
         it is larger than the device's MTU (to be fragmented after this hook)."""
+        self.taken += 1
         if self.loss and self.random.random() < self.loss:
             packet.drop()
             return
@@ -390,8 +394,14 @@ def listen(delay_ms: float, jitter_ms: float, loss_percent: float, device: str) 
     releaser.start()
 
     def stop_at_end_of_stdin() -> None:
+        """The rules are gone by then: reads what is still queued (until no packet came for
+        ``DRAINED_AFTER`` seconds), sends every copy held, and closes the queue."""
         sys.stdin.read()
         holder.stop()
+        seen = -1
+        while seen != holder.taken:
+            seen = holder.taken
+            time.sleep(DRAINED_AFTER)
         releaser.join()
         connection.close()
 
@@ -405,9 +415,9 @@ def listen(delay_ms: float, jitter_ms: float, loss_percent: float, device: str) 
         except fnfqueue.BufferOverflowException:
             connection.reset()
         except Exception as error:
-            # fnfqueue's word for the kernel's error answer to a verdict: now and then a
-            # packet is no longer queued when its verdict comes (ENOENT). It is gone either
-            # way; go on.
+            # fnfqueue's word for the kernel's answer to a verdict for a packet no longer
+            # queued (ENOENT): when the rule's table goes at exit, the kernel drops what is
+            # still queued. Copies of those are sent all the same; go on.
             if not str(error).startswith("Hmm:"):
                 raise
 
