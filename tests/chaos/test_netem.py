@@ -211,6 +211,7 @@ def test_loss_drops_about_that_share_of_datagrams_silently(link, delay_ms):
 SINK = """
     import hashlib, socket, sys
     listener = socket.create_server(("0.0.0.0", int(sys.argv[1])))
+    listener.settimeout(120)  # ends on its own should the test fail
     print("ready", flush=True)
     connection, _ = listener.accept()
     digest, size = hashlib.sha256(), 0
