@@ -90,10 +90,10 @@ def in_namespace(
 
 
 @contextmanager
-def namespace_lock(namespace: str) -> Iterator[None]:
-    """Serialises rule changes of the instances in one namespace, so that one removing an empty
-    ``mangle`` table never races another adding its rule to it."""
-    with open(f"/run/chaos-netem-{namespace}.lock", "w") as lock:
+def rules_lock() -> Iterator[None]:
+    """Serialises the rule changes of all instances on this machine, so that one removing an
+    empty ``mangle`` table never races another adding its rule to it."""
+    with open("/run/chaos-netem.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
 
@@ -226,7 +226,7 @@ class Netem:
             self._listener.wait(LISTENER_STOP_SECONDS)
             assert self._listener.stderr is not None
             raise RuntimeError(f"chaos.netem listener: {self._listener.stderr.read().strip()}")
-        with namespace_lock(self.namespace):
+        with rules_lock():
             for version in self._families():
                 tool = "iptables" if version == 4 else "ip6tables"
                 rule = ["-t", "mangle", "POSTROUTING", "-o", self.device, "-m", "mark", "!"]
@@ -257,7 +257,7 @@ class Netem:
     def _restore(self) -> None:
         """Undo what was done, newest first: rules before the listener, so that no packet is
         queued once the listener has gone (``--queue-bypass`` lets them through meanwhile)."""
-        with namespace_lock(self.namespace):
+        with rules_lock():
             while self._undo:
                 command = self._undo.pop()
                 self._succeeds(*command)
