@@ -33,9 +33,10 @@ PyPI, builds against libnetfilter_queue and its headers (a Debian ``-dev`` packa
 The kernel segments GSO packets before queueing them and fills in their checksums, so each copy
 is a packet that fits the link.
 
-Throughput, measured through veth on a loaded 2-core machine: 11,000 to 21,000 small UDP
-packets a second (none lost), TCP 11 to 17 MB/s, at 0 to 20 ms of delay (without the
-substitute: 22,000 packets a second from the same sender, TCP 460 MB/s).
+Throughput, measured through veth on a loaded 2-core machine, at 0 to 20 ms of delay: about
+14,000 small UDP packets a second (a flood of more loses the excess), TCP 11 to 18 MB/s
+(without the substitute: 22,000 to 29,000 packets a second from the same sender, CPU-bound;
+TCP 0.5 to 1.2 GB/s).
 
 On exit the rules, the qdisc and the listener go, and packets still held are sent at once: the
 namespace is left as it was (an nf_tables ``mangle`` table that holds no rule is removed too:
