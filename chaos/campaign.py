@@ -403,6 +403,27 @@ def lossy_brokers(c: Campaign):
     return f"30 % packet loss between brokers {a} and {b}", c.firewall.heal
 
 
+def _delay(c: Campaign, node, delay_ms: float, jitter_ms: float, loss: float, peers=None):
+    from chaos.netem import Netem
+
+    netem = Netem(node.namespace, "eth0", delay_ms, jitter_ms, loss, peers)
+    netem.__enter__()
+    return lambda: netem.__exit__(None, None, None)
+
+
+def delay_leader(c: Campaign):
+    broker = _leader(c)
+    heal = _delay(c, c.target.broker_nodes[broker], 150, 100, 0.0)
+    return f"leader {broker} sends everything 150 ± 100 ms late", heal
+
+
+def slow_lossy_clients(c: Campaign):
+    broker = _leader(c)
+    leader = c.target.broker_nodes[broker]
+    heal = _delay(c, c.client, 100, 50, 10.0, [leader.ip])
+    return f"clients to leader {broker}: 100 ± 50 ms late, 10 % lost", heal
+
+
 def _pause_broker(c: Campaign, broker: int, what: str):
     pid = c.target.broker_pid(broker)
     if pid is None:
@@ -484,6 +505,8 @@ FAULTS: dict[str, Callable[[Campaign], tuple[str, Callable[[], None]]]] = {
     "partition-client-leader": partition_client_leader,
     "isolate-leader": isolate_leader,
     "loss-brokers": lossy_brokers,
+    "delay-leader": delay_leader,
+    "delay-loss-clients": slow_lossy_clients,
     "pause-leader": pause_leader,
     "pause-controller": pause_controller,
     "pause-zk": pause_coordination,
