@@ -82,10 +82,18 @@ class KafkaKRaftCluster(NamespaceBrokers):
     def kill_broker(self, broker_id: int) -> None:
         self.kafka.kill(self.kafka.index(broker_id))
 
+    def _start(self, node_id: int) -> None:
+        """Starts a node again and returns once its process accepts connections, as the
+        wireserver target's brokers and ZooKeeper do (the campaign then times how long the
+        cluster takes to serve again); one that exits or never listens is left to the
+        campaign to report."""
+        index = self.kafka.index(node_id)
+        self.kafka.start_node(index, wait=False)
+        self.kafka.wait_listening(index)
+
     def start_broker(self, broker_id: int) -> None:
-        """Starts it again (after a kill, or a halt on a failed log dir) without waiting: the
-        campaign waits for every broker to answer."""
-        self.kafka.start_node(self.kafka.index(broker_id), wait=False)
+        """After a kill, or a halt on a failed log dir."""
+        self._start(broker_id)
 
     def coordination_pids(self) -> list[int]:
         pid = self._pid(CONTROLLER_ID)
@@ -95,7 +103,7 @@ class KafkaKRaftCluster(NamespaceBrokers):
         self.kafka.kill(self.kafka.index(CONTROLLER_ID))
 
     def start_coordination(self) -> None:
-        self.kafka.start_node(self.kafka.index(CONTROLLER_ID), wait=False)
+        self._start(CONTROLLER_ID)
 
     def data_dir(self, broker_id: int) -> str:
         return str(self._node(broker_id).data_dir)

@@ -864,6 +864,20 @@ class KafkaCluster:
         if wait:
             self.wait_ready(timeout=timeout, nodes=[node])
 
+    def wait_listening(self, node: int, timeout: float | None = None) -> bool:
+        """Block until one node accepts TCP connections (a broker on its client port, a
+        dedicated controller on its controller port): its process is up, whether or not the
+        cluster has taken it back yet. False when it exits first or ``timeout`` passes."""
+        n = self.nodes[node]
+        port = n.port if n.is_broker else n.controller_port
+        deadline = time.monotonic() + (self.startup_timeout if timeout is None else timeout)
+        while n.running() and time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                socket.create_connection((n.host, port), timeout=1).close()
+                return True
+            time.sleep(0.2)
+        return False
+
     def restart(self, node: int, timeout: float | None = None, graceful: bool = True) -> None:
         """Stop (SIGTERM, or SIGKILL when ``graceful`` is false) and start one node,
         waiting until it is back in the cluster's Metadata."""

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 
 import pytest
 
+from chaos.cluster import PORT
 from chaos.kafka_cluster import KafkaKRaftCluster
 from chaos.netns import Network, missing_prerequisites
 from compat_tests.reference import must_not_skip
@@ -117,6 +119,8 @@ def test_kafka_target_serves_clients_survives_a_kill_and_leaves_nothing(network)
         assert second == [str(n) for n in range(20, 40)], "acks=all with 2 of 3 in sync"
 
         target.start_broker(leader)
+        assert target.broker_running(leader)
+        socket.create_connection((target.broker_nodes[leader].ip, PORT), timeout=5).close()
         wait_for(
             lambda: (m := target.metadata(TOPIC)) and m[1] == [1, 2, 3] and len(m[2][0][3]) == 3,
             120,
