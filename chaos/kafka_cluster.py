@@ -13,6 +13,7 @@ its behaviour, and healing the fault starts it again.
 from __future__ import annotations
 
 import os
+import shutil
 
 from chaos.cluster import PORT, NamespaceBrokers, durability_settings
 from chaos.faults import resume
@@ -107,6 +108,15 @@ class KafkaKRaftCluster(NamespaceBrokers):
 
     def data_dir(self, broker_id: int) -> str:
         return str(self._node(broker_id).data_dir)
+
+    def save_logs(self, directory: str) -> None:
+        """Copy every broker's server.log and the controller's into ``directory`` (they go
+        with close)."""
+        os.makedirs(directory, exist_ok=True)
+        for node in self.kafka.nodes:
+            name = f"broker-{node.node_id}" if node.is_broker else "controller"
+            if node.server_log.exists():
+                shutil.copy(node.server_log, os.path.join(directory, f"{name}.log"))
 
     def close(self) -> None:
         """Kills every JVM (a paused one is resumed first, so that it can die), unmounts the

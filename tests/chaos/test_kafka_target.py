@@ -23,7 +23,7 @@ from compat_tests.reference import must_not_skip
 from compat_tests.reference.resolve import resolve
 from wireserver.testing import wait_for
 
-PREFIX, SUBNET = "wskt", "10.94.0"
+PREFIX, SUBNET = "wskt", "10.95.0"
 TOPIC = "kafka-target"
 
 #: Runs in the client namespace: produce ``count`` records (acks=all) with values from ``first``
@@ -90,7 +90,7 @@ def namespaces() -> list[str]:
     return [line.split()[0] for line in listed.splitlines() if line.startswith(f"{PREFIX}-")]
 
 
-def test_kafka_target_serves_clients_survives_a_kill_and_leaves_nothing(network):
+def test_kafka_target_serves_clients_survives_a_kill_and_leaves_nothing(network, tmp_path):
     target = KafkaKRaftCluster(network)
     network.add("client")
     closed = False
@@ -131,6 +131,9 @@ def test_kafka_target_serves_clients_survives_a_kill_and_leaves_nothing(network)
         assert read == [str(n) for n in range(40)]
         assert os.path.isdir(os.path.join(target.data_dir(leader), f"{TOPIC}-0"))
 
+        target.save_logs(str(tmp_path))
+        for name in ("broker-1", "broker-2", "broker-3", "controller"):
+            assert "Kafka Server started" in (tmp_path / f"{name}.log").read_text(), name
         pids = [target.broker_pid(b) for b in target.broker_nodes] + [controller]
         mounts = [disk.path for disk in target.disks.values()]
         target.close()
