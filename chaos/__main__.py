@@ -72,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         parser.error("this machine lacks: " + ", ".join(missing))
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    # kafka-python's connection chatter (the Kafka target's readiness probe): not the campaign's
+    logging.getLogger("kafka").setLevel(logging.WARNING)
     results = [run_one(name, args) for name in args.targets.split(",")]
     print(format_table(results))
     failed = False

@@ -9,6 +9,7 @@ their pids, who leads what); :mod:`chaos.kafka_cluster` offers the same for a re
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 
 from chaos.faults import DiskFiller
@@ -22,11 +23,10 @@ PORT = 9092
 ZK_PORT = 2181
 
 
-def broker_settings(unclean: bool) -> dict[str, str]:
-    """Kafka's settings for durability (RF 3, min.insync.replicas 2) on every internal topic,
-    failure detection in seconds (:data:`FAST_FAILOVER`)."""
+def durability_settings(unclean: bool) -> dict[str, str]:
+    """Kafka's settings for durability (RF 3, min.insync.replicas 2), on every internal topic
+    too: the same for every target."""
     return {
-        **FAST_FAILOVER,
         "default.replication.factor": "3",
         "min.insync.replicas": "2",
         "offsets.topic.replication.factor": "3",
@@ -39,95 +39,46 @@ def broker_settings(unclean: bool) -> dict[str, str]:
     }
 
 
-class WireserverCluster:
-    name = "wireserver"
-    #: What pausing or killing "the coordination service" means for this target.
-    coordination = "ZooKeeper"
+def broker_settings(unclean: bool) -> dict[str, str]:
+    """:func:`durability_settings` and failure detection in seconds (:data:`FAST_FAILOVER`)."""
+    return {**FAST_FAILOVER, **durability_settings(unclean)}
 
-    def __init__(
-        self, network: Network, brokers: int = 3, unclean: bool = False, disk_mb: int = 256
-    ):
+
+class NamespaceBrokers:
+    """What every target has: a namespace for its coordination service, brokers 1..``brokers``
+    in namespaces ``b1..`` (port :data:`PORT`), each with a disk of its own for its log dir
+    (``DATA`` in it); and what a campaign asks the brokers over the wire, from the root
+    namespace."""
+
+    name: str
+    #: What pausing or killing "the coordination service" means for this target.
+    coordination: str
+
+    def __init__(self, network: Network, coordination_node: str, brokers: int, disk_mb: int):
         self.network = network
-        self._root = tempfile.mkdtemp(prefix="wireserver-chaos-")
-        self.zk_node = network.add("zk")
+        self._root = tempfile.mkdtemp(prefix=f"{self.name}-chaos-")
+        self.coordination_node = network.add(coordination_node)
         self.broker_nodes: dict[int, Node] = {
             i: network.add(f"b{i}") for i in range(1, brokers + 1)
         }
-        self.zookeeper = ZooKeeperServer(
-            port=ZK_PORT,
-            host=self.zk_node.ip,
-            command_prefix=network.prefix(self.zk_node),
-            data_dir=os.path.join(self._root, "zk"),
-        )
-        self.disks: dict[int, DiskFiller] = {}
-        self.brokers: dict[int, EmbeddedBroker] = {}
-        settings = broker_settings(unclean)
-        for broker_id, node in self.broker_nodes.items():
-            disk = DiskFiller(os.path.join(self._root, f"disk-{broker_id}"), disk_mb)
-            self.disks[broker_id] = disk
-            self.brokers[broker_id] = EmbeddedBroker(
-                "subprocess",
-                host=node.ip,
-                port=PORT,
-                data_dir=os.path.join(disk.path, "data"),
-                command_prefix=network.prefix(node),
-                overrides={
-                    **settings,
-                    "broker.id": str(broker_id),
-                    "zookeeper.connect": f"{self.zk_node.ip}:{ZK_PORT}",
-                },
-            )
+        self.disks = {
+            i: DiskFiller(os.path.join(self._root, f"disk-{i}"), disk_mb) for i in self.broker_nodes
+        }
 
-    # -- processes ---------------------------------------------------------------------------
+    def log_dir(self, broker_id: int) -> str:
+        return os.path.join(self.disks[broker_id].path, "data")
 
-    def start(self) -> WireserverCluster:
-        self.zookeeper.start()
-        for broker in self.brokers.values():
-            broker.start()
-        return self
+    def coordination_nodes(self) -> list[Node]:
+        return [self.coordination_node]
+
+    def _remove_files(self) -> None:
+        for disk in self.disks.values():
+            disk.close()
+        shutil.rmtree(self._root, ignore_errors=True)
 
     @property
     def bootstrap(self) -> str:
         return ",".join(f"{node.ip}:{PORT}" for node in self.broker_nodes.values())
-
-    def broker_pid(self, broker_id: int) -> int | None:
-        broker = self.brokers[broker_id]
-        return broker.pid if broker.running else None
-
-    def broker_running(self, broker_id: int) -> bool:
-        return self.brokers[broker_id].running
-
-    def kill_broker(self, broker_id: int) -> None:
-        self.brokers[broker_id].kill()
-
-    def start_broker(self, broker_id: int) -> None:
-        broker = self.brokers[broker_id]
-        if broker.process is not None and broker.process.poll() is not None:
-            broker.kill()  # exited by itself (a halt): reap it first
-        broker.start()
-
-    def coordination_nodes(self) -> list[Node]:
-        return [self.zk_node]
-
-    def coordination_pids(self) -> list[int]:
-        process = self.zookeeper.process
-        return [process.pid] if process is not None and process.poll() is None else []
-
-    def kill_coordination(self) -> None:
-        process = self.zookeeper.process
-        if process is not None:
-            process.kill()
-            process.wait()
-            self.zookeeper.process = None
-
-    def start_coordination(self) -> None:
-        if self.zookeeper.process is None:
-            self.zookeeper.start()
-
-    def data_dir(self, broker_id: int) -> str:
-        return self.brokers[broker_id].data_dir
-
-    # -- what the brokers say ----------------------------------------------------------------
 
     def metadata(self, topic: str | None = None):
         """(controller, live brokers, {partition: (leader, epoch, replicas, isr)}) from the
@@ -153,10 +104,82 @@ class WireserverCluster:
         with KafkaWire(f"{self.broker_nodes[1].ip}:{PORT}", timeout=30) as wire:
             wire.create_topic(name, partitions, 3, configs)
 
+
+class WireserverCluster(NamespaceBrokers):
+    name = "wireserver"
+    coordination = "ZooKeeper"
+
+    def __init__(
+        self, network: Network, brokers: int = 3, unclean: bool = False, disk_mb: int = 256
+    ):
+        super().__init__(network, "zk", brokers, disk_mb)
+        zk_node = self.coordination_node
+        self.zookeeper = ZooKeeperServer(
+            port=ZK_PORT,
+            host=zk_node.ip,
+            command_prefix=network.prefix(zk_node),
+            data_dir=os.path.join(self._root, "zk"),
+        )
+        self.brokers: dict[int, EmbeddedBroker] = {}
+        settings = broker_settings(unclean)
+        for broker_id, node in self.broker_nodes.items():
+            self.brokers[broker_id] = EmbeddedBroker(
+                "subprocess",
+                host=node.ip,
+                port=PORT,
+                data_dir=self.log_dir(broker_id),
+                command_prefix=network.prefix(node),
+                overrides={
+                    **settings,
+                    "broker.id": str(broker_id),
+                    "zookeeper.connect": f"{zk_node.ip}:{ZK_PORT}",
+                },
+            )
+
+    # -- processes ---------------------------------------------------------------------------
+
+    def start(self) -> WireserverCluster:
+        self.zookeeper.start()
+        for broker in self.brokers.values():
+            broker.start()
+        return self
+
+    def broker_pid(self, broker_id: int) -> int | None:
+        broker = self.brokers[broker_id]
+        return broker.pid if broker.running else None
+
+    def broker_running(self, broker_id: int) -> bool:
+        return self.brokers[broker_id].running
+
+    def kill_broker(self, broker_id: int) -> None:
+        self.brokers[broker_id].kill()
+
+    def start_broker(self, broker_id: int) -> None:
+        broker = self.brokers[broker_id]
+        if broker.process is not None and broker.process.poll() is not None:
+            broker.kill()  # exited by itself (a halt): reap it first
+        broker.start()
+
+    def coordination_pids(self) -> list[int]:
+        process = self.zookeeper.process
+        return [process.pid] if process is not None and process.poll() is None else []
+
+    def kill_coordination(self) -> None:
+        process = self.zookeeper.process
+        if process is not None:
+            process.kill()
+            process.wait()
+            self.zookeeper.process = None
+
+    def start_coordination(self) -> None:
+        if self.zookeeper.process is None:
+            self.zookeeper.start()
+
+    def data_dir(self, broker_id: int) -> str:
+        return self.brokers[broker_id].data_dir
+
     def save_logs(self, directory: str) -> None:
         """Copy every broker's log and ZooKeeper's into ``directory`` (they go with close)."""
-        import shutil
-
         os.makedirs(directory, exist_ok=True)
         for broker_id, broker in self.brokers.items():
             if os.path.exists(broker.log_path):
@@ -176,8 +199,4 @@ class WireserverCluster:
         for pid in self.coordination_pids():
             os.kill(pid, 18)
         self.zookeeper.close()
-        for disk in self.disks.values():
-            disk.close()
-        import shutil
-
-        shutil.rmtree(self._root, ignore_errors=True)
+        self._remove_files()

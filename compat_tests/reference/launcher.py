@@ -16,6 +16,12 @@ has ``node.id=i``, its own PLAINTEXT (client) port and CONTROLLER port, both
 picked free up front by binding port 0, because the voters list has to name the
 controller ports before any node starts.
 
+``KafkaCluster(nodes=3, node_ids=[1, 2, 3], dedicated_controller=100, placements={...},
+port=9092)`` is the other layout (the fault campaign's, ``chaos/kafka_cluster.py``): three
+``process.roles=broker`` nodes and one ``process.roles=controller`` node, the quorum's only
+voter, each placed (:class:`Placement`) on an address of its own, under a command prefix (a
+network namespace) and with a log dir of its own.
+
 Settings chosen for a test machine: internal topics are replicated
 ``min(3, N)`` ways with ``min.insync.replicas`` ``min(2, N)``, so N=1 works;
 ``group.initial.rebalance.delay.ms=0``; ``auto.create.topics.enable`` and
@@ -205,6 +211,8 @@ TOOL_JVM_OPTS_SHORT = (
     "-Djava.awt.headless=true",
 )
 TOOL_JVM_OPTS_LONG = ("-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true")
+#: A dedicated KRaft controller holds the metadata log alone: half a broker's heap.
+CONTROLLER_JVM_OPTS = ("-Xmx256m", "-Xms128m", *BROKER_JVM_OPTS[2:])
 
 
 class KafkaStartError(RuntimeError):
@@ -455,6 +463,17 @@ def wait_for_brokers(bootstrap: str, count: int = 1, timeout: float = 90.0) -> s
 # --------------------------------------------------------------------------- cluster
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where one node runs, when not on 127.0.0.1 beside the others: the address it listens
+    on, a command its JVM runs under (``["ip", "netns", "exec", NS]``: a network namespace of
+    its own), and its log dir (a small filesystem of its own, say)."""
+
+    host: str = HOST
+    prefix: tuple[str, ...] = ()
+    log_dir: str | None = None
+
+
 @dataclass
 class KafkaNode:
     node_id: int
@@ -465,13 +484,24 @@ class KafkaNode:
     console: object | None = field(default=None, repr=False)
     #: extra listener name -> its port (see ``KafkaCluster(extra_listeners=...)``)
     listener_ports: dict[str, int] = field(default_factory=dict)
+    placement: Placement = field(default_factory=Placement)
+    #: ``process.roles``: a node of a cluster with a dedicated controller is one or the other
+    roles: str = "broker,controller"
+
+    @property
+    def host(self) -> str:
+        return self.placement.host
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.roles
 
     @property
     def address(self) -> str:
-        return f"{HOST}:{self.port}"
+        return f"{self.host}:{self.port}"
 
     def listener_address(self, name: str) -> str:
-        return f"{HOST}:{self.listener_ports[name]}"
+        return f"{self.host}:{self.listener_ports[name]}"
 
     @property
     def properties_file(self) -> Path:
@@ -479,7 +509,8 @@ class KafkaNode:
 
     @property
     def data_dir(self) -> Path:
-        return self.dir / "data"
+        log_dir = self.placement.log_dir
+        return Path(log_dir) if log_dir else self.dir / "data"
 
     @property
     def server_log(self) -> Path:
@@ -504,7 +535,8 @@ def _stop_all_at_exit() -> None:
 
 
 class KafkaCluster:
-    """A KRaft cluster of ``nodes`` combined broker+controller JVMs on 127.0.0.1."""
+    """A KRaft cluster of ``nodes`` combined broker+controller JVMs on 127.0.0.1, or of
+    ``nodes`` brokers and one dedicated controller, placed where ``placements`` say."""
 
     def __init__(
         self,
@@ -519,8 +551,20 @@ class KafkaCluster:
         jvm_opts: Sequence[str] = BROKER_JVM_OPTS,
         version: str = KAFKA_VERSION,
         extra_listeners: Mapping[str, str] | None = None,
+        node_ids: Sequence[int] | None = None,
+        dedicated_controller: int | None = None,
+        placements: Mapping[int, Placement] | None = None,
+        port: int | None = None,
+        controller_jvm_opts: Sequence[str] = CONTROLLER_JVM_OPTS,
     ):
-        """``extra_listeners`` maps more client listener names to their security protocol
+        """``node_ids`` are the nodes' ids (0 .. nodes-1 unless given). With
+        ``dedicated_controller`` (an id), one more node runs ``process.roles=controller`` (with
+        ``controller_jvm_opts``) and is the quorum's only voter, and the ``nodes`` are brokers
+        alone: the controller can then fail apart from them. ``placements`` maps a node id to
+        where it runs; ``port`` fixes every node's client port (its controller port is the next
+        one), for nodes that each have an address of their own.
+
+        ``extra_listeners`` maps more client listener names to their security protocol
         (``{"SASL_PLAINTEXT": "SASL_PLAINTEXT"}``); each node gets a free port for each, and
         ``broker_props`` carries their settings (``listener.name.<name>.*``). The PLAINTEXT
         listener stays: readiness probes, the inter-broker link and ``bootstrap_servers`` use
@@ -542,18 +586,30 @@ class KafkaCluster:
         )
         self.lib: Path | None = None
         self.extra_listeners = dict(extra_listeners or {})
+        ids = list(node_ids if node_ids is not None else range(nodes))
+        if len(ids) != nodes:
+            raise ValueError(f"{nodes} nodes but {len(ids)} node ids")
+        roles = {i: "broker,controller" if dedicated_controller is None else "broker" for i in ids}
+        if dedicated_controller is not None:
+            roles[dedicated_controller] = "controller"
+        self.controller_jvm_opts = tuple(controller_jvm_opts)
         per_node = 2 + len(self.extra_listeners)
-        ports = free_ports(per_node * nodes)
+        if port is None:
+            ports = free_ports(per_node * len(roles))
+        else:
+            ports = [port + k for _ in roles for k in range(per_node)]
         self.nodes = []
-        for i in range(nodes):
-            mine = ports[per_node * i : per_node * (i + 1)]
+        for index, (node_id, role) in enumerate(roles.items()):
+            mine = ports[per_node * index : per_node * (index + 1)]
             self.nodes.append(
                 KafkaNode(
-                    i,
+                    node_id,
                     mine[0],
                     mine[1],
-                    self.workdir / f"node-{i}",
+                    self.workdir / f"node-{node_id}",
                     listener_ports=dict(zip(self.extra_listeners, mine[2:])),
+                    placement=(placements or {}).get(node_id, Placement()),
+                    roles=role,
                 )
             )
         self.startup_seconds: float | None = None
@@ -561,20 +617,29 @@ class KafkaCluster:
 
     # ------------------------------------------------------------------ properties
     @property
+    def brokers(self) -> list[KafkaNode]:
+        return [n for n in self.nodes if n.is_broker]
+
+    def index(self, node_id: int) -> int:
+        """The position in :attr:`nodes` (what :meth:`kill` and the like take) of a node id."""
+        return next(i for i, n in enumerate(self.nodes) if n.node_id == node_id)
+
+    @property
     def bootstrap_servers(self) -> str:
-        """Comma-separated ``host:port`` of every node's client listener."""
-        return ",".join(n.address for n in self.nodes)
+        """Comma-separated ``host:port`` of every broker's client listener."""
+        return ",".join(n.address for n in self.brokers)
 
     def node_bootstrap(self, node: int) -> str:
         return self.nodes[node].address
 
     def listener_bootstrap(self, name: str) -> str:
         """Comma-separated ``host:port`` of every node's extra listener ``name``."""
-        return ",".join(n.listener_address(name) for n in self.nodes)
+        return ",".join(n.listener_address(name) for n in self.brokers)
 
     @property
     def quorum_voters(self) -> str:
-        return ",".join(f"{n.node_id}@{HOST}:{n.controller_port}" for n in self.nodes)
+        voters = [n for n in self.nodes if "controller" in n.roles]
+        return ",".join(f"{n.node_id}@{n.host}:{n.controller_port}" for n in voters)
 
     def server_properties(self, node: KafkaNode) -> dict[str, str]:
         n = self.size
@@ -582,17 +647,20 @@ class KafkaCluster:
         protocols = "".join(
             f",{name}:{protocol}" for name, protocol in self.extra_listeners.items()
         )
+        client = f"PLAINTEXT://{node.address}{extra}"
+        controller = f"CONTROLLER://{node.host}:{node.controller_port}"
+        listeners = {
+            "broker,controller": f"{client},{controller}",
+            "broker": client,
+            "controller": controller,
+        }[node.roles]
         props: dict[str, object] = {
-            "process.roles": "broker,controller",
+            "process.roles": node.roles,
             "node.id": node.node_id,
             "controller.quorum.voters": self.quorum_voters,
-            "listeners": (
-                f"PLAINTEXT://{HOST}:{node.port},CONTROLLER://{HOST}:{node.controller_port}{extra}"
-            ),
-            "advertised.listeners": f"PLAINTEXT://{HOST}:{node.port}{extra}",
+            "listeners": listeners,
             "listener.security.protocol.map": f"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT{protocols}",
             "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
             "log.dirs": str(node.data_dir),
             "num.partitions": self.num_partitions,
             "auto.create.topics.enable": str(self.auto_create_topics).lower(),
@@ -607,6 +675,9 @@ class KafkaCluster:
             "num.recovery.threads.per.data.dir": 1,
             "log.retention.check.interval.ms": 300000,
         }
+        if node.is_broker:
+            props["advertised.listeners"] = client
+            props["inter.broker.listener.name"] = "PLAINTEXT"
         props.update(self.broker_props)
         return {k: str(v) for k, v in props.items()}
 
@@ -693,8 +764,9 @@ class KafkaCluster:
     def _spawn(self, node: KafkaNode) -> None:
         logs = node.dir
         cmd = [
+            *node.placement.prefix,
             _java(),
-            *self.jvm_opts,
+            *(self.jvm_opts if node.is_broker else self.controller_jvm_opts),
             f"-Dlog4j2.configurationFile={LOG4J2_BROKER}",
             f"-Dkafka.logs.dir={logs}",
             "-cp",
@@ -717,7 +789,7 @@ class KafkaCluster:
     def _probe(self, node: KafkaNode, expect: Iterable[int]) -> bool:
         """True when ``node`` accepts TCP and its Metadata lists every id in ``expect``."""
         with contextlib.suppress(OSError):
-            socket.create_connection((HOST, node.port), timeout=1).close()
+            socket.create_connection((node.host, node.port), timeout=1).close()
             return self._metadata_has(node, set(expect))
         return False
 
@@ -726,11 +798,12 @@ class KafkaCluster:
         return ids is not None and expect <= ids
 
     def wait_ready(self, timeout: float | None = None, nodes: Sequence[int] | None = None) -> None:
-        """Block until each running node in ``nodes`` (default: all) answers a
-        Metadata request listing every running node as a broker."""
+        """Block until each broker in ``nodes`` (positions; default: all) answers a
+        Metadata request listing every running broker (a dedicated controller has nothing to
+        ask: it only has to be running)."""
         timeout = self.startup_timeout if timeout is None else timeout
         deadline = time.monotonic() + timeout
-        targets = [self.nodes[i] for i in (nodes if nodes is not None else range(self.size))]
+        targets = [self.nodes[i] for i in (nodes if nodes is not None else range(len(self.nodes)))]
         pending = list(targets)
         while pending:
             for node in list(pending):
@@ -742,8 +815,8 @@ class KafkaCluster:
                             f"{node.process.returncode if node.process else None} during startup",
                         )
                     )
-                expect = [n.node_id for n in self.nodes if n.running()]
-                if self._probe(node, expect):
+                expect = [n.node_id for n in self.brokers if n.running()]
+                if not node.is_broker or self._probe(node, expect):
                     pending.remove(node)
             if not pending:
                 return
@@ -786,9 +859,24 @@ class KafkaCluster:
         n = self.nodes[node]
         if n.running():
             return
+        self._close_console(n)  # of a process that exited by itself
         self._spawn(n)
         if wait:
             self.wait_ready(timeout=timeout, nodes=[node])
+
+    def wait_listening(self, node: int, timeout: float | None = None) -> bool:
+        """Block until one node accepts TCP connections (a broker on its client port, a
+        dedicated controller on its controller port): its process is up, whether or not the
+        cluster has taken it back yet. False when it exits first or ``timeout`` passes."""
+        n = self.nodes[node]
+        port = n.port if n.is_broker else n.controller_port
+        deadline = time.monotonic() + (self.startup_timeout if timeout is None else timeout)
+        while n.running() and time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                socket.create_connection((n.host, port), timeout=1).close()
+                return True
+            time.sleep(0.2)
+        return False
 
     def restart(self, node: int, timeout: float | None = None, graceful: bool = True) -> None:
         """Stop (SIGTERM, or SIGKILL when ``graceful`` is false) and start one node,
