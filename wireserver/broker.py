@@ -128,13 +128,13 @@ class Broker:
             os.makedirs(directory, exist_ok=True)
         self.cluster_id = self._load_or_create_cluster_id()
         self.security = SecurityManager(self.config, self.now_ms)
-        self.producer_ids = ProducerIdManager(self.config.log_dirs[0])
         self.logs = LogManager(
             self.config.log_dirs,
             self.config.topic_defaults(),
             self.now_ms,
             self.config["producer.id.expiration.ms"],
         )
+        self.producer_ids = ProducerIdManager(self.config.log_dirs[0], failures=self.logs.failures)
         self.logs.failures.listeners.append(
             lambda log_dir: self.reactor.callFromThread(self._log_dir_failed, log_dir)
         )

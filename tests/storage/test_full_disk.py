@@ -207,3 +207,17 @@ def test_a_log_torn_by_a_full_disk_opens_again_once_space_is_freed(disk):
     reopened.append(make_batch(1), 0)
     assert reopened.log_end_offset == 11
     again.close()
+
+
+def test_a_producer_id_block_that_cannot_be_reserved_fails_the_log_dir(disk):
+    """The block file lives in the first log dir: a full disk there is that dir's failure."""
+    from wireserver.producer_ids import ProducerIdManager
+
+    ids = ProducerIdManager(disk, block_size=2)
+    assert [ids.generate(), ids.generate()] == [0, 1]
+    fill(disk)
+    with pytest.raises(KafkaStorageError) as excinfo:
+        ids.generate()
+    assert_failed(excinfo, disk)
+    assert ids.failures.is_offline(disk)
+    assert ProducerIdManager(disk).next_block_start == 2  # the reserved block still holds
