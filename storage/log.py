@@ -119,7 +119,8 @@ _Method = TypeVar("_Method", bound=Callable[..., Any])
 
 
 def _storage_io(what: str) -> Callable[[_Method], _Method]:
-    """Run a ``Log`` method as Kafka's ``maybeHandleIOException`` does: refused with
+    """Run a ``Log`` method as Kafka's ``maybeHandleIOException`` does (``what`` starts
+    Kafka's message, which goes on with the partition and the dir): refused with
     ``KafkaStorageError`` once the log dir is offline; an ``OSError`` inside (ENOSPC, EIO) is
     reported to the log dir's failure channel, which takes the dir offline, and raised as
     ``KafkaStorageError`` (the partition's KAFKA_STORAGE_ERROR)."""
@@ -132,7 +133,7 @@ def _storage_io(what: str) -> Callable[[_Method], _Method]:
             try:
                 return method(self, *args, **kwargs)
             except OSError as exc:
-                message = f"Error while {what} {self.topic}-{self.partition} in dir {self.log_dir}"
+                message = f"{what} {self.topic}-{self.partition} in dir {self.log_dir}"
                 raise failures.fail(self.log_dir, message, exc) from exc
 
         return run  # type: ignore[return-value]
@@ -494,7 +495,7 @@ class Log:
         ):
             self.roll(first_offset)
 
-    @_storage_io("rolling log segment for")
+    @_storage_io("Error while rolling log segment for")
     def roll(self, base_offset: int | None = None) -> LogSegment:
         """Start a new active segment at ``base_offset`` (default: the log end offset)."""
         active = self.active_segment
@@ -517,7 +518,7 @@ class Log:
             self.producer_state.take_snapshot(sync=False)
         return seg
 
-    @_storage_io("appending records to")
+    @_storage_io("Error while appending records to")
     def append(
         self, buf, leader_epoch: int, now_ms: int | None = None, *, check_sequences: bool = True
     ) -> AppendResult:
@@ -568,7 +569,7 @@ class Log:
             first_offset, last_offset, now_ms if log_append else -1, self._log_start_offset
         )
 
-    @_storage_io("appending records to")
+    @_storage_io("Error while appending records to")
     def append_marker(
         self,
         producer_id: int,
@@ -630,7 +631,7 @@ class Log:
             self._index_completed(self.active_segment, completed)
         return AppendResult(offset, offset, -1, self._log_start_offset), completed
 
-    @_storage_io("appending records to")
+    @_storage_io("Error while appending records to")
     def append_as_follower(self, buf) -> AppendResult:
         """Append batches copied from the leader, keeping their offsets and leader epochs.
         The first batch must start at or after the log end offset (InvalidOffset otherwise)."""
@@ -672,6 +673,7 @@ class Log:
     def _segment_index_for(self, offset: int) -> int:
         return max(bisect.bisect_right(self._bases, offset) - 1, 0)
 
+    @_storage_io("Exception while reading from")
     def read(
         self,
         offset: int,
@@ -851,7 +853,7 @@ class Log:
             count += 1
         return self._delete_segments(count)
 
-    @_storage_io("increasing log start offset for")
+    @_storage_io("Exception while increasing log start offset for")
     def delete_records_before(self, offset: int) -> int:
         """DeleteRecords: move the log start offset up to ``offset`` (which may not pass the
         high watermark: ``OffsetOutOfRange``) and delete the segments wholly below it.
@@ -868,7 +870,7 @@ class Log:
             self._delete_below_log_start()
         return self._log_start_offset
 
-    @_storage_io("truncating log for")
+    @_storage_io("Error while truncating log for")
     def truncate_to(self, offset: int) -> bool:
         """Follower truncation: drop every batch ending at or after ``offset``. Returns whether
         anything was removed. Below the log start offset the log is emptied and restarted at
@@ -895,7 +897,7 @@ class Log:
         self._rebuild_producer_state()
         return True
 
-    @_storage_io("truncating the entire log for")
+    @_storage_io("Error while truncating the entire log for")
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete everything and restart the log empty at ``offset``."""
         self.truncations += 1
@@ -910,7 +912,7 @@ class Log:
         self.producer_state.truncate_fully_and_start_at(offset)
         self._check_invariants()
 
-    @_storage_io("deleting segments for")
+    @_storage_io("Error while deleting segments for")
     def apply_retention(self, now_ms: int | None = None) -> int:
         """Delete whole old segments for ``cleanup.policy=delete`` logs: those wholly below the
         log start offset, then by ``retention.ms`` (a segment's largest timestamp older than
@@ -945,7 +947,7 @@ class Log:
         return deleted
 
     # -- compaction ------------------------------------------------------------------------
-    @_storage_io("replacing segments for")
+    @_storage_io("Error while replacing segments for")
     def replace_segments(
         self,
         replacements: list[tuple[list[LogSegment], LogSegment]],
@@ -1007,7 +1009,7 @@ class Log:
             return True
         return any(seg.dirty for seg in self._segments[:-1])
 
-    @_storage_io("flushing log for")
+    @_storage_io("Error while flushing log for")
     def flush(self, now_ms: int | None = None) -> int:
         """fsync every segment holding data above the recovery point, then move the recovery
         point to the log end offset as it was when the flush began. Safe to run on another
@@ -1038,7 +1040,7 @@ class Log:
                 seg.close()
             self.closed = True
 
-    @_storage_io("closing log for")
+    @_storage_io("Error while closing log for")
     def _write_out(self) -> None:
         self.active_segment.on_become_inactive()
         self.flush()
