@@ -30,10 +30,6 @@ class LogDirFailureChannel:
     def is_offline(self, log_dir: str) -> bool:
         return log_dir in self._offline
 
-    @property
-    def offline_dirs(self) -> list[str]:
-        return list(self._offline)
-
     def check(self, log_dir: str) -> None:
         """Raise ``KafkaStorageError`` if ``log_dir`` is offline (Kafka's wording)."""
         if log_dir in self._offline:

@@ -152,8 +152,8 @@ class LogManager:
 
     def _open_partition(self, info: TopicInfo, partition: int) -> Log:
         """Create a partition's log (Kafka's ``getOrCreateLog``). On an I/O error the log dir
-        goes offline, what was made of the partition directory is removed and
-        ``KafkaStorageError`` raised."""
+        goes offline and ``KafkaStorageError`` is raised; ``_open_partitions`` removes what was
+        made."""
         log_dir = self._pick_dir()
         name = f"{info.name}-{partition}"
         directory = os.path.join(log_dir, name)
