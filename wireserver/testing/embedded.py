@@ -434,8 +434,8 @@ class EmbeddedBroker(_AdminMixin):
             raise RuntimeError("this broker was closed")
         if self.running:
             return self
-        if self.process is not None:  # it exited by itself
-            self.exit_code = self.process.wait()
+        if self.process is not None:  # it exited by itself (a halt): reap it first
+            self.process.wait()
             self._reap()
         self.exit_code = None
         _LIVE.add(self)
