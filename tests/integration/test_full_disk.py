@@ -5,6 +5,7 @@ room again it starts on the same data dir with every acknowledged record at its 
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 
@@ -99,7 +100,7 @@ def test_a_full_disk_halts_the_broker_and_loses_nothing_acknowledged(small_disk)
         assert more == {p: len(stored[p]) for p in range(PARTITIONS)}
 
 
-def test_a_thread_broker_halts_without_ending_the_test_process(small_disk):
+def test_a_thread_broker_halts_without_ending_the_test_process(small_disk, caplog):
     """In one process with the tests the halt stops the broker without flushing (no clean
     shutdown marker, so the next start recovers) and the test process goes on."""
     data_dir = os.path.join(small_disk, "data")
@@ -115,6 +116,8 @@ def test_a_thread_broker_halts_without_ending_the_test_process(small_disk):
         assert partition.error_message is None  # as Kafka: the code alone
         assert broker.wait_exit(10) == 1
         assert not broker.running
+        halted = [r for r in caplog.records if r.levelno == logging.CRITICAL]
+        assert [r.getMessage() for r in halted] == [HALTED.format(os.path.abspath(data_dir))]
         os.unlink(filler)
         broker.start()
         recovered = broker.broker.logs.get_log("t", 0)
