@@ -806,6 +806,11 @@ class Log:
                 return TimestampAndOffset(hit[1], hit[0])
         return TimestampAndOffset(best.max_timestamp, best.offset_of_max_timestamp)
 
+    @_storage_io("Error while writing the leader epoch checkpoint of")
+    def assign_leader_epoch(self, epoch: int, start_offset: int) -> None:
+        """Record that ``epoch`` starts at ``start_offset`` (a new leader's epoch)."""
+        self.leader_epoch_cache.assign(epoch, start_offset)
+
     def leader_epoch_for_offset(self, offset: int) -> int | None:
         return self.leader_epoch_cache.epoch_for_offset(offset)
 

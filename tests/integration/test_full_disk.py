@@ -12,7 +12,7 @@ import time
 import pytest
 
 from tests.integration.conftest import PARTITIONS
-from tests.integration.raw import produce, v2_batch
+from tests.integration.raw import fetch, produce, produce_errors, v2_batch
 from tests.integration.test_durability import PADDING, check_acknowledged, read_all
 from tests.small_fs import fill, resize, small_filesystem
 from wireserver.testing import EmbeddedBroker
@@ -123,3 +123,29 @@ def test_a_thread_broker_halts_without_ending_the_test_process(small_disk, caplo
         recovered = broker.broker.logs.get_log("t", 0)
         assert recovered.log_end_offset == 1
         assert recovered.recovered_segments == 1  # no clean-shutdown marker was written
+
+
+def test_with_another_log_dir_left_the_broker_serves_on(small_disk, tmp_path):
+    """Several log dirs, one failed: its partitions answer KAFKA_STORAGE_ERROR (Produce and
+    Fetch) until a restart, the others are served, and the broker does not halt."""
+    data_dir = os.path.join(small_disk, "data")
+    dirs = f"{data_dir},{tmp_path / 'other'}"
+    with EmbeddedBroker("thread", data_dir=data_dir, overrides={"log.dirs": dirs}) as broker:
+        broker.create_topic("t", 2)
+        logs = broker.broker.logs
+        failing = next(p for p in range(2) if logs.get_log("t", p).log_dir == data_dir)
+        with broker.wire() as wire:
+            fill(small_disk)
+            big = {failing: v2_batch([b"x" * 64 * 1024])}
+            assert produce_errors(wire.request(produce("t", big, acks=-1))) == {
+                failing: KAFKA_STORAGE_ERROR
+            }
+            both = {p: v2_batch([b"small"]) for p in range(2)}
+            assert produce_errors(wire.request(produce("t", both, acks=-1))) == {
+                failing: KAFKA_STORAGE_ERROR,
+                1 - failing: 0,
+            }
+            (fetched,) = wire.request(fetch("t", failing, 0)).responses[0].partitions
+            assert fetched.error_code == KAFKA_STORAGE_ERROR
+            time.sleep(1.0)  # longer than a halt's grace
+            assert broker.running

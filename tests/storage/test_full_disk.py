@@ -222,3 +222,22 @@ def test_a_producer_id_block_that_cannot_be_reserved_fails_the_log_dir(disk):
     assert_failed(excinfo, disk)
     assert ids.failures.is_offline(disk)
     assert ProducerIdManager(disk).next_block_start == 2  # the reserved block still holds
+
+
+def test_with_two_log_dirs_only_the_full_one_goes_offline(disk, tmp_path):
+    other = str(tmp_path / "other")
+    manager = LogManager([disk, other], {}, FakeClock())
+    manager.load()
+    manager.create_topic("t", 2)  # one partition in each dir
+    on_disk = next(p for p in range(2) if manager.get_log("t", p).log_dir == disk)
+    elsewhere = manager.get_log("t", 1 - on_disk)
+    fill(disk)
+    with pytest.raises(KafkaStorageError):
+        manager.get_log("t", on_disk).append(big_batch(), 0)
+    assert manager.live_log_dirs == [other]
+    elsewhere.append(make_batch(2), 0)
+    assert elsewhere.log_end_offset == 2
+    manager.create_topic("later", 2)  # new partitions go to the live dir only
+    assert {manager.get_log("later", p).log_dir for p in range(2)} == {other}
+    manager.checkpoint()
+    assert ckpt.read_offsets(os.path.join(other, ckpt.RECOVERY_POINT_CHECKPOINT))

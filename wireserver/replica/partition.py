@@ -119,11 +119,13 @@ class Partition:
 
     def make_leader(self, leader_epoch: int, isr: list[int], replicas: list[int]) -> None:
         """Lead the partition from ``leader_epoch`` on: the epoch starts at the log end, and a
-        follower in the ISR counts as caught up now (Kafka's ``makeLeader``)."""
+        follower in the ISR counts as caught up now (Kafka's ``makeLeader``). Raises
+        ``KafkaStorageError`` when the epoch cannot be written (the log dir failed): the
+        partition does not lead then, and answers KAFKA_STORAGE_ERROR."""
         self.leader = None
         self.apply_state(self.local_id, leader_epoch, isr, replicas)
         leo = self.log.log_end_offset
-        self.log.leader_epoch_cache.assign(leader_epoch, leo)
+        self.log.assign_leader_epoch(leader_epoch, leo)
         now = self.now_ms()
         followers = {
             r: FollowerState(last_caught_up_ms=now if r in isr else 0)
