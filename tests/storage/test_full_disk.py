@@ -50,7 +50,8 @@ def test_an_append_on_a_full_disk_fails_and_takes_the_dir_offline(disk):
     assert log.log_end_offset == 3
     os.unlink(filler)
     # Offline until restart: nothing more is written, even with space again.
-    for operation in (lambda: log.append(make_batch(1), 0), lambda: log.read(0, 1024)):
+    operations = (lambda: log.append(make_batch(1), 0), lambda: log.read(0, 1024), log.flush)
+    for operation in operations:
         with pytest.raises(KafkaStorageError, match="already offline due to a previous IO"):
             operation()
     assert log.log_end_offset == 3
