@@ -51,21 +51,29 @@ def fsync_dir(path: str) -> None:
 
 
 def atomic_write(path: str, data: bytes | str, *, sync: bool = True) -> None:
-    """Replace ``path`` with ``data`` atomically (tmp, fsync, rename, fsync dir)."""
+    """Replace ``path`` with ``data`` atomically (tmp, fsync, rename, fsync dir). On an error
+    (a full disk) the tmp file is removed and ``path`` left as it was."""
     if isinstance(data, str):
         data = data.encode("utf-8")
     tmp = path + ".tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        if sync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            if sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
     if sync:
         fsync_dir(os.path.dirname(os.path.abspath(path)))
 

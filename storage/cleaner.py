@@ -191,11 +191,21 @@ def read_cleaner_checkpoint(log: Log) -> int | None:
 
 
 def write_cleaner_checkpoint(log: Log, first_dirty_offset: int) -> None:
-    """Record ``log``'s first dirty offset, keeping the other logs' entries."""
+    """Record ``log``'s first dirty offset, keeping the other logs' entries; an I/O error
+    takes the log dir offline (``KafkaStorageError``)."""
     path = cleaner_checkpoint_path(log)
-    offsets = read_offsets(path)
-    offsets[(log.topic, log.partition)] = first_dirty_offset
-    write_offsets(path, offsets)
+    with log.failures.guard(log.log_dir, _clean_failed(log)):
+        offsets = read_offsets(path)
+        offsets[(log.topic, log.partition)] = first_dirty_offset
+        write_offsets(path, offsets)
+
+
+def _clean_failed(log: Log) -> str:
+    """Kafka's message for an I/O error while cleaning."""
+    return (
+        f"Failed to clean up log for {log.topic}-{log.partition} in dir {log.log_dir} "
+        "due to IOException"
+    )
 
 
 # -- grouping -----------------------------------------------------------------------------------
@@ -404,23 +414,27 @@ class CleaningJob:
         only this job's descriptors and writes only new files, so it may run on a worker
         thread while the log's owner appends and reads. ``throttle(n)`` is called for every
         ``n`` bytes read or written (``log.cleaner.io.max.bytes.per.second``); ``step`` is a
-        test hook, called with ``"after-cleaned-written"`` once every file is durable."""
-        offset_map = OffsetMap(self.dedupe_buffer_bytes, self.load_factor)
-        self._map = offset_map
-        self._build_offset_map(offset_map, throttle)
-        self.end_offset = offset_map.latest_offset + 1
-        self.stats.map_utilization = offset_map.utilization
-        to_clean = [src for src in self.sources if src.base_offset < self.end_offset]
-        groups = group_segments_by_size(
-            to_clean, self.segment_bytes, self.max_index_bytes, self.first_uncleanable_offset
-        )
-        transactions = _Transactions(self.aborted)
-        try:
-            for group in groups:
-                self.output.append((group, self._clean_group(group, transactions, throttle)))
-        except BaseException:
-            self._delete_output()
-            raise
+        test hook, called with ``"after-cleaned-written"`` once every file is durable.
+        An I/O error (a full disk) takes the log dir offline (Kafka's cleaner reports it to
+        the failure channel) and raises ``KafkaStorageError``."""
+        log = self.log
+        with log.failures.guard(log.log_dir, _clean_failed(log)):
+            offset_map = OffsetMap(self.dedupe_buffer_bytes, self.load_factor)
+            self._map = offset_map
+            self._build_offset_map(offset_map, throttle)
+            self.end_offset = offset_map.latest_offset + 1
+            self.stats.map_utilization = offset_map.utilization
+            to_clean = [src for src in self.sources if src.base_offset < self.end_offset]
+            groups = group_segments_by_size(
+                to_clean, self.segment_bytes, self.max_index_bytes, self.first_uncleanable_offset
+            )
+            transactions = _Transactions(self.aborted)
+            try:
+                for group in groups:
+                    self.output.append((group, self._clean_group(group, transactions, throttle)))
+            except BaseException:
+                self._delete_output()
+                raise
         if step is not None:
             step("after-cleaned-written")
 

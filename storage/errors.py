@@ -54,3 +54,14 @@ class InvalidPartitionsError(StorageError, ValueError):
 
 class LogInvariantError(StorageError, AssertionError):
     """log start offset <= high watermark <= log end offset was about to be broken."""
+
+
+class KafkaStorageError(StorageError):
+    """Kafka's ``KafkaStorageException``: an I/O error in a log dir (ENOSPC, EIO, EMFILE...),
+    or an operation on a log whose dir is offline since such an error. The partition's answer
+    is KAFKA_STORAGE_ERROR; the dir stays offline until the broker restarts
+    (``storage.log_dir_failure``)."""
+
+    def __init__(self, message: str, log_dir: str):
+        super().__init__(message)
+        self.log_dir = log_dir

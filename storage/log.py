@@ -35,10 +35,11 @@ place (Kafka's ``LogLoader``); every other ``.swap`` and ``.cleaned`` file is de
 from __future__ import annotations
 
 import bisect
+import functools
 import os
 import shutil
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from wireserver.protocol.errors import DecodeError
 from wireserver.protocol.records import (
@@ -61,6 +62,7 @@ from wireserver.storage.epochs import LeaderEpochCache
 from wireserver.storage.errors import InvalidOffset, LogInvariantError, OffsetOutOfRange
 from wireserver.storage.file_records import FileRecords, FileRegion
 from wireserver.storage.log_config import LogConfig
+from wireserver.storage.log_dir_failure import LogDirFailureChannel
 from wireserver.storage.producer_state import (
     CompletedTxn,
     InvalidProducerEpoch,
@@ -113,6 +115,32 @@ class OffsetAndTimestamp(NamedTuple):
     timestamp: int
 
 
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _storage_io(what: str) -> Callable[[_Method], _Method]:
+    """Run a ``Log`` method as Kafka's ``maybeHandleIOException`` does (``what`` starts
+    Kafka's message, which goes on with the partition and the dir): refused with
+    ``KafkaStorageError`` once the log dir is offline; an ``OSError`` inside (ENOSPC, EIO) is
+    reported to the log dir's failure channel, which takes the dir offline, and raised as
+    ``KafkaStorageError`` (the partition's KAFKA_STORAGE_ERROR)."""
+
+    def wrap(method: _Method) -> _Method:
+        @functools.wraps(method)
+        def run(self: Log, *args: Any, **kwargs: Any) -> Any:
+            failures = self.failures
+            failures.check(self.log_dir)
+            try:
+                return method(self, *args, **kwargs)
+            except OSError as exc:
+                message = f"{what} {self.topic}-{self.partition} in dir {self.log_dir}"
+                raise failures.fail(self.log_dir, message, exc) from exc
+
+        return run  # type: ignore[return-value]
+
+    return wrap
+
+
 def parse_partition_dir(name: str) -> tuple[str, int]:
     """``my-topic-3`` → (``my-topic``, 3). Raises ValueError for anything else."""
     topic, sep, partition = name.rpartition("-")
@@ -122,7 +150,11 @@ def parse_partition_dir(name: str) -> tuple[str, int]:
 
 
 class Log:
-    """One partition's log. Use ``Log.open``. Not thread-safe except ``flush``."""
+    """One partition's log. Use ``Log.open``. Not thread-safe except ``flush``.
+
+    Every write (appends, rolls, flushes, truncation, deletion, compaction swaps) goes through
+    ``failures``, the log dirs' failure channel (``storage.log_dir_failure``): an I/O error
+    takes the log's dir (``log_dir``) offline and raises ``KafkaStorageError``."""
 
     def __init__(
         self,
@@ -130,8 +162,11 @@ class Log:
         config: LogConfig,
         now_ms: Callable[[], int],
         producer_id_expiration_ms: int = 86_400_000,
+        failures: LogDirFailureChannel | None = None,
     ):
         self.directory = directory
+        self.log_dir = os.path.dirname(os.path.abspath(directory))
+        self.failures = failures if failures is not None else LogDirFailureChannel()
         self.config = config
         self._now_ms = now_ms
         try:
@@ -169,6 +204,7 @@ class Log:
         log_start_offset: int | None = None,
         high_watermark: int | None = None,
         producer_id_expiration_ms: int = 86_400_000,
+        failures: LogDirFailureChannel | None = None,
     ) -> Log:
         """Open (creating if needed) the log in ``directory``.
 
@@ -182,7 +218,7 @@ class Log:
         headers after it.
         """
         os.makedirs(directory, exist_ok=True)
-        log = cls(directory, config, now_ms, producer_id_expiration_ms)
+        log = cls(directory, config, now_ms, producer_id_expiration_ms, failures)
         log._load(recover, recovery_point, log_start_offset, high_watermark)
         return log
 
@@ -459,6 +495,7 @@ class Log:
         ):
             self.roll(first_offset)
 
+    @_storage_io("Error while rolling log segment for")
     def roll(self, base_offset: int | None = None) -> LogSegment:
         """Start a new active segment at ``base_offset`` (default: the log end offset)."""
         active = self.active_segment
@@ -481,6 +518,7 @@ class Log:
             self.producer_state.take_snapshot(sync=False)
         return seg
 
+    @_storage_io("Error while appending records to")
     def append(
         self, buf, leader_epoch: int, now_ms: int | None = None, *, check_sequences: bool = True
     ) -> AppendResult:
@@ -531,6 +569,7 @@ class Log:
             first_offset, last_offset, now_ms if log_append else -1, self._log_start_offset
         )
 
+    @_storage_io("Error while appending records to")
     def append_marker(
         self,
         producer_id: int,
@@ -592,6 +631,7 @@ class Log:
             self._index_completed(self.active_segment, completed)
         return AppendResult(offset, offset, -1, self._log_start_offset), completed
 
+    @_storage_io("Error while appending records to")
     def append_as_follower(self, buf) -> AppendResult:
         """Append batches copied from the leader, keeping their offsets and leader epochs.
         The first batch must start at or after the log end offset (InvalidOffset otherwise)."""
@@ -633,6 +673,7 @@ class Log:
     def _segment_index_for(self, offset: int) -> int:
         return max(bisect.bisect_right(self._bases, offset) - 1, 0)
 
+    @_storage_io("Exception while reading from")
     def read(
         self,
         offset: int,
@@ -765,6 +806,11 @@ class Log:
                 return TimestampAndOffset(hit[1], hit[0])
         return TimestampAndOffset(best.max_timestamp, best.offset_of_max_timestamp)
 
+    @_storage_io("Error while writing the leader epoch checkpoint of")
+    def assign_leader_epoch(self, epoch: int, start_offset: int) -> None:
+        """Record that ``epoch`` starts at ``start_offset`` (a new leader's epoch)."""
+        self.leader_epoch_cache.assign(epoch, start_offset)
+
     def leader_epoch_for_offset(self, offset: int) -> int | None:
         return self.leader_epoch_cache.epoch_for_offset(offset)
 
@@ -812,6 +858,7 @@ class Log:
             count += 1
         return self._delete_segments(count)
 
+    @_storage_io("Exception while increasing log start offset for")
     def delete_records_before(self, offset: int) -> int:
         """DeleteRecords: move the log start offset up to ``offset`` (which may not pass the
         high watermark: ``OffsetOutOfRange``) and delete the segments wholly below it.
@@ -828,6 +875,7 @@ class Log:
             self._delete_below_log_start()
         return self._log_start_offset
 
+    @_storage_io("Error while truncating log for")
     def truncate_to(self, offset: int) -> bool:
         """Follower truncation: drop every batch ending at or after ``offset``. Returns whether
         anything was removed. Below the log start offset the log is emptied and restarted at
@@ -854,6 +902,7 @@ class Log:
         self._rebuild_producer_state()
         return True
 
+    @_storage_io("Error while truncating the entire log for")
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete everything and restart the log empty at ``offset``."""
         self.truncations += 1
@@ -868,6 +917,7 @@ class Log:
         self.producer_state.truncate_fully_and_start_at(offset)
         self._check_invariants()
 
+    @_storage_io("Error while deleting segments for")
     def apply_retention(self, now_ms: int | None = None) -> int:
         """Delete whole old segments for ``cleanup.policy=delete`` logs: those wholly below the
         log start offset, then by ``retention.ms`` (a segment's largest timestamp older than
@@ -902,6 +952,7 @@ class Log:
         return deleted
 
     # -- compaction ------------------------------------------------------------------------
+    @_storage_io("Error while replacing segments for")
     def replace_segments(
         self,
         replacements: list[tuple[list[LogSegment], LogSegment]],
@@ -963,6 +1014,7 @@ class Log:
             return True
         return any(seg.dirty for seg in self._segments[:-1])
 
+    @_storage_io("Error while flushing log for")
     def flush(self, now_ms: int | None = None) -> int:
         """fsync every segment holding data above the recovery point, then move the recovery
         point to the log end offset as it was when the flush began. Safe to run on another
@@ -981,16 +1033,24 @@ class Log:
         return self.recovery_point
 
     def close(self) -> None:
-        """Flush, write the leader epoch checkpoint and close every file."""
+        """Flush, write the producer snapshot and leader epoch checkpoint, and close every
+        file. A log whose dir is offline is closed without writing anything (``KafkaStorageError``
+        from ``_write_out``, after the files are closed)."""
         if self.closed:
             return
+        try:
+            self._write_out()
+        finally:
+            for seg in self._segments:
+                seg.close()
+            self.closed = True
+
+    @_storage_io("Error while closing log for")
+    def _write_out(self) -> None:
         self.active_segment.on_become_inactive()
         self.flush()
         self.producer_state.take_snapshot(sync=True)
         self.leader_epoch_cache.flush()
-        for seg in self._segments:
-            seg.close()
-        self.closed = True
 
     def delete(self) -> None:
         """Close and remove the partition directory."""

@@ -14,6 +14,11 @@ On disk, per log dir (Kafka's names):
 
 Deleted partitions are renamed ``<topic>-<p>.<uuid hex>-delete`` and removed at once; leftovers
 are removed on ``load``.
+
+I/O errors (a full disk, EIO, too many open files) go to ``failures``, Kafka's
+``LogDirFailureChannel`` (``storage.log_dir_failure``): the dir goes offline and the operation
+raises ``KafkaStorageError``. A topic or partition whose creation failed is removed again, so
+no half-made topic is found on the next ``load``. Checkpoints skip offline dirs.
 """
 
 from __future__ import annotations
@@ -33,11 +38,13 @@ from wireserver.storage.configdef import ConfigValueError
 from wireserver.storage.errors import (
     InvalidPartitionsError,
     InvalidTopicError,
+    KafkaStorageError,
     TopicExistsError,
     UnknownTopicError,
 )
 from wireserver.storage.log import Log, parse_partition_dir
 from wireserver.storage.log_config import LogConfig
+from wireserver.storage.log_dir_failure import LogDirFailureChannel
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +105,11 @@ class LogManager:
         self._generation = 0
         self.clean_shutdown: dict[str, bool] = {}  # per log dir, as found by load()
         self.loaded = False
+        self.failures = LogDirFailureChannel()
+
+    @property
+    def live_log_dirs(self) -> list[str]:
+        return [d for d in self.log_dirs if not self.failures.is_offline(d)]
 
     # -- topics ----------------------------------------------------------------------------
     @property
@@ -129,25 +141,61 @@ class LogManager:
                 overrides = {k: v for k, v in overrides.items() if k != exc.name}
 
     def _pick_dir(self) -> str:
-        counts = {d: 0 for d in self.log_dirs}
+        live = self.live_log_dirs
+        if not live:
+            raise KafkaStorageError("No log directories available", self.log_dirs[0])
+        counts = {d: 0 for d in live}
         for d in self._dir_of.values():
-            counts[d] = counts.get(d, 0) + 1
-        return min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
+            if d in counts:
+                counts[d] += 1
+        return min(live, key=lambda d: (counts[d], self.log_dirs.index(d)))
 
     def _open_partition(self, info: TopicInfo, partition: int) -> Log:
+        """Create a partition's log (Kafka's ``getOrCreateLog``). On an I/O error the log dir
+        goes offline and ``KafkaStorageError`` is raised; ``_open_partitions`` removes what was
+        made."""
         log_dir = self._pick_dir()
-        directory = os.path.join(log_dir, f"{info.name}-{partition}")
-        log = Log.open(
-            directory,
-            info.config,
-            now_ms=self._now_ms,
-            recover=False,
-            producer_id_expiration_ms=self.producer_id_expiration_ms,
-        )
-        ckpt.write_partition_metadata(directory, info.topic_id)
+        name = f"{info.name}-{partition}"
+        directory = os.path.join(log_dir, name)
+        with self.failures.guard(log_dir, f"Error while creating log for {name} in dir {log_dir}"):
+            log = Log.open(
+                directory,
+                info.config,
+                now_ms=self._now_ms,
+                recover=False,
+                producer_id_expiration_ms=self.producer_id_expiration_ms,
+                failures=self.failures,
+            )
+            try:
+                ckpt.write_partition_metadata(directory, info.topic_id)
+            except OSError:
+                log.delete()
+                raise
         self._logs[(info.name, partition)] = log
         self._dir_of[(info.name, partition)] = log_dir
         return log
+
+    def _open_partitions(self, info: TopicInfo, partitions: range) -> None:
+        """Create the logs of ``partitions`` and record the topic as ``info``; on a
+        ``KafkaStorageError`` the ones made here are removed and the error raised."""
+        made: list[int] = []
+        try:
+            for p in partitions:
+                if (info.name, p) not in self._logs:
+                    made.append(p)
+                    self._open_partition(info, p)
+            self._save_topics()
+        except KafkaStorageError:
+            # Files closed first: with too many open files (EMFILE) removing needs some.
+            for p in made:
+                self._dir_of.pop((info.name, p), None)
+                log = self._logs.pop((info.name, p), None)
+                if log is not None:
+                    log.delete()
+            for p in made:
+                for d in self.log_dirs:
+                    shutil.rmtree(os.path.join(d, f"{info.name}-{p}"), ignore_errors=True)
+            raise
 
     def create_topic(
         self,
@@ -171,9 +219,11 @@ class LogManager:
         config = self._config_for(overrides)
         info = TopicInfo(name, topic_id or uuid.uuid4(), num_partitions, overrides, config)
         self._topics[name] = info
-        for p in range(num_partitions):
-            self._open_partition(info, p)
-        self._save_topics()
+        try:
+            self._open_partitions(info, range(num_partitions))
+        except KafkaStorageError:
+            del self._topics[name]
+            raise
         return info
 
     def delete_topic(self, name: str) -> None:
@@ -205,12 +255,13 @@ class LogManager:
                 f"Topic currently has {info.num_partitions} partitions, which is higher than "
                 f"or equal to the requested {new_total}."
             )
-        info = replace(info, num_partitions=new_total)
+        old, info = info, replace(info, num_partitions=new_total)
         self._topics[name] = info
-        for p in range(self._count_partitions(name), new_total):
-            if (name, p) not in self._logs:
-                self._open_partition(info, p)
-        self._save_topics()
+        try:
+            self._open_partitions(info, range(self._count_partitions(name), new_total))
+        except KafkaStorageError:
+            self._topics[name] = old
+            raise
         return info
 
     def _count_partitions(self, name: str) -> int:
@@ -263,9 +314,10 @@ class LogManager:
                 for t in sorted(self._topics.values(), key=lambda t: t.name)
             ],
         }
-        for d in self.log_dirs:
-            os.makedirs(d, exist_ok=True)
-            ckpt.write_json(os.path.join(d, TOPICS_FILE), doc)
+        for d in self.live_log_dirs:
+            with self.failures.guard(d, f"Error while writing topics to dir {d}"):
+                os.makedirs(d, exist_ok=True)
+                ckpt.write_json(os.path.join(d, TOPICS_FILE), doc)
 
     def _read_topics(self) -> list[dict]:
         best: dict | None = None
@@ -343,6 +395,7 @@ class LogManager:
                 log_start_offset=ls.get(tp),
                 high_watermark=hw.get(tp),
                 producer_id_expiration_ms=self.producer_id_expiration_ms,
+                failures=self.failures,
             )
             if ckpt.read_partition_metadata(directory) is None:
                 ckpt.write_partition_metadata(directory, info.topic_id)
@@ -376,9 +429,18 @@ class LogManager:
         return out[0], out[1], out[2]
 
     def checkpoint(self) -> None:
-        """Write the recovery point, log start offset and high watermark checkpoints."""
-        for d in self.log_dirs:
-            mine = {tp: log for tp, log in self._logs.items() if self._dir_of.get(tp) == d}
+        """Write the recovery point, log start offset and high watermark checkpoints of each
+        live log dir. A dir failing now is reported and goes offline; the others are still
+        written (Kafka logs "Disk error while writing ... checkpoint" and carries on)."""
+        for d in self.live_log_dirs:
+            try:
+                self._checkpoint_dir(d)
+            except KafkaStorageError:
+                pass
+
+    def _checkpoint_dir(self, d: str) -> None:
+        mine = {tp: log for tp, log in self._logs.items() if self._dir_of.get(tp) == d}
+        with self.failures.guard(d, f"Error while writing checkpoints in dir {d}"):
             ckpt.write_offsets(
                 os.path.join(d, ckpt.RECOVERY_POINT_CHECKPOINT),
                 {tp: log.recovery_point for tp, log in mine.items()},
@@ -420,10 +482,31 @@ class LogManager:
             log.flush()
 
     def close(self) -> None:
-        """Flush and close every log, write the checkpoints and the clean-shutdown markers."""
+        """Flush and close every log, write the checkpoints and the clean-shutdown markers.
+        A dir that is offline, or fails now, gets no marker: its logs are recovered on the
+        next start."""
         for _, log in self.logs():
-            log.close()
+            try:
+                log.close()
+            except KafkaStorageError:
+                pass  # reported, and its dir offline
         self.checkpoint()
-        self._save_topics()
-        for d in self.log_dirs:
-            ckpt.atomic_write(os.path.join(d, ckpt.CLEAN_SHUTDOWN_MARKER), b"")
+        try:
+            self._save_topics()
+        except KafkaStorageError:
+            pass
+        for d in self.live_log_dirs:
+            marker = os.path.join(d, ckpt.CLEAN_SHUTDOWN_MARKER)
+            try:
+                with self.failures.guard(d, f"Error while writing {marker}"):
+                    ckpt.atomic_write(marker, b"")
+            except KafkaStorageError:
+                pass
+
+    def close_files(self) -> None:
+        """Close every file without writing anything (a halt: no flush, no checkpoint, no
+        clean-shutdown marker), so the next start recovers the logs."""
+        for _, log in self.logs():
+            for seg in log.segments:
+                seg.close()
+            log.closed = True

@@ -67,9 +67,14 @@ class LogSegment:
         # Whether both index files were there before we opened them (else ``load`` fails and
         # the segment is rebuilt); new (empty) index files are created right away.
         self.indexes_existed = self.offset_index.exists() and self.time_index.exists()
-        self.offset_index.open()
-        self.time_index.open()
-        self._fd: int | None = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.offset_index.open()
+            self.time_index.open()
+            self._fd: int | None = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:  # a full disk, too many open files: leave no descriptor behind
+            self.offset_index.close()
+            self.time_index.close()
+            raise
         self.size = os.fstat(self._fd).st_size
         self.next_offset = base_offset
         self.max_timestamp = -1

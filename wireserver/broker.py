@@ -4,6 +4,12 @@
 (``wireserver.services``); ``serve_forever`` is the
 ``wireserver serve`` command's main loop. Time comes from the injected reactor, never from
 ``time.time()``.
+
+A log dir failure (an I/O error in any write, ``storage.log_dir_failure``) is handled as
+Kafka's ``ReplicaManager.handleLogDirFailure``: the dir's partitions answer
+KAFKA_STORAGE_ERROR, and once every log dir has failed the broker logs "Shutdown broker because
+all log dirs in ... have failed" and halts (``halt``: ``os._exit(1)``, no controlled shutdown,
+no flush), so that other brokers take its partitions over when its ZooKeeper session ends.
 """
 
 from __future__ import annotations
@@ -42,6 +48,17 @@ log = logging.getLogger(__name__)
 
 #: Kafka's producer.id.expiration.check.interval.ms default (not a wireserver config key yet).
 PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS = 600_000
+#: How long the reactor keeps running between the decision to halt and the halt: the responses
+#: already made (the KAFKA_STORAGE_ERROR of the request that hit the failure) are written out
+#: to their clients meanwhile, as Kafka's handler threads answer while its log dir failure
+#: handler thread halts the JVM.
+HALT_GRACE_S = 0.5
+
+
+def exit_process() -> None:
+    """Kafka's ``Exit.halt(1)``: end the process now, without flushing or closing anything
+    (no atexit hooks, no reactor shutdown triggers), so nothing more reaches the disk."""
+    os._exit(1)
 
 
 class Broker:
@@ -61,7 +78,12 @@ class Broker:
     fetch_sessions: FetchSessionCache
     cleaner: LogCleaner
 
-    def __init__(self, config: BrokerConfig, reactor: Any = None):
+    def __init__(
+        self, config: BrokerConfig, reactor: Any = None, halt: Callable[[], None] = exit_process
+    ):
+        """``halt`` ends the broker when all its log dirs have failed: the process by default;
+        a broker that shares its process with tests is given ``stop_without_flush``-like
+        actions instead."""
         if reactor is None:
             from twisted.internet import reactor as global_reactor
 
@@ -82,6 +104,8 @@ class Broker:
         self._flushing: set = set()
         self._loops: list[task.LoopingCall] = []
         self.started = False
+        self.halt = halt
+        self.halting = False
 
     def advertised_listener(self, name: str) -> Listener:
         """The advertised listener named ``name`` (the one a client connected through), or the
@@ -104,12 +128,15 @@ class Broker:
             os.makedirs(directory, exist_ok=True)
         self.cluster_id = self._load_or_create_cluster_id()
         self.security = SecurityManager(self.config, self.now_ms)
-        self.producer_ids = ProducerIdManager(self.config.log_dirs[0])
         self.logs = LogManager(
             self.config.log_dirs,
             self.config.topic_defaults(),
             self.now_ms,
             self.config["producer.id.expiration.ms"],
+        )
+        self.producer_ids = ProducerIdManager(self.config.log_dirs[0], failures=self.logs.failures)
+        self.logs.failures.listeners.append(
+            lambda log_dir: self.reactor.callFromThread(self._log_dir_failed, log_dir)
         )
         self.logs.load()
         partition_logs = [partition_log for _, partition_log in self.logs.logs()]
@@ -213,6 +240,56 @@ class Broker:
         )
         self._loops.append(loop)
 
+    def _log_dir_failed(self, log_dir: str) -> None:
+        """On the reactor thread, once per failed dir (Kafka's ``handleLogDirFailure``). Its
+        partitions already answer KAFKA_STORAGE_ERROR (``Partition.offline``) and its logs
+        refuse every write; with no live dir left the broker halts after ``HALT_GRACE_S``."""
+        offline = sorted(
+            f"{topic}-{index}"
+            for (topic, index), partition_log in self.logs.logs()
+            if partition_log.log_dir == log_dir
+        )
+        log.warning(
+            "Stopping serving replicas in dir %s because the log directory has failed: %s",
+            log_dir,
+            ", ".join(offline),
+        )
+        if self.logs.live_log_dirs or self.halting:
+            return
+        self.halting = True
+        log.critical(
+            "Shutdown broker because all log dirs in %s have failed", ", ".join(self.logs.log_dirs)
+        )
+        self.reactor.callLater(HALT_GRACE_S, self.halt)
+
+    def stop_without_flush(self) -> None:
+        """A halt that leaves the process running (tests in one process): listeners,
+        connections, timers, ZooKeeper and the coordinators stop at once, and the log files
+        are closed without a flush, checkpoint or clean-shutdown marker, so the next start
+        recovers the logs as after ``os._exit``."""
+        self.started = False
+        self._stop_loops()
+        if self.cluster is not None:
+            self.cluster.stop()
+        for port in self.ports:
+            port.stopListening()
+        self.ports.clear()
+        for connection in list(self.connections):
+            connection.transport.abortConnection()
+        self._stop_services()
+        self.logs.close_files()
+
+    def _stop_loops(self) -> None:
+        for loop in self._loops:
+            if loop.running:
+                loop.stop()
+        self._loops.clear()
+
+    def _stop_services(self) -> None:
+        for service in ("cleaner", "groups", "txn"):
+            if getattr(self, service, None) is not None:
+                getattr(self, service).stop()
+
     @defer.inlineCallbacks
     def stop(self):
         """Stop listening, drop connections, flush and checkpoint every log (so that the next
@@ -226,19 +303,14 @@ class Broker:
                 yield self.cluster.controlled_shutdown()
             except Exception:  # noqa: BLE001 - stop anyway, as after a failed attempt
                 log.exception("controlled shutdown failed")
-        for loop in self._loops:
-            if loop.running:
-                loop.stop()
-        self._loops.clear()
+        self._stop_loops()
         if self.cluster is not None:
             self.cluster.stop()
         yield defer.gatherResults([defer.maybeDeferred(port.stopListening) for port in self.ports])
         self.ports.clear()
         for connection in list(self.connections):
             connection.transport.loseConnection()
-        for service in ("cleaner", "groups", "txn"):
-            if getattr(self, service, None) is not None:
-                getattr(self, service).stop()
+        self._stop_services()
         if getattr(self, "logs", None) is not None:
             self.logs.close()
 

@@ -39,6 +39,7 @@ from twisted.internet import defer
 
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.records import RecordBatch, RecordBatchBuilder, iter_batches
+from wireserver.storage.errors import KafkaStorageError
 from wireserver.storage.producer_state import InvalidProducerEpoch
 
 log = logging.getLogger(__name__)
@@ -261,7 +262,8 @@ class CoordinatorRuntime:
         log (committed on one node; in a cluster see ``replicated``). ``producer`` (id, epoch)
         makes the batch transactional (TxnOffsetCommit): its sequence is not checked, and an
         old epoch is INVALID_PRODUCER_EPOCH. NOT_COORDINATOR when this broker does not lead
-        the partition; storage failures are COORDINATOR_NOT_AVAILABLE, which clients retry."""
+        the partition or its log dir failed (KAFKA_STORAGE_ERROR, as Kafka maps it); other
+        storage failures are COORDINATOR_NOT_AVAILABLE, which clients retry."""
         if not entries:
             return ErrorCode.NONE
         error = self.ensure_ready()
@@ -292,6 +294,8 @@ class CoordinatorRuntime:
             )
         except InvalidProducerEpoch:
             return ErrorCode.INVALID_PRODUCER_EPOCH
+        except KafkaStorageError:
+            return ErrorCode.NOT_COORDINATOR
         except Exception:  # noqa: BLE001 - storage failures become a retriable error
             log.exception("append to %s-%d failed", self.name, partition)
             return ErrorCode.COORDINATOR_NOT_AVAILABLE

@@ -22,7 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from wireserver.coordinator_runtime import INTERNAL_TOPICS
 from wireserver.protocol.errors import ErrorCode
-from wireserver.storage.errors import InvalidPartitionsError, InvalidTopicError, TopicExistsError
+from wireserver.storage.errors import (
+    InvalidPartitionsError,
+    InvalidTopicError,
+    KafkaStorageError,
+    TopicExistsError,
+)
 
 if TYPE_CHECKING:
     from wireserver.config import Listener
@@ -201,6 +206,8 @@ class LocalMetadata:
             raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)) from None
         except InvalidPartitionsError as exc:
             raise TopicError(ErrorCode.INVALID_PARTITIONS, str(exc)) from None
+        except KafkaStorageError as exc:  # the log dir failed; nothing of the topic is left
+            raise TopicError(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)) from None
 
     def delete_topic(self, name: str) -> None:
         """DeleteTopics for one topic this broker knows."""
@@ -230,6 +237,8 @@ class LocalMetadata:
                 self.logs.add_partitions(topic.name, topic.count)
             except InvalidPartitionsError as exc:
                 raise TopicError(ErrorCode.INVALID_PARTITIONS, str(exc)) from None
+            except KafkaStorageError as exc:
+                raise TopicError(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)) from None
 
     def topic_overrides(self, name: str) -> dict[str, str]:
         """The config overrides a change to the topic starts from."""

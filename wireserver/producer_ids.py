@@ -18,6 +18,7 @@ import json
 import os
 
 from wireserver.storage.checkpoint import atomic_write
+from wireserver.storage.log_dir_failure import LogDirFailureChannel
 
 BLOCK_SIZE = 1000
 FILE_NAME = "wireserver-producer-id-block"
@@ -31,7 +32,18 @@ class ProducerIdsExhausted(RuntimeError):
 
 
 class ProducerIdManager:
-    def __init__(self, log_dir: str, block_size: int = BLOCK_SIZE):
+    """``failures``: the log dirs' failure channel; the block file is in a log dir, so an I/O
+    error writing it (a full disk) takes that dir offline as any log write does, and
+    ``generate`` raises ``KafkaStorageError``."""
+
+    def __init__(
+        self,
+        log_dir: str,
+        block_size: int = BLOCK_SIZE,
+        failures: LogDirFailureChannel | None = None,
+    ):
+        self.log_dir = os.path.abspath(log_dir)
+        self.failures = failures if failures is not None else LogDirFailureChannel()
         self.path = os.path.join(log_dir, FILE_NAME)
         self.block_size = block_size
         self._durable_next = self._read()  # no id at or above this was ever handed out
@@ -55,10 +67,11 @@ class ProducerIdManager:
         if start > MAX_PRODUCER_ID:
             raise ProducerIdsExhausted("producer ids are exhausted")
         end = start + self.block_size
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        atomic_write(
-            self.path, json.dumps({"version": FILE_VERSION, "next_block_start": end}) + "\n"
-        )
+        with self.failures.guard(self.log_dir, f"Error while writing {self.path}"):
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            atomic_write(
+                self.path, json.dumps({"version": FILE_VERSION, "next_block_start": end}) + "\n"
+            )
         self._durable_next = end
         self._next, self._block_end = start, end
 

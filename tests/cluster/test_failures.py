@@ -146,8 +146,8 @@ def raw_produce_error(bootstrap: str, topic: str, acks: int) -> int:
 
 
 def sequence(value: bytes) -> tuple[str, int]:
-    """("c", 17) for b"c17"; ("7", 17) for the Java tool's b"7.17"."""
-    text = value.decode()
+    """("c", 17) for b"c17" (or b"c17|" and padding); ("7", 17) for the Java tool's b"7.17"."""
+    text = value.decode().partition("|")[0]
     if text.startswith("c"):
         return "c", int(text[1:])
     prefix, _, number = text.partition(".")
@@ -179,13 +179,15 @@ def check_acknowledged(
 
 
 class ProducerThread(threading.Thread):
-    """confluent-kafka, idempotent and acks=all, producing b"c<n>" round robin over the
-    partitions until ``finish()``: the acknowledged (partition, offset, value) records, the
-    failed deliveries and every error the client reported."""
+    """confluent-kafka, idempotent and acks=all, producing b"c<n>" (followed by b"|" and
+    ``padding`` bytes if any) round robin over the partitions until ``finish()``: the
+    acknowledged (partition, offset, value) records, the failed deliveries and every error the
+    client reported."""
 
-    def __init__(self, bootstrap: str, topic: str, count: int):
+    def __init__(self, bootstrap: str, topic: str, count: int, padding: int = 0):
         super().__init__(daemon=True)
         self.topic, self.count = topic, count
+        self.padding = b"|" + b"." * padding if padding else b""
         self.acked: list[tuple[int, int, bytes]] = []
         self.failed: list = []
         self.errors: list[KafkaError] = []
@@ -214,7 +216,7 @@ class ProducerThread(threading.Thread):
             try:
                 self.producer.produce(
                     self.topic,
-                    f"c{n}".encode(),
+                    f"c{n}".encode() + self.padding,
                     partition=n % self.count,
                     on_delivery=self._delivered,
                 )

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from twisted.internet.task import Clock
 
+from tests.small_fs import fill, small_filesystem
 from wireserver import coordinator_runtime
 from wireserver.cluster.metadata import ZkMetadata
 from wireserver.config import BrokerConfig
@@ -285,3 +286,18 @@ def test_in_a_cluster_an_append_is_answered_once_the_isr_has_it(tmp_path):
     host.replicas.resign((NAME, 2))
     host.clock.advance(0.6)
     assert third == [E.NOT_COORDINATOR]
+
+
+def test_an_append_on_a_full_disk_is_not_coordinator(tmp_path):
+    """Kafka's coordinators map KAFKA_STORAGE_ERROR to NOT_COORDINATOR (the client looks for
+    the coordinator again; this broker is about to halt). A real tmpfs, filled."""
+    with small_filesystem(tmp_path / "fs", "512k") as mount:
+        host = Host(mount, clustered=False)
+        runtime, _, _ = make_runtime(host)
+        key = key_in(runtime, 1)
+        assert runtime.append(key, [(b"a", b"1")]) == E.NONE
+        fill(mount)
+        assert runtime.append(key, [(b"a", b"x" * 65536)]) == E.NOT_COORDINATOR
+        assert host.logs.failures.is_offline(mount)
+        assert runtime.append(key, [(b"a", b"2")]) == E.NOT_COORDINATOR  # offline since
+        assert host.logs.get_log(NAME, 1).log_end_offset == 1

@@ -24,7 +24,7 @@ from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
 from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
-from wireserver.storage.errors import OffsetOutOfRange
+from wireserver.storage.errors import KafkaStorageError, OffsetOutOfRange
 
 API_KEY = 21
 HIGH_WATERMARK = -1
@@ -35,8 +35,8 @@ def delete_before(log, offset: int) -> tuple[int, ErrorCode]:
         offset = log.high_watermark
     try:
         return log.delete_records_before(offset), ErrorCode.NONE
-    except OffsetOutOfRange:
-        return -1, ErrorCode.OFFSET_OUT_OF_RANGE
+    except (OffsetOutOfRange, KafkaStorageError) as exc:  # a failed log dir: its error too
+        return -1, exc.error_code
 
 
 @handles(API_KEY)

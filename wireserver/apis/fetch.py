@@ -43,7 +43,7 @@ from wireserver.context import RequestContext
 from wireserver.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition
 from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
-from wireserver.storage.errors import OffsetOutOfRange
+from wireserver.storage.errors import KafkaStorageError, OffsetOutOfRange
 
 API_KEY = 1
 ZERO_UUID = uuid.UUID(int=0)
@@ -232,6 +232,9 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
             )
         except OffsetOutOfRange:
             results.append(PartitionResult(cached, ErrorCode.OFFSET_OUT_OF_RANGE))
+            continue
+        except KafkaStorageError:  # an I/O error reading: the log dir is offline now
+            results.append(PartitionResult(cached, ErrorCode.KAFKA_STORAGE_ERROR))
             continue
         if read.data:
             min_one = False

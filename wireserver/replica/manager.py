@@ -21,6 +21,7 @@ from twisted.internet import defer
 
 from wireserver.protocol.errors import ErrorCode
 from wireserver.replica.partition import Partition
+from wireserver.storage.errors import KafkaStorageError
 from wireserver.storage.log import AppendResult
 from wireserver.storage.validation import BatchError
 
@@ -83,7 +84,10 @@ class ReplicaManager:
             enforce_min_isr=not self.local_leadership,
         )
         if self.local_leadership:
-            partition.make_leader(0, [self.node_id], [self.node_id])
+            try:
+                partition.make_leader(0, [self.node_id], [self.node_id])
+            except KafkaStorageError:
+                pass  # its log dir failed (reported): the partition answers KAFKA_STORAGE_ERROR
         return partition
 
     def leading(self) -> list[Partition]:

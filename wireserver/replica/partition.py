@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wireserver.protocol.errors import ErrorCode
+from wireserver.storage.errors import KafkaStorageError
 from wireserver.storage.log import AppendResult, Log
 from wireserver.storage.producer_state import InvalidProducerEpoch, OutOfOrderSequence
 from wireserver.storage.validation import BatchError, validate_batches, validate_keys, writable
@@ -98,6 +99,11 @@ class Partition:
     def is_leader(self) -> bool:
         return self.leader is not None
 
+    @property
+    def offline(self) -> bool:
+        """The log's dir failed (``storage.log_dir_failure``): not served until restart."""
+        return self.log.failures.is_offline(self.log.log_dir)
+
     # -- state changes -------------------------------------------------------------------------
 
     def apply_state(
@@ -113,11 +119,13 @@ class Partition:
 
     def make_leader(self, leader_epoch: int, isr: list[int], replicas: list[int]) -> None:
         """Lead the partition from ``leader_epoch`` on: the epoch starts at the log end, and a
-        follower in the ISR counts as caught up now (Kafka's ``makeLeader``)."""
+        follower in the ISR counts as caught up now (Kafka's ``makeLeader``). Raises
+        ``KafkaStorageError`` when the epoch cannot be written (the log dir failed): the
+        partition does not lead then, and answers KAFKA_STORAGE_ERROR."""
         self.leader = None
         self.apply_state(self.local_id, leader_epoch, isr, replicas)
         leo = self.log.log_end_offset
-        self.log.leader_epoch_cache.assign(leader_epoch, leo)
+        self.log.assign_leader_epoch(leader_epoch, leo)
         now = self.now_ms()
         followers = {
             r: FollowerState(last_caught_up_ms=now if r in isr else 0)
@@ -137,8 +145,12 @@ class Partition:
     def check_leader(self, current_leader_epoch: int = -1) -> tuple[ErrorCode | None, int]:
         """(error or None, leader epoch): the fencing of ``current_leader_epoch`` (older:
         FENCED_LEADER_EPOCH, newer: UNKNOWN_LEADER_EPOCH), then NOT_LEADER_OR_FOLLOWER unless
-        this broker leads the partition. LEADER_NOT_AVAILABLE while no state is known."""
+        this broker leads the partition. LEADER_NOT_AVAILABLE while no state is known;
+        KAFKA_STORAGE_ERROR before anything else once the log's dir is offline (Kafka's
+        ``HostedPartition.Offline``)."""
         epoch = self.leader_epoch
+        if self.offline:
+            return ErrorCode.KAFKA_STORAGE_ERROR, epoch
         if epoch < 0:
             return ErrorCode.LEADER_NOT_AVAILABLE, -1
         if 0 <= current_leader_epoch < epoch:
@@ -183,6 +195,9 @@ class Partition:
             result = self.log.append(buf, leader_epoch=leader_epoch, now_ms=now)
         except (OutOfOrderSequence, InvalidProducerEpoch) as exc:
             raise BatchError(exc.error_code, str(exc)) from None
+        except KafkaStorageError:
+            # The dir is offline now (reported); Kafka answers the code without a message.
+            raise BatchError(ErrorCode.KAFKA_STORAGE_ERROR) from None
         if not result.duplicate:
             self.after_append()
         return result

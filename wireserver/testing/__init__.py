@@ -21,6 +21,11 @@ Modes
     gives the port. Its stderr (the broker log) goes to ``log_path``. Only this mode has
     ``kill()``.
 
+A broker whose log dirs have all failed (a full disk) halts as Kafka does: a subprocess
+broker exits with code 1; a thread-mode one stops on the spot without flushing, leaving the
+test process running. ``wait_exit()`` waits for either and returns the exit code; ``start()``
+brings it back on the same data dir.
+
 Defaults (``TEST_DEFAULTS``) are single-node safe, as Kafka test setups need: internal topics
 with replication factor 1 and min ISR 1, no initial rebalance delay, ``PLAINTEXT`` on
 ``127.0.0.1:0``, and a temporary ``log.dirs`` removed on ``close()`` (a ``data_dir`` you pass

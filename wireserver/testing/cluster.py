@@ -39,16 +39,23 @@ class LocalCluster:
         count: int,
         overrides: Mapping[str, object] | None = None,
         log_level: str = "INFO",
+        data_dirs: Mapping[int, str] | None = None,
         **broker_options,
     ):
-        """``broker_options`` go to every ``EmbeddedBroker`` (``sasl=``, ``users=``, ...)."""
+        """``broker_options`` go to every ``EmbeddedBroker`` (``sasl=``, ``users=``, ...);
+        ``data_dirs`` gives some brokers (by id) their data dir (a small filesystem, say),
+        the others get a temporary one."""
         self.zk_connect = zookeeper_connect
         self.brokers: dict[int, EmbeddedBroker] = {}
         for broker_id in range(1, count + 1):
             settings = dict(overrides or {})
             settings.update({"broker.id": str(broker_id), "zookeeper.connect": zookeeper_connect})
             self.brokers[broker_id] = EmbeddedBroker(
-                "subprocess", overrides=settings, log_level=log_level, **broker_options
+                "subprocess",
+                overrides=settings,
+                log_level=log_level,
+                data_dir=(data_dirs or {}).get(broker_id),
+                **broker_options,
             )
 
     def start(self, timeout: float = 60.0) -> LocalCluster:

@@ -294,6 +294,7 @@ class EmbeddedBroker(_AdminMixin):
         self.process: subprocess.Popen | None = None  # subprocess mode
         self._stdout_thread: threading.Thread | None = None
         self._closed = False
+        self.exit_code: int | None = None  # how the broker last ended by itself (a halt)
 
     # -- security ----------------------------------------------------------------------------
 
@@ -438,6 +439,10 @@ class EmbeddedBroker(_AdminMixin):
             raise RuntimeError("this broker was closed")
         if self.running:
             return self
+        if self.process is not None:  # it exited by itself (a halt): reap it first
+            self.process.wait()
+            self._reap()
+        self.exit_code = None
         _LIVE.add(self)
         overrides = dict(self.overrides)
         if self.endpoints:
@@ -474,7 +479,7 @@ class EmbeddedBroker(_AdminMixin):
 
         config = BrokerConfig.load(None, overrides)
         runner = ReactorThread.get()
-        broker = Broker(config, runner.reactor)
+        broker = Broker(config, runner.reactor, halt=lambda: self._halt_thread(broker))
         try:
             runner.call(broker.start, timeout=self.startup_timeout)
         except CannotListenError as exc:
@@ -491,6 +496,40 @@ class EmbeddedBroker(_AdminMixin):
             (listener.name, listener.host, listener.port) for listener in broker.advertised
         ]
         self._bound_ports = {listener.name.upper(): listener.port for listener in broker.bound}
+
+    def _halt_thread(self, broker: Any) -> None:
+        """Thread mode's halt (``Broker.halt``, when all log dirs failed): where a process
+        broker calls ``os._exit(1)``, this one stops on the spot without flushing anything
+        (``Broker.stop_without_flush``) and counts as exited with code 1; the test process
+        lives on."""
+        if self.broker is broker:
+            self.broker = None
+            self.exit_code = 1
+        broker.stop_without_flush()
+
+    def wait_exit(self, timeout: float = 30.0) -> int:
+        """Wait until the broker ends by itself (a halt) and return its exit code; raises
+        ``TimeoutError`` if it is still running after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        if self.mode == "subprocess":
+            process = self.process
+            if process is None:
+                if self.exit_code is None:
+                    raise RuntimeError("the broker was not started")
+                return self.exit_code
+            try:
+                self.exit_code = process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                raise TimeoutError(f"wireserver pid {process.pid} still runs") from None
+            self._reap()
+            return self.exit_code
+        while self.broker is not None:
+            if time.monotonic() > deadline:
+                raise TimeoutError("the thread-mode broker is still running")
+            time.sleep(0.05)
+        if self.exit_code is None:
+            raise RuntimeError("the broker was stopped, it did not exit")
+        return self.exit_code
 
     def _command(self, overrides: Mapping[str, str]) -> list[str]:
         command = [
