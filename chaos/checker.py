@@ -72,7 +72,10 @@ def read_topic(
                     if position.offset >= ends[msg.partition()]:
                         done.add(msg.partition())
                 continue
-            records[msg.partition()].append((msg.offset(), msg.value().decode()))
+            partition_records = records[msg.partition()]
+            if partition_records and msg.offset() <= partition_records[-1][0]:
+                continue  # given again (the consumer fetched again after a leader change)
+            partition_records.append((msg.offset(), msg.value().decode()))
         return records
     finally:
         consumer.close()
@@ -120,7 +123,11 @@ def check_producers(histories: list[list[dict]], log: dict[int, list[tuple[int, 
             verdict.lost.append(value)
         elif position not in found:
             verdict.wrong_offset.append(value)
-    verdict.duplicated = sorted(v for v, found in where.items() if len(found) > 1)
+    verdict.duplicated = sorted(
+        f"{v} at {', '.join(f'{p}/{o}' for p, o in found)}"
+        for v, found in where.items()
+        if len(found) > 1
+    )
     verdict.unacknowledged_present = sum(1 for v in where if v not in acked)
     verdict.lost.sort()
     return verdict
