@@ -484,6 +484,19 @@ def kill_and_pause(c: Campaign):
     return f"broker {killed} killed (-9) and broker {paused} paused", heal
 
 
+def kill_and_cut_from_coordination(c: Campaign):
+    killed, cut = _two_brokers(c)
+    c.target.kill_broker(killed)
+    for node in c.target.coordination_nodes():
+        c.firewall.partition(c.target.broker_nodes[cut], node)
+
+    def heal() -> None:
+        c.firewall.heal()
+        c.target.start_broker(killed)
+
+    return f"broker {killed} killed (-9) and broker {cut} cut from {c.target.coordination}", heal
+
+
 def full_disk(c: Campaign):
     broker = _leader(c)
     disk = c.target.disks[broker]
@@ -514,6 +527,7 @@ FAULTS: dict[str, Callable[[Campaign], tuple[str, Callable[[], None]]]] = {
     "kill-leader": kill_leader,
     "kill-zk": kill_coordination,
     "kill-and-pause": kill_and_pause,
+    "kill-and-partition": kill_and_cut_from_coordination,
     "full-disk": full_disk,
 }
 
