@@ -167,13 +167,20 @@ def test_too_many_open_files_while_creating_a_topic_leaves_nothing_behind(tmp_pa
     manager = LogManager([log_dir], {}, FakeClock())
     manager.load()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    in_use = len(os.listdir("/proc/self/fd"))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (in_use + 12, hard))
+    # The limit caps the fd number, not the count: fill every hole below the highest fd first
+    # (a long test run leaves many), so that exactly 11 fds are left to open.
+    highest = max(int(name) for name in os.listdir("/proc/self/fd"))
+    fillers = [os.open(os.devnull, os.O_RDONLY)]
+    while fillers[-1] < highest:
+        fillers.append(os.open(os.devnull, os.O_RDONLY))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (fillers[-1] + 12, hard))
     try:
         with pytest.raises(KafkaStorageError) as excinfo:
             manager.create_topic("many", 20)
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        for fd in fillers:
+            os.close(fd)
     assert_failed(excinfo, log_dir)
     assert "many" not in manager.topics
     assert not [n for n in os.listdir(log_dir) if n.startswith("many")]
