@@ -153,7 +153,6 @@ def check_transactions(
     for records in log.values():
         for _, value in records:
             seen[value] += 1
-    visible_in_end = set(seen)
     not_committed: set[str] = set()
     for history in producers:
         for entry in history:
@@ -180,7 +179,6 @@ def check_transactions(
         for entry in history:
             if entry.get("k") == "read" and entry["v"] in not_committed:
                 verdict.uncommitted_read.append(entry["v"])
-    del visible_in_end
     return verdict
 
 

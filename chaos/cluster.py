@@ -12,7 +12,7 @@ import os
 import shutil
 import tempfile
 
-from chaos.faults import DiskFiller
+from chaos.faults import DiskFiller, resume
 from chaos.netns import Network, Node
 from wireserver.cluster.zookeeper import ZooKeeperServer
 from wireserver.testing import KafkaWire
@@ -190,13 +190,10 @@ class WireserverCluster(NamespaceBrokers):
     def close(self) -> None:
         for broker in self.brokers.values():
             if broker.running:
-                try:
-                    os.kill(broker.pid, 18)  # SIGCONT: a paused broker cannot stop
-                except OSError:
-                    pass
+                resume(broker.pid)  # a paused broker cannot stop
             broker.kill()
             broker.close()
         for pid in self.coordination_pids():
-            os.kill(pid, 18)
+            resume(pid)
         self.zookeeper.close()
         self._remove_files()

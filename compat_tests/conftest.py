@@ -97,16 +97,10 @@ def pytest_runtest_makereport(item, call):
 
 
 def _outcome(report) -> str:
-    if hasattr(report, "wasxfail"):
-        return "pending (xfail)" if report.skipped else "XPASS: remove the pending mark"
     return report.outcome
 
 
 def _result(row: dict) -> str:
-    if row["outcome"] == "pending (xfail)":
-        return "pending"
-    if row["outcome"].startswith("XPASS"):
-        return row["outcome"]
     if row["kafka"] != "ok":
         return "BROKEN on kafka"
     if row.get("known_difference"):
@@ -204,13 +198,11 @@ def _markdown() -> str:
     out += ["", "Results: " + ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())), ""]
     out += _table(rows)
     out += _tools_table(rows)
-    differing = [r for r in rows if _result(r) in ("DIFFERS", "pending", "known difference")]
+    differing = [r for r in rows if _result(r) in ("DIFFERS", "known difference")]
     if differing:
         out += ["", "## Observations that differ", ""]
         for row in differing:
             out += [f"### {row['scenario']} / {row['client']} ({_result(row)})", ""]
-            if row.get("pending"):
-                out.append(f"{row['pending']}")
             if row.get("known_difference"):
                 out.append(f"Known difference: {row['known_difference']}")
             out += [

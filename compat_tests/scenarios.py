@@ -7,9 +7,8 @@ Kafka and against wireserver with the same client and asserts the two observatio
 after each passed the scenario's own ``check`` (so a scenario that observes nothing on both
 sides still fails).
 
-Known differences (scenario → reason) are in :data:`DIFFERENCES`; pending work (an API
-wireserver does not serve yet) is in each scenario's ``pending`` map and becomes a strict
-xfail, so the mark has to go the day the scenario starts passing.
+Known differences (scenario → reason) are in :data:`DIFFERENCES`: there the observations must
+still differ, so an entry has to go the day wireserver starts behaving as Kafka.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ import json
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from compat_tests import admin_clients as admin
@@ -27,8 +26,6 @@ from compat_tests import neutral
 from compat_tests.clients import CLIENTS, CODECS, Client, ClientError, Unsupported, record
 
 ALL_CLIENTS = tuple(CLIENTS)
-# ``pending=`` marks (a strict xfail that only a wireserver difference satisfies) are for
-# scenarios waiting on a feature wireserver lacks (compaction-keyed: the log cleaner, #15).
 
 
 @dataclass
@@ -38,11 +35,7 @@ class Scenario:
     clients: tuple[str, ...]
     check: Callable[[dict], None]
     auto_create: bool = True
-    pending: dict[str, str] = field(default_factory=dict)  # client or "*" -> reason
     doc: str = ""
-
-    def pending_reason(self, client: str) -> str | None:
-        return self.pending.get(client) or self.pending.get("*")
 
 
 SCENARIOS: dict[str, Scenario] = {}
@@ -54,7 +47,6 @@ def scenario(
     *,
     check: Callable[[dict], None],
     auto_create: bool = True,
-    pending: dict[str, str] | None = None,
     registry: dict[str, Scenario] = SCENARIOS,
 ):
     """Register ``fn`` as scenario ``name`` in ``registry`` (the shared one unless a module
@@ -69,7 +61,6 @@ def scenario(
             tuple(clients),
             check,
             auto_create,
-            dict(pending or {}),
             (fn.__doc__ or "").strip(),
         )
         return fn
@@ -97,7 +88,7 @@ def known_difference(
 
 
 class WireserverDiffers(AssertionError):
-    """wireserver's observation is not Kafka's (the only failure a pending mark expects)."""
+    """wireserver's observation is not Kafka's, or a known difference stopped differing."""
 
 
 def run_once(scenario: Scenario, client: Any, target: Any) -> dict:
@@ -164,7 +155,6 @@ def record_and_compare(
         wireserver=wire["status"],
         same=kafka["observation"] == wire["observation"] and kafka["status"] == wire["status"],
         known_difference=difference,
-        pending=scenario.pending_reason(client_name),
         kafka_observation=kafka["observation"],
         wireserver_observation=wire["observation"],
     )

@@ -6,9 +6,6 @@ processes), then:
 1. the Kafka observation must pass the scenario's own check (else the scenario is broken),
 2. if (scenario, client) is a known difference, the observations must still differ,
 3. otherwise wireserver's observation must equal Kafka's.
-
-Pending work is a strict xfail that only a :class:`WireserverDiffers` satisfies: a scenario
-that breaks against Kafka still fails, and one that starts passing fails as XPASS(strict).
 """
 
 from __future__ import annotations
@@ -27,7 +24,6 @@ from compat_tests import (  # noqa: F401
 from compat_tests.clients import CLIENTS
 from compat_tests.scenarios import (
     SCENARIOS,
-    WireserverDiffers,
     known_difference,
     record_and_compare,
     run_both,
@@ -40,13 +36,7 @@ pytestmark = pytest.mark.integration
 def _params():
     for scenario in SCENARIOS.values():
         for client in scenario.clients:
-            reason = scenario.pending_reason(client)
-            marks = (
-                [pytest.mark.xfail(strict=True, raises=WireserverDiffers, reason=reason)]
-                if reason
-                else []
-            )
-            yield pytest.param(scenario.name, client, marks=marks, id=f"{scenario.name}-{client}")
+            yield pytest.param(scenario.name, client, id=f"{scenario.name}-{client}")
 
 
 @pytest.mark.parametrize("name,client_name", list(_params()))

@@ -156,7 +156,6 @@ def record(compat_record, scenario: str, kafka: dict, wire: dict, difference: st
         wireserver="ok",
         same=kafka == wire,
         known_difference=difference,
-        pending=None,
         kafka_observation=kafka,
         wireserver_observation=wire,
     )
