@@ -468,6 +468,7 @@ def static_members_join_together(bootstrap: str, client: Client) -> dict:
     from kafka import KafkaConsumer, TopicPartition
     from kafka.consumer.subscription_state import ConsumerRebalanceListener
     from kafka.coordinator.assignors.range import RangePartitionAssignor
+    from kafka.structs import MemberState
 
     from compat_tests.targets import paused
 
@@ -523,7 +524,14 @@ def static_members_join_together(bootstrap: str, client: Client) -> dict:
         with paused(bootstrap):
             for thread in threads:
                 thread.start()
-            time.sleep(0.5)  # both JoinGroups are sent and wait in the paused broker's sockets
+            # both JoinGroups must be sent before the broker wakes: under load a fixed wait
+            # let one member join alone first (generation 1), against Kafka too
+            joining = time.monotonic() + 20
+            while time.monotonic() < joining and not all(
+                c._coordinator.state == MemberState.REBALANCING for c in consumers
+            ):
+                time.sleep(0.05)
+            time.sleep(0.3)  # the IO threads write the requests into the paused broker's sockets
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not all(
             ["assigned", 3] in events for events in seen.values()
