@@ -34,6 +34,7 @@ from wireserver.groups.configs import GroupConfigs
 from wireserver.heap import release_free_heap
 from wireserver.log_cleaner import LogCleaner
 from wireserver.metadata import LocalMetadata
+from wireserver.metrics import BrokerMetrics
 from wireserver.producer_ids import ProducerIdManager
 from wireserver.protocol.served import SERVED
 from wireserver.purgatory import Purgatory
@@ -98,6 +99,8 @@ class Broker:
         self.ports: list = []
         self.advertised: list[Listener] = []
         self.purgatory = Purgatory(reactor)
+        #: what is counted and timed as the broker serves (``wireserver.ops`` exports it)
+        self.metrics = BrokerMetrics()
         # Cluster mode (``zookeeper.connect`` set): a wireserver.cluster.node.ClusterNode, this
         # broker's part in the ZooKeeper cluster (everything else asks ``metadata``).
         self.cluster: Any = None

@@ -1,0 +1,162 @@
+"""The counters and timings a broker keeps as it serves, read by ``wireserver.ops.prometheus``.
+
+They are Kafka's own meters (``BrokerTopicMetrics``, ``RequestMetrics``, the replica manager's
+ISR rates, the socket server's authentication counts), kept as plain integers and bucket
+counts: recording one is a dict lookup and an addition on the reactor thread, with no lock and
+no call into the exposition library, so that produce and fetch pay next to nothing for them.
+Everything derived from state (partition counts, offsets, sizes, lag) is read at scrape time
+instead of being kept up to date here.
+
+Durations are measured with ``time.perf_counter``: they are readings for operators, never
+inputs to the broker's logic, so they do not come from the injected reactor clock.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+
+#: Kafka's RequestMetrics histograms, by the MBean name the JMX exporter lower-cases.
+REQUEST_TIMES = (
+    "TotalTimeMs",
+    "RequestQueueTimeMs",
+    "LocalTimeMs",
+    "RemoteTimeMs",
+    "ResponseQueueTimeMs",
+    "ResponseSendTimeMs",
+)
+#: The percentiles a Yammer histogram MBean exposes (``50thPercentile`` ... ``999thPercentile``),
+#: as the JMX exporter's ``quantile`` label writes them.
+QUANTILES = (
+    ("0.50", 0.50),
+    ("0.75", 0.75),
+    ("0.95", 0.95),
+    ("0.98", 0.98),
+    ("0.99", 0.99),
+    ("0.999", 0.999),
+)
+#: Bucket upper bounds in milliseconds: 1.25x apart from 10 µs to about 2.5 minutes, so a
+#: quantile read from them is within 25 % of the true value.
+BOUNDS_MS: tuple[float, ...] = tuple(0.01 * 1.25**i for i in range(75))
+#: How long a histogram's quantiles look back: Kafka's histograms decay exponentially over
+#: about five minutes; ours keep the current and the previous window.
+WINDOW_S = 150.0
+
+
+class Histogram:
+    """Counts of durations in fixed buckets, for quantiles over the last one or two windows,
+    and a count since start (the MBean's ``Count``)."""
+
+    __slots__ = ("count", "current", "previous", "window_start")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.current = [0] * (len(BOUNDS_MS) + 1)
+        self.previous = [0] * (len(BOUNDS_MS) + 1)
+        self.window_start = 0.0
+
+    def record(self, ms: float, now: float) -> None:
+        if now - self.window_start >= WINDOW_S:
+            self.previous = self.current if now - self.window_start < 2 * WINDOW_S else []
+            self.current = [0] * (len(BOUNDS_MS) + 1)
+            self.window_start = now
+        self.current[bisect.bisect_left(BOUNDS_MS, ms)] += 1
+        self.count += 1
+
+    def quantiles(self) -> list[tuple[str, float]]:
+        """Each of ``QUANTILES`` as the upper bound of the bucket it falls in (0 when empty)."""
+        counts = list(self.current)
+        for index, value in enumerate(self.previous):
+            counts[index] += value
+        total = sum(counts)
+        found = []
+        for label, q in QUANTILES:
+            if not total:
+                found.append((label, 0.0))
+                continue
+            rank = q * total
+            seen = 0
+            index = 0
+            while index < len(counts) - 1 and (seen + counts[index] < rank or not counts[index]):
+                seen += counts[index]
+                index += 1
+            found.append((label, BOUNDS_MS[min(index, len(BOUNDS_MS) - 1)]))
+        return found
+
+
+class TopicMeters:
+    """``BrokerTopicMetrics`` of one topic (or, under the name ``""``, of all topics)."""
+
+    __slots__ = (
+        "messages_in",
+        "bytes_in",
+        "bytes_out",
+        "bytes_rejected",
+        "produce_requests",
+        "fetch_requests",
+        "failed_produce_requests",
+        "failed_fetch_requests",
+    )
+
+    def __init__(self) -> None:
+        for name in self.__slots__:
+            setattr(self, name, 0)
+
+
+class BrokerMetrics:
+    """One broker's meters. ``topic(name)`` gives a topic's; the broker-wide totals Kafka keeps
+    in the same MBeans without a topic are summed at scrape time."""
+
+    def __init__(self) -> None:
+        self.topics: dict[str, TopicMeters] = {}
+        #: (request name, version) -> requests received (``RequestsPerSec``)
+        self.requests: defaultdict[tuple[str, int], int] = defaultdict(int)
+        #: (request name, error name) -> responses carrying that code (``ErrorsPerSec``)
+        self.errors: defaultdict[tuple[str, str], int] = defaultdict(int)
+        #: (histogram name, request name) -> Histogram
+        self.times: dict[tuple[str, str], Histogram] = {}
+        self.isr_shrinks = 0
+        self.isr_expands = 0
+        self.unclean_leader_elections = 0
+        self.leader_elections = 0
+        #: listener name -> failed / successful authentications
+        self.failed_authentications: defaultdict[str, int] = defaultdict(int)
+        self.successful_authentications: defaultdict[str, int] = defaultdict(int)
+        #: listener name -> connections accepted since start
+        self.connections_created: defaultdict[str, int] = defaultdict(int)
+
+    def topic(self, name: str) -> TopicMeters:
+        meters = self.topics.get(name)
+        if meters is None:
+            meters = self.topics[name] = TopicMeters()
+        return meters
+
+    def forget_topic(self, name: str) -> None:
+        """A deleted topic's meters go (Kafka removes its MBeans)."""
+        self.topics.pop(name, None)
+
+    def request_times(
+        self,
+        request: str,
+        now: float,
+        total: float,
+        queue: float,
+        local: float,
+        remote: float,
+        response_queue: float,
+        send: float,
+    ) -> None:
+        """One request's ``RequestMetrics`` timings, in milliseconds."""
+        times = self.times
+        for name, value in (
+            ("TotalTimeMs", total),
+            ("RequestQueueTimeMs", queue),
+            ("LocalTimeMs", local),
+            ("RemoteTimeMs", remote),
+            ("ResponseQueueTimeMs", response_queue),
+            ("ResponseSendTimeMs", send),
+        ):
+            histogram = times.get((name, request))
+            if histogram is None:
+                histogram = times[(name, request)] = Histogram()
+            histogram.record(value, now)
