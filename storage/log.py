@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import logging
 import os
 import shutil
 from collections.abc import Callable
@@ -77,6 +78,8 @@ from wireserver.storage.segment import (
     filename_prefix,
 )
 from wireserver.storage.txn_index import TXN_INDEX_SUFFIX, AbortedTxn
+
+logger = logging.getLogger(__name__)
 
 #: Below this a stretch of a segment is read into memory even for a zero-copy read: for a few
 #: kilobytes one pread and an ordinary socket write cost less Python work than handing a
@@ -423,6 +426,11 @@ class Log:
         return self._segments[-1]
 
     @property
+    def name(self) -> str:
+        """``topic-partition``, as Kafka's log lines name a partition."""
+        return f"{self.topic}-{self.partition}"
+
+    @property
     def log_start_offset(self) -> int:
         return self._log_start_offset
 
@@ -498,6 +506,7 @@ class Log:
     @_storage_io("Error while rolling log segment for")
     def roll(self, base_offset: int | None = None) -> LogSegment:
         """Start a new active segment at ``base_offset`` (default: the log end offset)."""
+        start_ms = self._now_ms()
         active = self.active_segment
         if base_offset is None:
             base_offset = self.log_end_offset
@@ -516,6 +525,13 @@ class Log:
         if self.producer_state.map_end_offset == base_offset:
             # Kafka snapshots producer state at every roll; fsynced by the next flush.
             self.producer_state.take_snapshot(sync=False)
+        logger.info(
+            "[LocalLog partition=%s, dir=%s] Rolled new log segment at offset %d in %d ms.",
+            self.name,
+            self.log_dir,
+            base_offset,
+            self._now_ms() - start_ms,
+        )
         return seg
 
     @_storage_io("Error while appending records to")
@@ -823,25 +839,36 @@ class Log:
         return self.leader_epoch_cache.latest_epoch
 
     # -- deleting and truncating -----------------------------------------------------------
-    def _delete_segments(self, count: int) -> int:
-        """Delete the ``count`` oldest segments (rolling first if that would be all)."""
+    def _delete_segments(self, count: int, reason: Callable[[list[LogSegment]], None]) -> int:
+        """Delete the ``count`` oldest segments (rolling first if that would be all);
+        ``reason(doomed)`` logs why, in Kafka's words (its ``SegmentDeletionReason``)."""
         if count <= 0:
             return 0
         if count >= len(self._segments):
             count = len(self._segments)
             self.roll()
         doomed = self._segments[:count]
+        reason(doomed)
         self._segments = self._segments[count:]
         self._bases = self._bases[count:]
         for seg in doomed:
             seg.delete()
         first_base = self._segments[0].base_offset
         if first_base > self._log_start_offset:
-            self._set_log_start(first_base)
+            self._set_log_start(first_base, "segment deletion")
         return count
 
-    def _set_log_start(self, offset: int) -> None:
+    def _set_log_start(self, offset: int, reason: str) -> None:
+        """Move the log start offset up; ``reason`` is Kafka's
+        ``LogStartOffsetIncrementReason`` wording, for the log line."""
         self._log_start_offset = offset
+        logger.info(
+            "[UnifiedLog partition=%s, dir=%s] Incremented log start offset to %d due to %s",
+            self.name,
+            self.log_dir,
+            offset,
+            reason,
+        )
         if self._high_watermark < offset:
             self._high_watermark = offset
         if self.recovery_point < offset:
@@ -856,13 +883,54 @@ class Log:
             if count == len(self._segments) - 1 and self.active_segment.size == 0:
                 break
             count += 1
-        return self._delete_segments(count)
+        return self._delete_segments(count, self._log_start_offset_breach)
+
+    def _log_start_offset_breach(self, doomed: list[LogSegment]) -> None:
+        logger.info(
+            "[UnifiedLog partition=%s, dir=%s] Deleting segments due to log start offset %d "
+            "breach: %s",
+            self.name,
+            self.log_dir,
+            self._log_start_offset,
+            ",".join(str(seg) for seg in doomed),
+        )
+
+    def _retention_ms_breach(self, doomed: list[LogSegment]) -> None:
+        for seg in doomed:
+            logger.info(
+                "[UnifiedLog partition=%s, dir=%s] Deleting segment %s due to log retention "
+                "time %dms breach based on the %s",
+                self.name,
+                self.log_dir,
+                seg,
+                self.config.retention_ms,
+                "largest record timestamp in the segment"
+                if seg.max_timestamp >= 0
+                else "last modified time of the segment",
+            )
+
+    def _retention_size_breach(self, doomed: list[LogSegment]) -> None:
+        size = self.size_bytes
+        for seg in doomed:
+            size -= seg.size
+            logger.info(
+                "[UnifiedLog partition=%s, dir=%s] Deleting segment %s due to log retention "
+                "size %d breach. Log size after deletion will be %d.",
+                self.name,
+                self.log_dir,
+                seg,
+                self.config.retention_bytes,
+                size,
+            )
 
     @_storage_io("Exception while increasing log start offset for")
-    def delete_records_before(self, offset: int) -> int:
+    def delete_records_before(
+        self, offset: int, reason: str = "client delete records request"
+    ) -> int:
         """DeleteRecords: move the log start offset up to ``offset`` (which may not pass the
         high watermark: ``OffsetOutOfRange``) and delete the segments wholly below it.
-        Returns the new log start offset."""
+        Returns the new log start offset. A follower following its leader's log start passes
+        ``reason="leader offset increment"``."""
         if offset > self._high_watermark or offset < 0:
             raise OffsetOutOfRange(
                 offset,
@@ -871,7 +939,7 @@ class Log:
                 f"cannot move log start to {offset}: high watermark is {self._high_watermark}",
             )
         if offset > self._log_start_offset:
-            self._set_log_start(offset)
+            self._set_log_start(offset, reason)
             self._delete_below_log_start()
         return self._log_start_offset
 
@@ -881,7 +949,21 @@ class Log:
         anything was removed. Below the log start offset the log is emptied and restarted at
         ``offset`` (Kafka's ``truncateFullyAndStartAt``)."""
         if offset >= self.log_end_offset:
+            logger.info(
+                "[UnifiedLog partition=%s, dir=%s] Truncating to %d has no effect as the largest "
+                "offset in the log is %d",
+                self.name,
+                self.log_dir,
+                offset,
+                self.log_end_offset - 1,
+            )
             return False
+        logger.info(
+            "[UnifiedLog partition=%s, dir=%s] Truncating to offset %d",
+            self.name,
+            self.log_dir,
+            offset,
+        )
         if offset < self._log_start_offset:
             self.truncate_fully_and_start_at(offset)
             return True
@@ -939,7 +1021,7 @@ class Log:
                 if seg.largest_timestamp() >= now_ms - cfg.retention_ms:
                     break
                 count += 1
-            deleted += self._delete_segments(count)
+            deleted += self._delete_segments(count, self._retention_ms_breach)
         if cfg.retention_bytes >= 0:
             excess = self.size_bytes - cfg.retention_bytes
             count = 0
@@ -948,7 +1030,7 @@ class Log:
                     break
                 excess -= seg.size
                 count += 1
-            deleted += self._delete_segments(count)
+            deleted += self._delete_segments(count, self._retention_size_breach)
         return deleted
 
     # -- compaction ------------------------------------------------------------------------

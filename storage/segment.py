@@ -88,6 +88,17 @@ class LogSegment:
     def __repr__(self) -> str:
         return f"LogSegment(base={self.base_offset}, next={self.next_offset}, size={self.size})"
 
+    def __str__(self) -> str:
+        """Kafka's ``LogSegment.toString``, as its retention and cleaner log lines show it."""
+        try:
+            modified = int(os.stat(self.log_path).st_mtime * 1000)
+        except OSError:
+            modified = 0
+        return (
+            f"LogSegment(baseOffset={self.base_offset}, size={self.size}, "
+            f"lastModifiedTime={modified}, largestRecordTimestamp={self.max_timestamp})"
+        )
+
     # -- reading -------------------------------------------------------------------------
     @property
     def fd(self) -> int:

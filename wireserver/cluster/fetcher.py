@@ -73,6 +73,10 @@ class ReplicaFetcher:
         self.live_brokers = live_brokers
         self.reactor = broker.reactor
         self.leader_id = leader_id
+        # Kafka's ReplicaFetcherThread log prefix; one fetcher per leader here, so fetcherId=0.
+        self.log_prefix = (
+            f"[ReplicaFetcher replicaId={broker.node_id}, leaderId={leader_id}, fetcherId=0] "
+        )
         self.partitions: dict[tuple[str, int], FetchState] = {}
         self.running = False
         self.connection: Any = None
@@ -245,18 +249,40 @@ class ReplicaFetcher:
         else:
             _, our_end = partition_log.end_offset_for_epoch(leader_epoch)
             target = min(leader_end, our_end if our_end >= 0 else partition_log.high_watermark)
-        if target < leo:
+        state = f"TruncationState(offset={target}, completed=true)"
+        if our_epoch == UNDEFINED or leader_epoch == UNDEFINED or leader_end == UNDEFINED:
             log.info(
-                "truncating %s-%d from %d to %d (leader %d: epoch %d ends at %d)",
+                "%sTruncating partition %s-%d with %s due to local high watermark %d",
+                self.log_prefix,
                 tp[0],
                 tp[1],
-                leo,
+                state,
                 target,
-                self.leader_id,
+            )
+        else:
+            log.info(
+                "%sTruncating partition %s-%d with %s due to leader epoch and offset "
+                "EpochEndOffset(errorCode=0, partition=%d, leaderEpoch=%d, endOffset=%d)",
+                self.log_prefix,
+                tp[0],
+                tp[1],
+                state,
+                tp[1],
                 leader_epoch,
                 leader_end,
             )
+        if target < leo:
+            high_watermark = partition_log.high_watermark
             partition_log.truncate_to(target)
+            if target < high_watermark:
+                log.warning(
+                    "%sTruncating %s-%d to offset %d below high watermark %d",
+                    self.log_prefix,
+                    tp[0],
+                    tp[1],
+                    target,
+                    high_watermark,
+                )
 
     @defer.inlineCallbacks
     def _handle_out_of_range(self, tps: list[tuple[str, int]]):
@@ -301,9 +327,11 @@ class ReplicaFetcher:
                     continue
                 state.out_of_range = False
                 if result.offset > partition_log.log_end_offset:
-                    log.info(
-                        "%s-%d: log end %d is below the leader's log start %d: "
-                        "restarting the log there",
+                    log.warning(
+                        "%sTruncate fully and reset fetch offset for partition %s-%d from %d to "
+                        "the current leader's start offset %d because the local replica's end "
+                        "offset is smaller than the current leader's start offsets.",
+                        self.log_prefix,
                         tp[0],
                         tp[1],
                         partition_log.log_end_offset,
@@ -417,4 +445,4 @@ class ReplicaFetcher:
         of its log is not confirmed yet."""
         target = min(leader_log_start, partition_log.high_watermark)
         if target > partition_log.log_start_offset:
-            partition_log.delete_records_before(target)
+            partition_log.delete_records_before(target, reason="leader offset increment")
