@@ -48,6 +48,17 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PREFERRED, UNCLEAN = 0, 1
+ELECTION_TYPES = {PREFERRED: "PREFERRED", UNCLEAN: "UNCLEAN"}  # Kafka's ``ElectionType`` names
+
+
+def leader_and_isr(state: zd.PartitionState) -> str:
+    """A partition state as Kafka's ``LeaderAndIsr.toString`` writes it in state-change lines
+    (its partition epoch is the state znode's version, as in ZooKeeper-era Kafka)."""
+    return (
+        f"LeaderAndIsr(leader={state.leader}, leaderEpoch={state.leader_epoch}, "
+        f"isr=List({', '.join(str(b) for b in state.isr)}), leaderRecoveryState=RECOVERED, "
+        f"partitionEpoch={state.zk_version})"
+    )
 
 
 class ControllerHost(DeletionHost, Protocol):
@@ -84,6 +95,35 @@ class Controller:
             loop.clock = self.node.reactor
             loop.start(config["leader.imbalance.check.interval.seconds"], now=False)
             self._rebalance = loop
+
+    @property
+    def log_ident(self) -> str:
+        """Kafka's controller state-change log prefix."""
+        return f"[Controller id={self.node.node_id} epoch={self.epoch}] "
+
+    def _changed(self, tp: tuple[str, int], from_state: str, new: zd.PartitionState) -> None:
+        """Kafka's ``PartitionStateMachine`` line for a partition that got a leader."""
+        log.info(
+            "%sChanged partition %s-%d from %s to OnlinePartition with state %s",
+            self.log_ident,
+            tp[0],
+            tp[1],
+            from_state,
+            leader_and_isr(new),
+        )
+
+    def _unclean(self, tp: tuple[str, int], leader: int, alive: list[int]) -> None:
+        """ZooKeeper-era Kafka's warning for an unclean election (its
+        ``OfflinePartitionLeaderSelector``)."""
+        log.warning(
+            "%sNo broker in ISR is alive for %s-%d. Elect leader %d from live brokers %s. "
+            "There's potential data loss.",
+            self.log_ident,
+            tp[0],
+            tp[1],
+            leader,
+            ",".join(str(b) for b in alive),
+        )
 
     def resign(self) -> None:
         log.info("broker %d is no longer the controller", self.node.node_id)
@@ -124,18 +164,28 @@ class Controller:
                 len(tps),
             )
             for tp in sorted(elsewhere):
-                if self.elect(tp, PREFERRED) == ErrorCode.NONE:
+                if self.elect(tp, PREFERRED, trigger="AutoTriggered") == ErrorCode.NONE:
                     moved.append(tp)
         return moved
 
-    def elect(self, tp: tuple[str, int], election_type: int) -> ErrorCode:
-        """One partition's ElectLeaders election; the error code of its result."""
+    def elect(
+        self, tp: tuple[str, int], election_type: int, trigger: str = "AdminClientTriggered"
+    ) -> ErrorCode:
+        """One partition's ElectLeaders election; the error code of its result. ``trigger``
+        is Kafka's ``ElectionTrigger`` name, for the log line."""
         from kazoo.exceptions import BadVersionError, NoNodeError
 
         node = self.node
         assignment = node.topics.get(tp[0])
         if assignment is None or tp[1] not in assignment.replicas:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        log.info(
+            "Starting replica leader election (%s) for partitions %s-%d triggered by %s",
+            ELECTION_TYPES.get(election_type, election_type),
+            tp[0],
+            tp[1],
+            trigger,
+        )
         replicas = assignment.replicas[tp[1]]
         path = zd.state_path(*tp)
         for _attempt in range(5):
@@ -167,12 +217,7 @@ class Controller:
                 if in_sync:
                     leader, isr = in_sync[0], [r for r in state.isr if r in live]
                 elif alive:
-                    log.warning(
-                        "%s-%d: unclean leader election of broker %d (ElectLeaders)",
-                        tp[0],
-                        tp[1],
-                        alive[0],
-                    )
+                    self._unclean(tp, alive[0], alive)
                     leader, isr = alive[0], [alive[0]]
                 else:
                     return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
@@ -187,16 +232,11 @@ class Controller:
                 stat = node.zk.set(path, new.encode(), version=state.zk_version)
             except BadVersionError:
                 continue
-            log.info(
-                "%s-%d: %s election: leader %d -> %d, epoch %d",
-                tp[0],
-                tp[1],
-                "preferred" if election_type == PREFERRED else "unclean",
-                state.leader,
-                new.leader,
-                new.leader_epoch,
+            new = replace(new, zk_version=stat.version)
+            self._changed(
+                tp, "OnlinePartition" if election_type == PREFERRED else "OfflinePartition", new
             )
-            node.apply_state(tp, replace(new, zk_version=stat.version))
+            node.apply_state(tp, new)
             return ErrorCode.NONE
         return ErrorCode.REQUEST_TIMED_OUT
 
@@ -248,9 +288,10 @@ class Controller:
                     zk.create(path, state.encode(), makepath=True)
                 except NodeExistsError:
                     continue
-                log.info(
-                    "%s-%d: created with leader %d, ISR %s", tp[0], tp[1], state.leader, state.isr
-                )
+                if state.leader >= 0:
+                    self._changed(tp, "NewPartition", state)
+                else:
+                    self._failed(tp, "NewPartition", "InitialLeaderElectionStrategy")
                 node.apply_state(tp, state)
                 return
             state = zd.PartitionState.decode(data, stat.version, replicas)
@@ -261,19 +302,56 @@ class Controller:
                 stat = zk.set(path, new.encode(), version=state.zk_version)
             except BadVersionError:
                 continue
-            log.info(
-                "%s-%d: leader %d -> %d, epoch %d -> %d, ISR %s -> %s",
-                tp[0],
-                tp[1],
-                state.leader,
-                new.leader,
-                state.leader_epoch,
-                new.leader_epoch,
-                state.isr,
-                new.isr,
-            )
-            node.apply_state(tp, replace(new, zk_version=stat.version))
+            new = replace(new, zk_version=stat.version)
+            self._log_decision(tp, state, new)
+            node.apply_state(tp, new)
             return
+
+    def _failed(self, tp: tuple[str, int], from_state: str, strategy: str) -> None:
+        """Kafka's ``logFailedStateChange``: no replica can lead the partition."""
+        log.error(
+            "%sController %d epoch %d failed to change state for partition %s-%d from %s to "
+            "OnlinePartition: Failed to elect leader for partition %s-%d under strategy %s",
+            self.log_ident,
+            self.node.node_id,
+            self.epoch,
+            tp[0],
+            tp[1],
+            from_state,
+            tp[0],
+            tp[1],
+            strategy,
+        )
+
+    def _log_decision(
+        self, tp: tuple[str, int], old: zd.PartitionState, new: zd.PartitionState
+    ) -> None:
+        """What ``reconcile`` wrote, in the words of Kafka's partition and replica state
+        machines: a new leader, no leader, or dead replicas out of the ISR."""
+        if new.leader != old.leader or new.leader_epoch != old.leader_epoch:
+            if new.leader >= 0:
+                self._changed(tp, "OfflinePartition", new)
+            else:
+                unclean = "true" if self._unclean_allowed(tp[0]) else "false"
+                strategy = f"OfflinePartitionLeaderElectionStrategy({unclean})"
+                self._failed(tp, "OfflinePartition", strategy)
+            return
+        for replica in old.isr:
+            if replica not in new.isr:
+                log.info(
+                    "%sPartition %s-%d state changed to (Leader:%d,ISR:%s,LeaderRecoveryState:"
+                    "RECOVERED,LeaderEpoch:%d,ZkVersion:%d,ControllerEpoch:%d) after removing "
+                    "replica %d from the ISR as part of transition to OfflineReplica",
+                    self.log_ident,
+                    tp[0],
+                    tp[1],
+                    new.leader,
+                    ",".join(str(b) for b in new.isr),
+                    new.leader_epoch,
+                    new.zk_version,
+                    new.controller_epoch,
+                    replica,
+                )
 
     def _decide(self, tp, state: zd.PartitionState, live: set[int]) -> zd.PartitionState | None:
         isr_live = [r for r in state.isr if r in live]
@@ -287,7 +365,7 @@ class Controller:
         else:
             alive = [r for r in state.replicas if r in live]
             if alive and self._unclean_allowed(tp[0]):
-                log.warning("%s-%d: unclean leader election of broker %d", tp[0], tp[1], alive[0])
+                self._unclean(tp, alive[0], alive)
                 leader, isr = alive[0], [alive[0]]
             else:
                 if state.leader == -1:

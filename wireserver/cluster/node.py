@@ -30,6 +30,7 @@ from twisted.internet import defer, task
 from wireserver.cluster import zkdata as zd
 from wireserver.cluster.config_changes import ConfigChangeListener
 from wireserver.cluster.fetcher import FetcherHost, ReplicaFetcher
+from wireserver.replica.manager import scala_option
 
 if TYPE_CHECKING:
     from wireserver.config import Listener
@@ -562,11 +563,14 @@ class ClusterNode:
             leading = partition.leader
             if leading is None or leading.leader_epoch != new.leader_epoch:
                 self._stop_following(tp)
-                replicas.make_leader(tp, new.leader_epoch, new.isr, new.replicas)
+                replicas.make_leader(
+                    tp, new.leader_epoch, new.isr, new.replicas, partition_epoch=new.zk_version
+                )
             else:
                 partition.apply_state(new.leader, new.leader_epoch, new.isr, new.replicas)
         elif partition is not None:
             replicas.resign(tp)
+            previous = (partition.leader_id, partition.leader_epoch)
             partition.apply_state(new.leader, new.leader_epoch, new.isr, new.replicas)
             if me in new.replicas and new.leader >= 0 and not self.shutting_down:
                 if (
@@ -574,12 +578,15 @@ class ClusterNode:
                     or old is None
                     or old.leader_epoch != new.leader_epoch
                 ):
-                    self._become_follower(tp, new)
+                    self._become_follower(tp, new, previous)
             elif me in new.replicas:
                 self._stop_following(tp)
         self.broker.purgatory.notify(("hw", tp[0], tp[1]))
 
-    def _become_follower(self, tp: TP, state: zd.PartitionState) -> None:
+    def _become_follower(
+        self, tp: TP, state: zd.PartitionState, previous: tuple[int, int] = (-1, -1)
+    ) -> None:
+        """Follow ``state.leader``; ``previous`` (leader, leader epoch) is for the log line."""
         self._stop_following(tp)
         fetcher = self.fetchers.get(state.leader)
         if fetcher is None:
@@ -589,13 +596,23 @@ class ClusterNode:
             fetcher.start()
         fetcher.add(tp, state.leader_epoch)
         self.following[tp] = state.leader
-        log.info(
-            "%s-%d: follower of broker %d at epoch %d",
-            tp[0],
-            tp[1],
-            state.leader,
-            state.leader_epoch,
-        )
+        partition_log = self.broker.logs.get_log(*tp)
+        if partition_log is not None:
+            log.info(
+                "[Broker id=%d] Follower %s-%d starts at leader epoch %d from offset %d with "
+                "partition epoch %d and high watermark %d. Current leader is %d. Previous leader "
+                "%s and previous leader epoch was %d.",
+                self.node_id,
+                tp[0],
+                tp[1],
+                state.leader_epoch,
+                partition_log.log_end_offset,
+                state.zk_version,
+                partition_log.high_watermark,
+                state.leader,
+                scala_option(previous[0]),
+                previous[1],
+            )
 
     def _stop_following(self, tp: TP) -> None:
         leader = self.following.pop(tp, None)
@@ -607,17 +624,7 @@ class ClusterNode:
         for partition in self.broker.replicas.leading():
             lagging = partition.out_of_sync_replicas(self.lag_max_ms)
             if lagging:
-                log.info(
-                    "%s-%d: shrinking ISR %s: %s out of sync",
-                    partition.topic,
-                    partition.index,
-                    partition.isr,
-                    lagging,
-                )
-                self.write_isr(
-                    (partition.topic, partition.index),
-                    [r for r in partition.isr if r not in lagging],
-                )
+                partition.shrink_isr(lagging)
 
     def update_state(self, tp: TP, decide) -> zd.PartitionState | None:
         """Read the partition's state znode, let ``decide(state)`` compute its successor (None:
@@ -727,4 +734,15 @@ class ClusterNode:
             self.apply_state(tp, zd.PartitionState.decode(data, stat.version, state.replicas))
             return False
         self.apply_state(tp, replace(new, zk_version=stat.version))
+        partition = self.broker.replicas.partition(*tp)
+        if partition is not None:
+            # Kafka's words once the ISR change is committed (the znode version is what
+            # ZooKeeper-era Kafka used as the partition epoch); the double space is Kafka's.
+            log.info(
+                "%sISR updated to %s %s and version updated to %d",
+                partition.log_ident,
+                ",".join(str(b) for b in isr),
+                "(under-min-isr)" if partition.under_min_isr else "",
+                stat.version,
+            )
         return True

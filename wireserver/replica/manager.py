@@ -21,11 +21,18 @@ from twisted.internet import defer
 
 from wireserver.protocol.errors import ErrorCode
 from wireserver.replica.partition import Partition
+from wireserver.storage.checkpoint import topic_id_to_base64
 from wireserver.storage.errors import KafkaStorageError
 from wireserver.storage.log import AppendResult
 from wireserver.storage.validation import BatchError
 
 log = logging.getLogger(__name__)
+
+
+def scala_option(broker_id: int) -> str:
+    """A broker id (-1: none) as Kafka's state-change lines print an ``Option[Int]``."""
+    return f"Some({broker_id})" if broker_id >= 0 else "None"
+
 
 TP = tuple[str, int]
 
@@ -112,21 +119,45 @@ class ReplicaManager:
         of ``topic``; ``resigned(index)`` when it stops."""
         self._listeners.setdefault(topic, []).append((elected, resigned))
 
-    def make_leader(self, tp: TP, leader_epoch: int, isr: list[int], replicas: list[int]) -> None:
+    def make_leader(
+        self,
+        tp: TP,
+        leader_epoch: int,
+        isr: list[int],
+        replicas: list[int],
+        partition_epoch: int = 0,
+    ) -> None:
+        """Lead ``tp`` from ``leader_epoch`` on. ``partition_epoch``: the state's version (the
+        state znode's in a cluster), for the log line only."""
         partition = self.partition(*tp)
         if partition is None:
             return
+        previous_leader, previous_epoch = partition.leader_id, partition.leader_epoch
         partition.make_leader(leader_epoch, isr, replicas)
         log.info(
-            "%s-%d: leader at epoch %d (log end %d, ISR %s)",
+            "[Broker id=%d] Leader %s-%d with topic id %s starts at leader epoch %d from offset "
+            "%d with partition epoch %d, high watermark %d, ISR [%s], adding replicas [] and "
+            "removing replicas [] %s. Previous leader %s and previous leader epoch was %d.",
+            self.node_id,
             tp[0],
             tp[1],
+            self._topic_id(tp[0]),
             leader_epoch,
-            partition.log.log_end_offset,
-            isr,
+            partition.leader.epoch_start_offset if partition.leader else -1,
+            partition_epoch,
+            partition.log.high_watermark,
+            ",".join(str(b) for b in isr),
+            "(under-min-isr)" if partition.under_min_isr else "",
+            scala_option(previous_leader),
+            previous_epoch,
         )
         for elected, _ in self._listeners.get(tp[0], ()):
             elected(tp[1], leader_epoch)
+
+    def _topic_id(self, topic: str) -> str:
+        """The topic id as Kafka's ``Option[Uuid]`` prints it."""
+        info = self.logs.topics.get(topic)
+        return f"Some({topic_id_to_base64(info.topic_id)})" if info is not None else "None"
 
     def resign(self, tp: TP) -> bool:
         """Stop leading ``tp`` (it now follows, or is gone); True if it was led here."""

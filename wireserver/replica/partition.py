@@ -92,6 +92,15 @@ class Partition:
         return f"<Partition {self.topic}-{self.index} {role} epoch {self.leader_epoch}>"
 
     @property
+    def log_ident(self) -> str:
+        """Kafka's ``Partition`` log prefix, for the lines it logs in its own name."""
+        return f"[Partition {self.topic}-{self.index} broker={self.local_id}] "
+
+    @property
+    def under_min_isr(self) -> bool:
+        return len(self.isr) < self.log.config.min_insync_replicas
+
+    @property
     def state_known(self) -> bool:
         return self.leader_epoch >= 0
 
@@ -259,15 +268,40 @@ class Partition:
             and follower.leo >= self.log.high_watermark
             and follower.leo >= leader.epoch_start_offset
         ):
+            new_isr = self.isr + [replica_id]
+            # ZooKeeper-era Kafka's ``expandIsrWithZk`` wording (4.x logs "ISR updated to").
             log.info(
-                "%s-%d: expanding ISR %s with broker %d",
-                self.topic,
-                self.index,
-                self.isr,
-                replica_id,
+                "%sExpanding ISR from %s to %s",
+                self.log_ident,
+                _ids(self.isr),
+                _ids(new_isr),
             )
-            self.write_isr(self.isr + [replica_id])
+            self.write_isr(new_isr)
         self.maybe_advance_high_watermark()
+
+    def shrink_isr(self, lagging: list[int]) -> bool:
+        """Ask to drop ``lagging`` (``out_of_sync_replicas``) from the ISR, saying so in the
+        words of Kafka's ``maybeShrinkIsr``. True once written."""
+        leader = self.leader
+        if leader is None or not lagging:
+            return False
+        new_isr = [r for r in self.isr if r not in lagging]
+        out_of_sync = " ".join(  # lagging replicas are followers (``out_of_sync_replicas``)
+            f"(brokerId: {r}, endOffset: {leader.followers[r].leo}, "
+            f"lastCaughtUpTimeMs: {leader.followers[r].last_caught_up_ms})"
+            for r in lagging
+        )
+        log.info(
+            "%sShrinking ISR from %s to %s. Leader: (highWatermark: %d, endOffset: %d). "
+            "Out of sync replicas: %s.",
+            self.log_ident,
+            _ids(self.isr),
+            _ids(new_isr),
+            self.log.high_watermark,
+            self.log.log_end_offset,
+            out_of_sync,
+        )
+        return self.write_isr(new_isr)
 
     def out_of_sync_replicas(self, lag_max_ms: int) -> list[int]:
         """ISR members that have not caught up for ``lag_max_ms`` (Kafka's
@@ -309,3 +343,8 @@ class Partition:
                 return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
             return ErrorCode.NONE
         return None
+
+
+def _ids(brokers: list[int]) -> str:
+    """A broker list as Kafka's ``mkString(",")`` writes it."""
+    return ",".join(str(b) for b in brokers)
