@@ -49,6 +49,7 @@ otherwise it deletes its files. ``clean`` does the three in one call.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -365,14 +366,30 @@ def _read_batches(
 
 @dataclass
 class CleanerStats:
+    """What one cleaning did, as Kafka's ``CleanerStats`` counts it for its summary line:
+    ``bytes_read`` by the cleaning pass, ``map_bytes_read`` while building the offset map;
+    the times are ``time.monotonic()`` seconds (a report, not a decision)."""
+
     bytes_read: int = 0
     bytes_written: int = 0
+    map_bytes_read: int = 0
     records_read: int = 0
     records_kept: int = 0
     records_removed: int = 0
     keyless_records: int = 0  # records without a key in a compacted log: dropped, as Kafka
     map_records: int = 0  # records read to build the offset map
     map_utilization: float = 0.0
+    start_s: float = 0.0
+    map_done_s: float = 0.0
+    end_s: float = 0.0
+
+    @property
+    def elapsed_s(self) -> float:
+        return self.end_s - self.start_s
+
+    @property
+    def elapsed_index_s(self) -> float:
+        return self.map_done_s - self.start_s
 
 
 class CleanResult(NamedTuple):
@@ -418,10 +435,12 @@ class CleaningJob:
         An I/O error (a full disk) takes the log dir offline (Kafka's cleaner reports it to
         the failure channel) and raises ``KafkaStorageError``."""
         log = self.log
+        self.stats.start_s = time.monotonic()
         with log.failures.guard(log.log_dir, _clean_failed(log)):
             offset_map = OffsetMap(self.dedupe_buffer_bytes, self.load_factor)
             self._map = offset_map
             self._build_offset_map(offset_map, throttle)
+            self.stats.map_done_s = time.monotonic()
             self.end_offset = offset_map.latest_offset + 1
             self.stats.map_utilization = offset_map.utilization
             to_clean = [src for src in self.sources if src.base_offset < self.end_offset]
@@ -435,6 +454,7 @@ class CleaningJob:
             except BaseException:
                 self._delete_output()
                 raise
+        self.stats.end_s = time.monotonic()
         if step is not None:
             step("after-cleaned-written")
 
@@ -456,7 +476,7 @@ class CleaningJob:
                 else self.first_uncleanable_offset
             )
             for batch in _read_batches(src.fd, position, src.size, throttle):
-                self.stats.bytes_read += len(batch)
+                self.stats.map_bytes_read += len(batch)
                 if batch.is_control:
                     transactions.on_control_batch(batch)
                 elif not transactions.on_data_batch(batch):

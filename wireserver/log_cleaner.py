@@ -20,6 +20,7 @@ each look, so ``cleanup.policy`` and the cleaner's dynamic keys take effect with
 from __future__ import annotations
 
 import logging
+import math
 import os
 import sys
 import threading
@@ -113,6 +114,9 @@ class LogCleaner:
         self.now_ms = now_ms
         self.pool: ThreadPool | None = None
         self.in_progress: dict[TP, CleaningJob] = {}
+        # Which of Kafka's numbered cleaners (0 .. log.cleaner.threads - 1) runs each job:
+        # only for the log lines, which name them as Kafka's do.
+        self.cleaner_ids: dict[TP, int] = {}
         self.uncleanable: set[TP] = set()
         self.throttle = Throttler(lambda: float(config["log.cleaner.io.max.bytes.per.second"]))
         self.cleanings = 0  # cleanings swapped in since start
@@ -217,6 +221,9 @@ class LogCleaner:
             return False
         assert self.pool is not None
         self.in_progress[tp] = job
+        busy = {self.cleaner_ids[t] for t in self.in_progress if t in self.cleaner_ids}
+        cleaner_id = self.cleaner_ids[tp] = next(i for i in range(len(busy) + 1) if i not in busy)
+        log.info("Cleaner %d: Beginning cleaning of log %s", cleaner_id, partition_log.name)
         self._share_the_interpreter()
         ran = threads.deferToThreadPool(self.reactor, self.pool, self._run, job)
         ran.addCallbacks(
@@ -249,6 +256,7 @@ class LogCleaner:
             self._switch_interval = None
 
     def _finished(self, tp: TP, partition_log: Log, job: CleaningJob) -> None:
+        cleaner_id = self.cleaner_ids.pop(tp, 0)
         if self.in_progress.pop(tp, None) is None:
             return  # stopped meanwhile: given up already
         self._share_the_interpreter()
@@ -258,20 +266,20 @@ class LogCleaner:
             return
         write_cleaner_checkpoint(partition_log, result.first_dirty_offset)
         self.cleanings += 1
-        stats = result.stats
-        log.info(
-            "cleaned %s-%d up to offset %d: %d of %d records kept, %d -> %d bytes%s",
-            tp[0],
-            tp[1],
-            result.first_dirty_offset,
-            stats.records_kept,
-            stats.records_read,
-            stats.bytes_read,
-            stats.bytes_written,
-            " (the key map was full: the rest at the next cleaning)" if result.map_full else "",
-        )
+        if log.isEnabledFor(logging.INFO):
+            log.info(
+                "%s",
+                cleaning_summary(
+                    cleaner_id,
+                    partition_log.name,
+                    job.first_dirty_offset,
+                    result.first_dirty_offset,
+                    result.stats,
+                ),
+            )
 
     def _failed(self, tp: TP, job: CleaningJob, failure: Any) -> None:
+        self.cleaner_ids.pop(tp, None)
         if self.in_progress.pop(tp, None) is None:
             return
         self._share_the_interpreter()
@@ -283,3 +291,53 @@ class LogCleaner:
             tp[1],
             failure.getTraceback(),
         )
+
+
+def _java_double(value: float, grouping: bool = True) -> str:
+    """Java's ``%,.1f`` (``%.1f`` without ``grouping``) of a double: NaN and Infinity
+    spelled as Java spells them."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return f"{value:,.1f}" if grouping else f"{value:.1f}"
+
+
+def _div(a: float, b: float) -> float:
+    """Java's double division: x/0 is Infinity (NaN for 0/0), not an exception."""
+    if b == 0:
+        return math.nan if a == 0 else math.copysign(math.inf, a)
+    return a / b
+
+
+def cleaning_summary(cleaner_id: int, name: str, start: int, end: int, stats: Any) -> str:
+    """Kafka's ``CleanerThread.recordStats`` summary of one cleaning, line for line (its
+    logger prefix, ``[kafka-log-cleaner-thread-N]: ``, included)."""
+
+    def mb(n: float) -> float:
+        return n / (1024 * 1024)
+
+    f = _java_double
+
+    def g(value: float) -> str:
+        return _java_double(value, grouping=False)
+
+    elapsed, index = stats.elapsed_s, stats.elapsed_index_s
+    clean = elapsed - index
+    read, written = stats.bytes_read, stats.bytes_written
+    return (
+        f"[kafka-log-cleaner-thread-{cleaner_id}]: \n"
+        f"\tLog cleaner thread {cleaner_id} cleaned log {name} (dirty section = [{start}, {end}])\n"
+        f"\t{f(mb(read))} MB of log processed in {f(elapsed)} seconds "
+        f"({f(_div(mb(read), elapsed))} MB/sec).\n"
+        f"\tIndexed {f(mb(stats.map_bytes_read))} MB in {g(index)} seconds "
+        f"({f(_div(mb(stats.map_bytes_read), index))} Mb/sec, "
+        f"{g(_div(100 * index, elapsed))}% of total time)\n"
+        f"\tBuffer utilization: {g(100 * stats.map_utilization)}%\n"
+        f"\tCleaned {f(mb(read))} MB in {g(clean)} seconds "
+        f"({f(_div(mb(read), clean))} Mb/sec, {g(_div(100 * clean, elapsed))}% of total time)\n"
+        f"\tStart size: {f(mb(read))} MB ({stats.records_read:,d} messages)\n"
+        f"\tEnd size: {f(mb(written))} MB ({stats.records_kept:,d} messages)\n"
+        f"\t{g(100.0 * (1.0 - _div(written, read)))}% size reduction "
+        f"({g(100.0 * (1.0 - _div(stats.records_kept, stats.records_read)))}% fewer messages)\n"
+    )
