@@ -218,6 +218,15 @@ class GroupCoordinator:
 
     # -- the offsets topic ------------------------------------------------------------------
 
+    @property
+    def log_ident(self) -> str:
+        """Kafka's ``GroupCoordinator`` log prefix."""
+        return f"[GroupCoordinator {self.host.replicas.node_id}]: "
+
+    def _offsets_partition(self, group_id: str) -> str:
+        """``__consumer_offsets-P``, the group's partition, as Kafka's rebalance lines name it."""
+        return f"{OFFSETS_TOPIC}-{self.partition_for(group_id)}"
+
     def partition_for(self, group_id: str) -> int:
         """The partition of ``__consumer_offsets`` that holds the group."""
         return self.runtime.partition_for(group_id)
@@ -675,12 +684,6 @@ class GroupCoordinator:
             self._prepare_rebalance(group, reason)
 
     def _prepare_rebalance(self, group: Group, reason: str) -> None:
-        log.info(
-            "preparing to rebalance group %s (generation %d): %s",
-            group.group_id,
-            group.generation_id,
-            reason,
-        )
         if group.is_in(S.COMPLETING_REBALANCE):
             self._reset_and_propagate_assignment_error(group, ErrorCode.REBALANCE_IN_PROGRESS)
         _cancel(group.sync_timer)
@@ -688,6 +691,16 @@ class GroupCoordinator:
         _cancel(group.join_timer)
         initial = group.is_in(S.EMPTY)
         group.transition_to(S.PREPARING_REBALANCE, self.now_ms())
+        log.info(
+            "%sPreparing to rebalance group %s in state %s with old generation %d (%s) "
+            "(reason: %s)",
+            self.log_ident,
+            group.group_id,
+            group.state,
+            group.generation_id,
+            self._offsets_partition(group.group_id),
+            reason,
+        )
         if initial:
             # Kafka's InitialDelayedJoin: wait for more members before the first generation,
             # extended while new members keep arriving, up to the rebalance timeout. Only this
@@ -736,15 +749,24 @@ class GroupCoordinator:
             return
         _cancel(group.join_timer)
         group.join_timer = None
-        for member in list(group.members.values()):
-            if not member.awaiting_join and not member.is_static:
-                log.info(
-                    "removing member %s of group %s: it did not rejoin in time",
-                    member.member_id,
-                    group.group_id,
-                )
-                self._remove_member(group, member.member_id)
+        not_rejoined = [
+            m.member_id for m in group.members.values() if not m.awaiting_join and not m.is_static
+        ]
+        if not_rejoined:
+            log.info(
+                "%sGroup %s removed dynamic members who haven't joined: Set(%s)",
+                self.log_ident,
+                group.group_id,
+                ", ".join(not_rejoined),
+            )
+            for member_id in not_rejoined:
+                self._remove_member(group, member_id)
         if not group.elect_joined_leader() and group.members:
+            log.error(
+                "%sGroup %s could not complete rebalance because no members rejoined",
+                self.log_ident,
+                group.group_id,
+            )
             # Nobody rejoined yet: wait another rebalance timeout for the session timeouts.
             group.join_timer = self.reactor.callLater(
                 group.rebalance_timeout_ms() / 1000.0, self._complete_join, group
@@ -759,16 +781,24 @@ class GroupCoordinator:
             group.protocol_name = None
             group.transition_to(S.EMPTY, now)
         group.pending_sync = set(group.members)
-        log.info(
-            "group %s: generation %d, %d member(s), protocol %s",
-            group.group_id,
-            group.generation_id,
-            len(group.members),
-            group.protocol_name,
-        )
         if group.is_in(S.EMPTY):
+            log.info(
+                "%sGroup %s with generation %d is now empty (%s)",
+                self.log_ident,
+                group.group_id,
+                group.generation_id,
+                self._offsets_partition(group.group_id),
+            )
             self._store_group(group)
             return
+        log.info(
+            "%sStabilized group %s generation %d (%s) with %d members",
+            self.log_ident,
+            group.group_id,
+            group.generation_id,
+            self._offsets_partition(group.group_id),
+            len(group.members),
+        )
         generation = group.generation_id
         for member in list(group.members.values()):
             member.complete_join(self._join_result(group, member))
@@ -815,11 +845,23 @@ class GroupCoordinator:
             # Its JoinGroup/SyncGroup is parked here; the rebalance deadlines decide its fate.
             self._schedule_heartbeat(group, member)
             return
-        log.info("member %s of group %s failed: session timeout", member.member_id, group.group_id)
+        log.info(
+            "%sMember %s in group %s has failed, removing it from the group",
+            self.log_ident,
+            member.member_id,
+            group.group_id,
+        )
         self._remove_member_and_update_group(group, member, "session timeout")
 
     def _pending_member_expired(self, group: Group, member_id: str) -> None:
         if group.pending_members.pop(member_id, None) is not None:
+            log.info(
+                "%sPending member %s in group %s has been removed after session timeout "
+                "expiration.",
+                self.log_ident,
+                member_id,
+                group.group_id,
+            )
             self._try_complete_join(group)
 
     def _remove_member(self, group: Group, member_id: str) -> Member | None:
@@ -890,6 +932,16 @@ class GroupCoordinator:
         member.sync_deferred = d
         group.pending_sync.discard(member_id)
         if group.is_leader(member_id):
+            log.info(
+                "%sAssignment received from leader %s for group %s for generation %d. "
+                "The group has %d members, %d of which are static.",
+                self.log_ident,
+                member_id,
+                group_id,
+                group.generation_id,
+                len(group.members),
+                sum(1 for m in group.members.values() if m.is_static),
+            )
             for m in group.members.values():
                 m.assignment = bytes(assignments.get(m.member_id, b"") or b"")
             generation = group.generation_id

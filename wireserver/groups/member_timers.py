@@ -31,7 +31,7 @@ class MemberTimers:
         """Whether the member has yet to give up something it was asked to revoke."""
         raise NotImplementedError
 
-    def remove_member(self, group: Any, member: Any, reason: str) -> None:
+    def remove_member(self, group: Any, member: Any, reason: str | None) -> None:
         raise NotImplementedError
 
     def now_ms(self) -> int:
@@ -49,7 +49,7 @@ class MemberTimers:
             group.update_state(self.now_ms())
             self._arm_session_timer(group, member)
         else:
-            self.remove_member(group, member, "the member left")
+            self.remove_member(group, member, None)
 
     def stop(self) -> None:
         for group in self.groups.values():
@@ -65,7 +65,7 @@ class MemberTimers:
     def _session_expired(self, group: Any, member: Any) -> None:
         member.session_timer = None
         if group.members.get(member.member_id) is member:
-            self.remove_member(group, member, "its session timed out")
+            self.remove_member(group, member, "the member session expired")
 
     def _arm_revocation_timer(self, group: Any, member: Any) -> None:
         if not self._revoking(member):
@@ -86,7 +86,12 @@ class MemberTimers:
             and self._revoking(member)
             and member.member_epoch == epoch
         ):
-            self.remove_member(group, member, "it did not revoke in time")
+            self.remove_member(
+                group,
+                member,
+                f"it failed to transition from epoch {epoch} within "
+                f"{member.rebalance_timeout_ms}ms",
+            )
 
     @staticmethod
     def _cancel_revocation_timer(member: Any) -> None:

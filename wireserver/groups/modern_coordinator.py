@@ -186,6 +186,7 @@ class ModernGroupCoordinator(MemberTimers, EpochStore):
             bump = True
         if bump:
             group.group_epoch += 1
+            log.info("[GroupId %s] Bumped group epoch to %d.", group.group_id, group.group_epoch)
             group.update_state(now)
             self._store(group)
         self._maybe_assign(group)
@@ -265,6 +266,25 @@ class ModernGroupCoordinator(MemberTimers, EpochStore):
         member = self.member_class(member_id, req.client_id, req.client_host)
         member.instance_id = req.instance_id
         group.add(member)
+        # Kafka's GroupMetadataManager words (its streams groups say "joins the streams group").
+        protocol = " using the consumer protocol" if self.kind == "consumer" else ""
+        if req.instance_id is None:
+            log.info(
+                "[GroupId %s] Member %s joins the %s group%s.",
+                group.group_id,
+                member_id,
+                self.kind,
+                protocol,
+            )
+        else:
+            log.info(
+                "[GroupId %s] Static member %s with instance id %s joins the %s group%s.",
+                group.group_id,
+                member_id,
+                req.instance_id,
+                self.kind,
+                protocol,
+            )
         return member
 
     def _replace_static_member(self, group: Any, old: Any, new_id: str) -> Any:
@@ -320,14 +340,23 @@ class ModernGroupCoordinator(MemberTimers, EpochStore):
     def _leaving_member(self, group: Any, req: Any) -> Any:
         return self._member(group, req)
 
-    def remove_member(self, group: Any, member: Any, reason: str) -> None:
-        log.info(
-            "%s group %s: removing member %s (%s)",
-            self.kind,
-            group.group_id,
-            member.member_id,
-            reason,
-        )
+    def remove_member(self, group: Any, member: Any, reason: str | None) -> None:
+        """Remove ``member`` and bump the group epoch: it left (``reason`` None) or was fenced
+        because of ``reason`` (Kafka's wording, e.g. "the member session expired")."""
+        if reason is None:
+            log.info(
+                "[GroupId %s] Member %s left the %s group.",
+                group.group_id,
+                member.member_id,
+                self.kind,
+            )
+        else:
+            log.info(
+                "[GroupId %s] Member %s fenced from the group because %s.",
+                group.group_id,
+                member.member_id,
+                reason,
+            )
         self._cancel_timers(member)
         group.remove(member.member_id)
         group.group_epoch += 1
