@@ -1,6 +1,7 @@
 """The ``wireserver`` command line.
 
-    wireserver serve [--config server.properties] [--override key=value ...] [--log-level INFO]
+    wireserver serve [--config server.properties] [--override key=value ...]
+                     [--log-level INFO] [--log-level LOGGER=LEVEL ...] [--log-config FILE]
     wireserver --version
 
 ``serve`` reads and checks the whole configuration before anything starts: a bad value or a
@@ -21,7 +22,12 @@ from wireserver.config import BrokerConfig, ConfigError
 from wireserver.storage.configdef import ConfigValueError
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+LOG_LEVELS = ("TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+#: log4j's TRACE, below DEBUG (``kafka.request.logger`` at TRACE adds the request bodies).
+TRACE = 5
+#: Loggers that stay quiet whatever the root level says, as in Kafka's log4j configuration:
+#: the request log is turned on by name (``--log-level kafka.request.logger=DEBUG``).
+QUIET_LOGGERS = {"kafka.request.logger": "WARNING"}
 EXIT_CONFIG_ERROR = 2
 
 log = logging.getLogger("wireserver.cli")
@@ -75,11 +81,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--log-level",
-        metavar="LEVEL",
-        default="INFO",
-        type=str.upper,
-        choices=LOG_LEVELS,
-        help="one of %(choices)s (default %(default)s)",
+        metavar="[LOGGER=]LEVEL",
+        action="append",
+        type=parse_log_level,
+        help=f"the root level, one of {', '.join(LOG_LEVELS)} (default INFO), or one logger's, "
+        "e.g. kafka.request.logger=DEBUG for the request log (repeatable)",
+    )
+    serve.add_argument(
+        "--log-config",
+        metavar="PATH",
+        help="a logging configuration file (Python's logging.config.fileConfig format), "
+        "applied before the --log-level settings; see docs/operations.md",
     )
     serve.add_argument(
         "--reactor",
@@ -101,14 +113,46 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def configure_logging(level: str) -> None:
-    """Log to stderr in one plain format, unless the process already set up logging."""
+def parse_log_level(text: str) -> tuple[str, str]:
+    """``LEVEL`` (the root logger's) or ``LOGGER=LEVEL``: (logger name, "" for the root, and
+    the level's name)."""
+    name, _, level = text.rpartition("=")
+    level = level.strip().upper()
+    if level not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(
+            f"invalid level {level!r} in {text!r} (choose from {', '.join(LOG_LEVELS)})"
+        )
+    return name.strip(), level
+
+
+def _level(name: str) -> int:
+    return TRACE if name == "TRACE" else logging.getLevelName(name)
+
+
+def configure_logging(
+    levels: str | Sequence[tuple[str, str]] = "INFO", config_file: str | None = None
+) -> None:
+    """Log to stderr in one plain format, unless the process already set up logging; the
+    root at INFO and ``QUIET_LOGGERS`` at their own levels, then ``config_file``
+    (``logging.config.fileConfig``), then ``levels``: a root level, or (logger, level) pairs
+    (logger "" is the root) as ``--log-level`` gives them."""
+    logging.addLevelName(TRACE, "TRACE")
     root = logging.getLogger()
     if not root.handlers:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter(LOG_FORMAT))
         root.addHandler(handler)
-    root.setLevel(level)
+    root.setLevel(logging.INFO)
+    for name, level in QUIET_LOGGERS.items():
+        logging.getLogger(name).setLevel(level)
+    if config_file is not None:
+        from logging import config as logging_config
+
+        logging_config.fileConfig(config_file, disable_existing_loggers=False)
+    if isinstance(levels, str):
+        levels = [("", levels.upper())]
+    for name, level in levels:
+        logging.getLogger(name or None).setLevel(_level(level))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -235,7 +279,11 @@ def _reactor_without_tls(config: BrokerConfig, reactor_name: str = "default") ->
 
 
 def serve(args: argparse.Namespace) -> int:
-    configure_logging(args.log_level)
+    try:
+        configure_logging(args.log_level or [], args.log_config)
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:  # an unreadable --log-config
+        print(f"wireserver: cannot apply --log-config {args.log_config}: {exc}", file=sys.stderr)
+        return EXIT_CONFIG_ERROR
     try:
         config = BrokerConfig.load(args.config, args.override)
     except (ConfigError, ConfigValueError) as exc:

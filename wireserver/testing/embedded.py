@@ -247,7 +247,7 @@ class EmbeddedBroker(_AdminMixin):
         port: int = 0,
         host: str = "127.0.0.1",
         startup_timeout: float = 30.0,
-        log_level: str = "INFO",
+        log_level: str | Iterable[str] = "INFO",
         python: str | None = None,
         sasl: str | None = None,
         users: Mapping[str, str] | None = None,
@@ -269,7 +269,9 @@ class EmbeddedBroker(_AdminMixin):
         self.reactor = reactor
         self.command_prefix = list(command_prefix)
         self.startup_timeout = startup_timeout
-        self.log_level = log_level
+        # A subprocess broker's ``--log-level`` values: a level, or several ("INFO",
+        # "kafka.request.logger=DEBUG").
+        self.log_level = [log_level] if isinstance(log_level, str) else list(log_level)
         self.python = python or sys.executable
         # _root holds the broker log, and the data dir unless one is given (then it is kept).
         self._root = tempfile.mkdtemp(prefix="wireserver-")
@@ -538,8 +540,7 @@ class EmbeddedBroker(_AdminMixin):
             "-m",
             "wireserver.cli",
             "serve",
-            "--log-level",
-            self.log_level,
+            *(arg for level in self.log_level for arg in ("--log-level", level)),
             "--reactor",
             self.reactor,
         ]
