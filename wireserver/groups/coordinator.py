@@ -641,7 +641,12 @@ class GroupCoordinator:
         # A new member cannot heartbeat before its JoinGroup returns; it is dropped only if the
         # join takes far too long (it will retry if it is still alive).
         self._schedule_heartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
-        self._maybe_prepare_rebalance(group, f"adding new member {member_id}")
+        instance = "None" if req.group_instance_id is None else f"Some({req.group_instance_id})"
+        self._maybe_prepare_rebalance(
+            group,
+            f"Adding new member {member_id} with group instance id {instance}; "
+            "client reason: not provided",
+        )
 
     def _update_member(self, member: Member, req: JoinRequest, d: defer.Deferred) -> None:
         if member.join_deferred is not None:
@@ -655,7 +660,11 @@ class GroupCoordinator:
         self, group: Group, member: Member, req: JoinRequest, d: defer.Deferred
     ) -> None:
         self._update_member(member, req, d)
-        self._maybe_prepare_rebalance(group, f"member {member.member_id} rejoined")
+        self._maybe_prepare_rebalance(
+            group,
+            f"Updating metadata for member {member.member_id} during {group.state}; "
+            "client reason: not provided",
+        )
 
     def _join_result(
         self, group: Group, member: Member, skip_assignment: bool = False
@@ -816,7 +825,9 @@ class GroupCoordinator:
             missing = sorted(group.pending_sync)
             for member_id in missing:
                 self._remove_member(group, member_id)
-            self._prepare_rebalance(group, f"members {missing} did not sync in time")
+            self._prepare_rebalance(
+                group, f"Removing Set({', '.join(missing)}) on pending sync request expiration"
+            )
 
     def _reset_and_propagate_assignment_error(self, group: Group, error: ErrorCode) -> None:
         for member in group.members.values():
@@ -851,7 +862,9 @@ class GroupCoordinator:
             member.member_id,
             group.group_id,
         )
-        self._remove_member_and_update_group(group, member, "session timeout")
+        self._remove_member_and_update_group(
+            group, member, f"removing member {member.member_id} on heartbeat expiration"
+        )
 
     def _pending_member_expired(self, group: Group, member_id: str) -> None:
         if group.pending_members.pop(member_id, None) is not None:
@@ -876,7 +889,7 @@ class GroupCoordinator:
         member.complete_sync(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
         self._remove_member(group, member.member_id)
         if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
-            self._maybe_prepare_rebalance(group, f"removing member {member.member_id}: {reason}")
+            self._maybe_prepare_rebalance(group, reason)
         elif group.is_in(S.PREPARING_REBALANCE):
             self._try_complete_join(group)
 
@@ -1008,7 +1021,7 @@ class GroupCoordinator:
                     errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
                 else:
                     self._remove_member_and_update_group(
-                        group, group.members[current], "removed by instance id"
+                        group, group.members[current], _on_leave_group(current)
                     )
                     errors.append(ErrorCode.NONE)
             elif member_id in group.pending_members:
@@ -1019,7 +1032,7 @@ class GroupCoordinator:
                 errors.append(ErrorCode.FENCED_INSTANCE_ID)
             elif group.has(member_id):
                 self._remove_member_and_update_group(
-                    group, group.members[member_id], "the member left"
+                    group, group.members[member_id], _on_leave_group(member_id)
                 )
                 errors.append(ErrorCode.NONE)
             else:
@@ -1085,3 +1098,8 @@ class GroupCoordinator:
 def _cancel(timer: Any) -> None:
     if timer is not None and timer.active():
         timer.cancel()
+
+
+def _on_leave_group(member_id: str) -> str:
+    """Kafka's rebalance reason for a member that sent LeaveGroup."""
+    return f"Removing member {member_id} on LeaveGroup; client reason: not provided"
