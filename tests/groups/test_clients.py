@@ -6,6 +6,7 @@ restarts without a rebalance; admin clients list, describe and delete groups and
 from __future__ import annotations
 
 import asyncio
+import re
 import select
 import signal
 import subprocess
@@ -275,6 +276,29 @@ def test_stopped_member_is_expired_and_its_partitions_move(served_broker):
             "the stopped member's partitions",
         )
         assert time.monotonic() - stopped >= 2.5  # not before its session timeout
+        # The broker's log tells it in Kafka's GroupCoordinator words.
+        failed = re.compile(
+            r"\[GroupCoordinator \d+\]: Member (\S+) in group silent has failed, removing it "
+            r"from the group$",
+            re.M,
+        )
+        wait_for(lambda: failed.search("".join(served_broker.output)), 10, what="the log")
+        log = "".join(served_broker.output)
+        member = failed.search(log).group(1)
+        offsets = r"\(__consumer_offsets-\d+\)"
+        for line in (
+            r"Preparing to rebalance group silent in state PreparingRebalance with old "
+            rf"generation \d+ {offsets} \(reason: Adding new member \S+ with group instance "
+            r"id None; client reason: not provided\)",
+            r"Preparing to rebalance group silent in state PreparingRebalance with old "
+            rf"generation \d+ {offsets} \(reason: removing member {re.escape(member)} on "
+            r"heartbeat expiration\)",
+            rf"Stabilized group silent generation \d+ {offsets} with 2 members",
+            rf"Stabilized group silent generation \d+ {offsets} with 1 members",
+            r"Assignment received from leader \S+ for group silent for generation \d+\. "
+            r"The group has 1 members, 0 of which are static\.",
+        ):
+            assert re.search(r"\[GroupCoordinator \d+\]: " + line + "$", log, re.M), line
         survivor.close()
     finally:
         child.send_signal(signal.SIGCONT)

@@ -4,6 +4,8 @@ assignors, offsets with member epochs, persistence, and the explicit state machi
 
 from __future__ import annotations
 
+import logging
+import re
 import uuid
 
 import pytest
@@ -318,7 +320,12 @@ def test_regex_resolution_leaves_out_undescribable_topics_until_refreshed(broker
 # -- timeouts ----------------------------------------------------------------------------------
 
 
-def test_session_expiry_moves_partitions(broker):
+def logged(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name.startswith("wireserver.groups")]
+
+
+def test_session_expiry_moves_partitions(broker, caplog):
+    caplog.set_level(logging.INFO)
     a, b = Member(broker), Member(broker)
     a.heartbeat()
     b.heartbeat()
@@ -331,6 +338,21 @@ def test_session_expiry_moves_partitions(broker):
     settle([a])
     assert a.partitions() == set(range(6))
     assert b.heartbeat().error == E.UNKNOWN_MEMBER_ID
+    # What Kafka's GroupMetadataManager logs of it, in its words.
+    lines = logged(caplog)
+    for member in (a, b):
+        assert (
+            f"[GroupId g] Member {member.member_id} joins the consumer group using the "
+            "consumer protocol." in lines
+        )
+    assert [line for line in lines if "Bumped group epoch" in line][:2] == [
+        "[GroupId g] Bumped group epoch to 2.",  # the group is made at epoch 1
+        "[GroupId g] Bumped group epoch to 3.",
+    ]
+    assert (
+        f"[GroupId g] Member {b.member_id} fenced from the group because the member session "
+        "expired." in lines
+    )
 
 
 def test_group_config_sets_the_session_timeout_and_heartbeat_interval(broker):
@@ -356,7 +378,8 @@ def test_group_config_sets_the_session_timeout_and_heartbeat_interval(broker):
     assert b.member_id not in group_of(broker).members
 
 
-def test_member_that_does_not_revoke_is_removed_after_rebalance_timeout(broker):
+def test_member_that_does_not_revoke_is_removed_after_rebalance_timeout(broker, caplog):
+    caplog.set_level(logging.INFO)
     a = Member(broker)
     a.heartbeat()
     b = Member(broker)
@@ -369,16 +392,23 @@ def test_member_that_does_not_revoke_is_removed_after_rebalance_timeout(broker):
         b.heartbeat()
     broker.reactor.advance(1)
     assert a.member_id not in group_of(broker).members
+    fenced = re.compile(
+        rf"\[GroupId g\] Member {a.member_id} fenced from the group because it failed to "
+        rf"transition from epoch \d+ within {REBALANCE_MS}ms\."
+    )
+    assert any(fenced.fullmatch(line) for line in logged(caplog))
     settle([b])
     assert b.partitions() == set(range(6))
 
 
-def test_empty_group_after_last_member_leaves(broker):
+def test_empty_group_after_last_member_leaves(broker, caplog):
+    caplog.set_level(logging.INFO)
     a = Member(broker)
     a.heartbeat()
     a.leave()
     group = group_of(broker)
     assert group.state is C.EMPTY and not group.members and group.group_epoch == 3
+    assert f"[GroupId g] Member {a.member_id} left the consumer group." in logged(caplog)
 
 
 # -- static members ----------------------------------------------------------------------------
