@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import glob
 import json
+import logging
 import os
+import re
 import time
 
 import confluent_kafka
@@ -70,7 +72,12 @@ def create(bootstrap, topic, config):
     admin.create_topics([NewTopic(topic, 1, 1, config=config)])[topic].result(10)
 
 
-def test_retention_deletes_old_segments_and_moves_earliest(tmp_path):
+def storage_lines(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "wireserver.storage.log"]
+
+
+def test_retention_deletes_old_segments_and_moves_earliest(tmp_path, caplog):
+    caplog.set_level(logging.INFO)
     with EmbeddedBroker(
         "thread", data_dir=str(tmp_path), overrides={"log.retention.check.interval.ms": 200}
     ) as broker:
@@ -86,9 +93,55 @@ def test_retention_deletes_old_segments_and_moves_earliest(tmp_path):
         assert [offset for offset, _ in consume_all(bootstrap, "aging", high - low)] == list(
             range(low, high)
         )
+        node = broker.node_id
+    # The broker said so in Kafka's words: the partition led here, each roll, each deletion.
+    messages = [r.getMessage() for r in caplog.records]
+    assert f"[Broker id={node}] Leader aging-0 with topic id Some(" in next(
+        m for m in messages if "Leader aging-0" in m
+    )
+    assert any(
+        re.fullmatch(
+            rf"\[Broker id={node}\] Leader aging-0 with topic id Some\([\w-]{{22}}\) starts at "
+            rf"leader epoch 0 from offset 0 with partition epoch 0, high watermark 0, ISR "
+            rf"\[{node}\], adding replicas \[\] and removing replicas \[\] \. Previous leader "
+            r"None and previous leader epoch was -1\.",
+            m,
+        )
+        for m in messages
+    )
+    lines = storage_lines(caplog)
+    ident = re.escape(f"partition=aging-0, dir={tmp_path}]")
+    rolled = [
+        int(m.group(1))
+        for line in lines
+        if (
+            m := re.fullmatch(
+                rf"\[LocalLog {ident} Rolled new log segment at offset (\d+) in \d+ ms\.", line
+            )
+        )
+    ]
+    assert rolled and rolled == sorted(rolled) and rolled[-1] < high
+    segment = r"LogSegment\(baseOffset=(\d+), size=\d+, lastModifiedTime=\d+, largestRecordTimestamp=\d+\)"
+    deleted = [
+        int(m.group(1))
+        for line in lines
+        if (
+            m := re.fullmatch(
+                rf"\[UnifiedLog {ident} Deleting segment {segment} due to log retention size 400 "
+                r"breach\. Log size after deletion will be \d+\.",
+                line,
+            )
+        )
+    ]
+    assert deleted and deleted[0] == 0 and all(base < low for base in deleted)
+    assert (
+        f"[UnifiedLog partition=aging-0, dir={tmp_path}] Incremented log start offset to {low} "
+        "due to segment deletion" in lines
+    )
 
 
-def test_retention_by_time(tmp_path):
+def test_retention_by_time(tmp_path, caplog):
+    caplog.set_level(logging.INFO)
     with EmbeddedBroker(
         "thread", data_dir=str(tmp_path), overrides={"log.retention.check.interval.ms": 200}
     ) as broker:
@@ -102,6 +155,18 @@ def test_retention_by_time(tmp_path):
             timeout=30,
         )
         assert low == high == 6
+    ident = re.escape(f"[UnifiedLog partition=brief-0, dir={tmp_path}]")
+    deleted = [
+        line
+        for line in storage_lines(caplog)
+        if re.fullmatch(
+            rf"{ident} Deleting segment LogSegment\(baseOffset=\d+, size=\d+, "
+            r"lastModifiedTime=\d+, largestRecordTimestamp=\d+\) due to log retention time "
+            r"1000ms breach based on the largest record timestamp in the segment",
+            line,
+        )
+    ]
+    assert len(deleted) >= 6  # one line per segment, each segment one batch
 
 
 @pytest.mark.parametrize("mode", ["thread", "subprocess"])

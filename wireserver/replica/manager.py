@@ -20,7 +20,7 @@ from typing import Any
 from twisted.internet import defer
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.replica.partition import Partition
+from wireserver.replica.partition import NO_LEADER, Partition
 from wireserver.storage.checkpoint import topic_id_to_base64
 from wireserver.storage.errors import KafkaStorageError
 from wireserver.storage.log import AppendResult
@@ -95,6 +95,8 @@ class ReplicaManager:
                 partition.make_leader(0, [self.node_id], [self.node_id])
             except KafkaStorageError:
                 pass  # its log dir failed (reported): the partition answers KAFKA_STORAGE_ERROR
+            else:
+                self._log_leader(partition, (NO_LEADER, -1), 0)
         return partition
 
     def leading(self) -> list[Partition]:
@@ -132,27 +134,34 @@ class ReplicaManager:
         partition = self.partition(*tp)
         if partition is None:
             return
-        previous_leader, previous_epoch = partition.leader_id, partition.leader_epoch
+        previous = (partition.leader_id, partition.leader_epoch)
         partition.make_leader(leader_epoch, isr, replicas)
+        self._log_leader(partition, previous, partition_epoch)
+        for elected, _ in self._listeners.get(tp[0], ()):
+            elected(tp[1], leader_epoch)
+
+    def _log_leader(
+        self, partition: Partition, previous: tuple[int, int], partition_epoch: int
+    ) -> None:
+        """Kafka's state-change line for a partition this broker now leads."""
+        leader = partition.leader
         log.info(
             "[Broker id=%d] Leader %s-%d with topic id %s starts at leader epoch %d from offset "
             "%d with partition epoch %d, high watermark %d, ISR [%s], adding replicas [] and "
             "removing replicas [] %s. Previous leader %s and previous leader epoch was %d.",
             self.node_id,
-            tp[0],
-            tp[1],
-            self._topic_id(tp[0]),
-            leader_epoch,
-            partition.leader.epoch_start_offset if partition.leader else -1,
+            partition.topic,
+            partition.index,
+            self._topic_id(partition.topic),
+            partition.leader_epoch,
+            leader.epoch_start_offset if leader is not None else -1,
             partition_epoch,
             partition.log.high_watermark,
-            ",".join(str(b) for b in isr),
+            ",".join(str(b) for b in partition.isr),
             "(under-min-isr)" if partition.under_min_isr else "",
-            scala_option(previous_leader),
-            previous_epoch,
+            scala_option(previous[0]),
+            previous[1],
         )
-        for elected, _ in self._listeners.get(tp[0], ()):
-            elected(tp[1], leader_epoch)
 
     def _topic_id(self, topic: str) -> str:
         """The topic id as Kafka's ``Option[Uuid]`` prints it."""
