@@ -6,7 +6,9 @@ than its history."""
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import time
 
 import pytest
@@ -151,7 +153,22 @@ def create(bootstrap: str, topic: str, configs: dict[str, str]) -> None:
     admin.create_topics([NewTopic(topic, 1, 1, config=configs)])[topic].result(10)
 
 
-def test_a_compacted_topic_keeps_the_latest_record_of_each_key_at_its_offset(tmp_path):
+#: Kafka's ``recordStats`` summary of one cleaning (LogCleaner.scala), line for line.
+SUMMARY = re.compile(
+    r"\[kafka-log-cleaner-thread-0\]: \n"
+    r"\tLog cleaner thread 0 cleaned log compacted-0 \(dirty section = \[(\d+), (\d+)\]\)\n"
+    r"\t[\d,.]+ MB of log processed in [\d.]+ seconds \([\w,.]+ MB/sec\)\.\n"
+    r"\tIndexed [\d,.]+ MB in [\d.]+ seconds \([\w,.]+ Mb/sec, [\w.]+% of total time\)\n"
+    r"\tBuffer utilization: [\d.]+%\n"
+    r"\tCleaned [\d,.]+ MB in [\d.]+ seconds \([\w,.]+ Mb/sec, [\w.]+% of total time\)\n"
+    r"\tStart size: [\d,.]+ MB \(([\d,]+) messages\)\n"
+    r"\tEnd size: [\d,.]+ MB \(([\d,]+) messages\)\n"
+    r"\t[\d.]+% size reduction \([\d.]+% fewer messages\)\n"
+)
+
+
+def test_a_compacted_topic_keeps_the_latest_record_of_each_key_at_its_offset(tmp_path, caplog):
+    caplog.set_level(logging.INFO)
     with EmbeddedBroker(overrides=CLEANER, data_dir=tmp_path) as broker:
         bootstrap = broker.bootstrap_servers
         create(bootstrap, "compacted", {**EAGER, "delete.retention.ms": "1500"})
@@ -168,6 +185,12 @@ def test_a_compacted_topic_keeps_the_latest_record_of_each_key_at_its_offset(tmp
         kept = latest(cleaned)
         # The latest record of every key, tombstones included, at the offset it was written at.
         assert kept == last
+        # The cleaner said what it did in Kafka's words.
+        lines = [r.getMessage() for r in caplog.records if r.name == "wireserver.log_cleaner"]
+        assert "Cleaner 0: Beginning cleaning of log compacted-0" in lines
+        first = next(m for line in lines if (m := SUMMARY.fullmatch(line)))
+        start, end, read, written = (int(g.replace(",", "")) for g in first.groups())
+        assert start == 0 < end and written < read
         assert cleaned[0][0] > 0  # the first offsets are holes now: nothing is renumbered
         # ListOffsets by timestamp, and a consumer seeking into a hole, land on the next record
         # the cleaner kept.
