@@ -18,6 +18,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import threading
 import time
 
@@ -531,6 +532,7 @@ def test_old_leader_truncates_records_it_alone_had(cluster):
         what="the old leader's log to match the new leader's",
     )
     assert b"divergent-" not in segment_bytes(old_dir, topic, 0)
+    assert_kafka_worded_history(cluster, topic, old, new)
     # The new leader stops cleanly: leadership goes back to the old one, which serves what
     # the new leader wrote and nothing of what it once had alone.
     cluster.brokers[new].stop()
@@ -538,6 +540,73 @@ def test_old_leader_truncates_records_it_alone_had(cluster):
     assert [v for _, v in read_partition(cluster.bootstrap, topic, 0)] == history
     cluster.brokers[new].start()
     wait_isr(cluster, topic, sorted(replicas))
+
+
+def assert_kafka_worded_history(cluster: Cluster, topic: str, old: int, new: int) -> None:
+    """What ``test_old_leader_truncates_records_it_alone_had`` did, as the brokers logged it in
+    the words of Kafka's controller, partition, replica fetcher and log."""
+    logs = {broker_id: broker.log_text() for broker_id, broker in cluster.brokers.items()}
+    everything = "\n".join(logs.values())
+    tp = re.escape(f"{topic}-0")
+    controller = r"\[Controller id=\d+ epoch=\d+\] "
+    expected = [
+        # the controller made the partition, and later elected the out-of-sync replica
+        (
+            everything,
+            rf"INFO .*{controller}Changed partition {tp} from NewPartition to OnlinePartition "
+            rf"with state LeaderAndIsr\(leader={old}, leaderEpoch=0, isr=List\([\d, ]+\), "
+            r"leaderRecoveryState=RECOVERED, partitionEpoch=0\)",
+        ),
+        (
+            everything,
+            rf"WARNING .*{controller}No broker in ISR is alive for {tp}\. Elect leader {new} from "
+            rf"live brokers {new}\. There's potential data loss\.",
+        ),
+        # the new leader took over where its log ended, and took the old one back in the ISR
+        (
+            logs[new],
+            rf"\[Broker id={new}\] Leader {tp} with topic id Some\([\w-]{{22}}\) starts at leader "
+            r"epoch \d+ from offset 50 with partition epoch \d+, high watermark \d+, ISR "
+            rf"\[{new}\], adding replicas \[\] and removing replicas \[\] \. Previous leader "
+            r"(None|Some\(\d+\)) and previous leader epoch was -?\d+\.",
+        ),
+        (logs[new], rf"\[Partition {tp} broker={new}\] Expanding ISR from {new} to {new},{old}$"),
+        (
+            logs[new],
+            rf"\[Partition {tp} broker={new}\] ISR updated to {new},{old}  and version updated "
+            r"to \d+$",
+        ),
+        # the old leader followed it and cut what it alone had
+        (
+            logs[old],
+            rf"\[Broker id={old}\] Follower {tp} starts at leader epoch \d+ from offset 70 with "
+            rf"partition epoch \d+ and high watermark \d+\. Current leader is {new}\. Previous "
+            r"leader (None|Some\(\d+\)) and previous leader epoch was -?\d+\.",
+        ),
+        (
+            logs[old],
+            rf"\[ReplicaFetcher replicaId={old}, leaderId={new}, fetcherId=0\] Truncating "
+            rf"partition {tp} with TruncationState\(offset=50, completed=true\) due to leader "
+            r"epoch and offset EpochEndOffset\(errorCode=0, partition=0, leaderEpoch=\d+, "
+            r"endOffset=\d+\)",
+        ),
+        (logs[old], rf"\[UnifiedLog partition={tp}, dir=[^\]]+\] Truncating to offset 50$"),
+    ]
+    for text, pattern in expected:
+        assert re.search(pattern, text, re.M), pattern
+    # The ISR shrank when the follower died: by the leader (it stopped fetching) or by the
+    # controller (its broker was gone), whichever came first.
+    shrunk_by_leader = (
+        rf"\[Partition {tp} broker={old}\] Shrinking ISR from [\d,]+ to {old}\. Leader: "
+        r"\(highWatermark: \d+, endOffset: \d+\)\. Out of sync replicas: \(brokerId: "
+        rf"{new}, endOffset: -?\d+, lastCaughtUpTimeMs: \d+\)\."
+    )
+    shrunk_by_controller = (
+        rf"{controller}Partition {tp} state changed to \(Leader:{old},ISR:{old},"
+        r"LeaderRecoveryState:RECOVERED,LeaderEpoch:\d+,ZkVersion:\d+,ControllerEpoch:\d+\) "
+        rf"after removing replica {new} from the ISR as part of transition to OfflineReplica"
+    )
+    assert re.search(shrunk_by_leader, logs[old]) or re.search(shrunk_by_controller, everything)
 
 
 # -- two of three brokers down -----------------------------------------------------------------

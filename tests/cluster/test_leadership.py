@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -73,6 +75,21 @@ def test_controller_moves_when_it_dies(cluster):
         what="the new controller to elect a leader",
     )
     assert moved[1] > epoch and moved[3] == [new]
+    # The new controller logged both decisions as Kafka's partition state machine words them.
+    log = cluster.brokers[new].log_text()
+    state = r"with state LeaderAndIsr\(leader=\d+, leaderEpoch=0, isr=List\([\d, ]+\), "
+    assert re.search(
+        rf"\[Controller id={new} epoch=\d+\] Changed partition after-controller-0 from "
+        rf"NewPartition to OnlinePartition {state}leaderRecoveryState=RECOVERED, partitionEpoch=0\)",
+        log,
+    )
+    assert re.search(
+        rf"\[Controller id={new} epoch=\d+\] Changed partition after-controller-{partition} "
+        rf"from OfflinePartition to OnlinePartition with state LeaderAndIsr\(leader={new}, "
+        rf"leaderEpoch={moved[1]}, isr=List\({new}\), leaderRecoveryState=RECOVERED, "
+        r"partitionEpoch=\d+\)",
+        log,
+    )
     cluster.brokers[controller].start()
     cluster.brokers[leader].start()
     wait_for(
@@ -124,6 +141,20 @@ def test_unclean_leader_election(cluster):
         what="the unclean election",
     )
     assert got[3] == [follower]
+    # In the controller's words: no leader while both were down, then the unclean election.
+    logs = "\n".join(broker.log_text() for broker in cluster.brokers.values())
+    assert re.search(
+        r"ERROR .*\[Controller id=\d+ epoch=\d+\] Controller \d+ epoch \d+ failed to change "
+        r"state for partition unclean-0 from OfflinePartition to OnlinePartition: Failed to "
+        r"elect leader for partition unclean-0 under strategy "
+        r"OfflinePartitionLeaderElectionStrategy\(true\)",
+        logs,
+    )
+    assert re.search(
+        r"WARNING .*\[Controller id=\d+ epoch=\d+\] No broker in ISR is alive for unclean-0\. "
+        rf"Elect leader {follower} from live brokers {follower}\. There's potential data loss\.",
+        logs,
+    )
     cluster.brokers[leader].start()
     wait_for(
         lambda: sorted(metadata(observer.bootstrap_servers, topic)[2][0][3]) == sorted(replicas),
