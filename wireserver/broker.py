@@ -192,6 +192,7 @@ class Broker:
         )
         self.groups.start()
         self.metadata.topic_deleted.append(self.groups.drop_offsets_of_topic)
+        self.metadata.topic_deleted.append(self.metrics.forget_topic)
         self.txn = TransactionCoordinator(
             self,
             reactor=self.reactor,
