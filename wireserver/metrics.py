@@ -117,7 +117,10 @@ class BrokerMetrics:
     """One broker's meters. ``topic(name)`` gives a topic's; the broker-wide totals Kafka keeps
     in the same MBeans without a topic are summed at scrape time."""
 
-    def __init__(self) -> None:
+    def __init__(self, enabled: bool = True) -> None:
+        #: ``metrics.enable``: when False nothing per request is counted or timed (the
+        #: state-derived figures are still served)
+        self.enabled = enabled
         self.topics: dict[str, TopicMeters] = {}
         #: (request name, version) -> requests received (``RequestsPerSec``)
         self.requests: defaultdict[tuple[str, int], int] = defaultdict(int)

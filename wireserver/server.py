@@ -76,6 +76,8 @@ class KafkaConnection(protocol.Protocol):
         self.peer = "?"
         self.security = None
         self.writer: ResponseWriter | None = None
+        #: ``metrics.enable``: count and time each request (``_record``)
+        self.timed = services.metrics.enabled
 
     # -- connection lifecycle -------------------------------------------------------------
 
@@ -175,7 +177,7 @@ class KafkaConnection(protocol.Protocol):
             except Exception:  # noqa: BLE001 - a handler built a response that won't encode
                 self._failed(Failure(), slot)
                 return
-            if request.body is not None:
+            if self.timed and request.body is not None:
                 counts = self.services.metrics.errors
                 name = request.spec.name
                 for code in error_counts(response):
@@ -212,7 +214,7 @@ class KafkaConnection(protocol.Protocol):
         dequeued = time.perf_counter()
         if out:
             self.writer.write(out)
-        if sent:
+        if sent and self.timed:
             self._record(sent, dequeued, time.perf_counter())
         if self.paused and len(self.pending) < self.max_in_flight:
             self.paused = False

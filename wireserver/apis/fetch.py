@@ -274,8 +274,9 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
     topics: list = []
     by_topic: dict = {}
     moved = []  # (topic, partition, response entry) answered with a leader-moved error
-    count_meters = replica_id(ctx) < 0  # a follower's reads are replication, not BytesOut
     metrics = ctx.services.metrics
+    # a follower's reads are replication, not BytesOut
+    count_meters = metrics.enabled and replica_id(ctx) < 0
     known = ctx.services.logs.topics
     metered: set = set()
     for result in results:

@@ -161,7 +161,7 @@ def produce(ctx: RequestContext, refused: dict) -> HandlerResult:
             unknown_id = name is None
         # Kafka's BrokerTopicMetrics, kept for topics that exist (no meters made up by a
         # client naming topics at random)
-        meters = metrics.topic(name) if name in topics else None
+        meters = metrics.topic(name) if metrics.enabled and name in topics else None
         if meters is not None:
             meters.produce_requests += 1
         partitions = []
