@@ -71,6 +71,8 @@ class ControllerHost(DeletionHost, Protocol):
     brokers: dict[int, zd.BrokerInfo]
     topics: dict[str, zd.TopicAssignment]
     states: dict[tuple[str, int], zd.PartitionState]
+    #: unclean leader elections decided since this broker started
+    unclean_leader_elections: int
 
     def apply_state(self, tp: tuple[str, int], new: zd.PartitionState) -> None: ...
 
@@ -219,6 +221,7 @@ class Controller:
                 elif alive:
                     self._unclean(tp, alive[0], alive)
                     leader, isr = alive[0], [alive[0]]
+                    node.unclean_leader_elections += 1
                 else:
                     return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
                 new = replace(
@@ -367,6 +370,7 @@ class Controller:
             if alive and self._unclean_allowed(tp[0]):
                 self._unclean(tp, alive[0], alive)
                 leader, isr = alive[0], [alive[0]]
+                self.node.unclean_leader_elections += 1
             else:
                 if state.leader == -1:
                     return None
