@@ -57,6 +57,29 @@ _CONFIG_APIS = {33, 44}  # AlterConfigs, IncrementalAlterConfigs
 _BROKER, _TOPIC, _BROKER_LOGGER = 4, 2, 8  # ConfigResource.Type ids
 
 
+def timings_ms(
+    received: float,
+    started: float,
+    returned: float,
+    completed: float,
+    dequeued: float,
+    written: float,
+    throttle_ms: int = 0,
+) -> dict[str, float]:
+    """Kafka's request times (``RequestChannel.updateRequestMetrics``) in milliseconds from
+    ``time.perf_counter()`` readings: the read that brought the frame, the handler's start and
+    return, the response ready, its turn to be written, and written."""
+    return {
+        "totalTimeMs": (written - received) * 1000.0,
+        "requestQueueTimeMs": (started - received) * 1000.0,
+        "localTimeMs": (returned - started) * 1000.0,
+        "remoteTimeMs": max(0.0, completed - returned) * 1000.0,
+        "throttleTimeMs": throttle_ms,
+        "responseQueueTimeMs": max(0.0, dequeued - completed) * 1000.0,
+        "sendTimeMs": (written - dequeued) * 1000.0,
+    }
+
+
 def enabled() -> bool:
     """Whether ``log_completed`` would log anything (the logger is at DEBUG or below)."""
     return request_logger.isEnabledFor(logging.DEBUG)

@@ -226,6 +226,21 @@ def test_sensitive_config_values_are_hidden(caplog):
     assert "hunter" not in caplog.records[0].getMessage()
 
 
+def test_timings_are_kafkas_from_the_servers_clock_readings():
+    """The server's perf_counter readings (seconds) become Kafka's times in ms."""
+    times = request_log.timings_ms(10.0, 10.001, 10.003, 10.010, 10.012, 10.0125)
+    assert {name: round(value, 3) for name, value in times.items()} == {
+        "totalTimeMs": 12.5,
+        "requestQueueTimeMs": 1.0,
+        "localTimeMs": 2.0,
+        "remoteTimeMs": 7.0,
+        "throttleTimeMs": 0,
+        "responseQueueTimeMs": 2.0,
+        "sendTimeMs": 0.5,
+    }
+    assert list(times) == list(request_log.TIMING_NAMES)
+
+
 def test_off_means_one_cheap_check_and_nothing_logged(caplog):
     caplog.set_level(logging.INFO)  # the root at INFO: the request logger stays at WARNING
     assert not request_log.enabled()
