@@ -229,10 +229,11 @@ class ReplicaFetcher:
                     continue
                 if result.error_code != ErrorCode.NONE:
                     log.info(
-                        "OffsetForLeaderEpoch %s-%d from broker %d: %s",
+                        "%sRetrying leaderEpoch request for partition %s-%d as the leader "
+                        "reported an error: %s",
+                        self.log_prefix,
                         tp[0],
                         tp[1],
-                        self.leader_id,
                         ErrorCode(result.error_code).name,
                     )
                     continue

@@ -321,12 +321,13 @@ class ClusterNode:
             try:
                 data, stat = self.zk.get(zd.CONTROLLER_EPOCH)
                 epoch = int(data) + 1
-                self.zk.set(zd.CONTROLLER_EPOCH, str(epoch).encode(), version=stat.version)
+                stat = self.zk.set(zd.CONTROLLER_EPOCH, str(epoch).encode(), version=stat.version)
+                epoch_zk_version = stat.version
                 break
             except NoNodeError:
                 try:
                     self.zk.create(zd.CONTROLLER_EPOCH, b"1")
-                    epoch = 1
+                    epoch, epoch_zk_version = 1, 0
                     break
                 except NodeExistsError:
                     continue
@@ -336,7 +337,14 @@ class ClusterNode:
         # A new controller starts from what ZooKeeper holds now, not from the last broker list
         # a watch delivered (after a session loss that list may not even hold this broker).
         self._on_brokers(self.zk.get_children(zd.BROKER_IDS))
-        log.info("broker %d is the controller (controller epoch %d)", self.node_id, epoch)
+        log.info(
+            "[Controller id=%d] %d successfully elected as the controller. Epoch incremented to "
+            "%d and epoch zk version is now %d",
+            self.node_id,
+            self.node_id,
+            epoch,
+            epoch_zk_version,
+        )
         self.controller = Controller(self, epoch, self.broker.config, self.broker.logs)
         self.controller.start()
 
@@ -359,8 +367,17 @@ class ClusterNode:
         bounced = {
             b for b, z in czxids.items() if b in self.broker_czxids and self.broker_czxids[b] != z
         }
+        before = set(self.brokers)
         self.brokers, self.broker_czxids = brokers, czxids
-        log.info("live brokers: %s", sorted(brokers))
+        log.info(
+            "%sNewly added brokers: %s, deleted brokers: %s, bounced brokers: %s, all live "
+            "brokers: %s",
+            f"[Controller id={self.node_id}] " if self.controller is not None else "",
+            _ids(set(brokers) - before),
+            _ids(before - set(brokers)),
+            _ids(bounced),
+            _ids(brokers),
+        )
         for partition in self.broker.replicas.leading():  # a dead follower no longer holds
             partition.notify("low_watermark")  # DeleteRecords back
         if self.controller is not None:
@@ -755,3 +772,8 @@ class ClusterNode:
                 stat.version,
             )
         return True
+
+
+def _ids(brokers: Any) -> str:
+    """Broker ids as Kafka's controller lists them: sorted, comma-separated."""
+    return ",".join(str(b) for b in sorted(brokers))
