@@ -490,7 +490,11 @@ class OffsetManager:
                 group.offsets.pop(tp, None)
             expired_total += len(expired)
             if drop:
-                log.info("group %s expired: empty and no committed offsets left", group.group_id)
+                log.info(  # Kafka's words for an empty group whose last offsets expired
+                    "Group %s transitioned to Dead in generation %d",
+                    group.group_id,
+                    group.generation_id,
+                )
                 self.membership.drop_group(group)
         return expired_total
 
