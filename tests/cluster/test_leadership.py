@@ -77,6 +77,17 @@ def test_controller_moves_when_it_dies(cluster):
     assert moved[1] > epoch and moved[3] == [new]
     # The new controller logged both decisions as Kafka's partition state machine words them.
     log = cluster.brokers[new].log_text()
+    assert re.search(
+        rf"\[Controller id={new}\] {new} successfully elected as the controller\. Epoch "
+        r"incremented to \d+ and epoch zk version is now \d+",
+        log,
+    )
+    assert re.search(
+        rf"\[Controller id={new}\] Newly added brokers: [\d,]*, deleted brokers: [\d,]*, "
+        r"bounced brokers: [\d,]*, all live brokers: [\d,]+$",
+        log,
+        re.M,
+    )
     state = r"with state LeaderAndIsr\(leader=\d+, leaderEpoch=0, isr=List\([\d, ]+\), "
     assert re.search(
         rf"\[Controller id={new} epoch=\d+\] Changed partition after-controller-0 from "
