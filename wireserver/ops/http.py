@@ -1,0 +1,416 @@
+"""The operations HTTP listener (``metrics.listeners``): twisted.web on the broker's reactor.
+
+Endpoints (GET and HEAD; any other method is 405, any other path 404):
+
+- ``/metrics``: ``PrometheusExposition(host).render()`` in Prometheus' text format;
+- ``/``: the status page (``wireserver/ops/status.html``: one page, inline CSS and JS, which
+  fetches the JSON below every few seconds and redraws itself);
+- ``/api/cluster``, ``/api/topics``, ``/api/groups``, ``/api/transactions``: the dicts of
+  ``wireserver.ops.status`` as JSON; ``/api/`` lists them.
+
+Nothing served reads a record's key, value or headers.
+
+Bad input is answered and logged (logger ``wireserver.ops``, one line naming the peer) and
+the connection closed, on the reactor without waiting for the rest of the request: a request
+line or header that does not parse is 400, a request line over ``MAX_REQUEST_LINE`` bytes
+414, a header section over ``MAX_HEADER_BYTES`` bytes or ``MAX_HEADERS`` lines 431, a body on
+GET or HEAD, or any body over ``MAX_BODY_BYTES``, 413, and a request not complete within
+``REQUEST_TIMEOUT_S`` of the connection (or of the previous response) 408. twisted.web's
+own limits are looser (16 KiB per line, 500 headers, an idle timeout that every byte resets,
+so that a client sending a byte every few seconds is never dropped): these replace them.
+
+With ``metrics.basic.auth.users`` set, every request needs HTTP basic authentication with one
+of those users (compared in constant time); without it the answer is 401 with a
+``WWW-Authenticate`` challenge.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hmac
+import json
+import logging
+from importlib import resources as package_files
+from typing import TYPE_CHECKING, Any
+
+from twisted.web import http, resource, server
+
+from wireserver.config import METRICS_LISTENER_NAME
+from wireserver.ops import status
+from wireserver.ops.prometheus import CONTENT_TYPE, PrometheusExposition
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from wireserver.config import Listener
+    from wireserver.ops.host import OpsHost
+
+log = logging.getLogger("wireserver.ops")
+
+#: The longest request line (method, URI, version) accepted: longer is 414 URI Too Long.
+MAX_REQUEST_LINE = 8192
+#: The most bytes of request line and headers together: more is 431.
+MAX_HEADER_BYTES = 8192
+#: The most header lines: more is 431.
+MAX_HEADERS = 64
+#: No endpoint takes a body; a small one (on a method that is then refused) is read, a larger
+#: one is 413 Content Too Large.
+MAX_BODY_BYTES = 1024
+#: A request must be complete this long after the connection opened or the previous response
+#: was sent, else 408 Request Timeout.
+REQUEST_TIMEOUT_S = 10.0
+
+#: The JSON endpoints under /api/, each a function of the host.
+API: dict[str, Callable[[OpsHost], dict[str, Any]]] = {
+    "cluster": status.cluster_status,
+    "topics": status.topics_status,
+    "groups": status.groups_status,
+    "transactions": status.transactions_status,
+}
+
+REASONS = {
+    400: b"Bad Request",
+    408: b"Request Timeout",
+    413: b"Content Too Large",
+    414: b"URI Too Long",
+    431: b"Request Header Fields Too Large",
+}
+
+
+def _peer(transport: Any) -> str:
+    try:
+        address = transport.getPeer()
+        return f"{address.host}:{address.port}"
+    except Exception:  # noqa: BLE001 - a transport already gone
+        return "?"
+
+
+class OpsChannel(http.HTTPChannel):
+    """twisted.web's HTTP/1.1 channel with this listener's limits (see the module docstring).
+    Line lengths and counts are checked here before the parent parses a line; a rejected
+    request is answered at once and the channel reads nothing more."""
+
+    MAX_LENGTH = MAX_REQUEST_LINE  # LineReceiver: a longer line is lineLengthExceeded
+    # The parent's own limits stay above ours, so that ours answer first (with 431, not 400).
+    maxHeaders = MAX_HEADERS * 2
+    totalHeadersSize = MAX_HEADER_BYTES * 2
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._in_head = False
+        self._head_bytes = 0
+        self._head_lines = 0
+        self._rejected = False
+        self._deadline: Any = None
+
+    # -- the request deadline ---------------------------------------------------------------
+
+    def connectionMade(self) -> None:  # noqa: N802 - Twisted's name
+        super().connectionMade()
+        self.site.channels.add(self)
+        self._start_deadline()
+
+    def _start_deadline(self) -> None:
+        self._cancel_deadline()
+        self._deadline = self.callLater(REQUEST_TIMEOUT_S, self._too_slow)
+
+    def _cancel_deadline(self) -> None:
+        if self._deadline is not None and self._deadline.active():
+            self._deadline.cancel()
+        self._deadline = None
+
+    def _too_slow(self) -> None:
+        self._deadline = None
+        self._reject(408, f"no complete request within {REQUEST_TIMEOUT_S:g} s")
+
+    def allContentReceived(self) -> None:  # noqa: N802
+        self._cancel_deadline()
+        super().allContentReceived()
+
+    def requestDone(self, request: Any) -> None:  # noqa: N802
+        super().requestDone(request)
+        if self.persistent and not self._rejected:
+            self._start_deadline()
+
+    def connectionLost(self, reason: Any) -> None:  # noqa: N802
+        self._cancel_deadline()
+        self.site.channels.discard(self)
+        super().connectionLost(reason)
+
+    # -- limits ------------------------------------------------------------------------------
+
+    def dataReceived(self, data: bytes) -> None:  # noqa: N802
+        if not self._rejected:
+            super().dataReceived(data)
+
+    def lineReceived(self, line: bytes) -> None:  # noqa: N802
+        if self._rejected:
+            return
+        if not self._in_head:
+            if line:  # the request line (an empty line before it is tolerated)
+                self._in_head = True
+                self._head_bytes = len(line)
+                self._head_lines = 0
+        elif line:
+            self._head_bytes += len(line)
+            self._head_lines += 1
+            if self._head_bytes > MAX_HEADER_BYTES:
+                self._reject(431, f"header section over {MAX_HEADER_BYTES} bytes")
+                return
+            if self._head_lines > MAX_HEADERS:
+                self._reject(431, f"more than {MAX_HEADERS} header lines")
+                return
+        else:
+            self._in_head = False
+        super().lineReceived(line)
+
+    def lineLengthExceeded(self, line: bytes) -> None:  # noqa: N802
+        if self._in_head:
+            self._reject(431, f"a header line over {MAX_REQUEST_LINE} bytes")
+        else:
+            self._reject(414, f"a request line over {MAX_REQUEST_LINE} bytes")
+
+    def allHeadersReceived(self) -> None:  # noqa: N802
+        method = getattr(self, "_command", b"")
+        # self.length: the Content-Length, None for a chunked body, 0 for none.
+        if self.length is None or self.length > MAX_BODY_BYTES:
+            self._reject(413, f"a request body over {MAX_BODY_BYTES} bytes")
+            return
+        if self.length and method in (b"GET", b"HEAD"):
+            self._reject(413, f"a body on {method.decode('ascii', 'replace')}")
+            return
+        super().allHeadersReceived()
+
+    def _respondToBadRequestAndDisconnect(self) -> None:  # noqa: N802 - twisted.web's 400
+        self._reject(400, "malformed request")
+
+    def _reject(self, code: int, why: str) -> None:
+        """Answer ``code``, log it and close; everything the client sends later is dropped."""
+        if self._rejected:
+            return
+        self._rejected = True
+        self._cancel_deadline()
+        self.setTimeout(None)
+        log.warning("ops listener: %d %s from %s", code, why, _peer(self.transport))
+        reason = REASONS.get(code, b"Error")
+        self.transport.write(
+            b"HTTP/1.1 %d %s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n" % (code, reason)
+        )
+        self.transport.loseConnection()
+
+
+class OpsSite(server.Site):
+    """The listener's site: ``OpsChannel``s, basic authentication when users are set, and
+    request logging through stdlib logging (not twisted.web's access log file and its
+    once-a-second timer)."""
+
+    protocol = OpsChannel
+    displayTracebacks = False
+
+    def __init__(self, root: resource.Resource, reactor: Any, users: dict[str, str]):
+        # twisted.web's idle timeout stays as a backstop behind REQUEST_TIMEOUT_S.
+        super().__init__(root, timeout=REQUEST_TIMEOUT_S * 3, reactor=reactor)
+        #: the open connections, dropped when the listener stops
+        self.channels: set[OpsChannel] = set()
+        self.users = {
+            user.encode("utf-8"): password.encode("utf-8") for user, password in users.items()
+        }
+
+    def startFactory(self) -> None:  # noqa: N802
+        pass
+
+    def stopFactory(self) -> None:  # noqa: N802
+        pass
+
+    def log(self, request: Any) -> None:
+        log.debug(
+            "ops listener: %s %s %d from %s",
+            request.method.decode("ascii", "replace"),
+            request.uri.decode("ascii", "replace")[:200],
+            request.code,
+            _peer(request.transport),
+        )
+
+    def getResourceFor(self, request: Any) -> Any:  # noqa: N802
+        if self.users and not self._authenticated(request):
+            log.warning(
+                "ops listener: 401 for %s from %s",
+                request.uri.decode("ascii", "replace")[:200],
+                _peer(request.transport),
+            )
+            return Unauthorized()
+        return super().getResourceFor(request)
+
+    def _authenticated(self, request: Any) -> bool:
+        """Basic credentials of a configured user. Every user's password is compared (in
+        constant time), so the time taken does not tell which user names exist."""
+        header = request.getHeader(b"authorization") or b""
+        scheme, _, encoded = header.partition(b" ")
+        if scheme.lower() != b"basic":
+            return False
+        try:
+            decoded = base64.b64decode(encoded.strip(), validate=True)
+        except (binascii.Error, ValueError):
+            return False
+        user, sep, password = decoded.partition(b":")
+        if not sep:
+            return False
+        matched = False
+        for known_user, known_password in self.users.items():
+            same_user = hmac.compare_digest(user, known_user)
+            same_password = hmac.compare_digest(password, known_password)
+            matched |= same_user and same_password
+        return matched
+
+
+class Unauthorized(resource.Resource):
+    isLeaf = True
+
+    def render(self, request: Any) -> bytes:
+        request.setResponseCode(401)
+        request.setHeader(b"www-authenticate", b'Basic realm="wireserver", charset="UTF-8"')
+        request.setHeader(b"content-type", b"text/plain; charset=utf-8")
+        return b"authentication required\n"
+
+
+class _Leaf(resource.Resource):
+    """A resource with no children: ``/metrics/x`` is 404, as is ``/metrics/``."""
+
+    isLeaf = True
+
+    def render(self, request: Any) -> bytes:
+        if request.postpath:
+            return resource.NoResource().render(request)
+        return super().render(request)
+
+
+class MetricsResource(_Leaf):
+    def __init__(self, host: OpsHost):
+        super().__init__()
+        self.exposition = PrometheusExposition(host)
+
+    def render_GET(self, request: Any) -> bytes:  # noqa: N802
+        body = self.exposition.render()
+        request.setHeader(b"content-type", CONTENT_TYPE.encode("ascii"))
+        return body
+
+
+class JsonResource(_Leaf):
+    def __init__(self, host: OpsHost, build: Callable[[OpsHost], dict[str, Any]]):
+        super().__init__()
+        self.host = host
+        self.build = build
+
+    def render_GET(self, request: Any) -> bytes:  # noqa: N802
+        request.setHeader(b"content-type", b"application/json")
+        request.setHeader(b"cache-control", b"no-store")
+        return json.dumps(self.build(self.host), indent=1).encode("utf-8") + b"\n"
+
+
+class ApiIndex(_Leaf):
+    def render_GET(self, request: Any) -> bytes:  # noqa: N802
+        request.setHeader(b"content-type", b"application/json")
+        return json.dumps({"endpoints": [f"/api/{name}" for name in API]}).encode() + b"\n"
+
+
+class ApiDirectory(resource.Resource):
+    """``/api``: its children are the endpoints; itself it sends to ``/api/``."""
+
+    def render_GET(self, request: Any) -> bytes:  # noqa: N802
+        request.redirect(b"/api/")
+        return b""
+
+
+class StatusPage(resource.Resource):
+    """``/``: the page. Its children are the other endpoints."""
+
+    def __init__(self, page: bytes):
+        super().__init__()
+        self.page = page
+
+    def getChild(self, path: bytes, request: Any) -> resource.Resource:  # noqa: N802
+        if path == b"":
+            return self
+        return resource.NoResource()
+
+    def render_GET(self, request: Any) -> bytes:  # noqa: N802
+        if request.postpath not in ([], [b""]):
+            return resource.NoResource().render(request)
+        request.setHeader(b"content-type", b"text/html; charset=utf-8")
+        request.setHeader(b"cache-control", b"no-store")
+        # The page fetches only its own origin and runs only its own inline script.
+        request.setHeader(
+            b"content-security-policy",
+            b"default-src 'none'; connect-src 'self'; script-src 'unsafe-inline'; "
+            b"style-src 'unsafe-inline'; img-src data:",
+        )
+        return self.page
+
+
+def build_root(host: OpsHost) -> resource.Resource:
+    root = StatusPage(package_files.files("wireserver.ops").joinpath("status.html").read_bytes())
+    root.putChild(b"metrics", MetricsResource(host))
+    api = ApiDirectory()
+    api.putChild(b"", ApiIndex())
+    for name, build in API.items():
+        api.putChild(name.encode("ascii"), JsonResource(host, build))
+    root.putChild(b"api", api)
+    return root
+
+
+class OpsListener:
+    """The ``metrics.listeners`` of one broker: ``start`` binds them (after the Kafka
+    listeners), ``stop`` closes them and drops their connections; ``bound`` holds them with
+    their real ports and ``urls`` their addresses."""
+
+    def __init__(self, host: OpsHost):
+        self.host = host
+        self.ports: list[Any] = []
+        self.bound: list[Listener] = []
+        self.site: OpsSite | None = None
+
+    def start(self) -> None:
+        listeners = self.host.config.metrics_listeners
+        if not listeners:
+            return
+        reactor = self.host.reactor
+        self.site = OpsSite(build_root(self.host), reactor, self.host.config.metrics_users)
+        for listener in listeners:
+            factory: Any = self.site
+            if listener.security_protocol == "HTTPS":
+                from twisted.protocols.tls import TLSMemoryBIOFactory
+
+                from wireserver.security import tls
+
+                context = tls.ServerContextFactory(
+                    tls.server_context(self.host.config, METRICS_LISTENER_NAME)
+                )
+                factory = TLSMemoryBIOFactory(context, False, self.site, clock=reactor)
+            interface = "" if listener.host in ("", "0.0.0.0") else listener.host
+            port = reactor.listenTCP(listener.port, factory, interface=interface)
+            self.ports.append(port)
+            self.bound.append(listener.with_port(port.getHost().port))
+        for url in self.urls:
+            log.info("operations listener at %s (status page /, /metrics, /api/)", url)
+
+    @property
+    def urls(self) -> list[str]:
+        """``http://127.0.0.1:9404`` and the like, one per bound listener."""
+        urls = []
+        for listener in self.bound:
+            host = "127.0.0.1" if listener.host in ("", "0.0.0.0") else listener.host
+            host = f"[{host}]" if ":" in host else host
+            urls.append(f"{listener.security_protocol.lower()}://{host}:{listener.port}")
+        return urls
+
+    def stop(self) -> Any:
+        """Stop listening and drop open connections; a Deferred that fires once the ports
+        are closed."""
+        from twisted.internet import defer
+
+        ports, self.ports = self.ports, []
+        closing = [defer.maybeDeferred(port.stopListening) for port in ports]
+        for channel in list(self.site.channels if self.site is not None else ()):
+            channel.transport.abortConnection()
+        return defer.gatherResults(closing)
