@@ -31,6 +31,7 @@ import binascii
 import hmac
 import json
 import logging
+from functools import partial
 from importlib import resources as package_files
 from typing import TYPE_CHECKING, Any
 
@@ -264,79 +265,85 @@ class OpsSite(server.Site):
         return matched
 
 
+def _plain(request: Any, code: int, text: str) -> bytes:
+    request.setResponseCode(code)
+    request.setHeader(b"content-type", b"text/plain; charset=utf-8")
+    return text.encode("utf-8") + b"\n"
+
+
 class Unauthorized(resource.Resource):
     isLeaf = True
 
     def render(self, request: Any) -> bytes:
-        request.setResponseCode(401)
         request.setHeader(b"www-authenticate", b'Basic realm="wireserver", charset="UTF-8"')
-        request.setHeader(b"content-type", b"text/plain; charset=utf-8")
-        return b"authentication required\n"
+        return _plain(request, 401, "authentication required")
 
 
-class _Leaf(resource.Resource):
-    """A resource with no children: ``/metrics/x`` is 404, as is ``/metrics/``."""
+class NotFound(resource.Resource):
+    isLeaf = True
+
+    def render(self, request: Any) -> bytes:
+        return _plain(request, 404, "not found")
+
+
+class Endpoint(resource.Resource):
+    """One path, no children (``/metrics/x`` and ``/metrics/`` are 404), GET and HEAD only
+    (twisted.web answers HEAD from ``get`` without the body); anything else is 405."""
 
     isLeaf = True
 
     def render(self, request: Any) -> bytes:
         if request.postpath:
-            return resource.NoResource().render(request)
-        return super().render(request)
+            return NotFound().render(request)
+        if request.method not in (b"GET", b"HEAD"):
+            request.setHeader(b"allow", b"GET, HEAD")
+            return _plain(request, 405, "method not allowed")
+        return self.get(request)
+
+    def get(self, request: Any) -> bytes:
+        raise NotImplementedError
 
 
-class MetricsResource(_Leaf):
+class MetricsResource(Endpoint):
     def __init__(self, host: OpsHost):
         super().__init__()
         self.exposition = PrometheusExposition(host)
 
-    def render_GET(self, request: Any) -> bytes:  # noqa: N802
+    def get(self, request: Any) -> bytes:
         body = self.exposition.render()
         request.setHeader(b"content-type", CONTENT_TYPE.encode("ascii"))
         return body
 
 
-class JsonResource(_Leaf):
-    def __init__(self, host: OpsHost, build: Callable[[OpsHost], dict[str, Any]]):
+class JsonResource(Endpoint):
+    def __init__(self, build: Callable[[], dict[str, Any]]):
         super().__init__()
-        self.host = host
         self.build = build
 
-    def render_GET(self, request: Any) -> bytes:  # noqa: N802
+    def get(self, request: Any) -> bytes:
         request.setHeader(b"content-type", b"application/json")
         request.setHeader(b"cache-control", b"no-store")
-        return json.dumps(self.build(self.host), indent=1).encode("utf-8") + b"\n"
+        return json.dumps(self.build(), indent=1).encode("utf-8") + b"\n"
 
 
-class ApiIndex(_Leaf):
-    def render_GET(self, request: Any) -> bytes:  # noqa: N802
-        request.setHeader(b"content-type", b"application/json")
-        return json.dumps({"endpoints": [f"/api/{name}" for name in API]}).encode() + b"\n"
+class Redirect(Endpoint):
+    def __init__(self, location: bytes):
+        super().__init__()
+        self.location = location
 
-
-class ApiDirectory(resource.Resource):
-    """``/api``: its children are the endpoints; itself it sends to ``/api/``."""
-
-    def render_GET(self, request: Any) -> bytes:  # noqa: N802
-        request.redirect(b"/api/")
+    def get(self, request: Any) -> bytes:
+        request.redirect(self.location)
         return b""
 
 
-class StatusPage(resource.Resource):
-    """``/``: the page. Its children are the other endpoints."""
+class StatusPage(Endpoint):
+    """``/``: the page."""
 
     def __init__(self, page: bytes):
         super().__init__()
         self.page = page
 
-    def getChild(self, path: bytes, request: Any) -> resource.Resource:  # noqa: N802
-        if path == b"":
-            return self
-        return resource.NoResource()
-
-    def render_GET(self, request: Any) -> bytes:  # noqa: N802
-        if request.postpath not in ([], [b""]):
-            return resource.NoResource().render(request)
+    def get(self, request: Any) -> bytes:
         request.setHeader(b"content-type", b"text/html; charset=utf-8")
         request.setHeader(b"cache-control", b"no-store")
         # The page fetches only its own origin and runs only its own inline script.
@@ -348,15 +355,29 @@ class StatusPage(resource.Resource):
         return self.page
 
 
-def build_root(host: OpsHost) -> resource.Resource:
-    root = StatusPage(package_files.files("wireserver.ops").joinpath("status.html").read_bytes())
-    root.putChild(b"metrics", MetricsResource(host))
-    api = ApiDirectory()
-    api.putChild(b"", ApiIndex())
-    for name, build in API.items():
-        api.putChild(name.encode("ascii"), JsonResource(host, build))
-    root.putChild(b"api", api)
-    return root
+class Paths(resource.Resource):
+    """The path table: ``/``, ``/metrics``, ``/api`` (to ``/api/``), ``/api/`` and each
+    ``/api/<name>``; any other path is 404."""
+
+    def __init__(self, host: OpsHost):
+        super().__init__()
+        page = package_files.files("wireserver.ops").joinpath("status.html").read_bytes()
+        index = {"endpoints": [f"/api/{name}" for name in API]}
+        self.paths: dict[tuple[bytes, ...], resource.Resource] = {
+            (b"",): StatusPage(page),
+            (b"metrics",): MetricsResource(host),
+            (b"api",): Redirect(b"/api/"),
+            (b"api", b""): JsonResource(lambda: index),
+        }
+        for name, build in API.items():
+            self.paths[(b"api", name.encode("ascii"))] = JsonResource(partial(build, host))
+
+    def getChildWithDefault(self, path: bytes, request: Any) -> resource.Resource:  # noqa: N802
+        # Take the whole path at once: the table has no wildcards.
+        segments = (path, *request.postpath)
+        request.prepath.extend(request.postpath)
+        request.postpath = []
+        return self.paths.get(segments, NotFound())
 
 
 class OpsListener:
@@ -375,7 +396,7 @@ class OpsListener:
         if not listeners:
             return
         reactor = self.host.reactor
-        self.site = OpsSite(build_root(self.host), reactor, self.host.config.metrics_users)
+        self.site = OpsSite(Paths(self.host), reactor, self.host.config.metrics_users)
         for listener in listeners:
             factory: Any = self.site
             if listener.security_protocol == "HTTPS":
