@@ -104,6 +104,8 @@ class OpsChannel(http.HTTPChannel):
         self._head_lines = 0
         self._rejected = False
         self._deadline: Any = None
+        self._served = 0  # requests received whole on this connection
+        self._started_next = False  # bytes of a request not yet whole
 
     # -- the request deadline ---------------------------------------------------------------
 
@@ -123,10 +125,16 @@ class OpsChannel(http.HTTPChannel):
 
     def _too_slow(self) -> None:
         self._deadline = None
-        self._reject(408, f"no complete request within {REQUEST_TIMEOUT_S:g} s")
+        # A kept-alive connection that has been quiet since its last answer is closed as
+        # browsers expect (they keep idle connections open); only a request begun and not
+        # finished, or a connection never used, is a client worth a warning.
+        idle = self._served > 0 and not self._started_next
+        self._reject(408, f"no complete request within {REQUEST_TIMEOUT_S:g} s", quiet=idle)
 
     def allContentReceived(self) -> None:  # noqa: N802
         self._cancel_deadline()
+        self._served += 1
+        self._started_next = False
         super().allContentReceived()
 
     def requestDone(self, request: Any) -> None:  # noqa: N802
@@ -143,6 +151,7 @@ class OpsChannel(http.HTTPChannel):
 
     def dataReceived(self, data: bytes) -> None:  # noqa: N802
         if not self._rejected:
+            self._started_next = True
             super().dataReceived(data)
 
     def lineReceived(self, line: bytes) -> None:  # noqa: N802
@@ -186,14 +195,20 @@ class OpsChannel(http.HTTPChannel):
     def _respondToBadRequestAndDisconnect(self) -> None:  # noqa: N802 - twisted.web's 400
         self._reject(400, "malformed request")
 
-    def _reject(self, code: int, why: str) -> None:
+    def _reject(self, code: int, why: str, quiet: bool = False) -> None:
         """Answer ``code``, log it and close; everything the client sends later is dropped."""
         if self._rejected:
             return
         self._rejected = True
         self._cancel_deadline()
         self.setTimeout(None)
-        log.warning("ops listener: %d %s from %s", code, why, _peer(self.transport))
+        log.log(
+            logging.DEBUG if quiet else logging.WARNING,
+            "ops listener: %d %s from %s",
+            code,
+            why,
+            _peer(self.transport),
+        )
         reason = REASONS.get(code, b"Error")
         self.transport.write(
             b"HTTP/1.1 %d %s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n" % (code, reason)
