@@ -21,6 +21,8 @@ pytestmark = pytest.mark.integration
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 TOPIC = "page-rf3"
+#: One replica per partition, spread over the three brokers.
+SINGLE = "page-rf1"
 
 
 def artifacts_dir() -> Path:
@@ -48,9 +50,13 @@ def cluster(zookeeper):  # noqa: F811 - the fixture imported above
         instance.close()
 
 
-def fully_replicated(url: str) -> bool:
+def partitions_of(url: str, topic: str) -> list[dict]:
     topics = get_json(url, "/api/topics")["topics"]
-    partitions = [p for t in topics if t["name"] == TOPIC for p in t["partitions"]]
+    return [p for t in topics if t["name"] == topic for p in t["partitions"]]
+
+
+def fully_replicated(url: str) -> bool:
+    partitions = partitions_of(url, TOPIC)
     return len(partitions) == 3 and all(len(p["isr"]) == 3 for p in partitions)
 
 
@@ -66,12 +72,20 @@ def test_the_page_shows_under_replicated_partitions_after_a_broker_is_killed(
     cluster, chromium_binary, request
 ):
     cluster.brokers[1].create_topic(TOPIC, partitions=3, replication_factor=3)
+    cluster.brokers[1].create_topic(SINGLE, partitions=3, replication_factor=1)
     viewer = cluster.brokers[2]
     wait_for(lambda: fully_replicated(viewer.ops_url), 60, what="ISR of 3 everywhere")
     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
     for i in range(5):
         producer.send(TOPIC, b"record-%d" % i, partition=0).get(timeout=30)
     producer.close()
+    single = partitions_of(viewer.ops_url, SINGLE)
+    assert sorted(p["replicas"][0] for p in single) == [1, 2, 3]
+    for partition in single:  # offsets where broker 2 holds the replica, null elsewhere
+        here = partition["replicas"] == [2]
+        assert partition["hosted_here"] is here
+        assert (partition["high_watermark"] == 0) if here else (partition["high_watermark"] is None)
+        assert (partition["size_bytes"] is None) is not here
     out = artifacts_dir()
     before, after = out / f"{request.node.name}-before.png", out / f"{request.node.name}-after.png"
     for stale in (before, after):
@@ -120,9 +134,33 @@ def test_the_page_shows_under_replicated_partitions_after_a_broker_is_killed(
             "broker 3 listed as dead",
         )
         assert dead == ["3"]
+        # The single-replica partition on broker 3 has no leader left: offline, in red.
+        (on_three,) = [p["partition"] for p in single if p["replicas"] == [3]]
+        offline = browser.evaluate(
+            f"""document.querySelector('#partitions tr[data-topic="{SINGLE}"]'"""
+            f"""+ '[data-partition="{on_three}"]').className"""
+        )
+        assert "offline" in offline.split(), offline
+        assert int(browser.evaluate("document.getElementById('offline-count').textContent")) >= 1
         # Redrawn by its own script, not reloaded.
         assert browser.evaluate("Number(document.body.dataset.refreshes) > window.beforeKill")
         browser.screenshot(str(after))
+
+    # Every live broker tells the same story of the cluster.
+    seen = [get_json(cluster.brokers[i].ops_url, "/api/cluster") for i in (1, 2)]
+    for view in seen:
+        assert [(b["id"], b["alive"]) for b in view["brokers"]] == [
+            (1, True),
+            (2, True),
+            (3, False),
+        ]
+        assert view["controller_id"] == seen[0]["controller_id"] in (1, 2)
+        assert view["clustered"] is True
+    for i in (1, 2):
+        (gone,) = [
+            p for p in partitions_of(cluster.brokers[i].ops_url, SINGLE) if p["replicas"] == [3]
+        ]
+        assert gone["leader"] == -1 and gone["offline"] and gone["offline_replicas"] == [3]
 
     for shot in (before, after):
         data = shot.read_bytes()
