@@ -35,7 +35,7 @@ from wireserver.heap import release_free_heap
 from wireserver.log_cleaner import LogCleaner
 from wireserver.metadata import LocalMetadata
 from wireserver.metrics import BrokerMetrics
-from wireserver.ops.http import OpsListener
+from wireserver.ops.listener import OpsListener
 from wireserver.producer_ids import ProducerIdManager
 from wireserver.protocol.served import SERVED
 from wireserver.purgatory import Purgatory
