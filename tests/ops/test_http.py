@@ -71,12 +71,15 @@ def test_a_subprocess_broker_names_its_listener_before_the_ready_line():
 
 
 def test_metrics_answers_prometheus_text(broker):
+    from prometheus_client.parser import text_string_to_metric_families
+
     from wireserver.ops.prometheus import CONTENT_TYPE
 
     reply = get(broker.ops_url, "/metrics")
     assert reply.status == 200
     assert reply.headers["content-type"] == CONTENT_TYPE
-    reply.body.decode("utf-8")  # the text format is UTF-8
+    # Whatever it holds parses as the text format (the parser raises on anything else).
+    list(text_string_to_metric_families(reply.body.decode("utf-8")))
 
 
 def test_the_status_page_is_one_self_contained_html_page(broker):
@@ -87,6 +90,7 @@ def test_the_status_page_is_one_self_contained_html_page(broker):
     assert "<script>" in page and "<style>" in page
     assert "src=" not in page and "<link" not in page, "nothing loaded from elsewhere"
     assert "connect-src 'self'" in reply.headers["content-security-policy"]
+    assert reply.headers["x-content-type-options"] == "nosniff"
 
 
 def test_api_lists_its_endpoints_and_answers_json(broker):

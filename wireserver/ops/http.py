@@ -306,6 +306,7 @@ class Endpoint(resource.Resource):
     isLeaf = True
 
     def render(self, request: Any) -> bytes:
+        request.setHeader(b"x-content-type-options", b"nosniff")
         if request.postpath:
             return NotFound().render(request)
         if request.method not in (b"GET", b"HEAD"):
@@ -363,7 +364,7 @@ class StatusPage(Endpoint):
         request.setHeader(
             b"content-security-policy",
             b"default-src 'none'; connect-src 'self'; script-src 'unsafe-inline'; "
-            b"style-src 'unsafe-inline'; img-src data:",
+            b"style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'",
         )
         return self.page
 
