@@ -29,7 +29,7 @@ def channel_on(clock: task.Clock):
 
 def test_a_trickling_request_is_answered_408_when_the_deadline_passes():
     clock = task.Clock()
-    site, channel, transport = channel_on(clock)
+    _, channel, transport = channel_on(clock)
     request = b"GET / HTTP/1.1\r\nX-Slow: " + b"s" * 100
     step = REQUEST_TIMEOUT_S / len(request) * 0.999
     for byte in request:  # one byte per step: it would never finish in time
