@@ -101,7 +101,7 @@ class Broker:
         self.advertised: list[Listener] = []
         self.purgatory = Purgatory(reactor)
         #: what is counted and timed as the broker serves (``wireserver.ops`` exports it)
-        self.metrics = BrokerMetrics()
+        self.metrics = BrokerMetrics(enabled=config["metrics.enable"])
         # Cluster mode (``zookeeper.connect`` set): a wireserver.cluster.node.ClusterNode, this
         # broker's part in the ZooKeeper cluster (everything else asks ``metadata``).
         self.cluster: Any = None
@@ -195,6 +195,7 @@ class Broker:
         )
         self.groups.start()
         self.metadata.topic_deleted.append(self.groups.drop_offsets_of_topic)
+        self.metadata.topic_deleted.append(self.metrics.forget_topic)
         self.txn = TransactionCoordinator(
             self,
             reactor=self.reactor,

@@ -291,6 +291,14 @@ _BROKER_ONLY = [
         "Requests in flight per broker before it stops reading from sockets.",
         at_least(1),
     ),
+    _key(
+        "metrics.enable",
+        "boolean",
+        True,
+        "wireserver's own key: keep Kafka's meters (request times and counts, topic byte and "
+        "message rates, errors) for /metrics and the status page. false stops counting and "
+        "timing requests, to measure what that costs (benchmarks.metrics_cost).",
+    ),
     _key("connections.max.idle.ms", "long", 600000, "Idle connections are closed after this long."),
     _key(
         "num.network.threads",

@@ -15,6 +15,10 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
+from collections.abc import Iterator
+from typing import Any
+
+from wireserver.protocol.errors import ErrorCode
 
 #: Kafka's RequestMetrics histograms, by the MBean name the JMX exporter lower-cases.
 REQUEST_TIMES = (
@@ -99,15 +103,24 @@ class TopicMeters:
     )
 
     def __init__(self) -> None:
-        for name in self.__slots__:
-            setattr(self, name, 0)
+        self.messages_in = 0
+        self.bytes_in = 0
+        self.bytes_out = 0
+        self.bytes_rejected = 0
+        self.produce_requests = 0
+        self.fetch_requests = 0
+        self.failed_produce_requests = 0
+        self.failed_fetch_requests = 0
 
 
 class BrokerMetrics:
     """One broker's meters. ``topic(name)`` gives a topic's; the broker-wide totals Kafka keeps
     in the same MBeans without a topic are summed at scrape time."""
 
-    def __init__(self) -> None:
+    def __init__(self, enabled: bool = True) -> None:
+        #: ``metrics.enable``: when False nothing per request is counted or timed (the
+        #: state-derived figures are still served)
+        self.enabled = enabled
         self.topics: dict[str, TopicMeters] = {}
         #: (request name, version) -> requests received (``RequestsPerSec``)
         self.requests: defaultdict[tuple[str, int], int] = defaultdict(int)
@@ -115,13 +128,8 @@ class BrokerMetrics:
         self.errors: defaultdict[tuple[str, str], int] = defaultdict(int)
         #: (histogram name, request name) -> Histogram
         self.times: dict[tuple[str, str], Histogram] = {}
-        self.isr_shrinks = 0
-        self.isr_expands = 0
-        self.unclean_leader_elections = 0
-        self.leader_elections = 0
-        #: listener name -> failed / successful authentications
+        #: listener name -> failed SASL authentications
         self.failed_authentications: defaultdict[str, int] = defaultdict(int)
-        self.successful_authentications: defaultdict[str, int] = defaultdict(int)
         #: listener name -> connections accepted since start
         self.connections_created: defaultdict[str, int] = defaultdict(int)
 
@@ -160,3 +168,43 @@ class BrokerMetrics:
             if histogram is None:
                 histogram = times[(name, request)] = Histogram()
             histogram.record(value, now)
+
+
+#: struct id -> (has an ``error_code`` field, names of the struct fields that hold one below)
+_ERROR_PLANS: dict[int, tuple[bool, tuple[str, ...]]] = {}
+#: error code -> Kafka's name of it, as ``ErrorsPerSec``'s ``error`` label writes it
+_ERROR_NAMES: dict[int, str] = {code.value: code.name for code in ErrorCode}
+
+
+def _error_plan(struct: Any) -> tuple[bool, tuple[str, ...]]:
+    plan = _ERROR_PLANS.get(id(struct))
+    if plan is None:
+        nested = []
+        for field in struct._fields:
+            if (field.is_struct() or field.is_struct_array()) and any(_error_plan(field)):
+                nested.append(field.name)
+        has_code = "error_code" in struct.fields
+        plan = _ERROR_PLANS[id(struct)] = (has_code, tuple(nested))
+    return plan
+
+
+def error_counts(response: Any) -> Iterator[str]:
+    """The names of the error codes a response carries, one per ``error_code`` field at any
+    depth (Kafka's ``AbstractResponse.errorCounts``, NONE included), found through a plan per
+    message structure made once."""
+    struct = getattr(response, "_struct", None)
+    if struct is None:
+        return
+    has_code, nested = _error_plan(struct)
+    if has_code:
+        code = response.error_code
+        yield _ERROR_NAMES.get(code, "UNKNOWN_SERVER_ERROR")
+    for name in nested:
+        value = getattr(response, name)
+        if value is None:
+            continue
+        if isinstance(value, list):
+            for item in value:
+                yield from error_counts(item)
+        else:
+            yield from error_counts(value)

@@ -39,6 +39,16 @@ class Purgatory:
     def waiting(self, key: Hashable) -> int:
         return len(self._watchers.get(key, ()))
 
+    def sizes(self) -> dict[Any, int]:
+        """Waiting operations per key kind (the first item of a tuple key: ``"append"`` for
+        fetches, ``"hw"`` for acks=all produces...), each counted once however many keys it
+        watches: Kafka's purgatory sizes."""
+        seen: dict[Any, set[_Watch]] = {}
+        for key, watches in self._watchers.items():
+            kind = key[0] if isinstance(key, tuple) and key else key
+            seen.setdefault(kind, set()).update(watches)
+        return {kind: len(watches) for kind, watches in seen.items()}
+
     def _forget(self, watch: _Watch) -> None:
         for key in watch.keys:
             watchers = self._watchers.get(key)

@@ -7,12 +7,18 @@ acks=0 takes its place in the queue and writes nothing.
 
 A frame that does not decode, or an API/version we don't serve, closes that connection only
 (as Kafka does) and is logged with the peer's address.
+
+Each request is timed as Kafka's ``RequestMetrics`` time it (``wireserver.metrics``): queue
+time from the read that brought its frame to its dispatch, local time in the handler, remote
+time waiting on a Deferred (the purgatory, replication, another broker), response-queue time
+waiting behind earlier responses, send time in the write.
 """
 
 from __future__ import annotations
 
 import collections
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer, protocol
@@ -21,9 +27,15 @@ from twisted.python.failure import Failure
 from wireserver.apis import handler_for
 from wireserver.context import RequestContext
 from wireserver.heap import after_response
+from wireserver.metrics import error_counts
 from wireserver.protocol.errors import DecodeError, UnsupportedApi
 from wireserver.protocol.framing import FrameDecoder
-from wireserver.protocol.messages import Request, decode_request, encode_response_chunks
+from wireserver.protocol.messages import (
+    FETCH_KEY,
+    Request,
+    decode_request,
+    encode_response_chunks,
+)
 from wireserver.security import connection as security_hooks
 from wireserver.zero_copy import ResponseWriter, close_chunks, supports_sendfile
 
@@ -38,12 +50,16 @@ NO_RESPONSE = None
 class _Slot:
     """One request's place in its connection's response queue."""
 
-    __slots__ = ("request", "done", "data")
+    __slots__ = ("request", "done", "data", "received", "started", "returned", "completed")
 
-    def __init__(self, request: Request):
+    def __init__(self, request: Request, received: float):
         self.request = request
         self.done = False
         self.data: list[bytes] | None = None
+        #: ``time.perf_counter()`` readings: the read that brought the frame, the handler's
+        #: start and return, the response ready to go
+        self.received = received
+        self.started = self.returned = self.completed = received
 
 
 class KafkaConnection(protocol.Protocol):
@@ -60,6 +76,8 @@ class KafkaConnection(protocol.Protocol):
         self.peer = "?"
         self.security = None
         self.writer: ResponseWriter | None = None
+        #: ``metrics.enable``: count and time each request (``_record``)
+        self.timed = services.metrics.enabled
 
     # -- connection lifecycle -------------------------------------------------------------
 
@@ -76,6 +94,7 @@ class KafkaConnection(protocol.Protocol):
                 self.listener_name, getattr(peer, "host", "*")
             )
         self.services.connections.add(self)
+        self.services.metrics.connections_created[self.listener_name] += 1
 
     def connectionLost(self, reason: Failure = protocol.connectionDone) -> None:
         self.closed = True
@@ -96,6 +115,7 @@ class KafkaConnection(protocol.Protocol):
     def dataReceived(self, data: bytes) -> None:
         if self.closed:
             return
+        received = time.perf_counter()
         try:
             frames = self.decoder.feed(data)
         except DecodeError as exc:
@@ -118,13 +138,13 @@ class KafkaConnection(protocol.Protocol):
             except DecodeError as exc:
                 self.close(f"malformed request: {exc}")
                 return
-            self._dispatch(request)
+            self._dispatch(request, received)
         if len(self.pending) >= self.max_in_flight and not self.paused:
             self.paused = True
             self.transport.pauseProducing()
 
-    def _dispatch(self, request: Request) -> None:
-        slot = _Slot(request)
+    def _dispatch(self, request: Request, received: float) -> None:
+        slot = _Slot(request, received)
         self.pending.append(slot)
         ctx = RequestContext(
             request=request,
@@ -135,7 +155,9 @@ class KafkaConnection(protocol.Protocol):
             zero_copy=self.writer.zero_copy,
         )
         handler = handler_for(request.spec)
+        slot.started = time.perf_counter()
         result = defer.maybeDeferred(handler, ctx)
+        slot.returned = time.perf_counter()
         result.addCallbacks(
             self._completed, self._failed, callbackArgs=(slot,), errbackArgs=(slot,)
         )
@@ -155,6 +177,12 @@ class KafkaConnection(protocol.Protocol):
             except Exception:  # noqa: BLE001 - a handler built a response that won't encode
                 self._failed(Failure(), slot)
                 return
+            if self.timed and request.body is not None:
+                counts = self.services.metrics.errors
+                name = request.spec.name
+                for code in error_counts(response):
+                    counts[(name, code)] += 1
+        slot.completed = time.perf_counter()
         after_response(request.header.api_key, request.header.api_version, self.services.reactor)
         slot.done = True
         self._flush()
@@ -177,15 +205,59 @@ class KafkaConnection(protocol.Protocol):
 
     def _flush(self) -> None:
         out = []
+        sent = []
         while self.pending and self.pending[0].done:
             slot = self.pending.popleft()
+            sent.append(slot)
             if slot.data is not None:
                 out.extend(slot.data)
+        dequeued = time.perf_counter()
         if out:
             self.writer.write(out)
+        if sent and self.timed:
+            self._record(sent, dequeued, time.perf_counter())
         if self.paused and len(self.pending) < self.max_in_flight:
             self.paused = False
             self.transport.resumeProducing()
+
+    def _record(self, sent: list[_Slot], dequeued: float, written: float) -> None:
+        """Kafka's RequestMetrics of requests whose responses just went out (in ms); a fetch
+        counts as ``Fetch`` and as ``FetchConsumer`` or ``FetchFollower``."""
+        metrics = self.services.metrics
+        requests = metrics.requests
+        record = metrics.request_times
+        send_ms = (written - dequeued) * 1000.0
+        for slot in sent:
+            request = slot.request
+            name = request.spec.name
+            requests[(name, request.api_version)] += 1
+            queue = (slot.started - slot.received) * 1000.0
+            local = (slot.returned - slot.started) * 1000.0
+            remote = max(0.0, slot.completed - slot.returned) * 1000.0
+            response_queue = max(0.0, dequeued - slot.completed) * 1000.0
+            total = (written - slot.received) * 1000.0
+            record(name, written, total, queue, local, remote, response_queue, send_ms)
+            if request.header.api_key == FETCH_KEY:
+                body = request.body
+                follower = body is not None and fetch_replica_id(body, request.api_version) >= 0
+                record(
+                    "FetchFollower" if follower else "FetchConsumer",
+                    written,
+                    total,
+                    queue,
+                    local,
+                    remote,
+                    response_queue,
+                    send_ms,
+                )
+
+
+def fetch_replica_id(body: Any, version: int) -> int:
+    """The replica id of a Fetch (in ``replica_state`` from v15): >= 0 from a follower."""
+    if version >= 15:
+        state = getattr(body, "replica_state", None)
+        return state.replica_id if state is not None else -1
+    return body.replica_id
 
 
 class KafkaServerFactory(protocol.Factory):

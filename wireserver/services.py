@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from wireserver.groups.configs import GroupConfigs
     from wireserver.groups.coordinator import GroupCoordinator
     from wireserver.metadata import LocalMetadata
+    from wireserver.metrics import BrokerMetrics
     from wireserver.producer_ids import ProducerIdManager
     from wireserver.protocol.registry import ApiRegistry
     from wireserver.purgatory import Purgatory
@@ -48,6 +49,8 @@ class Services(Protocol):
     txn: TransactionCoordinator
     producer_ids: ProducerIdManager
     security: SecurityManager
+    #: the counters and timings Kafka's MBeans hold (``wireserver.metrics``)
+    metrics: BrokerMetrics
     #: the open client connections (``wireserver.server``), which the broker drops on stop
     connections: set[Any]
 

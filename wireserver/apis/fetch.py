@@ -274,8 +274,22 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
     topics: list = []
     by_topic: dict = {}
     moved = []  # (topic, partition, response entry) answered with a leader-moved error
+    metrics = ctx.services.metrics
+    # a follower's reads are replication, not BytesOut
+    count_meters = metrics.enabled and replica_id(ctx) < 0
+    known = ctx.services.logs.topics
+    metered: set = set()
     for result in results:
         cached = result.cached
+        if count_meters and cached.topic in known:
+            meters = metrics.topic(cached.topic)
+            if cached.topic not in metered:
+                metered.add(cached.topic)
+                meters.fetch_requests += 1
+            if result.records:
+                meters.bytes_out += len(result.records)
+            if result.error != ErrorCode.NONE:
+                meters.failed_fetch_requests += 1
         changed = (
             result.records
             or result.error != ErrorCode.NONE

@@ -55,6 +55,8 @@ VALID_ACKS = (-1, 0, 1)
 IMPLICIT_ADD = 12
 #: From Produce v11 a partition outside the transaction is TRANSACTION_ABORTABLE (KIP-890).
 ABORTABLE = 11
+#: Errors whose batch counts in BytesRejectedPerSec, as Kafka's.
+TOO_LARGE = (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE)
 
 
 def produce_partition(ctx, topic: str, partition: int, records, acks: int):
@@ -149,12 +151,19 @@ def produce(ctx: RequestContext, refused: dict) -> HandlerResult:
     txn_denied = checks.produce_transactional_id(ctx)
     replicating = []  # acks=-1: (topic, partition, last offset, response entry)
     moved = []  # NOT_LEADER_OR_FOLLOWER: (topic, partition, response entry), for leader hints
+    topics = ctx.services.logs.topics
+    metrics = ctx.services.metrics
     for topic_data in body.topic_data:
         name = topic_data.name
         unknown_id = False
         if by_id is not None:
             name = by_id.get(topic_data.topic_id)
             unknown_id = name is None
+        # Kafka's BrokerTopicMetrics, kept for topics that exist (no meters made up by a
+        # client naming topics at random)
+        meters = metrics.topic(name) if metrics.enabled and name in topics else None
+        if meters is not None:
+            meters.produce_requests += 1
         partitions = []
         for data in topic_data.partition_data:
             try:
@@ -170,6 +179,10 @@ def produce(ctx: RequestContext, refused: dict) -> HandlerResult:
                     raise BatchError(exc.code, exc.message) from None
                 result = produce_partition(ctx, name, data.index, data.records, body.acks)
             except BatchError as exc:
+                if meters is not None:
+                    meters.failed_produce_requests += 1
+                    if exc.code in TOO_LARGE and data.records:
+                        meters.bytes_rejected += len(data.records)
                 partitions.append(
                     partition_class(
                         index=data.index,
@@ -184,6 +197,9 @@ def produce(ctx: RequestContext, refused: dict) -> HandlerResult:
                 if exc.code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
                     moved.append((name, data.index, partitions[-1]))
             else:
+                if meters is not None and result.last_offset >= result.base_offset >= 0:
+                    meters.messages_in += result.last_offset - result.base_offset + 1
+                    meters.bytes_in += len(data.records)
                 partitions.append(
                     partition_class(
                         index=data.index,

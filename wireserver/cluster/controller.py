@@ -60,6 +60,8 @@ class ControllerHost(DeletionHost, Protocol):
     brokers: dict[int, zd.BrokerInfo]
     topics: dict[str, zd.TopicAssignment]
     states: dict[tuple[str, int], zd.PartitionState]
+    #: unclean leader elections decided since this broker started
+    unclean_leader_elections: int
 
     def apply_state(self, tp: tuple[str, int], new: zd.PartitionState) -> None: ...
 
@@ -174,6 +176,7 @@ class Controller:
                         alive[0],
                     )
                     leader, isr = alive[0], [alive[0]]
+                    node.unclean_leader_elections += 1
                 else:
                     return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
                 new = replace(
@@ -289,6 +292,7 @@ class Controller:
             if alive and self._unclean_allowed(tp[0]):
                 log.warning("%s-%d: unclean leader election of broker %d", tp[0], tp[1], alive[0])
                 leader, isr = alive[0], [alive[0]]
+                self.node.unclean_leader_elections += 1
             else:
                 if state.leader == -1:
                     return None

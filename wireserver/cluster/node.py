@@ -87,6 +87,11 @@ class ClusterNode:
         self.broker_czxids: dict[int, int] = {}
         self.controller_id = -1
         self.controller: Any = None
+        # Kafka's ReplicaManager IsrShrinksPerSec / IsrExpandsPerSec and the controller's
+        # UncleanLeaderElectionsPerSec (kept here: controllers come and go with the election)
+        self.isr_shrinks = 0
+        self.isr_expands = 0
+        self.unclean_leader_elections = 0
         self.topics: dict[str, zd.TopicAssignment] = {}
         self.states: dict[TP, zd.PartitionState] = {}
         self.following: dict[TP, int] = {}
@@ -727,4 +732,8 @@ class ClusterNode:
             self.apply_state(tp, zd.PartitionState.decode(data, stat.version, state.replicas))
             return False
         self.apply_state(tp, replace(new, zk_version=stat.version))
+        if len(isr) < len(state.isr):
+            self.isr_shrinks += 1
+        elif len(isr) > len(state.isr):
+            self.isr_expands += 1
         return True

@@ -76,6 +76,7 @@ def _raw_token(connection: Any, authenticator: Any, token: bytes) -> None:
     except (SaslFailure, IllegalSaslState) as exc:
         # v0 has no error answer: the connection just closes, after the delay
         authenticator.fail(str(exc))
+        connection.services.metrics.failed_authentications[connection.listener_name] += 1
         delay_s = authenticator.settings.failed_authentication_delay_ms / 1000
         connection.services.reactor.callLater(
             delay_s, connection.close, f"SASL authentication failed: {exc}"
@@ -104,4 +105,6 @@ def after_response(connection: Any) -> None:
     """Close a connection whose authentication just failed (its error response is written)."""
     authenticator = connection.security.authenticator
     if authenticator is not None and authenticator.state is AuthState.FAILED:
+        if not connection.closed:
+            connection.services.metrics.failed_authentications[connection.listener_name] += 1
         connection.close(f"SASL authentication failed: {authenticator.failure}")
