@@ -157,7 +157,7 @@ def topics_status(host: OpsHost) -> dict[str, Any]:
     return {"node_id": host.node_id, "topics": topics}
 
 
-def _all_groups(host: OpsHost) -> list[tuple[str, Any]]:
+def all_groups(host: OpsHost) -> list[tuple[str, Any]]:
     """(type, group) for every group this broker coordinates: classic, consumer, streams."""
     coordinator = host.groups
     found: list[tuple[str, Any]] = [("classic", g) for g in coordinator.list_groups()]
@@ -188,7 +188,7 @@ def group_offsets(host: OpsHost) -> list[GroupPartitionOffsets]:
     """Every committed offset of every group this broker coordinates, with its lag (Kafka's
     ``kafka-consumer-groups --describe``: lag = the partition's high watermark - the committed
     offset), by group, topic and partition."""
-    return [offsets for _, group in _all_groups(host) for offsets in _offsets_of(host, group)]
+    return [offsets for _, group in all_groups(host) for offsets in _offsets_of(host, group)]
 
 
 def _members(host: OpsHost, kind: str, group: Any) -> list[dict[str, Any]]:
@@ -219,7 +219,7 @@ def groups_status(host: OpsHost) -> dict[str, Any]:
     """``/api/groups``: the groups this broker coordinates with their state, protocol, members
     and per-partition committed offset, end offset and lag."""
     groups = []
-    for kind, group in _all_groups(host):
+    for kind, group in all_groups(host):
         offsets = _offsets_of(host, group)
         known = [o.lag for o in offsets if o.lag is not None]
         if kind == "classic":
