@@ -299,11 +299,15 @@ def start_wireserver(
     data_dir: str | None = None,
     log_level: str = "WARNING",
     startup_timeout: float = 30,
+    name: str | None = None,
+    scrape_every_s: float | None = None,
 ) -> Broker:
     """``wireserver serve`` on a free port with a fresh data dir; timed to first Metadata.
     ``reactor`` is ``serve --reactor``; the broker is named ``wireserver`` on the default one
-    and ``wireserver/<reactor>`` otherwise. ``overrides`` go over the test defaults; a
-    ``data_dir`` given is used and kept (the fresh one is deleted by ``stop()``)."""
+    and ``wireserver/<reactor>`` otherwise, or ``name``. ``overrides`` go over the test
+    defaults; a ``data_dir`` given is used and kept (the fresh one is deleted by ``stop()``).
+    ``scrape_every_s``: open the metrics listener and GET ``/metrics`` that often from a thread
+    of this harness while the broker runs, as Prometheus would."""
     from wireserver.testing import READY_RE, TEST_DEFAULTS, parse_endpoints
 
     root = tempfile.mkdtemp(prefix="wireserver-bench-")
@@ -312,6 +316,10 @@ def start_wireserver(
         "log.dirs": data_dir or os.path.join(root, "data"),
         **(overrides or {}),
     }
+    metrics_port = None
+    if scrape_every_s is not None:
+        metrics_port = free_port()
+        overrides["metrics.listeners"] = f"HTTP://127.0.0.1:{metrics_port}"
     command = [
         sys.executable,
         "-m",
@@ -350,8 +358,15 @@ def start_wireserver(
     startup = time.perf_counter() - started
     # Keep draining stdout so the broker never blocks on a full pipe.
     threading.Thread(target=lambda: [None for _ in process.stdout], daemon=True).start()
+    scraping = threading.Event()
+    if metrics_port is not None and scrape_every_s is not None:
+        url = f"http://127.0.0.1:{metrics_port}/metrics"
+        threading.Thread(
+            target=scrape_until, args=(url, scrape_every_s, scraping), daemon=True
+        ).start()
 
     def stop() -> None:
+        scraping.set()
         if process.poll() is None:
             process.terminate()
             try:
@@ -364,7 +379,8 @@ def start_wireserver(
 
     from wireserver.cli import version as wireserver_version
 
-    name = "wireserver" if reactor == "default" else f"wireserver/{reactor}"
+    if name is None:
+        name = "wireserver" if reactor == "default" else f"wireserver/{reactor}"
     return Broker(
         name,
         wireserver_version(),
@@ -375,6 +391,25 @@ def start_wireserver(
         ready_line,
         Path(root, "broker.log"),
     )
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def scrape_until(url: str, every_s: float, stop: threading.Event) -> None:
+    """GET ``url`` every ``every_s`` seconds until ``stop`` is set (failures are retried: the
+    listener may not be up for the first one)."""
+    import urllib.request
+
+    while not stop.wait(every_s):
+        with contextlib.suppress(OSError):
+            with urllib.request.urlopen(url, timeout=10) as response:
+                response.read()
 
 
 def start_kafka(pinning: Pinning, broker_props: dict[str, str] | None = None) -> Broker:
@@ -414,6 +449,14 @@ STARTERS = {
     # the other event loops of ``serve --reactor`` (benchmarks.reactors compares them)
     "wireserver/asyncio": functools.partial(start_wireserver, reactor="asyncio"),
     "wireserver/uvloop": functools.partial(start_wireserver, reactor="uvloop"),
+    # what metrics cost (benchmarks.metrics_cost): the meters off, and on with /metrics
+    # scraped every second
+    "wireserver/metrics-off": functools.partial(
+        start_wireserver, name="wireserver/metrics-off", overrides={"metrics.enable": "false"}
+    ),
+    "wireserver/metrics-scraped": functools.partial(
+        start_wireserver, name="wireserver/metrics-scraped", scrape_every_s=1.0
+    ),
 }
 
 

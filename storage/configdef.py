@@ -60,7 +60,9 @@ class ConfigDef:
             try:
                 self.validator(value)
             except ValueError as exc:
-                raise ConfigValueError(self.name, raw, str(exc)) from None
+                # Kafka's ConfigException prints a password's value as [hidden].
+                shown = "[hidden]" if self.sensitive or self.type == "password" else raw
+                raise ConfigValueError(self.name, shown, str(exc)) from None
         return value
 
     def render(self, value: Any) -> str | None:

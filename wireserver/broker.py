@@ -35,6 +35,7 @@ from wireserver.heap import release_free_heap
 from wireserver.log_cleaner import LogCleaner
 from wireserver.metadata import LocalMetadata
 from wireserver.metrics import BrokerMetrics
+from wireserver.ops.listener import OpsListener
 from wireserver.producer_ids import ProducerIdManager
 from wireserver.protocol.served import SERVED
 from wireserver.purgatory import Purgatory
@@ -104,6 +105,8 @@ class Broker:
         # Cluster mode (``zookeeper.connect`` set): a wireserver.cluster.node.ClusterNode, this
         # broker's part in the ZooKeeper cluster (everything else asks ``metadata``).
         self.cluster: Any = None
+        #: the operations HTTP listener (``metrics.listeners``; binds nothing when empty)
+        self.ops = OpsListener(self)
         self._flushing: set = set()
         self._loops: list[task.LoopingCall] = []
         self.started = False
@@ -232,6 +235,7 @@ class Broker:
         # Kafka's default scheduler interval is Long.MAX, which leaves flush.ms inert; we check
         # once a second instead, so a topic's flush.ms is honoured without extra settings.
         self._every(scheduler_ms if scheduler_ms < 2**62 else 1000, self._flush_due_logs)
+        self.ops.start()
         self.started = True
 
     def _every(self, interval_ms: int, func: Callable[[], Any]) -> None:
@@ -278,6 +282,7 @@ class Broker:
         for port in self.ports:
             port.stopListening()
         self.ports.clear()
+        self.ops.stop()
         for connection in list(self.connections):
             connection.transport.abortConnection()
         self._stop_services()
@@ -310,7 +315,9 @@ class Broker:
         self._stop_loops()
         if self.cluster is not None:
             self.cluster.stop()
-        yield defer.gatherResults([defer.maybeDeferred(port.stopListening) for port in self.ports])
+        yield defer.gatherResults(
+            [defer.maybeDeferred(port.stopListening) for port in self.ports] + [self.ops.stop()]
+        )
         self.ports.clear()
         for connection in list(self.connections):
             connection.transport.loseConnection()
@@ -392,6 +399,8 @@ def serve_forever(config: BrokerConfig) -> int:
         return 1
     reactor.addSystemEventTrigger("before", "shutdown", broker.stop)
     endpoints = " ".join(str(listener) for listener in broker.advertised)
+    for url in broker.ops.urls:  # before the ready line, so whoever waits for it knows both
+        print(f"wireserver ops: {url}", flush=True)
     print(
         f"wireserver ready: node {broker.node_id} cluster {broker.cluster_id} "
         f"listening on {endpoints}",

@@ -71,7 +71,9 @@ __all__ = [
     "UnknownConfigError",
     "broker_synonyms",
     "load_properties",
+    "parse_basic_auth_users",
     "parse_listeners",
+    "parse_metrics_listeners",
     "parse_properties",
     "parse_security_protocol_map",
     "reference_markdown",
@@ -175,6 +177,14 @@ def _check_principal_rules(value: str) -> None:
 
 def _check_protocol_map(value: str) -> None:
     parse_security_protocol_map(value)
+
+
+def _check_metrics_listeners(value: str) -> None:
+    parse_metrics_listeners(value)
+
+
+def _check_basic_auth_users(value: str) -> None:
+    parse_basic_auth_users(value)
 
 
 _BROKER_ONLY = [
@@ -320,6 +330,27 @@ _BROKER_ONLY = [
         "Most incremental fetch sessions kept, split equally over 8 shards that new sessions "
         "take in turn; a full shard evicts only within itself.",
         at_least(0),
+    ),
+    # Operations (wireserver.ops): the HTTP listener of /metrics, the status page and /api/.
+    _key(
+        "metrics.listeners",
+        "string",
+        "",
+        "Comma-separated HTTP://host:port or HTTPS://host:port addresses of the operations "
+        "listener (/metrics, the status page at /, JSON under /api/); empty = off. An empty "
+        "host binds 127.0.0.1 (name 0.0.0.0 to expose it); port 0 = a free port. HTTPS reads "
+        "the ssl.keystore.* keys of listener name METRICS "
+        "(listener.name.metrics.ssl.keystore.location, else ssl.keystore.location).",
+        _check_metrics_listeners,
+    ),
+    _key(
+        "metrics.basic.auth.users",
+        "password",
+        None,
+        "user:password pairs, comma-separated, that the operations listener accepts with HTTP "
+        "basic authentication; unset = no authentication.",
+        _check_basic_auth_users,
+        sensitive=True,
     ),
     # Security (TLS, SASL, ACLs). Every ssl.* / sasl.* key can also be given per listener as
     # listener.name.<listener>.<key> (and the JAAS config per mechanism as
@@ -1264,6 +1295,52 @@ def parse_listeners(
     return listeners
 
 
+#: The operations listener's names, which are its protocols (``metrics.listeners``).
+METRICS_PROTOCOLS = {"HTTP": "HTTP", "HTTPS": "HTTPS"}
+#: The listener name whose ``listener.name.<name>.ssl.*`` keys an HTTPS operations listener
+#: reads (``listener.name.metrics.ssl.keystore.location``), before the plain ``ssl.*`` keys.
+METRICS_LISTENER_NAME = "METRICS"
+#: Where an operations listener without a host binds: loopback, unlike a Kafka listener, so
+#: that the broker's internals are not on the network unless an operator says so.
+METRICS_DEFAULT_HOST = "127.0.0.1"
+
+
+def parse_metrics_listeners(value: str) -> list[Listener]:
+    """``metrics.listeners``: ``HTTP://host:port`` / ``HTTPS://host:port`` items, each at most
+    once; an empty host becomes ``METRICS_DEFAULT_HOST``. ``ValueError`` otherwise."""
+    try:
+        listeners = parse_listeners(value, METRICS_PROTOCOLS, "metrics.listeners")
+    except ValueError as exc:
+        raise ValueError(
+            str(exc)
+            .replace(
+                "no security protocol defined for listener",
+                "an operations listener is HTTP or HTTPS, not",
+            )
+            .replace(" in listener.security.protocol.map", "")
+        ) from None
+    return [
+        Listener(listener.name, listener.host or METRICS_DEFAULT_HOST, listener.port, listener.name)
+        for listener in listeners
+    ]
+
+
+def parse_basic_auth_users(value: str | None) -> dict[str, str]:
+    """``metrics.basic.auth.users``: ``"alice:secret,bob:pw"`` -> ``{"alice": "secret", ...}``.
+    A user name cannot hold ``:`` (RFC 7617); a password can."""
+    users: dict[str, str] = {}
+    for item in (part.strip() for part in (value or "").split(",")):
+        if not item:
+            continue
+        user, sep, password = item.partition(":")
+        if not sep or not user or not password:
+            raise ValueError("every entry must be user:password, both non-empty")
+        if user in users:
+            raise ValueError(f"user {user} appears twice")
+        users[user] = password
+    return users
+
+
 # --------------------------------------------------------------------------------------------
 # DescribeConfigs shapes
 
@@ -1348,6 +1425,7 @@ class BrokerConfig:
         self._protocol_map = parse_security_protocol_map(self["listener.security.protocol.map"])
         self._listeners, self._advertised = self._resolve_listeners()
         self._inter_broker = self._resolve_inter_broker_listener()
+        self._metrics_listeners = parse_metrics_listeners(self["metrics.listeners"])
         self._inter_broker_security = None
         if self["zookeeper.connect"]:  # a cluster broker must be able to log in to its peers
             from wireserver.security.inter_broker import InterBrokerSecurity
@@ -1468,6 +1546,17 @@ class BrokerConfig:
                 )
             resolved.append(listener)
         return resolved
+
+    @property
+    def metrics_listeners(self) -> list[Listener]:
+        """Where the operations listener binds (``metrics.listeners``): named and with the
+        security protocol HTTP or HTTPS, a host always given (empty = loopback)."""
+        return list(self._metrics_listeners)
+
+    @property
+    def metrics_users(self) -> dict[str, str]:
+        """``metrics.basic.auth.users`` by user name; empty = no authentication."""
+        return parse_basic_auth_users(self["metrics.basic.auth.users"])
 
     @property
     def inter_broker_listener(self) -> Listener:

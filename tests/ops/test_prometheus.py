@@ -4,6 +4,7 @@ dashboards query and checked against what real clients did."""
 from __future__ import annotations
 
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable
 
@@ -13,7 +14,6 @@ from confluent_kafka.admin import AdminClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from wireserver.testing import EmbeddedBroker
-from wireserver.testing.embedded import ReactorThread
 
 pytestmark = pytest.mark.integration
 
@@ -65,15 +65,15 @@ DASHBOARD_SERIES: dict[str, set[str]] = {
 }
 
 Samples = dict[str, list[tuple[dict[str, str], float]]]
+METRICS_ON = {"metrics.listeners": "HTTP://127.0.0.1:0"}
 
 
 def scrape(broker: EmbeddedBroker) -> Samples:
-    """One scrape of the broker's /metrics, as sample name -> [(labels, value)]."""
-    from wireserver.ops.prometheus import PrometheusExposition
-
-    text = ReactorThread.get().call(lambda: PrometheusExposition(broker.broker).render())
+    """One scrape of the broker's /metrics over HTTP, as sample name -> [(labels, value)]."""
+    with urllib.request.urlopen(broker.ops_url + "/metrics", timeout=10) as response:
+        text = response.read().decode()
     samples: Samples = {}
-    for family in text_string_to_metric_families(text.decode()):
+    for family in text_string_to_metric_families(text):
         for sample in family.samples:
             samples.setdefault(sample.name, []).append((sample.labels, sample.value))
     return samples
@@ -99,7 +99,7 @@ def eventually(read: Callable[[], Samples], check: Callable[[Samples], bool], ti
 
 @pytest.fixture(scope="module")
 def broker():
-    with EmbeddedBroker("thread") as running:
+    with EmbeddedBroker("thread", overrides=METRICS_ON) as running:
         yield running
 
 
@@ -287,7 +287,9 @@ def test_connections_and_waiting_fetches_are_counted(broker):
 
 
 def test_failed_authentications_are_counted_per_listener():
-    with EmbeddedBroker("thread", sasl="PLAIN", users={"alice": "right"}) as secured:
+    with EmbeddedBroker(
+        "thread", overrides=METRICS_ON, sasl="PLAIN", users={"alice": "right"}
+    ) as secured:
         listener = next(iter({name for name, *_ in secured.endpoints}))
         bad = AdminClient(
             {

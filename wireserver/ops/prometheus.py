@@ -25,7 +25,7 @@ from __future__ import annotations
 import gc
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
@@ -34,6 +34,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.process_collector import ProcessCollector
 
 from wireserver.metrics import QUANTILES, REQUEST_TIMES
+from wireserver.ops import status
 
 if TYPE_CHECKING:
     from wireserver.ops.host import OpsHost
@@ -434,37 +435,23 @@ class BrokerCollector:
         members = GaugeMetricFamily(
             "kafka_consumergroup_members", "Members of the group", labels=labels[:1]
         )
-        for group_id, member_count, offsets in _groups_here(host):
-            members.add_metric([group_id], member_count)
-            sums: dict[str, int] = {}
-            for (topic, partition), committed in sorted(offsets.items()):
-                key = [group_id, topic, str(partition)]
-                current.add_metric(key, committed)
-                plog = host.logs.get_log(topic, partition)
-                if plog is None:
-                    continue  # no replica here: the lag is the partition leader's to know
-                behind = max(0, plog.high_watermark - committed)
-                lag.add_metric(key, behind)
-                sums[topic] = sums.get(topic, 0) + behind
-            for topic, total in sorted(sums.items()):
-                lag_sum.add_metric([group_id, topic], total)
+        for _kind, group in status.all_groups(host):
+            members.add_metric([group.group_id], len(group.members))
+        sums: dict[tuple[str, str], int] = {}
+        for offsets in status.group_offsets(host):
+            key = [offsets.group_id, offsets.topic, str(offsets.partition)]
+            current.add_metric(key, offsets.committed_offset)
+            if offsets.lag is None:
+                continue  # no replica here: the lag is the partition leader's to know
+            lag.add_metric(key, offsets.lag)
+            by_topic = (offsets.group_id, offsets.topic)
+            sums[by_topic] = sums.get(by_topic, 0) + offsets.lag
+        for (group_id, topic), summed in sorted(sums.items()):
+            lag_sum.add_metric([group_id, topic], summed)
         yield current
         yield lag
         yield lag_sum
         yield members
-
-
-def _groups_here(host: OpsHost) -> Iterable[tuple[str, int, dict[tuple[str, int], int]]]:
-    """(group id, member count, committed offset per partition) of every group this broker
-    coordinates: classic, consumer-protocol and Streams groups."""
-    coordinator = host.groups
-    groups: list[Any] = list(coordinator.list_groups())
-    for modern in (getattr(coordinator, "consumer", None), getattr(coordinator, "streams", None)):
-        if modern is not None:
-            groups.extend(getattr(modern, "groups", {}).values())
-    for group in groups:
-        offsets = {tp: committed.offset for tp, committed in group.offsets.items()}
-        yield group.group_id, len(group.members), offsets
 
 
 _idle_lock = threading.Lock()

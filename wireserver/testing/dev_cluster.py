@@ -57,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
     overrides = {
         "default.replication.factor": str(min(3, args.brokers)),
         "min.insync.replicas": "1" if args.brokers < 3 else "2",
+        # Each broker's status page, /metrics and /api/ on a free loopback port.
+        "metrics.listeners": "HTTP://127.0.0.1:0",
     }
     overrides.update(item.split("=", 1) for item in args.override)
     cluster = LocalCluster(connect, args.brokers, overrides, log_level=args.log_level)
@@ -65,8 +67,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         for broker_id, broker in cluster.brokers.items():
             broker.start()
+            status = f" status {broker.ops_urls[0]}/" if broker.ops_urls else ""
             print(
-                f"broker {broker_id} {broker.bootstrap_servers} log {broker.log_path}", flush=True
+                f"broker {broker_id} {broker.bootstrap_servers} log {broker.log_path}{status}",
+                flush=True,
             )
         print("bootstrap.servers=" + cluster.bootstrap, flush=True)
         try:

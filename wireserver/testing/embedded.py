@@ -36,6 +36,8 @@ READY_RE = re.compile(
     r"^wireserver ready: node (?P<node>-?\d+) cluster (?P<cluster>\S+) "
     r"listening on (?P<endpoints>.+)$"
 )
+#: The lines ``wireserver serve`` prints before the ready line, one per operations listener.
+OPS_RE = re.compile(r"^wireserver ops: (?P<url>\S+)$")
 _ENDPOINT_RE = re.compile(
     r"^(?P<name>[^:/\s]+)://(?:\[(?P<v6>[^\]]*)\]|(?P<host>[^:]*)):"
     r"(?P<port>\d+)$"
@@ -288,6 +290,8 @@ class EmbeddedBroker(_AdminMixin):
         for key, value in (overrides or {}).items():
             self.overrides[key] = _config_text(value)
         self.endpoints: list[tuple[str, str, int]] = []
+        #: the operations listener's URLs (``metrics.listeners``), e.g. ``http://127.0.0.1:P``
+        self.ops_urls: list[str] = []
         self.cluster_id: str | None = None
         self.node_id: int | None = None
         self.broker: Any = None  # thread mode
@@ -419,6 +423,15 @@ class EmbeddedBroker(_AdminMixin):
         return f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
 
     @property
+    def ops_url(self) -> str:
+        """The first operations listener's URL (``http://127.0.0.1:PORT``); turn it on with
+        ``overrides={"metrics.listeners": "HTTP://:0"}``."""
+        self._require_started()
+        if not self.ops_urls:
+            raise RuntimeError("the broker has no operations listener (metrics.listeners)")
+        return self.ops_urls[0]
+
+    @property
     def pid(self) -> int | None:
         return self.process.pid if self.process is not None else None
 
@@ -498,6 +511,7 @@ class EmbeddedBroker(_AdminMixin):
             (listener.name, listener.host, listener.port) for listener in broker.advertised
         ]
         self._bound_ports = {listener.name.upper(): listener.port for listener in broker.bound}
+        self.ops_urls = list(broker.ops.urls)
 
     def _halt_thread(self, broker: Any) -> None:
         """Thread mode's halt (``Broker.halt``, when all log dirs failed): where a process
@@ -560,11 +574,15 @@ class EmbeddedBroker(_AdminMixin):
             )
         ready = threading.Event()
         found: dict[str, Any] = {}
+        ops_urls: list[str] = []
 
         def read_stdout() -> None:
             assert process.stdout is not None
             for raw in process.stdout:
                 line = raw.decode("utf-8", "replace").rstrip("\n")
+                ops = OPS_RE.match(line)
+                if ops and not ready.is_set():
+                    ops_urls.append(ops.group("url"))
                 match = READY_RE.match(line)
                 if match and not ready.is_set():
                     found["match"] = match
@@ -590,6 +608,7 @@ class EmbeddedBroker(_AdminMixin):
         self.cluster_id = match.group("cluster")
         self.node_id = int(match.group("node"))
         self.endpoints = parse_endpoints(match.group("endpoints"))
+        self.ops_urls = ops_urls
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop cleanly: thread mode stops the Broker; subprocess mode sends SIGTERM and waits
@@ -681,6 +700,7 @@ def _abandon(broker: Any) -> None:
     for port in broker.ports:
         port.stopListening()
     broker.ports.clear()
+    broker.ops.stop()
     if getattr(broker, "logs", None) is not None:
         broker.logs.close()
 
