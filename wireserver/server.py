@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from twisted.internet import defer, protocol
 from twisted.python.failure import Failure
 
+from wireserver import request_log
 from wireserver.apis import handler_for
 from wireserver.context import RequestContext
 from wireserver.heap import after_response
@@ -50,7 +51,16 @@ NO_RESPONSE = None
 class _Slot:
     """One request's place in its connection's response queue."""
 
-    __slots__ = ("request", "done", "data", "received", "started", "returned", "completed")
+    __slots__ = (
+        "request",
+        "done",
+        "data",
+        "received",
+        "started",
+        "returned",
+        "completed",
+        "response",
+    )
 
     def __init__(self, request: Request, received: float):
         self.request = request
@@ -60,6 +70,7 @@ class _Slot:
         #: start and return, the response ready to go
         self.received = received
         self.started = self.returned = self.completed = received
+        self.response: Any = None  # kept only while the request log is on (TRACE shows it)
 
 
 class KafkaConnection(protocol.Protocol):
@@ -183,6 +194,8 @@ class KafkaConnection(protocol.Protocol):
                 for code in error_counts(response):
                     counts[(name, code)] += 1
         slot.completed = time.perf_counter()
+        if request_log.request_logger.isEnabledFor(logging.DEBUG):
+            slot.response = response
         after_response(request.header.api_key, request.header.api_version, self.services.reactor)
         slot.done = True
         self._flush()
@@ -214,11 +227,39 @@ class KafkaConnection(protocol.Protocol):
         dequeued = time.perf_counter()
         if out:
             self.writer.write(out)
+        written = time.perf_counter()
         if sent and self.timed:
-            self._record(sent, dequeued, time.perf_counter())
+            self._record(sent, dequeued, written)
+        if sent and request_log.request_logger.isEnabledFor(logging.DEBUG):
+            self._log_requests(sent, dequeued, written)
         if self.paused and len(self.pending) < self.max_in_flight:
             self.paused = False
             self.transport.resumeProducing()
+
+    def _log_requests(self, sent: list[_Slot], dequeued: float, written: float) -> None:
+        """Kafka's request log line of each request whose response just went out."""
+        principal = self.security.principal if self.security is not None else "User:ANONYMOUS"
+        security_protocol = next(
+            (
+                listener.security_protocol
+                for listener in self.services.config.listeners
+                if listener.name == self.listener_name
+            ),
+            "PLAINTEXT",
+        )
+        for slot in sent:
+            request_log.log_completed(
+                slot.request,
+                self.peer,
+                self.listener_name,
+                principal,
+                request_log.timings_ms(
+                    slot.received, slot.started, slot.returned, slot.completed, dequeued, written
+                ),
+                response=slot.response,
+                security_protocol=security_protocol,
+            )
+            slot.response = None
 
     def _record(self, sent: list[_Slot], dequeued: float, written: float) -> None:
         """Kafka's RequestMetrics of requests whose responses just went out (in ms); a fetch
