@@ -342,7 +342,10 @@ def start_wireserver(
         preexec_fn=pinning.broker_preexec(),
     )
     assert process.stdout is not None
+    # lines before the ready one (``wireserver ops: URL`` with a metrics listener) are skipped
     line = process.stdout.readline().decode("utf-8", "replace").strip()
+    while line.startswith("wireserver ops:"):
+        line = process.stdout.readline().decode("utf-8", "replace").strip()
     ready_line = time.perf_counter() - started
     match = READY_RE.match(line)
     if match is None:
@@ -1172,6 +1175,69 @@ class Run:
             time.monotonic(),
             " ".join(Path("/proc/loadavg").read_text().split()[:3]),
         )
+
+
+def run_pair(
+    argv: list[str],
+    prog: str,
+    description: str,
+    section: str,
+    pair: tuple[str, str],
+    ratio_title: str,
+    columns: str,
+    extra_args: Callable[[argparse.ArgumentParser], None] | None = None,
+    choose_pair: Callable[[argparse.Namespace], tuple[str, str, str]] | None = None,
+) -> int:
+    """Two ``STARTERS`` targets (``pair``: base, ours) one after the other with the librdkafka
+    workloads of this module, their table printed and written as ``section`` of the results
+    file: the shape of ``benchmarks.reactors`` and ``benchmarks.metrics_cost``. ``columns``
+    says what the two columns are; ``choose_pair`` may pick (base, ours, ratio title) from
+    options ``extra_args`` adds."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--quick", action="store_true", help="the smaller sizes of --quick")
+    parser.add_argument("--no-pin", action="store_true", help="do not pin broker and clients")
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    if extra_args is not None:
+        extra_args(parser)
+    args = parser.parse_args(argv)
+    base, ours = pair
+    if choose_pair is not None:
+        base, ours, ratio_title = choose_pair(args)
+    sizes = QUICK if args.quick else DEFAULT
+    run = Run.begin(not args.no_pin)
+    pinning, started, t0, load = run.pinning, run.started, run.t0, run.load
+    results = Results()
+
+    def log(message: str) -> None:
+        print(message, flush=True)
+
+    log(f"{base} vs {ours}; {pinning.describe()}; load {load}")
+    for name in (base, ours):
+        try:
+            run_target(name, sizes, pinning, results, False, log)
+        except Exception as exc:  # report, go on with the other
+            log(f"== {name}: FAILED: {type(exc).__name__}: {exc}")
+            results.errors.append(f"{name}: {type(exc).__name__}: {str(exc)[:500]}")
+    table = render_table(results, base=base, ours=ours, ratio_title=ratio_title)
+    for line in table:
+        log(line)
+    command = f"python -m {prog.split()[-1]}" + ("" if not argv else " " + " ".join(argv))
+    write_section(
+        args.output,
+        section,
+        [
+            f"Written by `{command}` on {started.isoformat(timespec='seconds')} "
+            f"({(time.monotonic() - t0) / 60:.1f} min); replaced on every run. {columns}",
+            "",
+            f"- CPU pinning: {pinning.describe()}; load average at the start: {load}",
+            *machine_lines()[:1],
+            "",
+            *table,
+            *(["", "Failures:", "", *(f"- {e}" for e in results.errors)] if results.errors else []),
+        ],
+    )
+    log(f"\nwritten to {args.output}")
+    return 1 if results.errors and not results.rows else 0
 
 
 def main(argv: list[str] | None = None) -> int:

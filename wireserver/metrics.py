@@ -13,9 +13,8 @@ inputs to the broker's logic, so they do not come from the injected reactor cloc
 
 from __future__ import annotations
 
-import bisect
+from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Iterator
 from typing import Any
 
 from wireserver.protocol.errors import ErrorCode
@@ -47,31 +46,38 @@ BOUNDS_MS: tuple[float, ...] = tuple(0.01 * 1.25**i for i in range(75))
 WINDOW_S = 150.0
 
 
-class Histogram:
-    """Counts of durations in fixed buckets, for quantiles over the last one or two windows,
-    and a count since start (the MBean's ``Count``)."""
+class RequestTimes:
+    """Kafka's six RequestMetrics histograms of one request type (``REQUEST_TIMES``, in that
+    order): counts of durations in fixed buckets, for quantiles over the last one or two
+    windows, and how many requests were measured since start (the MBeans' ``Count``). The six
+    share one window, so recording a request is one window check and six bucket increments."""
 
     __slots__ = ("count", "current", "previous", "window_start")
 
     def __init__(self) -> None:
         self.count = 0
-        self.current = [0] * (len(BOUNDS_MS) + 1)
-        self.previous = [0] * (len(BOUNDS_MS) + 1)
+        self.current = [[0] * (len(BOUNDS_MS) + 1) for _ in REQUEST_TIMES]
+        self.previous: list[list[int]] = []
         self.window_start = 0.0
 
-    def record(self, ms: float, now: float) -> None:
+    def record(self, now: float, values: tuple[float, ...]) -> None:
+        """One request's six durations (ms), ``now`` a ``time.perf_counter()`` reading."""
         if now - self.window_start >= WINDOW_S:
             self.previous = self.current if now - self.window_start < 2 * WINDOW_S else []
-            self.current = [0] * (len(BOUNDS_MS) + 1)
+            self.current = [[0] * (len(BOUNDS_MS) + 1) for _ in REQUEST_TIMES]
             self.window_start = now
-        self.current[bisect.bisect_left(BOUNDS_MS, ms)] += 1
+        bounds = BOUNDS_MS
+        for counts, value in zip(self.current, values):
+            counts[bisect_left(bounds, value)] += 1
         self.count += 1
 
-    def quantiles(self) -> list[tuple[str, float]]:
-        """Each of ``QUANTILES`` as the upper bound of the bucket it falls in (0 when empty)."""
-        counts = list(self.current)
-        for index, value in enumerate(self.previous):
-            counts[index] += value
+    def quantiles(self, which: int) -> list[tuple[str, float]]:
+        """Each of ``QUANTILES`` of histogram ``which`` (an index into ``REQUEST_TIMES``) as
+        the upper bound of the bucket it falls in (0 when empty)."""
+        counts = list(self.current[which])
+        if self.previous:
+            for index, value in enumerate(self.previous[which]):
+                counts[index] += value
         total = sum(counts)
         found = []
         for label, q in QUANTILES:
@@ -126,8 +132,8 @@ class BrokerMetrics:
         self.requests: defaultdict[tuple[str, int], int] = defaultdict(int)
         #: (request name, error name) -> responses carrying that code (``ErrorsPerSec``)
         self.errors: defaultdict[tuple[str, str], int] = defaultdict(int)
-        #: (histogram name, request name) -> Histogram
-        self.times: dict[tuple[str, str], Histogram] = {}
+        #: request name -> its six RequestMetrics histograms
+        self.times: dict[str, RequestTimes] = {}
         #: listener name -> failed SASL authentications
         self.failed_authentications: defaultdict[str, int] = defaultdict(int)
         #: listener name -> connections accepted since start
@@ -143,31 +149,13 @@ class BrokerMetrics:
         """A deleted topic's meters go (Kafka removes its MBeans)."""
         self.topics.pop(name, None)
 
-    def request_times(
-        self,
-        request: str,
-        now: float,
-        total: float,
-        queue: float,
-        local: float,
-        remote: float,
-        response_queue: float,
-        send: float,
-    ) -> None:
-        """One request's ``RequestMetrics`` timings, in milliseconds."""
-        times = self.times
-        for name, value in (
-            ("TotalTimeMs", total),
-            ("RequestQueueTimeMs", queue),
-            ("LocalTimeMs", local),
-            ("RemoteTimeMs", remote),
-            ("ResponseQueueTimeMs", response_queue),
-            ("ResponseSendTimeMs", send),
-        ):
-            histogram = times.get((name, request))
-            if histogram is None:
-                histogram = times[(name, request)] = Histogram()
-            histogram.record(value, now)
+    def request_times(self, request: str, now: float, values: tuple[float, ...]) -> None:
+        """One request's ``RequestMetrics`` timings, in milliseconds, in ``REQUEST_TIMES``
+        order (total, request queue, local, remote, response queue, send)."""
+        times = self.times.get(request)
+        if times is None:
+            times = self.times[request] = RequestTimes()
+        times.record(now, values)
 
 
 #: struct id -> (has an ``error_code`` field, names of the struct fields that hold one below)
@@ -188,23 +176,22 @@ def _error_plan(struct: Any) -> tuple[bool, tuple[str, ...]]:
     return plan
 
 
-def error_counts(response: Any) -> Iterator[str]:
-    """The names of the error codes a response carries, one per ``error_code`` field at any
-    depth (Kafka's ``AbstractResponse.errorCounts``, NONE included), found through a plan per
-    message structure made once."""
+def count_errors(response: Any, request: str, counts: defaultdict[tuple[str, str], int]) -> None:
+    """Add the error codes a response carries to ``counts[(request, error name)]``, one per
+    ``error_code`` field at any depth (Kafka's ``AbstractResponse.errorCounts``, NONE
+    included), through a plan per message structure made once."""
     struct = getattr(response, "_struct", None)
     if struct is None:
         return
     has_code, nested = _error_plan(struct)
     if has_code:
-        code = response.error_code
-        yield _ERROR_NAMES.get(code, "UNKNOWN_SERVER_ERROR")
+        counts[(request, _ERROR_NAMES.get(response.error_code, "UNKNOWN_SERVER_ERROR"))] += 1
     for name in nested:
         value = getattr(response, name)
         if value is None:
             continue
         if isinstance(value, list):
             for item in value:
-                yield from error_counts(item)
+                count_errors(item, request, counts)
         else:
-            yield from error_counts(value)
+            count_errors(value, request, counts)

@@ -28,7 +28,7 @@ from wireserver import request_log
 from wireserver.apis import handler_for
 from wireserver.context import RequestContext
 from wireserver.heap import after_response
-from wireserver.metrics import error_counts
+from wireserver.metrics import count_errors
 from wireserver.protocol.errors import DecodeError, UnsupportedApi
 from wireserver.protocol.framing import FrameDecoder
 from wireserver.protocol.messages import (
@@ -189,10 +189,7 @@ class KafkaConnection(protocol.Protocol):
                 self._failed(Failure(), slot)
                 return
             if self.timed and request.body is not None:
-                counts = self.services.metrics.errors
-                name = request.spec.name
-                for code in error_counts(response):
-                    counts[(name, code)] += 1
+                count_errors(response, request.spec.name, self.services.metrics.errors)
         slot.completed = time.perf_counter()
         if request_log.request_logger.isEnabledFor(logging.DEBUG):
             slot.response = response
@@ -272,25 +269,19 @@ class KafkaConnection(protocol.Protocol):
             request = slot.request
             name = request.spec.name
             requests[(name, request.api_version)] += 1
-            queue = (slot.started - slot.received) * 1000.0
-            local = (slot.returned - slot.started) * 1000.0
-            remote = max(0.0, slot.completed - slot.returned) * 1000.0
-            response_queue = max(0.0, dequeued - slot.completed) * 1000.0
-            total = (written - slot.received) * 1000.0
-            record(name, written, total, queue, local, remote, response_queue, send_ms)
+            values = (
+                (written - slot.received) * 1000.0,
+                (slot.started - slot.received) * 1000.0,
+                (slot.returned - slot.started) * 1000.0,
+                max(0.0, slot.completed - slot.returned) * 1000.0,
+                max(0.0, dequeued - slot.completed) * 1000.0,
+                send_ms,
+            )
+            record(name, written, values)
             if request.header.api_key == FETCH_KEY:
                 body = request.body
                 follower = body is not None and fetch_replica_id(body, request.api_version) >= 0
-                record(
-                    "FetchFollower" if follower else "FetchConsumer",
-                    written,
-                    total,
-                    queue,
-                    local,
-                    remote,
-                    response_queue,
-                    send_ms,
-                )
+                record("FetchFollower" if follower else "FetchConsumer", written, values)
 
 
 def fetch_replica_id(body: Any, version: int) -> int:

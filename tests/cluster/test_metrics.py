@@ -5,36 +5,23 @@ do, and each broker answers for its share (summed over brokers, everything count
 from __future__ import annotations
 
 import time
-import urllib.request
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from prometheus_client.parser import text_string_to_metric_families
 
 from tests.cluster.conftest import Cluster
-
-Samples = dict[str, list[tuple[dict[str, str], float]]]
+from tests.prometheus_scrape import Samples, matching
+from tests.prometheus_scrape import scrape as scrape_url
 
 
 def scrape(broker) -> Samples:
-    with urllib.request.urlopen(broker.ops_url + "/metrics", timeout=10) as response:
-        text = response.read().decode()
-    samples: Samples = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            samples.setdefault(sample.name, []).append((sample.labels, sample.value))
-    return samples
+    return scrape_url(broker.ops_url)
 
 
 def total(scrapes: list[Samples], name: str, **labels: str) -> float:
     """``name`` summed over brokers and over the samples matching ``labels``, as a
     dashboard's ``sum(name{labels})`` is."""
-    return sum(
-        value
-        for samples in scrapes
-        for have, value in samples.get(name, [])
-        if all(have.get(k) == v for k, v in labels.items())
-    )
+    return sum(sum(matching(samples, name, **labels)) for samples in scrapes)
 
 
 def running(cluster: Cluster) -> list:

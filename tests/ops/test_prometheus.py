@@ -4,15 +4,15 @@ dashboards query and checked against what real clients did."""
 from __future__ import annotations
 
 import time
-import urllib.request
 import uuid
 from collections.abc import Callable
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
-from prometheus_client.parser import text_string_to_metric_families
 
+from tests.prometheus_scrape import Samples, matching
+from tests.prometheus_scrape import scrape as scrape_url
 from wireserver.testing import EmbeddedBroker
 
 pytestmark = pytest.mark.integration
@@ -64,36 +64,29 @@ DASHBOARD_SERIES: dict[str, set[str]] = {
     "kafka_broker_info": set(),
 }
 
-Samples = dict[str, list[tuple[dict[str, str], float]]]
 METRICS_ON = {"metrics.listeners": "HTTP://127.0.0.1:0"}
 
 
 def scrape(broker: EmbeddedBroker) -> Samples:
-    """One scrape of the broker's /metrics over HTTP, as sample name -> [(labels, value)]."""
-    with urllib.request.urlopen(broker.ops_url + "/metrics", timeout=10) as response:
-        text = response.read().decode()
-    samples: Samples = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            samples.setdefault(sample.name, []).append((sample.labels, sample.value))
-    return samples
+    return scrape_url(broker.ops_url)
 
 
 def value(samples: Samples, name: str, **labels: str) -> float:
     """The one sample of ``name`` with ``labels`` (fails when there is none)."""
-    found = [
-        v for have, v in samples.get(name, []) if all(have.get(k) == w for k, w in labels.items())
-    ]
+    found = matching(samples, name, **labels)
     assert len(found) == 1, (name, labels, samples.get(name))
     return found[0]
 
 
-def eventually(read: Callable[[], Samples], check: Callable[[Samples], bool], timeout=15.0):
-    deadline = time.monotonic() + timeout
+def eventually(read: Callable[[], Samples], name: str, at_least: float, **labels: str) -> Samples:
+    """Scrapes until ``name{labels}`` reaches ``at_least`` (15 s at most); the last scrape,
+    checked."""
+    deadline = time.monotonic() + 15
     samples = read()
-    while not check(samples) and time.monotonic() < deadline:
+    while value(samples, name, **labels) < at_least and time.monotonic() < deadline:
         time.sleep(0.1)
         samples = read()
+    assert value(samples, name, **labels) >= at_least, (name, labels, samples.get(name))
     return samples
 
 
@@ -256,22 +249,9 @@ def test_connections_and_waiting_fetches_are_counted(broker):
         consumer.assign([TopicPartition(topic, 0, 0)])
         samples = eventually(
             lambda: (consumer.poll(0.1), scrape(broker))[1],
-            lambda s: (
-                value(
-                    s,
-                    "kafka_server_delayedoperationpurgatory_purgatorysize",
-                    delayedOperation="Fetch",
-                )
-                >= 1
-            ),
-        )
-        assert (
-            value(
-                samples,
-                "kafka_server_delayedoperationpurgatory_purgatorysize",
-                delayedOperation="Fetch",
-            )
-            >= 1
+            "kafka_server_delayedoperationpurgatory_purgatorysize",
+            1,
+            delayedOperation="Fetch",
         )
         assert (
             value(
@@ -302,22 +282,9 @@ def test_failed_authentications_are_counted_per_listener():
         )
         with pytest.raises(KafkaException):
             bad.list_topics(timeout=5)
-        samples = eventually(
+        eventually(
             lambda: scrape(secured),
-            lambda s: (
-                value(
-                    s,
-                    "kafka_server_socket_server_metrics_failed_authentication_total",
-                    listener=listener,
-                )
-                >= 1
-            ),
-        )
-        assert (
-            value(
-                samples,
-                "kafka_server_socket_server_metrics_failed_authentication_total",
-                listener=listener,
-            )
-            >= 1
+            "kafka_server_socket_server_metrics_failed_authentication_total",
+            1,
+            listener=listener,
         )

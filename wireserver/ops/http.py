@@ -322,11 +322,30 @@ class MetricsResource(Endpoint):
     def __init__(self, host: OpsHost):
         super().__init__()
         self.exposition = PrometheusExposition(host)
+        self.reactor = host.reactor
 
-    def get(self, request: Any) -> bytes:
-        body = self.exposition.render()
-        request.setHeader(b"content-type", CONTENT_TYPE.encode("ascii"))
-        return body
+    def get(self, request: Any) -> Any:
+        """Collected on the reactor, formatted off it (``render_in_thread``): the answer is
+        written when the text is ready, unless the client went away meanwhile."""
+        gone: list[bool] = []
+        request.notifyFinish().addErrback(lambda _failure: gone.append(True))
+
+        def answer(body: bytes) -> None:
+            if gone:
+                return
+            request.setHeader(b"content-type", CONTENT_TYPE.encode("ascii"))
+            request.write(body)
+            request.finish()
+
+        def failed(failure: Any) -> None:
+            log.error("/metrics failed: %s", failure.getTraceback())
+            if not gone:
+                request.write(_plain(request, 500, "metrics failed"))
+                request.finish()
+
+        rendered = self.exposition.render_in_thread(self.reactor)
+        rendered.addCallbacks(answer, failed)
+        return server.NOT_DONE_YET
 
 
 class JsonResource(Endpoint):

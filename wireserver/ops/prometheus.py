@@ -37,6 +37,8 @@ from wireserver.metrics import QUANTILES, REQUEST_TIMES
 from wireserver.ops import status
 
 if TYPE_CHECKING:
+    from twisted.internet.defer import Deferred
+
     from wireserver.ops.host import OpsHost
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
@@ -60,7 +62,10 @@ RUNNING = 3
 
 class PrometheusExposition:
     """One broker's ``/metrics``: a registry holding the collectors that read ``host`` at each
-    scrape (the scrape runs on the reactor thread, so the state it reads is consistent)."""
+    scrape. Collecting reads the broker's state and runs on the reactor thread, so what it
+    reads is consistent; turning the collected families into text is most of a scrape's cost
+    and touches nothing of the broker, so ``render_in_thread`` does it on the reactor's thread
+    pool and a scrape stalls the Kafka listeners for the collection only."""
 
     def __init__(self, host: OpsHost):
         self.host = host
@@ -69,9 +74,35 @@ class PrometheusExposition:
         self.registry.register(ProcessCollector(registry=None))
         self.registry.register(RUNTIME)
 
+    def collect(self) -> list[Metric]:
+        """Every family of one scrape (on the reactor thread)."""
+        return list(self.registry.collect())
+
     def render(self) -> bytes:
-        """The text of one scrape."""
-        return generate_latest(self.registry)
+        """The text of one scrape, all on the calling thread."""
+        return format_families(self.collect())
+
+    def render_in_thread(self, reactor: Any) -> Deferred:
+        """The text of one scrape: collected now, formatted on ``reactor``'s thread pool."""
+        from twisted.internet.threads import deferToThreadPool
+
+        families = self.collect()
+        return deferToThreadPool(reactor, reactor.getThreadPool(), format_families, families)
+
+
+class _Collected:
+    """Families collected already, for ``generate_latest`` (which asks a registry for them)."""
+
+    def __init__(self, families: list[Metric]):
+        self.families = families
+
+    def collect(self) -> list[Metric]:
+        return self.families
+
+
+def format_families(families: list[Metric]) -> bytes:
+    """Prometheus' text format of ``families``; safe on any thread."""
+    return generate_latest(_Collected(families))  # type: ignore[arg-type]
 
 
 def _untyped(name: str, documentation: str, labels: list[str]) -> Metric:
@@ -141,7 +172,7 @@ class BrokerCollector:
         for (name, error), count in sorted(metrics.errors.items()):
             errors.add_metric([name, error], count)
         yield errors
-        for histogram_name in REQUEST_TIMES:
+        for which, histogram_name in enumerate(REQUEST_TIMES):
             lowered = histogram_name.lower()
             quantiles = GaugeMetricFamily(
                 f"kafka_network_requestmetrics_{lowered}",
@@ -153,12 +184,10 @@ class BrokerCollector:
                 f"{histogram_name}: requests measured since start",
                 ["request"],
             )
-            for (name, request), histogram in sorted(metrics.times.items()):
-                if name != histogram_name:
-                    continue
-                for label, value in histogram.quantiles():
+            for request, times in sorted(metrics.times.items()):
+                for label, value in times.quantiles(which):
                     quantiles.add_metric([request, label], value)
-                counts.add_sample(counts.name, {"request": request}, histogram.count)
+                counts.add_sample(counts.name, {"request": request}, times.count)
             yield quantiles
             yield counts
 
@@ -307,6 +336,7 @@ class BrokerCollector:
         info = GaugeMetricFamily(
             "kafka_broker_info", "Live brokers (from the controller)", labels=["id", "address"]
         )
+        topic_count = len(host.logs.topics) if cluster is None else len(cluster.topics)
         if active:
             for name, topic_info in sorted(host.logs.topics.items()) if cluster is None else ():
                 topics.add_metric([name], topic_info.num_partitions)
@@ -325,7 +355,7 @@ class BrokerCollector:
         for name, value, doc in (
             ("offlinepartitionscount", offline, "Partitions without a live leader"),
             ("globalpartitioncount", global_partitions, "Partitions in the cluster"),
-            ("globaltopiccount", len(host.logs.topics) if active else 0, "Topics in the cluster"),
+            ("globaltopiccount", topic_count if active else 0, "Topics in the cluster"),
             ("activebrokercount", len(brokers) if active else 0, "Live brokers"),
         ):
             yield GaugeMetricFamily(f"kafka_controller_kafkacontroller_{name}", doc, value=value)
