@@ -460,9 +460,13 @@ def _check_describe(obs: dict) -> None:
 )
 def static_members_join_together(bootstrap: str, client: Client) -> dict:
     """Two static kafka-python members whose first JoinGroups reach a fresh group together
-    (the broker is paused while both are sent) form one generation: the leader assigns once,
-    for both, 3 partitions each, and nothing is revoked (the brokers run with
-    group.initial.rebalance.delay.ms=0)"""
+    (the broker is paused while both are sent) end in one generation of both, 3 partitions
+    each, after at most one rebalance more (the brokers run with
+    group.initial.rebalance.delay.ms=0). Kafka hands the two requests to different handler
+    threads and completes a join once every known member has joined, so now and then (under
+    CI load, in three CI runs of 2026-12-01 and -02) its first generation holds one member; that one
+    generation is wireserver's answer is asserted by tests/groups/test_clients.py and
+    test_coordinator.py, not here."""
     import threading
 
     from kafka import KafkaConsumer, TopicPartition
@@ -542,19 +546,21 @@ def static_members_join_together(bootstrap: str, client: Client) -> dict:
         stop.set()
         for thread in threads:
             thread.join(5)
+        final = sorted(len(consumer.assignment()) for consumer in consumers)
         for consumer in consumers:
             consumer.close()
+    leader_assigned = [e[1] for events in seen.values() for e in events if e[0] == "assign"]
+    # What Kafka does every time (see the docstring), not how many generations it took.
     return {
-        "leader_assigned": sorted(
-            e[1] for events in seen.values() for e in events if e[0] == "assign"
-        ),
-        "generations": sorted(
-            {e[1] for events in seen.values() for e in events if e[0] == "generation"}
-        ),
-        "revoked": [e for events in seen.values() for e in events if e[0] == "revoked"],
-        "assigned": sorted(e[1] for events in seen.values() for e in events if e[0] == "assigned"),
+        "final": final,
+        "largest_leader_assignment": max(leader_assigned, default=0),
+        "at_most_one_rebalance_more": len(leader_assigned) <= 2,
     }
 
 
 def _check_together(obs: dict) -> None:
-    assert obs["assigned"] == [3, 3] and obs["leader_assigned"] == [2], obs
+    assert obs == {
+        "final": [3, 3],
+        "largest_leader_assignment": 2,
+        "at_most_one_rebalance_more": True,
+    }, obs
