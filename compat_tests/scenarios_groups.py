@@ -464,9 +464,9 @@ def static_members_join_together(bootstrap: str, client: Client) -> dict:
     each, after at most one rebalance more (the brokers run with
     group.initial.rebalance.delay.ms=0). Kafka hands the two requests to different handler
     threads and completes a join once every known member has joined, so now and then (under
-    CI load, in three CI runs of 2026-12-01 and -02) its first generation holds one member; that one
-    generation is wireserver's answer is asserted by tests/groups/test_clients.py and
-    test_coordinator.py, not here."""
+    CI load, in three CI runs of 2026-12-01 and -02) its first generation holds one member.
+    That wireserver forms a single generation is asserted in tests/groups/test_clients.py and
+    tests/groups/test_coordinator.py, not here."""
     import threading
 
     from kafka import KafkaConsumer, TopicPartition
