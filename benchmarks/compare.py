@@ -486,6 +486,41 @@ def run_rdkafka(pinning: Pinning, *args: object, timeout: float = 900) -> dict:
     return json.loads(lines[-1])
 
 
+def rdkafka_produce(
+    pinning: Pinning,
+    bootstrap: str,
+    topic: str,
+    size: int,
+    partitions: int,
+    acks: str,
+    records: int,
+    reps: int,
+    warmup: int,
+) -> dict:
+    """``benchmarks.rdkafka_load produce``: ``reps`` timed runs of ``records`` records of
+    ``size`` bytes over ``partitions`` after ``warmup`` untimed ones."""
+    return run_rdkafka(
+        pinning,
+        "produce",
+        "--bootstrap",
+        bootstrap,
+        "--topic",
+        topic,
+        "--partitions",
+        partitions,
+        "--size",
+        size,
+        "--acks",
+        acks,
+        "--records",
+        records,
+        "--reps",
+        reps,
+        "--warmup",
+        warmup,
+    )
+
+
 def run_java_tool(
     pinning: Pinning, tool: str, args: list[str], timeout: float = 600
 ) -> subprocess.CompletedProcess | str:
@@ -708,24 +743,15 @@ class Session:
                     key = f"produce-{size}-{partitions}-{acks}"
                     topic = f"bench-{size}-p{partitions}-acks{acks}"
                     cpu_before = tree_cpu_seconds(self.b.pid)
-                    out = run_rdkafka(
+                    out = rdkafka_produce(
                         self.pinning,
-                        "produce",
-                        "--bootstrap",
                         self.b.bootstrap,
-                        "--topic",
                         topic,
-                        "--partitions",
-                        partitions,
-                        "--size",
                         size,
-                        "--acks",
+                        partitions,
                         acks,
-                        "--records",
                         records,
-                        "--reps",
                         self.sizes.reps,
-                        "--warmup",
                         records // 5,
                     )
                     cpu = tree_cpu_seconds(self.b.pid) - cpu_before

@@ -28,6 +28,7 @@ from benchmarks.compare import (
     RESULTS,
     Run,
     machine_lines,
+    rdkafka_produce,
     run_rdkafka,
     start_wireserver,
     tree_cpu_seconds,
@@ -41,29 +42,6 @@ PRODUCE = (
     ("produce 100 B, 1 partition, acks=1", 100, 1, "1"),
     ("produce 100 B, 8 partitions, acks=all", 100, 8, "all"),
 )
-
-
-def produce(pinning, bootstrap: str, topic: str, size: int, partitions: int, acks: str, records):
-    return run_rdkafka(
-        pinning,
-        "produce",
-        "--bootstrap",
-        bootstrap,
-        "--topic",
-        topic,
-        "--partitions",
-        partitions,
-        "--size",
-        size,
-        "--acks",
-        acks,
-        "--records",
-        records,
-        "--reps",
-        1,
-        "--warmup",
-        records // 10,
-    )
 
 
 def consume(pinning, bootstrap: str, topic: str):
@@ -103,7 +81,17 @@ def main(argv: list[str] | None = None) -> int:
                 topic = f"cost-{size}-p{partitions}-acks{acks}"
                 for broker in order:
                     before = tree_cpu_seconds(broker.pid)
-                    out = produce(pinning, broker.bootstrap, topic, size, partitions, acks, records)
+                    out = rdkafka_produce(
+                        pinning,
+                        broker.bootstrap,
+                        topic,
+                        size,
+                        partitions,
+                        acks,
+                        records,
+                        1,
+                        records // 10,
+                    )
                     cpu = tree_cpu_seconds(broker.pid) - before
                     if "error" in out:
                         failures.append(f"{broker.name}, {label}: {out['error']}")

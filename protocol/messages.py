@@ -153,6 +153,15 @@ def encode_response_chunks(
     return [encode_response(spec, version, correlation_id, response)]
 
 
+def fetch_replica_id(body: Any, version: int) -> int:
+    """The replica id of a Fetch body (in ``replica_state`` from v15): >= 0 from a follower,
+    -1 from a consumer."""
+    if version >= 15:
+        state = getattr(body, "replica_state", None)
+        return state.replica_id if state is not None else -1
+    return body.replica_id
+
+
 def make_response(spec: ApiSpec, version: int, **fields: Any) -> ApiMessage:
     """Build a response body of ``spec``'s type at ``version``."""
     return spec.response_class(version=version, **fields)

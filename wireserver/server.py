@@ -36,6 +36,7 @@ from wireserver.protocol.messages import (
     Request,
     decode_request,
     encode_response_chunks,
+    fetch_replica_id,
 )
 from wireserver.security import connection as security_hooks
 from wireserver.zero_copy import ResponseWriter, close_chunks, supports_sendfile
@@ -282,14 +283,6 @@ class KafkaConnection(protocol.Protocol):
                 body = request.body
                 follower = body is not None and fetch_replica_id(body, request.api_version) >= 0
                 record("FetchFollower" if follower else "FetchConsumer", written, values)
-
-
-def fetch_replica_id(body: Any, version: int) -> int:
-    """The replica id of a Fetch (in ``replica_state`` from v15): >= 0 from a follower."""
-    if version >= 15:
-        state = getattr(body, "replica_state", None)
-        return state.replica_id if state is not None else -1
-    return body.replica_id
 
 
 class KafkaServerFactory(protocol.Factory):

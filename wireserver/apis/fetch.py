@@ -42,6 +42,7 @@ from wireserver.apis.metadata import leader_hints
 from wireserver.context import RequestContext
 from wireserver.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition
 from wireserver.protocol.errors import ErrorCode
+from wireserver.protocol.messages import fetch_replica_id
 from wireserver.security import checks
 from wireserver.storage.errors import KafkaStorageError, OffsetOutOfRange
 
@@ -179,11 +180,7 @@ class PartitionResult:
 
 
 def replica_id(ctx) -> int:
-    body = ctx.body
-    if ctx.version >= 15:
-        state = getattr(body, "replica_state", None)
-        return state.replica_id if state is not None else -1
-    return body.replica_id
+    return fetch_replica_id(ctx.body, ctx.version)
 
 
 def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
