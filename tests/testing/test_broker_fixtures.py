@@ -169,26 +169,46 @@ def test_a_marked_test_has_its_own_broker_with_its_settings(pytester):
         os.kill(pid, 0)
 
 
-def test_settings_from_the_options_reach_every_broker(pytester):
-    """``--wireserver-override`` applies to marked and unmarked brokers; a marker's own
-    ``overrides`` win over it."""
-    result = run_user_tests(
-        pytester,
-        """
-        import pytest
+OFFSETS_TOPIC = """
+import pytest
+from kafka import KafkaConsumer, KafkaProducer
+from kafka.admin import KafkaAdminClient
 
-        def test_option(kafka_broker):
-            assert kafka_broker.overrides["num.partitions"] == "4"
-            assert kafka_broker.overrides["log.retention.ms"] == "1000"
 
-        @pytest.mark.wireserver(overrides={"num.partitions": 5})
-        def test_marker_wins(kafka_broker):
-            assert kafka_broker.overrides["num.partitions"] == "5"
-            assert kafka_broker.overrides["log.retention.ms"] == "1000"
-        """,
-        "--wireserver-override=num.partitions=4",
-        "--wireserver-override=log.retention.ms=1000",
-    )
+def offsets_topic_partitions(bootstrap):
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    producer.send("t", b"x").get(10)
+    producer.close()
+    consumer = KafkaConsumer("t", bootstrap_servers=bootstrap, group_id="g",
+                             auto_offset_reset="earliest", consumer_timeout_ms=10000)
+    next(consumer)
+    consumer.commit()
+    consumer.close()
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    [topic] = admin.describe_topics(["__consumer_offsets"])
+    admin.close()
+    return len(topic["partitions"])
+
+
+def test_options(kafka_bootstrap):
+    assert offsets_topic_partitions(kafka_bootstrap) == EXPECTED
+
+
+@pytest.mark.wireserver(overrides={"offsets.topic.num.partitions": 2})
+def test_marker_wins(kafka_bootstrap):
+    assert offsets_topic_partitions(kafka_bootstrap) == 2
+"""
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [((), 1), (("--wireserver-override=offsets.topic.num.partitions=3",), 3)],
+    ids=["fixture-default", "option"],
+)
+def test_settings_of_the_fixtures_brokers(pytester, args, expected):
+    """The fixtures' brokers have one ``__consumer_offsets`` partition (``FIXTURE_DEFAULTS``),
+    unless ``--wireserver-override`` says otherwise; a marker's ``overrides`` win over both."""
+    result = run_user_tests(pytester, f"EXPECTED = {expected}\n" + OFFSETS_TOPIC, *args)
     result.assert_outcomes(passed=2)
 
 

@@ -48,7 +48,7 @@ SHM_DIR = "/dev/shm"
 SHM_MIN_FREE = 1 << 30
 
 
-def _temp_parent() -> str | None:
+def temp_parent() -> str | None:
     """Where a broker's temporary dir goes: ``SHM_DIR`` when it is there with room and
     ``TMPDIR`` does not name another place, else the system's temporary directory (None).
 
@@ -299,7 +299,7 @@ class EmbeddedBroker(_AdminMixin):
         self.log_level = [log_level] if isinstance(log_level, str) else list(log_level)
         self.python = python or sys.executable
         # _root holds the broker log, and the data dir unless one is given (then it is kept).
-        self._root = tempfile.mkdtemp(prefix="wireserver-", dir=_temp_parent())
+        self._root = tempfile.mkdtemp(prefix="wireserver-", dir=temp_parent())
         self.data_dir = (
             os.path.join(self._root, "data") if data_dir is None else os.fspath(data_dir)
         )
