@@ -33,6 +33,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from twisted.internet import defer, task
+
 from wireserver.controls import ControlError, UnknownControl
 from wireserver.protocol.errors import ErrorCode
 
@@ -136,18 +138,26 @@ def _error_code(value: Any) -> ErrorCode:
 def _count(value: Any) -> int | None:
     if value is None:
         return None
-    if not _is_int(value) or value < 1:
+    if not _is_int(value) or not 1 <= value <= MAX_MS:
         raise ControlError(f"'count' must be an integer of at least 1, or null; not {value!r}")
     return value
 
 
-def _at_least(name: str, least: int) -> Callable[[Any], int]:
+#: The largest ms a hold or throttle takes: Kafka's throttle_time_ms is an int32.
+MAX_MS = 2**31 - 1
+#: The furthest one clock jump goes: a hundred years.
+MAX_ADVANCE_MS = 100 * 365 * 24 * 3600 * 1000
+
+
+def _between(name: str, least: int, most: int = MAX_MS) -> Callable[[Any], int]:
     def check(value: Any) -> int:
         if not _is_int(value):
             raise ControlError(f"{name!r} must be an integer, not {value!r}")
         if value < least:
             which = "negative" if least == 0 else f"less than {least}"
             raise ControlError(f"{name!r} must not be {which} ({value})")
+        if value > most:
+            raise ControlError(f"{name!r} must be at most {most} ({value})")
         return value
 
     return check
@@ -163,7 +173,7 @@ def _text(name: str) -> Callable[[Any], str | None]:
 
 
 def _partition(value: Any) -> int | None:
-    return None if value is None else _at_least("partition", 0)(value)
+    return None if value is None else _between("partition", 0)(value)
 
 
 def _boolean(value: Any) -> bool:
@@ -180,8 +190,8 @@ FIELD_CHECKS: dict[str, Callable[[Any], Any]] = {
     "group": _text("group"),
     "message": _text("message"),
     "client_id": _text("client_id"),
-    "ms": _at_least("ms", 0),
-    "advance_ms": _at_least("advance_ms", 1),
+    "ms": _between("ms", 0),
+    "advance_ms": _between("advance_ms", 1, MAX_ADVANCE_MS),
     "handle": _boolean,
 }
 
@@ -216,7 +226,7 @@ def check_command(command: Any, registry: ApiRegistry) -> tuple[str, dict[str, A
     if not isinstance(command, dict):
         raise ControlError(f"a command must be an object, not {type(command).__name__}")
     name = command.get("control")
-    if name not in CONTROLS:
+    if not isinstance(name, str) or name not in CONTROLS:
         if "control" not in command:
             raise ControlError(f"missing field 'control' (one of: {', '.join(CONTROLS)})")
         raise ControlError(f"unknown control {name!r} (one of: {', '.join(CONTROLS)})")
@@ -233,6 +243,8 @@ def check_command(command: Any, registry: ApiRegistry) -> tuple[str, dict[str, A
     spec = code = None
     for key, default in defaults.items():
         value = command.get(key, default)
+        if value is None and default is REQUIRED:
+            raise ControlError(f"field {key!r} of control {name!r} must not be null")
         if key == "api":
             if value is None:
                 fields[key] = None
@@ -357,8 +369,6 @@ class BrokerControls:
             else:
                 connection.drop(why)
             return
-        from twisted.internet import defer
-
         error = chosen.get("error")
         if error is not None:
             response = defer.maybeDeferred(self._error_answer, error, request)
@@ -410,8 +420,6 @@ class BrokerControls:
         return error_response(request, int(control.code), control.fields["message"])
 
     def _hold(self, response: Any, ms: int) -> Any:
-        from twisted.internet import task
-
         return task.deferLater(self.wall, ms / 1000.0, lambda: response)
 
     @staticmethod
