@@ -11,8 +11,10 @@ A command is a dict (the same in Python and as JSON over HTTP) naming its ``cont
   being handled (``handle``: the lost-acknowledgement case) or not.
 - ``refuse_connections``: new Kafka connections are closed as soon as accepted.
 - ``throttle``: Kafka's quota throttling (KIP-219): ``throttle_time_ms`` in the response, sent
-  at once, then the connection reads nothing for ``ms``; request versions from before
-  client-side throttling get their response held ``ms`` instead, as Kafka does.
+  at once, then the connection reads nothing for ``ms`` (counted from when the response is
+  ready: it leaves then unless an earlier one on the connection is still pending); request
+  versions from before client-side throttling get their response held ``ms`` instead, as
+  Kafka does.
 - ``clock``: the broker's clock (``clock.BrokerClock``) moves ``advance_ms`` ahead.
 - ``down``: the Kafka listeners stop and every client connection is closed; undo listens again.
 
