@@ -32,17 +32,18 @@ from __future__ import annotations
 import logging
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from twisted.internet import defer, task
 
 from wireserver.controls import ControlError, UnknownControl
+from wireserver.controls.error_responses import error_response, request_targets
 from wireserver.protocol.errors import ErrorCode
+from wireserver.protocol.messages import PRODUCE_KEY, Request
 
 if TYPE_CHECKING:
     from wireserver.controls.clock import BrokerClock
-    from wireserver.protocol.messages import Request
     from wireserver.protocol.registry import ApiRegistry, ApiSpec
 
 log = logging.getLogger("wireserver.controls")
@@ -373,7 +374,18 @@ class BrokerControls:
             return
         error = chosen.get("error")
         if error is not None:
-            response = defer.maybeDeferred(self._error_answer, error, request)
+            if request.header.api_key == PRODUCE_KEY and request.body.acks == 0:
+                # No response carries the error: Kafka closes the connection when such a
+                # produce fails, and the client refreshes its metadata.
+                connection.drop(f"acks=0 produce failed by control {error.id}")
+                return
+            if request.spec.name == "ApiVersions":
+                # Its error response is read at v0 whatever the version (KIP-511): the
+                # server answers v0 for the body-less form of the request.
+                slot.request = replace(request, body=None)
+            response = defer.maybeDeferred(
+                self._error_answer, error, request, connection.listener_name
+            )
         else:
             response = connection.handle(slot)
         latency = chosen.get("latency")
@@ -399,8 +411,6 @@ class BrokerControls:
         topic, partition, group = (control.fields[k] for k in ("topic", "partition", "group"))
         if topic is None and group is None:
             return True
-        from wireserver.controls.error_responses import request_targets
-
         names = self.host.metadata.topic_names
         targets = request_targets(request, lambda topic_id: names().get(topic_id))
         if group is not None and group not in targets.groups:
@@ -413,13 +423,13 @@ class BrokerControls:
                 return False
         return True
 
-    @staticmethod
-    def _error_answer(control: Control, request: Request) -> Any:
-        if request.header.api_key == 0 and getattr(request.body, "acks", -1) == 0:
-            return None  # acks=0: the producer reads no answer
-        from wireserver.controls.error_responses import error_response
-
-        return error_response(request, int(control.code), control.fields["message"])
+    def _error_answer(self, control: Control, request: Request, listener_name: str) -> Any:
+        brokers = [
+            (endpoint.node_id, endpoint.host, endpoint.port, endpoint.rack)
+            for endpoint in self.host.metadata.broker_endpoints(listener_name)
+        ]
+        code = int(control.code)
+        return error_response(request, code, control.fields["message"], brokers=brokers)
 
     def _hold(self, response: Any, ms: int) -> Any:
         return task.deferLater(self.wall, ms / 1000.0, lambda: response)
