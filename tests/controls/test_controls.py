@@ -337,6 +337,8 @@ def test_up_while_another_process_holds_the_port_is_refused_and_stays_down(kafka
     down = controls.down()
     squatter = socket.socket()
     try:
+        # (past the TIME_WAIT of the broker's closed connections, as the broker binds)
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         squatter.bind(("127.0.0.1", kafka.port))
         squatter.listen()
         with pytest.raises(ControlError, match="cannot listen again"):
