@@ -161,13 +161,13 @@ _PARTITION_KEYS = ("partition_index", "partition", "index", "partition_id")
 _GROUP_KEYS = ("group_id", "key", "transactional_id")
 
 
-def error_fields(message, where=()):
-    """(path of the keys of the elements around it, field name, value) of every untagged
-    error-code and error-message field in a decoded message."""
-    version = message.version if message.version is not None else where[-1][1]
-    found = []
-    keys = dict(where[-1][0]) if where else {}
-    for field in message._struct.untagged_fields(version):
+def error_fields(message, version, around=None):
+    """(keys of the elements around it, field name, value) of every untagged error-code and
+    error-message field in a decoded message; keys: "topic" (ids read back as names),
+    "partition", "group" (group id, coordinator key or transactional id), "resource"."""
+    keys = dict(around or {})
+    fields = message._struct.untagged_fields(version)
+    for field in fields:
         value = getattr(message, field.name)
         if field.name in _TOPIC_KEYS and field._entity_type == "topicName":
             keys["topic"] = value
@@ -175,21 +175,20 @@ def error_fields(message, where=()):
             keys["topic"] = TOPIC_OF_ID[value]
         elif field.name in _PARTITION_KEYS and isinstance(value, int):
             keys["partition"] = value
-        elif field.name in _GROUP_KEYS or field.name == "resource_name":
-            keys["group" if field.name != "resource_name" else "resource"] = value
-    for field in message._struct.untagged_fields(version):
+        elif field.name in _GROUP_KEYS:
+            keys["group"] = value
+        elif field.name == "resource_name":
+            keys["resource"] = value
+    found = []
+    for field in fields:
         value = getattr(message, field.name)
-        if field.name == "error_code" or field.name.endswith("_error_code"):
-            found.append((dict(keys), field.name, value))
-        elif field.name == "error_message" or field.name.endswith("_error_message"):
-            found.append((dict(keys), field.name, value))
+        if field.name.endswith(("error_code", "error_message")):
+            found.append((keys, field.name, value))
         elif field.is_struct_array():
             for element in value or ():
-                element._version = version
-                found.extend(error_fields(element, ((keys, version),)))
+                found.extend(error_fields(element, version, keys))
         elif field.is_struct() and value is not None:
-            value._version = version
-            found.extend(error_fields(value, ((keys, version),)))
+            found.extend(error_fields(value, version, keys))
     return found
 
 
@@ -212,7 +211,7 @@ def test_every_item_answered_with_the_error(spec, version, code):
     response = error_response(request, code, message, brokers=BROKERS)
     decoded = read_back(spec, written(request, response), response.version)
 
-    found = error_fields(decoded)
+    found = error_fields(decoded, response.version)
     codes = [value for _, name, value in found if name.endswith("error_code")]
     messages = [value for _, name, value in found if name.endswith("error_message")]
     assert codes, "no error field carries the code"

@@ -37,8 +37,10 @@ Exceptions the schemas can't tell (``_ANSWERS`` aside):
 
 Produce with ``acks=0`` gets no response at all: the server writes nothing for it, so the caller
 closes the connection instead, as Kafka does when such a produce fails (the client then
-refreshes its metadata). Refused: nothing (``ErrorInjectionUnsupported`` stays for APIs whose
-response a future version cannot shape).
+refreshes its metadata).
+
+Refused: no API. ``REFUSED`` (raising ``ErrorInjectionUnsupported``) is where an API served
+later would go if its answer could not be shaped from its schemas.
 
 ``request_targets`` reads what a request names (topics and partitions, group ids, coordinator
 keys, transactional ids) so the control's ``topic``/``partition``/``group`` filters can match.
