@@ -14,10 +14,13 @@ import uuid
 
 import kafka.errors as kafka_errors
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from kafka.cluster import ClusterMetadata
 from kafka.protocol.parser import KafkaProtocol
 
 from tests.integration import raw
+from tests.protocol.message_strategies import message_strategy
 from wireserver.controls.error_responses import (
     REFUSED,
     ErrorInjectionUnsupported,
@@ -239,6 +242,23 @@ def test_every_item_answered_with_the_error(spec, version, code):
     for keys, _, _ in found:
         assert keys.get("topic") in (None, *TOPICS)
         assert keys.get("group") in (None, "", *GROUPS, *TXNS)
+
+
+@pytest.mark.parametrize("spec,version", VERSIONS, ids=IDS)
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_any_request_gets_an_answer_clients_read(spec, version, data):
+    """Whatever a request holds (null arrays, empty ones, odd names), its error answer
+    encodes, reads back, and carries the code in every error field and nothing else."""
+    sent = data.draw(message_strategy(spec.request_class, version))
+    sent.with_header(correlation_id=7, client_id="any")
+    (frame,) = FrameDecoder().feed(sent.encode(header=True, framed=True))
+    request = decode_request(frame, SERVED)
+    response = error_response(request, COORDINATOR_NOT_AVAILABLE, "busy", brokers=BROKERS)
+    decoded = read_back(spec, written(request, response), response.version)
+    for _, name, value in error_fields(decoded, response.version):
+        assert value == (COORDINATOR_NOT_AVAILABLE if name.endswith("error_code") else "busy")
+    request_targets(request, TOPIC_OF_ID.get)  # reads any request without failing
 
 
 def test_top_level_error_carries_the_code():
@@ -569,3 +589,19 @@ def test_kafka_python_reads_error_answers_like_real_ones():
                     assert partition.error_message == "moved"
         finally:
             client.close()
+
+
+def test_a_heartbeat_without_subscriptions_is_not_for_every_topic():
+    """A ConsumerGroupHeartbeat's null topic lists mean "unchanged", not "every topic"."""
+    spec = SERVED.get(68)
+    sent = spec.request_class(
+        version=1, group_id="g", member_id="m", member_epoch=3, subscribed_topic_names=None
+    )
+    sent.with_header(correlation_id=7, client_id="sample")
+    (frame,) = FrameDecoder().feed(sent.encode(header=True, framed=True))
+    targets = request_targets(decode_request(frame, SERVED))
+    assert (targets.all_topics, dict(targets.topics), targets.groups) == (
+        False,
+        {},
+        frozenset({"g"}),
+    )
