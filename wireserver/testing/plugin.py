@@ -6,6 +6,7 @@ Fixtures
     ``kafka_broker_session``  the session's shared broker, with no per-test cleanup
     ``kafka_controls``        ``kafka_broker.controls`` (faults, latency, the broker's clock:
                               ``wireserver.testing.controls``), reset before and after the test
+                              (a shared broker's controls are reset after every test anyway)
     ``kafka_cluster``         a 3-broker ``LocalCluster`` (``.bootstrap``, ``.brokers``) on a
                               ZooKeeper started for the session, each cluster in its own chroot,
                               with ``FAST_FAILOVER`` settings; shared by the session: after each
@@ -247,12 +248,13 @@ if pytest is not None:
     @pytest.fixture
     def kafka_broker(request: Any, pytestconfig: Any) -> Iterator[Any]:
         """A broker for this test: its own (marked, or fresh by default) and closed after it,
-        or the session's, every non-internal topic deleted after the test so tests don't see
-        each other's topics or records."""
+        or the session's, its controls reset and every non-internal topic deleted after the
+        test so tests don't see each other's topics, records or faults."""
         wish = _wish(request)
         if wish is None and not _fresh_by_default(pytestconfig):
             shared = request.getfixturevalue("kafka_broker_session")
             yield shared
+            _reset_controls(shared)  # first: a listener the test took down is up again
             shared.delete_all_topics()
             return
         wish = wish or BrokerWish()
@@ -375,7 +377,15 @@ if pytest is not None:
         if stopped:
             cluster.wait_ready()
         for broker in cluster.brokers.values():
-            controls = getattr(broker, "controls", None)
-            if controls is not None:
-                controls.reset()
+            _reset_controls(broker)
         cluster.delete_all_topics()
+
+    def _reset_controls(broker: Any) -> None:
+        """Undo every control a test left on a shared broker (through ``kafka_controls`` or
+        ``broker.controls`` itself), when it has its controls on (``TEST_DEFAULTS``)."""
+        if (
+            isinstance(broker, EmbeddedBroker)
+            and broker.running
+            and broker.overrides.get("controls.enable", "").lower() == "true"
+        ):
+            broker.controls.reset()
