@@ -33,12 +33,14 @@ Options (ini in brackets)
 
 Fresh or shared
     A fresh broker per test is the default in thread mode: starting and closing one costs about
-    6 ms (a broker whose data dir is on tmpfs; benchmarks/results.md, "Test-broker
-    fixtures"), no more than deleting a test's topics from a shared broker takes, and it
-    isolates everything a topic cleanup misses: consumer groups and their offsets, producer
-    ids and transactions, ACLs, quotas, dynamic configs, a broker whose clock a test moved.
-    A subprocess broker costs a process start (about a second, mostly imports), so in
-    subprocess mode ``kafka_broker`` stays one broker shared by the session, topics deleted
+    6 ms of wall and broker time when its data dir is on tmpfs (``EmbeddedBroker`` puts it on
+    ``/dev/shm`` when that has room; on this machine's disk it is 15 to 60 ms, the fsyncs),
+    about what deleting a test's topics from a shared broker takes (4 to 6 ms), and it isolates
+    what a topic cleanup leaves behind: consumer groups, producer ids and transactions, ACLs,
+    quotas, dynamic configs, SCRAM users. A typical test (a topic, 10 records produced and
+    consumed) costs the broker about 25 ms either way (benchmarks/results.md, "Test-broker
+    fixtures"). A subprocess broker costs a process start (about a second, mostly imports), so
+    in subprocess mode ``kafka_broker`` stays one broker shared by the session, topics deleted
     after each test. ``wireserver_fresh`` (or ``--wireserver-fresh=``) set to true or false
     decides for either mode. A cluster takes seconds to start, so ``kafka_cluster`` is shared
     unless a test is marked.
