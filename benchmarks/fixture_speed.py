@@ -104,9 +104,9 @@ def subprocess_start_close(row: Row) -> None:
     row.wall_ms.append((time.perf_counter() - started) * 1000)
 
 
-def cluster_start_close(row: Row, zookeeper: ZooKeeperServer, index: int) -> None:
+def cluster_start_close(row: Row, zookeeper: ZooKeeperServer, chroot: str, mode: str) -> None:
     started = time.perf_counter()
-    cluster = LocalCluster(f"{zookeeper.connect}/bench-{index}", 3, FAST_FAILOVER)
+    cluster = LocalCluster(f"{zookeeper.connect}/{chroot}", 3, FAST_FAILOVER, mode=mode)
     try:
         cluster.start(together=True)
     finally:
@@ -247,7 +247,10 @@ def main(argv: list[str] | None = None) -> int:
         subprocess_start_close(subprocess_row)
     log("subprocess start + close done")
 
-    cluster_row = Row("kafka_cluster: 3 subprocess brokers started together + closed")
+    cluster_rows = {
+        "subprocess": Row("kafka_cluster: 3 subprocess brokers started together + closed"),
+        "thread": Row("kafka_cluster, mode=thread: 3 brokers on the reactor thread + closed"),
+    }
     zookeeper_row = Row("ZooKeeper start (once a session)")
     notes: list[str] = []
     if available():
@@ -255,7 +258,8 @@ def main(argv: list[str] | None = None) -> int:
         with ZooKeeperServer() as zookeeper:
             zookeeper_row.wall_ms.append((time.perf_counter() - began) * 1000)
             for index in range(cluster_runs):
-                cluster_start_close(cluster_row, zookeeper, index)
+                for mode, row in cluster_rows.items():
+                    cluster_start_close(row, zookeeper, f"bench-{mode}-{index}", mode)
         log("cluster start + close done")
     else:
         notes.append("ZooKeeper is not installed: no cluster figures.")
@@ -303,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         *thread_rows.values(),
         subprocess_row,
         zookeeper_row,
-        cluster_row,
+        *cluster_rows.values(),
         *(row for pair in topic_rows.values() for row in pair),
         *(row for _, shared, fresh in typical.values() for row in (shared, fresh)),
         kafka_offsets,

@@ -1,7 +1,8 @@
 """``kafka_cluster`` as a project's tests see it, driven with kafka-python: three brokers in
 Metadata, a replicated topic written and read, the shared cluster tidied between tests (topics
-gone, a killed broker back), a marked test's cluster of its own; and what happens without
-ZooKeeper (a skip naming why, a failure under ``CI=true``)."""
+gone, a killed broker back), a marked test's cluster of its own (subprocesses, or brokers on
+the test process's reactor thread); and what happens without ZooKeeper (a skip naming why, a
+failure under ``CI=true``)."""
 
 from __future__ import annotations
 
@@ -73,6 +74,19 @@ def test_a_cluster_of_its_own(kafka_cluster, kafka_cluster_session):
     [topic] = admin.describe_topics(["defaults"])
     admin.close()
     assert len(topic["partitions"][0]["replica_nodes"]) == 2
+
+
+@pytest.mark.wireserver(mode="thread")
+def test_a_thread_mode_cluster(kafka_cluster):
+    note("own", kafka_cluster.bootstrap)
+    assert {broker.mode for broker in kafka_cluster.brokers.values()} == {"thread"}
+    assert broker_ids(kafka_cluster) == [1, 2, 3]
+    admin = admin_of(kafka_cluster)
+    admin.create_topics({"in-process": {"replication_factor": 3}}, wait_for_metadata=True)
+    admin.close()
+    producer = KafkaProducer(bootstrap_servers=kafka_cluster.bootstrap, acks="all")
+    producer.send("in-process", b"replicated", partition=0).get(20)
+    producer.close()
 """
 )
 
@@ -83,12 +97,13 @@ def test_kafka_cluster(pytester):
             pytest.fail("ZooKeeper is not installed (scripts/test installs it)")
         pytest.skip("ZooKeeper is not installed (apt-get install zookeeper)")
     result = run_user_tests(pytester, CLUSTER_TESTS, timeout=300)
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=4)
     notes = read_notes(pytester)
     shared_before, shared_after = notes["bootstrap"]
     assert shared_before == shared_after  # the same brokers, on the same ports
     assert len(shared_before.split(",")) == 3
-    assert not set(notes["own"][0].split(",")) & set(shared_before.split(","))
+    for own in notes["own"]:
+        assert not set(own.split(",")) & set(shared_before.split(","))
 
 
 NEEDS_ZOOKEEPER = """
