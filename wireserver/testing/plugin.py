@@ -22,7 +22,8 @@ Marker
     session's), or its own cluster of ``brokers`` brokers (default 3) through
     ``kafka_cluster``, with ``overrides`` over the usual settings; closed after it. A
     cluster's brokers are subprocesses unless ``mode="thread"``: then they run on the test
-    process's reactor thread and start in a tenth of the time, but cannot be killed.
+    process's reactor thread and start and close in a fifth of the time (about 0.5 s against
+    2.7 s), but cannot be killed.
 
 Options (ini in brackets)
     ``--wireserver-mode=thread|subprocess`` [``wireserver_mode``]
