@@ -1,0 +1,85 @@
+"""The example programs of docs/examples/controls (Java, Go, JavaScript, curl) run against a
+subprocess broker's /controls: each adds an ``error`` control for Produce, lists the active
+controls and undoes it, and what each prints is what the broker answered. A missing java, go,
+node or curl skips its example, except under CI=true, where it fails."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from wireserver.testing import EmbeddedBroker
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples" / "controls"
+
+#: example → (the tool it needs, its command line, run in EXAMPLES)
+COMMANDS = {
+    "java": ("java", ["java", "Example.java"]),
+    "go": ("go", ["go", "run", "main.go"]),
+    "javascript": ("node", ["node", "example.mjs"]),
+    "curl": ("curl", ["bash", "example.sh"]),
+}
+
+ANSWER = re.compile(r"^(?P<method>POST|GET|DELETE) (?P<url>\S+) (?P<status>\d{3}) ", re.M)
+
+
+@pytest.fixture(scope="module")
+def broker():
+    with EmbeddedBroker(mode="subprocess") as kafka:
+        yield kafka
+
+
+def answers(output: str) -> list[tuple[str, str, int, dict]]:
+    """The (method, url, status, body) lines an example printed; a body may span lines."""
+    decoder = json.JSONDecoder()
+    found = []
+    for match in ANSWER.finditer(output):
+        body, _ = decoder.raw_decode(output, match.end())
+        found.append((match["method"], match["url"], int(match["status"]), body))
+    return found
+
+
+@pytest.mark.parametrize("example", sorted(COMMANDS))
+def test_example_adds_lists_and_undoes_an_error_control(broker, example):
+    tool, command = COMMANDS[example]
+    if shutil.which(tool) is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{tool} is not installed (scripts/test installs it)")
+        pytest.skip(f"{tool} is not installed")
+    controls_url = broker.ops_url + "/controls"
+    environment = dict(os.environ, WIRESERVER_CONTROLS_URL=controls_url, GOTOOLCHAIN="local")
+    run = subprocess.run(
+        command,
+        cwd=EXAMPLES,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    (post, listed, deleted) = answers(run.stdout)
+
+    method, url, status, added = post
+    assert (method, url, status) == ("POST", controls_url, 201)
+    assert (added["control"], added["api"], added["error"]) == (
+        "error",
+        "Produce",
+        "NOT_LEADER_OR_FOLLOWER",
+    )
+    assert added["remaining"] == 3
+    control_id = added["id"]
+
+    method, url, status, active = listed
+    assert (method, url, status) == ("GET", controls_url, 200)
+    assert [control["id"] for control in active["controls"]] == [control_id]
+
+    method, url, status, undone = deleted
+    assert (method, url, status) == ("DELETE", f"{controls_url}/{control_id}", 200)
+    assert undone["id"] == control_id
+    assert broker.controls.active() == []
