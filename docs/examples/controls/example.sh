@@ -2,7 +2,7 @@
 # Inject a Produce error into a wireserver test broker, list the active controls, undo it.
 # Run: WIRESERVER_CONTROLS_URL=http://127.0.0.1:PORT/controls bash example.sh
 set -euo pipefail
-controls="${WIRESERVER_CONTROLS_URL:?set it to the broker's /controls URL}"
+controls="${WIRESERVER_CONTROLS_URL:?set it to the /controls URL of the broker}"
 
 # send METHOD URL [JSON]: one request; prints "METHOD URL STATUS BODY", keeps the body in $body.
 send() {
