@@ -21,7 +21,7 @@ import sys
 import uuid
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer, task, threads
 
@@ -45,6 +45,9 @@ from wireserver.server import KafkaServerFactory
 from wireserver.storage.manager import LogManager
 from wireserver.topics import create_internal_topic
 from wireserver.txn import TransactionCoordinator
+
+if TYPE_CHECKING:
+    from wireserver.controls.rules import BrokerControls
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +94,14 @@ class Broker:
 
             reactor = global_reactor
         self.config = config
+        #: the reactor's clock as the operations listener reads it: never moved by controls
+        self.wall_reactor = reactor
+        #: the test controls (``controls.enable``; ``wireserver.controls.rules``), else None
+        self.controls: BrokerControls | None = None
+        if config["controls.enable"]:
+            from wireserver.controls.clock import BrokerClock
+
+            reactor = BrokerClock(reactor)
         self.reactor = reactor
         self.registry = SERVED
         apis.check_handlers(self.registry)
@@ -107,6 +118,10 @@ class Broker:
         self.cluster: Any = None
         #: the operations HTTP listener (``metrics.listeners``; binds nothing when empty)
         self.ops = OpsListener(self)
+        if config["controls.enable"]:
+            from wireserver.controls.rules import BrokerControls
+
+            self.controls = BrokerControls(self, reactor)
         self._flushing: set = set()
         self._loops: list[task.LoopingCall] = []
         self.started = False
@@ -205,13 +220,7 @@ class Broker:
             groups=self.groups.offsets,
         )
         self.txn.start()
-        bound = []
-        for listener in self.config.listeners:
-            factory = KafkaServerFactory(self, listener.name)
-            interface = "" if listener.all_interfaces else listener.host
-            port = self.security.listen(self.reactor, listener, factory, interface)
-            self.ports.append(port)
-            bound.append(listener.with_port(port.getHost().port))
+        bound = self._listen(self.config.listeners)
         by_name = {listener.name: listener for listener in bound}
         self.advertised = []
         for listener in self.config.advertised_listeners:
@@ -237,6 +246,33 @@ class Broker:
         self._every(scheduler_ms if scheduler_ms < 2**62 else 1000, self._flush_due_logs)
         self.ops.start()
         self.started = True
+
+    def _listen(self, listeners: list[Listener]) -> list[Listener]:
+        """Listen on each Kafka listener (into ``ports``); the listeners with their real
+        ports."""
+        bound = []
+        for listener in listeners:
+            factory = KafkaServerFactory(self, listener.name)
+            interface = "" if listener.all_interfaces else listener.host
+            port = self.security.listen(self.reactor, listener, factory, interface)
+            self.ports.append(port)
+            bound.append(listener.with_port(port.getHost().port))
+        return bound
+
+    def listeners_down(self) -> defer.Deferred:
+        """The ``down`` control: stop listening on every Kafka listener and close every client
+        connection, as a broker that went away does; logs, groups and transactions stay as
+        they are and the operations listener stays up. Fires once the ports are closed."""
+        ports, self.ports = self.ports, []
+        closed = defer.gatherResults([defer.maybeDeferred(port.stopListening) for port in ports])
+        for connection in list(self.connections):
+            connection.drop("the broker's listeners are down (controls)")
+        return closed
+
+    def listeners_up(self) -> None:
+        """Undo of ``listeners_down``: listen again on the ports bound at start."""
+        if not self.ports:
+            self._listen(self.bound)
 
     def _every(self, interval_ms: int, func: Callable[[], Any]) -> None:
         if interval_ms <= 0 or interval_ms >= 2**62:

@@ -299,6 +299,15 @@ _BROKER_ONLY = [
         "message rates, errors) for /metrics and the status page. false stops counting and "
         "timing requests, to measure what that costs (benchmarks.metrics_cost).",
     ),
+    _key(
+        "controls.enable",
+        "boolean",
+        False,
+        "wireserver's own key, for test brokers: serve /controls on the operations listener "
+        "(metrics.listeners; loopback peers only) to inject errors, latency, disconnects, "
+        "throttling, refused connections, a listener outage and clock jumps, and run the "
+        "broker's timers on a clock that can be moved ahead (wireserver.controls).",
+    ),
     _key("connections.max.idle.ms", "long", 600000, "Idle connections are closed after this long."),
     _key(
         "num.network.threads",

@@ -84,6 +84,8 @@ class KafkaConnection(protocol.Protocol):
         self.decoder = FrameDecoder(services.config["socket.request.max.bytes"])
         self.pending: collections.deque[_Slot] = collections.deque()
         self.paused = False
+        #: a ``throttle`` control keeps this connection from reading (``mute``)
+        self.muted = False
         self.closed = False
         self.peer = "?"
         self.security = None
@@ -96,6 +98,9 @@ class KafkaConnection(protocol.Protocol):
     def connectionMade(self) -> None:
         peer = self.transport.getPeer()
         self.peer = f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}"
+        controls = self.services.controls
+        if controls is not None and controls.refuses(self):
+            return
         self.writer = ResponseWriter(self.transport, supports_sendfile(self.transport))
         if self.writer.zero_copy:
             # As Kafka does (SocketServer: setTcpNoDelay): a response's short tail, sent after
@@ -119,6 +124,14 @@ class KafkaConnection(protocol.Protocol):
         """Drop this connection (only this one) after a protocol violation."""
         if not self.closed:
             log.warning("closing connection from %s: %s", self.peer, why)
+            self.closed = True
+            self.transport.loseConnection()
+
+    def drop(self, why: str) -> None:
+        """Close this connection without answering what is still pending (the ``disconnect``
+        and ``down`` controls, and ``close``)."""
+        if not self.closed:
+            log.info("closing connection from %s: %s", self.peer, why)
             self.closed = True
             self.transport.loseConnection()
 
@@ -158,6 +171,17 @@ class KafkaConnection(protocol.Protocol):
     def _dispatch(self, request: Request, received: float) -> None:
         slot = _Slot(request, received)
         self.pending.append(slot)
+        controls = self.services.controls
+        if controls is not None:
+            controls.dispatch(self, slot)
+            return
+        self.handle(slot).addCallbacks(
+            self._completed, self._failed, callbackArgs=(slot,), errbackArgs=(slot,)
+        )
+
+    def handle(self, slot: _Slot) -> defer.Deferred:
+        """Run the request's handler; a Deferred of its response."""
+        request = slot.request
         ctx = RequestContext(
             request=request,
             services=self.services,
@@ -170,9 +194,28 @@ class KafkaConnection(protocol.Protocol):
         slot.started = time.perf_counter()
         result = defer.maybeDeferred(handler, ctx)
         slot.returned = time.perf_counter()
-        result.addCallbacks(
+        return result
+
+    def answer(self, slot: _Slot, response: defer.Deferred) -> None:
+        """Write ``response`` (a Deferred of the response, or of a failure) in ``slot``'s
+        turn: the controls' way to answer a request they held or did not let be handled."""
+        response.addCallbacks(
             self._completed, self._failed, callbackArgs=(slot,), errbackArgs=(slot,)
         )
+
+    def mute(self) -> None:
+        """Stop reading requests (the ``throttle`` control, as Kafka mutes a throttled
+        channel), apart from the pause for too many requests in flight (``paused``)."""
+        if not self.muted:
+            self.muted = True
+            if not self.paused:
+                self.transport.pauseProducing()
+
+    def unmute(self) -> None:
+        if self.muted:
+            self.muted = False
+            if not self.paused and not self.closed:
+                self.transport.resumeProducing()
 
     # -- output -----------------------------------------------------------------------------
 
@@ -232,7 +275,8 @@ class KafkaConnection(protocol.Protocol):
             self._log_requests(sent, dequeued, written)
         if self.paused and len(self.pending) < self.max_in_flight:
             self.paused = False
-            self.transport.resumeProducing()
+            if not self.muted:
+                self.transport.resumeProducing()
 
     def _log_requests(self, sent: list[_Slot], dequeued: float, written: float) -> None:
         """Kafka's request log line of each request whose response just went out."""

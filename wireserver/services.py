@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from wireserver.config import BrokerConfig, Listener
+    from wireserver.controls.rules import BrokerControls
     from wireserver.features import Features
     from wireserver.fetch_sessions import FetchSessionCache
     from wireserver.groups.configs import GroupConfigs
@@ -53,6 +54,8 @@ class Services(Protocol):
     metrics: BrokerMetrics
     #: the open client connections (``wireserver.server``), which the broker drops on stop
     connections: set[Any]
+    #: the test controls (``controls.enable``: injected errors, latency, ...), else None
+    controls: BrokerControls | None
 
     def now_ms(self) -> int: ...
 

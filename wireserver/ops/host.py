@@ -20,3 +20,9 @@ class OpsHost(Services, Protocol):
     cluster: Any
     #: the Kafka listeners as bound (real ports)
     bound: list[Listener]
+    #: the reactor itself, whose time no control moves (``reactor`` may be a
+    #: ``wireserver.controls.clock.BrokerClock``): the listener's HTTP timeouts run on it
+    wall_reactor: Any
+    #: ``controls.enable``: the ``wireserver.controls.rules.BrokerControls`` behind
+    #: ``/controls``, else None
+    controls: Any

@@ -6,7 +6,8 @@ Endpoints (GET and HEAD; any other method is 405, any other path 404):
 - ``/``: the status page (``wireserver/ops/status.html``: one page, inline CSS and JS, which
   fetches the JSON below every few seconds and redraws itself);
 - ``/api/cluster``, ``/api/topics``, ``/api/groups``, ``/api/transactions``: the dicts of
-  ``wireserver.ops.status`` as JSON; ``/api/`` lists them.
+  ``wireserver.ops.status`` as JSON; ``/api/`` lists them;
+- with ``controls.enable``, ``/controls`` (``wireserver.controls.http``: POST, GET, DELETE).
 
 Nothing served reads a record's key, value or headers.
 
@@ -53,8 +54,8 @@ MAX_REQUEST_LINE = 8192
 MAX_HEADER_BYTES = 8192
 #: The most header lines: more is 431.
 MAX_HEADERS = 64
-#: No endpoint takes a body; a small one (on a method that is then refused) is read, a larger
-#: one is 413 Content Too Large.
+#: Only ``/controls`` takes a body (a JSON command of a few hundred bytes); a larger one is 413
+#: Content Too Large.
 MAX_BODY_BYTES = 1024
 #: A request must be complete this long after the connection opened or the previous response
 #: was sent, else 408 Request Timeout.
@@ -390,7 +391,8 @@ class StatusPage(Endpoint):
 
 class Paths(resource.Resource):
     """The path table: ``/``, ``/metrics``, ``/api`` (to ``/api/``), ``/api/`` and each
-    ``/api/<name>``; any other path is 404."""
+    ``/api/<name>``, and ``prefixes`` (``/controls`` with ``controls.enable``); any other
+    path is 404."""
 
     def __init__(self, host: OpsHost):
         super().__init__()
@@ -404,9 +406,15 @@ class Paths(resource.Resource):
         }
         for name, build in API.items():
             self.paths[(b"api", name.encode("ascii"))] = JsonResource(partial(build, host))
+        #: first path segment -> the resource of every path under it (``/controls``)
+        self.prefixes: dict[bytes, resource.Resource] = {}
 
     def getChildWithDefault(self, path: bytes, request: Any) -> resource.Resource:  # noqa: N802
-        # Take the whole path at once: the table has no wildcards.
+        # Take the whole path at once: the table has no wildcards. A prefix's resource is
+        # given the rest of the path in ``postpath``.
+        prefixed = self.prefixes.get(path)
+        if prefixed is not None:
+            return prefixed
         segments = (path, *request.postpath)
         request.prepath.extend(request.postpath)
         request.postpath = []

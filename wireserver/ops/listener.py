@@ -34,8 +34,13 @@ class OpsListener:
             return
         from wireserver.ops.http import OpsSite, Paths
 
-        reactor = self.host.reactor
-        self.site = OpsSite(Paths(self.host), reactor, self.host.config.metrics_users)
+        reactor = self.host.wall_reactor
+        paths = Paths(self.host)
+        if self.host.controls is not None:
+            from wireserver.controls.http import ControlsResource
+
+            paths.prefixes[b"controls"] = ControlsResource(self.host.controls)
+        self.site = OpsSite(paths, reactor, self.host.config.metrics_users)
         for listener in listeners:
             factory: Any = self.site
             if listener.security_protocol == "HTTPS":

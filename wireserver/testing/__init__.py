@@ -49,6 +49,7 @@ session of a project that has wireserver installed.
 
 from wireserver.testing.cluster import FAST_FAILOVER, LocalCluster, cluster_metadata
 from wireserver.testing.container import KafkaContainer
+from wireserver.testing.controls import Control, ControlError, Controls
 from wireserver.testing.embedded import (
     READY_RE,
     TEST_DEFAULTS,
@@ -61,6 +62,9 @@ from wireserver.testing.wire import KafkaWire, KafkaWireError, wait_for
 
 __all__ = [
     "EmbeddedBroker",
+    "Controls",
+    "Control",
+    "ControlError",
     "ExternalBroker",
     "KafkaContainer",
     "KafkaWire",

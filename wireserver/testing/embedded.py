@@ -18,9 +18,12 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wireserver.testing.wire import KafkaWire
+
+if TYPE_CHECKING:
+    from wireserver.testing.controls import Controls
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +33,8 @@ TEST_DEFAULTS: dict[str, str] = {
     "transaction.state.log.replication.factor": "1",
     "transaction.state.log.min.isr": "1",
     "group.initial.rebalance.delay.ms": "0",
+    # The test controls (``EmbeddedBroker.controls``, ``wireserver.testing.controls``).
+    "controls.enable": "true",
 }
 
 READY_RE = re.compile(
@@ -289,6 +294,9 @@ class EmbeddedBroker(_AdminMixin):
         )
         for key, value in (overrides or {}).items():
             self.overrides[key] = _config_text(value)
+        if mode == "subprocess" and "metrics.listeners" not in self.overrides:
+            # Where a process broker's controls are reached (``/controls``).
+            self.overrides["metrics.listeners"] = "http://127.0.0.1:0"
         self.endpoints: list[tuple[str, str, int]] = []
         #: the operations listener's URLs (``metrics.listeners``), e.g. ``http://127.0.0.1:P``
         self.ops_urls: list[str] = []
@@ -430,6 +438,23 @@ class EmbeddedBroker(_AdminMixin):
         if not self.ops_urls:
             raise RuntimeError("the broker has no operations listener (metrics.listeners)")
         return self.ops_urls[0]
+
+    @property
+    def controls(self) -> Controls:
+        """The broker's test controls (``wireserver.testing.controls``): on its reactor
+        thread in thread mode, over ``/controls`` of ``ops_url`` in subprocess mode. Needs
+        ``controls.enable=true`` (a ``TEST_DEFAULTS`` key)."""
+        from wireserver.testing.controls import Controls, HttpTransport, ReactorTransport
+
+        self._require_started()
+        if self.mode == "thread":
+            broker = self.broker
+            if broker is None or self._runner is None:
+                raise RuntimeError("the broker is not running")
+            if broker.controls is None:
+                raise RuntimeError("the broker's controls are off (controls.enable=false)")
+            return Controls(ReactorTransport(self._runner.call, broker.controls))
+        return Controls(HttpTransport(self.ops_url))
 
     @property
     def pid(self) -> int | None:
