@@ -11,8 +11,10 @@ A command is a dict (the same in Python and as JSON over HTTP) naming its ``cont
   being handled (``handle``: the lost-acknowledgement case) or not.
 - ``refuse_connections``: new Kafka connections are closed as soon as accepted.
 - ``throttle``: Kafka's quota throttling (KIP-219): ``throttle_time_ms`` in the response, sent
-  at once, then the connection reads nothing for ``ms``; request versions from before
-  client-side throttling get their response held ``ms`` instead, as Kafka does.
+  at once, then the connection reads nothing for ``ms`` (counted from when the response is
+  ready: it leaves then unless an earlier one on the connection is still pending); request
+  versions from before client-side throttling get their response held ``ms`` instead, as
+  Kafka does.
 - ``clock``: the broker's clock (``clock.BrokerClock``) moves ``advance_ms`` ahead.
 - ``down``: the Kafka listeners stop and every client connection is closed; undo listens again.
 
@@ -30,15 +32,18 @@ from __future__ import annotations
 import logging
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from twisted.internet import defer, task
+
 from wireserver.controls import ControlError, UnknownControl
+from wireserver.controls.error_responses import error_response, request_targets
 from wireserver.protocol.errors import ErrorCode
+from wireserver.protocol.messages import PRODUCE_KEY, Request
 
 if TYPE_CHECKING:
     from wireserver.controls.clock import BrokerClock
-    from wireserver.protocol.messages import Request
     from wireserver.protocol.registry import ApiRegistry, ApiSpec
 
 log = logging.getLogger("wireserver.controls")
@@ -136,18 +141,26 @@ def _error_code(value: Any) -> ErrorCode:
 def _count(value: Any) -> int | None:
     if value is None:
         return None
-    if not _is_int(value) or value < 1:
+    if not _is_int(value) or not 1 <= value <= MAX_MS:
         raise ControlError(f"'count' must be an integer of at least 1, or null; not {value!r}")
     return value
 
 
-def _at_least(name: str, least: int) -> Callable[[Any], int]:
+#: The largest ms a hold or throttle takes: Kafka's throttle_time_ms is an int32.
+MAX_MS = 2**31 - 1
+#: The furthest one clock jump goes: a hundred years.
+MAX_ADVANCE_MS = 100 * 365 * 24 * 3600 * 1000
+
+
+def _between(name: str, least: int, most: int = MAX_MS) -> Callable[[Any], int]:
     def check(value: Any) -> int:
         if not _is_int(value):
             raise ControlError(f"{name!r} must be an integer, not {value!r}")
         if value < least:
             which = "negative" if least == 0 else f"less than {least}"
             raise ControlError(f"{name!r} must not be {which} ({value})")
+        if value > most:
+            raise ControlError(f"{name!r} must be at most {most} ({value})")
         return value
 
     return check
@@ -163,7 +176,7 @@ def _text(name: str) -> Callable[[Any], str | None]:
 
 
 def _partition(value: Any) -> int | None:
-    return None if value is None else _at_least("partition", 0)(value)
+    return None if value is None else _between("partition", 0)(value)
 
 
 def _boolean(value: Any) -> bool:
@@ -180,8 +193,8 @@ FIELD_CHECKS: dict[str, Callable[[Any], Any]] = {
     "group": _text("group"),
     "message": _text("message"),
     "client_id": _text("client_id"),
-    "ms": _at_least("ms", 0),
-    "advance_ms": _at_least("advance_ms", 1),
+    "ms": _between("ms", 0),
+    "advance_ms": _between("advance_ms", 1, MAX_ADVANCE_MS),
     "handle": _boolean,
 }
 
@@ -216,7 +229,7 @@ def check_command(command: Any, registry: ApiRegistry) -> tuple[str, dict[str, A
     if not isinstance(command, dict):
         raise ControlError(f"a command must be an object, not {type(command).__name__}")
     name = command.get("control")
-    if name not in CONTROLS:
+    if not isinstance(name, str) or name not in CONTROLS:
         if "control" not in command:
             raise ControlError(f"missing field 'control' (one of: {', '.join(CONTROLS)})")
         raise ControlError(f"unknown control {name!r} (one of: {', '.join(CONTROLS)})")
@@ -233,6 +246,8 @@ def check_command(command: Any, registry: ApiRegistry) -> tuple[str, dict[str, A
     spec = code = None
     for key, default in defaults.items():
         value = command.get(key, default)
+        if value is None and default is REQUIRED:
+            raise ControlError(f"field {key!r} of control {name!r} must not be null")
         if key == "api":
             if value is None:
                 fields[key] = None
@@ -357,11 +372,20 @@ class BrokerControls:
             else:
                 connection.drop(why)
             return
-        from twisted.internet import defer
-
         error = chosen.get("error")
         if error is not None:
-            response = defer.maybeDeferred(self._error_answer, error, request)
+            if request.header.api_key == PRODUCE_KEY and request.body.acks == 0:
+                # No response carries the error: Kafka closes the connection when such a
+                # produce fails, and the client refreshes its metadata.
+                connection.drop(f"acks=0 produce failed by control {error.id}")
+                return
+            if request.spec.name == "ApiVersions":
+                # Its error response is read at v0 whatever the version (KIP-511): the
+                # server answers v0 for the body-less form of the request.
+                slot.request = replace(request, body=None)
+            response = defer.maybeDeferred(
+                self._error_answer, error, request, connection.listener_name
+            )
         else:
             response = connection.handle(slot)
         latency = chosen.get("latency")
@@ -387,8 +411,6 @@ class BrokerControls:
         topic, partition, group = (control.fields[k] for k in ("topic", "partition", "group"))
         if topic is None and group is None:
             return True
-        from wireserver.controls.error_responses import request_targets
-
         names = self.host.metadata.topic_names
         targets = request_targets(request, lambda topic_id: names().get(topic_id))
         if group is not None and group not in targets.groups:
@@ -401,17 +423,15 @@ class BrokerControls:
                 return False
         return True
 
-    @staticmethod
-    def _error_answer(control: Control, request: Request) -> Any:
-        if request.header.api_key == 0 and getattr(request.body, "acks", -1) == 0:
-            return None  # acks=0: the producer reads no answer
-        from wireserver.controls.error_responses import error_response
-
-        return error_response(request, int(control.code), control.fields["message"])
+    def _error_answer(self, control: Control, request: Request, listener_name: str) -> Any:
+        brokers = [
+            (endpoint.node_id, endpoint.host, endpoint.port, endpoint.rack)
+            for endpoint in self.host.metadata.broker_endpoints(listener_name)
+        ]
+        code = int(control.code)
+        return error_response(request, code, control.fields["message"], brokers=brokers)
 
     def _hold(self, response: Any, ms: int) -> Any:
-        from twisted.internet import task
-
         return task.deferLater(self.wall, ms / 1000.0, lambda: response)
 
     @staticmethod

@@ -32,6 +32,14 @@ with replication factor 1 and min ISR 1, no initial rebalance delay, ``PLAINTEXT
 is kept). ``overrides`` (a dict of Kafka broker keys) goes over them. ``restart()`` binds the
 same port again, so clients keep their bootstrap address.
 
+Controls (``controls.enable``, on in ``TEST_DEFAULTS``): ``kafka.controls`` injects errors,
+latency, disconnects, throttling, refused connections, a listener outage and clock jumps, and
+undoes them (``wireserver.testing.controls``; a subprocess broker is reached over ``/controls``
+of the operations listener it gets on ``127.0.0.1:0`` unless ``metrics.listeners`` is set):
+
+    with kafka.controls.inject_error("Produce", "NOT_LEADER_OR_FOLLOWER", count=2):
+        ...                                               # the client retries, then succeeds
+
 pytest plugin (``wireserver.testing.plugin``, registered as the ``wireserver`` ``pytest11``
 entry point):
     ``kafka_broker``          the session's broker (started on first use, one per xdist worker);
