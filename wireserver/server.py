@@ -128,8 +128,8 @@ class KafkaConnection(protocol.Protocol):
             self.transport.loseConnection()
 
     def drop(self, why: str) -> None:
-        """Close this connection without answering what is still pending (the ``disconnect``
-        and ``down`` controls, and ``close``)."""
+        """Close this connection without answering what is still pending (the
+        ``disconnect``, ``down`` and ``refuse_connections`` controls)."""
         if not self.closed:
             log.info("closing connection from %s: %s", self.peer, why)
             self.closed = True
@@ -175,9 +175,7 @@ class KafkaConnection(protocol.Protocol):
         if controls is not None:
             controls.dispatch(self, slot)
             return
-        self.handle(slot).addCallbacks(
-            self._completed, self._failed, callbackArgs=(slot,), errbackArgs=(slot,)
-        )
+        self.answer(slot, self.handle(slot))
 
     def handle(self, slot: _Slot) -> defer.Deferred:
         """Run the request's handler; a Deferred of its response."""
@@ -198,7 +196,7 @@ class KafkaConnection(protocol.Protocol):
 
     def answer(self, slot: _Slot, response: defer.Deferred) -> None:
         """Write ``response`` (a Deferred of the response, or of a failure) in ``slot``'s
-        turn: the controls' way to answer a request they held or did not let be handled."""
+        turn (the controls answer this way too, after holding it or instead of handling)."""
         response.addCallbacks(
             self._completed, self._failed, callbackArgs=(slot,), errbackArgs=(slot,)
         )

@@ -333,6 +333,23 @@ def test_down_closes_everything_and_up_serves_the_same_data(kafka, controls, top
         controls.up()
 
 
+def test_up_while_another_process_holds_the_port_is_refused_and_stays_down(kafka, controls):
+    down = controls.down()
+    squatter = socket.socket()
+    try:
+        # (past the TIME_WAIT of the broker's closed connections, as the broker binds)
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        squatter.bind(("127.0.0.1", kafka.port))
+        squatter.listen()
+        with pytest.raises(ControlError, match="cannot listen again"):
+            controls.up()
+        assert [active["id"] for active in controls.active()] == [down.id]
+    finally:
+        squatter.close()
+    controls.up()
+    assert kafka.topics() is not None
+
+
 def test_reset_undoes_everything(kafka, controls):
     controls.inject_error("Metadata", "UNKNOWN_SERVER_ERROR", count=None)
     controls.advance_clock(10_000)

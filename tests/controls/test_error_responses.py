@@ -14,10 +14,13 @@ import uuid
 
 import kafka.errors as kafka_errors
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from kafka.cluster import ClusterMetadata
 from kafka.protocol.parser import KafkaProtocol
 
 from tests.integration import raw
+from tests.protocol.message_strategies import message_strategy
 from wireserver.controls.error_responses import (
     REFUSED,
     ErrorInjectionUnsupported,
@@ -159,15 +162,16 @@ def read_back(spec, data: bytes, version: int):
 _TOPIC_KEYS = ("name", "topic", "topic_name")
 _PARTITION_KEYS = ("partition_index", "partition", "index", "partition_id")
 _GROUP_KEYS = ("group_id", "key", "transactional_id")
+_OTHER_KEYS = ("user", "feature", "member_id")
 
 
-def error_fields(message, where=()):
-    """(path of the keys of the elements around it, field name, value) of every untagged
-    error-code and error-message field in a decoded message."""
-    version = message.version if message.version is not None else where[-1][1]
-    found = []
-    keys = dict(where[-1][0]) if where else {}
-    for field in message._struct.untagged_fields(version):
+def error_fields(message, version, around=None):
+    """(keys of the elements around it, field name, value) of every untagged error-code and
+    error-message field in a decoded message; keys: "topic" (ids read back as names),
+    "partition", "group" (group id, coordinator key or transactional id), "resource"."""
+    keys = dict(around or {})
+    fields = message._struct.untagged_fields(version)
+    for field in fields:
         value = getattr(message, field.name)
         if field.name in _TOPIC_KEYS and field._entity_type == "topicName":
             keys["topic"] = value
@@ -175,21 +179,22 @@ def error_fields(message, where=()):
             keys["topic"] = TOPIC_OF_ID[value]
         elif field.name in _PARTITION_KEYS and isinstance(value, int):
             keys["partition"] = value
-        elif field.name in _GROUP_KEYS or field.name == "resource_name":
-            keys["group" if field.name != "resource_name" else "resource"] = value
-    for field in message._struct.untagged_fields(version):
+        elif field.name in _GROUP_KEYS:
+            keys["group"] = value
+        elif field.name == "resource_name":
+            keys["resource"] = value
+        elif field.name in _OTHER_KEYS:
+            keys["other"] = value
+    found = []
+    for field in fields:
         value = getattr(message, field.name)
-        if field.name == "error_code" or field.name.endswith("_error_code"):
-            found.append((dict(keys), field.name, value))
-        elif field.name == "error_message" or field.name.endswith("_error_message"):
-            found.append((dict(keys), field.name, value))
+        if field.name.endswith(("error_code", "error_message")):
+            found.append((keys, field.name, value))
         elif field.is_struct_array():
             for element in value or ():
-                element._version = version
-                found.extend(error_fields(element, ((keys, version),)))
+                found.extend(error_fields(element, version, keys))
         elif field.is_struct() and value is not None:
-            value._version = version
-            found.extend(error_fields(value, ((keys, version),)))
+            found.extend(error_fields(value, version, keys))
     return found
 
 
@@ -212,7 +217,7 @@ def test_every_item_answered_with_the_error(spec, version, code):
     response = error_response(request, code, message, brokers=BROKERS)
     decoded = read_back(spec, written(request, response), response.version)
 
-    found = error_fields(decoded)
+    found = error_fields(decoded, response.version)
     codes = [value for _, name, value in found if name.endswith("error_code")]
     messages = [value for _, name, value in found if name.endswith("error_message")]
     assert codes, "no error field carries the code"
@@ -222,7 +227,7 @@ def test_every_item_answered_with_the_error(spec, version, code):
     name = spec.name
     if name in PER_PARTITION:
         expected = {(topic, partition) for topic in TOPICS for partition in (0, 1)}
-        assert expected <= answered(found, ("topic", "partition")) - {(None, None)}
+        assert expected <= answered(found, ("topic", "partition"))
     if name in PER_TOPIC:
         assert set(TOPICS) <= {topic for (topic,) in answered(found, ("topic",))}
     if name in PER_GROUP or (name == "FindCoordinator" and version >= 4):
@@ -232,14 +237,38 @@ def test_every_item_answered_with_the_error(spec, version, code):
         assert {"resource_name-0", "resource_name-1"} <= resources
     if name == "OffsetFetch" and version >= 8:
         assert set(GROUPS) <= {group for (group,) in answered(found, ("group",))}
-    if name in ("AddPartitionsToTxn", "DescribeTransactions") and (
-        version >= 4 or name == "DescribeTransactions"
-    ):
+    if (name == "AddPartitionsToTxn" and version >= 4) or name == "DescribeTransactions":
         assert set(TXNS) <= {txn for (txn,) in answered(found, ("group",))}
+    others = {other for (other,) in answered(found, ("other",))}
+    if name in ("DescribeUserScramCredentials", "AlterUserScramCredentials"):
+        assert {"name-0", "name-1"} <= others
+    if name == "UpdateFeatures" and version < 2:  # v2 answers with its top-level error alone
+        assert {"feature-0", "feature-1"} <= others
+    if name == "LeaveGroup" and version >= 3:  # v3 batches members
+        assert {"member_id-0", "member_id-1"} <= others
+    if name in ("CreateAcls", "DeleteAcls"):  # one result per creation or filter, in order
+        assert len(codes) == 2
     # nothing answered that the request did not name
     for keys, _, _ in found:
         assert keys.get("topic") in (None, *TOPICS)
         assert keys.get("group") in (None, "", *GROUPS, *TXNS)
+
+
+@pytest.mark.parametrize("spec,version", VERSIONS, ids=IDS)
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_any_request_gets_an_answer_clients_read(spec, version, data):
+    """Whatever a request holds (null arrays, empty ones, odd names), its error answer
+    encodes, reads back, and carries the code in every error field and nothing else."""
+    sent = data.draw(message_strategy(spec.request_class, version))
+    sent.with_header(correlation_id=7, client_id="any")
+    (frame,) = FrameDecoder().feed(sent.encode(header=True, framed=True))
+    request = decode_request(frame, SERVED)
+    response = error_response(request, COORDINATOR_NOT_AVAILABLE, "busy", brokers=BROKERS)
+    decoded = read_back(spec, written(request, response), response.version)
+    for _, name, value in error_fields(decoded, response.version):
+        assert value == (COORDINATOR_NOT_AVAILABLE if name.endswith("error_code") else "busy")
+    request_targets(request, TOPIC_OF_ID.get)  # reads any request without failing
 
 
 def test_top_level_error_carries_the_code():
@@ -570,3 +599,19 @@ def test_kafka_python_reads_error_answers_like_real_ones():
                     assert partition.error_message == "moved"
         finally:
             client.close()
+
+
+def test_a_heartbeat_without_subscriptions_is_not_for_every_topic():
+    """A ConsumerGroupHeartbeat's null topic lists mean "unchanged", not "every topic"."""
+    spec = SERVED.get(68)
+    sent = spec.request_class(
+        version=1, group_id="g", member_id="m", member_epoch=3, subscribed_topic_names=None
+    )
+    sent.with_header(correlation_id=7, client_id="sample")
+    (frame,) = FrameDecoder().feed(sent.encode(header=True, framed=True))
+    targets = request_targets(decode_request(frame, SERVED))
+    assert (targets.all_topics, dict(targets.topics), targets.groups) == (
+        False,
+        {},
+        frozenset({"g"}),
+    )

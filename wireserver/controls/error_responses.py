@@ -15,19 +15,26 @@ schemas alone (kafka-python's classes and the project's own in ``protocol/messag
   timestamps -1 unless the schema gives a default, nullable strings and structs null, arrays
   empty, tagged fields left out.
 
+Fetch v7+ has a top-level ``error_code`` too, and it carries the code like every other one, as
+in Kafka's own answer to a Fetch that failed as a whole (``FetchRequest.getErrorResponse``):
+Java's consumer then takes the whole fetch as failed (it closes its fetch session and reads no
+partition error), so an injected NOT_LEADER_OR_FOLLOWER makes it fetch again rather than
+refresh its metadata.
+
 A request that names no items (Metadata or OffsetFetch of every topic, DescribeUserScram-
 Credentials of every user) gets the top-level error only, where its version has one.
 
 Exceptions the schemas can't tell (``_ANSWERS`` aside):
 
-- Metadata lists ``brokers`` the caller passes: Java's ``NetworkClient`` and kafka-python ignore
-  a Metadata response without brokers ("Ignoring empty metadata response",
-  ``MetadataEmptyBrokerList``), so they would never see the error. Requested topics each carry
-  the error (no partitions, ``cluster_id`` null, ``controller_id`` -1). An all-topics request is
-  answered with no topics: the client takes it as a cluster with no topics until its next
-  Metadata (a pattern subscriber matches nothing and gives up its partitions meanwhile; Admin
-  ``listTopics`` sees none); v13+ also has the top-level ``error_code``, which clients act on only
-  for REBOOTSTRAP_REQUIRED.
+- Metadata lists ``brokers`` the caller passes: Java's ``NetworkClient``, kafka-python and
+  aiokafka ignore a Metadata response without brokers ("Ignoring empty metadata response",
+  ``MetadataEmptyBrokerList``), so they would never see the error, and librdkafka 2.13 forgets
+  every broker it knew (confluentinc/librdkafka#5301). Requested topics each carry the error
+  (no partitions, ``cluster_id`` null, ``controller_id`` -1). An all-topics request is answered
+  with no topics: the client takes it as a cluster with no topics until its next Metadata (a
+  pattern subscriber matches nothing and gives up its partitions meanwhile; Admin
+  ``listTopics`` sees none); v13+ also has the top-level ``error_code``, which clients act on
+  only for REBOOTSTRAP_REQUIRED.
 - DescribeLogDirs answers per log directory, which the request does not name: one result for no
   directory (``log_dir`` "") carries the error, beside the top-level code of v3+.
 - ApiVersions is answered at v0 whatever the request's version: clients read an ApiVersions
@@ -37,8 +44,10 @@ Exceptions the schemas can't tell (``_ANSWERS`` aside):
 
 Produce with ``acks=0`` gets no response at all: the server writes nothing for it, so the caller
 closes the connection instead, as Kafka does when such a produce fails (the client then
-refreshes its metadata). Refused: nothing (``ErrorInjectionUnsupported`` stays for APIs whose
-response a future version cannot shape).
+refreshes its metadata).
+
+Refused: no API. ``REFUSED`` (raising ``ErrorInjectionUnsupported``) is where an API served
+later would go if its answer could not be shaped from its schemas.
 
 ``request_targets`` reads what a request names (topics and partitions, group ids, coordinator
 keys, transactional ids) so the control's ``topic``/``partition``/``group`` filters can match.

@@ -3,7 +3,8 @@
 
 - ``POST /controls`` with a command object: 201 and the applied control;
 - ``GET /controls``: 200 ``{"controls": [...], "clock_offset_ms": X, "now_ms": T}``;
-- ``DELETE /controls/<id>``: 200 and the undone control, 404 if no such control is active;
+- ``DELETE /controls/<id>``: 200 and the undone control, 404 if no such control is active,
+  409 if it cannot be undone now (a ``down`` whose port another process took meanwhile);
 - ``DELETE /controls``: 200 ``{"undone": [ids]}``, every control undone.
 
 A bad command is 400 ``{"error": "<what was wrong>"}`` and changes nothing; another method is
@@ -97,6 +98,8 @@ class ControlsResource(resource.Resource):
             return _json(request, 200, self.controls.undo(control_id))
         except UnknownControl as exc:
             return _json(request, 404, {"error": str(exc)})
+        except ControlError as exc:
+            return _json(request, 409, {"error": str(exc)})
 
     def _apply(self, request: Any, command: Any) -> Any:
         """Answered when the control is in place (``down``: once the ports are closed)."""

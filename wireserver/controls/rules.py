@@ -36,9 +36,10 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from twisted.internet import defer, task
+from twisted.internet.error import CannotListenError
 
 from wireserver.controls import ControlError, UnknownControl
-from wireserver.controls.error_responses import error_response, request_targets
+from wireserver.controls.error_responses import REFUSED, error_response, request_targets
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.messages import PRODUCE_KEY, Request
 
@@ -261,6 +262,8 @@ def check_command(command: Any, registry: ApiRegistry) -> tuple[str, dict[str, A
             fields[key] = FIELD_CHECKS[key](value)
     if name == "error" and fields["partition"] is not None and fields["topic"] is None:
         raise ControlError("'partition' needs 'topic'")
+    if name == "error" and spec.name in REFUSED:
+        raise ControlError(f"no error can be injected into {spec.name}: {REFUSED[spec.name]}")
     if name == "throttle" and "throttle_time_ms" not in spec.response_class.fields:
         raise ControlError(f"{spec.name} responses have no throttle_time_ms")
     return name, fields, spec, code
@@ -304,13 +307,17 @@ class BrokerControls:
     def undo(self, control_id: int) -> dict[str, Any]:
         """Remove an active control and undo what it did: the clock moves back by what it
         advanced, the listeners listen again. ``UnknownControl`` for an id not active."""
-        control = self.active.pop(control_id, None)
+        control = self.active.get(control_id)
         if control is None:
             raise UnknownControl(f"no active control {control_id}")
-        if control.control == "clock":
+        if control.control == "down":
+            try:
+                self.host.listeners_up()
+            except CannotListenError as exc:  # the port was taken meanwhile: still down
+                raise ControlError(f"cannot listen again: {exc}") from None
+        elif control.control == "clock":
             self.clock.move_back(control.fields["advance_ms"] / 1000.0)
-        elif control.control == "down":
-            self.host.listeners_up()
+        del self.active[control_id]
         log.info("control %d undone", control.id)
         return control.answer()
 
