@@ -18,9 +18,10 @@ from wireserver.testing import EmbeddedBroker
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples" / "controls"
 
-#: example → (the tool it needs, its command line, run in EXAMPLES)
+#: example → (the tool it needs, its command line, run in EXAMPLES). ``java Example.java``
+#: compiles the file in memory with the JDK's compiler, which a JRE lacks: javac tells a JDK.
 COMMANDS = {
-    "java": ("java", ["java", "Example.java"]),
+    "java": ("javac", ["java", "Example.java"]),
     "go": ("go", ["go", "run", "main.go"]),
     "javascript": ("node", ["node", "example.mjs"]),
     "curl": ("curl", ["bash", "example.sh"]),
@@ -63,7 +64,9 @@ def test_example_adds_lists_and_undoes_an_error_control(broker, example):
         timeout=120,
     )
     assert run.returncode == 0, run.stderr
-    (post, listed, deleted) = answers(run.stdout)
+    printed = answers(run.stdout)
+    assert [method for method, *_ in printed] == ["POST", "GET", "DELETE"], run.stdout
+    post, listed, deleted = printed
 
     method, url, status, added = post
     assert (method, url, status) == ("POST", controls_url, 201)
