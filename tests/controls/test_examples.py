@@ -1,7 +1,9 @@
 """The example programs of docs/examples/controls (Java, Go, JavaScript, curl) run against a
 subprocess broker's /controls: each adds an ``error`` control for Produce, lists the active
-controls and undoes it, and what each prints is what the broker answered. A missing java, go,
-node or curl skips its example, except under CI=true, where it fails."""
+controls and undoes it, and what each prints is what the broker answered. The KafkaJS example
+(docs/examples/controls/kafkajs, installed here with ``npm ci`` from its lock file) produces
+through two injected errors. A missing JDK, go, node, npm or curl skips its example, except
+under CI=true, where it fails."""
 
 from __future__ import annotations
 
@@ -30,6 +32,13 @@ COMMANDS = {
 ANSWER = re.compile(r"^(?P<method>POST|GET|DELETE) (?P<url>\S+) (?P<status>\d{3}) ", re.M)
 
 
+def require(tool: str) -> None:
+    if shutil.which(tool) is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{tool} is not installed (scripts/test installs it)")
+        pytest.skip(f"{tool} is not installed")
+
+
 @pytest.fixture(scope="module")
 def broker():
     with EmbeddedBroker(mode="subprocess") as kafka:
@@ -49,10 +58,7 @@ def answers(output: str) -> list[tuple[str, str, int, dict]]:
 @pytest.mark.parametrize("example", sorted(COMMANDS))
 def test_example_adds_lists_and_undoes_an_error_control(broker, example):
     tool, command = COMMANDS[example]
-    if shutil.which(tool) is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{tool} is not installed (scripts/test installs it)")
-        pytest.skip(f"{tool} is not installed")
+    require(tool)
     controls_url = broker.ops_url + "/controls"
     environment = dict(os.environ, WIRESERVER_CONTROLS_URL=controls_url, GOTOOLCHAIN="local")
     run = subprocess.run(
@@ -86,3 +92,44 @@ def test_example_adds_lists_and_undoes_an_error_control(broker, example):
     assert (method, url, status) == ("DELETE", f"{controls_url}/{control_id}", 200)
     assert undone["id"] == control_id
     assert broker.controls.active() == []
+
+
+def test_kafkajs_producer_retries_the_injected_errors(broker):
+    """KafkaJS meets NOT_LEADER_OR_FOLLOWER twice on Produce, retries, and its three messages
+    are stored once (offsets 0-2, high watermark 3); the control, used up, left the list."""
+    require("node")
+    require("npm")
+    project = EXAMPLES / "kafkajs"
+    if not (project / "node_modules" / "kafkajs").is_dir():
+        install = subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund"],
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert install.returncode == 0, install.stderr
+    controls_url = broker.ops_url + "/controls"
+    environment = dict(
+        os.environ,
+        WIRESERVER_CONTROLS_URL=controls_url,
+        WIRESERVER_BOOTSTRAP=broker.bootstrap_servers,
+    )
+    run = subprocess.run(
+        ["node", "retry.mjs"],
+        cwd=project,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    (_, _, added_status, added), (_, _, listed_status, listed) = answers(run.stdout)
+    assert added_status == 201 and added["remaining"] == 2
+    assert listed_status == 200 and listed["controls"] == []
+    sent = json.loads(re.search(r"^SENT (.*)$", run.stdout, re.M)[1])
+    assert [
+        (result["partition"], result["errorCode"], result["baseOffset"]) for result in sent
+    ] == [(0, 0, "0")]
+    stored = json.loads(re.search(r"^OFFSETS (.*)$", run.stdout, re.M)[1])
+    assert [(offsets["low"], offsets["high"]) for offsets in stored] == [("0", "3")]
