@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from twisted.internet import defer, task
@@ -210,8 +210,6 @@ class Control:
     remaining: int | None
     spec: ApiSpec | None = None
     code: ErrorCode | None = None
-    #: ``down``: fires once the listeners are closed
-    closing: Any = field(default=None, repr=False)
 
     def answer(self) -> dict[str, Any]:
         return {"id": self.id, "control": self.control, **self.fields, "remaining": self.remaining}
@@ -300,8 +298,8 @@ class BrokerControls:
         if name == "clock":
             self.clock.advance(fields["advance_ms"] / 1000.0)
         elif name == "down":
-            control.closing = self.host.listeners_down()
-            return control.closing.addCallback(lambda _: control.answer())
+            closed = self.host.listeners_down()
+            return closed.addCallback(lambda _: control.answer())
         return control.answer()
 
     def undo(self, control_id: int) -> dict[str, Any]:
