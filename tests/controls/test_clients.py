@@ -177,7 +177,7 @@ def assert_served(broker, control) -> None:
 def test_confluent_producer_retries_injected_produce_errors(broker, error, count, confluent):
     """librdkafka retries a retriable Produce error (after a metadata refresh for
     NOT_LEADER_OR_FOLLOWER): each record lands once and in order, and its statistics count the
-    retries."""
+    requests and records sent again."""
     topic = new_topic(broker)
     sent = values("retried", 40)
     injected = broker.controls.inject_error("Produce", error, count=count, topic=topic)
