@@ -555,8 +555,8 @@ def test_idempotent_producer_retries_past_request_timeout_exactly_once(broker):
     """Produce responses held 3 s against a request_timeout_ms of 1 s: kafka-python gives up on
     the request, closes the connection and sends the batch again (twice: the retry is held
     too), though the broker had appended it; idempotence keeps one copy of each record.
-    (librdkafka does not time out a Produce of an idempotent producer this way: it waits for
-    the held answer.)"""
+    (librdkafka's request.timeout.ms is only the ack timeout it sends to the broker; its own
+    request timeout is socket.timeout.ms.)"""
     from kafka import KafkaProducer
 
     topic = new_topic(broker)
