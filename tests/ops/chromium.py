@@ -17,6 +17,8 @@ from typing import Any
 
 import websocket
 
+from wireserver.testing import wait_for
+
 BINARIES = ("chromium", "chromium-browser", "google-chrome")
 
 
@@ -67,19 +69,18 @@ class Chromium:
     def _devtools_port(self, timeout: float = 30.0) -> int:
         """Chromium writes the port it chose to ``DevToolsActivePort`` in the profile."""
         path = os.path.join(self.profile, "DevToolsActivePort")
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+
+        def written() -> int | None:
             if self.process.poll() is not None:
                 raise RuntimeError(f"chromium exited with code {self.process.returncode}")
             try:
                 with open(path, encoding="ascii") as handle:
                     first = handle.readline().strip()
-                if first:
-                    return int(first)
+                return int(first) if first else None
             except (FileNotFoundError, ValueError):
-                pass
-            time.sleep(0.05)
-        raise TimeoutError("chromium did not open its DevTools port")
+                return None
+
+        return wait_for(written, timeout, interval=0.05, what="chromium's DevTools port")
 
     @staticmethod
     def _page_target(port: int) -> str:
