@@ -109,6 +109,16 @@ def produce_all(producer, topic: str, records: list[bytes], report: Delivery, **
         producer.poll(0)
 
 
+def deliver(producer, topic: str, records: list[bytes], report=None, **extra) -> Delivery:
+    """Produce ``records`` to partition 0 and wait until each is delivered (a delivery error
+    fails the test); the reports, added to ``report`` when one is given."""
+    report = Delivery() if report is None else report
+    produce_all(producer, topic, records, report, **extra)
+    assert producer.flush(20) == 0
+    assert report.errors == []
+    return report
+
+
 def read_back(
     broker, topic: str, partition: int = 0, isolation: str = "read_uncommitted"
 ) -> list[tuple[int, bytes]]:
@@ -191,10 +201,7 @@ def test_confluent_producer_retries_injected_produce_errors(broker, error, count
             "stats_cb": lambda text: stats.append(json.loads(text)),
         },
     )
-    report = Delivery()
-    produce_all(producer, topic, sent, report)
-    assert producer.flush(20) == 0
-    assert report.errors == []
+    report = deliver(producer, topic, sent)
     assert [value for _, value in report.records] == sent
     assert_exactly_once(broker, topic, sent)
     assert_served(broker, injected)
@@ -251,10 +258,7 @@ def test_idempotent_producer_survives_disconnects_after_handling(broker, conflue
     sent = values("idempotent", 200)
     lost = broker.controls.disconnect(api="Produce", count=2, handle=True)
     producer = confluent(broker, **{"enable.idempotence": True, "batch.num.messages": 10})
-    report = Delivery()
-    produce_all(producer, topic, sent, report)
-    assert producer.flush(20) == 0
-    assert report.errors == []
+    report = deliver(producer, topic, sent)
     assert sorted(report.records) == list(enumerate(sent))
     assert_exactly_once(broker, topic, sent)
     assert_served(broker, lost)
@@ -266,13 +270,9 @@ def test_plain_producer_duplicates_after_a_lost_ack(thread_broker, confluent):
     on Kafka (at-least-once)."""
     topic = new_topic(thread_broker)
     producer = confluent(thread_broker, **{"enable.idempotence": False})
-    report = Delivery()
-    produce_all(producer, topic, [b"first"], report)
-    assert producer.flush(10) == 0
+    deliver(producer, topic, [b"first"])
     lost = thread_broker.controls.disconnect(api="Produce", count=1, handle=True)
-    produce_all(producer, topic, [b"twice"], report)
-    assert producer.flush(20) == 0
-    assert report.errors == []
+    deliver(producer, topic, [b"twice"])
     assert [value for _, value in read_back(thread_broker, topic)] == [b"first", b"twice", b"twice"]
     assert_served(thread_broker, lost)
 
@@ -383,9 +383,7 @@ def test_clock_advance_aborts_an_expired_transaction(broker, confluent):
     )
     producer.init_transactions(10)
     producer.begin_transaction()
-    report = Delivery()
-    produce_all(producer, topic, sent, report)
-    assert producer.flush(10) == 0
+    report = deliver(producer, topic, sent)
     assert [value for _, value in report.records] == sent
     assert offsets(broker, topic) == (0, len(sent))  # appended ...
     assert offsets(broker, topic, isolation="read_committed") == (0, 0)  # ... and still open
@@ -498,9 +496,7 @@ def test_clock_advance_runs_retention(broker, confluent):
     topic = new_topic(broker, configs={"retention.ms": "60000"})
     old, new = values("old", 10), values("new", 5)
     producer = confluent(broker)
-    report = Delivery()
-    produce_all(producer, topic, old, report)
-    assert producer.flush(10) == 0
+    deliver(producer, topic, old)
     assert offsets(broker, topic) == (0, len(old))
 
     broker.controls.advance_clock(60000 + RETENTION_CHECK_MS + 1000)
@@ -511,9 +507,7 @@ def test_clock_advance_runs_retention(broker, confluent):
     )
     # New records stamped with the broker's (advanced) time, as a producer whose clock agrees
     # with the broker's would stamp them.
-    produce_all(producer, topic, new, report, timestamp=broker.controls.now_ms())
-    assert producer.flush(10) == 0
-    assert report.errors == []
+    deliver(producer, topic, new, timestamp=broker.controls.now_ms())
     stored = read_back(broker, topic)
     assert [value for _, value in stored] == new
     assert [offset for offset, _ in stored] == list(range(len(old), len(old) + len(new)))
@@ -529,11 +523,8 @@ def test_latency_shows_in_the_clients_round_trips(thread_broker, confluent):
 
     topic = new_topic(thread_broker)
     producer = confluent(thread_broker, **{"linger.ms": 0})
-    report = Delivery()
     with thread_broker.controls.add_latency(400, api="Produce"):
-        produce_all(producer, topic, [b"slow"], report)
-        assert producer.flush(10) == 0
-    assert report.errors == []
+        report = deliver(producer, topic, [b"slow"])
     assert report.latencies[0] >= 0.4
 
     consumer = KafkaConsumer(
@@ -579,10 +570,7 @@ def test_idempotent_producer_retries_past_request_timeout_exactly_once(broker, c
             producer.close()
     else:
         rdkafka = confluent(broker, **{"enable.idempotence": True, "socket.timeout.ms": 1000})
-        report = Delivery()
-        produce_all(rdkafka, topic, sent, report)
-        assert rdkafka.flush(20) == 0
-        assert report.errors == []
+        report = deliver(rdkafka, topic, sent)
         assert sorted(report.records) == list(enumerate(sent))
     assert_exactly_once(broker, topic, sent)
     assert_served(broker, slow)  # both held requests were sent: the client retried
@@ -596,12 +584,9 @@ def test_confluent_throttle_callback_reports_the_throttle(broker, confluent):
     topic = new_topic(broker)
     throttles: list = []
     producer = confluent(broker, throttle_cb=throttles.append)
-    report = Delivery()
     with broker.controls.throttle("Produce", 500):
-        produce_all(producer, topic, [b"throttled"], report)
-        assert producer.flush(10) == 0
+        deliver(producer, topic, [b"throttled"])
     wait_for(lambda: producer.poll(0.1) is not None and throttles, 10, what="throttle_cb")
-    assert report.errors == []
     assert throttles[0].throttle_time == pytest.approx(0.5)
     assert throttles[0].broker_id == broker.node_id
 
@@ -652,15 +637,11 @@ def test_refused_connections_keep_new_clients_out_until_undone(broker, confluent
     before keeps producing on its connection; after undo new clients connect again."""
     topic = new_topic(broker)
     producer = confluent(broker)
-    report = Delivery()
-    produce_all(producer, topic, [b"before"], report)
-    assert producer.flush(10) == 0
+    deliver(producer, topic, [b"before"])
     with broker.controls.refuse_connections():
         assert not can_connect(broker)
-        produce_all(producer, topic, [b"during"], report)
-        assert producer.flush(10) == 0
+        deliver(producer, topic, [b"during"])
     assert can_connect(broker)
-    assert report.errors == []
     assert_exactly_once(broker, topic, [b"before", b"during"])
 
 
@@ -671,9 +652,7 @@ def test_producer_keeps_its_records_through_down_and_up(broker, confluent):
     topic = new_topic(broker)
     before, during = values("before", 10), values("during", 10)
     producer = confluent(broker, **{"enable.idempotence": True})
-    report = Delivery()
-    produce_all(producer, topic, before, report)
-    assert producer.flush(10) == 0
+    report = deliver(producer, topic, before)
     down = broker.controls.down()
     assert not can_connect(broker)
     produce_all(producer, topic, during, report)

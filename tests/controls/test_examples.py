@@ -45,6 +45,20 @@ def broker():
         yield kafka
 
 
+def run_example(command: list[str], cwd: Path, **environment: str) -> str:
+    """Run an example with the environment variables it reads; what it printed."""
+    run = subprocess.run(
+        command,
+        cwd=cwd,
+        env=dict(os.environ, **environment),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    return run.stdout
+
+
 def answers(output: str) -> list[tuple[str, str, int, dict]]:
     """The (method, url, status, body) lines an example printed; a body may span lines."""
     decoder = json.JSONDecoder()
@@ -60,18 +74,11 @@ def test_example_adds_lists_and_undoes_an_error_control(broker, example):
     tool, command = COMMANDS[example]
     require(tool)
     controls_url = broker.ops_url + "/controls"
-    environment = dict(os.environ, WIRESERVER_CONTROLS_URL=controls_url, GOTOOLCHAIN="local")
-    run = subprocess.run(
-        command,
-        cwd=EXAMPLES,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    output = run_example(
+        command, EXAMPLES, WIRESERVER_CONTROLS_URL=controls_url, GOTOOLCHAIN="local"
     )
-    assert run.returncode == 0, run.stderr
-    printed = answers(run.stdout)
-    assert [method for method, *_ in printed] == ["POST", "GET", "DELETE"], run.stdout
+    printed = answers(output)
+    assert [method for method, *_ in printed] == ["POST", "GET", "DELETE"], output
     post, listed, deleted = printed
 
     method, url, status, added = post
@@ -109,27 +116,18 @@ def test_kafkajs_producer_retries_the_injected_errors(broker):
             timeout=300,
         )
         assert install.returncode == 0, install.stderr
-    controls_url = broker.ops_url + "/controls"
-    environment = dict(
-        os.environ,
-        WIRESERVER_CONTROLS_URL=controls_url,
+    output = run_example(
+        ["node", "retry.mjs"],
+        project,
+        WIRESERVER_CONTROLS_URL=broker.ops_url + "/controls",
         WIRESERVER_BOOTSTRAP=broker.bootstrap_servers,
     )
-    run = subprocess.run(
-        ["node", "retry.mjs"],
-        cwd=project,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert run.returncode == 0, run.stderr
-    (_, _, added_status, added), (_, _, listed_status, listed) = answers(run.stdout)
+    (_, _, added_status, added), (_, _, listed_status, listed) = answers(output)
     assert added_status == 201 and added["remaining"] == 2
     assert listed_status == 200 and listed["controls"] == []
-    sent = json.loads(re.search(r"^SENT (.*)$", run.stdout, re.M)[1])
+    sent = json.loads(re.search(r"^SENT (.*)$", output, re.M)[1])
     assert [
         (result["partition"], result["errorCode"], result["baseOffset"]) for result in sent
     ] == [(0, 0, "0")]
-    stored = json.loads(re.search(r"^OFFSETS (.*)$", run.stdout, re.M)[1])
+    stored = json.loads(re.search(r"^OFFSETS (.*)$", output, re.M)[1])
     assert [(offsets["low"], offsets["high"]) for offsets in stored] == [("0", "3")]
