@@ -28,6 +28,30 @@ REQUEST_TIMES = (
     "ResponseQueueTimeMs",
     "ResponseSendTimeMs",
 )
+
+
+def request_times_ms(
+    received: float,
+    started: float,
+    returned: float,
+    completed: float,
+    dequeued: float,
+    written: float,
+) -> tuple[float, float, float, float, float, float]:
+    """One request's ``REQUEST_TIMES`` in milliseconds, in that order, from
+    ``time.perf_counter()`` readings: the read that brought its frame, the handler's start and
+    return, its response ready, its turn to be written, and written (Kafka's
+    ``RequestChannel.updateRequestMetrics``). The metrics and the request log both use it."""
+    return (
+        (written - received) * 1000.0,
+        (started - received) * 1000.0,
+        (returned - started) * 1000.0,
+        max(0.0, completed - returned) * 1000.0,
+        max(0.0, dequeued - completed) * 1000.0,
+        (written - dequeued) * 1000.0,
+    )
+
+
 #: The percentiles a Yammer histogram MBean exposes (``50thPercentile`` ... ``999thPercentile``),
 #: as the JMX exporter's ``quantile`` label writes them.
 QUANTILES = (

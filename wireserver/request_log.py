@@ -30,6 +30,8 @@ import re
 import uuid
 from typing import Any
 
+from wireserver.metrics import request_times_ms
+
 REQUEST_LOGGER_NAME = "kafka.request.logger"
 #: log4j's TRACE, below DEBUG: the request log with the request and response bodies.
 TRACE = 5
@@ -66,17 +68,20 @@ def timings_ms(
     written: float,
     throttle_ms: int = 0,
 ) -> dict[str, float]:
-    """Kafka's request times (``RequestChannel.updateRequestMetrics``) in milliseconds from
-    ``time.perf_counter()`` readings: the read that brought the frame, the handler's start and
-    return, the response ready, its turn to be written, and written."""
+    """Kafka's request-log times in milliseconds (``wireserver.metrics.request_times_ms``)
+    with the throttle time between remote and response-queue time, as Kafka's log line has
+    them."""
+    total, queue, local, remote, response_queue, send = request_times_ms(
+        received, started, returned, completed, dequeued, written
+    )
     return {
-        "totalTimeMs": (written - received) * 1000.0,
-        "requestQueueTimeMs": (started - received) * 1000.0,
-        "localTimeMs": (returned - started) * 1000.0,
-        "remoteTimeMs": max(0.0, completed - returned) * 1000.0,
+        "totalTimeMs": total,
+        "requestQueueTimeMs": queue,
+        "localTimeMs": local,
+        "remoteTimeMs": remote,
         "throttleTimeMs": throttle_ms,
-        "responseQueueTimeMs": max(0.0, dequeued - completed) * 1000.0,
-        "sendTimeMs": (written - dequeued) * 1000.0,
+        "responseQueueTimeMs": response_queue,
+        "sendTimeMs": send,
     }
 
 

@@ -28,7 +28,7 @@ from wireserver import request_log
 from wireserver.apis import handler_for
 from wireserver.context import RequestContext
 from wireserver.heap import after_response
-from wireserver.metrics import count_errors
+from wireserver.metrics import count_errors, request_times_ms
 from wireserver.protocol.errors import DecodeError, UnsupportedApi
 from wireserver.protocol.framing import FrameDecoder
 from wireserver.protocol.messages import (
@@ -307,18 +307,12 @@ class KafkaConnection(protocol.Protocol):
         metrics = self.services.metrics
         requests = metrics.requests
         record = metrics.request_times
-        send_ms = (written - dequeued) * 1000.0
         for slot in sent:
             request = slot.request
             name = request.spec.name
             requests[(name, request.api_version)] += 1
-            values = (
-                (written - slot.received) * 1000.0,
-                (slot.started - slot.received) * 1000.0,
-                (slot.returned - slot.started) * 1000.0,
-                max(0.0, slot.completed - slot.returned) * 1000.0,
-                max(0.0, dequeued - slot.completed) * 1000.0,
-                send_ms,
+            values = request_times_ms(
+                slot.received, slot.started, slot.returned, slot.completed, dequeued, written
             )
             record(name, written, values)
             if request.header.api_key == FETCH_KEY:

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from wireserver.testing import EmbeddedBroker, KafkaContainer, KafkaWireError
+from wireserver.testing import EmbeddedBroker, KafkaContainer, KafkaWireError, wait_for
 
 
 def produce_and_consume(bootstrap: str, topic: str, count: int = 5, partition: int = 0) -> list:
@@ -149,6 +149,27 @@ def test_kafka_container_start_stop():
         ]
     finally:
         container.stop()
+
+
+def test_kafka_container_has_controls():
+    """The stand-in does what the Docker container cannot: a broker that goes down and comes
+    back on the same address with its data."""
+    from kafka import KafkaConsumer
+
+    with KafkaContainer() as kafka:
+        bootstrap = kafka.get_bootstrap_server()
+        host, port = bootstrap.rsplit(":", 1)
+        produce_and_consume(bootstrap, "kept", count=2)
+        with kafka.controls.down():
+            with pytest.raises(ConnectionRefusedError):
+                socket.create_connection((host, int(port)), timeout=5)
+        consumer = KafkaConsumer(
+            "kept", bootstrap_servers=bootstrap, auto_offset_reset="earliest", group_id=None
+        )
+        try:
+            assert wait_for(lambda: consumer.poll(timeout_ms=500), 20, what="kept records")
+        finally:
+            consumer.close()
 
 
 @pytest.mark.parametrize("mode", ["thread", "subprocess"])

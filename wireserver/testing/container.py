@@ -27,7 +27,8 @@ class KafkaContainer(_AdminMixin):
     """Stands in for ``testcontainers.kafka.KafkaContainer``: same constructor, ``start()``,
     ``stop()``, ``get_bootstrap_server()``, context manager. The image is accepted and ignored;
     ``with_env("KAFKA_SOME_KEY", v)`` sets broker key ``some.key`` (the Confluent image rule);
-    other environment variables are ignored. ``mode`` picks the EmbeddedBroker mode."""
+    other environment variables are ignored. ``mode`` picks the EmbeddedBroker mode.
+    Unlike the Docker one, it has ``controls`` (docs/testing.md)."""
 
     def __init__(
         self, image: str = "wireserver", port: int = 9093, mode: str = "thread", **kwargs: Any
@@ -79,6 +80,12 @@ class KafkaContainer(_AdminMixin):
         if self._broker is None:
             raise RuntimeError("the KafkaContainer has not been started")
         return self._broker
+
+    @property
+    def controls(self) -> Any:
+        """The broker's test controls (``EmbeddedBroker.controls``): errors, latency,
+        disconnects, throttling, a clock that jumps, the broker down and up."""
+        return self.broker.controls
 
     @property
     def bootstrap_servers(self) -> str:  # type: ignore[override]
