@@ -89,7 +89,9 @@ def test_same_broker_for_the_session(kafka_broker_session, kafka_bootstrap):
 def test_plugin_in_a_user_project(tmp_path, mode):
     """A project with wireserver installed gets the fixtures with no conftest at all (the
     pytest11 entry point), and each test starts with no topics. ``external`` points the
-    fixtures at a broker that is already running (``--kafka-bootstrap``)."""
+    fixtures at a broker that is already running (``--kafka-bootstrap``). The shared broker
+    is asked for in thread mode too (``--wireserver-fresh=false``); tests/testing/ runs the
+    fixtures in each of their ways."""
     (tmp_path / "test_user.py").write_text(textwrap.dedent(PLUGIN_USER_TESTS))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     with EmbeddedBroker() as running:
@@ -107,6 +109,7 @@ def test_plugin_in_a_user_project(tmp_path, mode):
                 "-p",
                 "no:cacheprovider",
                 option,
+                "--wireserver-fresh=false",
                 "test_user.py",
             ],
             cwd=tmp_path,

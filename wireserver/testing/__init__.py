@@ -29,7 +29,7 @@ brings it back on the same data dir.
 Defaults (``TEST_DEFAULTS``) are single-node safe, as Kafka test setups need: internal topics
 with replication factor 1 and min ISR 1, no initial rebalance delay, ``PLAINTEXT`` on
 ``127.0.0.1:0``, and a temporary ``log.dirs`` removed on ``close()`` (a ``data_dir`` you pass
-is kept). ``overrides`` (a dict of Kafka broker keys) goes over them. ``restart()`` binds the
+is kept), on tmpfs (``/dev/shm``) when there is room and ``TMPDIR`` names no other place. ``overrides`` (a dict of Kafka broker keys) goes over them. ``restart()`` binds the
 same port again, so clients keep their bootstrap address.
 
 Controls (``controls.enable``, on in ``TEST_DEFAULTS``): ``kafka.controls`` injects errors,
@@ -41,15 +41,25 @@ of the operations listener it gets on ``127.0.0.1:0`` unless ``metrics.listeners
         ...                                               # the client retries, then succeeds
 
 pytest plugin (``wireserver.testing.plugin``, registered as the ``wireserver`` ``pytest11``
-entry point):
-    ``kafka_broker``          the session's broker (started on first use, one per xdist worker);
-                              every topic is deleted (DeleteTopics) after each test using it
+entry point; its docstring has the details and the figures behind the choices):
+    ``kafka_broker``          a broker for the test: in thread mode a fresh one per test (a
+                              few milliseconds to start and close), in subprocess mode the
+                              session's, its controls reset and its topics deleted after each
+                              test (``--wireserver-fresh=true|false`` decides for either mode)
     ``kafka_bootstrap``       its ``"host:port"``
-    ``kafka_broker_session``  the same broker with no per-test cleanup
+    ``kafka_broker_session``  the session's broker (one per xdist worker), no per-test cleanup
+    ``kafka_controls``        ``kafka_broker.controls``, reset before and after the test
+    ``kafka_cluster``         the session's 3-broker ``LocalCluster`` on a ZooKeeper started
+                              for it; topics deleted, controls reset and stopped brokers
+                              started again after each test (``kafka_cluster_session``: no
+                              cleanup; ``wireserver_zookeeper``: the ZooKeeper)
+    ``@pytest.mark.wireserver(overrides={...}, brokers=N, mode=...)``: the test gets its own
+    broker (``kafka_broker``) or cluster of N (``kafka_cluster``) with those settings.
     Options: ``--wireserver-mode=thread|subprocess`` (ini ``wireserver_mode``),
     ``--wireserver-override KEY=VALUE`` (repeatable; ini ``wireserver_overrides``, one a line),
-    ``--kafka-bootstrap HOST:PORT`` to run the same tests against a broker already running
-    (a real Kafka, say) instead of starting one.
+    ``--wireserver-fresh[=true|false]`` (ini ``wireserver_fresh``), ``--kafka-bootstrap
+    HOST:PORT`` to run the same tests against a broker already running (a real Kafka, say)
+    instead of starting one.
 
 This module imports nothing heavy until a broker starts, because pytest loads it in every
 session of a project that has wireserver installed.
