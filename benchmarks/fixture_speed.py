@@ -90,7 +90,7 @@ def thread_start_close(row: Row, on_disk: bool) -> None:
     (``wireserver.testing.embedded.temp_parent``), to show what the fsyncs cost there."""
     data_dir = tempfile.mkdtemp(prefix="wireserver-bench-") if on_disk else None
     clock = BrokerClock()
-    broker = EmbeddedBroker(data_dir=data_dir)
+    broker = EmbeddedBroker(data_dir=data_dir, tmp_root=temp_parent())
     clock.on_caller(broker.start)
     clock.on_caller(broker.close)
     clock.record(row)
@@ -100,13 +100,15 @@ def thread_start_close(row: Row, on_disk: bool) -> None:
 
 def subprocess_start_close(row: Row) -> None:
     started = time.perf_counter()
-    EmbeddedBroker("subprocess").start().close()
+    EmbeddedBroker("subprocess", tmp_root=temp_parent()).start().close()
     row.wall_ms.append((time.perf_counter() - started) * 1000)
 
 
 def cluster_start_close(row: Row, zookeeper: ZooKeeperServer, chroot: str, mode: str) -> None:
     started = time.perf_counter()
-    cluster = LocalCluster(f"{zookeeper.connect}/{chroot}", 3, FAST_FAILOVER, mode=mode)
+    cluster = LocalCluster(
+        f"{zookeeper.connect}/{chroot}", 3, FAST_FAILOVER, mode=mode, tmp_root=temp_parent()
+    )
     try:
         cluster.start(together=True)
     finally:
@@ -185,7 +187,7 @@ def typical_fresh(
 ) -> None:
     """On a broker of its own: start, create, produce and consume, close."""
     clock = BrokerClock()
-    broker = EmbeddedBroker(overrides=settings)
+    broker = EmbeddedBroker(overrides=settings, tmp_root=temp_parent())
     clock.on_caller(broker.start)
     broker.create_topic("typical")
     client(broker.bootstrap_servers, "typical")
@@ -288,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         "partitions (librdkafka's FindCoordinator creates the topic)"
     )
     kafka_settings = {**FIXTURE_DEFAULTS, "offsets.topic.num.partitions": "50"}
-    with EmbeddedBroker(overrides=FIXTURE_DEFAULTS) as broker:
+    with EmbeddedBroker(overrides=FIXTURE_DEFAULTS, tmp_root=temp_parent()) as broker:
         for _ in range(runs):
             for partitions, (create, delete) in topic_rows.items():
                 create_and_delete(broker, create, delete, partitions)

@@ -29,8 +29,10 @@ brings it back on the same data dir.
 Defaults (``TEST_DEFAULTS``) are single-node safe, as Kafka test setups need: internal topics
 with replication factor 1 and min ISR 1, no initial rebalance delay, ``PLAINTEXT`` on
 ``127.0.0.1:0``, and a temporary ``log.dirs`` removed on ``close()`` (a ``data_dir`` you pass
-is kept), on tmpfs (``/dev/shm``) when there is room and ``TMPDIR`` names no other place. ``overrides`` (a dict of Kafka broker keys) goes over them. ``restart()`` binds the
-same port again, so clients keep their bootstrap address.
+is kept) in the system's temporary directory, or in ``tmp_root`` (the pytest fixtures' brokers
+use tmpfs, ``/dev/shm``, when there is room and ``TMPDIR`` names no other place). ``overrides``
+(a dict of Kafka broker keys) goes over them. ``restart()`` binds the same port again, so
+clients keep their bootstrap address.
 
 Controls (``controls.enable``, on in ``TEST_DEFAULTS``): ``kafka.controls`` injects errors,
 latency, disconnects, throttling, refused connections, a listener outage and clock jumps, and

@@ -54,8 +54,10 @@ SHM_MIN_FREE = 1 << 30
 
 
 def temp_parent() -> str | None:
-    """Where a broker's temporary dir goes: ``SHM_DIR`` when it is there with room and
-    ``TMPDIR`` does not name another place, else the system's temporary directory (None).
+    """Where the pytest fixtures' brokers keep their temporary dirs (``EmbeddedBroker``'s
+    ``tmp_root``): ``SHM_DIR`` when it is there with room and ``TMPDIR`` does not name another
+    place, else the system's temporary directory (None). Other brokers (the project's own
+    tests, benchmarks beside Kafka) stay on the disk.
 
     The broker fsyncs a checkpoint file (and its directory) at start, for every partition
     created, on every topic deletion and at shutdown, as Kafka does: a test that starts a
@@ -287,10 +289,13 @@ class EmbeddedBroker(_AdminMixin):
         super_users: Iterable[str] = (),
         reactor: str = "default",
         command_prefix: Iterable[str] = (),
+        tmp_root: str | None = None,
     ):
         """``command_prefix`` goes before a subprocess broker's command: the fault campaign
         (``chaos/``) runs brokers in network namespaces with ``["ip", "netns", "exec", NAME]``
-        (which execs, so ``pid`` is still the broker's own)."""
+        (which execs, so ``pid`` is still the broker's own). ``tmp_root`` is where the
+        broker's temporary dir goes (the system's temporary directory by default; the pytest
+        fixtures give ``temp_parent()``, tmpfs)."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
         if reactor != "default" and mode != "subprocess":
@@ -304,7 +309,7 @@ class EmbeddedBroker(_AdminMixin):
         self.log_level = [log_level] if isinstance(log_level, str) else list(log_level)
         self.python = python or sys.executable
         # _root holds the broker log, and the data dir unless one is given (then it is kept).
-        self._root = tempfile.mkdtemp(prefix="wireserver-", dir=temp_parent())
+        self._root = tempfile.mkdtemp(prefix="wireserver-", dir=tmp_root)
         self.data_dir = (
             os.path.join(self._root, "data") if data_dir is None else os.fspath(data_dir)
         )

@@ -36,8 +36,9 @@ Options (ini in brackets)
 
 Fresh or shared
     A fresh broker per test is the default in thread mode: starting and closing one costs about
-    6 ms of wall and broker time when its data dir is on tmpfs (``EmbeddedBroker`` puts it on
-    ``/dev/shm`` when that has room; on this machine's disk it is 15 to 60 ms, the fsyncs),
+    6 ms of wall and broker time when its data dir is on tmpfs (the fixtures put it on
+    ``/dev/shm`` when that has room, ``temp_parent``; on this machine's disk it is 15 to 60
+    ms, the fsyncs),
     about what deleting a test's topics from a shared broker takes (4 to 6 ms), and it isolates
     what a topic cleanup leaves behind: consumer groups, producer ids and transactions, ACLs,
     quotas, dynamic configs, SCRAM users. A typical test (a topic, 10 records produced and
@@ -61,7 +62,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wireserver.testing.cluster import FAST_FAILOVER, LocalCluster
-from wireserver.testing.embedded import MODES, EmbeddedBroker, ExternalBroker
+from wireserver.testing.embedded import MODES, EmbeddedBroker, ExternalBroker, temp_parent
 
 try:
     import pytest
@@ -242,7 +243,9 @@ if pytest is not None:
             yield ExternalBroker(external)
             return
         broker = EmbeddedBroker(
-            _session_mode(pytestconfig), overrides=_fixture_overrides(pytestconfig)
+            _session_mode(pytestconfig),
+            overrides=_fixture_overrides(pytestconfig),
+            tmp_root=temp_parent(),
         )
         broker.start()
         try:
@@ -276,6 +279,7 @@ if pytest is not None:
         broker = EmbeddedBroker(
             wish.mode or _session_mode(pytestconfig),
             overrides={**_fixture_overrides(pytestconfig), **wish.overrides},
+            tmp_root=temp_parent(),
         )
         try:
             broker.start()
@@ -337,6 +341,7 @@ if pytest is not None:
             count,
             {**FAST_FAILOVER, **_fixture_overrides(config), **overrides},
             mode=mode,
+            tmp_root=temp_parent(),
         )
         try:
             return cluster.start(together=True)
