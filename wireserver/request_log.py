@@ -30,8 +30,6 @@ import re
 import uuid
 from typing import Any
 
-from wireserver.metrics import request_times_ms
-
 REQUEST_LOGGER_NAME = "kafka.request.logger"
 #: log4j's TRACE, below DEBUG: the request log with the request and response bodies.
 TRACE = 5
@@ -60,20 +58,12 @@ _BROKER, _TOPIC, _BROKER_LOGGER = 4, 2, 8  # ConfigResource.Type ids
 
 
 def timings_ms(
-    received: float,
-    started: float,
-    returned: float,
-    completed: float,
-    dequeued: float,
-    written: float,
-    throttle_ms: int = 0,
+    times: tuple[float, float, float, float, float, float], throttle_ms: int = 0
 ) -> dict[str, float]:
-    """Kafka's request-log times in milliseconds (``wireserver.metrics.request_times_ms``)
+    """Kafka's request-log times from a request's ``wireserver.metrics.request_times_ms``,
     with the throttle time between remote and response-queue time, as Kafka's log line has
     them."""
-    total, queue, local, remote, response_queue, send = request_times_ms(
-        received, started, returned, completed, dequeued, written
-    )
+    total, queue, local, remote, response_queue, send = times
     return {
         "totalTimeMs": total,
         "requestQueueTimeMs": queue,

@@ -294,7 +294,14 @@ class KafkaConnection(protocol.Protocol):
                 self.listener_name,
                 principal,
                 request_log.timings_ms(
-                    slot.received, slot.started, slot.returned, slot.completed, dequeued, written
+                    request_times_ms(
+                        slot.received,
+                        slot.started,
+                        slot.returned,
+                        slot.completed,
+                        dequeued,
+                        written,
+                    )
                 ),
                 response=slot.response,
                 security_protocol=security_protocol,

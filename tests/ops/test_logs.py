@@ -20,6 +20,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from tests.integration.raw import ensure_topic, fetch, produce, produce_errors, v2_batch
 from wireserver import cli, request_log
+from wireserver.metrics import request_times_ms
 from wireserver.protocol.messages import decode_request
 from wireserver.protocol.served import SERVED
 from wireserver.testing import EmbeddedBroker, KafkaWire, wait_for
@@ -217,7 +218,7 @@ def test_sensitive_config_values_are_hidden(caplog):
 
 def test_timings_are_kafkas_from_the_servers_clock_readings():
     """The server's perf_counter readings (seconds) become Kafka's times in ms."""
-    times = request_log.timings_ms(10.0, 10.001, 10.003, 10.010, 10.012, 10.0125)
+    times = request_log.timings_ms(request_times_ms(10.0, 10.001, 10.003, 10.010, 10.012, 10.0125))
     assert {name: round(value, 3) for name, value in times.items()} == {
         "totalTimeMs": 12.5,
         "requestQueueTimeMs": 1.0,
