@@ -1026,6 +1026,12 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _build()
 """Every broker configuration key we accept, by name: ours, the topic defaults, and the rest
 of Kafka's (``wireserver.kafka_keys``, accepted without effect)."""
 
+BROKER_DEFAULTS: dict[str, Any] = {
+    name: cdef.default for name, cdef in BROKER_CONFIGS.items() if cdef.default is not None
+}
+"""The keys with a default and that default: the DEFAULT_CONFIG layer of every synonym list
+(DescribeConfigs asks for it once per key described: built once)."""
+
 UNUSED_KEYS = frozenset(name for name, cdef in BROKER_CONFIGS.items() if cdef in KAFKA_ONLY_KEYS)
 """Kafka's broker keys that we accept and describe but do not act on."""
 
@@ -1722,10 +1728,7 @@ class BrokerConfig:
             (self._dynamic_broker, DYNAMIC_BROKER_CONFIG),
             (self._dynamic_default, DYNAMIC_DEFAULT_BROKER_CONFIG),
             (self._static, STATIC_BROKER_CONFIG),
-            (
-                {k: d.default for k, d in BROKER_CONFIGS.items() if d.default is not None},
-                DEFAULT_CONFIG,
-            ),
+            (BROKER_DEFAULTS, DEFAULT_CONFIG),
         )
         for layer, source in layers:
             for synonym in group:
