@@ -141,10 +141,11 @@ def test_broken_broker_module_is_reported(monkeypatch, capsys):
 
 def test_plaintext_serve_process_does_not_load_tls_libraries():
     """A broker process without TLS listeners keeps pyOpenSSL/cryptography out of memory
-    (about 13 MB of an idle broker); see ``wireserver.cli._reactor_without_tls``."""
+    (about 13 MB of an idle broker); see ``wireserver.cli._reactor_without_tls``. Without the
+    operations listener, whose ``prometheus_client`` imports ``ssl``, libssl stays out too."""
     from wireserver.testing import EmbeddedBroker
 
-    with EmbeddedBroker("subprocess") as broker:
+    with EmbeddedBroker("subprocess", overrides={"metrics.listeners": ""}) as broker:
         with open(f"/proc/{broker.pid}/maps", encoding="utf-8") as handle:
             mapped = handle.read()
         assert "cryptography" not in mapped

@@ -250,9 +250,10 @@ def _reactor_without_tls(config: BrokerConfig, reactor_name: str = "default") ->
     wrap connections with ``twisted.protocols.tls`` instead, so a broker without SSL listeners
     hides pyOpenSSL while the reactor is imported; later imports see it as usual. The same
     goes for the standard ``ssl`` module (``asyncio``, which ``twisted.internet.defer`` imports,
-    works without it), and ``twisted.python.compat`` gets a stand-in for ``http.cookiejar``, which
-    it imports only to re-export and which brings ``urllib.request``, ``http.client`` and
-    ``email``: together another 2.5 MB.
+    works without it; kafka-python's package gets a stand-in, ``_import_with_ssl_on_use``;
+    the operations listener's ``prometheus_client`` needs the real one), and ``twisted.python.compat`` gets a stand-in for
+    ``http.cookiejar``, which it imports only to re-export and which brings ``urllib.request``,
+    ``http.client`` and ``email``: together another 2.5 MB.
     """
     if "twisted.internet.reactor" in sys.modules:
         return
@@ -276,6 +277,26 @@ def _reactor_without_tls(config: BrokerConfig, reactor_name: str = "default") ->
             del sys.modules[name]
         if stand_in is not None and sys.modules.get("http.cookiejar") is stand_in:
             del sys.modules["http.cookiejar"]
+    if "ssl" in hidden:
+        # kafka-python 3's package ``__init__`` loads its client network layer (``kafka.net``),
+        # which imports ``ssl``; the broker never uses it (it reads ``kafka.protocol`` only, but
+        # Python runs the package's ``__init__`` first). The operations listener cannot avoid
+        # ``ssl``: ``prometheus_client`` reads ``ssl.TLSVersion`` as it is imported.
+        _import_with_ssl_on_use(["kafka"])
+
+
+def _import_with_ssl_on_use(modules: list[str]) -> None:
+    """Import ``modules`` with a stand-in for ``ssl`` that imports the real one only when an
+    attribute of it is read."""
+    if "ssl" in sys.modules:
+        return
+    sys.modules["ssl"] = stand_in = _ImportOnUse("ssl")
+    try:
+        for name in modules:
+            importlib.import_module(name)
+    finally:
+        if sys.modules.get("ssl") is stand_in:
+            del sys.modules["ssl"]
 
 
 def serve(args: argparse.Namespace) -> int:

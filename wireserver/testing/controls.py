@@ -14,8 +14,6 @@ same answer dicts (``wireserver.controls.rules`` lists the commands); a refused 
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from typing import Any
 
@@ -186,6 +184,11 @@ class HttpTransport:
         self.timeout = timeout
 
     def _request(self, method: str, path: str = "", body: Any = None) -> dict[str, Any]:
+        # Imported here: ``urllib.request`` brings ``http.client`` and ``ssl``, and
+        # ``wireserver serve`` imports this package (``wireserver cluster``'s arguments).
+        import urllib.error
+        import urllib.request
+
         data = None if body is None else json.dumps(body).encode("utf-8")
         request = urllib.request.Request(self.url + path, data=data, method=method)
         if data is not None:
