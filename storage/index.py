@@ -19,6 +19,8 @@ import bisect
 import os
 import struct
 
+from wireserver.storage.open_files import OpenFiles, PooledFile
+
 INT32_MAX = 2**31 - 1
 
 
@@ -29,26 +31,28 @@ class CorruptIndexError(ValueError):
 class _Index:
     ENTRY = struct.Struct(">ii")
 
-    def __init__(self, path: str, base_offset: int, max_index_bytes: int):
-        self.path = path
+    def __init__(
+        self, path: str, base_offset: int, max_index_bytes: int, pool: OpenFiles | None = None
+    ):
         self.base_offset = base_offset
         self.max_entries = max(1, max_index_bytes // self.ENTRY.size)
         self._keys: list[int] = []
         self._values: list[int] = []
-        self._fd: int | None = None
+        # Entries live in memory: the file is opened only to write, truncate or fsync it.
+        self._file = PooledFile(path, pool)
+
+    @property
+    def path(self) -> str:
+        return self._file.path
 
     # -- file handling -------------------------------------------------------------------
-    def _file(self) -> int:
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        return self._fd
-
     def open(self) -> None:
-        """Open (creating if needed) the index file."""
-        self._file()
+        """Create the index file if it is not there."""
+        if not self._file.is_open:
+            self._file.fd  # noqa: B018 - opening creates it
 
     def _write_entry(self, raw: bytes) -> None:
-        os.pwrite(self._file(), raw, len(self._keys) * self.ENTRY.size)
+        self._file.pwrite(raw, len(self._keys) * self.ENTRY.size)
 
     def _read_raw(self) -> bytes:
         with open(self.path, "rb") as f:
@@ -58,13 +62,10 @@ class _Index:
         return os.path.exists(self.path)
 
     def flush(self) -> None:
-        if self._fd is not None:
-            os.fsync(self._fd)
+        self._file.fsync()
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self._file.close()
 
     def delete(self) -> None:
         self.close()
@@ -77,17 +78,17 @@ class _Index:
         """Drop every entry (before a rebuild)."""
         self._keys.clear()
         self._values.clear()
-        os.ftruncate(self._file(), 0)
+        self._file.truncate(0)
 
     def rename(self, path: str) -> None:
         if os.path.exists(self.path):
             os.replace(self.path, path)
-        self.path = path
+        self._file.path = path
 
     def _truncate_entries(self, count: int) -> None:
         del self._keys[count:]
         del self._values[count:]
-        os.ftruncate(self._file(), count * self.ENTRY.size)
+        self._file.truncate(count * self.ENTRY.size)
 
     @property
     def entries(self) -> int:

@@ -64,6 +64,7 @@ from wireserver.storage.errors import InvalidOffset, LogInvariantError, OffsetOu
 from wireserver.storage.file_records import FileRecords, FileRegion
 from wireserver.storage.log_config import LogConfig
 from wireserver.storage.log_dir_failure import LogDirFailureChannel
+from wireserver.storage.open_files import OpenFiles
 from wireserver.storage.producer_state import (
     CompletedTxn,
     InvalidProducerEpoch,
@@ -166,8 +167,10 @@ class Log:
         now_ms: Callable[[], int],
         producer_id_expiration_ms: int = 86_400_000,
         failures: LogDirFailureChannel | None = None,
+        open_files: OpenFiles | None = None,
     ):
         self.directory = directory
+        self.open_files = open_files  # the broker's descriptor pool (storage.open_files)
         self.log_dir = os.path.dirname(os.path.abspath(directory))
         self.failures = failures if failures is not None else LogDirFailureChannel()
         self.config = config
@@ -208,6 +211,7 @@ class Log:
         high_watermark: int | None = None,
         producer_id_expiration_ms: int = 86_400_000,
         failures: LogDirFailureChannel | None = None,
+        open_files: OpenFiles | None = None,
     ) -> Log:
         """Open (creating if needed) the log in ``directory``.
 
@@ -221,7 +225,7 @@ class Log:
         headers after it.
         """
         os.makedirs(directory, exist_ok=True)
-        log = cls(directory, config, now_ms, producer_id_expiration_ms, failures)
+        log = cls(directory, config, now_ms, producer_id_expiration_ms, failures, open_files)
         log._load(recover, recovery_point, log_start_offset, high_watermark)
         return log
 
@@ -232,6 +236,7 @@ class Log:
             index_interval_bytes=self.config.index_interval_bytes,
             max_index_bytes=self.config.segment_index_bytes,
             created_ms=self._now_ms(),
+            open_files=self.open_files,
         )
 
     def _load(

@@ -7,11 +7,19 @@ it halts, as Kafka's ``ReplicaManager.handleLogDirFailure``). Every later operat
 that dir raises ``KafkaStorageError`` before touching the disk, so nothing is written after the
 failure and nothing half-written is acknowledged. Listeners may be called on any thread (a
 flush runs on a worker thread).
+
+Running out of descriptors (EMFILE, ENFILE) is the one exception: it says nothing about the
+disk, happens only when a file is opened (before anything is written to it), and passes once
+connections or files are closed. The operation fails with ``KafkaStorageError`` and the dir
+stays online; Kafka takes the dir offline for it as for any ``IOException``
+(docs/compatibility.md).
 """
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,12 +28,24 @@ from wireserver.storage.errors import KafkaStorageError
 
 logger = logging.getLogger(__name__)
 
+#: Errors of the process, not of the dir: the dir stays online.
+OUT_OF_DESCRIPTORS = (errno.EMFILE, errno.ENFILE)
+
+
+def out_of_descriptors(error: BaseException) -> bool:
+    """Whether ``error`` (a ``KafkaStorageError`` or its cause) is EMFILE or ENFILE."""
+    cause = error if isinstance(error, OSError) else error.__cause__
+    return getattr(cause, "errno", None) in OUT_OF_DESCRIPTORS
+
 
 class LogDirFailureChannel:
     def __init__(self) -> None:
         self._offline: dict[str, str] = {}  # dir -> the message of its first error
         self._lock = threading.Lock()
         self.listeners: list[Callable[[str], None]] = []
+        # Called (on the failing thread) when an operation ran out of descriptors: the
+        # descriptor pool sheds idle files so that the next attempt finds some.
+        self.out_of_descriptors_listeners: list[Callable[[], object]] = []
 
     def is_offline(self, log_dir: str) -> bool:
         return log_dir in self._offline
@@ -42,6 +62,10 @@ class LogDirFailureChannel:
         """Log ``message`` with ``exc``, mark ``log_dir`` offline (telling the listeners the
         first time) and return the error to raise."""
         logger.error("%s", message, exc_info=exc)
+        if getattr(exc, "errno", None) in OUT_OF_DESCRIPTORS:
+            for shed in list(self.out_of_descriptors_listeners):
+                shed()
+            return KafkaStorageError(f"{message}: {os.strerror(exc.errno)}", log_dir)
         with self._lock:
             first = log_dir not in self._offline
             if first:

@@ -44,7 +44,8 @@ from wireserver.storage.errors import (
 )
 from wireserver.storage.log import Log, parse_partition_dir
 from wireserver.storage.log_config import LogConfig
-from wireserver.storage.log_dir_failure import LogDirFailureChannel
+from wireserver.storage.log_dir_failure import LogDirFailureChannel, out_of_descriptors
+from wireserver.storage.open_files import OpenFiles
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +93,10 @@ class LogManager:
         broker_defaults: Mapping[str, Any],
         now_ms: Callable[[], int],
         producer_id_expiration_ms: int = 86_400_000,
+        open_files: OpenFiles | None = None,
     ):
+        """``open_files`` caps the descriptors segment files hold (``storage.open_files``);
+        by default at half the process's open-files limit."""
         if not log_dirs:
             raise ValueError("at least one log dir is needed")
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
@@ -106,6 +110,8 @@ class LogManager:
         self.clean_shutdown: dict[str, bool] = {}  # per log dir, as found by load()
         self.loaded = False
         self.failures = LogDirFailureChannel()
+        self.open_files = open_files if open_files is not None else OpenFiles()
+        self.failures.out_of_descriptors_listeners.append(self.open_files.shed)
 
     @property
     def live_log_dirs(self) -> list[str]:
@@ -157,6 +163,22 @@ class LogManager:
         log_dir = self._pick_dir()
         name = f"{info.name}-{partition}"
         directory = os.path.join(log_dir, name)
+        try:
+            log = self._create_log(info, log_dir, directory)
+        except KafkaStorageError as exc:
+            # Out of descriptors (sockets took them, or files outside the pool): close idle
+            # segment files and try once more before failing the topic.
+            if not out_of_descriptors(exc):
+                raise
+            with self.open_files.reserve():
+                shutil.rmtree(directory, ignore_errors=True)
+            log = self._create_log(info, log_dir, directory)
+        self._logs[(info.name, partition)] = log
+        self._dir_of[(info.name, partition)] = log_dir
+        return log
+
+    def _create_log(self, info: TopicInfo, log_dir: str, directory: str) -> Log:
+        name = os.path.basename(directory)
         with self.failures.guard(log_dir, f"Error while creating log for {name} in dir {log_dir}"):
             log = Log.open(
                 directory,
@@ -165,14 +187,13 @@ class LogManager:
                 recover=False,
                 producer_id_expiration_ms=self.producer_id_expiration_ms,
                 failures=self.failures,
+                open_files=self.open_files,
             )
             try:
                 ckpt.write_partition_metadata(directory, info.topic_id)
             except OSError:
                 log.delete()
                 raise
-        self._logs[(info.name, partition)] = log
-        self._dir_of[(info.name, partition)] = log_dir
         return log
 
     def _open_partitions(self, info: TopicInfo, partitions: range) -> None:
@@ -186,15 +207,17 @@ class LogManager:
                     self._open_partition(info, p)
             self._save_topics()
         except KafkaStorageError:
-            # Files closed first: with too many open files (EMFILE) removing needs some.
+            # Files closed first, and the reserved descriptors let go: with too many open
+            # files (EMFILE) removing needs some.
             for p in made:
                 self._dir_of.pop((info.name, p), None)
                 log = self._logs.pop((info.name, p), None)
                 if log is not None:
                     log.delete()
-            for p in made:
-                for d in self.log_dirs:
-                    shutil.rmtree(os.path.join(d, f"{info.name}-{p}"), ignore_errors=True)
+            with self.open_files.reserve():
+                for p in made:
+                    for d in self.log_dirs:
+                        shutil.rmtree(os.path.join(d, f"{info.name}-{p}"), ignore_errors=True)
             raise
 
     def create_topic(
@@ -396,6 +419,7 @@ class LogManager:
                 high_watermark=hw.get(tp),
                 producer_id_expiration_ms=self.producer_id_expiration_ms,
                 failures=self.failures,
+                open_files=self.open_files,
             )
             if ckpt.read_partition_metadata(directory) is None:
                 ckpt.write_partition_metadata(directory, info.topic_id)
@@ -502,6 +526,7 @@ class LogManager:
                     ckpt.atomic_write(marker, b"")
             except KafkaStorageError:
                 pass
+        self.open_files.close()
 
     def close_files(self) -> None:
         """Close every file without writing anything (a halt: no flush, no checkpoint, no
@@ -510,3 +535,4 @@ class LogManager:
             for seg in log.segments:
                 seg.close()
             log.closed = True
+        self.open_files.close()

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from wireserver.storage.batches import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, crc_ok, read_header
 from wireserver.storage.index import INT32_MAX, CorruptIndexError, OffsetIndex, TimeIndex
+from wireserver.storage.open_files import OpenFiles, PooledFile
 from wireserver.storage.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 LOG_SUFFIX = ".log"
@@ -48,34 +49,37 @@ class LogSegment:
         max_index_bytes: int,
         created_ms: int = 0,
         file_suffix: str = "",
+        open_files: OpenFiles | None = None,
     ):
         """``file_suffix`` (``.cleaned``, ``.swap``) is appended to every file name: the log
-        cleaner writes a replacement segment under such names before swapping it in."""
+        cleaner writes a replacement segment under such names before swapping it in.
+        ``open_files`` is the broker's descriptor pool (``storage.open_files``); without one
+        each file keeps its descriptor from first use to ``close``."""
         self.directory = directory
         self.base_offset = base_offset
         self.file_suffix = file_suffix
         prefix = os.path.join(directory, filename_prefix(base_offset))
-        self.log_path = prefix + LOG_SUFFIX + file_suffix
+        self._log = PooledFile(prefix + LOG_SUFFIX + file_suffix, open_files)
         self.index_interval_bytes = index_interval_bytes
         self.offset_index = OffsetIndex(
-            prefix + INDEX_SUFFIX + file_suffix, base_offset, max_index_bytes
+            prefix + INDEX_SUFFIX + file_suffix, base_offset, max_index_bytes, open_files
         )
         self.time_index = TimeIndex(
-            prefix + TIME_INDEX_SUFFIX + file_suffix, base_offset, max_index_bytes
+            prefix + TIME_INDEX_SUFFIX + file_suffix, base_offset, max_index_bytes, open_files
         )
-        self.txn_index = TransactionIndex(prefix + TXN_INDEX_SUFFIX + file_suffix)
+        self.txn_index = TransactionIndex(prefix + TXN_INDEX_SUFFIX + file_suffix, open_files)
         # Whether both index files were there before we opened them (else ``load`` fails and
         # the segment is rebuilt); new (empty) index files are created right away.
         self.indexes_existed = self.offset_index.exists() and self.time_index.exists()
         try:
             self.offset_index.open()
             self.time_index.open()
-            self._fd: int | None = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+            self.size = self._log.size()
         except OSError:  # a full disk, too many open files: leave no descriptor behind
             self.offset_index.close()
             self.time_index.close()
+            self._log.close()
             raise
-        self.size = os.fstat(self._fd).st_size
         self.next_offset = base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = -1
@@ -99,21 +103,27 @@ class LogSegment:
             f"lastModifiedTime={modified}, largestRecordTimestamp={self.max_timestamp})"
         )
 
+    @property
+    def log_path(self) -> str:
+        return self._log.path
+
     # -- reading -------------------------------------------------------------------------
     @property
     def fd(self) -> int:
-        if self._fd is None:
+        """The ``.log`` file's descriptor, on the owner thread, to use or ``os.dup`` at once:
+        the pool may close it to make room at the next open."""
+        if self.closed:
             raise ValueError(f"segment {self.log_path} is closed")
-        return self._fd
+        return self._log.fd
 
     def read(self, position: int, length: int) -> bytes:
-        out = os.pread(self.fd, length, position)
+        out = self._log.pread(length, position)
         if len(out) != length:
             raise CorruptSegmentError(f"{self.log_path}: short read at {position}")
         return out
 
     def header_at(self, position: int) -> BatchHeader:
-        raw = os.pread(self.fd, HEADER_SIZE, position)
+        raw = self._log.pread(HEADER_SIZE, position)
         if len(raw) < HEADER_SIZE:
             raise CorruptSegmentError(f"{self.log_path}: torn header at {position}")
         header = read_header(raw)
@@ -134,7 +144,7 @@ class LogSegment:
         while position < self.size:
             at = position - block_start
             if at + HEADER_SIZE > len(block):
-                block = os.pread(self.fd, max(WALK_BLOCK, HEADER_SIZE), position)
+                block = self._log.pread(max(WALK_BLOCK, HEADER_SIZE), position)
                 block_start, at = position, 0
                 if len(block) < HEADER_SIZE:
                     raise CorruptSegmentError(f"{self.log_path}: torn header at {position}")
@@ -217,7 +227,7 @@ class LogSegment:
         start = self.size
         written = 0
         while written < len(view):
-            written += os.pwrite(self.fd, view[written:], start + written)
+            written += self._log.pwrite(view[written:], start + written)
         for pos, header in headers:
             self._index_batch(start + pos, header)
         self.size = start + len(view)
@@ -273,12 +283,12 @@ class LogSegment:
         self.offset_of_max_timestamp = -1
         self.first_batch_timestamp = None
         self.bytes_since_last_index_entry = 0
-        file_size = os.fstat(self.fd).st_size
+        file_size = self._log.size()
         self.size = file_size
         expect = self.base_offset if min_offset is None else max(min_offset, self.base_offset)
         position = 0
         while position < file_size:
-            raw = os.pread(self.fd, HEADER_SIZE, position)
+            raw = self._log.pread(HEADER_SIZE, position)
             if len(raw) < HEADER_SIZE:
                 break
             header = read_header(raw)
@@ -289,14 +299,14 @@ class LogSegment:
                 break
             if header.base_offset < expect:
                 break
-            if not crc_ok(os.pread(self.fd, size, position), 0, size):
+            if not crc_ok(self._log.pread(size, position), 0, size):
                 break
             self._index_batch(position, header)
             expect = header.next_offset
             position += size
         truncated = file_size - position
         if truncated:
-            os.ftruncate(self.fd, position)
+            self._log.truncate(position)
         # Entries for markers that did not survive go; the producer-state replay after the
         # snapshot re-adds any that are missing.
         self.txn_index.truncate_to(self.next_offset)
@@ -312,7 +322,7 @@ class LogSegment:
             return 0
         position = found[0]
         removed = self.size - position
-        os.ftruncate(self.fd, position)
+        self._log.truncate(position)
         self.size = position
         self.offset_index.truncate_to_position(position)
         self.txn_index.truncate_to(offset)
@@ -348,7 +358,7 @@ class LogSegment:
             index.rename(index.path[: len(index.path) - len(self.file_suffix)] + new_suffix)
         new_log_path = self.log_path[: len(self.log_path) - len(self.file_suffix)] + new_suffix
         os.replace(self.log_path, new_log_path)
-        self.log_path = new_log_path
+        self._log.path = new_log_path
         self.file_suffix = new_suffix
 
     def flush(self) -> None:
@@ -356,7 +366,7 @@ class LogSegment:
             return
         self.dirty = False  # cleared first: an append racing with the fsync sets it again
         try:
-            os.fsync(self.fd)
+            self._log.fsync(force=True)
             self.offset_index.flush()
             self.time_index.flush()
             self.txn_index.flush()
@@ -372,9 +382,7 @@ class LogSegment:
         self.offset_index.close()
         self.time_index.close()
         self.txn_index.close()
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self._log.close()
 
     def delete(self) -> None:
         self.close()

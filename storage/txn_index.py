@@ -26,6 +26,8 @@ import struct
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from wireserver.storage.open_files import OpenFiles, PooledFile
+
 TXN_INDEX_SUFFIX = ".txnindex"
 ABORTED_TXN_VERSION = 0
 _ENTRY = struct.Struct(">hqqqq")
@@ -62,11 +64,13 @@ class AbortedTxn(NamedTuple):
 class TransactionIndex:
     """One segment's ``.txnindex``. Reactor thread only, except ``flush``."""
 
-    def __init__(self, path: str):
-        self.path = path
+    def __init__(self, path: str, pool: OpenFiles | None = None):
         self._entries: list[AbortedTxn] | None = None  # loaded on first use
-        self._fd: int | None = None
-        self.dirty = False
+        self._file = PooledFile(path, pool)
+
+    @property
+    def path(self) -> str:
+        return self._file.path
 
     # -- reading -------------------------------------------------------------------------
     def _load(self) -> list[AbortedTxn]:
@@ -102,20 +106,14 @@ class TransactionIndex:
         ]
 
     # -- writing -------------------------------------------------------------------------
-    def _file(self) -> int:
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        return self._fd
-
     def append(self, txn: AbortedTxn) -> bool:
         """Add an entry unless one at or after its marker offset is there already (replaying
         the log after a restart finds the markers it indexed before). Returns whether added."""
         entries = self._load()
         if entries and entries[-1].last_offset >= txn.last_offset:
             return False
-        os.pwrite(self._file(), txn.encode(), len(entries) * ENTRY_SIZE)
+        self._file.pwrite(txn.encode(), len(entries) * ENTRY_SIZE)
         entries.append(txn)
-        self.dirty = True
         return True
 
     def truncate_to(self, offset: int) -> None:
@@ -125,25 +123,23 @@ class TransactionIndex:
         if len(keep) == len(entries):
             return
         self._entries = keep
-        if os.path.exists(self.path):
-            os.truncate(self.path, len(keep) * ENTRY_SIZE)
-        self.dirty = True
+        if self._file.is_open or os.path.exists(self.path):
+            self._file.truncate(len(keep) * ENTRY_SIZE)
 
     def create(self) -> None:
         """Make the (possibly empty) file exist now rather than on the first entry."""
         self._load()
-        self._file()
+        self._file.fd  # noqa: B018 - opening creates it
 
     def rename(self, path: str) -> None:
         if os.path.exists(self.path):
             os.replace(self.path, path)
-        self.path = path
+        self._file.path = path
 
     def reset(self) -> None:
         self._entries = []
-        if os.path.exists(self.path):
-            os.truncate(self.path, 0)
-        self.dirty = True
+        if self._file.is_open or os.path.exists(self.path):
+            self._file.truncate(0)
 
     def write_all(self, entries: Iterable[AbortedTxn]) -> None:
         self.reset()
@@ -152,15 +148,10 @@ class TransactionIndex:
 
     # -- lifecycle -----------------------------------------------------------------------
     def flush(self) -> None:
-        fd = self._fd
-        if fd is not None and self.dirty:
-            self.dirty = False
-            os.fsync(fd)
+        self._file.fsync()
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self._file.close()
 
     def delete(self) -> None:
         self.close()

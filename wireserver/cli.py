@@ -323,7 +323,21 @@ def serve(args: argparse.Namespace) -> int:
         log.error("cannot load the broker", exc_info=True)
         print(f"wireserver: cannot load the broker: {exc}", file=sys.stderr)
         return 1
+    raise_open_files_limit()
     return serve_forever(config)
+
+
+def raise_open_files_limit() -> None:
+    """Raise the soft open-files limit to the hard one, as the JVM does for Kafka at start
+    (HotSpot's ``MaxFDLimit``): a broker's descriptors grow with connections and partitions."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (OSError, ValueError):
+            log.info("the open-files limit stays at %d (hard limit %d)", soft, hard)
 
 
 if __name__ == "__main__":  # pragma: no cover

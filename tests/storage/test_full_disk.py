@@ -159,33 +159,6 @@ def test_a_topic_that_cannot_be_created_leaves_nothing_behind(disk):
     assert "full" not in again.topics
 
 
-def test_too_many_open_files_while_creating_a_topic_leaves_nothing_behind(tmp_path):
-    """EMFILE (issue #20) is an I/O error of the log dir as any other (Kafka's IOException)."""
-    import resource
-
-    log_dir = str(tmp_path / "logs")
-    manager = LogManager([log_dir], {}, FakeClock())
-    manager.load()
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    # The limit caps the fd number, not the count: fill every hole below the highest fd first
-    # (a long test run leaves many), so that exactly 11 fds are left to open.
-    highest = max(int(name) for name in os.listdir("/proc/self/fd"))
-    fillers = [os.open(os.devnull, os.O_RDONLY)]
-    while fillers[-1] < highest:
-        fillers.append(os.open(os.devnull, os.O_RDONLY))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (fillers[-1] + 12, hard))
-    try:
-        with pytest.raises(KafkaStorageError) as excinfo:
-            manager.create_topic("many", 20)
-    finally:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-        for fd in fillers:
-            os.close(fd)
-    assert_failed(excinfo, log_dir)
-    assert "many" not in manager.topics
-    assert not [n for n in os.listdir(log_dir) if n.startswith("many")]
-
-
 def test_a_log_torn_by_a_full_disk_opens_again_once_space_is_freed(disk):
     """A batch only partly written when ENOSPC hit, a torn index entry and checkpoint temporary
     files do not stop the next start: recovery cuts the torn tail and rebuilds the index."""
