@@ -151,10 +151,14 @@ def topic_id_from_base64(text: str) -> uuid.UUID:
     return uuid.UUID(bytes=raw)
 
 
-def write_partition_metadata(directory: str, topic_id: uuid.UUID) -> None:
+def write_partition_metadata(directory: str, topic_id: uuid.UUID, *, sync: bool = True) -> None:
+    """``sync=False`` when a partition is created: the topics file (written with fsync) is the
+    record of the topic, and a start that finds the partition's file missing or torn writes it
+    again from there. Kafka too flushes this file lazily, not when the log is created."""
     atomic_write(
         os.path.join(directory, PARTITION_METADATA),
         f"version: 0\ntopic_id: {topic_id_to_base64(topic_id)}\n",
+        sync=sync,
     )
 
 

@@ -246,9 +246,12 @@ class Log:
         log_start_offset: int | None,
         high_watermark: int | None,
     ) -> None:
-        self._complete_interrupted_swaps()
+        names = os.listdir(self.directory)
+        if names:  # a new partition's directory is empty: nothing to complete or sweep
+            self._complete_interrupted_swaps()
+            names = os.listdir(self.directory)
         bases: set[int] = set()
-        for name in os.listdir(self.directory):
+        for name in names:
             path = os.path.join(self.directory, name)
             if name.endswith(_STRAY_SUFFIXES):
                 if os.path.isfile(path):
@@ -262,7 +265,7 @@ class Log:
                 if ext == LOG_SUFFIX:
                     bases.add(int(stem))
         # Indexes without a log file are orphans.
-        for name in os.listdir(self.directory):
+        for name in os.listdir(self.directory) if names else ():
             stem, ext = os.path.splitext(name)
             if (
                 ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)

@@ -23,6 +23,7 @@ no half-made topic is found on the next ``load``. Checkpoints skip offline dirs.
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import re
@@ -86,6 +87,15 @@ class TopicInfo:
     config: LogConfig = field(default_factory=LogConfig)
 
 
+def _stored_topic_id(directory: str) -> uuid.UUID | None:
+    """The topic id in a partition's ``partition.metadata``; None when it is missing or torn
+    (it is written without fsync when the partition is made)."""
+    try:
+        return ckpt.read_partition_metadata(directory)
+    except (ckpt.CheckpointError, ValueError, UnicodeDecodeError):
+        return None
+
+
 class LogManager:
     def __init__(
         self,
@@ -106,6 +116,7 @@ class LogManager:
         self._topics: dict[str, TopicInfo] = {}
         self._logs: dict[tuple[str, int], Log] = {}
         self._dir_of: dict[tuple[str, int], str] = {}
+        self._partitions_in: collections.Counter[str] = collections.Counter()  # per log dir
         self._generation = 0
         self.clean_shutdown: dict[str, bool] = {}  # per log dir, as found by load()
         self.loaded = False
@@ -150,11 +161,20 @@ class LogManager:
         live = self.live_log_dirs
         if not live:
             raise KafkaStorageError("No log directories available", self.log_dirs[0])
-        counts = {d: 0 for d in live}
-        for d in self._dir_of.values():
-            if d in counts:
-                counts[d] += 1
+        if len(live) == 1:
+            return live[0]
+        counts = self._partitions_in
         return min(live, key=lambda d: (counts[d], self.log_dirs.index(d)))
+
+    def _place(self, tp: tuple[str, int], log_dir: str) -> None:
+        self._unplace(tp)
+        self._dir_of[tp] = log_dir
+        self._partitions_in[log_dir] += 1
+
+    def _unplace(self, tp: tuple[str, int]) -> None:
+        log_dir = self._dir_of.pop(tp, None)
+        if log_dir is not None:
+            self._partitions_in[log_dir] -= 1
 
     def _open_partition(self, info: TopicInfo, partition: int) -> Log:
         """Create a partition's log (Kafka's ``getOrCreateLog``). On an I/O error the log dir
@@ -174,7 +194,7 @@ class LogManager:
                 shutil.rmtree(directory, ignore_errors=True)
             log = self._create_log(info, log_dir, directory)
         self._logs[(info.name, partition)] = log
-        self._dir_of[(info.name, partition)] = log_dir
+        self._place((info.name, partition), log_dir)
         return log
 
     def _create_log(self, info: TopicInfo, log_dir: str, directory: str) -> Log:
@@ -190,7 +210,7 @@ class LogManager:
                 open_files=self.open_files,
             )
             try:
-                ckpt.write_partition_metadata(directory, info.topic_id)
+                ckpt.write_partition_metadata(directory, info.topic_id, sync=False)
             except OSError:
                 log.delete()
                 raise
@@ -210,7 +230,7 @@ class LogManager:
             # Files closed first, and the reserved descriptors let go: with too many open
             # files (EMFILE) removing needs some.
             for p in made:
-                self._dir_of.pop((info.name, p), None)
+                self._unplace((info.name, p))
                 log = self._logs.pop((info.name, p), None)
                 if log is not None:
                     log.delete()
@@ -253,7 +273,7 @@ class LogManager:
         info = self._require(name)
         for p in range(info.num_partitions):
             log = self._logs.pop((name, p), None)
-            self._dir_of.pop((name, p), None)
+            self._unplace((name, p))
             if log is not None:
                 self._delete_dir(log)
         del self._topics[name]
@@ -396,7 +416,7 @@ class LogManager:
                 validate_topic_name(topic)
             except InvalidTopicError:
                 continue
-            topic_id = ckpt.read_partition_metadata(os.path.join(d, f"{topic}-{partition}"))
+            topic_id = _stored_topic_id(os.path.join(d, f"{topic}-{partition}"))
             count = 1 + max(p for (t, p) in found if t == topic)
             self._topics[topic] = TopicInfo(
                 topic, topic_id or uuid.uuid4(), count, {}, self._config_for({})
@@ -421,10 +441,10 @@ class LogManager:
                 failures=self.failures,
                 open_files=self.open_files,
             )
-            if ckpt.read_partition_metadata(directory) is None:
+            if _stored_topic_id(directory) != info.topic_id:
                 ckpt.write_partition_metadata(directory, info.topic_id)
             self._logs[tp] = log
-            self._dir_of[tp] = d
+            self._place(tp, d)
         # Partitions declared but missing on disk (a crash while creating them).
         for info in list(self._topics.values()):
             for p in range(info.num_partitions):

@@ -101,6 +101,27 @@ def test_crash_means_recovery(tmp_path):
     assert log2.log_end_offset == 57
 
 
+@pytest.mark.parametrize("left_by_the_crash", ["missing", "empty", "torn", "garbage"])
+def test_a_partition_metadata_file_lost_in_a_crash_is_written_again(tmp_path, left_by_the_crash):
+    """New partitions write ``partition.metadata`` without fsync: a crash may leave it missing,
+    empty or torn, and the next start writes it again from the topics file."""
+    m = manager([tmp_path])
+    info = m.create_topic("t", 2)
+    m.get_log("t", 1).append(make_batch(2), 0)
+    pdir = m.get_log("t", 1).directory
+    path = os.path.join(pdir, "partition.metadata")
+    content = {"missing": None, "empty": b"", "torn": b"version: 0\ntop", "garbage": b"\xff\xfe"}
+    if content[left_by_the_crash] is None:
+        os.unlink(path)
+    else:
+        with open(path, "wb") as f:
+            f.write(content[left_by_the_crash])
+    m2 = manager([tmp_path])
+    assert m2.topics["t"].topic_id == info.topic_id
+    assert ckpt.read_partition_metadata(pdir) == info.topic_id
+    assert m2.get_log("t", 1).log_end_offset == 2
+
+
 def test_missing_checkpoints_after_crash_rescan_everything(tmp_path):
     m = manager([tmp_path])
     m.create_topic("t", 1, {"internal.segment.bytes": "400"})
