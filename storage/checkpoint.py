@@ -125,8 +125,8 @@ def read_offsets(path: str) -> dict[tuple[str, int], int]:
     return out
 
 
-def write_epochs(path: str, entries: Iterable[tuple[int, int]]) -> None:
-    atomic_write(path, _render([f"{e} {o}" for e, o in entries]))
+def write_epochs(path: str, entries: Iterable[tuple[int, int]], *, sync: bool = True) -> None:
+    atomic_write(path, _render([f"{e} {o}" for e, o in entries]), sync=sync)
 
 
 def read_epochs(path: str) -> list[tuple[int, int]]:

@@ -275,19 +275,22 @@ class Log:
                 os.unlink(os.path.join(self.directory, name))
         ordered = sorted(bases)
         segments: list[LogSegment] = []
+        # (leader epoch, base offset) of the batches recovery re-scans: the epoch checkpoint
+        # may have lost them in a crash (``LeaderEpochCache.assign`` writes without fsync).
+        recovered_epochs: list[tuple[int, int]] = []
         for i, base in enumerate(ordered):
             seg = self._new_segment(base)
             upper = ordered[i + 1] if i + 1 < len(ordered) else None
             needs_scan = recover and (upper is None or upper > recovery_point)
             if needs_scan:
                 self.recovered_segments += 1
-                truncated = seg.recover()
+                truncated = seg.recover(epochs=recovered_epochs)
             elif seg.load():
                 truncated = 0
             else:
                 self.recovered_segments += 1
                 self.rebuilt_indexes += 1
-                truncated = seg.recover()
+                truncated = seg.recover(epochs=recovered_epochs)
             segments.append(seg)
             if truncated:
                 self.truncated_bytes += truncated
@@ -314,6 +317,8 @@ class Log:
         start = first_base if log_start_offset is None else max(log_start_offset, first_base)
         self._log_start_offset = min(start, leo)
         self.leader_epoch_cache = LeaderEpochCache(self.directory)
+        for epoch, offset in recovered_epochs:
+            self.leader_epoch_cache.assign(epoch, offset)
         self.leader_epoch_cache.truncate_from_end(leo)
         self.leader_epoch_cache.truncate_from_start(self._log_start_offset)
         hw = self._log_start_offset if high_watermark is None else high_watermark
@@ -1112,6 +1117,7 @@ class Log:
         target = self.log_end_offset
         start = self.recovery_point
         self.producer_state.sync_snapshots()
+        self.leader_epoch_cache.sync()
         segments = list(self._segments)
         for i, seg in enumerate(segments):
             upper = segments[i + 1].base_offset if i + 1 < len(segments) else None

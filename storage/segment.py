@@ -272,10 +272,14 @@ class LogSegment:
             return False
         return True
 
-    def recover(self, min_offset: int | None = None) -> int:
+    def recover(
+        self, min_offset: int | None = None, epochs: list[tuple[int, int]] | None = None
+    ) -> int:
         """Re-scan the whole segment: walk batches by length, check magic, CRC and offset
         order, truncate at the first bad batch and rebuild both indexes. Returns the number
-        of bytes truncated."""
+        of bytes truncated. ``epochs`` gets the (leader epoch, base offset) of each valid
+        batch that carries an epoch, for the leader epoch cache (Kafka's recovery does the
+        same)."""
         self.offset_index.reset()
         self.time_index.reset()
         self.next_offset = self.base_offset
@@ -302,6 +306,9 @@ class LogSegment:
             if not crc_ok(self._log.pread(size, position), 0, size):
                 break
             self._index_batch(position, header)
+            epoch = header.partition_leader_epoch
+            if epochs is not None and epoch >= 0 and (not epochs or epochs[-1][0] != epoch):
+                epochs.append((epoch, header.base_offset))
             expect = header.next_offset
             position += size
         truncated = file_size - position

@@ -401,3 +401,21 @@ def test_zero_copy_reads_fall_back_to_memory_past_the_descriptor_cap(tmp_path, m
     assert FileRegion.open_count == baseline
     assert isinstance(log.read(0, 1 << 30, zero_copy=True).data, FileRecords)
     log.close()
+
+
+def test_epochs_lost_from_the_checkpoint_in_a_crash_come_back_from_recovery(tmp_path):
+    """A new epoch is written to the checkpoint without fsync: after a crash that lost the
+    file, recovery re-adds the epochs of the batches it re-scans (Kafka's recovery too)."""
+    log = open_log(tmp_path / "t-0")
+    fill(log, 2, epoch=0)
+    fill(log, 2, epoch=3)
+    fill(log, 1, epoch=7)
+    assert log.leader_epoch_cache.unsynced
+    log.flush()
+    assert not log.leader_epoch_cache.unsynced
+    for seg in log.segments:  # the crash: nothing else written, the checkpoint gone
+        seg.close()
+    os.unlink(tmp_path / "t-0" / "leader-epoch-checkpoint")
+    again = open_log(tmp_path / "t-0", recover=True)
+    assert again.leader_epoch_cache.entries == [(0, 0), (3, 6), (7, 12)]
+    assert again.end_offset_for_epoch(3) == (3, 12)
