@@ -16,7 +16,7 @@ answers from here, so that no two of them can disagree about a leader, replicas 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -107,6 +107,7 @@ class LocalMetadata:
         #: Called with the name of each deleted topic other than an internal one (the group
         #: coordinator forgets its offsets of it).
         self.topic_deleted: list[Callable[[str], object]] = []
+        self._views: dict[str, tuple[TopicInfo, tuple[PartitionView, ...]]] = {}
 
     # -- brokers ------------------------------------------------------------------------------
 
@@ -155,10 +156,20 @@ class LocalMetadata:
     def partition_indexes(self, info: TopicInfo) -> Iterable[int]:
         return range(info.num_partitions)
 
-    def partition_views(self, info: TopicInfo) -> list[PartitionView]:
-        """Every partition of the topic, by index."""
-        views = (self.partition_view(info.name, p) for p in self.partition_indexes(info))
-        return [view for view in views if view is not None]
+    def partition_views(self, info: TopicInfo) -> Sequence[PartitionView]:
+        """Every partition of the topic, by index. On one node they follow from the topic
+        alone, so they are made once per ``TopicInfo`` (every change to a topic replaces its
+        info): an all-topics Metadata request of thousands of partitions reads them instead of
+        making them again. Callers only read them."""
+        cached = self._views.get(info.name)
+        if cached is not None and cached[0] is info:
+            return cached[1]
+        node = self.node_id
+        views = tuple(
+            PartitionView(p, node, 0, [node], [node], []) for p in range(info.num_partitions)
+        )
+        self._views[info.name] = (info, views)
+        return views
 
     def partition_view(self, topic: str, partition: int) -> PartitionView | None:
         """One partition, or None when this broker knows no such partition."""

@@ -192,6 +192,7 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
     min_one = True
     read_committed = body.isolation_level == 1
     results = []
+    denials: dict[str, ErrorCode | None] = {}  # per topic, once per request
     for cached in plan.partitions:
         if cached.topic is None:
             error = (
@@ -201,7 +202,9 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
             )
             results.append(PartitionResult(cached, error))
             continue
-        denied = checks.fetch_topic(ctx, cached.topic)
+        denied = denials.get(cached.topic, False)
+        if denied is False:
+            denied = denials[cached.topic] = checks.fetch_topic(ctx, cached.topic)
         if denied:
             results.append(PartitionResult(cached, denied))
             continue
@@ -217,9 +220,14 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
         if error is not None:
             results.append(PartitionResult(cached, error))
             continue
+        bound = None if follower else (lso if read_committed else hw)
+        if bound is not None and cached.fetch_offset == bound and bound >= log_start:
+            # Caught up: nothing to read. A consumer following thousands of partitions has
+            # most of them here on every fetch.
+            results.append(PartitionResult(cached, ErrorCode.NONE, b"", hw, lso, log_start))
+            continue
         limit = max(0, min(cached.max_bytes, remaining))
         try:
-            bound = None if follower else (lso if read_committed else hw)
             read = log.read(
                 cached.fetch_offset,
                 limit,

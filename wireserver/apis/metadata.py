@@ -22,6 +22,7 @@ versions dropped the field in favour of DescribeCluster): none without DESCRIBE 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
@@ -58,10 +59,22 @@ def leader_hints(ctx, moved: list, leader_class, endpoint_class) -> list:
     return [entry for entry in broker_entries(ctx, endpoint_class) if entry.node_id in leaders]
 
 
+#: (response partition class, topic name) → (the views answered, their response entries).
+#: One node makes a topic's views once (``LocalMetadata.partition_views``), so while they are
+#: the same object the entries made from them are too: building the entries of thousands of
+#: partitions was most of an all-topics Metadata answer. Entries are only read once made.
+_ENTRIES: dict[tuple[type, str], tuple[Sequence, list]] = {}
+
+
 def partition_entries(ctx, topic_class, info) -> list:
     """A partition without a live leader answers LEADER_NOT_AVAILABLE (leader -1)."""
     partition_class = topic_class.MetadataResponsePartition
-    return [
+    views = ctx.services.metadata.partition_views(info)
+    key = (partition_class, info.name)
+    cached = _ENTRIES.get(key)
+    if cached is not None and cached[0] is views:
+        return cached[1]
+    entries = [
         partition_class(
             error_code=ErrorCode.NONE
             if view.leader != NO_LEADER
@@ -73,8 +86,11 @@ def partition_entries(ctx, topic_class, info) -> list:
             isr_nodes=view.isr,
             offline_replicas=view.offline_replicas,
         )
-        for view in ctx.services.metadata.partition_views(info)
+        for view in views
     ]
+    if isinstance(views, tuple):  # made once per topic (one node), not per request
+        _ENTRIES[key] = (views, entries)
+    return entries
 
 
 def topic_entry(ctx, topic_class, info):

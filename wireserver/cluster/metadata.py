@@ -13,7 +13,7 @@ every broker, this one included, through the watches: admin requests wait for th
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from wireserver.cluster import topic_admin
@@ -83,6 +83,11 @@ class ZkMetadata(LocalMetadata):
 
     def is_reported(self, info: TopicInfo | None) -> bool:
         return info is not None and (info.name in self.node.topics or info.name in INTERNAL_TOPICS)
+
+    def partition_views(self, info: TopicInfo) -> Sequence[PartitionView]:
+        """Made on every call: leaders, epochs and ISRs change with ZooKeeper's view."""
+        views = (self.partition_view(info.name, p) for p in self.partition_indexes(info))
+        return [view for view in views if view is not None]
 
     def partition_indexes(self, info: TopicInfo) -> Iterable[int]:
         assignment = self.node.topics.get(info.name)
