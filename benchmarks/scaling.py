@@ -1,0 +1,524 @@
+"""How each cost grows with size, wireserver beside Apache Kafka on the same machine in the same
+run: partitions per broker, connections, consumer groups and history (issue #20).
+
+Run: ``scripts/bench scaling`` or ``python -m benchmarks.scaling [--quick] [--no-pin]
+[--dimensions partitions,connections,groups,history] [--targets kafka,wireserver]
+[--output benchmarks/results.md]``.
+
+Each dimension runs on a fresh broker of each kind in turn, with the same clients and the same
+sizes. The figures go into ``benchmarks/results.md`` as one section with a table per dimension
+(wireserver, Kafka, wireserver ÷ Kafka) and the growth exponent of each figure between the two
+largest sizes (1.0: grows linearly with size; 0: flat). A plot per dimension (each figure
+against size, both brokers, log-log) goes to ``benchmarks/scaling/<dimension>.png``.
+
+- **partitions** (10, 100, 1,000, 10,000; topics of up to 100 partitions, created ten topics
+  per CreateTopics): time to create them, Metadata for all topics (raw request, timed to the
+  last byte of the answer, so no client parses it), a librdkafka producer writing 100 B records
+  round-robin across all of them (throughput, and p99 from ``produce()`` to its delivery
+  report), a consumer assigned all of them following a producer that sends a record every
+  10 ms to a random one (produce-to-consume p50 and p99, and broker CPU meanwhile: the cost of
+  a fetch session that wide), idle CPU and RSS, the start-up time with that data, and time to
+  delete them.
+- **connections** and **groups**: ``benchmarks.scaling_load``.
+- **history**: ``benchmarks.scaling_history``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import random
+import socket
+import statistics
+import struct
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchmarks.compare import (
+    RESULTS,
+    Run,
+    machine_lines,
+    tree_cpu_seconds,
+    tree_rss_kib,
+    write_section,
+)
+from benchmarks.scaling_targets import TARGETS, Target
+
+SECTION = "## How cost grows: partitions, connections, groups and history"
+PLOTS = Path(__file__).resolve().parent / "scaling"
+
+
+@dataclass
+class Figure:
+    """One measured value: ``metric`` at ``size`` of ``dimension``."""
+
+    dimension: str
+    size: int
+    metric: str
+    value: float | None
+    note: str = ""
+
+
+#: Figures where more is better (the rest: less is better).
+HIGHER_BETTER = ("throughput", "rate")
+
+
+def higher_better(metric: str) -> bool:
+    return any(word in metric for word in HIGHER_BETTER)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+# ------------------------------------------------------------------------------ raw Metadata
+
+
+def metadata_request(correlation_id: int) -> bytes:
+    """Metadata v4 for all topics (a null topic array). Every Kafka 4 broker serves v4, and
+    the version is not flexible, so the request is a few fixed fields."""
+    client_id = b"scaling"
+    body = struct.pack(">hhih", 3, 4, correlation_id, len(client_id)) + client_id
+    body += struct.pack(">ib", -1, 0)
+    return struct.pack(">i", len(body)) + body
+
+
+def recv_exactly(sock: socket.socket, size: int) -> bytes:
+    chunks = []
+    while size:
+        chunk = sock.recv(min(size, 1 << 20))
+        if not chunk:
+            raise ConnectionError("the broker closed the connection")
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def metadata_latencies(bootstrap: str, requests: int) -> tuple[list[float], int]:
+    """Milliseconds from sending each Metadata request to the last byte of its answer, and
+    the size of the answer."""
+    host, port = bootstrap.rsplit(":", 1)
+    times = []
+    size = 0
+    with socket.create_connection((host, int(port)), timeout=60) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for i in range(requests + 2):
+            started = time.perf_counter()
+            sock.sendall(metadata_request(i))
+            (size,) = struct.unpack(">i", recv_exactly(sock, 4))
+            recv_exactly(sock, size)
+            if i >= 2:  # the first two warm the connection and the broker's caches
+                times.append((time.perf_counter() - started) * 1000)
+    return times, size
+
+
+# ------------------------------------------------------------------------------ partitions
+
+
+def topic_names(partitions: int) -> list[tuple[str, int]]:
+    """(topic, partition count): topics of up to 100 partitions making ``partitions`` in all."""
+    per = min(partitions, 100)
+    return [(f"scale-p{partitions}-{i}", per) for i in range(partitions // per)]
+
+
+def create_topics(admin, topics: list[tuple[str, int]]) -> None:
+    from confluent_kafka.admin import NewTopic
+
+    for i in range(0, len(topics), 10):
+        futures = admin.create_topics(
+            [NewTopic(name, count, 1) for name, count in topics[i : i + 10]],
+            operation_timeout=120,
+            request_timeout=120,
+        )
+        for future in futures.values():
+            future.result(timeout=300)
+
+
+def wait_for_leaders(admin, topics: list[tuple[str, int]], timeout: float = 300) -> None:
+    """Until Metadata lists every partition with a leader (Kafka creates logs after the
+    controller answered)."""
+    wanted = dict(topics)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        listed = admin.list_topics(timeout=60).topics
+        if all(
+            name in listed
+            and len(listed[name].partitions) == count
+            and all(p.leader >= 0 for p in listed[name].partitions.values())
+            for name, count in wanted.items()
+        ):
+            return
+        time.sleep(0.05)
+    raise TimeoutError("partitions without a leader after creating them")
+
+
+def delete_topics(admin, topics: list[tuple[str, int]]) -> None:
+    names = [name for name, _ in topics]
+    for i in range(0, len(names), 10):
+        futures = admin.delete_topics(names[i : i + 10], operation_timeout=120)
+        for future in futures.values():
+            future.result(timeout=300)
+
+
+def produce_across(bootstrap: str, partitions: list[tuple[str, int]], records: int) -> tuple:
+    """Send ``records`` 100 B records round-robin over ``partitions`` with acks=1; returns
+    (records/s, p99 ms from produce() to delivery report, errors)."""
+    import confluent_kafka
+
+    producer = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "1",
+            "linger.ms": 5,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.messages": 2_000_000,
+            "enable.idempotence": False,
+        }
+    )
+    latencies: list[float] = []
+    errors = [0]
+    value = b"x" * 100
+
+    def delivered(err, _msg, sent=None):
+        if err is not None:
+            errors[0] += 1
+        latencies.append(time.perf_counter() - sent)
+
+    started = time.perf_counter()
+    count = len(partitions)
+    for i in range(records):
+        topic, partition = partitions[i % count]
+        now = time.perf_counter()
+        while True:
+            try:
+                producer.produce(
+                    topic,
+                    value,
+                    partition=partition,
+                    on_delivery=lambda err, msg, sent=now: delivered(err, msg, sent),
+                )
+                break
+            except BufferError:
+                producer.poll(0.01)
+        if i % 1000 == 0:
+            producer.poll(0)
+    remaining = producer.flush(300)
+    elapsed = time.perf_counter() - started
+    return records / elapsed, percentile(latencies, 0.99) * 1000, errors[0] + remaining
+
+
+def follow_all(
+    bootstrap: str, partitions: list[tuple[str, int]], seconds: float, pid: int
+) -> tuple[float, float, float, int]:
+    """A consumer assigned every partition (one fetch session), and a producer sending a
+    timestamped record every 10 ms to a random partition. Returns produce-to-consume p50 and
+    p99 (ms), broker CPU (% of a core) meanwhile, and how many records arrived."""
+    import confluent_kafka
+
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "scaling-follow",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 500,
+            "fetch.error.backoff.ms": 10,
+        }
+    )
+    consumer.assign(
+        [
+            confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_END)
+            for topic, p in partitions
+        ]
+    )
+    producer = confluent_kafka.Producer(
+        {"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 0}
+    )
+    # Let the consumer settle on every partition's end before timing anything.
+    settle = time.monotonic() + 3
+    while time.monotonic() < settle:
+        consumer.poll(0.1)
+    stop = threading.Event()
+    rng = random.Random(20)
+
+    def send() -> None:
+        while not stop.wait(0.01):
+            topic, partition = partitions[rng.randrange(len(partitions))]
+            producer.produce(topic, struct.pack(">d", time.time()), partition=partition)
+            producer.poll(0)
+        producer.flush(30)
+
+    sender = threading.Thread(target=send, daemon=True)
+    cpu_before = tree_cpu_seconds(pid)
+    started = time.perf_counter()
+    sender.start()
+    latencies = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        message = consumer.poll(0.1)
+        if message is not None and message.error() is None and len(message.value()) == 8:
+            (sent,) = struct.unpack(">d", message.value())
+            latencies.append((time.time() - sent) * 1000)
+    stop.set()
+    sender.join()
+    cpu = (tree_cpu_seconds(pid) - cpu_before) / (time.perf_counter() - started) * 100
+    consumer.close()
+    if not latencies:
+        return math.nan, math.nan, cpu, 0
+    return statistics.median(latencies), percentile(latencies, 0.99), cpu, len(latencies)
+
+
+def idle_cost(pid: int, seconds: float) -> tuple[float, float]:
+    """Broker CPU (% of a core) over ``seconds`` with no client, and RSS (MiB) after."""
+    before = tree_cpu_seconds(pid)
+    time.sleep(seconds)
+    return (tree_cpu_seconds(pid) - before) / seconds * 100, tree_rss_kib(pid) / 1024
+
+
+def measure_partitions(target: Target, sizes: list[int], quick: bool) -> list[Figure]:
+    from confluent_kafka.admin import AdminClient
+
+    out: list[Figure] = []
+
+    def put(size: int, metric: str, value: float | None, note: str = "") -> None:
+        out.append(Figure("partitions", size, metric, value, note))
+
+    for size in sizes:
+        topics = topic_names(size)
+        every = [(name, p) for name, count in topics for p in range(count)]
+        admin = AdminClient({"bootstrap.servers": target.bootstrap})
+        try:
+            started = time.perf_counter()
+            create_topics(admin, topics)
+            wait_for_leaders(admin, topics)
+            put(size, "create (s)", time.perf_counter() - started)
+        except Exception as exc:  # noqa: BLE001 - recorded, the next size goes on
+            put(size, "create (s)", None, str(exc)[:200])
+            continue
+        times, answer = metadata_latencies(target.bootstrap, 10 if quick else 30)
+        put(size, "Metadata all topics p50 (ms)", statistics.median(times), f"{answer} B")
+        put(size, "Metadata all topics p99 (ms)", percentile(times, 0.99))
+        records = (20_000 if quick else 100_000) + 20 * size
+        rate, p99, errors = produce_across(target.bootstrap, every, records)
+        note = f"{errors} errors" if errors else ""
+        put(size, "produce throughput (records/s)", rate, note)
+        put(size, "produce p99 (ms)", p99, note)
+        p50, p99, cpu, arrived = follow_all(target.bootstrap, every, 4 if quick else 10, target.pid)
+        put(size, "follow all: produce-to-consume p50 (ms)", p50, f"{arrived} records")
+        put(size, "follow all: produce-to-consume p99 (ms)", p99)
+        put(size, "follow all: broker CPU (%)", cpu)
+        cpu, rss = idle_cost(target.pid, 3 if quick else 10)
+        put(size, "idle CPU (%)", cpu)
+        put(size, "idle RSS (MiB)", rss)
+        try:
+            put(size, "start-up with these partitions (s)", target.restart())
+        except Exception as exc:  # noqa: BLE001
+            put(size, "start-up with these partitions (s)", None, str(exc)[:200])
+            return out
+        admin = AdminClient({"bootstrap.servers": target.bootstrap})
+        started = time.perf_counter()
+        try:
+            delete_topics(admin, topics)
+            put(size, "delete (s)", time.perf_counter() - started)
+        except Exception as exc:  # noqa: BLE001
+            put(size, "delete (s)", None, str(exc)[:200])
+    return out
+
+
+# ------------------------------------------------------------------------------ the run
+
+
+def dimensions() -> dict[str, tuple[Callable[..., list], list[int], list[int]]]:
+    """name → (measure function, full sizes, quick sizes)."""
+    found: dict[str, tuple[Callable[..., list], list[int], list[int]]] = {
+        "partitions": (measure_partitions, [10, 100, 1000, 10_000], [10, 100, 1000]),
+    }
+    with contextlib.suppress(ImportError):
+        from benchmarks import scaling_load
+
+        found["connections"] = (scaling_load.measure_connections, [10, 100, 1000], [10, 100])
+        found["groups"] = (scaling_load.measure_groups, [1, 100, 1000], [1, 100])
+    with contextlib.suppress(ImportError):
+        from benchmarks import scaling_history
+
+        found["history"] = (scaling_history.measure_history, [1024, 10_240], [128, 512])
+    return found
+
+
+def growth(points: dict[int, float | None]) -> str:
+    """The exponent k of value ∝ size^k between the two largest sizes measured."""
+    known = sorted((s, v) for s, v in points.items() if v is not None and v > 0)
+    if len(known) < 2:
+        return "—"
+    (s1, v1), (s2, v2) = known[-2], known[-1]
+    return f"{math.log(v2 / v1) / math.log(s2 / s1):.2f}"
+
+
+def _fmt(value: float | None) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "failed"
+    if value >= 1000:
+        return f"{value:,.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.3g}"
+
+
+def render(dimension: str, figures: dict[str, list[Figure]]) -> list[str]:
+    """The markdown table of one dimension: a row per (figure, size)."""
+    ours, base = "wireserver", "Kafka"
+    lines = [
+        f"### {dimension}",
+        "",
+        f"| figure | size | {ours} | {base} | {ours} ÷ {base} | better | growth {ours} "
+        f"| growth {base} |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    by_key: dict[tuple[str, int], dict[str, Figure]] = {}
+    metrics: list[str] = []
+    for broker, items in figures.items():
+        for fig in items:
+            if fig.dimension != dimension:
+                continue
+            by_key.setdefault((fig.metric, fig.size), {})[broker] = fig
+            if fig.metric not in metrics:
+                metrics.append(fig.metric)
+    for metric in metrics:
+        sizes = sorted(size for (m, size) in by_key if m == metric)
+        curves = {
+            broker: {
+                s: by_key[(metric, s)].get(broker, Figure("", s, "", None)).value for s in sizes
+            }
+            for broker in (ours, base)
+        }
+        for i, size in enumerate(sizes):
+            row = by_key[(metric, size)]
+            cells = []
+            for broker in (ours, base):
+                fig = row.get(broker)
+                cell = "—" if fig is None else _fmt(fig.value)
+                if fig is not None and fig.note:
+                    cell += f" ({fig.note})"
+                cells.append(cell)
+            a, b = (row.get(x) for x in (ours, base))
+            ratio = "—"
+            if a and b and a.value and b.value and not math.isnan(a.value) and b.value > 0:
+                ratio = f"{a.value / b.value:.2f}×"
+            last = i == len(sizes) - 1
+            lines.append(
+                f"| {metric if i == 0 else ''} | {size:,} | {cells[0]} | {cells[1]} | {ratio} "
+                f"| {'higher' if higher_better(metric) else 'lower'} "
+                f"| {growth(curves[ours]) if last else ''} "
+                f"| {growth(curves[base]) if last else ''} |"
+            )
+    return lines
+
+
+def plot(dimension: str, figures: dict[str, list[Figure]], path: Path) -> bool:
+    """Each figure against size, both brokers, on log-log axes, in one PNG."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    metrics: list[str] = []
+    for items in figures.values():
+        for fig in items:
+            if fig.dimension == dimension and fig.metric not in metrics:
+                metrics.append(fig.metric)
+    if not metrics:
+        return False
+    columns = 3
+    rows = math.ceil(len(metrics) / columns)
+    canvas, axes = plt.subplots(rows, columns, figsize=(5 * columns, 3.6 * rows), squeeze=False)
+    for ax, metric in zip(axes.flat, metrics):
+        for broker, style in (("wireserver", "o-"), ("Kafka", "s--")):
+            points = sorted(
+                (f.size, f.value)
+                for f in figures.get(broker, [])
+                if f.dimension == dimension
+                and f.metric == metric
+                and f.value is not None
+                and not math.isnan(f.value)
+                and f.value > 0
+            )
+            if points:
+                ax.plot(*zip(*points), style, label=broker)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(metric, fontsize=9)
+        ax.set_xlabel(dimension)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    for ax in list(axes.flat)[len(metrics) :]:
+        ax.set_visible(False)
+    canvas.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    canvas.savefig(path, dpi=80)
+    plt.close(canvas)
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.scaling", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--quick", action="store_true", help="smaller sizes and shorter runs")
+    parser.add_argument("--no-pin", action="store_true", help="do not pin broker and clients")
+    parser.add_argument("--dimensions", default=",".join(dimensions()))
+    parser.add_argument("--targets", default="kafka,wireserver")
+    parser.add_argument("--sizes", default="", help="comma-separated sizes instead of defaults")
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    run = Run.begin(not args.no_pin)
+    known = dimensions()
+    wanted = [d for d in args.dimensions.split(",") if d]
+    figures: dict[str, list[Figure]] = {}
+    sizes_used: dict[str, list[int]] = {}
+    for dimension in wanted:
+        measure, full, quick = known[dimension]
+        sizes = [int(s) for s in args.sizes.split(",") if s] or (quick if args.quick else full)
+        sizes_used[dimension] = sizes
+        for key in args.targets.split(","):
+            target = TARGETS[key](run.pinning)
+            print(f"[scaling] {dimension} {sizes} on {target.name}", file=sys.stderr, flush=True)
+            try:
+                target.start()
+                for fig in measure(target, sizes, args.quick):
+                    figures.setdefault(target.name, []).append(
+                        Figure(fig.dimension, fig.size, fig.metric, fig.value, fig.note)
+                    )
+                    print(f"  {fig}", file=sys.stderr, flush=True)
+            except Exception as exc:  # noqa: BLE001 - the other broker and dimensions go on
+                print(f"[scaling] {dimension} on {target.name} failed: {exc}", file=sys.stderr)
+            finally:
+                target.close()
+    elapsed = time.monotonic() - run.t0
+    stamp = run.started.strftime("%Y-%m-%d %H:%M %Z")
+    lines = [
+        f"`python -m benchmarks.scaling {' '.join(argv)}` on {stamp}, {elapsed / 60:.0f} min; "
+        f"{run.pinning.describe()}; load average before: {run.load}.",
+        "",
+        *machine_lines(),
+        "",
+        "Growth: the exponent k of figure ∝ size^k between the two largest sizes (1: linear, "
+        "0: flat). Plots (log-log): " + ", ".join(f"[{d}](scaling/{d}.png)" for d in wanted) + ".",
+    ]
+    for dimension in wanted:
+        lines += ["", *render(dimension, figures)]
+        plot(dimension, figures, args.output.parent / "scaling" / f"{dimension}.png")
+    write_section(args.output, SECTION, lines)
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
