@@ -18,7 +18,8 @@ against size, both brokers, log-log) goes to ``benchmarks/scaling/<dimension>.pn
   report), a consumer assigned all of them following a producer that sends a record every
   10 ms to a random one (produce-to-consume p50 and p99, and broker CPU meanwhile: the cost of
   a fetch session that wide), idle CPU and RSS, the start-up time with that data, and time to
-  delete them.
+  delete them. The timed produce follows an untimed one of a quarter of its records, so that
+  Kafka's JIT has compiled its produce path.
 - **connections** and **groups**: ``benchmarks.scaling_load``.
 - **history**: ``benchmarks.scaling_history``.
 """
@@ -304,6 +305,7 @@ def measure_partitions(target: Target, sizes: list[int], quick: bool) -> list[Fi
         put(size, "Metadata all topics p50 (ms)", statistics.median(times), f"{answer} B")
         put(size, "Metadata all topics p99 (ms)", percentile(times, 0.99))
         records = (20_000 if quick else 100_000) + 20 * size
+        produce_across(target.bootstrap, every, records // 4)  # warm-up (Kafka's JIT, caches)
         rate, p99, errors = produce_across(target.bootstrap, every, records)
         note = f"{errors} errors" if errors else ""
         put(size, "produce throughput (records/s)", rate, note)
