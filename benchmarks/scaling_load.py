@@ -241,7 +241,7 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 4})  # no info lines
     futures = admin.create_topics(
         [NewTopic(name, num_partitions=partitions, replication_factor=1)], operation_timeout=30
     )
