@@ -38,7 +38,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.compare import (
@@ -49,21 +48,10 @@ from benchmarks.compare import (
     tree_rss_kib,
     write_section,
 )
-from benchmarks.scaling_targets import TARGETS, Target
+from benchmarks.scaling_targets import TARGETS, Figure, Target
 
 SECTION = "## How cost grows: partitions, connections, groups and history"
 PLOTS = Path(__file__).resolve().parent / "scaling"
-
-
-@dataclass
-class Figure:
-    """One measured value: ``metric`` at ``size`` of ``dimension``."""
-
-    dimension: str
-    size: int
-    metric: str
-    value: float | None
-    note: str = ""
 
 
 #: Figures where more is better (the rest: less is better).

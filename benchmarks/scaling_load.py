@@ -35,7 +35,7 @@ from kafka.protocol.metadata.metadata import MetadataRequest
 from kafka.protocol.producer.produce import ProduceRequest
 
 from benchmarks.compare import tree_cpu_seconds, tree_rss_kib
-from benchmarks.scaling_targets import Target
+from benchmarks.scaling_targets import Figure, Target
 from wireserver.protocol.framing import FrameDecoder
 from wireserver.protocol.records import RecordBatchBuilder
 
@@ -72,15 +72,6 @@ RETRIABLE_COORDINATOR_ERRORS = {
     COORDINATOR_NOT_AVAILABLE,
     NOT_COORDINATOR,
 }
-
-
-@dataclass
-class Figure:
-    dimension: str  # e.g. "connections"
-    size: int  # the x value: number of connections / groups / GB
-    metric: str  # e.g. "p99 produce latency (ms)"
-    value: float | None  # None when the run failed
-    note: str = ""
 
 
 # ------------------------------------------------------------------------------ the wire

@@ -12,9 +12,22 @@ import os
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.compare import Pinning, wait_metadata
+
+
+@dataclass
+class Figure:
+    """One measured value: ``metric`` at ``size`` of ``dimension`` (what every dimension of
+    ``benchmarks.scaling`` returns)."""
+
+    dimension: str
+    size: int
+    metric: str
+    value: float | None  # None when the run failed
+    note: str = ""
 
 
 def dir_bytes(path: Path) -> int:
