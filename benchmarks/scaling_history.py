@@ -237,9 +237,8 @@ def read_all(target: Target, size_bytes: int) -> tuple[float, str]:
     if "error" in result:
         raise RuntimeError(result["error"])
     (rep,) = result["reps"]
-    return rep["bytes"] / MIB / rep[
-        "seconds"
-    ], f"{rep['records']} records in {rep['seconds']:.1f} s"
+    mib_s = rep["bytes"] / MIB / rep["seconds"]
+    return mib_s, f"{rep['records']} records in {rep['seconds']:.1f} s"
 
 
 def measure_history(target: Target, sizes: list[int], quick: bool) -> list[Figure]:
