@@ -183,7 +183,7 @@ def cmd_consume(args) -> dict:
         )
         seen = nbytes = 0
         start = time.perf_counter()
-        deadline = start + 300
+        deadline = start + args.deadline
         while seen < total and time.perf_counter() < deadline:
             # consume() waits for the full count or the timeout: never ask for more than is left.
             for message in consumer.consume(min(10_000, total - seen), 1.0):
@@ -193,7 +193,7 @@ def cmd_consume(args) -> dict:
         elapsed = time.perf_counter() - start
         consumer.close()
         if seen < total:
-            return {"error": f"consumed {seen} of {total} records in 300 s"}
+            return {"error": f"consumed {seen} of {total} records in {args.deadline:.0f} s"}
         reps.append({"seconds": elapsed, "records": seen, "bytes": nbytes})
     if args.warmup:
         reps = reps[1:]
@@ -388,6 +388,12 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--reps", type=int, default=3)
     c.add_argument("--warmup", action="store_true", help="one untimed read first")
     c.add_argument("--max-records", type=int, default=0)
+    c.add_argument(
+        "--deadline",
+        type=float,
+        default=300.0,
+        help="seconds one read may take (scaling_history reads tens of GiB)",
+    )
     for name in ("latency", "e2e"):
         s = sub.add_parser(name, parents=[common])
         s.add_argument("--rate", type=int, default=5000)
