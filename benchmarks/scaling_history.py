@@ -28,11 +28,10 @@ import os
 import re
 import shutil
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.compare import run_rdkafka
-from benchmarks.scaling_targets import Target, dir_bytes
+from benchmarks.scaling_targets import Figure, Target, dir_bytes
 
 MIB = 1024 * 1024
 GIB = 1024 * MIB
@@ -59,15 +58,6 @@ KILL_START = "start-up after kill -9 (s)"
 COLD_FETCH = "cold fetch throughput (MiB/s)"
 WARM_FETCH = "warm fetch throughput (MiB/s)"
 METRICS = (FILL, CLEAN_START, KILL_START, COLD_FETCH, WARM_FETCH)
-
-
-@dataclass
-class Figure:
-    dimension: str  # e.g. "connections"
-    size: int  # the x value: number of connections / groups / GB
-    metric: str  # e.g. "p99 produce latency (ms)"
-    value: float | None  # None when the run failed
-    note: str = ""
 
 
 def topic_log_bytes(data_dir: Path, topic: str = TOPIC) -> int:
