@@ -12,8 +12,11 @@ On disk, per log dir (Kafka's names):
   partition count and config overrides, with a ``generation`` counter. It is written to every
   log dir; ``load`` trusts the copy with the highest generation.
 
-Deleted partitions are renamed ``<topic>-<p>.<uuid hex>-delete`` and removed at once; leftovers
-are removed on ``load``.
+Deleted partitions are renamed ``<topic>-<p>.<uuid hex>-delete`` at once and removed by a
+thread of their own (Kafka's ``asyncDelete``; ``close`` waits for it); leftovers are removed on
+``load``. The offset checkpoints are not rewritten for a deletion: they are written before a
+partition of the same name is made again, at the next periodic checkpoint, or on ``close``
+(rewriting them on every deletion made deleting N topics cost N × all partitions).
 
 I/O errors (a full disk, EIO, too many open files) go to ``failures``, Kafka's
 ``LogDirFailureChannel`` (``storage.log_dir_failure``): the dir goes offline and the operation
@@ -26,8 +29,10 @@ from __future__ import annotations
 import collections
 import logging
 import os
+import queue
 import re
 import shutil
+import threading
 import types
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -96,6 +101,34 @@ def _stored_topic_id(directory: str) -> uuid.UUID | None:
         return None
 
 
+class DirRemover:
+    """Removes deleted partitions' directories on a daemon thread, so that deleting a topic
+    of thousands of partitions answers once they are renamed, not once every file is
+    unlinked. ``join`` waits for everything handed over so far."""
+
+    def __init__(self) -> None:
+        self._paths: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def remove(self, path: str) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._run, name="wireserver-dir-remover", daemon=True
+            )
+            self._thread.start()
+        self._paths.put(path)
+
+    def _run(self) -> None:
+        while (path := self._paths.get()) is not None:
+            shutil.rmtree(path, ignore_errors=True)
+
+    def join(self) -> None:
+        if self._thread is not None:
+            self._paths.put(None)
+            self._thread.join()
+            self._thread = None
+
+
 class LogManager:
     def __init__(
         self,
@@ -123,6 +156,9 @@ class LogManager:
         self.failures = LogDirFailureChannel()
         self.open_files = open_files if open_files is not None else OpenFiles()
         self.failures.out_of_descriptors_listeners.append(self.open_files.shed)
+        self.dir_remover = DirRemover()
+        # Deleted partitions the offset checkpoints may still name (see the module docstring).
+        self._stale_in_checkpoints: set[tuple[str, int]] = set()
 
     @property
     def live_log_dirs(self) -> list[str]:
@@ -180,6 +216,9 @@ class LogManager:
         """Create a partition's log (Kafka's ``getOrCreateLog``). On an I/O error the log dir
         goes offline and ``KafkaStorageError`` is raised; ``_open_partitions`` removes what was
         made."""
+        if (info.name, partition) in self._stale_in_checkpoints:
+            # A new log must not be recovered from the deleted one's recovery point.
+            self.checkpoint()
         log_dir = self._pick_dir()
         name = f"{info.name}-{partition}"
         directory = os.path.join(log_dir, name)
@@ -276,9 +315,9 @@ class LogManager:
             self._unplace((name, p))
             if log is not None:
                 self._delete_dir(log)
+                self._stale_in_checkpoints.add((name, p))
         del self._topics[name]
         self._save_topics()
-        self.checkpoint()
 
     def _delete_dir(self, log: Log) -> None:
         for seg in log.segments:
@@ -289,7 +328,7 @@ class LogManager:
             os.replace(log.directory, doomed)
         except OSError:
             doomed = log.directory
-        shutil.rmtree(doomed, ignore_errors=True)
+        self.dir_remover.remove(doomed)
 
     def add_partitions(self, name: str, new_total: int) -> TopicInfo:
         info = self._require(name)
@@ -476,6 +515,7 @@ class LogManager:
         """Write the recovery point, log start offset and high watermark checkpoints of each
         live log dir. A dir failing now is reported and goes offline; the others are still
         written (Kafka logs "Disk error while writing ... checkpoint" and carries on)."""
+        self._stale_in_checkpoints.clear()  # a dir failing now goes offline: never read again
         for d in self.live_log_dirs:
             try:
                 self._checkpoint_dir(d)
@@ -546,6 +586,7 @@ class LogManager:
                     ckpt.atomic_write(marker, b"")
             except KafkaStorageError:
                 pass
+        self.dir_remover.join()
         self.open_files.close()
 
     def close_files(self) -> None:
@@ -555,4 +596,5 @@ class LogManager:
             for seg in log.segments:
                 seg.close()
             log.closed = True
+        self.dir_remover.join()
         self.open_files.close()

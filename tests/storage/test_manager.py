@@ -180,8 +180,9 @@ def test_delete_add_partitions_alter_config(tmp_path):
     assert m.get_log("t", 2).config.retention_ms == 5000
     m.delete_topic("u")
     assert m.get_log("u", 0) is None
-    assert not any(n.startswith("u-") for n in os.listdir(tmp_path))
+    assert "u-0" not in os.listdir(tmp_path)  # renamed at once, removed by a thread
     m.close()
+    assert not any(n.startswith("u-") for n in os.listdir(tmp_path))
     m2 = manager([tmp_path])
     assert set(m2.topics) == {"t"}
     assert m2.topics["t"].num_partitions == 4
@@ -189,6 +190,28 @@ def test_delete_add_partitions_alter_config(tmp_path):
     with open(tmp_path / TOPICS_FILE) as f:
         doc = json.load(f)
     assert doc["topics"][0]["name"] == "t"
+
+
+def test_deleting_leaves_checkpoints_until_the_partition_is_made_again(tmp_path):
+    """Deleting N topics does not rewrite the checkpoints N times; a partition made again
+    under a deleted one's name is not recovered from the old log's recovery point."""
+    m = manager([tmp_path])
+    m.create_topic("t", 1)
+    log = m.get_log("t", 0)
+    log.append(make_batch(5), 0)
+    log.flush()
+    m.checkpoint()
+    recovery_points = tmp_path / ckpt.RECOVERY_POINT_CHECKPOINT
+    assert ckpt.read_offsets(str(recovery_points))[("t", 0)] == 5
+    m.delete_topic("t")
+    assert ckpt.read_offsets(str(recovery_points))[("t", 0)] == 5
+    m.create_topic("t", 1)
+    assert ("t", 0) not in ckpt.read_offsets(str(recovery_points))
+    m.get_log("t", 0).append(make_batch(2), 0)
+    m.close_files()  # a crash: the next start recovers the new log from offset 0
+    m2 = manager([tmp_path])
+    assert m2.get_log("t", 0).log_end_offset == 2
+    m2.close()
 
 
 def test_manager_retention_and_checkpoint_files(tmp_path):

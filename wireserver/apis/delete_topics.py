@@ -6,8 +6,8 @@ TOPIC_DELETION_DISABLED (INVALID_REQUEST before v3); a name or id given twice fa
 INVALID_REQUEST; a v6 entry with both a name and an id fails with INVALID_REQUEST; unknown
 names get UNKNOWN_TOPIC_OR_PARTITION and unknown ids UNKNOWN_TOPIC_ID. Error messages from v5.
 
-One node: deletion is synchronous, the partition directories are gone when the response
-leaves. Fetches waiting on a deleted partition are woken, re-read, and answer
+One node: the topic is gone when the response leaves (its partition directories renamed
+``-delete``; a thread removes them, as Kafka's ``asyncDelete``). Fetches waiting on a deleted partition are woken, re-read, and answer
 UNKNOWN_TOPIC_OR_PARTITION; fetch sessions simply find the log gone.
 
 Cluster mode (Kafka's ZooKeeper era): the topic is marked for deletion
