@@ -16,6 +16,7 @@ from kafka.protocol.api_message import ApiMessage
 
 from wireserver.protocol.errors import DecodeError, UnsupportedApi
 from wireserver.protocol.fetch_response import encode_fetch_response
+from wireserver.protocol.metadata_response import METADATA_KEY, encode_metadata_response
 from wireserver.protocol.produce_request import (
     ProduceRequestBody,
     decode_produce_request,
@@ -147,9 +148,13 @@ def encode_response_chunks(
     spec: ApiSpec, version: int, correlation_id: int, response: ApiMessage
 ) -> list[bytes]:
     """The framed response as chunks for ``writeSequence``. Fetch goes through the hand-written
-    encoder that passes records through without copying them; everything else is one chunk."""
+    encoder that passes records through without copying them, Metadata through the one that
+    keeps topic entries' bytes (``protocol.metadata_response``); everything else is one
+    chunk."""
     if spec.key == FETCH_KEY:
         return encode_fetch_response(response, version, correlation_id)
+    if spec.key == METADATA_KEY:
+        return encode_metadata_response(response, version, correlation_id)
     return [encode_response(spec, version, correlation_id, response)]
 
 

@@ -18,6 +18,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from wireserver.protocol.errors import ErrorCode
+from wireserver.protocol.metadata_response import PartitionEntries
 
 #: Kafka's RequestMetrics histograms, by the MBean name the JMX exporter lower-cases.
 REQUEST_TIMES = (
@@ -221,7 +222,11 @@ def count_errors(response: Any, request: str, counts: defaultdict[tuple[str, str
             if item_struct is not None and _error_plan(item_struct) == (True, ()):
                 # Leaves (a Metadata answer's thousands of partitions): count the codes
                 # without a call per entry.
-                for code, seen in Counter(item.error_code for item in value).items():
+                if isinstance(value, PartitionEntries):
+                    codes = value.error_codes()
+                else:
+                    codes = Counter(item.error_code for item in value)
+                for code, seen in codes.items():
                     counts[(request, _ERROR_NAMES.get(code, "UNKNOWN_SERVER_ERROR"))] += seen
                 continue
             for item in value:

@@ -28,6 +28,7 @@ from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
 from wireserver.metadata import NO_LEADER
 from wireserver.protocol.errors import ErrorCode
+from wireserver.protocol.metadata_response import PartitionEntries
 from wireserver.security import checks
 from wireserver.topics import INTERNAL_TOPICS, TopicError, auto_create, check_name
 
@@ -89,6 +90,7 @@ def partition_entries(ctx, topic_class, info) -> list:
         for view in views
     ]
     if isinstance(views, tuple):  # made once per topic (one node), not per request
+        entries = PartitionEntries(entries)  # so is their encoding (protocol.metadata_response)
         _ENTRIES[key] = (views, entries)
     return entries
 
