@@ -1174,9 +1174,11 @@ def write_section(path: Path, title: str, lines: list[str]) -> None:
     place of that section if it is there, else at the end; the rest is left as it was."""
     text = path.read_text() if path.exists() else ""
     head = text.split("\n## ", 1)[0].rstrip("\n") + "\n" if text else ""
-    sections = _sections(text)
-    sections[title] = "\n" + "\n".join(lines) + "\n"
-    path.write_text(head + "".join(f"\n{t}\n{body}" for t, body in sections.items()))
+    sections = {t: body.strip("\n") for t, body in _sections(text).items()}
+    sections[title] = "\n".join(lines).strip("\n")
+    # One blank line around every heading, however the sections were spaced before: a
+    # section rewritten on every run must not gain a blank line each time.
+    path.write_text(head + "".join(f"\n{t}\n\n{body}\n" for t, body in sections.items()))
 
 
 @dataclass

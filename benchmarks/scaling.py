@@ -496,7 +496,7 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.monotonic() - run.t0
     stamp = run.started.strftime("%Y-%m-%d %H:%M %Z")
     lines = [
-        f"`python -m benchmarks.scaling {' '.join(argv)}` on {stamp}, {elapsed / 60:.0f} min; "
+        f"`{' '.join(['python -m benchmarks.scaling', *argv])}` on {stamp}, {elapsed / 60:.0f} min; "
         f"{run.pinning.describe()}; load average before: {run.load}.",
         "",
         *machine_lines(),
