@@ -42,7 +42,7 @@ def next_epoch(epoch: int) -> int:
     return 1 if epoch >= INT32_MAX else epoch + 1
 
 
-@dataclass
+@dataclass(slots=True)  # one per partition of every full fetch
 class CachedPartition:
     """What the session knows of one partition: the client's position and what we last told it."""
 

@@ -42,6 +42,7 @@ from wireserver.apis.metadata import leader_hints
 from wireserver.context import RequestContext
 from wireserver.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition
 from wireserver.protocol.errors import ErrorCode
+from wireserver.protocol.fetch_response import FetchPartition
 from wireserver.protocol.messages import fetch_replica_id
 from wireserver.security import checks
 from wireserver.storage.errors import KafkaStorageError, OffsetOutOfRange
@@ -317,7 +318,7 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
             )
             topics.append(entry)
         entry.partitions.append(
-            partition_class(
+            FetchPartition(
                 partition_index=cached.partition,
                 error_code=result.error,
                 high_watermark=result.high_watermark,
@@ -332,7 +333,6 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
                     if read_committed or result.error in UNKNOWN
                     else None
                 ),
-                preferred_read_replica=-1,
                 records=result.records,
             )
         )
