@@ -16,6 +16,7 @@ from kafka.protocol.api_message import ApiMessage
 
 from wireserver.protocol.errors import DecodeError, UnsupportedApi
 from wireserver.protocol.fetch_response import encode_fetch_response
+from wireserver.protocol.framing import response_head
 from wireserver.protocol.metadata_response import METADATA_KEY, encode_metadata_response
 from wireserver.protocol.produce_request import (
     ProduceRequestBody,
@@ -137,11 +138,10 @@ def encode_response(
 ) -> bytes:
     """Encode ``response`` with its size prefix and the response header version that
     ``spec`` prescribes for ``version``."""
-    # Set the version before the header: kafka-python's version setter assumes a request header.
     response._version = version
-    response.with_header(correlation_id=correlation_id)
-    # kafka-python hands back a bytearray; transports want immutable bytes.
-    return bytes(response.encode(header=True, framed=True))
+    body = response.encode()  # a bytearray; transports want immutable bytes: one copy, here
+    head = response_head(len(body), correlation_id, spec.response_header_version(version))
+    return b"".join((head, body))
 
 
 def encode_response_chunks(
@@ -154,7 +154,9 @@ def encode_response_chunks(
     if spec.key == FETCH_KEY:
         return encode_fetch_response(response, version, correlation_id)
     if spec.key == METADATA_KEY:
-        return encode_metadata_response(response, version, correlation_id)
+        return encode_metadata_response(
+            response, version, correlation_id, spec.response_header_version(version)
+        )
     return [encode_response(spec, version, correlation_id, response)]
 
 

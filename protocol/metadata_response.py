@@ -21,6 +21,8 @@ from typing import Any
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.schemas.fields.codecs import EncodeBufferPool
 
+from wireserver.protocol.framing import response_head
+
 METADATA_KEY = 3
 FIRST_FLEXIBLE_VERSION = 9
 
@@ -99,29 +101,28 @@ def topic_bytes(topic_array: Any, version: int, topic: Any) -> bytes:
 
 
 def encode_metadata_response(
-    response: ApiMessage, version: int, correlation_id: int
+    response: ApiMessage, version: int, correlation_id: int, header_version: int
 ) -> list[bytes]:
     """The framed Metadata response (size, header, body) as chunks."""
     topics = response.topics
     response._version = version
-    response.with_header(correlation_id=correlation_id)
     if getattr(response, "unknown_tags", None):  # (never from our handler) then not fixed-size
-        return [bytes(response.encode(header=True, framed=True))]
+        body = response.encode()
+        return [response_head(len(body), correlation_id, header_version), bytes(body)]
     response.topics = []
     try:
-        framed = bytes(response.encode(header=True, framed=True))
+        empty_body = bytes(response.encode())
     finally:
         response.topics = topics
     flexible = version >= FIRST_FLEXIBLE_VERSION
     empty = _array_length(0, flexible)
-    end = len(framed) - _suffix_size(version)
+    end = len(empty_body) - _suffix_size(version)
     start = end - len(empty)
-    if framed[start:end] != empty:
+    if empty_body[start:end] != empty:
         raise AssertionError(f"Metadata v{version}: the topic array is not where expected")
     topic_array = type(response)._struct.fields["topics"]
-    chunks = [b"", _array_length(len(topics), flexible)]
+    chunks = [b"", empty_body[:start], _array_length(len(topics), flexible)]
     chunks.extend(topic_bytes(topic_array, version, topic) for topic in topics)
-    chunks.append(framed[end:])
-    size = start - 4 + sum(len(chunk) for chunk in chunks)
-    chunks[0] = struct.pack(">i", size) + framed[4:start]
+    chunks.append(empty_body[end:])
+    chunks[0] = response_head(sum(len(chunk) for chunk in chunks), correlation_id, header_version)
     return chunks

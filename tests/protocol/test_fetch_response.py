@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.protocol.message_strategies import message_strategy
+from tests.protocol.test_messages import kafka_python_encoding
 from wireserver.protocol.fetch_response import FetchPartition, encode_fetch_response
-from wireserver.protocol.messages import encode_response
 from wireserver.protocol.served import SERVED
 
 FETCH = SERVED.get(1)
@@ -25,7 +25,7 @@ def test_same_bytes_as_kafka_python(version, data, correlation_id):
         for partition in topic.partitions:
             partition.unknown_tags = None
     response.unknown_tags = None
-    expected = encode_response(FETCH, version, correlation_id, response)
+    expected = kafka_python_encoding(FETCH, version, correlation_id, response)
     assert b"".join(encode_fetch_response(response, version, correlation_id)) == expected
 
 
@@ -57,7 +57,7 @@ def test_the_handlers_light_partitions_encode_as_kafka_pythons(version, data):
         for partition in topic.partitions:
             partition.unknown_tags = None
     response.unknown_tags = None
-    expected = encode_response(FETCH, version, 7, response)
+    expected = kafka_python_encoding(FETCH, version, 7, response)
     for topic in response.responses:
         topic.partitions = [_light(p) for p in topic.partitions]
     assert b"".join(encode_fetch_response(response, version, 7)) == expected
@@ -153,5 +153,5 @@ def test_a_partition_with_nothing_to_send_encodes_as_kafka_pythons(version, lead
         topic = FetchResponse.FetchableTopicResponse(topic="t", partitions=[partition])
         return FetchResponse(throttle_time_ms=0, error_code=0, session_id=9, responses=[topic])
 
-    expected = encode_response(FETCH, version, 3, response(heavy))
+    expected = kafka_python_encoding(FETCH, version, 3, response(heavy))
     assert b"".join(encode_fetch_response(response(light), version, 3)) == expected

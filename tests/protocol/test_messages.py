@@ -14,7 +14,7 @@ from tests.protocol.message_strategies import message_strategy
 from tests.protocol.test_produce_request import values as produce_values
 from wireserver.protocol.errors import DecodeError, UnsupportedApi
 from wireserver.protocol.framing import FrameDecoder
-from wireserver.protocol.messages import decode_request, encode_response
+from wireserver.protocol.messages import decode_request, encode_response, encode_response_chunks
 from wireserver.protocol.served import SERVED
 
 VERSIONS = [
@@ -91,6 +91,25 @@ def test_response_decodes_in_client(spec, version, data, correlation_id):
     decoded = spec.response_class.decode(wire, version=version, header=True, framed=True)
     assert decoded.header.correlation_id == correlation_id
     assert normalized(decoded) == normalized(response)
+
+
+def kafka_python_encoding(spec, version: int, correlation_id: int, response) -> bytes:
+    """The framed response as kafka-python writes it, header and all (the reference for the
+    encoders that write headers and topic entries themselves)."""
+    response._version = version
+    response.with_header(correlation_id=correlation_id)
+    return bytes(response.encode(header=True, framed=True))
+
+
+@pytest.mark.parametrize("spec,version", VERSIONS, ids=IDS)
+@EXAMPLES
+@given(data=st.data(), correlation_id=st.integers(-(2**31), 2**31 - 1))
+def test_response_bytes_are_kafka_pythons(spec, version, data, correlation_id):
+    """The size and header we write, and the chunks of our own encoders, are the bytes
+    kafka-python's encoder writes."""
+    response = data.draw(message_strategy(spec.response_class, version))
+    chunks = encode_response_chunks(spec, version, correlation_id, response)
+    assert b"".join(chunks) == kafka_python_encoding(spec, version, correlation_id, response)
 
 
 @pytest.mark.parametrize("spec,version", VERSIONS, ids=IDS)

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.protocol.message_strategies import message_strategy
-from wireserver.protocol.messages import encode_response
+from tests.protocol.test_messages import kafka_python_encoding
 from wireserver.protocol.metadata_response import PartitionEntries, encode_metadata_response
 from wireserver.protocol.served import SERVED
 
@@ -30,13 +30,19 @@ def _untagged(response):
 @given(data=st.data(), correlation_id=st.integers(-(2**31), 2**31 - 1), kept=st.booleans())
 def test_same_bytes_as_kafka_python(version, data, correlation_id, kept):
     response = _untagged(data.draw(message_strategy(METADATA.response_class, version)))
-    expected = encode_response(METADATA, version, correlation_id, response)
+    expected = kafka_python_encoding(METADATA, version, correlation_id, response)
     if kept:
         for topic in response.topics:
             topic.partitions = PartitionEntries(topic.partitions)
-    assert b"".join(encode_metadata_response(response, version, correlation_id)) == expected
+    assert (
+        b"".join(encode_metadata_response(response, version, correlation_id, int(version >= 9)))
+        == expected
+    )
     # and again, from the kept bytes
-    assert b"".join(encode_metadata_response(response, version, correlation_id)) == expected
+    assert (
+        b"".join(encode_metadata_response(response, version, correlation_id, int(version >= 9)))
+        == expected
+    )
 
 
 @pytest.mark.parametrize("version", [4, 12])
@@ -68,13 +74,13 @@ def test_a_topic_entry_is_encoded_once_per_version_and_fields(version):
             version=version, brokers=[], cluster_id="c", controller_id=1, topics=[topic]
         )
 
-    first = encode_metadata_response(response(), version, 1)
-    second = encode_metadata_response(response(), version, 2)
-    assert second[2] is first[2]  # the topic entry's kept bytes, not a new encoding
+    first = encode_metadata_response(response(), version, 1, int(version >= 9))
+    second = encode_metadata_response(response(), version, 2, int(version >= 9))
+    assert second[3] is first[3]  # the topic entry's kept bytes, not a new encoding
     assert len(partitions.encoded) == 1
-    other = encode_metadata_response(response({2, 3}), version, 3)
+    other = encode_metadata_response(response({2, 3}), version, 3, int(version >= 9))
     assert len(partitions.encoded) == 2
-    assert (other[2] != first[2]) == (version >= 8)  # topic operations are answered from v8
+    assert (other[3] != first[3]) == (version >= 8)  # topic operations are answered from v8
 
 
 def test_the_error_meters_count_kept_entries_like_any_others():
