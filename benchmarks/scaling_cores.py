@@ -41,17 +41,17 @@ The other options, measured on this machine (2 cores), 2026-12-03:
   then only for Python work (the CRC-32C and lz4/zstd below are C calls already), and most of
   the dependencies' native modules would need free-threaded wheels first.
 - **CRC and compression off the reactor thread**: ``python -m benchmarks.scaling_cores
-  profile`` samples one unpinned broker with py-spy (1,000/s, only while it runs) during a
-  single-producer produce of 100 B records to 8 partitions, acks=1, with the producer's
-  compression none, lz4 and zstd, and counts the samples with a CRC frame
-  (``compute_crc``/``verify_crc``) or a ``protocol/compression.py`` frame on the stack:
-  CRC 0.7 %, 0.5 % and 0.1 % of the samples (none, lz4, zstd; 4,543, 1,717 and 2,325
-  samples), and a second run 0.3 % and 0.6 % (none, lz4); (de)compression 0.0 % in every run.
-  The produce path reads batch headers only (``storage/validation.py``): it never decompresses
-  a client's batch, and the CRC-32C is one C call over each whole batch. So moving
-  CRC and compression to threads has under 1 % of the broker's CPU to gain on this path; the
-  rest is Twisted's reactor, request decoding and the log append. (Decompression happens only
-  where records are read: a compacted topic's keyless check and the log cleaner.)
+  profile`` samples one unpinned broker (test controls off) with py-spy (1,000/s, only while
+  it runs) during a single-producer produce of 100 B records to 8 partitions, acks=1, with the
+  producer's compression none, lz4 and zstd, and counts the samples with a CRC frame
+  (``compute_crc``/``verify_crc``) or a ``protocol/compression.py`` frame on the stack: CRC
+  0.2 %, 0.8 % and 0.0 % of the samples (none, lz4, zstd; 2,974, 2,069 and 2,991 samples; an
+  earlier run with the test controls on gave 0.7 %, 0.5 % and 0.1 %), (de)compression 0.0 %
+  in every run. The produce path reads batch headers only (``storage/validation.py``): it
+  never decompresses a client's batch, and the CRC-32C is one C call over each whole batch.
+  So moving CRC and compression to threads has under 1 % of the broker's CPU to gain on this
+  path; the rest is Twisted's reactor, request decoding and the log append. (Records are
+  decompressed only where they are read: a compacted topic's keyless check, the log cleaner.)
 - **Several brokers per machine**: the "wireserver as 2 brokers" rows.
 """
 
@@ -66,7 +66,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from benchmarks.compare import Pinning, run_rdkafka, start_wireserver, tree_cpu_seconds
+from benchmarks.compare import (
+    Pinning,
+    produce_args,
+    run_rdkafka,
+    start_wireserver,
+    tree_cpu_seconds,
+)
 from benchmarks.profile import record as profile_record
 from benchmarks.rdkafka_load import ensure_topic
 from benchmarks.scaling_targets import Figure, Target, WireserverTarget
@@ -82,6 +88,9 @@ START_DELAY = 2.5
 #: Seconds a process may start after the common start before the note says so.
 LATE = 0.2
 CLUSTER_BROKERS = 2
+#: The test controls (``wireserver.testing``'s default) sit in every request's path; Kafka has
+#: none, and ``benchmarks.scaling``'s wireserver target runs without them too.
+NO_CONTROLS = {"controls.enable": "false"}
 
 PRODUCE = "produce throughput (records/s)"
 PRODUCE_CPU = "produce: broker CPU (% of a core)"
@@ -153,29 +162,24 @@ def workloads(
     topic = f"scale-cores-{processes}"
     ensure_topic(bootstrap, topic, PARTITIONS)
     share = RECORDS[quick] // processes
-    common = ["--bootstrap", bootstrap, "--topic", topic]
-    produce = [
-        "produce",
-        *common,
-        "--partitions",
-        PARTITIONS,
-        "--size",
-        VALUE_BYTES,
-        "--acks",
-        "1",
-        "--records",
-        share,
-        "--reps",
-        1,
-        "--warmup",
-        share // 4,
-    ]
+    produce = produce_args(bootstrap, topic, VALUE_BYTES, PARTITIONS, "1", share, 1, share // 4)
     out: dict[str, tuple[float, str]] = {}
     rate, cpu, per_record, late, _ = together(pinning, pids, [produce] * processes)
     out[PRODUCE] = (rate, f"{processes} × {share:,} records{late}")
     out[PRODUCE_CPU] = (cpu, f"{per_record:.1f} µs/record")
     consume = [
-        ["consume", *common, "--reps", 1, "--share", f"{i}/{processes}"] for i in range(processes)
+        [
+            "consume",
+            "--bootstrap",
+            bootstrap,
+            "--topic",
+            topic,
+            "--reps",
+            1,
+            "--share",
+            f"{i}/{processes}",
+        ]
+        for i in range(processes)
     ]
     rate, cpu, per_record, late, results = together(pinning, pids, consume)
     read = sum(rep["records"] for r in results for rep in r["reps"])
@@ -200,7 +204,9 @@ def cluster_figures(sizes: list[int], quick: bool) -> list[Figure]:
 
     out: list[Figure] = []
     with PINNING.as_broker(), ZooKeeperServer() as zookeeper:
-        cluster = LocalCluster(zookeeper.connect + "/cores", CLUSTER_BROKERS, log_level="WARNING")
+        cluster = LocalCluster(
+            zookeeper.connect + "/cores", CLUSTER_BROKERS, NO_CONTROLS, log_level="WARNING"
+        )
         try:
             cluster.start()
             pids = [zookeeper.process.pid, *(b.pid for b in cluster.brokers.values())]
@@ -269,7 +275,7 @@ def stack_shares(raw: str) -> tuple[int, float, float]:
 def profile_shares(records: int) -> list[str]:
     """Produce ``records`` 100 B records (8 partitions, acks=1, one librdkafka process) to an
     unpinned wireserver under py-spy, with each producer compression; a line of shares each."""
-    broker = start_wireserver(PINNING)
+    broker = start_wireserver(PINNING, overrides=NO_CONTROLS)
     scratch = Path(tempfile.mkdtemp(prefix="scaling-cores-profile-"))
     lines = []
     try:
@@ -279,21 +285,15 @@ def profile_shares(records: int) -> list[str]:
                 broker.pid,
                 out,
                 PINNING,
-                "produce",
-                "--bootstrap",
-                broker.bootstrap,
-                "--topic",
-                f"cores-profile-{codec}",
-                "--partitions",
-                PARTITIONS,
-                "--size",
-                VALUE_BYTES,
-                "--acks",
-                "1",
-                "--records",
-                records,
-                "--reps",
-                1,
+                *produce_args(
+                    broker.bootstrap,
+                    f"cores-profile-{codec}",
+                    VALUE_BYTES,
+                    PARTITIONS,
+                    "1",
+                    records,
+                    1,
+                ),
                 "--compression",
                 codec,
             )
