@@ -52,7 +52,19 @@ The other options, measured on this machine (2 cores), 2026-12-03:
   So moving CRC and compression to threads has under 1 % of the broker's CPU to gain on this
   path; the rest is Twisted's reactor, request decoding and the log append. (Records are
   decompressed only where they are read: a compacted topic's keyless check, the log cleaner.)
-- **Several brokers per machine**: the "wireserver as 2 brokers" rows.
+- **Several brokers per machine**: the "wireserver as 2 brokers" rows. A full run of this
+  dimension (2 min 21 s for both targets; load average 3.9 from other work) gave, for K = 1, 2,
+  4 processes, in thousands of records/s: produce, one wireserver 296 / 428 / 268, 2 brokers
+  270 / 277 / 139, Kafka 216 / 121 / 204; consume, one wireserver 388 / 490 / 668, 2 brokers
+  352 / 377 / 309, Kafka 510 / 610 / 437. One wireserver used 19-28 % of a core producing
+  (0.6-1.0 µs of CPU per record) and 2-3 % consuming; 2 brokers and ZooKeeper 25-35 % and
+  3 % (0.9-2.5 µs per record producing); Kafka 36-95 % (1.8-4.4 µs) and 13-18 %. On this
+  machine the broker is not what limits these workloads: the K Python client processes
+  are, and they share the same two cores. A second broker process adds CPU per record
+  (ZooKeeper, a second reactor, the clients' connections to both) and took nothing off a
+  reactor thread that was not busy, so it did not raise throughput; nor would the other two
+  options. What would show a gain is a machine with more cores than clients need, where one
+  process's reactor thread saturates first.
 """
 
 from __future__ import annotations
