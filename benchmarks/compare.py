@@ -486,8 +486,7 @@ def run_rdkafka(pinning: Pinning, *args: object, timeout: float = 900) -> dict:
     return json.loads(lines[-1])
 
 
-def rdkafka_produce(
-    pinning: Pinning,
+def produce_args(
     bootstrap: str,
     topic: str,
     size: int,
@@ -495,12 +494,11 @@ def rdkafka_produce(
     acks: str,
     records: int,
     reps: int,
-    warmup: int,
-) -> dict:
-    """``benchmarks.rdkafka_load produce``: ``reps`` timed runs of ``records`` records of
-    ``size`` bytes over ``partitions`` after ``warmup`` untimed ones."""
-    return run_rdkafka(
-        pinning,
+    warmup: int = 0,
+) -> list[object]:
+    """The arguments of ``benchmarks.rdkafka_load produce``: ``reps`` timed runs of ``records``
+    records of ``size`` bytes over ``partitions`` after ``warmup`` untimed ones."""
+    return [
         "produce",
         "--bootstrap",
         bootstrap,
@@ -518,7 +516,13 @@ def rdkafka_produce(
         reps,
         "--warmup",
         warmup,
-    )
+    ]
+
+
+def rdkafka_produce(pinning: Pinning, *args: object) -> dict:
+    """``benchmarks.rdkafka_load produce`` in its own process; ``args`` are
+    ``produce_args``'s."""
+    return run_rdkafka(pinning, *produce_args(*args))
 
 
 def run_java_tool(

@@ -7,14 +7,17 @@ bootstrap address (Apache Kafka or wireserver) with the same client settings.
     python -m benchmarks.rdkafka_load produce  --bootstrap H:P --topic T --partitions 8 \\
         --records 200000 --size 1024 --acks all --reps 3 --warmup 20000 [--replication-factor 3] \\
         [--keys 10000]
-    python -m benchmarks.rdkafka_load consume  --bootstrap H:P --topic T --reps 3
+    python -m benchmarks.rdkafka_load consume  --bootstrap H:P --topic T --reps 3 [--share 0/2]
     python -m benchmarks.rdkafka_load latency  --bootstrap H:P --topic T --rate 5000 --seconds 10
     python -m benchmarks.rdkafka_load e2e      --bootstrap H:P --topic T --rate 1000 --seconds 10
     python -m benchmarks.rdkafka_load join     --bootstrap H:P --topic T --reps 5
 
 Figures: produce and consume time the whole transfer (produce: first ``produce()`` until
 ``flush()`` returns, i.e. every record acknowledged); MB is MiB of payload (values only), as
-Kafka's perf tools count it. Latencies are in milliseconds.
+Kafka's perf tools count it. Latencies are in milliseconds. ``--start-at EPOCH`` (produce,
+consume) holds the timed part until that wall-clock time, so that several processes started
+together (``benchmarks.scaling_cores``) load the broker at once; each repetition then also
+reports its wall-clock ``started`` and ``ended``.
 """
 
 from __future__ import annotations
@@ -125,19 +128,32 @@ def _produce_batch(
     return elapsed
 
 
+def wait_until(epoch: float) -> None:
+    """Sleep until the wall-clock time ``epoch`` (0: not at all)."""
+    time.sleep(max(0.0, epoch - time.time()))
+
+
 def cmd_produce(args) -> dict:
     ensure_topic(args.bootstrap, args.topic, args.partitions, args.replication_factor)
-    producer = _producer(args.bootstrap, args.acks)
+    producer = _producer(args.bootstrap, args.acks, **{"compression.type": args.compression})
     value = os.urandom(args.size)
     keys = [b"key-%d" % k for k in range(args.keys)] if args.keys else None
     failures: list = []
     if args.warmup:
         _produce_batch(producer, args.topic, args.warmup, value, failures, keys)
+    wait_until(args.start_at)
     reps = []
     for _ in range(args.reps):
+        started = time.time()
         seconds = _produce_batch(producer, args.topic, args.records, value, failures, keys)
         reps.append(
-            {"seconds": seconds, "records": args.records, "bytes": args.records * args.size}
+            {
+                "seconds": seconds,
+                "records": args.records,
+                "bytes": args.records * args.size,
+                "started": started,
+                "ended": time.time(),
+            }
         )
     if failures:
         return {"error": f"{len(failures)} delivery failures, first: {failures[0]}"}
@@ -151,8 +167,12 @@ def _partitions(bootstrap: str, topic: str) -> list[int]:
 
 
 def cmd_consume(args) -> dict:
-    """Read the whole topic from offset 0 (no group: explicit assignment), ``reps`` times."""
+    """Read the whole topic from offset 0 (no group: explicit assignment), ``reps`` times;
+    with ``--share I/K`` only the partitions ``p`` with ``p % K == I``."""
     parts = _partitions(args.bootstrap, args.topic)
+    if args.share:
+        index, count = (int(n) for n in args.share.split("/"))
+        parts = [p for p in parts if p % count == index]
     probe = confluent_kafka.Consumer(
         {"bootstrap.servers": args.bootstrap, "group.id": "bench-probe"}
     )
@@ -165,6 +185,7 @@ def cmd_consume(args) -> dict:
     probe.close()
     if args.max_records:
         total = min(total, args.max_records)
+    wait_until(args.start_at)
     reps = []
     for _ in range(args.reps + (1 if args.warmup else 0)):
         consumer = confluent_kafka.Consumer(
@@ -182,6 +203,7 @@ def cmd_consume(args) -> dict:
             ]
         )
         seen = nbytes = 0
+        started = time.time()
         start = time.perf_counter()
         deadline = start + args.deadline
         while seen < total and time.perf_counter() < deadline:
@@ -194,7 +216,15 @@ def cmd_consume(args) -> dict:
         consumer.close()
         if seen < total:
             return {"error": f"consumed {seen} of {total} records in {args.deadline:.0f} s"}
-        reps.append({"seconds": elapsed, "records": seen, "bytes": nbytes})
+        reps.append(
+            {
+                "seconds": elapsed,
+                "records": seen,
+                "bytes": nbytes,
+                "started": started,
+                "ended": started + elapsed,
+            }
+        )
     if args.warmup:
         reps = reps[1:]
     return {"reps": reps}
@@ -376,6 +406,9 @@ def main(argv: list[str] | None = None) -> int:
     common.add_argument("--partitions", type=int, default=1)
     common.add_argument("--size", type=int, default=1024)
     common.add_argument("--acks", default="1")
+    common.add_argument(
+        "--start-at", type=float, default=0.0, help="wall-clock time to start timing at"
+    )
     p = sub.add_parser("produce", parents=[common])
     p.add_argument("--records", type=int, required=True)
     p.add_argument("--reps", type=int, default=3)
@@ -384,10 +417,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--keys", type=int, default=0, help="keys cycle over this many (0: records have none)"
     )
+    p.add_argument("--compression", default="none", help="none, gzip, snappy, lz4 or zstd")
     c = sub.add_parser("consume", parents=[common])
     c.add_argument("--reps", type=int, default=3)
     c.add_argument("--warmup", action="store_true", help="one untimed read first")
     c.add_argument("--max-records", type=int, default=0)
+    c.add_argument("--share", default="", help="I/K: read partitions p with p %% K == I")
     c.add_argument(
         "--deadline",
         type=float,

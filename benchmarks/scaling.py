@@ -1,8 +1,8 @@
 """How each cost grows with size, wireserver beside Apache Kafka on the same machine in the same
-run: partitions per broker, connections, consumer groups and history (issue #20).
+run: partitions per broker, connections, consumer groups, history and cores (issue #20).
 
 Run: ``scripts/bench scaling`` or ``python -m benchmarks.scaling [--quick] [--no-pin]
-[--dimensions partitions,connections,groups,history] [--targets kafka,wireserver]
+[--dimensions partitions,connections,groups,history,cores] [--targets kafka,wireserver]
 [--output benchmarks/results.md]``.
 
 Each dimension runs on a fresh broker of each kind in turn, with the same clients and the same
@@ -22,6 +22,10 @@ against size, both brokers, log-log) goes to ``benchmarks/scaling/<dimension>.pn
   Kafka's JIT has compiled its produce path.
 - **connections** and **groups**: ``benchmarks.scaling_load``.
 - **history**: ``benchmarks.scaling_history``.
+- **cores**: ``benchmarks.scaling_cores``; never pinned.
+
+A dimension's module may set ``PINNING`` (its targets start with that instead of the run's
+pinning) and ``READING`` (a paragraph printed under its table).
 """
 
 from __future__ import annotations
@@ -339,6 +343,10 @@ def dimensions() -> dict[str, tuple[Callable[..., list], list[int], list[int]]]:
         from benchmarks import scaling_history
 
         found["history"] = (scaling_history.measure_history, [1024, 10_240], [128, 512])
+    with contextlib.suppress(ImportError):
+        from benchmarks import scaling_cores
+
+        found["cores"] = (scaling_cores.measure_cores, [1, 2, 4], [1, 2])
     return found
 
 
@@ -479,8 +487,9 @@ def main(argv: list[str] | None = None) -> int:
         measure, full, quick = known[dimension]
         sizes = [int(s) for s in args.sizes.split(",") if s] or (quick if args.quick else full)
         sizes_used[dimension] = sizes
+        pinning = getattr(sys.modules[measure.__module__], "PINNING", run.pinning)
         for key in args.targets.split(","):
-            target = TARGETS[key](run.pinning)
+            target = TARGETS[key](pinning)
             print(f"[scaling] {dimension} {sizes} on {target.name}", file=sys.stderr, flush=True)
             try:
                 target.start()
@@ -506,6 +515,8 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for dimension in wanted:
         lines += ["", *render(dimension, figures)]
+        reading = getattr(sys.modules[known[dimension][0].__module__], "READING", "")
+        lines += ["", reading] if reading else []
         plot(dimension, figures, args.output.parent / "scaling" / f"{dimension}.png")
     write_section(args.output, SECTION, lines)
     print("\n".join(lines))
