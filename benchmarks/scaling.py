@@ -506,7 +506,13 @@ def main(argv: list[str] | None = None) -> int:
     stamp = run.started.strftime("%Y-%m-%d %H:%M %Z")
     lines = [
         f"`{' '.join(['python -m benchmarks.scaling', *argv])}` on {stamp}, {elapsed / 60:.0f} min; "
-        f"{run.pinning.describe()}; load average before: {run.load}.",
+        f"{run.pinning.describe()}"
+        + "".join(
+            f" (except {d}: see its section)"
+            for d in wanted
+            if hasattr(sys.modules[known[d][0].__module__], "PINNING")
+        )
+        + f"; load average before: {run.load}.",
         "",
         *machine_lines(),
         "",
