@@ -511,7 +511,10 @@ def static_members_join_together(bootstrap: str, client: Client) -> dict:
             group_instance_id=name,
             partition_assignment_strategy=[recording],
             enable_auto_commit=False,
-            session_timeout_ms=6000,
+            # Long enough that a member is not dropped while a loaded machine starves its
+            # heartbeat thread (a CI run of 2026-12-03 saw Kafka end with [0, 6] after more
+            # rebalances, at 6 s)
+            session_timeout_ms=15000,
             heartbeat_interval_ms=500,
         )
         consumer.subscribe([topic], listener=recording)
@@ -536,7 +539,7 @@ def static_members_join_together(bootstrap: str, client: Client) -> dict:
             ):
                 time.sleep(0.05)
             time.sleep(0.3)  # the IO threads write the requests into the paused broker's sockets
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 45
         while time.monotonic() < deadline and not all(
             ["assigned", 3] in events for events in seen.values()
         ):
