@@ -327,7 +327,10 @@ class LogManager:
         try:
             os.replace(log.directory, doomed)
         except OSError:
-            doomed = log.directory
+            # Not renamed: remove it now, or a later rmtree could hit a partition made again
+            # under the same name.
+            shutil.rmtree(log.directory, ignore_errors=True)
+            return
         self.dir_remover.remove(doomed)
 
     def add_partitions(self, name: str, new_total: int) -> TopicInfo:
