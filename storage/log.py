@@ -59,6 +59,7 @@ from wireserver.storage.batches import (
     set_partition_leader_epoch,
 )
 from wireserver.storage.checkpoint import fsync_dir
+from wireserver.storage.configdef import LONG_MAX
 from wireserver.storage.epochs import LeaderEpochCache
 from wireserver.storage.errors import InvalidOffset, LogInvariantError, OffsetOutOfRange
 from wireserver.storage.file_records import FileRecords, FileRegion
@@ -185,6 +186,9 @@ class Log:
         self._high_watermark = 0
         self.recovery_point = 0
         self.last_flush_ms = now_ms()
+        # The manager's set of logs written since their last flush check (LogManager.
+        # logs_due_for_flush walks it, not every log): appends add this log to it.
+        self.flush_watch: set[Log] | None = None
         self.leader_epoch_cache: LeaderEpochCache
         self.producer_state = ProducerStateManager(directory, producer_id_expiration_ms)
         # Observability for tests and operators.
@@ -594,6 +598,8 @@ class Log:
         self.active_segment.append(view, headers)
         self.leader_epoch_cache.assign(leader_epoch, first_offset)
         self.producer_state.commit(prepared, self.log_end_offset)
+        if self.flush_watch is not None:
+            self.flush_watch.add(self)
         return AppendResult(
             first_offset, last_offset, now_ms if log_append else -1, self._log_start_offset
         )
@@ -658,6 +664,8 @@ class Log:
         completed = self.producer_state.replay(header, 1 if commit else 0, coordinator_epoch)
         if completed is not None:
             self._index_completed(self.active_segment, completed)
+        if self.flush_watch is not None:
+            self.flush_watch.add(self)
         return AppendResult(offset, offset, -1, self._log_start_offset), completed
 
     @_storage_io("Error while appending records to")
@@ -696,6 +704,8 @@ class Log:
             completed = self.producer_state.replay(header, control, coordinator_epoch)
             if completed is not None:
                 self._index_completed(self.active_segment, completed)
+        if self.flush_watch is not None:
+            self.flush_watch.add(self)
         return AppendResult(first_offset, last_offset, -1, self._log_start_offset)
 
     # -- reading -------------------------------------------------------------------------
@@ -1106,6 +1116,17 @@ class Log:
         if unflushed >= self.config.flush_messages:
             return True
         if now_ms - self.last_flush_ms >= self.config.flush_ms:
+            return True
+        return any(seg.dirty for seg in self._segments[:-1])
+
+    def may_become_due(self) -> bool:
+        """Whether ``flush_due`` can turn true without another append: there is data above
+        the recovery point and ``flush.ms`` or ``flush.messages`` is set, or a rolled segment
+        waits for its fsync. False for a log under Kafka's defaults (both ``Long.MAX``) once
+        its rolled segments are flushed: only its next roll makes it due."""
+        if self.unflushed_messages() <= 0:
+            return False
+        if self.config.flush_ms < LONG_MAX or self.config.flush_messages < LONG_MAX:
             return True
         return any(seg.dirty for seg in self._segments[:-1])
 

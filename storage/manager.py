@@ -148,6 +148,9 @@ class LogManager:
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self._topics: dict[str, TopicInfo] = {}
         self._logs: dict[tuple[str, int], Log] = {}
+        # Logs that may be due for a flush (written since they were last found not due):
+        # the flush tick walks these, not all partitions.
+        self._flush_watch: set[Log] = set()
         self._dir_of: dict[tuple[str, int], str] = {}
         self._partitions_in: collections.Counter[str] = collections.Counter()  # per log dir
         self._generation = 0
@@ -232,9 +235,15 @@ class LogManager:
             with self.open_files.reserve():
                 shutil.rmtree(directory, ignore_errors=True)
             log = self._create_log(info, log_dir, directory)
-        self._logs[(info.name, partition)] = log
+        self._adopt((info.name, partition), log)
         self._place((info.name, partition), log_dir)
         return log
+
+    def _adopt(self, tp: tuple[str, int], log: Log) -> None:
+        """Make ``log`` the partition's log, its appends reported to the flush watch."""
+        self._logs[tp] = log
+        log.flush_watch = self._flush_watch
+        self._flush_watch.add(log)
 
     def _create_log(self, info: TopicInfo, log_dir: str, directory: str) -> Log:
         name = os.path.basename(directory)
@@ -363,6 +372,7 @@ class LogManager:
             log = self._logs.get((name, p))
             if log is not None:
                 log.config = config
+                self._flush_watch.add(log)  # flush.ms / flush.messages may have changed
         self._save_topics()
         return info
 
@@ -376,6 +386,7 @@ class LogManager:
                 log = self._logs.get((name, p))
                 if log is not None:
                     log.config = config
+                    self._flush_watch.add(log)
 
     def _require(self, name: str) -> TopicInfo:
         try:
@@ -485,7 +496,7 @@ class LogManager:
             )
             if _stored_topic_id(directory) != info.topic_id:
                 ckpt.write_partition_metadata(directory, info.topic_id)
-            self._logs[tp] = log
+            self._adopt(tp, log)
             self._place(tp, d)
         # Partitions declared but missing on disk (a crash while creating them).
         for info in list(self._topics.values()):
@@ -561,8 +572,19 @@ class LogManager:
         )
 
     def logs_due_for_flush(self, now_ms: int | None = None) -> list[Log]:
+        """The logs whose ``flush.ms`` / ``flush.messages`` or a rolled segment call for an
+        fsync now. Walks only the logs appended to since they were last found unable to become
+        due, so an idle broker's tick costs nothing per partition under Kafka's defaults."""
         now = self._now_ms() if now_ms is None else now_ms
-        return [log for _, log in self.logs() if log.flush_due(now)]
+        due: list[Log] = []
+        for log in list(self._flush_watch):
+            if self._logs.get((log.topic, log.partition)) is not log:
+                self._flush_watch.discard(log)  # deleted, or its dir went offline
+            elif log.flush_due(now):
+                due.append(log)
+            elif not log.may_become_due():
+                self._flush_watch.discard(log)
+        return due
 
     def flush_all(self) -> None:
         for _, log in self.logs():

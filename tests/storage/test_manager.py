@@ -256,3 +256,35 @@ def test_topic_id_base64_round_trip():
     text = ckpt.topic_id_to_base64(tid)
     assert len(text) == 22 and "=" not in text
     assert ckpt.topic_id_from_base64(text) == tid
+
+
+def test_the_flush_tick_walks_only_logs_that_can_become_due(tmp_path):
+    clock = FakeClock(0)
+    m = LogManager([str(tmp_path)], {}, clock)
+    m.load()
+    m.create_topic("quiet", 100)  # Kafka's defaults: flush.ms and flush.messages never
+    m.create_topic("timed", 1, {"flush.ms": "1000"})
+    for p in range(100):
+        m.get_log("quiet", p).append(make_batch(1), 0)
+    timed = m.get_log("timed", 0)
+    timed.append(make_batch(1), 0)
+    assert m.logs_due_for_flush(0) == []
+    # Unflushed data under "never" cannot become due without another append: not walked.
+    assert m._flush_watch == {timed}
+    assert m.logs_due_for_flush(1000) == [timed]
+    timed.flush(now_ms=1000)
+    assert m.logs_due_for_flush(1000) == [] and not m._flush_watch
+    # A roll makes a quiet log due (Kafka flushes a rolled segment).
+    quiet = m.get_log("quiet", 7)
+    quiet.roll()
+    quiet.append(make_batch(1), 0)
+    assert m.logs_due_for_flush(1000) == [quiet]
+    quiet.flush(now_ms=1000)
+    assert m.logs_due_for_flush(1000) == [] and not m._flush_watch
+    # A config that now sets flush.ms brings unflushed logs back under watch.
+    m.alter_topic_config("quiet", {"flush.ms": "500"})
+    assert m.get_log("quiet", 3) in m.logs_due_for_flush(2000)
+    # A deleted topic's logs are dropped from the watch, never flushed.
+    m.delete_topic("quiet")
+    assert m.logs_due_for_flush(5000) == [] and not m._flush_watch
+    m.close()
