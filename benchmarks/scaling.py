@@ -12,16 +12,17 @@ largest sizes (1.0: grows linearly with size; 0: flat). A plot per dimension (ea
 against size, both brokers, log-log) goes to ``benchmarks/scaling/<dimension>.png``.
 
 - **partitions** (10, 100, 1,000, 10,000; topics of up to 100 partitions, created ten topics
-  per CreateTopics): time to create them, Metadata for all topics (raw request, timed to the
-  last byte of the answer, so no client parses it), a librdkafka producer writing 100 B records
-  round-robin across all of them (throughput, and p99 from ``produce()`` to its delivery
+  per CreateTopics): time to create them, Metadata for all topics (200 raw requests, one at a
+  time, each timed to the last byte of the answer, so no client parses it), a librdkafka
+  producer writing 100 B records round-robin across all of them (throughput, and p99 from ``produce()`` to its delivery
   report), a consumer assigned all of them following a producer that sends a record every
   10 ms to a random one (produce-to-consume p50 and p99, and broker CPU meanwhile: the cost of
   a fetch session that wide), idle CPU and RSS, the start-up time with that data, and time to
   delete them. The timed produce follows an untimed one of a quarter of its records, so that
   Kafka's JIT has compiled its produce path.
 - **connections** and **groups**: ``benchmarks.scaling_load``.
-- **history**: ``benchmarks.scaling_history``.
+- **history**: ``benchmarks.scaling_history`` (1, 10 and 30 GiB of log; a size is skipped when
+  the disk would be left with less than 10 GiB free).
 - **cores**: ``benchmarks.scaling_cores``; never pinned.
 
 A dimension's module may set ``PINNING`` (its targets start with that instead of the run's
@@ -309,7 +310,7 @@ def measure_partitions(target: Target, sizes: list[int], quick: bool) -> list[Fi
         except Exception as exc:  # noqa: BLE001 - recorded, the next size goes on
             put(size, "create (s)", None, str(exc)[:200])
             continue
-        times, answer = metadata_latencies(target.bootstrap, 10 if quick else 30)
+        times, answer = metadata_latencies(target.bootstrap, 20 if quick else 200)
         put(size, "Metadata all topics p50 (ms)", statistics.median(times), f"{answer} B")
         put(size, "Metadata all topics p99 (ms)", percentile(times, 0.99))
         records = (20_000 if quick else 100_000) + 20 * size
@@ -356,7 +357,11 @@ def dimensions() -> dict[str, tuple[Callable[..., list], list[int], list[int]]]:
     with contextlib.suppress(ImportError):
         from benchmarks import scaling_history
 
-        found["history"] = (scaling_history.measure_history, [1024, 10_240], [128, 512])
+        found["history"] = (
+            scaling_history.measure_history,
+            [1024, 10_240, 30_720],
+            [128, 512],
+        )
     with contextlib.suppress(ImportError):
         from benchmarks import scaling_cores
 
