@@ -13,14 +13,21 @@ byte against kafka-python's encoder in tests/protocol/test_fetch_response.py.
 from __future__ import annotations
 
 import struct
-import uuid
 from typing import Any
 
 from kafka.protocol.consumer.fetch import FetchResponse
 
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
+from wireserver.protocol.encoding import (
+    I32,
+    ZERO_UUID,
+    array_length,
+    leader_id_and_epoch,
+    node_endpoints,
+    string,
+    tagged,
+    uvarint,
+)
+
 _I32_I16_I32 = struct.Struct(">ihi")  # throttle_time_ms, error_code, session_id
 _PARTITION_HEAD = struct.Struct(">ihq")  # partition_index, error_code, high_watermark
 _Q = struct.Struct(">q")
@@ -28,10 +35,8 @@ _Q = struct.Struct(">q")
 # transactions' length, preferred_read_replica, records' length, tagged fields (v12+)
 _EMPTY_FLEXIBLE_PARTITION = struct.Struct(">ihqqqBiBB")
 _QQ = struct.Struct(">qq")
-_II = struct.Struct(">ii")
 _IQ = struct.Struct(">iq")
 _QI = struct.Struct(">qi")
-ZERO_UUID = uuid.UUID(int=0)
 FLEXIBLE_FROM = 12
 
 
@@ -82,49 +87,6 @@ class FetchPartition:
         self.snapshot_id = None
 
 
-def _uvarint(value: int, out: bytearray) -> None:
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-
-
-def _uvarint_bytes(value: int) -> bytes:
-    out = bytearray()
-    _uvarint(value, out)
-    return bytes(out)
-
-
-def _string(value: str | None, flexible: bool, out: bytearray) -> None:
-    if value is None:
-        if flexible:
-            out.append(0)
-        else:
-            out += _I16.pack(-1)
-        return
-    data = value.encode("utf-8")
-    if flexible:
-        _uvarint(len(data) + 1, out)
-    else:
-        out += _I16.pack(len(data))
-    out += data
-
-
-def _array_length(count: int | None, flexible: bool, out: bytearray) -> None:
-    if flexible:
-        _uvarint(0 if count is None else count + 1, out)
-    else:
-        out += _I32.pack(-1 if count is None else count)
-
-
-def _tagged(fields: list[tuple[int, bytes]], out: bytearray) -> None:
-    _uvarint(len(fields), out)
-    for tag, payload in fields:
-        _uvarint(tag, out)
-        _uvarint(len(payload), out)
-        out += payload
-
-
 def _partition_tags(partition: Any) -> list[tuple[int, bytes]]:
     tags = []
     diverging = getattr(partition, "diverging_epoch", None)
@@ -132,23 +94,11 @@ def _partition_tags(partition: Any) -> list[tuple[int, bytes]]:
         tags.append((0, _IQ.pack(diverging.epoch, diverging.end_offset) + b"\x00"))
     leader = getattr(partition, "current_leader", None)
     if leader is not None:
-        tags.append((1, _II.pack(leader.leader_id, leader.leader_epoch) + b"\x00"))
+        tags.append((1, leader_id_and_epoch(leader)))
     snapshot = getattr(partition, "snapshot_id", None)
     if snapshot is not None:
         tags.append((2, _QI.pack(snapshot.end_offset, snapshot.epoch) + b"\x00"))
     return tags
-
-
-def _node_endpoints(nodes: list, out: bytearray) -> None:
-    payload = bytearray()
-    _array_length(len(nodes), True, payload)
-    for node in nodes:
-        payload += _I32.pack(node.node_id)
-        _string(node.host, True, payload)
-        payload += _I32.pack(node.port)
-        _string(node.rack, True, payload)
-        payload.append(0)
-    _tagged([(0, bytes(payload))], out)
 
 
 def encode_fetch_response(response: Any, version: int, correlation_id: int) -> list:
@@ -157,7 +107,7 @@ def encode_fetch_response(response: Any, version: int, correlation_id: int) -> l
     flexible = version >= FLEXIBLE_FROM
     chunks: list = []
     out = bytearray(4)  # size prefix, filled in at the end
-    out += _I32.pack(correlation_id)
+    out += I32.pack(correlation_id)
     if flexible:
         out.append(0)  # response header v1: no tagged fields
     if version >= 7:
@@ -165,17 +115,17 @@ def encode_fetch_response(response: Any, version: int, correlation_id: int) -> l
             response.throttle_time_ms, response.error_code, response.session_id
         )
     else:
-        out += _I32.pack(response.throttle_time_ms)
+        out += I32.pack(response.throttle_time_ms)
     topics = response.responses
-    _array_length(len(topics), flexible, out)
+    array_length(len(topics), flexible, out)
     for topic in topics:
         if version >= 13:
             topic_id = topic.topic_id or ZERO_UUID
             out += topic_id.bytes
         else:
-            _string(topic.topic, flexible, out)
+            string(topic.topic, flexible, out)
         partitions = topic.partitions
-        _array_length(len(partitions), flexible, out)
+        array_length(len(partitions), flexible, out)
         for partition in partitions:
             records = partition.records
             if (
@@ -208,38 +158,38 @@ def encode_fetch_response(response: Any, version: int, correlation_id: int) -> l
             if version >= 5:
                 out += _Q.pack(partition.log_start_offset)
             aborted = partition.aborted_transactions
-            _array_length(None if aborted is None else len(aborted), flexible, out)
+            array_length(None if aborted is None else len(aborted), flexible, out)
             for txn in aborted or ():
                 out += _QQ.pack(txn.producer_id, txn.first_offset)
                 if flexible:
                     out.append(0)
             if version >= 11:
-                out += _I32.pack(partition.preferred_read_replica)
+                out += I32.pack(partition.preferred_read_replica)
             if records is None:
                 if flexible:
                     out.append(0)
                 else:
-                    out += _I32.pack(-1)
+                    out += I32.pack(-1)
             else:
                 if flexible:
-                    _uvarint(len(records) + 1, out)
+                    uvarint(len(records) + 1, out)
                 else:
-                    out += _I32.pack(len(records))
+                    out += I32.pack(len(records))
                 if len(records):
                     chunks.append(bytes(out))
                     chunks.append(records)
                     out = bytearray()
             if flexible:
-                _tagged(_partition_tags(partition), out)
+                tagged(_partition_tags(partition), out)
         if flexible:
             out.append(0)
     if flexible:
         nodes = getattr(response, "node_endpoints", None)
         if version >= 16 and nodes:
-            _node_endpoints(nodes, out)
+            node_endpoints(nodes, out)
         else:
             out.append(0)
     chunks.append(bytes(out))
     size = sum(len(chunk) for chunk in chunks) - 4
-    chunks[0] = _I32.pack(size) + chunks[0][4:]
+    chunks[0] = I32.pack(size) + chunks[0][4:]
     return chunks

@@ -23,6 +23,7 @@ from wireserver.protocol.produce_request import (
     decode_produce_request,
     skip_tagged_fields,
 )
+from wireserver.protocol.produce_response import encode_produce_response
 from wireserver.protocol.registry import ApiRegistry, ApiSpec
 
 PRODUCE_KEY = 0
@@ -148,9 +149,14 @@ def encode_response_chunks(
     spec: ApiSpec, version: int, correlation_id: int, response: ApiMessage
 ) -> list[bytes]:
     """The framed response as chunks for ``writeSequence``. Fetch goes through the hand-written
-    encoder that passes records through without copying them, Metadata through the one that
+    encoder that passes records through without copying them, Produce through the one for its
+    many partition entries (``protocol.produce_response``), Metadata through the one that
     keeps topic entries' bytes (``protocol.metadata_response``); everything else is one
     chunk."""
+    if spec.key == PRODUCE_KEY:
+        return encode_produce_response(
+            response, version, correlation_id, spec.response_header_version(version)
+        )
     if spec.key == FETCH_KEY:
         return encode_fetch_response(response, version, correlation_id)
     if spec.key == METADATA_KEY:

@@ -42,6 +42,7 @@ from wireserver.apis import HandlerResult, handles
 from wireserver.apis.metadata import leader_hints
 from wireserver.context import RequestContext
 from wireserver.protocol.errors import ErrorCode
+from wireserver.protocol.produce_response import ProducePartition, ProduceTopic
 from wireserver.protocol.records import ATTR_TRANSACTIONAL_MASK, HEADER_SIZE, RecordBatch
 from wireserver.security import checks
 from wireserver.storage.validation import BatchError
@@ -143,9 +144,9 @@ def produce(ctx: RequestContext, refused: dict) -> HandlerResult:
     """The Produce answer; the partitions in ``refused`` fail with their error."""
     body = ctx.body
     response_class = ctx.request.spec.response_class
-    topic_class = response_class.TopicProduceResponse
-    partition_class = topic_class.PartitionProduceResponse
-    record_error_class = partition_class.BatchIndexAndErrorMessage
+    record_error_class = (
+        response_class.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
+    )
     by_id = topics_by_id(ctx)
     responses = []
     txn_denied = checks.produce_transactional_id(ctx)
@@ -184,7 +185,7 @@ def produce(ctx: RequestContext, refused: dict) -> HandlerResult:
                     if exc.code in TOO_LARGE and data.records:
                         meters.bytes_rejected += len(data.records)
                 partitions.append(
-                    partition_class(
+                    ProducePartition(
                         index=data.index,
                         error_code=exc.code,
                         base_offset=-1,
@@ -201,7 +202,7 @@ def produce(ctx: RequestContext, refused: dict) -> HandlerResult:
                     meters.messages_in += result.last_offset - result.base_offset + 1
                     meters.bytes_in += len(data.records)
                 partitions.append(
-                    partition_class(
+                    ProducePartition(
                         index=data.index,
                         error_code=ErrorCode.NONE,
                         base_offset=result.base_offset,
@@ -214,7 +215,7 @@ def produce(ctx: RequestContext, refused: dict) -> HandlerResult:
                 if body.acks == -1:
                     replicating.append((name, data.index, result.last_offset, partitions[-1]))
         responses.append(
-            topic_class(
+            ProduceTopic(
                 name=topic_data.name, topic_id=topic_data.topic_id, partition_responses=partitions
             )
         )

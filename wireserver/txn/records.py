@@ -32,7 +32,7 @@ import struct
 from dataclasses import dataclass, field
 
 from wireserver.coordinator_runtime import TRANSACTION_STATE_TOPIC, partition_for  # noqa: F401
-from wireserver.protocol.fetch_response import _uvarint_bytes as _uvarint
+from wireserver.protocol.encoding import uvarint_bytes as _uvarint
 
 KEY_VERSION = 0
 VALUE_VERSION = 0
