@@ -201,7 +201,9 @@ class WireserverTarget(Target):
         if kill:
             self.broker.kill()
         else:
-            self.broker.stop()
+            # As long as Kafka's stop may take (KafkaTarget): a clean stop cut short by a kill
+            # would make the next start-up a recovery.
+            self.broker.stop(timeout=120)
 
         def spawn() -> None:
             with self.pinning.as_broker():

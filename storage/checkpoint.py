@@ -15,6 +15,8 @@ Formats (Kafka's ``CheckpointFile``): a version line ``0``, a count line, then o
 from __future__ import annotations
 
 import base64
+import ctypes
+import functools
 import json
 import os
 import uuid
@@ -48,6 +50,31 @@ def fsync_dir(path: str) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def sync_file_system(path: str) -> None:
+    """Write back everything written to the file system holding ``path`` (Linux ``syncfs``;
+    ``os.sync`` elsewhere): one call where closing ten thousand partitions one fsync per file
+    at a time would take minutes. Raises ``OSError`` when the write-back failed (EIO)."""
+    syncfs = getattr(_libc(), "syncfs", None)
+    if syncfs is None:
+        os.sync()
+        return
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        if syncfs(fd) != 0:
+            error = ctypes.get_errno()
+            raise OSError(error, os.strerror(error), path)
+    finally:
+        os.close(fd)
+
+
+@functools.lru_cache(maxsize=1)
+def _libc() -> ctypes.CDLL | None:
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
 
 
 def atomic_write(path: str, data: bytes | str, *, sync: bool = True) -> None:

@@ -133,7 +133,7 @@ class LeaderEpochCache:
     def _persists(self) -> bool:
         return self.persist and os.path.isdir(os.path.dirname(self.path))
 
-    def flush(self) -> None:
+    def flush(self, *, sync: bool = True) -> None:
         if self._persists():
-            write_epochs(self.path, self._entries)
-            self.unsynced = False
+            write_epochs(self.path, self._entries, sync=sync)
+            self.unsynced = not sync

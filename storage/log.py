@@ -1149,25 +1149,33 @@ class Log:
         self.last_flush_ms = self._now_ms() if now_ms is None else now_ms
         return self.recovery_point
 
-    def close(self) -> None:
+    def close(self, *, durable: bool = True) -> None:
         """Flush, write the producer snapshot and leader epoch checkpoint, and close every
         file. A log whose dir is offline is closed without writing anything (``KafkaStorageError``
-        from ``_write_out``, after the files are closed)."""
+        from ``_write_out``, after the files are closed).
+
+        With ``durable=False`` nothing is fsynced and the recovery point moves to the log end
+        at once: the caller syncs the whole file system afterwards, before it writes the
+        recovery point checkpoint (``LogManager.close``: one ``syncfs`` per log dir in place
+        of several fsyncs per partition, which at ten thousand partitions took minutes)."""
         if self.closed:
             return
         try:
-            self._write_out()
+            self._write_out(durable)
         finally:
             for seg in self._segments:
                 seg.close()
             self.closed = True
 
     @_storage_io("Error while closing log for")
-    def _write_out(self) -> None:
+    def _write_out(self, durable: bool = True) -> None:
         self.active_segment.on_become_inactive()
-        self.flush()
-        self.producer_state.take_snapshot(sync=True)
-        self.leader_epoch_cache.flush()
+        if durable:
+            self.flush()
+        else:
+            self.recovery_point = self.log_end_offset
+        self.producer_state.take_snapshot(sync=durable)
+        self.leader_epoch_cache.flush(sync=durable)
 
     def delete(self) -> None:
         """Close and remove the partition directory."""

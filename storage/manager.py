@@ -596,9 +596,15 @@ class LogManager:
         next start."""
         for _, log in self.logs():
             try:
-                log.close()
+                log.close(durable=False)
             except KafkaStorageError:
                 pass  # reported, and its dir offline
+        for d in self.live_log_dirs:
+            try:
+                with self.failures.guard(d, f"Error while syncing log dir {d}"):
+                    ckpt.sync_file_system(d)
+            except KafkaStorageError:
+                pass  # offline: no checkpoint and no clean-shutdown marker for it
         self.checkpoint()
         try:
             self._save_topics()

@@ -288,3 +288,39 @@ def test_the_flush_tick_walks_only_logs_that_can_become_due(tmp_path):
     m.delete_topic("quiet")
     assert m.logs_due_for_flush(5000) == [] and not m._flush_watch
     m.close()
+
+
+def test_a_clean_close_syncs_each_log_dir_once_then_marks_it_clean(tmp_path, monkeypatch):
+    synced = []
+    real_sync = ckpt.sync_file_system
+    monkeypatch.setattr(ckpt, "sync_file_system", lambda d: (synced.append(d), real_sync(d)))
+    m = manager([tmp_path])
+    m.create_topic("t", 3)
+    for p in range(3):
+        m.get_log("t", p).append(make_batch(2), 0)
+    m.close()
+    assert synced == [str(tmp_path)]
+    assert os.path.exists(tmp_path / ckpt.CLEAN_SHUTDOWN_MARKER)
+    points = ckpt.read_offsets(str(tmp_path / ckpt.RECOVERY_POINT_CHECKPOINT))
+    assert points == {("t", 0): 2, ("t", 1): 2, ("t", 2): 2}
+    m2 = manager([tmp_path])
+    assert [m2.get_log("t", p).log_end_offset for p in range(3)] == [2, 2, 2]
+    assert sum(m2.get_log("t", p).recovered_segments for p in range(3)) == 0
+    m2.close()
+
+
+def test_a_log_dir_whose_sync_fails_at_close_is_not_marked_clean(tmp_path, monkeypatch):
+    m = manager([tmp_path])
+    m.create_topic("t", 1)
+    m.get_log("t", 0).append(make_batch(2), 0)
+
+    def failing(directory):
+        raise OSError(5, "Input/output error", directory)
+
+    monkeypatch.setattr(ckpt, "sync_file_system", failing)
+    m.close()
+    assert not os.path.exists(tmp_path / ckpt.CLEAN_SHUTDOWN_MARKER)
+    monkeypatch.undo()
+    m2 = manager([tmp_path])  # recovered, as after a crash
+    assert m2.get_log("t", 0).log_end_offset == 2
+    m2.close()
