@@ -508,23 +508,13 @@ def main(argv: list[str] | None = None) -> int:
         sizes_used[dimension] = sizes
         pinning = getattr(sys.modules[measure.__module__], "PINNING", run.pinning)
         for key in args.targets.split(","):
-            target = TARGETS[key](pinning)
-            print(f"[scaling] {dimension} {sizes} on {target.name}", file=sys.stderr, flush=True)
-            try:
-                target.start()
-                for fig in measure(target, sizes, args.quick):
-                    figures.setdefault(target.name, []).append(
-                        Figure(fig.dimension, fig.size, fig.metric, fig.value, fig.note)
-                    )
-                    print(f"  {fig}", file=sys.stderr, flush=True)
-            except Exception as exc:  # noqa: BLE001 - the other broker and dimensions go on
-                print(f"[scaling] {dimension} on {target.name} failed: {exc}", file=sys.stderr)
-            finally:
-                target.close()
+            name, measured = measure_apart(dimension, key, pinning, sizes, args.quick)
+            figures.setdefault(name, []).extend(measured)
     elapsed = time.monotonic() - run.t0
     stamp = run.started.strftime("%Y-%m-%d %H:%M %Z")
-    lines = [
-        f"`{' '.join(['python -m benchmarks.scaling', *argv])}` on {stamp}, {elapsed / 60:.0f} min; "
+    command = " ".join(["python -m benchmarks.scaling", *argv])
+    head = [
+        f"`{command}` on {stamp}, {elapsed / 60:.0f} min; "
         f"{run.pinning.describe()}"
         + "".join(
             f" (except {d}: see its section)"
@@ -536,16 +526,92 @@ def main(argv: list[str] | None = None) -> int:
         *machine_lines(),
         "",
         "Growth: the exponent k of figure ∝ size^k between the two largest sizes (1: linear, "
-        "0: flat). Plots (log-log): " + ", ".join(f"[{d}](scaling/{d}.png)" for d in wanted) + ".",
+        "0: flat). Plots (log-log): "
+        + ", ".join(f"[{d}](scaling/{d}.png)" for d in known)
+        + ". Each dimension's table says which run measured it.",
     ]
+    tables: dict[str, list[str]] = {}
     for dimension in wanted:
-        lines += ["", *render(dimension, figures)]
+        table = render(dimension, figures)
+        table[1:1] = ["", f"Measured by `{command}` on {stamp}."]
         reading = getattr(sys.modules[known[dimension][0].__module__], "READING", "")
-        lines += ["", reading] if reading else []
+        tables[dimension] = table + (["", reading] if reading else [])
         plot(dimension, figures, args.output.parent / "scaling" / f"{dimension}.png")
+    kept = kept_tables(args.output)
+    lines = head[:]
+    for dimension in known:  # a dimension not run this time keeps its table from before
+        table = tables.get(dimension) or kept.get(dimension)
+        if table:
+            lines += ["", *table]
     write_section(args.output, SECTION, lines)
     print("\n".join(lines))
     return 0
+
+
+def kept_tables(path: Path) -> dict[str, list[str]]:
+    """The ``### <dimension>`` parts of the scaling section already in the results file, by
+    dimension, so that a run of some dimensions leaves the others' tables as they were."""
+    from benchmarks.compare import _sections
+
+    body = _sections(path.read_text()).get(SECTION, "") if path.exists() else ""
+    tables: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in body.strip("\n").splitlines():
+        if line.startswith("### "):
+            current = tables.setdefault(line[4:].strip(), [])
+        if current is not None:
+            current.append(line)
+    return {name: _trimmed(lines) for name, lines in tables.items()}
+
+
+def _trimmed(lines: list[str]) -> list[str]:
+    while lines and not lines[-1].strip():
+        lines = lines[:-1]
+    return lines
+
+
+def measure_apart(
+    dimension: str, key: str, pinning, sizes: list[int], quick: bool
+) -> tuple[str, list[Figure]]:
+    """One broker's figures for one dimension, measured by a child process of this one: the
+    clients a measurement leaves behind (librdkafka handles retrying a stopped broker every
+    second, a heap grown by ten thousand partitions' metadata) die with it instead of taking
+    the client core from the next dimension's clients."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    receiving, sending = context.Pipe(duplex=False)
+    child = context.Process(
+        target=_measure_in_child, args=(sending, dimension, key, pinning, sizes, quick)
+    )
+    child.start()
+    sending.close()
+    try:
+        name, measured = receiving.recv()
+    except EOFError:
+        name, measured = TARGETS[key].name, []
+        print(f"[scaling] {dimension} on {key}: the measuring process died", file=sys.stderr)
+    child.join()
+    return name, measured
+
+
+def _measure_in_child(sending, dimension: str, key: str, pinning, sizes, quick) -> None:
+    measure = dimensions()[dimension][0]
+    target = TARGETS[key](pinning)
+    print(f"[scaling] {dimension} {sizes} on {target.name}", file=sys.stderr, flush=True)
+    measured: list[Figure] = []
+    try:
+        target.start()
+        for fig in measure(target, sizes, quick):
+            measured.append(Figure(fig.dimension, fig.size, fig.metric, fig.value, fig.note))
+            print(f"  {fig}", file=sys.stderr, flush=True)
+    except Exception as exc:  # noqa: BLE001 - the other broker and dimensions go on
+        print(f"[scaling] {dimension} on {target.name} failed: {exc}", file=sys.stderr)
+    finally:
+        target.close()
+    sending.send((target.name, measured))
+    sending.close()
+    os._exit(0)  # no interpreter teardown: leftover client threads must not hang the exit
 
 
 if __name__ == "__main__":

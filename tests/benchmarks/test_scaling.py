@@ -55,3 +55,50 @@ def test_the_partitions_dimension_measures_a_real_broker():
         assert not [name for name in listed.topics if name.startswith("scale-p10-")]
     finally:
         target.close()
+
+
+class _ToyTarget:
+    """A stand-in broker for the harness's own plumbing (no broker is measured here)."""
+
+    name = "toy"
+
+    def __init__(self, pinning):
+        self.pinning = pinning
+
+    def start(self):
+        return 0.0
+
+    def close(self):
+        pass
+
+
+def test_each_measurement_runs_in_a_process_of_its_own(monkeypatch):
+    import os
+
+    from benchmarks import scaling
+
+    def measure(target, sizes, quick):
+        return [Figure("toy", size, "pid", float(os.getpid())) for size in sizes]
+
+    monkeypatch.setattr(scaling, "dimensions", lambda: {"toy": (measure, [1, 2], [1])})
+    monkeypatch.setitem(scaling.TARGETS, "toy", _ToyTarget)
+    name, figures = scaling.measure_apart("toy", "toy", choose_pinning(False), [1, 2], False)
+    assert name == "toy"
+    assert [f.size for f in figures] == [1, 2]
+    assert {f.value for f in figures} != {float(os.getpid())}  # measured elsewhere
+
+
+def test_a_run_of_some_dimensions_keeps_the_other_tables(tmp_path):
+    from benchmarks import scaling
+
+    results = tmp_path / "results.md"
+    results.write_text(
+        "# results\n\n## Other\n\ntext\n\n"
+        f"{scaling.SECTION}\n\nhead\n\n### partitions\n\n| a |\n\nreading\n\n"
+        "### connections\n\n| b |\n"
+    )
+    kept = scaling.kept_tables(results)
+    assert kept == {
+        "partitions": ["### partitions", "", "| a |", "", "reading"],
+        "connections": ["### connections", "", "| b |"],
+    }
