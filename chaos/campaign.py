@@ -17,6 +17,7 @@ import dataclasses
 import logging
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -299,6 +300,8 @@ class Campaign:
         bootstrap = self.target.bootstrap
         log_plain = checker.read_topic(bootstrap, TOPIC, PARTITIONS, committed_only=False)
         result.producers = checker.check_producers(histories["producer"], log_plain)
+        if result.producers.duplicated:
+            self._explain_duplicates(histories["producer"], result.producers.duplicated)
         log_committed = checker.read_topic(bootstrap, TXN_TOPIC, PARTITIONS, committed_only=True)
         result.transactions = checker.check_transactions(
             histories["txn"], histories["reader"], log_committed
@@ -320,6 +323,42 @@ class Campaign:
                     {b: data_dirs[b] for b in replicas}, topic, partition, leader, high
                 )
                 result.divergent += [f"{topic}-{partition} on broker {b}" for b in bad]
+
+    def _explain_duplicates(self, histories: list[list[dict]], duplicated: list[str]) -> None:
+        """Events that say where duplicates came from (CI keeps only the failure's text): the
+        fault windows their acknowledgements fell in, and what the producers logged of epochs,
+        re-sequenced batches and sequence errors."""
+        acked = {e["v"]: e["t"] for h in histories for e in h if e.get("k") == "ack"}
+        windows: Counter = Counter()
+        for entry in duplicated:
+            t = acked.get(entry.split(" at ", 1)[0])
+            name = next(
+                (n for n, a, b in self.result.windows if t is not None and a <= t < b), None
+            )
+            windows[name or ("unacknowledged" if t is None else "no fault window")] += 1
+        self._event(
+            "duplicates acknowledged in: " + ", ".join(f"{n} {c}" for n, c in windows.items())
+        )
+        for kind, out, _ in self.workloads:
+            if kind not in ("producer", "java"):
+                continue
+            try:
+                with open(out + ".stderr", encoding="utf-8", errors="replace") as handle:
+                    lines = [line.strip() for line in handle if _EXPLAINS.search(line)]
+            except OSError:
+                continue
+            for line in lines[:12]:
+                self.result.events.append(f"{os.path.basename(out)}: {line[:300]}")
+            if len(lines) > 12:
+                self.result.events.append(f"{os.path.basename(out)}: ... {len(lines) - 12} more")
+
+
+#: Producer log lines that explain duplicates: sequence errors, epoch bumps, re-sequencing.
+_EXPLAINS = re.compile(
+    r"OUT_OF_ORDER_SEQUENCE|DUPLICATE_SEQUENCE|UNKNOWN_PRODUCER|bump|Resetting sequence"
+    r"|ProducerId set|epoch|The broker returned",
+    re.IGNORECASE,
+)
 
 
 def _high_watermark(bootstrap: str, topic: str, partition: int) -> int:

@@ -37,6 +37,9 @@ import time
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 stopping = False
+#: The Java producer's log4j2 file (beside this module): its epoch bumps and re-sequenced batches
+#: are logged, which the campaign quotes when it finds duplicates.
+LOG4J2_JAVA = "log4j2-producer.xml"
 
 
 def _stop(*_args) -> None:
@@ -130,6 +133,8 @@ def run_java(args, history: History) -> None:
             "--value-prefix", prefix, "--producer.config", config.name,
         ],
     )  # fmt: skip
+    logging = "-Dlog4j2.configurationFile=" + os.path.join(os.path.dirname(__file__), LOG4J2_JAVA)
+    argv = [logging if a.startswith("-Dlog4j2.configurationFile=") else a for a in argv]
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
     signal.signal(signal.SIGTERM, lambda *_: process.terminate())
     assert process.stdout is not None
