@@ -2,8 +2,8 @@
 run: partitions per broker, connections, consumer groups, history and cores (issue #20).
 
 Run: ``scripts/bench scaling`` or ``python -m benchmarks.scaling [--quick] [--no-pin]
-[--dimensions partitions,connections,groups,history,cores] [--targets kafka,wireserver]
-[--output benchmarks/results.md]``.
+[--rounds N] [--dimensions partitions,connections,groups,history,cores]
+[--targets kafka,wireserver] [--output benchmarks/results.md]``.
 
 Each dimension runs on a fresh broker of each kind in turn, with the same clients and the same
 sizes. The figures go into ``benchmarks/results.md`` as one section with a table per dimension
@@ -25,6 +25,13 @@ against size, both brokers, log-log) goes to ``benchmarks/scaling/<dimension>.pn
   the disk would be left with less than 10 GiB free).
 - **cores**: ``benchmarks.scaling_cores``; never pinned.
 
+Single measurements of tail latencies move by 2-5x between runs on a 2-core machine, so the
+latency and throughput figures of partitions, connections and groups are measured ``--rounds``
+times (default 3, with ``--quick`` 1) on the same broker and the same topics, connections or
+groups: the table shows the median with the rounds' spread, and growth is taken from the
+medians. One-shot figures (create, delete, start-up, idle CPU and RSS, history, cores) are
+measured once.
+
 A dimension's module may set ``PINNING`` (its targets start with that instead of the run's
 pinning) and ``READING`` (a paragraph printed under its table).
 """
@@ -33,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
 import math
 import os
 import random
@@ -53,7 +61,13 @@ from benchmarks.compare import (
     tree_rss_kib,
     write_section,
 )
-from benchmarks.scaling_targets import TARGETS, Figure, Target
+from benchmarks.scaling_targets import (
+    TARGETS,
+    Figure,
+    Target,
+    mean_of_rounds,
+    median_of_rounds,
+)
 
 SECTION = "## How cost grows: partitions, connections, groups and history"
 PLOTS = Path(__file__).resolve().parent / "scaling"
@@ -235,11 +249,12 @@ def produce_across(bootstrap: str, partitions: list[tuple[str, int]], records: i
 
 
 def follow_all(
-    bootstrap: str, partitions: list[tuple[str, int]], seconds: float, pid: int
-) -> tuple[float, float, float, int]:
+    bootstrap: str, partitions: list[tuple[str, int]], seconds: float, pid: int, rounds: int = 1
+) -> list[tuple[float, float, float, int]]:
     """A consumer assigned every partition (one fetch session), and a producer sending a
-    timestamped record every 10 ms to a random partition. Returns produce-to-consume p50 and
-    p99 (ms), broker CPU (% of a core) meanwhile, and how many records arrived."""
+    timestamped record every 10 ms to a random partition for ``seconds``, ``rounds`` times with
+    the same consumer. Returns for each round produce-to-consume p50 and p99 (ms), broker CPU
+    (% of a core) meanwhile, and how many records arrived."""
     import confluent_kafka
 
     consumer = confluent_kafka.Consumer(
@@ -264,34 +279,41 @@ def follow_all(
     settle = time.monotonic() + 3
     while time.monotonic() < settle:
         consumer.poll(0.1)
-    stop = threading.Event()
     rng = random.Random(20)
 
-    def send() -> None:
-        while not stop.wait(0.01):
-            topic, partition = partitions[rng.randrange(len(partitions))]
-            producer.produce(topic, struct.pack(">d", time.time()), partition=partition)
-            producer.poll(0)
-        producer.flush(30)
+    def window() -> tuple[float, float, float, int]:
+        stop = threading.Event()
 
-    sender = threading.Thread(target=send, daemon=True)
-    cpu_before = tree_cpu_seconds(pid)
-    started = time.perf_counter()
-    sender.start()
-    latencies = []
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        message = consumer.poll(0.1)
-        if message is not None and message.error() is None and len(message.value()) == 8:
-            (sent,) = struct.unpack(">d", message.value())
-            latencies.append((time.time() - sent) * 1000)
-    stop.set()
-    sender.join()
-    cpu = (tree_cpu_seconds(pid) - cpu_before) / (time.perf_counter() - started) * 100
+        def send() -> None:
+            while not stop.wait(0.01):
+                topic, partition = partitions[rng.randrange(len(partitions))]
+                producer.produce(topic, struct.pack(">d", time.time()), partition=partition)
+                producer.poll(0)
+            producer.flush(30)
+
+        sender = threading.Thread(target=send, daemon=True)
+        cpu_before = tree_cpu_seconds(pid)
+        started = time.perf_counter()
+        opened = time.time()
+        sender.start()
+        latencies = []
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.1)
+            if message is not None and message.error() is None and len(message.value()) == 8:
+                (sent,) = struct.unpack(">d", message.value())
+                if sent >= opened:  # not a record an earlier round sent and did not wait for
+                    latencies.append((time.time() - sent) * 1000)
+        stop.set()
+        sender.join()
+        cpu = (tree_cpu_seconds(pid) - cpu_before) / (time.perf_counter() - started) * 100
+        if not latencies:
+            return math.nan, math.nan, cpu, 0
+        return statistics.median(latencies), percentile(latencies, 0.99), cpu, len(latencies)
+
+    windows = [window() for _ in range(rounds)]
     consumer.close()
-    if not latencies:
-        return math.nan, math.nan, cpu, 0
-    return statistics.median(latencies), percentile(latencies, 0.99), cpu, len(latencies)
+    return windows
 
 
 def idle_cost(pid: int, seconds: float) -> tuple[float, float]:
@@ -301,13 +323,20 @@ def idle_cost(pid: int, seconds: float) -> tuple[float, float]:
     return (tree_cpu_seconds(pid) - before) / seconds * 100, tree_rss_kib(pid) / 1024
 
 
-def measure_partitions(target: Target, sizes: list[int], quick: bool) -> list[Figure]:
+def measure_partitions(
+    target: Target, sizes: list[int], quick: bool, *, rounds: int = 1
+) -> list[Figure]:
+    """Each size's figures; the latency and throughput ones are measured ``rounds`` times on
+    the same topics and are the median of the rounds."""
     from confluent_kafka.admin import AdminClient
 
     out: list[Figure] = []
 
     def put(size: int, metric: str, value: float | None, note: str = "") -> None:
         out.append(Figure("partitions", size, metric, value, note))
+
+    def put_rounds(size: int, metric: str, values: list[float], note: str = "") -> None:
+        out.append(median_of_rounds("partitions", size, metric, values, note))
 
     for size in sizes:
         topics = topic_names(size)
@@ -322,19 +351,40 @@ def measure_partitions(target: Target, sizes: list[int], quick: bool) -> list[Fi
         except Exception as exc:  # noqa: BLE001 - recorded, the next size goes on
             put(size, "create (s)", None, str(exc)[:200])
             continue
-        times, answer = metadata_latencies(target.bootstrap, 20 if quick else 200)
-        put(size, "Metadata all topics p50 (ms)", statistics.median(times), f"{answer} B")
-        put(size, "Metadata all topics p99 (ms)", percentile(times, 0.99))
+        asked = [metadata_latencies(target.bootstrap, 20 if quick else 200) for _ in range(rounds)]
+        answer = asked[-1][1]
+        put_rounds(
+            size,
+            "Metadata all topics p50 (ms)",
+            [statistics.median(times) for times, _ in asked],
+            f"{answer} B",
+        )
+        put_rounds(
+            size, "Metadata all topics p99 (ms)", [percentile(times, 0.99) for times, _ in asked]
+        )
         records = (20_000 if quick else 100_000) + 20 * size
         produce_across(target.bootstrap, every, records // 4)  # warm-up (Kafka's JIT, caches)
-        rate, p99, errors = produce_across(target.bootstrap, every, records)
+        produced = [produce_across(target.bootstrap, every, records) for _ in range(rounds)]
+        errors = sum(count for *_, count in produced)
         note = f"{errors} errors" if errors else ""
-        put(size, "produce throughput (records/s)", rate, note)
-        put(size, "produce p99 (ms)", p99, note)
-        p50, p99, cpu, arrived = follow_all(target.bootstrap, every, 4 if quick else 10, target.pid)
-        put(size, "follow all: produce-to-consume p50 (ms)", p50, f"{arrived} records")
-        put(size, "follow all: produce-to-consume p99 (ms)", p99)
-        put(size, "follow all: broker CPU (%)", cpu)
+        put_rounds(size, "produce throughput (records/s)", [rate for rate, _, _ in produced], note)
+        put_rounds(size, "produce p99 (ms)", [p99 for _, p99, _ in produced], note)
+        followed = follow_all(target.bootstrap, every, 4 if quick else 10, target.pid, rounds)
+        arrived = sum(count for *_, count in followed)
+        put_rounds(
+            size,
+            "follow all: produce-to-consume p50 (ms)",
+            [p50 for p50, *_ in followed],
+            f"{arrived} records",
+        )
+        put_rounds(
+            size, "follow all: produce-to-consume p99 (ms)", [p99 for _, p99, *_ in followed]
+        )
+        out.append(
+            mean_of_rounds(
+                "partitions", size, "follow all: broker CPU (%)", [cpu for *_, cpu, _ in followed]
+            )
+        )
         cpu, rss = idle_cost(target.pid, 3 if quick else 10)
         put(size, "idle CPU (%)", cpu)
         put(size, "idle RSS (MiB)", rss)
@@ -357,7 +407,8 @@ def measure_partitions(target: Target, sizes: list[int], quick: bool) -> list[Fi
 
 
 def dimensions() -> dict[str, tuple[Callable[..., list], list[int], list[int]]]:
-    """name → (measure function, full sizes, quick sizes)."""
+    """name → (measure function, full sizes, quick sizes). A measure function is called as
+    ``measure(target, sizes, quick)``, and with ``rounds=N`` too if it takes ``rounds``."""
     found: dict[str, tuple[Callable[..., list], list[int], list[int]]] = {
         "partitions": (measure_partitions, [10, 100, 1000, 10_000], [10, 100, 1000]),
     }
@@ -400,6 +451,21 @@ def _fmt(value: float | None) -> str:
     return f"{value:.3g}"
 
 
+def spread(fig: Figure) -> str:
+    """``N rounds: min–max`` for a figure that is the median of rounds, else nothing."""
+    if len(fig.rounds) < 2:
+        return ""
+    measured = fig.measured_rounds
+    counted = (
+        len(fig.rounds)
+        if len(measured) == len(fig.rounds)
+        else f"{len(measured)} of {len(fig.rounds)}"
+    )
+    if not measured:
+        return f"{counted} rounds"
+    return f"{counted} rounds: {_fmt(min(measured))}–{_fmt(max(measured))}"
+
+
 def render(dimension: str, figures: dict[str, list[Figure]]) -> list[str]:
     """The markdown table of one dimension: a row per (figure, size)."""
     ours, base = "wireserver", "Kafka"
@@ -433,8 +499,9 @@ def render(dimension: str, figures: dict[str, list[Figure]]) -> list[str]:
             for broker in (ours, base):
                 fig = row.get(broker)
                 cell = "—" if fig is None else _fmt(fig.value)
-                if fig is not None and fig.note:
-                    cell += f" ({fig.note})"
+                note = "" if fig is None else "; ".join(filter(None, (fig.note, spread(fig))))
+                if note:
+                    cell += f" ({note})"
                 cells.append(cell)
             a, b = (row.get(x) for x in (ours, base))
             ratio = "—"
@@ -503,12 +570,21 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m benchmarks.scaling", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--quick", action="store_true", help="smaller sizes and shorter runs")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        help="times each latency and throughput figure is measured, the median shown "
+        "(default 3, with --quick 1)",
+    )
     parser.add_argument("--no-pin", action="store_true", help="do not pin broker and clients")
     parser.add_argument("--dimensions", default=",".join(dimensions()))
     parser.add_argument("--targets", default="kafka,wireserver")
     parser.add_argument("--sizes", default="", help="comma-separated sizes instead of defaults")
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
+    rounds = args.rounds if args.rounds is not None else 1 if args.quick else 3
+    if rounds < 1:
+        parser.error("--rounds must be at least 1")
     run = Run.begin(not args.no_pin)
     known = dimensions()
     wanted = [d for d in args.dimensions.split(",") if d]
@@ -520,7 +596,7 @@ def main(argv: list[str] | None = None) -> int:
         sizes_used[dimension] = sizes
         pinning = getattr(sys.modules[measure.__module__], "PINNING", run.pinning)
         for key in args.targets.split(","):
-            name, measured = measure_apart(dimension, key, pinning, sizes, args.quick)
+            name, measured = measure_apart(dimension, key, pinning, sizes, args.quick, rounds)
             figures.setdefault(name, []).extend(measured)
     elapsed = time.monotonic() - run.t0
     stamp = run.started.strftime("%Y-%m-%d %H:%M %Z")
@@ -540,7 +616,11 @@ def main(argv: list[str] | None = None) -> int:
         "Growth: the exponent k of figure ∝ size^k between the two largest sizes (1: linear, "
         "0: flat). Plots (log-log): "
         + ", ".join(f"[{d}](scaling/{d}.png)" for d in known)
-        + ". Each dimension's table says which run measured it.",
+        + ". Each dimension's table says which run measured it. Latency and throughput rows "
+        "(Metadata, produce, follow all, connections' produce, groups' commit) are the median "
+        "of that run's rounds on the same broker (`--rounds`, 3 unless given; 1 with --quick), "
+        "with the rounds' spread as `N rounds: min–max` in the row's note, and growth is taken "
+        "from the medians; a CPU row measured in each round is their mean.",
     ]
     tables: dict[str, list[str]] = {}
     for dimension in wanted:
@@ -583,7 +663,7 @@ def _trimmed(lines: list[str]) -> list[str]:
 
 
 def measure_apart(
-    dimension: str, key: str, pinning, sizes: list[int], quick: bool
+    dimension: str, key: str, pinning, sizes: list[int], quick: bool, rounds: int = 1
 ) -> tuple[str, list[Figure]]:
     """One broker's figures for one dimension, measured by a child process of this one: the
     clients a measurement leaves behind (librdkafka handles retrying a stopped broker every
@@ -594,7 +674,7 @@ def measure_apart(
     context = multiprocessing.get_context("fork")
     receiving, sending = context.Pipe(duplex=False)
     child = context.Process(
-        target=_measure_in_child, args=(sending, dimension, key, pinning, sizes, quick)
+        target=_measure_in_child, args=(sending, dimension, key, pinning, sizes, quick, rounds)
     )
     child.start()
     sending.close()
@@ -607,15 +687,19 @@ def measure_apart(
     return name, measured
 
 
-def _measure_in_child(sending, dimension: str, key: str, pinning, sizes, quick) -> None:
+def _measure_in_child(sending, dimension: str, key: str, pinning, sizes, quick, rounds) -> None:
     measure = dimensions()[dimension][0]
+    # Only the dimensions with noisy figures take ``rounds``; the others measure once.
+    repeat = {"rounds": rounds} if "rounds" in inspect.signature(measure).parameters else {}
     target = TARGETS[key](pinning)
     print(f"[scaling] {dimension} {sizes} on {target.name}", file=sys.stderr, flush=True)
     measured: list[Figure] = []
     try:
         target.start()
-        for fig in measure(target, sizes, quick):
-            measured.append(Figure(fig.dimension, fig.size, fig.metric, fig.value, fig.note))
+        for fig in measure(target, sizes, quick, **repeat):
+            measured.append(
+                Figure(fig.dimension, fig.size, fig.metric, fig.value, fig.note, fig.rounds)
+            )
             print(f"  {fig}", file=sys.stderr, flush=True)
     except Exception as exc:  # noqa: BLE001 - the other broker and dimensions go on
         print(f"[scaling] {dimension} on {target.name} failed: {exc}", file=sys.stderr)

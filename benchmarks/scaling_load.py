@@ -35,7 +35,7 @@ from kafka.protocol.metadata.metadata import MetadataRequest
 from kafka.protocol.producer.produce import ProduceRequest
 
 from benchmarks.compare import tree_cpu_seconds, tree_rss_kib
-from benchmarks.scaling_targets import Figure, Target
+from benchmarks.scaling_targets import Figure, Target, mean_of_rounds, median_of_rounds
 from wireserver.protocol.framing import FrameDecoder
 from wireserver.protocol.records import RecordBatchBuilder
 
@@ -278,6 +278,17 @@ class Tally:
     def clean(self) -> bool:
         return self.sent > 0 and self.errors == 0 and self.unanswered == 0
 
+    @classmethod
+    def together(cls, tallies: list[Tally]) -> Tally:
+        """What the answers of several rounds said, in all."""
+        return cls(
+            sent=sum(t.sent for t in tallies),
+            latencies=[latency for t in tallies for latency in t.latencies],
+            errors=sum(t.errors for t in tallies),
+            error_codes=set().union(*(t.error_codes for t in tallies)),
+            unanswered=sum(t.unanswered for t in tallies),
+        )
+
 
 def percentile_ms(latencies: list[float], fraction: float) -> float | None:
     """Nearest-rank percentile in milliseconds."""
@@ -288,15 +299,22 @@ def percentile_ms(latencies: list[float], fraction: float) -> float | None:
     return round(ordered[rank - 1] * 1000, 2)
 
 
+def sends_per_slot(seconds: float) -> int:
+    """How many times ``run_schedule`` calls ``send`` for each slot."""
+    return max(1, round(seconds))
+
+
 async def run_schedule(
     slots: int,
     seconds: float,
     send: Callable[[int, int], asyncio.Future],
     error_codes: Callable[[Any], list[int]],
+    first_round: int = 0,
 ) -> Tally:
     """Call ``send(slot, round)`` for every slot once a second for ``seconds``, slot ``i`` at
-    ``i / slots`` into each second, and tally the answers. A send that falls behind goes out at
-    once (the schedule catches up), so the offered rate stays what was asked."""
+    ``i / slots`` into each second, and tally the answers; ``round`` counts from
+    ``first_round``. A send that falls behind goes out at once (the schedule catches up), so
+    the offered rate stays what was asked."""
     loop = asyncio.get_running_loop()
     tally = Tally()
     outstanding: list[asyncio.Future] = []
@@ -312,14 +330,13 @@ async def run_schedule(
             tally.errors += 1
             tally.error_codes.update(codes)
 
-    rounds = max(1, round(seconds))
     start = loop.time() + 0.05
-    for step in range(rounds * slots):
+    for step in range(sends_per_slot(seconds) * slots):
         at = start + step / slots
         delay = at - loop.time()
         if delay > 0:
             await asyncio.sleep(delay)
-        future = send(step % slots, step // slots)
+        future = send(step % slots, first_round + step // slots)
         future.add_done_callback(answered)
         outstanding.append(future)
         tally.sent += 1
@@ -395,7 +412,44 @@ async def first_produces(connection: Connection, version: int) -> None:
             await asyncio.sleep(0.1)
 
 
-async def connections_run(target: Target, count: int, seconds: float) -> list[Figure]:
+async def timed_rounds(
+    pid: int,
+    rounds: int,
+    slots: int,
+    seconds: float,
+    send: Callable[[int, int], asyncio.Future],
+    error_codes: Callable[[Any], list[int]],
+) -> tuple[list[Tally], list[float]]:
+    """``run_schedule`` ``rounds`` times in a row on the same clients, the schedule's round
+    numbers going on from one to the next; each round's tally and broker CPU (% of a core)."""
+    tallies, cpus = [], []
+    for index in range(rounds):
+        meter = CpuMeter(pid)
+        first = index * sends_per_slot(seconds)
+        tallies.append(await run_schedule(slots, seconds, send, error_codes, first))
+        cpus.append(round(meter.percent(), 2))
+    return tallies, cpus
+
+
+def latency_figures(
+    dimension: str, count: int, what: str, tallies: list[Tally], note: str
+) -> list[Figure]:
+    """``what`` p50 and p99 (ms): the median of the rounds' percentiles."""
+    return [
+        median_of_rounds(
+            dimension,
+            count,
+            f"{what} {name} (ms)",
+            [percentile_ms(t.latencies, fraction) for t in tallies],
+            note,
+        )
+        for name, fraction in (("p50", 0.50), ("p99", 0.99))
+    ]
+
+
+async def connections_run(
+    target: Target, count: int, seconds: float, rounds: int = 1
+) -> list[Figure]:
     def figure(metric: str, value: float | None, note: str = "") -> Figure:
         return Figure("connections", count, metric, value, note)
 
@@ -416,13 +470,13 @@ async def connections_run(target: Target, count: int, seconds: float) -> list[Fi
             partition = (slot + _round) % CONN_PARTITIONS
             return connections[slot].send(produce_request(version, partition))
 
-        meter = CpuMeter(target.pid)
-        tally = await run_schedule(count, seconds, send, produce_error_codes)
-        produce_cpu = meter.percent()
+        tallies, cpus = await timed_rounds(
+            target.pid, rounds, count, seconds, send, produce_error_codes
+        )
         producing_kib = tree_rss_kib(target.pid)
     finally:
         await close_all(connections)
-    note = tally.note(f"Produce v{version} acks=1")
+    note = Tally.together(tallies).note(f"Produce v{version} acks=1")
     return [
         figure(
             "idle RSS (MiB)",
@@ -430,9 +484,8 @@ async def connections_run(target: Target, count: int, seconds: float) -> list[Fi
             f"{mib(baseline_kib)} MiB before connecting; {count} opened in {opening_s:.2f} s",
         ),
         figure("idle CPU (% of a core)", round(idle_cpu, 2)),
-        figure("produce p50 (ms)", percentile_ms(tally.latencies, 0.50), note),
-        figure("produce p99 (ms)", percentile_ms(tally.latencies, 0.99), note),
-        figure("produce CPU (% of a core)", round(produce_cpu, 2)),
+        *latency_figures("connections", count, "produce", tallies, note),
+        mean_of_rounds("connections", count, "produce CPU (% of a core)", cpus),
         figure("RSS while producing (MiB)", mib(producing_kib)),
     ]
 
@@ -448,18 +501,23 @@ CONNECTION_METRICS = (
 
 
 def measure_connections(
-    target: Target, sizes: list[int], quick: bool, *, seconds: float | None = None
+    target: Target,
+    sizes: list[int],
+    quick: bool,
+    *,
+    seconds: float | None = None,
+    rounds: int = 1,
 ) -> list[Figure]:
     """For each size N: N connections idle (broker RSS and CPU), then each producing one
-    100-byte record a second with acks=1 (latency, CPU, RSS). ``seconds`` per phase (default
-    10, quick 4)."""
+    100-byte record a second with acks=1 (latency, CPU, RSS) for ``rounds`` rounds on the same
+    connections. ``seconds`` per phase and round (default 10, quick 4)."""
     raise_open_files_limit()
     create_topic(target.bootstrap, CONN_TOPIC, CONN_PARTITIONS)
     duration = phase_seconds(quick, seconds)
     figures: list[Figure] = []
     for count in sizes:
         try:
-            figures += asyncio.run(connections_run(target, count, duration))
+            figures += asyncio.run(connections_run(target, count, duration, rounds))
         except Exception as exc:  # noqa: BLE001 - one size failing leaves the others
             note = f"failed: {type(exc).__name__}: {exc}"
             figures += [Figure("connections", count, m, None, note) for m in CONNECTION_METRICS]
@@ -558,11 +616,10 @@ async def first_commits(connections: list[Connection], groups: list[str], versio
     return seen
 
 
-async def groups_run(target: Target, count: int, seconds: float) -> tuple[list[Figure], int]:
+async def groups_run(
+    target: Target, count: int, seconds: float, rounds: int = 1
+) -> tuple[list[Figure], int]:
     """Returns the figures and the offset group 0 committed last."""
-
-    def figure(metric: str, value: float | None, note: str = "") -> Figure:
-        return Figure("groups", count, metric, value, note)
 
     groups = [group_id(i) for i in range(count)]
     bootstrap = await open_connections(target.bootstrap, 1, GROUP_TOPIC)
@@ -584,20 +641,20 @@ async def groups_run(target: Target, count: int, seconds: float) -> tuple[list[F
             return connection.send(commit_request(version, groups[slot], round_ + 1))
 
         warm_up_codes = await first_commits(connections, groups, version)
-        meter = CpuMeter(target.pid)
-        tally = await run_schedule(count, seconds, send, commit_error_codes)
-        cpu = meter.percent()
+        tallies, cpus = await timed_rounds(
+            target.pid, rounds, count, seconds, send, commit_error_codes
+        )
     finally:
         await close_all(connections)
-    note = tally.note(f"OffsetCommit v{version} over {connection_count} connections")
+    note = Tally.together(tallies).note(
+        f"OffsetCommit v{version} over {connection_count} connections"
+    )
     if warm_up_codes:
         note += f"; first commits retried after codes {sorted(warm_up_codes)}"
-    rounds = max(1, round(seconds))
     return [
-        figure("commit p50 (ms)", percentile_ms(tally.latencies, 0.50), note),
-        figure("commit p99 (ms)", percentile_ms(tally.latencies, 0.99), note),
-        figure("coordinator CPU (% of a core)", round(cpu, 2)),
-    ], rounds
+        *latency_figures("groups", count, "commit", tallies, note),
+        mean_of_rounds("groups", count, "coordinator CPU (% of a core)", cpus),
+    ], rounds * sends_per_slot(seconds)
 
 
 async def fetch_committed(bootstrap: str, group: str) -> tuple[list[int], float]:
@@ -651,18 +708,24 @@ GROUP_METRICS = ("commit p50 (ms)", "commit p99 (ms)", "coordinator CPU (% of a 
 
 
 def measure_groups(
-    target: Target, sizes: list[int], quick: bool, *, seconds: float | None = None
+    target: Target,
+    sizes: list[int],
+    quick: bool,
+    *,
+    seconds: float | None = None,
+    rounds: int = 1,
 ) -> list[Figure]:
     """For each size N: N groups each committing 4 partitions' offsets once a second
-    (standalone commits, no members), then a clean restart with that history and a check that
-    group 0's offsets survived it. ``seconds`` of committing (default 10, quick 4)."""
+    (standalone commits, no members) for ``rounds`` rounds on the same connections, then a
+    clean restart with that history and a check that group 0's offsets survived it.
+    ``seconds`` of committing per round (default 10, quick 4)."""
     raise_open_files_limit()
     create_topic(target.bootstrap, GROUP_TOPIC, GROUP_PARTITIONS)
     duration = phase_seconds(quick, seconds)
     figures: list[Figure] = []
     for count in sizes:
         try:
-            run_figures, last_offset = asyncio.run(groups_run(target, count, duration))
+            run_figures, last_offset = asyncio.run(groups_run(target, count, duration, rounds))
         except Exception as exc:  # noqa: BLE001 - one size failing leaves the others
             note = f"failed: {type(exc).__name__}: {exc}"
             figures += [Figure("groups", count, m, None, note) for m in GROUP_METRICS]

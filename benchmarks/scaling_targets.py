@@ -8,8 +8,10 @@ get the same probe for "started": the first Metadata answer that lists the broke
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
+import statistics
 import tempfile
 import time
 from dataclasses import dataclass
@@ -28,6 +30,31 @@ class Figure:
     metric: str
     value: float | None  # None when the run failed
     note: str = ""
+    #: Each round's value when the figure was measured more than once on the same broker
+    #: (``value`` is then their median; ``benchmarks.scaling`` shows their spread).
+    rounds: tuple[float | None, ...] = ()
+
+    @property
+    def measured_rounds(self) -> list[float]:
+        """The rounds that gave a value."""
+        return [v for v in self.rounds if v is not None and not math.isnan(v)]
+
+
+def median_of_rounds(
+    dimension: str, size: int, metric: str, values: list[float | None], note: str = ""
+) -> Figure:
+    """A figure measured once per round: the median of the rounds that gave a value (None
+    when none did), keeping every round's value."""
+    figure = Figure(dimension, size, metric, None, note, tuple(values))
+    if figure.measured_rounds:
+        figure.value = statistics.median(figure.measured_rounds)
+    return figure
+
+
+def mean_of_rounds(dimension: str, size: int, metric: str, values: list[float]) -> Figure:
+    """A load's CPU taken in every round: their mean, the CPU over all the rounds."""
+    note = f"mean of {len(values)} rounds" if len(values) > 1 else ""
+    return Figure(dimension, size, metric, statistics.fmean(values), note)
 
 
 def dir_bytes(path: Path) -> int:

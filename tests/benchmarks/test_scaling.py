@@ -10,7 +10,7 @@ from confluent_kafka.admin import AdminClient
 
 from benchmarks.compare import choose_pinning
 from benchmarks.scaling import Figure, growth, measure_partitions, render
-from benchmarks.scaling_targets import WireserverTarget
+from benchmarks.scaling_targets import WireserverTarget, median_of_rounds
 
 pytestmark = pytest.mark.integration
 
@@ -32,11 +32,35 @@ def test_render_puts_both_brokers_a_ratio_and_the_growth_in_each_row():
     assert lines[-1].endswith("| 1.00 | 1.00 |")
 
 
+def test_a_figure_measured_in_rounds_is_the_median_with_its_spread():
+    rounds = {10: [1.0, 3.0, 2.0], 100: [50.0, 20.0, 5.0]}  # medians 2 and 20, means 2 and 25
+    metric = "Metadata all topics p50 (ms)"
+    figures = {
+        "wireserver": [
+            median_of_rounds("partitions", s, metric, values, "345 B")
+            for s, values in rounds.items()
+        ],
+        "Kafka": [Figure("partitions", s, metric, s / 10) for s in (10, 100)],
+    }
+    lines = render("partitions", figures)
+    assert lines[-2].startswith(f"| {metric} | 10 | 2 (345 B; 3 rounds: 1–3) | 1 | 2.00× |")
+    assert lines[-1].startswith("|  | 100 | 20.0 (345 B; 3 rounds: 5–50.0) | 10.0 | 2.00× |")
+    assert lines[-1].endswith("| 1.00 | 1.00 |")  # from the medians (the means give 1.10)
+
+
+def test_a_round_that_failed_is_left_out_of_the_median_and_counted():
+    fig = median_of_rounds("partitions", 10, "produce p99 (ms)", [4.0, math.nan, 8.0])
+    assert fig.value == 6.0
+    lines = render("partitions", {"wireserver": [fig]})
+    assert "| 6 (2 of 3 rounds: 4–8) | — |" in lines[-1]
+    assert median_of_rounds("partitions", 10, "produce p99 (ms)", [None, None]).value is None
+
+
 def test_the_partitions_dimension_measures_a_real_broker():
     target = WireserverTarget(choose_pinning(False))
     try:
         target.start()
-        figures = measure_partitions(target, [10], quick=True)
+        figures = measure_partitions(target, [10], quick=True, rounds=2)
         by_metric = {f.metric: f for f in figures}
         assert set(by_metric) >= {
             "create (s)",
@@ -50,6 +74,16 @@ def test_the_partitions_dimension_measures_a_real_broker():
         for figure in figures:
             assert figure.value is not None and not math.isnan(figure.value), figure
             assert "errors" not in figure.note, figure
+        repeated = [f.metric for f in figures if len(f.measured_rounds) == 2]
+        assert repeated == [
+            "Metadata all topics p50 (ms)",
+            "Metadata all topics p99 (ms)",
+            "produce throughput (records/s)",
+            "produce p99 (ms)",
+            "follow all: produce-to-consume p50 (ms)",
+            "follow all: produce-to-consume p99 (ms)",
+        ]
+        assert by_metric["follow all: broker CPU (%)"].note == "mean of 2 rounds"
         # The topics it made are gone again.
         listed = AdminClient({"bootstrap.servers": target.bootstrap}).list_topics(timeout=30)
         assert not [name for name in listed.topics if name.startswith("scale-p10-")]
@@ -86,6 +120,49 @@ def test_each_measurement_runs_in_a_process_of_its_own(monkeypatch):
     assert name == "toy"
     assert [f.size for f in figures] == [1, 2]
     assert {f.value for f in figures} != {float(os.getpid())}  # measured elsewhere
+
+
+def test_the_rounds_reach_the_measurement_in_the_child_process(monkeypatch):
+    from benchmarks import scaling
+
+    def measure(target, sizes, quick, *, rounds):
+        return [
+            median_of_rounds("toy", size, "rounds", [float(r) for r in range(rounds)])
+            for size in sizes
+        ]
+
+    monkeypatch.setattr(scaling, "dimensions", lambda: {"toy": (measure, [1, 2], [1])})
+    monkeypatch.setitem(scaling.TARGETS, "toy", _ToyTarget)
+    _, figures = scaling.measure_apart("toy", "toy", choose_pinning(False), [1, 2], False, 3)
+    assert [f.rounds for f in figures] == [(0.0, 1.0, 2.0)] * 2
+    assert [f.value for f in figures] == [1.0, 1.0]
+
+
+@pytest.mark.parametrize(
+    ("options", "rounds"),
+    [([], 3), (["--quick"], 1), (["--quick", "--rounds", "2"], 2), (["--rounds", "5"], 5)],
+)
+def test_the_run_passes_its_rounds_on_and_names_them_in_its_command(
+    monkeypatch, tmp_path, options, rounds
+):
+    from benchmarks import scaling
+
+    passed = []
+
+    def measure_apart(dimension, key, pinning, sizes, quick, rounds):
+        passed.append(rounds)
+        return key, [Figure(dimension, size, "figure (ms)", 1.0) for size in sizes]
+
+    monkeypatch.setattr(scaling, "measure_apart", measure_apart)
+    monkeypatch.setattr(scaling, "plot", lambda *args: False)
+    output = tmp_path / "results.md"
+    argv = [*options, "--no-pin", "--dimensions", "partitions", "--targets", "wireserver"]
+    assert scaling.main([*argv, "--output", str(output)]) == 0
+    assert passed == [rounds]
+    measured_by = next(line for line in output.read_text().splitlines() if "Measured by" in line)
+    assert ("--rounds" in measured_by) == ("--rounds" in options)
+    if "--rounds" in options:
+        assert f"--rounds {rounds}" in measured_by
 
 
 def test_a_run_of_some_dimensions_keeps_the_other_tables(tmp_path):
