@@ -1117,7 +1117,7 @@ class Log:
             return True
         if now_ms - self.last_flush_ms >= self.config.flush_ms:
             return True
-        return any(seg.dirty for seg in self._segments[:-1])
+        return self._rolled_segment_unflushed()
 
     def may_become_due(self) -> bool:
         """Whether ``flush_due`` can turn true without another append: there is data above
@@ -1128,6 +1128,10 @@ class Log:
             return False
         if self.config.flush_ms < LONG_MAX or self.config.flush_messages < LONG_MAX:
             return True
+        return self._rolled_segment_unflushed()
+
+    def _rolled_segment_unflushed(self) -> bool:
+        """A segment rolled since the last flush still waits for its fsync."""
         return any(seg.dirty for seg in self._segments[:-1])
 
     @_storage_io("Error while flushing log for")
