@@ -1176,13 +1176,13 @@ def write_results(
     ]
     if errors:
         text += ["", "Failures:", "", *(f"- {e}" for e in errors)]
-    kept = _sections(path.read_text()) if path.exists() else {}
+    kept = sections_of(path.read_text()) if path.exists() else {}
     path.write_text(
         "\n".join(text) + "\n" + "".join(f"\n{title}\n{body}" for title, body in kept.items())
     )
 
 
-def _sections(text: str) -> dict[str, str]:
+def sections_of(text: str) -> dict[str, str]:
     """The ``## `` sections of a results file (other benchmarks write them; this one writes
     none), by heading line, in order."""
     sections: dict[str, str] = {}
@@ -1201,7 +1201,7 @@ def write_section(path: Path, title: str, lines: list[str]) -> None:
     place of that section if it is there, else at the end; the rest is left as it was."""
     text = path.read_text() if path.exists() else ""
     head = text.split("\n## ", 1)[0].rstrip("\n") + "\n" if text else ""
-    sections = {t: body.strip("\n") for t, body in _sections(text).items()}
+    sections = {t: body.strip("\n") for t, body in sections_of(text).items()}
     sections[title] = "\n".join(lines).strip("\n")
     # One blank line around every heading, however the sections were spaced before: a
     # section rewritten on every run must not gain a blank line each time.
