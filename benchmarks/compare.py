@@ -699,10 +699,16 @@ def _java_figure(runs: list[dict]) -> tuple[float, str]:
     """The median MB/s of a Java tool's runs, and a note with its record rate and the
     runs' spread (these tools are noisy; the spread says how far to trust the ratio)."""
     mib = [r["mib_per_s"] for r in runs]
+    spread = _runs_spread(mib)
     note = f" ({_fmt_rate(_median([r['records_per_s'] for r in runs]))}"
-    if len(runs) > 1:
-        note += f"; median of {len(runs)} runs, {min(mib):.3g}–{max(mib):.3g}"
-    return _median(mib), note + ")"
+    return _median(mib), note + (f"; {spread})" if spread else ")")
+
+
+def _runs_spread(values: list[float]) -> str:
+    """``median of N runs, min–max`` for several runs of a Java tool, else nothing."""
+    if len(values) < 2:
+        return ""
+    return f"median of {len(values)} runs, {min(values):.3g}–{max(values):.3g}"
 
 
 # ------------------------------------------------------------------------------ workloads
@@ -798,19 +804,28 @@ class Session:
             )
             key = f"java-produce-{size}"
             topic = f"bench-java-{size}"
-            runs = []
-            for _ in range(self.sizes.java_reps):
-                out = java_produce(
+            runs = self.java_runs(
+                lambda topic=topic, records=records, size=size: java_produce(
                     self.pinning, self.b.bootstrap, topic, records, size, -1, {"acks": "all"}
                 )
-                if "error" in out:
-                    self.failed(key, workload, "MB/s", True, out["error"])
-                    break
-                runs.append(out)
-            else:
-                mib_s, note = _java_figure(runs)
-                self.put(key, workload, "MB/s", True, mib_s, note)
-                self.log(f"  {workload}: {mib_s:.1f} MB/s{note}")
+            )
+            if isinstance(runs, str):
+                self.failed(key, workload, "MB/s", True, runs)
+                continue
+            mib_s, note = _java_figure(runs)
+            self.put(key, workload, "MB/s", True, mib_s, note)
+            self.log(f"  {workload}: {mib_s:.1f} MB/s{note}")
+
+    def java_runs(self, run: Callable[[], dict]) -> list[dict] | str:
+        """``run`` (one Java tool, a JVM each) ``java_reps`` times: the runs' results, or the
+        first run's error."""
+        runs = []
+        for _ in range(self.sizes.java_reps):
+            out = run()
+            if "error" in out:
+                return out["error"]
+            runs.append(out)
+        return runs
 
     def consume(self) -> None:
         for size, partitions, acks in ((1024, 1, "1"), (100, 8, "1")):
@@ -859,13 +874,10 @@ class Session:
             "consume 1 KB from a full log, 1 partition (Java kafka-consumer-perf-test, group)"
         )
         key = "java-consume-1024"
-        runs = []
-        for _ in range(self.sizes.java_reps):
-            out = java_consume(self.pinning, self.b.bootstrap, topic, records)
-            if "error" in out:
-                self.failed(key, workload, "MB/s", True, out["error"])
-                return
-            runs.append(out)
+        runs = self.java_runs(lambda: java_consume(self.pinning, self.b.bootstrap, topic, records))
+        if isinstance(runs, str):
+            self.failed(key, workload, "MB/s", True, runs)
+            return
         mib_s, note = _java_figure(runs)
         self.put(key, workload, "MB/s", True, mib_s, note)
         self.log(f"  {workload}: {mib_s:.1f} MB/s")
@@ -901,9 +913,8 @@ class Session:
         # A JVM each run, and the tool's latencies include its own warm-up: one run's p50 has
         # ranged from 1 to 897 ms on the same broker, so this too is the median of the runs.
         records = int(LATENCY_RATE * (self.sizes.latency_seconds + 1))
-        runs = []
-        for _ in range(self.sizes.java_reps):
-            out = java_produce(
+        runs = self.java_runs(
+            lambda: java_produce(
                 self.pinning,
                 self.b.bootstrap,
                 "bench-latency-java",
@@ -912,20 +923,15 @@ class Session:
                 LATENCY_RATE,
                 {"acks": "all", "linger.ms": "1"},
             )
-            if "error" in out:
-                break
-            runs.append(out)
+        )
         for q in ("p50", "p99"):
             workload = f"{base}, {q} (Java perf-test, linger.ms=1, whole ms)"
-            if "error" in out:
-                self.failed(f"java-lat-{q}", workload, "ms", False, out["error"])
+            if isinstance(runs, str):
+                self.failed(f"java-lat-{q}", workload, "ms", False, runs)
                 continue
             values = [r[q] for r in runs]
-            note = (
-                f" (median of {len(runs)} runs, {min(values):.3g}–{max(values):.3g})"
-                if len(runs) > 1
-                else ""
-            )
+            spread = _runs_spread(values)
+            note = f" ({spread})" if spread else ""
             self.put(f"java-lat-{q}", workload, "ms", False, _median(values), note)
             self.log(f"  {workload}: {_median(values):.0f} ms{note}")
 
