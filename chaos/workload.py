@@ -132,9 +132,8 @@ def run_java(args, history: History) -> None:
             "--max-messages", "-1", "--throughput", str(int(args.rate)), "--acks", "-1",
             "--value-prefix", prefix, "--producer.config", config.name,
         ],
+        log4j2=os.path.join(os.path.dirname(__file__), LOG4J2_JAVA),
     )  # fmt: skip
-    logging = "-Dlog4j2.configurationFile=" + os.path.join(os.path.dirname(__file__), LOG4J2_JAVA)
-    argv = [logging if a.startswith("-Dlog4j2.configurationFile=") else a for a in argv]
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
     signal.signal(signal.SIGTERM, lambda *_: process.terminate())
     assert process.stdout is not None

@@ -298,8 +298,10 @@ def tool_command(
     *,
     lib: Path | None = None,
     jvm_opts: Sequence[str] | None = None,
+    log4j2: Path | str | None = None,
 ) -> list[str]:
-    """The ``java ...`` argv that runs Kafka CLI ``tool`` with ``args``.
+    """The ``java ...`` argv that runs Kafka CLI ``tool`` with ``args``; ``log4j2`` is a
+    logging configuration of the caller's instead of the tools' (warnings to stderr).
 
     ``tool`` is a name from :data:`TOOLS` (``kafka-topics`` or
     ``kafka-topics.sh``) or a fully qualified main class name.
@@ -323,7 +325,7 @@ def tool_command(
         java,
         *jvm_opts,
         *sharing,
-        f"-Dlog4j2.configurationFile={LOG4J2_TOOLS}",
+        f"-Dlog4j2.configurationFile={log4j2 or LOG4J2_TOOLS}",
         "-cp",
         path,
         main_class,
