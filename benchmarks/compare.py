@@ -36,6 +36,7 @@ import json
 import os
 import platform
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -210,10 +211,29 @@ def tree_cpu_seconds(root: int) -> float:
     return sum(cpu_seconds(p) for p in tree_pids(root))
 
 
-def cpu_note(cpu_s: float, nbytes: int) -> str:
+def cpu_note(cpu_s: float, nbytes: int, who: str = "broker") -> str:
     """The broker's CPU per 100 MB moved, for a row's note: throughput figures are often the
-    client's limit, this is the broker's cost."""
-    return f"; broker {cpu_s * 1000 * 100 * MIB / nbytes:.0f} ms CPU/100 MB" if nbytes else ""
+    client's limit, this is the broker's cost. ``who`` names another process's CPU."""
+    return f"; {who} {cpu_s * 1000 * 100 * MIB / nbytes:.0f} ms CPU/100 MB" if nbytes else ""
+
+
+def children_cpu_seconds() -> float:
+    """User + system CPU time of this harness's waited-for children (a Java tool's JVM)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def settle_writeback() -> float:
+    """Write every dirty page back (``sync``) before a throughput workload; the seconds it took.
+
+    The 1 KB workloads leave gigabytes of dirty page cache behind. Without this, a later
+    workload runs while the kernel writes that back, at the dirty threshold, and which workload
+    and which broker meet the writeback depended on timing: the same 100 B workload moved by
+    ±40 % between runs. After a sync each workload starts from the same state on both brokers.
+    """
+    started = time.monotonic()
+    os.sync()
+    return time.monotonic() - started
 
 
 class RssSampler:
@@ -695,12 +715,17 @@ def _fmt_rate(records_per_s: float) -> str:
     return f"{records_per_s / 1e3:.0f} k rec/s"
 
 
-def _java_figure(runs: list[dict]) -> tuple[float, str]:
-    """The median MB/s of a Java tool's runs, and a note with its record rate and the
-    runs' spread (these tools are noisy; the spread says how far to trust the ratio)."""
+def _java_figure(runs: list[dict], nbytes: int) -> tuple[float, str]:
+    """The median MB/s of a Java tool's runs, and a note with its record rate, the broker's
+    and the tool's CPU per 100 MB (``nbytes`` moved per run) and the runs' spread (these tools
+    are noisy and often their own limit; the spread says how far to trust the ratio)."""
     mib = [r["mib_per_s"] for r in runs]
     spread = _runs_spread(mib)
     note = f" ({_fmt_rate(_median([r['records_per_s'] for r in runs]))}"
+    if all("broker_cpu_s" in r for r in runs):
+        moved = nbytes * len(runs)
+        note += cpu_note(sum(r["broker_cpu_s"] for r in runs), moved)
+        note += cpu_note(sum(r["client_cpu_s"] for r in runs), moved, "tool")
     return _median(mib), note + (f"; {spread})" if spread else ")")
 
 
@@ -765,6 +790,7 @@ class Session:
                     )
                     key = f"produce-{size}-{partitions}-{acks}"
                     topic = f"bench-{size}-p{partitions}-acks{acks}"
+                    self.settle()
                     cpu_before = tree_cpu_seconds(self.b.pid)
                     out = rdkafka_produce(
                         self.pinning,
@@ -812,20 +838,31 @@ class Session:
             if isinstance(runs, str):
                 self.failed(key, workload, "MB/s", True, runs)
                 continue
-            mib_s, note = _java_figure(runs)
+            mib_s, note = _java_figure(runs, records * size)
             self.put(key, workload, "MB/s", True, mib_s, note)
             self.log(f"  {workload}: {mib_s:.1f} MB/s{note}")
 
     def java_runs(self, run: Callable[[], dict]) -> list[dict] | str:
-        """``run`` (one Java tool, a JVM each) ``java_reps`` times: the runs' results, or the
-        first run's error."""
+        """``run`` (one Java tool, a JVM each) ``java_reps`` times, each after a writeback
+        settle: the runs' results with the broker's and the tool's CPU seconds
+        (``broker_cpu_s``, ``client_cpu_s``), or the first run's error."""
         runs = []
         for _ in range(self.sizes.java_reps):
+            self.settle()
+            broker_before, client_before = tree_cpu_seconds(self.b.pid), children_cpu_seconds()
             out = run()
             if "error" in out:
                 return out["error"]
+            out["broker_cpu_s"] = tree_cpu_seconds(self.b.pid) - broker_before
+            out["client_cpu_s"] = children_cpu_seconds() - client_before
             runs.append(out)
         return runs
+
+    def settle(self) -> None:
+        """``settle_writeback`` before a throughput workload, logged when it takes a while."""
+        seconds = settle_writeback()
+        if seconds >= 1:
+            self.log(f"  (sync before the next workload: {seconds:.1f} s)")
 
     def consume(self) -> None:
         for size, partitions, acks in ((1024, 1, "1"), (100, 8, "1")):
@@ -836,6 +873,7 @@ class Session:
                 f"{'s' if partitions > 1 else ''} (librdkafka, assigned)"
             )
             key = f"consume-{size}-{partitions}"
+            self.settle()
             cpu_before = tree_cpu_seconds(self.b.pid)
             out = run_rdkafka(
                 self.pinning,
@@ -878,14 +916,15 @@ class Session:
         if isinstance(runs, str):
             self.failed(key, workload, "MB/s", True, runs)
             return
-        mib_s, note = _java_figure(runs)
+        mib_s, note = _java_figure(runs, records * 1024)
         self.put(key, workload, "MB/s", True, mib_s, note)
-        self.log(f"  {workload}: {mib_s:.1f} MB/s")
+        self.log(f"  {workload}: {mib_s:.1f} MB/s{note}")
 
     # -- latency ---------------------------------------------------------------------
 
     def produce_latency(self) -> None:
         base = f"produce latency @ {LATENCY_RATE:,} rec/s, 1 KB, acks=all"
+        self.settle()
         out = run_rdkafka(
             self.pinning,
             "latency",
@@ -1166,7 +1205,11 @@ def write_results(
         '"Broker ... ms CPU/100 MB" in a throughput row is the user + system CPU time of '
         "the broker's process tree over the whole client command (warm-up and repetitions), "
         "per 100 MB of record values produced or read: throughput is often the client's "
-        "limit, this is the broker's cost. Latency workloads send "
+        "limit, this is the broker's cost; in a Java tool's row it covers all its runs, and "
+        '"tool ... ms CPU/100 MB" is the tool\'s own CPU (its JVM on its one core). Before '
+        "every throughput workload, Java run and latency workload the harness runs `sync`, so "
+        "none starts while the kernel writes back the dirty pages of the one before (the 1 KB "
+        "workloads leave gigabytes). Latency workloads send "
         "at a fixed rate and drop the first second. The Java tools run in a fresh JVM each time "
         "(JIT warm-up is part of their figure). Start-up is from process spawn to the first "
         "Metadata answer listing a broker (10 ms polling); for Kafka it includes "

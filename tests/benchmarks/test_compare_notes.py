@@ -1,0 +1,24 @@
+"""benchmarks.compare: what a Java tool's row says besides its median."""
+
+from __future__ import annotations
+
+from benchmarks.compare import MIB, _java_figure
+
+
+def test_a_java_row_gives_the_median_the_spread_and_both_sides_cpu_per_100_mb():
+    # three runs of 100 MiB each: 2 s of broker CPU and 30 s of the tool's in all
+    runs = [
+        {"mib_per_s": mib, "records_per_s": mib * 1024, "broker_cpu_s": 2 / 3, "client_cpu_s": 10}
+        for mib in (20.0, 30.0, 25.0)
+    ]
+    mib_s, note = _java_figure(runs, 100 * MIB)
+    assert mib_s == 25.0
+    assert note == (
+        " (26 k rec/s; broker 667 ms CPU/100 MB; tool 10000 ms CPU/100 MB;"
+        " median of 3 runs, 20–30)"
+    )
+
+
+def test_a_java_row_without_cpu_figures_keeps_the_rate_and_spread_only():
+    mib_s, note = _java_figure([{"mib_per_s": 8.0, "records_per_s": 8192.0}], 1)
+    assert (mib_s, note) == (8.0, " (8 k rec/s)")
