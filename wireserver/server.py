@@ -175,10 +175,24 @@ class KafkaConnection(protocol.Protocol):
         if controls is not None:
             controls.dispatch(self, slot)
             return
-        self.answer(slot, self.handle(slot))
+        try:
+            response = self._run_handler(slot)
+        except Exception:  # noqa: BLE001 - answered as a handler's failure is
+            self._failed(Failure(), slot)
+            return
+        if isinstance(response, defer.Deferred):
+            self.answer(slot, response)
+        else:
+            # Most answers are ready at once: written without a Deferred chain, which
+            # costs a small Produce request a tenth of its time.
+            self._completed(response, slot)
 
     def handle(self, slot: _Slot) -> defer.Deferred:
         """Run the request's handler; a Deferred of its response."""
+        return defer.maybeDeferred(self._run_handler, slot)
+
+    def _run_handler(self, slot: _Slot) -> Any:
+        """The request's handler's result: its response, or a Deferred of it."""
         request = slot.request
         ctx = RequestContext(
             request=request,
@@ -190,9 +204,10 @@ class KafkaConnection(protocol.Protocol):
         )
         handler = handler_for(request.spec)
         slot.started = time.perf_counter()
-        result = defer.maybeDeferred(handler, ctx)
-        slot.returned = time.perf_counter()
-        return result
+        try:
+            return handler(ctx)
+        finally:
+            slot.returned = time.perf_counter()
 
     def answer(self, slot: _Slot, response: defer.Deferred) -> None:
         """Write ``response`` (a Deferred of the response, or of a failure) in ``slot``'s

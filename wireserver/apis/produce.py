@@ -240,9 +240,9 @@ def respond(ctx, responses, moved):
 def await_replication(ctx, waiting, responses, moved):
     """acks=-1: the response once every ISR member has each partition's batch (Kafka's
     DelayedProduce), or after the request's timeout; at once when the ISR is this broker."""
-    replicated = ctx.services.replicas.wait_for_replication(
-        [(name, index, last_offset) for name, index, last_offset, _ in waiting], ctx.body.timeout_ms
-    )
+    replicas = ctx.services.replicas
+    appended = [(name, index, last_offset) for name, index, last_offset, _ in waiting]
+    done, still = replicas.replication_settled(appended)
 
     def answer(results):
         for name, index, _, entry in waiting:
@@ -253,4 +253,6 @@ def await_replication(ctx, waiting, responses, moved):
                     moved.append((name, index, entry))
         return respond(ctx, responses, moved)
 
-    return replicated.addCallback(answer)
+    if not still:
+        return answer(done)
+    return replicas.wait_for_replication(appended, ctx.body.timeout_ms).addCallback(answer)
