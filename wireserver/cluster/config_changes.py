@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from wireserver.cluster import zkdata as zd
@@ -116,6 +116,20 @@ class ConfigChangeListener:
             log.info("ignoring config change notification for %r", entity_path)
             return
         handler(name)
+
+
+def write_entity_config(zk: Any, path: str, config: Mapping[str, str], entity_path: str) -> None:
+    """Kafka's ``AdminZkClient.changeEntityConfig``: ``config`` as the whole set in ``path``
+    (created if need be), then a change notification for ``entity_path`` that every broker
+    (this one included) follows."""
+    from kazoo.exceptions import NoNodeError
+
+    data = zd.encode_entity_config(dict(config))
+    try:
+        zk.set(path, data)
+    except NoNodeError:
+        zk.create(path, data, makepath=True)
+    notify(zk, entity_path)
 
 
 def notify(zk: Any, entity_path: str) -> None:
