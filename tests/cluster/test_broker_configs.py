@@ -57,6 +57,14 @@ def notified(zk, entity_path: str) -> bool:
     )
 
 
+def restart_without_notifications(zk, broker) -> None:
+    """Restart ``broker`` as it would come back long after the change notifications expired
+    (15 minutes): what it applies can come from the config znodes alone."""
+    for child in zk.get_children("/config/changes"):
+        zk.delete(f"/config/changes/{child}")
+    broker.restart()
+
+
 def test_default_and_per_broker_configs_reach_the_broker_and_survive_its_restart(cluster, zk):
     require_tools()
     first, second = cluster.brokers[1], cluster.brokers[2]
@@ -89,10 +97,8 @@ def test_default_and_per_broker_configs_reach_the_broker_and_survive_its_restart
     assert notified(zk, "brokers/2")
     assert limit_in_force(second, "led-by-2", BROKER_LIMIT)
 
-    # read back from ZooKeeper at start, long after the notifications expired (15 minutes)
-    for child in zk.get_children("/config/changes"):
-        zk.delete(f"/config/changes/{child}")
-    second.restart()
+    # read back from ZooKeeper at start
+    restart_without_notifications(zk, second)
     wait_for(
         lambda: limit_in_force(second, "led-by-2", BROKER_LIMIT),
         what="the restarted broker 2 to lead with its own limit",
@@ -102,9 +108,7 @@ def test_default_and_per_broker_configs_reach_the_broker_and_survive_its_restart
     kafka_configs(first.bootstrap_servers, "--entity-name", "2", "--delete-config", KEY)
     assert znode(zk, "/config/brokers/2") == {"version": 1, "config": {}}
     assert limit_in_force(second, "led-by-2", DEFAULT_LIMIT)
-    for child in zk.get_children("/config/changes"):
-        zk.delete(f"/config/changes/{child}")
-    second.restart()
+    restart_without_notifications(zk, second)
     wait_for(
         lambda: limit_in_force(second, "led-by-2", DEFAULT_LIMIT),
         what="the restarted broker 2 to lead with the cluster default",
