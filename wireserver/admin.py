@@ -117,11 +117,6 @@ def check_broker_resource(services: Services, name: str | None, *, allow_default
     return False
 
 
-def refresh_topic_defaults(services: Services) -> None:
-    """Push the broker's (possibly changed) topic defaults into every topic's LogConfig."""
-    services.logs.update_broker_defaults(services.config.topic_defaults())
-
-
 def is_list_key(resource_type: int, name: str) -> bool:
     from wireserver.groups.configs import GROUP_CONFIGS
 
@@ -173,12 +168,10 @@ def set_topic_overrides(
     services.metadata.set_topic_overrides(topic, overrides)
 
 
-def scala_set(names: Iterable[str], mutable: bool = False) -> str:
-    """Names as Kafka's messages print a Scala set: ``Set(a, b)`` (a mutable set, or an
-    immutable one of more than four, prints as ``HashSet(...)``)."""
-    names = sorted(names)
-    kind = "HashSet" if mutable or len(names) > 4 else "Set"
-    return f"{kind}({', '.join(names)})"
+def current_broker_dynamic(services: Services, cluster_default: bool) -> dict[str, str]:
+    """The dynamic layer an incremental change starts from: in cluster mode what ZooKeeper
+    holds (another broker may have changed the default a moment ago), else this broker's."""
+    return services.dynamic_configs.current(cluster_default)
 
 
 def set_broker_dynamic(
@@ -186,66 +179,25 @@ def set_broker_dynamic(
 ) -> None:
     """Make ``props`` the broker's (or the cluster default's) whole dynamic layer.
 
-    Unknown keys fail with INVALID_CONFIG (Kafka accepts unknown keys as custom configs; we
-    have nowhere to keep them). The rest is Kafka's ``DynamicBrokerConfig.validateConfigs``,
-    answered with INVALID_REQUEST as ``ConfigAdminManager`` does (KAFKA-13609), in its order:
-    keys that cannot change at runtime, the TLS store keys (only per listener), bad values, and
-    per-broker keys set as the cluster default. Changes to broker keys that are topic defaults
-    reach every log that does not override them.
+    The keys it changes are checked as Kafka's ``DynamicBrokerConfig.validateConfigs``
+    (``wireserver.dynamic_configs.check``): unknown keys fail with INVALID_CONFIG (Kafka keeps
+    them as custom configs; we have nowhere to use them); keys that cannot change at runtime,
+    the TLS store keys (only per listener), bad values and per-broker keys set as the cluster
+    default with INVALID_REQUEST, as ``ConfigAdminManager`` answers (KAFKA-13609). The layer is
+    stored (the data dir's file, or ZooKeeper with a change notification) and in force at
+    once; changed topic defaults reach every log that does not override them.
     """
-    from wireserver.config import LISTENER_ONLY_KEYS, ConfigError, UnknownConfigError
-    from wireserver.storage.configdef import ConfigValueError
+    from wireserver.dynamic_configs import InvalidDynamicConfig, check
 
-    config = services.config
-    current = config.dynamic_values(cluster_default=cluster_default)
-    unknown = sorted(name for name in props if name not in BROKER_CONFIGS)
-    if unknown:
-        raise AdminError(
-            ErrorCode.INVALID_CONFIG, f"Unknown broker config(s): {', '.join(unknown)}"
-        )
+    current = current_broker_dynamic(services, cluster_default)
     changed = {name: value for name, value in props.items() if current.get(name) != value}
-    read_only = [
-        name
-        for name in changed
-        if BROKER_CONFIGS[name].read_only and name not in LISTENER_ONLY_KEYS
-    ]
-    if read_only:
-        raise AdminError(
-            ErrorCode.INVALID_REQUEST,
-            f"Cannot update these configs dynamically: {scala_set(read_only)}",
-        )
-    listener_only = [name for name in changed if name in LISTENER_ONLY_KEYS]
-    if listener_only:
-        raise AdminError(
-            ErrorCode.INVALID_REQUEST,
-            "These security configs can be dynamically updated only per-listener "
-            f"using the listener prefix: {scala_set(listener_only, mutable=True)}",
-        )
     try:
-        for name, value in changed.items():
-            config.validate_dynamic(name, value)
-    except (ConfigValueError, ConfigError) as exc:
-        code = (
-            ErrorCode.INVALID_CONFIG
-            if isinstance(exc, UnknownConfigError)
-            else ErrorCode.INVALID_REQUEST
-        )
+        check(services.config, cluster_default, changed)
+    except InvalidDynamicConfig as exc:
+        code = ErrorCode.INVALID_CONFIG if exc.unknown else ErrorCode.INVALID_REQUEST
         raise AdminError(code, str(exc)) from None
-    per_broker = [name for name in changed if BROKER_CONFIGS[name].per_broker]
-    if cluster_default and per_broker:
-        raise AdminError(
-            ErrorCode.INVALID_REQUEST,
-            "Cannot update these configs at default cluster level, broker id "
-            f"must be specified: {scala_set(per_broker)}",
-        )
-    if validate_only:
-        return
-    for name in current:
-        if name not in props:
-            config.delete_dynamic(name, cluster_default=cluster_default)
-    for name, value in changed.items():
-        config.set_dynamic(name, value, cluster_default=cluster_default)
-    refresh_topic_defaults(services)
+    if not validate_only:
+        services.dynamic_configs.set(cluster_default, props)
 
 
 # -- GROUP: group configs (wireserver.groups.configs) ----------------------------------------

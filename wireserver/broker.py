@@ -27,6 +27,7 @@ from twisted.internet import defer, task, threads
 
 from wireserver import apis
 from wireserver.config import BrokerConfig, Listener
+from wireserver.dynamic_configs import DynamicBrokerConfigs
 from wireserver.features import Features
 from wireserver.fetch_sessions import FetchSessionCache
 from wireserver.groups import GroupCoordinator
@@ -75,6 +76,7 @@ class Broker:
     replicas: ReplicaManager
     groups: GroupCoordinator
     group_configs: GroupConfigs
+    dynamic_configs: DynamicBrokerConfigs
     features: Features
     txn: TransactionCoordinator
     producer_ids: ProducerIdManager
@@ -149,6 +151,12 @@ class Broker:
             os.makedirs(directory, exist_ok=True)
         self.cluster_id = self._load_or_create_cluster_id()
         self.security = SecurityManager(self.config, self.now_ms)
+        clustered = bool(self.config.get("zookeeper.connect"))
+        self.dynamic_configs = DynamicBrokerConfigs(
+            self.config, self.node_id, self.config.log_dirs[0]
+        )
+        if not clustered:  # before the logs open, so that they start with its topic defaults
+            self.dynamic_configs.load()  # (in cluster mode ZooKeeper's, once it is reached)
         self.logs = LogManager(
             self.config.log_dirs,
             self.config.topic_defaults(),
@@ -160,13 +168,15 @@ class Broker:
             lambda log_dir: self.reactor.callFromThread(self._log_dir_failed, log_dir)
         )
         self.logs.load()
+        self.dynamic_configs.on_change.append(
+            lambda: self.logs.update_broker_defaults(self.config.topic_defaults())
+        )
         partition_logs = [partition_log for _, partition_log in self.logs.logs()]
         log.info(
             "loaded %d partition logs; %d segments recovered (re-scanned)",
             len(partition_logs),
             sum(pl.recovered_segments for pl in partition_logs),
         )
-        clustered = bool(self.config.get("zookeeper.connect"))
         self.replicas = ReplicaManager(
             self.node_id,
             self.logs,

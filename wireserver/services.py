@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from wireserver.config import BrokerConfig, Listener
     from wireserver.controls.rules import BrokerControls
+    from wireserver.dynamic_configs import DynamicBrokerConfigs
     from wireserver.features import Features
     from wireserver.fetch_sessions import FetchSessionCache
     from wireserver.groups.configs import GroupConfigs
@@ -45,6 +46,8 @@ class Services(Protocol):
     metadata: LocalMetadata
     groups: GroupCoordinator
     group_configs: GroupConfigs
+    #: the dynamic broker config layers (this broker's and the cluster default), persisted
+    dynamic_configs: DynamicBrokerConfigs
     #: the supported and finalized feature levels (``at_least("transaction.version", 2)``)
     features: Features
     txn: TransactionCoordinator

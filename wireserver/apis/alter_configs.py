@@ -12,7 +12,9 @@ Each resource's listed configs *replace* its whole set, as in Kafka:
   Kafka's messages (``wireserver.admin.set_broker_dynamic``); every Kafka 4.1 broker key is
   known, those we do not act on included (``wireserver.kafka_keys``); unknown keys →
   INVALID_CONFIG (Kafka keeps unknown keys as custom configs; we refuse them). Changed topic
-  defaults reach every topic at once.
+  defaults reach every topic at once. The layer outlives the broker: on one node in the
+  first log dir, in cluster mode in ``/config/brokers/<id>`` or ``/config/brokers/<default>``
+  with a change notification that every broker follows (``wireserver.dynamic_configs``).
 - GROUP: the group's configs become exactly the listed keys, checked as Kafka's
   ``GroupConfigManager.validate`` (unknown key, bad value, outside the broker's
   ``group.consumer.min/max.*`` bounds → INVALID_CONFIG); an empty name → INVALID_REQUEST.
@@ -22,10 +24,9 @@ Each resource's listed configs *replace* its whole set, as in Kafka:
 As in ``ConfigAdminManager.preprocess``: a resource named twice → INVALID_REQUEST for both,
 a key twice or a null value → INVALID_REQUEST. ``validate_only`` checks and changes nothing.
 
-Deliberate difference: dynamic broker configs live in memory only; they are lost on restart
-(Kafka keeps them in the cluster metadata). Authorization after the duplicate checks: ALTER_CONFIGS
-on the topic (TOPIC_AUTHORIZATION_FAILED), the group (GROUP_AUTHORIZATION_FAILED) or the cluster
-for BROKER resources (CLUSTER_AUTHORIZATION_FAILED). Skipped: AlterConfigPolicy.
+Authorization after the duplicate checks: ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED),
+the group (GROUP_AUTHORIZATION_FAILED) or the cluster for BROKER resources
+(CLUSTER_AUTHORIZATION_FAILED). Skipped: AlterConfigPolicy.
 """
 
 from __future__ import annotations

@@ -6,7 +6,10 @@ Kafka's ``ConfigHelper.describeConfigs``, per resource:
   with its effective value, source (DYNAMIC_TOPIC_CONFIG for an override, else the first broker
   synonym's, else DEFAULT_CONFIG) and, with ``include_synonyms``, the override followed by the
   broker synonyms. An illegal name → INVALID_TOPIC_EXCEPTION; unknown → UNKNOWN_TOPIC_OR_PARTITION.
-- BROKER (4) named by our node id: every broker key, read-only unless it can change at runtime.
+- BROKER (4) named by our node id: every broker key, read-only unless it can change at runtime,
+  with the source of its value in Kafka's precedence (DYNAMIC_BROKER_CONFIG, then
+  DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG; the dynamic layers as
+  stored, ``wireserver.dynamic_configs``).
   An empty name is the cluster-wide default resource: only the keys set as dynamic cluster
   defaults. Any other id or a non-integer → INVALID_REQUEST with Kafka's message.
 - BROKER_LOGGER (8) named by our node id: our Python loggers under log4j level names (source

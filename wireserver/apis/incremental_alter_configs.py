@@ -9,12 +9,13 @@ keys only, starting from the current value or, when unset, the key's default.
   UNKNOWN_TOPIC_OR_PARTITION. The logs use the new config at once. In cluster mode the
   overrides start from ``/config/topics/<t>`` and go back there with a change notification
   that every broker applies (``wireserver.admin.set_topic_overrides``).
-- BROKER (our node id, or "" for the cluster default): applied to the dynamic layer as Kafka's
+- BROKER (our node id, or "" for the cluster default): applied to the dynamic layer (in
+  cluster mode the one ZooKeeper holds) as Kafka's
   ``ConfigAdminManager.prepareIncrementalConfigs`` does (APPEND/SUBTRACT on a non-list key →
   INVALID_REQUEST); then as AlterConfigs (``wireserver.admin.set_broker_dynamic``): keys that
   need a restart, TLS store keys without a listener prefix, bad values and per-broker keys set
   as the cluster default → INVALID_REQUEST; unknown keys → INVALID_CONFIG. Topic-default keys
-  reach every topic at once.
+  reach every topic at once; DELETE removes the key from where the layer is kept too.
 - GROUP: applied to the group's configs (in cluster mode those ZooKeeper holds) and checked as
   Kafka's ``GroupConfigManager.validate``: unknown key, bad value, outside the broker's
   ``group.consumer.min/max.*`` bounds, APPEND/SUBTRACT (no group key is a list) →
@@ -27,7 +28,6 @@ keys only, starting from the current value or, when unset, the key's default.
 A resource named twice → INVALID_REQUEST for both; a key twice, a null value for anything but
 DELETE, or an unknown operation → INVALID_REQUEST. ``validate_only`` changes nothing.
 
-Deliberate difference: dynamic broker configs are kept in memory only (lost on restart).
 Authorization after the duplicate checks: ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED),
 the group (GROUP_AUTHORIZATION_FAILED) or the cluster for BROKER and BROKER_LOGGER resources
 (CLUSTER_AUTHORIZATION_FAILED).
@@ -45,6 +45,7 @@ from wireserver.admin import (
     alter_logger,
     check_broker_resource,
     check_group_resource,
+    current_broker_dynamic,
     current_group_configs,
     current_topic_overrides,
     is_list_key,
@@ -119,7 +120,7 @@ def group_ops(services, group: str, configs, validate_only: bool) -> None:
 
 
 def broker_ops(services, cluster_default: bool, configs, validate_only: bool) -> None:
-    props = services.config.dynamic_values(cluster_default=cluster_default)
+    props = current_broker_dynamic(services, cluster_default)
     for config in configs:
         name, op = config.name, config.config_operation
         if op == SET:

@@ -8,20 +8,21 @@ last it processed it hands the entity's name to the handler of its kind, which r
 config znode: ``topics/<t>`` gives the topic's logs the new overrides (retention, cleanup
 policy, min.insync.replicas, ...); ``users/<sanitized user>`` replaces the user's SCRAM
 credentials (``wireserver.cluster.scram_credentials`` registers that handler);
-``groups/<sanitized group>`` replaces the group's configs (``wireserver.cluster.group_configs``).
+``groups/<sanitized group>`` replaces the group's configs (``wireserver.cluster.group_configs``);
+``brokers/<default>`` and ``brokers/<id>`` replace a dynamic broker config layer, the default on
+every broker and a broker's own on that broker (``wireserver.cluster.broker_configs``).
 At start every existing notification is processed once (re-reading a config is harmless).
 Notifications older than ``CHANGE_EXPIRATION_MS`` (Kafka's 15 minutes) are deleted by whichever
 broker sees them.
 
-Other kinds are ignored: dynamic broker configs stay per broker and in memory, and user or
-client quotas are not enforced (docs/compatibility.md).
+Other kinds are ignored: user or client quotas are not enforced (docs/compatibility.md).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from wireserver.cluster import zkdata as zd
@@ -67,7 +68,7 @@ def sequence_of(child: str) -> int:
 
 class ConfigChangeListener:
     """The broker's one watch of ``/config/changes``: each new notification names an entity
-    (``topics/t``, ``users/u``, ``groups/g``) whose kind's handler re-reads and applies its
+    (``topics/t``, ``users/u``, ``groups/g``, ``brokers/b``) whose kind's handler re-reads and applies its
     config. Whoever keeps a kind of config registers its handler in ``handlers``.
     ``on_reactor(func)`` wraps a kazoo watch callback so that it runs on the reactor thread."""
 
@@ -116,6 +117,20 @@ class ConfigChangeListener:
             log.info("ignoring config change notification for %r", entity_path)
             return
         handler(name)
+
+
+def write_entity_config(zk: Any, path: str, config: Mapping[str, str], entity_path: str) -> None:
+    """Kafka's ``AdminZkClient.changeEntityConfig``: ``config`` as the whole set in ``path``
+    (created if need be), then a change notification for ``entity_path`` that every broker
+    (this one included) follows."""
+    from kazoo.exceptions import NoNodeError
+
+    data = zd.encode_entity_config(dict(config))
+    try:
+        zk.set(path, data)
+    except NoNodeError:
+        zk.create(path, data, makepath=True)
+    notify(zk, entity_path)
 
 
 def notify(zk: Any, entity_path: str) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from wireserver.cluster import zkdata as zd
-from wireserver.cluster.config_changes import notify
+from wireserver.cluster.config_changes import write_entity_config
 
 if TYPE_CHECKING:
     from wireserver.cluster.config_changes import ConfigChangeListener
@@ -54,15 +54,9 @@ class ZkGroupConfigs:
         return zd.read_entity_config(self.zk, zd.group_config_path(group))
 
     def write(self, group: str, overrides: Mapping[str, str]) -> None:
-        from kazoo.exceptions import NoNodeError
-
-        path = zd.group_config_path(group)
-        data = zd.encode_entity_config(dict(overrides))
-        try:
-            self.zk.set(path, data)
-        except NoNodeError:
-            self.zk.create(path, data, makepath=True)
-        notify(self.zk, f"groups/{zd.sanitize(group)}")
+        write_entity_config(
+            self.zk, zd.group_config_path(group), overrides, f"groups/{zd.sanitize(group)}"
+        )
 
     def on_change(self, name: str) -> None:
         group = zd.desanitize(name)

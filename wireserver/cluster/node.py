@@ -9,8 +9,8 @@ to the minimum over the ISR, and shrinks and expands the ISR (a conditional writ
 znode, as Kafka's ZooKeeper-era ``Partition.maybeShrinkIsr``/``maybeExpandIsr`` did). As
 follower it fetches from the leader (``wireserver.cluster.fetcher``). A topic whose
 assignment disappears (DeleteTopics) loses its replicas and logs here; one whose assignment
-grows (CreatePartitions) gains the new partitions; topic config and SCRAM credential changes
-arrive through ``wireserver.cluster.config_changes``.
+grows (CreatePartitions) gains the new partitions; topic config, dynamic broker config and
+SCRAM credential changes arrive through ``wireserver.cluster.config_changes``.
 
 kazoo runs watch callbacks on its own thread; every one is brought back to the reactor with
 ``callFromThread``. ZooKeeper reads and writes made from the reactor thread are synchronous:
@@ -34,6 +34,7 @@ from wireserver.replica.manager import scala_option
 
 if TYPE_CHECKING:
     from wireserver.config import Listener
+    from wireserver.dynamic_configs import DynamicBrokerConfigs
     from wireserver.features import Features
     from wireserver.groups.configs import GroupConfigs
     from wireserver.metadata import LocalMetadata
@@ -74,6 +75,7 @@ class NodeHost(FetcherHost, Protocol):
     security: SecurityManager
     producer_ids: ProducerIdManager
     group_configs: GroupConfigs
+    dynamic_configs: DynamicBrokerConfigs
     features: Features
     metadata: LocalMetadata
 
@@ -135,6 +137,12 @@ class ClusterNode:
             self.zk.stop()
             self.zk.close()
             raise
+        # the dynamic broker configs (/config/brokers) first: everything after may read them
+        from wireserver.cluster.broker_configs import ZkBrokerConfigs
+
+        ZkBrokerConfigs(self.zk, self.broker.dynamic_configs, self.node_id).start(
+            self.config_changes
+        )
         from wireserver.cluster.producer_ids import ZkProducerIdManager
 
         self.broker.producer_ids = ZkProducerIdManager(self.zk, self.node_id)

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from wireserver.cluster import zkdata as zd
-from wireserver.cluster.config_changes import notify
+from wireserver.cluster.config_changes import write_entity_config
 from wireserver.cluster.placement import PlacementError, assign_replicas
 from wireserver.metadata import TopicError
 from wireserver.protocol.errors import ErrorCode
@@ -118,11 +118,4 @@ def read_topic_config(node: ZkHolder, topic: str) -> dict[str, str]:
 def write_topic_config(node: ZkHolder, topic: str, overrides: Mapping[str, str]) -> None:
     """Kafka's ``AdminZkClient.changeTopicConfig``: the whole override set, then a change
     notification that every broker (this one included) follows."""
-    from kazoo.exceptions import NoNodeError
-
-    data = zd.encode_entity_config(dict(overrides))
-    try:
-        node.zk.set(zd.topic_config_path(topic), data)
-    except NoNodeError:
-        node.zk.create(zd.topic_config_path(topic), data, makepath=True)
-    notify(node.zk, f"topics/{topic}")
+    write_entity_config(node.zk, zd.topic_config_path(topic), overrides, f"topics/{topic}")

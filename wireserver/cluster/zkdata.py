@@ -17,6 +17,9 @@ TOPICS = "/brokers/topics"
 CONFIG_TOPICS = "/config/topics"
 CONFIG_USERS = "/config/users"
 CONFIG_GROUPS = "/config/groups"  # ours: Kafka's ZooKeeper-era brokers had no group configs
+CONFIG_BROKERS = "/config/brokers"  # dynamic broker configs: <id> and <default>
+#: Kafka's ``ConfigEntityName.DEFAULT``: the entity name of the cluster-wide default
+DEFAULT_ENTITY = "<default>"
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 CLUSTER_ID = "/cluster/id"
@@ -59,6 +62,17 @@ def user_config_path(user: str) -> str:
 
 def group_config_path(group: str) -> str:
     return f"{CONFIG_GROUPS}/{sanitize(group)}"
+
+
+def broker_entity(broker_id: int | None) -> str:
+    """The entity name of a broker's dynamic configs: its id, or ``<default>`` (None) for
+    the cluster-wide default."""
+    return DEFAULT_ENTITY if broker_id is None else str(broker_id)
+
+
+def broker_config_path(broker_id: int | None) -> str:
+    """``/config/brokers/<id>`` or ``/config/brokers/<default>``."""
+    return f"{CONFIG_BROKERS}/{broker_entity(broker_id)}"
 
 
 DELETE_TOPICS = "/admin/delete_topics"  # children: topics marked for deletion
@@ -154,7 +168,8 @@ class TopicAssignment:
 
 def encode_entity_config(config: dict[str, str]) -> bytes:
     """``/config/topics/<t>`` (the topic's overrides), ``/config/users/<user>`` (SCRAM
-    credentials, quotas) or ``/config/groups/<group>`` (the group's configs)."""
+    credentials, quotas), ``/config/groups/<group>`` (the group's configs) or
+    ``/config/brokers/<id>`` (dynamic broker configs)."""
     return _dumps({"version": 1, "config": config})
 
 

@@ -1,0 +1,99 @@
+"""Dynamic broker configs outlive the broker on one node: set with Kafka's ``kafka-configs``
+(per broker and as the cluster default), they are described with Kafka's sources and in force
+after a restart on the same data dir, and one deleted stays deleted. ``message.max.bytes`` is
+the key: a producer sees it at once (a record over it is refused with MSG_SIZE_TOO_LARGE)."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from compat_tests.reference import require_tools, run_tool
+from wireserver.testing import EmbeddedBroker
+
+pytestmark = pytest.mark.integration
+
+KEY = "message.max.bytes"
+DEFAULT_LIMIT, BROKER_LIMIT = 20000, 5000
+
+
+def kafka_configs(broker: EmbeddedBroker, *args: str) -> str:
+    """Run ``kafka-configs --entity-type brokers ARGS`` against ``broker``: its output."""
+    done = run_tool(
+        "kafka-configs",
+        ["--entity-type", "brokers", *args],
+        bootstrap=broker.bootstrap_servers,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def produce(bootstrap: str, topic: str, size: int) -> str | None:
+    """Produce one record of ``size`` bytes: None once acknowledged, else the error's name
+    (a retriable one, after 10 s of retries, when the leader is not there)."""
+    outcome = []
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 0, "message.timeout.ms": 10000}
+    )
+    producer.produce(topic, b"x" * size, on_delivery=lambda err, msg: outcome.append(err))
+    producer.flush(30)
+    if not outcome:
+        return "no delivery report"
+    return outcome[0].name() if outcome[0] is not None else None
+
+
+def limit_in_force(broker: EmbeddedBroker, topic: str, limit: int) -> bool:
+    """Records a little under ``limit`` are accepted and a little over refused."""
+    bootstrap = broker.bootstrap_servers
+    return (
+        produce(bootstrap, topic, limit - 500) is None
+        and produce(bootstrap, topic, limit + 500) == "MSG_SIZE_TOO_LARGE"
+    )
+
+
+def test_broker_and_default_configs_survive_a_restart(tmp_path):
+    require_tools()
+    broker = EmbeddedBroker("thread", overrides={"node.id": "1"}, data_dir=tmp_path / "data")
+    broker.start()
+    try:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        admin.create_topics([NewTopic("limits", 1, 1)])["limits"].result(30)
+
+        out = kafka_configs(
+            broker, "--entity-default", "--alter", "--add-config", f"{KEY}={DEFAULT_LIMIT}"
+        )
+        assert "Completed updating default config for brokers in the cluster." in out
+        out = kafka_configs(
+            broker, "--entity-name", "1", "--alter", "--add-config", f"{KEY}={BROKER_LIMIT}"
+        )
+        assert "Completed updating config for broker 1." in out
+        assert limit_in_force(broker, "limits", BROKER_LIMIT)
+
+        broker.restart()
+        # the per-broker value over the cluster default over Kafka's default
+        described = kafka_configs(broker, "--entity-name", "1", "--describe")
+        assert (
+            f"{KEY}={BROKER_LIMIT} sensitive=false synonyms={{"
+            f"DYNAMIC_BROKER_CONFIG:{KEY}={BROKER_LIMIT}, "
+            f"DYNAMIC_DEFAULT_BROKER_CONFIG:{KEY}={DEFAULT_LIMIT}, "
+            f"DEFAULT_CONFIG:{KEY}=1048588}}"
+        ) in described
+        described = kafka_configs(broker, "--entity-default", "--describe")
+        assert (
+            "Default configs for brokers in the cluster are:\n"
+            f"  {KEY}={DEFAULT_LIMIT} sensitive=false "
+            f"synonyms={{DYNAMIC_DEFAULT_BROKER_CONFIG:{KEY}={DEFAULT_LIMIT}}}\n"
+        ) in described
+        assert limit_in_force(broker, "limits", BROKER_LIMIT)
+
+        # deleting the broker's value leaves the default in force, after a restart too
+        kafka_configs(broker, "--entity-name", "1", "--alter", "--delete-config", KEY)
+        assert limit_in_force(broker, "limits", DEFAULT_LIMIT)
+        broker.restart()
+        assert limit_in_force(broker, "limits", DEFAULT_LIMIT)
+        described = kafka_configs(broker, "--entity-name", "1", "--describe")
+        assert described.strip() == "Dynamic configs for broker 1 are:"
+    finally:
+        broker.close()
