@@ -717,7 +717,7 @@ def _fmt_rate(records_per_s: float) -> str:
 
 def _java_figure(runs: list[dict], nbytes: int) -> tuple[float, str]:
     """The median MB/s of a Java tool's runs, and a note with its record rate, the broker's
-    and the tool's CPU per 100 MB (``nbytes`` moved per run) and the runs' spread (these tools
+    and the tool's (client) CPU per 100 MB (``nbytes`` moved per run) and the runs' spread (these tools
     are noisy and often their own limit; the spread says how far to trust the ratio)."""
     mib = [r["mib_per_s"] for r in runs]
     spread = _runs_spread(mib)
@@ -725,7 +725,7 @@ def _java_figure(runs: list[dict], nbytes: int) -> tuple[float, str]:
     if all("broker_cpu_s" in r for r in runs):
         moved = nbytes * len(runs)
         note += cpu_note(sum(r["broker_cpu_s"] for r in runs), moved)
-        note += cpu_note(sum(r["client_cpu_s"] for r in runs), moved, "tool")
+        note += cpu_note(sum(r["client_cpu_s"] for r in runs), moved, "client")
     return _median(mib), note + (f"; {spread})" if spread else ")")
 
 
@@ -792,6 +792,7 @@ class Session:
                     topic = f"bench-{size}-p{partitions}-acks{acks}"
                     self.settle()
                     cpu_before = tree_cpu_seconds(self.b.pid)
+                    client_before = children_cpu_seconds()
                     out = rdkafka_produce(
                         self.pinning,
                         self.b.bootstrap,
@@ -804,6 +805,7 @@ class Session:
                         records // 5,
                     )
                     cpu = tree_cpu_seconds(self.b.pid) - cpu_before
+                    client_cpu = children_cpu_seconds() - client_before
                     if "error" in out:
                         self.failed(key, workload, "MB/s", True, out["error"])
                         continue
@@ -816,7 +818,8 @@ class Session:
                         "MB/s",
                         True,
                         mib_s,
-                        f" ({_fmt_rate(records / seconds)}{cpu_note(cpu, moved)})",
+                        f" ({_fmt_rate(records / seconds)}{cpu_note(cpu, moved)}"
+                        f"{cpu_note(client_cpu, moved, 'client')})",
                     )
                     self.log(f"  {workload}: {mib_s:.1f} MB/s, {records / seconds:,.0f} rec/s")
 
@@ -875,6 +878,7 @@ class Session:
             key = f"consume-{size}-{partitions}"
             self.settle()
             cpu_before = tree_cpu_seconds(self.b.pid)
+            client_before = children_cpu_seconds()
             out = run_rdkafka(
                 self.pinning,
                 "consume",
@@ -887,6 +891,7 @@ class Session:
                 "--warmup",
             )
             cpu = tree_cpu_seconds(self.b.pid) - cpu_before
+            client_cpu = children_cpu_seconds() - client_before
             if "error" in out:
                 self.failed(key, workload, "MB/s", True, out["error"])
                 continue
@@ -901,7 +906,8 @@ class Session:
                 "MB/s",
                 True,
                 mib_s,
-                f" ({_fmt_rate(records / seconds)}{cpu_note(cpu, moved)})",
+                f" ({_fmt_rate(records / seconds)}{cpu_note(cpu, moved)}"
+                f"{cpu_note(client_cpu, moved, 'client')})",
             )
             self.log(f"  {workload}: {mib_s:.1f} MB/s over {records:,} records")
 
@@ -1206,7 +1212,8 @@ def write_results(
         "the broker's process tree over the whole client command (warm-up and repetitions), "
         "per 100 MB of record values produced or read: throughput is often the client's "
         "limit, this is the broker's cost; in a Java tool's row it covers all its runs, and "
-        '"tool ... ms CPU/100 MB" is the tool\'s own CPU (its JVM on its one core). Before '
+        '"client ... ms CPU/100 MB" is the client process\'s own CPU likewise (the Python '
+        "librdkafka process, or a Java tool's JVM), on its one core. Before "
         "every throughput workload, Java run and latency workload the harness runs `sync`, so "
         "none starts while the kernel writes back the dirty pages of the one before (the 1 KB "
         "workloads leave gigabytes). Latency workloads send "

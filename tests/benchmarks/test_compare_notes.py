@@ -14,7 +14,7 @@ def test_a_java_row_gives_the_median_the_spread_and_both_sides_cpu_per_100_mb():
     mib_s, note = _java_figure(runs, 100 * MIB)
     assert mib_s == 25.0
     assert note == (
-        " (26 k rec/s; broker 667 ms CPU/100 MB; tool 10000 ms CPU/100 MB;"
+        " (26 k rec/s; broker 667 ms CPU/100 MB; client 10000 ms CPU/100 MB;"
         " median of 3 runs, 20–30)"
     )
 
