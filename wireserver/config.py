@@ -285,6 +285,20 @@ _BROKER_ONLY = [
         "SO_RCVBUF of accepted sockets (-1 = the OS default).",
     ),
     _key(
+        "quota.window.num",
+        "int",
+        11,
+        "Number of samples kept to measure client quota rates.",
+        at_least(1),
+    ),
+    _key(
+        "quota.window.size.seconds",
+        "int",
+        1,
+        "Time span of each sample of the client quota rates.",
+        at_least(1),
+    ),
+    _key(
         "queued.max.requests",
         "int",
         500,

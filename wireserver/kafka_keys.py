@@ -223,8 +223,6 @@ KAFKA_ONLY_KEYS: list[ConfigDef] = [
     _k("producer.id.expiration.check.interval.ms", "int", 600000, R, at_least(1), internal=True),
     _k("producer.purgatory.purge.interval.requests", "int", 1000, R),
     _k("queued.max.request.bytes", "long", -1, R),
-    _k("quota.window.num", "int", 11, R, at_least(1)),
-    _k("quota.window.size.seconds", "int", 1, R, at_least(1)),
     _k("remote.fetch.max.wait.ms", "int", 500, C, at_least(1)),
     _k("remote.list.offsets.request.timeout.ms", "long", 30000, C, at_least(1)),
     _k("remote.log.index.file.cache.total.size.bytes", "long", 1073741824, C, at_least(1)),
