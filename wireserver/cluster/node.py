@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from wireserver.metadata import LocalMetadata
     from wireserver.producer_ids import ProducerIdManager
     from wireserver.purgatory import Purgatory
+    from wireserver.quotas import Quotas
     from wireserver.replica.manager import ReplicaManager
     from wireserver.security.manager import SecurityManager
 
@@ -74,6 +75,7 @@ class NodeHost(FetcherHost, Protocol):
     security: SecurityManager
     producer_ids: ProducerIdManager
     group_configs: GroupConfigs
+    quotas: Quotas
     features: Features
     metadata: LocalMetadata
 
@@ -104,7 +106,7 @@ class ClusterNode:
         self._strays_checked = False
         self._created_cluster = False  # this broker wrote /cluster/id (a new ZooKeeper tree)
         self.config_changes = ConfigChangeListener(self._from_zk)
-        self.config_changes.handlers["topics"] = self._apply_topic_config
+        self.config_changes.add("topics", self._apply_topic_config)
         self.lag_max_ms = broker.config["replica.lag.time.max.ms"]
         self._loops: list[task.LoopingCall] = []
         self._session_lost = False
@@ -147,6 +149,10 @@ class ClusterNode:
         from wireserver.cluster.scram_credentials import ZkScramCredentials
 
         ZkScramCredentials(self.zk, self.broker.security.scram).start(self.config_changes)
+        # and client quotas (/config/users, /config/clients, /config/ips)
+        from wireserver.cluster.client_quotas import ZkClientQuotas
+
+        ZkClientQuotas(self.zk, self.broker.quotas.store).start(self.config_changes)
         # and delegation tokens (/delegation_token), followed through their own notifications
         from wireserver.cluster.delegation_tokens import ZkDelegationTokens
 
