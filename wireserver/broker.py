@@ -208,6 +208,8 @@ class Broker:
             ClientQuotaStore(self.config.log_dirs[0]),
             self.config["quota.window.size.seconds"] * 1000,
             self.config["quota.window.num"],
+            self.config["controller.quota.window.size.seconds"] * 1000,
+            self.config["controller.quota.window.num"],
         )
         create_topic = partial(create_internal_topic, self)
         self.groups = GroupCoordinator(

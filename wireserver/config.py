@@ -285,6 +285,20 @@ _BROKER_ONLY = [
         "SO_RCVBUF of accepted sockets (-1 = the OS default).",
     ),
     _key(
+        "controller.quota.window.num",
+        "int",
+        11,
+        "Windows of controller_mutation_rate a client may use at once (its token bucket).",
+        at_least(1),
+    ),
+    _key(
+        "controller.quota.window.size.seconds",
+        "int",
+        1,
+        "Time span of each controller_mutation_rate window.",
+        at_least(1),
+    ),
+    _key(
         "quota.window.num",
         "int",
         11,

@@ -88,8 +88,6 @@ KAFKA_ONLY_KEYS: list[ConfigDef] = [
     _k("controller.quorum.request.timeout.ms", "int", 2000, R, at_least(0)),
     _k("controller.quorum.retry.backoff.ms", "int", 20, R, at_least(0)),
     _k("controller.quorum.voters", "list", [], R, NON_EMPTY),
-    _k("controller.quota.window.num", "int", 11, R, at_least(1)),
-    _k("controller.quota.window.size.seconds", "int", 1, R, at_least(1)),
     _k("controller.socket.timeout.ms", "int", 30000, R),
     _k("cordoned.log.dirs", "list", [], B),
     _k("create.topic.policy.class.name", "class", None, R),

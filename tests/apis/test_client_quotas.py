@@ -315,3 +315,53 @@ def test_kafka_configs_sets_and_describes_quotas(broker):
     finally:
         configs("--alter", *default_user, "--delete-config", "request_percentage")
     assert configs("--describe", *default_user).strip() == ""
+
+
+def create_topic(wire, topic: str, partitions: int, version: int):
+    """CreateTopics of one topic: (error code, message, throttle_time_ms)."""
+    from kafka.protocol.admin.topics import CreateTopicsRequest
+
+    creatable = CreateTopicsRequest.CreatableTopic
+    response = wire.request(
+        CreateTopicsRequest(
+            version=version,
+            topics=[
+                creatable(
+                    name=topic,
+                    num_partitions=partitions,
+                    replication_factor=1,
+                    assignments=[],
+                    configs=[],
+                )
+            ],
+            timeout_ms=10000,
+            validate_only=False,
+        )
+    )
+    (result,) = response.topics
+    return result.error_code, result.error_message, response.throttle_time_ms
+
+
+def test_controller_mutation_rate_refuses_or_throttles_topic_creations(broker, wire):
+    """KIP-599: a rate of 1 partition/s fills a bucket of 11 (quota.window.num windows of
+    1 s). Strict (CreateTopics v6+): 20 partitions are accepted unthrottled (the bucket goes
+    below zero), then a topic is refused THROTTLING_QUOTA_EXCEEDED with the time to refill;
+    permissive (v5): accepted and throttled."""
+    strict, permissive = name("strict"), name("permissive")
+    assert alter(
+        wire,
+        [
+            ({"client-id": strict}, {"controller_mutation_rate": 1.0}),
+            ({"client-id": permissive}, {"controller_mutation_rate": 1.0}),
+        ],
+    ) == [(0, None), (0, None)]
+    bootstrap = broker.bootstrap_servers
+    with KafkaWire(bootstrap, client_id=strict) as mutator:
+        assert create_topic(mutator, name("m"), 20, version=7) == (0, None, 0)
+        code, message, throttle_ms = create_topic(mutator, name("m"), 1, version=7)
+    assert (code, message) == (89, "The throttling quota has been exceeded.")
+    assert 8000 <= throttle_ms <= 9000
+    with KafkaWire(bootstrap, client_id=permissive) as mutator:
+        code, message, throttle_ms = create_topic(mutator, name("m"), 20, version=5)
+    assert (code, message) == (0, None)
+    assert 8000 <= throttle_ms <= 9000

@@ -175,3 +175,39 @@ class QuotaManager:
         if limit is None:
             return None
         return limit * (self.samples - 1) * self.window_ms / 1000.0
+
+
+class MutationQuotaManager(QuotaManager):
+    """``controller_mutation_rate`` (KIP-599, Kafka's ``ControllerMutationQuotaManager``): a
+    token bucket per quota id, holding up to ``rate * samples * window`` partition mutations
+    (full at first) and refilled at the rate. A strict request (CreateTopics v6+,
+    CreatePartitions v3+, DeleteTopics v5+) is refused a mutation while the bucket is below
+    zero, and is not throttled for the mutation that takes it below; a permissive one (older
+    versions) is never refused and is throttled as soon as the bucket is below zero. The
+    throttle time is the time to refill to zero."""
+
+    def __init__(self, store: Any, key: str, window_ms: int, samples: int):
+        super().__init__(store, key, window_ms, samples)
+        self.buckets: dict[tuple[str, str], list[float]] = {}  # tags -> [tokens, at ms]
+
+    def take(
+        self, user: str, client_id: str, permits: float, now_ms: int, strict: bool
+    ) -> tuple[bool, int]:
+        """Record ``permits`` partition mutations: (accepted, throttle time in ms)."""
+        tags, limit = self.resolve(user, client_id)
+        if limit is None:
+            return True, 0
+        burst = limit * self.samples * self.window_ms / 1000.0
+        bucket = self.buckets.get(tags)
+        if bucket is None:
+            bucket = self.buckets[tags] = [burst, now_ms]
+        tokens, at = bucket
+        tokens = min(burst, tokens + limit * max(0, now_ms - at) / 1000.0)
+        if strict and tokens < 0:
+            bucket[:] = [tokens, now_ms]
+            return False, round(-tokens / limit * 1000)
+        tokens -= permits
+        bucket[:] = [tokens, now_ms]
+        if strict or tokens >= 0:
+            return True, 0
+        return True, round(-tokens / limit * 1000)
