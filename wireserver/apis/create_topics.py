@@ -109,38 +109,19 @@ def handle(ctx: RequestContext) -> HandlerResult:
         assignments = {a.partition_index: list(a.broker_ids) for a in topic.assignments or []}
         configs = {c.name: c.value for c in topic.configs or []}
         overrides: Mapping[str, str]
+        request = (name, topic.num_partitions, topic.replication_factor, configs, assignments)
         try:
+            if validate_only or budget is not None:
+                # the checks alone; with a controller_mutation_rate, the partition count
+                # to take from it before creating
+                partitions, overrides = resolve_creation(services, *request)
             if validate_only:
-                partitions, overrides = resolve_creation(
-                    services,
-                    name,
-                    topic.num_partitions,
-                    topic.replication_factor,
-                    configs,
-                    assignments,
-                )
                 topic_id = uuid.uuid4()
                 log_config = LogConfig.from_values(services.logs.broker_defaults, overrides)
             else:
-                if budget is not None:
-                    wanted, _ = resolve_creation(
-                        services,
-                        name,
-                        topic.num_partitions,
-                        topic.replication_factor,
-                        configs,
-                        assignments,
-                    )
-                    if not budget.take(wanted):
-                        raise TopicError(THROTTLED, THROTTLED_MESSAGE)
-                info = create_topic(
-                    services,
-                    name,
-                    topic.num_partitions,
-                    topic.replication_factor,
-                    configs,
-                    assignments,
-                )
+                if budget is not None and not budget.take(partitions):
+                    raise TopicError(THROTTLED, THROTTLED_MESSAGE)
+                info = create_topic(services, *request)
                 partitions, overrides = info.num_partitions, info.overrides
                 topic_id, log_config = info.topic_id, info.config
         except TopicError as exc:
