@@ -108,6 +108,16 @@ class KafkaConnection(protocol.Protocol):
         controls = self.services.controls
         if controls is not None and controls.refuses(self):
             return
+        connections = self.services.quotas.connections
+        if connections.active:
+            throttle_ms = connections.connection(getattr(peer, "host", "?"), self.services.now_ms())
+            if throttle_ms > 0:
+                # Kafka's acceptor: over the IP's connection_creation_rate, the connection is
+                # read from no more and closed once the throttle time is over
+                self.closed = True
+                self.transport.pauseProducing()
+                self.services.reactor.callLater(throttle_ms / 1000.0, self.transport.loseConnection)
+                return
         self.writer = ResponseWriter(self.transport, supports_sendfile(self.transport))
         if self.writer.zero_copy:
             # As Kafka does (SocketServer: setTcpNoDelay): a response's short tail, sent after

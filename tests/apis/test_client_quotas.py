@@ -13,7 +13,7 @@ import pytest
 from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
 
 from tests.integration import raw
-from wireserver.testing import EmbeddedBroker, KafkaWire
+from wireserver.testing import EmbeddedBroker, KafkaWire, wait_for
 
 INVALID_REQUEST, UNSUPPORTED_VERSION = 42, 35
 EXACT, DEFAULT, ANY = 0, 1, 2
@@ -91,7 +91,7 @@ def test_set_describe_and_remove_quotas(wire):
                 ({"user": user, "client-id": client}, {"consumer_byte_rate": 2048.0}),
                 ({"user": user, "client-id": None}, {"consumer_byte_rate": 4096.0}),
                 ({"client-id": client}, {"controller_mutation_rate": 3.0}),
-                ({"ip": "127.0.0.1"}, {"connection_creation_rate": 50.0}),
+                ({"ip": "192.0.2.1"}, {"connection_creation_rate": 50.0}),
             ],
         )
         == [(0, None)] * 5
@@ -116,8 +116,8 @@ def test_set_describe_and_remove_quotas(wire):
     any_client = describe(wire, [("client-id", ANY, None)], strict=True)[2]
     assert any_client[(("client-id", client),)] == {"controller_mutation_rate": 3.0}
     assert all(len(entity) == 1 for entity in any_client)
-    assert describe(wire, [("ip", EXACT, "127.0.0.1")], version=0)[2] == {
-        (("ip", "127.0.0.1"),): {"connection_creation_rate": 50.0}
+    assert describe(wire, [("ip", EXACT, "192.0.2.1")], version=0)[2] == {
+        (("ip", "192.0.2.1"),): {"connection_creation_rate": 50.0}
     }
     # validate_only changes nothing; removing a key keeps the others; removing the last
     # forgets the entity
@@ -365,3 +365,27 @@ def test_controller_mutation_rate_refuses_or_throttles_topic_creations(broker, w
         code, message, throttle_ms = create_topic(mutator, name("m"), 20, version=5)
     assert (code, message) == (0, None)
     assert 8000 <= throttle_ms <= 9000
+
+
+def answers(bootstrap: str) -> bool:
+    """Whether a new connection is answered (ApiVersions), rather than closed unanswered."""
+    try:
+        with KafkaWire(bootstrap, timeout=5.0):
+            return True
+    except (ConnectionError, OSError):
+        return False
+
+
+def test_connection_creation_rate_closes_connections_over_the_ips_quota(tmp_path):
+    """5 connections a second from 127.0.0.1 (the default ip's quota; windows of 1 s, two of
+    them): the first ones are answered, those over the rate are closed unanswered after the
+    throttle time, and once the rate is back under the quota a connection is answered again."""
+    with EmbeddedBroker(data_dir=tmp_path / "data", overrides={"quota.window.num": 2}) as running:
+        bootstrap = running.bootstrap_servers
+        with KafkaWire(bootstrap) as wire:
+            assert alter(wire, [({"ip": None}, {"connection_creation_rate": 5.0})]) == [(0, None)]
+        answered = [answers(bootstrap) for _ in range(10)]
+        assert answered[:3] == [True] * 3, answered
+        assert False in answered, answered
+        # refused connections are not counted: the rate falls back under the quota
+        wait_for(lambda: answers(bootstrap), timeout=10, what="a connection answered again")

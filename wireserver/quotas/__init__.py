@@ -11,7 +11,9 @@ How a quota reaches a client: ``wireserver.server`` records each request against
 the Fetch handler records its response's bytes (``Quotas.fetch``); a manager with no quota set
 for its key costs one attribute test per request. A violation gives the response
 ``throttle_time_ms`` and mutes the connection that long (KIP-219), or for request versions
-older than client-side throttling holds the response that long instead.
+older than client-side throttling holds the response that long instead. CreateTopics,
+CreatePartitions and DeleteTopics take their partitions from ``Quotas.mutation``
+(``MutationBudget``); a new connection counts against its IP's ``Quotas.connections``.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from __future__ import annotations
 from typing import Any
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.quotas.rates import MutationQuotaManager, QuotaManager
+from wireserver.quotas.rates import ConnectionRateManager, MutationQuotaManager, QuotaManager
 from wireserver.quotas.store import (
+    CONNECTION_CREATION_RATE,
     CONSUMER_BYTE_RATE,
     CONTROLLER_MUTATION_RATE,
     PRODUCER_BYTE_RATE,
@@ -30,7 +33,7 @@ from wireserver.quotas.store import (
 
 
 class Quotas:
-    """A broker's quotas: the store and one manager per kind measured per user/client-id."""
+    """A broker's quotas: the store and one manager per quota key."""
 
     def __init__(
         self,
@@ -51,11 +54,14 @@ class Quotas:
         self.mutation = MutationQuotaManager(
             store, CONTROLLER_MUTATION_RATE, mutation_window_ms, mutation_samples
         )
+        self.connections = ConnectionRateManager(
+            store, CONNECTION_CREATION_RATE, window_ms, samples
+        )
         store.listeners.append(self._changed)
         self._changed()
 
     def _changed(self) -> None:
-        for manager in (self.produce, self.fetch, self.request, self.mutation):
+        for manager in (self.produce, self.fetch, self.request, self.mutation, self.connections):
             manager.refresh()
 
     @property

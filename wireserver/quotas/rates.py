@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wireserver.quotas.store import CLIENT_ID, USER, Entity
+from wireserver.quotas.store import CLIENT_ID, IP, USER, Entity
 
 
 def _entity(user: Any = False, client: Any = False) -> Entity:
@@ -211,3 +211,35 @@ class MutationQuotaManager(QuotaManager):
         if strict or tokens >= 0:
             return True, 0
         return True, round(-tokens / limit * 1000)
+
+
+class ConnectionRateManager(QuotaManager):
+    """``connection_creation_rate`` per client IP (Kafka's ``ConnectionQuotas``): the IP's own
+    quota, else the default IP's; a connection that takes the IP's rate over it is not
+    counted and is closed, unread, after the throttle time (at most one window). Its limits
+    are keyed by IP (None: the default), its rates by IP."""
+
+    def refresh(self) -> None:
+        key = self.key
+        self.ip_limits: dict[str | None, float] = {
+            dict(entity)[IP]: quotas[key]
+            for entity, quotas in self.store.entities().items()
+            if key in quotas and IP in dict(entity)
+        }
+        self.active = bool(self.ip_limits)
+
+    def connection(self, ip: str, now_ms: int) -> int:
+        """Count a new connection from ``ip``: the throttle time (ms) when it is refused."""
+        limit = self.ip_limits.get(ip, self.ip_limits.get(None))
+        if limit is None:
+            return 0
+        rate = self.rates.get((ip, ""))
+        if rate is None:
+            rate = self.rates[(ip, "")] = Rate(now_ms)
+        window_ms, samples = self.window_ms, self.samples
+        rate.record(1.0, now_ms, window_ms, samples)
+        measured, window = rate.measure(now_ms, window_ms, samples)
+        if measured <= limit:
+            return 0
+        rate.record(-1.0, now_ms, window_ms, samples)
+        return int(min(round((measured - limit) / limit * window), window_ms))
