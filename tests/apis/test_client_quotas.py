@@ -389,3 +389,23 @@ def test_connection_creation_rate_closes_connections_over_the_ips_quota(tmp_path
         assert False in answered, answered
         # refused connections are not counted: the rate falls back under the quota
         wait_for(lambda: answers(bootstrap), timeout=10, what="a connection answered again")
+
+
+def metadata_throttle_ms(bootstrap: str, client_id: str, requests: int = 50) -> int:
+    """The first throttle_time_ms above 0 of up to ``requests`` Metadata requests, else 0."""
+    with KafkaWire(bootstrap, client_id=client_id) as wire:
+        for _ in range(requests):
+            throttle_ms = wire.request(raw.metadata(None)).throttle_time_ms
+            if throttle_ms > 0:
+                return throttle_ms
+    return 0
+
+
+def test_request_percentage_throttles_a_client_that_uses_more_handler_time(broker, wire):
+    """request_percentage=0.001 (a hundred-thousandth of the reactor): a client doing anything
+    is over it within a few requests and is throttled, at most one window (1 s) at a time as
+    in Kafka; another client-id is not."""
+    client = name("busy")
+    assert alter(wire, [({"client-id": client}, {"request_percentage": 0.001})]) == [(0, None)]
+    assert 0 < metadata_throttle_ms(broker.bootstrap_servers, client) <= 1000
+    assert metadata_throttle_ms(broker.bootstrap_servers, name("idle"), requests=5) == 0
