@@ -77,6 +77,9 @@ SERVED.register(30, "CreateAcls", "kafka.protocol.admin.acl", 1, 3)
 SERVED.register(31, "DeleteAcls", "kafka.protocol.admin.acl", 1, 3)
 SERVED.register(50, "DescribeUserScramCredentials", "kafka.protocol.admin.users", 0, 0)
 SERVED.register(51, "AlterUserScramCredentials", "kafka.protocol.admin.users", 0, 0)
+# Client quotas (wireserver.quotas).
+SERVED.register(48, "DescribeClientQuotas", "kafka.protocol.admin.client_quotas", 0, 1)
+SERVED.register(49, "AlterClientQuotas", "kafka.protocol.admin.client_quotas", 0, 1)
 # Delegation tokens (KIP-48); message classes from protocol.messages_tokens.
 SERVED.register(38, "CreateDelegationToken", "wireserver.protocol.messages_tokens", 1, 3)
 SERVED.register(39, "RenewDelegationToken", "wireserver.protocol.messages_tokens", 1, 2)

@@ -40,6 +40,8 @@ from wireserver.ops.listener import OpsListener
 from wireserver.producer_ids import ProducerIdManager
 from wireserver.protocol.served import SERVED
 from wireserver.purgatory import Purgatory
+from wireserver.quotas import Quotas
+from wireserver.quotas.store import ClientQuotaStore
 from wireserver.replica.manager import ReplicaManager
 from wireserver.security.manager import SecurityManager
 from wireserver.server import KafkaServerFactory
@@ -81,6 +83,7 @@ class Broker:
     txn: TransactionCoordinator
     producer_ids: ProducerIdManager
     security: SecurityManager
+    quotas: Quotas
     metadata: LocalMetadata
     fetch_sessions: FetchSessionCache
     cleaner: LogCleaner
@@ -211,6 +214,13 @@ class Broker:
         )
         self.group_configs = GroupConfigs(self.config, self.config.log_dirs[0])
         self.features = Features(self.registry, self.config.log_dirs[0])
+        self.quotas = Quotas(
+            ClientQuotaStore(self.config.log_dirs[0]),
+            self.config["quota.window.size.seconds"] * 1000,
+            self.config["quota.window.num"],
+            self.config["controller.quota.window.size.seconds"] * 1000,
+            self.config["controller.quota.window.num"],
+        )
         create_topic = partial(create_internal_topic, self)
         self.groups = GroupCoordinator(
             self,

@@ -27,6 +27,9 @@ class RequestContext:
     #: whether the connection can send records straight from segment files (plain TCP):
     #: then Fetch leaves large reads in the files (``storage.file_records``)
     zero_copy: bool = False
+    #: a quota violation the handler found (Fetch's ``consumer_byte_rate``): the server
+    #: throttles the connection this long (``wireserver.server``)
+    throttle_ms: int = 0
 
     @property
     def version(self) -> int:

@@ -21,7 +21,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from twisted.internet import defer, protocol
+from twisted.internet import defer, protocol, task
 from twisted.python.failure import Failure
 
 from wireserver import request_log
@@ -33,11 +33,13 @@ from wireserver.protocol.errors import DecodeError, UnsupportedApi
 from wireserver.protocol.framing import FrameDecoder
 from wireserver.protocol.messages import (
     FETCH_KEY,
+    PRODUCE_KEY,
     Request,
     decode_request,
     encode_response_chunks,
     fetch_replica_id,
 )
+from wireserver.quotas import quota_user
 from wireserver.security import connection as security_hooks
 from wireserver.zero_copy import ResponseWriter, close_chunks, supports_sendfile
 
@@ -61,10 +63,13 @@ class _Slot:
         "returned",
         "completed",
         "response",
+        "size",
     )
 
-    def __init__(self, request: Request, received: float):
+    def __init__(self, request: Request, received: float, size: int = 0):
         self.request = request
+        #: the request's bytes (without the size prefix): what a produce quota counts
+        self.size = size
         self.done = False
         self.data: list[bytes] | None = None
         #: ``time.perf_counter()`` readings: the read that brought the frame, the handler's
@@ -92,6 +97,8 @@ class KafkaConnection(protocol.Protocol):
         self.writer: ResponseWriter | None = None
         #: ``metrics.enable``: count and time each request (``_record``)
         self.timed = services.metrics.enabled
+        #: the timer that ends a quota throttle (``throttle``)
+        self._unthrottle: Any = None
 
     # -- connection lifecycle -------------------------------------------------------------
 
@@ -101,6 +108,16 @@ class KafkaConnection(protocol.Protocol):
         controls = self.services.controls
         if controls is not None and controls.refuses(self):
             return
+        connections = self.services.quotas.connections
+        if connections.active:
+            throttle_ms = connections.connection(getattr(peer, "host", "?"), self.services.now_ms())
+            if throttle_ms > 0:
+                # Kafka's acceptor: over the IP's connection_creation_rate, the connection is
+                # read from no more and closed once the throttle time is over
+                self.closed = True
+                self.transport.pauseProducing()
+                self.services.reactor.callLater(throttle_ms / 1000.0, self.transport.loseConnection)
+                return
         self.writer = ResponseWriter(self.transport, supports_sendfile(self.transport))
         if self.writer.zero_copy:
             # As Kafka does (SocketServer: setTcpNoDelay): a response's short tail, sent after
@@ -119,6 +136,8 @@ class KafkaConnection(protocol.Protocol):
         for slot in self.pending:
             close_chunks(slot.data or [])
         self.pending.clear()
+        if self._unthrottle is not None and self._unthrottle.active():
+            self._unthrottle.cancel()
 
     def close(self, why: str) -> None:
         """Drop this connection (only this one) after a protocol violation."""
@@ -171,13 +190,13 @@ class KafkaConnection(protocol.Protocol):
             except DecodeError as exc:
                 self.close(f"malformed request: {exc}")
                 return
-            self._dispatch(request, received)
+            self._dispatch(request, received, len(frame))
         if len(self.pending) >= self.max_in_flight and not self.paused:
             self.paused = True
             self.transport.pauseProducing()
 
-    def _dispatch(self, request: Request, received: float) -> None:
-        slot = _Slot(request, received)
+    def _dispatch(self, request: Request, received: float, size: int = 0) -> None:
+        slot = _Slot(request, received, size)
         self.pending.append(slot)
         controls = self.services.controls
         if controls is not None:
@@ -213,9 +232,75 @@ class KafkaConnection(protocol.Protocol):
         handler = handler_for(request.spec)
         slot.started = time.perf_counter()
         try:
-            return handler(ctx)
+            result = handler(ctx)
         finally:
             slot.returned = time.perf_counter()
+        if self.services.quotas.enforcing:
+            if isinstance(result, defer.Deferred):
+                return result.addCallback(self._apply_quotas, ctx, slot)
+            return self._apply_quotas(result, ctx, slot)
+        return result
+
+    # -- quotas -----------------------------------------------------------------------------
+
+    def _apply_quotas(self, response: Any, ctx: RequestContext, slot: _Slot) -> Any:
+        """Record the request against the client's quotas (``wireserver.quotas``): produce
+        bytes, handler time (``request_percentage``); the Fetch handler has recorded its
+        bytes already (``ctx.throttle_ms``). A violation sets ``throttle_time_ms`` and mutes
+        this connection that long (KIP-219), or holds the response instead for request
+        versions from before client-side throttling, as Kafka does."""
+        quotas = self.services.quotas
+        request = slot.request
+        throttle_ms = ctx.throttle_ms
+        user = quota_user(self.security)
+        client_id = request.header.client_id or ""
+        now_ms = self.services.now_ms()
+        if request.header.api_key == PRODUCE_KEY and quotas.produce.active:
+            throttle_ms = max(
+                throttle_ms, quotas.produce.record(user, client_id, slot.size, now_ms)
+            )
+        throttle_field = request.spec.response_class.fields.get("throttle_time_ms")
+        if quotas.request.active and throttle_field is not None and not self._exempt(request):
+            # percent of one second of reactor time, as Kafka counts request-thread time
+            used = (slot.returned - slot.started) * 100.0
+            throttle_ms = max(throttle_ms, quotas.request.record(user, client_id, used, now_ms))
+        if throttle_ms <= 0 or self.closed:
+            return response
+        if (
+            response is not None
+            and throttle_field is not None
+            and throttle_field.for_version_q(request.api_version)
+        ):
+            response.throttle_time_ms = max(response.throttle_time_ms or 0, throttle_ms)
+        from wireserver.controls.rules import CLIENT_THROTTLES_FROM
+
+        if request.api_version >= CLIENT_THROTTLES_FROM.get(request.spec.name, 0):
+            self.throttle(throttle_ms)
+            return response
+        return task.deferLater(self.services.reactor, throttle_ms / 1000.0, lambda: response)
+
+    @staticmethod
+    def _exempt(request: Request) -> bool:
+        """A follower's fetch is replication, exempt from client quotas."""
+        body = request.body
+        return (
+            body is None
+            or request.header.api_key == FETCH_KEY
+            and fetch_replica_id(body, request.api_version) >= 0
+        )
+
+    def throttle(self, ms: int) -> None:
+        """Read nothing from this connection for ``ms`` (a quota violation; from now, or
+        longer if it is throttled longer already)."""
+        self.mute()
+        reactor = self.services.reactor
+        until = reactor.seconds() + ms / 1000.0
+        timer = self._unthrottle
+        if timer is not None and timer.active():
+            if timer.getTime() < until:
+                timer.reset(until - reactor.seconds())
+        else:
+            self._unthrottle = reactor.callLater(ms / 1000.0, self.unmute)
 
     def answer(self, slot: _Slot, response: defer.Deferred) -> None:
         """Write ``response`` (a Deferred of the response, or of a failure) in ``slot``'s

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from wireserver.producer_ids import ProducerIdManager
     from wireserver.protocol.registry import ApiRegistry
     from wireserver.purgatory import Purgatory
+    from wireserver.quotas import Quotas
     from wireserver.replica.manager import ReplicaManager
     from wireserver.security.manager import SecurityManager
     from wireserver.storage.manager import LogManager
@@ -53,6 +54,8 @@ class Services(Protocol):
     txn: TransactionCoordinator
     producer_ids: ProducerIdManager
     security: SecurityManager
+    #: the client quotas set and the rates measured against them (``wireserver.quotas``)
+    quotas: Quotas
     #: the counters and timings Kafka's MBeans hold (``wireserver.metrics``)
     metrics: BrokerMetrics
     #: the open client connections (``wireserver.server``), which the broker drops on stop

@@ -432,6 +432,8 @@ TARGETS = {
     "OffsetDelete": ("partitions", GROUPS[:1]),
     "DescribeUserScramCredentials": (None, ()),
     "AlterUserScramCredentials": (None, ()),
+    "DescribeClientQuotas": (None, ()),
+    "AlterClientQuotas": (None, ()),
     "DescribeQuorum": ("partitions", ()),
     "UpdateFeatures": (None, ()),
     "DescribeCluster": (None, ()),

@@ -15,6 +15,10 @@ with the topic's replication factor over the live brokers), the controller creat
 and every broker opens their logs. The response waits (up to ``timeout_ms``) until every new
 partition has a leader in this broker's metadata, REQUEST_TIMED_OUT otherwise.
 
+Under a ``controller_mutation_rate`` quota (``wireserver.quotas.MutationBudget``) the
+new partitions count against it; from v3 a topic asked for while the quota is exhausted is
+refused THROTTLING_QUOTA_EXCEEDED, as in Kafka (KIP-599).
+
 Skipped: ``timeout_ms`` on one node (synchronous).
 """
 
@@ -25,10 +29,13 @@ from twisted.internet import defer
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
 from wireserver.protocol.errors import ErrorCode
+from wireserver.quotas import THROTTLED, THROTTLED_MESSAGE, mutation_budget
 from wireserver.security import checks
 from wireserver.topics import MAX_PARTITIONS, TopicError, wait_for_topics
 
 API_KEY = 37
+#: KIP-599: from this version a topic over the client's controller_mutation_rate is refused
+STRICT_FROM = 3
 
 
 def check(topic, current: int, registered, replication_factor: int) -> None:
@@ -111,6 +118,14 @@ def handle(ctx: RequestContext) -> HandlerResult:
     results = []
     extended: dict[str, int] = {}  # cluster mode: topic -> new partition count, to wait for
     reported: set[str] = set()
+    budget = None if body.validate_only else mutation_budget(ctx, STRICT_FROM)
+
+    def checked(topic, current: int, registered, replication_factor: int) -> None:
+        """``check``, then the new partitions count against the controller_mutation_rate."""
+        check(topic, current, registered, replication_factor)
+        if budget is not None and not budget.take(topic.count - current):
+            raise TopicError(THROTTLED, THROTTLED_MESSAGE)
+
     for topic in body.topics:
         if counts[topic.name] > 1:
             if topic.name not in reported:
@@ -134,7 +149,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
             continue
         shared = services.metadata.shared(topic.name)
         try:
-            services.metadata.add_partitions(topic, bool(body.validate_only), check)
+            services.metadata.add_partitions(topic, bool(body.validate_only), checked)
         except TopicError as exc:
             results.append(
                 result_class(name=topic.name, error_code=exc.code, error_message=exc.message)

@@ -20,6 +20,10 @@ TOPIC_AUTHORIZATION_FAILED "Authorization failed."; without DESCRIBE_CONFIGS on 
 the result has ``topic_config_error_code`` TOPIC_AUTHORIZATION_FAILED and no configs, partition
 count or replication factor.
 
+Under a ``controller_mutation_rate`` quota (``wireserver.quotas.MutationBudget``) each
+created topic's partitions count against it; from v6 a topic asked for while the quota is
+exhausted is refused THROTTLING_QUOTA_EXCEEDED, as in Kafka (KIP-599).
+
 Skipped: ``timeout_ms`` in one-node mode (creation is synchronous there), CreateTopicPolicy.
 """
 
@@ -34,6 +38,7 @@ from wireserver.admin import ZERO_UUID, topic_config_rows
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
 from wireserver.protocol.errors import ErrorCode
+from wireserver.quotas import THROTTLED, THROTTLED_MESSAGE, mutation_budget
 from wireserver.security import checks
 from wireserver.storage.log_config import LogConfig
 from wireserver.topics import (
@@ -45,6 +50,8 @@ from wireserver.topics import (
 )
 
 API_KEY = 19
+#: KIP-599: from this version a topic over the client's controller_mutation_rate is refused
+STRICT_FROM = 6
 
 
 def _replication_factor(services, replication_factor: int, assignments) -> int:
@@ -74,6 +81,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
     result_class = ctx.request.spec.response_class.CreatableTopicResult
     config_class = result_class.CreatableTopicConfigs
     validate_only = bool(body.validate_only)
+    budget = None if validate_only else mutation_budget(ctx, STRICT_FROM)
     seen: dict[str, int] = {}
     for topic in body.topics:
         seen[topic.name] = seen.get(topic.name, 0) + 1
@@ -101,27 +109,19 @@ def handle(ctx: RequestContext) -> HandlerResult:
         assignments = {a.partition_index: list(a.broker_ids) for a in topic.assignments or []}
         configs = {c.name: c.value for c in topic.configs or []}
         overrides: Mapping[str, str]
+        request = (name, topic.num_partitions, topic.replication_factor, configs, assignments)
         try:
+            if validate_only or budget is not None:
+                # the checks alone; with a controller_mutation_rate, the partition count
+                # to take from it before creating
+                partitions, overrides = resolve_creation(services, *request)
             if validate_only:
-                partitions, overrides = resolve_creation(
-                    services,
-                    name,
-                    topic.num_partitions,
-                    topic.replication_factor,
-                    configs,
-                    assignments,
-                )
                 topic_id = uuid.uuid4()
                 log_config = LogConfig.from_values(services.logs.broker_defaults, overrides)
             else:
-                info = create_topic(
-                    services,
-                    name,
-                    topic.num_partitions,
-                    topic.replication_factor,
-                    configs,
-                    assignments,
-                )
+                if budget is not None and not budget.take(partitions):
+                    raise TopicError(THROTTLED, THROTTLED_MESSAGE)
+                info = create_topic(services, *request)
                 partitions, overrides = info.num_partitions, info.overrides
                 topic_id, log_config = info.topic_id, info.config
         except TopicError as exc:

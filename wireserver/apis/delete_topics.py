@@ -21,6 +21,10 @@ a topic the principal may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED whether or 
 (an unknown one it may describe stays UNKNOWN_TOPIC_OR_PARTITION); by id, an unauthorized topic
 is named only when describable.
 
+Under a ``controller_mutation_rate`` quota (``wireserver.quotas.MutationBudget``) the
+deleted topic's partitions count against it; from v5 a topic asked for while the quota is exhausted is
+refused THROTTLING_QUOTA_EXCEEDED, as in Kafka (KIP-599).
+
 Skipped: ``timeout_ms`` on one node. Internal topics are not protected (Kafka's
 ``kafka-topics`` tool refuses them on the client side).
 """
@@ -33,10 +37,13 @@ from wireserver.admin import ZERO_UUID
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
 from wireserver.protocol.errors import ErrorCode
+from wireserver.quotas import THROTTLED, THROTTLED_MESSAGE, mutation_budget
 from wireserver.security import checks
 from wireserver.topics import wait_for_topics
 
 API_KEY = 20
+#: KIP-599: from this version a topic over the client's controller_mutation_rate is refused
+STRICT_FROM = 5
 
 
 @defer.inlineCallbacks
@@ -93,6 +100,15 @@ def handle(ctx: RequestContext) -> HandlerResult:
         elif topic_id != ZERO_UUID:
             id_counts[topic_id] = id_counts.get(topic_id, 0) + 1
     by_id = {topic_id: name for name, topic_id in topics.items()}
+    budget = mutation_budget(ctx, STRICT_FROM)
+
+    def take(name: str) -> bool:
+        """Count the topic's partitions against the client's controller_mutation_rate."""
+        if budget is None:
+            return True
+        info = services.logs.topics.get(name)
+        return budget.take(info.num_partitions if info is not None else 1)
+
     deleted: dict = {}  # in cluster mode: name -> topic id, to wait for
     results = []
     for name, topic_id in wanted:
@@ -131,6 +147,8 @@ def handle(ctx: RequestContext) -> HandlerResult:
                         checks.message(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
                     )
                 )
+            elif not take(found):
+                results.append(result(found, topic_id, THROTTLED, THROTTLED_MESSAGE))
             else:
                 shared = metadata.shared(found)
                 metadata.delete_topic(found)
@@ -148,6 +166,8 @@ def handle(ctx: RequestContext) -> HandlerResult:
                     "This server does not host this topic-partition.",
                 )
             )
+        elif not take(name):
+            results.append(result(name, ZERO_UUID, THROTTLED, THROTTLED_MESSAGE))
         else:
             found_id = topics[name]
             shared = metadata.shared(name)

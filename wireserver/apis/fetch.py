@@ -16,6 +16,11 @@
   segments' ``.txnindex``, so the client drops their records. ``last_stable_offset`` is
   reported for both isolation levels, as Kafka does.
 
+A consumer under a ``consumer_byte_rate`` quota (``wireserver.quotas``) gets no more bytes
+than the quota allows in one window, and the bytes it gets count against the quota; a fetch
+that would go over is answered empty with ``throttle_time_ms`` (its bytes not counted), as
+Kafka's ``getThrottledResponse``; followers are exempt.
+
 Only the partition's leader answers (NOT_LEADER_OR_FOLLOWER elsewhere) and epochs are fenced
 against its leader epoch (0 on one node; ``wireserver.replica``). A follower's fetch
 (``replica_id`` >= 0) reads up to the log end offset rather than the high watermark or LSO, and
@@ -44,6 +49,7 @@ from wireserver.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, CachedPartitio
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.fetch_response import FetchPartition
 from wireserver.protocol.messages import fetch_replica_id
+from wireserver.quotas import quota_user
 from wireserver.security import checks
 from wireserver.storage.errors import KafkaStorageError, OffsetOutOfRange
 
@@ -78,6 +84,9 @@ class FetchPlan:
         self.new_session = False  # a full fetch with epoch 0: open a session when answering
         self.expected_epoch = None  # the session's epoch this incremental fetch left it at
         self.error = ErrorCode.NONE
+        #: the most bytes this client's ``consumer_byte_rate`` lets one answer carry (Kafka's
+        #: ``maxValueInQuotaWindow``), None without a quota
+        self.quota_bytes: float | None = None
         self.partitions: list[CachedPartition] = []
 
     def build(self) -> None:
@@ -190,6 +199,8 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
     replicas = ctx.services.replicas
     follower = replica_id(ctx) >= 0
     remaining = body.max_bytes
+    if plan.quota_bytes is not None:
+        remaining = min(remaining, int(plan.quota_bytes))
     min_one = True
     read_committed = body.isolation_level == 1
     results = []
@@ -390,6 +401,10 @@ def handle(ctx: RequestContext) -> HandlerResult:
                     cached.fetch_offset,
                     cached.log_start_offset,
                 )
+    fetch_quota = services.quotas.fetch if follower < 0 and services.quotas.fetch.active else None
+    if fetch_quota is not None:
+        user, client_id = quota_user(ctx.security), ctx.client_id or ""
+        plan.quota_bytes = fetch_quota.max_value_in_window(user, client_id)
     results = read_partitions(ctx, plan)
     while not ready(ctx, results) and keys:
         remaining = deadline - services.reactor.seconds()
@@ -399,4 +414,28 @@ def handle(ctx: RequestContext) -> HandlerResult:
         results = read_partitions(ctx, plan)
         if not woken:
             break
+    if fetch_quota is not None:
+        throttled = throttled_response(ctx, plan, results, fetch_quota, user, client_id)
+        if throttled is not None:
+            return throttled
     return build_response(ctx, plan, results)
+
+
+def throttled_response(ctx, plan: FetchPlan, results, quota, user: str, client_id: str):
+    """Kafka's answer to a consumer over its ``consumer_byte_rate``: the bytes it would have
+    had count against the quota, but are taken back and the answer is empty (the records are
+    read again after the throttle); None when within the quota. Fetch sessions stay as the
+    request left them (an incremental fetch keeps its session id, a full one gets none)."""
+    size = sum(len(result.records) for result in results)
+    now_ms = ctx.services.now_ms()
+    throttle_ms = quota.record(user, client_id, size, now_ms)
+    if throttle_ms <= 0:
+        return None
+    quota.unrecord(user, client_id, size, now_ms)
+    ctx.throttle_ms = throttle_ms
+    return ctx.response(
+        throttle_time_ms=throttle_ms,
+        error_code=ErrorCode.NONE,
+        session_id=plan.session.id if plan.incremental else 0,
+        responses=[],
+    )

@@ -43,7 +43,7 @@ class ZkBrokerConfigs:
         starts watching)."""
         self.zk.ensure_path(zd.CONFIG_BROKERS)
         self.store.use_shared(self)
-        config_changes.handlers["brokers"] = self.on_change
+        config_changes.add("brokers", self.on_change)
 
     def read(self, cluster_default: bool) -> dict[str, str]:
         """The layer as ZooKeeper has it now."""

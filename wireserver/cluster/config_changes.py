@@ -11,11 +11,13 @@ credentials (``wireserver.cluster.scram_credentials`` registers that handler);
 ``groups/<sanitized group>`` replaces the group's configs (``wireserver.cluster.group_configs``);
 ``brokers/<default>`` and ``brokers/<id>`` replace a dynamic broker config layer, the default on
 every broker and a broker's own on that broker (``wireserver.cluster.broker_configs``).
+``users/<u>``, ``users/<u>/clients/<c>``, ``clients/<c>`` and ``ips/<ip>`` replace client quotas
+(``wireserver.cluster.client_quotas``; ``users/<u>`` goes to the SCRAM handler too).
 At start every existing notification is processed once (re-reading a config is harmless).
 Notifications older than ``CHANGE_EXPIRATION_MS`` (Kafka's 15 minutes) are deleted by whichever
 broker sees them.
 
-Other kinds are ignored: user or client quotas are not enforced (docs/compatibility.md).
+Other kinds are ignored.
 """
 
 from __future__ import annotations
@@ -81,9 +83,13 @@ class ConfigChangeListener:
         self.zk: Any = None
         self.last_processed = -1
         self.wall_clock_ms = wall_clock_ms or wall_clock_now_ms
-        #: entity kind (``topics``, ``users``, ``groups``) -> what re-reads and applies one
-        #: entity's config
-        self.handlers: dict[str, Callable[[str], None]] = {}
+        #: entity kind (``topics``, ``users``, ``groups``, ...) -> what re-reads and applies
+        #: one entity's config (``add``), in the order added
+        self.handlers: dict[str, list[Callable[[str], None]]] = {}
+
+    def add(self, kind: str, handler: Callable[[str], None]) -> None:
+        """Hand each change of ``kind`` (the entity path after ``<kind>/``) to ``handler``."""
+        self.handlers.setdefault(kind, []).append(handler)
 
     def start(self, zk: Any) -> None:
         self.zk = zk
@@ -112,11 +118,12 @@ class ConfigChangeListener:
 
     def apply(self, entity_path: str | None) -> None:
         kind, _, name = (entity_path or "").partition("/")
-        handler = self.handlers.get(kind)
-        if handler is None or not name:
+        handlers = self.handlers.get(kind)
+        if not handlers or not name:
             log.info("ignoring config change notification for %r", entity_path)
             return
-        handler(name)
+        for handler in handlers:
+            handler(name)
 
 
 def write_entity_config(zk: Any, path: str, config: Mapping[str, str], entity_path: str) -> None:

@@ -37,7 +37,7 @@ class ZkGroupConfigs:
         ``config_changes`` starts watching)."""
         self.zk.ensure_path(zd.CONFIG_GROUPS)
         self.store.use_shared(self)
-        config_changes.handlers["groups"] = self.on_change
+        config_changes.add("groups", self.on_change)
 
     def load(self) -> dict[str, dict[str, str]]:
         found = {}

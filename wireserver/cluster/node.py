@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from wireserver.metadata import LocalMetadata
     from wireserver.producer_ids import ProducerIdManager
     from wireserver.purgatory import Purgatory
+    from wireserver.quotas import Quotas
     from wireserver.replica.manager import ReplicaManager
     from wireserver.security.manager import SecurityManager
 
@@ -76,6 +77,7 @@ class NodeHost(FetcherHost, Protocol):
     producer_ids: ProducerIdManager
     group_configs: GroupConfigs
     dynamic_configs: DynamicBrokerConfigs
+    quotas: Quotas
     features: Features
     metadata: LocalMetadata
 
@@ -106,7 +108,7 @@ class ClusterNode:
         self._strays_checked = False
         self._created_cluster = False  # this broker wrote /cluster/id (a new ZooKeeper tree)
         self.config_changes = ConfigChangeListener(self._from_zk)
-        self.config_changes.handlers["topics"] = self._apply_topic_config
+        self.config_changes.add("topics", self._apply_topic_config)
         self.lag_max_ms = broker.config["replica.lag.time.max.ms"]
         self._loops: list[task.LoopingCall] = []
         self._session_lost = False
@@ -155,6 +157,10 @@ class ClusterNode:
         from wireserver.cluster.scram_credentials import ZkScramCredentials
 
         ZkScramCredentials(self.zk, self.broker.security.scram).start(self.config_changes)
+        # and client quotas (/config/users, /config/clients, /config/ips)
+        from wireserver.cluster.client_quotas import ZkClientQuotas
+
+        ZkClientQuotas(self.zk, self.broker.quotas.store).start(self.config_changes)
         # and delegation tokens (/delegation_token), followed through their own notifications
         from wireserver.cluster.delegation_tokens import ZkDelegationTokens
 

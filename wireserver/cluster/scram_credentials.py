@@ -58,7 +58,7 @@ class ZkScramCredentials:
         ``config_changes`` starts watching)."""
         self.zk.ensure_path(zd.CONFIG_USERS)
         self.store.use_shared(self)
-        config_changes.handlers["users"] = self.on_change
+        config_changes.add("users", self.on_change)
 
     def load(self) -> Users:
         users: Users = {}
@@ -74,21 +74,18 @@ class ZkScramCredentials:
         """Change ``user``'s credentials in ZooKeeper and notify every broker; returns the
         credentials the user now has."""
         deletions = set(deletions)
-
-        def change(data: bytes | None) -> bytes:
-            config = {
-                key: value
-                for key, value in zd.decode_entity_config(data).items()
-                if key not in deletions
-            }
-            config.update({mech: cred.to_config_value() for mech, cred in upserts.items()})
-            return zd.encode_entity_config(config)
-
-        written = zd.update_znode(self.zk, zd.user_config_path(user), change)
+        written = zd.update_entity_config(
+            self.zk,
+            zd.user_config_path(user),
+            lambda key: key not in deletions,
+            {mech: cred.to_config_value() for mech, cred in upserts.items()},
+        )
         notify(self.zk, f"users/{zd.sanitize(user)}")
         return credentials_of(user, zd.decode_entity_config(written))
 
     def on_change(self, sanitized_user: str) -> None:
+        if "/" in sanitized_user:  # users/<u>/clients/<c>: a quota (cluster.client_quotas)
+            return
         self.store.replace_user(zd.desanitize(sanitized_user), self._read(sanitized_user))
 
     def _read(self, sanitized_user: str) -> dict[str, ScramCredential]:

@@ -301,3 +301,18 @@ def update_znode(
             return wanted
         except (BadVersionError, NodeExistsError, NoNodeError):
             continue
+
+
+def update_entity_config(
+    zk: Any, path: str, keep: Callable[[str], bool], entries: dict[str, str]
+) -> bytes | None:
+    """Change the entity config in ``path`` with ``update_znode``: the keys ``keep`` accepts
+    stay, then ``entries`` are set (how writers of different keys of one znode, a user's SCRAM
+    credentials and its quotas, leave each other's alone). Returns what was written."""
+
+    def change(data: bytes | None) -> bytes:
+        config = {key: value for key, value in decode_entity_config(data).items() if keep(key)}
+        config.update(entries)
+        return encode_entity_config(config)
+
+    return update_znode(zk, path, change)
