@@ -41,6 +41,7 @@ from wireserver.producer_ids import ProducerIdManager
 from wireserver.protocol.served import SERVED
 from wireserver.purgatory import Purgatory
 from wireserver.replica.manager import ReplicaManager
+from wireserver.replica.selector import SELECTORS
 from wireserver.security.manager import SecurityManager
 from wireserver.server import KafkaServerFactory
 from wireserver.storage.manager import LogManager
@@ -184,6 +185,9 @@ class Broker:
             self.now_ms,
             self.flush_in_background,
             local_leadership=not clustered,
+        )
+        self.replicas.replica_selector = SELECTORS.get(
+            self.config.get("replica.selector.class") or ""
         )
         rack = self.config.get("broker.rack")
         metadata_parts = (
