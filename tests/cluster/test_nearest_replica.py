@@ -114,7 +114,7 @@ def test_a_confluent_consumer_is_served_by_the_replica_the_leader_names(
     and all record bytes leave from ``server``."""
     cluster = request.getfixturevalue("nearest" if selector else "leader_only")
     topic = f"read-{rack}-{int(selector)}"
-    create(cluster, NewTopic(topic, replica_assignment=[[1, 2]]))
+    create(cluster, NewTopic(topic, num_partitions=1, replica_assignment=[[1, 2]]))
     produce(cluster, topic)
     assert consume_all(cluster, topic, rack) == [str(i).encode() for i in range(RECORDS)]
     served = bytes_out(cluster, topic)
@@ -158,7 +158,7 @@ def on_follower(cluster: Cluster, topic: str, rounds: int = 1):
     """``topic`` on brokers 1 (leader) and 2, with ``rounds`` x RECORDS records that broker 2
     may serve (its high watermark has reached them); returns broker 2."""
     if rounds == 1:
-        create(cluster, NewTopic(topic, replica_assignment=[[1, 2]]))
+        create(cluster, NewTopic(topic, num_partitions=1, replica_assignment=[[1, 2]]))
     produce(cluster, topic)
     follower = cluster.brokers[2]
     wait_for(
@@ -197,7 +197,7 @@ def test_kafka_python_consumer_reads_from_the_follower_of_its_rack(nearest):
     from kafka import KafkaConsumer
     from kafka import TopicPartition as KafkaTopicPartition
 
-    create(nearest, NewTopic("kp", replica_assignment=[[1, 2]]))
+    create(nearest, NewTopic("kp", num_partitions=1, replica_assignment=[[1, 2]]))
     produce(nearest, "kp")
     consumer = KafkaConsumer(
         bootstrap_servers=nearest.bootstrap,

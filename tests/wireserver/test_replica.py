@@ -196,6 +196,10 @@ def test_a_follower_serves_consumers_that_may_read_from_it(tmp_path):
     assert node.replicas.check_leader(TOPIC, 0, 2, leader_only=False)[0] == (
         ErrorCode.FENCED_LEADER_EPOCH
     )
+    node.replicas.partition(TOPIC, 0).apply_state(2, 3, [2, 3], [2, 3])  # not a replica here
+    assert node.replicas.check_leader(TOPIC, 0, 3, leader_only=False)[0] == (
+        ErrorCode.NOT_LEADER_OR_FOLLOWER
+    )
     node.replicas.replica_selector = SELECTORS[SELECTOR]
     # Only a leader names a preferred read replica.
     assert node.replicas.preferred_read_replica(TOPIC, 0, 0, "a", lambda b: (True, "a")) == -1

@@ -169,7 +169,9 @@ class Partition:
             return ErrorCode.FENCED_LEADER_EPOCH, epoch
         if current_leader_epoch > epoch:
             return ErrorCode.UNKNOWN_LEADER_EPOCH, epoch
-        if self.leader is None and leader_only:
+        if self.leader is None and (leader_only or self.local_id not in self.replicas):
+            # (In a cluster every broker opens a log for every partition; only those in the
+            # replica list hold its data.)
             return ErrorCode.NOT_LEADER_OR_FOLLOWER, epoch
         return None, epoch
 
