@@ -131,8 +131,8 @@ def raw_fetch(
     session: tuple[int, int] = (0, -1),
 ):
     """One consumer Fetch of partition 0 at ``offset`` (in fetch ``session``: id, epoch):
-    (error code, high watermark, record bytes, session id) as this broker answers; the
-    request's error code when it has one."""
+    (error code, high watermark, record bytes, session id, last stable offset) as this broker
+    answers; the request's error code when it has one."""
     request = fetch_request(
         topic,
         offset,
@@ -144,13 +144,14 @@ def raw_fetch(
     with KafkaWire(broker.bootstrap_servers) as wire:
         response = wire.request(request)
     if response.error_code:
-        return response.error_code, -1, 0, response.session_id
+        return response.error_code, -1, 0, response.session_id, -1
     partition = response.responses[0].partitions[0]
     return (
         partition.error_code,
         partition.high_watermark,
         len(partition.records or b""),
         response.session_id,
+        partition.last_stable_offset,
     )
 
 
@@ -171,7 +172,7 @@ def on_follower(cluster: Cluster, topic: str, rounds: int = 1):
 
 def test_a_follower_serves_up_to_its_high_watermark_and_refuses_past_its_log_end(leader_only):
     follower = on_follower(leader_only, "serve")
-    error, hw, size, _ = raw_fetch(follower, "serve", 0)
+    error, hw, size, _, _ = raw_fetch(follower, "serve", 0)
     assert (error, hw) == (0, RECORDS) and size > 0
     assert raw_fetch(follower, "serve", 0, isolation=1)[0] == 0  # read_committed too
     assert raw_fetch(follower, "serve", RECORDS)[:2] == (0, RECORDS)  # caught up: nothing
@@ -183,14 +184,43 @@ def test_a_follower_serves_up_to_its_high_watermark_and_refuses_past_its_log_end
 
 def test_a_follower_keeps_a_consumers_fetch_session(leader_only):
     follower = on_follower(leader_only, "session")
-    error, _, size, session_id = raw_fetch(follower, "session", 0, session=(0, 0))
+    error, _, size, session_id, _ = raw_fetch(follower, "session", 0, session=(0, 0))
     assert error == 0 and size > 0 and session_id > 0
     on_follower(leader_only, "session", rounds=2)
     # The incremental fetch names the partition at its new offset and gets the new records.
-    error, hw, size, same = raw_fetch(follower, "session", RECORDS, session=(session_id, 1))
+    error, hw, size, same, _ = raw_fetch(follower, "session", RECORDS, session=(session_id, 1))
     assert (error, hw, same) == (0, 2 * RECORDS, session_id) and size > 0
     # A stale epoch is refused as Kafka refuses it: INVALID_FETCH_SESSION_EPOCH.
     assert raw_fetch(follower, "session", RECORDS, session=(session_id, 1))[0] == 71
+
+
+def test_read_committed_on_a_follower_stops_at_its_last_stable_offset(leader_only):
+    follower = on_follower(leader_only, "txn")
+    producer = Producer(
+        {"bootstrap.servers": leader_only.bootstrap, "transactional.id": "kip392-open"}
+    )
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for _ in range(5):
+        producer.produce("txn", value=VALUE, partition=0)
+    assert producer.flush(30) == 0
+    wait_for(
+        lambda: raw_fetch(follower, "txn", 0)[1] == RECORDS + 5,
+        30,
+        what="the follower's high watermark to pass the open transaction's records",
+    )
+    # The follower's own producer state holds the transaction open: read_committed stops
+    # before it, read_uncommitted reads it.
+    error, hw, size, _, lso = raw_fetch(follower, "txn", RECORDS, isolation=1)
+    assert (error, hw, lso, size) == (0, RECORDS + 5, RECORDS, 0)
+    assert raw_fetch(follower, "txn", RECORDS)[2] > 0
+    producer.commit_transaction(30)
+    wait_for(
+        lambda: raw_fetch(follower, "txn", RECORDS, isolation=1)[4] == RECORDS + 6,
+        30,
+        what="the follower's last stable offset to pass the commit marker",
+    )
+    assert raw_fetch(follower, "txn", RECORDS, isolation=1)[2] > 0
 
 
 def test_kafka_python_consumer_reads_from_the_follower_of_its_rack(nearest):
