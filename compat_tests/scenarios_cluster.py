@@ -35,6 +35,7 @@ from compat_tests.raw_protocol import batch
 from compat_tests.scenarios import Scenario, scenario
 from wireserver.testing import KafkaWire, wait_for
 from wireserver.testing.cluster import cluster_metadata
+from wireserver.testing.wire import fetch_request
 
 CLUSTER_SCENARIOS: dict[str, Scenario] = {}
 RAW = "raw"  # a scenario that speaks the protocol itself (KafkaWire)
@@ -44,15 +45,7 @@ ISR_TIMEOUT = 60.0  # Kafka's replica.lag.time.max.ms is 30 s; shrinking is quic
 PRODUCE_SECONDS = 60.0  # a streaming producer's delivery timeout across a leader change
 
 #: (scenario, client or "*") -> why wireserver differs on purpose; asserted to still differ.
-DIFFERENCES: dict[tuple[str, str], str] = {
-    ("fetch-from-follower", "*"): (
-        "Kafka serves a consumer's Fetch v11+ on a follower (KIP-392: a v11+ request carries "
-        "client metadata, so the broker does not insist on the leader, and reads up to the "
-        "follower's high watermark); wireserver answers NOT_LEADER_OR_FOLLOWER on every "
-        "follower. Clients only fetch from a follower when a leader names it as "
-        "preferred_read_replica, which wireserver never does, so stock clients never see it."
-    ),
-}
+DIFFERENCES: dict[tuple[str, str], str] = {}
 
 
 def cluster_scenario(name: str, clients, check):
@@ -151,41 +144,8 @@ def raw_produce(address: str, topic: str, version: int = 9) -> int:
 
 
 def raw_fetch(address: str, topic: str, version: int) -> int:
-    from kafka.protocol.consumer.fetch import FetchRequest
-
-    ft = FetchRequest.FetchTopic
     with KafkaWire(address, client_id="compat-raw") as wire:
-        return _error_code(
-            wire.request(
-                FetchRequest(
-                    version=version,
-                    replica_id=-1,
-                    max_wait_ms=0,
-                    min_bytes=0,
-                    max_bytes=1 << 20,
-                    isolation_level=0,
-                    session_id=0,
-                    session_epoch=-1,
-                    rack_id="",
-                    forgotten_topics_data=[],
-                    topics=[
-                        ft(
-                            topic=topic,
-                            partitions=[
-                                ft.FetchPartition(
-                                    partition=0,
-                                    current_leader_epoch=-1,
-                                    fetch_offset=0,
-                                    last_fetched_epoch=-1,
-                                    log_start_offset=-1,
-                                    partition_max_bytes=1 << 20,
-                                )
-                            ],
-                        )
-                    ],
-                )
-            )
-        )
+        return _error_code(wire.request(fetch_request(topic, 0, version=version)))
 
 
 def raw_list_offsets(address: str, topic: str) -> int:
@@ -314,7 +274,7 @@ def _check_follower_fetch(o: dict) -> None:
 @cluster_scenario("fetch-from-follower", (RAW,), _check_follower_fetch)
 def fetch_from_follower(target: ClusterTarget, _client) -> dict:
     """A consumer's Fetch v11 and v12 (with client metadata, KIP-392) sent to a follower:
-    Kafka serves it (see DIFFERENCES)."""
+    served there, as by the leader."""
     topic = new_topic(target, "ff")
     _, followers, _ = leader_and_followers(target, topic)
     follower = target.address(followers[0])

@@ -61,6 +61,17 @@ def test_missing_config_file_exits_2(tmp_path):
     assert f"wireserver: config file {missing} does not exist" in result.stderr
 
 
+def test_unknown_replica_selector_class_is_refused_at_start():
+    # Kafka's ConfigException for a class it cannot load; the rack-aware selector is the one
+    # wireserver has (KIP-392).
+    result = run("serve", "--override", "replica.selector.class=com.example.NearestSelector")
+    assert result.returncode == 2, result.stderr
+    assert (
+        "Invalid value com.example.NearestSelector for configuration replica.selector.class: "
+        "Class com.example.NearestSelector could not be found." in result.stderr
+    )
+
+
 def test_bad_value_in_config_file_names_the_key(tmp_path):
     path = tmp_path / "server.properties"
     path.write_text("# broker\nlisteners=PLAINTEXT://localhost\n")

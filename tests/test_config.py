@@ -369,6 +369,14 @@ def test_roll_and_flush_precedence():
     assert config.topic_defaults()["flush.ms"] == 10
 
 
+def test_replica_selector_class_accepts_kafkas_rack_aware_selector():
+    selector = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+    assert BrokerConfig({"replica.selector.class": selector})["replica.selector.class"] == selector
+    assert BrokerConfig({})["replica.selector.class"] is None  # Kafka's default: the leader
+    with pytest.raises(ConfigValueError, match="replica.selector.class"):
+        BrokerConfig({"replica.selector.class": "org.example.ClosestReplicaSelector"})
+
+
 def test_log_dirs_over_log_dir():
     assert BrokerConfig({"log.dir": "/one"}).log_dirs == ["/one"]
     assert BrokerConfig({"log.dir": "/one", "log.dirs": "/two,/three"}).log_dirs == [

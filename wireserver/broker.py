@@ -43,6 +43,7 @@ from wireserver.purgatory import Purgatory
 from wireserver.quotas import Quotas
 from wireserver.quotas.store import ClientQuotaStore
 from wireserver.replica.manager import ReplicaManager
+from wireserver.replica.selector import SELECTORS
 from wireserver.security.manager import SecurityManager
 from wireserver.server import KafkaServerFactory
 from wireserver.storage.manager import LogManager
@@ -187,6 +188,9 @@ class Broker:
             self.now_ms,
             self.flush_in_background,
             local_leadership=not clustered,
+        )
+        self.replicas.replica_selector = SELECTORS.get(
+            self.config.get("replica.selector.class") or ""
         )
         rack = self.config.get("broker.rack")
         metadata_parts = (

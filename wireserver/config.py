@@ -187,6 +187,15 @@ def _check_basic_auth_users(value: str) -> None:
     parse_basic_auth_users(value)
 
 
+def _check_replica_selector(value: str) -> None:
+    """Kafka loads the class at start and fails on one it cannot find; the rack-aware
+    selector is the only one wireserver has (a custom Java class cannot run here)."""
+    from wireserver.replica.selector import SELECTORS
+
+    if value and value not in SELECTORS:
+        raise ValueError(f"Class {value} could not be found.")
+
+
 _BROKER_ONLY = [
     # Identity and cluster
     _key(
@@ -718,6 +727,16 @@ _BROKER_ONLY = [
         dynamic=True,
     ),
     # Replication
+    _key(
+        "replica.selector.class",
+        "string",
+        None,
+        "Which replica a consumer that names its rack (client.rack, Fetch v11+) is sent "
+        "to read from (KIP-392). Unset = the leader only; "
+        "org.apache.kafka.common.replica.RackAwareReplicaSelector = an in-sync replica in "
+        "the consumer's rack. Followers serve such consumers either way.",
+        _check_replica_selector,
+    ),
     _key(
         "replica.lag.time.max.ms",
         "long",

@@ -258,7 +258,6 @@ KAFKA_ONLY_KEYS: list[ConfigDef] = [
     _k("remote.log.storage.manager.class.path", "string", None, R),
     _k("remote.log.storage.manager.impl.prefix", "string", "rsm.config.", R, NON_EMPTY),
     _k("remote.log.storage.system.enable", "boolean", False, R),
-    _k("replica.selector.class", "string", None, R),
     _k("replica.socket.receive.buffer.bytes", "int", 65536, R),
     _k("replication.quota.window.num", "int", 11, R, at_least(1)),
     _k("replication.quota.window.size.seconds", "int", 1, R, at_least(1)),

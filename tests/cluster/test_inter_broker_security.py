@@ -20,9 +20,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tests.cluster.conftest import Cluster, wait_for
 from tests.cluster.test_replication import metadata, records_on_disk
 from wireserver.protocol.errors import ErrorCode
-from wireserver.protocol.served import SERVED
 from wireserver.security.certs import write_test_pki
 from wireserver.testing import KafkaWire
+from wireserver.testing.wire import fetch_request
 
 pytestmark = pytest.mark.integration
 
@@ -143,35 +143,7 @@ def fetch_as_replica(
     broker, topic: str, replica_id: int, offset: int, login: tuple[str, str]
 ) -> int:
     """The partition error of a follower's Fetch of partition 0 sent to ``broker``."""
-    request_class = SERVED.get(1).request_class
-    topic_class = request_class.FetchTopic
-    request = request_class(
-        version=12,
-        replica_id=replica_id,
-        max_wait_ms=0,
-        min_bytes=0,
-        max_bytes=1 << 20,
-        isolation_level=0,
-        session_id=0,
-        session_epoch=-1,
-        forgotten_topics_data=[],
-        rack_id="",
-        topics=[
-            topic_class(
-                topic=topic,
-                partitions=[
-                    topic_class.FetchPartition(
-                        partition=0,
-                        current_leader_epoch=-1,
-                        fetch_offset=offset,
-                        last_fetched_epoch=-1,
-                        log_start_offset=-1,
-                        partition_max_bytes=1 << 20,
-                    )
-                ],
-            )
-        ],
-    )
+    request = fetch_request(topic, offset, replica_id=replica_id)
     with KafkaWire(broker.bootstrap_servers, sasl=(MECHANISM, *login)) as wire:
         response = wire.request(request)
     return response.responses[0].partitions[0].error_code

@@ -11,6 +11,8 @@ from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.records import RecordBatchBuilder
 from wireserver.purgatory import Purgatory
 from wireserver.replica.manager import ReplicaManager
+from wireserver.replica.selector import RACK_AWARE_REPLICA_SELECTOR as SELECTOR
+from wireserver.replica.selector import SELECTORS
 from wireserver.storage.manager import LogManager
 from wireserver.storage.validation import BatchError
 
@@ -155,6 +157,52 @@ def test_a_caught_up_follower_joins_the_isr_and_a_silent_one_leaves_it(tmp_path)
     node.clock.advance(10)
     node.replicas.follower_fetched((TOPIC, 0), 2, 2)
     assert partition.out_of_sync_replicas(5000) == [3]
+
+
+RACKS = {1: "a", 2: "b", 3: "b", 4: "b"}
+
+
+def test_the_leader_names_the_most_caught_up_in_sync_replica_of_the_clients_rack(tmp_path):
+    node = Setup(tmp_path, local_leadership=False)
+    node.replicas.make_leader((TOPIC, 0), 1, [1, 2, 3], [1, 2, 3, 4])
+    node.append(acks=1, records=batch(4))
+    node.replicas.follower_fetched((TOPIC, 0), 2, 3, 0)
+    node.replicas.follower_fetched((TOPIC, 0), 3, 4, 0)
+    node.replicas.follower_fetched((TOPIC, 0), 4, 4, 0)  # not in the ISR (yet)
+    reachable = dict.fromkeys(RACKS, True)
+
+    def preferred(rack: str, offset: int) -> int:
+        return node.replicas.preferred_read_replica(
+            TOPIC, 0, offset, rack, lambda b: (reachable[b], RACKS[b])
+        )
+
+    assert preferred("b", 2) == -1  # no replica.selector.class: the leader serves everyone
+    node.replicas.replica_selector = SELECTORS[SELECTOR]
+    assert preferred("b", 2) == 3  # the largest log end offset of rack b
+    assert preferred("b", 4) == 3  # broker 2 lacks offset 4; broker 4 is not in the ISR
+    assert preferred("a", 2) == -1  # the leader is in the client's rack
+    assert preferred("c", 2) == -1  # no replica in rack c
+    assert preferred("", 2) == -1  # a client without a rack
+    reachable[3] = False  # no endpoint on the client's listener
+    assert preferred("b", 2) == 2
+    assert preferred("b", 4) == -1
+
+
+def test_a_follower_serves_consumers_that_may_read_from_it(tmp_path):
+    node = Setup(tmp_path, local_leadership=False)
+    node.replicas.partition(TOPIC, 0).apply_state(2, 3, [2, 1], [2, 1])
+    assert node.replicas.check_leader(TOPIC, 0, 3) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, 3)
+    assert node.replicas.check_leader(TOPIC, 0, 3, leader_only=False) == (None, 3)
+    assert node.replicas.check_leader(TOPIC, 0, 2, leader_only=False)[0] == (
+        ErrorCode.FENCED_LEADER_EPOCH
+    )
+    node.replicas.partition(TOPIC, 0).apply_state(2, 3, [2, 3], [2, 3])  # not a replica here
+    assert node.replicas.check_leader(TOPIC, 0, 3, leader_only=False)[0] == (
+        ErrorCode.NOT_LEADER_OR_FOLLOWER
+    )
+    node.replicas.replica_selector = SELECTORS[SELECTOR]
+    # Only a leader names a preferred read replica.
+    assert node.replicas.preferred_read_replica(TOPIC, 0, 0, "a", lambda b: (True, "a")) == -1
 
 
 def test_resigning_fences_appends_and_tells_the_listeners(tmp_path):

@@ -21,18 +21,28 @@ than the quota allows in one window, and the bytes it gets count against the quo
 that would go over is answered empty with ``throttle_time_ms`` (its bytes not counted), as
 Kafka's ``getThrottledResponse``; followers are exempt.
 
-Only the partition's leader answers (NOT_LEADER_OR_FOLLOWER elsewhere) and epochs are fenced
-against its leader epoch (0 on one node; ``wireserver.replica``). A follower's fetch
-(``replica_id`` >= 0) reads up to the log end offset rather than the high watermark or LSO, and
-its fetch offset tells the leader the follower's log end offset (high watermark, ISR
-expansion: ``Partition.follower_fetched``).
+Epochs are fenced against the partition's leader epoch (0 on one node;
+``wireserver.replica``). A follower's fetch (``replica_id`` >= 0) and a consumer's Fetch
+before v11 must reach the leader (NOT_LEADER_OR_FOLLOWER elsewhere). A follower's fetch reads
+up to the log end offset rather than the high watermark or LSO, and its fetch offset tells the
+leader the follower's log end offset (high watermark, ISR expansion:
+``Partition.follower_fetched``).
+
+Fetch from the nearest replica (KIP-392): a consumer's Fetch v11+ carries client metadata (its
+rack, ``client.rack``), and then, as in Kafka, any replica serves it: a follower reads up to
+its own high watermark (or its last stable offset, read_committed: followers replay producer
+state and markers as the leader does), answers an offset between that and its log end with no
+records and one past its log end OFFSET_OUT_OF_RANGE (the consumer then goes back to the
+leader). With ``replica.selector.class`` set, the leader names a better replica for the
+client's rack in ``preferred_read_replica`` (``wireserver.replica.selector``) and sends no
+records for that partition; the answer is not held back for ``min_bytes``.
 
 From v16 a partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries the leader
 and leader epoch this broker knows (``current_leader``) and the response that leader's endpoint
 (``node_endpoints``): KIP-951 leader discovery, as Kafka.
 
 Skipped (later issues): divergence checks against ``last_fetched_epoch`` (followers truncate
-with OffsetForLeaderEpoch first), preferred read replicas (always -1).
+with OffsetForLeaderEpoch first).
 """
 
 from __future__ import annotations
@@ -177,9 +187,20 @@ class PartitionResult:
         "last_stable_offset",
         "log_start_offset",
         "aborted",
+        "preferred_read_replica",
     )
 
-    def __init__(self, cached, error, records=b"", hw=-1, lso=-1, log_start=-1, aborted=None):
+    def __init__(
+        self,
+        cached,
+        error,
+        records=b"",
+        hw=-1,
+        lso=-1,
+        log_start=-1,
+        aborted=None,
+        preferred_read_replica=-1,
+    ):
         self.cached = cached
         self.error = error
         self.records = records
@@ -187,10 +208,27 @@ class PartitionResult:
         self.last_stable_offset = lso
         self.log_start_offset = log_start
         self.aborted = aborted
+        self.preferred_read_replica = preferred_read_replica
 
 
 def replica_id(ctx) -> int:
     return fetch_replica_id(ctx.body, ctx.version)
+
+
+def rack_lookup(ctx):
+    """broker id -> (reachable on the request's listener, rack), for the replica selector
+    (Kafka offers it ``Node.noNode()`` for a replica without an endpoint there)."""
+    metadata = ctx.services.metadata
+    known: dict[int, tuple[bool, str | None]] = {}
+
+    def rack_of(broker: int) -> tuple[bool, str | None]:
+        found = known.get(broker)
+        if found is None:
+            endpoint = metadata.broker_endpoint(broker, ctx.listener_name)
+            found = known[broker] = (True, endpoint.rack) if endpoint is not None else (False, None)
+        return found
+
+    return rack_of
 
 
 def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
@@ -198,6 +236,11 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
     logs = ctx.services.logs
     replicas = ctx.services.replicas
     follower = replica_id(ctx) >= 0
+    # Kafka's FetchParams.fetchOnlyFromLeader: a consumer's v11+ request carries client
+    # metadata, and any replica may serve it (KIP-392).
+    leader_only = follower or plan.version < 11
+    select = not leader_only and replicas.replica_selector is not None
+    rack_of = rack_lookup(ctx) if select else None
     remaining = body.max_bytes
     if plan.quota_bytes is not None:
         remaining = min(remaining, int(plan.quota_bytes))
@@ -227,11 +270,23 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
         hw, log_start = log.high_watermark, log.log_start_offset
         lso = log.last_stable_offset
         error, _ = replicas.check_leader(
-            cached.topic, cached.partition, cached.current_leader_epoch
+            cached.topic, cached.partition, cached.current_leader_epoch, leader_only
         )
         if error is not None:
             results.append(PartitionResult(cached, error))
             continue
+        if select:
+            preferred = replicas.preferred_read_replica(
+                cached.topic, cached.partition, cached.fetch_offset, body.rack_id, rack_of
+            )
+            if preferred >= 0:
+                # Kafka skips the read: the client fetches from the preferred replica next.
+                results.append(
+                    PartitionResult(
+                        cached, ErrorCode.NONE, b"", hw, lso, log_start, None, preferred
+                    )
+                )
+                continue
         bound = None if follower else (lso if read_committed else hw)
         if bound is not None and cached.fetch_offset == bound and bound >= log_start:
             # Caught up: nothing to read. A consumer following thousands of partitions has
@@ -269,7 +324,9 @@ def ready(ctx, results: list[PartitionResult]) -> bool:
     """Answer now: enough bytes, an error to report, or no wait asked for."""
     if ctx.body.max_wait_ms <= 0:
         return True
-    if any(result.error != ErrorCode.NONE for result in results):
+    if any(
+        result.error != ErrorCode.NONE or result.preferred_read_replica >= 0 for result in results
+    ):
         return True
     return sum(len(result.records) for result in results) >= max(1, ctx.body.min_bytes)
 
@@ -310,6 +367,7 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
         changed = (
             result.records
             or result.error != ErrorCode.NONE
+            or result.preferred_read_replica >= 0
             or result.high_watermark != cached.sent_high_watermark
             or result.last_stable_offset != cached.sent_last_stable_offset
             or result.log_start_offset != cached.sent_log_start_offset
@@ -345,6 +403,7 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
                     else None
                 ),
                 records=result.records,
+                preferred_read_replica=result.preferred_read_replica,
             )
         )
         if result.error in LEADER_MOVED and plan.version >= 16:

@@ -50,12 +50,14 @@ class FetchState:
 
 class FetcherHost(Protocol):
     """What a fetcher uses of the broker it fetches for: its id, reactor and config, the logs
-    it appends to and the background flush of those that are due."""
+    it appends to, the purgatory where consumers' fetches wait, and the background flush of
+    those that are due."""
 
     node_id: int
     reactor: Any
     config: BrokerConfig
     logs: LogManager
+    purgatory: Any
 
     def flush_in_background(self, due: list) -> defer.Deferred | None: ...
 
@@ -419,8 +421,14 @@ class ReplicaFetcher:
             partition_log.append_as_follower(records)
             if partition_log.flush_due():
                 self.broker.flush_in_background([partition_log])
+        high_watermark = partition_log.high_watermark
         partition_log.high_watermark = min(data.high_watermark, partition_log.log_end_offset)
         self._follow_log_start(partition_log, data.log_start_offset)
+        if partition_log.high_watermark > high_watermark:
+            # Consumers reading from this follower (KIP-392) see records up to its high
+            # watermark: their waiting fetches can answer now (Kafka's follower completes its
+            # delayed fetches when the high watermark moves).
+            self.broker.purgatory.notify(("append", *tp))
 
     @staticmethod
     def _start_at_first_batch(partition_log: Any, records: bytearray) -> None:

@@ -21,6 +21,7 @@ from twisted.internet import defer
 
 from wireserver.protocol.errors import ErrorCode
 from wireserver.replica.partition import NO_LEADER, Partition
+from wireserver.replica.selector import ReplicaView, Selector
 from wireserver.storage.checkpoint import topic_id_to_base64
 from wireserver.storage.errors import KafkaStorageError
 from wireserver.storage.log import AppendResult
@@ -56,6 +57,9 @@ class ReplicaManager:
         self.now_ms = now_ms
         self.flush = flush
         self.local_leadership = local_leadership
+        #: ``replica.selector.class`` (KIP-392): which replica consumers should read from;
+        #: None = the leader only. Set by the broker from its config.
+        self.replica_selector: Selector | None = None
         self.partitions: dict[TP, Partition] = {}
         # Set by the cluster node: ISR writes, the live brokers and the topics it knows.
         self.isr_writer: Callable[[TP, list[int]], bool] = lambda tp, isr: False
@@ -178,18 +182,47 @@ class ReplicaManager:
         return True
 
     def check_leader(
-        self, topic: str, index: int, current_leader_epoch: int = -1
+        self, topic: str, index: int, current_leader_epoch: int = -1, leader_only: bool = True
     ) -> tuple[ErrorCode | None, int]:
         """(error or None, leader epoch) for a request that must reach the partition's leader
-        (see ``Partition.check_leader``); a partition without a known state is
-        LEADER_NOT_AVAILABLE while its topic is known, else UNKNOWN_TOPIC_OR_PARTITION."""
+        (or any replica of it, without ``leader_only``; see ``Partition.check_leader``); a
+        partition without a known state is LEADER_NOT_AVAILABLE while its topic is known, else
+        UNKNOWN_TOPIC_OR_PARTITION."""
         partition = self.partition(topic, index)
         if partition is None or not partition.state_known:
             known = partition is not None and self.topic_known(topic)
             return (
                 ErrorCode.LEADER_NOT_AVAILABLE if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             ), -1
-        return partition.check_leader(current_leader_epoch)
+        return partition.check_leader(current_leader_epoch, leader_only)
+
+    def preferred_read_replica(
+        self,
+        topic: str,
+        index: int,
+        fetch_offset: int,
+        client_rack: str | None,
+        rack_of: Callable[[int], tuple[bool, str | None]],
+    ) -> int:
+        """The replica a consumer fetching ``fetch_offset`` should read from instead of this
+        leader, or -1 (Kafka's ``findPreferredReadReplica``): -1 without a
+        ``replica_selector``, when this broker does not lead, or when the selector picks the
+        leader. ``rack_of(broker)`` is (reachable on the request's listener, rack); a broker
+        the client cannot reach is never picked."""
+        select = self.replica_selector
+        partition = self.partitions.get((topic, index))
+        if select is None or partition is None or partition.leader is None:
+            return -1
+        followers = []
+        for broker, leo, since_caught_up in partition.read_replicas(fetch_offset):
+            reachable, rack = rack_of(broker)
+            if reachable:
+                followers.append(ReplicaView(broker, rack, leo, since_caught_up))
+        leader = ReplicaView(
+            self.node_id, rack_of(self.node_id)[1], partition.log.log_end_offset, 0
+        )
+        chosen = select(client_rack, leader, followers)
+        return -1 if chosen is leader else chosen.broker_id
 
     # -- appends ------------------------------------------------------------------------------
 

@@ -151,12 +151,15 @@ class Partition:
 
     # -- requests that must reach the leader ----------------------------------------------------
 
-    def check_leader(self, current_leader_epoch: int = -1) -> tuple[ErrorCode | None, int]:
+    def check_leader(
+        self, current_leader_epoch: int = -1, leader_only: bool = True
+    ) -> tuple[ErrorCode | None, int]:
         """(error or None, leader epoch): the fencing of ``current_leader_epoch`` (older:
         FENCED_LEADER_EPOCH, newer: UNKNOWN_LEADER_EPOCH), then NOT_LEADER_OR_FOLLOWER unless
-        this broker leads the partition. LEADER_NOT_AVAILABLE while no state is known;
-        KAFKA_STORAGE_ERROR before anything else once the log's dir is offline (Kafka's
-        ``HostedPartition.Offline``)."""
+        this broker leads the partition (or, without ``leader_only``, hosts a replica of it:
+        a consumer's Fetch v11+ may read from a follower, KIP-392). LEADER_NOT_AVAILABLE while
+        no state is known; KAFKA_STORAGE_ERROR before anything else once the log's dir is
+        offline (Kafka's ``HostedPartition.Offline``)."""
         epoch = self.leader_epoch
         if self.offline:
             return ErrorCode.KAFKA_STORAGE_ERROR, epoch
@@ -166,7 +169,9 @@ class Partition:
             return ErrorCode.FENCED_LEADER_EPOCH, epoch
         if current_leader_epoch > epoch:
             return ErrorCode.UNKNOWN_LEADER_EPOCH, epoch
-        if self.leader is None:
+        if self.leader is None and (leader_only or self.local_id not in self.replicas):
+            # (In a cluster every broker opens a log for every partition; only those in the
+            # replica list hold its data.)
             return ErrorCode.NOT_LEADER_OR_FOLLOWER, epoch
         return None, epoch
 
@@ -316,6 +321,21 @@ class Partition:
             if r != self.local_id
             and r in leader.followers
             and now - leader.followers[r].last_caught_up_ms > lag_max_ms
+        ]
+
+    def read_replicas(self, fetch_offset: int) -> list[tuple[int, int, int]]:
+        """(broker id, log end offset, ms since it last caught up) of the followers that may
+        serve a consumer at ``fetch_offset`` (Kafka's ``findPreferredReadReplica``): in the
+        ISR, with the offset between their log start and log end. A follower not in the ISR
+        is left out even when it holds the offset: it may keep lagging."""
+        leader = self.leader
+        if leader is None:
+            return []
+        now = self.now_ms()
+        return [
+            (replica, state.leo, now - state.last_caught_up_ms)
+            for replica, state in leader.followers.items()
+            if replica in self.isr and state.log_start <= fetch_offset <= state.leo
         ]
 
     def low_watermark(self, live_brokers: Any) -> int | None:

@@ -11,6 +11,51 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 
+def fetch_request(
+    topic: str,
+    offset: int,
+    *,
+    version: int = 12,
+    replica_id: int = -1,
+    isolation_level: int = 0,
+    session: tuple[int, int] = (0, -1),
+    rack_id: str = "",
+) -> Any:
+    """A Fetch (v4-12, topics by name) of partition 0 of ``topic`` at ``offset`` that answers
+    at once (``max_wait_ms`` 0), up to 1 MiB: a consumer's (``replica_id`` -1) or a follower's.
+    ``session`` is (id, epoch); the default asks for no fetch session."""
+    from kafka.protocol.consumer.fetch import FetchRequest
+
+    topic_class = FetchRequest.FetchTopic
+    return FetchRequest(
+        version=version,
+        replica_id=replica_id,
+        max_wait_ms=0,
+        min_bytes=0,
+        max_bytes=1 << 20,
+        isolation_level=isolation_level,
+        session_id=session[0],
+        session_epoch=session[1],
+        forgotten_topics_data=[],
+        rack_id=rack_id,
+        topics=[
+            topic_class(
+                topic=topic,
+                partitions=[
+                    topic_class.FetchPartition(
+                        partition=0,
+                        current_leader_epoch=-1,
+                        fetch_offset=offset,
+                        last_fetched_epoch=-1,
+                        log_start_offset=-1,
+                        partition_max_bytes=1 << 20,
+                    )
+                ],
+            )
+        ],
+    )
+
+
 class KafkaWireError(RuntimeError):
     """A request to the broker failed with a Kafka error code."""
 
