@@ -165,14 +165,6 @@ class KafkaConnection(protocol.Protocol):
         except DecodeError as exc:
             self.close(str(exc))
             return
-        writer = self.writer
-        writer.hold()
-        try:
-            self._handle_frames(frames, received)
-        finally:
-            writer.release()
-
-    def _handle_frames(self, frames, received: float) -> None:
         for frame in frames:
             if self.closed:
                 return

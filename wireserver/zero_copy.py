@@ -7,14 +7,8 @@ served; ``sendfile`` is none. Kafka does the same (``FileRecords.writeTo`` → `
 for plaintext listeners; TLS connections never get here (the records are read into memory
 there, as before).
 
-``ResponseWriter`` is the connection's only way out. While no file data is queued, bytes go
-straight to the socket with one ``sendmsg`` when the transport holds nothing unsent (and
-whatever the socket does not take goes to the transport): Twisted's own ``write`` only buffers
-and sends on the reactor's next turn, which costs each answer an ``epoll_ctl`` to watch for
-writability, a wake-up and another ``epoll_ctl`` to stop watching; for small Produce requests
-(Kafka's Java producer sends one 16 KB batch per request) that was a sixth of the broker's work.
-While the connection handles the requests of one read (``hold`` ... ``release``), answers
-ready at once are gathered and sent together, so pipelined requests still share a send. Once some is, it registers itself with the transport as a pull
+``ResponseWriter`` is the connection's only way out. While no file data is queued it writes
+through the transport as usual. Once some is, it registers itself with the transport as a pull
 producer (``IPullProducer``): Twisted calls ``resumeProducing`` each time the transport's own
 buffer has drained, and only then does the writer send straight to the socket (``sendmsg``
 for bytes, ``sendfile`` for file regions) until the socket would block. It then asks the
@@ -72,18 +66,6 @@ class ResponseWriter:
         self.registered = False
         self.registering = False
         self.stopped = False
-        self.held: list | None = None  # bytes gathered between hold() and release()
-
-    def hold(self) -> None:
-        """Gather byte answers until ``release`` (the requests of one read)."""
-        if self.held is None:
-            self.held = []
-
-    def release(self) -> None:
-        """Send what was gathered since ``hold``."""
-        held, self.held = self.held, None
-        if held and not self.stopped:
-            self._write_bytes(held)
 
     def write(self, chunks: list) -> None:
         """Queue one or more responses' chunks (bytes and ``FileRecords``)."""
@@ -91,15 +73,8 @@ class ResponseWriter:
             close_chunks(chunks)
             return
         if not self.queue and not any(isinstance(chunk, FileRecords) for chunk in chunks):
-            if self.held is not None:
-                self.held.extend(chunks)
-            else:
-                self._write_bytes(chunks)
+            self.transport.writeSequence(chunks)
             return
-        if self.held:
-            # file data must not pass the answers gathered before it
-            self.queue.extend(self.held)
-            self.held.clear()
         for chunk in chunks:
             if isinstance(chunk, FileRecords):
                 self.queue.extend(chunk.parts)
@@ -112,27 +87,6 @@ class ResponseWriter:
             self.transport.registerProducer(self, False)
             self.registering = False
             self.transport.startWriting()
-
-    def _write_bytes(self, chunks: list) -> None:
-        """Bytes with nothing queued before them: straight to the socket when the transport
-        holds nothing unsent either; the rest (or all, on TLS) through the transport."""
-        transport = self.transport
-        if (
-            self.zero_copy
-            and len(chunks) <= SENDMSG_BUFFERS
-            and not transport.dataBuffer
-            and not transport._tempDataBuffer
-            and transport.connected
-            and not transport.disconnecting
-        ):
-            try:
-                sent = transport.socket.sendmsg(chunks)
-            except OSError:  # would block, or the peer is gone: the transport finds out
-                sent = 0
-            chunks = _unsent(chunks, sent)
-            if not chunks:
-                return
-        transport.writeSequence(chunks)
 
     # -- IPullProducer ----------------------------------------------------------------------
     def resumeProducing(self) -> None:
@@ -208,16 +162,3 @@ class ResponseWriter:
             else:
                 self.sent += n
                 break
-
-
-def _unsent(chunks: list, sent: int) -> list:
-    """What of ``chunks`` is left after the first ``sent`` bytes went out."""
-    for i, chunk in enumerate(chunks):
-        size = len(chunk)
-        if sent < size:
-            rest = chunks[i:]
-            if sent:
-                rest[0] = memoryview(chunk)[sent:]
-            return rest
-        sent -= size
-    return []
