@@ -525,7 +525,7 @@ def _check_election(obs: dict) -> None:
 @tool_scenario("tool-kafka-reassign-partitions", check=lambda o: _check_reassign(o))
 def kafka_reassign_partitions(bootstrap: str, client: Client) -> dict:
     """kafka-reassign-partitions --generate for the one broker, --execute of that plan (the
-    replicas stay where they are: a real move is refused by wireserver, issue #21), --verify"""
+    replicas stay where they are: one broker has nowhere to move them), --verify"""
     s = Session(bootstrap)
     topic = s.topic("reassign", partitions=2)
     topics = s.json_file({"version": 1, "topics": [{"topic": topic}]})

@@ -328,6 +328,18 @@ class LogManager:
         del self._topics[name]
         self._save_topics()
 
+    def recreate_partition(self, name: str, partition: int) -> Log:
+        """Delete one partition's data and open an empty log in its place (a replica moved
+        off this broker: the directory goes as a deleted topic's does)."""
+        info = self._require(name)
+        log = self._logs.pop((name, partition), None)
+        self._unplace((name, partition))
+        if log is not None:
+            self._delete_dir(log)
+            self._stale_in_checkpoints.add((name, partition))
+        self._open_partitions(info, range(partition, partition + 1))
+        return self._logs[(name, partition)]
+
     def _delete_dir(self, log: Log) -> None:
         for seg in log.segments:
             seg.close()

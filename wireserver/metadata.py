@@ -264,3 +264,24 @@ class LocalMetadata:
         if self.partition_view(*tp) is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return ErrorCode.ELECTION_NOT_NEEDED
+
+    def reassign(self, topic: str, partition: int, target: list[int] | None) -> bool:
+        """AlterPartitionReassignments for one partition (checked already): on one node the
+        only valid target is the current replica, nothing moves, and a cancel (None) finds no
+        reassignment in progress (False)."""
+        return target is not None
+
+    def reassignments(self, topics: list[str] | None) -> list[Reassignment]:
+        """ListPartitionReassignments: those in progress (never any on one node)."""
+        return []
+
+
+@dataclass(frozen=True)
+class Reassignment:
+    """One partition's reassignment in progress: RS, AR and RR (KIP-455)."""
+
+    topic: str
+    partition: int
+    replicas: list[int]
+    adding: list[int]
+    removing: list[int]

@@ -337,9 +337,8 @@ def test_elect_leaders_on_one_node(cadmin, raw, topic_name):
 
 
 def test_partition_reassignments_on_one_node(cadmin, raw, topic_name):
-    """kafka-reassign-partitions gets answers instead of UNSUPPORTED_VERSION: nothing is ever
-    being reassigned, the current replicas are accepted, Kafka's own refusals, and a real move
-    refused naming what wireserver does not do (issue #21)."""
+    """On one node nothing can move: nothing is ever being reassigned, the current replicas
+    are accepted, a cancel finds no reassignment in progress, and Kafka's own refusals."""
     from confluent_kafka.admin import NewTopic as CNewTopic
     from kafka.protocol.admin.topics import (
         AlterPartitionReassignmentsRequest,

@@ -1,27 +1,30 @@
 """AlterPartitionReassignments (key 45), v0-1 — what ``kafka-reassign-partitions --execute``
 and ``--cancel`` send.
 
-wireserver does not move replicas yet (issue #21). Served so the tool ends with a clear
-error instead of the admin client's "does not support ALTER_PARTITION_REASSIGNMENTS" stack
-trace. ALTER on the cluster is required (CLUSTER_AUTHORIZATION_FAILED at the top level).
-Per partition, as Kafka 4.4's controller (``ReplicationControlManager``) checks it:
-UNKNOWN_TOPIC_OR_PARTITION; a cancel (null replicas) gets NO_REASSIGNMENT_IN_PROGRESS, since
-none ever is; an empty list, a broker that is not registered or one named twice get
-INVALID_REPLICA_ASSIGNMENT with Kafka's message; the partition's current replicas are
-accepted (NONE: there is nothing to move, as Kafka completes it at once); any real move gets
-INVALID_REQUEST naming what wireserver does not do.
+ALTER on the cluster is required (CLUSTER_AUTHORIZATION_FAILED at the top level). Per
+partition, as Kafka's controller checks it: UNKNOWN_TOPIC_OR_PARTITION; an empty list, a
+broker that is not registered or one named twice get INVALID_REPLICA_ASSIGNMENT with Kafka's
+message; a cancel (null replicas) with no reassignment in progress gets
+NO_REASSIGNMENT_IN_PROGRESS; the partition's current replicas with none in progress are
+accepted at once (nothing to move).
+
+Cluster mode: any broker that receives the request writes the reassignment to the topic's
+znode, as CreatePartitions does (``wireserver.cluster.topic_admin.reassign``: RS = TRS + ORS
+with adding/removing replicas, Kafka's ``reassignTo``), and answers once it is written; the
+controller completes it when every target replica is in the ISR. A cancel reassigns to the
+original replicas. On one node no broker but this one is registered, so nothing can move.
 """
 
 from __future__ import annotations
 
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
+from wireserver.metadata import TopicError
 from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 from wireserver.security.acls import Operation
 
 API_KEY = 45
-NOT_MOVED = "wireserver does not move partition replicas (reassignment is issue #21)"
 
 
 def _check(services, topic: str, partition: int, replicas: list[int] | None):
@@ -33,7 +36,7 @@ def _check(services, topic: str, partition: int, replicas: list[int] | None):
             f"Unable to find partition {topic}:{partition}.",
         )
     if replicas is None:
-        return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "No partition reassignment is in progress."
+        return ErrorCode.NONE, None
     if not replicas:
         invalid = "The manual partition assignment includes an empty replica list."
         return ErrorCode.INVALID_REPLICATION_ASSIGNMENT, invalid
@@ -50,9 +53,23 @@ def _check(services, topic: str, partition: int, replicas: list[int] | None):
                 f"The manual partition assignment includes the broker {broker} more than once."
             )
         previous = broker
-    if list(replicas) == list(view.replicas):
-        return ErrorCode.NONE, None
-    return ErrorCode.INVALID_REQUEST, NOT_MOVED
+    return ErrorCode.NONE, None
+
+
+def _reassign(services, topic: str, partition: int, replicas: list[int] | None):
+    """(error, message): the checks, then the reassignment written."""
+    error, message = _check(services, topic, partition, replicas)
+    if error != ErrorCode.NONE:
+        return error, message
+    try:
+        started = services.metadata.reassign(
+            topic, partition, None if replicas is None else list(replicas)
+        )
+    except TopicError as exc:
+        return exc.code, exc.message
+    if not started:
+        return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "No partition reassignment is in progress."
+    return ErrorCode.NONE, None
 
 
 @handles(API_KEY)
@@ -68,7 +85,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
             if denied:
                 error, message = denied, None
             else:
-                error, message = _check(
+                error, message = _reassign(
                     ctx.services, topic.name, target.partition_index, target.replicas
                 )
             partitions.append(

@@ -24,6 +24,14 @@ ZooKeeper-era ``KafkaController``, reduced to what leadership needs).
   ``leader.imbalance.check.interval.seconds``, for each broker, the share of the partitions it
   is the preferred leader of that another broker leads; above
   ``leader.imbalance.per.broker.percentage`` those partitions get a preferred election.
+- A partition reassignment (KIP-455, as ``KafkaController.onPartitionReassignment``): the
+  broker that received AlterPartitionReassignments wrote RS = ORS + TRS with the adding and
+  removing replicas to the topic's znode; every broker applies the new replicas (the added ones
+  start following). Once every target replica is in the ISR the controller writes the state
+  with a leader from TRS (the current one if it is in TRS) and the ISR cut to TRS, leader
+  epoch bumped, then the assignment with RS = TRS and no adding or removing replicas; the
+  removed replicas see that and delete their data. A partition whose ISR or leader is outside
+  its replicas (a cancel or replaced reassignment dropped added replicas) has them removed.
 
 Every write is conditional on the znode version this controller read; on a conflict (the leader
 changed the ISR meanwhile) the state is re-read and the decision made again.
@@ -76,6 +84,8 @@ class ControllerHost(DeletionHost, Protocol):
 
     def apply_state(self, tp: tuple[str, int], new: zd.PartitionState) -> None: ...
 
+    def update_state(self, tp: tuple[str, int], decide: Any) -> zd.PartitionState | None: ...
+
 
 class Controller:
     def __init__(self, node: ControllerHost, epoch: int, config: BrokerConfig, logs: LogManager):
@@ -87,9 +97,12 @@ class Controller:
         self.logs = logs
         self.active = True
         self._rebalance: task.LoopingCall | None = None
+        self._reassigning_now: set[tuple[str, int]] = set()  # guards the state we write
 
     def start(self) -> None:
         self.reconcile_all(set())
+        for name in list(self.node.topics):  # reassignments a previous controller left
+            self.on_reassignment(name)
         TopicDeletion(self.node, lambda: self.active).start()
         config = self.config
         if config["auto.leader.rebalance.enable"]:
@@ -375,12 +388,118 @@ class Controller:
                 if state.leader == -1:
                     return None
                 leader, isr = -1, state.isr
+        return self._led_by(state, leader, isr)
+
+    def _led_by(self, state: zd.PartitionState, leader: int, isr: list[int]) -> zd.PartitionState:
+        """``state`` with a new leader (or none, -1) and ISR, the leader epoch bumped."""
         return replace(
             state,
             leader=leader,
             leader_epoch=state.leader_epoch + 1,
             isr=isr,
             controller_epoch=self.epoch,
+        )
+
+    # -- partition reassignment -------------------------------------------------------------
+    def on_reassignment(self, name: str) -> None:
+        """The topic's assignment changed: move on every partition that can."""
+        assignment = self.node.topics.get(name)
+        if assignment is not None:
+            for partition in sorted(assignment.replicas):
+                self.on_partition_state((name, partition))
+
+    def on_partition_state(self, tp: tuple[str, int]) -> None:
+        """A partition's state or replicas changed (an ISR expansion is what completes a
+        reassignment): complete its reassignment if every target replica is in the ISR, or
+        take replicas no longer assigned out of its ISR."""
+        if not self.active or tp in self._reassigning_now:
+            return
+        self._reassigning_now.add(tp)
+        try:
+            self._reassignment_step(tp)
+        except Exception:  # noqa: BLE001 - the next state change tries again
+            log.exception("%sreassignment of %s-%d failed", self.log_ident, *tp)
+        finally:
+            self._reassigning_now.discard(tp)
+
+    def _reassignment_step(self, tp: tuple[str, int]) -> None:
+        node = self.node
+        assignment = node.topics.get(tp[0])
+        state = node.states.get(tp)
+        if assignment is None or state is None or tp[1] not in assignment.replicas:
+            return
+        replicas = assignment.replicas[tp[1]]
+        if assignment.reassigning(tp[1]):
+            target = assignment.target(tp[1])
+            if state.leader < 0 or not all(r in state.isr for r in target):
+                return
+
+            def caught_up(current: zd.PartitionState) -> zd.PartitionState | None:
+                if not all(r in current.isr for r in target):
+                    return None  # the ISR shrank meanwhile: wait for the next change
+                return self._moved_state(current, target)
+
+            node.update_state(tp, caught_up)
+            now = node.states[tp]
+            if now.leader in target and set(now.isr) <= set(target):
+                self._complete(tp, target)
+            return
+        if set(state.isr) <= set(replicas) and (state.leader < 0 or state.leader in replicas):
+            return
+        node.update_state(tp, lambda s: self._moved_state(s, replicas))
+
+    def _moved_state(self, state: zd.PartitionState, target: list[int]) -> zd.PartitionState | None:
+        """Kafka's ``moveReassignedPartitionLeaderIfRequired`` with the removed replicas out of
+        the ISR: the leader stays if it is in ``target`` and alive, else the first target
+        replica alive and in the ISR leads; the leader epoch is bumped. None when there is
+        nothing to change or no target replica can lead."""
+        live = set(self.node.brokers)
+        isr = [r for r in state.isr if r in target]
+        if state.leader in target and state.leader in live:
+            leader = state.leader
+            if isr == state.isr:
+                return None
+        else:
+            candidates = [r for r in target if r in isr and r in live]
+            if not candidates:
+                return None
+            leader = candidates[0]
+        return self._led_by(state, leader, isr)
+
+    def _complete(self, tp: tuple[str, int], target: list[int]) -> None:
+        """RS = TRS, AR = RR = [] in the topic's znode, unless the reassignment was replaced
+        or completed meanwhile (then nothing is written)."""
+        from kazoo.exceptions import BadVersionError, NoNodeError
+
+        path = zd.topic_path(tp[0])
+        while True:
+            try:
+                data, stat = self.node.zk.get(path)
+            except NoNodeError:
+                return
+            current = zd.TopicAssignment.decode(tp[0], data)
+            if not current.reassigning(tp[1]) or current.target(tp[1]) != target:
+                return
+            log.info(
+                "%sTarget replicas %s have all caught up with the leader for reassigning "
+                "partition %s-%d",
+                self.log_ident,
+                target,
+                tp[0],
+                tp[1],
+            )
+            done = current.with_partition(tp[1], target, [], [])
+            try:
+                self.node.zk.set(path, done.encode(), version=stat.version)
+            except BadVersionError:
+                continue
+            break
+        log.info(
+            "%sCompleted reassignment of partition %s-%d to replicas %s",
+            self.log_ident,
+            tp[0],
+            tp[1],
+            target,
         )
 
 

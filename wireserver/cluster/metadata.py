@@ -27,6 +27,7 @@ from wireserver.metadata import (
     NewPartitions,
     PartitionsCheck,
     PartitionView,
+    Reassignment,
     TopicError,
     unknown_topic,
 )
@@ -225,3 +226,27 @@ class ZkMetadata(LocalMetadata):
         if controller is None:
             return ErrorCode.NOT_CONTROLLER
         return controller.elect(tp, election_type)
+
+    def reassign(self, topic: str, partition: int, target: list[int] | None) -> bool:
+        """Written to the topic's znode here; the controller completes it."""
+        if topic not in self.node.topics:
+            return super().reassign(topic, partition, target)
+        return topic_admin.reassign(self.node, topic, partition, target)
+
+    def reassignments(self, topics: list[str] | None) -> list[Reassignment]:
+        """Read from ZooKeeper now: a reassignment just written through another broker is
+        listed at once."""
+        found = []
+        for name, assignment in topic_admin.reassignments(self.node, topics).items():
+            for partition in sorted(assignment.replicas):
+                if assignment.reassigning(partition):
+                    found.append(
+                        Reassignment(
+                            name,
+                            partition,
+                            list(assignment.replicas[partition]),
+                            list(assignment.adding.get(partition, [])),
+                            list(assignment.removing.get(partition, [])),
+                        )
+                    )
+        return found

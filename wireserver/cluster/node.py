@@ -470,7 +470,8 @@ class ClusterNode:
             current = None
         if current is None:
             self._add_topic(new)
-        elif len(new.replicas) > len(current.replicas):
+            return
+        if len(new.replicas) > len(current.replicas):
             log.info(
                 "topic %s: %d -> %d partitions", name, len(current.replicas), len(new.replicas)
             )
@@ -479,6 +480,38 @@ class ClusterNode:
             self._watch_partitions(new)
             if self.controller is not None:
                 self.controller.on_new_topic(name)
+        self.topics[name] = new
+        changed = [
+            p
+            for p, replicas in sorted(current.replicas.items())
+            if new.replicas.get(p, replicas) != replicas
+        ]
+        for partition in changed:
+            self._on_replicas_changed((name, partition), current.replicas[partition])
+        if self.controller is not None and (changed or new.adding or new.removing):
+            self.controller.on_reassignment(name)
+
+    def _on_replicas_changed(self, tp: TP, before: list[int]) -> None:
+        """A partition's replicas changed (a reassignment started, was cancelled or
+        completed): its state is applied again with them, so that a new replica starts
+        following and the leader tracks it; a replica removed from this broker stops and its
+        data is deleted (Kafka's StopReplica with delete). Every broker keeps an empty log for
+        every partition, so an empty one takes its place."""
+        replicas = self.topics[tp[0]].replicas[tp[1]]
+        log.info("partition %s-%d: replicas %s -> %s", tp[0], tp[1], before, replicas)
+        state = self.states.get(tp)
+        if self.node_id in before and self.node_id not in replicas:
+            self._stop_following(tp)
+            self.broker.replicas.resign(tp)
+            log.info(
+                "[ReplicaManager broker=%d] Stopping replica %s-%d and deleting its log",
+                self.node_id,
+                tp[0],
+                tp[1],
+            )
+            self.broker.logs.recreate_partition(*tp)
+        if state is not None:
+            self.apply_state(tp, replace(state, replicas=list(replicas)))
 
     def _drop_topic(self, name: str) -> None:
         """The topic is gone from ZooKeeper: stop leading and following its partitions and
@@ -618,6 +651,14 @@ class ClusterNode:
             elif me in new.replicas:
                 self._stop_following(tp)
         self.broker.purgatory.notify(("hw", tp[0], tp[1]))
+        if self.controller is not None and tp[0] in self.topics:
+            # after this change has been applied everywhere on this broker (not from within
+            # a leader's ISR write, which this may be called from)
+            self.reactor.callLater(0, self._controller_step, tp)
+
+    def _controller_step(self, tp: TP) -> None:
+        if self.controller is not None and not self.stopped:
+            self.controller.on_partition_state(tp)
 
     def _become_follower(
         self, tp: TP, state: zd.PartitionState, previous: tuple[int, int] = (-1, -1)

@@ -8,6 +8,10 @@ broker (and the controller) acts on the znodes through its watches.
 - CreatePartitions: the assignment in ``/brokers/topics/<t>`` gains the new partitions, placed
   as Kafka's ``AdminZkClient.createNewPartitionsAssignment`` places them; the controller creates
   their state and every broker opens their logs.
+- AlterPartitionReassignments: the partition's replicas in ``/brokers/topics/<t>`` become
+  RS = TRS + ORS with ``adding_replicas``/``removing_replicas`` (Kafka's
+  ``ReplicaAssignment.reassignTo``); the controller sees the change and completes the move
+  (``wireserver.cluster.controller``). A cancel (no target) reassigns to ORS.
 - Topic configs: ``/config/topics/<t>`` then a sequential ``/config/changes/config_change_``
   notification (``wireserver.cluster.config_changes`` applies it on every broker).
 
@@ -18,6 +22,7 @@ admin requests are rare.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, Protocol
 
 from wireserver.cluster import zkdata as zd
@@ -95,7 +100,7 @@ def add_partitions(
 
     replicas = dict(existing.replicas)
     replicas.update({p: list(r) for p, r in added.items()})
-    assignment = zd.TopicAssignment(existing.name, existing.topic_id, replicas)
+    assignment = replace(existing, replicas=replicas)  # a reassignment in progress stays
     try:
         node.zk.set(zd.topic_path(existing.name), assignment.encode(), version=zk_version)
     except NoNodeError:
@@ -119,3 +124,51 @@ def write_topic_config(node: ZkHolder, topic: str, overrides: Mapping[str, str])
     """Kafka's ``AdminZkClient.changeTopicConfig``: the whole override set, then a change
     notification that every broker (this one included) follows."""
     write_entity_config(node.zk, zd.topic_config_path(topic), overrides, f"topics/{topic}")
+
+
+def reassign(node: ZkHolder, topic: str, partition: int, target: list[int] | None) -> bool:
+    """Start (or replace, or with ``target`` None cancel) the reassignment of one partition,
+    as Kafka's controller's ``maybeBuildReassignment`` and ``updateCurrentReassignment`` do:
+    False when a cancel finds no reassignment in progress. A target equal to the current
+    replicas with none in progress writes nothing (Kafka completes it at once). Retried on
+    a concurrent change of the topic znode so that neither change is lost."""
+    from kazoo.exceptions import BadVersionError
+
+    while True:
+        existing, version = read_assignment(node, topic)
+        if existing is None or partition not in existing.replicas:
+            raise TopicError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                f"Unable to find partition {topic}:{partition}.",
+            )
+        if not existing.reassigning(partition):
+            if target is None:
+                return False
+            if list(target) == existing.replicas[partition]:
+                return True
+        updated = existing.reassign_to(
+            partition, existing.origin(partition) if target is None else list(target)
+        )
+        try:
+            node.zk.set(zd.topic_path(topic), updated.encode(), version=version)
+        except BadVersionError:
+            continue
+        return True
+
+
+def reassignments(node: ZkHolder, topics: list[str] | None) -> dict[str, zd.TopicAssignment]:
+    """The assignments, as ZooKeeper has them now, of ``topics`` (None: every topic) that
+    have a reassignment in progress."""
+    from kazoo.exceptions import NoNodeError
+
+    if topics is None:
+        try:
+            topics = sorted(node.zk.get_children(zd.TOPICS))
+        except NoNodeError:
+            return {}
+    found = {}
+    for topic in topics:
+        assignment, _ = read_assignment(node, topic)
+        if assignment is not None and (assignment.adding or assignment.removing):
+            found[topic] = assignment
+    return found

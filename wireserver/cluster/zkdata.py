@@ -140,9 +140,15 @@ class BrokerInfo:
 
 @dataclass(frozen=True)
 class TopicAssignment:
+    """``/brokers/topics/<t>``. While a partition is reassigned (KIP-455) its ``replicas`` are
+    the full set RS = ORS + TRS, with ``adding`` (TRS - ORS) and ``removing`` (ORS - TRS)
+    recorded beside them, as Kafka's v2+ topic znode does."""
+
     name: str
     topic_id: uuid.UUID
     replicas: dict[int, list[int]]  # partition -> replica broker ids, preferred leader first
+    adding: dict[int, list[int]] = field(default_factory=dict)
+    removing: dict[int, list[int]] = field(default_factory=dict)
 
     def encode(self) -> bytes:
         return _dumps(
@@ -150,8 +156,8 @@ class TopicAssignment:
                 "version": 3,
                 "topic_id": uuid_to_kafka(self.topic_id),
                 "partitions": {str(p): r for p, r in sorted(self.replicas.items())},
-                "adding_replicas": {},
-                "removing_replicas": {},
+                "adding_replicas": {str(p): r for p, r in sorted(self.adding.items()) if r},
+                "removing_replicas": {str(p): r for p, r in sorted(self.removing.items()) if r},
             }
         )
 
@@ -163,6 +169,52 @@ class TopicAssignment:
             name,
             uuid_from_kafka(topic_id) if topic_id else uuid.uuid5(uuid.NAMESPACE_URL, name),
             {int(p): list(r) for p, r in doc["partitions"].items()},
+            {int(p): list(r) for p, r in (doc.get("adding_replicas") or {}).items() if r},
+            {int(p): list(r) for p, r in (doc.get("removing_replicas") or {}).items() if r},
+        )
+
+    def reassigning(self, partition: int) -> bool:
+        return bool(self.adding.get(partition) or self.removing.get(partition))
+
+    def origin(self, partition: int) -> list[int]:
+        """ORS: the replicas before the reassignment in progress (all of them when none is)."""
+        adding = self.adding.get(partition, [])
+        return [r for r in self.replicas.get(partition, []) if r not in adding]
+
+    def target(self, partition: int) -> list[int]:
+        """TRS: the replicas the partition ends up with."""
+        removing = self.removing.get(partition, [])
+        return [r for r in self.replicas.get(partition, []) if r not in removing]
+
+    def reassign_to(self, partition: int, target: list[int]) -> TopicAssignment:
+        """Kafka's ``ReplicaAssignment.reassignTo``: RS = TRS + ORS (target first, so the
+        target's first replica is the preferred leader), AR = RS - ORS, RR = RS - TRS. A
+        target equal to ORS ends the reassignment (no adding, no removing)."""
+        origin = self.origin(partition)
+        full = list(dict.fromkeys(list(target) + origin))
+        return self.with_partition(
+            partition,
+            full,
+            [r for r in full if r not in origin],
+            [r for r in full if r not in target],
+        )
+
+    def with_partition(
+        self, partition: int, replicas: list[int], adding: list[int], removing: list[int]
+    ) -> TopicAssignment:
+        """This assignment with ``partition``'s replicas (and reassignment) replaced."""
+        new_adding = {p: r for p, r in self.adding.items() if p != partition}
+        new_removing = {p: r for p, r in self.removing.items() if p != partition}
+        if adding:
+            new_adding[partition] = list(adding)
+        if removing:
+            new_removing[partition] = list(removing)
+        return TopicAssignment(
+            self.name,
+            self.topic_id,
+            {**self.replicas, partition: list(replicas)},
+            new_adding,
+            new_removing,
         )
 
 

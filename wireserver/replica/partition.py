@@ -124,6 +124,14 @@ class Partition:
         self.leader_id, self.leader_epoch = leader_id, leader_epoch
         self.isr, self.replicas = list(isr), list(replicas)
         if self.leader is not None:
+            # Replicas added or removed by a reassignment: a new one is tracked from its
+            # first fetch (it joins the ISR once caught up), a removed one no longer counts.
+            followers = self.leader.followers
+            for replica in replicas:
+                if replica != self.local_id and replica not in followers:
+                    followers[replica] = FollowerState()
+            for replica in [r for r in followers if r not in replicas]:
+                del followers[replica]
             self.maybe_advance_high_watermark()
 
     def make_leader(self, leader_epoch: int, isr: list[int], replicas: list[int]) -> None:

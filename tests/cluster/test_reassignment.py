@@ -1,0 +1,245 @@
+"""Partition reassignment (KIP-455) in a real cluster, driven by Kafka's own
+``kafka-reassign-partitions``: a partition moved from brokers {1,2} to {3,4} (the 4th broker
+started in the test) under acks=all load from an idempotent producer loses no acknowledged
+record, ends on the target replicas and leaves no data on the old ones; a reassignment that
+cannot complete yet (its new replica's fetches wait for 100 MB that never come) is listed in
+progress and cancelled back to its original replicas."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from compat_tests import reference as kafka_reference
+from wireserver.testing.cluster import cluster_metadata
+
+from .conftest import Cluster, wait_for
+
+pytestmark = pytest.mark.integration
+
+CHROOT = "/wireserver-reassign"
+
+
+@pytest.fixture(scope="module")
+def reference():
+    kafka_reference.require_tools()
+    return kafka_reference
+
+
+#: A follower that takes a minute per fetch unless 100 MB are there to copy: a
+#: reassignment onto it stays in progress for as long as the test needs.
+SLOW_FOLLOWER = {
+    "replica.fetch.min.bytes": str(100 * 1024 * 1024),
+    "replica.fetch.wait.max.ms": "60000",
+    "replica.lag.time.max.ms": "60000",
+}
+
+
+@pytest.fixture(scope="module")
+def nodes(zookeeper):
+    """Brokers 1-3 running; brokers 4 and 5 (a slow follower) made but started by the
+    tests."""
+    cluster = Cluster(zookeeper, 5, CHROOT)
+    cluster.brokers[5].overrides.update(SLOW_FOLLOWER)
+    try:
+        for broker_id in (1, 2, 3):
+            cluster.brokers[broker_id].start()
+        cluster.wait_ready()
+        yield cluster
+    finally:
+        cluster.close()
+
+
+def start(nodes, broker_id: int) -> None:
+    if not nodes.brokers[broker_id].running:
+        nodes.brokers[broker_id].start()
+        nodes.wait_ready()
+
+
+def create_topic(bootstrap: str, name: str, replicas: list[int]) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic = NewTopic(name, num_partitions=1, replica_assignment=[replicas])
+    admin.create_topics([topic])[name].result(timeout=30)
+    wait_for(
+        lambda: cluster_metadata(bootstrap, name)[2].get(0, (-1,))[0] in replicas,
+        30,
+        what=f"a leader for {name}-0",
+    )
+
+
+def reassign_tool(reference, bootstrap: str, *args: str) -> str:
+    """Run kafka-reassign-partitions; its stdout (it must exit 0)."""
+    command = reference.tool_command(
+        "kafka-reassign-partitions", ["--bootstrap-server", bootstrap, *args]
+    )
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout
+
+
+def plan_file(tmp_path, topic: str, replicas: list[int]) -> str:
+    path = tmp_path / f"{topic}.json"
+    plan = {"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": replicas}]}
+    path.write_text(json.dumps(plan))
+    return str(path)
+
+
+def log_bytes(broker, topic: str) -> int:
+    """Bytes in the partition's segment files on ``broker`` (0 when it has none)."""
+    directory = os.path.join(broker.data_dir, f"{topic}-0")
+    if not os.path.isdir(directory):
+        return 0
+    return sum(
+        os.path.getsize(os.path.join(directory, name))
+        for name in os.listdir(directory)
+        if name.endswith(".log")
+    )
+
+
+class LoadProducer(threading.Thread):
+    """An idempotent acks=all producer writing value ``i`` for i = 0, 1, ... until stopped;
+    ``acked`` holds the values the brokers acknowledged."""
+
+    def __init__(self, bootstrap: str, topic: str):
+        super().__init__(daemon=True)
+        self.bootstrap, self.topic = bootstrap, topic
+        self.acked: list[int] = []
+        self.errors: list[str] = []
+        self.done = threading.Event()
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        producer = Producer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "enable.idempotence": True,
+                "acks": "all",
+                "linger.ms": 5,
+            }
+        )
+
+        def delivered(err, msg) -> None:
+            if err is None:
+                self.acked.append(int(msg.value()))
+            else:
+                self.errors.append(str(err))
+
+        i = 0
+        while not self.stopping.is_set():
+            producer.produce(self.topic, str(i).encode(), partition=0, on_delivery=delivered)
+            producer.poll(0.005)
+            i += 1
+        producer.flush(60)
+        self.done.set()
+
+
+def read_all(bootstrap: str, topic: str, count: int) -> list[int]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"{topic}-reader",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([topic])
+    values: list[int] = []
+    try:
+        wait_for(
+            lambda: (
+                values.extend(
+                    int(m.value()) for m in consumer.consume(500, 1.0) if m.error() is None
+                )
+                or len(values) >= count
+            ),
+            60,
+            what=f"{count} records of {topic}",
+        )
+    finally:
+        consumer.close()
+    return values
+
+
+def test_move_under_load_to_a_new_broker(nodes, reference, tmp_path):
+    topic = "moved"
+    create_topic(nodes.bootstrap, topic, [1, 2])
+    load = LoadProducer(nodes.bootstrap, topic)
+    load.start()
+    try:
+        wait_for(lambda: len(load.acked) >= 200, 30, what="the first acknowledged records")
+        start(nodes, 4)
+        plan = plan_file(tmp_path, topic, [3, 4])
+        out = reassign_tool(
+            reference, nodes.bootstrap, "--execute", "--reassignment-json-file", plan
+        )
+        assert "Successfully started partition reassignment" in out, out
+        wait_for(
+            lambda: (
+                f"Reassignment of partition {topic}-0 is completed."
+                in reassign_tool(
+                    reference, nodes.bootstrap, "--verify", "--reassignment-json-file", plan
+                )
+            ),
+            60,
+            what="--verify to report the reassignment complete",
+        )
+        acked_before_end = len(load.acked)
+        wait_for(lambda: len(load.acked) > acked_before_end + 50, 30, what="records after the move")
+    finally:
+        load.stopping.set()
+        assert load.done.wait(90)
+    assert not load.errors, load.errors[:5]
+
+    def moved() -> int | None:
+        leader, _, replicas, isr = cluster_metadata(nodes.bootstrap, topic)[2][0]
+        if sorted(replicas) == [3, 4] and sorted(isr) == [3, 4] and leader in (3, 4):
+            return leader
+        return None
+
+    leader = wait_for(moved, 30, what="Metadata to show the partition on brokers 3 and 4")
+    values = read_all(nodes.brokers[leader].bootstrap_servers, topic, len(load.acked))
+    assert set(load.acked) <= set(values)
+    assert len(values) == len(set(values))  # idempotence: no duplicates
+    wait_for(
+        lambda: log_bytes(nodes.brokers[1], topic) == 0 and log_bytes(nodes.brokers[2], topic) == 0,
+        30,
+        what="the old replicas' data deleted",
+    )
+    assert log_bytes(nodes.brokers[3], topic) > 0 and log_bytes(nodes.brokers[4], topic) > 0
+
+
+def test_list_and_cancel_a_reassignment_in_progress(nodes, reference, tmp_path):
+    topic = "stalled"
+    create_topic(nodes.bootstrap, topic, [1, 2])
+    producer = Producer({"bootstrap.servers": nodes.bootstrap, "acks": "all"})
+    for i in range(20):
+        producer.produce(topic, str(i).encode(), partition=0)
+    assert producer.flush(30) == 0
+    start(nodes, 5)
+    plan = plan_file(tmp_path, topic, [1, 5])
+    reassign_tool(reference, nodes.bootstrap, "--execute", "--reassignment-json-file", plan)
+    listed = reassign_tool(reference, nodes.bootstrap, "--list")
+    assert f"{topic}-0: replicas: 1,5,2. adding: 5. removing: 2." in listed, listed
+    verified = reassign_tool(
+        reference, nodes.bootstrap, "--verify", "--reassignment-json-file", plan
+    )
+    assert f"Reassignment of partition {topic}-0 is still in progress." in verified, verified
+    leader, _, replicas, isr = cluster_metadata(nodes.bootstrap, topic)[2][0]
+    assert replicas == [1, 5, 2] and 5 not in isr
+    out = reassign_tool(reference, nodes.bootstrap, "--cancel", "--reassignment-json-file", plan)
+    assert f"Successfully cancelled partition reassignment for: {topic}-0" in out, out
+    listed = reassign_tool(reference, nodes.bootstrap, "--list")
+    assert "No partition reassignments found." in listed, listed
+    wait_for(
+        lambda: cluster_metadata(nodes.bootstrap, topic)[2][0][2] == [1, 2],
+        30,
+        what="the original replicas back",
+    )
+    leader, _, replicas, isr = cluster_metadata(nodes.bootstrap, topic)[2][0]
+    assert leader in (1, 2) and 5 not in isr
