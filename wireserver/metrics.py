@@ -224,6 +224,8 @@ def count_errors(response: Any, request: str, counts: defaultdict[tuple[str, str
                 # without a call per entry.
                 if isinstance(value, PartitionEntries):
                     codes = value.error_codes()
+                elif len(value) == 1:  # a Produce or Fetch of one partition: no Counter
+                    codes = {value[0].error_code: 1}
                 else:
                     codes = Counter(item.error_code for item in value)
                 for code, seen in codes.items():
