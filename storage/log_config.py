@@ -20,6 +20,7 @@ Deliberate differences and notes:
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,22 @@ from wireserver.storage.configdef import (
 CLEANUP_POLICIES = ("delete", "compact")
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+_REPLICA = re.compile(r"([0-9]+:[0-9]+)?")
+
+
+def _throttled_replicas(name: str):
+    """Kafka's ``ThrottledReplicaListValidator``: ``*`` or ``partition:brokerId`` entries
+    (kafka-reassign-partitions --throttle writes them; the brokers act on them)."""
+
+    def check(value: list) -> None:
+        if value == ["*"] or all(_REPLICA.fullmatch(item) for item in value):
+            return
+        raise ValueError(
+            f"{name} must be the literal '*' or a list of replicas in the following format: "
+            "[partitionId]:[brokerId],[partitionId]:[brokerId],..."
+        )
+
+    return check
 
 
 def _gzip_level(value: int) -> None:
@@ -142,7 +159,7 @@ _DEFS = [
         "list",
         [],
         "Replicas whose log replication is throttled on the follower side.",
-        None,
+        _throttled_replicas("follower.replication.throttled.replicas"),
         None,
     ),
     _topic(
@@ -158,7 +175,7 @@ _DEFS = [
         "list",
         [],
         "Replicas whose log replication is throttled on the leader side.",
-        None,
+        _throttled_replicas("leader.replication.throttled.replicas"),
         None,
     ),
     _topic(

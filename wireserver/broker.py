@@ -41,6 +41,7 @@ from wireserver.producer_ids import ProducerIdManager
 from wireserver.protocol.served import SERVED
 from wireserver.purgatory import Purgatory
 from wireserver.quotas import Quotas
+from wireserver.quotas.replication import ReplicationQuotas
 from wireserver.quotas.store import ClientQuotaStore
 from wireserver.replica.manager import ReplicaManager
 from wireserver.replica.selector import SELECTORS
@@ -225,6 +226,7 @@ class Broker:
             self.config["controller.quota.window.size.seconds"] * 1000,
             self.config["controller.quota.window.num"],
         )
+        self.replication_quotas = ReplicationQuotas(self.config, self.node_id, self.now_ms)
         create_topic = partial(create_internal_topic, self)
         self.groups = GroupCoordinator(
             self,

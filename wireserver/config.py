@@ -322,6 +322,49 @@ _BROKER_ONLY = [
         at_least(1),
     ),
     _key(
+        "leader.replication.throttled.rate",
+        "long",
+        LONG_MAX,
+        "Bytes/s this broker sends, as leader, to followers of the partitions its topics list "
+        "in leader.replication.throttled.replicas (reassignment throttle). Only a value set "
+        "for this broker (AlterConfigs on broker <id>) throttles, as in Kafka.",
+        at_least(0),
+        dynamic=True,
+    ),
+    _key(
+        "follower.replication.throttled.rate",
+        "long",
+        LONG_MAX,
+        "Bytes/s this broker fetches, as follower, for the partitions its topics list in "
+        "follower.replication.throttled.replicas (reassignment throttle). Only a value set "
+        "for this broker (AlterConfigs on broker <id>) throttles, as in Kafka.",
+        at_least(0),
+        dynamic=True,
+    ),
+    _key(
+        "replica.alter.log.dirs.io.max.bytes.per.second",
+        "long",
+        LONG_MAX,
+        "Accepted (kafka-reassign-partitions sets and clears it); wireserver does not move "
+        "replicas between log dirs of one broker, so it has no effect.",
+        at_least(0),
+        dynamic=True,
+    ),
+    _key(
+        "replication.quota.window.num",
+        "int",
+        11,
+        "Number of samples kept to measure the replication throttle rates.",
+        at_least(1),
+    ),
+    _key(
+        "replication.quota.window.size.seconds",
+        "int",
+        1,
+        "Time span of each sample of the replication throttle rates.",
+        at_least(1),
+    ),
+    _key(
         "queued.max.requests",
         "int",
         500,

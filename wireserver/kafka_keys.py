@@ -259,8 +259,6 @@ KAFKA_ONLY_KEYS: list[ConfigDef] = [
     _k("remote.log.storage.manager.impl.prefix", "string", "rsm.config.", R, NON_EMPTY),
     _k("remote.log.storage.system.enable", "boolean", False, R),
     _k("replica.socket.receive.buffer.bytes", "int", 65536, R),
-    _k("replication.quota.window.num", "int", 11, R, at_least(1)),
-    _k("replication.quota.window.size.seconds", "int", 1, R, at_least(1)),
     _k("request.timeout.ms", "int", 30000, R),
     _k("sasl.client.callback.handler.class", "class", None, R),
     _k("sasl.kerberos.kinit.cmd", "string", "/usr/bin/kinit", B),

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from wireserver.protocol.registry import ApiRegistry
     from wireserver.purgatory import Purgatory
     from wireserver.quotas import Quotas
+    from wireserver.quotas.replication import ReplicationQuotas
     from wireserver.replica.manager import ReplicaManager
     from wireserver.security.manager import SecurityManager
     from wireserver.storage.manager import LogManager
@@ -56,6 +57,8 @@ class Services(Protocol):
     security: SecurityManager
     #: the client quotas set and the rates measured against them (``wireserver.quotas``)
     quotas: Quotas
+    #: the reassignment throttles (``wireserver.quotas.replication``)
+    replication_quotas: ReplicationQuotas
     #: the counters and timings Kafka's MBeans hold (``wireserver.metrics``)
     metrics: BrokerMetrics
     #: the open client connections (``wireserver.server``), which the broker drops on stop

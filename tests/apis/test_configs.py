@@ -337,3 +337,30 @@ def test_client_metrics_resources_are_refused_by_name(raw):
         ],
     )
     assert (response.results[0].error_code, response.results[0].error_message) == (42, unserved)
+
+
+def test_replication_throttle_configs(cadmin, kadmin, topic_name):
+    """kafka-reassign-partitions --throttle sets these: the topic's throttled replicas are
+    ``*`` or ``partition:broker`` entries (Kafka's ThrottledReplicaListValidator), the broker
+    rates are longs of at least 0."""
+    kadmin.create_topics([NewTopic(topic_name, 1, 1)])
+    for name in (
+        "leader.replication.throttled.replicas",
+        "follower.replication.throttled.replicas",
+    ):
+        error = alter(cadmin, "topic", topic_name, [op(name, "0:1,one")])
+        assert error.args[0].name() == "INVALID_CONFIG"
+        assert (
+            f"{name} must be the literal '*' or a list of replicas in the following format: "
+            "[partitionId]:[brokerId],[partitionId]:[brokerId],..."
+        ) in error.args[0].str()
+        for value in ("*", "0:1,0:2"):
+            assert alter(cadmin, "topic", topic_name, [op(name, value)]) is None
+            assert describe(cadmin, "topic", topic_name)[name].value == value
+    for name in ("leader.replication.throttled.rate", "follower.replication.throttled.rate"):
+        error = alter(cadmin, "broker", "1", [op(name, "-1")])
+        assert error.args[0].name() == "INVALID_REQUEST"
+        assert alter(cadmin, "broker", "1", [op(name, "1000")]) is None
+        assert describe(cadmin, "broker", "1")[name].value == "1000"
+        assert alter(cadmin, "broker", "1", [op(name, None, AlterConfigOpType.DELETE)]) is None
+        assert describe(cadmin, "broker", "1")[name].value == str(2**63 - 1)

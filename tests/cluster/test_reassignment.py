@@ -11,10 +11,11 @@ import json
 import os
 import subprocess
 import threading
+import time
 
 import pytest
 from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from compat_tests import reference as kafka_reference
 from wireserver.testing.cluster import cluster_metadata
@@ -47,6 +48,8 @@ def nodes(zookeeper):
     tests."""
     cluster = Cluster(zookeeper, 5, CHROOT)
     cluster.brokers[5].overrides.update(SLOW_FOLLOWER)
+    # Broker 3's fetches of a throttled partition overshoot the rate by at most 64 KB each.
+    cluster.brokers[3].overrides.update({"replica.fetch.max.bytes": "65536"})
     try:
         for broker_id in (1, 2, 3):
             cluster.brokers[broker_id].start()
@@ -243,3 +246,80 @@ def test_list_and_cancel_a_reassignment_in_progress(nodes, reference, tmp_path):
     )
     leader, _, replicas, isr = cluster_metadata(nodes.bootstrap, topic)[2][0]
     assert leader in (1, 2) and 5 not in isr
+
+
+#: bytes/s (--throttle): Kafka's rate counts 10 of its 11 one-second windows from the start,
+#: so the first 10 x rate go at once and about that much in every 11 s after: 3 MB take ~22 s
+THROTTLE_RATE = 100_000
+
+
+def describe(bootstrap: str, resource) -> dict:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    return admin.describe_configs([resource])[resource].result(timeout=30)
+
+
+def test_throttled_move_takes_size_over_rate_and_verify_clears_the_throttle(
+    nodes, reference, tmp_path
+):
+    """``--throttle`` sets the leader and follower rates on the brokers and the throttled
+    replicas on the topic; the new replica (not in the ISR) then copies the partition at
+    about the rate, and ``--verify`` of the completed move removes every throttle config."""
+    topic = "throttled"
+    create_topic(nodes.bootstrap, topic, [1, 2])
+    producer = Producer({"bootstrap.servers": nodes.bootstrap, "acks": "all", "batch.size": 16384})
+    value = os.urandom(10_000)
+    for _ in range(300):
+        producer.produce(topic, value, partition=0)
+    assert producer.flush(30) == 0
+    size = log_bytes(nodes.brokers[1], topic)
+    assert size >= 3_000_000
+    plan = plan_file(tmp_path, topic, [1, 3])
+    started = time.monotonic()
+    out = reassign_tool(
+        reference,
+        nodes.bootstrap,
+        "--execute",
+        "--throttle",
+        str(THROTTLE_RATE),
+        "--reassignment-json-file",
+        plan,
+    )
+    assert f"The inter-broker throttle limit was set to {THROTTLE_RATE} B/s" in out, out
+    topic_resource = ConfigResource("TOPIC", topic)
+    throttled = describe(nodes.bootstrap, topic_resource)
+    assert throttled["leader.replication.throttled.replicas"].value == "0:1,0:2"
+    assert throttled["follower.replication.throttled.replicas"].value == "0:3"
+    broker_resource = ConfigResource("BROKER", "1")
+    rate = describe(nodes.brokers[1].bootstrap_servers, broker_resource)
+    assert rate["leader.replication.throttled.rate"].value == str(THROTTLE_RATE)
+    verified = wait_for(
+        lambda: (
+            out
+            if f"Reassignment of partition {topic}-0 is completed."
+            in (
+                out := reassign_tool(
+                    reference, nodes.bootstrap, "--verify", "--reassignment-json-file", plan
+                )
+            )
+            else None
+        ),
+        60,
+        what="--verify to report the throttled reassignment complete",
+    )
+    elapsed = time.monotonic() - started
+    assert elapsed >= 0.6 * size / THROTTLE_RATE, (elapsed, size)
+    assert "Clearing broker-level throttles" in verified, verified
+    assert "Clearing topic-level throttles on topic throttled" in verified, verified
+    cleared = describe(nodes.bootstrap, topic_resource)
+    for name in (
+        "leader.replication.throttled.replicas",
+        "follower.replication.throttled.replicas",
+    ):
+        assert cleared[name].value in ("", None) and cleared[name].is_default, cleared[name]
+    for broker_id in (1, 3):
+        rates = describe(
+            nodes.brokers[broker_id].bootstrap_servers, ConfigResource("BROKER", str(broker_id))
+        )
+        for name in ("leader.replication.throttled.rate", "follower.replication.throttled.rate"):
+            assert rates[name].value == str(2**63 - 1) and rates[name].is_default, rates[name]
+    assert log_bytes(nodes.brokers[3], topic) >= size

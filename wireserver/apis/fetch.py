@@ -246,6 +246,9 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
         remaining = min(remaining, int(plan.quota_bytes))
     min_one = True
     read_committed = body.isolation_level == 1
+    # the reassignment throttle applies to followers' fetches; checked once per request
+    throttle = ctx.services.replication_quotas.leader if follower else None
+    throttle_exceeded: bool | None = None
     results = []
     denials: dict[str, ErrorCode | None] = {}  # per topic, once per request
     for cached in plan.partitions:
@@ -287,6 +290,13 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
                     )
                 )
                 continue
+        if throttle is not None and leader_throttled(ctx, throttle, cached, log):
+            if throttle_exceeded is None:
+                throttle_exceeded = throttle.exceeded()
+            if throttle_exceeded:
+                # Kafka's shouldLeaderThrottle: the follower gets no records this time.
+                results.append(PartitionResult(cached, ErrorCode.NONE, b"", hw, lso, log_start))
+                continue
         bound = None if follower else (lso if read_committed else hw)
         if bound is not None and cached.fetch_offset == bound and bound >= log_start:
             # Caught up: nothing to read. A consumer following thousands of partitions has
@@ -318,6 +328,32 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
             PartitionResult(cached, ErrorCode.NONE, read.data, hw, lso, log_start, aborted)
         )
     return results
+
+
+def leader_throttled(ctx, throttle, cached: CachedPartition, partition_log) -> bool:
+    """Whether the follower's fetch of this partition counts against the leader throttle:
+    the topic lists it for this broker in ``leader.replication.throttled.replicas`` and the
+    follower is not in the ISR (Kafka throttles only replicas catching up)."""
+    if not throttle.is_throttled(partition_log, cached.partition):
+        return False
+    partition = ctx.services.replicas.partitions.get((cached.topic, cached.partition))
+    return partition is None or replica_id(ctx) not in partition.isr
+
+
+def record_leader_throttled(ctx, results: list[PartitionResult]) -> None:
+    """Count the bytes a follower gets of throttled partitions against the leader throttle
+    (Kafka's ``quotas.leader.record(sizeOfThrottledPartitions)``)."""
+    throttle = ctx.services.replication_quotas.leader
+    logs = ctx.services.logs
+    size = 0
+    for result in results:
+        cached = result.cached
+        if not result.records or cached.topic is None:
+            continue
+        partition_log = logs.get_log(cached.topic, cached.partition)
+        if partition_log is not None and throttle.is_throttled(partition_log, cached.partition):
+            size += len(result.records)
+    throttle.record(size)
 
 
 def ready(ctx, results: list[PartitionResult]) -> bool:
@@ -473,6 +509,8 @@ def handle(ctx: RequestContext) -> HandlerResult:
         results = read_partitions(ctx, plan)
         if not woken:
             break
+    if follower >= 0:
+        record_leader_throttled(ctx, results)
     if fetch_quota is not None:
         throttled = throttled_response(ctx, plan, results, fetch_quota, user, client_id)
         if throttled is not None:

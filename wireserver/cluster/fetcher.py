@@ -30,6 +30,7 @@ from wireserver.storage.batches import iter_headers
 if TYPE_CHECKING:
     from wireserver.cluster import zkdata as zd
     from wireserver.config import BrokerConfig
+    from wireserver.quotas.replication import ReplicationQuotas
     from wireserver.storage.manager import LogManager
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,9 @@ class FetchState:
     leader_epoch: int
     needs_truncation: bool = True
     out_of_range: bool = False  # the leader answered OFFSET_OUT_OF_RANGE to our log end
+    #: the leader's high watermark less our log end at the last fetch (None: not fetched yet);
+    #: 0 is Kafka's ``isReplicaInSync``, which the follower throttle leaves alone
+    lag: int | None = None
 
 
 class FetcherHost(Protocol):
@@ -58,6 +62,7 @@ class FetcherHost(Protocol):
     config: BrokerConfig
     logs: LogManager
     purgatory: Any
+    replication_quotas: ReplicationQuotas
 
     def flush_in_background(self, due: list) -> defer.Deferred | None: ...
 
@@ -352,11 +357,18 @@ class ReplicaFetcher:
         partition_class = topic_class.FetchPartition
         by_topic: dict[str, list] = {}
         sent: dict[tuple[str, int], tuple[int, int]] = {}
+        throttle = self.broker.replication_quotas.follower
+        exceeded: bool | None = None
         for tp in tps:
             partition_log = self.broker.logs.get_log(*tp)
             if partition_log is None:
                 continue
             state = self.partitions[tp]
+            if state.lag != 0 and throttle.is_throttled(partition_log, tp[1]):
+                if exceeded is None:
+                    exceeded = throttle.exceeded()
+                if exceeded:
+                    continue  # Kafka's shouldFollowerThrottle: not this time
             latest = partition_log.latest_epoch
             sent[tp] = (partition_log.log_end_offset, state.leader_epoch)
             by_topic.setdefault(tp[0], []).append(
@@ -417,6 +429,9 @@ class ReplicaFetcher:
             if not isinstance(records, (bytes, bytearray, memoryview)):
                 records = bytes(records)
             records = bytearray(records)
+            throttle = self.broker.replication_quotas.follower
+            if throttle.is_throttled(partition_log, tp[1]):
+                throttle.record(len(records))
             self._start_at_first_batch(partition_log, records)
             partition_log.append_as_follower(records)
             if partition_log.flush_due():
@@ -424,6 +439,9 @@ class ReplicaFetcher:
         high_watermark = partition_log.high_watermark
         partition_log.high_watermark = min(data.high_watermark, partition_log.log_end_offset)
         self._follow_log_start(partition_log, data.log_start_offset)
+        state = self.partitions.get(tp)
+        if state is not None:
+            state.lag = max(0, data.high_watermark - partition_log.log_end_offset)
         if partition_log.high_watermark > high_watermark:
             # Consumers reading from this follower (KIP-392) see records up to its high
             # watermark: their waiting fetches can answer now (Kafka's follower completes its
