@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import os
-import time
+import subprocess
+import sys
 
 from benchmarks.compare import MIB, _java_figure, cpu_seconds
 
@@ -27,11 +27,34 @@ def test_a_java_row_without_cpu_figures_keeps_the_rate_and_spread_only():
     assert (mib_s, note) == (8.0, " (8 k rec/s)")
 
 
-def test_cpu_seconds_sees_a_few_milliseconds_that_clock_ticks_round_away():
-    # 10 ms ticks read a short burst as 0 or 10 ms; the threads' schedstat gives its length
-    before = cpu_seconds(os.getpid())
+BURN_ON_EACH_LINE = """
+import sys, time
+for _ in sys.stdin:
     end = time.thread_time() + 0.003
     while time.thread_time() < end:
         pass
-    used = cpu_seconds(os.getpid()) - before
-    assert 0.002 < used < 0.009, used
+    print("done", flush=True)
+"""
+
+
+def test_cpu_seconds_sees_a_few_milliseconds_that_clock_ticks_round_away():
+    # A single-threaded child burns 3 ms of CPU per line it reads; 10 ms clock ticks would
+    # read that as 0 or 10 ms, the threads' schedstat as about 3.
+    child = subprocess.Popen(
+        [sys.executable, "-c", BURN_ON_EACH_LINE],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        used = []
+        for _ in range(4):  # the first also holds the child's start-up
+            before = cpu_seconds(child.pid)
+            child.stdin.write("go\n")
+            child.stdin.flush()
+            assert child.stdout.readline() == "done\n"
+            used.append(cpu_seconds(child.pid) - before)
+    finally:
+        child.kill()
+        child.wait()
+    assert all(0.0025 < u < 0.008 for u in used[1:]), used
