@@ -127,6 +127,8 @@ REQUIRED = {
     44: "ALTER_CONFIGS topic / group / cluster (broker and broker-logger resources)",
     47: "DELETE group + READ topic",
     50: "DESCRIBE cluster (*)",
+    48: "DESCRIBE_CONFIGS cluster",
+    49: "ALTER_CONFIGS cluster",
     51: "ALTER cluster (*)",
     55: "DESCRIBE cluster (*: tests/apis/test_kraft_apis.py)",
     60: "none (authorized operations need DESCRIBE cluster)",
