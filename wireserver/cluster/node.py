@@ -267,23 +267,30 @@ class ClusterNode:
                 os.replace(path + ".tmp", path)
 
     def _register(self) -> None:
-        from kazoo.exceptions import NodeExistsError
+        from kazoo.exceptions import NodeExistsError, NoNodeError
 
         endpoints = {
             listener.name: (listener.host, listener.port) for listener in self.broker.advertised
         }
         info = zd.BrokerInfo(self.node_id, endpoints, self.broker.config.get("broker.rack"))
         path = zd.broker_path(self.node_id)
-        try:
-            self.zk.create(path, info.encode(), ephemeral=True)
-        except NodeExistsError:
-            # Left by our previous process (killed before its session expired): replace it.
-            _, stat = self.zk.get(path)
-            if stat.ephemeralOwner == self.zk.client_id[0]:
+        for _ in range(3):
+            try:
+                self.zk.create(path, info.encode(), ephemeral=True)
                 return
-            log.warning("replacing a stale registration of broker %d", self.node_id)
-            self.zk.delete(path)
-            self.zk.create(path, info.encode(), ephemeral=True)
+            except NodeExistsError:
+                pass
+            # Left by our previous process (killed before its session expired): replace it.
+            # It may expire on its own between these calls (CI saw the delete find nothing).
+            try:
+                _, stat = self.zk.get(path)
+                if stat.ephemeralOwner == self.zk.client_id[0]:
+                    return
+                log.warning("replacing a stale registration of broker %d", self.node_id)
+                self.zk.delete(path)
+            except NoNodeError:
+                pass
+        self.zk.create(path, info.encode(), ephemeral=True)
 
     def _after_session_loss(self) -> None:
         log.warning("ZooKeeper session expired; registering again")
