@@ -203,7 +203,7 @@ class KafkaConnection(protocol.Protocol):
             self.answer(slot, response)
         else:
             # Most answers are ready at once: written without a Deferred chain, which
-            # costs a small Produce request a tenth of its time.
+            # was about a sixth of a small Produce request's cost (benchmarks/results.md).
             self._completed(response, slot)
 
     def handle(self, slot: _Slot) -> defer.Deferred:
@@ -258,13 +258,9 @@ class KafkaConnection(protocol.Protocol):
             throttle_ms = max(throttle_ms, quotas.request.record(user, client_id, used, now_ms))
         if throttle_ms <= 0 or self.closed:
             return response
-        if (
-            response is not None
-            and throttle_field is not None
-            and throttle_field.for_version_q(request.api_version)
-        ):
-            response.throttle_time_ms = max(response.throttle_time_ms or 0, throttle_ms)
-        from wireserver.controls.rules import CLIENT_THROTTLES_FROM
+        from wireserver.controls.rules import CLIENT_THROTTLES_FROM, raise_throttle_time
+
+        raise_throttle_time(response, request, throttle_ms)
 
         if request.api_version >= CLIENT_THROTTLES_FROM.get(request.spec.name, 0):
             self.throttle(throttle_ms)
@@ -282,17 +278,20 @@ class KafkaConnection(protocol.Protocol):
         )
 
     def throttle(self, ms: int) -> None:
-        """Read nothing from this connection for ``ms`` (a quota violation; from now, or
-        longer if it is throttled longer already)."""
+        """Read nothing from this connection for ``ms`` (a quota violation, or the ``throttle``
+        control), from now, or longer if it is muted longer already. One timer serves both, so
+        neither ends the other's mute early; it counts real seconds, which the ``clock``
+        control's jumps do not shorten."""
+        if self.closed:
+            return
         self.mute()
-        reactor = self.services.reactor
-        until = reactor.seconds() + ms / 1000.0
+        delay = ms / 1000.0
         timer = self._unthrottle
         if timer is not None and timer.active():
-            if timer.getTime() < until:
-                timer.reset(until - reactor.seconds())
+            if timer.getTime() - timer.seconds() < delay:
+                timer.reset(delay)
         else:
-            self._unthrottle = reactor.callLater(ms / 1000.0, self.unmute)
+            self._unthrottle = self.services.reactor.callLater(delay, self.unmute)
 
     def answer(self, slot: _Slot, response: defer.Deferred) -> None:
         """Write ``response`` (a Deferred of the response, or of a failure) in ``slot``'s

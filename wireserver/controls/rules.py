@@ -30,7 +30,6 @@ Everything here runs on the reactor thread.
 from __future__ import annotations
 
 import logging
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
@@ -89,6 +88,16 @@ CLIENT_THROTTLES_FROM = {
     "DescribeGroups": 2,
     "ListGroups": 2,
 }
+
+
+def raise_throttle_time(response: Any, request: Request, ms: int) -> Any:
+    """``response`` with ``throttle_time_ms`` at least ``ms``, where its version has the field
+    (the throttle control and the client quotas both answer this way)."""
+    if response is not None:
+        throttle_time = request.spec.response_class.fields.get("throttle_time_ms")
+        if throttle_time is not None and throttle_time.for_version_q(request.api_version):
+            response.throttle_time_ms = max(response.throttle_time_ms or 0, ms)
+    return response
 
 
 class ControlsHost(Protocol):
@@ -280,7 +289,6 @@ class BrokerControls:
         self.wall = clock.reactor
         self.active: dict[int, Control] = {}
         self._next_id = 1
-        self._unmute_timers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     # -- commands --------------------------------------------------------------------------
 
@@ -403,12 +411,12 @@ class BrokerControls:
             client_throttles = request.api_version >= CLIENT_THROTTLES_FROM.get(
                 request.spec.name, 0
             )
-            response.addCallback(self._set_throttle_time, request, ms)
+            response.addCallback(raise_throttle_time, request, ms)
             if not client_throttles:
                 response.addCallback(self._hold, ms)
         connection.answer(slot, response)
         if client_throttles:
-            response.addCallback(lambda _: self._mute(connection, throttle.fields["ms"]))
+            response.addCallback(lambda _: connection.throttle(throttle.fields["ms"]))
 
     def _error_matches(self, control: Control, request: Request) -> bool:
         if request.body is None:  # an ApiVersions of a version not served: nothing to answer
@@ -438,25 +446,3 @@ class BrokerControls:
 
     def _hold(self, response: Any, ms: int) -> Any:
         return task.deferLater(self.wall, ms / 1000.0, lambda: response)
-
-    @staticmethod
-    def _set_throttle_time(response: Any, request: Request, ms: int) -> Any:
-        if response is not None:
-            throttle_time = request.spec.response_class.fields.get("throttle_time_ms")
-            if throttle_time is not None and throttle_time.for_version_q(request.api_version):
-                response.throttle_time_ms = ms
-        return response
-
-    def _mute(self, connection: Any, ms: int) -> None:
-        """Read nothing more from ``connection`` for ``ms`` (from now, or longer if it is
-        muted longer already)."""
-        if connection.closed:
-            return
-        connection.mute()
-        delay = ms / 1000.0
-        timer = self._unmute_timers.get(connection)
-        if timer is not None and timer.active():
-            if timer.getTime() < self.wall.seconds() + delay:
-                timer.reset(delay)
-        else:
-            self._unmute_timers[connection] = self.wall.callLater(delay, connection.unmute)
