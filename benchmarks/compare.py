@@ -198,41 +198,30 @@ def tree_rss_kib(root: int) -> int:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time a process has used, to the nanosecond for its live threads.
+    """User + system CPU time a process has used, to the nanosecond, threads that ended included.
 
     ``/proc/<pid>/stat`` counts whole clock ticks (10 ms), and a short window (the cores
-    dimension's quick produce, 2 × 10,000 records over two brokers) read 0.0 from it. So each
-    live thread's ticks are replaced by its ``schedstat`` run time (ns); the ticks of threads
-    that ended (a JVM's compiler threads come and go) stay in the process's total."""
-    total = _stat_cpu_seconds(f"/proc/{pid}/stat")
+    dimension's quick produce, 2 × 10,000 records over two brokers) read 0.0 from it; adding
+    each live thread's ``schedstat`` to it mixed two roundings and read a negative CPU time
+    across a window of a JVM's forty threads. The kernel's CPU clock of the process
+    (``clock_getcpuclockid``, which Python lacks: the id is ``~pid << 3 | CPUCLOCK_SCHED``)
+    sums its threads' run time exactly, the ended ones too."""
     try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return total
-    for tid in tids:
-        task = f"/proc/{pid}/task/{tid}"
-        try:
-            ticks = _read_stat_cpu(f"{task}/stat")
-            with open(f"{task}/schedstat", encoding="ascii") as stat:
-                run_ns = int(stat.read().split()[0])
-        except (OSError, ValueError, IndexError):  # ended while read, or no schedstat
-            continue
-        total += run_ns / 1e9 - ticks
-    return total
+        return time.clock_gettime((~pid << 3) | _CPUCLOCK_SCHED)
+    except OSError:  # gone, or a kernel without it: the ticks, when there are any
+        return _stat_cpu_seconds(f"/proc/{pid}/stat")
+
+
+_CPUCLOCK_SCHED = 2
 
 
 def _stat_cpu_seconds(path: str) -> float:
-    """utime + stime of a ``stat`` file of procfs (a process's or a thread's), in seconds;
-    0.0 when it is gone."""
+    """utime + stime of a ``stat`` file of procfs, in seconds; 0.0 when it is gone."""
     try:
-        return _read_stat_cpu(path)
+        with open(path, encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0
-
-
-def _read_stat_cpu(path: str) -> float:
-    with open(path, encoding="ascii") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 

@@ -58,3 +58,42 @@ def test_cpu_seconds_sees_a_few_milliseconds_that_clock_ticks_round_away():
         child.kill()
         child.wait()
     assert all(0.0025 < u < 0.008 for u in used[1:]), used
+
+
+BURN_IN_SHORT_LIVED_THREADS = """
+import sys, threading, time
+def burn():
+    end = time.thread_time() + 0.003
+    while time.thread_time() < end:
+        pass
+for _ in sys.stdin:
+    threads = [threading.Thread(target=burn) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    print("done", flush=True)
+"""
+
+
+def test_cpu_seconds_keeps_the_time_of_threads_that_ended():
+    # Eight threads burn 3 ms each and end before the second reading: their 24 ms are counted
+    # (mixing the process's ticks with the live threads' schedstat read this as negative).
+    child = subprocess.Popen(
+        [sys.executable, "-c", BURN_IN_SHORT_LIVED_THREADS],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        used = []
+        for _ in range(4):
+            before = cpu_seconds(child.pid)
+            child.stdin.write("go\n")
+            child.stdin.flush()
+            assert child.stdout.readline() == "done\n"
+            used.append(cpu_seconds(child.pid) - before)
+    finally:
+        child.kill()
+        child.wait()
+    assert all(0.023 < u < 0.045 for u in used[1:]), used
