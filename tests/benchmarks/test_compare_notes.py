@@ -40,23 +40,7 @@ for _ in sys.stdin:
 def test_cpu_seconds_sees_a_few_milliseconds_that_clock_ticks_round_away():
     # A single-threaded child burns 3 ms of CPU per line it reads; 10 ms clock ticks would
     # read that as 0 or 10 ms, the threads' schedstat as about 3.
-    child = subprocess.Popen(
-        [sys.executable, "-c", BURN_ON_EACH_LINE],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        used = []
-        for _ in range(4):  # the first also holds the child's start-up
-            before = cpu_seconds(child.pid)
-            child.stdin.write("go\n")
-            child.stdin.flush()
-            assert child.stdout.readline() == "done\n"
-            used.append(cpu_seconds(child.pid) - before)
-    finally:
-        child.kill()
-        child.wait()
+    used = cpu_used_per_line(BURN_ON_EACH_LINE)
     assert all(0.0025 < u < 0.008 for u in used[1:]), used
 
 
@@ -79,11 +63,15 @@ for _ in sys.stdin:
 def test_cpu_seconds_keeps_the_time_of_threads_that_ended():
     # Eight threads burn 3 ms each and end before the second reading: their 24 ms are counted
     # (mixing the process's ticks with the live threads' schedstat read this as negative).
+    used = cpu_used_per_line(BURN_IN_SHORT_LIVED_THREADS)
+    assert all(0.023 < u < 0.045 for u in used[1:]), used
+
+
+def cpu_used_per_line(script: str) -> list[float]:
+    """The CPU time ``cpu_seconds`` reads a child running ``script`` use for each of four lines
+    it is sent; the first also holds the child's start-up."""
     child = subprocess.Popen(
-        [sys.executable, "-c", BURN_IN_SHORT_LIVED_THREADS],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
     try:
         used = []
@@ -93,7 +81,7 @@ def test_cpu_seconds_keeps_the_time_of_threads_that_ended():
             child.stdin.flush()
             assert child.stdout.readline() == "done\n"
             used.append(cpu_seconds(child.pid) - before)
+        return used
     finally:
         child.kill()
         child.wait()
-    assert all(0.023 < u < 0.045 for u in used[1:]), used
