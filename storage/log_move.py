@@ -17,6 +17,8 @@ log's producer-state snapshot and leader epoch checkpoint written into it (they 
 same offsets), then the current dir is renamed ``<topic>-<partition>.<uuid>-delete`` and the
 future dir takes the partition's name. The ``Log`` object that replication, fetch sessions and
 the purgatory hold stays the same: it is reopened in place on the new dir (``Log.move_to``).
+Its entry in ``cleaner-offset-checkpoint`` moves along (Kafka's ``alterCheckpointDir``), so a
+compacted partition is not cleaned again from its start.
 
 A restart in the middle: a ``-future`` dir next to the partition's current log is a move under
 way, resumed from what it holds (its tail recovered, as after a crash); a ``-future`` dir whose
@@ -149,8 +151,26 @@ class LogMove:
             current.move_to(current.directory)
             raise
         current.move_to(final)
+        self._move_cleaner_checkpoint(source_dir)
         logger.info(
             "The current replica is successfully replaced with the future replica for %s",
             current.name,
         )
         return doomed
+
+    def _move_cleaner_checkpoint(self, source_dir: str) -> None:
+        """Carry the partition's first dirty offset to the destination dir's cleaner checkpoint
+        (best effort: without it the partition is only cleaned again from its start)."""
+        tp = (self.current.topic, self.current.partition)
+        source = os.path.join(source_dir, ckpt.CLEANER_OFFSET_CHECKPOINT)
+        target = os.path.join(self.destination, ckpt.CLEANER_OFFSET_CHECKPOINT)
+        try:
+            offsets = ckpt.read_offsets(source)
+            if tp not in offsets:
+                return
+            moved = ckpt.read_offsets(target)
+            moved[tp] = offsets.pop(tp)
+            ckpt.write_offsets(target, moved)
+            ckpt.write_offsets(source, offsets)
+        except (OSError, ckpt.CheckpointError) as exc:
+            logger.warning("%s: cleaner checkpoint not moved: %s", self.current.name, exc)

@@ -162,3 +162,17 @@ def test_deleting_the_topic_gives_the_move_up(two_dirs):
     assert not manager.moves
     assert not os.path.exists(move.future.directory)
     assert [n for n in os.listdir(other) if n.startswith("t-0")] == []
+
+
+def test_the_cleaner_checkpoint_moves_along(two_dirs):
+    from wireserver.storage import checkpoint as ckpt
+
+    manager, log, other = setup(two_dirs, batches=2)
+    source = log.log_dir
+    ckpt.write_offsets(os.path.join(source, ckpt.CLEANER_OFFSET_CHECKPOINT), {("t", 0): 7})
+    move = manager.move_log(("t", 0), other)
+    while move.copy(1 << 20):
+        pass
+    manager.complete_move(("t", 0))
+    assert ckpt.read_offsets(os.path.join(other, ckpt.CLEANER_OFFSET_CHECKPOINT)) == {("t", 0): 7}
+    assert ckpt.read_offsets(os.path.join(source, ckpt.CLEANER_OFFSET_CHECKPOINT)) == {}
