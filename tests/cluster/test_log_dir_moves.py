@@ -11,7 +11,6 @@ import os
 
 import pytest
 
-from compat_tests import reference as kafka_reference
 from wireserver.testing.cluster import cluster_metadata
 
 from .conftest import Cluster, wait_for
@@ -20,12 +19,6 @@ from .test_reassignment import LoadProducer, create_topic, read_all, reassign_to
 pytestmark = pytest.mark.integration
 
 CHROOT = "/wireserver-log-dir-moves"
-
-
-@pytest.fixture(scope="module")
-def reference():
-    kafka_reference.require_tools()
-    return kafka_reference
 
 
 @pytest.fixture(scope="module")
