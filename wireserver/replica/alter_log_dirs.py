@@ -4,9 +4,9 @@
 
 The copying runs on the reactor in small steps: each step appends at most ``STEP_BYTES``
 (Kafka's ``replica.fetch.max.bytes`` default, what its alter-log-dirs thread fetches a
-partition at a time) of each moving partition to its future log, and the next step is
-scheduled with ``callLater(0)``, so requests are served between steps whatever the size of the
-partition. Under ``replica.alter.log.dirs.io.max.bytes.per.second`` (set for this broker) no
+partition at a time) to the future logs, the moving partitions taking turns, and the next step
+is scheduled with ``callLater(0)``, so requests are served between steps whatever the size and
+the number of the partitions moving. Under ``replica.alter.log.dirs.io.max.bytes.per.second`` (set for this broker) no
 step runs while the measured rate is above it, as Kafka's thread skips its fetch while its
 quota is exceeded. A future log that has caught up is fsynced on a worker thread (while no step
 copies into it), then the few batches appended meanwhile are copied and it is swapped in on the
@@ -55,6 +55,7 @@ class AlterLogDirsMover:
         # Per move: (truncations, size) of the future log when its last fsync on a worker
         # thread began: what the synchronous fsync of the swap has left to do.
         self._flushed: dict[TP, tuple[int, int]] = {}
+        self._turn = 0  # which move copies first in the next step (round robin)
         self.stopped = False
 
     def wake(self) -> None:
@@ -77,22 +78,28 @@ class AlterLogDirsMover:
         self._call = self.reactor.callLater(delay_s, self._step)
 
     def _step(self) -> None:
+        """Copy at most ``STEP_BYTES`` in all (one partition's step, whatever the number of
+        moves: the reactor is back to its clients within a few milliseconds), taking the
+        moving partitions in turn; swap in those that have caught up."""
         self._call = None
         copied = 0
-        for tp, move in list(self.logs.moves.items()):
+        moves = list(self.logs.moves.items())
+        self._turn = self._turn % len(moves) if moves else 0
+        for tp, move in moves[self._turn :] + moves[: self._turn]:
             if tp in self._flushing:
                 continue
             try:
                 if move.caught_up:
                     self._finish(tp, move)
-                elif not self.quota.exceeded():
-                    moved = move.copy(STEP_BYTES)
+                elif copied < STEP_BYTES and not self.quota.exceeded():
+                    moved = move.copy(STEP_BYTES - copied)
                     self.quota.record(moved)
                     copied += moved
             except KafkaStorageError as exc:
                 log.error("The move of %s-%d to %s failed: %s", *tp, move.destination, exc)
                 self._flushed.pop(tp, None)
                 self.logs.abort_move(tp)
+        self._turn += 1
         self._schedule(0 if copied else WAIT_S)
 
     def _finish(self, tp: TP, move: Any) -> None:
