@@ -150,7 +150,8 @@ class LogMove:
             os.replace(doomed, current.directory)  # the old log stays the partition's
             current.move_to(current.directory)
             raise
-        current.move_to(final)
+        with current.failures.guard(self.destination, f"Error while opening {final}"):
+            current.move_to(final)
         self._move_cleaner_checkpoint(source_dir)
         logger.info(
             "The current replica is successfully replaced with the future replica for %s",

@@ -95,12 +95,18 @@ class AlterLogDirsMover:
                     moved = move.copy(STEP_BYTES - copied)
                     self.quota.record(moved)
                     copied += moved
-            except KafkaStorageError as exc:
+            except KafkaStorageError as exc:  # reported; a dir is offline now
                 log.error("The move of %s-%d to %s failed: %s", *tp, move.destination, exc)
-                self._flushed.pop(tp, None)
-                self.logs.abort_move(tp)
+                self._give_up(tp)
+            except Exception:  # noqa: BLE001 - one move's bug must not stop the others
+                log.exception("The move of %s-%d to %s failed", *tp, move.destination)
+                self._give_up(tp)
         self._turn += 1
         self._schedule(0 if copied else WAIT_S)
+
+    def _give_up(self, tp: TP) -> None:
+        self._flushed.pop(tp, None)
+        self.logs.abort_move(tp)
 
     def _finish(self, tp: TP, move: Any) -> None:
         """Swap in a caught-up future log once the bulk of it is fsynced (off the reactor)."""
@@ -122,9 +128,8 @@ class AlterLogDirsMover:
 
             def failed(failure: Any) -> None:
                 self._flushing.discard(tp)
-                self._flushed.pop(tp, None)
                 log.error("The move of %s-%d failed: %s", *tp, failure.getErrorMessage())
-                self.logs.abort_move(tp)
+                self._give_up(tp)
 
             flushed.addCallbacks(done, failed)
             return
