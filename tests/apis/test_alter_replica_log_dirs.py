@@ -150,13 +150,13 @@ def test_move_under_load_keeps_every_acknowledged_record(broker, reference, tmp_
     assert set(load.acked) <= set(values)
 
 
-def test_throttled_move_takes_size_over_rate(broker, reference, tmp_path):
-    topic = "jbod-throttled"
+def fill(broker, reference, topic: str) -> tuple[str, str, int]:
+    """Write 300 records of 10 kB (values 0..299, padded) to a new topic: its log dir, the
+    other dir, and the partition's size."""
     create_topic(broker, topic)
     producer = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all"})
-    value = os.urandom(10_000)
-    for _ in range(300):
-        producer.produce(topic, value, partition=0)
+    for i in range(300):
+        producer.produce(topic, str(i).encode().ljust(10_000), partition=0)
     assert producer.flush(30) == 0
     (source,) = [d for d, parts in replica_dirs(reference, broker, topic).items() if parts]
     (target,) = [d for d in broker.log_dirs if d != source]
@@ -166,6 +166,12 @@ def test_throttled_move_takes_size_over_rate(broker, reference, tmp_path):
         if name.endswith(".log")
     )
     assert size >= 3_000_000
+    return source, target, size
+
+
+def test_throttled_move_takes_size_over_rate(broker, reference, tmp_path):
+    topic = "jbod-throttled"
+    source, target, size = fill(broker, reference, topic)
     plan_path = plan(tmp_path, topic, target)
     started = time.monotonic()
     out = reassign(
@@ -239,3 +245,33 @@ def test_bad_inputs_get_kafkas_errors(broker, reference, tmp_path):
     )
     assert proc.returncode != 0
     assert "LogDirNotFoundException" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+
+
+def test_a_restart_in_the_middle_resumes_the_move(reference, tmp_path):
+    """A throttled move cut by a stop goes on after the start from what its future log holds,
+    and completes with every record."""
+    (tmp_path / "restarted").mkdir()
+    broker = RunningBroker(tmp_path / "restarted", OVERRIDES)
+    try:
+        topic = "jbod-restarted"
+        source, target, _ = fill(broker, reference, topic)
+        plan_path = plan(tmp_path, topic, target)
+        reassign(
+            reference,
+            broker,
+            "--execute",
+            "--replica-alter-log-dirs-throttle",
+            str(THROTTLE_RATE),
+            "--reassignment-json-file",
+            plan_path,
+        )
+        broker.stop()
+        (future,) = [n for n in os.listdir(target) if n.startswith(f"{topic}-0.")]
+        assert future.endswith("-future")
+        broker = RunningBroker(tmp_path / "restarted", OVERRIDES)
+        verify_until_done(reference, broker, topic, plan_path)
+        assert leftovers(target, topic) == [f"{topic}-0"]
+        wait_for(lambda: leftovers(source, topic) == [], 10, what="the old log dir emptied")
+        assert read_all(broker.bootstrap, topic, 300) == list(range(300))
+    finally:
+        broker.stop()

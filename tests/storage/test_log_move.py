@@ -82,6 +82,9 @@ def test_a_move_copies_while_appends_go_on_then_swaps_in_place(two_dirs):
     moved = again.get_log("t", 0)
     assert moved.log_dir == other
     assert all_offsets(moved) == list(range(155))
+    # The copied indexes hold: nothing re-scanned or rebuilt on a clean start.
+    assert (moved.recovered_segments, moved.rebuilt_indexes) == (0, 0)
+    assert moved.leader_epoch_cache.entries == [(0, 0), (3, 50)]
     again.close()
 
 
