@@ -169,20 +169,20 @@ def fill(broker, reference, topic: str) -> tuple[str, str, int]:
     return source, target, size
 
 
+def execute_throttled(reference, broker, plan_path: str) -> str:
+    """``--execute`` of the plan with the move throttle at ``THROTTLE_RATE``."""
+    throttle = ["--replica-alter-log-dirs-throttle", str(THROTTLE_RATE)]
+    return reassign(
+        reference, broker, "--execute", *throttle, "--reassignment-json-file", plan_path
+    )
+
+
 def test_throttled_move_takes_size_over_rate(broker, reference, tmp_path):
     topic = "jbod-throttled"
     source, target, size = fill(broker, reference, topic)
     plan_path = plan(tmp_path, topic, target)
     started = time.monotonic()
-    out = reassign(
-        reference,
-        broker,
-        "--execute",
-        "--replica-alter-log-dirs-throttle",
-        str(THROTTLE_RATE),
-        "--reassignment-json-file",
-        plan_path,
-    )
+    out = execute_throttled(reference, broker, plan_path)
     assert f"The replica-alter-dir throttle limit was set to {THROTTLE_RATE} B/s" in out, out
     dirs = replica_dirs(reference, broker, topic)
     assert (f"{topic}-0", True) in dirs[target], dirs  # the future replica, while it copies
@@ -256,15 +256,7 @@ def test_a_restart_in_the_middle_resumes_the_move(reference, tmp_path):
         topic = "jbod-restarted"
         source, target, _ = fill(broker, reference, topic)
         plan_path = plan(tmp_path, topic, target)
-        reassign(
-            reference,
-            broker,
-            "--execute",
-            "--replica-alter-log-dirs-throttle",
-            str(THROTTLE_RATE),
-            "--reassignment-json-file",
-            plan_path,
-        )
+        execute_throttled(reference, broker, plan_path)
         broker.stop()
         (future,) = [n for n in os.listdir(target) if n.startswith(f"{topic}-0.")]
         assert future.endswith("-future")
