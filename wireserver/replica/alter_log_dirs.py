@@ -123,7 +123,8 @@ class AlterLogDirsMover:
 
             def done(_: Any) -> None:
                 self._flushing.discard(tp)
-                self._flushed[tp] = mark
+                if self.logs.moves.get(tp) is move:  # not given up meanwhile
+                    self._flushed[tp] = mark
                 self._schedule(0)
 
             def failed(failure: Any) -> None:
