@@ -700,8 +700,8 @@ def kafka_broker_api_versions(bootstrap: str, client: Client) -> dict:
 
 
 DIFFERENCES[("tool-kafka-broker-api-versions", "*")] = (
-    "wireserver does not serve the share-group APIs (76-79, 83-87, 90-92: #22) or "
-    "AlterReplicaLogDirs (34) (#21); every other key and version range is Kafka 4.4.0's"
+    "wireserver does not serve the share-group APIs (76-79, 83-87, 90-92: #22); every "
+    "other key and version range is Kafka 4.4.0's"
 )
 
 

@@ -65,3 +65,7 @@ class KafkaStorageError(StorageError):
     def __init__(self, message: str, log_dir: str):
         super().__init__(message)
         self.log_dir = log_dir
+
+
+class LogDirNotFoundError(StorageError):
+    """Kafka's ``LogDirNotFoundException``: a log dir that is not in ``log.dirs``."""

@@ -1188,6 +1188,40 @@ class Log:
         self.closed = True
         shutil.rmtree(self.directory, ignore_errors=True)
 
+    def move_to(self, directory: str) -> None:
+        """Reopen this log from ``directory`` (its files closed, the partition's complete log
+        in there: a replica moved to another log dir, ``storage.log_move``), keeping this
+        object, which replication, fetch sessions and waiting requests hold. The log start
+        offset and high watermark carry over; the leader epochs and producer state are read
+        back from the checkpoint and snapshot the mover wrote there."""
+        moved = Log.open(
+            directory,
+            self.config,
+            now_ms=self._now_ms,
+            recover=False,
+            recovery_point=self.log_end_offset,
+            log_start_offset=self._log_start_offset,
+            high_watermark=self._high_watermark,
+            producer_id_expiration_ms=self.producer_state.expiration_ms,
+            failures=self.failures,
+            open_files=self.open_files,
+        )
+        for name in (
+            "directory",
+            "log_dir",
+            "_segments",
+            "_bases",
+            "_log_start_offset",
+            "_high_watermark",
+            "recovery_point",
+            "leader_epoch_cache",
+            "producer_state",
+        ):
+            setattr(self, name, getattr(moved, name))
+        # A compaction planned on the old segments must not swap its result in.
+        self.truncations += 1
+        self.closed = False
+
     def __repr__(self) -> str:
         return (
             f"Log({self.directory!r}, start={self._log_start_offset}, "

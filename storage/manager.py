@@ -45,12 +45,14 @@ from wireserver.storage.errors import (
     InvalidPartitionsError,
     InvalidTopicError,
     KafkaStorageError,
+    LogDirNotFoundError,
     TopicExistsError,
     UnknownTopicError,
 )
 from wireserver.storage.log import Log, parse_partition_dir
 from wireserver.storage.log_config import LogConfig
 from wireserver.storage.log_dir_failure import LogDirFailureChannel, out_of_descriptors
+from wireserver.storage.log_move import LogMove, future_dir_name, parse_future_dir
 from wireserver.storage.open_files import OpenFiles
 
 logger = logging.getLogger(__name__)
@@ -162,6 +164,10 @@ class LogManager:
         self.dir_remover = DirRemover()
         # Deleted partitions the offset checkpoints may still name (see the module docstring).
         self._stale_in_checkpoints: set[tuple[str, int]] = set()
+        # Replicas moving to another log dir (``storage.log_move``), and the dirs asked for
+        # partitions that have no log here yet (Kafka's ``preferredLogDirs``).
+        self.moves: dict[tuple[str, int], LogMove] = {}
+        self.preferred_dirs: dict[tuple[str, int], str] = {}
 
     @property
     def live_log_dirs(self) -> list[str]:
@@ -196,7 +202,12 @@ class LogManager:
                 logger.warning("topic %s: its stored config is ignored: %s", name, exc)
                 overrides = {k: v for k, v in overrides.items() if k != exc.name}
 
-    def _pick_dir(self) -> str:
+    def _pick_dir(self, tp: tuple[str, int] | None = None) -> str:
+        """The dir for a new log: the one AlterReplicaLogDirs asked for (used once, as Kafka's
+        preferred log dir), else the live dir with the fewest partitions."""
+        preferred = self.preferred_dirs.pop(tp, None) if tp is not None else None
+        if preferred is not None and not self.failures.is_offline(preferred):
+            return preferred
         live = self.live_log_dirs
         if not live:
             raise KafkaStorageError("No log directories available", self.log_dirs[0])
@@ -222,7 +233,7 @@ class LogManager:
         if (info.name, partition) in self._stale_in_checkpoints:
             # A new log must not be recovered from the deleted one's recovery point.
             self.checkpoint()
-        log_dir = self._pick_dir()
+        log_dir = self._pick_dir((info.name, partition))
         name = f"{info.name}-{partition}"
         directory = os.path.join(log_dir, name)
         try:
@@ -320,6 +331,7 @@ class LogManager:
     def delete_topic(self, name: str) -> None:
         info = self._require(name)
         for p in range(info.num_partitions):
+            self.abort_move((name, p))
             log = self._logs.pop((name, p), None)
             self._unplace((name, p))
             if log is not None:
@@ -332,6 +344,7 @@ class LogManager:
         """Delete one partition's data and open an empty log in its place (a replica moved
         off this broker: the directory goes as a deleted topic's does)."""
         info = self._require(name)
+        self.abort_move((name, partition))
         log = self._logs.pop((name, partition), None)
         self._unplace((name, partition))
         if log is not None:
@@ -353,6 +366,78 @@ class LogManager:
             shutil.rmtree(log.directory, ignore_errors=True)
             return
         self.dir_remover.remove(doomed)
+
+    # -- moving replicas between log dirs (storage.log_move) ---------------------------------
+    def check_log_dir(self, path: str) -> str:
+        """``path`` as one of this broker's log dirs (absolute), as Kafka's
+        ``isLogDirOnline``: ``LogDirNotFoundError`` when it is not in ``log.dirs``,
+        ``KafkaStorageError`` when it is offline."""
+        log_dir = os.path.abspath(path)
+        if log_dir not in self.log_dirs:
+            raise LogDirNotFoundError(f"Log dir {path} is not found in the config.")
+        if self.failures.is_offline(log_dir):
+            raise KafkaStorageError(f"Log directory {log_dir} is offline", log_dir)
+        return log_dir
+
+    def prefer_log_dir(self, tp: tuple[str, int], log_dir: str) -> None:
+        """Kafka's ``maybeUpdatePreferredLogDir``: remember ``log_dir`` for the partition's
+        next log unless its current or future log is there already."""
+        log = self._logs.get(tp)
+        move = self.moves.get(tp)
+        if (log is None or log.log_dir != log_dir) and (
+            move is None or move.destination != log_dir
+        ):
+            self.preferred_dirs[tp] = log_dir
+
+    def move_log(self, tp: tuple[str, int], destination: str) -> LogMove | None:
+        """Start moving the partition's log to ``destination`` (a checked log dir, see
+        ``check_log_dir``) by making its future log there (Kafka's ``maybeCreateFutureReplica``).
+        A move elsewhere under way is given up first; a move to where the log is, or to
+        where it is moving already, does nothing (None). ``KafkaStorageError`` when the
+        future log cannot be made."""
+        log = self._logs[tp]
+        move = self.moves.get(tp)
+        if move is not None and move.destination != destination:
+            self.abort_move(tp)
+            move = None
+        if move is not None or log.log_dir == destination:
+            self.preferred_dirs.pop(tp, None)
+            return None
+        self.preferred_dirs.pop(tp, None)
+        directory = os.path.join(destination, future_dir_name(*tp))
+        info = self._require(tp[0])
+        try:
+            future = self._create_log(info, destination, directory)
+            if log.log_start_offset > 0:
+                future.truncate_fully_and_start_at(log.log_start_offset)
+        except KafkaStorageError:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
+        move = self.moves[tp] = LogMove(log, future, destination)
+        logger.info("Created the future log for %s-%d in %s", tp[0], tp[1], destination)
+        return move
+
+    def complete_move(self, tp: tuple[str, int]) -> None:
+        """Swap in the caught-up future log (``LogMove.swap``) and record the partition's
+        new dir; the old log's dir is removed in the background."""
+        move = self.moves[tp]
+        try:
+            doomed = move.swap()
+        except KafkaStorageError:
+            self.abort_move(tp)
+            raise
+        del self.moves[tp]
+        self._place(tp, move.destination)
+        self._flush_watch.add(move.current)
+        self.dir_remover.remove(doomed)
+        # The checkpoints of the old dir still name the partition until they are rewritten.
+        self.checkpoint()
+
+    def abort_move(self, tp: tuple[str, int]) -> None:
+        """Give up the partition's move, if any, removing its future log."""
+        move = self.moves.pop(tp, None)
+        if move is not None:
+            self._delete_dir(move.future)
 
     def add_partitions(self, name: str, new_total: int) -> TopicInfo:
         info = self._require(name)
@@ -449,6 +534,7 @@ class LogManager:
         without a clean-shutdown marker, then remove the markers."""
         declared = {t["name"]: t for t in self._read_topics()}
         found: dict[tuple[str, int], str] = {}
+        futures: list[tuple[tuple[str, int], str, str]] = []  # (partition, dir, path)
         for d in self.log_dirs:
             os.makedirs(d, exist_ok=True)
             self.clean_shutdown[d] = os.path.exists(os.path.join(d, ckpt.CLEAN_SHUTDOWN_MARKER))
@@ -460,12 +546,16 @@ class LogManager:
                     shutil.rmtree(path, ignore_errors=True)
                     continue
                 try:
+                    if name.endswith("-future"):
+                        futures.append((parse_future_dir(name), d, path))
+                        continue
                     topic, partition = parse_partition_dir(name)
                 except ValueError:
                     continue
-                if name.endswith("-future") or (topic, partition) in found:
+                if (topic, partition) in found:
                     continue
                 found[(topic, partition)] = d
+        resumed = self._promote_futures(futures, found)
         # Topics: the declared ones, plus any found on disk without a declaration.
         for name, entry in declared.items():
             overrides, config = self._stored_config(
@@ -515,6 +605,8 @@ class LogManager:
             for p in range(info.num_partitions):
                 if (info.name, p) not in self._logs:
                     self._open_partition(info, p)
+        for tp, d, path in resumed:
+            self._resume_move(tp, d, path)
         self._save_topics()
         self.checkpoint()
         for d in self.log_dirs:
@@ -523,6 +615,47 @@ class LogManager:
                 os.unlink(marker)
                 ckpt.fsync_dir(d)
         self.loaded = True
+
+    def _promote_futures(
+        self, futures: list[tuple[tuple[str, int], str, str]], found: dict[tuple[str, int], str]
+    ) -> list[tuple[tuple[str, int], str, str]]:
+        """The future logs found by ``load`` (``storage.log_move``): one whose partition has
+        no current log is a swap a crash cut between its two renames, and becomes the
+        partition's log (added to ``found``); the others are moves to resume, returned."""
+        resumed = []
+        for tp, d, path in futures:
+            if tp in found:
+                if any(t == tp for t, _, _ in resumed):
+                    shutil.rmtree(path, ignore_errors=True)  # one future log a partition
+                else:
+                    resumed.append((tp, d, path))
+                continue
+            final = os.path.join(d, f"{tp[0]}-{tp[1]}")
+            logger.warning("Completing the interrupted move of %s-%d to %s", tp[0], tp[1], d)
+            os.replace(path, final)
+            ckpt.fsync_dir(d)
+            found[tp] = d
+        return resumed
+
+    def _resume_move(self, tp: tuple[str, int], d: str, path: str) -> None:
+        """Carry on with a move a restart interrupted, from what its future log holds (re-
+        scanned, as after a crash: its recovery point is in no checkpoint)."""
+        log = self._logs.get(tp)
+        info = self._topics.get(tp[0])
+        if log is None or info is None or log.log_dir == d:
+            shutil.rmtree(path, ignore_errors=True)
+            return
+        future = Log.open(
+            path,
+            info.config,
+            now_ms=self._now_ms,
+            recover=True,
+            producer_id_expiration_ms=self.producer_id_expiration_ms,
+            failures=self.failures,
+            open_files=self.open_files,
+        )
+        self.moves[tp] = LogMove(log, future, d)
+        logger.info("Resuming the move of %s-%d to %s", tp[0], tp[1], d)
 
     def _read_checkpoints(self, d: str) -> tuple[dict, dict, dict]:
         out = []
@@ -611,6 +744,11 @@ class LogManager:
                 log.close(durable=False)
             except KafkaStorageError:
                 pass  # reported, and its dir offline
+        for move in self.moves.values():
+            try:
+                move.future.close(durable=False)
+            except KafkaStorageError:
+                pass
         for d in self.live_log_dirs:
             try:
                 with self.failures.guard(d, f"Error while syncing log dir {d}"):
@@ -635,7 +773,7 @@ class LogManager:
     def close_files(self) -> None:
         """Close every file without writing anything (a halt: no flush, no checkpoint, no
         clean-shutdown marker), so the next start recovers the logs."""
-        for _, log in self.logs():
+        for log in [log for _, log in self.logs()] + [m.future for m in self.moves.values()]:
             for seg in log.segments:
                 seg.close()
             log.closed = True

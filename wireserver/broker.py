@@ -43,6 +43,7 @@ from wireserver.purgatory import Purgatory
 from wireserver.quotas import Quotas
 from wireserver.quotas.replication import ReplicationQuotas
 from wireserver.quotas.store import ClientQuotaStore
+from wireserver.replica.alter_log_dirs import AlterLogDirsMover
 from wireserver.replica.manager import ReplicaManager
 from wireserver.replica.selector import SELECTORS
 from wireserver.security.manager import SecurityManager
@@ -89,6 +90,7 @@ class Broker:
     metadata: LocalMetadata
     fetch_sessions: FetchSessionCache
     cleaner: LogCleaner
+    log_dir_mover: AlterLogDirsMover
 
     def __init__(
         self, config: BrokerConfig, reactor: Any = None, halt: Callable[[], None] = exit_process
@@ -258,6 +260,13 @@ class Broker:
             self.cluster.start()
         self.cleaner = LogCleaner(self.logs, self.config, self.reactor, self.now_ms)
         self.cleaner.start()
+        self.log_dir_mover = AlterLogDirsMover(
+            self.logs,
+            self.replication_quotas.alter_log_dirs,
+            self.reactor,
+            cleaning=lambda tp: tp in self.cleaner.in_progress,
+        )
+        self.log_dir_mover.wake()  # moves a restart interrupted
         self.metadata.topic_deleted.append(self.cleaner.forget_topic)
         self._every(self.config["log.retention.check.interval.ms"], self._apply_retention)
         self._every(PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, self._remove_expired_producers)
@@ -357,7 +366,7 @@ class Broker:
         self._loops.clear()
 
     def _stop_services(self) -> None:
-        for service in ("cleaner", "groups", "txn"):
+        for service in ("log_dir_mover", "cleaner", "groups", "txn"):
             if getattr(self, service, None) is not None:
                 getattr(self, service).stop()
 

@@ -345,10 +345,25 @@ _BROKER_ONLY = [
         "replica.alter.log.dirs.io.max.bytes.per.second",
         "long",
         LONG_MAX,
-        "Accepted (kafka-reassign-partitions sets and clears it); wireserver does not move "
-        "replicas between log dirs of one broker, so it has no effect.",
+        "Bytes/s this broker copies while it moves replicas between its log dirs "
+        "(AlterReplicaLogDirs; kafka-reassign-partitions --replica-alter-log-dirs-throttle). "
+        "Only a value set for this broker (AlterConfigs on broker <id>) throttles, as in Kafka.",
         at_least(0),
         dynamic=True,
+    ),
+    _key(
+        "alter.log.dirs.replication.quota.window.num",
+        "int",
+        11,
+        "Number of samples kept to measure the rate of replica moves between log dirs.",
+        at_least(1),
+    ),
+    _key(
+        "alter.log.dirs.replication.quota.window.size.seconds",
+        "int",
+        1,
+        "Time span of each sample of the rate of replica moves between log dirs.",
+        at_least(1),
     ),
     _key(
         "replication.quota.window.num",

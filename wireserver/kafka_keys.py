@@ -60,8 +60,6 @@ KAFKA_ONLY_KEYS: list[ConfigDef] = [
     _k("add.partitions.to.txn.retry.backoff.max.ms", "int", 100, R, at_least(0)),
     _k("add.partitions.to.txn.retry.backoff.ms", "int", 20, R, at_least(1)),
     _k("alter.config.policy.class.name", "class", None, R),
-    _k("alter.log.dirs.replication.quota.window.num", "int", 11, R, at_least(1)),
-    _k("alter.log.dirs.replication.quota.window.size.seconds", "int", 1, R, at_least(1)),
     _k("background.threads", "int", 10, C, at_least(1)),
     _k("broker.heartbeat.interval.ms", "int", 2000, R),
     _k("broker.session.timeout.ms", "int", 9000, R),

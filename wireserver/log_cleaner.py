@@ -179,6 +179,8 @@ class LogCleaner:
         for tp, partition_log in self.logs.logs():
             if tp in self.in_progress or tp in self.uncleanable or partition_log.closed:
                 continue
+            if tp in self.logs.moves:  # moving to another log dir: cleaned once there
+                continue
             if not partition_log.config.compact:
                 continue
             path = cleaner_checkpoint_path(partition_log)

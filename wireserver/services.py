@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from wireserver.purgatory import Purgatory
     from wireserver.quotas import Quotas
     from wireserver.quotas.replication import ReplicationQuotas
+    from wireserver.replica.alter_log_dirs import AlterLogDirsMover
     from wireserver.replica.manager import ReplicaManager
     from wireserver.security.manager import SecurityManager
     from wireserver.storage.manager import LogManager
@@ -59,6 +60,8 @@ class Services(Protocol):
     quotas: Quotas
     #: the reassignment throttles (``wireserver.quotas.replication``)
     replication_quotas: ReplicationQuotas
+    #: copies replicas moving between this broker's log dirs (AlterReplicaLogDirs)
+    log_dir_mover: AlterLogDirsMover
     #: the counters and timings Kafka's MBeans hold (``wireserver.metrics``)
     metrics: BrokerMetrics
     #: the open client connections (``wireserver.server``), which the broker drops on stop

@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from compat_tests import reference as kafka_reference
 from wireserver.cluster.zookeeper import ZooKeeperError, ZooKeeperServer, available
 from wireserver.testing import wait_for  # noqa: F401 (the cluster tests import it from here)
 from wireserver.testing.cluster import FAST_FAILOVER, LocalCluster
@@ -28,6 +29,14 @@ def zookeeper():
         pytest.skip(str(exc))
     yield server
     server.close()
+
+
+@pytest.fixture(scope="module")
+def reference():
+    """Kafka's CLI tools (``reference.tool_command``): the test skips without them (fails
+    under CI)."""
+    kafka_reference.require_tools()
+    return kafka_reference
 
 
 #: Clusters not yet closed, whose broker logs a failing test's report shows.

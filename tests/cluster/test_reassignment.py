@@ -17,7 +17,6 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-from compat_tests import reference as kafka_reference
 from wireserver.testing.cluster import cluster_metadata
 
 from .conftest import Cluster, wait_for
@@ -25,12 +24,6 @@ from .conftest import Cluster, wait_for
 pytestmark = pytest.mark.integration
 
 CHROOT = "/wireserver-reassign"
-
-
-@pytest.fixture(scope="module")
-def reference():
-    kafka_reference.require_tools()
-    return kafka_reference
 
 
 #: A follower that takes a minute per fetch unless 100 MB are there to copy: a

@@ -52,6 +52,7 @@ IDS = [f"{spec.name}-v{version}" for spec, version in VERSIONS]
 
 #: What each API answers item by item (the rest answer with their top-level error alone).
 PER_PARTITION = {
+    "AlterReplicaLogDirs",
     "Produce",
     "Fetch",
     "ListOffsets",
@@ -417,6 +418,7 @@ TARGETS = {
     "DeleteAcls": (None, ()),
     "DescribeConfigs": (None, ()),
     "AlterConfigs": (None, ()),
+    "AlterReplicaLogDirs": ("partitions", ()),
     "DescribeLogDirs": ("partitions", ()),
     "SaslAuthenticate": (None, ()),
     "CreatePartitions": ("topics", ()),

@@ -10,6 +10,7 @@ import os
 import time
 
 import pytest
+from kafka.protocol.admin.cluster import AlterReplicaLogDirsRequest, DescribeLogDirsRequest
 
 from tests.integration.conftest import PARTITIONS
 from tests.integration.raw import fetch, produce, produce_errors, v2_batch
@@ -19,6 +20,14 @@ from wireserver.testing import EmbeddedBroker
 
 KAFKA_STORAGE_ERROR = 56
 HALTED = "Shutdown broker because all log dirs in {} have failed"
+
+
+def alter_log_dirs(wire, log_dir: str, partition: int) -> int:
+    """AlterReplicaLogDirs of ``t-<partition>`` into ``log_dir``: the partition's error."""
+    entry = AlterReplicaLogDirsRequest.AlterReplicaLogDir
+    topic = entry.AlterReplicaLogDirTopic(name="t", partitions=[partition])
+    request = AlterReplicaLogDirsRequest(version=2, dirs=[entry(path=log_dir, topics=[topic])])
+    return wire.request(request).results[0].partitions[0].error_code
 
 
 @pytest.fixture
@@ -147,5 +156,20 @@ def test_with_another_log_dir_left_the_broker_serves_on(small_disk, tmp_path):
             }
             (fetched,) = wire.request(fetch("t", failing, 0)).responses[0].partitions
             assert fetched.error_code == KAFKA_STORAGE_ERROR
+            # DescribeLogDirs: the failed dir has its error and nothing else, as in Kafka.
+            other = str(tmp_path / "other")
+            described = wire.request(DescribeLogDirsRequest(version=4, topics=None))
+            by_dir = {r.log_dir: r for r in described.results}
+            failed_dir = by_dir[data_dir]
+            assert (failed_dir.error_code, failed_dir.topics) == (KAFKA_STORAGE_ERROR, [])
+            assert failed_dir.total_bytes == failed_dir.usable_bytes == -1
+            assert by_dir[other].error_code == 0
+            listed = [
+                (t.name, p.partition_index) for t in by_dir[other].topics for p in t.partitions
+            ]
+            assert listed == [("t", 1 - failing)]
+            # Neither a move into the failed dir nor one of a partition in it can start.
+            assert alter_log_dirs(wire, data_dir, 1 - failing) == KAFKA_STORAGE_ERROR
+            assert alter_log_dirs(wire, other, failing) == KAFKA_STORAGE_ERROR
             time.sleep(1.0)  # longer than a halt's grace
             assert broker.running

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 from kafka.protocol.admin.acl import CreateAclsRequest, DeleteAclsRequest
 from kafka.protocol.admin.cluster import (
+    AlterReplicaLogDirsRequest,
     DescribeClusterRequest,
     DescribeLogDirsRequest,
     UpdateFeaturesRequest,
@@ -112,6 +113,7 @@ REQUIRED = {
     31: "ALTER cluster (*)",
     32: "DESCRIBE_CONFIGS topic / group / cluster (broker resources)",
     33: "ALTER_CONFIGS topic / group / cluster (broker resources)",
+    34: "ALTER cluster",
     35: "DESCRIBE cluster",
     36: "none",
     37: "ALTER topic",
@@ -467,6 +469,12 @@ def top(response):
     return response.error_code
 
 
+def alter_replica_log_dirs(path):
+    entry = AlterReplicaLogDirsRequest.AlterReplicaLogDir
+    topic = entry.AlterReplicaLogDirTopic(name="t", partitions=[0])
+    return AlterReplicaLogDirsRequest(version=2, dirs=[entry(path=path, topics=[topic])])
+
+
 # (api key, request, error of the response, ACLs in both runs, ACLs only in the second run,
 #  the error without the latter)
 CASES = [
@@ -584,6 +592,14 @@ CASES = [
         [],
         [group_acl(Op.ALTER_CONFIGS)],
         GROUP_DENIED,
+    ),
+    (
+        34,
+        lambda: alter_replica_log_dirs("/not-a-log-dir"),
+        lambda r: r.results[0].partitions[0].error_code,
+        [],
+        [(*CLUSTER, Op.ALTER)],
+        CLUSTER_DENIED,
     ),
     (
         35,

@@ -3,13 +3,15 @@
 Every log dir with the partitions it holds (all of them, or those named in the request; names
 or partitions we don't have are left out, as in Kafka) and their sizes on disk. In cluster mode
 those are the partitions this broker is an assigned replica of (leader or follower); every
-broker keeps a log for every partition, but Kafka lists only the replicas a broker hosts. There
-are no future replicas (no AlterReplicaLogDirs): ``is_future_key`` is false and ``offset_lag``
-0 (Kafka's lag of a current replica is max(high watermark - log end offset, 0), which is 0).
+broker keeps a log for every partition, but Kafka lists only the replicas a broker hosts. A
+replica moving to another dir (AlterReplicaLogDirs, ``storage.log_move``) is listed twice, as
+in Kafka: its current log, and its future log in the destination dir with ``is_future_key``
+true and ``offset_lag`` the current log end offset minus the future one. A current log's lag is
+Kafka's max(high watermark - log end offset, 0), which is 0.
 v3 adds the top-level error code, v4 the dir's total and usable bytes from ``os.statvfs``, v5
 ``is_cordoned`` (Kafka 4.3: a dir the operator closed to new replicas, announced in BrokerHeartbeat
-v2; nothing cordons a dir here, so always false). A dir that cannot be read reports
-KAFKA_STORAGE_ERROR.
+v2; nothing cordons a dir here, so always false). A dir that failed (``storage.log_dir_failure``)
+or cannot be read reports KAFKA_STORAGE_ERROR with no partitions and -1 bytes, as Kafka.
 
 Needs DESCRIBE on the cluster: without it the answer has no dirs and (v3+) the top-level error
 CLUSTER_AUTHORIZATION_FAILED.
@@ -24,6 +26,7 @@ from wireserver.context import RequestContext
 from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 from wireserver.security.acls import Operation
+from wireserver.storage.errors import KafkaStorageError
 
 API_KEY = 35
 
@@ -51,21 +54,26 @@ def handle(ctx: RequestContext) -> HandlerResult:
             continue
         if not ctx.services.metadata.hosts_replica(topic, partition):
             continue
-        directory = os.path.dirname(os.path.abspath(log.directory))
-        by_dir.setdefault(directory, {}).setdefault(topic, []).append(
-            partition_class(
-                partition_index=partition,
-                partition_size=log.size_bytes,
-                offset_lag=0,
-                is_future_key=False,
+        replicas = [(log.log_dir, log.size_bytes, 0, False)]
+        move = logs.moves.get((topic, partition))
+        if move is not None:
+            replicas.append((move.destination, move.future.size_bytes, move.lag, True))
+        for directory, size, lag, future in replicas:
+            by_dir.setdefault(directory, {}).setdefault(topic, []).append(
+                partition_class(
+                    partition_index=partition,
+                    partition_size=size,
+                    offset_lag=lag,
+                    is_future_key=future,
+                )
             )
-        )
     results = []
     for directory, topics in by_dir.items():
         try:
+            logs.failures.check(directory)
             total, usable = disk_bytes(directory)
             error = ErrorCode.NONE
-        except OSError:
+        except (OSError, KafkaStorageError):
             total, usable, error = -1, -1, ErrorCode.KAFKA_STORAGE_ERROR
             topics = {}
         results.append(

@@ -37,6 +37,8 @@ Exceptions the schemas can't tell (``_ANSWERS`` aside):
   only for REBOOTSTRAP_REQUIRED.
 - DescribeLogDirs answers per log directory, which the request does not name: one result for no
   directory (``log_dir`` "") carries the error, beside the top-level code of v3+.
+- AlterReplicaLogDirs names partitions per log directory and is answered per topic: every
+  partition of every directory carries the error, under its topic.
 - ApiVersions is answered at v0 whatever the request's version: clients read an ApiVersions
   response with an error as v0 (KIP-511; kafka-python reads nothing else, Java falls back to
   it), as Kafka answers UNSUPPORTED_VERSION. So the caller encodes every error response at
@@ -296,6 +298,24 @@ def error_response(
         result = response_class.fields["results"]
         values["results"] = [
             result.data_class(version=version, **builder.fields(result, None, None))
+        ]
+    elif spec.name == "AlterReplicaLogDirs":
+        topic_class = response_class.AlterReplicaLogDirTopicResult
+        partition_class = topic_class.AlterReplicaLogDirPartitionResult
+        by_topic: dict[str, list[int]] = {}
+        for entry in request.body.dirs:
+            for topic in entry.topics:
+                by_topic.setdefault(topic.name, []).extend(topic.partitions)
+        values["results"] = [
+            topic_class(
+                version=version,
+                topic_name=name,
+                partitions=[
+                    partition_class(version=version, partition_index=p, error_code=code)
+                    for p in partitions
+                ],
+            )
+            for name, partitions in by_topic.items()
         ]
     return response_class(version=version, **values)
 

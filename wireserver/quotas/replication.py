@@ -11,6 +11,10 @@ throttled on this broker when its topic's ``leader.replication.throttled.replica
 while ``exceeded()`` and ``record`` what they move for throttled partitions; replicas in the
 ISR are never throttled (the caller checks that, as Kafka's ``shouldLeaderThrottle`` and
 ``shouldFollowerThrottle`` do).
+
+A third, ``replica.alter.log.dirs.io.max.bytes.per.second``, measured over
+``alter.log.dirs.replication.quota.window.*``, limits the copying of replicas that move between
+this broker's log dirs (``wireserver.replica.alter_log_dirs``), all of them.
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ from wireserver.storage.configdef import LONG_MAX
 
 LEADER = "leader"
 FOLLOWER = "follower"
+#: Moves of replicas between this broker's log dirs (Kafka's ``ReplicaAlterLogDirsManager``
+#: quota): every move counts, whatever the topic's throttled-replicas lists say.
+ALTER_LOG_DIRS = "alter.log.dirs"
 
 
 @lru_cache(maxsize=1024)
@@ -47,9 +54,13 @@ class ReplicationQuota:
         self.node_id = node_id
         self.key = f"{side}.replication.throttled.rate"
         self.replicas_attribute = f"{side}_replication_throttled_replicas"
+        window = "replication"
+        if side == ALTER_LOG_DIRS:
+            self.key = "replica.alter.log.dirs.io.max.bytes.per.second"
+            window = "alter.log.dirs.replication"
         self.now_ms = now_ms
-        self.window_ms = config["replication.quota.window.size.seconds"] * 1000
-        self.samples = config["replication.quota.window.num"]
+        self.window_ms = config[f"{window}.quota.window.size.seconds"] * 1000
+        self.samples = config[f"{window}.quota.window.num"]
         self.rate = Rate(now_ms())
 
     @property
@@ -82,8 +93,10 @@ class ReplicationQuota:
 
 
 class ReplicationQuotas:
-    """The leader and the follower throttle of one broker."""
+    """The leader and the follower throttle of one broker, and that of its moves between
+    log dirs."""
 
     def __init__(self, config: Any, node_id: int, now_ms: Callable[[], int]):
         self.leader = ReplicationQuota(config, node_id, LEADER, now_ms)
         self.follower = ReplicationQuota(config, node_id, FOLLOWER, now_ms)
+        self.alter_log_dirs = ReplicationQuota(config, node_id, ALTER_LOG_DIRS, now_ms)
