@@ -27,7 +27,10 @@ ZooKeeper-era ``KafkaController``, reduced to what leadership needs).
 - A partition reassignment (KIP-455, as ``KafkaController.onPartitionReassignment``): the
   broker that received AlterPartitionReassignments wrote RS = ORS + TRS with the adding and
   removing replicas to the topic's znode; every broker applies the new replicas (the added ones
-  start following). Once every target replica is in the ISR the controller writes the state
+  start following), and the controller bumps the partition's leader epoch (leader and ISR
+  kept), so that every replica and client moves to the new replica set at a new epoch; a new
+  controller does so again for each reassignment it finds in progress, as Kafka's resumes
+  them. Once every target replica is in the ISR the controller writes the state
   with a leader from TRS (the current one if it is in TRS) and the ISR cut to TRS, leader
   epoch bumped, then the assignment with RS = TRS and no adding or removing replicas; the
   removed replicas see that and delete their data. A partition whose ISR or leader is outside
@@ -98,6 +101,9 @@ class Controller:
         self.active = True
         self._rebalance: task.LoopingCall | None = None
         self._reassigning_now: set[tuple[str, int]] = set()  # guards the state we write
+        # partition -> (RS, adding, removing) of the reassignment whose start this controller
+        # has bumped the leader epoch for (a new controller bumps each ongoing one again)
+        self._moves_started: dict[tuple[str, int], tuple] = {}
 
     def start(self) -> None:
         self.reconcile_all(set())
@@ -427,11 +433,19 @@ class Controller:
         assignment = node.topics.get(tp[0])
         state = node.states.get(tp)
         if assignment is None or state is None or tp[1] not in assignment.replicas:
+            self._moves_started.pop(tp, None)
             return
         replicas = assignment.replicas[tp[1]]
         if assignment.reassigning(tp[1]):
             target = assignment.target(tp[1])
             if state.leader < 0 or not all(r in state.isr for r in target):
+                move = (
+                    tuple(replicas),
+                    tuple(assignment.adding.get(tp[1], ())),
+                    tuple(assignment.removing.get(tp[1], ())),
+                )
+                if self._moves_started.get(tp) != move:
+                    self._start_move(tp, move)
                 return
 
             def caught_up(current: zd.PartitionState) -> zd.PartitionState | None:
@@ -444,9 +458,38 @@ class Controller:
             if now.leader in target and set(now.isr) <= set(target):
                 self._complete(tp, target)
             return
+        self._moves_started.pop(tp, None)
         if set(state.isr) <= set(replicas) and (state.leader < 0 or state.leader in replicas):
             return
         node.update_state(tp, lambda s: self._moved_state(s, replicas))
+
+    def _start_move(self, tp: tuple[str, int], move: tuple) -> None:
+        """Step A1 of Kafka's ``onPartitionReassignment`` for a reassignment not yet complete
+        (``updateLeaderEpochAndSendRequest``): the leader epoch is bumped, leader and ISR kept,
+        so that every replica of RS = ORS + TRS takes the new replica set at a new epoch (the
+        leader starts tracking the added replicas, followers fetch at the new epoch, clients
+        holding the old one are fenced and refresh their metadata). ``move`` is remembered so
+        that later steps of the same reassignment do not bump again; a new controller does not
+        know it and bumps every ongoing reassignment once more, as Kafka's does when it
+        resumes them."""
+        new = self.node.update_state(
+            tp,
+            lambda s: replace(s, leader_epoch=s.leader_epoch + 1, controller_epoch=self.epoch),
+        )
+        if new is None:
+            return  # the topic went (or ZooKeeper kept changing): the next change tries again
+        self._moves_started[tp] = move
+        log.info(
+            "%sUpdated leader epoch for partition %s-%d being reassigned to %d (replicas %s, "
+            "adding %s, removing %s)",
+            self.log_ident,
+            tp[0],
+            tp[1],
+            new.leader_epoch,
+            list(move[0]),
+            list(move[1]),
+            list(move[2]),
+        )
 
     def _moved_state(self, state: zd.PartitionState, target: list[int]) -> zd.PartitionState | None:
         """Kafka's ``moveReassignedPartitionLeaderIfRequired`` with the removed replicas out of
