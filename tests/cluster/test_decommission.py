@@ -7,9 +7,10 @@ leader's bytes):
 
 - broker 4 is decommissioned as docs/cluster.md says: ``--generate`` a plan onto brokers 1-3,
   ``--execute`` and ``--verify`` it, then stop the broker (a controlled shutdown);
-- a move bumps the partition's leader epoch when it starts (leader and ISR kept), as Kafka's
-  controller does; deleting the topic during a throttled move (``kafka-topics --delete``)
-  deletes it and its reassignment, as Kafka 4.4 does, leaving nothing behind;
+- the leader epoch of a moving partition goes up as Kafka 4.4 counts it: not when a move
+  starts or only adds a replica, once when a replica is replaced or a move cancelled;
+- deleting the topic during a throttled move (``kafka-topics --delete``) deletes it and its
+  reassignment, as Kafka 4.4 does, leaving nothing behind;
 - the controller killed (kill -9) during a throttled move: the next controller resumes the
   move from the topic's znode and it completes.
 """
@@ -264,21 +265,80 @@ def test_decommission_a_broker_under_load(nodes, reference, tmp_path):
         check_campaign(nodes, name, count, histories[name])
 
 
-def test_a_move_bumps_the_leader_epoch_and_deleting_its_topic_ends_it(
-    nodes, reference, tmp_path, zk
-):
-    """Kafka's controller bumps the leader epoch when a reassignment starts; Kafka 4.4 deletes
-    a topic being reassigned together with its reassignment."""
+def epoch_once(bootstrap: str, topic: str, replicas: list[int], isr: list[int]) -> int:
+    """Partition 0's leader epoch once Metadata shows ``replicas`` and ``isr`` (any order)
+    with broker 1 leading."""
+    leader, epoch, _, _ = wait_for(
+        lambda: (
+            now
+            if (now := partitions_of(bootstrap, topic)[0])[0] == 1
+            and now[2] == replicas
+            and sorted(now[3]) == sorted(isr)
+            else None
+        ),
+        30,
+        0.2,
+        what=f"{topic}-0 on {replicas}, ISR {isr}, led by 1",
+    )
+    return epoch
+
+
+def test_leader_epochs_of_moves_as_kafka_4_4_counts_them(nodes, reference, tmp_path):
+    """Kafka 4.4's controller bumps a moving partition's leader epoch only when its leader
+    changes or its replica set loses a replica: adding a replica leaves the epoch where it
+    was, replacing one takes it up once (when the move completes), a move keeps it while in
+    progress and cancelling that move (which drops the replica it was adding) takes it up
+    once."""
+    topic = "epochs"
+    bootstrap = nodes.bootstrap
+    create_topic(bootstrap, topic, 1, replicas=[1])
+    epoch = epoch_once(bootstrap, topic, [1], [1])
+    plan = plan_file(tmp_path, topic, [1, 2])
+    reassign_tool(reference, bootstrap, "--execute", "--reassignment-json-file", plan)
+    verify_until_complete(reference, bootstrap, plan, 1)
+    assert epoch_once(bootstrap, topic, [1, 2], [1, 2]) == epoch  # adding: 0
+    plan = plan_file(tmp_path, topic, [1, 3])
+    reassign_tool(reference, bootstrap, "--execute", "--reassignment-json-file", plan)
+    verify_until_complete(reference, bootstrap, plan, 1)
+    assert epoch_once(bootstrap, topic, [1, 3], [1, 3]) == epoch + 1  # replacing: 1
+    fill(bootstrap, topic, 3_000_000)
+    plan = plan_file(tmp_path, topic, [1, 4])
+    # 10 KB/s: after its first fetch, broker 4 waits minutes for the next
+    reassign_tool(
+        reference,
+        bootstrap,
+        "--execute",
+        "--throttle",
+        "10000",
+        "--reassignment-json-file",
+        plan,
+    )
+    assert epoch_once(bootstrap, topic, [1, 4, 3], [1, 3]) == epoch + 1  # started: 0
+    listed = reassign_tool(reference, bootstrap, "--list")
+    assert f"{topic}-0: replicas: 1,4,3. adding: 4. removing: 3." in listed, listed
+    out = reassign_tool(reference, bootstrap, "--cancel", "--reassignment-json-file", plan)
+    assert f"Successfully cancelled partition reassignment for: {topic}-0" in out, out
+    assert epoch_once(bootstrap, topic, [1, 3], [1, 3]) == epoch + 2  # cancelled: 1
+    wait_for(
+        lambda: log_bytes(nodes.brokers[4], topic) == 0,
+        30,
+        what="broker 4 to delete its partial replica",
+    )
+    assert partitions_of(bootstrap, topic)[0][1] == epoch + 2
+
+
+def test_deleting_a_topic_during_a_move_ends_it(nodes, reference, tmp_path, zk):
+    """Kafka 4.4 deletes a topic being reassigned together with its reassignment."""
     topic = "doomed-move"
     create_topic(nodes.bootstrap, topic, 1, replicas=[1, 2])
     fill(nodes.bootstrap, topic, 3_000_000)  # about 22 s to copy at the throttled rate
     leader, epoch, _, _ = partitions_of(nodes.bootstrap, topic)[0]
     execute_throttled(reference, nodes.bootstrap, plan_file(tmp_path, topic, [1, 3]))
     wait_for(
-        lambda: partitions_of(nodes.bootstrap, topic)[0][:3] == (leader, epoch + 1, [1, 3, 2]),
+        lambda: partitions_of(nodes.bootstrap, topic)[0][:3] == (leader, epoch, [1, 3, 2]),
         30,
         0.2,
-        what="the leader epoch bumped when the move started",
+        what="the move started, at the same leader epoch",
     )
     listed = reassign_tool(reference, nodes.bootstrap, "--list")
     assert f"{topic}-0: replicas: 1,3,2. adding: 3. removing: 2." in listed, listed
