@@ -1,10 +1,17 @@
-"""Kafka 4.4's rules for a partition whose replica set changes (``partition_change``); the
-cluster behaviour is in test_decommission.py and test_reassignment.py."""
+"""Kafka 4.4's rules for a partition whose replica set changes (``partition_change``), and the
+controller's creation of a partition state, which must not bring back a deleted topic's znode
+(against a real ZooKeeper); the cluster behaviour is in test_decommission.py and
+test_reassignment.py."""
 
 from __future__ import annotations
 
+import pytest
+
+from wireserver.cluster import zkdata as zd
 from wireserver.cluster.partition_change import replica_change_state
 from wireserver.cluster.zkdata import PartitionState
+
+from .conftest import zk_client
 
 LIVE = {1, 2, 3, 4}
 
@@ -54,3 +61,22 @@ def test_an_isr_shrink_alone_keeps_the_leader_epoch():
     # a replica no longer assigned still in the ISR (Kafka 4.4 bumps for no ISR shrink)
     new = replica_change_state(state(1, [1, 2, 5], [1, 2]), [1, 2], [1, 2], LIVE)
     assert (new.leader, new.leader_epoch, new.isr) == (1, 4, [1, 2])
+
+
+CHROOT = "/wireserver-partition-change"
+
+
+@pytest.fixture
+def zk(zookeeper):
+    yield from zk_client(zookeeper, CHROOT)
+
+
+def test_a_partition_state_is_created_only_under_an_existing_topic(zk):
+    topic = "gone"
+    data = state(1, [1], [1]).encode()
+    assert zd.create_partition_state(zk, topic, 0, data) is False
+    assert zk.exists(zd.topic_path(topic)) is None
+    zk.create(zd.topic_path(topic), b"{}", makepath=True)
+    assert zd.create_partition_state(zk, topic, 0, data) is True
+    assert zd.create_partition_state(zk, topic, 1, data) is True  # "partitions" is there
+    assert zk.get(zd.state_path(topic, 1))[0] == data

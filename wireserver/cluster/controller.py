@@ -306,7 +306,8 @@ class Controller:
                     list(replicas),
                 )
                 try:
-                    zk.create(path, state.encode(), makepath=True)
+                    if not zd.create_partition_state(zk, *tp, state.encode()):
+                        return  # the topic was deleted meanwhile
                 except NodeExistsError:
                     continue
                 if state.leader >= 0:
