@@ -49,7 +49,7 @@ class ReassignHost(ZkHolder, Protocol):
     """What ``reassign`` uses besides: the live brokers (who may lead when the leader is a
     replica a cancel drops)."""
 
-    brokers: Mapping[int, Any]
+    brokers: dict[int, zd.BrokerInfo]
 
 
 def mark_for_deletion(node: ZkHolder, topic: str) -> None:
