@@ -23,6 +23,9 @@ three, after one follower stopped.
 
 from __future__ import annotations
 
+import json
+import re
+import tempfile
 import threading
 import time
 from typing import Any
@@ -496,3 +499,136 @@ def acks_min_insync(target: ClusterTarget, client: Client) -> dict:
     finally:
         target.restore()
     return out
+
+
+# ------------------------------------------------------------------------------ reassignment
+
+
+def reassign_tool(target: ClusterTarget, *args: str) -> str:
+    """``kafka-reassign-partitions`` against the cluster; its stdout (it must exit 0)."""
+    from compat_tests.reference import run_tool
+
+    proc = run_tool("kafka-reassign-partitions", list(args), bootstrap=target.bootstrap)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return proc.stdout
+
+
+def _move(target: ClusterTarget, topic: str, replicas: list[int]) -> tuple[str, str]:
+    """``--execute`` a move of partition 0 onto ``replicas`` and ``--verify`` it until it
+    completed: (the --execute output, the last --verify output)."""
+    plan = {"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": replicas}]}
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as handle:
+        json.dump(plan, handle)
+        handle.flush()
+        executed = reassign_tool(target, "--execute", "--reassignment-json-file", handle.name)
+        verified = wait_for(
+            lambda: (
+                out
+                if "is completed."
+                in (
+                    out := reassign_tool(
+                        target, "--verify", "--reassignment-json-file", handle.name
+                    )
+                )
+                else None
+            ),
+            ISR_TIMEOUT,
+            1.0,
+            what=f"{topic}-0 moved to {replicas}",
+        )
+    return executed, verified
+
+
+def partition_when(target: ClusterTarget, topic: str, accept, what: str) -> tuple:
+    """Partition 0's (leader, leader epoch, replicas, isr) once ``accept`` takes it."""
+
+    def check():
+        now = states(target, topic)[0]
+        return now if accept(now) else None
+
+    return wait_for(check, ISR_TIMEOUT, 0.2, what=what)
+
+
+def _in_roles(text: str, topic: str, roles: dict[int, str]) -> list[str]:
+    """The tool's output lines with the topic as ``T``, broker ids as roles (a list of ids as
+    its sorted roles) and the replicas' log dirs left out."""
+
+    def ids(match: re.Match) -> str:
+        return ",".join(sorted(roles.get(int(i), "other") for i in match.group(1).split(",")))
+
+    text = text.replace(topic, "T")
+    lines = [
+        re.sub(r"brokers ([\d,]+)", lambda m: "brokers " + ids(m), line)
+        for line in text.splitlines()
+    ]
+    lines = [
+        re.sub(r'"replicas":\[([\d,]+)\]', lambda m: f'"replicas":[{ids(m)}]', line)
+        for line in lines
+    ]
+    # each node's own data directory, wherever its launcher put it
+    return [re.sub(r'"log_dirs":\[[^]]*\]', '"log_dirs":[...]', line) for line in lines]
+
+
+def _check_reassign(o: dict) -> None:
+    assert o["execute"][-1] == "Successfully started partition reassignment for T-0", o
+    assert "Reassignment of partition T-0 is completed." in o["verify"], o
+    assert o["after"] == {"leader": "leader", "replicas": ["leader", "third"], "isr": 2}, o
+    assert o["listed_after"] == ["No partition reassignments found."], o
+    assert o["records"] == 2 and o["removed_replica_in_metadata"] is False, o
+
+
+@cluster_scenario("reassign-partitions", ("java",), _check_reassign)
+def reassign_partitions(target: ClusterTarget, _client) -> dict:
+    """``kafka-reassign-partitions --execute`` then ``--verify`` moves an RF 2 partition's
+    follower to the third node: what the tool prints (ids as roles), the replicas, ISR and
+    leader Metadata shows afterwards, ``--list`` empty, and the records still there."""
+    topic = new_topic(target, "ra", rf=2)
+    leader, (follower,), _ = leader_and_followers(target, topic)
+    (third,) = [n for n in target.node_ids() if n not in (leader, follower)]
+    roles = {leader: "leader", follower: "follower", third: "third"}
+    assert raw_produce(target.address(leader), topic) == 0
+    executed, verified = _move(target, topic, [leader, third])
+
+    new_leader, _, replicas, isr = partition_when(
+        target, topic, lambda p: len(p[3]) == 2 and follower not in p[2], "the move applied"
+    )
+    return {
+        "execute": [line for line in _in_roles(executed, topic, roles) if line],
+        "verify": [line for line in _in_roles(verified, topic, roles) if line],
+        "after": {
+            "leader": roles.get(new_leader, "other"),
+            "replicas": [roles.get(r, "other") for r in replicas],
+            "isr": len(isr),
+        },
+        "listed_after": [line for line in reassign_tool(target, "--list").splitlines() if line],
+        "records": end_offset(target, topic),
+        "removed_replica_in_metadata": follower in replicas or follower in isr,
+    }
+
+
+def _check_epoch(o: dict) -> None:
+    assert o["leader_kept"] is True and o["replicas"] == 2, o
+    # Kafka 4.4's controller: no bump for a replica added, one for a replica removed
+    assert o["epoch_up_after_adding"] == 0 and o["epoch_up_after_replacing"] == 1, o
+
+
+@cluster_scenario("reassign-leader-epoch", (RAW,), _check_epoch)
+def reassign_leader_epoch(target: ClusterTarget, _client) -> dict:
+    """How much a move takes a partition's leader epoch up: a replica added to an RF 1
+    partition ({leader} -> {leader, other}), then the added one replaced by the third node
+    ({leader, other} -> {leader, third})."""
+    topic = new_topic(target, "re", rf=1)
+    leader, _, epoch = leader_and_followers(target, topic)
+    other, third = [n for n in target.node_ids() if n != leader]
+    _move(target, topic, [leader, other])
+    added = partition_when(target, topic, lambda p: len(p[3]) == 2, "the added replica in sync")
+    _move(target, topic, [leader, third])
+    replaced = partition_when(
+        target, topic, lambda p: sorted(p[3]) == sorted([leader, third]), "the third in sync"
+    )
+    return {
+        "leader_kept": added[0] == leader and replaced[0] == leader,
+        "replicas": len(replaced[2]),
+        "epoch_up_after_adding": added[1] - epoch,
+        "epoch_up_after_replacing": replaced[1] - added[1],
+    }

@@ -86,9 +86,9 @@ def plan_file(tmp_path, topic: str, replicas: list[int]) -> str:
     return str(path)
 
 
-def log_bytes(broker, topic: str) -> int:
+def log_bytes(broker, topic: str, partition: int = 0) -> int:
     """Bytes in the partition's segment files on ``broker`` (0 when it has none)."""
-    directory = os.path.join(broker.data_dir, f"{topic}-0")
+    directory = os.path.join(broker.data_dir, f"{topic}-{partition}")
     if not os.path.isdir(directory):
         return 0
     return sum(
@@ -246,6 +246,19 @@ def test_list_and_cancel_a_reassignment_in_progress(nodes, reference, tmp_path):
 THROTTLE_RATE = 100_000
 
 
+def execute_throttled(reference, bootstrap: str, plan: str) -> str:
+    """``--execute`` of the plan file with ``--throttle THROTTLE_RATE``; the tool's stdout."""
+    return reassign_tool(
+        reference,
+        bootstrap,
+        "--execute",
+        "--throttle",
+        str(THROTTLE_RATE),
+        "--reassignment-json-file",
+        plan,
+    )
+
+
 def describe(bootstrap: str, resource) -> dict:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     return admin.describe_configs([resource])[resource].result(timeout=30)
@@ -268,15 +281,7 @@ def test_throttled_move_takes_size_over_rate_and_verify_clears_the_throttle(
     assert size >= 3_000_000
     plan = plan_file(tmp_path, topic, [1, 3])
     started = time.monotonic()
-    out = reassign_tool(
-        reference,
-        nodes.bootstrap,
-        "--execute",
-        "--throttle",
-        str(THROTTLE_RATE),
-        "--reassignment-json-file",
-        plan,
-    )
+    out = execute_throttled(reference, nodes.bootstrap, plan)
     assert f"The inter-broker throttle limit was set to {THROTTLE_RATE} B/s" in out, out
     topic_resource = ConfigResource("TOPIC", topic)
     throttled = describe(nodes.bootstrap, topic_resource)

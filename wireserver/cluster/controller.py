@@ -27,11 +27,15 @@ ZooKeeper-era ``KafkaController``, reduced to what leadership needs).
 - A partition reassignment (KIP-455, as ``KafkaController.onPartitionReassignment``): the
   broker that received AlterPartitionReassignments wrote RS = ORS + TRS with the adding and
   removing replicas to the topic's znode; every broker applies the new replicas (the added ones
-  start following). Once every target replica is in the ISR the controller writes the state
-  with a leader from TRS (the current one if it is in TRS) and the ISR cut to TRS, leader
-  epoch bumped, then the assignment with RS = TRS and no adding or removing replicas; the
-  removed replicas see that and delete their data. A partition whose ISR or leader is outside
-  its replicas (a cancel or replaced reassignment dropped added replicas) has them removed.
+  start following), at the same leader epoch, as Kafka 4.4's controller keeps it when a move
+  starts. Once every target replica is in the ISR the controller writes, in one ZooKeeper
+  transaction, the state (a leader from TRS, the current one if it is in the ISR; the ISR cut
+  to TRS) and the assignment with RS = TRS and no adding or removing replicas; the leader
+  epoch goes up only when the leader changes or replicas are removed
+  (``wireserver.cluster.partition_change``, Kafka 4.4's rules), and a new controller that
+  finds a move in progress goes on with it without a bump of its own. The removed replicas
+  see the assignment and delete their data. A partition whose ISR or leader is outside its
+  replicas (left so by a cancel that found no replica to lead) has them removed.
 
 Every write is conditional on the znode version this controller read; on a conflict (the leader
 changed the ISR meanwhile) the state is re-read and the decision made again.
@@ -46,6 +50,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from twisted.internet import task
 
 from wireserver.cluster import zkdata as zd
+from wireserver.cluster.partition_change import replica_change_state, transaction_failed
 from wireserver.cluster.topic_deletion import DeletionHost, TopicDeletion
 from wireserver.protocol.errors import ErrorCode
 
@@ -301,7 +306,8 @@ class Controller:
                     list(replicas),
                 )
                 try:
-                    zk.create(path, state.encode(), makepath=True)
+                    if not zd.create_partition_state(zk, *tp, state.encode()):
+                        return  # the topic was deleted meanwhile
                 except NodeExistsError:
                     continue
                 if state.leader >= 0:
@@ -431,55 +437,48 @@ class Controller:
         replicas = assignment.replicas[tp[1]]
         if assignment.reassigning(tp[1]):
             target = assignment.target(tp[1])
-            if state.leader < 0 or not all(r in state.isr for r in target):
-                return
-
-            def caught_up(current: zd.PartitionState) -> zd.PartitionState | None:
-                if not all(r in current.isr for r in target):
-                    return None  # the ISR shrank meanwhile: wait for the next change
-                return self._moved_state(current, target)
-
-            node.update_state(tp, caught_up)
-            now = node.states[tp]
-            if now.leader in target and set(now.isr) <= set(target):
+            if state.leader >= 0 and all(r in state.isr for r in target):
                 self._complete(tp, target)
             return
         if set(state.isr) <= set(replicas) and (state.leader < 0 or state.leader in replicas):
             return
-        node.update_state(tp, lambda s: self._moved_state(s, replicas))
 
-    def _moved_state(self, state: zd.PartitionState, target: list[int]) -> zd.PartitionState | None:
-        """Kafka's ``moveReassignedPartitionLeaderIfRequired`` with the removed replicas out of
-        the ISR: the leader stays if it is in ``target`` and alive, else the first target
-        replica alive and in the ISR leads; the leader epoch is bumped. None when there is
-        nothing to change or no target replica can lead."""
-        live = set(self.node.brokers)
-        isr = [r for r in state.isr if r in target]
-        if state.leader in target and state.leader in live:
-            leader = state.leader
-            if isr == state.isr:
-                return None
-        else:
-            candidates = [r for r in target if r in isr and r in live]
-            if not candidates:
-                return None
-            leader = candidates[0]
-        return self._led_by(state, leader, isr)
+        def cut(current: zd.PartitionState) -> zd.PartitionState | None:
+            new = replica_change_state(current, replicas, replicas, node.brokers, self.epoch)
+            return None if new is current else new
+
+        node.update_state(tp, cut)
 
     def _complete(self, tp: tuple[str, int], target: list[int]) -> None:
-        """RS = TRS, AR = RR = [] in the topic's znode, unless the reassignment was replaced
-        or completed meanwhile (then nothing is written)."""
-        from kazoo.exceptions import BadVersionError, NoNodeError
+        """Kafka 4.4's completion of a reassignment whose target replicas are all in the ISR
+        (``PartitionReassignmentReplicas.maybeCompleteReassignment``): in one ZooKeeper
+        transaction, the state as ``replica_change_state`` makes it (the leader epoch bumped
+        only when the leader changes or replicas are removed) and RS = TRS, AR = RR = [] in
+        the topic's znode. Nothing is written if the reassignment was replaced or completed
+        meanwhile, or the ISR shrank below TRS; a conflicting write is read and decided
+        again."""
+        from kazoo.exceptions import NoNodeError
 
-        path = zd.topic_path(tp[0])
-        while True:
+        node = self.node
+        topic_path, state_path = zd.topic_path(tp[0]), zd.state_path(*tp)
+        for _attempt in range(5):
+            if not self.active:
+                return
             try:
-                data, stat = self.node.zk.get(path)
+                data, topic_stat = node.zk.get(topic_path)
+                state_data, state_stat = node.zk.get(state_path)
             except NoNodeError:
                 return
             current = zd.TopicAssignment.decode(tp[0], data)
             if not current.reassigning(tp[1]) or current.target(tp[1]) != target:
                 return
+            state = zd.PartitionState.decode(state_data, state_stat.version, target)
+            if not all(r in state.isr for r in target):
+                return  # the ISR shrank meanwhile: the next change tries again
+            before = current.replicas[tp[1]]
+            new = replica_change_state(state, before, target, node.brokers, self.epoch)
+            if new is None:
+                return  # no target replica alive to lead: the next change tries again
             log.info(
                 "%sTarget replicas %s have all caught up with the leader for reassigning "
                 "partition %s-%d",
@@ -489,11 +488,16 @@ class Controller:
                 tp[1],
             )
             done = current.with_partition(tp[1], target, [], [])
-            try:
-                self.node.zk.set(path, done.encode(), version=stat.version)
-            except BadVersionError:
+            transaction = node.zk.transaction()
+            transaction.set_data(topic_path, done.encode(), version=topic_stat.version)
+            if new is not state:
+                transaction.set_data(state_path, new.encode(), version=state_stat.version)
+            results = transaction.commit()
+            if transaction_failed(results):
                 continue
             break
+        else:
+            return
         log.info(
             "%sCompleted reassignment of partition %s-%d to replicas %s",
             self.log_ident,
@@ -501,6 +505,11 @@ class Controller:
             tp[1],
             target,
         )
+        if new is not state:
+            new = replace(new, zk_version=results[1].version)
+            if new.leader != state.leader:
+                self._changed(tp, "OnlinePartition", new)
+            node.apply_state(tp, new)
 
 
 def controlled_shutdown_state(

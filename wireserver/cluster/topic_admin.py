@@ -11,7 +11,12 @@ broker (and the controller) acts on the znodes through its watches.
 - AlterPartitionReassignments: the partition's replicas in ``/brokers/topics/<t>`` become
   RS = TRS + ORS with ``adding_replicas``/``removing_replicas`` (Kafka's
   ``ReplicaAssignment.reassignTo``); the controller sees the change and completes the move
-  (``wireserver.cluster.controller``). A cancel (no target) reassigns to ORS.
+  (``wireserver.cluster.controller``). A cancel (no target) reassigns to ORS. A change that
+  drops replicas (a cancel of a move that added some, a new move replacing one whose added
+  replicas it does not keep) writes the partition's state in the same ZooKeeper transaction:
+  the dropped replicas out of the ISR, a new leader if the leader was one of them, the leader
+  epoch bumped once, as Kafka 4.4's controller writes a cancel
+  (``wireserver.cluster.partition_change``).
 - Topic configs: ``/config/topics/<t>`` then a sequential ``/config/changes/config_change_``
   notification (``wireserver.cluster.config_changes`` applies it on every broker).
 
@@ -27,6 +32,7 @@ from typing import Any, Protocol
 
 from wireserver.cluster import zkdata as zd
 from wireserver.cluster.config_changes import write_entity_config
+from wireserver.cluster.partition_change import replica_change_state, transaction_failed
 from wireserver.cluster.placement import PlacementError, assign_replicas
 from wireserver.metadata import TopicError
 from wireserver.protocol.errors import ErrorCode
@@ -37,6 +43,13 @@ class ZkHolder(Protocol):
     client. Typed so, this module does not import the node that calls it."""
 
     zk: Any
+
+
+class ReassignHost(ZkHolder, Protocol):
+    """What ``reassign`` uses besides: the live brokers (who may lead when the leader is a
+    replica a cancel drops)."""
+
+    brokers: dict[int, zd.BrokerInfo]
 
 
 def mark_for_deletion(node: ZkHolder, topic: str) -> None:
@@ -126,14 +139,13 @@ def write_topic_config(node: ZkHolder, topic: str, overrides: Mapping[str, str])
     write_entity_config(node.zk, zd.topic_config_path(topic), overrides, f"topics/{topic}")
 
 
-def reassign(node: ZkHolder, topic: str, partition: int, target: list[int] | None) -> bool:
+def reassign(node: ReassignHost, topic: str, partition: int, target: list[int] | None) -> bool:
     """Start (or replace, or with ``target`` None cancel) the reassignment of one partition,
     as Kafka's controller's ``maybeBuildReassignment`` and ``updateCurrentReassignment`` do:
     False when a cancel finds no reassignment in progress. A target equal to the current
     replicas with none in progress writes nothing (Kafka completes it at once). Retried on
-    a concurrent change of the topic znode so that neither change is lost."""
-    from kazoo.exceptions import BadVersionError
-
+    a concurrent change of the topic znode (or the partition's state) so that neither change
+    is lost."""
     while True:
         existing, version = read_assignment(node, topic)
         if existing is None or partition not in existing.replicas:
@@ -149,11 +161,45 @@ def reassign(node: ZkHolder, topic: str, partition: int, target: list[int] | Non
         updated = existing.reassign_to(
             partition, existing.origin(partition) if target is None else list(target)
         )
+        if _write_reassignment(node, existing, updated, partition, version):
+            return True
+
+
+def _write_reassignment(
+    node: ReassignHost,
+    existing: zd.TopicAssignment,
+    updated: zd.TopicAssignment,
+    partition: int,
+    version: int,
+) -> bool:
+    """Write ``updated`` over ``existing`` (read at ``version``), with the partition's state
+    in the same transaction when replicas are dropped; False on a concurrent change."""
+    from kazoo.exceptions import BadVersionError, NoNodeError
+
+    path = zd.topic_path(existing.name)
+    before, after = existing.replicas[partition], updated.replicas[partition]
+    new = state = None
+    if any(r not in after for r in before):
         try:
-            node.zk.set(zd.topic_path(topic), updated.encode(), version=version)
+            data, stat = node.zk.get(zd.state_path(existing.name, partition))
+        except NoNodeError:
+            pass  # no state yet: the controller creates it for the new replicas
+        else:
+            state = zd.PartitionState.decode(data, stat.version, before)
+            # None: no replica left to lead; the controller elects when one can
+            new = replica_change_state(state, before, after, node.brokers)
+    if new is None or new is state:
+        try:
+            node.zk.set(path, updated.encode(), version=version)
         except BadVersionError:
-            continue
+            return False
         return True
+    transaction = node.zk.transaction()
+    transaction.set_data(path, updated.encode(), version=version)
+    transaction.set_data(
+        zd.state_path(existing.name, partition), new.encode(), version=state.zk_version
+    )
+    return not transaction_failed(transaction.commit())
 
 
 def reassignments(node: ZkHolder, topics: list[str] | None) -> dict[str, zd.TopicAssignment]:

@@ -327,6 +327,29 @@ def decode_producer_id_block_end(data: bytes | None) -> int:
     return int(json.loads(data)["block_end"]) + 1
 
 
+def create_partition_state(zk: Any, topic: str, partition: int, data: bytes) -> bool:
+    """Create the partition's state znode, and the ``partitions`` and ``<p>`` znodes above it
+    where missing, but never the topic's own znode: False (nothing created) when that is
+    gone, as when the topic was deleted after the caller read its assignment (``makepath``
+    would bring back a ``/brokers/topics/<t>`` with a partition state under it). Raises
+    kazoo's NodeExistsError when the state exists."""
+    from kazoo.exceptions import NodeExistsError, NoNodeError
+
+    parents = partitions_path(topic)
+    for path in (parents, f"{parents}/{partition}"):
+        try:
+            zk.create(path, b"")
+        except NodeExistsError:
+            pass
+        except NoNodeError:
+            return False
+    try:
+        zk.create(state_path(topic, partition), data)
+    except NoNodeError:
+        return False  # deleted between the parents and the state
+    return True
+
+
 def update_znode(
     zk: Any, path: str, change: Callable[[bytes | None], bytes | None]
 ) -> bytes | None:
