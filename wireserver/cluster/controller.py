@@ -12,6 +12,9 @@ ZooKeeper-era ``KafkaController``, reduced to what leadership needs).
   left as it was, so that its last member can lead again when it returns). Dead followers are
   removed from the ISR of partitions whose leader lives.
 - A broker arrives: offline partitions it can lead get it as leader.
+- A broker's log dir fails (``/log_dir_event_notification``, Kafka's ``onBrokerLogDirFailure``):
+  its replicas there (``ClusterNode.offline_replicas``) count as on a dead broker for every
+  decision here: the partitions it led get other leaders, and it leaves their ISRs.
 - A topic gains partitions (CreatePartitions extended its assignment): their state znodes are
   created as for a new topic. A topic marked for deletion (``/admin/delete_topics/<t>``) has its
   znodes deleted (``wireserver.cluster.topic_deletion``).
@@ -83,6 +86,8 @@ class ControllerHost(DeletionHost, Protocol):
     unclean_leader_elections: int
 
     def apply_state(self, tp: tuple[str, int], new: zd.PartitionState) -> None: ...
+
+    def live_for(self, tp: tuple[str, int]) -> set[int]: ...
 
     def update_state(self, tp: tuple[str, int], decide: Any) -> zd.PartitionState | None: ...
 
@@ -206,7 +211,7 @@ class Controller:
         for _attempt in range(5):
             if not self.active:
                 return ErrorCode.NOT_CONTROLLER
-            live = set(node.brokers)
+            live = node.live_for(tp)
             try:
                 data, stat = node.zk.get(path)
             except NoNodeError:
@@ -262,6 +267,19 @@ class Controller:
             self.reconcile_all(bounced)
         self.reconcile_all(set())
 
+    def on_log_dir_failure(self, broker_ids: list[int]) -> None:
+        """Brokers whose log dirs failed (or whose failed replicas are gone, with a restart):
+        every partition with a replica on them is decided again."""
+        log.info(
+            "%sHandling log directory failure for brokers %s",
+            self.log_ident,
+            ",".join(str(b) for b in broker_ids),
+        )
+        for name, assignment in list(self.node.topics.items()):
+            for partition, replicas in sorted(assignment.replicas.items()):
+                if any(b in replicas for b in broker_ids):
+                    self.reconcile((name, partition), set())
+
     def on_new_topic(self, name: str) -> None:
         assignment = self.node.topics.get(name)
         if assignment is not None:
@@ -287,7 +305,7 @@ class Controller:
         for _attempt in range(5):
             if not self.active:
                 return
-            live = {b for b in node.brokers if b not in excluded}
+            live = node.live_for(tp) - excluded
             try:
                 data, stat = zk.get(path)
             except NoNodeError:
@@ -437,7 +455,7 @@ class Controller:
             def caught_up(current: zd.PartitionState) -> zd.PartitionState | None:
                 if not all(r in current.isr for r in target):
                     return None  # the ISR shrank meanwhile: wait for the next change
-                return self._moved_state(current, target)
+                return self._moved_state(tp, current, target)
 
             node.update_state(tp, caught_up)
             now = node.states[tp]
@@ -446,14 +464,16 @@ class Controller:
             return
         if set(state.isr) <= set(replicas) and (state.leader < 0 or state.leader in replicas):
             return
-        node.update_state(tp, lambda s: self._moved_state(s, replicas))
+        node.update_state(tp, lambda s: self._moved_state(tp, s, replicas))
 
-    def _moved_state(self, state: zd.PartitionState, target: list[int]) -> zd.PartitionState | None:
+    def _moved_state(
+        self, tp: tuple[str, int], state: zd.PartitionState, target: list[int]
+    ) -> zd.PartitionState | None:
         """Kafka's ``moveReassignedPartitionLeaderIfRequired`` with the removed replicas out of
         the ISR: the leader stays if it is in ``target`` and alive, else the first target
         replica alive and in the ISR leads; the leader epoch is bumped. None when there is
         nothing to change or no target replica can lead."""
-        live = set(self.node.brokers)
+        live = self.node.live_for(tp)
         isr = [r for r in state.isr if r in target]
         if state.leader in target and state.leader in live:
             leader = state.leader
