@@ -19,7 +19,7 @@ import pytest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
 from compat_tests.reference import run_tool
-from tests.cluster.conftest import Cluster, wait_for
+from tests.cluster.conftest import Cluster, wait_for, zk_client
 from tests.cluster.test_describe import kafka_topics_describe
 from tests.cluster.test_failures import (
     ALL,
@@ -30,10 +30,12 @@ from tests.cluster.test_failures import (
     wait_progress,
 )
 from tests.small_fs import fill, small_filesystem
+from wireserver.cluster import zkdata as zd
 from wireserver.testing import KafkaWire
 
 pytestmark = pytest.mark.integration
 
+CHROOT = "/wireserver-log-dir-failure"
 FAILING = 2  # the broker whose first log dir fails
 TOPIC = "dir-fails"
 #: Broker 2 leads partitions 0 and 1 and follows 2 and 3; its logs alternate between its two
@@ -50,7 +52,7 @@ def disk(tmp_path):
 @pytest.fixture
 def cluster(zookeeper, disk, tmp_path):
     failing_dir = os.path.join(disk, "data")
-    nodes = Cluster(zookeeper, 3, "/wireserver-log-dir-failure", data_dirs={FAILING: failing_dir})
+    nodes = Cluster(zookeeper, 3, CHROOT, data_dirs={FAILING: failing_dir})
     for broker_id, broker in nodes.brokers.items():
         second = tmp_path / f"second-{broker_id}"
         broker.overrides["log.dirs"] = f"{broker.data_dir},{second}"
@@ -58,6 +60,22 @@ def cluster(zookeeper, disk, tmp_path):
         yield nodes.start()
     finally:
         nodes.close()
+
+
+@pytest.fixture
+def zk(zookeeper):
+    yield from zk_client(zookeeper, CHROOT)
+
+
+def listed_offline(zk) -> list[tuple[str, int]] | None:
+    """The partitions broker 2 lists in ``/wireserver/offline_replicas/2``; None without it."""
+    from kazoo.exceptions import NoNodeError
+
+    try:
+        data, _ = zk.get(zd.offline_replicas_path(FAILING))
+    except NoNodeError:
+        return None
+    return sorted(zd.decode_offline_replicas(data))
 
 
 def offline_replicas(bootstrap: str, topic: str) -> dict[int, list[int]]:
@@ -89,7 +107,9 @@ def log_dirs_described(bootstrap: str, broker_id: int) -> dict[str, dict]:
     return {d["logDir"]: d for d in entry["logDirs"]}
 
 
-def test_a_failed_log_dir_moves_leadership_away_and_its_replicas_rejoin(cluster, disk, reference):
+def test_a_failed_log_dir_moves_leadership_away_and_its_replicas_rejoin(
+    cluster, disk, reference, zk
+):
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
@@ -128,6 +148,12 @@ def test_a_failed_log_dir_moves_leadership_away_and_its_replicas_rejoin(cluster,
         print(f"moved {time.monotonic() - failed_at:.1f} s after the dir filled")
         assert time.monotonic() - failed_at < 10
         assert "Shutdown broker" not in broker.log_text() and broker.running
+        # Broker 2 listed its offline replicas and told the controller, which handled the
+        # event (Kafka's log line) and deleted it.
+        assert listed_offline(zk) == [(TOPIC, p) for p in in_failing]
+        controller = cluster.brokers[zd.decode_controller(zk.get(zd.CONTROLLER)[0])]
+        assert "Handling log directory failure for brokers 2" in controller.log_text()
+        wait_for(lambda: not zk.get_children(zd.LOG_DIR_EVENTS), 10, 0.1, what="event handled")
         # The partitions in its other dir stay as they were: broker 2 leads partition 1.
         assert after[1][0] == FAILING
         assert all(sorted(after[p][3]) == ALL for p in elsewhere)
@@ -153,6 +179,7 @@ def test_a_failed_log_dir_moves_leadership_away_and_its_replicas_rejoin(cluster,
         broker.kill()
         broker.start()
         wait_isr(cluster, TOPIC, ALL, timeout=60)
+        assert listed_offline(zk) is None
         assert all(p == [] for p in offline_replicas(cluster.bootstrap, TOPIC).values())
         wait_progress([producer], 300, what="acknowledgements after broker 2 came back")
     finally:
