@@ -383,6 +383,8 @@ class ClusterNode:
         )
         self.controller = Controller(self, epoch, self.broker.config, self.broker.logs)
         self.controller.start()
+        # events a previous controller left unhandled (Kafka's failover deletes them too)
+        self._on_log_dir_events([])
 
     # -- brokers ---------------------------------------------------------------------------
     def _on_brokers(self, children: list[str]) -> None:
