@@ -10,6 +10,8 @@ Kafka's ``ReplicaManager.handleLogDirFailure``: the dir's partitions answer
 KAFKA_STORAGE_ERROR, and once every log dir has failed the broker logs "Shutdown broker because
 all log dirs in ... have failed" and halts (``halt``: ``os._exit(1)``, no controlled shutdown,
 no flush), so that other brokers take its partitions over when its ZooKeeper session ends.
+With other dirs left, a cluster broker tells the controller, which moves the leadership of the
+failed dir's partitions away (``ClusterNode.log_dir_failed``).
 """
 
 from __future__ import annotations
@@ -333,6 +335,12 @@ class Broker:
             log_dir,
             ", ".join(offline),
         )
+        if self.logs.live_log_dirs and self.cluster is not None:
+            # others live: the controller moves the partitions' leadership away
+            in_dir = [
+                tp for tp, partition_log in self.logs.logs() if partition_log.log_dir == log_dir
+            ]
+            self.cluster.log_dir_failed(log_dir, in_dir)
         if self.logs.live_log_dirs or self.halting:
             return
         self.halting = True

@@ -12,6 +12,9 @@ ZooKeeper-era ``KafkaController``, reduced to what leadership needs).
   left as it was, so that its last member can lead again when it returns). Dead followers are
   removed from the ISR of partitions whose leader lives.
 - A broker arrives: offline partitions it can lead get it as leader.
+- A broker's log dir fails (``/log_dir_event_notification``, Kafka's ``onBrokerLogDirFailure``):
+  its replicas there (``ClusterNode.offline_replicas``) count as on a dead broker for every
+  decision here: the partitions it led get other leaders, and it leaves their ISRs.
 - A topic gains partitions (CreatePartitions extended its assignment): their state znodes are
   created as for a new topic. A topic marked for deletion (``/admin/delete_topics/<t>``) has its
   znodes deleted (``wireserver.cluster.topic_deletion``).
@@ -88,6 +91,8 @@ class ControllerHost(DeletionHost, Protocol):
     unclean_leader_elections: int
 
     def apply_state(self, tp: tuple[str, int], new: zd.PartitionState) -> None: ...
+
+    def live_for(self, tp: tuple[str, int]) -> set[int]: ...
 
     def update_state(self, tp: tuple[str, int], decide: Any) -> zd.PartitionState | None: ...
 
@@ -211,7 +216,7 @@ class Controller:
         for _attempt in range(5):
             if not self.active:
                 return ErrorCode.NOT_CONTROLLER
-            live = set(node.brokers)
+            live = node.live_for(tp)
             try:
                 data, stat = node.zk.get(path)
             except NoNodeError:
@@ -267,6 +272,19 @@ class Controller:
             self.reconcile_all(bounced)
         self.reconcile_all(set())
 
+    def on_log_dir_failure(self, broker_ids: list[int]) -> None:
+        """Brokers whose log dirs failed (or whose failed replicas are gone, with a restart):
+        every partition with a replica on them is decided again."""
+        log.info(
+            "%sHandling log directory failure for brokers %s",
+            self.log_ident,
+            ",".join(str(b) for b in broker_ids),
+        )
+        for name, assignment in list(self.node.topics.items()):
+            for partition, replicas in sorted(assignment.replicas.items()):
+                if any(b in replicas for b in broker_ids):
+                    self.reconcile((name, partition), set())
+
     def on_new_topic(self, name: str) -> None:
         assignment = self.node.topics.get(name)
         if assignment is not None:
@@ -292,7 +310,7 @@ class Controller:
         for _attempt in range(5):
             if not self.active:
                 return
-            live = {b for b in node.brokers if b not in excluded}
+            live = node.live_for(tp) - excluded
             try:
                 data, stat = zk.get(path)
             except NoNodeError:
@@ -444,7 +462,7 @@ class Controller:
             return
 
         def cut(current: zd.PartitionState) -> zd.PartitionState | None:
-            new = replica_change_state(current, replicas, replicas, node.brokers, self.epoch)
+            new = replica_change_state(current, replicas, replicas, node.live_for(tp), self.epoch)
             return None if new is current else new
 
         node.update_state(tp, cut)
@@ -476,7 +494,7 @@ class Controller:
             if not all(r in state.isr for r in target):
                 return  # the ISR shrank meanwhile: the next change tries again
             before = current.replicas[tp[1]]
-            new = replica_change_state(state, before, target, node.brokers, self.epoch)
+            new = replica_change_state(state, before, target, node.live_for(tp), self.epoch)
             if new is None:
                 return  # no target replica alive to lead: the next change tries again
             log.info(

@@ -2,7 +2,8 @@
 
 A topic that ZooKeeper knows is described from this broker's view of ZooKeeper (the
 assignment and each partition's state znode): its leader is -1 while the state names no live
-broker, and a replica whose broker is not registered is offline (Kafka's ZooKeeper-era
+broker, and a replica whose broker is not registered, or that is in a failed log dir
+(``ClusterNode.offline_replicas``), is offline (Kafka's ZooKeeper-era
 ``MetadataCache``). A topic this broker has a log for before ZooKeeper knows it keeps the
 one-node answer; an auto-created one is not reported until its creation has gone through
 ZooKeeper. Changes are written to ZooKeeper (``wireserver.cluster.topic_admin``) and reach
@@ -104,7 +105,12 @@ class ZkMetadata(LocalMetadata):
         if replicas is None:
             return None
         brokers = self.node.brokers
-        offline = [r for r in replicas if r not in brokers]
+        # on a dead broker, or in a failed log dir of a live one (Kafka's controller sends
+        # both as offline replicas in UpdateMetadata)
+        failed = self.node.offline_replicas
+        offline = [
+            r for r in replicas if r not in brokers or (topic, partition) in failed.get(r, ())
+        ]
         state = self.node.partition(topic, partition)
         if state is None:
             return PartitionView(partition, NO_LEADER, -1, list(replicas), [], offline)

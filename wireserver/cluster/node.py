@@ -12,6 +12,15 @@ assignment disappears (DeleteTopics) loses its replicas and logs here; one whose
 grows (CreatePartitions) gains the new partitions; topic config, dynamic broker config and
 SCRAM credential changes arrive through ``wireserver.cluster.config_changes``.
 
+A log dir that fails while others live (Kafka's ``ReplicaManager.handleLogDirFailure``): the
+broker stops leading and fetching its replicas there, lists them in its ephemeral
+``/wireserver/offline_replicas/<id>`` and creates Kafka's ``/log_dir_event_notification``
+event. Every broker reads the lists again on each event (and on each change of the live
+brokers, since a list goes with its broker's session): a replica listed is offline, as one on
+a dead broker, for Metadata and for the controller, which elects other leaders for the
+partitions it led and takes it out of their ISRs (Kafka's ``onBrokerLogDirFailure``). A restart
+starts without the list, so the replicas come back, catch up and rejoin the ISRs.
+
 kazoo runs watch callbacks on its own thread; every one is brought back to the reactor with
 ``callFromThread``. ZooKeeper reads and writes made from the reactor thread are synchronous:
 ZooKeeper is on the local network and these are rare (membership and leadership changes, ISR
@@ -100,6 +109,10 @@ class ClusterNode:
         self.topics: dict[str, zd.TopicAssignment] = {}
         self.states: dict[TP, zd.PartitionState] = {}
         self.following: dict[TP, int] = {}
+        # Replicas in failed log dirs, by broker (every broker's, read from ZooKeeper), and
+        # this broker's own failed dirs with the replicas they held.
+        self.offline_replicas: dict[int, set[TP]] = {}
+        self._failed_dirs: dict[str, set[TP]] = {}
         self.fetchers: dict[int, ReplicaFetcher] = {}
         # Names with a watch on their assignment / (topic, partition)s with a watch on their
         # state: kazoo watches outlive a deletion and see a re-creation, so each is set once.
@@ -177,6 +190,7 @@ class ClusterNode:
         from wireserver.cluster.features import ZkFeatures
 
         ZkFeatures(self.zk, self.broker.features).start(self._from_zk)
+        self._clear_offline_replicas()
         self._register()
 
         def on_state(state: Any) -> None:
@@ -187,6 +201,7 @@ class ClusterNode:
                 self.reactor.callFromThread(self._after_session_loss)
 
         self.zk.add_listener(on_state)
+        self.zk.ChildrenWatch(zd.LOG_DIR_EVENTS, self._from_zk(self._on_log_dir_events))
         self.zk.ChildrenWatch(zd.BROKER_IDS, self._from_zk(self._on_brokers))
         self.zk.ChildrenWatch(zd.TOPICS, self._from_zk(self._on_topics))
         self.zk.DataWatch(zd.CONTROLLER, self._from_zk(self._on_controller))
@@ -368,6 +383,8 @@ class ClusterNode:
         )
         self.controller = Controller(self, epoch, self.broker.config, self.broker.logs)
         self.controller.start()
+        # events a previous controller left unhandled (Kafka's failover deletes them too)
+        self._on_log_dir_events([])
 
     # -- brokers ---------------------------------------------------------------------------
     def _on_brokers(self, children: list[str]) -> None:
@@ -399,10 +416,112 @@ class ClusterNode:
             _ids(bounced),
             _ids(brokers),
         )
+        self._read_offline_replicas()
         for partition in self.broker.replicas.leading():  # a dead follower no longer holds
             partition.notify("low_watermark")  # DeleteRecords back
         if self.controller is not None:
             self.controller.on_brokers_changed(bounced)
+
+    def live_for(self, tp: TP) -> set[int]:
+        """The live brokers whose replica of ``tp`` is not in a failed log dir: those that
+        can lead it or be in its ISR."""
+        return {b for b in self.brokers if tp not in self.offline_replicas.get(b, ())}
+
+    # -- failed log dirs -------------------------------------------------------------------
+    def _clear_offline_replicas(self) -> None:
+        """At start: the list our previous process left (killed before its session ended)
+        is not this one's."""
+        from kazoo.exceptions import NoNodeError
+
+        try:
+            self.zk.delete(zd.offline_replicas_path(self.node_id))
+        except NoNodeError:
+            pass
+
+    def log_dir_failed(self, log_dir: str, in_dir: list[TP]) -> None:
+        """This broker's ``log_dir`` failed (others live), ``in_dir`` the partitions whose
+        logs it held: stop leading and following the replicas there, list them in
+        ZooKeeper and tell the controller (Kafka's ``zkClient.propagateLogDirEvent``)."""
+        from kazoo.exceptions import NodeExistsError
+
+        mine = {
+            tp
+            for tp in in_dir
+            if tp[0] in self.topics and self.node_id in self.topics[tp[0]].replicas.get(tp[1], [])
+        }
+        self._failed_dirs[log_dir] = mine
+        for tp in sorted(mine):
+            self._stop_following(tp)
+            self.broker.replicas.resign(tp)
+        log.warning(
+            "Broker %d stopped fetcher for partitions %s because they are in the failed log "
+            "directory %s.",
+            self.node_id,
+            ",".join(f"{t}-{p}" for t, p in sorted(mine)),
+            log_dir,
+        )
+        if self.zk is None or self.stopped:
+            return
+        offline = set().union(*self._failed_dirs.values())
+        doc = zd.encode_offline_replicas(sorted(self._failed_dirs), sorted(offline))
+        path = zd.offline_replicas_path(self.node_id)
+        try:
+            self.zk.create(path, doc, ephemeral=True, makepath=True)
+        except NodeExistsError:
+            self.zk.set(path, doc)
+        self.zk.create(
+            f"{zd.LOG_DIR_EVENTS}/{zd.LOG_DIR_EVENT_PREFIX}",
+            zd.encode_log_dir_event(self.node_id),
+            sequence=True,
+            makepath=True,
+        )
+
+    def _read_offline_replicas(self) -> set[int]:
+        """Read every broker's list of offline replicas; the brokers whose list changed."""
+        from kazoo.exceptions import NoNodeError
+
+        offline: dict[int, set[TP]] = {}
+        for child in self.zk.get_children(zd.OFFLINE_REPLICAS):
+            try:
+                data, _ = self.zk.get(f"{zd.OFFLINE_REPLICAS}/{child}")
+                offline[int(child)] = zd.decode_offline_replicas(data)
+            except (NoNodeError, ValueError):
+                continue
+        offline = {b: tps for b, tps in offline.items() if tps}
+        changed = {
+            b
+            for b in set(offline) | set(self.offline_replicas)
+            if offline.get(b) != self.offline_replicas.get(b)
+        }
+        self.offline_replicas = offline
+        return changed
+
+    def _on_log_dir_events(self, children: list[str]) -> None:
+        """A change of ``/log_dir_event_notification``: read the offline replicas again; the
+        controller moves the partitions of the brokers named and deletes the events it
+        handled (Kafka's ``LogDirEventNotification`` handling)."""
+        from kazoo.exceptions import NoNodeError
+
+        changed = self._read_offline_replicas()
+        if self.controller is None:
+            return
+        named: set[int] = set()
+        events = sorted(self.zk.get_children(zd.LOG_DIR_EVENTS))
+        for child in events:
+            try:
+                data, _ = self.zk.get(f"{zd.LOG_DIR_EVENTS}/{child}")
+            except NoNodeError:
+                continue
+            broker_id = zd.decode_log_dir_event(data)
+            if broker_id is not None:
+                named.add(broker_id)
+        if named | changed:
+            self.controller.on_log_dir_failure(sorted(named | changed))
+        for child in events:
+            try:
+                self.zk.delete(f"{zd.LOG_DIR_EVENTS}/{child}")
+            except NoNodeError:
+                pass
 
     def endpoint_for(
         self, info: zd.BrokerInfo, listener_name: str | None = None
@@ -635,7 +754,13 @@ class ClusterNode:
         replicas = self.broker.replicas
         partition = replicas.partition(*tp)
         me = self.node_id
-        if partition is not None and me in new.replicas and new.leader == me:
+        if partition is not None and partition.offline:
+            # In a failed log dir: neither led nor followed until a restart; the controller
+            # moves its leadership away (``log_dir_failed``).
+            self._stop_following(tp)
+            replicas.resign(tp)
+            partition.apply_state(new.leader, new.leader_epoch, new.isr, new.replicas)
+        elif partition is not None and me in new.replicas and new.leader == me:
             leading = partition.leader
             if leading is None or leading.leader_epoch != new.leader_epoch:
                 self._stop_following(tp)

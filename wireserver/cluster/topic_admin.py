@@ -46,10 +46,12 @@ class ZkHolder(Protocol):
 
 
 class ReassignHost(ZkHolder, Protocol):
-    """What ``reassign`` uses besides: the live brokers (who may lead when the leader is a
-    replica a cancel drops)."""
+    """What ``reassign`` uses besides: the live brokers whose replica is not in a failed log
+    dir (who may lead when the leader is a replica a cancel drops)."""
 
     brokers: dict[int, zd.BrokerInfo]
+
+    def live_for(self, tp: tuple[str, int]) -> set[int]: ...
 
 
 def mark_for_deletion(node: ZkHolder, topic: str) -> None:
@@ -187,7 +189,9 @@ def _write_reassignment(
         else:
             state = zd.PartitionState.decode(data, stat.version, before)
             # None: no replica left to lead; the controller elects when one can
-            new = replica_change_state(state, before, after, node.brokers)
+            new = replica_change_state(
+                state, before, after, node.live_for((existing.name, partition))
+            )
     if new is None or new is state:
         try:
             node.zk.set(path, updated.encode(), version=version)

@@ -31,6 +31,8 @@ PERSISTENT_PATHS = (
     CONFIG_TOPICS,
     "/admin/delete_topics",
     "/isr_change_notification",
+    "/log_dir_event_notification",
+    "/wireserver/offline_replicas",
 )
 
 
@@ -78,6 +80,52 @@ def broker_config_path(broker_id: int | None) -> str:
 DELETE_TOPICS = "/admin/delete_topics"  # children: topics marked for deletion
 CONFIG_CHANGES = "/config/changes"  # children: sequential config change notifications
 CONFIG_CHANGE_PREFIX = "config_change_"
+
+
+#: Kafka's ``LogDirEventNotificationZNode``: a broker whose log dir failed creates a sequential
+#: ``log_dir_event_<seq>`` child; the controller handles and deletes it.
+LOG_DIR_EVENTS = "/log_dir_event_notification"
+LOG_DIR_EVENT_PREFIX = "log_dir_event_"
+LOG_DIR_FAILURE = 1  # Kafka's ``LogDirEventNotificationHandler.LogDirFailureEvent``
+#: ours: ``<id>`` (ephemeral) lists the broker's replicas in failed log dirs, where the
+#: controller and the other brokers read them (Kafka's controller learns them from the
+#: broker's LeaderAndIsr answers, which ZooKeeper-mode wireserver does not send)
+OFFLINE_REPLICAS = "/wireserver/offline_replicas"
+
+
+def offline_replicas_path(broker_id: int) -> str:
+    return f"{OFFLINE_REPLICAS}/{broker_id}"
+
+
+def encode_log_dir_event(broker_id: int) -> bytes:
+    """Kafka's ``LogDirEventNotificationSequenceZNode.encode``."""
+    return _dumps({"version": 1, "broker": broker_id, "event": LOG_DIR_FAILURE})
+
+
+def decode_log_dir_event(data: bytes | None) -> int | None:
+    """The broker id of a log dir event, None for one we cannot read."""
+    try:
+        return int(json.loads(data)["broker"]) if data else None
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def encode_offline_replicas(log_dirs: list[str], partitions: list[tuple[str, int]]) -> bytes:
+    return _dumps(
+        {
+            "version": 1,
+            "log_dirs": log_dirs,
+            "partitions": [{"topic": t, "partition": p} for t, p in sorted(partitions)],
+        }
+    )
+
+
+def decode_offline_replicas(data: bytes | None) -> set[tuple[str, int]]:
+    try:
+        doc = json.loads(data) if data else {}
+        return {(str(e["topic"]), int(e["partition"])) for e in doc.get("partitions", [])}
+    except (ValueError, KeyError, TypeError):
+        return set()
 
 
 def delete_topic_path(topic: str) -> str:
