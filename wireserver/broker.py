@@ -47,6 +47,7 @@ from wireserver.replica.manager import ReplicaManager
 from wireserver.replica.selector import SELECTORS
 from wireserver.security.manager import SecurityManager
 from wireserver.server import KafkaServerFactory
+from wireserver.share.manager import SharePartitionManager
 from wireserver.storage.manager import LogManager
 from wireserver.topics import create_internal_topic
 from wireserver.txn import TransactionCoordinator
@@ -236,6 +237,16 @@ class Broker:
         )
         self.groups.start()
         self.metadata.topic_deleted.append(self.groups.drop_offsets_of_topic)
+        # The share-partitions this broker leads (KIP-932): a member that leaves its share
+        # group gives back the records it holds.
+        self.share = SharePartitionManager(
+            self.reactor,
+            self.group_configs.value,
+            self.purgatory.notify,
+            lambda: self.config["group.share.max.share.sessions"],
+        )
+        self.groups.share.member_removed.append(self.share.member_left)
+        self.metadata.topic_deleted.append(self.share.forget_topic)
         self.metadata.topic_deleted.append(self.metrics.forget_topic)
         self.txn = TransactionCoordinator(
             self,
@@ -357,7 +368,7 @@ class Broker:
         self._loops.clear()
 
     def _stop_services(self) -> None:
-        for service in ("cleaner", "groups", "txn"):
+        for service in ("cleaner", "groups", "share", "txn"):
             if getattr(self, service, None) is not None:
                 getattr(self, service).stop()
 

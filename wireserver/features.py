@@ -44,6 +44,8 @@ FEATURES: dict[str, Feature] = {
         Feature("group.version", 1, 1, api=68),
         # KIP-1071 Streams groups (StreamsGroupHeartbeat).
         Feature("streams.version", 1, 1, api=88),
+        # KIP-932 share groups (ShareGroupHeartbeat); 2 (KIP-1222's lock renewal) is not built.
+        Feature("share.version", 1, 1, api=76),
         # 1: the coordinator's records; 2: transaction protocol v2 (KIP-890 part 2).
         Feature("transaction.version", 2, 2),
     )

@@ -75,7 +75,13 @@ PER_TOPIC = {
     "CreatePartitions",
     "DescribeTopicPartitions",
 }
-PER_GROUP = {"DescribeGroups", "DeleteGroups", "ConsumerGroupDescribe", "StreamsGroupDescribe"}
+PER_GROUP = {
+    "DescribeGroups",
+    "DeleteGroups",
+    "ConsumerGroupDescribe",
+    "StreamsGroupDescribe",
+    "ShareGroupDescribe",
+}
 PER_RESOURCE = {"DescribeConfigs", "AlterConfigs", "IncrementalAlterConfigs"}
 
 
@@ -450,6 +456,10 @@ TARGETS = {
     "StreamsGroupHeartbeat": (None, GROUPS[:1]),
     "StreamsGroupDescribe": (None, GROUPS),
     "StreamsGroupTopologyDescriptionUpdate": ("topics", GROUPS[:1]),
+    "ShareGroupHeartbeat": ("subscribed", GROUPS[:1]),
+    "ShareGroupDescribe": (None, GROUPS),
+    "ShareFetch": ("partitions", GROUPS[:1]),
+    "ShareAcknowledge": ("partitions", GROUPS[:1]),
     "UnregisterController": (None, ()),
 }
 
