@@ -48,6 +48,7 @@ from wireserver.replica.selector import SELECTORS
 from wireserver.security.manager import SecurityManager
 from wireserver.server import KafkaServerFactory
 from wireserver.share.manager import SharePartitionManager
+from wireserver.share.state import ShareStateStore
 from wireserver.storage.manager import LogManager
 from wireserver.topics import create_internal_topic
 from wireserver.txn import TransactionCoordinator
@@ -148,6 +149,10 @@ class Broker:
     def now_ms(self) -> int:
         return int(self.reactor.seconds() * 1000)
 
+    def _topic_id(self, topic: str) -> uuid.UUID | None:
+        info = self.logs.topics.get(topic)
+        return None if info is None else info.topic_id
+
     # -- lifecycle --------------------------------------------------------------------------
 
     def start(self) -> None:
@@ -239,11 +244,16 @@ class Broker:
         self.metadata.topic_deleted.append(self.groups.drop_offsets_of_topic)
         # The share-partitions this broker leads (KIP-932): a member that leaves its share
         # group gives back the records it holds.
+        self.share_state = ShareStateStore(self, create_topic)
+        self.share_state.start()
         self.share = SharePartitionManager(
             self.reactor,
             self.group_configs.value,
             self.purgatory.notify,
             lambda: self.config["group.share.max.share.sessions"],
+            self.share_state,
+            self._topic_id,
+            lambda topic, index: self.replicas.check_leader(topic, index)[1],
         )
         self.groups.share.member_removed.append(self.share.member_left)
         self.metadata.topic_deleted.append(self.share.forget_topic)

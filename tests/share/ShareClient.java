@@ -1,11 +1,12 @@
 // A share group member on Kafka's own KafkaShareConsumer, for tests/share: it reads a topic as
 // a member of a share group and acknowledges each record explicitly, as its value says.
 //
-//   java ShareClient <bootstrap> <topic> <group> <idle-exit-ms> [hold|once]
+//   java ShareClient <bootstrap> <topic> <group> <idle-exit-ms> [hold|once|accept=N]
 //
 // A record whose value starts with "reject" is rejected, "release" released, any other accepted;
 // with "hold" nothing is acknowledged (the records stay acquired until the process dies), with
-// "once" it leaves after the first poll that returned records. Each
+// "once" it leaves after the first poll that returned records, with "accept=N" it accepts the
+// first N records, releases the others it got and leaves once it accepted N. Each
 // record is printed as "record <partition> <offset> <delivery count> <value>" when it arrives;
 // the program exits after <idle-exit-ms> without a record (acknowledgements committed first).
 
@@ -25,6 +26,9 @@ public class ShareClient {
         long idleExitMs = Long.parseLong(args[3]);
         boolean hold = args.length > 4 && args[4].equals("hold");
         boolean once = args.length > 4 && args[4].equals("once");
+        int acceptAtMost = args.length > 4 && args[4].startsWith("accept=")
+            ? Integer.parseInt(args[4].substring(7)) : Integer.MAX_VALUE;
+        int accepted = 0;
         Properties props = new Properties();
         props.put("bootstrap.servers", bootstrap);
         props.put("group.id", group);
@@ -47,8 +51,12 @@ public class ShareClient {
                     }
                     String value = record.value();
                     AcknowledgeType type = value.startsWith("reject") ? AcknowledgeType.REJECT
-                        : value.startsWith("release") ? AcknowledgeType.RELEASE
+                        : value.startsWith("release") || accepted >= acceptAtMost
+                        ? AcknowledgeType.RELEASE
                         : AcknowledgeType.ACCEPT;
+                    if (type == AcknowledgeType.ACCEPT) {
+                        accepted++;
+                    }
                     consumer.acknowledge(record, type);
                 }
                 System.out.flush();
@@ -58,7 +66,7 @@ public class ShareClient {
                 }
                 if (!records.isEmpty()) {
                     consumer.commitSync();
-                    if (once) {
+                    if (once || accepted >= acceptAtMost) {
                         break;
                     }
                 }

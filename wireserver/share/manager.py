@@ -20,6 +20,9 @@ from typing import Any
 
 from wireserver.protocol.errors import ErrorCode
 from wireserver.share.partition import SharePartition
+from wireserver.share.state import ShareStateStore, StateKey
+
+ZERO_UUID = uuid.UUID(int=0)
 
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
@@ -49,7 +52,9 @@ def _next_epoch(epoch: int) -> int:
 
 class SharePartitionManager:
     """``setting(group, name)``: a group config with its broker default; ``notify(key)``: the
-    purgatory's, to wake fetches waiting on ``("share", group, topic, partition)``."""
+    purgatory's, to wake fetches waiting on ``("share", group, topic, partition)``; ``store``:
+    where share-partition state persists (``ShareStateStore``); ``topic_id(name)`` and
+    ``leader_epoch(name, partition)``: what it is keyed and written with."""
 
     def __init__(
         self,
@@ -57,11 +62,17 @@ class SharePartitionManager:
         setting: Callable[[str, str], Any],
         notify: Callable[[Any], Any],
         max_sessions: Callable[[], int],
+        store: ShareStateStore,
+        topic_id: Callable[[str], uuid.UUID | None],
+        leader_epoch: Callable[[str, int], int],
     ):
         self.reactor = reactor
         self.setting = setting
         self.notify = notify
         self.max_sessions = max_sessions
+        self.store = store
+        self.topic_id = topic_id
+        self.leader_epoch = leader_epoch
         self.partitions: dict[tuple[str, str, int], SharePartition] = {}
         self.sessions: dict[tuple[str, str], ShareSession] = {}
 
@@ -71,6 +82,8 @@ class SharePartitionManager:
         key = (group_id, topic, index)
         found = self.partitions.get(key)
         if found is None:
+            topic_id = self.topic_id(topic)
+            state_key = (group_id, topic_id or ZERO_UUID, index)
             found = self.partitions[key] = SharePartition(
                 group_id,
                 topic,
@@ -78,8 +91,20 @@ class SharePartitionManager:
                 self.reactor,
                 lambda name: self.setting(group_id, name),
                 lambda: self.notify(("share", group_id, topic, index)),
+                lambda: self._persist(state_key, found),
             )
+            state = self.store.read(state_key)
+            if state is not None:
+                found.restore(state.start_offset, state.batches)
         return found
+
+    def _persist(self, key: StateKey, partition: SharePartition) -> None:
+        self.store.write(
+            key,
+            partition.start_offset,
+            partition.state_batches(),
+            self.leader_epoch(partition.topic, partition.partition),
+        )
 
     def member_left(self, group_id: str, member_id: str) -> None:
         """The member left the group or was fenced (Kafka's share group listener): its

@@ -88,7 +88,9 @@ class AcknowledgeError(Exception):
 
 class SharePartition:
     """``setting(name)``: the group's ``share.*`` config (else its broker default);
-    ``released()``: called when records become AVAILABLE again (waiting fetches retry)."""
+    ``released()``: called when records become AVAILABLE again (waiting fetches retry);
+    ``changed()``: called when the state to persist changed (not on acquisition: an
+    acquisition does not outlive the broker)."""
 
     def __init__(
         self,
@@ -98,6 +100,7 @@ class SharePartition:
         reactor: Any,
         setting: Callable[[str], Any],
         released: Callable[[], None],
+        changed: Callable[[], None] = lambda: None,
     ):
         self.group_id = group_id
         self.topic = topic
@@ -105,6 +108,7 @@ class SharePartition:
         self.reactor = reactor
         self.setting = setting
         self.released = released
+        self.changed = changed
         self.start_offset = -1  # -1: not initialized yet
         self.end_offset = -1
         self.records: dict[int, InFlight] = {}
@@ -117,14 +121,25 @@ class SharePartition:
         reset = str(self.setting("share.auto.offset.reset")).lower()
         start = log.log_start_offset if reset == "earliest" else log.high_watermark
         self.start_offset = self.end_offset = start
+        self.changed()
 
-    def restore(self, start_offset: int, records: dict[int, InFlight]) -> None:
-        """State read back from ``__share_group_state``."""
+    def restore(self, start_offset: int, batches: list[tuple[int, int, int, int]]) -> None:
+        """The state read back from ``__share_group_state``: (first offset, last offset,
+        state, delivery count) runs from ``state_batches``."""
         self.start_offset = start_offset
-        self.records = records
-        self.end_offset = max([start_offset, *(o + 1 for o in records)])
+        self.records = {
+            # an acquisition does not outlive the broker that made it
+            offset: InFlight(
+                RecordState(state) if state != RecordState.ACQUIRED else RecordState.AVAILABLE,
+                count,
+            )
+            for first, last, state, count in batches
+            for offset in range(max(first, start_offset), last + 1)
+        }
+        self.end_offset = max([start_offset, *(o + 1 for o in self.records)])
         for offset in range(start_offset, self.end_offset):
-            self.records.setdefault(offset, InFlight(RecordState.AVAILABLE))
+            self.records.setdefault(offset, InFlight(RecordState.ARCHIVED))
+        self._advance()
 
     def _advance(self) -> None:
         while self.start_offset < self.end_offset:
@@ -259,6 +274,7 @@ class SharePartition:
             if record is not None and record.acquisition is acquisition:
                 available = self._release(record) or available
         self._advance()
+        self.changed()
         if available:
             self.released()
 
@@ -311,6 +327,7 @@ class SharePartition:
         if renewed.offsets:
             self._lock(renewed)
         self._advance()
+        self.changed()
         if available:
             self.released()
 
@@ -325,6 +342,7 @@ class SharePartition:
             ):
                 available = self._release(record) or available
         self._advance()
+        self.changed()
         if available:
             self.released()
 
