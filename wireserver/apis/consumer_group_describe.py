@@ -2,7 +2,7 @@
 members, each with its current and target assignment (topic id and name). v1 adds the member
 type (1: a consumer-protocol member; there are no classic members in our consumer groups).
 
-A group that does not exist, or is a classic group, is GROUP_ID_NOT_FOUND ("Group X is not a
+A group that does not exist, or is of another type, is GROUP_ID_NOT_FOUND ("Group X is not a
 consumer group." for the latter, as Kafka). Each group needs DESCRIBE (GROUP_AUTHORIZATION_FAILED);
 a group whose members' current or target assignments name a topic the principal may not
 DESCRIBE is TOPIC_AUTHORIZATION_FAILED without members, as in Kafka. Authorized operations, when
@@ -71,7 +71,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
         elif group is None:
             message = (
                 f"Group {group_id} is not a consumer group."
-                if group_id in coordinator.groups
+                if group_id in coordinator.groups or coordinator.modern_group(group_id)
                 else f"Group {group_id} not found."
             )
             described.append(failed(group_id, ErrorCode.GROUP_ID_NOT_FOUND, message))

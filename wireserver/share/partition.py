@@ -19,7 +19,10 @@ AVAILABLE records in flight (redeliveries), then new records, and never lets the
 flight pass ``share.partition.max.record.locks`` (except to finish a batch). Records go out as
 the stored batches that hold at least one acquired record; the client keeps only the offsets
 named in ``AcquiredRecords``. A new share-partition starts at the log end
-(``share.auto.offset.reset`` latest, the default) or at the log start (earliest).
+(``share.auto.offset.reset`` latest, the default), at the log start (earliest), or at the first
+record of the given duration ago (``by_duration:``). With ``share.isolation.level``
+read_committed only records below the last stable offset are acquired, and those of aborted
+transactions are archived instead.
 
 Kafka keeps in-flight state per batch and splits a batch only when acknowledged record by
 record; this keeps it per record, which is simpler and bounded by the record locks.
@@ -32,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from wireserver.groups.configs import reset_duration_ms
 from wireserver.protocol.errors import ErrorCode
 from wireserver.storage.batches import iter_headers
 from wireserver.storage.errors import OffsetOutOfRange
@@ -120,6 +124,12 @@ class SharePartition:
             return
         reset = str(self.setting("share.auto.offset.reset")).lower()
         start = log.log_start_offset if reset == "earliest" else log.high_watermark
+        duration = reset_duration_ms(reset)
+        if duration is not None:
+            since = max(0, int(self.reactor.seconds() * 1000) - duration)
+            found = log.offset_for_timestamp(since, upper_bound=log.high_watermark)
+            if found is not None:
+                start = found.offset
         self.start_offset = self.end_offset = start
         self.changed()
 
@@ -205,6 +215,7 @@ class SharePartition:
         except OffsetOutOfRange:
             return Acquired()
         data = bytes(read.data)
+        aborted = log.collect_aborted(fetch_offset, read.next_offset) if read_committed else []
         acquisition = Acquisition(member_id)
         chunks: list[bytes] = []
         for pos, header in iter_headers(data):
@@ -227,8 +238,9 @@ class SharePartition:
                     self.records[offset] = InFlight(RecordState.AVAILABLE)
                     self.end_offset = offset + 1
                 record = self.records[offset]
-                if header.is_control:
-                    # Transaction markers are never delivered.
+                if header.is_control or _is_aborted(header, aborted):
+                    # Transaction markers are never delivered, nor (read_committed) the
+                    # records of aborted transactions.
                     if record.state is RecordState.AVAILABLE:
                         record.state = RecordState.ARCHIVED
                     continue
@@ -369,3 +381,12 @@ class SharePartition:
             else:
                 out.append((offset, offset, int(state), record.delivery_count))
         return out
+
+
+def _is_aborted(header: Any, aborted: list[Any]) -> bool:
+    """Whether a batch belongs to one of the ``aborted`` transactions (``Log.collect_aborted``)."""
+    return header.is_transactional and any(
+        txn.producer_id == header.producer_id
+        and txn.first_offset <= header.base_offset <= txn.last_offset
+        for txn in aborted
+    )
