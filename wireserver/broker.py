@@ -224,7 +224,10 @@ class Broker:
             self.config["max.incremental.fetch.session.cache.slots"]
         )
         self.group_configs = GroupConfigs(self.config, self.config.log_dirs[0])
-        self.features = Features(self.registry, self.config.log_dirs[0])
+        # Share groups are served on one node only (wireserver.share).
+        self.features = Features(
+            self.registry, self.config.log_dirs[0], ("share.version",) if clustered else ()
+        )
         self.quotas = Quotas(
             ClientQuotaStore(self.config.log_dirs[0]),
             self.config["quota.window.size.seconds"] * 1000,
