@@ -11,6 +11,7 @@ Kafka 4.0's early access and is gone since 4.1; v1 is the first stable version.
   ``IsRenewAck`` to the request.
 - ShareAcknowledge (key 79) v1-2. v2 adds ``IsRenewAck`` to the request and
   ``AcquisitionLockTimeoutMs`` to the response.
+- DescribeShareGroupOffsets (key 90) v0-1. v1 adds each partition's ``Lag``.
 """
 
 from __future__ import annotations
@@ -311,6 +312,72 @@ SHARE_ACKNOWLEDGE_RESPONSE = {
     ],
 }
 
+DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST = {
+    "apiKey": 90,
+    "type": "request",
+    "name": "DescribeShareGroupOffsetsRequest",
+    "validVersions": "0-1",
+    "flexibleVersions": "0+",
+    "fields": [
+        _field(
+            "Groups",
+            "[]DescribeShareGroupOffsetsRequestGroup",
+            fields=[
+                _field("GroupId", "string", entityType="groupId"),
+                _field(
+                    "Topics",
+                    "[]DescribeShareGroupOffsetsRequestTopic",
+                    nullableVersions="0+",
+                    fields=[
+                        _field("TopicName", "string", entityType="topicName"),
+                        _field("Partitions", "[]int32"),
+                    ],
+                ),
+            ],
+        )
+    ],
+}
+
+DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE = {
+    "apiKey": 90,
+    "type": "response",
+    "name": "DescribeShareGroupOffsetsResponse",
+    "validVersions": "0-1",
+    "flexibleVersions": "0+",
+    "fields": [
+        _field("ThrottleTimeMs", "int32"),
+        _field(
+            "Groups",
+            "[]DescribeShareGroupOffsetsResponseGroup",
+            fields=[
+                _field("GroupId", "string", entityType="groupId"),
+                _field(
+                    "Topics",
+                    "[]DescribeShareGroupOffsetsResponseTopic",
+                    fields=[
+                        _field("TopicName", "string", entityType="topicName"),
+                        _field("TopicId", "uuid"),
+                        _field(
+                            "Partitions",
+                            "[]DescribeShareGroupOffsetsResponsePartition",
+                            fields=[
+                                _field("PartitionIndex", "int32"),
+                                _field("StartOffset", "int64"),
+                                _field("LeaderEpoch", "int32"),
+                                _field("Lag", "int64", "1+", ignorable=True, default=-1),
+                                _field("ErrorCode", "int16"),
+                                _nullable_string("ErrorMessage"),
+                            ],
+                        ),
+                    ],
+                ),
+                _field("ErrorCode", "int16"),
+                _nullable_string("ErrorMessage"),
+            ],
+        ),
+    ],
+}
+
 ShareGroupHeartbeatRequest = _define(SHARE_GROUP_HEARTBEAT_REQUEST)
 ShareGroupHeartbeatResponse = _define(SHARE_GROUP_HEARTBEAT_RESPONSE)
 ShareGroupDescribeRequest = _define(SHARE_GROUP_DESCRIBE_REQUEST)
@@ -319,3 +386,5 @@ ShareFetchRequest = _define(SHARE_FETCH_REQUEST)
 ShareFetchResponse = _define(SHARE_FETCH_RESPONSE)
 ShareAcknowledgeRequest = _define(SHARE_ACKNOWLEDGE_REQUEST)
 ShareAcknowledgeResponse = _define(SHARE_ACKNOWLEDGE_RESPONSE)
+DescribeShareGroupOffsetsRequest = _define(DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST)
+DescribeShareGroupOffsetsResponse = _define(DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE)

@@ -66,6 +66,7 @@ SERVED.register(76, "ShareGroupHeartbeat", "wireserver.protocol.messages_share",
 SERVED.register(77, "ShareGroupDescribe", "wireserver.protocol.messages_share", 1, 1)
 SERVED.register(78, "ShareFetch", "wireserver.protocol.messages_share", 1, 2)
 SERVED.register(79, "ShareAcknowledge", "wireserver.protocol.messages_share", 1, 2)
+SERVED.register(90, "DescribeShareGroupOffsets", "wireserver.protocol.messages_share", 0, 1)
 # Transactions (protocol v1 and v2: EndTxn 5 and TxnOffsetCommit 5, KIP-890 part 2).
 SERVED.register(24, "AddPartitionsToTxn", "kafka.protocol.producer.transaction", 0, 5)
 SERVED.register(25, "AddOffsetsToTxn", "kafka.protocol.producer.transaction", 0, 4)

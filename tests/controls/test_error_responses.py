@@ -81,6 +81,7 @@ PER_GROUP = {
     "ConsumerGroupDescribe",
     "StreamsGroupDescribe",
     "ShareGroupDescribe",
+    "DescribeShareGroupOffsets",
 }
 PER_RESOURCE = {"DescribeConfigs", "AlterConfigs", "IncrementalAlterConfigs"}
 
@@ -460,6 +461,7 @@ TARGETS = {
     "ShareGroupDescribe": (None, GROUPS),
     "ShareFetch": ("partitions", GROUPS[:1]),
     "ShareAcknowledge": ("partitions", GROUPS[:1]),
+    "DescribeShareGroupOffsets": ("partitions", GROUPS),
     "UnregisterController": (None, ()),
 }
 

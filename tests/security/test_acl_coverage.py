@@ -64,6 +64,7 @@ from wireserver.protocol.messages_extra import (
     ConsumerGroupHeartbeatRequest,
 )
 from wireserver.protocol.messages_share import (
+    DescribeShareGroupOffsetsRequest,
     ShareAcknowledgeRequest,
     ShareFetchRequest,
     ShareGroupDescribeRequest,
@@ -150,6 +151,7 @@ REQUIRED = {
     77: "DESCRIBE group",
     78: "READ group + READ topic (topic: tests/share/test_share_groups.py)",
     79: "READ group + READ topic",
+    90: "DESCRIBE group + DESCRIBE topic",
     93: "READ group",
     74: "DESCRIBE_CONFIGS cluster",
     75: "DESCRIBE topic (unauthorized hidden)",
@@ -844,6 +846,21 @@ CASES = [
         GROUP_DENIED,
     ),
     (78, lambda: share_fetch("sf"), top, [], [group_acl(Op.READ, "sf")], GROUP_DENIED),
+    (
+        90,
+        lambda: DescribeShareGroupOffsetsRequest(
+            version=1,
+            groups=[
+                DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup(
+                    group_id="so", topics=None
+                )
+            ],
+        ),
+        lambda r: r.groups[0].error_code,
+        [],
+        [group_acl(Op.DESCRIBE, "so")],
+        GROUP_DENIED,
+    ),
     (79, lambda: share_acknowledge("sa"), top, [], [group_acl(Op.READ, "sa")], GROUP_DENIED),
     (
         69,

@@ -4,7 +4,8 @@ members sharing one partition see every record exactly once when they accept; a 
 record is delivered again, to another member; a member killed -9 while holding records gets
 them redelivered to another once the acquisition lock (a group config set with
 ``kafka-configs --entity-type groups``) expires; a rejected record, and one released up to the
-delivery count limit, are not delivered again."""
+delivery count limit, are not delivered again; ``kafka-share-groups`` lists the group and
+describes its offsets; the state survives a kill -9 of the broker."""
 
 from __future__ import annotations
 
@@ -223,6 +224,17 @@ def test_rejected_and_over_the_limit_records_are_not_delivered_again(kafka, clas
     assert by_value == {"a": [1], "reject-1": [1], "release-1": [1, 2], "b": [1]}
     again = Member(classpath, kafka.bootstrap_servers, topic, group)
     assert again.finish() == []
+    # kafka-share-groups (DescribeShareGroupOffsets): everything done with, nothing left
+    listed = kafka_reference.run_tool(
+        "kafka-share-groups", ["--list"], bootstrap=kafka.bootstrap_servers
+    )
+    assert group in listed.stdout.split()
+    offsets = kafka_reference.run_tool(
+        "kafka-share-groups", ["--describe", "--group", group], bootstrap=kafka.bootstrap_servers
+    )
+    assert [line.split() for line in offsets.stdout.splitlines() if topic in line] == [
+        [group, topic, "0", "4", "0"]
+    ], offsets.stdout + offsets.stderr
 
 
 def test_state_survives_a_broker_restart(classpath):

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.share.partition import SharePartition
+from wireserver.share.partition import FINAL, SharePartition
 from wireserver.share.state import ShareStateStore, StateKey
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -105,6 +105,41 @@ class SharePartitionManager:
             partition.state_batches(),
             self.leader_epoch(partition.topic, partition.partition),
         )
+
+    def start_and_lag(self, group_id: str, topic: str, index: int, log: Any) -> tuple[int, int]:
+        """A share-partition's start offset and lag (the records from the start offset to the
+        high watermark not yet acknowledged or archived; Kafka's ``Lag``), (-1, -1) when the
+        group never fetched from it."""
+        found = self.partitions.get((group_id, topic, index))
+        if found is not None and found.start_offset >= 0:
+            start = found.start_offset
+            done = sum(
+                1
+                for offset, record in found.records.items()
+                if offset >= start and record.state in FINAL
+            )
+        else:
+            state = self.store.read((group_id, self.topic_id(topic) or ZERO_UUID, index))
+            if state is None:
+                return -1, -1
+            start = state.start_offset
+            done = sum(
+                last - max(first, start) + 1
+                for first, last, delivery_state, _ in state.batches
+                if delivery_state in FINAL and last >= start
+            )
+        lag = -1 if log is None else max(0, log.high_watermark - start - done)
+        return start, lag
+
+    def partitions_of(
+        self, group_id: str, topic_names: dict[uuid.UUID, str]
+    ) -> set[tuple[str, int]]:
+        """The (topic, partition)s the group has share-partition state of, here or persisted."""
+        found = {(t, p) for g, t, p in self.partitions if g == group_id}
+        for g, topic_id, p in self.store.states:
+            if g == group_id and topic_id in topic_names:
+                found.add((topic_names[topic_id], p))
+        return found
 
     def member_left(self, group_id: str, member_id: str) -> None:
         """The member left the group or was fenced (Kafka's share group listener): its
