@@ -259,6 +259,7 @@ class Broker:
             lambda topic, index: self.replicas.check_leader(topic, index)[1],
         )
         self.groups.share.member_removed.append(self.share.member_left)
+        self.groups.share.group_deleted.append(self.share.delete_group)
         self.metadata.topic_deleted.append(self.share.forget_topic)
         self.metadata.topic_deleted.append(self.metrics.forget_topic)
         self.txn = TransactionCoordinator(

@@ -8,7 +8,8 @@
 // "once" it leaves after the first poll that returned records, with "accept=N" it accepts the
 // first N records, releases the others it got and leaves once it accepted N. Each
 // record is printed as "record <partition> <offset> <delivery count> <value>" when it arrives;
-// the program exits after <idle-exit-ms> without a record (acknowledgements committed first).
+// the program exits after <idle-exit-ms> without a record (acknowledgements committed first; it
+// waits at least -Dfirst.record.wait.ms, default 15 s, for the first one).
 
 import java.time.Duration;
 import java.util.List;
@@ -21,6 +22,8 @@ import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.common.serialization.StringDeserializer;
 
 public class ShareClient {
+    static final long FIRST_RECORD_WAIT_MS = Long.getLong("first.record.wait.ms", 15000);
+
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0], topic = args[1], group = args[2];
         long idleExitMs = Long.parseLong(args[3]);
@@ -40,10 +43,15 @@ public class ShareClient {
             System.out.println("subscribed");
             System.out.flush();
             long lastRecord = System.currentTimeMillis();
-            while (hold || System.currentTimeMillis() - lastRecord < idleExitMs) {
+            boolean any = false;
+            // Joining and the first fetch may take long on a loaded machine: the first record
+            // is waited for FIRST_RECORD_WAIT_MS at least.
+            while (hold || System.currentTimeMillis() - lastRecord
+                    < (any ? idleExitMs : Math.max(idleExitMs, FIRST_RECORD_WAIT_MS))) {
                 ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(100));
                 for (ConsumerRecord<String, String> record : records) {
                     lastRecord = System.currentTimeMillis();
+                    any = true;
                     System.out.println("record " + record.partition() + " " + record.offset() + " "
                         + record.deliveryCount().orElse((short) -1) + " " + record.value());
                     if (hold) {

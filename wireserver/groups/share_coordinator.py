@@ -13,7 +13,8 @@ epoch and, when it joined or its assignment changed, its partitions.
 
 Timers and persistence as the other modern groups' (``modern_coordinator``), with the
 ``share.session.timeout.ms`` / ``share.heartbeat.interval.ms`` group configs (else the
-``group.share.*`` broker keys) and ``group.share.max.size``. Only the group epoch is written to
+``group.share.*`` broker keys) and ``group.share.max.size``; deleting an empty group
+(DeleteGroups) also deletes its share-partition state (``group_deleted``). Only the group epoch is written to
 ``__consumer_offsets`` (Kafka's ShareGroupMetadata record): after a restart the group comes back
 Empty at that epoch and its members rejoin. A member that leaves or is fenced is announced to
 ``member_removed`` (the share-partition leader releases the records it held, as Kafka's
@@ -74,6 +75,8 @@ class ShareGroupCoordinator(ModernGroupCoordinator):
         super().__init__(*args, **kwargs)
         #: called with (group id, member id) when a member leaves or is fenced
         self.member_removed: list[Callable[[str, str], None]] = []
+        #: called with the group id when the group is deleted (DeleteGroups)
+        self.group_deleted: list[Callable[[str], None]] = []
 
     # -- ShareGroupHeartbeat ----------------------------------------------------------------
 
@@ -175,6 +178,15 @@ class ShareGroupCoordinator(ModernGroupCoordinator):
             listener(group.group_id, member.member_id)
 
     # -- persistence ------------------------------------------------------------------------
+
+    def delete(self, group: ShareGroup) -> ErrorCode:
+        """DeleteGroups: the group's records, then its share-partition state (Kafka's
+        DeleteShareGroupState)."""
+        error = super().delete(group)
+        if error == ErrorCode.NONE:
+            for listener in self.group_deleted:
+                listener(group.group_id)
+        return error
 
     def metadata_key(self, group_id: str) -> ShareGroupKey:
         return ShareGroupKey(group_id)

@@ -153,9 +153,14 @@ class SharePartitionManager:
         for key in [k for k in self.partitions if k[1] == topic]:
             self.partitions.pop(key).stop()
 
-    def forget_group(self, group_id: str) -> None:
+    def delete_group(self, group_id: str) -> None:
+        """The group was deleted: its share-partitions, sessions and persisted state go."""
         for key in [k for k in self.partitions if k[0] == group_id]:
             self.partitions.pop(key).stop()
+        for key in [k for k in self.sessions if k[0] == group_id]:
+            del self.sessions[key]
+        for key in [k for k in self.store.states if k[0] == group_id]:
+            self.store.delete(key)
 
     def stop(self) -> None:
         for partition in self.partitions.values():
