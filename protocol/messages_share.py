@@ -12,6 +12,7 @@ Kafka 4.0's early access and is gone since 4.1; v1 is the first stable version.
 - ShareAcknowledge (key 79) v1-2. v2 adds ``IsRenewAck`` to the request and
   ``AcquisitionLockTimeoutMs`` to the response.
 - DescribeShareGroupOffsets (key 90) v0-1. v1 adds each partition's ``Lag``.
+- AlterShareGroupOffsets (key 91) v0 and DeleteShareGroupOffsets (key 92) v0.
 """
 
 from __future__ import annotations
@@ -378,6 +379,96 @@ DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE = {
     ],
 }
 
+
+def _error_fields() -> list[dict]:
+    return [_field("ErrorCode", "int16"), _nullable_string("ErrorMessage")]
+
+
+ALTER_SHARE_GROUP_OFFSETS_REQUEST = {
+    "apiKey": 91,
+    "type": "request",
+    "name": "AlterShareGroupOffsetsRequest",
+    "validVersions": "0",
+    "flexibleVersions": "0+",
+    "fields": [
+        _field("GroupId", "string", entityType="groupId"),
+        _field(
+            "Topics",
+            "[]AlterShareGroupOffsetsRequestTopic",
+            fields=[
+                _field("TopicName", "string", entityType="topicName", mapKey=True),
+                _field(
+                    "Partitions",
+                    "[]AlterShareGroupOffsetsRequestPartition",
+                    fields=[_field("PartitionIndex", "int32"), _field("StartOffset", "int64")],
+                ),
+            ],
+        ),
+    ],
+}
+
+ALTER_SHARE_GROUP_OFFSETS_RESPONSE = {
+    "apiKey": 91,
+    "type": "response",
+    "name": "AlterShareGroupOffsetsResponse",
+    "validVersions": "0",
+    "flexibleVersions": "0+",
+    "fields": [
+        _field("ThrottleTimeMs", "int32"),
+        *_error_fields(),
+        _field(
+            "Responses",
+            "[]AlterShareGroupOffsetsResponseTopic",
+            fields=[
+                _field("TopicName", "string", entityType="topicName", mapKey=True),
+                _field("TopicId", "uuid"),
+                _field(
+                    "Partitions",
+                    "[]AlterShareGroupOffsetsResponsePartition",
+                    fields=[_field("PartitionIndex", "int32"), *_error_fields()],
+                ),
+            ],
+        ),
+    ],
+}
+
+DELETE_SHARE_GROUP_OFFSETS_REQUEST = {
+    "apiKey": 92,
+    "type": "request",
+    "name": "DeleteShareGroupOffsetsRequest",
+    "validVersions": "0",
+    "flexibleVersions": "0+",
+    "fields": [
+        _field("GroupId", "string", entityType="groupId"),
+        _field(
+            "Topics",
+            "[]DeleteShareGroupOffsetsRequestTopic",
+            fields=[_field("TopicName", "string", entityType="topicName")],
+        ),
+    ],
+}
+
+DELETE_SHARE_GROUP_OFFSETS_RESPONSE = {
+    "apiKey": 92,
+    "type": "response",
+    "name": "DeleteShareGroupOffsetsResponse",
+    "validVersions": "0",
+    "flexibleVersions": "0+",
+    "fields": [
+        _field("ThrottleTimeMs", "int32"),
+        *_error_fields(),
+        _field(
+            "Responses",
+            "[]DeleteShareGroupOffsetsResponseTopic",
+            fields=[
+                _field("TopicName", "string", entityType="topicName"),
+                _field("TopicId", "uuid"),
+                *_error_fields(),
+            ],
+        ),
+    ],
+}
+
 ShareGroupHeartbeatRequest = _define(SHARE_GROUP_HEARTBEAT_REQUEST)
 ShareGroupHeartbeatResponse = _define(SHARE_GROUP_HEARTBEAT_RESPONSE)
 ShareGroupDescribeRequest = _define(SHARE_GROUP_DESCRIBE_REQUEST)
@@ -388,3 +479,7 @@ ShareAcknowledgeRequest = _define(SHARE_ACKNOWLEDGE_REQUEST)
 ShareAcknowledgeResponse = _define(SHARE_ACKNOWLEDGE_RESPONSE)
 DescribeShareGroupOffsetsRequest = _define(DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST)
 DescribeShareGroupOffsetsResponse = _define(DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE)
+AlterShareGroupOffsetsRequest = _define(ALTER_SHARE_GROUP_OFFSETS_REQUEST)
+AlterShareGroupOffsetsResponse = _define(ALTER_SHARE_GROUP_OFFSETS_RESPONSE)
+DeleteShareGroupOffsetsRequest = _define(DELETE_SHARE_GROUP_OFFSETS_REQUEST)
+DeleteShareGroupOffsetsResponse = _define(DELETE_SHARE_GROUP_OFFSETS_RESPONSE)

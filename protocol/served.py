@@ -67,6 +67,8 @@ SERVED.register(77, "ShareGroupDescribe", "wireserver.protocol.messages_share", 
 SERVED.register(78, "ShareFetch", "wireserver.protocol.messages_share", 1, 2)
 SERVED.register(79, "ShareAcknowledge", "wireserver.protocol.messages_share", 1, 2)
 SERVED.register(90, "DescribeShareGroupOffsets", "wireserver.protocol.messages_share", 0, 1)
+SERVED.register(91, "AlterShareGroupOffsets", "wireserver.protocol.messages_share", 0, 0)
+SERVED.register(92, "DeleteShareGroupOffsets", "wireserver.protocol.messages_share", 0, 0)
 # Transactions (protocol v1 and v2: EndTxn 5 and TxnOffsetCommit 5, KIP-890 part 2).
 SERVED.register(24, "AddPartitionsToTxn", "kafka.protocol.producer.transaction", 0, 5)
 SERVED.register(25, "AddOffsetsToTxn", "kafka.protocol.producer.transaction", 0, 4)

@@ -462,6 +462,8 @@ TARGETS = {
     "ShareFetch": ("partitions", GROUPS[:1]),
     "ShareAcknowledge": ("partitions", GROUPS[:1]),
     "DescribeShareGroupOffsets": ("partitions", GROUPS),
+    "AlterShareGroupOffsets": ("partitions", GROUPS[:1]),
+    "DeleteShareGroupOffsets": ("topics", GROUPS[:1]),
     "UnregisterController": (None, ()),
 }
 

@@ -64,6 +64,8 @@ from wireserver.protocol.messages_extra import (
     ConsumerGroupHeartbeatRequest,
 )
 from wireserver.protocol.messages_share import (
+    AlterShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsRequest,
     ShareAcknowledgeRequest,
     ShareFetchRequest,
@@ -152,6 +154,8 @@ REQUIRED = {
     78: "READ group + READ topic (topic: tests/share/test_share_groups.py)",
     79: "READ group + READ topic",
     90: "DESCRIBE group + DESCRIBE topic",
+    91: "READ group + READ topic",
+    92: "DELETE group + READ topic",
     93: "READ group",
     74: "DESCRIBE_CONFIGS cluster",
     75: "DESCRIBE topic (unauthorized hidden)",
@@ -862,6 +866,22 @@ CASES = [
         GROUP_DENIED,
     ),
     (79, lambda: share_acknowledge("sa"), top, [], [group_acl(Op.READ, "sa")], GROUP_DENIED),
+    (
+        91,
+        lambda: AlterShareGroupOffsetsRequest(version=0, group_id="sr", topics=[]),
+        top,
+        [],
+        [group_acl(Op.READ, "sr")],
+        GROUP_DENIED,
+    ),
+    (
+        92,
+        lambda: DeleteShareGroupOffsetsRequest(version=0, group_id="sd", topics=[]),
+        top,
+        [],
+        [group_acl(Op.DELETE, "sd")],
+        GROUP_DENIED,
+    ),
     (
         69,
         lambda: ConsumerGroupDescribeRequest(

@@ -4,8 +4,9 @@ members sharing one partition see every record exactly once when they accept; a 
 record is delivered again, to another member; a member killed -9 while holding records gets
 them redelivered to another once the acquisition lock (a group config set with
 ``kafka-configs --entity-type groups``) expires; a rejected record, and one released up to the
-delivery count limit, are not delivered again; ``kafka-share-groups`` lists the group and
-describes its offsets; the state survives a kill -9 of the broker."""
+delivery count limit, are not delivered again; ``kafka-share-groups`` lists the group,
+describes, resets and deletes its offsets and deletes it; the state survives a kill -9 of the
+broker."""
 
 from __future__ import annotations
 
@@ -165,6 +166,14 @@ def describe(kafka, group: str) -> str:
     return result.stdout + result.stderr
 
 
+def share_groups(kafka, *args: str) -> str:
+    result = kafka_reference.run_tool(
+        "kafka-share-groups", list(args), bootstrap=kafka.bootstrap_servers
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout + result.stderr
+
+
 def test_members_sharing_a_partition_see_each_record_once(kafka, classpath):
     topic, group = new_topic(kafka), f"g-{uuid.uuid4().hex[:8]}"
     first = Member(classpath, kafka.bootstrap_servers, topic, group)
@@ -247,6 +256,19 @@ def test_rejected_and_over_the_limit_records_are_not_delivered_again(kafka, clas
     assert [line.split() for line in offsets.stdout.splitlines() if topic in line] == [
         [group, topic, "0", "4", "0"]
     ], offsets.stdout + offsets.stderr
+    # --reset-offsets (AlterShareGroupOffsets) starts the partition over at offset 0 ...
+    share_groups(
+        kafka, "--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute"
+    )
+    described = share_groups(kafka, "--describe", "--group", group)
+    assert [line.split() for line in described.splitlines() if topic in line] == [
+        [group, topic, "0", "0", "4"]
+    ], described
+    # ... and --delete-offsets (DeleteShareGroupOffsets) forgets it
+    assert "Successful" in share_groups(
+        kafka, "--delete-offsets", "--group", group, "--topic", topic
+    )
+    assert "has no offset information" in share_groups(kafka, "--describe", "--group", group)
     # deleting the group deletes its share-partition state: a new member starts over
     deleted = kafka_reference.run_tool(
         "kafka-share-groups", ["--delete", "--group", group], bootstrap=kafka.bootstrap_servers

@@ -153,6 +153,24 @@ class SharePartitionManager:
         for key in [k for k in self.partitions if k[1] == topic]:
             self.partitions.pop(key).stop()
 
+    def reset(self, group_id: str, topic: str, index: int, start_offset: int) -> ErrorCode:
+        """AlterShareGroupOffsets: the share-partition starts over at ``start_offset``, nothing
+        in flight."""
+        found = self.partitions.pop((group_id, topic, index), None)
+        if found is not None:
+            found.stop()
+        key = (group_id, self.topic_id(topic) or ZERO_UUID, index)
+        return self.store.write(key, start_offset, [], self.leader_epoch(topic, index))
+
+    def delete_topic_state(self, group_id: str, topic: str) -> None:
+        """DeleteShareGroupOffsets: the group's share-partitions of ``topic`` are forgotten; a
+        later fetch starts them as ``share.auto.offset.reset`` says."""
+        for key in [k for k in self.partitions if k[0] == group_id and k[1] == topic]:
+            self.partitions.pop(key).stop()
+        topic_id = self.topic_id(topic)
+        for key in [k for k in self.store.states if k[0] == group_id and k[1] == topic_id]:
+            self.store.delete(key)
+
     def delete_group(self, group_id: str) -> None:
         """The group was deleted: its share-partitions, sessions and persisted state go."""
         for key in [k for k in self.partitions if k[0] == group_id]:

@@ -135,3 +135,21 @@ class ShareRequest:
                 entry = by_topic[tp[0]] = topic_class(topic_id=tp[0], partitions=[])
             entry.partitions.append(partition_for(tp, answer, self.leader(tp, answer.error)))
         return list(by_topic.values())
+
+
+def empty_share_group_error(
+    ctx: Any, group_id: str, acl_check: Any
+) -> tuple[ErrorCode | None, str | None]:
+    """What Alter- and DeleteShareGroupOffsets answer for a group the principal may not act on
+    (``acl_check``), or that is not an empty share group: GROUP_ID_NOT_FOUND, or
+    NON_EMPTY_GROUP while it has members (Kafka's wording)."""
+    coordinator = ctx.services.groups
+    error = acl_check(ctx, group_id) or refused(ctx) or coordinator.ensure_ready(group_id)
+    if error is not None:
+        return error, None
+    group = coordinator.share.groups.get(group_id)
+    if group is None:
+        return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
+    if group.members:
+        return ErrorCode.NON_EMPTY_GROUP, "The group is not empty."
+    return None, None
