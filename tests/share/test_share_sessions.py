@@ -2,17 +2,21 @@
 ShareAcknowledge requests: the errors Kafka answers (SHARE_SESSION_NOT_FOUND,
 INVALID_SHARE_SESSION_EPOCH, INVALID_REQUEST for acknowledgements in an opening fetch,
 INVALID_RECORD_STATE for a record the member does not hold), forgotten partitions, and the
-acquired ranges a fetch reports."""
+acquired ranges a fetch reports; and how ListGroups, DescribeGroups, ConsumerGroupDescribe and
+ShareGroupDescribe answer for a share group."""
 
 from __future__ import annotations
 
 import pytest
 from confluent_kafka import Producer
+from kafka.protocol.admin.groups import DescribeGroupsRequest, ListGroupsRequest
 
 from wireserver.protocol.errors import ErrorCode
+from wireserver.protocol.messages_extra import ConsumerGroupDescribeRequest
 from wireserver.protocol.messages_share import (
     ShareAcknowledgeRequest,
     ShareFetchRequest,
+    ShareGroupDescribeRequest,
     ShareGroupHeartbeatRequest,
 )
 from wireserver.testing import EmbeddedBroker, KafkaWire
@@ -166,3 +170,46 @@ def test_session_epochs_and_acknowledgements(kafka):
         )
         redelivered = wire.request(fetch(kafka, "m3", 1, [0], acks=[(2, 2, [1])]))
         assert acquired(redelivered) == [(3, 3, 2)]
+
+
+def test_other_group_apis_see_a_share_group_as_kafka_does(kafka):
+    with KafkaWire(kafka.bootstrap_servers) as wire:
+        listed = wire.request(
+            ListGroupsRequest(version=5, states_filter=[], types_filter=["share"])
+        )
+        described = wire.request(
+            DescribeGroupsRequest(version=6, groups=[GROUP], include_authorized_operations=False)
+        )
+        as_consumer = wire.request(
+            ConsumerGroupDescribeRequest(
+                version=1, group_ids=[GROUP], include_authorized_operations=False
+            )
+        )
+        as_share = wire.request(
+            ShareGroupDescribeRequest(
+                version=1, group_ids=[GROUP, "nope"], include_authorized_operations=False
+            )
+        )
+    assert [(g.group_id, g.group_type, g.protocol_type) for g in listed.groups] == [
+        (GROUP, "share", "share")
+    ]
+    (group,) = described.groups
+    assert (group.error_code, group.error_message) == (
+        ErrorCode.GROUP_ID_NOT_FOUND,
+        f"Group {GROUP} is not a classic group.",
+    )
+    (group,) = as_consumer.groups
+    assert (group.error_code, group.error_message) == (
+        ErrorCode.GROUP_ID_NOT_FOUND,
+        f"Group {GROUP} is not a consumer group.",
+    )
+    mine, nope = as_share.groups
+    assert (mine.error_code, mine.group_state, mine.assignor_name) == (0, "Stable", "simple")
+    assert [(m.member_id, m.member_epoch) for m in mine.members] == [("m1", 1)]
+    assert [(t.topic_name, t.partitions) for t in mine.members[0].assignment.topic_partitions] == [
+        (TOPIC, [0])
+    ]
+    assert (nope.error_code, nope.error_message) == (
+        ErrorCode.GROUP_ID_NOT_FOUND,
+        "Group nope not found.",
+    )
