@@ -149,6 +149,10 @@ class ErrorCode(enum.IntEnum):
     VOTER_NOT_FOUND = (127, False)
     INVALID_REGULAR_EXPRESSION = (128, False)
     REBOOTSTRAP_REQUIRED = (129, False)
+    STREAMS_INVALID_TOPOLOGY = (130, False)
+    STREAMS_INVALID_TOPOLOGY_EPOCH = (131, False)
+    STREAMS_TOPOLOGY_FENCED = (132, False)
+    SHARE_SESSION_LIMIT_REACHED = (133, True)
 
 
 class DecodeError(ValueError):

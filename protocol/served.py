@@ -61,6 +61,15 @@ SERVED.register(89, "StreamsGroupDescribe", "wireserver.protocol.messages_stream
 SERVED.register(
     93, "StreamsGroupTopologyDescriptionUpdate", "wireserver.protocol.messages_streams", 0, 0
 )
+# Share groups (KIP-932); message classes from protocol.messages_share. v0 was Kafka 4.0's
+# early access, gone since 4.1.
+SERVED.register(76, "ShareGroupHeartbeat", "wireserver.protocol.messages_share", 1, 1)
+SERVED.register(77, "ShareGroupDescribe", "wireserver.protocol.messages_share", 1, 1)
+SERVED.register(78, "ShareFetch", "wireserver.protocol.messages_share", 1, 2)
+SERVED.register(79, "ShareAcknowledge", "wireserver.protocol.messages_share", 1, 2)
+SERVED.register(90, "DescribeShareGroupOffsets", "wireserver.protocol.messages_share", 0, 1)
+SERVED.register(91, "AlterShareGroupOffsets", "wireserver.protocol.messages_share", 0, 0)
+SERVED.register(92, "DeleteShareGroupOffsets", "wireserver.protocol.messages_share", 0, 0)
 # Transactions (protocol v1 and v2: EndTxn 5 and TxnOffsetCommit 5, KIP-890 part 2).
 SERVED.register(24, "AddPartitionsToTxn", "kafka.protocol.producer.transaction", 0, 5)
 SERVED.register(25, "AddOffsetsToTxn", "kafka.protocol.producer.transaction", 0, 4)

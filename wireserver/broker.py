@@ -50,6 +50,8 @@ from wireserver.replica.manager import ReplicaManager
 from wireserver.replica.selector import SELECTORS
 from wireserver.security.manager import SecurityManager
 from wireserver.server import KafkaServerFactory
+from wireserver.share.manager import SharePartitionManager
+from wireserver.share.state import ShareStateStore
 from wireserver.storage.manager import LogManager
 from wireserver.topics import create_internal_topic
 from wireserver.txn import TransactionCoordinator
@@ -151,6 +153,10 @@ class Broker:
     def now_ms(self) -> int:
         return int(self.reactor.seconds() * 1000)
 
+    def _topic_id(self, topic: str) -> uuid.UUID | None:
+        info = self.logs.topics.get(topic)
+        return None if info is None else info.topic_id
+
     # -- lifecycle --------------------------------------------------------------------------
 
     def start(self) -> None:
@@ -222,7 +228,10 @@ class Broker:
             self.config["max.incremental.fetch.session.cache.slots"]
         )
         self.group_configs = GroupConfigs(self.config, self.config.log_dirs[0])
-        self.features = Features(self.registry, self.config.log_dirs[0])
+        # Share groups are served on one node only (wireserver.share).
+        self.features = Features(
+            self.registry, self.config.log_dirs[0], ("share.version",) if clustered else ()
+        )
         self.quotas = Quotas(
             ClientQuotaStore(self.config.log_dirs[0]),
             self.config["quota.window.size.seconds"] * 1000,
@@ -240,6 +249,22 @@ class Broker:
         )
         self.groups.start()
         self.metadata.topic_deleted.append(self.groups.drop_offsets_of_topic)
+        # The share-partitions this broker leads (KIP-932): a member that leaves its share
+        # group gives back the records it holds.
+        self.share_state = ShareStateStore(self, create_topic)
+        self.share_state.start()
+        self.share = SharePartitionManager(
+            self.reactor,
+            self.group_configs.value,
+            self.purgatory.notify,
+            lambda: self.config["group.share.max.share.sessions"],
+            self.share_state,
+            self._topic_id,
+            lambda topic, index: self.replicas.check_leader(topic, index)[1],
+        )
+        self.groups.share.member_removed.append(self.share.member_left)
+        self.groups.share.group_deleted.append(self.share.delete_group)
+        self.metadata.topic_deleted.append(self.share.forget_topic)
         self.metadata.topic_deleted.append(self.metrics.forget_topic)
         self.txn = TransactionCoordinator(
             self,
@@ -374,7 +399,7 @@ class Broker:
         self._loops.clear()
 
     def _stop_services(self) -> None:
-        for service in ("log_dir_mover", "cleaner", "groups", "txn"):
+        for service in ("log_dir_mover", "cleaner", "groups", "share", "txn"):
             if getattr(self, service, None) is not None:
                 getattr(self, service).stop()
 

@@ -2,7 +2,7 @@
 written once: each coordinator keeps only its own records and state machines.
 
 A coordinator persists its state in an internal topic (``__consumer_offsets``,
-``__transaction_state``) whose partitions split its keys (group ids, transactional ids). The
+``__transaction_state``, ``__share_group_state``) whose partitions split its keys (group ids, transactional ids). The
 runtime of one such topic knows:
 
 - **key -> partition**: Kafka's ``Utils.abs(key.hashCode) % partitions`` (``partition_for``), so
@@ -47,7 +47,8 @@ log = logging.getLogger(__name__)
 #: The internal topics, named here only.
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
+SHARE_STATE_TOPIC = "__share_group_state"
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_STATE_TOPIC})
 
 #: How much of a partition one read takes while loading it (Kafka's
 #: ``offsets.load.buffer.size`` / ``transaction.state.log.load.buffer.size`` default).
@@ -370,6 +371,18 @@ class CoordinatorRuntime:
             if advanced <= position:
                 break
             position = advanced
+
+    def records(
+        self, partition: int, to_log_end: bool = False
+    ) -> Iterator[tuple[bytes, bytes | None]]:
+        """(key, value) of each keyed record of the partition's data batches, once each, as
+        ``batches`` reads them (a None value is a tombstone)."""
+        for batch, position in self.batches(partition, to_log_end):
+            if batch.is_control:
+                continue
+            for record in batch.records():
+                if record.offset >= position and record.key is not None:
+                    yield record.key, record.value
 
     def load_all(self) -> int:
         """Load every partition of the topic (one node, at start-up); returns the keys loaded."""

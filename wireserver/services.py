@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from wireserver.replica.alter_log_dirs import AlterLogDirsMover
     from wireserver.replica.manager import ReplicaManager
     from wireserver.security.manager import SecurityManager
+    from wireserver.share.manager import SharePartitionManager
     from wireserver.storage.manager import LogManager
     from wireserver.txn.coordinator import TransactionCoordinator
 
@@ -49,6 +50,8 @@ class Services(Protocol):
     metadata: LocalMetadata
     groups: GroupCoordinator
     group_configs: GroupConfigs
+    #: the share-partitions and share sessions of share groups (KIP-932)
+    share: SharePartitionManager
     #: the dynamic broker config layers (this broker's and the cluster default), persisted
     dynamic_configs: DynamicBrokerConfigs
     #: the supported and finalized feature levels (``at_least("transaction.version", 2)``)

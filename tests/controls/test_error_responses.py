@@ -76,7 +76,14 @@ PER_TOPIC = {
     "CreatePartitions",
     "DescribeTopicPartitions",
 }
-PER_GROUP = {"DescribeGroups", "DeleteGroups", "ConsumerGroupDescribe", "StreamsGroupDescribe"}
+PER_GROUP = {
+    "DescribeGroups",
+    "DeleteGroups",
+    "ConsumerGroupDescribe",
+    "StreamsGroupDescribe",
+    "ShareGroupDescribe",
+    "DescribeShareGroupOffsets",
+}
 PER_RESOURCE = {"DescribeConfigs", "AlterConfigs", "IncrementalAlterConfigs"}
 
 
@@ -452,6 +459,13 @@ TARGETS = {
     "StreamsGroupHeartbeat": (None, GROUPS[:1]),
     "StreamsGroupDescribe": (None, GROUPS),
     "StreamsGroupTopologyDescriptionUpdate": ("topics", GROUPS[:1]),
+    "ShareGroupHeartbeat": ("subscribed", GROUPS[:1]),
+    "ShareGroupDescribe": (None, GROUPS),
+    "ShareFetch": ("partitions", GROUPS[:1]),
+    "ShareAcknowledge": ("partitions", GROUPS[:1]),
+    "DescribeShareGroupOffsets": ("partitions", GROUPS),
+    "AlterShareGroupOffsets": ("partitions", GROUPS[:1]),
+    "DeleteShareGroupOffsets": ("topics", GROUPS[:1]),
     "UnregisterController": (None, ()),
 }
 

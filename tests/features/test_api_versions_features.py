@@ -46,10 +46,16 @@ def test_v4_reports_supported_and_finalized_features(broker):
         ("group.version", 0, 1),
         ("transaction.version", 0, 2),
         ("streams.version", 0, 1),
+        ("share.version", 0, 1),
     }
     assert {
         (f.name, f.min_version_level, f.max_version_level) for f in response.finalized_features
-    } == {("group.version", 1, 1), ("streams.version", 1, 1), ("transaction.version", 2, 2)}
+    } == {
+        ("group.version", 1, 1),
+        ("streams.version", 1, 1),
+        ("share.version", 1, 1),
+        ("transaction.version", 2, 2),
+    }
     assert response.finalized_features_epoch == 0
     assert response.zk_migration_ready is False
 
@@ -61,6 +67,7 @@ def test_v3_leaves_out_features_whose_minimum_is_zero(broker):
     assert {f.name for f in response.finalized_features} == {
         "group.version",
         "streams.version",
+        "share.version",
         "transaction.version",
     }
 

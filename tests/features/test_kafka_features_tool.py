@@ -41,6 +41,7 @@ def describe(bootstrap: str) -> list[tuple[str, ...]]:
 def test_describe_downgrade_upgrade_disable(broker):
     assert describe(broker.bootstrap) == [
         ("group.version", "0", "1", "1", "0"),
+        ("share.version", "0", "1", "1", "0"),
         ("streams.version", "0", "1", "1", "0"),
         ("transaction.version", "0", "2", "2", "0"),
     ]
@@ -60,6 +61,7 @@ def test_describe_downgrade_upgrade_disable(broker):
     assert (done.returncode, done.stdout) == (0, "transaction.version was upgraded to 2.\n")
     assert describe(broker.bootstrap) == [
         ("group.version", "0", "1", "1", "2"),
+        ("share.version", "0", "1", "1", "2"),
         ("streams.version", "0", "1", "1", "2"),
         ("transaction.version", "0", "2", "2", "2"),
     ]

@@ -14,7 +14,12 @@ from wireserver.testing import KafkaWire
 
 UPGRADE, SAFE_DOWNGRADE = 1, 2
 #: what a new broker finalizes (Kafka 4.4's defaults for the features wireserver has)
-DEFAULT_LEVELS = {"group.version": 1, "streams.version": 1, "transaction.version": 2}
+DEFAULT_LEVELS = {
+    "group.version": 1,
+    "share.version": 1,
+    "streams.version": 1,
+    "transaction.version": 2,
+}
 
 
 def update(bootstrap: str, *changes: tuple[str, int, int], version=2, validate_only=False):
@@ -49,12 +54,15 @@ def broker(tmp_path):
 def test_downgrade_and_upgrade_change_what_api_versions_reports(broker):
     answer = update(broker.bootstrap, ("group.version", 0, SAFE_DOWNGRADE))
     assert (answer.error_code, answer.error_message) == (ErrorCode.NONE, None)
-    assert finalized(broker.bootstrap) == (1, {"streams.version": 1, "transaction.version": 2})
+    assert finalized(broker.bootstrap) == (
+        1,
+        {"share.version": 1, "streams.version": 1, "transaction.version": 2},
+    )
     answer = update(broker.bootstrap, ("group.version", 1, UPGRADE))
     assert answer.error_code == ErrorCode.NONE
     assert finalized(broker.bootstrap) == (
         2,
-        {"streams.version": 1, "transaction.version": 2, "group.version": 1},
+        {"share.version": 1, "streams.version": 1, "transaction.version": 2, "group.version": 1},
     )
 
 
@@ -66,7 +74,10 @@ def test_levels_outlive_a_restart(tmp_path):
         first.stop()
     second = RunningBroker(tmp_path)
     try:
-        assert finalized(second.bootstrap) == (1, {"streams.version": 1, "transaction.version": 2})
+        assert finalized(second.bootstrap) == (
+            1,
+            {"share.version": 1, "streams.version": 1, "transaction.version": 2},
+        )
     finally:
         second.stop()
 

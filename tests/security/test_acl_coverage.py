@@ -64,6 +64,15 @@ from wireserver.protocol.messages_extra import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
 )
+from wireserver.protocol.messages_share import (
+    AlterShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequest,
+    ShareAcknowledgeRequest,
+    ShareFetchRequest,
+    ShareGroupDescribeRequest,
+    ShareGroupHeartbeatRequest,
+)
 from wireserver.protocol.messages_streams import (
     StreamsGroupDescribeRequest,
     StreamsGroupTopologyDescriptionUpdateRequest,
@@ -142,6 +151,13 @@ REQUIRED = {
     69: "DESCRIBE group (+ DESCRIBE assigned topics)",
     88: "READ group + DESCRIBE topology topics (CREATE for internal ones: test_streams_protocol)",
     89: "DESCRIBE group",
+    76: "READ group + DESCRIBE subscribed topics",
+    77: "DESCRIBE group",
+    78: "READ group + READ topic (topic: tests/share/test_share_groups.py)",
+    79: "READ group + READ topic",
+    90: "DESCRIBE group + DESCRIBE topic",
+    91: "READ group + READ topic",
+    92: "DELETE group + READ topic",
     93: "READ group",
     74: "DESCRIBE_CONFIGS cluster",
     75: "DESCRIBE topic (unauthorized hidden)",
@@ -385,6 +401,39 @@ def consumer_group_heartbeat(group):
         subscribed_topic_names=["t"],
         server_assignor=None,
         topic_partitions=[],
+    )
+
+
+def share_group_heartbeat(group):
+    return ShareGroupHeartbeatRequest(
+        version=1,
+        group_id=group,
+        member_id="m1",
+        member_epoch=0,
+        rack_id=None,
+        subscribed_topic_names=["t"],
+    )
+
+
+def share_fetch(group):
+    return ShareFetchRequest(
+        version=1,
+        group_id=group,
+        member_id="m1",
+        share_session_epoch=0,
+        max_wait_ms=0,
+        min_bytes=1,
+        max_bytes=1024,
+        max_records=10,
+        batch_size=10,
+        topics=[],
+        forgotten_topics_data=[],
+    )
+
+
+def share_acknowledge(group):
+    return ShareAcknowledgeRequest(
+        version=1, group_id=group, member_id="m1", share_session_epoch=-1, topics=[]
     )
 
 
@@ -789,6 +838,65 @@ CASES = [
         [group_acl(Op.READ, "cg")],
         [topic_acl(Op.DESCRIBE)],
         TOPIC_DENIED,
+    ),
+    (
+        76,
+        lambda: share_group_heartbeat("sg"),
+        top,
+        [topic_acl(Op.DESCRIBE)],
+        [group_acl(Op.READ, "sg")],
+        GROUP_DENIED,
+    ),
+    (
+        76,
+        lambda: share_group_heartbeat("sg"),
+        top,
+        [group_acl(Op.READ, "sg")],
+        [topic_acl(Op.DESCRIBE)],
+        TOPIC_DENIED,
+    ),
+    (
+        77,
+        lambda: ShareGroupDescribeRequest(
+            version=1, group_ids=["sgd"], include_authorized_operations=False
+        ),
+        lambda r: r.groups[0].error_code,
+        [],
+        [group_acl(Op.DESCRIBE, "sgd")],
+        GROUP_DENIED,
+    ),
+    (78, lambda: share_fetch("sf"), top, [], [group_acl(Op.READ, "sf")], GROUP_DENIED),
+    (
+        90,
+        lambda: DescribeShareGroupOffsetsRequest(
+            version=1,
+            groups=[
+                DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup(
+                    group_id="so", topics=None
+                )
+            ],
+        ),
+        lambda r: r.groups[0].error_code,
+        [],
+        [group_acl(Op.DESCRIBE, "so")],
+        GROUP_DENIED,
+    ),
+    (79, lambda: share_acknowledge("sa"), top, [], [group_acl(Op.READ, "sa")], GROUP_DENIED),
+    (
+        91,
+        lambda: AlterShareGroupOffsetsRequest(version=0, group_id="sr", topics=[]),
+        top,
+        [],
+        [group_acl(Op.READ, "sr")],
+        GROUP_DENIED,
+    ),
+    (
+        92,
+        lambda: DeleteShareGroupOffsetsRequest(version=0, group_id="sd", topics=[]),
+        top,
+        [],
+        [group_acl(Op.DELETE, "sd")],
+        GROUP_DENIED,
     ),
     (
         69,

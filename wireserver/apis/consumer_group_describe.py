@@ -2,7 +2,7 @@
 members, each with its current and target assignment (topic id and name). v1 adds the member
 type (1: a consumer-protocol member; there are no classic members in our consumer groups).
 
-A group that does not exist, or is a classic group, is GROUP_ID_NOT_FOUND ("Group X is not a
+A group that does not exist, or is of another type, is GROUP_ID_NOT_FOUND ("Group X is not a
 consumer group." for the latter, as Kafka). Each group needs DESCRIBE (GROUP_AUTHORIZATION_FAILED);
 a group whose members' current or target assignments name a topic the principal may not
 DESCRIBE is TOPIC_AUTHORIZATION_FAILED without members, as in Kafka. Authorized operations, when
@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
+from wireserver.groups.api import NOT_REQUESTED, described_assignment, failed_modern_group
 from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 
 API_KEY = 69
 CONSUMER_MEMBER_TYPE = 1
-NOT_REQUESTED = -(2**31)
 
 
 @handles(API_KEY)
@@ -33,28 +33,10 @@ def handle(ctx: RequestContext) -> HandlerResult:
     names = coordinator.consumer.topic_names()
 
     def assignment(partitions):
-        return assignment_class(
-            topic_partitions=[
-                assignment_class.TopicPartitions(
-                    topic_id=topic_id, topic_name=names.get(topic_id, ""), partitions=sorted(ps)
-                )
-                for topic_id, ps in sorted(partitions.items(), key=lambda i: names.get(i[0], ""))
-                if ps
-            ]
-        )
+        return described_assignment(assignment_class, names, partitions)
 
     def failed(group_id, error, message):
-        return group_class(
-            error_code=error,
-            error_message=message,
-            group_id=group_id,
-            group_state="",
-            group_epoch=0,
-            assignment_epoch=0,
-            assignor_name="",
-            members=[],
-            authorized_operations=NOT_REQUESTED,
-        )
+        return failed_modern_group(group_class, group_id, error, message)
 
     described = []
     for group_id in body.group_ids:
@@ -89,7 +71,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
         elif group is None:
             message = (
                 f"Group {group_id} is not a consumer group."
-                if group_id in coordinator.groups
+                if group_id in coordinator.groups or coordinator.modern_group(group_id)
                 else f"Group {group_id} not found."
             )
             described.append(failed(group_id, ErrorCode.GROUP_ID_NOT_FOUND, message))

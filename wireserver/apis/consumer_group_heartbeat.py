@@ -24,7 +24,7 @@ from typing import Any
 
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
-from wireserver.groups.api import client_host
+from wireserver.groups.api import client_host, heartbeat_assignment
 from wireserver.groups.consumer_coordinator import HeartbeatRequest
 from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
@@ -79,19 +79,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
             describable=lambda topic: checks.describe_topic(ctx, topic) is None,
         )
     )
-    response_class = ctx.request.spec.response_class
-    assignment = None
-    if result.assignment is not None:
-        assignment_class = response_class.Assignment
-        assignment = assignment_class(
-            topic_partitions=[
-                assignment_class.TopicPartitions(topic_id=topic_id, partitions=sorted(partitions))
-                for topic_id, partitions in sorted(
-                    result.assignment.items(), key=lambda i: str(i[0])
-                )
-                if partitions
-            ]
-        )
+    assignment = heartbeat_assignment(ctx.request.spec.response_class.Assignment, result.assignment)
     return ctx.response(
         throttle_time_ms=0,
         error_code=int(result.error),

@@ -1,7 +1,8 @@
 """DescribeGroups (key 15), v0-6.
 
 Member metadata and assignments are reported only for a Stable group (as Kafka). An unknown
-group is a "Dead" group: GROUP_ID_NOT_FOUND from v6 (KIP-1043), no error before. Each
+group is a "Dead" group: GROUP_ID_NOT_FOUND from v6 (KIP-1043), no error before; so is a group
+of another type (consumer, Streams, share: "Group X is not a classic group.", as Kafka). Each
 group needs DESCRIBE (GROUP_AUTHORIZATION_FAILED). Authorized operations, when asked (v3+),
 are those of each group answered without an error (a "Dead" one before v6 too), as Kafka's
 ``handleDescribeGroupsRequest``; the others keep "not requested" (INT32_MIN).
@@ -47,10 +48,17 @@ def handle(ctx: RequestContext) -> HandlerResult:
             error = group_error or (
                 ErrorCode.GROUP_ID_NOT_FOUND if version >= 6 else ErrorCode.NONE
             )
+            other_type = group_error is None and coordinator.modern_group(group_id) is not None
             described.append(
                 group_class(
                     error_code=error,
-                    error_message=f"Group {group_id} not found." if error else None,
+                    error_message=(
+                        f"Group {group_id} is not a classic group."
+                        if other_type
+                        else f"Group {group_id} not found."
+                    )
+                    if error
+                    else None,
                     group_id=group_id,
                     group_state=str(GroupState.DEAD) if group_error is None else "",
                     protocol_type="",

@@ -2,7 +2,8 @@
 and its type from v5 (``classic``, or ``consumer`` for a KIP-848 group, whose protocol type is
 ``consumer`` and whose states are Empty, Assigning, Reconciling and Stable; ``streams`` for a
 KIP-1071 group, protocol type ``streams``, states Empty, NotReady, Assigning, Reconciling and
-Stable; the v5 types filter). Both filters compare case-insensitively, as Kafka does. A principal with DESCRIBE on
+Stable; ``share`` for a KIP-932 group, protocol type ``share``, states Empty and Stable; the
+v5 types filter). Both filters compare case-insensitively, as Kafka does. A principal with DESCRIBE on
 the cluster sees every group, any other only the groups it may DESCRIBE."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ API_KEY = 16
 GROUP_TYPE = "classic"
 CONSUMER_GROUP_TYPE = "consumer"
 STREAMS_GROUP_TYPE = "streams"
+SHARE_GROUP_TYPE = "share"
 
 
 @handles(API_KEY)
@@ -53,6 +55,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
         (CONSUMER_GROUP_TYPE, g) for g in coordinator.consumer.groups.values()
     ]
     modern += [(STREAMS_GROUP_TYPE, g) for g in coordinator.streams.groups.values()]
+    modern += [(SHARE_GROUP_TYPE, g) for g in coordinator.share.groups.values()]
     for group_type, modern_group in modern:
         state = str(modern_group.state)
         if states is not None and state.lower() not in states:

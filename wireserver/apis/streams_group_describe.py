@@ -113,7 +113,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
             out.append(described(group_id, error, None))
             continue
         if group is None:
-            other = group_id in coordinator.groups or group_id in coordinator.consumer.groups
+            other = group_id in coordinator.groups or coordinator.modern_group(group_id)
             message = (
                 f"Group {group_id} is not a streams group."
                 if other

@@ -93,6 +93,7 @@ _ANSWERS: dict[str, dict[str, tuple[str, ...]]] = {
     "DescribeTransactions": {"transaction_states": ("transactional_ids",)},
     "ConsumerGroupDescribe": {"groups": ("group_ids",)},
     "StreamsGroupDescribe": {"groups": ("group_ids",)},
+    "ShareGroupDescribe": {"groups": ("group_ids",)},
     "DescribeUserScramCredentials": {"results": ("users",), "user": ("name",)},
     # one result per user, deletions first, then upsertions
     "AlterUserScramCredentials": {"results": ("deletions", "upsertions"), "user": ("name",)},

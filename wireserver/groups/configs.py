@@ -3,8 +3,9 @@ IncrementalAlterConfigs, as Kafka 4.4's ``GroupConfig``.
 
 Keys (``GROUP_CONFIGS``): Kafka 4.4's consumer-, share- and streams-group keys. The consumer
 and streams coordinators use a group's session timeout and heartbeat interval (the streams one
-its ``streams.num.standby.replicas`` too); the share-group keys are kept and described (share
-groups are not served). A key a group does not set takes its value from its broker synonym
+its ``streams.num.standby.replicas`` too), share groups their ``share.*`` keys; the
+dead-letter queue, assignment interval and lock renewal keys are kept and described only. A
+key a group does not set takes its value from its broker synonym
 (``group.consumer.session.timeout.ms`` for ``consumer.session.timeout.ms``, ...; Kafka's
 ``brokerSynonym``) or, for the others, Kafka's fixed default. Internal keys (``*.assignor.offload.enable`` ...) are accepted, not described.
 
@@ -30,7 +31,22 @@ from wireserver.storage.configdef import ConfigDef, ConfigValueError, at_least, 
 
 FILE_NAME = "wireserver-group-configs.json"
 
-_ISO_DURATION = re.compile(r"P(?:\d+D)?(?:T(?:\d+H)?(?:\d+M)?(?:\d+(?:\.\d+)?S)?)?", re.IGNORECASE)
+_ISO_DURATION = re.compile(
+    r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?", re.IGNORECASE
+)
+
+
+def reset_duration_ms(value: str) -> int | None:
+    """The duration of a ``by_duration:<ISO-8601>`` ``share.auto.offset.reset``, in ms; None
+    for earliest and latest."""
+    prefix = "by_duration:"
+    if not value.lower().startswith(prefix):
+        return None
+    found = _ISO_DURATION.fullmatch(value[len(prefix) :].strip())
+    if found is None:
+        return None
+    days, hours, minutes, seconds = (float(g) if g else 0.0 for g in found.groups())
+    return int((((days * 24 + hours) * 60 + minutes) * 60 + seconds) * 1000)
 
 
 def _check_auto_offset_reset(value: str) -> None:
@@ -79,7 +95,7 @@ def _g(
     )
 
 
-NOT_SERVED = " (share groups are not served)"
+NOT_SERVED = " (kept and described; not acted on)"
 
 GROUP_CONFIGS: dict[str, ConfigDef] = {
     d.name: d
@@ -135,7 +151,7 @@ GROUP_CONFIGS: dict[str, ConfigDef] = {
             "share.session.timeout.ms",
             "int",
             45000,
-            "Session timeout of share-group members" + NOT_SERVED + ".",
+            "A share-group member that sends no heartbeat for this long leaves the group.",
             at_least(1),
             broker="group.share.session.timeout.ms",
         ),
@@ -143,7 +159,7 @@ GROUP_CONFIGS: dict[str, ConfigDef] = {
             "share.heartbeat.interval.ms",
             "int",
             5000,
-            "Heartbeat interval of share-group members" + NOT_SERVED + ".",
+            "The heartbeat interval given to the group's share-group members.",
             at_least(1),
             broker="group.share.heartbeat.interval.ms",
         ),
@@ -151,7 +167,7 @@ GROUP_CONFIGS: dict[str, ConfigDef] = {
             "share.record.lock.duration.ms",
             "int",
             30000,
-            "How long a share-group member holds an acquired record" + NOT_SERVED + ".",
+            "How long a share-group member holds an acquired record before it is delivered again.",
             at_least(1000),
             broker="group.share.record.lock.duration.ms",
         ),
@@ -159,7 +175,7 @@ GROUP_CONFIGS: dict[str, ConfigDef] = {
             "share.delivery.count.limit",
             "int",
             5,
-            "The most delivery attempts of a record to a share group" + NOT_SERVED + ".",
+            "The most delivery attempts of a record to a share group; then it is archived.",
             at_least(2),
             broker="group.share.delivery.count.limit",
         ),
@@ -167,7 +183,8 @@ GROUP_CONFIGS: dict[str, ConfigDef] = {
             "share.partition.max.record.locks",
             "int",
             2000,
-            "Record locks a share group may hold per partition" + NOT_SERVED + ".",
+            "Records of a partition a share group may have in flight (acquired or awaiting "
+            "delivery) at once.",
             at_least(100),
             broker="group.share.partition.max.record.locks",
         ),
@@ -175,7 +192,8 @@ GROUP_CONFIGS: dict[str, ConfigDef] = {
             "share.assignment.interval.ms",
             "int",
             1000,
-            "The interval between assignment updates for a share group" + NOT_SERVED + ".",
+            "The interval between assignment updates for a share group (kept and described; "
+            "wireserver assigns at once).",
             at_least(0),
             broker="group.share.assignment.interval.ms",
         ),
@@ -192,16 +210,14 @@ GROUP_CONFIGS: dict[str, ConfigDef] = {
             "string",
             "latest",
             "Where a share group starts reading a partition: earliest, latest or "
-            "by_duration:PnDTnHnMn.nS (an ISO-8601 duration" + NOT_SERVED + ").",
+            "by_duration:PnDTnHnMn.nS (an ISO-8601 duration before the moment it starts).",
             _check_auto_offset_reset,
         ),
         _g(
             "share.isolation.level",
             "string",
             "read_uncommitted",
-            "Whether a share group delivers only committed transactional records"
-            + NOT_SERVED
-            + ".",
+            "Whether a share group delivers only committed transactional records.",
             one_of("read_committed", "read_uncommitted"),
         ),
         _g(

@@ -37,6 +37,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from wireserver.groups import assignors
 from wireserver.groups.consumer_group import (
@@ -299,14 +300,7 @@ class ConsumerGroupCoordinator(ModernGroupCoordinator):
         return metadata or assignor
 
     def _refresh_metadata(self, group: ConsumerGroup) -> bool:
-        """Update the subscribed topics' ids and partition counts; True if they changed."""
-        topics = self.logs.topics
-        names = set().union(*self._subscriptions(group).values()) if group.members else set()
-        metadata = {n: (topics[n].topic_id, topics[n].num_partitions) for n in sorted(names)}
-        if metadata != group.subscription_metadata:
-            group.subscription_metadata = metadata
-            return True
-        return False
+        return refresh_subscription_metadata(self.logs.topics, group, self._subscriptions(group))
 
     def _refresh_assignor(self, group: ConsumerGroup) -> bool:
         """The assignor most members ask for, else the first configured one."""
@@ -385,6 +379,19 @@ class ConsumerGroupCoordinator(ModernGroupCoordinator):
 
     def topic_names(self) -> dict[uuid.UUID, str]:
         return {info.topic_id: name for name, info in self.logs.topics.items()}
+
+
+def refresh_subscription_metadata(
+    topics: Any, group: Any, subscriptions: dict[str, set[str]]
+) -> bool:
+    """Update the group's view of its subscribed topics (name -> topic id and partition
+    count) from ``topics`` (the broker's); True if it changed."""
+    names = set().union(*subscriptions.values()) if group.members else set()
+    metadata = {n: (topics[n].topic_id, topics[n].num_partitions) for n in sorted(names)}
+    if metadata != group.subscription_metadata:
+        group.subscription_metadata = metadata
+        return True
+    return False
 
 
 def _is_subset(owned: TopicPartitions | None, assigned: TopicPartitions) -> bool:

@@ -81,16 +81,20 @@ from wireserver.groups.records import (
     MemberValue,
     OffsetKey,
     RecordFormatError,
+    ShareGroupKey,
+    ShareGroupValue,
     StreamsGroupKey,
     StreamsGroupValue,
     decode_consumer_group_value,
     decode_group_value,
     decode_key,
     decode_offset_value,
+    decode_share_group_value,
     decode_streams_group_value,
     encode_group_value,
     encode_key,
 )
+from wireserver.groups.share_coordinator import ShareGroupCoordinator
 from wireserver.groups.state import GroupState
 from wireserver.groups.streams_coordinator import StreamsGroupCoordinator
 from wireserver.protocol.errors import DecodeError, ErrorCode
@@ -185,6 +189,8 @@ class GroupCoordinator:
         self.consumer = ConsumerGroupCoordinator(self, host.logs, group_configs)
         # Groups of type "streams" (KIP-1071) too.
         self.streams = StreamsGroupCoordinator(self, host.logs, group_configs)
+        # And share groups (KIP-932).
+        self.share = ShareGroupCoordinator(self, host.logs, group_configs)
         self.offsets = OffsetManager(self.runtime, self, self.reactor)
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -206,6 +212,7 @@ class GroupCoordinator:
             self._cancel_group_timers(group)
         self.consumer.stop()
         self.streams.stop()
+        self.share.stop()
 
     def _cancel_group_timers(self, group: Group) -> None:
         """Cancel a group's rebalance, sync and member timers (it is dropped or unloaded)."""
@@ -307,6 +314,9 @@ class GroupCoordinator:
             if isinstance(values.get(group_id), ConsumerGroupValue):
                 self.consumer.restore(group_id, values[group_id], offsets.get(group_id, {}))
                 continue
+            if isinstance(values.get(group_id), ShareGroupValue):
+                self.share.restore(group_id, values[group_id], offsets.get(group_id, {}))
+                continue
             if isinstance(values.get(group_id), StreamsGroupValue):
                 self.streams.restore(group_id, values[group_id], offsets.get(group_id, {}))
                 continue
@@ -331,7 +341,7 @@ class GroupCoordinator:
                 member.complete_join(JoinResult(ErrorCode.NOT_COORDINATOR, member.member_id))
                 member.complete_sync(SyncResult(ErrorCode.NOT_COORDINATOR))
             dropped += 1
-        dropped += self.consumer.forget(mine) + self.streams.forget(mine)
+        dropped += self.consumer.forget(mine) + self.streams.forget(mine) + self.share.forget(mine)
         self.offsets.forget_pending(mine)
         return dropped
 
@@ -399,13 +409,15 @@ class GroupCoordinator:
                     group_offsets[(key.topic, key.partition)] = CommittedOffset(
                         value.offset, value.leader_epoch, value.metadata, value.commit_timestamp
                     )
-            elif isinstance(key, (GroupKey, ConsumerGroupKey, StreamsGroupKey)):
+            elif isinstance(key, (GroupKey, ConsumerGroupKey, StreamsGroupKey, ShareGroupKey)):
                 if value_bytes is None:
                     values.pop(key.group, None)
                 elif isinstance(key, ConsumerGroupKey):
                     values[key.group] = decode_consumer_group_value(value_bytes)
                 elif isinstance(key, StreamsGroupKey):
                     values[key.group] = decode_streams_group_value(value_bytes)
+                elif isinstance(key, ShareGroupKey):
+                    values[key.group] = decode_share_group_value(value_bytes)
                 else:
                     values[key.group] = decode_group_value(value_bytes)
         except (RecordFormatError, ValueError) as exc:
@@ -457,6 +469,10 @@ class GroupCoordinator:
         if req.rebalance_timeout_ms < 0:
             req.rebalance_timeout_ms = req.session_timeout_ms
         consumer_group = self.consumer.groups.get(req.group_id)
+        if req.group_id in self.share.groups:
+            # Kafka converts no share group to a classic one.
+            d.callback(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id))
+            return d
         if consumer_group is not None:
             if consumer_group.members:
                 d.callback(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id))
@@ -1042,9 +1058,13 @@ class GroupCoordinator:
     # -- admin ------------------------------------------------------------------------------
 
     def modern_group(self, group_id: str) -> Any:
-        """The consumer-protocol or Streams group of that id (their offsets are checked by
-        member epoch, the same way), or None."""
-        return self.consumer.groups.get(group_id) or self.streams.groups.get(group_id)
+        """The consumer-protocol, Streams or share group of that id (their offsets are checked
+        by member epoch, the same way), or None."""
+        return (
+            self.consumer.groups.get(group_id)
+            or self.streams.groups.get(group_id)
+            or self.share.groups.get(group_id)
+        )
 
     def list_groups(self) -> list[Group]:
         return [g for g in self.groups.values() if not g.is_in(S.DEAD)]
@@ -1057,6 +1077,9 @@ class GroupCoordinator:
                 continue
             if group_id in self.streams.groups:
                 results[group_id] = self.streams.delete(self.streams.groups[group_id])
+                continue
+            if group_id in self.share.groups:
+                results[group_id] = self.share.delete(self.share.groups[group_id])
                 continue
             group = self.groups.get(group_id)
             if group is None or group.is_in(S.DEAD):

@@ -267,7 +267,7 @@ class ModernGroupCoordinator(MemberTimers, EpochStore):
         member.instance_id = req.instance_id
         group.add(member)
         # Kafka's GroupMetadataManager words (its streams groups say "joins the streams group").
-        protocol = " using the consumer protocol" if self.kind == "consumer" else ""
+        protocol = f" using the {self.kind} protocol" if self.kind in ("consumer", "share") else ""
         if req.instance_id is None:
             log.info(
                 "[GroupId %s] Member %s joins the %s group%s.",

@@ -19,6 +19,10 @@ int16 value version; strings are int16-length UTF-8, bytes int32-length, arrays 
   Streams (KIP-1071) group and the hash of its topics' metadata (we write 0), then tagged
   fields, ignored on read. Kafka's other streams records (types 18-22: members, target and
   current assignments, topology) are neither written nor read: members rejoin after a restart.
+- ShareGroupMetadataKey (type 11): group. Its value (version 0, flexible) has the layout of
+  StreamsGroupMetadataValue: the epoch of a share group (KIP-932) and the hash of its topics'
+  metadata (we write 0). Kafka's other share group records (types 9, 10, 12-14, 16) are neither
+  written nor read: members rejoin after a restart.
 - GroupMetadataValue: we write version 3 (protocolType, generation, protocol?, leader?,
   currentStateTimestamp, members[memberId, groupInstanceId?, clientId, clientHost,
   rebalanceTimeout, sessionTimeout, subscription, assignment]) and read versions 0-3.
@@ -44,6 +48,7 @@ LEGACY_OFFSET_COMMIT_KEY = 0
 OFFSET_COMMIT_KEY = 1
 GROUP_METADATA_KEY = 2
 CONSUMER_GROUP_METADATA_KEY = 3
+SHARE_GROUP_METADATA_KEY = 11
 STREAMS_GROUP_METADATA_KEY = 17
 
 OFFSET_COMMIT_VALUE_VERSION = 3
@@ -161,17 +166,28 @@ class StreamsGroupKey:
     group: str
 
 
-Key = OffsetKey | GroupKey | ConsumerGroupKey | StreamsGroupKey
+@dataclass(frozen=True)
+class ShareGroupKey:
+    group: str
+
+
+Key = OffsetKey | GroupKey | ConsumerGroupKey | StreamsGroupKey | ShareGroupKey
+
+#: The group records that name a group alone, by their record type.
+_GROUP_KEYS: dict[type, int] = {
+    ConsumerGroupKey: CONSUMER_GROUP_METADATA_KEY,
+    StreamsGroupKey: STREAMS_GROUP_METADATA_KEY,
+    ShareGroupKey: SHARE_GROUP_METADATA_KEY,
+}
 
 
 def encode_key(key: Key) -> bytes:
     if isinstance(key, OffsetKey):
         w = _Writer().int16(OFFSET_COMMIT_KEY).string(key.group).string(key.topic)
         return bytes(w.int32(key.partition).buf)
-    if isinstance(key, ConsumerGroupKey):
-        return bytes(_Writer().int16(CONSUMER_GROUP_METADATA_KEY).string(key.group).buf)
-    if isinstance(key, StreamsGroupKey):
-        return bytes(_Writer().int16(STREAMS_GROUP_METADATA_KEY).string(key.group).buf)
+    kind = _GROUP_KEYS.get(type(key))
+    if kind is not None:
+        return bytes(_Writer().int16(kind).string(key.group).buf)
     return bytes(_Writer().int16(GROUP_METADATA_KEY).string(key.group).buf)
 
 
@@ -188,6 +204,8 @@ def decode_key(data: bytes) -> Key | None:
         return ConsumerGroupKey(r.string())
     if kind == STREAMS_GROUP_METADATA_KEY:
         return StreamsGroupKey(r.string())
+    if kind == SHARE_GROUP_METADATA_KEY:
+        return ShareGroupKey(r.string())
     return None
 
 
@@ -221,12 +239,25 @@ def encode_streams_group_value(value: StreamsGroupValue) -> bytes:
     return bytes(w.buf) + b"\x00"
 
 
-def decode_streams_group_value(data: bytes) -> StreamsGroupValue:
+class ShareGroupValue(StreamsGroupValue):
+    """ShareGroupMetadataValue: laid out as StreamsGroupMetadataValue."""
+
+
+def _decode_epoch_and_hash(data: bytes, cls: type[StreamsGroupValue]) -> StreamsGroupValue:
     r = _Reader(data)
     version = r.int16()
     if version < 0:
-        raise RecordFormatError(f"unsupported StreamsGroupMetadataValue version {version}")
-    return StreamsGroupValue(r.int32(), r.int64())
+        name = cls.__name__.replace("Value", "MetadataValue")
+        raise RecordFormatError(f"unsupported {name} version {version}")
+    return cls(r.int32(), r.int64())
+
+
+def decode_streams_group_value(data: bytes) -> StreamsGroupValue:
+    return _decode_epoch_and_hash(data, StreamsGroupValue)
+
+
+def decode_share_group_value(data: bytes) -> StreamsGroupValue:
+    return _decode_epoch_and_hash(data, ShareGroupValue)
 
 
 # -- offset values ----------------------------------------------------------------------------

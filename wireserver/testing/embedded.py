@@ -32,6 +32,8 @@ TEST_DEFAULTS: dict[str, str] = {
     "offsets.topic.replication.factor": "1",
     "transaction.state.log.replication.factor": "1",
     "transaction.state.log.min.isr": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
     "group.initial.rebalance.delay.ms": "0",
     # The test controls (``EmbeddedBroker.controls``, ``wireserver.testing.controls``).
     "controls.enable": "true",

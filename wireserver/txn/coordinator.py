@@ -291,17 +291,12 @@ class TransactionCoordinator:
         partition). Ongoing transactions stay open: their producer may still end them, and
         the timeout aborts them otherwise, as in Kafka. Returns the ids loaded."""
         found: dict[str, TxnLogValue | None] = {}
-        for batch, position in self.runtime.batches(partition, to_log_end):
-            if batch.is_control:
-                continue
-            for record in batch.records():
-                if record.offset < position or record.key is None:
-                    continue
-                try:
-                    key = decode_key(record.key)
-                    found[key] = None if record.value is None else decode_value(record.value)
-                except TxnRecordError as exc:
-                    log.warning("skipping unreadable %s record: %s", TRANSACTION_STATE_TOPIC, exc)
+        for key_bytes, value_bytes in self.runtime.records(partition, to_log_end):
+            try:
+                key = decode_key(key_bytes)
+                found[key] = None if value_bytes is None else decode_value(value_bytes)
+            except TxnRecordError as exc:
+                log.warning("skipping unreadable %s record: %s", TRANSACTION_STATE_TOPIC, exc)
         loaded = []
         for transactional_id, value in found.items():
             if value is None:

@@ -1,0 +1,179 @@
+"""A share-partition (``wireserver.share.partition``) over a real log, its locks on a
+``twisted.internet.task.Clock``, and its state records (``wireserver.share.state``)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from twisted.internet.task import Clock
+
+from tests.storage.helpers import make_batch, open_log
+from wireserver.protocol.errors import ErrorCode
+from wireserver.share.partition import (
+    ACCEPT,
+    GAP,
+    REJECT,
+    RELEASE,
+    AcknowledgeError,
+    RecordState,
+    SharePartition,
+)
+from wireserver.share.state import (
+    ShareState,
+    apply_update,
+    coordinator_key,
+    decode_key,
+    decode_snapshot,
+    encode_key,
+    encode_snapshot,
+)
+
+SETTINGS = {
+    "share.auto.offset.reset": "earliest",
+    "share.delivery.count.limit": 3,
+    "share.partition.max.record.locks": 100,
+    "share.record.lock.duration.ms": 30000,
+}
+
+
+@pytest.fixture
+def log(tmp_path):
+    log = open_log(tmp_path / "t-0")
+    for _ in range(3):
+        log.append(make_batch(2), 0)  # offsets 0-1, 2-3, 4-5
+    log.high_watermark = log.log_end_offset
+    yield log
+    log.close()
+
+
+def partition(clock, **overrides):
+    settings = {**SETTINGS, **overrides}
+    released = []
+    share = SharePartition("g", "t", 0, clock, settings.__getitem__, lambda: released.append(1))
+    return share, released
+
+
+def test_members_get_disjoint_records_whole_batches(log):
+    share, _ = partition(Clock())
+    first = share.acquire("a", log, 3, 1 << 20, False)
+    # whole batches: 3 records asked, 4 acquired (two batches of two)
+    assert first.ranges == [(0, 3, 1)]
+    second = share.acquire("b", log, 10, 1 << 20, False)
+    assert second.ranges == [(4, 5, 1)]
+    assert share.acquire("c", log, 10, 1 << 20, False).ranges == []
+
+
+def test_record_limit_cuts_a_batch(log):
+    share, _ = partition(Clock())
+    assert share.acquire("a", log, 3, 1 << 20, False, strict=True).ranges == [(0, 2, 1)]
+    assert share.acquire("b", log, 3, 1 << 20, False, strict=True).ranges == [(3, 5, 1)]
+
+
+def test_accept_moves_the_start_offset_release_redelivers(log):
+    share, released = partition(Clock())
+    share.acquire("a", log, 10, 1 << 20, False)
+    share.acknowledge("a", [(0, 1, [ACCEPT]), (2, 3, [RELEASE, REJECT]), (4, 5, [GAP])])
+    assert share.start_offset == 2
+    assert released == [1]
+    again = share.acquire("b", log, 10, 1 << 20, False)
+    assert again.ranges == [(2, 2, 2)]
+    share.acknowledge("b", [(2, 2, [ACCEPT])])
+    assert share.start_offset == share.end_offset == 6
+
+
+def test_only_the_holder_acknowledges_all_or_nothing(log):
+    share, _ = partition(Clock())
+    share.acquire("a", log, 2, 1 << 20, False)
+    with pytest.raises(AcknowledgeError) as refused:
+        share.acknowledge("b", [(0, 1, [ACCEPT])])
+    assert refused.value.error == ErrorCode.INVALID_RECORD_STATE
+    with pytest.raises(AcknowledgeError):  # offset 2 was never acquired: nothing applies
+        share.acknowledge("a", [(0, 2, [ACCEPT])])
+    assert share.records[0].state is RecordState.ACQUIRED
+    with pytest.raises(AcknowledgeError) as malformed:
+        share.acknowledge("a", [(0, 1, [ACCEPT, ACCEPT, ACCEPT])])
+    assert malformed.value.error == ErrorCode.INVALID_REQUEST
+
+
+def test_lock_expiry_redelivers_until_the_delivery_limit(log):
+    clock = Clock()
+    share, released = partition(clock)
+    for delivery in (1, 2, 3):
+        got = share.acquire("a", log, 2, 1 << 20, False)
+        assert got.ranges == [(0, 1, delivery)]
+        clock.advance(29.9)
+        assert share.records[0].state is RecordState.ACQUIRED
+        clock.advance(0.2)
+    # the third expiry archives them: the limit is 3 deliveries
+    assert share.start_offset == 2
+    assert share.acquire("a", log, 2, 1 << 20, False).ranges == [(2, 3, 1)]
+    assert released == [1, 1]
+
+
+def test_a_member_that_leaves_gives_its_records_back(log):
+    share, released = partition(Clock())
+    share.acquire("a", log, 2, 1 << 20, False)
+    share.acquire("b", log, 2, 1 << 20, False)
+    share.release_member("a")
+    assert released == [1]
+    assert share.acquire("c", log, 10, 1 << 20, False).ranges == [(0, 1, 2), (4, 5, 1)]
+
+
+def test_max_record_locks_bounds_what_is_in_flight(log):
+    share, _ = partition(Clock(), **{"share.partition.max.record.locks": 2})
+    assert share.acquire("a", log, 10, 1 << 20, False).ranges == [(0, 1, 1)]
+    assert share.acquire("b", log, 10, 1 << 20, False).ranges == []
+    share.acknowledge("a", [(0, 1, [ACCEPT])])
+    assert share.acquire("b", log, 10, 1 << 20, False).ranges == [(2, 3, 1)]
+
+
+def test_latest_starts_at_the_high_watermark(log):
+    share, _ = partition(Clock(), **{"share.auto.offset.reset": "latest"})
+    assert share.acquire("a", log, 10, 1 << 20, False).ranges == []
+    assert share.start_offset == 6
+
+
+def test_state_batches_restore_the_same_state(log):
+    share, _ = partition(Clock())
+    share.acquire("a", log, 10, 1 << 20, False)
+    share.acknowledge("a", [(0, 0, [RELEASE]), (1, 2, [ACCEPT]), (3, 3, [REJECT])])
+    batches = share.state_batches()
+    assert batches == [
+        (0, 0, RecordState.AVAILABLE, 1),
+        (1, 2, RecordState.ACKNOWLEDGED, 1),
+        (3, 3, RecordState.ARCHIVED, 1),
+        (4, 5, RecordState.AVAILABLE, 1),  # still acquired: available once restored
+    ]
+    restored, _ = partition(Clock())
+    restored.restore(share.start_offset, batches)
+    assert restored.acquire("b", log, 10, 1 << 20, False).ranges == [(0, 0, 2), (4, 5, 2)]
+
+
+def test_state_records_round_trip_as_kafka_lays_them_out():
+    topic_id = uuid.UUID("6f1c6a4e-0d38-4a85-8d42-1f0e0cf5a9b1")
+    key = ("group", topic_id, 3)
+    assert decode_key(encode_key(0, key)) == (0, key)
+    # Kafka's Uuid.toString in the coordinator key
+    assert coordinator_key(key) == "group:bxxqTg04SoWNQh8ODPWpsQ:3"
+    state = ShareState(10, [(10, 11, 2, 1), (12, 12, 0, 3)], 4, 1, 1234)
+    value = encode_snapshot(state, leader_epoch=7, now_ms=5678)
+    assert decode_snapshot(value) == state
+    # an update over it: a new start offset and one batch replaced
+    decoded = decode_snapshot(value)
+    apply_update(decoded, _update_value(5, 11, [(12, 12, 2, 3)]))
+    assert decoded.start_offset == 11
+    assert decoded.batches == [(11, 11, 2, 1), (12, 12, 2, 3)]
+
+
+def _update_value(snapshot_epoch, start, batches):
+    """A ShareUpdateValue v0: SnapshotEpoch, LeaderEpoch, StartOffset, StateBatches, tags."""
+    out = bytearray((0).to_bytes(2, "big"))
+    out += snapshot_epoch.to_bytes(4, "big") + (0).to_bytes(4, "big")
+    out += start.to_bytes(8, "big", signed=True)
+    out.append(len(batches) + 1)
+    for first, last, state, count in batches:
+        out += first.to_bytes(8, "big") + last.to_bytes(8, "big")
+        out += state.to_bytes(1, "big") + count.to_bytes(2, "big") + b"\x00"
+    out.append(0)
+    return bytes(out)

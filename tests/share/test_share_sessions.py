@@ -1,0 +1,215 @@
+"""Share sessions and acknowledgements over real sockets with raw ShareFetch /
+ShareAcknowledge requests: the errors Kafka answers (SHARE_SESSION_NOT_FOUND,
+INVALID_SHARE_SESSION_EPOCH, INVALID_REQUEST for acknowledgements in an opening fetch,
+INVALID_RECORD_STATE for a record the member does not hold), forgotten partitions, and the
+acquired ranges a fetch reports; and how ListGroups, DescribeGroups, ConsumerGroupDescribe and
+ShareGroupDescribe answer for a share group."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import Producer
+from kafka.protocol.admin.groups import DescribeGroupsRequest, ListGroupsRequest
+
+from wireserver.protocol.errors import ErrorCode
+from wireserver.protocol.messages_extra import ConsumerGroupDescribeRequest
+from wireserver.protocol.messages_share import (
+    ShareAcknowledgeRequest,
+    ShareFetchRequest,
+    ShareGroupDescribeRequest,
+    ShareGroupHeartbeatRequest,
+)
+from wireserver.testing import EmbeddedBroker, KafkaWire
+
+pytestmark = pytest.mark.integration
+
+GROUP, TOPIC = "sessions", "s"
+FETCH = ShareFetchRequest.FetchTopic
+ACK_TOPIC = ShareAcknowledgeRequest.AcknowledgeTopic
+
+
+@pytest.fixture(scope="module")
+def kafka():
+    with EmbeddedBroker() as broker:
+        broker.create_topic(TOPIC, partitions=1)
+        with KafkaWire(broker.bootstrap_servers) as wire:
+            joined = wire.request(
+                ShareGroupHeartbeatRequest(
+                    version=1,
+                    group_id=GROUP,
+                    member_id="m1",
+                    member_epoch=0,
+                    rack_id=None,
+                    subscribed_topic_names=[TOPIC],
+                )
+            )
+        assert joined.error_code == ErrorCode.NONE
+        (assigned,) = joined.assignment.topic_partitions
+        broker.topic_id = assigned.topic_id
+        # the share-partition starts at the log end (share.auto.offset.reset latest): open
+        # it before producing
+        with KafkaWire(broker.bootstrap_servers) as wire:
+            assert wire.request(fetch(broker, "m1", 0, [0])).error_code == ErrorCode.NONE
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0})
+        for i in range(4):
+            producer.produce(TOPIC, value=b"v%d" % i)
+            producer.flush(30)
+        yield broker
+
+
+def fetch(kafka, member, epoch, partitions, acks=(), forgotten=(), max_records=100):
+    part = FETCH.FetchPartition
+    batches = [
+        part.AcknowledgementBatch(first_offset=f, last_offset=last, acknowledge_types=t)
+        for f, last, t in acks
+    ]
+    return ShareFetchRequest(
+        version=1,
+        group_id=GROUP,
+        member_id=member,
+        share_session_epoch=epoch,
+        max_wait_ms=0,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        max_records=max_records,
+        batch_size=max_records,
+        topics=[
+            FETCH(
+                topic_id=kafka.topic_id,
+                partitions=[
+                    part(partition_index=p, partition_max_bytes=0, acknowledgement_batches=batches)
+                    for p in partitions
+                ],
+            )
+        ]
+        if partitions
+        else [],
+        forgotten_topics_data=[
+            ShareFetchRequest.ForgottenTopic(topic_id=kafka.topic_id, partitions=list(forgotten))
+        ]
+        if forgotten
+        else [],
+    )
+
+
+def acknowledge(kafka, member, epoch, first, last, kind):
+    part = ACK_TOPIC.AcknowledgePartition
+    return ShareAcknowledgeRequest(
+        version=1,
+        group_id=GROUP,
+        member_id=member,
+        share_session_epoch=epoch,
+        topics=[
+            ACK_TOPIC(
+                topic_id=kafka.topic_id,
+                partitions=[
+                    part(
+                        partition_index=0,
+                        acknowledgement_batches=[
+                            part.AcknowledgementBatch(
+                                first_offset=first, last_offset=last, acknowledge_types=[kind]
+                            )
+                        ],
+                    )
+                ],
+            )
+        ],
+    )
+
+
+def acquired(response):
+    return [
+        (r.first_offset, r.last_offset, r.delivery_count)
+        for t in response.responses
+        for p in t.partitions
+        for r in p.acquired_records
+    ]
+
+
+def test_session_epochs_and_acknowledgements(kafka):
+    with KafkaWire(kafka.bootstrap_servers) as wire:
+        # no session for this member yet
+        assert wire.request(fetch(kafka, "m2", 1, [0])).error_code == (
+            ErrorCode.SHARE_SESSION_NOT_FOUND
+        )
+        # an opening fetch carries no acknowledgements
+        assert wire.request(fetch(kafka, "m2", 0, [0], acks=[(0, 0, [1])])).error_code == (
+            ErrorCode.INVALID_REQUEST
+        )
+        # ShareAcknowledge cannot open a session
+        assert wire.request(acknowledge(kafka, "m2", 0, 0, 0, 1)).error_code == (
+            ErrorCode.INVALID_SHARE_SESSION_EPOCH
+        )
+        opened = wire.request(fetch(kafka, "m2", 0, [0], max_records=2))
+        assert opened.error_code == ErrorCode.NONE
+        assert opened.acquisition_lock_timeout_ms == 30000
+        assert acquired(opened) == [(0, 1, 1)]
+        # the next request must carry epoch 1
+        assert wire.request(fetch(kafka, "m2", 2, [])).error_code == (
+            ErrorCode.INVALID_SHARE_SESSION_EPOCH
+        )
+        # another member's records cannot be acknowledged; its own can, piggy-backed
+        other = wire.request(fetch(kafka, "m3", 0, [0], max_records=1))
+        assert acquired(other) == [(2, 2, 1)]
+        refused = wire.request(acknowledge(kafka, "m2", 1, 2, 2, 1))
+        assert refused.error_code == ErrorCode.NONE
+        assert refused.responses[0].partitions[0].error_code == ErrorCode.INVALID_RECORD_STATE
+        # accept 0-1 and get the rest in the same request (epoch 2: the acknowledge was 1)
+        again = wire.request(fetch(kafka, "m2", 2, [0], acks=[(0, 1, [1])]))
+        (partition,) = again.responses[0].partitions
+        assert partition.acknowledge_error_code == ErrorCode.NONE
+        assert acquired(again) == [(3, 3, 1)]
+        # forgotten: the session no longer fetches the partition
+        forgot = wire.request(fetch(kafka, "m2", 3, [], forgotten=[0]))
+        assert acquired(forgot) == [] and forgot.responses == []
+        # closing the session releases what m2 held: m3 gets offset 3 again
+        closed = wire.request(acknowledge(kafka, "m2", -1, 3, 3, 2))
+        assert closed.error_code == ErrorCode.NONE
+        assert wire.request(fetch(kafka, "m2", 4, [])).error_code == (
+            ErrorCode.SHARE_SESSION_NOT_FOUND
+        )
+        redelivered = wire.request(fetch(kafka, "m3", 1, [0], acks=[(2, 2, [1])]))
+        assert acquired(redelivered) == [(3, 3, 2)]
+
+
+def test_other_group_apis_see_a_share_group_as_kafka_does(kafka):
+    with KafkaWire(kafka.bootstrap_servers) as wire:
+        listed = wire.request(
+            ListGroupsRequest(version=5, states_filter=[], types_filter=["share"])
+        )
+        described = wire.request(
+            DescribeGroupsRequest(version=6, groups=[GROUP], include_authorized_operations=False)
+        )
+        as_consumer = wire.request(
+            ConsumerGroupDescribeRequest(
+                version=1, group_ids=[GROUP], include_authorized_operations=False
+            )
+        )
+        as_share = wire.request(
+            ShareGroupDescribeRequest(
+                version=1, group_ids=[GROUP, "nope"], include_authorized_operations=False
+            )
+        )
+    assert [(g.group_id, g.group_type, g.protocol_type) for g in listed.groups] == [
+        (GROUP, "share", "share")
+    ]
+    (group,) = described.groups
+    assert (group.error_code, group.error_message) == (
+        ErrorCode.GROUP_ID_NOT_FOUND,
+        f"Group {GROUP} is not a classic group.",
+    )
+    (group,) = as_consumer.groups
+    assert (group.error_code, group.error_message) == (
+        ErrorCode.GROUP_ID_NOT_FOUND,
+        f"Group {GROUP} is not a consumer group.",
+    )
+    mine, nope = as_share.groups
+    assert (mine.error_code, mine.group_state, mine.assignor_name) == (0, "Stable", "simple")
+    assert [(m.member_id, m.member_epoch) for m in mine.members] == [("m1", 1)]
+    assert [(t.topic_name, t.partitions) for t in mine.members[0].assignment.topic_partitions] == [
+        (TOPIC, [0])
+    ]
+    assert (nope.error_code, nope.error_message) == (
+        ErrorCode.GROUP_ID_NOT_FOUND,
+        "Group nope not found.",
+    )

@@ -1,0 +1,62 @@
+"""AlterShareGroupOffsets (key 91), v0: set the start offset of share-partitions of an empty
+share group (``kafka-share-groups --reset-offsets``); each starts over there with nothing in
+flight, and the state is persisted at once.
+
+The group must be a share group (GROUP_ID_NOT_FOUND; Kafka creates a missing one, we do not)
+with no members (NON_EMPTY_GROUP). Authorization: READ on the group
+(GROUP_AUTHORIZATION_FAILED), READ on each topic (TOPIC_AUTHORIZATION_FAILED on its
+partitions). In cluster mode: UNSUPPORTED_VERSION (share groups are served on one node only).
+"""
+
+from __future__ import annotations
+
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
+from wireserver.protocol.errors import ErrorCode
+from wireserver.security import checks
+from wireserver.share.manager import ZERO_UUID
+from wireserver.share.requests import empty_share_group_error
+
+API_KEY = 91
+
+
+@handles(API_KEY)
+def handle(ctx: RequestContext) -> HandlerResult:
+    body = ctx.body
+    services = ctx.services
+    topic_class = ctx.request.spec.response_class.AlterShareGroupOffsetsResponseTopic
+    partition_class = topic_class.AlterShareGroupOffsetsResponsePartition
+    error, message = empty_share_group_error(ctx, body.group_id, checks.read_group)
+    if error is not None:
+        return ctx.response(
+            throttle_time_ms=0, error_code=error, error_message=message, responses=[]
+        )
+    responses = []
+    for topic in body.topics:
+        info = services.logs.topics.get(topic.topic_name)
+        denied = checks.fetch_topic(ctx, topic.topic_name)
+        rows = []
+        for p in topic.partitions:
+            failure = denied or ErrorCode.NONE
+            if failure == ErrorCode.NONE:
+                if services.logs.get_log(topic.topic_name, p.partition_index) is None:
+                    failure = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                else:
+                    failure = services.share.reset(
+                        body.group_id, topic.topic_name, p.partition_index, p.start_offset
+                    )
+            rows.append(
+                partition_class(
+                    partition_index=p.partition_index, error_code=failure, error_message=None
+                )
+            )
+        responses.append(
+            topic_class(
+                topic_name=topic.topic_name,
+                topic_id=info.topic_id if info is not None else ZERO_UUID,
+                partitions=rows,
+            )
+        )
+    return ctx.response(
+        throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, responses=responses
+    )

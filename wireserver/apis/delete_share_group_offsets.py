@@ -1,0 +1,51 @@
+"""DeleteShareGroupOffsets (key 92), v0: forget the share-partition state of whole topics for
+an empty share group (``kafka-share-groups --delete-offsets``); a later fetch starts them
+again as ``share.auto.offset.reset`` says.
+
+The group must be a share group (GROUP_ID_NOT_FOUND) with no members (NON_EMPTY_GROUP).
+Authorization: DELETE on the group (GROUP_AUTHORIZATION_FAILED), READ on each topic
+(TOPIC_AUTHORIZATION_FAILED). In cluster mode: UNSUPPORTED_VERSION (share groups are served
+on one node only).
+"""
+
+from __future__ import annotations
+
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
+from wireserver.protocol.errors import ErrorCode
+from wireserver.security import checks
+from wireserver.share.manager import ZERO_UUID
+from wireserver.share.requests import empty_share_group_error
+
+API_KEY = 92
+
+
+@handles(API_KEY)
+def handle(ctx: RequestContext) -> HandlerResult:
+    body = ctx.body
+    services = ctx.services
+    topic_class = ctx.request.spec.response_class.DeleteShareGroupOffsetsResponseTopic
+    error, message = empty_share_group_error(ctx, body.group_id, checks.delete_group)
+    if error is not None:
+        return ctx.response(
+            throttle_time_ms=0, error_code=error, error_message=message, responses=[]
+        )
+    responses = []
+    for topic in body.topics:
+        info = services.logs.topics.get(topic.topic_name)
+        failure = checks.fetch_topic(ctx, topic.topic_name) or (
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if info is None else ErrorCode.NONE
+        )
+        if failure == ErrorCode.NONE:
+            services.share.delete_topic_state(body.group_id, topic.topic_name)
+        responses.append(
+            topic_class(
+                topic_name=topic.topic_name,
+                topic_id=info.topic_id if info is not None else ZERO_UUID,
+                error_code=failure,
+                error_message=None,
+            )
+        )
+    return ctx.response(
+        throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, responses=responses
+    )

@@ -1,0 +1,198 @@
+"""Share groups (KIP-932): ShareGroupHeartbeat and ShareGroupDescribe.
+
+One heartbeat does, in order (Kafka's ``GroupMetadataManager.shareGroupHeartbeat``): validate
+the request; find or create the group (only a join, epoch 0, creates it; an id taken by a
+group of another type is GROUP_ID_NOT_FOUND, "Group X is not a share group.") and the member
+(epoch 0 joins, -1 leaves, any other epoch must be the member's or its previous one, else
+FENCED_MEMBER_EPOCH); record the subscription and the subscribed topics' partitions and bump
+the group epoch if they changed; compute a new target assignment with the share ``simple``
+assignor (``share_group.simple_assign``: members may share partitions) when the group epoch
+is ahead; hand the member its whole target at once (nothing is revoked: records, not
+partitions, are what one member holds at a time); re-arm its session timer; answer with its
+epoch and, when it joined or its assignment changed, its partitions.
+
+Timers and persistence as the other modern groups' (``modern_coordinator``), with the
+``share.session.timeout.ms`` / ``share.heartbeat.interval.ms`` group configs (else the
+``group.share.*`` broker keys) and ``group.share.max.size``; deleting an empty group
+(DeleteGroups) also deletes its share-partition state (``group_deleted``). Only the group epoch is written to
+``__consumer_offsets`` (Kafka's ShareGroupMetadata record): after a restart the group comes back
+Empty at that epoch and its members rejoin. A member that leaves or is fenced is announced to
+``member_removed`` (the share-partition leader releases the records it held, as Kafka's
+share group listener has it do).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from wireserver.groups.consumer_coordinator import HeartbeatResult, refresh_subscription_metadata
+from wireserver.groups.modern_coordinator import (
+    HeartbeatError,
+    ModernGroupCoordinator,
+    invalid,
+)
+from wireserver.groups.modern_group import JOIN_EPOCH, LEAVE_EPOCH
+from wireserver.groups.records import ShareGroupKey, ShareGroupValue, encode_streams_group_value
+from wireserver.groups.share_group import (
+    ShareGroup,
+    ShareGroupMember,
+    ShareGroupState,
+    TopicPartitions,
+    simple_assign,
+)
+from wireserver.protocol.errors import ErrorCode
+
+#: The one share assignor Kafka 4.4 has (``group.share.assignors``).
+ASSIGNOR_NAME = "simple"
+
+
+@dataclass
+class ShareHeartbeat:
+    group_id: str
+    member_id: str
+    member_epoch: int
+    rack_id: str | None = None
+    subscribed_topic_names: list[str] | None = None
+    client_id: str = ""
+    client_host: str = ""
+    #: a share member has no instance id nor reports what it owns
+    instance_id: None = None
+    owned: None = None
+
+
+class ShareGroupCoordinator(ModernGroupCoordinator):
+    """The share group's own: its validation, subscriptions, the ``simple`` assignor, and the
+    announcement of members that leave."""
+
+    kind = "share"
+    group_class = ShareGroup
+    member_class = ShareGroupMember
+    dead_state = ShareGroupState.DEAD
+    not_found = "Group {} not found."
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        #: called with (group id, member id) when a member leaves or is fenced
+        self.member_removed: list[Callable[[str, str], None]] = []
+        #: called with the group id when the group is deleted (DeleteGroups)
+        self.group_deleted: list[Callable[[str], None]] = []
+
+    # -- ShareGroupHeartbeat ----------------------------------------------------------------
+
+    def _validate(self, req: ShareHeartbeat) -> None:
+        """Kafka's ``throwIfShareGroupHeartbeatRequestIsInvalid``."""
+        if not req.member_id.strip():
+            raise invalid("MemberId can't be empty.")
+        if not req.group_id.strip():
+            raise invalid("GroupId can't be empty.")
+        if req.rack_id is not None and not req.rack_id.strip():
+            raise invalid("RackId can't be empty.")
+        if req.member_epoch == JOIN_EPOCH:
+            if not req.subscribed_topic_names:
+                raise invalid("SubscribedTopicNames must be set in first request.")
+        elif req.member_epoch < LEAVE_EPOCH:
+            raise invalid("MemberEpoch is invalid.")
+
+    def _failed(self, req: ShareHeartbeat, exc: HeartbeatError) -> HeartbeatResult:
+        return HeartbeatResult(exc.error, exc.message, member_id=req.member_id or None)
+
+    def _heartbeat(self, req: ShareHeartbeat) -> HeartbeatResult:
+        group, member, send = self._beat(req, self.now_ms())
+        return HeartbeatResult(
+            ErrorCode.NONE,
+            member_id=member.member_id,
+            member_epoch=member.member_epoch,
+            heartbeat_interval_ms=self._heartbeat_interval_ms(req.group_id),
+            assignment=member.assigned if send else None,
+        )
+
+    def _take_over_classic_group(self, group: ShareGroup) -> None:
+        """Any other group of that id, even an empty classic one, keeps it: Kafka converts
+        no group to or from a share group."""
+        coordinator = self.coordinator
+        group_id = group.group_id
+        if group_id in coordinator.groups or coordinator.modern_group(group_id) is not None:
+            raise HeartbeatError(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
+            )
+
+    def _held(self, member: ShareGroupMember) -> TopicPartitions:
+        return {t: set(ps) for t, ps in member.assigned.items()}
+
+    def _reported(self, req: ShareHeartbeat) -> None:
+        return None
+
+    def _may_be_behind(self, member: ShareGroupMember, req: ShareHeartbeat) -> bool:
+        return True
+
+    def _revoking(self, member: ShareGroupMember) -> bool:
+        return False
+
+    def _update_member(
+        self, group: ShareGroup, member: ShareGroupMember, req: ShareHeartbeat, now: int
+    ) -> bool:
+        changed = member.member_id not in group.target
+        if req.rack_id is not None:
+            member.rack_id = req.rack_id
+        if req.client_id:
+            member.client_id = req.client_id
+        if req.client_host:
+            member.client_host = req.client_host
+        if req.subscribed_topic_names is not None:
+            names = sorted(set(req.subscribed_topic_names))
+            if names != member.subscribed_topic_names:
+                member.subscribed_topic_names = names
+                changed = True
+        return changed
+
+    def _subscriptions(self, group: ShareGroup) -> dict[str, set[str]]:
+        topics = self.logs.topics
+        return {
+            member_id: {n for n in member.subscribed_topic_names if n in topics}
+            for member_id, member in group.members.items()
+        }
+
+    def _refresh(self, group: ShareGroup) -> bool:
+        return refresh_subscription_metadata(self.logs.topics, group, self._subscriptions(group))
+
+    def _maybe_assign(self, group: ShareGroup) -> None:
+        if group.group_epoch <= group.assignment_epoch:
+            return
+        group.target = simple_assign(self._subscriptions(group), group.subscription_metadata)
+        group.assignment_epoch = group.group_epoch
+        # Members take their new target on their next heartbeat; until then the group is
+        # Stable all the same (a share group has no reconciling state).
+        group.update_state(self.now_ms())
+
+    # -- leaving ----------------------------------------------------------------------------
+
+    def _left(self, req: ShareHeartbeat) -> HeartbeatResult:
+        return HeartbeatResult(
+            ErrorCode.NONE, member_id=req.member_id, member_epoch=req.member_epoch
+        )
+
+    def remove_member(self, group: ShareGroup, member: ShareGroupMember, reason: str | None):
+        super().remove_member(group, member, reason)
+        for listener in self.member_removed:
+            listener(group.group_id, member.member_id)
+
+    # -- persistence ------------------------------------------------------------------------
+
+    def delete(self, group: ShareGroup) -> ErrorCode:
+        """DeleteGroups: the group's records, then its share-partition state (Kafka's
+        DeleteShareGroupState)."""
+        error = super().delete(group)
+        if error == ErrorCode.NONE:
+            for listener in self.group_deleted:
+                listener(group.group_id)
+        return error
+
+    def metadata_key(self, group_id: str) -> ShareGroupKey:
+        return ShareGroupKey(group_id)
+
+    def metadata_value(self, epoch: int) -> bytes:
+        return encode_streams_group_value(ShareGroupValue(epoch))
+
+    def assignor_name(self) -> str:
+        return ASSIGNOR_NAME

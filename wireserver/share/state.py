@@ -1,0 +1,258 @@
+"""Share-partition state in ``__share_group_state``, as Kafka's share coordinator keeps it
+(``share-coordinator/src/main/resources/common/message/Share{Snapshot,Update}{Key,Value}.json``),
+so that nothing acknowledged is delivered again and nothing unacknowledged is lost across a
+restart.
+
+- Key (not flexible): int16 record type (0 ShareSnapshot, 1 ShareUpdate), then GroupId
+  (string), TopicId (uuid), Partition (int32).
+- ShareSnapshotValue (version 0, flexible): SnapshotEpoch, StateEpoch, LeaderEpoch (int32),
+  StartOffset (int64), CreateTimestamp, WriteTimestamp (int64), StateBatches (compact array
+  of FirstOffset, LastOffset (int64), DeliveryState (int8: 0 available, 2 acknowledged, 4
+  archived), DeliveryCount (int16)), then tagged fields (tag 0: DeliveryCompleteCount, left at
+  its default).
+
+Which partition holds a share-partition's state is Kafka's: ``Utils.abs(hashCode)`` of
+``"<group>:<topic id>:<partition>"`` modulo the topic's partitions
+(``share.coordinator.state.topic.num.partitions``); the topic is compacted and made with
+``share.coordinator.state.topic.replication.factor`` replicas (COORDINATOR_NOT_AVAILABLE while
+that exceeds the live brokers, as for ``__consumer_offsets``).
+
+Every write here is a whole ShareSnapshot; Kafka writes ShareUpdate deltas between snapshots
+(``share.coordinator.snapshot.update.records.per.snapshot``). ShareUpdate records are read back
+on top of the latest snapshot, so a topic Kafka wrote loads too.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import struct
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from wireserver.coordinator_runtime import SHARE_STATE_TOPIC, CoordinatorRuntime, InternalTopic
+from wireserver.protocol.encoding import I16, I32, I64, array_length, tagged
+from wireserver.protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+
+SNAPSHOT, UPDATE = 0, 1
+
+#: (group id, topic id, partition)
+StateKey = tuple[str, uuid.UUID, int]
+#: (first offset, last offset, delivery state, delivery count)
+StateBatch = tuple[int, int, int, int]
+
+_BATCH = struct.Struct(">qqbh")
+
+
+def _topic_configs(config: Any) -> dict[str, str]:
+    return {
+        "cleanup.policy": "compact",
+        "compression.type": "producer",
+        "segment.bytes": str(config["share.coordinator.state.topic.segment.bytes"]),
+        "min.insync.replicas": str(config["share.coordinator.state.topic.min.isr"]),
+    }
+
+
+SHARE_GROUP_STATE = InternalTopic(
+    SHARE_STATE_TOPIC,
+    "share.coordinator.state.topic.num.partitions",
+    "share.coordinator.state.topic.replication.factor",
+    _topic_configs,
+    keys="share-partition(s)",
+)
+
+
+@dataclass
+class ShareState:
+    """One share-partition's persisted state."""
+
+    start_offset: int
+    batches: list[StateBatch] = field(default_factory=list)
+    snapshot_epoch: int = 0
+    state_epoch: int = 0
+    create_timestamp: int = -1
+
+
+def coordinator_key(key: StateKey) -> str:
+    """Kafka's ``SharePartitionKey.asCoordinatorKey``."""
+    group_id, topic_id, partition = key
+    return f"{group_id}:{_java_uuid(topic_id)}:{partition}"
+
+
+def _java_uuid(topic_id: uuid.UUID) -> str:
+    """Kafka's ``Uuid.toString``: URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
+
+
+def encode_key(kind: int, key: StateKey) -> bytes:
+    group_id, topic_id, partition = key
+    data = group_id.encode()
+    return I16.pack(kind) + I16.pack(len(data)) + data + topic_id.bytes + I32.pack(partition)
+
+
+def encode_snapshot(state: ShareState, leader_epoch: int, now_ms: int) -> bytes:
+    out = bytearray(I16.pack(0))
+    out += I32.pack(state.snapshot_epoch) + I32.pack(state.state_epoch) + I32.pack(leader_epoch)
+    out += I64.pack(state.start_offset) + I64.pack(state.create_timestamp) + I64.pack(now_ms)
+    array_length(len(state.batches), True, out)
+    for first, last, delivery_state, count in state.batches:
+        out += _BATCH.pack(first, last, delivery_state, count)
+        tagged([], out)
+    tagged([], out)
+    return bytes(out)
+
+
+class _Reader:
+    def __init__(self, data: bytes):
+        self.data = memoryview(data)
+        self.pos = 0
+
+    def unpack(self, fmt: struct.Struct) -> tuple:
+        values = fmt.unpack_from(self.data, self.pos)
+        self.pos += fmt.size
+        return values
+
+    def uvarint(self) -> int:
+        shift = value = 0
+        while True:
+            byte = self.data[self.pos]
+            self.pos += 1
+            value |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                return value
+            shift += 7
+
+    def batches(self) -> list[StateBatch]:
+        batches = []
+        for _ in range(self.uvarint() - 1):
+            batches.append(self.unpack(_BATCH))
+            self.skip_tagged()
+        return batches
+
+    def skip_tagged(self) -> None:
+        for _ in range(self.uvarint()):
+            self.uvarint()
+            self.pos += self.uvarint()
+
+
+def decode_key(data: bytes) -> tuple[int, StateKey] | None:
+    (kind,) = I16.unpack_from(data, 0)
+    if kind not in (SNAPSHOT, UPDATE):
+        return None
+    (length,) = I16.unpack_from(data, 2)
+    group_id = bytes(data[4 : 4 + length]).decode()
+    topic_id = uuid.UUID(bytes=bytes(data[4 + length : 20 + length]))
+    (partition,) = I32.unpack_from(data, 20 + length)
+    return kind, (group_id, topic_id, partition)
+
+
+def decode_snapshot(data: bytes) -> ShareState:
+    r = _Reader(data)
+    r.unpack(I16)  # version
+    snapshot_epoch, state_epoch, _leader_epoch = r.unpack(struct.Struct(">iii"))
+    start, created, _written = r.unpack(struct.Struct(">qqq"))
+    return ShareState(start, r.batches(), snapshot_epoch, state_epoch, created)
+
+
+def apply_update(state: ShareState, data: bytes) -> None:
+    """A ShareUpdate over the state: a new start offset (unless -1) and state batches that
+    replace what they overlap."""
+    r = _Reader(data)
+    r.unpack(I16)  # version
+    snapshot_epoch, _leader_epoch = r.unpack(struct.Struct(">ii"))
+    (start,) = r.unpack(I64)
+    if start >= 0:
+        state.start_offset = start
+    by_offset = {o: (s, c) for f, last, s, c in state.batches for o in range(f, last + 1)}
+    for first, last, delivery_state, count in r.batches():
+        for offset in range(first, last + 1):
+            by_offset[offset] = (delivery_state, count)
+    state.batches = [
+        (o, o, s, c) for o, (s, c) in sorted(by_offset.items()) if o >= state.start_offset
+    ]
+    state.snapshot_epoch = snapshot_epoch
+
+
+class ShareStateStore:
+    """The share coordinator of one node: the state of every share-partition, read from
+    ``__share_group_state`` at start and written there on every change."""
+
+    def __init__(self, host: Any, create_topic: Any):
+        self.host = host
+        self.states: dict[StateKey, ShareState] = {}
+        self.runtime = CoordinatorRuntime(host, SHARE_GROUP_STATE, self, create_topic)
+
+    def start(self) -> None:
+        self.runtime.start()
+
+    # -- what the runtime calls ---------------------------------------------------------------
+
+    def load_partition(self, partition: int, to_log_end: bool = False) -> int:
+        loaded: set[StateKey] = set()
+        for key_bytes, value in self.runtime.records(partition, to_log_end):
+            decoded = decode_key(key_bytes)
+            if decoded is None:
+                continue
+            kind, key = decoded
+            try:
+                if value is None:
+                    self.states.pop(key, None)
+                elif kind == SNAPSHOT:
+                    self.states[key] = decode_snapshot(value)
+                elif key in self.states:
+                    apply_update(self.states[key], value)
+            except (struct.error, IndexError, ValueError) as exc:
+                log.warning("skipping unreadable %s record: %s", SHARE_STATE_TOPIC, exc)
+                continue
+            loaded.add(key)
+        return len(loaded)
+
+    def unload_partition(self, partition: int) -> int:
+        mine = [
+            k for k in self.states if self.runtime.partition_for(coordinator_key(k)) == partition
+        ]
+        for key in mine:
+            del self.states[key]
+        return len(mine)
+
+    # -- reading and writing ------------------------------------------------------------------
+
+    def read(self, key: StateKey) -> ShareState | None:
+        return self.states.get(key)
+
+    def write(
+        self, key: StateKey, start_offset: int, batches: list[StateBatch], leader_epoch: int
+    ) -> ErrorCode:
+        """Persist a share-partition's whole state (a ShareSnapshot record)."""
+        error = self.runtime.ensure_ready()
+        if error is not None:
+            return error
+        now = self.host.now_ms()
+        previous = self.states.get(key)
+        state = ShareState(
+            start_offset,
+            batches,
+            snapshot_epoch=0 if previous is None else previous.snapshot_epoch + 1,
+            state_epoch=0 if previous is None else previous.state_epoch,
+            create_timestamp=now if previous is None else previous.create_timestamp,
+        )
+        record = (encode_key(SNAPSHOT, key), encode_snapshot(state, leader_epoch, now))
+        error = self.runtime.append(coordinator_key(key), [record])
+        if error == ErrorCode.NONE:
+            self.states[key] = state
+        else:
+            log.warning("share-partition %s: state not persisted: %s", key, ErrorCode(error).name)
+        return error
+
+    def delete(self, key: StateKey) -> None:
+        if self.states.pop(key, None) is not None:
+            self.runtime.append(
+                coordinator_key(key),
+                [(encode_key(SNAPSHOT, key), None), (encode_key(UPDATE, key), None)],
+            )
+
+    def stop(self) -> None:
+        """Nothing runs on its own."""
