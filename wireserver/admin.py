@@ -6,9 +6,10 @@ bitfields, and applying configuration changes to the broker, its logs and its gr
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from wireserver.config import (
     BROKER_CONFIGS,
@@ -20,6 +21,8 @@ from wireserver.config import (
 )
 from wireserver.protocol.errors import ErrorCode
 from wireserver.storage.log_config import TOPIC_CONFIGS
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from wireserver.services import Services
@@ -196,8 +199,35 @@ def set_broker_dynamic(
     except InvalidDynamicConfig as exc:
         code = ErrorCode.INVALID_CONFIG if exc.unknown else ErrorCode.INVALID_REQUEST
         raise AdminError(code, str(exc)) from None
+    fresh_tls = {} if cluster_default else check_listener_stores(services, changed, props)
     if not validate_only:
+        # Kafka reloads the listeners' store files before it stores a per-broker change
+        services.security.install_tls(fresh_tls)
         services.dynamic_configs.set(cluster_default, props)
+
+
+def check_listener_stores(
+    services: Services, changed: Mapping[str, str], props: Mapping[str, str]
+) -> dict[str, Any]:
+    """The listeners' TLS contexts after a per-broker change to ``props``: those whose store
+    keys change, and (as Kafka reloads them on every per-broker change) the others read
+    again from their files, each checked as Kafka's ``SslFactory`` checks an update. A store
+    refused fails the whole change with INVALID_REQUEST "Invalid dynamic configuration", all
+    a Kafka client is told (KAFKA-13609); the reason goes to the log, as Kafka logs it.
+
+    Password-type keys cannot be set in cluster mode: Kafka's ZooKeeper-era brokers refused
+    them without ``password.encoder.secret``, which Kafka 4.x no longer has (it keeps them
+    in its metadata log, in clear, as the one-node file does)."""
+    from wireserver.dynamic_configs import ProposedSettings, is_password
+    from wireserver.security.tls import TlsReconfigError
+
+    if services.dynamic_configs.shared is not None and any(is_password(n) for n in changed):
+        raise AdminError(ErrorCode.INVALID_REQUEST, "Password encoder secret not configured")
+    try:
+        return services.security.prepare_tls(ProposedSettings(services.config, props), reload=True)
+    except TlsReconfigError as exc:
+        log.error("Invalid dynamic configuration: %s", exc)
+        raise AdminError(ErrorCode.INVALID_REQUEST, "Invalid dynamic configuration") from None
 
 
 # -- GROUP: group configs (wireserver.groups.configs) ----------------------------------------
