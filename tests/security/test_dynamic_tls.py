@@ -170,11 +170,15 @@ def test_keystore_changed_at_runtime(tmp_path, caplog):
                 "ssl.ca.location": ca_path,
             }
         )
-        # The same path again reads the file again (Kafka reloads on a per-broker change);
-        # this store's key is encrypted, its password set with it.
+        # A store whose key is encrypted, its password set with it (the file replaced in
+        # place); then the same path set again reads the file again (Kafka reloads the stores
+        # on every per-broker change).
         password = b"store-secret-7"
-        third_serial = write_store(second, issue(ca, "localhost", hosts=HOSTS), password)
+        write_store(second, issue(ca, "localhost", hosts=HOSTS), password)
         alter(admin, {KEY: second, KEY_PASSWORD: password.decode()})
+        third_serial = write_store(second, issue(ca, "localhost", hosts=HOSTS), password)
+        assert served_serial(broker, ca_path) != third_serial
+        alter(admin, {KEY: second})
         assert served_serial(broker, ca_path) == third_serial
 
         # A certificate for another subject: refused, the store in use stays.

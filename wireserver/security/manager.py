@@ -68,18 +68,19 @@ class SecurityManager:
     ) -> dict[str, Any]:
         """New TLS contexts (``tls.ListenerTls`` by listener) for the listeners whose store
         keys (``LISTENER_ONLY_KEYS``) ``settings`` (a ``BrokerConfig``, or a change about to be
-        made) sets otherwise, and with ``reload`` for every TLS listener: Kafka reloads the
-        files of a listener whose keys did not change when a per-broker config is set, so
-        setting the same path again picks up a file replaced in place. ``checked``: as
-        Kafka's ``SslFactory`` checks an update (``tls.check_reconfiguration``), raising
-        ``tls.TlsReconfigError``; otherwise the stores are only read."""
+        made) sets otherwise; with ``reload``, for the others instead, their files read again
+        (Kafka's ``reloadOnly``: a per-broker change reloads the stores of the listeners it
+        does not change, so that the same path set again picks up a file replaced in place).
+        ``checked``: as Kafka's ``SslFactory`` checks an update
+        (``tls.check_reconfiguration``), raising ``tls.TlsReconfigError``; otherwise the
+        stores are only read."""
         from wireserver.security import tls
 
         inter_broker = self.config.inter_broker_listener.name
         keys = LISTENER_ONLY_KEYS
         fresh: dict[str, Any] = {}
         for name, old in self.tls_state.items():
-            if not reload and tls.store_settings(settings, name, keys) == old.settings:
+            if reload != (tls.store_settings(settings, name, keys) == old.settings):
                 continue
             if checked:
                 fresh[name] = tls.check_reconfiguration(
