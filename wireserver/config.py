@@ -1878,6 +1878,7 @@ class BrokerConfig:
         layers = (
             (self._dynamic_broker, DYNAMIC_BROKER_CONFIG),
             (self._dynamic_default, DYNAMIC_DEFAULT_BROKER_CONFIG),
+            (self._per_listener, STATIC_BROKER_CONFIG),  # listener.name.* of the file
             (self._static, STATIC_BROKER_CONFIG),
             (BROKER_DEFAULTS, DEFAULT_CONFIG),
         )

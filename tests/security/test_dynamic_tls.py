@@ -198,7 +198,10 @@ def test_keystore_changed_at_runtime(tmp_path, caplog):
         # Described as Kafka describes it, the password hidden; kept in the data dir's file
         # that only its owner reads, and never logged.
         out = kafka_configs(broker, client_properties, "--describe")
-        assert f"{KEY}={second} sensitive=false" in out
+        assert (
+            f"{KEY}={second} sensitive=false synonyms={{DYNAMIC_BROKER_CONFIG:{KEY}={second}, "
+            f"STATIC_BROKER_CONFIG:ssl.keystore.location={first}}}"
+        ) in out
         assert f"{KEY_PASSWORD}=null sensitive=true" in out
         stored = tmp_path / "data" / FILE_NAME
         assert stat.S_IMODE(os.stat(stored).st_mode) == 0o600
