@@ -6,9 +6,10 @@ bitfields, and applying configuration changes to the broker, its logs and its gr
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from wireserver.config import (
     BROKER_CONFIGS,
@@ -20,6 +21,8 @@ from wireserver.config import (
 )
 from wireserver.protocol.errors import ErrorCode
 from wireserver.storage.log_config import TOPIC_CONFIGS
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from wireserver.services import Services
@@ -196,8 +199,51 @@ def set_broker_dynamic(
     except InvalidDynamicConfig as exc:
         code = ErrorCode.INVALID_CONFIG if exc.unknown else ErrorCode.INVALID_REQUEST
         raise AdminError(code, str(exc)) from None
-    if not validate_only:
-        services.dynamic_configs.set(cluster_default, props)
+    fresh_tls = {} if cluster_default else check_listener_stores(services, changed, props)
+    if validate_only:
+        return
+    services.security.install_tls(fresh_tls)
+    if not cluster_default:
+        reload_listener_stores(services, props)
+    services.dynamic_configs.set(cluster_default, props)
+
+
+def check_listener_stores(
+    services: Services, changed: Mapping[str, str], props: Mapping[str, str]
+) -> dict[str, Any]:
+    """The new TLS contexts of the listeners whose store keys a per-broker change to
+    ``props`` changes, each checked as Kafka's ``SslFactory`` checks an update. A store
+    refused fails the whole change with INVALID_REQUEST "Invalid dynamic configuration", all
+    a Kafka client is told (KAFKA-13609); the reason goes to the log, as Kafka logs it.
+
+    Password-type keys cannot be set in cluster mode: Kafka's ZooKeeper-era brokers refused
+    them without ``password.encoder.secret``, which Kafka 4.x no longer has (it keeps them
+    in its metadata log, in clear, as the one-node file does)."""
+    from wireserver.dynamic_configs import ProposedSettings, is_password
+    from wireserver.security.tls import TlsReconfigError
+
+    if services.dynamic_configs.shared is not None and any(is_password(n) for n in changed):
+        raise AdminError(ErrorCode.INVALID_REQUEST, "Password encoder secret not configured")
+    try:
+        return services.security.prepare_tls(ProposedSettings(services.config, props))
+    except TlsReconfigError as exc:
+        log.error("Invalid dynamic configuration: %s", exc)
+        raise AdminError(ErrorCode.INVALID_REQUEST, "Invalid dynamic configuration") from None
+
+
+def reload_listener_stores(services: Services, props: Mapping[str, str]) -> None:
+    """Read again the store files of the listeners a per-broker change leaves alone, as
+    Kafka does on every per-broker change (KAFKA-14136: the same ``ssl.keystore.location``
+    set again reloads a file replaced in place). A store that fails its checks is logged
+    and the listener keeps the one it has; the change itself goes ahead, as in Kafka."""
+    from wireserver.dynamic_configs import ProposedSettings
+    from wireserver.security.tls import TlsReconfigError
+
+    settings = ProposedSettings(services.config, props)
+    try:
+        services.security.install_tls(services.security.prepare_tls(settings, reload=True))
+    except TlsReconfigError as exc:
+        log.error("Reloading the listeners' TLS stores failed: %s", exc)
 
 
 # -- GROUP: group configs (wireserver.groups.configs) ----------------------------------------

@@ -165,13 +165,15 @@ class Broker:
         for directory in self.config.log_dirs:
             os.makedirs(directory, exist_ok=True)
         self.cluster_id = self._load_or_create_cluster_id()
-        self.security = SecurityManager(self.config, self.now_ms)
         clustered = bool(self.config.get("zookeeper.connect"))
         self.dynamic_configs = DynamicBrokerConfigs(
             self.config, self.node_id, self.config.log_dirs[0]
         )
         if not clustered:  # before the logs open, so that they start with its topic defaults
             self.dynamic_configs.load()  # (in cluster mode ZooKeeper's, once it is reached)
+        # After the dynamic layers: a listener's key store set at runtime is its store.
+        self.security = SecurityManager(self.config, self.now_ms)
+        self.dynamic_configs.on_change.append(self.security.follow_tls)
         self.logs = LogManager(
             self.config.log_dirs,
             self.config.topic_defaults(),

@@ -1236,6 +1236,32 @@ LISTENER_ONLY_KEYS = frozenset(
 """Kafka's ``DynamicSecurityConfigs``: dynamic only per listener (``listener.name.<l>.<key>``);
 AlterConfigs refuses them without the prefix."""
 
+CLUSTER_LEVEL_LISTENER_KEYS = frozenset(
+    ("max.connections", "max.connection.creation.rate", "num.network.threads")
+)
+"""Kafka's ``ClusterLevelListenerConfigs``: the only ``listener.name.<l>.<key>`` keys that can
+be set as the cluster default; every other listener-prefixed key is per broker."""
+
+
+def listener_key_def(name: str) -> ConfigDef | None:
+    """The definition of ``<key>`` in ``listener.name.<listener>.<key>`` (or of ``<key>`` in
+    ``listener.name.<listener>.<mechanism>.<key>``), None when ``name`` is not such a key of
+    ours."""
+    if not name.startswith(LISTENER_PREFIX):
+        return None
+    rest = name[len(LISTENER_PREFIX) :].partition(".")[2]
+    for candidate in (rest, rest.partition(".")[2]):  # <key> or <mechanism>.<key>
+        cdef = BROKER_CONFIGS.get(candidate)
+        if cdef is not None:
+            return cdef
+    return None
+
+
+def key_def(name: str) -> ConfigDef | None:
+    """The definition a broker key (plain or listener-prefixed) is parsed and shown with."""
+    return BROKER_CONFIGS.get(name) or listener_key_def(name)
+
+
 TOPIC_KEY_BY_BROKER_SYNONYM: dict[str, str] = {
     tdef.broker_synonym: key for key, tdef in TOPIC_CONFIGS.items() if tdef.broker_synonym
 }
@@ -1684,29 +1710,35 @@ class BrokerConfig:
     def dynamic_values(self, cluster_default: bool = False) -> dict[str, str]:
         """Dynamic values as strings (per broker, or the cluster-wide defaults), to persist."""
         layer = self._dynamic_default if cluster_default else self._dynamic_broker
-        return {name: BROKER_CONFIGS[name].render(value) for name, value in layer.items()}
+        return {name: _def(name).render(value) for name, value in layer.items()}
 
     @staticmethod
     def _parse_per_listener(name: str, raw: Any) -> Any:
         """``listener.name.<listener>.<key>``: parsed as ``<key>`` when we know it."""
-        rest = name[len(LISTENER_PREFIX) :].partition(".")[2]
-        for candidate in (rest, rest.partition(".")[2]):  # <key> or <mechanism>.<key>
-            cdef = BROKER_CONFIGS.get(candidate)
-            if cdef is not None:
-                return cdef.parse(raw)
-        return raw
+        cdef = listener_key_def(name)
+        return cdef.parse(raw) if cdef is not None else raw
 
-    def listener_value(self, listener: str, name: str, mechanism: str | None = None) -> Any:
+    def listener_value(
+        self,
+        listener: str,
+        name: str,
+        mechanism: str | None = None,
+        broker_layer: Mapping[str, Any] | None = None,
+    ) -> Any:
         """``name`` as the listener sees it, Kafka's precedence:
         ``listener.name.<listener>.<mechanism>.<name>`` (mechanism keys only), then
-        ``listener.name.<listener>.<name>``, then the plain broker key."""
+        ``listener.name.<listener>.<name>`` (this broker's dynamic value over the file's),
+        then the plain broker key. ``broker_layer`` (typed values) stands for this broker's
+        dynamic layer: a change AlterConfigs checks before it is made."""
         prefix = f"{LISTENER_PREFIX}{listener.lower()}."
+        dynamic = self._dynamic_broker if broker_layer is None else broker_layer
+        keys = [prefix + name]
         if mechanism is not None:
-            key = f"{prefix}{mechanism.lower()}.{name}"
-            if key in self._per_listener:
-                return _copy(self._per_listener[key])
-        if prefix + name in self._per_listener:
-            return _copy(self._per_listener[prefix + name])
+            keys.insert(0, f"{prefix}{mechanism.lower()}.{name}")
+        for key in keys:
+            for layer in (dynamic, self._dynamic_default, self._per_listener):
+                if key in layer:
+                    return _copy(layer[key])
         return self.get(name)
 
     def per_listener_values(self) -> dict[str, Any]:
@@ -1812,11 +1844,13 @@ class BrokerConfig:
     # ---- dynamic configuration (AlterConfigs / IncrementalAlterConfigs on a broker)
 
     def validate_dynamic(self, name: str, raw: Any) -> Any:
-        """Parse a value AlterConfigs wants to set; raise as ``set_dynamic`` would."""
-        cdef = BROKER_CONFIGS.get(name)
+        """Parse a value AlterConfigs wants to set; raise as ``set_dynamic`` would. A
+        listener-prefixed key is parsed as its ``<key>``; like Kafka, which checks only the
+        plain names against its non-dynamic keys, any known ``<key>`` may be set."""
+        cdef = key_def(name)
         if cdef is None:
             raise UnknownConfigError(f"Unknown broker config {name}", name)
-        if cdef.read_only:
+        if cdef.read_only and name in BROKER_CONFIGS:
             raise ReadOnlyConfigError(
                 f"Cannot update config {name} dynamically; it needs a restart", name
             )
@@ -1834,9 +1868,10 @@ class BrokerConfig:
 
     def delete_dynamic(self, name: str, *, cluster_default: bool = False) -> None:
         """Remove a dynamic value; the next source in line takes over. Unset keys are fine."""
-        if name not in BROKER_CONFIGS:
+        cdef = key_def(name)
+        if cdef is None:
             raise UnknownConfigError(f"Unknown broker config {name}", name)
-        if BROKER_CONFIGS[name].read_only:
+        if cdef.read_only and name in BROKER_CONFIGS:
             raise ReadOnlyConfigError(
                 f"Cannot update config {name} dynamically; it needs a restart", name
             )
@@ -1865,6 +1900,13 @@ class BrokerConfig:
     ) -> list[ConfigEntry]:
         """DescribeConfigs rows for this broker, all keys or ``names`` (unknown ones skipped).
         Kafka's internal keys are described only when the broker's file sets them."""
+        # This broker's listener-prefixed keys are described too, as Kafka describes every
+        # key it was given (synonyms: the prefixed key, then the plain one).
+        listener_keys = [
+            name
+            for name in sorted(self._dynamic_broker)
+            if name not in BROKER_CONFIGS and (names is None or name in names)
+        ]
         wanted = [
             name
             for name in (BROKER_CONFIGS if names is None else names)
@@ -1872,11 +1914,15 @@ class BrokerConfig:
             and (not BROKER_CONFIGS[name].internal or name in self._static)
         ]
         entries = []
-        for name in wanted:
-            cdef = BROKER_CONFIGS[name]
-            synonyms = self._synonyms(name, broker_synonyms(name), cdef.sensitive)
+        for name in wanted + listener_keys:
+            cdef = _def(name)
+            if name in BROKER_CONFIGS:
+                synonyms = self._synonyms(name, broker_synonyms(name), cdef.sensitive)
+                value = None if cdef.sensitive else cdef.render(self[name])
+            else:
+                synonyms = self._synonyms(name, [name, cdef.name], cdef.sensitive)
+                value = None if cdef.sensitive else cdef.render(self._dynamic_broker[name])
             source = synonyms[0].source if synonyms else DEFAULT_CONFIG
-            value = None if cdef.sensitive else cdef.render(self[name])
             entries.append(
                 ConfigEntry(
                     name=name,
@@ -1911,13 +1957,14 @@ class BrokerConfig:
         layers = (
             (self._dynamic_broker, DYNAMIC_BROKER_CONFIG),
             (self._dynamic_default, DYNAMIC_DEFAULT_BROKER_CONFIG),
+            (self._per_listener, STATIC_BROKER_CONFIG),  # listener.name.* of the file
             (self._static, STATIC_BROKER_CONFIG),
             (BROKER_DEFAULTS, DEFAULT_CONFIG),
         )
         for layer, source in layers:
             for synonym in group:
                 if synonym in layer:
-                    rendered = BROKER_CONFIGS[synonym].render(layer[synonym])
+                    rendered = _def(synonym).render(layer[synonym])
                     found.append(ConfigSynonym(synonym, None if sensitive else rendered, source))
         for index, synonym in enumerate(found):
             if synonym.name == name:
@@ -2018,6 +2065,13 @@ class BrokerConfig:
             if listener.security_protocol == "PLAINTEXT":
                 return listener
         return self._advertised[0]
+
+
+def _def(name: str) -> ConfigDef:
+    cdef = key_def(name)
+    if cdef is None:
+        raise KeyError(name)
+    return cdef
 
 
 def _copy(value: Any) -> Any:

@@ -18,10 +18,13 @@ as AlterConfigs checks a change (``check``); a key that fails (written by anothe
 another release) is left out with a warning, as Kafka's ``DynamicBrokerConfig`` drops invalid
 configs it reads, and the broker keeps serving.
 
-Password-type keys (the SSL store passwords) are never written: Kafka encrypts them with
-``password.encoder.secret``, which we do not implement. None can be set today (without a
-listener prefix they are refused, and listener-prefixed keys are unknown to AlterConfigs),
-and ``persistable`` keeps any that could out of the file and of ZooKeeper.
+Password-type keys (the SSL store passwords, only per listener:
+``listener.name.<l>.ssl.key.password``) are kept as Kafka 4.4 keeps them: in clear in its
+metadata log, here in the file, which only its owner may read. Kafka's ZooKeeper-era brokers
+stored them in ZooKeeper only encrypted with ``password.encoder.secret`` and refused them
+without it; Kafka 4.x no longer has that key, so in cluster mode they are refused
+("Password encoder secret not configured", ``wireserver.admin``) and ``persistable`` keeps
+any out of ZooKeeper. A password is never logged.
 """
 
 from __future__ import annotations
@@ -34,10 +37,13 @@ from typing import Any
 from wireserver.cluster.zkdata import broker_entity
 from wireserver.config import (
     BROKER_CONFIGS,
+    CLUSTER_LEVEL_LISTENER_KEYS,
     LISTENER_ONLY_KEYS,
     BrokerConfig,
     ConfigError,
     UnknownConfigError,
+    key_def,
+    listener_key_def,
 )
 from wireserver.storage import checkpoint as ckpt
 from wireserver.storage.configdef import ConfigValueError
@@ -68,20 +74,21 @@ def check(config: BrokerConfig, cluster_default: bool, changed: Mapping[str, str
     """Kafka's ``DynamicBrokerConfig.validateConfigs`` for the keys a change sets, in its
     order: unknown keys (Kafka keeps them as custom configs; we have nowhere to use them),
     keys that cannot change at runtime, the TLS store keys (only per listener), bad values,
-    and per-broker keys set as the cluster default."""
-    unknown = sorted(name for name in changed if name not in BROKER_CONFIGS)
+    and per-broker keys set as the cluster default. A listener-prefixed key
+    (``listener.name.<l>.<key>``) is known when ``<key>`` is, checked as ``<key>`` for its
+    value, and is per broker unless ``<key>`` is one of Kafka's cluster-level listener keys."""
+    unknown = sorted(name for name in changed if key_def(name) is None)
     if unknown:
         raise InvalidDynamicConfig(f"Unknown broker config(s): {', '.join(unknown)}", unknown=True)
+    plain = [name for name in changed if name in BROKER_CONFIGS]
     read_only = [
-        name
-        for name in changed
-        if BROKER_CONFIGS[name].read_only and name not in LISTENER_ONLY_KEYS
+        name for name in plain if BROKER_CONFIGS[name].read_only and name not in LISTENER_ONLY_KEYS
     ]
     if read_only:
         raise InvalidDynamicConfig(
             f"Cannot update these configs dynamically: {scala_set(read_only)}"
         )
-    listener_only = [name for name in changed if name in LISTENER_ONLY_KEYS]
+    listener_only = [name for name in plain if name in LISTENER_ONLY_KEYS]
     if listener_only:
         raise InvalidDynamicConfig(
             "These security configs can be dynamically updated only per-listener "
@@ -92,7 +99,7 @@ def check(config: BrokerConfig, cluster_default: bool, changed: Mapping[str, str
             config.validate_dynamic(name, value)
     except (ConfigValueError, ConfigError) as exc:
         raise InvalidDynamicConfig(str(exc), unknown=isinstance(exc, UnknownConfigError)) from None
-    per_broker = [name for name in changed if BROKER_CONFIGS[name].per_broker]
+    per_broker = [name for name in changed if is_per_broker(name)]
     if cluster_default and per_broker:
         raise InvalidDynamicConfig(
             "Cannot update these configs at default cluster level, broker id "
@@ -100,13 +107,41 @@ def check(config: BrokerConfig, cluster_default: bool, changed: Mapping[str, str
         )
 
 
+def is_per_broker(name: str) -> bool:
+    """Kafka's ``perBrokerConfigs``: a per-broker key, or a listener-prefixed one other than
+    the cluster-level listener keys."""
+    if name in BROKER_CONFIGS:
+        return BROKER_CONFIGS[name].per_broker
+    cdef = listener_key_def(name)
+    return cdef is not None and cdef.name not in CLUSTER_LEVEL_LISTENER_KEYS
+
+
+def is_password(name: str) -> bool:
+    cdef = key_def(name)
+    return cdef is not None and cdef.type == "password"
+
+
 def persistable(props: Mapping[str, str]) -> dict[str, str]:
-    """``props`` without password-type keys, which would otherwise be stored in clear."""
-    return {
-        name: value
-        for name, value in props.items()
-        if name not in BROKER_CONFIGS or BROKER_CONFIGS[name].type != "password"
-    }
+    """``props`` without password-type keys: what may go to ZooKeeper, where Kafka's
+    ZooKeeper-era brokers stored them only encrypted (``wireserver.admin`` refuses them in
+    cluster mode; this keeps any read back from elsewhere out)."""
+    return {name: value for name, value in props.items() if not is_password(name)}
+
+
+class ProposedSettings:
+    """What a listener would see if this broker's dynamic layer became ``props``: the
+    ``ListenerSettings`` a change of TLS stores is checked with before it is made."""
+
+    def __init__(self, config: BrokerConfig, props: Mapping[str, str]):
+        self.config = config
+        self.layer = {
+            name: cdef.parse(value)
+            for name, value in props.items()
+            if (cdef := key_def(name)) is not None
+        }
+
+    def listener_value(self, listener: str, name: str, mechanism: str | None = None) -> Any:
+        return self.config.listener_value(listener, name, mechanism, broker_layer=self.layer)
 
 
 class DynamicBrokerConfigs:
@@ -176,7 +211,7 @@ class DynamicBrokerConfigs:
                 log.warning(
                     "Dynamic broker config %s=%r of %s is invalid and is ignored: %s",
                     name,
-                    value,
+                    "[hidden]" if is_password(name) else value,
                     "the cluster default" if cluster_default else f"broker {self.node_id}",
                     exc,
                 )
@@ -188,11 +223,14 @@ class DynamicBrokerConfigs:
             callback()
 
     def _save(self) -> None:
+        """Write both layers, password-type keys included: Kafka 4.4 keeps them unencrypted
+        in its metadata log ("In KRaft mode, Kafka stores sensitive data in records, and the
+        data is not encrypted"), so the file, like that log, is readable by its owner only."""
         if self.path is None:
             return
         layers = {
-            self._entity(cluster_default): persistable(
-                self.config.dynamic_values(cluster_default=cluster_default)
+            self._entity(cluster_default): self.config.dynamic_values(
+                cluster_default=cluster_default
             )
             for cluster_default in (True, False)
         }
@@ -201,3 +239,4 @@ class DynamicBrokerConfigs:
             self.path,
             {"version": 1, "brokers": {name: layer for name, layer in layers.items() if layer}},
         )
+        os.chmod(self.path, 0o600)

@@ -5,12 +5,14 @@ the key: a producer sees it at once (a record over it is refused with MSG_SIZE_T
 
 from __future__ import annotations
 
+import time
+
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from compat_tests.reference import require_tools, run_tool
-from wireserver.testing import EmbeddedBroker
+from wireserver.testing import EmbeddedBroker, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -97,3 +99,46 @@ def test_broker_and_default_configs_survive_a_restart(tmp_path):
         assert described.strip() == "Dynamic configs for broker 1 are:"
     finally:
         broker.close()
+
+
+def log_start(bootstrap: str, topic: str) -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "watermarks"})
+    try:
+        low, _ = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+        return low
+    finally:
+        consumer.close()
+
+
+def test_retention_defaults_changed_at_runtime_delete_at_once(tmp_path):
+    """``log.retention.bytes`` (per broker) and ``log.retention.ms`` (cluster default) changed
+    at run time reach topics that do not override them at the next retention pass; a topic
+    that overrides the key keeps its records."""
+    require_tools()
+    overrides = {"node.id": "1", "log.retention.check.interval.ms": "100"}
+    with EmbeddedBroker("thread", overrides=overrides, data_dir=tmp_path / "data") as broker:
+        bootstrap = broker.bootstrap_servers
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        tiny = {"internal.segment.bytes": "1000"}
+        topics = {
+            "by-bytes": NewTopic("by-bytes", 1, 1, config={**tiny, "retention.ms": "-1"}),
+            "by-time": NewTopic("by-time", 1, 1, config={**tiny, "retention.bytes": "-1"}),
+        }
+        for future in admin.create_topics(list(topics.values())).values():
+            future.result(30)
+        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+        for topic in topics:
+            for _ in range(20):
+                producer.produce(topic, b"x" * 500)
+                producer.flush(30)
+        time.sleep(0.5)  # five retention passes under Kafka's defaults: nothing goes
+        assert [log_start(bootstrap, topic) for topic in topics] == [0, 0]
+
+        kafka_configs(
+            broker, "--entity-name", "1", "--alter", "--add-config", "log.retention.bytes=3000"
+        )
+        wait_for(lambda: log_start(bootstrap, "by-bytes") > 0, 20, 0.1, what="a deletion")
+        assert log_start(bootstrap, "by-time") == 0  # its own retention.bytes holds
+
+        kafka_configs(broker, "--entity-default", "--alter", "--add-config", "log.retention.ms=1")
+        wait_for(lambda: log_start(bootstrap, "by-time") > 0, 20, 0.1, what="a deletion")

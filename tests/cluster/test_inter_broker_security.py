@@ -7,20 +7,29 @@ records, the ISR is full and a leader kill fails over without loss. A broker who
 refused, or whose principal may not replicate, never gets the data and stays out of the ISR,
 and its log says why. Over TLS (SSL with client certificates, and SASL_SSL) the brokers
 verify each other's certificates against the listener's trust store and replicate too; one
-that does not trust the leader's certificate stays out of the ISR."""
+that does not trust the leader's certificate stays out of the ISR. A broker's key store
+changed at run time is served at once and after a restart (kept in ZooKeeper)."""
 
 from __future__ import annotations
 
+import socket
 import ssl
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+)
+from cryptography import x509
 
 from tests.cluster.conftest import Cluster, wait_for
 from tests.cluster.test_replication import metadata, records_on_disk
 from wireserver.protocol.errors import ErrorCode
-from wireserver.security.certs import write_test_pki
+from wireserver.security.certs import issue, load_ca, write_test_pki
 from wireserver.testing import KafkaWire
 from wireserver.testing.wire import fetch_request
 
@@ -360,3 +369,52 @@ def test_a_broker_that_does_not_trust_the_leaders_certificate_stays_out_of_the_i
         outcast.stop()
         outcast.overrides["ssl.truststore.location"] = trusted
         outcast.start()
+
+
+def served_serial(cluster: Cluster, broker_id: int) -> int:
+    """The serial of the certificate a new TLS connection to ``broker_id`` gets."""
+    context = ssl.create_default_context(cafile=cluster.pki.ca)
+    if cluster.protocol == "SSL":
+        context.load_cert_chain(cluster.pki.client_cert, cluster.pki.client_key)
+    host, _, port = cluster.brokers[broker_id].bootstrap_servers.rpartition(":")
+    with socket.create_connection((host, int(port)), timeout=10) as raw:
+        with context.wrap_socket(raw, server_hostname=host) as conn:
+            der = conn.getpeercert(binary_form=True)
+    return x509.load_der_x509_certificate(der).serial_number
+
+
+def test_a_brokers_keystore_changes_at_runtime(tls_cluster, tmp_path):
+    """Set for broker 2 (the AlterConfigs goes to it), the new key store of its only listener,
+    the inter-broker one, is checked with a handshake against the old one, served to new
+    connections, used between the brokers (a full ISR with broker 2 leading), kept in
+    ZooKeeper, and served again after a restart. A store password cannot be set in cluster
+    mode (Kafka's ZooKeeper-era brokers needed password.encoder.secret)."""
+    prefix = f"listener.name.{tls_cluster.protocol.lower()}."
+    issued = issue(load_ca(tls_cluster.pki), "localhost", hosts=("localhost", "127.0.0.1", "::1"))
+    store = str(tmp_path / "broker-2.pem")
+    with open(store, "wb") as handle:
+        handle.write(issued.cert_pem + issued.key_pem)
+    admin = AdminClient(tls_client_config(tls_cluster))
+
+    def alter(name: str, value: str | None, op=AlterConfigOpType.SET) -> None:
+        entry = ConfigEntry(name, value, incremental_operation=op)
+        resource = ConfigResource(ConfigResource.Type.BROKER, "2", incremental_configs=[entry])
+        admin.incremental_alter_configs([resource])[resource].result(30)
+
+    with pytest.raises(KafkaException) as refused:
+        alter(prefix + "ssl.key.password", "secret")
+    assert refused.value.args[0].str() == "Password encoder secret not configured"
+
+    alter(prefix + "ssl.keystore.location", store)
+    try:
+        assert served_serial(tls_cluster, 2) == issued.cert.serial_number
+        assert served_serial(tls_cluster, 1) != issued.cert.serial_number
+        topic = f"rotated-{tls_cluster.protocol.lower()}"
+        admin.create_topics([NewTopic(topic, 1, replica_assignment=[[2, 1, 3]])])[topic].result(30)
+        produce(tls_client_config(tls_cluster), topic, range(50))
+        wait_for(lambda: tls_isr(tls_cluster, topic) == [1, 2, 3], 30, what="a full ISR")
+        tls_cluster.brokers[2].restart()
+        assert served_serial(tls_cluster, 2) == issued.cert.serial_number
+    finally:
+        alter(prefix + "ssl.keystore.location", None, AlterConfigOpType.DELETE)
+    assert served_serial(tls_cluster, 2) != issued.cert.serial_number

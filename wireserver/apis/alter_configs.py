@@ -11,8 +11,10 @@ Each resource's listed configs *replace* its whole set, as in Kafka:
   prefix, bad values and per-broker keys given as the cluster default → INVALID_REQUEST with
   Kafka's messages (``wireserver.admin.set_broker_dynamic``); every Kafka 4.1 broker key is
   known, those we do not act on included (``wireserver.kafka_keys``); unknown keys →
-  INVALID_CONFIG (Kafka keeps unknown keys as custom configs; we refuse them). Changed topic
-  defaults reach every topic at once. The layer outlives the broker: on one node in the
+  INVALID_CONFIG (Kafka keeps unknown keys as custom configs; we refuse them). Per-listener
+  keys ``listener.name.<l>.<key>`` are per broker; a change of a listener's TLS stores is
+  checked and in force for new connections at once (``wireserver.admin.check_listener_stores``).
+  Changed topic defaults reach every topic at once. The layer outlives the broker: on one node in the
   first log dir, in cluster mode in ``/config/brokers/<id>`` or ``/config/brokers/<default>``
   with a change notification that every broker follows (``wireserver.dynamic_configs``).
 - GROUP: the group's configs become exactly the listed keys, checked as Kafka's

@@ -116,11 +116,13 @@ def issue(
 
 @dataclass
 class PkiFiles:
-    """Files of a test PKI: ``ca`` (CA cert), ``server`` (cert chain + key in one PEM),
-    ``client_cert`` / ``client_key`` for a client called ``client_cn``."""
+    """Files of a test PKI: ``ca`` (CA cert) and ``ca_key`` (to issue more certificates,
+    ``load_ca``), ``server`` (cert chain + key in one PEM), ``client_cert`` / ``client_key``
+    for a client called ``client_cn``."""
 
     directory: str
     ca: str
+    ca_key: str
     server: str
     server_cert: str
     server_key: str
@@ -130,6 +132,14 @@ class PkiFiles:
     admin_cert: str
     admin_key: str
     admin_dn: str
+
+
+def load_ca(pki: PkiFiles) -> Issued:
+    """The CA of a test PKI, to issue more certificates with ``issue``."""
+    with open(pki.ca, "rb") as cert, open(pki.ca_key, "rb") as key:
+        ca_key = serialization.load_pem_private_key(key.read(), None)
+        assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+        return Issued(x509.load_pem_x509_certificate(cert.read()), ca_key)
 
 
 def write_test_pki(
@@ -150,6 +160,7 @@ def write_test_pki(
     return PkiFiles(
         directory=directory,
         ca=write("ca.pem", ca.cert_pem),
+        ca_key=write("ca-key.pem", ca.key_pem),
         server=write("server.pem", server.cert_pem + server.key_pem),
         server_cert=write("server-cert.pem", server.cert_pem),
         server_key=write("server-key.pem", server.key_pem),

@@ -16,6 +16,9 @@ it, or what the listener's ``ssl.principal.mapping.rules`` make of the DN
 
 from __future__ import annotations
 
+import ipaddress
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from cryptography import x509
@@ -34,6 +37,15 @@ class ListenerSettings(Protocol):
 
 class TlsConfigError(ValueError):
     """The ssl.* keys of a listener do not describe a usable key store."""
+
+
+class TlsReconfigError(ValueError):
+    """A listener's new key or trust store is refused (Kafka's ``SslFactory`` validation of a
+    dynamic update); the message is what Kafka logs."""
+
+
+#: Kafka's PEM key store holds its one key entry under this alias (shown in its messages).
+PEM_ALIAS = "kafka"
 
 
 def _read(path: str) -> bytes:
@@ -118,12 +130,56 @@ def truststore(config: ListenerSettings, listener: str) -> list[x509.Certificate
     return []
 
 
+def has_keystore(config: ListenerSettings, listener: str) -> bool:
+    return bool(
+        config.listener_value(listener, "ssl.keystore.location")
+        or config.listener_value(listener, "ssl.keystore.certificate.chain")
+        or config.listener_value(listener, "ssl.keystore.key")
+    )
+
+
 _TLS_VERSIONS = {"TLSv1.2": SSL.TLS1_2_VERSION, "TLSv1.3": SSL.TLS1_3_VERSION}
+
+
+@dataclass
+class ListenerTls:
+    """A listener's TLS context and what it was built from: the values of the store keys (a
+    change of one rebuilds it), the key store's chain and key, the trusted certificates."""
+
+    settings: tuple[Any, ...]  # (the values of the store keys)
+    certs: list[x509.Certificate]
+    key: Any
+    trusted: list[x509.Certificate]
+    context: SSL.Context
+
+
+def store_settings(config: ListenerSettings, listener: str, keys: Iterable[str]) -> tuple[Any, ...]:
+    """The listener's values of ``keys``: Kafka's ``SslConfigs.RECONFIGURABLE_CONFIGS``
+    (``wireserver.config.LISTENER_ONLY_KEYS``), whose change rebuilds its context."""
+    return tuple(config.listener_value(listener, name) for name in sorted(keys))
+
+
+def build(config: ListenerSettings, listener: str, keys: Iterable[str] = ()) -> ListenerTls:
+    """Read the listener's stores (the files again) and make its server context; ``keys``:
+    the store keys whose values it remembers (``store_settings``)."""
+    certs, key = keystore(config, listener)
+    trusted = truststore(config, listener)
+    context = _server_context(config, listener, certs, key, trusted)
+    return ListenerTls(store_settings(config, listener, keys), certs, key, trusted, context)
 
 
 def server_context(config: ListenerSettings, listener: str) -> SSL.Context:
     """A pyOpenSSL server context for ``listener``."""
-    certs, key = keystore(config, listener)
+    return build(config, listener).context
+
+
+def _server_context(
+    config: ListenerSettings,
+    listener: str,
+    certs: list[x509.Certificate],
+    key: Any,
+    trusted: list[x509.Certificate],
+) -> SSL.Context:
     context = SSL.Context(SSL.TLS_SERVER_METHOD)
     enabled = [
         v
@@ -139,7 +195,6 @@ def server_context(config: ListenerSettings, listener: str) -> SSL.Context:
     context.use_privatekey(key)
     context.check_privatekey()
     store = context.get_cert_store()
-    trusted = truststore(config, listener)
     for cert in trusted:
         store.add_cert(crypto.X509.from_cryptography(cert))
     client_auth = (config.listener_value(listener, "ssl.client.auth") or "none").lower()
@@ -161,12 +216,161 @@ def server_context(config: ListenerSettings, listener: str) -> SSL.Context:
     return context
 
 
+# -- dynamic update (Kafka's SslFactory.createNewSslEngineFactory) ---------------------------
+
+
+def java_dn(name: x509.Name) -> str:
+    """A DN as Java's ``X500Principal.toString`` prints it: most specific first, ", "."""
+    return ", ".join(rdn.rfc4514_string() for rdn in reversed(name.rdns))
+
+
+def _sans(cert: x509.Certificate) -> set[tuple[int, str]]:
+    """Subject alternative names as Java's ``getSubjectAlternativeNames`` lists them: (type,
+    value), 2 = DNS name, 7 = IP address (IPv6 written out in full, as Java does)."""
+    try:
+        extension = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+    except x509.ExtensionNotFound:
+        return set()
+    names: set[tuple[int, str]] = set()
+    for name in extension.value:
+        if isinstance(name, x509.DNSName):
+            names.add((2, name.value))
+        elif isinstance(name, x509.IPAddress):
+            address = name.value
+            if isinstance(address, ipaddress.IPv6Address):
+                text = ":".join(f"{int(group, 16):x}" for group in address.exploded.split(":"))
+            else:
+                text = str(address)
+            names.add((7, text))
+        elif isinstance(name, x509.RFC822Name):
+            names.add((1, name.value))
+        elif isinstance(name, x509.UniformResourceIdentifier):
+            names.add((6, name.value))
+    return names
+
+
+def _java_sans(names: set[tuple[int, str]]) -> str:
+    return "[" + ", ".join(f"[{kind}, {value}]" for kind, value in sorted(names)) + "]"
+
+
+def _ensure_compatible(old: ListenerTls, new: ListenerTls, allow_dn: bool, allow_san: bool) -> None:
+    """Kafka's ``CertificateEntries.ensureCompatible``: the new key store's certificate keeps
+    the old one's subject DN (unless ``ssl.allow.dn.changes``) and all of its SANs (unless
+    ``ssl.allow.san.changes``)."""
+    old_cert, new_cert = old.certs[0], new.certs[0]
+    if not allow_dn and old_cert.subject != new_cert.subject:
+        old_dn, new_dn = java_dn(old_cert.subject), java_dn(new_cert.subject)
+        if old_dn.lower() != new_dn.lower():
+            raise TlsConfigError(
+                "org.apache.kafka.common.config.ConfigException: Keystore DistinguishedName "
+                f"does not match:  existing={{alias={PEM_ALIAS}, DN={old_dn}}}, "
+                f"new={{alias={PEM_ALIAS}, DN={new_dn}}}"
+            )
+    old_sans, new_sans = _sans(old_cert), _sans(new_cert)
+    if not allow_san and not old_sans <= new_sans:
+        raise TlsConfigError(
+            "org.apache.kafka.common.config.ConfigException: Keystore SubjectAltNames do not "
+            f"match:  existing={{alias={PEM_ALIAS}, SAN={_java_sans(old_sans)}}}, "
+            f"new={{alias={PEM_ALIAS}, SAN={_java_sans(new_sans)}}}"
+        )
+
+
+def _client_context(side: ListenerTls) -> SSL.Context:
+    """A client context with ``side``'s key store (its client certificate) and trust store
+    (the system's CAs without one, as Java's default trust manager)."""
+    context = SSL.Context(SSL.TLS_CLIENT_METHOD)
+    context.use_certificate(crypto.X509.from_cryptography(side.certs[0]))
+    for extra in side.certs[1:]:
+        context.add_extra_chain_cert(crypto.X509.from_cryptography(extra))
+    context.use_privatekey(side.key)
+    if side.trusted:
+        for cert in side.trusted:
+            context.get_cert_store().add_cert(crypto.X509.from_cryptography(cert))
+    else:
+        context.set_default_verify_paths()
+    context.set_verify(SSL.VERIFY_PEER, lambda conn, cert, errno, depth, ok: bool(ok))
+    return context
+
+
+def _handshake(client_side: ListenerTls, server_side: ListenerTls) -> None:
+    """Kafka's ``SslEngineValidator.validate`` one way: a client built from ``client_side``
+    completes a handshake with a server built from ``server_side``, in memory."""
+    client = SSL.Connection(_client_context(client_side), None)
+    client.set_connect_state()
+    server = SSL.Connection(server_side.context, None)
+    server.set_accept_state()
+    done = {id(client): False, id(server): False}
+    for _ in range(20):
+        for conn in (client, server):
+            if not done[id(conn)]:
+                try:
+                    conn.do_handshake()
+                    done[id(conn)] = True
+                except SSL.WantReadError:
+                    pass
+                except SSL.Error as exc:
+                    raise TlsConfigError(f"javax.net.ssl.SSLHandshakeException: {exc}") from None
+        for source, sink in ((client, server), (server, client)):
+            try:
+                sink.bio_write(source.bio_read(1 << 16))
+            except SSL.WantReadError:
+                pass
+        if all(done.values()):
+            return
+    raise TlsConfigError("javax.net.ssl.SSLException: the handshake did not complete")
+
+
+def check_reconfiguration(
+    old: ListenerTls,
+    config: ListenerSettings,
+    listener: str,
+    keys: Iterable[str],
+    *,
+    inter_broker: bool,
+) -> ListenerTls:
+    """The listener's stores as ``config`` now describes them (files read again), checked
+    against ``old`` as Kafka's ``SslFactory`` checks a dynamic update: the key store cannot
+    go away, its certificate keeps its DN and SANs, a trust store cannot be added where there
+    was none, and on the inter-broker listener a handshake must succeed both ways between
+    the old and the new stores. Raises ``TlsReconfigError`` with Kafka's message."""
+    try:
+        if not has_keystore(config, listener):
+            raise TlsConfigError(
+                "org.apache.kafka.common.config.ConfigException: Cannot remove the SSL "
+                "keystore from an existing listener for which a keystore was configured."
+            )
+        new = build(config, listener, keys)
+        _ensure_compatible(
+            old,
+            new,
+            bool(config.listener_value(listener, "ssl.allow.dn.changes")),
+            bool(config.listener_value(listener, "ssl.allow.san.changes")),
+        )
+        if not old.trusted and new.trusted:
+            raise TlsConfigError(
+                "org.apache.kafka.common.config.ConfigException: Cannot add SSL truststore to "
+                "an existing listener for which no truststore was configured."
+            )
+        if inter_broker:
+            _handshake(old, new)
+            _handshake(new, old)
+    except (TlsConfigError, SSL.Error, ValueError) as exc:
+        raise TlsReconfigError(
+            f"Validation of dynamic config update of SSLFactory failed: {exc}"
+        ) from None
+    return new
+
+
 @implementer(IOpenSSLServerConnectionCreator)
 class ServerContextFactory:
     """What Twisted's TLS layer wants: a new server ``SSL.Connection`` per accepted socket,
-    all from the listener's one context."""
+    all from the listener's current context. ``swap`` puts in a new one (a dynamic change of
+    its stores): connections accepted from then on use it, open ones keep theirs."""
 
     def __init__(self, context: SSL.Context):
+        self._context = context
+
+    def swap(self, context: SSL.Context) -> None:
         self._context = context
 
     def getContext(self) -> SSL.Context:  # noqa: N802 - Twisted's interface
