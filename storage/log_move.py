@@ -104,7 +104,7 @@ class LogMove:
             result = current.read(future.log_end_offset, max_bytes)
         except OffsetOutOfRange:  # the log start moved meanwhile: next call realigns
             return 0
-        data = bytearray(result.data)  # bytes: never a FileRecords without zero_copy
+        data = result.data  # bytes: never a FileRecords without zero_copy
         if not data:
             return 0
         future.append_as_follower(data)

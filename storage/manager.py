@@ -256,18 +256,24 @@ class LogManager:
         log.flush_watch = self._flush_watch
         self._flush_watch.add(log)
 
+    def _open_log(self, directory: str, info: TopicInfo, **where: Any) -> Log:
+        """``Log.open`` of one of this broker's logs: its clock, producer-id expiry, failure
+        channel and open-files pool; ``where`` says how to open it (``recover``, the
+        checkpointed offsets)."""
+        return Log.open(
+            directory,
+            info.config,
+            now_ms=self._now_ms,
+            producer_id_expiration_ms=self.producer_id_expiration_ms,
+            failures=self.failures,
+            open_files=self.open_files,
+            **where,
+        )
+
     def _create_log(self, info: TopicInfo, log_dir: str, directory: str) -> Log:
         name = os.path.basename(directory)
         with self.failures.guard(log_dir, f"Error while creating log for {name} in dir {log_dir}"):
-            log = Log.open(
-                directory,
-                info.config,
-                now_ms=self._now_ms,
-                recover=False,
-                producer_id_expiration_ms=self.producer_id_expiration_ms,
-                failures=self.failures,
-                open_files=self.open_files,
-            )
+            log = self._open_log(directory, info, recover=False)
             try:
                 ckpt.write_partition_metadata(directory, info.topic_id, sync=False)
             except OSError:
@@ -400,10 +406,9 @@ class LogManager:
         if move is not None and move.destination != destination:
             self.abort_move(tp)
             move = None
-        if move is not None or log.log_dir == destination:
-            self.preferred_dirs.pop(tp, None)
-            return None
         self.preferred_dirs.pop(tp, None)
+        if move is not None or log.log_dir == destination:
+            return None
         directory = os.path.join(destination, future_dir_name(*tp))
         info = self._require(tp[0])
         try:
@@ -584,17 +589,13 @@ class LogManager:
             tp = (topic, partition)
             rp, ls, hw = checkpoints[d]
             directory = os.path.join(d, f"{topic}-{partition}")
-            log = Log.open(
+            log = self._open_log(
                 directory,
-                info.config,
-                now_ms=self._now_ms,
+                info,
                 recover=not self.clean_shutdown[d],
                 recovery_point=rp.get(tp, 0),
                 log_start_offset=ls.get(tp),
                 high_watermark=hw.get(tp),
-                producer_id_expiration_ms=self.producer_id_expiration_ms,
-                failures=self.failures,
-                open_files=self.open_files,
             )
             if _stored_topic_id(directory) != info.topic_id:
                 ckpt.write_partition_metadata(directory, info.topic_id)
@@ -645,15 +646,7 @@ class LogManager:
         if log is None or info is None or log.log_dir == d:
             shutil.rmtree(path, ignore_errors=True)
             return
-        future = Log.open(
-            path,
-            info.config,
-            now_ms=self._now_ms,
-            recover=True,
-            producer_id_expiration_ms=self.producer_id_expiration_ms,
-            failures=self.failures,
-            open_files=self.open_files,
-        )
+        future = self._open_log(path, info, recover=True)
         self.moves[tp] = LogMove(log, future, d)
         logger.info("Resuming the move of %s-%d to %s", tp[0], tp[1], d)
 

@@ -107,10 +107,8 @@ class ZkMetadata(LocalMetadata):
         brokers = self.node.brokers
         # on a dead broker, or in a failed log dir of a live one (Kafka's controller sends
         # both as offline replicas in UpdateMetadata)
-        failed = self.node.offline_replicas
-        offline = [
-            r for r in replicas if r not in brokers or (topic, partition) in failed.get(r, ())
-        ]
+        tp = (topic, partition)
+        offline = [r for r in replicas if not self.node.is_live_replica(r, tp)]
         state = self.node.partition(topic, partition)
         if state is None:
             return PartitionView(partition, NO_LEADER, -1, list(replicas), [], offline)

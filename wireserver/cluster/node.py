@@ -425,7 +425,12 @@ class ClusterNode:
     def live_for(self, tp: TP) -> set[int]:
         """The live brokers whose replica of ``tp`` is not in a failed log dir: those that
         can lead it or be in its ISR."""
-        return {b for b in self.brokers if tp not in self.offline_replicas.get(b, ())}
+        return {b for b in self.brokers if self.is_live_replica(b, tp)}
+
+    def is_live_replica(self, broker_id: int, tp: TP) -> bool:
+        """Whether ``broker_id``'s replica of ``tp`` can serve: its broker is registered and
+        the replica is not in one of its failed log dirs."""
+        return broker_id in self.brokers and tp not in self.offline_replicas.get(broker_id, ())
 
     # -- failed log dirs -------------------------------------------------------------------
     def _clear_offline_replicas(self) -> None:
