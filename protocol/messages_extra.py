@@ -44,6 +44,21 @@ def _field(name: str, type_: str, versions: str = "0+", **extra: Any) -> dict:
     return {"name": name, "type": type_, "versions": versions, **extra}
 
 
+def _message(
+    key: int, kind: str, name: str, valid: str, fields: list[dict], flexible: str = "0+"
+) -> dict:
+    """A message definition: ``name`` without its ``Request``/``Response``, which ``kind``
+    adds; ``flexible``: the flexible versions (from v0 for the APIs added since KIP-482)."""
+    return {
+        "apiKey": key,
+        "type": kind,
+        "name": f"{name}{kind.capitalize()}",
+        "validVersions": valid,
+        "flexibleVersions": flexible,
+        "fields": fields,
+    }
+
+
 def _nullable_string(name: str, versions: str = "0+") -> dict:
     return _field(name, "string", versions, nullableVersions=versions, default="null")
 
@@ -54,6 +69,17 @@ def _topic_partitions(*, with_name: bool, **extra: Any) -> dict:
         fields.append(_field("TopicName", "string", entityType="topicName"))
     fields.append(_field("Partitions", "[]int32"))
     return _field("TopicPartitions", "[]TopicPartitions", fields=fields, **extra)
+
+
+def _subscribed_topic_names() -> dict:
+    """A consumer's or share member's heartbeat subscription: null when unchanged."""
+    return _field(
+        "SubscribedTopicNames",
+        "[]string",
+        nullableVersions="0+",
+        default="null",
+        entityType="topicName",
+    )
 
 
 CONSUMER_GROUP_HEARTBEAT_REQUEST = {
@@ -69,26 +95,18 @@ CONSUMER_GROUP_HEARTBEAT_REQUEST = {
         _nullable_string("InstanceId"),
         _nullable_string("RackId"),
         _field("RebalanceTimeoutMs", "int32", default=-1),
-        _field(
-            "SubscribedTopicNames",
-            "[]string",
-            nullableVersions="0+",
-            default="null",
-            entityType="topicName",
-        ),
+        _subscribed_topic_names(),
         _nullable_string("SubscribedTopicRegex", "1+"),
         _nullable_string("ServerAssignor"),
         _topic_partitions(with_name=False, nullableVersions="0+", default="null"),
     ],
 }
 
-CONSUMER_GROUP_HEARTBEAT_RESPONSE = {
-    "apiKey": 68,
-    "type": "response",
-    "name": "ConsumerGroupHeartbeatResponse",
-    "validVersions": "0-1",
-    "flexibleVersions": "0+",
-    "fields": [
+
+def _heartbeat_response_fields() -> list[dict]:
+    """The response of a consumer's and a share group's heartbeat (the same fields in Kafka's
+    two definitions)."""
+    return [
         _field("ThrottleTimeMs", "int32"),
         _field("ErrorCode", "int16"),
         _nullable_string("ErrorMessage"),
@@ -102,8 +120,26 @@ CONSUMER_GROUP_HEARTBEAT_RESPONSE = {
             default="null",
             fields=[_topic_partitions(with_name=False)],
         ),
-    ],
+    ]
+
+
+CONSUMER_GROUP_HEARTBEAT_RESPONSE = {
+    "apiKey": 68,
+    "type": "response",
+    "name": "ConsumerGroupHeartbeatResponse",
+    "validVersions": "0-1",
+    "flexibleVersions": "0+",
+    "fields": _heartbeat_response_fields(),
 }
+
+
+def _describe_request_fields() -> list[dict]:
+    """What Consumer-, Share- and StreamsGroupDescribe ask (streams adds a field at v1)."""
+    return [
+        _field("GroupIds", "[]string", entityType="groupId"),
+        _field("IncludeAuthorizedOperations", "bool"),
+    ]
+
 
 CONSUMER_GROUP_DESCRIBE_REQUEST = {
     "apiKey": 69,
@@ -111,15 +147,39 @@ CONSUMER_GROUP_DESCRIBE_REQUEST = {
     "name": "ConsumerGroupDescribeRequest",
     "validVersions": "0-1",
     "flexibleVersions": "0+",
-    "fields": [
-        _field("GroupIds", "[]string", entityType="groupId"),
-        _field("IncludeAuthorizedOperations", "bool"),
-    ],
+    "fields": _describe_request_fields(),
 }
 
 
 def _assignment(name: str) -> dict:
     return _field(name, "Assignment", fields=[_topic_partitions(with_name=True)])
+
+
+def _described_group_header() -> list[dict]:
+    """How a Consumer-, Share- or StreamsGroupDescribe response's group begins."""
+    return [
+        _field("ErrorCode", "int16"),
+        _nullable_string("ErrorMessage"),
+        _field("GroupId", "string", entityType="groupId"),
+        _field("GroupState", "string"),
+        _field("GroupEpoch", "int32"),
+        _field("AssignmentEpoch", "int32"),
+    ]
+
+
+def _described_groups(member_fields: list[dict]) -> dict:
+    """The ``Groups`` of a Consumer- or ShareGroupDescribe response; ``member_fields``: each
+    member's (the two differ only there)."""
+    return _field(
+        "Groups",
+        "[]DescribedGroup",
+        fields=[
+            *_described_group_header(),
+            _field("AssignorName", "string"),
+            _field("Members", "[]Member", fields=member_fields),
+            _field("AuthorizedOperations", "int32", default="-2147483648"),
+        ],
+    )
 
 
 CONSUMER_GROUP_DESCRIBE_RESPONSE = {
@@ -130,36 +190,20 @@ CONSUMER_GROUP_DESCRIBE_RESPONSE = {
     "flexibleVersions": "0+",
     "fields": [
         _field("ThrottleTimeMs", "int32"),
-        _field(
-            "Groups",
-            "[]DescribedGroup",
-            fields=[
-                _field("ErrorCode", "int16"),
-                _nullable_string("ErrorMessage"),
-                _field("GroupId", "string", entityType="groupId"),
-                _field("GroupState", "string"),
-                _field("GroupEpoch", "int32"),
-                _field("AssignmentEpoch", "int32"),
-                _field("AssignorName", "string"),
-                _field(
-                    "Members",
-                    "[]Member",
-                    fields=[
-                        _field("MemberId", "string"),
-                        _nullable_string("InstanceId"),
-                        _nullable_string("RackId"),
-                        _field("MemberEpoch", "int32"),
-                        _field("ClientId", "string"),
-                        _field("ClientHost", "string"),
-                        _field("SubscribedTopicNames", "[]string", entityType="topicName"),
-                        _nullable_string("SubscribedTopicRegex"),
-                        _assignment("Assignment"),
-                        _assignment("TargetAssignment"),
-                        _field("MemberType", "int8", "1+", default=-1),
-                    ],
-                ),
-                _field("AuthorizedOperations", "int32", default="-2147483648"),
-            ],
+        _described_groups(
+            [
+                _field("MemberId", "string"),
+                _nullable_string("InstanceId"),
+                _nullable_string("RackId"),
+                _field("MemberEpoch", "int32"),
+                _field("ClientId", "string"),
+                _field("ClientHost", "string"),
+                _field("SubscribedTopicNames", "[]string", entityType="topicName"),
+                _nullable_string("SubscribedTopicRegex"),
+                _assignment("Assignment"),
+                _assignment("TargetAssignment"),
+                _field("MemberType", "int8", "1+", default=-1),
+            ]
         ),
     ],
 }

@@ -10,12 +10,7 @@ All four answer a throttle time, an error code and an error message.
 
 from __future__ import annotations
 
-from wireserver.protocol.messages_extra import _define, _field, _nullable_string
-from wireserver.protocol.messages_tokens import _message as _token_message
-
-
-def _message(key: int, kind: str, name: str, valid: str, fields: list[dict]) -> dict:
-    return _token_message(key, kind, name, valid, fields, flexible="0+")
+from wireserver.protocol.messages_extra import _define, _field, _message, _nullable_string
 
 
 def _answer(key: int, name: str, valid: str) -> dict:

@@ -2,7 +2,8 @@
 
 Transcribed field by field from Kafka 4.4.0's message definitions, as
 ``protocol.messages_extra`` does for KIP-848 (and with its helpers); Kafka's ``commonStructs``
-are written out in place (``_InlineSchema`` does not resolve them). Version 0 of each was
+are written out in place (``_InlineSchema`` does not resolve them); what is the same as
+ConsumerGroupHeartbeat's and ConsumerGroupDescribe's comes from their helpers. Version 0 of each was
 Kafka 4.0's early access and is gone since 4.1; v1 is the first stable version.
 
 - ShareGroupHeartbeat (key 76) v1.
@@ -17,121 +18,42 @@ Kafka 4.0's early access and is gone since 4.1; v1 is the first stable version.
 
 from __future__ import annotations
 
-from wireserver.protocol.messages_extra import _define, _field, _nullable_string
+from wireserver.protocol.messages_extra import (
+    _assignment,
+    _define,
+    _describe_request_fields,
+    _described_groups,
+    _field,
+    _heartbeat_response_fields,
+    _message,
+    _nullable_string,
+    _subscribed_topic_names,
+)
 
-SHARE_GROUP_HEARTBEAT_REQUEST = {
-    "apiKey": 76,
-    "type": "request",
-    "name": "ShareGroupHeartbeatRequest",
-    "validVersions": "1",
-    "flexibleVersions": "0+",
-    "fields": [
-        _field("GroupId", "string", entityType="groupId"),
-        _field("MemberId", "string"),
-        _field("MemberEpoch", "int32"),
-        _nullable_string("RackId"),
-        _field(
-            "SubscribedTopicNames",
-            "[]string",
-            nullableVersions="0+",
-            default="null",
-            entityType="topicName",
-        ),
-    ],
-}
 
-SHARE_GROUP_HEARTBEAT_RESPONSE = {
-    "apiKey": 76,
-    "type": "response",
-    "name": "ShareGroupHeartbeatResponse",
-    "validVersions": "1",
-    "flexibleVersions": "0+",
-    "fields": [
-        _field("ThrottleTimeMs", "int32"),
-        _field("ErrorCode", "int16"),
-        _nullable_string("ErrorMessage"),
-        _nullable_string("MemberId"),
-        _field("MemberEpoch", "int32"),
-        _field("HeartbeatIntervalMs", "int32"),
-        _field(
-            "Assignment",
-            "Assignment",
-            nullableVersions="0+",
-            default="null",
-            fields=[
-                _field(
-                    "TopicPartitions",
-                    "[]TopicPartitions",
-                    fields=[_field("TopicId", "uuid"), _field("Partitions", "[]int32")],
-                )
-            ],
-        ),
-    ],
-}
+def _error_fields() -> list[dict]:
+    return [_field("ErrorCode", "int16"), _nullable_string("ErrorMessage")]
 
-SHARE_GROUP_DESCRIBE_REQUEST = {
-    "apiKey": 77,
-    "type": "request",
-    "name": "ShareGroupDescribeRequest",
-    "validVersions": "1",
-    "flexibleVersions": "0+",
-    "fields": [
-        _field("GroupIds", "[]string", entityType="groupId"),
-        _field("IncludeAuthorizedOperations", "bool"),
-    ],
-}
 
-SHARE_GROUP_DESCRIBE_RESPONSE = {
-    "apiKey": 77,
-    "type": "response",
-    "name": "ShareGroupDescribeResponse",
-    "validVersions": "1",
-    "flexibleVersions": "0+",
-    "fields": [
-        _field("ThrottleTimeMs", "int32"),
-        _field(
-            "Groups",
-            "[]DescribedGroup",
-            fields=[
-                _field("ErrorCode", "int16"),
-                _nullable_string("ErrorMessage"),
-                _field("GroupId", "string", entityType="groupId"),
-                _field("GroupState", "string"),
-                _field("GroupEpoch", "int32"),
-                _field("AssignmentEpoch", "int32"),
-                _field("AssignorName", "string"),
-                _field(
-                    "Members",
-                    "[]Member",
-                    fields=[
-                        _field("MemberId", "string"),
-                        _nullable_string("RackId"),
-                        _field("MemberEpoch", "int32"),
-                        _field("ClientId", "string"),
-                        _field("ClientHost", "string"),
-                        _field("SubscribedTopicNames", "[]string", entityType="topicName"),
-                        _field(
-                            "Assignment",
-                            "Assignment",
-                            fields=[
-                                _field(
-                                    "TopicPartitions",
-                                    "[]TopicPartitions",
-                                    fields=[
-                                        _field("TopicId", "uuid"),
-                                        _field("TopicName", "string", entityType="topicName"),
-                                        _field("Partitions", "[]int32"),
-                                    ],
-                                )
-                            ],
-                        ),
-                    ],
-                ),
-                _field("AuthorizedOperations", "int32", default="-2147483648"),
-            ],
-        ),
-    ],
-}
+def _top_level_error(*fields: dict) -> list[dict]:
+    """ThrottleTimeMs and the request's error, then ``fields``."""
+    return [_field("ThrottleTimeMs", "int32"), *_error_fields(), *fields]
+
+
+def _topic_id_partitions(name: str, type_: str) -> dict:
+    return _field(name, type_, fields=[_field("TopicId", "uuid"), _field("Partitions", "[]int32")])
+
+
+def _by_topic_id(name: str, topic_type: str, partition_type: str, partition_fields: list) -> dict:
+    """The topics of a share fetch or acknowledgement, by topic id, then partition."""
+    return _field(
+        name,
+        topic_type,
+        fields=[
+            _field("TopicId", "uuid", mapKey=True),
+            _field("Partitions", partition_type, fields=partition_fields),
+        ],
+    )
 
 
 def _acknowledgement_batches() -> dict:
@@ -167,16 +89,65 @@ def _node_endpoints() -> dict:
     )
 
 
-SHARE_FETCH_REQUEST = {
-    "apiKey": 78,
-    "type": "request",
-    "name": "ShareFetchRequest",
-    "validVersions": "1-2",
-    "flexibleVersions": "0+",
-    "fields": [
+def _session_fields() -> list[dict]:
+    """GroupId, MemberId and ShareSessionEpoch: how ShareFetch and ShareAcknowledge begin."""
+    return [
         _field("GroupId", "string", nullableVersions="0+", default="null", entityType="groupId"),
         _field("MemberId", "string", nullableVersions="0+"),
         _field("ShareSessionEpoch", "int32"),
+    ]
+
+
+SHARE_GROUP_HEARTBEAT_REQUEST = _message(
+    76,
+    "request",
+    "ShareGroupHeartbeat",
+    "1",
+    [
+        _field("GroupId", "string", entityType="groupId"),
+        _field("MemberId", "string"),
+        _field("MemberEpoch", "int32"),
+        _nullable_string("RackId"),
+        _subscribed_topic_names(),
+    ],
+)
+
+SHARE_GROUP_HEARTBEAT_RESPONSE = _message(
+    76, "response", "ShareGroupHeartbeat", "1", _heartbeat_response_fields()
+)
+
+SHARE_GROUP_DESCRIBE_REQUEST = _message(
+    77, "request", "ShareGroupDescribe", "1", _describe_request_fields()
+)
+
+SHARE_GROUP_DESCRIBE_RESPONSE = _message(
+    77,
+    "response",
+    "ShareGroupDescribe",
+    "1",
+    [
+        _field("ThrottleTimeMs", "int32"),
+        _described_groups(
+            [
+                _field("MemberId", "string"),
+                _nullable_string("RackId"),
+                _field("MemberEpoch", "int32"),
+                _field("ClientId", "string"),
+                _field("ClientHost", "string"),
+                _field("SubscribedTopicNames", "[]string", entityType="topicName"),
+                _assignment("Assignment"),
+            ]
+        ),
+    ],
+)
+
+SHARE_FETCH_REQUEST = _message(
+    78,
+    "request",
+    "ShareFetch",
+    "1-2",
+    [
+        *_session_fields(),
         _field("MaxWaitMs", "int32"),
         _field("MinBytes", "int32"),
         _field("MaxBytes", "int32", default="0x7fffffff"),
@@ -184,142 +155,93 @@ SHARE_FETCH_REQUEST = {
         _field("BatchSize", "int32", "1+"),
         _field("ShareAcquireMode", "int8", "2+", default="0", ignorable=True),
         _field("IsRenewAck", "bool", "2+", default="false"),
-        _field(
+        _by_topic_id(
             "Topics",
             "[]FetchTopic",
-            fields=[
-                _field("TopicId", "uuid", mapKey=True),
-                _field(
-                    "Partitions",
-                    "[]FetchPartition",
-                    fields=[
-                        _field("PartitionIndex", "int32", mapKey=True),
-                        _field("PartitionMaxBytes", "int32", "0"),
-                        _acknowledgement_batches(),
-                    ],
-                ),
+            "[]FetchPartition",
+            [
+                _field("PartitionIndex", "int32", mapKey=True),
+                _field("PartitionMaxBytes", "int32", "0"),
+                _acknowledgement_batches(),
             ],
         ),
-        _field(
-            "ForgottenTopicsData",
-            "[]ForgottenTopic",
-            fields=[_field("TopicId", "uuid"), _field("Partitions", "[]int32")],
-        ),
+        _topic_id_partitions("ForgottenTopicsData", "[]ForgottenTopic"),
     ],
-}
+)
 
-SHARE_FETCH_RESPONSE = {
-    "apiKey": 78,
-    "type": "response",
-    "name": "ShareFetchResponse",
-    "validVersions": "1-2",
-    "flexibleVersions": "0+",
-    "fields": [
-        _field("ThrottleTimeMs", "int32"),
-        _field("ErrorCode", "int16"),
-        _nullable_string("ErrorMessage"),
+SHARE_FETCH_RESPONSE = _message(
+    78,
+    "response",
+    "ShareFetch",
+    "1-2",
+    _top_level_error(
         _field("AcquisitionLockTimeoutMs", "int32", "1+"),
-        _field(
+        _by_topic_id(
             "Responses",
             "[]ShareFetchableTopicResponse",
-            fields=[
-                _field("TopicId", "uuid", mapKey=True),
+            "[]PartitionData",
+            [
+                _field("PartitionIndex", "int32"),
+                *_error_fields(),
+                _field("AcknowledgeErrorCode", "int16"),
+                _nullable_string("AcknowledgeErrorMessage"),
+                _current_leader(),
+                _field("Records", "records", nullableVersions="0"),
                 _field(
-                    "Partitions",
-                    "[]PartitionData",
+                    "AcquiredRecords",
+                    "[]AcquiredRecords",
                     fields=[
-                        _field("PartitionIndex", "int32"),
-                        _field("ErrorCode", "int16"),
-                        _nullable_string("ErrorMessage"),
-                        _field("AcknowledgeErrorCode", "int16"),
-                        _nullable_string("AcknowledgeErrorMessage"),
-                        _current_leader(),
-                        _field("Records", "records", nullableVersions="0"),
-                        _field(
-                            "AcquiredRecords",
-                            "[]AcquiredRecords",
-                            fields=[
-                                _field("FirstOffset", "int64"),
-                                _field("LastOffset", "int64"),
-                                _field("DeliveryCount", "int16"),
-                            ],
-                        ),
+                        _field("FirstOffset", "int64"),
+                        _field("LastOffset", "int64"),
+                        _field("DeliveryCount", "int16"),
                     ],
                 ),
             ],
         ),
         _node_endpoints(),
-    ],
-}
+    ),
+)
 
-SHARE_ACKNOWLEDGE_REQUEST = {
-    "apiKey": 79,
-    "type": "request",
-    "name": "ShareAcknowledgeRequest",
-    "validVersions": "1-2",
-    "flexibleVersions": "0+",
-    "fields": [
-        _field("GroupId", "string", nullableVersions="0+", default="null", entityType="groupId"),
-        _field("MemberId", "string", nullableVersions="0+"),
-        _field("ShareSessionEpoch", "int32"),
+SHARE_ACKNOWLEDGE_REQUEST = _message(
+    79,
+    "request",
+    "ShareAcknowledge",
+    "1-2",
+    [
+        *_session_fields(),
         _field("IsRenewAck", "bool", "2+", default="false"),
-        _field(
+        _by_topic_id(
             "Topics",
             "[]AcknowledgeTopic",
-            fields=[
-                _field("TopicId", "uuid", mapKey=True),
-                _field(
-                    "Partitions",
-                    "[]AcknowledgePartition",
-                    fields=[
-                        _field("PartitionIndex", "int32", mapKey=True),
-                        _acknowledgement_batches(),
-                    ],
-                ),
-            ],
+            "[]AcknowledgePartition",
+            [_field("PartitionIndex", "int32", mapKey=True), _acknowledgement_batches()],
         ),
     ],
-}
+)
 
-SHARE_ACKNOWLEDGE_RESPONSE = {
-    "apiKey": 79,
-    "type": "response",
-    "name": "ShareAcknowledgeResponse",
-    "validVersions": "1-2",
-    "flexibleVersions": "0+",
-    "fields": [
-        _field("ThrottleTimeMs", "int32"),
-        _field("ErrorCode", "int16"),
-        _nullable_string("ErrorMessage"),
+SHARE_ACKNOWLEDGE_RESPONSE = _message(
+    79,
+    "response",
+    "ShareAcknowledge",
+    "1-2",
+    _top_level_error(
         _field("AcquisitionLockTimeoutMs", "int32", "2+", ignorable=True),
-        _field(
+        _by_topic_id(
             "Responses",
             "[]ShareAcknowledgeTopicResponse",
-            fields=[
-                _field("TopicId", "uuid", mapKey=True),
-                _field(
-                    "Partitions",
-                    "[]PartitionData",
-                    fields=[
-                        _field("PartitionIndex", "int32"),
-                        _field("ErrorCode", "int16"),
-                        _nullable_string("ErrorMessage"),
-                        _current_leader(),
-                    ],
-                ),
-            ],
+            "[]PartitionData",
+            [_field("PartitionIndex", "int32"), *_error_fields(), _current_leader()],
         ),
         _node_endpoints(),
-    ],
-}
+    ),
+)
 
-DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST = {
-    "apiKey": 90,
-    "type": "request",
-    "name": "DescribeShareGroupOffsetsRequest",
-    "validVersions": "0-1",
-    "flexibleVersions": "0+",
-    "fields": [
+DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST = _message(
+    90,
+    "request",
+    "DescribeShareGroupOffsets",
+    "0-1",
+    [
         _field(
             "Groups",
             "[]DescribeShareGroupOffsetsRequestGroup",
@@ -337,15 +259,14 @@ DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST = {
             ],
         )
     ],
-}
+)
 
-DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE = {
-    "apiKey": 90,
-    "type": "response",
-    "name": "DescribeShareGroupOffsetsResponse",
-    "validVersions": "0-1",
-    "flexibleVersions": "0+",
-    "fields": [
+DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE = _message(
+    90,
+    "response",
+    "DescribeShareGroupOffsets",
+    "0-1",
+    [
         _field("ThrottleTimeMs", "int32"),
         _field(
             "Groups",
@@ -366,31 +287,23 @@ DESCRIBE_SHARE_GROUP_OFFSETS_RESPONSE = {
                                 _field("StartOffset", "int64"),
                                 _field("LeaderEpoch", "int32"),
                                 _field("Lag", "int64", "1+", ignorable=True, default=-1),
-                                _field("ErrorCode", "int16"),
-                                _nullable_string("ErrorMessage"),
+                                *_error_fields(),
                             ],
                         ),
                     ],
                 ),
-                _field("ErrorCode", "int16"),
-                _nullable_string("ErrorMessage"),
+                *_error_fields(),
             ],
         ),
     ],
-}
+)
 
-
-def _error_fields() -> list[dict]:
-    return [_field("ErrorCode", "int16"), _nullable_string("ErrorMessage")]
-
-
-ALTER_SHARE_GROUP_OFFSETS_REQUEST = {
-    "apiKey": 91,
-    "type": "request",
-    "name": "AlterShareGroupOffsetsRequest",
-    "validVersions": "0",
-    "flexibleVersions": "0+",
-    "fields": [
+ALTER_SHARE_GROUP_OFFSETS_REQUEST = _message(
+    91,
+    "request",
+    "AlterShareGroupOffsets",
+    "0",
+    [
         _field("GroupId", "string", entityType="groupId"),
         _field(
             "Topics",
@@ -405,17 +318,14 @@ ALTER_SHARE_GROUP_OFFSETS_REQUEST = {
             ],
         ),
     ],
-}
+)
 
-ALTER_SHARE_GROUP_OFFSETS_RESPONSE = {
-    "apiKey": 91,
-    "type": "response",
-    "name": "AlterShareGroupOffsetsResponse",
-    "validVersions": "0",
-    "flexibleVersions": "0+",
-    "fields": [
-        _field("ThrottleTimeMs", "int32"),
-        *_error_fields(),
+ALTER_SHARE_GROUP_OFFSETS_RESPONSE = _message(
+    91,
+    "response",
+    "AlterShareGroupOffsets",
+    "0",
+    _top_level_error(
         _field(
             "Responses",
             "[]AlterShareGroupOffsetsResponseTopic",
@@ -429,16 +339,15 @@ ALTER_SHARE_GROUP_OFFSETS_RESPONSE = {
                 ),
             ],
         ),
-    ],
-}
+    ),
+)
 
-DELETE_SHARE_GROUP_OFFSETS_REQUEST = {
-    "apiKey": 92,
-    "type": "request",
-    "name": "DeleteShareGroupOffsetsRequest",
-    "validVersions": "0",
-    "flexibleVersions": "0+",
-    "fields": [
+DELETE_SHARE_GROUP_OFFSETS_REQUEST = _message(
+    92,
+    "request",
+    "DeleteShareGroupOffsets",
+    "0",
+    [
         _field("GroupId", "string", entityType="groupId"),
         _field(
             "Topics",
@@ -446,17 +355,14 @@ DELETE_SHARE_GROUP_OFFSETS_REQUEST = {
             fields=[_field("TopicName", "string", entityType="topicName")],
         ),
     ],
-}
+)
 
-DELETE_SHARE_GROUP_OFFSETS_RESPONSE = {
-    "apiKey": 92,
-    "type": "response",
-    "name": "DeleteShareGroupOffsetsResponse",
-    "validVersions": "0",
-    "flexibleVersions": "0+",
-    "fields": [
-        _field("ThrottleTimeMs", "int32"),
-        *_error_fields(),
+DELETE_SHARE_GROUP_OFFSETS_RESPONSE = _message(
+    92,
+    "response",
+    "DeleteShareGroupOffsets",
+    "0",
+    _top_level_error(
         _field(
             "Responses",
             "[]DeleteShareGroupOffsetsResponseTopic",
@@ -466,8 +372,8 @@ DELETE_SHARE_GROUP_OFFSETS_RESPONSE = {
                 *_error_fields(),
             ],
         ),
-    ],
-}
+    ),
+)
 
 ShareGroupHeartbeatRequest = _define(SHARE_GROUP_HEARTBEAT_REQUEST)
 ShareGroupHeartbeatResponse = _define(SHARE_GROUP_HEARTBEAT_RESPONSE)

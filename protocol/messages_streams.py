@@ -15,7 +15,13 @@ are written out in place (``_InlineSchema`` does not resolve them).
 
 from __future__ import annotations
 
-from wireserver.protocol.messages_extra import _define, _field, _nullable_string
+from wireserver.protocol.messages_extra import (
+    _define,
+    _describe_request_fields,
+    _described_group_header,
+    _field,
+    _nullable_string,
+)
 
 
 def _nullable(name: str, type_: str, versions: str = "0+", **extra: object) -> dict:
@@ -209,8 +215,7 @@ STREAMS_GROUP_DESCRIBE_REQUEST = {
     "validVersions": "0-1",
     "flexibleVersions": "0+",
     "fields": [
-        _field("GroupIds", "[]string", entityType="groupId"),
-        _field("IncludeAuthorizedOperations", "bool"),
+        *_describe_request_fields(),
         _field("IncludeTopologyDescription", "bool", "1+", default="false"),
     ],
 }
@@ -240,12 +245,7 @@ STREAMS_GROUP_DESCRIBE_RESPONSE = {
             "Groups",
             "[]DescribedGroup",
             fields=[
-                _field("ErrorCode", "int16"),
-                _nullable_string("ErrorMessage"),
-                _field("GroupId", "string", entityType="groupId"),
-                _field("GroupState", "string"),
-                _field("GroupEpoch", "int32"),
-                _field("AssignmentEpoch", "int32"),
+                *_described_group_header(),
                 _nullable(
                     "Topology",
                     "Topology",

@@ -12,20 +12,12 @@ tests like the others written here).
 from __future__ import annotations
 
 from wireserver.protocol.messages_extra import _define, _field, _nullable_string
+from wireserver.protocol.messages_extra import _message as _any_message
 
 
-def _message(
-    key: int, kind: str, name: str, valid: str, fields: list[dict], flexible: str = "2+"
-) -> dict:
-    """A message definition (``flexible``: the token messages became flexible at v2)."""
-    return {
-        "apiKey": key,
-        "type": kind,
-        "name": f"{name}{kind.capitalize()}",
-        "validVersions": valid,
-        "flexibleVersions": flexible,
-        "fields": fields,
-    }
+def _message(key: int, kind: str, name: str, valid: str, fields: list[dict]) -> dict:
+    """The token messages became flexible at v2."""
+    return _any_message(key, kind, name, valid, fields, flexible="2+")
 
 
 def _principal(prefix: str = "", versions: str = "0+") -> list[dict]:

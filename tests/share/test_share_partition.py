@@ -82,6 +82,18 @@ def test_accept_moves_the_start_offset_release_redelivers(log):
     assert share.start_offset == share.end_offset == 6
 
 
+def test_records_are_the_stored_batches_that_hold_acquired_offsets(log):
+    whole = bytes(log.read(0, 1 << 20).data)
+    size = len(whole) // 3  # three batches of two records, the same size
+    share, _ = partition(Clock())
+    assert share.acquire("a", log, 10, 1 << 20, False).records == whole
+    share.acknowledge("a", [(0, 1, [RELEASE]), (2, 3, [ACCEPT]), (4, 5, [RELEASE])])
+    again = share.acquire("b", log, 10, 1 << 20, False)
+    assert again.ranges == [(0, 1, 2), (4, 5, 2)]
+    # the first and last batches, as stored; not the middle one
+    assert again.records == whole[:size] + whole[2 * size :]
+
+
 def test_only_the_holder_acknowledges_all_or_nothing(log):
     share, _ = partition(Clock())
     share.acquire("a", log, 2, 1 << 20, False)

@@ -15,22 +15,21 @@ from wireserver.context import RequestContext
 from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 from wireserver.share.manager import ZERO_UUID
-from wireserver.share.requests import empty_share_group_error
+from wireserver.share.requests import empty_group_response
 
 API_KEY = 91
 
 
 @handles(API_KEY)
 def handle(ctx: RequestContext) -> HandlerResult:
+    return empty_group_response(ctx, checks.read_group, lambda: _reset(ctx))
+
+
+def _reset(ctx: RequestContext) -> list:
     body = ctx.body
     services = ctx.services
     topic_class = ctx.request.spec.response_class.AlterShareGroupOffsetsResponseTopic
     partition_class = topic_class.AlterShareGroupOffsetsResponsePartition
-    error, message = empty_share_group_error(ctx, body.group_id, checks.read_group)
-    if error is not None:
-        return ctx.response(
-            throttle_time_ms=0, error_code=error, error_message=message, responses=[]
-        )
     responses = []
     for topic in body.topics:
         info = services.logs.topics.get(topic.topic_name)
@@ -57,6 +56,4 @@ def handle(ctx: RequestContext) -> HandlerResult:
                 partitions=rows,
             )
         )
-    return ctx.response(
-        throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, responses=responses
-    )
+    return responses

@@ -24,8 +24,8 @@ from typing import Any
 
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
-from wireserver.groups.api import client_host, heartbeat_assignment
-from wireserver.groups.consumer_coordinator import HeartbeatRequest
+from wireserver.groups.api import client_host, heartbeat_response
+from wireserver.groups.consumer_coordinator import HeartbeatRequest, HeartbeatResult
 from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 
@@ -47,15 +47,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
         or checks.describe_topics(ctx, body.subscribed_topic_names)
     )
     if error is not None:
-        return ctx.response(
-            throttle_time_ms=0,
-            error_code=error,
-            error_message=None,
-            member_id=None,
-            member_epoch=0,
-            heartbeat_interval_ms=0,
-            assignment=None,
-        )
+        return heartbeat_response(ctx, HeartbeatResult(error))
     owned: dict[Any, set[int]] | None = None
     if body.topic_partitions is not None:
         owned = {}
@@ -79,13 +71,4 @@ def handle(ctx: RequestContext) -> HandlerResult:
             describable=lambda topic: checks.describe_topic(ctx, topic) is None,
         )
     )
-    assignment = heartbeat_assignment(ctx.request.spec.response_class.Assignment, result.assignment)
-    return ctx.response(
-        throttle_time_ms=0,
-        error_code=int(result.error),
-        error_message=result.message,
-        member_id=result.member_id,
-        member_epoch=result.member_epoch,
-        heartbeat_interval_ms=result.heartbeat_interval_ms,
-        assignment=assignment,
-    )
+    return heartbeat_response(ctx, result)

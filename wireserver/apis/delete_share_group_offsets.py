@@ -15,21 +15,20 @@ from wireserver.context import RequestContext
 from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 from wireserver.share.manager import ZERO_UUID
-from wireserver.share.requests import empty_share_group_error
+from wireserver.share.requests import empty_group_response
 
 API_KEY = 92
 
 
 @handles(API_KEY)
 def handle(ctx: RequestContext) -> HandlerResult:
+    return empty_group_response(ctx, checks.delete_group, lambda: _delete(ctx))
+
+
+def _delete(ctx: RequestContext) -> list:
     body = ctx.body
     services = ctx.services
     topic_class = ctx.request.spec.response_class.DeleteShareGroupOffsetsResponseTopic
-    error, message = empty_share_group_error(ctx, body.group_id, checks.delete_group)
-    if error is not None:
-        return ctx.response(
-            throttle_time_ms=0, error_code=error, error_message=message, responses=[]
-        )
     responses = []
     for topic in body.topics:
         info = services.logs.topics.get(topic.topic_name)
@@ -46,6 +45,4 @@ def handle(ctx: RequestContext) -> HandlerResult:
                 error_message=None,
             )
         )
-    return ctx.response(
-        throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, responses=responses
-    )
+    return responses

@@ -33,7 +33,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
     topic_class = group_class.DescribeShareGroupOffsetsResponseTopic
     partition_class = topic_class.DescribeShareGroupOffsetsResponsePartition
     topics = services.logs.topics
-    names = {info.topic_id: name for name, info in topics.items()}
+    names = services.metadata.topic_names()
     out = []
     for requested in ctx.body.groups:
         group_id = requested.group_id

@@ -30,26 +30,13 @@ def handle(ctx: RequestContext) -> HandlerResult:
         elif req.open([], []):
             req.acknowledge(body.topics, version >= 2 and body.is_renew_ack)
             req.close_if_final()
-    response_class = ctx.request.spec.response_class
-    topic_class = response_class.ShareAcknowledgeTopicResponse
-    partition_class = topic_class.PartitionData
+    return req.response(ctx.request.spec.response_class.ShareAcknowledgeTopicResponse, _partition)
 
-    def partition(tp, answer, leader):
-        return partition_class(
-            partition_index=tp[1],
-            error_code=answer.ack_error,
-            error_message=answer.ack_message,
-            current_leader=partition_class.LeaderIdAndEpoch(
-                leader_id=leader[0], leader_epoch=leader[1]
-            ),
-        )
 
-    failed = req.error is not None
-    return ctx.response(
-        throttle_time_ms=0,
-        error_code=req.error if failed else ErrorCode.NONE,
-        error_message=req.message,
-        acquisition_lock_timeout_ms=0 if failed else req.lock_duration_ms(),
-        responses=[] if failed else req.topic_responses(topic_class, partition),
-        node_endpoints=[],
+def _partition(partition_class, tp, answer, leader):
+    return partition_class(
+        partition_index=tp[1],
+        error_code=answer.ack_error,
+        error_message=answer.ack_message,
+        current_leader=leader,
     )

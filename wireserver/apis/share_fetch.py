@@ -69,49 +69,26 @@ def _acquire(req: ShareRequest, strict: bool) -> bool:
     return found
 
 
+def _partition(partition_class, tp, answer, leader):
+    return partition_class(
+        partition_index=tp[1],
+        error_code=answer.error,
+        error_message=answer.message,
+        acknowledge_error_code=answer.ack_error,
+        acknowledge_error_message=answer.ack_message,
+        current_leader=leader,
+        records=answer.records,
+        acquired_records=[
+            partition_class.AcquiredRecords(
+                first_offset=first, last_offset=last, delivery_count=count
+            )
+            for first, last, count in answer.acquired
+        ],
+    )
+
+
 def _response(ctx, req: ShareRequest):
-    response_class = ctx.request.spec.response_class
-    topic_class = response_class.ShareFetchableTopicResponse
-    partition_class = topic_class.PartitionData
-
-    def partition(tp, answer, leader):
-        return partition_class(
-            partition_index=tp[1],
-            error_code=answer.error,
-            error_message=answer.message,
-            acknowledge_error_code=answer.ack_error,
-            acknowledge_error_message=answer.ack_message,
-            current_leader=partition_class.LeaderIdAndEpoch(
-                leader_id=leader[0], leader_epoch=leader[1]
-            ),
-            records=answer.records,
-            acquired_records=[
-                partition_class.AcquiredRecords(
-                    first_offset=first, last_offset=last, delivery_count=count
-                )
-                for first, last, count in answer.acquired
-            ],
-        )
-
-    return ctx.response(
-        throttle_time_ms=0,
-        error_code=ErrorCode.NONE,
-        error_message=None,
-        acquisition_lock_timeout_ms=req.lock_duration_ms(),
-        responses=req.topic_responses(topic_class, partition),
-        node_endpoints=[],
-    )
-
-
-def _failed(ctx, req: ShareRequest):
-    return ctx.response(
-        throttle_time_ms=0,
-        error_code=req.error,
-        error_message=req.message,
-        acquisition_lock_timeout_ms=0,
-        responses=[],
-        node_endpoints=[],
-    )
+    return req.response(ctx.request.spec.response_class.ShareFetchableTopicResponse, _partition)
 
 
 @handles(API_KEY)
@@ -120,16 +97,16 @@ def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
     req = ShareRequest(ctx)
     if not req.check():
-        return _failed(ctx, req)
+        return _response(ctx, req)
     acks = any(p.acknowledgement_batches for t in body.topics for p in t.partitions)
     if req.epoch == INITIAL_EPOCH and acks:
         req.error = ErrorCode.INVALID_REQUEST
         req.message = "Acknowledge data present in initial fetch request."
-        return _failed(ctx, req)
+        return _response(ctx, req)
     added = [(t.topic_id, p.partition_index) for t in body.topics for p in t.partitions]
     forgotten = [(t.topic_id, p) for t in body.forgotten_topics_data for p in t.partitions]
     if not req.open(added, [] if req.epoch == FINAL_EPOCH else forgotten):
-        return _failed(ctx, req)
+        return _response(ctx, req)
     renew = version >= 2 and body.is_renew_ack
     req.acknowledge(body.topics, renew)
     if req.close_if_final() or renew:

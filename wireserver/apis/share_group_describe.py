@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
-from wireserver.groups.api import NOT_REQUESTED, described_assignment, failed_modern_group
-from wireserver.protocol.errors import ErrorCode
+from wireserver.groups.api import DescribedGroups
 from wireserver.security import checks
 from wireserver.share import refused
 
@@ -22,23 +21,12 @@ API_KEY = 77
 
 @handles(API_KEY)
 def handle(ctx: RequestContext) -> HandlerResult:
-    body = ctx.body
     coordinator = ctx.services.groups
     share = coordinator.share
-    group_class = ctx.request.spec.response_class.DescribedGroup
-    member_class = group_class.Member
-    assignment_class = member_class.Assignment
+    rows = DescribedGroups(ctx)
     ready_error = refused(ctx) or coordinator.ensure_ready()
-    names = coordinator.consumer.topic_names()
-
-    def assignment(partitions):
-        return described_assignment(assignment_class, names, partitions)
-
-    def failed(group_id, error, message):
-        return failed_modern_group(group_class, group_id, error, message)
-
     described = []
-    for group_id in body.group_ids:
+    for group_id in ctx.body.group_ids:
         group = share.groups.get(group_id)
         error = (
             ready_error
@@ -46,38 +34,21 @@ def handle(ctx: RequestContext) -> HandlerResult:
             or checks.describe_group(ctx, group_id)
         )
         if error is not None:
-            described.append(failed(group_id, error, None))
+            described.append(rows.failed(group_id, error))
         elif group is None:
-            other = group_id in coordinator.groups or coordinator.modern_group(group_id)
-            message = (
-                f"Group {group_id} is not a share group."
-                if other
-                else f"Group {group_id} not found."
-            )
-            described.append(failed(group_id, ErrorCode.GROUP_ID_NOT_FOUND, message))
+            described.append(rows.not_found(group_id, "share"))
         else:
-            described.append(
-                group_class(
-                    error_code=ErrorCode.NONE,
-                    error_message=None,
-                    group_id=group_id,
-                    **group.described(),
-                    assignor_name=share.assignor_name(),
-                    members=[
-                        member_class(
-                            member_id=m.member_id,
-                            rack_id=m.rack_id,
-                            member_epoch=m.member_epoch,
-                            client_id=m.client_id,
-                            client_host=m.client_host,
-                            subscribed_topic_names=m.subscribed_topic_names,
-                            assignment=assignment(m.assigned),
-                        )
-                        for m in group.members.values()
-                    ],
-                    authorized_operations=checks.bitfield(checks.group_operations(ctx, group_id))
-                    if body.include_authorized_operations
-                    else NOT_REQUESTED,
+            members = [
+                rows.member_class(
+                    member_id=m.member_id,
+                    rack_id=m.rack_id,
+                    member_epoch=m.member_epoch,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    subscribed_topic_names=m.subscribed_topic_names,
+                    assignment=rows.assignment(m.assigned),
                 )
-            )
+                for m in group.members.values()
+            ]
+            described.append(rows.described(group_id, group, share.assignor_name(), members))
     return ctx.response(throttle_time_ms=0, groups=described)

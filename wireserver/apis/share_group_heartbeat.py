@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
-from wireserver.groups.api import client_host, heartbeat_assignment
+from wireserver.groups.api import client_host, heartbeat_response
+from wireserver.groups.consumer_coordinator import HeartbeatResult
 from wireserver.groups.share_coordinator import ShareHeartbeat
 from wireserver.security import checks
 from wireserver.share import refused
@@ -30,15 +31,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
         or checks.describe_topics(ctx, body.subscribed_topic_names)
     )
     if error is not None:
-        return ctx.response(
-            throttle_time_ms=0,
-            error_code=error,
-            error_message=None,
-            member_id=None,
-            member_epoch=0,
-            heartbeat_interval_ms=0,
-            assignment=None,
-        )
+        return heartbeat_response(ctx, HeartbeatResult(error))
     result = coordinator.share.heartbeat(
         ShareHeartbeat(
             group_id=body.group_id,
@@ -50,13 +43,4 @@ def handle(ctx: RequestContext) -> HandlerResult:
             client_host=client_host(ctx),
         )
     )
-    assignment = heartbeat_assignment(ctx.request.spec.response_class.Assignment, result.assignment)
-    return ctx.response(
-        throttle_time_ms=0,
-        error_code=int(result.error),
-        error_message=result.message,
-        member_id=result.member_id,
-        member_epoch=result.member_epoch,
-        heartbeat_interval_ms=result.heartbeat_interval_ms,
-        assignment=assignment,
-    )
+    return heartbeat_response(ctx, result)

@@ -18,12 +18,12 @@ from typing import Any
 from wireserver.apis import HandlerResult, handles
 from wireserver.apis.streams_group_heartbeat import task_ids
 from wireserver.context import RequestContext
+from wireserver.groups.api import NOT_REQUESTED, authorized_operations, not_found_message
 from wireserver.groups.streams_group import StreamsGroup, TopicInfo
 from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 
 API_KEY = 89
-NOT_REQUESTED = -(2**31)
 DESCRIPTION_NOT_REQUESTED, DESCRIPTION_NOT_STORED = 0, 1
 
 
@@ -113,12 +113,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
             out.append(described(group_id, error, None))
             continue
         if group is None:
-            other = group_id in coordinator.groups or coordinator.modern_group(group_id)
-            message = (
-                f"Group {group_id} is not a streams group."
-                if other
-                else f"Group {group_id} not found."
-            )
+            message = not_found_message(coordinator, group_id, "streams")
             out.append(described(group_id, ErrorCode.GROUP_ID_NOT_FOUND, message))
             continue
         members = []
@@ -154,9 +149,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
                 **group.described(),
                 topology=_topology(group_class.Topology, group),
                 members=members,
-                authorized_operations=checks.bitfield(checks.group_operations(ctx, group_id))
-                if body.include_authorized_operations
-                else NOT_REQUESTED,
+                authorized_operations=authorized_operations(ctx, group_id),
                 topology_description_status=DESCRIPTION_NOT_STORED
                 if with_description
                 else DESCRIPTION_NOT_REQUESTED,

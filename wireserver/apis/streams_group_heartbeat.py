@@ -25,7 +25,7 @@ from typing import Any
 
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
-from wireserver.groups.api import client_host
+from wireserver.groups.api import client_host, heartbeat_fields
 from wireserver.groups.streams_coordinator import StreamsHeartbeat, StreamsHeartbeatResult
 from wireserver.groups.streams_group import (
     MISSING_INTERNAL_TOPICS,
@@ -211,12 +211,7 @@ def _response(
             for (host, port), active, standby in result.endpoints
         ]
     return ctx.response(
-        throttle_time_ms=0,
-        error_code=int(result.error),
-        error_message=result.message,
-        member_id=result.member_id,
-        member_epoch=result.member_epoch,
-        heartbeat_interval_ms=result.heartbeat_interval_ms,
+        **heartbeat_fields(result),
         acceptable_recovery_lag_legacy=min(lag, 2**31 - 1),
         task_offset_interval_ms=TASK_OFFSET_INTERVAL_MS if ok else 0,
         acceptable_recovery_lag=lag if ok else -1,

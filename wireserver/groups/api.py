@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from wireserver.protocol.errors import ErrorCode
+from wireserver.security import checks
 
 MESSAGES = {
     ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
@@ -27,6 +28,28 @@ def heartbeat_assignment(assignment_class, assignment):
             for topic_id, partitions in sorted(assignment.items(), key=lambda i: str(i[0]))
             if partitions
         ]
+    )
+
+
+def heartbeat_response(ctx, result):
+    """A Consumer- or ShareGroupHeartbeat response (the same fields) from the coordinator's
+    ``HeartbeatResult``; a failed check before the coordinator is ``HeartbeatResult(error)``."""
+    assignment_class = ctx.request.spec.response_class.Assignment
+    return ctx.response(
+        **heartbeat_fields(result),
+        assignment=heartbeat_assignment(assignment_class, result.assignment),
+    )
+
+
+def heartbeat_fields(result) -> dict:
+    """How every modern group's heartbeat response begins, from the coordinator's result."""
+    return dict(
+        throttle_time_ms=0,
+        error_code=int(result.error),
+        error_message=result.message,
+        member_id=result.member_id,
+        member_epoch=result.member_epoch,
+        heartbeat_interval_ms=result.heartbeat_interval_ms,
     )
 
 
@@ -61,6 +84,54 @@ def failed_modern_group(group_class, group_id, error, message):
         members=[],
         authorized_operations=NOT_REQUESTED,
     )
+
+
+def not_found_message(coordinator, group_id: str, kind: str) -> str:
+    """A modern group describe's GROUP_ID_NOT_FOUND message, as Kafka's: the group is of
+    another type, or there is none."""
+    if group_id in coordinator.groups or coordinator.modern_group(group_id):
+        return f"Group {group_id} is not a {kind} group."
+    return f"Group {group_id} not found."
+
+
+def authorized_operations(ctx, group_id: str) -> int:
+    """A modern group describe's ``AuthorizedOperations``: the group's when asked, else
+    "not requested"."""
+    if ctx.body.include_authorized_operations:
+        return checks.bitfield(checks.group_operations(ctx, group_id))
+    return NOT_REQUESTED
+
+
+class DescribedGroups:
+    """The rows of a Consumer- or ShareGroupDescribe response (the same group fields), with
+    the topic names their assignments carry, looked up once per request."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.group_class = ctx.request.spec.response_class.DescribedGroup
+        self.member_class = self.group_class.Member
+        self.names = ctx.services.groups.consumer.topic_names()
+
+    def assignment(self, partitions):
+        return described_assignment(self.member_class.Assignment, self.names, partitions)
+
+    def failed(self, group_id: str, error, message: str | None = None):
+        return failed_modern_group(self.group_class, group_id, error, message)
+
+    def not_found(self, group_id: str, kind: str):
+        message = not_found_message(self.ctx.services.groups, group_id, kind)
+        return self.failed(group_id, ErrorCode.GROUP_ID_NOT_FOUND, message)
+
+    def described(self, group_id: str, group, assignor_name: str, members: list):
+        return self.group_class(
+            error_code=ErrorCode.NONE,
+            error_message=None,
+            group_id=group_id,
+            **group.described(),
+            assignor_name=assignor_name,
+            members=members,
+            authorized_operations=authorized_operations(self.ctx, group_id),
+        )
 
 
 def message(error: ErrorCode) -> str | None:

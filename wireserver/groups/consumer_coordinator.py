@@ -96,7 +96,34 @@ class HeartbeatResult:
     assignment: TopicPartitions | None = None
 
 
-class ConsumerGroupCoordinator(ModernGroupCoordinator):
+class TopicPartitionHeartbeats:
+    """The heartbeat answers of the groups whose members are assigned topic partitions
+    (consumer and share groups): a ``HeartbeatResult``, with the member's partitions when
+    ``_beat`` says to send them. Streams groups answer tasks instead."""
+
+    def _failed(self, req: Any, exc: HeartbeatError) -> HeartbeatResult:
+        return HeartbeatResult(exc.error, exc.message, member_id=req.member_id or None)
+
+    def _heartbeat(self, req: Any) -> HeartbeatResult:
+        group, member, send = self._beat(req, self.now_ms())
+        return HeartbeatResult(
+            ErrorCode.NONE,
+            member_id=member.member_id,
+            member_epoch=member.member_epoch,
+            heartbeat_interval_ms=self._heartbeat_interval_ms(req.group_id),
+            assignment=member.assigned if send else None,
+        )
+
+    def _held(self, member: Any) -> TopicPartitions:
+        return {t: set(ps) for t, ps in member.assigned.items()}
+
+    def _left(self, req: Any) -> HeartbeatResult:
+        return HeartbeatResult(
+            ErrorCode.NONE, member_id=req.member_id, member_epoch=req.member_epoch
+        )
+
+
+class ConsumerGroupCoordinator(TopicPartitionHeartbeats, ModernGroupCoordinator):
     """The consumer's own: its validation, subscriptions (names, regular expressions), the
     subscribed topics' metadata, the server assignors, and the member-epoch checks of the
     offset APIs."""
@@ -116,9 +143,6 @@ class ConsumerGroupCoordinator(ModernGroupCoordinator):
         return self._assignor_names()[0]
 
     # -- ConsumerGroupHeartbeat -------------------------------------------------------------
-
-    def _failed(self, req: HeartbeatRequest, exc: HeartbeatError) -> HeartbeatResult:
-        return HeartbeatResult(exc.error, exc.message, member_id=req.member_id or None)
 
     def _validate(self, req: HeartbeatRequest) -> None:
         check_ids(req)
@@ -158,19 +182,6 @@ class ConsumerGroupCoordinator(ModernGroupCoordinator):
                     f"Supported assignors: "
                     f"{', '.join(self._assignor_names())}.",
                 )
-
-    def _heartbeat(self, req: HeartbeatRequest) -> HeartbeatResult:
-        group, member, send = self._beat(req, self.now_ms())
-        return HeartbeatResult(
-            ErrorCode.NONE,
-            member_id=member.member_id,
-            member_epoch=member.member_epoch,
-            heartbeat_interval_ms=self._heartbeat_interval_ms(req.group_id),
-            assignment=member.assigned if send else None,
-        )
-
-    def _held(self, member: ConsumerGroupMember) -> TopicPartitions:
-        return {t: set(ps) for t, ps in member.assigned.items()}
 
     def _reported(self, req: HeartbeatRequest) -> TopicPartitions | None:
         return req.owned
@@ -235,14 +246,6 @@ class ConsumerGroupCoordinator(ModernGroupCoordinator):
                 )
             self._fence_other_instance(group, req)
         return super()._leaving_member(group, req)
-
-    def _left(self, req: HeartbeatRequest) -> HeartbeatResult:
-        return HeartbeatResult(
-            ErrorCode.NONE,
-            member_id=req.member_id,
-            member_epoch=req.member_epoch,
-            heartbeat_interval_ms=0,
-        )
 
     # -- target assignment ------------------------------------------------------------------
 

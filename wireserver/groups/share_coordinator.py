@@ -26,7 +26,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from wireserver.groups.consumer_coordinator import HeartbeatResult, refresh_subscription_metadata
+from wireserver.groups.consumer_coordinator import (
+    TopicPartitionHeartbeats,
+    refresh_subscription_metadata,
+)
 from wireserver.groups.modern_coordinator import (
     HeartbeatError,
     ModernGroupCoordinator,
@@ -38,7 +41,6 @@ from wireserver.groups.share_group import (
     ShareGroup,
     ShareGroupMember,
     ShareGroupState,
-    TopicPartitions,
     simple_assign,
 )
 from wireserver.protocol.errors import ErrorCode
@@ -61,7 +63,7 @@ class ShareHeartbeat:
     owned: None = None
 
 
-class ShareGroupCoordinator(ModernGroupCoordinator):
+class ShareGroupCoordinator(TopicPartitionHeartbeats, ModernGroupCoordinator):
     """The share group's own: its validation, subscriptions, the ``simple`` assignor, and the
     announcement of members that leave."""
 
@@ -94,19 +96,6 @@ class ShareGroupCoordinator(ModernGroupCoordinator):
         elif req.member_epoch < LEAVE_EPOCH:
             raise invalid("MemberEpoch is invalid.")
 
-    def _failed(self, req: ShareHeartbeat, exc: HeartbeatError) -> HeartbeatResult:
-        return HeartbeatResult(exc.error, exc.message, member_id=req.member_id or None)
-
-    def _heartbeat(self, req: ShareHeartbeat) -> HeartbeatResult:
-        group, member, send = self._beat(req, self.now_ms())
-        return HeartbeatResult(
-            ErrorCode.NONE,
-            member_id=member.member_id,
-            member_epoch=member.member_epoch,
-            heartbeat_interval_ms=self._heartbeat_interval_ms(req.group_id),
-            assignment=member.assigned if send else None,
-        )
-
     def _take_over_classic_group(self, group: ShareGroup) -> None:
         """Any other group of that id, even an empty classic one, keeps it: Kafka converts
         no group to or from a share group."""
@@ -116,9 +105,6 @@ class ShareGroupCoordinator(ModernGroupCoordinator):
             raise HeartbeatError(
                 ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
             )
-
-    def _held(self, member: ShareGroupMember) -> TopicPartitions:
-        return {t: set(ps) for t, ps in member.assigned.items()}
 
     def _reported(self, req: ShareHeartbeat) -> None:
         return None
@@ -166,11 +152,6 @@ class ShareGroupCoordinator(ModernGroupCoordinator):
         group.update_state(self.now_ms())
 
     # -- leaving ----------------------------------------------------------------------------
-
-    def _left(self, req: ShareHeartbeat) -> HeartbeatResult:
-        return HeartbeatResult(
-            ErrorCode.NONE, member_id=req.member_id, member_epoch=req.member_epoch
-        )
 
     def remove_member(self, group: ShareGroup, member: ShareGroupMember, reason: str | None):
         super().remove_member(group, member, reason)

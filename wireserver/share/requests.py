@@ -37,9 +37,7 @@ class ShareRequest:
         self.group_id: str = self.body.group_id or ""
         self.member_id: str = self.body.member_id or ""
         self.epoch: int = self.body.share_session_epoch
-        self.names: dict[uuid.UUID, str] = {
-            info.topic_id: name for name, info in self.services.logs.topics.items()
-        }
+        self.names: dict[uuid.UUID, str] = self.services.metadata.topic_names()
         self.answers: dict[SessionPartition, PartitionAnswer] = {}
         self.session: ShareSession | None = None
         self.error: ErrorCode | None = None
@@ -116,9 +114,6 @@ class ShareRequest:
                 share_partition.release_member(self.member_id)
         return True
 
-    def lock_duration_ms(self) -> int:
-        return self.services.group_configs.value(self.group_id, "share.record.lock.duration.ms")
-
     def leader(self, tp: SessionPartition, error: ErrorCode) -> tuple[int, int]:
         name = self.names.get(tp[0])
         if name is None or error != ErrorCode.NONE:
@@ -126,23 +121,56 @@ class ShareRequest:
         _, epoch = self.services.replicas.check_leader(name, tp[1])
         return self.services.node_id, epoch
 
-    def topic_responses(self, topic_class: Any, partition_for: Any) -> list:
-        """The answer's topics: ``partition_for(tp, answer, leader)`` builds each partition."""
+    def response(self, topic_class: Any, partition_for: Any) -> Any:
+        """The ShareFetch or ShareAcknowledge response (the same top-level fields): the
+        request's error and no topics, or every partition's answer, which
+        ``partition_for(partition_class, tp, answer, current_leader)`` builds."""
+        if self.error is not None:
+            lock_ms, responses = 0, []
+        else:
+            lock_ms = self.services.group_configs.value(
+                self.group_id, "share.record.lock.duration.ms"
+            )
+            responses = self._topic_responses(topic_class, partition_for)
+        return self.ctx.response(
+            throttle_time_ms=0,
+            error_code=ErrorCode.NONE if self.error is None else self.error,
+            error_message=self.message,
+            acquisition_lock_timeout_ms=lock_ms,
+            responses=responses,
+            node_endpoints=[],
+        )
+
+    def _topic_responses(self, topic_class: Any, partition_for: Any) -> list:
+        partition_class = topic_class.PartitionData
+        leader_class = partition_class.LeaderIdAndEpoch
         by_topic: dict[uuid.UUID, Any] = {}
         for tp, answer in self.answers.items():
             entry = by_topic.get(tp[0])
             if entry is None:
                 entry = by_topic[tp[0]] = topic_class(topic_id=tp[0], partitions=[])
-            entry.partitions.append(partition_for(tp, answer, self.leader(tp, answer.error)))
+            leader_id, leader_epoch = self.leader(tp, answer.error)
+            leader = leader_class(leader_id=leader_id, leader_epoch=leader_epoch)
+            entry.partitions.append(partition_for(partition_class, tp, answer, leader))
         return list(by_topic.values())
 
 
-def empty_share_group_error(
+def empty_group_response(ctx: Any, acl_check: Any, responses_for: Any) -> Any:
+    """Alter- and DeleteShareGroupOffsets' response: ``responses_for()``'s topics, unless the
+    principal may not act on the group (``acl_check``) or it is not an empty share group:
+    GROUP_ID_NOT_FOUND, or NON_EMPTY_GROUP while it has members (Kafka's wording)."""
+    error, message = _empty_group_error(ctx, ctx.body.group_id, acl_check)
+    return ctx.response(
+        throttle_time_ms=0,
+        error_code=ErrorCode.NONE if error is None else error,
+        error_message=message,
+        responses=responses_for() if error is None else [],
+    )
+
+
+def _empty_group_error(
     ctx: Any, group_id: str, acl_check: Any
 ) -> tuple[ErrorCode | None, str | None]:
-    """What Alter- and DeleteShareGroupOffsets answer for a group the principal may not act on
-    (``acl_check``), or that is not an empty share group: GROUP_ID_NOT_FOUND, or
-    NON_EMPTY_GROUP while it has members (Kafka's wording)."""
     coordinator = ctx.services.groups
     error = acl_check(ctx, group_id) or refused(ctx) or coordinator.ensure_ready(group_id)
     if error is not None:
