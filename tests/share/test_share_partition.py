@@ -123,6 +123,27 @@ def test_lock_expiry_redelivers_until_the_delivery_limit(log):
     assert released == [1, 1]
 
 
+def test_a_lock_ends_with_its_last_record_and_stop_leaves_no_timer(log):
+    """A lock timer outliving its records fired after the broker had stopped, writing state
+    into closed logs (CI, stop 32): the timer goes with the last record, and ``stop`` cancels
+    what is left."""
+    clock = Clock()
+    share, _ = partition(clock)
+    share.acquire("a", log, 2, 1 << 20, False)
+    share.acquire("b", log, 2, 1 << 20, False)
+    assert len(clock.getDelayedCalls()) == 2
+    share.acknowledge("a", [(0, 0, [ACCEPT])])
+    assert len(clock.getDelayedCalls()) == 2
+    share.acknowledge("a", [(1, 1, [REJECT])])
+    assert len(clock.getDelayedCalls()) == 1
+    changes = []
+    share.changed = lambda: changes.append(1)
+    share.stop()
+    assert clock.getDelayedCalls() == []
+    clock.advance(60)
+    assert changes == []
+
+
 def test_a_member_that_leaves_gives_its_records_back(log):
     share, released = partition(Clock())
     share.acquire("a", log, 2, 1 << 20, False)

@@ -56,13 +56,16 @@ class RecordState(enum.IntEnum):
 FINAL = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
 
 
-@dataclass
+@dataclass(eq=False)
 class Acquisition:
-    """The records one fetch (or one renewal) acquired for a member, and their lock timer."""
+    """The records one fetch (or one renewal) acquired for a member, and their lock timer.
+    ``held`` counts the records it still holds: when the last is acknowledged or released the
+    timer is cancelled, as Kafka cancels a batch's ``AcquisitionLockTimerTask``."""
 
     member_id: str
     timer: Any = None
     offsets: list[int] = field(default_factory=list)
+    held: int = 0
 
 
 class InFlight:
@@ -116,6 +119,9 @@ class SharePartition:
         self.start_offset = -1  # -1: not initialized yet
         self.end_offset = -1
         self.records: dict[int, InFlight] = {}
+        # the acquisitions whose lock timer is pending: ``stop`` cancels them, so that no
+        # timer of a stopped broker fires into its closed logs
+        self.locked: set[Acquisition] = set()
 
     # -- state ------------------------------------------------------------------------------
 
@@ -165,15 +171,15 @@ class SharePartition:
             return
         for offset in range(self.start_offset, min(log_start, self.end_offset)):
             record = self.records.pop(offset, None)
-            if record is not None and record.acquisition is not None:
-                record.acquisition = None
+            if record is not None:
+                self._let_go(record)
         self.start_offset = log_start
         self.end_offset = max(self.end_offset, log_start)
 
     def _release(self, record: InFlight) -> bool:
         """An acquired record goes back: AVAILABLE, or ARCHIVED at the delivery limit. True if
         it is AVAILABLE."""
-        record.acquisition = None
+        self._let_go(record)
         if record.delivery_count >= self.setting("share.delivery.count.limit"):
             record.state = RecordState.ARCHIVED
             return False
@@ -250,8 +256,7 @@ class SharePartition:
                     continue
                 record.state = RecordState.ACQUIRED
                 record.delivery_count += 1
-                record.acquisition = acquisition
-                acquisition.offsets.append(offset)
+                self._hold(record, acquisition, offset)
                 taken = True
             if taken:
                 if spans and spans[-1][1] == pos:
@@ -281,10 +286,34 @@ class SharePartition:
         acquisition.timer = self.reactor.callLater(
             self.lock_duration_ms() / 1000.0, self._lock_expired, acquisition
         )
+        self.locked.add(acquisition)
+
+    def _unlock(self, acquisition: Acquisition) -> None:
+        if acquisition.timer is not None and acquisition.timer.active():
+            acquisition.timer.cancel()
+        acquisition.timer = None
+        self.locked.discard(acquisition)
+
+    @staticmethod
+    def _hold(record: InFlight, acquisition: Acquisition, offset: int) -> None:
+        record.acquisition = acquisition
+        acquisition.offsets.append(offset)
+        acquisition.held += 1
+
+    def _let_go(self, record: InFlight) -> None:
+        """``record`` is no longer held; its acquisition's lock goes with its last record."""
+        acquisition = record.acquisition
+        if acquisition is None:
+            return
+        record.acquisition = None
+        acquisition.held -= 1
+        if acquisition.held == 0:
+            self._unlock(acquisition)
 
     def _lock_expired(self, acquisition: Acquisition) -> None:
         """Kafka's ``AcquisitionLockTimerTask``: what the member still holds goes back."""
         acquisition.timer = None
+        self.locked.discard(acquisition)
         available = False
         for offset in acquisition.offsets:
             record = self.records.get(offset)
@@ -332,15 +361,15 @@ class SharePartition:
             record = self.records[offset]
             if kind == ACCEPT:
                 record.state = RecordState.ACKNOWLEDGED
-                record.acquisition = None
+                self._let_go(record)
             elif kind == RELEASE:
                 available = self._release(record) or available
             elif kind == RENEW:
-                record.acquisition = renewed
-                renewed.offsets.append(offset)
+                self._let_go(record)
+                self._hold(record, renewed, offset)
             else:  # GAP, REJECT
                 record.state = RecordState.ARCHIVED
-                record.acquisition = None
+                self._let_go(record)
         if renewed.offsets:
             self._lock(renewed)
         self._advance()
@@ -364,12 +393,8 @@ class SharePartition:
             self.released()
 
     def stop(self) -> None:
-        for record in self.records.values():
-            acquisition = record.acquisition
-            if acquisition is not None and acquisition.timer is not None:
-                if acquisition.timer.active():
-                    acquisition.timer.cancel()
-                acquisition.timer = None
+        for acquisition in list(self.locked):
+            self._unlock(acquisition)
 
     def state_batches(self) -> list[tuple[int, int, int, int]]:
         """The in-flight records as (first offset, last offset, state, delivery count) runs,
