@@ -327,6 +327,116 @@ def test_leader_epochs_of_moves_as_kafka_4_4_counts_them(nodes, reference, tmp_p
     assert partitions_of(bootstrap, topic)[0][1] == epoch + 2
 
 
+def test_a_cancel_that_needs_an_unclean_election_is_refused_unless_the_topic_allows_it(
+    nodes, reference, tmp_path
+):
+    """A move from broker 4 to brokers 2 and 3 with broker 3's copy throttled: 2 catches up
+    and joins the ISR, then 4 stops, leaving only 2 (a replica being added) in the ISR.
+    Cancelling would give the partition back to 4 alone, outside the ISR: Kafka 4.4's
+    controller refuses that with INVALID_REPLICA_ASSIGNMENT unless the topic allows unclean
+    elections, and the move stays in progress; once the topic allows them, the cancel goes
+    through."""
+    topic = "unclean-cancel"
+    bootstrap = nodes.bootstrap
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    throttled = {"follower.replication.throttled.replicas": "0:3"}
+    admin.create_topics([NewTopic(topic, 1, replica_assignment=[[4]], config=throttled)])[
+        topic
+    ].result(timeout=30)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "1"})
+    for _ in range(200):
+        producer.produce(topic, b"." * 10_000, partition=0)
+    assert producer.flush(30) == 0
+    configs_tool(
+        reference,
+        bootstrap,
+        "brokers",
+        "3",
+        "--add-config",
+        "follower.replication.throttled.rate=10000",
+    )
+    try:
+        plan = plan_file(tmp_path, topic, [2, 3])
+        reassign_tool(reference, bootstrap, "--execute", "--reassignment-json-file", plan)
+        wait_for(
+            lambda: sorted(partitions_of(bootstrap, topic)[0][3]) == [2, 4],
+            30,
+            0.2,
+            what="broker 2 in the ISR",
+        )
+        nodes.brokers[4].stop()
+        wait_for(
+            lambda: partitions_of(bootstrap, topic)[0][3] == [2],
+            30,
+            0.2,
+            what="the ISR down to broker 2",
+        )
+        cancel = reference.tool_command(
+            "kafka-reassign-partitions",
+            ["--bootstrap-server", bootstrap, "--cancel", "--reassignment-json-file", plan],
+        )
+        refused = subprocess.run(cancel, capture_output=True, text=True, timeout=120)
+        said = refused.stdout + refused.stderr
+        assert refused.returncode != 0, said
+        assert (
+            f"Unable to revert partition assignment for {topic}:0 because it would require an "
+            "unclean leader election." in said
+        ), said
+        listed = reassign_tool(reference, bootstrap, "--list")
+        assert f"{topic}-0: replicas: 2,3,4. adding: 2,3. removing: 4." in listed, listed
+        configs_tool(
+            reference,
+            bootstrap,
+            "topics",
+            topic,
+            "--add-config",
+            "unclean.leader.election.enable=true",
+        )
+        out = wait_for(
+            lambda: (
+                done.stdout
+                if (
+                    done := subprocess.run(cancel, capture_output=True, text=True, timeout=120)
+                ).returncode
+                == 0
+                else None
+            ),
+            30,
+            1,
+            what="the cancel to be accepted once the topic allows unclean elections",
+        )
+        assert f"Successfully cancelled partition reassignment for: {topic}-0" in out, out
+        assert partitions_of(bootstrap, topic)[0][2] == [4]
+    finally:
+        configs_tool(
+            reference,
+            bootstrap,
+            "brokers",
+            "3",
+            "--delete-config",
+            "follower.replication.throttled.rate",
+        )
+
+
+def configs_tool(reference, bootstrap: str, entity_type: str, name: str, *args: str) -> None:
+    """``kafka-configs --alter`` on one entity (it must exit 0)."""
+    command = reference.tool_command(
+        "kafka-configs",
+        [
+            "--bootstrap-server",
+            bootstrap,
+            "--alter",
+            "--entity-type",
+            entity_type,
+            "--entity-name",
+            name,
+            *args,
+        ],
+    )
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+
 def test_deleting_a_topic_during_a_move_ends_it(nodes, reference, tmp_path, zk):
     """Kafka 4.4 deletes a topic being reassigned together with its reassignment."""
     topic = "doomed-move"

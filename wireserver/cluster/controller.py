@@ -296,10 +296,6 @@ class Controller:
             for partition in sorted(assignment.replicas):
                 self.reconcile((name, partition), excluded)
 
-    def _unclean_allowed(self, topic: str) -> bool:
-        info = self.logs.topics.get(topic)
-        return bool(info and info.config.unclean_leader_election_enable)
-
     def reconcile(self, tp: tuple[str, int], excluded: set[int]) -> None:
         from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
@@ -372,7 +368,7 @@ class Controller:
             if new.leader >= 0:
                 self._changed(tp, "OfflinePartition", new)
             else:
-                unclean = "true" if self._unclean_allowed(tp[0]) else "false"
+                unclean = "true" if self.node.unclean_election_allowed(tp[0]) else "false"
                 strategy = f"OfflinePartitionLeaderElectionStrategy({unclean})"
                 self._failed(tp, "OfflinePartition", strategy)
             return
@@ -404,7 +400,7 @@ class Controller:
             leader, isr = candidates[0], isr_live
         else:
             alive = [r for r in state.replicas if r in live]
-            if alive and self._unclean_allowed(tp[0]):
+            if alive and self.node.unclean_election_allowed(tp[0]):
                 self._unclean(tp, alive[0], alive)
                 leader, isr = alive[0], [alive[0]]
                 self.node.unclean_leader_elections += 1

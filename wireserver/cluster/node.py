@@ -422,6 +422,11 @@ class ClusterNode:
         if self.controller is not None:
             self.controller.on_brokers_changed(bounced)
 
+    def unclean_election_allowed(self, topic: str) -> bool:
+        """The topic's ``unclean.leader.election.enable`` as this broker has it."""
+        info = self.broker.logs.topics.get(topic)
+        return bool(info and info.config.unclean_leader_election_enable)
+
     def live_for(self, tp: TP) -> set[int]:
         """The live brokers whose replica of ``tp`` is not in a failed log dir: those that
         can lead it or be in its ISR."""

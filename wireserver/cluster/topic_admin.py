@@ -53,6 +53,8 @@ class ReassignHost(ZkHolder, Protocol):
 
     def live_for(self, tp: tuple[str, int]) -> set[int]: ...
 
+    def unclean_election_allowed(self, topic: str) -> bool: ...
+
 
 def mark_for_deletion(node: ZkHolder, topic: str) -> None:
     """Ask the controller to delete ``topic``. Asking twice is not an error: Kafka's
@@ -160,11 +162,35 @@ def reassign(node: ReassignHost, topic: str, partition: int, target: list[int] |
                 return False
             if list(target) == existing.replicas[partition]:
                 return True
+        if target is None:
+            _check_revert(node, existing, partition)
         updated = existing.reassign_to(
             partition, existing.origin(partition) if target is None else list(target)
         )
         if _write_reassignment(node, existing, updated, partition, version):
             return True
+
+
+def _check_revert(node: ReassignHost, existing: zd.TopicAssignment, partition: int) -> None:
+    """A cancel keeps the ISR's original replicas; when none of them is left in it (only
+    replicas the move was adding caught up), reverting needs an unclean election, which Kafka
+    4.4's controller refuses unless the topic allows one (``cancelPartitionReassignment``)."""
+    from kazoo.exceptions import NoNodeError
+
+    try:
+        data, stat = node.zk.get(zd.state_path(existing.name, partition))
+    except NoNodeError:
+        return
+    state = zd.PartitionState.decode(data, stat.version, existing.replicas[partition])
+    adding = existing.adding.get(partition, [])
+    if any(r not in adding for r in state.isr):
+        return
+    if not node.unclean_election_allowed(existing.name):
+        raise TopicError(
+            ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+            f"Unable to revert partition assignment for {existing.name}:{partition} "
+            "because it would require an unclean leader election.",
+        )
 
 
 def _write_reassignment(
