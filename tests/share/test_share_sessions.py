@@ -3,14 +3,22 @@ ShareAcknowledge requests: the errors Kafka answers (SHARE_SESSION_NOT_FOUND,
 INVALID_SHARE_SESSION_EPOCH, INVALID_REQUEST for acknowledgements in an opening fetch,
 INVALID_RECORD_STATE for a record the member does not hold), forgotten partitions, and the
 acquired ranges a fetch reports; and how ListGroups, DescribeGroups, ConsumerGroupDescribe and
-ShareGroupDescribe answer for a share group."""
+ShareGroupDescribe answer for a share group; that the share-partition leader serves a member
+id the group does not know (as Kafka's, which does not ask the group coordinator); and that the
+offset APIs of consumer groups refuse a share group as Kafka does."""
 
 from __future__ import annotations
 
 import pytest
 from confluent_kafka import Producer
 from kafka.protocol.admin.groups import DescribeGroupsRequest, ListGroupsRequest
+from kafka.protocol.consumer.group import (
+    OffsetCommitRequest,
+    OffsetDeleteRequest,
+    OffsetFetchRequest,
+)
 
+from tests.txn.test_transaction_v2 import init, txn_offset_commit
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.messages_extra import ConsumerGroupDescribeRequest
 from wireserver.protocol.messages_share import (
@@ -127,6 +135,9 @@ def acquired(response):
 
 
 def test_session_epochs_and_acknowledgements(kafka):
+    # m2 and m3 never join the group (only m1 does, see test_other_group_apis...): as Kafka's
+    # SharePartitionManager / ShareSessionCache, the share-partition leader opens sessions and
+    # hands records to any member id, without asking the group coordinator.
     with KafkaWire(kafka.bootstrap_servers) as wire:
         # no session for this member yet
         assert wire.request(fetch(kafka, "m2", 1, [0])).error_code == (
@@ -213,3 +224,74 @@ def test_other_group_apis_see_a_share_group_as_kafka_does(kafka):
         ErrorCode.GROUP_ID_NOT_FOUND,
         "Group nope not found.",
     )
+
+
+def offset_commit(kafka, generation, member):
+    t = OffsetCommitRequest.OffsetCommitRequestTopic
+    partition = t.OffsetCommitRequestPartition(
+        partition_index=0, committed_offset=1, committed_leader_epoch=-1, committed_metadata=""
+    )
+    return OffsetCommitRequest(
+        version=9,
+        group_id=GROUP,
+        generation_id_or_member_epoch=generation,
+        member_id=member,
+        group_instance_id=None,
+        topics=[t(name=TOPIC, partitions=[partition])],
+    )
+
+
+def test_offset_apis_refuse_a_share_group_as_kafka_does(kafka):
+    """Kafka's ShareGroup.validateOffsetCommit / validateOffsetFetch / validateOffsetDelete:
+    GROUP_ID_NOT_FOUND ("Group X is not a consumer group."), which OffsetFetch turns into
+    "nothing committed"; no classic group of the share group's id appears."""
+    with KafkaWire(kafka.bootstrap_servers) as wire:
+        for generation, member in [(-1, ""), (1, "m1"), (5, "nobody")]:
+            committed = wire.request(offset_commit(kafka, generation, member))
+            assert [p.error_code for t in committed.topics for p in t.partitions] == [
+                ErrorCode.GROUP_ID_NOT_FOUND
+            ], (generation, member)
+        txn_id = "share-txn"
+        producer = init(wire, txn_id)
+        assert txn_offset_commit(wire, txn_id, producer, GROUP, TOPIC, 5) == (
+            ErrorCode.GROUP_ID_NOT_FOUND
+        )
+        group = OffsetFetchRequest.OffsetFetchRequestGroup
+        topics = [group.OffsetFetchRequestTopics(name=TOPIC, partition_indexes=[0])]
+        for member, epoch in [(None, -1), ("m1", 1)]:
+            fetched = wire.request(
+                OffsetFetchRequest(
+                    version=9,
+                    groups=[
+                        group(group_id=GROUP, member_id=member, member_epoch=epoch, topics=topics),
+                        group(group_id=GROUP, member_id=member, member_epoch=epoch, topics=None),
+                    ],
+                    require_stable=False,
+                )
+            )
+            named, every = fetched.groups
+            assert (named.error_code, every.error_code, every.topics) == (0, 0, [])
+            assert [(p.committed_offset, p.error_code) for p in named.topics[0].partitions] == [
+                (-1, 0)
+            ]
+        d = OffsetDeleteRequest.OffsetDeleteRequestTopic
+        deleted = wire.request(
+            OffsetDeleteRequest(
+                version=0,
+                group_id=GROUP,
+                topics=[
+                    d(name=TOPIC, partitions=[d.OffsetDeleteRequestPartition(partition_index=0)])
+                ],
+            )
+        )
+        assert deleted.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+        listed = wire.request(ListGroupsRequest(version=5, states_filter=[], types_filter=[]))
+        described = wire.request(
+            ShareGroupDescribeRequest(
+                version=1, group_ids=[GROUP], include_authorized_operations=False
+            )
+        )
+    assert [(g.group_id, g.group_type) for g in listed.groups if g.group_id == GROUP] == [
+        (GROUP, "share")
+    ]
+    assert [m.member_id for m in described.groups[0].members] == ["m1"]
