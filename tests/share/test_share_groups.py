@@ -5,8 +5,9 @@ record is delivered again, to another member; a member killed -9 while holding r
 them redelivered to another once the acquisition lock (a group config set with
 ``kafka-configs --entity-type groups``) expires; a rejected record, and one released up to the
 delivery count limit, are not delivered again; ``kafka-share-groups`` lists the group,
-describes, resets and deletes its offsets and deletes it; the state survives a kill -9 of the
-broker."""
+describes, resets and deletes its offsets and deletes it; AlterShareGroupOffsets on a group
+that does not exist creates it, and its first member starts at the offset set; the state
+survives a kill -9 of the broker."""
 
 from __future__ import annotations
 
@@ -17,12 +18,14 @@ import uuid
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from compat_tests import reference as kafka_reference
 from compat_tests.reference.launcher import LOG4J2_TOOLS, _java, _preexec
-from wireserver.testing import EmbeddedBroker
+from wireserver.protocol.errors import ErrorCode
+from wireserver.protocol.messages_share import AlterShareGroupOffsetsRequest
+from wireserver.testing import EmbeddedBroker, KafkaWire
 
 pytestmark = pytest.mark.integration
 
@@ -276,6 +279,49 @@ def test_rejected_and_over_the_limit_records_are_not_delivered_again(kafka, clas
     assert "was successful" in deleted.stdout, deleted.stdout + deleted.stderr
     anew = Member(classpath, kafka.bootstrap_servers, topic, group).finish()
     assert {v for _, _, v in anew} == {"a", "reject-1", "release-1", "b"}
+
+
+def alter_offsets(kafka, group: str, topic: str, start_offset: int):
+    t = AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic
+    partition = t.AlterShareGroupOffsetsRequestPartition(
+        partition_index=0, start_offset=start_offset
+    )
+    with KafkaWire(kafka.bootstrap_servers) as wire:
+        return wire.request(
+            AlterShareGroupOffsetsRequest(
+                version=0, group_id=group, topics=[t(topic_name=topic, partitions=[partition])]
+            )
+        )
+
+
+def test_altering_offsets_of_a_new_group_creates_it(kafka, classpath):
+    """As Kafka's alterShareGroupOffsets: the group is made (Empty) with its share-partition
+    at the offset given, so that its first member (share.auto.offset.reset latest, the
+    default) starts there, not at the end."""
+    topic, group = new_topic(kafka), f"g-{uuid.uuid4().hex[:8]}"
+    produce(kafka, topic, ["a", "b", "c", "d", "e"])
+    altered = alter_offsets(kafka, group, topic, 2)
+    assert (altered.error_code, altered.error_message) == (ErrorCode.NONE, None)
+    assert [p.error_code for t in altered.responses for p in t.partitions] == [ErrorCode.NONE]
+    assert group in share_groups(kafka, "--list").split()
+    described = share_groups(kafka, "--describe", "--group", group)
+    assert [line.split() for line in described.splitlines() if topic in line] == [
+        [group, topic, "0", "2", "3"]
+    ], described
+    got = Member(classpath, kafka.bootstrap_servers, topic, group).finish()
+    assert [(offset, value) for offset, _, value in got] == [(2, "c"), (3, "d"), (4, "e")]
+    # an id a group of another type has is not taken over; an empty id is invalid
+    producer_group = f"c-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
+    offsets = [TopicPartition(topic, 0, 1)]
+    request = ConsumerGroupTopicPartitions(producer_group, offsets)
+    admin.alter_consumer_group_offsets([request])[producer_group].result(30)
+    other = alter_offsets(kafka, producer_group, topic, 0)
+    assert (other.error_code, other.error_message) == (
+        ErrorCode.GROUP_ID_NOT_FOUND,
+        f"Group {producer_group} is not a share group.",
+    )
+    assert alter_offsets(kafka, "", topic, 0).error_code == ErrorCode.INVALID_GROUP_ID
 
 
 def test_state_survives_a_broker_restart(classpath):

@@ -6,6 +6,8 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from twisted.internet.task import Clock
 
 from tests.storage.helpers import make_batch, open_log
@@ -22,11 +24,13 @@ from wireserver.share.partition import (
 from wireserver.share.state import (
     ShareState,
     apply_update,
+    changed_batches,
     coordinator_key,
     decode_key,
     decode_snapshot,
     encode_key,
     encode_snapshot,
+    encode_update,
 )
 
 SETTINGS = {
@@ -210,3 +214,45 @@ def _update_value(snapshot_epoch, start, batches):
         out += state.to_bytes(1, "big") + count.to_bytes(2, "big") + b"\x00"
     out.append(0)
     return bytes(out)
+
+
+def test_update_records_are_encoded_as_kafka_lays_them_out():
+    assert encode_update(5, 0, 11, [(12, 12, 2, 3)]) == _update_value(5, 11, [(12, 12, 2, 3)])
+
+
+def _per_offset(start, batches):
+    return {o: (s, c) for f, last, s, c in batches for o in range(max(f, start), last + 1)}
+
+
+#: a state: start offset and per-offset (delivery state, delivery count) above it
+_records = st.dictionaries(
+    st.integers(0, 40), st.tuples(st.sampled_from([0, 2, 4]), st.integers(0, 5)), max_size=25
+)
+
+
+@given(st.integers(0, 10), _records, st.integers(0, 20), _records)
+def test_an_update_read_back_over_the_state_before_gives_the_state_after(
+    start, before, new_start, after
+):
+    """What ``changed_batches`` puts in a ShareUpdate, applied as a load applies it, turns the
+    state before into the state written; a state it cannot reach that way takes a snapshot."""
+    old = ShareState(start, [(o, o, s, c) for o, (s, c) in sorted(before.items()) if o >= start])
+    # the new state keeps every record at or above its start (as a share-partition does)
+    after = {**{o: v for o, v in before.items() if o >= new_start}, **after}
+    new = [(o, o, s, c) for o, (s, c) in sorted(after.items()) if o >= new_start]
+    delta = changed_batches(old, new_start, new)
+    if new_start < start:
+        assert delta is None
+        return
+    assert delta is not None
+    assert len(delta) <= len(new)
+    reloaded = ShareState(old.start_offset, list(old.batches))
+    apply_update(reloaded, encode_update(0, 0, new_start, delta))
+    assert reloaded.start_offset == new_start
+    assert _per_offset(new_start, reloaded.batches) == _per_offset(new_start, new)
+
+
+def test_a_record_leaving_the_state_above_the_start_takes_a_snapshot():
+    old = ShareState(0, [(0, 3, 0, 1)])
+    assert changed_batches(old, 0, [(0, 1, 0, 1), (3, 3, 0, 1)]) is None
+    assert changed_batches(old, 2, [(2, 2, 2, 1), (3, 3, 0, 1)]) == [(2, 2, 2, 1)]

@@ -3,17 +3,27 @@ ShareAcknowledge requests: the errors Kafka answers (SHARE_SESSION_NOT_FOUND,
 INVALID_SHARE_SESSION_EPOCH, INVALID_REQUEST for acknowledgements in an opening fetch,
 INVALID_RECORD_STATE for a record the member does not hold), forgotten partitions, and the
 acquired ranges a fetch reports; and how ListGroups, DescribeGroups, ConsumerGroupDescribe and
-ShareGroupDescribe answer for a share group."""
+ShareGroupDescribe answer for a share group; that the share-partition leader serves a member
+id the group does not know (as Kafka's, which does not ask the group coordinator); and that the
+offset APIs of consumer groups refuse a share group as Kafka does; and that the state written
+as ShareSnapshot and ShareUpdate records is the same after a restart."""
 
 from __future__ import annotations
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from kafka.protocol.admin.groups import DescribeGroupsRequest, ListGroupsRequest
+from kafka.protocol.consumer.group import (
+    OffsetCommitRequest,
+    OffsetDeleteRequest,
+    OffsetFetchRequest,
+)
 
+from tests.txn.test_transaction_v2 import init, txn_offset_commit
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.messages_extra import ConsumerGroupDescribeRequest
 from wireserver.protocol.messages_share import (
+    DescribeShareGroupOffsetsRequest,
     ShareAcknowledgeRequest,
     ShareFetchRequest,
     ShareGroupDescribeRequest,
@@ -31,30 +41,35 @@ ACK_TOPIC = ShareAcknowledgeRequest.AcknowledgeTopic
 @pytest.fixture(scope="module")
 def kafka():
     with EmbeddedBroker() as broker:
-        broker.create_topic(TOPIC, partitions=1)
-        with KafkaWire(broker.bootstrap_servers) as wire:
-            joined = wire.request(
-                ShareGroupHeartbeatRequest(
-                    version=1,
-                    group_id=GROUP,
-                    member_id="m1",
-                    member_epoch=0,
-                    rack_id=None,
-                    subscribed_topic_names=[TOPIC],
-                )
+        start_group(broker, records=4)
+        yield broker
+
+
+def start_group(broker, records: int) -> None:
+    """m1 joins the share group of a new one-partition topic, opens its share session, and
+    ``records`` records are produced, one batch each (``broker.topic_id``: the topic's id)."""
+    broker.create_topic(TOPIC, partitions=1)
+    with KafkaWire(broker.bootstrap_servers) as wire:
+        joined = wire.request(
+            ShareGroupHeartbeatRequest(
+                version=1,
+                group_id=GROUP,
+                member_id="m1",
+                member_epoch=0,
+                rack_id=None,
+                subscribed_topic_names=[TOPIC],
             )
+        )
         assert joined.error_code == ErrorCode.NONE
         (assigned,) = joined.assignment.topic_partitions
         broker.topic_id = assigned.topic_id
         # the share-partition starts at the log end (share.auto.offset.reset latest): open
         # it before producing
-        with KafkaWire(broker.bootstrap_servers) as wire:
-            assert wire.request(fetch(broker, "m1", 0, [0])).error_code == ErrorCode.NONE
-        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0})
-        for i in range(4):
-            producer.produce(TOPIC, value=b"v%d" % i)
-            producer.flush(30)
-        yield broker
+        assert wire.request(fetch(broker, "m1", 0, [0])).error_code == ErrorCode.NONE
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0})
+    for i in range(records):
+        producer.produce(TOPIC, value=b"v%d" % i)
+        producer.flush(30)
 
 
 def fetch(kafka, member, epoch, partitions, acks=(), forgotten=(), max_records=100):
@@ -127,6 +142,9 @@ def acquired(response):
 
 
 def test_session_epochs_and_acknowledgements(kafka):
+    # m2 and m3 never join the group (only m1 does, see test_other_group_apis...): as Kafka's
+    # SharePartitionManager / ShareSessionCache, the share-partition leader opens sessions and
+    # hands records to any member id, without asking the group coordinator.
     with KafkaWire(kafka.bootstrap_servers) as wire:
         # no session for this member yet
         assert wire.request(fetch(kafka, "m2", 1, [0])).error_code == (
@@ -213,3 +231,139 @@ def test_other_group_apis_see_a_share_group_as_kafka_does(kafka):
         ErrorCode.GROUP_ID_NOT_FOUND,
         "Group nope not found.",
     )
+
+
+def offset_commit(kafka, generation, member):
+    t = OffsetCommitRequest.OffsetCommitRequestTopic
+    partition = t.OffsetCommitRequestPartition(
+        partition_index=0, committed_offset=1, committed_leader_epoch=-1, committed_metadata=""
+    )
+    return OffsetCommitRequest(
+        version=9,
+        group_id=GROUP,
+        generation_id_or_member_epoch=generation,
+        member_id=member,
+        group_instance_id=None,
+        topics=[t(name=TOPIC, partitions=[partition])],
+    )
+
+
+def test_offset_apis_refuse_a_share_group_as_kafka_does(kafka):
+    """Kafka's ShareGroup.validateOffsetCommit / validateOffsetFetch / validateOffsetDelete:
+    GROUP_ID_NOT_FOUND ("Group X is not a consumer group."), which OffsetFetch turns into
+    "nothing committed"; no classic group of the share group's id appears."""
+    with KafkaWire(kafka.bootstrap_servers) as wire:
+        for generation, member in [(-1, ""), (1, "m1"), (5, "nobody")]:
+            committed = wire.request(offset_commit(kafka, generation, member))
+            assert [p.error_code for t in committed.topics for p in t.partitions] == [
+                ErrorCode.GROUP_ID_NOT_FOUND
+            ], (generation, member)
+        txn_id = "share-txn"
+        producer = init(wire, txn_id)
+        assert txn_offset_commit(wire, txn_id, producer, GROUP, TOPIC, 5) == (
+            ErrorCode.GROUP_ID_NOT_FOUND
+        )
+        group = OffsetFetchRequest.OffsetFetchRequestGroup
+        topics = [group.OffsetFetchRequestTopics(name=TOPIC, partition_indexes=[0])]
+        for member, epoch in [(None, -1), ("m1", 1)]:
+            fetched = wire.request(
+                OffsetFetchRequest(
+                    version=9,
+                    groups=[
+                        group(group_id=GROUP, member_id=member, member_epoch=epoch, topics=topics),
+                        group(group_id=GROUP, member_id=member, member_epoch=epoch, topics=None),
+                    ],
+                    require_stable=False,
+                )
+            )
+            named, every = fetched.groups
+            assert (named.error_code, every.error_code, every.topics) == (0, 0, [])
+            assert [(p.committed_offset, p.error_code) for p in named.topics[0].partitions] == [
+                (-1, 0)
+            ]
+        d = OffsetDeleteRequest.OffsetDeleteRequestTopic
+        deleted = wire.request(
+            OffsetDeleteRequest(
+                version=0,
+                group_id=GROUP,
+                topics=[
+                    d(name=TOPIC, partitions=[d.OffsetDeleteRequestPartition(partition_index=0)])
+                ],
+            )
+        )
+        assert deleted.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+        listed = wire.request(ListGroupsRequest(version=5, states_filter=[], types_filter=[]))
+        described = wire.request(
+            ShareGroupDescribeRequest(
+                version=1, group_ids=[GROUP], include_authorized_operations=False
+            )
+        )
+    assert [(g.group_id, g.group_type) for g in listed.groups if g.group_id == GROUP] == [
+        (GROUP, "share")
+    ]
+    assert [m.member_id for m in described.groups[0].members] == ["m1"]
+
+
+def share_state_record_types(broker) -> list[int]:
+    """The record types (0 ShareSnapshot, 1 ShareUpdate) in ``__share_group_state``, in order."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": "state-reader",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.assign([TopicPartition("__share_group_state", 0, 0)])
+    kinds = []
+    try:
+        while (message := consumer.poll(5)) is not None:
+            if message.error() is None:
+                kinds.append(int.from_bytes(message.key()[:2], "big"))
+    finally:
+        consumer.close()
+    return kinds
+
+
+def offsets_of(wire):
+    group = DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup
+    topic = group.DescribeShareGroupOffsetsRequestTopic(topic_name=TOPIC, partitions=[0])
+    response = wire.request(
+        DescribeShareGroupOffsetsRequest(version=1, groups=[group(group_id=GROUP, topics=[topic])])
+    )
+    (partition,) = response.groups[0].topics[0].partitions
+    return partition.start_offset, partition.lag
+
+
+def test_state_written_as_snapshots_and_updates_is_the_same_after_a_restart():
+    """Kafka's share coordinator writes ShareUpdate records (what changed) between ShareSnapshot
+    records, a snapshot after ``share.coordinator.snapshot.update.records.per.snapshot``
+    updates; reading them back restores the state the acknowledgements left."""
+    overrides = {
+        "share.coordinator.snapshot.update.records.per.snapshot": 2,
+        "share.coordinator.state.topic.num.partitions": 1,
+    }
+    with EmbeddedBroker(overrides=overrides) as broker:
+        start_group(broker, records=8)
+        with KafkaWire(broker.bootstrap_servers) as wire:
+            got = wire.request(fetch(broker, "m1", 1, [0], max_records=8))
+            assert acquired(got) == [(0, 7, 1)]
+            # one state write each: accept 0, accept 1, release 2, reject 3, accept 4,
+            # release 5; 6-7 stay acquired
+            for epoch, (offset, kind) in enumerate(
+                [(0, 1), (1, 1), (2, 2), (3, 3), (4, 1), (5, 2)]
+            ):
+                done = wire.request(acknowledge(broker, "m1", epoch + 2, offset, offset, kind))
+                assert done.responses[0].partitions[0].error_code == ErrorCode.NONE
+            before = offsets_of(wire)
+        assert before == (2, 4)  # 0-1 accepted; 2, 5, 6, 7 still to be done with
+        kinds = share_state_record_types(broker)
+        # the share-partition's start (a snapshot), then three updates (the first counts 0,
+        # as Kafka counts them), a snapshot, and two updates (counted 1 and 2 now)
+        assert kinds == [0, 1, 1, 1, 0, 1, 1], kinds
+        broker.restart()
+        with KafkaWire(broker.bootstrap_servers) as wire:
+            assert offsets_of(wire) == before
+            again = wire.request(fetch(broker, "m9", 0, [0], max_records=8))
+        # all were delivered once before (6-7, still acquired, were persisted as available
+        # with their delivery count); 3 (rejected) and 4 (accepted) are done with
+        assert acquired(again) == [(2, 2, 2), (5, 7, 2)]

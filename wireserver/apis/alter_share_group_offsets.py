@@ -2,8 +2,10 @@
 share group (``kafka-share-groups --reset-offsets``); each starts over there with nothing in
 flight, and the state is persisted at once.
 
-The group must be a share group (GROUP_ID_NOT_FOUND; Kafka creates a missing one, we do not)
-with no members (NON_EMPTY_GROUP). Authorization: READ on the group
+A group id no group has becomes an Empty share group first, as Kafka's
+``getOrMaybeCreatePersistedShareGroup``: consumers that join it later start at the offsets
+set. An id a group of another type has is GROUP_ID_NOT_FOUND ("Group X is not a share
+group."), an empty one INVALID_GROUP_ID; a share group with members is NON_EMPTY_GROUP. Authorization: READ on the group
 (GROUP_AUTHORIZATION_FAILED), READ on each topic (TOPIC_AUTHORIZATION_FAILED on its
 partitions). In cluster mode: UNSUPPORTED_VERSION (share groups are served on one node only).
 """
@@ -22,7 +24,7 @@ API_KEY = 91
 
 @handles(API_KEY)
 def handle(ctx: RequestContext) -> HandlerResult:
-    return empty_group_response(ctx, checks.read_group, lambda: _reset(ctx))
+    return empty_group_response(ctx, checks.read_group, lambda: _reset(ctx), create=True)
 
 
 def _reset(ctx: RequestContext) -> list:

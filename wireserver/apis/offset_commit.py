@@ -4,7 +4,9 @@ Members commit with their generation and member id (ILLEGAL_GENERATION, UNKNOWN_
 FENCED_INSTANCE_ID, REBALANCE_IN_PROGRESS while the group completes a rebalance); generation -1
 with no member id is a "simple" commit, allowed only while the group has no members. For a group
 that does not exist, a member commit gets GROUP_ID_NOT_FOUND from v9 and ILLEGAL_GENERATION
-before. Each partition: UNKNOWN_TOPIC_OR_PARTITION, OFFSET_METADATA_TOO_LARGE past
+before. A share group's id answers GROUP_ID_NOT_FOUND on every partition, whatever the
+generation (Kafka: "Group X is not a consumer group."; share groups keep no offsets). Each
+partition: UNKNOWN_TOPIC_OR_PARTITION, OFFSET_METADATA_TOO_LARGE past
 ``offset.metadata.max.bytes``. The commit is in ``__consumer_offsets`` before the response (in cluster mode: below the high
 watermark, as Kafka appends commits with acks=-1).
 

@@ -1,5 +1,5 @@
 """OffsetDelete (key 47), v0: removes committed offsets of a group (tombstones). GROUP_ID_NOT_FOUND
-for an unknown group; NON_EMPTY_GROUP for a non-empty group that is not a consumer group; per
+for an unknown group and a share group (which keeps no offsets); NON_EMPTY_GROUP for a non-empty group that is not a consumer group; per
 partition GROUP_SUBSCRIBED_TO_TOPIC while members subscribe to the topic (unknown subscriptions
 count as subscribed, as in Kafka), UNKNOWN_TOPIC_OR_PARTITION for a partition that does not
 exist. Needs DELETE on the group (GROUP_AUTHORIZATION_FAILED) and READ on each topic

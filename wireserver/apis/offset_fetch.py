@@ -8,6 +8,8 @@ awaiting their commit or abort answers UNSTABLE_OFFSET_COMMIT (retriable) and of
 v9 names the member (member id, member epoch): for a consumer-protocol (KIP-848) group it must
 be a member (UNKNOWN_MEMBER_ID) at its current epoch (STALE_MEMBER_EPOCH), as in Kafka; a fetch
 without a member id (the admin client's) is not checked, nor is any fetch for a classic group.
+A share group has no committed offsets: every partition answers -1 and no error, whoever asks
+(Kafka's ``fetchOffsets`` treats the share group's GROUP_ID_NOT_FOUND as "nothing committed").
 
 v10 (KIP-848) names topics by id in the request and the response, as Kafka's ``KafkaApis``
 does it: an id the metadata does not have answers UNKNOWN_TOPIC_ID on each partition asked for
@@ -46,7 +48,7 @@ UNSTABLE = object()  # stands for "pending transactional offsets" in _fetch's an
 
 def _member_epoch_error(coordinator, g, version):
     group = coordinator.modern_group(g.group_id) if version >= 9 else None
-    if group is None:
+    if group is None or coordinator.is_share_group(g.group_id):
         return ErrorCode.NONE
     return (
         coordinator.consumer.validate_offset_fetch(group, g.member_id, g.member_epoch)

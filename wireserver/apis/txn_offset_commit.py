@@ -8,7 +8,8 @@ stay pending until EndTxn (see ``wireserver.groups.coordinator``). From v5 (tran
 protocol v2, KIP-890) the producer sends no AddOffsetsToTxn: the request first adds the group's
 offsets partition to the transaction through its coordinator. v6 (KIP-1319) names topics by
 id (an unknown id is UNKNOWN_TOPIC_ID) and answers GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH
-where v3-5 answer ILLEGAL_GENERATION. In cluster mode the group's coordinator is usually not
+where v3-5 answer ILLEGAL_GENERATION. A share group's id answers GROUP_ID_NOT_FOUND on every
+partition in all versions, as Kafka's ``ShareGroup.validateOffsetCommit``. In cluster mode the group's coordinator is usually not
 the transaction's, so the check against the open transaction is left out (the offsets
 partition's producer state still refuses an older producer epoch).
 

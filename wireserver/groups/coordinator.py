@@ -1058,13 +1058,16 @@ class GroupCoordinator:
     # -- admin ------------------------------------------------------------------------------
 
     def modern_group(self, group_id: str) -> Any:
-        """The consumer-protocol, Streams or share group of that id (their offsets are checked
-        by member epoch, the same way), or None."""
+        """The consumer-protocol, Streams or share group of that id, or None."""
         return (
             self.consumer.groups.get(group_id)
             or self.streams.groups.get(group_id)
             or self.share.groups.get(group_id)
         )
+
+    def is_share_group(self, group_id: str) -> bool:
+        """Whether the id is a share group's, which keeps no committed offsets."""
+        return group_id in self.share.groups
 
     def list_groups(self) -> list[Group]:
         return [g for g in self.groups.values() if not g.is_in(S.DEAD)]

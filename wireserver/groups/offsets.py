@@ -5,7 +5,11 @@ offset expiry.
 Apart from membership (``wireserver.groups.coordinator``: join, sync, heartbeat, leave,
 rebalances) because offsets follow their own rules: a "simple" group commits offsets without
 members, a consumer-protocol (KIP-848) group validates commits with member epochs, and
-transactional offsets stay pending until their producer's marker. What this needs of the
+transactional offsets stay pending until their producer's marker. A share group (KIP-932)
+keeps no committed offsets: OffsetCommit and TxnOffsetCommit naming one answer
+GROUP_ID_NOT_FOUND on every partition, OffsetFetch finds nothing (offset -1) and OffsetDelete
+does not find the group, as Kafka's ``ShareGroup.validateOffsetCommit`` / ``validateOffsetFetch``
+/ ``validateOffsetDelete`` ("Group X is not a consumer group.") have it. What this needs of the
 membership side is small (``Membership``): the groups, the consumer-protocol groups, keeping a
 committing member alive and dropping an expired group.
 
@@ -96,8 +100,11 @@ class Membership(Protocol):
     def consumer(self) -> ConsumerGroups: ...
 
     def modern_group(self, group_id: str) -> Any:
-        """The consumer-protocol (KIP-848) or Streams (KIP-1071) group of that id, or None."""
+        """The consumer-protocol (KIP-848), Streams (KIP-1071) or share (KIP-932) group of
+        that id, or None."""
         ...
+
+    def is_share_group(self, group_id: str) -> bool: ...
 
     def keep_alive(self, group: Group, member: Member) -> None: ...
 
@@ -178,6 +185,8 @@ class OffsetManager:
         def everywhere(error: ErrorCode) -> dict[tuple[str, int], ErrorCode]:
             return {(c.topic, c.partition): error for c in commits}
 
+        if self.membership.is_share_group(group_id):
+            return everywhere(ErrorCode.GROUP_ID_NOT_FOUND)
         consumer = self.membership.consumer
         group: Any = self.membership.groups.get(group_id)
         consumer_group = self.membership.modern_group(group_id)
@@ -323,6 +332,8 @@ class OffsetManager:
         error = self.runtime.ensure_ready()
         if error is not None:
             return everywhere(error)
+        if self.membership.is_share_group(group_id):
+            return everywhere(ErrorCode.GROUP_ID_NOT_FOUND)
         consumer_group = self.membership.modern_group(group_id)
         group = self.membership.groups.get(group_id)
         if consumer_group is not None:
@@ -402,7 +413,8 @@ class OffsetManager:
         transactional offsets are not included (see ``has_pending``)."""
         membership = self.membership
         group = membership.groups.get(group_id) or membership.modern_group(group_id)
-        offsets = group.offsets if group is not None else {}
+        share = membership.is_share_group(group_id)
+        offsets = group.offsets if group is not None and not share else {}
         if topics is None:
             by_topic: dict[str, list[tuple[int, CommittedOffset | None]]] = {}
             for (topic, partition), committed in sorted(offsets.items()):

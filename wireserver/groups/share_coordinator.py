@@ -151,6 +151,23 @@ class ShareGroupCoordinator(TopicPartitionHeartbeats, ModernGroupCoordinator):
         # Stable all the same (a share group has no reconciling state).
         group.update_state(self.now_ms())
 
+    # -- AlterShareGroupOffsets -------------------------------------------------------------
+
+    def ensure_group(self, group_id: str) -> tuple[ErrorCode | None, str | None]:
+        """The share group AlterShareGroupOffsets sets offsets of, made Empty with its epoch
+        record written when there is none, as Kafka's ``alterShareGroupOffsets`` does
+        (``getOrMaybeCreatePersistedShareGroup``): a tool (or MirrorMaker) may prepare where a
+        group's consumers will start before any joins. (error, message): GROUP_ID_NOT_FOUND
+        when a group of another type has the id."""
+        if group_id in self.groups:
+            return None, None
+        try:
+            group = self._group_for_join(group_id)
+        except HeartbeatError as exc:
+            return ErrorCode(exc.error), exc.message
+        self._store(group)
+        return None, None
+
     # -- leaving ----------------------------------------------------------------------------
 
     def remove_member(self, group: ShareGroup, member: ShareGroupMember, reason: str | None):

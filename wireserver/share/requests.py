@@ -155,11 +155,12 @@ class ShareRequest:
         return list(by_topic.values())
 
 
-def empty_group_response(ctx: Any, acl_check: Any, responses_for: Any) -> Any:
+def empty_group_response(ctx: Any, acl_check: Any, responses_for: Any, create: bool = False) -> Any:
     """Alter- and DeleteShareGroupOffsets' response: ``responses_for()``'s topics, unless the
     principal may not act on the group (``acl_check``) or it is not an empty share group:
-    GROUP_ID_NOT_FOUND, or NON_EMPTY_GROUP while it has members (Kafka's wording)."""
-    error, message = _empty_group_error(ctx, ctx.body.group_id, acl_check)
+    GROUP_ID_NOT_FOUND, or NON_EMPTY_GROUP while it has members (Kafka's wording). With
+    ``create`` (AlterShareGroupOffsets) a share group that does not exist is made first."""
+    error, message = _empty_group_error(ctx, ctx.body.group_id, acl_check, create)
     return ctx.response(
         throttle_time_ms=0,
         error_code=ErrorCode.NONE if error is None else error,
@@ -169,12 +170,18 @@ def empty_group_response(ctx: Any, acl_check: Any, responses_for: Any) -> Any:
 
 
 def _empty_group_error(
-    ctx: Any, group_id: str, acl_check: Any
+    ctx: Any, group_id: str, acl_check: Any, create: bool
 ) -> tuple[ErrorCode | None, str | None]:
     coordinator = ctx.services.groups
     error = acl_check(ctx, group_id) or refused(ctx) or coordinator.ensure_ready(group_id)
     if error is not None:
         return error, None
+    if create:
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID, None
+        error, message = coordinator.share.ensure_group(group_id)
+        if error is not None:
+            return error, message
     group = coordinator.share.groups.get(group_id)
     if group is None:
         return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."

@@ -17,9 +17,15 @@ Which partition holds a share-partition's state is Kafka's: ``Utils.abs(hashCode
 ``share.coordinator.state.topic.replication.factor`` replicas (COORDINATOR_NOT_AVAILABLE while
 that exceeds the live brokers, as for ``__consumer_offsets``).
 
-Every write here is a whole ShareSnapshot; Kafka writes ShareUpdate deltas between snapshots
-(``share.coordinator.snapshot.update.records.per.snapshot``). ShareUpdate records are read back
-on top of the latest snapshot, so a topic Kafka wrote loads too.
+Writes are Kafka's ``ShareCoordinatorShard.generateShareStateRecord``: the first state of a
+share-partition is a ShareSnapshot, then ShareUpdate records (ShareUpdateValue: SnapshotEpoch,
+LeaderEpoch, StartOffset, the state batches that changed) until
+``share.coordinator.snapshot.update.records.per.snapshot`` of them follow the snapshot (counted
+as Kafka counts them), when the next write is a whole snapshot with the next snapshot epoch.
+The share-partition hands over its whole state; the update carries what differs from the state
+before (a state a delta cannot say, such as a start offset moved back, is a snapshot).
+ShareUpdate records are read back on top of the latest snapshot, so a topic Kafka wrote loads
+too.
 """
 
 from __future__ import annotations
@@ -82,6 +88,35 @@ def coordinator_key(key: StateKey) -> str:
     return f"{group_id}:{_java_uuid(topic_id)}:{partition}"
 
 
+def changed_batches(before: ShareState, start_offset: int, batches: list[StateBatch]):
+    """The state batches a ShareUpdate from ``before`` to (``start_offset``, ``batches``)
+    carries: the records whose state or delivery count changed, in runs; None when the new
+    state is not ``before`` plus such a delta (the start offset moved back, or a record at or
+    above the start left the state), which takes a snapshot."""
+    if start_offset < before.start_offset:
+        return None
+    old = _by_offset(before.batches, start_offset)
+    new = _by_offset(batches, start_offset)
+    if not old.keys() <= new.keys():
+        return None
+    out: list[StateBatch] = []
+    for offset in sorted(o for o, value in new.items() if old.get(o) != value):
+        value = new[offset]
+        if out and out[-1][1] == offset - 1 and out[-1][2:] == value:
+            out[-1] = (out[-1][0], offset, *value)
+        else:
+            out.append((offset, offset, *value))
+    return out
+
+
+def _by_offset(batches: list[StateBatch], start_offset: int) -> dict[int, tuple[int, int]]:
+    return {
+        offset: (int(delivery_state), count)
+        for first, last, delivery_state, count in batches
+        for offset in range(max(first, start_offset), last + 1)
+    }
+
+
 def _java_uuid(topic_id: uuid.UUID) -> str:
     """Kafka's ``Uuid.toString``: URL-safe base64 without padding."""
     return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
@@ -99,6 +134,19 @@ def encode_snapshot(state: ShareState, leader_epoch: int, now_ms: int) -> bytes:
     out += I64.pack(state.start_offset) + I64.pack(state.create_timestamp) + I64.pack(now_ms)
     array_length(len(state.batches), True, out)
     for first, last, delivery_state, count in state.batches:
+        out += _BATCH.pack(first, last, delivery_state, count)
+        tagged([], out)
+    tagged([], out)
+    return bytes(out)
+
+
+def encode_update(
+    snapshot_epoch: int, leader_epoch: int, start_offset: int, batches: list[StateBatch]
+) -> bytes:
+    out = bytearray(I16.pack(0))
+    out += I32.pack(snapshot_epoch) + I32.pack(leader_epoch) + I64.pack(start_offset)
+    array_length(len(batches), True, out)
+    for first, last, delivery_state, count in batches:
         out += _BATCH.pack(first, last, delivery_state, count)
         tagged([], out)
     tagged([], out)
@@ -183,6 +231,8 @@ class ShareStateStore:
     def __init__(self, host: Any, create_topic: Any):
         self.host = host
         self.states: dict[StateKey, ShareState] = {}
+        #: ShareUpdate records since the last snapshot, as Kafka's ``snapshotUpdateCount``
+        self.updates: dict[StateKey, int] = {}
         self.runtime = CoordinatorRuntime(host, SHARE_GROUP_STATE, self, create_topic)
 
     def start(self) -> None:
@@ -200,10 +250,13 @@ class ShareStateStore:
             try:
                 if value is None:
                     self.states.pop(key, None)
+                    self.updates.pop(key, None)
                 elif kind == SNAPSHOT:
                     self.states[key] = decode_snapshot(value)
+                    self._count_snapshot(key)
                 elif key in self.states:
                     apply_update(self.states[key], value)
+                    self._count_update(key)
             except (struct.error, IndexError, ValueError) as exc:
                 log.warning("skipping unreadable %s record: %s", SHARE_STATE_TOPIC, exc)
                 continue
@@ -216,7 +269,21 @@ class ShareStateStore:
         ]
         for key in mine:
             del self.states[key]
+            self.updates.pop(key, None)
         return len(mine)
+
+    def _count_update(self, key: StateKey) -> None:
+        """Kafka's count: the first update after a snapshot counts 0."""
+        found = self.updates.get(key)
+        self.updates[key] = 0 if found is None else found + 1
+
+    def _count_snapshot(self, key: StateKey) -> None:
+        """Kafka resets the count at a snapshot only once it reached the limit."""
+        if self.updates.get(key, 0) >= self._updates_per_snapshot():
+            self.updates[key] = 0
+
+    def _updates_per_snapshot(self) -> int:
+        return self.host.config["share.coordinator.snapshot.update.records.per.snapshot"]
 
     # -- reading and writing ------------------------------------------------------------------
 
@@ -226,28 +293,48 @@ class ShareStateStore:
     def write(
         self, key: StateKey, start_offset: int, batches: list[StateBatch], leader_epoch: int
     ) -> ErrorCode:
-        """Persist a share-partition's whole state (a ShareSnapshot record)."""
+        """Persist a share-partition's whole state: a ShareUpdate with what changed since the
+        state before, or a ShareSnapshot (see the module docstring)."""
         error = self.runtime.ensure_ready()
         if error is not None:
             return error
         now = self.host.now_ms()
         previous = self.states.get(key)
-        state = ShareState(
-            start_offset,
-            batches,
-            snapshot_epoch=0 if previous is None else previous.snapshot_epoch + 1,
-            state_epoch=0 if previous is None else previous.state_epoch,
-            create_timestamp=now if previous is None else previous.create_timestamp,
-        )
-        record = (encode_key(SNAPSHOT, key), encode_snapshot(state, leader_epoch, now))
+        delta = None
+        if previous is not None and self.updates.get(key, 0) < self._updates_per_snapshot():
+            delta = changed_batches(previous, start_offset, batches)
+        if previous is not None and delta is not None:
+            state = ShareState(
+                start_offset,
+                batches,
+                previous.snapshot_epoch,
+                previous.state_epoch,
+                previous.create_timestamp,
+            )
+            value = encode_update(state.snapshot_epoch, leader_epoch, start_offset, delta)
+            record = (encode_key(UPDATE, key), value)
+        else:
+            state = ShareState(
+                start_offset,
+                batches,
+                snapshot_epoch=0 if previous is None else previous.snapshot_epoch + 1,
+                state_epoch=0 if previous is None else previous.state_epoch,
+                create_timestamp=now if previous is None else previous.create_timestamp,
+            )
+            record = (encode_key(SNAPSHOT, key), encode_snapshot(state, leader_epoch, now))
         error = self.runtime.append(coordinator_key(key), [record])
         if error == ErrorCode.NONE:
             self.states[key] = state
+            if delta is not None:
+                self._count_update(key)
+            else:
+                self._count_snapshot(key)
         else:
             log.warning("share-partition %s: state not persisted: %s", key, ErrorCode(error).name)
         return error
 
     def delete(self, key: StateKey) -> None:
+        self.updates.pop(key, None)
         if self.states.pop(key, None) is not None:
             self.runtime.append(
                 coordinator_key(key),
