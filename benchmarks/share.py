@@ -387,11 +387,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="share-bench-") as classes:
         classpath = compile_consumer(Path(classes))
         for name in targets:
-            try:
+            with results.noting_failure(name, log):
                 run_target(name, run.pinning, classpath, records, results, log)
-            except Exception as exc:  # a broker that does not start: report, go on
-                log(f"== {name}: FAILED: {type(exc).__name__}: {exc}")
-                results.errors.append(f"{name}: {type(exc).__name__}: {str(exc)[:500]}")
     table = render_table(results)
     for line in table:
         log(line)
