@@ -19,9 +19,10 @@ no setting; then ``wireserver serve``) it
    commits each poll's acknowledgements with ``commitSync``, timed. When the members together
    have seen N records the harness stops them;
 3. reports the records/s and MB/s of all members together from the first record any member got
-   to the last, the p50 and p99 of every ``commitSync`` (one per poll, up to
-   ``max.poll.records`` = 500 acknowledgements each), and the broker's CPU time (its process
-   tree, from "go" to "stop") per 100 MB read. Every offset must have been seen exactly once,
+   to the last, the p50 and p99 of every ``commitSync`` (one per poll that returned
+   records, with that poll's acknowledgements), and the broker's CPU time (its process
+   tree) and the members' JVMs' CPU time per 100 MB read, both from "go" until the last
+   acknowledgement was committed. Every offset must have been seen exactly once,
    with no redelivery and no failed acknowledgement; otherwise the row says what went wrong.
 
 The table goes into ``benchmarks/results.md`` as its own section (``benchmarks.compare``
@@ -49,6 +50,7 @@ from benchmarks.compare import (
     Pinning,
     Results,
     Run,
+    cpu_seconds,
     machine_lines,
     rdkafka_produce,
     render_table,
@@ -184,6 +186,7 @@ def member_report(lines: list[str]) -> MemberReport | None:
 class GroupRun:
     """The figures of one share group reading the whole partition, or why there are none."""
 
+    seconds: float = 0.0  # first record to last
     records_per_s: float = 0.0
     mib_per_s: float = 0.0
     ack_p50_ms: float = 0.0
@@ -191,6 +194,7 @@ class GroupRun:
     commits: int = 0
     per_member: tuple[int, ...] = ()  # records each member got
     broker_cpu_ms_per_100mb: float = 0.0
+    clients_cpu_ms_per_100mb: float = 0.0  # the members' JVMs together
     error: str = ""
 
 
@@ -264,18 +268,21 @@ def consume_in_group(
         for member in started:
             if not member.ready.wait(max(0.0, deadline - time.monotonic())):
                 return GroupRun(error=f"a member did not subscribe: {member.tail()}")
-        cpu_before = tree_cpu_seconds(broker.pid)
+        broker_cpu = tree_cpu_seconds(broker.pid)
+        clients_cpu = sum(cpu_seconds(m.process.pid) for m in started)
         for member in started:
             member.say("go")
         while sum(m.progress for m in started) < records:
             if time.monotonic() > deadline or all(m.process.poll() is not None for m in started):
                 break
             time.sleep(0.02)
+        # A member prints its progress after its commitSync: every acknowledgement is in.
+        broker_cpu = tree_cpu_seconds(broker.pid) - broker_cpu
+        clients_cpu = sum(cpu_seconds(m.process.pid) for m in started) - clients_cpu
         for member in started:
             member.say("stop")
         for member in started:
             member.finish(max(30.0, deadline - time.monotonic()))
-        cpu = tree_cpu_seconds(broker.pid) - cpu_before
     finally:
         for member in started:
             if member.process.poll() is None:
@@ -294,13 +301,15 @@ def consume_in_group(
     commits_ms = [us / 1000 for r in done for us in r.commit_us]
     nbytes = records * RECORD_SIZE
     return GroupRun(
+        seconds=seconds,
         records_per_s=records / seconds,
         mib_per_s=nbytes / MIB / seconds,
         ack_p50_ms=statistics.median(commits_ms),
         ack_p99_ms=percentile(commits_ms, 0.99),
         commits=len(commits_ms),
         per_member=tuple(r.records for r in done),
-        broker_cpu_ms_per_100mb=cpu * 1000 * 100 * MIB / nbytes,
+        broker_cpu_ms_per_100mb=broker_cpu * 1000 * 100 * MIB / nbytes,
+        clients_cpu_ms_per_100mb=clients_cpu * 1000 * 100 * MIB / nbytes,
     )
 
 
@@ -347,14 +356,19 @@ def put_rows(results: Results, target: str, members: int, run: GroupRun) -> None
          run.ack_p99_ms),
         ("cpu", f"share consume, {who}: broker CPU", "ms/100 MB", False,
          run.broker_cpu_ms_per_100mb),
+        ("clients", f"share consume, {who}: consumer JVMs' CPU", "ms/100 MB", False,
+         run.clients_cpu_ms_per_100mb),
     )  # fmt: skip
     for key, workload, unit, higher_better, value in rows:
         figure: float | str = f"failed: {run.error}" if run.error else value
         extra = ""
         if key == "p50" and not run.error:
             extra = f" ({run.commits} commits)"
-        if key == "rps" and members > 1 and not run.error:
-            extra = f" (records per member: {' / '.join(f'{n:,}' for n in run.per_member)})"
+        if key == "rps" and not run.error:
+            split = " / ".join(f"{n:,}" for n in run.per_member)
+            extra = f" (in {run.seconds:.1f} s" + (
+                f"; records per member: {split})" if members > 1 else ")"
+            )
         results.put(target, f"{members}-{key}", workload, unit, higher_better, figure, extra)
     if run.error:
         results.errors.append(f"{target}, {who}: {run.error}")
@@ -408,13 +422,15 @@ def main(argv: list[str] | None = None) -> int:
             f"{' '.join(JVM_OPTIONS)}), started and subscribed before they all poll at once. "
             "Each accepts every record explicitly (`share.acknowledgement.mode=explicit`, "
             "`acknowledge(record, ACCEPT)`) and commits each poll's acknowledgements with "
-            "`commitSync`. Throughput: all records over the time from the first record any "
+            "`commitSync`; the harness stops them once their commits cover every record. Throughput: all records over the time from the first record any "
             "member got to the last (MB = MiB of record values); every offset was checked to "
             "be seen exactly once, first delivery, no failed acknowledgement. commitSync: "
             "p50/p99 of every call of every member (one per poll that returned records). Broker "
-            "CPU: user + system time of its process tree from the start of polling to the "
-            "stop, per 100 MB read. The consumer JVMs share the client CPU(s): with 4 they "
-            "compete for it, so that row is partly the clients' limit.",
+            "CPU: user + system time of its process tree from the start of polling until the "
+            "last record's acknowledgement was committed, per 100 MB read; the consumer JVMs' "
+            "CPU likewise, all members together (their join and JIT warm-up included). The "
+            "consumer JVMs share the client CPU(s), so with 4 members the throughput is partly "
+            "theirs: compare their CPU with the broker's.",
             "",
             f"- CPU pinning: {run.pinning.describe()}; load average at the start: {run.load}",
             *machine_lines(),

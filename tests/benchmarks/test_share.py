@@ -38,7 +38,7 @@ def test_quick_run_writes_the_share_groups_section_with_figures(tmp_path):
     section = text.split("## Share groups\n", 1)[1]
     assert f"{QUICK_RECORDS:,} records of 1 KB" in section
     rows = [line for line in section.splitlines() if line.startswith("| share consume")]
-    assert len(rows) == 10, section
+    assert len(rows) == 12, section
     for row in rows:
         wireserver = row.split(" | ")[3]  # workload, unit, Kafka, wireserver, ratio, better
         assert (
