@@ -39,13 +39,13 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.compare import (
     MIB,
     RESULTS,
-    STARTERS,
     Broker,
     Pinning,
     Results,
@@ -55,6 +55,8 @@ from benchmarks.compare import (
     rdkafka_produce,
     render_table,
     settle_writeback,
+    start_kafka,
+    start_wireserver,
     tree_cpu_seconds,
     write_section,
 )
@@ -169,7 +171,7 @@ def member_report(lines: list[str]) -> MemberReport | None:
     if "closed" not in by_word or "summary" not in by_word:
         return None
     records, first, last, twice, redelivered, errors = map(int, by_word["summary"])
-    runs = [tuple(map(int, run.split("-"))) for run in by_word.get("offsets", [])]
+    runs = [run.split("-") for run in by_word.get("offsets", [])]
     return MemberReport(
         records,
         first,
@@ -177,7 +179,7 @@ def member_report(lines: list[str]) -> MemberReport | None:
         twice,
         redelivered,
         errors,
-        runs,  # type: ignore[arg-type]
+        [(int(first), int(last)) for first, last in runs],
         [int(us) for us in by_word.get("commits", [])],
     )
 
@@ -319,11 +321,11 @@ def run_target(
     classpath: str,
     records: int,
     results: Results,
-    log,
+    log: Callable[[str], None],
 ) -> None:
     """Start broker ``name``, fill a partition, read it with 1 and 4 members; rows into
     ``results`` under the broker's name."""
-    broker = STARTERS[name](pinning)
+    broker = start_kafka(pinning) if name == "kafka" else start_wireserver(pinning)
     log(f"== {broker.name} {broker.version} at {broker.bootstrap}")
     try:
         topic = f"share-bench-{uuid.uuid4().hex[:6]}"
