@@ -11,7 +11,8 @@ no setting; then ``wireserver serve``) it
 
 1. fills one partition with N records of 1 KB (200,000; ``--quick`` 20,000) with a
    confluent-kafka producer (``benchmarks.rdkafka_load produce``, acks=1);
-2. for 1 and then 4 members, in a new share group whose ``share.auto.offset.reset`` is set to
+2. reads it all once with one member (a warm-up, not measured), then, for 1 and then 4
+   members, in a new share group whose ``share.auto.offset.reset`` is set to
    ``earliest`` (``kafka-configs --entity-type groups``): starts that many JVMs of
    ``ShareBenchConsumer.java`` (beside this file, compiled once against the reference jars),
    waits until each has subscribed, then lets them all poll at once. Each accepts every record
@@ -336,11 +337,16 @@ def run_target(
         if "error" in filled:
             results.errors.append(f"{broker.name}: filling the partition: {filled['error']}")
             return
+        timeout = 120 + records / 500
+        # Warm-up: one member reads it all in a group of its own, so that the broker's share
+        # paths (a JVM's JIT above all) are warm before the first measured group.
+        warm = consume_in_group(pinning, classpath, broker, topic, 1, records, timeout)
+        log(f"  warm-up: {warm}")
+        if warm.error:
+            results.errors.append(f"{broker.name}, warm-up: {warm.error}")
         for members in MEMBER_COUNTS:
             settle_writeback()
-            run = consume_in_group(
-                pinning, classpath, broker, topic, members, records, timeout=120 + records / 500
-            )
+            run = consume_in_group(pinning, classpath, broker, topic, members, records, timeout)
             put_rows(results, broker.name, members, run)
             log(f"  {members} member(s): {run}")
     finally:
@@ -419,12 +425,14 @@ def main(argv: list[str] | None = None) -> int:
             "",
             f"Method: each broker alone, one after the other. One partition is filled with "
             f"{records:,} records of 1 KB (confluent-kafka, acks=1). Then a new share group "
-            "with `share.auto.offset.reset=earliest` reads it with 1, then (a second group) 4 "
+            "with `share.auto.offset.reset=earliest` reads it with 1 member (a warm-up, not "
+            "measured), then a second group with 1, then a third with 4 "
             "KafkaShareConsumer JVMs (`benchmarks/ShareBenchConsumer.java`, "
             f"{' '.join(JVM_OPTIONS)}), started and subscribed before they all poll at once. "
             "Each accepts every record explicitly (`share.acknowledgement.mode=explicit`, "
             "`acknowledge(record, ACCEPT)`) and commits each poll's acknowledgements with "
-            "`commitSync`; the harness stops them once their commits cover every record. Throughput: all records over the time from the first record any "
+            "`commitSync`; the harness stops them once their commits cover every record. "
+            "Throughput: all records over the time from the first record any "
             "member got to the last (MB = MiB of record values); every offset was checked to "
             "be seen exactly once, first delivery, no failed acknowledgement. commitSync: "
             "p50/p99 of every call of every member (one per poll that returned records). Broker "
