@@ -685,17 +685,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     for name in targets:
-        try:
+        with results.noting_failure(name, log):
             run_target(name, sizes, run.pinning, results, log)
-        except Exception as exc:  # a broker that does not start: report, go on
-            log(f"== {name}: FAILED: {type(exc).__name__}: {exc}")
-            results.errors.append(f"{name}: {type(exc).__name__}: {str(exc)[:500]}")
     if "wireserver" in targets and not args.skip_restart:
-        try:
+        with results.noting_failure("restart workload", log):
             restart_figures(sizes, run.pinning, results, log)
-        except Exception as exc:
-            log(f"== restart workload: FAILED: {type(exc).__name__}: {exc}")
-            results.errors.append(f"restart workload: {type(exc).__name__}: {str(exc)[:500]}")
     elapsed = time.monotonic() - run.t0
     table = render_table(results)
     log("")

@@ -708,6 +708,17 @@ class Results:
         if extra:
             row.extra[target] = extra
 
+    @contextlib.contextmanager
+    def noting_failure(self, name: str, log: Callable[[str], None]):
+        """Run the block for target (or workload) ``name``; an exception from it (a broker that
+        does not start) is logged and kept in ``errors``, so that the other targets still run
+        and the table says what failed."""
+        try:
+            yield
+        except Exception as exc:
+            log(f"== {name}: FAILED: {type(exc).__name__}: {exc}")
+            self.errors.append(f"{name}: {type(exc).__name__}: {str(exc)[:500]}")
+
 
 def _median(values: list[float]) -> float:
     return statistics.median(values)
@@ -1342,11 +1353,8 @@ def run_pair(
 
     log(f"{base} vs {ours}; {pinning.describe()}; load {load}")
     for name in (base, ours):
-        try:
+        with results.noting_failure(name, log):
             run_target(name, sizes, pinning, results, False, log)
-        except Exception as exc:  # report, go on with the other
-            log(f"== {name}: FAILED: {type(exc).__name__}: {exc}")
-            results.errors.append(f"{name}: {type(exc).__name__}: {str(exc)[:500]}")
     table = render_table(results, base=base, ours=ours, ratio_title=ratio_title)
     for line in table:
         log(line)
@@ -1409,11 +1417,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     results = Results()
     for name in targets:
-        try:
+        with results.noting_failure(name, log):
             run_target(name, sizes, pinning, results, not args.skip_java, log)
-        except Exception as exc:  # a broker that does not start: report, go on with the other
-            log(f"== {name}: FAILED: {type(exc).__name__}: {exc}")
-            results.errors.append(f"{name}: {type(exc).__name__}: {str(exc)[:500]}")
     elapsed = time.monotonic() - t0
     table = render_table(results)
     log("")

@@ -216,13 +216,10 @@ def main(argv: list[str] | None = None) -> int:
     for name in [t.strip() for t in args.targets.split(",") if t.strip()]:
         label = "Kafka" if name == "kafka" else "wireserver"
         log(f"== {name}: starting a 3-node cluster")
-        try:
+        with results.noting_failure(name, log):
             with start_cluster(name, args.session_timeout_ms) as target:
                 produce_figures(target, label, records, results, log)
                 failover_figures(target, label, reps, results, log)
-        except Exception as exc:  # report, go on with the other cluster
-            log(f"== {name}: FAILED: {type(exc).__name__}: {exc}")
-            results.errors.append(f"{name}: {type(exc).__name__}: {str(exc)[:500]}")
     table = render_table(results)
     for line in table:
         log(line)
