@@ -6,29 +6,16 @@ leaving, each with its delivery count and Kafka's cause."""
 
 from __future__ import annotations
 
-import pytest
 from twisted.internet.task import Clock
 
-from tests.storage.helpers import make_batch, open_log
+from tests.share import test_share_partition as share_partition
 from wireserver.share.dlq import CLIENT_REJECT, DELIVERY_COUNT_EXCEEDED
 from wireserver.share.partition import ACCEPT, GAP, REJECT, RELEASE, SharePartition
 
-SETTINGS = {
-    "share.auto.offset.reset": "earliest",
-    "share.delivery.count.limit": 2,
-    "share.partition.max.record.locks": 100,
-    "share.record.lock.duration.ms": 30000,
-}
+SETTINGS = {**share_partition.SETTINGS, "share.delivery.count.limit": 2}
 
-
-@pytest.fixture
-def log(tmp_path):
-    log = open_log(tmp_path / "t-0")
-    for _ in range(2):
-        log.append(make_batch(2), 0)  # offsets 0-1, 2-3
-    log.high_watermark = log.log_end_offset
-    yield log
-    log.close()
+# the share-partition tests' log: offsets 0-1, 2-3, 4-5 (a fixture)
+log = share_partition.log
 
 
 def partition(clock):
@@ -48,18 +35,18 @@ def partition(clock):
 def test_rejected_records_are_dead_lettered_gaps_are_not(log):
     share, letters = partition(Clock())
     share.acquire("a", log, 10, 1 << 20, False)
-    share.acknowledge("a", [(0, 3, [ACCEPT, REJECT, GAP, REJECT])])
+    share.acknowledge("a", [(0, 5, [ACCEPT, REJECT, GAP, REJECT, ACCEPT, ACCEPT])])
     assert letters == [([(1, 1), (3, 1)], CLIENT_REJECT)]
-    assert share.start_offset == 4
+    assert share.start_offset == 6
 
 
 def test_released_at_the_limit_is_dead_lettered_once(log):
     share, letters = partition(Clock())
     share.acquire("a", log, 10, 1 << 20, False)
-    share.acknowledge("a", [(0, 3, [RELEASE])])
+    share.acknowledge("a", [(0, 5, [RELEASE])])
     assert letters == []  # delivered once of two: available again
     share.acquire("a", log, 10, 1 << 20, False)
-    share.acknowledge("a", [(0, 3, [RELEASE, RELEASE, ACCEPT, REJECT])])
+    share.acknowledge("a", [(0, 5, [RELEASE, RELEASE, ACCEPT, REJECT, ACCEPT, ACCEPT])])
     assert letters == [
         ([(3, 2)], CLIENT_REJECT),
         ([(0, 2), (1, 2)], DELIVERY_COUNT_EXCEEDED),
@@ -72,8 +59,8 @@ def test_a_lock_expiring_at_the_limit_dead_letters(log):
     for _ in range(2):
         assert share.acquire("a", log, 10, 1 << 20, False).ranges
         clock.advance(30)
-    assert letters == [([(0, 2), (1, 2), (2, 2), (3, 2)], DELIVERY_COUNT_EXCEEDED)]
-    assert share.start_offset == 4
+    assert letters == [([(o, 2) for o in range(6)], DELIVERY_COUNT_EXCEEDED)]
+    assert share.start_offset == 6
 
 
 def test_a_member_leaving_at_the_limit_dead_letters(log):
@@ -82,4 +69,4 @@ def test_a_member_leaving_at_the_limit_dead_letters(log):
     share.release_member("a")
     share.acquire("b", log, 10, 1 << 20, False)
     share.release_member("b")
-    assert letters == [([(0, 2), (1, 2), (2, 2), (3, 2)], DELIVERY_COUNT_EXCEEDED)]
+    assert letters == [([(o, 2) for o in range(6)], DELIVERY_COUNT_EXCEEDED)]
