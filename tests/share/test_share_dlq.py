@@ -229,3 +229,25 @@ def test_a_missing_dlq_topic_is_created_when_the_broker_allows(classpath):
                 ("__dlq.errors.offset", b"0"),
             ]
         ]
+
+
+def test_records_beyond_the_dlq_topics_message_size_go_in_several_batches(kafka, classpath):
+    topic, group, dlq = names()
+    create_topic(kafka, topic)
+    create_topic(kafka, dlq, errors_deadletterqueue_group_enable="true", max_message_bytes="1200")
+    group_configs(
+        kafka,
+        group,
+        share_auto_offset_reset="earliest",
+        errors_deadletterqueue_topic_name=dlq,
+        errors_deadletterqueue_copy_record_enable="true",
+    )
+    # one batch for all three: the member gets them in one fetch and rejects them together
+    values = [f"reject-{i}-" + "x" * 500 for i in range(3)]
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 1000})
+    for value in values:
+        producer.produce(topic, value=value.encode())
+    producer.flush(30)
+    assert run_member(classpath, kafka, topic, group) == {value: [1] for value in values}
+    letters = read_all(kafka, dlq, 4, timeout=10)
+    assert [m.value().decode() for m in letters] == values
