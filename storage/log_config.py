@@ -131,6 +131,15 @@ _DEFS = [
         "log.cleaner.delete.retention.ms",
     ),
     _topic(
+        "errors.deadletterqueue.group.enable",
+        "boolean",
+        False,
+        "Whether share groups may use this topic as their dead-letter queue (KIP-1191); "
+        "false: a share group naming it writes nothing to it.",
+        None,
+        None,
+    ),
+    _topic(
         "file.delete.delay.ms",
         "long",
         60000,
@@ -373,6 +382,7 @@ class LogConfig:
     compression_lz4_level: int = 9
     compression_zstd_level: int = 3
     delete_retention_ms: int = 86400000
+    errors_deadletterqueue_group_enable: bool = False
     file_delete_delay_ms: int = 60000
     flush_messages: int = LONG_MAX
     flush_ms: int = LONG_MAX

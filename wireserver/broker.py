@@ -50,10 +50,12 @@ from wireserver.replica.manager import ReplicaManager
 from wireserver.replica.selector import SELECTORS
 from wireserver.security.manager import SecurityManager
 from wireserver.server import KafkaServerFactory
+from wireserver.share.dlq import DeadLetterQueue
 from wireserver.share.manager import SharePartitionManager
 from wireserver.share.state import ShareStateStore
 from wireserver.storage.manager import LogManager
 from wireserver.topics import create_internal_topic
+from wireserver.topics import create_topic as create_named_topic
 from wireserver.txn import TransactionCoordinator
 
 if TYPE_CHECKING:
@@ -263,6 +265,16 @@ class Broker:
             self.share_state,
             self._topic_id,
             lambda topic, index: self.replicas.check_leader(topic, index)[1],
+            DeadLetterQueue(
+                self.group_configs.value,
+                self.config,
+                self.logs,
+                lambda topic, index, batch, config: self.replicas.append_records(
+                    topic, index, batch, -1, config
+                ),
+                lambda name, configs: create_named_topic(self, name, configs=configs),
+                self.now_ms,
+            ),
         )
         self.groups.share.member_removed.append(self.share.member_left)
         self.groups.share.group_deleted.append(self.share.delete_group)

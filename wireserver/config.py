@@ -1050,6 +1050,22 @@ _BROKER_ONLY = [
         at_least(1),
     ),
     _key(
+        "errors.deadletterqueue.auto.create.topics.enable",
+        "boolean",
+        False,
+        "Whether a share group's dead-letter queue topic (KIP-1191) that does not exist is "
+        "created on its first record (with errors.deadletterqueue.group.enable=true).",
+        dynamic=True,
+    ),
+    _key(
+        "errors.deadletterqueue.topic.name.prefix",
+        "string",
+        "dlq.",
+        "The prefix every share group's dead-letter queue topic name must start with "
+        "(empty: any name).",
+        dynamic=True,
+    ),
+    _key(
         "share.coordinator.state.topic.num.partitions",
         "int",
         50,

@@ -95,8 +95,6 @@ KAFKA_ONLY_KEYS: list[ConfigDef] = [
     _k("delegation.token.secret.key", "password", None, R),
     _k("delete.records.purgatory.purge.interval.requests", "int", 1, R),
     _k("early.start.listeners", "list", None, R),
-    _k("errors.deadletterqueue.auto.create.topics.enable", "boolean", False, C),
-    _k("errors.deadletterqueue.topic.name.prefix", "string", "dlq.", C),
     _k("fetch.purgatory.purge.interval.requests", "int", 1000, R),
     _k("follower.fetch.last.tiered.offset.enable", "boolean", False, C),
     _k("group.consumer.assignment.interval.ms", "int", 1000, C, at_least(0)),

@@ -3,8 +3,9 @@ IncrementalAlterConfigs, as Kafka 4.4's ``GroupConfig``.
 
 Keys (``GROUP_CONFIGS``): Kafka 4.4's consumer-, share- and streams-group keys. The consumer
 and streams coordinators use a group's session timeout and heartbeat interval (the streams one
-its ``streams.num.standby.replicas`` too), share groups their ``share.*`` keys; the
-dead-letter queue, assignment interval and lock renewal keys are kept and described only. A
+its ``streams.num.standby.replicas`` too), share groups their ``share.*`` and
+``errors.deadletterqueue.*`` keys; the assignment interval and lock renewal keys are kept and
+described only. A
 key a group does not set takes its value from its broker synonym
 (``group.consumer.session.timeout.ms`` for ``consumer.session.timeout.ms``, ...; Kafka's
 ``brokerSynonym``) or, for the others, Kafka's fixed default. Internal keys (``*.assignor.offload.enable`` ...) are accepted, not described.
@@ -137,15 +138,14 @@ GROUP_CONFIGS: dict[str, ConfigDef] = {
             "errors.deadletterqueue.copy.record.enable",
             "boolean",
             False,
-            "Whether a share group's dead-letter records copy the original record"
-            + NOT_SERVED
-            + ".",
+            "Whether a share group's dead-letter records carry the original record's key and "
+            "value (else its context headers only).",
         ),
         _g(
             "errors.deadletterqueue.topic.name",
             "string",
             "",
-            "The dead-letter queue topic of a share group; blank: none" + NOT_SERVED + ".",
+            "The dead-letter queue topic of a share group (wireserver.share.dlq); blank: none.",
         ),
         _g(
             "share.session.timeout.ms",

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wireserver.protocol.errors import ErrorCode
+from wireserver.share.dlq import DeadLetter, DeadLetterQueue
 from wireserver.share.partition import FINAL, SharePartition
 from wireserver.share.state import ShareStateStore, StateKey
 
@@ -54,7 +55,8 @@ class SharePartitionManager:
     """``setting(group, name)``: a group config with its broker default; ``notify(key)``: the
     purgatory's, to wake fetches waiting on ``("share", group, topic, partition)``; ``store``:
     where share-partition state persists (``ShareStateStore``); ``topic_id(name)`` and
-    ``leader_epoch(name, partition)``: what it is keyed and written with."""
+    ``leader_epoch(name, partition)``: what it is keyed and written with; ``dead_letters``:
+    where archived records are dead-lettered (``wireserver.share.dlq``)."""
 
     def __init__(
         self,
@@ -65,6 +67,7 @@ class SharePartitionManager:
         store: ShareStateStore,
         topic_id: Callable[[str], uuid.UUID | None],
         leader_epoch: Callable[[str, int], int],
+        dead_letters: DeadLetterQueue | None = None,
     ):
         self.reactor = reactor
         self.setting = setting
@@ -73,6 +76,7 @@ class SharePartitionManager:
         self.store = store
         self.topic_id = topic_id
         self.leader_epoch = leader_epoch
+        self.dead_letters = dead_letters
         self.partitions: dict[tuple[str, str, int], SharePartition] = {}
         self.sessions: dict[tuple[str, str], ShareSession] = {}
 
@@ -92,6 +96,7 @@ class SharePartitionManager:
                 lambda name: self.setting(group_id, name),
                 lambda: self.notify(("share", group_id, topic, index)),
                 lambda: self._persist(state_key, found),
+                lambda letters, cause: self._dead_letter(group_id, topic, index, letters, cause),
             )
             state = self.store.read(state_key)
             if state is not None:
@@ -105,6 +110,12 @@ class SharePartitionManager:
             partition.state_batches(),
             self.leader_epoch(partition.topic, partition.partition),
         )
+
+    def _dead_letter(
+        self, group_id: str, topic: str, index: int, letters: list[DeadLetter], cause: str
+    ) -> None:
+        if self.dead_letters is not None:
+            self.dead_letters.write(group_id, topic, index, letters, cause)
 
     def start_and_lag(self, group_id: str, topic: str, index: int, log: Any) -> tuple[int, int]:
         """A share-partition's start offset and lag (the records from the start offset to the

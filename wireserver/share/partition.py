@@ -37,6 +37,7 @@ from typing import Any
 
 from wireserver.groups.configs import reset_duration_ms
 from wireserver.protocol.errors import ErrorCode
+from wireserver.share.dlq import CLIENT_REJECT, DELIVERY_COUNT_EXCEEDED, DeadLetter
 from wireserver.storage.batches import iter_headers
 from wireserver.storage.errors import OffsetOutOfRange
 
@@ -97,7 +98,9 @@ class SharePartition:
     """``setting(name)``: the group's ``share.*`` config (else its broker default);
     ``released()``: called when records become AVAILABLE again (waiting fetches retry);
     ``changed()``: called when the state to persist changed (not on acquisition: an
-    acquisition does not outlive the broker)."""
+    acquisition does not outlive the broker); ``dead_lettered(letters, cause)``: called with
+    the (offset, delivery count) of the records a member rejected or that reached the delivery
+    limit, as they are archived (``wireserver.share.dlq``)."""
 
     def __init__(
         self,
@@ -108,6 +111,7 @@ class SharePartition:
         setting: Callable[[str], Any],
         released: Callable[[], None],
         changed: Callable[[], None] = lambda: None,
+        dead_lettered: Callable[[list[DeadLetter], str], None] = lambda letters, cause: None,
     ):
         self.group_id = group_id
         self.topic = topic
@@ -116,6 +120,7 @@ class SharePartition:
         self.setting = setting
         self.released = released
         self.changed = changed
+        self.dead_lettered = dead_lettered
         self.start_offset = -1  # -1: not initialized yet
         self.end_offset = -1
         self.records: dict[int, InFlight] = {}
@@ -176,12 +181,13 @@ class SharePartition:
         self.start_offset = log_start
         self.end_offset = max(self.end_offset, log_start)
 
-    def _release(self, record: InFlight) -> bool:
-        """An acquired record goes back: AVAILABLE, or ARCHIVED at the delivery limit. True if
-        it is AVAILABLE."""
+    def _release(self, offset: int, record: InFlight, exceeded: list[DeadLetter]) -> bool:
+        """An acquired record goes back: AVAILABLE, or ARCHIVED at the delivery limit (then
+        noted in ``exceeded``). True if it is AVAILABLE."""
         self._let_go(record)
         if record.delivery_count >= self.setting("share.delivery.count.limit"):
             record.state = RecordState.ARCHIVED
+            exceeded.append((offset, record.delivery_count))
             return False
         record.state = RecordState.AVAILABLE
         return True
@@ -315,10 +321,12 @@ class SharePartition:
         acquisition.timer = None
         self.locked.discard(acquisition)
         available = False
+        exceeded: list[DeadLetter] = []
         for offset in acquisition.offsets:
             record = self.records.get(offset)
             if record is not None and record.acquisition is acquisition:
-                available = self._release(record) or available
+                available = self._release(offset, record, exceeded) or available
+        self._dead_letter(exceeded, DELIVERY_COUNT_EXCEEDED)
         self._advance()
         self.changed()
         if available:
@@ -357,19 +365,25 @@ class SharePartition:
                 changes.append((offset, kind))
         available = False
         renewed = Acquisition(member_id)
+        exceeded: list[DeadLetter] = []
+        rejected: list[DeadLetter] = []
         for offset, kind in changes:
             record = self.records[offset]
             if kind == ACCEPT:
                 record.state = RecordState.ACKNOWLEDGED
                 self._let_go(record)
             elif kind == RELEASE:
-                available = self._release(record) or available
+                available = self._release(offset, record, exceeded) or available
             elif kind == RENEW:
                 self._let_go(record)
                 self._hold(record, renewed, offset)
             else:  # GAP, REJECT
                 record.state = RecordState.ARCHIVED
                 self._let_go(record)
+                if kind == REJECT:
+                    rejected.append((offset, record.delivery_count))
+        self._dead_letter(rejected, CLIENT_REJECT)
+        self._dead_letter(exceeded, DELIVERY_COUNT_EXCEEDED)
         if renewed.offsets:
             self._lock(renewed)
         self._advance()
@@ -380,17 +394,23 @@ class SharePartition:
     def release_member(self, member_id: str) -> None:
         """The member left the group or closed its share session: what it holds goes back."""
         available = False
-        for record in self.records.values():
+        exceeded: list[DeadLetter] = []
+        for offset, record in self.records.items():
             if (
                 record.state is RecordState.ACQUIRED
                 and record.acquisition is not None
                 and record.acquisition.member_id == member_id
             ):
-                available = self._release(record) or available
+                available = self._release(offset, record, exceeded) or available
+        self._dead_letter(exceeded, DELIVERY_COUNT_EXCEEDED)
         self._advance()
         self.changed()
         if available:
             self.released()
+
+    def _dead_letter(self, letters: list[DeadLetter], cause: str) -> None:
+        if letters:
+            self.dead_lettered(letters, cause)
 
     def stop(self) -> None:
         for acquisition in list(self.locked):
