@@ -256,3 +256,37 @@ def test_a_record_leaving_the_state_above_the_start_takes_a_snapshot():
     old = ShareState(0, [(0, 3, 0, 1)])
     assert changed_batches(old, 0, [(0, 1, 0, 1), (3, 3, 0, 1)]) is None
     assert changed_batches(old, 2, [(2, 2, 2, 1), (3, 3, 0, 1)]) == [(2, 2, 2, 1)]
+
+
+def test_reads_are_sized_for_the_records_wanted_and_continue_when_short(tmp_path):
+    """A fetch allowed 50 MB but asking 20 records of 10 KB (2 per batch) reads about what
+    it needs: it starts at READ_MIN_BYTES when the partition knows nothing better, reads on
+    from where the first read stopped, and sends exactly the batches it acquired."""
+    from wireserver.share.partition import READ_MIN_BYTES
+    from wireserver.storage.batches import iter_headers
+
+    log = open_log(tmp_path / "big-0")
+    for _ in range(40):
+        log.append(make_batch(2, value_size=10_000), 0)
+    log.high_watermark = log.log_end_offset
+    reads = []
+    plain_read = log.read
+
+    def read(offset, max_bytes, **kwargs):
+        reads.append(max_bytes)
+        return plain_read(offset, max_bytes, **kwargs)
+
+    log.read = read
+    share, _ = partition(Clock())
+    share.bytes_per_record = 1.0  # as if the log had held tiny records
+    got = share.acquire("a", log, 20, 50 << 20, False)
+    assert got.ranges == [(0, 19, 1)]
+    assert [h.base_offset for _, h in iter_headers(got.records)] == list(range(0, 20, 2))
+    assert reads[0] == READ_MIN_BYTES and len(reads) >= 2
+    assert sum(reads) < 4 * len(got.records)
+    # the next fetch knows the records' size: one read of about what 20 records take
+    reads.clear()
+    again = share.acquire("b", log, 20, 50 << 20, False)
+    assert again.ranges == [(20, 39, 1)]
+    assert len(reads) == 1 and reads[0] < 2 * len(again.records)
+    log.close()

@@ -56,6 +56,9 @@ class RecordState(enum.IntEnum):
 
 FINAL = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
 
+#: The least a share fetch reads from the log at a time (one read per fetch, usually).
+READ_MIN_BYTES = 64 * 1024
+
 
 @dataclass(eq=False)
 class Acquisition:
@@ -124,6 +127,8 @@ class SharePartition:
         self.start_offset = -1  # -1: not initialized yet
         self.end_offset = -1
         self.records: dict[int, InFlight] = {}
+        # bytes per record of the log as the last read found it: sizes the next read
+        self.bytes_per_record = 1024.0
         # the acquisitions whose lock timer is pending: ``stop`` cancels them, so that no
         # timer of a stopped broker fires into its closed logs
         self.locked: set[Acquisition] = set()
@@ -222,19 +227,56 @@ class SharePartition:
             fetch_offset == self.end_offset and self.end_offset - self.start_offset >= max_locks
         ):
             return Acquired()
-        try:
-            read = log.read(fetch_offset, max(1, max_bytes), upper_bound=bound)
-        except OffsetOutOfRange:
-            return Acquired()
-        data = bytes(read.data)  # a read without zero_copy is bytes already: no copy
-        aborted = log.collect_aborted(fetch_offset, read.next_offset) if read_committed else []
         acquisition = Acquisition(member_id)
-        # The batches to send, as [start, end) positions in ``data``: adjacent ones merge, so
-        # that the usual fetch, every batch read taken, sends ``data`` itself.
+        # What to send, as slices of the reads: adjacent batches of one read merge, so that
+        # the usual fetch, every batch read taken, sends that read itself.
+        pieces: list[tuple[bytes, list[list[int]]]] = []
+        budget = max(1, max_bytes)
+        offset = fetch_offset
+        # The reads are sized for the records still wanted (at this partition's bytes per
+        # record so far), not for the fetch's byte limit: a consumer asking 500 records with
+        # 50 MB allowed would otherwise read (and copy) 50 MB per fetch to send 500 KB.
+        while budget > 0 and offset < bound and len(acquisition.offsets) < max_records:
+            wanted = max_records - len(acquisition.offsets)
+            size = min(budget, max(READ_MIN_BYTES, int(wanted * self.bytes_per_record * 1.25)))
+            try:
+                read = log.read(offset, size, upper_bound=bound)
+            except OffsetOutOfRange:
+                break
+            data = bytes(read.data)  # a read without zero_copy is bytes already: no copy
+            if not data:
+                break
+            aborted = log.collect_aborted(offset, read.next_offset) if read_committed else []
+            spans, full = self._take(acquisition, data, aborted, max_records, max_locks, strict)
+            pieces.append((data, spans))
+            if read.next_offset > offset:
+                self.bytes_per_record = len(data) / (read.next_offset - offset)
+            budget -= len(data)
+            if full or read.next_offset <= offset:
+                break
+            offset = read.next_offset
+        self._advance()
+        if not acquisition.offsets:
+            return Acquired()
+        self._lock(acquisition)
+        return Acquired(_joined(pieces), self._ranges(acquisition.offsets))
+
+    def _take(
+        self,
+        acquisition: Acquisition,
+        data: bytes,
+        aborted: list[Any],
+        max_records: int,
+        max_locks: int,
+        strict: bool,
+    ) -> tuple[list[list[int]], bool]:
+        """Acquire what ``data`` (whole batches read from the log) holds for ``acquisition``:
+        the [start, end) spans of the batches to send, and whether a limit (records, locks)
+        was reached."""
         spans: list[list[int]] = []
         for pos, header in iter_headers(data):
             if len(acquisition.offsets) >= max_records:
-                break
+                return spans, True
             if header.base_offset > self.end_offset and header.last_offset >= self.end_offset:
                 # Offsets missing from the log (compacted away) are done with.
                 for offset in range(self.end_offset, header.base_offset):
@@ -243,7 +285,7 @@ class SharePartition:
             if header.base_offset >= self.end_offset and (
                 self.end_offset - self.start_offset >= max_locks
             ):
-                break
+                return spans, True
             taken = False
             for offset in range(max(header.base_offset, self.start_offset), header.next_offset):
                 if strict and len(acquisition.offsets) >= max_records:
@@ -269,11 +311,7 @@ class SharePartition:
                     spans[-1][1] = pos + header.size
                 else:
                     spans.append([pos, pos + header.size])
-        self._advance()
-        if not acquisition.offsets:
-            return Acquired()
-        self._lock(acquisition)
-        return Acquired(_joined(data, spans), self._ranges(acquisition.offsets))
+        return spans, len(acquisition.offsets) >= max_records
 
     def _ranges(self, offsets: list[int]) -> list[tuple[int, int, int]]:
         ranges: list[tuple[int, int, int]] = []
@@ -433,12 +471,14 @@ class SharePartition:
         return out
 
 
-def _joined(data: bytes, spans: list[list[int]]) -> bytes:
-    """The ``spans`` of ``data``, copied once, or not at all when they are the whole of it."""
-    if len(spans) == 1 and spans[0] == [0, len(data)]:
-        return data
-    view = memoryview(data)
-    return b"".join(view[start:end] for start, end in spans)
+def _joined(pieces: list[tuple[bytes, list[list[int]]]]) -> bytes:
+    """The spans of the reads, copied once, or not at all when they are one whole read."""
+    taken = [(data, spans) for data, spans in pieces if spans]
+    if len(taken) == 1:
+        data, spans = taken[0]
+        if len(spans) == 1 and spans[0] == [0, len(data)]:
+            return data
+    return b"".join(memoryview(data)[start:end] for data, spans in taken for start, end in spans)
 
 
 def _is_aborted(header: Any, aborted: list[Any]) -> bool:
