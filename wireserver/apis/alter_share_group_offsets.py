@@ -5,7 +5,7 @@ flight, and the state is persisted at once.
 The group must be a share group (GROUP_ID_NOT_FOUND; Kafka creates a missing one, we do not)
 with no members (NON_EMPTY_GROUP). Authorization: READ on the group
 (GROUP_AUTHORIZATION_FAILED), READ on each topic (TOPIC_AUTHORIZATION_FAILED on its
-partitions). In cluster mode: UNSUPPORTED_VERSION (share groups are served on one node only).
+partitions). In cluster mode: UNSUPPORTED_VERSION (not built there yet, ``refused_offsets``).
 """
 
 from __future__ import annotations
