@@ -2,16 +2,15 @@
 state epoch, state batches) from the share coordinator, when it becomes the partition's leader.
 Broker-internal; see ``wireserver.share.state_rpcs``. A key never written answers start offset
 -1 and no batches (the leader initializes the share-partition as ``share.auto.offset.reset``
-says); a leader epoch older than the one the state was written with is FENCED_LEADER_EPOCH."""
+says); a newer leader epoch than the state's is recorded (replicated) before the answer, an
+older one is FENCED_LEADER_EPOCH (``ShareStateStore.serve_read``)."""
 
 from __future__ import annotations
-
-from twisted.internet import defer
 
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
 from wireserver.protocol.errors import ErrorCode
-from wireserver.share.state_rpcs import read_answer, state_response
+from wireserver.share.state_rpcs import state_response, store
 
 API_KEY = 84
 EMPTY = {"state_epoch": 0, "start_offset": -1, "state_batches": []}
@@ -22,11 +21,12 @@ def handle(ctx: RequestContext) -> HandlerResult:
     batch_class = ctx.request.spec.response_class.ReadStateResult.PartitionResult.StateBatch
 
     def answer(key, data):
-        error, state = read_answer(ctx, key)
-        if error != ErrorCode.NONE or state is None:
-            return defer.succeed((error, dict(EMPTY)))
-        if 0 <= data.leader_epoch < state.leader_epoch:
-            return defer.succeed((ErrorCode.FENCED_LEADER_EPOCH, dict(EMPTY)))
+        return store(ctx).serve_read(key, data.leader_epoch).addCallback(fields_of)
+
+    def fields_of(answer):
+        error, state = answer
+        if error is not None or state is None:
+            return error or ErrorCode.NONE, dict(EMPTY)
         batches = [
             batch_class(
                 first_offset=first, last_offset=last, delivery_state=kind, delivery_count=count
@@ -38,6 +38,6 @@ def handle(ctx: RequestContext) -> HandlerResult:
             "start_offset": state.start_offset,
             "state_batches": batches,
         }
-        return defer.succeed((ErrorCode.NONE, fields))
+        return ErrorCode.NONE, fields
 
     return state_response(ctx, answer, EMPTY)

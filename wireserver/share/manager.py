@@ -204,6 +204,13 @@ class SharePartitionManager:
 
         def start(_: Any) -> defer.Deferred:
             writes.queued = None
+            error, epoch = self.leader(found.topic, found.partition)
+            if error is not None or epoch != found.leader_epoch:
+                # Led elsewhere now (a lock expired after leadership moved): the new leader
+                # has the state; this one is stale.
+                if self.partitions.get(key) is found:
+                    self._drop(key)
+                return defer.succeed(error or ErrorCode.NOT_LEADER_OR_FOLLOWER)
             written = self.store.write_state(
                 state_key,
                 found.state_epoch,

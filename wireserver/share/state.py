@@ -25,9 +25,10 @@ leader of a share-partition reads and writes its state here when it is the coord
 else through that broker's ReadShareGroupState / WriteShareGroupState / DeleteShareGroupState
 (``remote``, ``wireserver.cluster.share_state``), retrying while the coordinator moves
 (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, a lost
-connection) for up to ``PERSIST_TIMEOUT_MS``. A write of an older leader epoch than the state's
-is FENCED_LEADER_EPOCH, of an older state epoch FENCED_STATE_EPOCH (the state was reset since
-the leader read it), as Kafka's share coordinator answers.
+connection) for up to ``PERSIST_TIMEOUT_MS``. A read by a new leader records its leader epoch;
+a read or write of an older leader epoch than the state's is FENCED_LEADER_EPOCH, a write of an
+older state epoch FENCED_STATE_EPOCH (the state was reset since the leader read it), as Kafka's
+share coordinator answers.
 
 Every write here is a whole ShareSnapshot; Kafka writes ShareUpdate deltas between snapshots
 (``share.coordinator.snapshot.update.records.per.snapshot``). ShareUpdate records are read back
@@ -267,6 +268,26 @@ class ShareStateStore:
         """The state of ``key`` as this (its) coordinator has it."""
         return self.states.get(key)
 
+    def serve_read(self, key: StateKey, leader_epoch: int) -> defer.Deferred:
+        """ReadShareGroupState: fires with (error or None, state or None). A read by a newer
+        leader than the state's records its leader epoch first (a snapshot, replicated), so
+        that writes of the leaders before it are fenced from then on, as Kafka's share
+        coordinator does; an older one is FENCED_LEADER_EPOCH."""
+        error = self.coordinator_error(key)
+        state = self.states.get(key)
+        if error is not None or state is None or leader_epoch <= state.leader_epoch:
+            if error is None and state is not None and 0 <= leader_epoch < state.leader_epoch:
+                error = ErrorCode.FENCED_LEADER_EPOCH
+            return defer.succeed((error, None if error is not None else state))
+        written = self.serve_write(
+            key, state.state_epoch, leader_epoch, state.start_offset, state.batches
+        )
+        return written.addCallback(
+            lambda answer: (
+                (None, self.states.get(key)) if answer == ErrorCode.NONE else (answer, None)
+            )
+        )
+
     def serve_write(
         self,
         key: StateKey,
@@ -360,7 +381,7 @@ class ShareStateStore:
         """Fires with (error, ShareState or None): the key's state from its coordinator."""
 
         def here() -> defer.Deferred:
-            return defer.succeed((self.coordinator_error(key), self.states.get(key)))
+            return self.serve_read(key, leader_epoch)
 
         return self._with_coordinator(
             key, here, lambda broker: self.remote.read(broker, key, leader_epoch)
