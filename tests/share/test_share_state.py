@@ -11,6 +11,7 @@ import uuid
 from tests.wireserver.test_coordinator_runtime import Host, fired
 from wireserver.coordinator_runtime import SHARE_STATE_TOPIC
 from wireserver.protocol.errors import ErrorCode
+from wireserver.share.manager import SharePartitionManager
 from wireserver.share.state import ShareStateStore
 
 KEY = ("group", uuid.UUID("6f1c6a4e-0d38-4a85-8d42-1f0e0cf5a9b1"), 0)
@@ -68,3 +69,26 @@ def test_writes_are_fenced_by_leader_and_state_epoch_and_read_back(tmp_path):
     assert fired(again.delete_state(KEY)) == [ErrorCode.NONE]
     assert again.read(KEY) is None
     assert SHARE_STATE_TOPIC in host.logs.topics
+
+
+def test_a_fenced_write_answers_its_waiters_and_the_share_partition_is_made_again(tmp_path):
+    host = Host(tmp_path, clustered=False, **SETTINGS)
+    store = store_on(host)
+    manager = SharePartitionManager(
+        host.clock,
+        lambda group, name: None,
+        lambda key: None,
+        lambda: 10,
+        store,
+        lambda topic: KEY[1],
+        lambda topic, index: (None, 0),
+    )
+    found = manager.partition("group", "t", 0)
+    found.changed()
+    assert fired(manager.persisted(found)) == [ErrorCode.NONE]
+    # reset under it (AlterShareGroupOffsets' new state epoch): its next write is fenced
+    assert fired(store.write_state(KEY, 1, -1, 5, [])) == [ErrorCode.NONE]
+    found.changed()
+    assert fired(manager.persisted(found)) == [ErrorCode.FENCED_STATE_EPOCH]
+    again = manager.partition("group", "t", 0)
+    assert again is not found and (again.start_offset, again.state_epoch) == (5, 1)

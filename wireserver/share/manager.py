@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -105,7 +106,11 @@ class SharePartitionManager:
         self.leader = leader
         self.partitions: dict[tuple[str, str, int], SharePartition] = {}
         self.loading: dict[tuple[str, str, int], defer.Deferred] = {}
-        self.writes: dict[int, _Writes] = {}  # by id of the share-partition
+        # the state writes of each share-partition, kept while it is (a dropped one's last
+        # write still answers the acknowledgements waiting on it)
+        self.writes: weakref.WeakKeyDictionary[SharePartition, _Writes] = (
+            weakref.WeakKeyDictionary()
+        )
         self.sessions: dict[tuple[str, str], ShareSession] = {}
 
     # -- share-partitions -------------------------------------------------------------------
@@ -179,7 +184,6 @@ class SharePartitionManager:
         found = self.partitions.pop(key, None)
         if found is not None:
             found.stop()
-            self.writes.pop(id(found), None)
 
     def partition(self, group_id: str, topic: str, index: int) -> SharePartition:
         """The share-partition ``load`` made (made at once, from the state here, if it was
@@ -195,9 +199,9 @@ class SharePartitionManager:
     def _persist(self, key: tuple[str, str, int], state_key: StateKey, found: SharePartition):
         """Write the share-partition's state after the write in flight (a write queued
         already will carry this change too)."""
-        writes = self.writes.get(id(found))
+        writes = self.writes.get(found)
         if writes is None:
-            writes = self.writes[id(found)] = _Writes()
+            writes = self.writes[found] = _Writes()
         if writes.queued is not None:
             return
         queued = writes.queued = defer.Deferred()
@@ -235,7 +239,7 @@ class SharePartitionManager:
     def persisted(self, found: SharePartition) -> defer.Deferred:
         """Fires with NONE once the share-partition's state as it is now is written (and
         replicated), else with the write's error."""
-        writes = self.writes.get(id(found))
+        writes = self.writes.get(found)
         if writes is None:
             return defer.succeed(ErrorCode.NONE)
         waiter: defer.Deferred = defer.Deferred()
