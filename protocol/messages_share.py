@@ -389,3 +389,145 @@ AlterShareGroupOffsetsRequest = _define(ALTER_SHARE_GROUP_OFFSETS_REQUEST)
 AlterShareGroupOffsetsResponse = _define(ALTER_SHARE_GROUP_OFFSETS_RESPONSE)
 DeleteShareGroupOffsetsRequest = _define(DELETE_SHARE_GROUP_OFFSETS_REQUEST)
 DeleteShareGroupOffsetsResponse = _define(DELETE_SHARE_GROUP_OFFSETS_RESPONSE)
+
+
+# -- the share coordinator's RPCs (keys 83-87), between brokers ---------------------------------
+#
+# A partition leader reads and writes its share-partitions' state through the share
+# coordinator of each (the leader of its ``__share_group_state`` partition). Kafka 4.4:
+# InitializeShareGroupState, ReadShareGroupState and DeleteShareGroupState v0,
+# WriteShareGroupState and ReadShareGroupStateSummary v0-1 (v1 adds DeliveryCompleteCount).
+
+
+def _state_request(
+    key: int, name: str, valid: str, data: str, partition_fields: list[dict]
+) -> dict:
+    """GroupId, then Topics (``data``: TopicId, Partitions (Partition, ``partition_fields``))."""
+    return _message(
+        key,
+        "request",
+        name,
+        valid,
+        [
+            _field("GroupId", "string", entityType="groupId"),
+            _field(
+                "Topics",
+                f"[]{data}",
+                fields=[
+                    _field("TopicId", "uuid"),
+                    _field(
+                        "Partitions",
+                        "[]PartitionData",
+                        fields=[_field("Partition", "int32"), *partition_fields],
+                    ),
+                ],
+            ),
+        ],
+    )
+
+
+def _state_response(
+    key: int, name: str, valid: str, result: str, partition_fields: list[dict]
+) -> dict:
+    """Results (``result``: TopicId, Partitions (Partition, ErrorCode, ErrorMessage,
+    ``partition_fields``))."""
+    return _message(
+        key,
+        "response",
+        name,
+        valid,
+        [
+            _field(
+                "Results",
+                f"[]{result}",
+                fields=[
+                    _field("TopicId", "uuid"),
+                    _field(
+                        "Partitions",
+                        "[]PartitionResult",
+                        fields=[
+                            _field("Partition", "int32"),
+                            *_error_fields(),
+                            *partition_fields,
+                        ],
+                    ),
+                ],
+            ),
+        ],
+    )
+
+
+def _state_batches() -> dict:
+    return _field(
+        "StateBatches",
+        "[]StateBatch",
+        fields=[
+            _field("FirstOffset", "int64"),
+            _field("LastOffset", "int64"),
+            _field("DeliveryState", "int8"),
+            _field("DeliveryCount", "int16"),
+        ],
+    )
+
+
+def _delivery_complete_count() -> dict:
+    return _field("DeliveryCompleteCount", "int32", "1+", ignorable=True, default="-1")
+
+
+_STATE_EPOCH = _field("StateEpoch", "int32")
+_LEADER_EPOCH = _field("LeaderEpoch", "int32")
+_START_OFFSET = _field("StartOffset", "int64")
+
+INITIALIZE_SHARE_GROUP_STATE_REQUEST = _state_request(
+    83, "InitializeShareGroupState", "0", "InitializeStateData", [_STATE_EPOCH, _START_OFFSET]
+)
+INITIALIZE_SHARE_GROUP_STATE_RESPONSE = _state_response(
+    83, "InitializeShareGroupState", "0", "InitializeStateResult", []
+)
+READ_SHARE_GROUP_STATE_REQUEST = _state_request(
+    84, "ReadShareGroupState", "0", "ReadStateData", [_LEADER_EPOCH]
+)
+READ_SHARE_GROUP_STATE_RESPONSE = _state_response(
+    84,
+    "ReadShareGroupState",
+    "0",
+    "ReadStateResult",
+    [_STATE_EPOCH, _START_OFFSET, _state_batches()],
+)
+WRITE_SHARE_GROUP_STATE_REQUEST = _state_request(
+    85,
+    "WriteShareGroupState",
+    "0-1",
+    "WriteStateData",
+    [_STATE_EPOCH, _LEADER_EPOCH, _START_OFFSET, _delivery_complete_count(), _state_batches()],
+)
+WRITE_SHARE_GROUP_STATE_RESPONSE = _state_response(
+    85, "WriteShareGroupState", "0-1", "WriteStateResult", []
+)
+DELETE_SHARE_GROUP_STATE_REQUEST = _state_request(
+    86, "DeleteShareGroupState", "0", "DeleteStateData", []
+)
+DELETE_SHARE_GROUP_STATE_RESPONSE = _state_response(
+    86, "DeleteShareGroupState", "0", "DeleteStateResult", []
+)
+READ_SHARE_GROUP_STATE_SUMMARY_REQUEST = _state_request(
+    87, "ReadShareGroupStateSummary", "0-1", "ReadStateSummaryData", [_LEADER_EPOCH]
+)
+READ_SHARE_GROUP_STATE_SUMMARY_RESPONSE = _state_response(
+    87,
+    "ReadShareGroupStateSummary",
+    "0-1",
+    "ReadStateSummaryResult",
+    [_STATE_EPOCH, _LEADER_EPOCH, _START_OFFSET, _delivery_complete_count()],
+)
+
+InitializeShareGroupStateRequest = _define(INITIALIZE_SHARE_GROUP_STATE_REQUEST)
+InitializeShareGroupStateResponse = _define(INITIALIZE_SHARE_GROUP_STATE_RESPONSE)
+ReadShareGroupStateRequest = _define(READ_SHARE_GROUP_STATE_REQUEST)
+ReadShareGroupStateResponse = _define(READ_SHARE_GROUP_STATE_RESPONSE)
+WriteShareGroupStateRequest = _define(WRITE_SHARE_GROUP_STATE_REQUEST)
+WriteShareGroupStateResponse = _define(WRITE_SHARE_GROUP_STATE_RESPONSE)
+DeleteShareGroupStateRequest = _define(DELETE_SHARE_GROUP_STATE_REQUEST)
+DeleteShareGroupStateResponse = _define(DELETE_SHARE_GROUP_STATE_RESPONSE)
+ReadShareGroupStateSummaryRequest = _define(READ_SHARE_GROUP_STATE_SUMMARY_REQUEST)
+ReadShareGroupStateSummaryResponse = _define(READ_SHARE_GROUP_STATE_SUMMARY_RESPONSE)

@@ -70,6 +70,13 @@ SERVED.register(79, "ShareAcknowledge", "wireserver.protocol.messages_share", 1,
 SERVED.register(90, "DescribeShareGroupOffsets", "wireserver.protocol.messages_share", 0, 1)
 SERVED.register(91, "AlterShareGroupOffsets", "wireserver.protocol.messages_share", 0, 0)
 SERVED.register(92, "DeleteShareGroupOffsets", "wireserver.protocol.messages_share", 0, 0)
+# The share coordinator's state RPCs, between brokers (a partition leader and the leader of its
+# share-partition's __share_group_state partition).
+SERVED.register(83, "InitializeShareGroupState", "wireserver.protocol.messages_share", 0, 0)
+SERVED.register(84, "ReadShareGroupState", "wireserver.protocol.messages_share", 0, 0)
+SERVED.register(85, "WriteShareGroupState", "wireserver.protocol.messages_share", 0, 1)
+SERVED.register(86, "DeleteShareGroupState", "wireserver.protocol.messages_share", 0, 0)
+SERVED.register(87, "ReadShareGroupStateSummary", "wireserver.protocol.messages_share", 0, 1)
 # Transactions (protocol v1 and v2: EndTxn 5 and TxnOffsetCommit 5, KIP-890 part 2).
 SERVED.register(24, "AddPartitionsToTxn", "kafka.protocol.producer.transaction", 0, 5)
 SERVED.register(25, "AddOffsetsToTxn", "kafka.protocol.producer.transaction", 0, 4)

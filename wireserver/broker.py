@@ -232,10 +232,7 @@ class Broker:
             self.config["max.incremental.fetch.session.cache.slots"]
         )
         self.group_configs = GroupConfigs(self.config, self.config.log_dirs[0])
-        # Share groups are served on one node only (wireserver.share).
-        self.features = Features(
-            self.registry, self.config.log_dirs[0], ("share.version",) if clustered else ()
-        )
+        self.features = Features(self.registry, self.config.log_dirs[0])
         self.quotas = Quotas(
             ClientQuotaStore(self.config.log_dirs[0]),
             self.config["quota.window.size.seconds"] * 1000,
@@ -255,7 +252,14 @@ class Broker:
         self.metadata.topic_deleted.append(self.groups.drop_offsets_of_topic)
         # The share-partitions this broker leads (KIP-932): a member that leaves its share
         # group gives back the records it holds.
-        self.share_state = ShareStateStore(self, create_topic)
+        self.share_state = ShareStateStore(self, create_topic, self.reactor)
+        if clustered:
+            from wireserver.cluster.share_state import ShareStateChannel
+
+            # The share coordinators of other brokers, reached with the state RPCs.
+            self.share_state.remote = ShareStateChannel(
+                self.reactor, self.node_id, self.config.inter_broker_security, self.metadata
+            )
         self.share_state.start()
         self.share = SharePartitionManager(
             self.reactor,
@@ -264,7 +268,7 @@ class Broker:
             lambda: self.config["group.share.max.share.sessions"],
             self.share_state,
             self._topic_id,
-            lambda topic, index: self.replicas.check_leader(topic, index)[1],
+            self.replicas.check_leader,
             DeadLetterQueue(
                 self.group_configs.value,
                 self.config,
@@ -413,7 +417,7 @@ class Broker:
         self._loops.clear()
 
     def _stop_services(self) -> None:
-        for service in ("log_dir_mover", "cleaner", "groups", "share", "txn"):
+        for service in ("log_dir_mover", "cleaner", "groups", "share", "share_state", "txn"):
             if getattr(self, service, None) is not None:
                 getattr(self, service).stop()
 

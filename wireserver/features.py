@@ -16,7 +16,7 @@ leaves such features out of FinalizedFeatures).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,8 +44,8 @@ FEATURES: dict[str, Feature] = {
         Feature("group.version", 1, 1, api=68),
         # KIP-1071 Streams groups (StreamsGroupHeartbeat).
         Feature("streams.version", 1, 1, api=88),
-        # KIP-932 share groups (ShareGroupHeartbeat), on one node only; 2 (KIP-1222's lock
-        # renewal) is not claimed.
+        # KIP-932 share groups (ShareGroupHeartbeat); 2 (KIP-1222's lock renewal) is not
+        # claimed.
         Feature("share.version", 1, 1, api=76),
         # 1: the coordinator's records; 2: transaction protocol v2 (KIP-890 part 2).
         Feature("transaction.version", 2, 2),
@@ -57,17 +57,11 @@ class Features:
     """The supported ranges of this broker and the cluster's finalized levels (with their
     epoch, which grows with every change)."""
 
-    def __init__(
-        self, registry: ApiRegistry, directory: str | None, unsupported: Iterable[str] = ()
-    ):
-        """``unsupported``: features this broker does not support whatever it serves (share
-        groups in cluster mode)."""
+    def __init__(self, registry: ApiRegistry, directory: str | None):
         self.supported: dict[str, int] = {
             f.name: f.max_level if (f.api is None or f.api in registry) else 0
             for f in FEATURES.values()
         }
-        for name in unsupported:
-            self.supported[name] = 0
         self.path = os.path.join(directory, FILE_NAME) if directory else None
         self.shared: Any = None
         self.epoch = 0

@@ -1,7 +1,8 @@
 """Finalized feature levels in a cluster: a new cluster starts with Kafka 4.4's defaults in
 ZooKeeper's ``/feature`` (Kafka's ZooKeeper-era layout), an UpdateFeatures through one broker
 changes what every broker's ApiVersions reports (with the znode's version as the epoch), and
-the levels outlive a broker's restart. Share groups, served on one node only, are refused."""
+the levels outlive a broker's restart. Share groups are served (``share.version`` 1 by
+default), and refused once the feature is disabled, as Kafka."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from tests.cluster.conftest import Cluster, wait_for, zk_client
 from tests.features.test_api_versions_features import api_versions
-from tests.features.test_update_features import SAFE_DOWNGRADE, update
+from tests.features.test_update_features import SAFE_DOWNGRADE, UPGRADE, update
 from tests.security.test_acl_coverage import share_acknowledge, share_fetch, share_group_heartbeat
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.messages_share import ShareGroupDescribeRequest
@@ -50,12 +51,21 @@ def test_levels_live_in_zookeeper_and_every_broker_reports_them(cluster, zk):
         "status": 1,
         "features": {
             "group.version": {"max_version_level": 1},
+            "share.version": {"max_version_level": 1},
             "streams.version": {"max_version_level": 1},
             "transaction.version": {"max_version_level": 2},
         },
     }
     assert reported(cluster) == {
-        (stat.version, (("group.version", 1), ("streams.version", 1), ("transaction.version", 2)))
+        (
+            stat.version,
+            (
+                ("group.version", 1),
+                ("share.version", 1),
+                ("streams.version", 1),
+                ("transaction.version", 2),
+            ),
+        )
     }
 
     first = next(iter(cluster.brokers.values()))
@@ -64,7 +74,12 @@ def test_levels_live_in_zookeeper_and_every_broker_reports_them(cluster, zk):
     expected = {
         (
             stat.version + 1,
-            (("group.version", 1), ("streams.version", 1), ("transaction.version", 1)),
+            (
+                ("group.version", 1),
+                ("share.version", 1),
+                ("streams.version", 1),
+                ("transaction.version", 1),
+            ),
         )
     }
     wait_for(lambda: reported(cluster) == expected, 30, what="every broker to report TV 1")
@@ -75,26 +90,53 @@ def test_levels_live_in_zookeeper_and_every_broker_reports_them(cluster, zk):
     wait_for(lambda: reported(cluster) == expected, 60, what="the restarted broker's levels")
 
 
-def test_a_cluster_refuses_share_groups_as_kafka_without_them(cluster):
-    """Share groups are served on one node only: a cluster broker does not support
-    ``share.version`` and answers the share APIs UNSUPPORTED_VERSION, as a Kafka broker whose
-    share groups are not enabled."""
-    broker = next(iter(cluster.brokers.values()))
-    response = api_versions(broker.bootstrap_servers, 4)
-    assert "share.version" not in {f.name for f in response.finalized_features}
-    assert [f.max_version for f in response.supported_features if f.name == "share.version"] in (
-        [],
-        [0],
-    )
-    with KafkaWire(broker.bootstrap_servers) as wire:
-        heartbeat = wire.request(share_group_heartbeat("sg"))
-        described = wire.request(
-            ShareGroupDescribeRequest(
-                version=1, group_ids=["sg"], include_authorized_operations=False
-            )
+def test_a_cluster_serves_share_groups_until_the_feature_is_disabled(cluster):
+    """``share.version`` 1 is finalized in a new cluster and supported by every broker: the
+    share APIs are answered (here: a member joins its group at its coordinator); disabled
+    through one broker (``UpdateFeatures``), every broker answers them UNSUPPORTED_VERSION, as
+    a Kafka broker whose share groups are not enabled."""
+    brokers = list(cluster.brokers.values())
+    for broker in brokers:
+        response = api_versions(broker.bootstrap_servers, 4)
+        assert ("share.version", 1) in {
+            (f.name, f.max_version_level) for f in response.finalized_features
+        }
+        assert [
+            f.max_version for f in response.supported_features if f.name == "share.version"
+        ] == [1]
+
+    def joined() -> bool:
+        for broker in brokers:
+            with KafkaWire(broker.bootstrap_servers) as wire:
+                if wire.request(share_group_heartbeat("sg")).error_code == ErrorCode.NONE:
+                    return True
+        return False
+
+    wait_for(joined, 60, what="a share member to join at its group coordinator")
+
+    answer = update(brokers[0].bootstrap_servers, ("share.version", 0, SAFE_DOWNGRADE))
+    assert answer.error_code == ErrorCode.NONE
+    try:
+        wait_for(
+            lambda: all(
+                not {f.name for f in api_versions(b.bootstrap_servers, 4).finalized_features}
+                & {"share.version"}
+                for b in brokers
+            ),
+            30,
+            what="every broker to see share.version disabled",
         )
-        fetched = wire.request(share_fetch("sg"))
-        acknowledged = wire.request(share_acknowledge("sg"))
+        with KafkaWire(brokers[-1].bootstrap_servers) as wire:
+            heartbeat = wire.request(share_group_heartbeat("sg"))
+            described = wire.request(
+                ShareGroupDescribeRequest(
+                    version=1, group_ids=["sg"], include_authorized_operations=False
+                )
+            )
+            fetched = wire.request(share_fetch("sg"))
+            acknowledged = wire.request(share_acknowledge("sg"))
+    finally:
+        update(brokers[0].bootstrap_servers, ("share.version", 1, UPGRADE))
     unsupported = ErrorCode.UNSUPPORTED_VERSION
     assert heartbeat.error_code == unsupported
     assert [g.error_code for g in described.groups] == [unsupported]

@@ -8,6 +8,8 @@ answer must carry no authorization error at all; any other error is the API's bu
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from kafka.protocol.admin.acl import CreateAclsRequest, DeleteAclsRequest
 from kafka.protocol.admin.cluster import (
@@ -158,6 +160,11 @@ REQUIRED = {
     90: "DESCRIBE group + DESCRIBE topic",
     91: "READ group + READ topic",
     92: "DELETE group + READ topic",
+    83: "CLUSTER_ACTION cluster",
+    84: "CLUSTER_ACTION cluster",
+    85: "CLUSTER_ACTION cluster",
+    86: "CLUSTER_ACTION cluster",
+    87: "CLUSTER_ACTION cluster",
     93: "READ group",
     74: "DESCRIBE_CONFIGS cluster",
     75: "DESCRIBE topic (unauthorized hidden)",
@@ -503,6 +510,38 @@ def write_txn_markers():
             )
         ],
     )
+
+
+def share_state_request(api_key, **partition_fields):
+    """One of the share coordinator's state RPCs (83-87) for one share-partition."""
+    request_class = SERVED.get(api_key).request_class
+    (data_name,) = [n for n in request_class.__dict__ if n.endswith("Data")]
+    data = getattr(request_class, data_name)
+    return request_class(
+        version=0,
+        group_id="sg",
+        topics=[
+            data(
+                topic_id=uuid.uuid4(),
+                partitions=[data.PartitionData(partition=0, **partition_fields)],
+            )
+        ],
+    )
+
+
+def share_state_error(response):
+    return response.results[0].partitions[0].error_code
+
+
+SHARE_STATE_REQUESTS = {
+    83: lambda: share_state_request(83, state_epoch=0, start_offset=0),
+    84: lambda: share_state_request(84, leader_epoch=0),
+    85: lambda: share_state_request(
+        85, state_epoch=0, leader_epoch=0, start_offset=0, state_batches=[]
+    ),
+    86: lambda: share_state_request(86),
+    87: lambda: share_state_request(87, leader_epoch=0),
+}
 
 
 def describe_producers():
@@ -1003,6 +1042,10 @@ CASES = [
         CLUSTER_DENIED,
     ),
     (61, describe_producers, first_partition, [], [topic_acl(Op.READ)], TOPIC_DENIED),
+    *(
+        (key, factory, share_state_error, [], [(*CLUSTER, Op.CLUSTER_ACTION)], CLUSTER_DENIED)
+        for key, factory in SHARE_STATE_REQUESTS.items()
+    ),
     (
         65,
         lambda: DescribeTransactionsRequest(version=0, transactional_ids=["x"]),

@@ -9,16 +9,23 @@
 // first N records, releases the others it got and leaves once it accepted N. Each
 // record is printed as "record <partition> <offset> <delivery count> <value>" when it arrives;
 // the program exits after <idle-exit-ms> without a record (acknowledgements committed first; it
-// waits at least -Dfirst.record.wait.ms, default 15 s, for the first one).
+// waits at least -Dfirst.record.wait.ms, default 15 s, for the first one). After each commit it
+// prints "acked <partition> <offset>" for each record it accepted whose partition's commit
+// succeeded, and "ackfailed <partition> <offset> <error>" for the others.
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 
 import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaShareConsumer;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicIdPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
 
 public class ShareClient {
@@ -49,6 +56,7 @@ public class ShareClient {
             while (hold || System.currentTimeMillis() - lastRecord
                     < (any ? idleExitMs : Math.max(idleExitMs, FIRST_RECORD_WAIT_MS))) {
                 ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(100));
+                List<ConsumerRecord<String, String>> acceptedNow = new ArrayList<>();
                 for (ConsumerRecord<String, String> record : records) {
                     lastRecord = System.currentTimeMillis();
                     any = true;
@@ -64,6 +72,7 @@ public class ShareClient {
                         : AcknowledgeType.ACCEPT;
                     if (type == AcknowledgeType.ACCEPT) {
                         accepted++;
+                        acceptedNow.add(record);
                     }
                     consumer.acknowledge(record, type);
                 }
@@ -73,7 +82,7 @@ public class ShareClient {
                     Thread.sleep(Long.MAX_VALUE);
                 }
                 if (!records.isEmpty()) {
-                    consumer.commitSync();
+                    printCommitted(consumer.commitSync(), acceptedNow);
                     if (once || accepted >= acceptAtMost) {
                         break;
                     }
@@ -81,5 +90,25 @@ public class ShareClient {
             }
         }
         System.out.println("closed");
+    }
+
+    static void printCommitted(Map<TopicIdPartition, Optional<KafkaException>> results,
+                               List<ConsumerRecord<String, String>> accepted) {
+        for (ConsumerRecord<String, String> record : accepted) {
+            Optional<KafkaException> error = Optional.of(new KafkaException("no commit result"));
+            for (Map.Entry<TopicIdPartition, Optional<KafkaException>> e : results.entrySet()) {
+                if (e.getKey().topic().equals(record.topic())
+                        && e.getKey().partition() == record.partition()) {
+                    error = e.getValue();
+                }
+            }
+            if (error.isEmpty()) {
+                System.out.println("acked " + record.partition() + " " + record.offset());
+            } else {
+                System.out.println("ackfailed " + record.partition() + " " + record.offset() + " "
+                    + error.get().getClass().getSimpleName());
+            }
+        }
+        System.out.flush();
     }
 }

@@ -34,6 +34,11 @@ SOURCE = Path(__file__).with_name("ShareClient.java")
 
 @pytest.fixture(scope="module")
 def classpath(tmp_path_factory) -> str:
+    return compile_share_client(tmp_path_factory)
+
+
+def compile_share_client(tmp_path_factory) -> str:
+    """The classpath of ShareClient compiled against the reference jars (tests/cluster too)."""
     kafka_reference.require_tools()
     lib = kafka_reference.resolve()
     out = tmp_path_factory.mktemp("share-client")

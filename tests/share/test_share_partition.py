@@ -193,8 +193,8 @@ def test_state_records_round_trip_as_kafka_lays_them_out():
     assert decode_key(encode_key(0, key)) == (0, key)
     # Kafka's Uuid.toString in the coordinator key
     assert coordinator_key(key) == "group:bxxqTg04SoWNQh8ODPWpsQ:3"
-    state = ShareState(10, [(10, 11, 2, 1), (12, 12, 0, 3)], 4, 1, 1234)
-    value = encode_snapshot(state, leader_epoch=7, now_ms=5678)
+    state = ShareState(10, [(10, 11, 2, 1), (12, 12, 0, 3)], 4, 1, 1234, leader_epoch=7)
+    value = encode_snapshot(state, now_ms=5678)
     assert decode_snapshot(value) == state
     # an update over it: a new start offset and one batch replaced
     decoded = decode_snapshot(value)

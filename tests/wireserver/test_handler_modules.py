@@ -30,10 +30,8 @@ def test_a_served_api_without_a_module_stops_the_server_at_start():
     registry = ApiRegistry()
     for spec in SERVED:
         registry.register(spec.key, spec.name, spec.module, spec.min_version, spec.max_version)
-    registry.register(83, "InitializeShareGroupState", "kafka.protocol.consumer.fetch", 0, 0)
-    with pytest.raises(
-        RuntimeError, match="no handler module for \\['initialize_share_group_state'\\]"
-    ):
+    registry.register(67, "AllocateProducerIds", "kafka.protocol.consumer.fetch", 0, 0)
+    with pytest.raises(RuntimeError, match="no handler module for \\['allocate_producer_ids'\\]"):
         apis.check_handlers(registry)
 
 

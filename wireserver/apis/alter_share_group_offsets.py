@@ -7,7 +7,7 @@ A group id no group has becomes an Empty share group first, as Kafka's
 set. An id a group of another type has is GROUP_ID_NOT_FOUND ("Group X is not a share
 group."), an empty one INVALID_GROUP_ID; a share group with members is NON_EMPTY_GROUP. Authorization: READ on the group
 (GROUP_AUTHORIZATION_FAILED), READ on each topic (TOPIC_AUTHORIZATION_FAILED on its
-partitions). In cluster mode: UNSUPPORTED_VERSION (share groups are served on one node only).
+partitions). In cluster mode: UNSUPPORTED_VERSION (not built there yet, ``refused_offsets``).
 """
 
 from __future__ import annotations

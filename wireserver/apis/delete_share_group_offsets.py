@@ -4,8 +4,8 @@ again as ``share.auto.offset.reset`` says.
 
 The group must be a share group (GROUP_ID_NOT_FOUND) with no members (NON_EMPTY_GROUP).
 Authorization: DELETE on the group (GROUP_AUTHORIZATION_FAILED), READ on each topic
-(TOPIC_AUTHORIZATION_FAILED). In cluster mode: UNSUPPORTED_VERSION (share groups are served
-on one node only).
+(TOPIC_AUTHORIZATION_FAILED). In cluster mode: UNSUPPORTED_VERSION (not built there
+yet, ``refused_offsets``).
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ UNKNOWN_TOPIC_OR_PARTITION.
 
 A group that is not a share group is GROUP_ID_NOT_FOUND. Authorization: DESCRIBE on the group
 (GROUP_AUTHORIZATION_FAILED), DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED on its
-partitions). In cluster mode every group is UNSUPPORTED_VERSION (share groups are served on
-one node only).
+partitions). In cluster mode every group is UNSUPPORTED_VERSION (not built there yet,
+``refused_offsets``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
 from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
-from wireserver.share import refused
+from wireserver.share import refused_offsets
 from wireserver.share.manager import ZERO_UUID
 
 API_KEY = 90
@@ -38,7 +38,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
     for requested in ctx.body.groups:
         group_id = requested.group_id
         error = (
-            refused(ctx)
+            refused_offsets(ctx)
             or coordinator.ensure_ready(group_id)
             or checks.describe_group(ctx, group_id)
         )

@@ -17,7 +17,11 @@ endpoint on the listener the request came in on, COORDINATOR_NOT_AVAILABLE while
 has no live leader, and COORDINATOR_LOAD_IN_PROGRESS when it is this broker and it is still
 loading the partition.
 
-Skipped: other key types (share) answer INVALID_REQUEST.
+Key type 2 (share, v6+): the share coordinator of a share-partition, keyed
+``"<group>:<topic id>:<partition>"`` (Kafka's ``SharePartitionKey``, INVALID_REQUEST when it
+is not of that form): the leader of its partition of ``__share_group_state``
+(``share.coordinator.state.topic.replication.factor`` replicas). Brokers ask it; it needs
+CLUSTER_ACTION on the cluster.
 """
 
 from __future__ import annotations
@@ -30,7 +34,9 @@ from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
 
 API_KEY = 10
-GROUP, TRANSACTION = 0, 1
+GROUP, TRANSACTION, SHARE = 0, 1, 2
+#: The FindCoordinator version that brought key type 2 (KIP-932).
+SHARE_MIN_VERSION = 6
 
 
 def _lookup(ctx, key_type: int, key: str) -> tuple[ErrorCode, int]:
@@ -41,6 +47,8 @@ def _lookup(ctx, key_type: int, key: str) -> tuple[ErrorCode, int]:
         runtime = services.groups.runtime
     elif key_type == TRANSACTION:
         runtime = services.txn.runtime
+    elif key_type == SHARE and ctx.version >= SHARE_MIN_VERSION and _share_key(key):
+        runtime = services.share.store.runtime
     else:
         return ErrorCode.INVALID_REQUEST, -1
     error = runtime.ensure_ready()
@@ -53,6 +61,12 @@ def _lookup(ctx, key_type: int, key: str) -> tuple[ErrorCode, int]:
     if leader == services.node_id and partition in runtime.loading:
         return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, -1
     return ErrorCode.NONE, leader
+
+
+def _share_key(key: str | None) -> bool:
+    """Kafka's ``SharePartitionKey.validate``: group, topic id and partition, colon-separated."""
+    parts = (key or "").rsplit(":", 2)
+    return len(parts) == 3 and all(parts) and parts[2].lstrip("-").isdigit()
 
 
 @handles(API_KEY)

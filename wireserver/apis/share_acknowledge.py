@@ -5,10 +5,12 @@ the acknowledgements and closes it (what the member still holds goes back), any 
 must be the session's next one. Each partition's acknowledgements apply all or nothing
 (INVALID_RECORD_STATE for a record the member does not hold). v2 answers the lock duration.
 
-Authorization and cluster mode as ShareFetch's.
+Authorization, leadership and persistence as ShareFetch's.
 """
 
 from __future__ import annotations
+
+from twisted.internet import defer
 
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
@@ -20,6 +22,7 @@ API_KEY = 79
 
 
 @handles(API_KEY)
+@defer.inlineCallbacks
 def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
     req = ShareRequest(ctx)
@@ -28,7 +31,8 @@ def handle(ctx: RequestContext) -> HandlerResult:
             req.error = ErrorCode.INVALID_SHARE_SESSION_EPOCH
             req.message = "A share session cannot be opened by ShareAcknowledge."
         elif req.open([], []):
-            req.acknowledge(body.topics, version >= 2 and body.is_renew_ack)
+            yield req.load(body.topics)
+            yield req.acknowledge(body.topics, version >= 2 and body.is_renew_ack)
             req.close_if_final()
     return req.response(ctx.request.spec.response_class.ShareAcknowledgeTopicResponse, _partition)
 

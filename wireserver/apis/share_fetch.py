@@ -16,9 +16,13 @@ acknowledgements), in one request. The share-partitions and sessions are
   append or a released record. v2 ``IsRenewAck``: the acknowledgements may renew locks (type
   4) and nothing is fetched.
 
+Each share-partition lives on its partition's leader (NOT_LEADER_OR_FOLLOWER elsewhere) and is
+made there from its share coordinator's state (``SharePartitionManager.load``); the answer
+waits until the acknowledgements' state is persisted (replicated, in a cluster), and an
+acknowledgement the share coordinator did not take answers its error.
+
 Authorization: READ on the group, READ on each topic (TOPIC_AUTHORIZATION_FAILED on its
-partitions). In cluster mode the answer is UNSUPPORTED_VERSION (share groups are served on one
-node only).
+partitions).
 """
 
 from __future__ import annotations
@@ -108,7 +112,8 @@ def handle(ctx: RequestContext) -> HandlerResult:
     if not req.open(added, [] if req.epoch == FINAL_EPOCH else forgotten):
         return _response(ctx, req)
     renew = version >= 2 and body.is_renew_ack
-    req.acknowledge(body.topics, renew)
+    yield req.load(body.topics)
+    yield req.acknowledge(body.topics, renew)
     if req.close_if_final() or renew:
         return _response(ctx, req)
     strict = version >= 2 and body.share_acquire_mode == RECORD_LIMIT

@@ -4,8 +4,8 @@
 A group that does not exist is GROUP_ID_NOT_FOUND ("Group X not found."), one of another type
 too ("Group X is not a share group.", as Kafka). Each group needs DESCRIBE
 (GROUP_AUTHORIZATION_FAILED). Authorized operations, when asked, are those of each group
-answered without an error; the others keep "not requested" (INT32_MIN). In cluster mode every
-group is UNSUPPORTED_VERSION (share groups are served on one node only).
+answered without an error; the others keep "not requested" (INT32_MIN). In cluster mode the group
+coordinator (the leader of its ``__consumer_offsets`` partition) answers, as for consumer groups.
 """
 
 from __future__ import annotations

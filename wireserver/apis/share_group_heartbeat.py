@@ -4,7 +4,8 @@ members sharing them. The logic is in ``wireserver.groups.share_coordinator``.
 
 Authorization: READ on the group (GROUP_AUTHORIZATION_FAILED), and DESCRIBE on every name in
 ``SubscribedTopicNames`` (TOPIC_AUTHORIZATION_FAILED), as Kafka's ``KafkaApis``. In cluster
-mode the answer is UNSUPPORTED_VERSION (share groups are served on one node only).
+mode the group coordinator (the leader of its ``__consumer_offsets`` partition) answers,
+NOT_COORDINATOR elsewhere, as for consumer groups.
 """
 
 from __future__ import annotations

@@ -164,3 +164,65 @@ def _authenticate(client: BrokerClientProtocol, security: Any, address: str):
             token = exchange.respond(bytes(response.auth_bytes))
         except SaslFailure as exc:
             raise InterBrokerAuthenticationFailed(f"{who} failed: {exc}") from None
+
+
+#: How long one inter-broker request may take before its connection is dropped (Kafka's
+#: ``request.timeout.ms`` default).
+REQUEST_TIMEOUT_MS = 30_000
+
+
+class BrokerChannel:
+    """Requests from this broker to others, over one connection kept per broker (Kafka's
+    ``NodeToNodeChannelManager`` shape): the transaction marker sender and the share-state
+    persister send through one. ``metadata``: where each broker listens
+    (``ZkMetadata.registrations``)."""
+
+    def __init__(self, reactor: Any, node_id: int, security: Any, metadata: Any, client_id: str):
+        self.reactor = reactor
+        self.node_id = node_id
+        self.security = security
+        self.metadata = metadata
+        self.client_id = client_id
+        self.connections: dict[int, Any] = {}
+        self.stopped = False
+
+    def stop(self) -> None:
+        self.stopped = True
+        for connection in self.connections.values():
+            connection.close()
+        self.connections.clear()
+
+    @defer.inlineCallbacks
+    def _exchange(self, broker_id: int, request: Any):
+        """The broker's response, or None when the request failed (any failure: its
+        connection is dropped, the caller retries)."""
+        try:
+            connection = yield self._connection(broker_id)
+            pending = connection.request(request)
+            pending.addTimeout(REQUEST_TIMEOUT_MS / 1000.0, self.reactor)
+            response = yield pending
+        except Exception as exc:  # noqa: BLE001
+            log.info("%s to broker %d failed: %s", type(request).__name__, broker_id, exc)
+            connection = self.connections.pop(broker_id, None)
+            if connection is not None:
+                connection.close()
+            return None
+        return response
+
+    @defer.inlineCallbacks
+    def _connection(self, broker_id: int):
+        connection = self.connections.get(broker_id)
+        if connection is not None and not connection.closed:
+            return connection
+        connection = yield connect_to_broker(
+            self.reactor, self.metadata.registrations(), broker_id, self.security, self.client_id
+        )
+        existing = self.connections.get(broker_id)
+        if existing is not None and not existing.closed:
+            connection.close()  # another request connected meanwhile: share its connection
+            return existing
+        if self.stopped:
+            connection.close()
+            raise BrokerConnectionLost("the channel stopped")
+        self.connections[broker_id] = connection
+        return connection

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer, task
 
+from wireserver.cluster.client import BrokerChannel
 from wireserver.metadata import NO_LEADER
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.served import SERVED
@@ -38,9 +39,6 @@ ADD_PARTITIONS_TO_TXN_VERSION = 5
 WRITE_TXN_MARKERS_VERSION = 2
 #: Kafka's ``retry.backoff.ms`` default, the marker channel's pause before resending.
 RETRY_BACKOFF_MS = 100
-#: How long one WriteTxnMarkers request may take before its connection is dropped (Kafka's
-#: ``request.timeout.ms`` default).
-REQUEST_TIMEOUT_MS = 30_000
 #: Answers after which a partition needs no more markers from this coordinator.
 FINAL = frozenset(
     {ErrorCode.NONE, ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED}
@@ -54,24 +52,13 @@ def _by_topic(partitions: Iterable[TP]) -> dict[str, list[int]]:
     return by_topic
 
 
-class TxnMarkerSender:
+class TxnMarkerSender(BrokerChannel):
     """Given what it uses rather than the broker: the reactor, this broker's node id (in its
     client id), the inter-broker security (``BrokerConfig.inter_broker_security``) and
     the cluster ``metadata`` (who leads each partition, where each broker listens)."""
 
     def __init__(self, reactor: Any, node_id: int, security: Any, metadata: ZkMetadata):
-        self.reactor = reactor
-        self.node_id = node_id
-        self.security = security
-        self.metadata = metadata
-        self.connections: dict[int, Any] = {}
-        self.stopped = False
-
-    def stop(self) -> None:
-        self.stopped = True
-        for connection in self.connections.values():
-            connection.close()
-        self.connections.clear()
+        super().__init__(reactor, node_id, security, metadata, f"txn-marker-sender-{node_id}")
 
     @defer.inlineCallbacks
     def send(
@@ -221,41 +208,3 @@ class TxnMarkerSender:
                     error = ErrorCode(answer.partition_error_code)
                     results[(topic.name, answer.partition_index)] = error
         return results
-
-    @defer.inlineCallbacks
-    def _exchange(self, broker_id: int, request: Any):
-        """The broker's response, or None when the request failed (any failure: its
-        connection is dropped, the caller retries)."""
-        try:
-            connection = yield self._connection(broker_id)
-            pending = connection.request(request)
-            pending.addTimeout(REQUEST_TIMEOUT_MS / 1000.0, self.reactor)
-            response = yield pending
-        except Exception as exc:  # noqa: BLE001
-            log.info("%s to broker %d failed: %s", type(request).__name__, broker_id, exc)
-            connection = self.connections.pop(broker_id, None)
-            if connection is not None:
-                connection.close()
-            return None
-        return response
-
-    @defer.inlineCallbacks
-    def _connection(self, broker_id: int):
-        connection = self.connections.get(broker_id)
-        if connection is not None and not connection.closed:
-            return connection
-        from wireserver.cluster.client import connect_to_broker
-
-        connection = yield connect_to_broker(
-            self.reactor,
-            self.metadata.registrations(),
-            broker_id,
-            self.security,
-            f"txn-marker-sender-{self.node_id}",
-        )
-        existing = self.connections.get(broker_id)
-        if existing is not None and not existing.closed:
-            connection.close()  # another send connected meanwhile: share its connection
-            return existing
-        self.connections[broker_id] = connection
-        return connection

@@ -83,7 +83,10 @@ def read_topic(ctx: Any, topic: str | None) -> ErrorCode | None:
 
 
 def find_coordinator(ctx: Any, key_type: int, key: str) -> ErrorCode | None:
-    """DESCRIBE on the group (key type 0) or the transactional id (1)."""
+    """DESCRIBE on the group (key type 0) or the transactional id (1); CLUSTER_ACTION on the
+    cluster for a share-partition (2: brokers ask it)."""
+    if key_type == 2:
+        return cluster_action(ctx)
     return check(ctx, Operation.DESCRIBE, GROUP if key_type == 0 else TXN, key)
 
 

@@ -3,10 +3,11 @@
 sessions of the members fetching from them (``SharePartitionManager``). The groups themselves
 (membership, assignment) are in ``wireserver.groups.share_coordinator``.
 
-Share groups are served on one node only: a cluster broker answers their APIs
-UNSUPPORTED_VERSION, as a Kafka broker does while share groups are not enabled, and so does a
-broker whose ``share.version`` feature is not finalized at 1 or more (``kafka-features
-disable --feature share.version``), as Kafka (``refused``).
+A broker whose ``share.version`` feature is not finalized at 1 or more (``kafka-features
+disable --feature share.version``) answers the share APIs UNSUPPORTED_VERSION, as Kafka
+(``refused``). In cluster mode the share-group offset APIs (DescribeShareGroupOffsets,
+AlterShareGroupOffsets, DeleteShareGroupOffsets) are not built yet and answer
+UNSUPPORTED_VERSION too (``refused_offsets``).
 """
 
 from __future__ import annotations
@@ -17,11 +18,15 @@ from wireserver.protocol.errors import ErrorCode
 
 
 def refused(ctx: Any) -> ErrorCode | None:
-    """UNSUPPORTED_VERSION in cluster mode, where share groups are not served, and while the
-    ``share.version`` feature is below 1."""
-    services = ctx.services
-    if services.config.get("zookeeper.connect") or not services.features.at_least(
-        "share.version", 1
-    ):
+    """UNSUPPORTED_VERSION while the ``share.version`` feature is below 1."""
+    if not ctx.services.features.at_least("share.version", 1):
         return ErrorCode.UNSUPPORTED_VERSION
     return None
+
+
+def refused_offsets(ctx: Any) -> ErrorCode | None:
+    """``refused``, and UNSUPPORTED_VERSION in cluster mode, where the share-group offset APIs
+    are not built yet (they read the share-partitions' state on one node)."""
+    if ctx.services.config.get("zookeeper.connect"):
+        return ErrorCode.UNSUPPORTED_VERSION
+    return refused(ctx)

@@ -9,19 +9,35 @@ releasing what the member still holds; any other epoch must be the session's nex
 (INVALID_SHARE_SESSION_EPOCH otherwise, SHARE_SESSION_NOT_FOUND when there is none), adds the
 request's partitions and drops the forgotten ones. ``group.share.max.share.sessions`` bounds
 the sessions (SHARE_SESSION_LIMIT_REACHED).
+
+A share-partition is made on first use at the partition's leader, from the state its share
+coordinator has (``ShareStateStore.read_state``: here, or in a cluster possibly on another
+broker), at the leader epoch it was made at: when leadership moves away and back, or the
+state is reset under it (FENCED_STATE_EPOCH), it is made again from the coordinator's state,
+so the acquisitions it had are gone and their records available again, with the delivery
+counts last persisted. Its state is written on every change but acquisitions
+(``_persist``), one write at a time per share-partition (the next carries the latest state);
+``persisted(share_partition)`` fires once what it held when asked is replicated, so that
+ShareFetch and ShareAcknowledge answer an acknowledgement only once it is safe.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from twisted.internet import defer
+
 from wireserver.protocol.errors import ErrorCode
 from wireserver.share.dlq import DeadLetter, DeadLetterQueue
 from wireserver.share.partition import FINAL, SharePartition
-from wireserver.share.state import ShareStateStore, StateKey
+from wireserver.share.state import ShareState, ShareStateStore, StateKey
+
+log = logging.getLogger(__name__)
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -40,6 +56,11 @@ class ShareSession:
     partitions: dict[SessionPartition, None] = field(default_factory=dict)
 
 
+def _write_failed(failure: Any) -> ErrorCode:
+    log.error("share-partition state write failed: %s", failure.getTraceback())
+    return ErrorCode.UNKNOWN_SERVER_ERROR
+
+
 class SessionError(Exception):
     def __init__(self, error: ErrorCode, message: str):
         super().__init__(message)
@@ -51,12 +72,22 @@ def _next_epoch(epoch: int) -> int:
     return 1 if epoch >= 2**31 - 1 else epoch + 1
 
 
+class _Writes:
+    """A share-partition's state writes: the one in flight, and the one queued behind it (which
+    writes the latest state when it starts)."""
+
+    def __init__(self) -> None:
+        self.tail: defer.Deferred = defer.succeed(ErrorCode.NONE)
+        self.queued: defer.Deferred | None = None
+
+
 class SharePartitionManager:
     """``setting(group, name)``: a group config with its broker default; ``notify(key)``: the
     purgatory's, to wake fetches waiting on ``("share", group, topic, partition)``; ``store``:
-    where share-partition state persists (``ShareStateStore``); ``topic_id(name)`` and
-    ``leader_epoch(name, partition)``: what it is keyed and written with; ``dead_letters``:
-    where archived records are dead-lettered (``wireserver.share.dlq``)."""
+    where share-partition state persists (``ShareStateStore``); ``topic_id(name)``: what it
+    is keyed with; ``leader(name, partition)``: (error or None, leader epoch) of this broker
+    as the partition's leader (``ReplicaManager.check_leader``); ``dead_letters``: where
+    archived records are dead-lettered (``wireserver.share.dlq``)."""
 
     def __init__(
         self,
@@ -66,7 +97,7 @@ class SharePartitionManager:
         max_sessions: Callable[[], int],
         store: ShareStateStore,
         topic_id: Callable[[str], uuid.UUID | None],
-        leader_epoch: Callable[[str, int], int],
+        leader: Callable[[str, int], tuple[ErrorCode | None, int]],
         dead_letters: DeadLetterQueue | None = None,
     ):
         self.reactor = reactor
@@ -75,41 +106,150 @@ class SharePartitionManager:
         self.max_sessions = max_sessions
         self.store = store
         self.topic_id = topic_id
-        self.leader_epoch = leader_epoch
+        self.leader = leader
         self.dead_letters = dead_letters
         self.partitions: dict[tuple[str, str, int], SharePartition] = {}
+        self.loading: dict[tuple[str, str, int], defer.Deferred] = {}
+        # the state writes of each share-partition, kept while it is (a dropped one's last
+        # write still answers the acknowledgements waiting on it)
+        self.writes: weakref.WeakKeyDictionary[SharePartition, _Writes] = (
+            weakref.WeakKeyDictionary()
+        )
         self.sessions: dict[tuple[str, str], ShareSession] = {}
 
     # -- share-partitions -------------------------------------------------------------------
 
+    def state_key(self, group_id: str, topic: str, index: int) -> StateKey:
+        return (group_id, self.topic_id(topic) or ZERO_UUID, index)
+
+    def load(self, group_id: str, topic: str, index: int) -> defer.Deferred:
+        """Fires with None once the share-partition is here at this broker's current leader
+        epoch (``partition`` then has it), else with the error its partition answers:
+        NOT_LEADER_OR_FOLLOWER (or the like) when this broker does not lead it, the share
+        coordinator's error when its state could not be read. At once when it is here
+        already (always on one node, once made)."""
+        key = (group_id, topic, index)
+        error, leader_epoch = self.leader(topic, index)
+        if error is not None:
+            self._drop(key)
+            return defer.succeed(error)
+        found = self.partitions.get(key)
+        if found is not None and found.leader_epoch == leader_epoch:
+            return defer.succeed(None)
+        self._drop(key)
+        pending = self.loading.get(key)
+        if pending is None:
+            pending = self.loading[key] = self._read(key, leader_epoch)
+        waiter: defer.Deferred = defer.Deferred()
+        pending.addBoth(lambda result: (waiter.callback(result), result)[1])
+        return waiter
+
+    @defer.inlineCallbacks
+    def _read(self, key: tuple[str, str, int], leader_epoch: int):
+        group_id, topic, index = key
+        state_key = self.state_key(group_id, topic, index)
+        try:
+            error, state = yield self.store.read_state(state_key, leader_epoch)
+        finally:
+            self.loading.pop(key, None)
+        if error is not None:
+            return error
+        error, current_epoch = self.leader(topic, index)
+        if error is not None or current_epoch != leader_epoch:
+            return error or ErrorCode.NOT_LEADER_OR_FOLLOWER  # moved while reading: retried
+        self._make(key, state_key, leader_epoch, state)
+        return None
+
+    def _make(
+        self,
+        key: tuple[str, str, int],
+        state_key: StateKey,
+        leader_epoch: int,
+        state: ShareState | None,
+    ) -> SharePartition:
+        group_id, topic, index = key
+        made = SharePartition(
+            group_id,
+            topic,
+            index,
+            self.reactor,
+            lambda name: self.setting(group_id, name),
+            lambda: self.notify(("share", group_id, topic, index)),
+            lambda: self._persist(key, state_key, made),
+            lambda letters, cause: self._dead_letter(group_id, topic, index, letters, cause),
+        )
+        made.leader_epoch = leader_epoch
+        if state is not None:
+            made.state_epoch = state.state_epoch
+            made.restore(state.start_offset, state.batches)
+        self.partitions[key] = made
+        return made
+
+    def _drop(self, key: tuple[str, str, int]) -> None:
+        found = self.partitions.pop(key, None)
+        if found is not None:
+            found.stop()
+
     def partition(self, group_id: str, topic: str, index: int) -> SharePartition:
+        """The share-partition ``load`` made (made at once, from the state here, if it was
+        not: one node, and tests)."""
         key = (group_id, topic, index)
         found = self.partitions.get(key)
         if found is None:
-            topic_id = self.topic_id(topic)
-            state_key = (group_id, topic_id or ZERO_UUID, index)
-            found = self.partitions[key] = SharePartition(
-                group_id,
-                topic,
-                index,
-                self.reactor,
-                lambda name: self.setting(group_id, name),
-                lambda: self.notify(("share", group_id, topic, index)),
-                lambda: self._persist(state_key, found),
-                lambda letters, cause: self._dead_letter(group_id, topic, index, letters, cause),
-            )
-            state = self.store.read(state_key)
-            if state is not None:
-                found.restore(state.start_offset, state.batches)
+            state_key = self.state_key(group_id, topic, index)
+            _, leader_epoch = self.leader(topic, index)
+            found = self._make(key, state_key, leader_epoch, self.store.read(state_key))
         return found
 
-    def _persist(self, key: StateKey, partition: SharePartition) -> None:
-        self.store.write(
-            key,
-            partition.start_offset,
-            partition.state_batches(),
-            self.leader_epoch(partition.topic, partition.partition),
-        )
+    def _persist(self, key: tuple[str, str, int], state_key: StateKey, found: SharePartition):
+        """Write the share-partition's state after the write in flight (a write queued
+        already will carry this change too)."""
+        writes = self.writes.get(found)
+        if writes is None:
+            writes = self.writes[found] = _Writes()
+        if writes.queued is not None:
+            return
+        queued = writes.queued = defer.Deferred()
+
+        def start(_: Any) -> defer.Deferred:
+            writes.queued = None
+            error, epoch = self.leader(found.topic, found.partition)
+            if error is not None or epoch != found.leader_epoch:
+                # Led elsewhere now (a lock expired after leadership moved): the new leader
+                # has the state; this one is stale.
+                if self.partitions.get(key) is found:
+                    self._drop(key)
+                return defer.succeed(error or ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            written = self.store.write_state(
+                state_key,
+                found.state_epoch,
+                found.leader_epoch,
+                found.start_offset,
+                found.state_batches(),
+            )
+            return written.addCallbacks(
+                lambda error: self._written(key, found, error), _write_failed
+            )
+
+        previous, writes.tail = writes.tail, queued
+        previous.addBoth(start).chainDeferred(queued)
+
+    def _written(self, key: tuple[str, str, int], found: SharePartition, error: Any) -> Any:
+        if error in (ErrorCode.FENCED_STATE_EPOCH, ErrorCode.FENCED_LEADER_EPOCH):
+            # Reset (or led elsewhere) since it was read: made again on next use.
+            if self.partitions.get(key) is found:
+                self._drop(key)
+        return error
+
+    def persisted(self, found: SharePartition) -> defer.Deferred:
+        """Fires with NONE once the share-partition's state as it is now is written (and
+        replicated), else with the write's error."""
+        writes = self.writes.get(found)
+        if writes is None:
+            return defer.succeed(ErrorCode.NONE)
+        waiter: defer.Deferred = defer.Deferred()
+        writes.tail.addBoth(lambda result: (waiter.callback(result), result)[1])
+        return waiter
 
     def _dead_letter(
         self, group_id: str, topic: str, index: int, letters: list[DeadLetter], cause: str
@@ -162,34 +302,37 @@ class SharePartitionManager:
 
     def forget_topic(self, topic: str) -> None:
         for key in [k for k in self.partitions if k[1] == topic]:
-            self.partitions.pop(key).stop()
+            self._drop(key)
 
     def reset(self, group_id: str, topic: str, index: int, start_offset: int) -> ErrorCode:
         """AlterShareGroupOffsets: the share-partition starts over at ``start_offset``, nothing
         in flight."""
-        found = self.partitions.pop((group_id, topic, index), None)
-        if found is not None:
-            found.stop()
-        key = (group_id, self.topic_id(topic) or ZERO_UUID, index)
-        return self.store.write(key, start_offset, [], self.leader_epoch(topic, index))
+        self._drop((group_id, topic, index))
+        key = self.state_key(group_id, topic, index)
+        previous = self.store.read(key)
+        state_epoch = 0 if previous is None else previous.state_epoch + 1
+        answer: list[ErrorCode] = []
+        self.store.write_state(key, state_epoch, -1, start_offset, []).addBoth(answer.append)
+        # On one node (the only place it is served) the write is answered at once.
+        return answer[0] if answer else ErrorCode.COORDINATOR_NOT_AVAILABLE
 
     def delete_topic_state(self, group_id: str, topic: str) -> None:
         """DeleteShareGroupOffsets: the group's share-partitions of ``topic`` are forgotten; a
         later fetch starts them as ``share.auto.offset.reset`` says."""
         for key in [k for k in self.partitions if k[0] == group_id and k[1] == topic]:
-            self.partitions.pop(key).stop()
+            self._drop(key)
         topic_id = self.topic_id(topic)
         for key in [k for k in self.store.states if k[0] == group_id and k[1] == topic_id]:
-            self.store.delete(key)
+            self.store.delete_state(key)
 
     def delete_group(self, group_id: str) -> None:
         """The group was deleted: its share-partitions, sessions and persisted state go."""
         for key in [k for k in self.partitions if k[0] == group_id]:
-            self.partitions.pop(key).stop()
+            self._drop(key)
         for key in [k for k in self.sessions if k[0] == group_id]:
             del self.sessions[key]
         for key in [k for k in self.store.states if k[0] == group_id]:
-            self.store.delete(key)
+            self.store.delete_state(key)
 
     def stop(self) -> None:
         for partition in self.partitions.values():

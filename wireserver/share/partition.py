@@ -124,6 +124,10 @@ class SharePartition:
         self.released = released
         self.changed = changed
         self.dead_lettered = dead_lettered
+        #: the leader epoch of the partition it was made at, and the state epoch of the state
+        #: it was made from (what its state writes are fenced with)
+        self.leader_epoch = -1
+        self.state_epoch = 0
         self.start_offset = -1  # -1: not initialized yet
         self.end_offset = -1
         self.records: dict[int, InFlight] = {}

@@ -7,9 +7,11 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from twisted.internet import defer
+
 from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
-from wireserver.share import refused
+from wireserver.share import refused, refused_offsets
 from wireserver.share.manager import FINAL_EPOCH, SessionError, SessionPartition, ShareSession
 from wireserver.share.partition import AcknowledgeError
 
@@ -39,6 +41,8 @@ class ShareRequest:
         self.epoch: int = self.body.share_session_epoch
         self.names: dict[uuid.UUID, str] = self.services.metadata.topic_names()
         self.answers: dict[SessionPartition, PartitionAnswer] = {}
+        #: partitions whose share-partition could not be made here (``load``)
+        self.unloaded: dict[SessionPartition, ErrorCode] = {}
         self.session: ShareSession | None = None
         self.error: ErrorCode | None = None
         self.message: str | None = None
@@ -70,8 +74,7 @@ class ShareRequest:
             found = self.answers[tp] = PartitionAnswer()
         return found
 
-    def partition(self, tp: SessionPartition) -> tuple[ErrorCode | None, Any, Any]:
-        """(error, share-partition, log) of a partition the request names."""
+    def _log(self, tp: SessionPartition) -> tuple[ErrorCode | None, str | None, Any]:
         name = self.names.get(tp[0])
         if name is None:
             return ErrorCode.UNKNOWN_TOPIC_ID, None, None
@@ -80,10 +83,46 @@ class ShareRequest:
         log = self.services.logs.get_log(name, tp[1])
         if log is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None, None
-        return None, self.share.partition(self.group_id, name, tp[1]), log
+        return None, name, log
 
-    def acknowledge(self, topics: Any, renew: bool) -> None:
-        """Apply the acknowledgements of ``topics`` (the request's), partition by partition."""
+    @defer.inlineCallbacks
+    def load(self, topics: Any = ()):
+        """Make the share-partitions of the session and of ``topics`` (the request's, with
+        acknowledgements) here, reading their state from their share coordinators
+        (``SharePartitionManager.load``); those that fail answer the error (for one this
+        broker does not lead, NOT_LEADER_OR_FOLLOWER: the client finds the leader)."""
+        wanted = dict.fromkeys(self.session.partitions if self.session is not None else ())
+        for topic in topics:
+            for p in topic.partitions:
+                wanted.setdefault((topic.topic_id, p.partition_index), None)
+        for tp in wanted:
+            error, name, _ = self._log(tp)
+            if error is None:
+                error = yield self.share.load(self.group_id, name, tp[1])
+            if error is not None:
+                self.unloaded[tp] = error
+
+    def partition(self, tp: SessionPartition) -> tuple[ErrorCode | None, Any, Any]:
+        """(error, share-partition, log) of a partition the request names."""
+        error, name, log = self._log(tp)
+        if error is None:
+            error = self.unloaded.get(tp)
+        if error is None:
+            found = self.share.partition(self.group_id, name, tp[1])
+            leader_error, epoch = self.share.leader(name, tp[1])
+            if leader_error is not None or epoch != found.leader_epoch:
+                # Leadership moved while the request waited.
+                error = leader_error or ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if error is not None:
+            return error, None, None
+        return None, found, log
+
+    @defer.inlineCallbacks
+    def acknowledge(self, topics: Any, renew: bool):
+        """Apply the acknowledgements of ``topics`` (the request's), partition by partition,
+        and fire once their state is persisted (replicated, in a cluster): an
+        acknowledgement the share coordinator did not take answers its error."""
+        applied = {}
         for topic in topics:
             for p in topic.partitions:
                 if not p.acknowledgement_batches:
@@ -102,6 +141,12 @@ class ShareRequest:
                     share_partition.acknowledge(self.member_id, batches, renew)
                 except AcknowledgeError as exc:
                     answer.ack_error, answer.ack_message = exc.error, exc.message
+                else:
+                    applied[tp] = self.share.persisted(share_partition)
+        for tp, written in applied.items():
+            error = yield written
+            if error != ErrorCode.NONE:
+                self.answer(tp).ack_error = error
 
     def close_if_final(self) -> bool:
         """A final request (epoch -1) ends the session: what the member holds in its
@@ -173,7 +218,7 @@ def _empty_group_error(
     ctx: Any, group_id: str, acl_check: Any, create: bool
 ) -> tuple[ErrorCode | None, str | None]:
     coordinator = ctx.services.groups
-    error = acl_check(ctx, group_id) or refused(ctx) or coordinator.ensure_ready(group_id)
+    error = acl_check(ctx, group_id) or refused_offsets(ctx) or coordinator.ensure_ready(group_id)
     if error is not None:
         return error, None
     if create:

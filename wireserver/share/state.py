@@ -17,6 +17,19 @@ Which partition holds a share-partition's state is Kafka's: ``Utils.abs(hashCode
 ``share.coordinator.state.topic.replication.factor`` replicas (COORDINATOR_NOT_AVAILABLE while
 that exceeds the live brokers, as for ``__consumer_offsets``).
 
+In a cluster (as Kafka's ``ShareCoordinatorService`` and ``DefaultStatePersister``) the
+share coordinator of a key is the leader of its ``__share_group_state`` partition, which loads
+the partition when it becomes its leader (``CoordinatorRuntime``); a write is answered once
+the high watermark has passed it (Kafka's coordinator appends with acks=-1). The partition
+leader of a share-partition reads and writes its state here when it is the coordinator too,
+else through that broker's ReadShareGroupState / WriteShareGroupState / DeleteShareGroupState
+(``remote``, ``wireserver.cluster.share_state``), retrying while the coordinator moves
+(NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, a lost
+connection) for up to ``PERSIST_TIMEOUT_MS``. A read by a new leader records its leader epoch;
+a read or write of an older leader epoch than the state's is FENCED_LEADER_EPOCH, a write of an
+older state epoch FENCED_STATE_EPOCH (the state was reset since the leader read it), as Kafka's
+share coordinator answers.
+
 Writes are Kafka's ``ShareCoordinatorShard.generateShareStateRecord``: the first state of a
 share-partition is a ShareSnapshot, then ShareUpdate records (ShareUpdateValue: SnapshotEpoch,
 LeaderEpoch, StartOffset, the state batches that changed) until
@@ -37,7 +50,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from twisted.internet import defer, task
+
 from wireserver.coordinator_runtime import SHARE_STATE_TOPIC, CoordinatorRuntime, InternalTopic
+from wireserver.metadata import NO_LEADER
 from wireserver.protocol.encoding import I16, I32, I64, array_length, tagged
 from wireserver.protocol.errors import ErrorCode
 
@@ -51,6 +67,21 @@ StateKey = tuple[str, uuid.UUID, int]
 StateBatch = tuple[int, int, int, int]
 
 _BATCH = struct.Struct(">qqbh")
+
+#: How long a partition leader keeps trying to reach the share coordinator of a key before it
+#: gives up on a read or write (Kafka's ``request.timeout.ms`` default).
+PERSIST_TIMEOUT_MS = 30_000
+#: The pause between those tries (Kafka's ``retry.backoff.ms`` default).
+RETRY_BACKOFF_MS = 100
+#: What a partition leader tries again: the coordinator moved, is loading, or is unreachable.
+RETRIABLE = frozenset(
+    {
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.NETWORK_EXCEPTION,
+    }
+)
 
 
 def _topic_configs(config: Any) -> dict[str, str]:
@@ -80,6 +111,8 @@ class ShareState:
     snapshot_epoch: int = 0
     state_epoch: int = 0
     create_timestamp: int = -1
+    #: the leader epoch of the share-partition's leader that wrote it last
+    leader_epoch: int = -1
 
 
 def coordinator_key(key: StateKey) -> str:
@@ -128,9 +161,10 @@ def encode_key(kind: int, key: StateKey) -> bytes:
     return I16.pack(kind) + I16.pack(len(data)) + data + topic_id.bytes + I32.pack(partition)
 
 
-def encode_snapshot(state: ShareState, leader_epoch: int, now_ms: int) -> bytes:
+def encode_snapshot(state: ShareState, now_ms: int) -> bytes:
     out = bytearray(I16.pack(0))
-    out += I32.pack(state.snapshot_epoch) + I32.pack(state.state_epoch) + I32.pack(leader_epoch)
+    out += I32.pack(state.snapshot_epoch) + I32.pack(state.state_epoch)
+    out += I32.pack(state.leader_epoch)
     out += I64.pack(state.start_offset) + I64.pack(state.create_timestamp) + I64.pack(now_ms)
     array_length(len(state.batches), True, out)
     for first, last, delivery_state, count in state.batches:
@@ -200,9 +234,9 @@ def decode_key(data: bytes) -> tuple[int, StateKey] | None:
 def decode_snapshot(data: bytes) -> ShareState:
     r = _Reader(data)
     r.unpack(I16)  # version
-    snapshot_epoch, state_epoch, _leader_epoch = r.unpack(struct.Struct(">iii"))
+    snapshot_epoch, state_epoch, leader_epoch = r.unpack(struct.Struct(">iii"))
     start, created, _written = r.unpack(struct.Struct(">qqq"))
-    return ShareState(start, r.batches(), snapshot_epoch, state_epoch, created)
+    return ShareState(start, r.batches(), snapshot_epoch, state_epoch, created, leader_epoch)
 
 
 def apply_update(state: ShareState, data: bytes) -> None:
@@ -210,7 +244,7 @@ def apply_update(state: ShareState, data: bytes) -> None:
     replace what they overlap."""
     r = _Reader(data)
     r.unpack(I16)  # version
-    snapshot_epoch, _leader_epoch = r.unpack(struct.Struct(">ii"))
+    snapshot_epoch, leader_epoch = r.unpack(struct.Struct(">ii"))
     (start,) = r.unpack(I64)
     if start >= 0:
         state.start_offset = start
@@ -222,18 +256,24 @@ def apply_update(state: ShareState, data: bytes) -> None:
         (o, o, s, c) for o, (s, c) in sorted(by_offset.items()) if o >= state.start_offset
     ]
     state.snapshot_epoch = snapshot_epoch
+    state.leader_epoch = max(state.leader_epoch, leader_epoch)
 
 
 class ShareStateStore:
-    """The share coordinator of one node: the state of every share-partition, read from
-    ``__share_group_state`` at start and written there on every change."""
+    """The share coordinator of this broker (the state of the share-partitions whose
+    ``__share_group_state`` partitions it leads: every one on a single node), and the way this
+    broker's share-partitions reach the share coordinator of each key, here or elsewhere
+    (``remote``: a ``ShareStateChannel``, set in cluster mode)."""
 
-    def __init__(self, host: Any, create_topic: Any):
+    def __init__(self, host: Any, create_topic: Any, reactor: Any = None):
         self.host = host
+        self.reactor = reactor
         self.states: dict[StateKey, ShareState] = {}
         #: ShareUpdate records since the last snapshot, as Kafka's ``snapshotUpdateCount``
         self.updates: dict[StateKey, int] = {}
         self.runtime = CoordinatorRuntime(host, SHARE_GROUP_STATE, self, create_topic)
+        self.remote: Any = None
+        self.stopped = False
 
     def start(self) -> None:
         self.runtime.start()
@@ -285,61 +325,210 @@ class ShareStateStore:
     def _updates_per_snapshot(self) -> int:
         return self.host.config["share.coordinator.snapshot.update.records.per.snapshot"]
 
-    # -- reading and writing ------------------------------------------------------------------
+    # -- the coordinator's side: the state RPCs' answers (keys 83-87) -------------------------
+
+    def coordinator_error(self, key: StateKey) -> ErrorCode | None:
+        """None when this broker is the share coordinator of ``key`` and has loaded it."""
+        return self.runtime.ensure_ready(coordinator_key(key))
 
     def read(self, key: StateKey) -> ShareState | None:
+        """The state of ``key`` as this (its) coordinator has it."""
         return self.states.get(key)
 
-    def write(
-        self, key: StateKey, start_offset: int, batches: list[StateBatch], leader_epoch: int
-    ) -> ErrorCode:
-        """Persist a share-partition's whole state: a ShareUpdate with what changed since the
-        state before, or a ShareSnapshot (see the module docstring)."""
-        error = self.runtime.ensure_ready()
-        if error is not None:
-            return error
-        now = self.host.now_ms()
+    def serve_read(self, key: StateKey, leader_epoch: int) -> defer.Deferred:
+        """ReadShareGroupState: fires with (error or None, state or None). A read by a newer
+        leader than the state's records its leader epoch first (a record, replicated), so
+        that writes of the leaders before it are fenced from then on, as Kafka's share
+        coordinator does; an older one is FENCED_LEADER_EPOCH."""
+        error = self.coordinator_error(key)
+        state = self.states.get(key)
+        if error is not None or state is None or leader_epoch <= state.leader_epoch:
+            if error is None and state is not None and 0 <= leader_epoch < state.leader_epoch:
+                error = ErrorCode.FENCED_LEADER_EPOCH
+            return defer.succeed((error, None if error is not None else state))
+        written = self.serve_write(
+            key, state.state_epoch, leader_epoch, state.start_offset, state.batches
+        )
+        return written.addCallback(
+            lambda answer: (
+                (None, self.states.get(key)) if answer == ErrorCode.NONE else (answer, None)
+            )
+        )
+
+    def serve_write(
+        self,
+        key: StateKey,
+        state_epoch: int,
+        leader_epoch: int,
+        start_offset: int,
+        batches: list[StateBatch],
+    ) -> defer.Deferred:
+        """WriteShareGroupState (and Initialize, with ``leader_epoch`` -1 and no batches): a
+        ShareUpdate with what changed, or a ShareSnapshot (see the module docstring; a new
+        state epoch is always a snapshot), answered (NONE or Kafka's error) once replicated."""
+        error = self.coordinator_error(key)
         previous = self.states.get(key)
+        if error is None and previous is not None:
+            if leader_epoch >= 0 and leader_epoch < previous.leader_epoch:
+                error = ErrorCode.FENCED_LEADER_EPOCH
+            elif state_epoch < previous.state_epoch:
+                error = ErrorCode.FENCED_STATE_EPOCH
+        if error is not None:
+            return defer.succeed(error)
+        now = self.host.now_ms()
+        recorded_epoch = max(leader_epoch, -1 if previous is None else previous.leader_epoch)
         delta = None
-        if previous is not None and self.updates.get(key, 0) < self._updates_per_snapshot():
+        if (
+            previous is not None
+            and state_epoch == previous.state_epoch
+            and self.updates.get(key, 0) < self._updates_per_snapshot()
+        ):
             delta = changed_batches(previous, start_offset, batches)
         if previous is not None and delta is not None:
             state = ShareState(
                 start_offset,
                 batches,
                 previous.snapshot_epoch,
-                previous.state_epoch,
+                state_epoch,
                 previous.create_timestamp,
+                recorded_epoch,
             )
-            value = encode_update(state.snapshot_epoch, leader_epoch, start_offset, delta)
+            value = encode_update(state.snapshot_epoch, recorded_epoch, start_offset, delta)
             record = (encode_key(UPDATE, key), value)
         else:
             state = ShareState(
                 start_offset,
                 batches,
                 snapshot_epoch=0 if previous is None else previous.snapshot_epoch + 1,
-                state_epoch=0 if previous is None else previous.state_epoch,
+                state_epoch=state_epoch,
                 create_timestamp=now if previous is None else previous.create_timestamp,
+                leader_epoch=recorded_epoch,
             )
-            record = (encode_key(SNAPSHOT, key), encode_snapshot(state, leader_epoch, now))
-        error = self.runtime.append(coordinator_key(key), [record])
-        if error == ErrorCode.NONE:
+            record = (encode_key(SNAPSHOT, key), encode_snapshot(state, now))
+
+        def applied() -> None:
             self.states[key] = state
             if delta is not None:
                 self._count_update(key)
             else:
                 self._count_snapshot(key)
-        else:
-            log.warning("share-partition %s: state not persisted: %s", key, ErrorCode(error).name)
-        return error
 
-    def delete(self, key: StateKey) -> None:
-        self.updates.pop(key, None)
-        if self.states.pop(key, None) is not None:
-            self.runtime.append(
-                coordinator_key(key),
-                [(encode_key(SNAPSHOT, key), None), (encode_key(UPDATE, key), None)],
-            )
+        return self._append(key, [record], applied)
+
+    def serve_delete(self, key: StateKey) -> defer.Deferred:
+        """DeleteShareGroupState: tombstones for the key's records, answered once replicated."""
+        error = self.coordinator_error(key)
+        if error is not None:
+            return defer.succeed(error)
+        if key not in self.states:
+            return defer.succeed(ErrorCode.NONE)
+        tombstones = [(encode_key(SNAPSHOT, key), None), (encode_key(UPDATE, key), None)]
+
+        def applied() -> None:
+            self.states.pop(key, None)
+            self.updates.pop(key, None)
+
+        return self._append(key, tombstones, applied)
+
+    def _append(self, key: StateKey, records: list, applied: Any) -> defer.Deferred:
+        error = self.runtime.append(coordinator_key(key), records)
+        if error != ErrorCode.NONE:
+            log.warning("share-partition %s: state not persisted: %s", key, ErrorCode(error).name)
+            return defer.succeed(error)
+        applied()
+        return self.runtime.replicated(coordinator_key(key))
+
+    # -- the partition leader's side (Kafka's persister) ---------------------------------------
+
+    def _coordinator_of(self, key: StateKey) -> tuple[ErrorCode | None, int]:
+        """(error, broker id) of the share coordinator of ``key``: this broker on one node."""
+        if not self.runtime.clustered:
+            return None, self.host.node_id
+        error = self.runtime.ensure_topic()
+        if error is not None:
+            return error, -1
+        partition = self.runtime.partition_for(coordinator_key(key))
+        leader = self.host.metadata.leader(SHARE_STATE_TOPIC, partition)
+        if leader == NO_LEADER:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1
+        return None, leader
+
+    @defer.inlineCallbacks
+    def _with_coordinator(self, key: StateKey, here: Any, there: Any):
+        """``here()`` when this broker coordinates ``key``, else ``there(broker id)``; both
+        fire with (error, result); retried while the error is RETRIABLE, up to
+        ``PERSIST_TIMEOUT_MS``."""
+        deadline = self.host.now_ms() + PERSIST_TIMEOUT_MS
+        while True:
+            error, coordinator = self._coordinator_of(key)
+            result = None
+            if error is None:
+                if coordinator == self.host.node_id:
+                    error, result = yield here()
+                elif self.remote is None:
+                    error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+                else:
+                    error, result = yield there(coordinator)
+            if (
+                error not in RETRIABLE
+                or self.stopped
+                or self.reactor is None
+                or self.host.now_ms() >= deadline
+            ):
+                return error, result
+            yield task.deferLater(self.reactor, RETRY_BACKOFF_MS / 1000.0, lambda: None)
+
+    def read_state(self, key: StateKey, leader_epoch: int) -> defer.Deferred:
+        """Fires with (error, ShareState or None): the key's state from its coordinator."""
+
+        def here() -> defer.Deferred:
+            return self.serve_read(key, leader_epoch)
+
+        return self._with_coordinator(
+            key, here, lambda broker: self.remote.read(broker, key, leader_epoch)
+        )
+
+    def write_state(
+        self,
+        key: StateKey,
+        state_epoch: int,
+        leader_epoch: int,
+        start_offset: int,
+        batches: list[StateBatch],
+    ) -> defer.Deferred:
+        """Fires with NONE once the key's coordinator has the state replicated, else the
+        error."""
+
+        def here() -> defer.Deferred:
+            written = self.serve_write(key, state_epoch, leader_epoch, start_offset, batches)
+            return written.addCallback(lambda error: (_none_or(error), None))
+
+        def there(broker: int) -> defer.Deferred:
+            return self.remote.write(broker, key, state_epoch, leader_epoch, start_offset, batches)
+
+        return self._with_coordinator(key, here, there).addCallback(_error_only)
+
+    def delete_state(self, key: StateKey) -> defer.Deferred:
+        """Fires with NONE once the key's state is deleted at its coordinator."""
+
+        def here() -> defer.Deferred:
+            return self.serve_delete(key).addCallback(lambda error: (_none_or(error), None))
+
+        return self._with_coordinator(
+            key, here, lambda broker: self.remote.delete(broker, key)
+        ).addCallback(_error_only)
 
     def stop(self) -> None:
-        """Nothing runs on its own."""
+        """Retries end (a stopped broker reaches no coordinator)."""
+        self.stopped = True
+        if self.remote is not None:
+            self.remote.stop()
+
+
+def _none_or(error: ErrorCode) -> ErrorCode | None:
+    return None if error == ErrorCode.NONE else error
+
+
+def _error_only(answer: tuple[ErrorCode | None, Any]) -> ErrorCode:
+    error = answer[0]
+    return ErrorCode.NONE if error is None else error

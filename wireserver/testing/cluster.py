@@ -132,11 +132,11 @@ def cluster_metadata(bootstrap_server: str, topic: str | None = None, **wire_opt
         return broker_metadata(wire, topic)
 
 
-def broker_metadata(wire, topic: str | None = None):
-    """:func:`cluster_metadata` over a connection already open (``KafkaWire``)."""
+def metadata_response(wire, topic: str | None = None):
+    """The Metadata v12 response of one broker (``KafkaWire``) for ``topic`` (or none)."""
     from kafka.protocol.metadata.metadata import MetadataRequest
 
-    response = wire.request(
+    return wire.request(
         MetadataRequest(
             version=12,
             topics=[MetadataRequest.MetadataRequestTopic(name=topic, topic_id=None)]
@@ -146,6 +146,11 @@ def broker_metadata(wire, topic: str | None = None):
             include_topic_authorized_operations=False,
         )
     )
+
+
+def broker_metadata(wire, topic: str | None = None):
+    """:func:`cluster_metadata` over a connection already open (``KafkaWire``)."""
+    response = metadata_response(wire, topic)
     partitions = {}
     for entry in response.topics:
         for p in entry.partitions:

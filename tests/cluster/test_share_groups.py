@@ -1,0 +1,224 @@
+"""Share groups (KIP-932) on a 3-broker cluster, with Kafka's Java ``KafkaShareConsumer``
+(``tests/share/ShareClient.java``): the share-partition lives on the topic partition's leader,
+its state on the share coordinator (the leader of its ``__share_group_state`` partition,
+replicated 3 ways with min ISR 2), reached over the inter-broker connection when that is
+another broker.
+
+- kill -9 of the topic partition's leader while one member holds records and others were
+  acknowledged: nothing whose acknowledgement was answered is delivered again, and every
+  other record (those held then, those produced after) is delivered and accepted once;
+- kill -9 of the broker that is both the partition's leader and the share coordinator of
+  the share-partition: the state written there survives (the new leader reads it from the new
+  coordinator, which loaded it from its replica of ``__share_group_state``).
+
+The group id is chosen so that its share coordinator is the broker the scenario needs
+(``coordinator_of``); FindCoordinator's share key type names the same broker.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
+
+from tests.cluster.conftest import Cluster, wait_for
+from tests.share.test_share_groups import Member, compile_share_client, group_configs
+from wireserver.coordinator_runtime import SHARE_STATE_TOPIC, partition_for
+from wireserver.protocol.errors import ErrorCode
+from wireserver.share.state import coordinator_key
+from wireserver.testing import KafkaWire
+from wireserver.testing.cluster import cluster_metadata, metadata_response
+
+pytestmark = pytest.mark.integration
+
+STATE_PARTITIONS = 3
+OVERRIDES = {
+    # the group coordinator fails over too
+    "offsets.topic.replication.factor": "3",
+    "offsets.topic.num.partitions": "3",
+    "share.coordinator.state.topic.num.partitions": str(STATE_PARTITIONS),
+    # Kafka's default (the test kit's brokers default to 1)
+    "share.coordinator.state.topic.replication.factor": "3",
+    "group.share.min.record.lock.duration.ms": "1000",
+}
+
+
+@pytest.fixture(scope="module")
+def cluster(zookeeper):
+    nodes = Cluster(zookeeper, 3, "/wireserver-share", OVERRIDES).start()
+    yield nodes
+    nodes.close()
+
+
+@pytest.fixture(scope="module")
+def classpath(tmp_path_factory) -> str:
+    return compile_share_client(tmp_path_factory)
+
+
+@pytest.fixture(autouse=True)
+def all_brokers_back(cluster):
+    yield
+    for broker in cluster.brokers.values():
+        if not broker.running:
+            broker.start()
+    cluster.wait_ready(60)
+
+
+def live(cluster: Cluster):
+    return [b for b in cluster.brokers.values() if b.running]
+
+
+def partitions(cluster: Cluster, topic: str) -> dict:
+    """{partition: (leader, leader epoch, replicas, isr)}."""
+    return cluster_metadata(live(cluster)[0].bootstrap_servers, topic)[2]
+
+
+def topic_id(cluster: Cluster, topic: str) -> uuid.UUID:
+    with KafkaWire(live(cluster)[0].bootstrap_servers) as wire:
+        return metadata_response(wire, topic).topics[0].topic_id
+
+
+def find_share_coordinator(cluster: Cluster, key: str) -> tuple[int, int]:
+    """(error, node id) of FindCoordinator v6 key type 2 (share) for ``key``."""
+    with KafkaWire(live(cluster)[0].bootstrap_servers) as wire:
+        response = wire.request(
+            FindCoordinatorRequest(version=6, key_type=2, coordinator_keys=[key])
+        )
+    (found,) = response.coordinators
+    return found.error_code, found.node_id
+
+
+def state_leaders(cluster: Cluster) -> dict[int, int]:
+    """{__share_group_state partition: leader}, once every partition has a live leader (the
+    topic is created by the first share coordinator lookup)."""
+    running = {b.node_id for b in live(cluster)}
+
+    def ready():
+        error, _ = find_share_coordinator(cluster, "probe:AAAAAAAAAAAAAAAAAAAAAA:0")
+        leaders = {p: s[0] for p, s in partitions(cluster, SHARE_STATE_TOPIC).items()}
+        if error == ErrorCode.NONE and len(leaders) == STATE_PARTITIONS:
+            if all(leader in running for leader in leaders.values()):
+                return leaders
+        return None
+
+    return wait_for(ready, 60, 0.3, what="__share_group_state led by live brokers")
+
+
+def coordinator_of(cluster: Cluster, tid: uuid.UUID, wanted: int) -> str:
+    """A new group id whose share-partition ``<group>:<tid>:0`` has its state on ``wanted``
+    (the leader of its ``__share_group_state`` partition); FindCoordinator agrees."""
+    leaders = state_leaders(cluster)
+    assert wanted in leaders.values(), leaders
+    for attempt in range(1000):
+        group = f"sg-{attempt}-{uuid.uuid4().hex[:6]}"
+        key = coordinator_key((group, tid, 0))
+        if leaders[partition_for(key, STATE_PARTITIONS)] == wanted:
+            assert find_share_coordinator(cluster, key) == (ErrorCode.NONE, wanted)
+            return group
+    raise AssertionError(f"no group id maps to broker {wanted}")
+
+
+def new_topic(cluster: Cluster, replicas: list[int]) -> str:
+    """One partition on ``replicas`` (the first leads), min ISR 2, in sync everywhere."""
+    name = f"shared-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    topic = NewTopic(name, 1, replica_assignment=[replicas], config={"min.insync.replicas": "2"})
+    admin.create_topics([topic])[name].result(30)
+    wait_for(
+        lambda: (p := partitions(cluster, name).get(0)) and p[0] == replicas[0] and len(p[3]) == 3,
+        60,
+        0.2,
+        what=f"{name} led by {replicas[0]} with every replica in sync",
+    )
+    return name
+
+
+def produce(cluster: Cluster, topic: str, values: list[str]) -> None:
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 0, "acks": "all"})
+    for value in values:
+        producer.produce(topic, value=value.encode())
+    assert producer.flush(60) == 0
+
+
+class Bootstrap:
+    """What ``group_configs`` reads of a broker."""
+
+    def __init__(self, cluster: Cluster):
+        self.bootstrap_servers = cluster.bootstrap
+
+
+def acked(member: Member) -> set[int]:
+    """The offsets whose acceptance the member's commit reported done."""
+    return {int(line.split()[2]) for line in list(member.lines) if line.startswith("acked ")}
+
+
+def member(cluster: Cluster, classpath: str, topic: str, group: str, *extra: str) -> Member:
+    return Member(classpath, cluster.bootstrap, topic, group, *extra, first_record_wait_ms=60000)
+
+
+def test_partition_leader_killed_nothing_acknowledged_again_nothing_unacknowledged_lost(
+    cluster, classpath
+):
+    # The partition is led by 1, then by 2; the state is on 3: both reach it over RPCs.
+    topic = new_topic(cluster, [1, 2, 3])
+    group = coordinator_of(cluster, topic_id(cluster, topic), 3)
+    group_configs(Bootstrap(cluster), group, share_auto_offset_reset="earliest")
+    first = [f"first-{i}" for i in range(30)]
+    produce(cluster, topic, first)
+    reader = member(cluster, classpath, topic, group)
+    early = reader.finish(timeout=120)
+    assert sorted(v for _, _, v in early) == sorted(first)
+    assert acked(reader) == {o for o, _, _ in early}  # every acceptance answered
+
+    held = [f"held-{i}" for i in range(20)]
+    produce(cluster, topic, held)
+    holder = member(cluster, classpath, topic, group, "hold")
+    holder.wait_for(lambda: len(holder.records()) > 0, timeout=120)
+    cluster.brokers[1].kill()
+    wait_for(lambda: partitions(cluster, topic)[0][0] == 2, 60, 0.2, what="2 leads")
+    later = [f"later-{i}" for i in range(30)]
+    produce(cluster, topic, later)
+    readers = [member(cluster, classpath, topic, group) for _ in range(2)]
+    got = [r.finish(timeout=180) for r in readers]
+    holder.kill()
+
+    values = [v for records in got for _, _, v in records]
+    # nothing acknowledged before the kill comes back; every other record does
+    assert not set(values) & set(first), values
+    assert set(values) == set(held) | set(later)
+    # and each record was accepted by exactly one of them
+    accepted = [acked(r) for r in readers]
+    assert not accepted[0] & accepted[1]
+    offsets = {o for records in got for o, _, _ in records}
+    assert accepted[0] | accepted[1] == offsets
+    # including what the holder had acquired (and never acknowledged) when its leader died
+    assert {v for _, _, v in holder.records()} <= set(values)
+
+
+def test_share_coordinator_killed_with_the_leader_the_state_survives(cluster, classpath):
+    leaders = state_leaders(cluster)
+    coordinator = sorted(set(leaders.values()))[0]
+    others = [b for b in (1, 2, 3) if b != coordinator]
+    # The coordinator also leads the partition: killing it moves both.
+    topic = new_topic(cluster, [coordinator, *others])
+    group = coordinator_of(cluster, topic_id(cluster, topic), coordinator)
+    group_configs(Bootstrap(cluster), group, share_auto_offset_reset="earliest")
+    values = [f"r{i}" for i in range(20)]
+    produce(cluster, topic, values)
+    first = member(cluster, classpath, topic, group, "accept=10")
+    before = first.finish(timeout=120)
+    accepted = {v for o, _, v in before if o in acked(first)}
+    assert len(accepted) == 10, first.lines[-20:]
+    released = {v for _, _, v in before} - accepted
+
+    cluster.brokers[coordinator].kill()
+    wait_for(
+        lambda: partitions(cluster, topic)[0][0] in others, 60, 0.2, what="a new partition leader"
+    )
+    after = member(cluster, classpath, topic, group).finish(timeout=180)
+    assert sorted(v for _, _, v in after) == sorted(set(values) - accepted)
+    # what the first member got and released counted as a delivery
+    assert {v for _, count, v in after if count >= 2} == released

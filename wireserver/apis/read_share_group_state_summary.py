@@ -1,0 +1,40 @@
+"""ReadShareGroupStateSummary (key 87), v0-1: a share-partition's start offset, state epoch
+and leader epoch, without its batches (DescribeShareGroupOffsets, in Kafka).
+Broker-internal; see ``wireserver.share.state_rpcs``. A key never written answers start
+offset -1. v1's DeliveryCompleteCount is counted from the state batches."""
+
+from __future__ import annotations
+
+from twisted.internet import defer
+
+from wireserver.apis import HandlerResult, handles
+from wireserver.context import RequestContext
+from wireserver.protocol.errors import ErrorCode
+from wireserver.share.partition import FINAL
+from wireserver.share.state_rpcs import read_answer, state_response
+
+API_KEY = 87
+EMPTY = {"state_epoch": 0, "leader_epoch": -1, "start_offset": -1, "delivery_complete_count": -1}
+
+
+@handles(API_KEY)
+def handle(ctx: RequestContext) -> HandlerResult:
+    def answer(key, data):
+        error, state = read_answer(ctx, key)
+        if error != ErrorCode.NONE or state is None:
+            return defer.succeed((error, dict(EMPTY)))
+        start = state.start_offset
+        complete = sum(
+            last - max(first, start) + 1
+            for first, last, kind, _ in state.batches
+            if kind in FINAL and last >= start
+        )
+        fields = {
+            "state_epoch": state.state_epoch,
+            "leader_epoch": state.leader_epoch,
+            "start_offset": start,
+            "delivery_complete_count": complete,
+        }
+        return defer.succeed((ErrorCode.NONE, fields))
+
+    return state_response(ctx, answer, EMPTY)

@@ -1,0 +1,114 @@
+"""The partition leader's way to a share coordinator on another broker (Kafka's
+``DefaultStatePersister`` over its ``PersisterStateManager``): ReadShareGroupState v0,
+WriteShareGroupState v1 and DeleteShareGroupState v0 to the leader of the share-partition's
+``__share_group_state`` partition, one share-partition a request, over a connection kept per
+broker (``wireserver.cluster.client.BrokerChannel``). A request that fails on the way answers
+NETWORK_EXCEPTION; ``wireserver.share.state.ShareStateStore`` finds the coordinator again and
+retries that, as it retries NOT_COORDINATOR and COORDINATOR_LOAD_IN_PROGRESS."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from twisted.internet import defer
+
+from wireserver.cluster.client import BrokerChannel
+from wireserver.protocol.errors import ErrorCode
+from wireserver.protocol.served import SERVED
+from wireserver.share.state import ShareState, StateBatch, StateKey
+
+INITIALIZE, READ, WRITE, DELETE = 83, 84, 85, 86
+WRITE_VERSION = 1
+
+
+def _request(api_key: int, version: int, key: StateKey, **partition_fields: Any) -> Any:
+    """A state request for the one share-partition ``key``."""
+    request_class = SERVED.get(api_key).request_class
+    (topics_field,) = [n for n in request_class.__dict__ if n.endswith("Data")]
+    data_class = getattr(request_class, topics_field)
+    group_id, topic_id, partition = key
+    return request_class(
+        version=version,
+        group_id=group_id,
+        topics=[
+            data_class(
+                topic_id=topic_id,
+                partitions=[data_class.PartitionData(partition=partition, **partition_fields)],
+            )
+        ],
+    )
+
+
+def _answer(response: Any) -> tuple[ErrorCode | None, Any]:
+    """(error or None, the partition's result) of a one-partition state response."""
+    if response is None:
+        return ErrorCode.NETWORK_EXCEPTION, None
+    for topic in response.results:
+        for result in topic.partitions:
+            error = ErrorCode(result.error_code)
+            return (None if error == ErrorCode.NONE else error), result
+    return ErrorCode.NETWORK_EXCEPTION, None
+
+
+class ShareStateChannel(BrokerChannel):
+    """Given the reactor, this broker's id, the inter-broker security and the cluster
+    metadata, as the transaction marker sender."""
+
+    def __init__(self, reactor: Any, node_id: int, security: Any, metadata: Any):
+        super().__init__(reactor, node_id, security, metadata, f"share-persister-{node_id}")
+
+    @defer.inlineCallbacks
+    def read(self, broker: int, key: StateKey, leader_epoch: int):
+        """(error or None, ShareState or None) from the coordinator ``broker``."""
+        response = yield self._exchange(broker, _request(READ, 0, key, leader_epoch=leader_epoch))
+        error, result = _answer(response)
+        if error is not None:
+            return error, None
+        if result.start_offset < 0 and not result.state_batches:
+            return None, None  # nothing stored for the key
+        batches = [
+            (b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+            for b in result.state_batches
+        ]
+        return None, ShareState(
+            result.start_offset, batches, state_epoch=result.state_epoch, leader_epoch=leader_epoch
+        )
+
+    @defer.inlineCallbacks
+    def write(
+        self,
+        broker: int,
+        key: StateKey,
+        state_epoch: int,
+        leader_epoch: int,
+        start_offset: int,
+        batches: list[StateBatch],
+    ):
+        """(error or None, None) once the coordinator ``broker`` has the state replicated."""
+        batch_class = SERVED.get(WRITE).request_class.WriteStateData.PartitionData.StateBatch
+        request = _request(
+            WRITE,
+            WRITE_VERSION,
+            key,
+            state_epoch=state_epoch,
+            leader_epoch=leader_epoch,
+            start_offset=start_offset,
+            delivery_complete_count=-1,
+            state_batches=[
+                batch_class(
+                    first_offset=first,
+                    last_offset=last,
+                    delivery_state=delivery_state,
+                    delivery_count=count,
+                )
+                for first, last, delivery_state, count in batches
+            ],
+        )
+        response = yield self._exchange(broker, request)
+        return _answer(response)[0], None
+
+    @defer.inlineCallbacks
+    def delete(self, broker: int, key: StateKey):
+        """(error or None, None) once the coordinator ``broker`` deleted the key's state."""
+        response = yield self._exchange(broker, _request(DELETE, 0, key))
+        return _answer(response)[0], None
