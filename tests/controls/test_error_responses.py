@@ -466,6 +466,11 @@ TARGETS = {
     "DescribeShareGroupOffsets": ("partitions", GROUPS),
     "AlterShareGroupOffsets": ("partitions", GROUPS[:1]),
     "DeleteShareGroupOffsets": ("topics", GROUPS[:1]),
+    "InitializeShareGroupState": ("partitions", GROUPS[:1]),
+    "ReadShareGroupState": ("partitions", GROUPS[:1]),
+    "WriteShareGroupState": ("partitions", GROUPS[:1]),
+    "DeleteShareGroupState": ("partitions", GROUPS[:1]),
+    "ReadShareGroupStateSummary": ("partitions", GROUPS[:1]),
     "UnregisterController": (None, ()),
 }
 

@@ -94,6 +94,17 @@ _ANSWERS: dict[str, dict[str, tuple[str, ...]]] = {
     "ConsumerGroupDescribe": {"groups": ("group_ids",)},
     "StreamsGroupDescribe": {"groups": ("group_ids",)},
     "ShareGroupDescribe": {"groups": ("group_ids",)},
+    # the share coordinator's state RPCs (keys 83-87) answer their topics as "results"
+    **{
+        name: {"results": ("topics",)}
+        for name in (
+            "InitializeShareGroupState",
+            "ReadShareGroupState",
+            "WriteShareGroupState",
+            "DeleteShareGroupState",
+            "ReadShareGroupStateSummary",
+        )
+    },
     "DescribeUserScramCredentials": {"results": ("users",), "user": ("name",)},
     # one result per user, deletions first, then upsertions
     "AlterUserScramCredentials": {"results": ("deletions", "upsertions"), "user": ("name",)},
