@@ -1,5 +1,6 @@
 """Share groups (KIP-932) with Kafka's own Java ``KafkaShareConsumer`` (``ShareClient.java``
-beside this file, compiled against the reference jars) and Kafka's tools against wireserver:
+in compat_tests/apps/share, compiled against the reference jars; compat_tests/share_members.py
+runs it) and Kafka's tools against wireserver:
 members sharing one partition see every record exactly once when they accept; a released
 record is delivered again, to another member; a member killed -9 while holding records gets
 them redelivered to another once the acquisition lock (a group config set with
@@ -10,37 +11,24 @@ broker."""
 
 from __future__ import annotations
 
-import subprocess
-import threading
 import time
 import uuid
-from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from compat_tests import reference as kafka_reference
-from compat_tests.reference.launcher import LOG4J2_TOOLS, _java, _preexec
+from compat_tests.applications import share_client_classpath
+from compat_tests.share_members import ShareMember, produce_one_batch_each, set_group_configs
 from wireserver.testing import EmbeddedBroker
 
 pytestmark = pytest.mark.integration
 
-SOURCE = Path(__file__).with_name("ShareClient.java")
-
 
 @pytest.fixture(scope="module")
-def classpath(tmp_path_factory) -> str:
+def classpath() -> str:
     kafka_reference.require_tools()
-    lib = kafka_reference.resolve()
-    out = tmp_path_factory.mktemp("share-client")
-    subprocess.run(
-        ["javac", "-cp", f"{lib}/*", "-d", str(out), str(SOURCE)],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    return f"{lib}/*:{out}"
+    return share_client_classpath()
 
 
 @pytest.fixture(scope="module")
@@ -48,87 +36,6 @@ def kafka():
     # Kafka's floor for share.record.lock.duration.ms is 15 s; lowered so a test can wait one out.
     with EmbeddedBroker(overrides={"group.share.min.record.lock.duration.ms": 1000}) as broker:
         yield broker
-
-
-class Member:
-    """One ShareClient JVM; its lines are collected as they come."""
-
-    def __init__(
-        self,
-        classpath: str,
-        bootstrap: str,
-        topic: str,
-        group: str,
-        *extra: str,
-        first_record_wait_ms: int = 15000,
-    ):
-        self.lines: list[str] = []
-        self.process = subprocess.Popen(
-            [
-                _java(),
-                "-Xmx256m",
-                "-XX:+UseSerialGC",
-                "-XX:TieredStopAtLevel=1",
-                f"-Dlog4j2.configurationFile={LOG4J2_TOOLS}",
-                f"-Dfirst.record.wait.ms={first_record_wait_ms}",
-                "-cp",
-                classpath,
-                "ShareClient",
-                bootstrap,
-                topic,
-                group,
-                "2000",
-                *extra,
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            preexec_fn=_preexec(),
-        )
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.lines.append(line.rstrip("\n"))
-
-    def records(self) -> list[tuple[int, int, str]]:
-        """(offset, delivery count, value) of each record it got, in order."""
-        out = []
-        for line in list(self.lines):
-            if line.startswith("record "):
-                _, _, offset, count, value = line.split(" ", 4)
-                out.append((int(offset), int(count), value))
-        return out
-
-    def wait_for(self, predicate, timeout: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out; the member printed: {self.lines[-30:]}")
-            if self.process.poll() is not None and not predicate():
-                self._reader.join(5)
-                if predicate():
-                    return
-                raise AssertionError(f"the member exited early: {self.lines[-30:]}")
-            time.sleep(0.05)
-
-    def finish(self, timeout: float = 60.0) -> list[tuple[int, int, str]]:
-        """Wait for it to exit on its own (idle), then its records."""
-        try:
-            self.process.wait(timeout=timeout)
-        finally:
-            self.kill()
-        self._reader.join(5)
-        assert "closed" in self.lines, self.lines[-30:]
-        return self.records()
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=30)
 
 
 def new_topic(kafka, partitions: int = 1) -> str:
@@ -139,21 +46,11 @@ def new_topic(kafka, partitions: int = 1) -> str:
 
 
 def produce(kafka, topic: str, values: list[str]) -> None:
-    """One batch per record, so that members can be handed records one at a time."""
-    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 0})
-    for value in values:
-        producer.produce(topic, value=value.encode())
-        producer.flush(30)
+    produce_one_batch_each(kafka.bootstrap_servers, topic, values)
 
 
 def group_configs(kafka, group: str, **configs: object) -> None:
-    settings = ",".join(f"{k.replace('_', '.')}={v}" for k, v in configs.items())
-    result = kafka_reference.run_tool(
-        "kafka-configs",
-        ["--alter", "--entity-type", "groups", "--entity-name", group, "--add-config", settings],
-        bootstrap=kafka.bootstrap_servers,
-    )
-    assert result.returncode == 0, result.stderr
+    set_group_configs(kafka.bootstrap_servers, group, **configs)
 
 
 def describe(kafka, group: str) -> str:
@@ -176,8 +73,8 @@ def share_groups(kafka, *args: str) -> str:
 
 def test_members_sharing_a_partition_see_each_record_once(kafka, classpath):
     topic, group = new_topic(kafka), f"g-{uuid.uuid4().hex[:8]}"
-    first = Member(classpath, kafka.bootstrap_servers, topic, group)
-    second = Member(classpath, kafka.bootstrap_servers, topic, group)
+    first = ShareMember(classpath, kafka.bootstrap_servers, topic, group)
+    second = ShareMember(classpath, kafka.bootstrap_servers, topic, group)
     first.wait_for(lambda: "subscribed" in first.lines)
     second.wait_for(lambda: "subscribed" in second.lines)
     # Both members hold partition 0: the share assignor gives it to every member.
@@ -197,10 +94,10 @@ def test_released_record_goes_to_another_member(kafka, classpath):
     group_configs(kafka, group, share_auto_offset_reset="earliest")
     values = ["release-me", "a", "b"]
     produce(kafka, topic, values)
-    releasing = Member(classpath, kafka.bootstrap_servers, topic, group, "once")
+    releasing = ShareMember(classpath, kafka.bootstrap_servers, topic, group, "once")
     first = releasing.finish()
     assert first[0] == (0, 1, "release-me")
-    accepting = Member(classpath, kafka.bootstrap_servers, topic, group)
+    accepting = ShareMember(classpath, kafka.bootstrap_servers, topic, group)
     second = accepting.finish()
     # delivered again (the first member's client may have fetched it once more before it
     # left, and given it back)
@@ -218,11 +115,11 @@ def test_killed_member_records_redelivered_after_lock_duration(kafka, classpath)
     )
     values = [f"h{i}" for i in range(5)]
     produce(kafka, topic, values)
-    holder = Member(classpath, kafka.bootstrap_servers, topic, group, "hold")
+    holder = ShareMember(classpath, kafka.bootstrap_servers, topic, group, "hold")
     holder.wait_for(lambda: len(holder.records()) == len(values))
     held_at = time.monotonic()
     holder.kill()
-    other = Member(classpath, kafka.bootstrap_servers, topic, group)
+    other = ShareMember(classpath, kafka.bootstrap_servers, topic, group)
     other.wait_for(lambda: len(other.records()) == len(values))
     waited = time.monotonic() - held_at
     got = other.finish()
@@ -236,14 +133,14 @@ def test_rejected_and_over_the_limit_records_are_not_delivered_again(kafka, clas
     topic, group = new_topic(kafka), f"g-{uuid.uuid4().hex[:8]}"
     group_configs(kafka, group, share_auto_offset_reset="earliest", share_delivery_count_limit=2)
     produce(kafka, topic, ["a", "reject-1", "release-1", "b"])
-    member = Member(classpath, kafka.bootstrap_servers, topic, group)
+    member = ShareMember(classpath, kafka.bootstrap_servers, topic, group)
     got = member.finish()
     by_value: dict[str, list[int]] = {}
     for _, count, value in got:
         by_value.setdefault(value, []).append(count)
     # released: delivered again, up to the limit of 2 deliveries, then archived
     assert by_value == {"a": [1], "reject-1": [1], "release-1": [1, 2], "b": [1]}
-    again = Member(classpath, kafka.bootstrap_servers, topic, group, first_record_wait_ms=5000)
+    again = ShareMember(classpath, kafka.bootstrap_servers, topic, group, first_record_wait_ms=5000)
     assert again.finish() == []
     # kafka-share-groups (DescribeShareGroupOffsets): everything done with, nothing left
     listed = kafka_reference.run_tool(
@@ -274,7 +171,7 @@ def test_rejected_and_over_the_limit_records_are_not_delivered_again(kafka, clas
         "kafka-share-groups", ["--delete", "--group", group], bootstrap=kafka.bootstrap_servers
     )
     assert "was successful" in deleted.stdout, deleted.stdout + deleted.stderr
-    anew = Member(classpath, kafka.bootstrap_servers, topic, group).finish()
+    anew = ShareMember(classpath, kafka.bootstrap_servers, topic, group).finish()
     assert {v for _, _, v in anew} == {"a", "reject-1", "release-1", "b"}
 
 
@@ -286,10 +183,10 @@ def test_state_survives_a_broker_restart(classpath):
         group_configs(kafka, group, share_auto_offset_reset="earliest")
         values = [f"r{i}" for i in range(10)]
         produce(kafka, topic, values)
-        first = Member(classpath, kafka.bootstrap_servers, topic, group, "accept=5").finish()
+        first = ShareMember(classpath, kafka.bootstrap_servers, topic, group, "accept=5").finish()
         accepted = [v for _, _, v in first][:5]
         kafka.restart(kill=True)
-        second = Member(classpath, kafka.bootstrap_servers, topic, group).finish()
+        second = ShareMember(classpath, kafka.bootstrap_servers, topic, group).finish()
         assert sorted(v for _, _, v in second) == sorted(set(values) - set(accepted))
         # the records the first member got and released count that delivery
         released_before = {v for _, _, v in first[5:]}
