@@ -142,7 +142,9 @@ def test_rejected_and_over_the_limit_records_are_not_delivered_again(kafka, clas
     assert by_value == {"a": [1], "reject-1": [1], "release-1": [1, 2], "b": [1]}
     again = ShareMember(classpath, kafka.bootstrap_servers, topic, group, first_record_wait_ms=5000)
     assert again.finish() == []
-    # kafka-share-groups (DescribeShareGroupOffsets): everything done with, nothing left
+    # kafka-share-groups (DescribeShareGroupOffsets): everything done with, nothing left; the
+    # start offset is the one last persisted, as Kafka's: written with the archiving of
+    # release-1 (offset 2) before the start moved past it
     listed = kafka_reference.run_tool(
         "kafka-share-groups", ["--list"], bootstrap=kafka.bootstrap_servers
     )
@@ -151,7 +153,7 @@ def test_rejected_and_over_the_limit_records_are_not_delivered_again(kafka, clas
         "kafka-share-groups", ["--describe", "--group", group], bootstrap=kafka.bootstrap_servers
     )
     assert [line.split() for line in offsets.stdout.splitlines() if topic in line] == [
-        [group, topic, "0", "4", "0"]
+        [group, topic, "0", "2", "0"]
     ], offsets.stdout + offsets.stderr
     # --reset-offsets (AlterShareGroupOffsets) starts the partition over at offset 0 ...
     share_groups(

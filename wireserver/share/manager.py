@@ -108,26 +108,19 @@ class SharePartitionManager:
 
     def start_and_lag(self, group_id: str, topic: str, index: int, log: Any) -> tuple[int, int]:
         """A share-partition's start offset and lag (the records from the start offset to the
-        high watermark not yet acknowledged or archived; Kafka's ``Lag``), (-1, -1) when the
-        group never fetched from it."""
-        found = self.partitions.get((group_id, topic, index))
-        if found is not None and found.start_offset >= 0:
-            start = found.start_offset
-            done = sum(
-                1
-                for offset, record in found.records.items()
-                if offset >= start and record.state in FINAL
-            )
-        else:
-            state = self.store.read((group_id, self.topic_id(topic) or ZERO_UUID, index))
-            if state is None:
-                return -1, -1
-            start = state.start_offset
-            done = sum(
-                last - max(first, start) + 1
-                for first, last, delivery_state, _ in state.batches
-                if delivery_state in FINAL and last >= start
-            )
+        high watermark not yet acknowledged or archived; Kafka's ``Lag``) as last persisted,
+        (-1, -1) when the group never fetched from it. Kafka answers from its share
+        coordinator's state (ReadShareGroupStateSummary), so the start offset is the one of
+        the last write, not yet moved past the records that write finished."""
+        state = self.store.read((group_id, self.topic_id(topic) or ZERO_UUID, index))
+        if state is None:
+            return -1, -1
+        start = state.start_offset
+        done = sum(
+            last - max(first, start) + 1
+            for first, last, delivery_state, _ in state.batches
+            if delivery_state in FINAL and last >= start
+        )
         lag = -1 if log is None else max(0, log.high_watermark - start - done)
         return start, lag
 

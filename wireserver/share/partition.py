@@ -165,6 +165,15 @@ class SharePartition:
             self.records.pop(self.start_offset, None)
             self.start_offset += 1
 
+    def _persist_then_advance(self) -> None:
+        """A state change is written with the start offset it was made at, then the start
+        offset moves past the leading final records: as Kafka's ``SharePartition`` writes
+        the state and moves on once the write is done, so the persisted start offset (what
+        DescribeShareGroupOffsets shows) catches up with the next write, and a restart reads
+        the final records back and moves past them again."""
+        self.changed()
+        self._advance()
+
     def _follow_log_start(self, log_start: int) -> None:
         """Records deleted from the log (retention, DeleteRecords) are done with."""
         if self.start_offset >= log_start:
@@ -319,8 +328,7 @@ class SharePartition:
             record = self.records.get(offset)
             if record is not None and record.acquisition is acquisition:
                 available = self._release(record) or available
-        self._advance()
-        self.changed()
+        self._persist_then_advance()
         if available:
             self.released()
 
@@ -372,23 +380,26 @@ class SharePartition:
                 self._let_go(record)
         if renewed.offsets:
             self._lock(renewed)
-        self._advance()
-        self.changed()
+        self._persist_then_advance()
         if available:
             self.released()
 
     def release_member(self, member_id: str) -> None:
-        """The member left the group or closed its share session: what it holds goes back."""
+        """The member left the group or closed its share session: what it holds goes back (a
+        member that holds nothing changes nothing, and nothing is written: as Kafka)."""
+        held = [
+            record
+            for record in self.records.values()
+            if record.state is RecordState.ACQUIRED
+            and record.acquisition is not None
+            and record.acquisition.member_id == member_id
+        ]
+        if not held:
+            return
         available = False
-        for record in self.records.values():
-            if (
-                record.state is RecordState.ACQUIRED
-                and record.acquisition is not None
-                and record.acquisition.member_id == member_id
-            ):
-                available = self._release(record) or available
-        self._advance()
-        self.changed()
+        for record in held:
+            available = self._release(record) or available
+        self._persist_then_advance()
         if available:
             self.released()
 
