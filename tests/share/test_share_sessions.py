@@ -7,6 +7,8 @@ ShareGroupDescribe answer for a share group."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from confluent_kafka import Producer
 from kafka.protocol.admin.groups import DescribeGroupsRequest, ListGroupsRequest
@@ -213,3 +215,26 @@ def test_other_group_apis_see_a_share_group_as_kafka_does(kafka):
         ErrorCode.GROUP_ID_NOT_FOUND,
         "Group nope not found.",
     )
+
+
+def test_a_closed_connection_ends_its_share_sessions(kafka):
+    """As Kafka 4.4's share session cache: when the connection a session was opened on
+    closes, the session ends and what its member held is available again at once (a
+    consumer killed -9 does not keep its records until their locks expire)."""
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 0})
+    producer.produce(TOPIC, value=b"late")
+    producer.flush(30)
+    with KafkaWire(kafka.bootstrap_servers) as wire:
+        held = acquired(wire.request(fetch(kafka, "m1", 0, [0])))
+    assert held
+    # the broker sees the close on its reactor thread: wait for it there
+    deadline = time.monotonic() + 10
+    while (GROUP, "m1") in kafka.broker.share.sessions:
+        assert time.monotonic() < deadline, "the session outlived its connection"
+        time.sleep(0.01)
+    with KafkaWire(kafka.bootstrap_servers) as wire:
+        assert wire.request(fetch(kafka, "m1", 1, [0])).error_code == (
+            ErrorCode.SHARE_SESSION_NOT_FOUND
+        )
+        again = acquired(wire.request(fetch(kafka, "m1", 0, [0])))
+    assert again == [(first, last, count + 1) for first, last, count in held]

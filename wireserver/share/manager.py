@@ -37,6 +37,9 @@ class ShareSession:
     member_id: str
     epoch: int = 1
     partitions: dict[SessionPartition, None] = field(default_factory=dict)
+    #: the connection (its peer address) the session was opened on: when it closes, the
+    #: session ends and what the member holds goes back (``connection_closed``)
+    connection: str | None = None
 
 
 class SessionError(Exception):
@@ -142,6 +145,17 @@ class SharePartitionManager:
             if group == group_id:
                 partition.release_member(member_id)
 
+    def connection_closed(self, connection: str) -> None:
+        """A client connection closed (Kafka's ``ShareSessionCache`` disconnect listener):
+        the share sessions opened on it end, and their members' acquired records are
+        available again at once rather than when their locks expire (a consumer killed -9
+        has its records delivered to another straight away). The member stays in the group
+        until its session times out; a session opened again on another connection is not
+        this one's."""
+        for (group_id, member_id), session in list(self.sessions.items()):
+            if session.connection == connection:
+                self.member_left(group_id, member_id)
+
     def forget_topic(self, topic: str) -> None:
         for key in [k for k in self.partitions if k[1] == topic]:
             self.partitions.pop(key).stop()
@@ -186,6 +200,7 @@ class SharePartitionManager:
         epoch: int,
         added: list[SessionPartition],
         forgotten: list[SessionPartition],
+        connection: str | None = None,
     ) -> ShareSession:
         """The session a ShareFetch (or, with nothing added, a ShareAcknowledge) uses, after
         Kafka's checks; a final one (epoch -1) is removed from the cache here, the caller
@@ -197,7 +212,7 @@ class SharePartitionManager:
                     ErrorCode.SHARE_SESSION_LIMIT_REACHED,
                     "The limit of share sessions has been reached.",
                 )
-            session = self.sessions[key] = ShareSession(group_id, member_id)
+            session = self.sessions[key] = ShareSession(group_id, member_id, connection=connection)
             session.partitions = dict.fromkeys(added)
             return session
         session = self.sessions.get(key)
