@@ -2,9 +2,9 @@
 in compat_tests/apps/share, compiled against the reference jars; compat_tests/share_members.py
 runs it) and Kafka's tools against wireserver:
 members sharing one partition see every record exactly once when they accept; a released
-record is delivered again, to another member; a member killed -9 while holding records gets
-them redelivered to another once the acquisition lock (a group config set with
-``kafka-configs --entity-type groups``) expires; a rejected record, and one released up to the
+record is delivered again, to another member; records a member holds without acknowledging
+go to another once the acquisition lock (a group config set with ``kafka-configs
+--entity-type groups``) expires; a rejected record, and one released up to the
 delivery count limit, are not delivered again; ``kafka-share-groups`` lists the group,
 describes, resets and deletes its offsets and deletes it; the state survives a kill -9 of the
 broker."""
@@ -108,7 +108,10 @@ def test_released_record_goes_to_another_member(kafka, classpath):
     assert sorted(accepted + [v for _, _, v in second if v != "release-me"]) == ["a", "b"]
 
 
-def test_killed_member_records_redelivered_after_lock_duration(kafka, classpath):
+def test_held_records_redelivered_after_lock_duration(kafka, classpath):
+    """A member that holds records and never acknowledges them (alive and connected: a
+    member killed -9 has them given back at once, when its connection closes) loses them
+    to another once the acquisition lock (2 s for the group) expires."""
     topic, group = new_topic(kafka), f"g-{uuid.uuid4().hex[:8]}"
     group_configs(
         kafka, group, share_auto_offset_reset="earliest", share_record_lock_duration_ms=2000
@@ -116,17 +119,22 @@ def test_killed_member_records_redelivered_after_lock_duration(kafka, classpath)
     values = [f"h{i}" for i in range(5)]
     produce(kafka, topic, values)
     holder = ShareMember(classpath, kafka.bootstrap_servers, topic, group, "hold")
-    holder.wait_for(lambda: len(holder.records()) == len(values))
-    held_at = time.monotonic()
-    holder.kill()
-    other = ShareMember(classpath, kafka.bootstrap_servers, topic, group)
-    other.wait_for(lambda: len(other.records()) == len(values))
-    waited = time.monotonic() - held_at
+    try:
+        holder.wait_for(lambda: len(holder.records()) == len(values))
+        held_at = time.monotonic()
+        other = ShareMember(classpath, kafka.bootstrap_servers, topic, group)
+        other.wait_for(lambda: len(other.records()) == len(values))
+        waited = time.monotonic() - held_at
+        assert holder.process.poll() is None
+    finally:
+        holder.kill()
     got = other.finish()
     assert sorted(v for _, _, v in got) == values
-    assert {count for _, count, _ in got} == {2}
-    # not before the lock expired (the killed member is still in the group: its session is 45 s)
-    assert waited >= 1.5
+    # the second delivery at least: the holder's client may have had a fetch waiting that
+    # took them first, and let that lock expire too
+    assert all(count >= 2 for _, count, _ in got), got
+    # not before the lock expired (it started before the holder printed them: loosely)
+    assert waited >= 1.0
 
 
 def test_rejected_and_over_the_limit_records_are_not_delivered_again(kafka, classpath):
