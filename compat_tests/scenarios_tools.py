@@ -383,9 +383,10 @@ def _check_share_groups(obs: dict) -> None:
 
 
 DIFFERENCES[("tool-kafka-share-groups", "*")] = (
-    "wireserver has no share groups (#22): describe names the API it does not serve "
-    '("The node does not support SHARE_GROUP_DESCRIBE") where Kafka says the group is not '
-    "found, and a dry-run reset exits 1 with that message where Kafka prints nothing"
+    "a dry-run --reset-offsets of a share group that does not exist: Kafka prints nothing (a "
+    "reset would create the group), wireserver ends with 'Group <group> is not a share group.' "
+    "(AlterShareGroupOffsets does not create a group: docs/compatibility.md); describe and "
+    "delete are the same"
 )
 
 
