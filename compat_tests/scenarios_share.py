@@ -163,9 +163,8 @@ def lock_expiry(bootstrap: str, client: Client) -> dict:
     return {
         "holder": _values(holder.records()),
         "other": _values(got),
-        # at least the second delivery: wireserver delivered them to the holder's client
-        # again first (its lock expiring in turn), the other got them third; Kafka to the
-        # other on their second (docs/compatibility.md)
+        # at least the second delivery: which member's fetch gets them first is a race (the
+        # holder's client fetches in the background; docs/compatibility.md)
         "other_delivered_again": all(count >= 2 for _, count, _ in got),
         # the lock started before the holder printed the records: a lower bound, loosely
         "while_the_holder_holds_them": holder_alive,
