@@ -11,6 +11,8 @@ configs with ``kafka-configs --entity-type groups`` as a user would.
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import threading
 import time
@@ -95,6 +97,12 @@ class ShareMember:
         self._reader.join(5)
         assert "closed" in self.lines, self.lines[-30:]
         return self.records()
+
+    def pause(self) -> None:
+        """SIGSTOP: the JVM keeps its connections open (no disconnect gives its records
+        back) but sends nothing more, not even the fetches its client makes in the
+        background, which could take records back as their locks expire."""
+        os.kill(self.process.pid, signal.SIGSTOP)
 
     def kill(self) -> None:
         """kill -9 (a no-op once it has exited)."""

@@ -109,9 +109,9 @@ def test_released_record_goes_to_another_member(kafka, classpath):
 
 
 def test_held_records_redelivered_after_lock_duration(kafka, classpath):
-    """A member that holds records and never acknowledges them (alive and connected: a
-    member killed -9 has them given back at once, when its connection closes) loses them
-    to another once the acquisition lock (2 s for the group) expires."""
+    """A member that holds records and never acknowledges them (its JVM stopped, its
+    connections open: a member killed -9 has them given back at once, when its connection
+    closes) loses them to another once the acquisition lock (2 s for the group) expires."""
     topic, group = new_topic(kafka), f"g-{uuid.uuid4().hex[:8]}"
     group_configs(
         kafka, group, share_auto_offset_reset="earliest", share_record_lock_duration_ms=2000
@@ -122,6 +122,7 @@ def test_held_records_redelivered_after_lock_duration(kafka, classpath):
     try:
         holder.wait_for(lambda: len(holder.records()) == len(values))
         held_at = time.monotonic()
+        holder.pause()
         other = ShareMember(classpath, kafka.bootstrap_servers, topic, group)
         other.wait_for(lambda: len(other.records()) == len(values))
         waited = time.monotonic() - held_at
@@ -130,9 +131,7 @@ def test_held_records_redelivered_after_lock_duration(kafka, classpath):
         holder.kill()
     got = other.finish()
     assert sorted(v for _, _, v in got) == values
-    # the second delivery at least: the holder's client may have had a fetch waiting that
-    # took them first, and let that lock expire too
-    assert all(count >= 2 for _, count, _ in got), got
+    assert {count for _, count, _ in got} == {2}
     # not before the lock expired (it started before the holder printed them: loosely)
     assert waited >= 1.0
 
