@@ -138,8 +138,9 @@ class SharePartitionManager:
         return found
 
     def member_left(self, group_id: str, member_id: str) -> None:
-        """The member left the group or was fenced (Kafka's share group listener): its
-        session ends and what it holds goes back."""
+        """The member's share session ended without its final request (Kafka's share group
+        listener, told by the share session cache): the session goes and what the member
+        holds goes back."""
         self.sessions.pop((group_id, member_id), None)
         for (group, _, _), partition in list(self.partitions.items()):
             if group == group_id:
