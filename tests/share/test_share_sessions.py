@@ -238,3 +238,33 @@ def test_a_closed_connection_ends_its_share_sessions(kafka):
         )
         again = acquired(wire.request(fetch(kafka, "m1", 0, [0])))
     assert again == [(first, last, count + 1) for first, last, count in held]
+
+
+def test_leaving_the_group_keeps_the_share_session(kafka):
+    """As Kafka (and as confluent-kafka's ShareConsumer.close() needs: it leaves the group,
+    then sends its final ShareAcknowledge): a member that left still has its acknowledgements
+    applied, and its session ends with that final request."""
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 0})
+    producer.produce(TOPIC, value=b"leaving")
+    producer.flush(30)
+    with KafkaWire(kafka.bootstrap_servers) as wire:
+        held = acquired(wire.request(fetch(kafka, "m1", 0, [0])))
+        assert held
+        left = wire.request(
+            ShareGroupHeartbeatRequest(
+                version=1,
+                group_id=GROUP,
+                member_id="m1",
+                member_epoch=-1,
+                rack_id=None,
+                subscribed_topic_names=None,
+            )
+        )
+        assert left.error_code == ErrorCode.NONE
+        first, last, _ = held[0]
+        final = wire.request(acknowledge(kafka, "m1", -1, first, last, 1))
+        assert final.error_code == ErrorCode.NONE
+        assert final.responses[0].partitions[0].error_code == ErrorCode.NONE
+        assert wire.request(fetch(kafka, "m1", 1, [])).error_code == (
+            ErrorCode.SHARE_SESSION_NOT_FOUND
+        )
