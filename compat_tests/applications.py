@@ -61,17 +61,27 @@ def streams_classpath(version: str = KAFKA_VERSION) -> str:
     return f"{jars}:{_compiled(version, jars)}"
 
 
+def share_client_classpath(version: str = KAFKA_VERSION) -> str:
+    """``lib/*:<compiled ShareClient>``: Kafka's KafkaShareConsumer driven by
+    compat_tests/apps/share/ShareClient.java (see compat_tests/share_members.py)."""
+    jars = f"{resolve(version)}/*"
+    return f"{jars}:{_compiled(version, jars, APPS / 'share')}"
+
+
 def connect_classpath(version: str = KAFKA_VERSION) -> str:
     return f"{resolve(version, jars_of=CONNECT_JARS)}/*"
 
 
-def _compiled(version: str, cp: str) -> Path:
-    sources = sorted(APPS.glob("*.java"))
+def _compiled(version: str, cp: str, sources_dir: Path = APPS) -> Path:
+    """The ``*.java`` of ``sources_dir`` compiled against ``cp``, once per content: into
+    ``kafka-<version>/<dir name>-classes-<hash>``."""
+    sources = sorted(sources_dir.glob("*.java"))
     digest = hashlib.sha256(b"".join(s.read_bytes() for s in sources)).hexdigest()[:12]
-    out = kafka_home(version) / f"apps-classes-{digest}"
+    prefix = f"{sources_dir.name}-classes-"
+    out = kafka_home(version) / f"{prefix}{digest}"
     if (out / ".compiled").is_file():
         return out
-    tmp = Path(tempfile.mkdtemp(prefix="apps-classes-", dir=kafka_home(version)))
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=kafka_home(version)))
     proc = subprocess.run(
         ["javac", "-cp", cp, "-d", str(tmp), *map(str, sources)],
         capture_output=True,
@@ -79,7 +89,7 @@ def _compiled(version: str, cp: str) -> Path:
         timeout=300,
     )
     if proc.returncode != 0:
-        raise ResolutionError(f"javac failed on {APPS}:\n{proc.stdout}{proc.stderr}")
+        raise ResolutionError(f"javac failed on {sources_dir}:\n{proc.stdout}{proc.stderr}")
     (tmp / ".compiled").write_text(digest)
     with contextlib.suppress(OSError):  # another process compiled the same sources first
         tmp.rename(out)

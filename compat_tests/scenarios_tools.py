@@ -383,9 +383,10 @@ def _check_share_groups(obs: dict) -> None:
 
 
 DIFFERENCES[("tool-kafka-share-groups", "*")] = (
-    "wireserver has no share groups (#22): describe names the API it does not serve "
-    '("The node does not support SHARE_GROUP_DESCRIBE") where Kafka says the group is not '
-    "found, and a dry-run reset exits 1 with that message where Kafka prints nothing"
+    "a dry-run --reset-offsets of a share group that does not exist: Kafka prints nothing (a "
+    "reset would create the group), wireserver ends with 'Group <group> is not a share group.' "
+    "(AlterShareGroupOffsets does not create a group: docs/compatibility.md); describe and "
+    "delete are the same"
 )
 
 
@@ -636,8 +637,8 @@ def kafka_features(bootstrap: str, client: Client) -> dict:
 
 DIFFERENCES[("tool-kafka-features", "*")] = (
     "wireserver finalizes only the features it implements (group.version, streams.version, "
-    "transaction.version); it has no KRaft metadata log (metadata.version, kraft.version), no "
-    "share groups (share.version, #22) and no eligible leader replicas "
+    "transaction.version, share.version at 1 where Kafka 4.4 finalizes 2); it has no KRaft "
+    "metadata log (metadata.version, kraft.version) and no eligible leader replicas "
     "(eligible.leader.replicas.version)"
 )
 
@@ -700,8 +701,9 @@ def kafka_broker_api_versions(bootstrap: str, client: Client) -> dict:
 
 
 DIFFERENCES[("tool-kafka-broker-api-versions", "*")] = (
-    "wireserver does not serve the share-group APIs (76-79, 83-87, 90-92: #22); every "
-    "other key and version range is Kafka 4.4.0's"
+    "wireserver does not serve the share coordinator's broker-internal APIs (83-87: "
+    "Initialize/Read/Write/DeleteShareGroupState, ReadShareGroupStateSummary; "
+    "docs/compatibility.md); every other key and version range is Kafka 4.4.0's"
 )
 
 

@@ -3,7 +3,9 @@
 Both run with the same broker settings: ``num.partitions=3`` (so an auto-created topic is
 told apart from a one-partition default), ``auto.create.topics.enable`` on or off as a
 scenario needs, and ``log.cleaner.backoff.ms=1000`` (a cleaner with nothing to do looks again
-after a second instead of Kafka's 15: the compaction scenarios wait for it). Each
+after a second instead of Kafka's 15: the compaction scenarios wait for it), and
+``group.share.min.record.lock.duration.ms=1000`` (Kafka's floor for a share group's
+``share.record.lock.duration.ms`` is 15 s: the share scenarios set 2 s and wait it out). Each
 (target, auto-create) pair is one broker started on first use and shared by the whole
 session; scenarios make a fresh topic each.
 
@@ -31,7 +33,7 @@ PIDS: dict[str, int] = {}
 TARGETS = (KAFKA, WIRESERVER)
 NUM_PARTITIONS = 3
 #: broker settings both targets get (see the module docstring)
-BROKER_SETTINGS = {"log.cleaner.backoff.ms": 1000}
+BROKER_SETTINGS = {"log.cleaner.backoff.ms": 1000, "group.share.min.record.lock.duration.ms": 1000}
 
 
 @dataclass

@@ -17,6 +17,7 @@ from compat_tests import (  # noqa: F401
     scenarios_compaction,
     scenarios_fetch,
     scenarios_groups,
+    scenarios_share,
     scenarios_streams,
     scenarios_tools,
     scenarios_txn,

@@ -250,8 +250,11 @@ class Broker:
         )
         self.groups.start()
         self.metadata.topic_deleted.append(self.groups.drop_offsets_of_topic)
-        # The share-partitions this broker leads (KIP-932): a member that leaves its share
-        # group gives back the records it holds.
+        # The share-partitions this broker leads (KIP-932). A member gives back the records
+        # it holds when its share session ends (final epoch, or its connection closing), not
+        # when it leaves or is fenced from the group: as Kafka, whose share group listener
+        # hears only from the share session cache (a client that leaves the group and then
+        # sends its final acknowledgements still has them applied).
         self.share_state = ShareStateStore(self, create_topic, self.reactor)
         if clustered:
             from wireserver.cluster.share_state import ShareStateChannel
@@ -280,7 +283,6 @@ class Broker:
                 self.now_ms,
             ),
         )
-        self.groups.share.member_removed.append(self.share.member_left)
         self.groups.share.group_deleted.append(self.share.delete_group)
         self.metadata.topic_deleted.append(self.share.forget_topic)
         self.metadata.topic_deleted.append(self.metrics.forget_topic)

@@ -133,6 +133,7 @@ class KafkaConnection(protocol.Protocol):
     def connectionLost(self, reason: Failure = protocol.connectionDone) -> None:
         self.closed = True
         self.services.connections.discard(self)
+        self.services.share.connection_closed(self.peer)
         for slot in self.pending:
             close_chunks(slot.data or [])
         self.pending.clear()

@@ -157,6 +157,34 @@ def test_a_member_that_leaves_gives_its_records_back(log):
     assert share.acquire("c", log, 10, 1 << 20, False).ranges == [(0, 1, 2), (4, 5, 1)]
 
 
+def test_state_is_written_with_the_start_offset_it_changed_at(log):
+    """As Kafka's SharePartition: a write carries the start offset the change was made at, and
+    the start moves past the records it finished once written (DescribeShareGroupOffsets shows
+    the persisted one); a member leaving with nothing held writes nothing."""
+    written = []
+    share = SharePartition(
+        "g",
+        "t",
+        0,
+        Clock(),
+        SETTINGS.__getitem__,
+        lambda: None,
+        lambda: written.append((share.start_offset, share.state_batches())),
+    )
+    share.acquire("a", log, 10, 1 << 20, False)
+    share.acknowledge("a", [(0, 3, [ACCEPT])])
+    assert written[-1] == (
+        0,
+        [(0, 3, RecordState.ACKNOWLEDGED, 1), (4, 5, RecordState.AVAILABLE, 1)],
+    )
+    assert share.start_offset == 4
+    share.acknowledge("a", [(4, 5, [ACCEPT])])
+    assert written[-1] == (4, [(4, 5, RecordState.ACKNOWLEDGED, 1)])
+    count = len(written)
+    share.release_member("a")
+    assert len(written) == count and share.start_offset == 6
+
+
 def test_max_record_locks_bounds_what_is_in_flight(log):
     share, _ = partition(Clock(), **{"share.partition.max.record.locks": 2})
     assert share.acquire("a", log, 10, 1 << 20, False).ranges == [(0, 1, 1)]

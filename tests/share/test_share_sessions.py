@@ -10,6 +10,8 @@ as ShareSnapshot and ShareUpdate records is the same after a restart."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from kafka.protocol.admin.groups import DescribeGroupsRequest, ListGroupsRequest
@@ -367,3 +369,56 @@ def test_state_written_as_snapshots_and_updates_is_the_same_after_a_restart():
         # all were delivered once before (6-7, still acquired, were persisted as available
         # with their delivery count); 3 (rejected) and 4 (accepted) are done with
         assert acquired(again) == [(2, 2, 2), (5, 7, 2)]
+
+
+def test_a_closed_connection_ends_its_share_sessions(kafka):
+    """As Kafka 4.4's share session cache: when the connection a session was opened on
+    closes, the session ends and what its member held is available again at once (a
+    consumer killed -9 does not keep its records until their locks expire)."""
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 0})
+    producer.produce(TOPIC, value=b"late")
+    producer.flush(30)
+    with KafkaWire(kafka.bootstrap_servers) as wire:
+        held = acquired(wire.request(fetch(kafka, "m1", 0, [0])))
+    assert held
+    # the broker sees the close on its reactor thread: wait for it there
+    deadline = time.monotonic() + 10
+    while (GROUP, "m1") in kafka.broker.share.sessions:
+        assert time.monotonic() < deadline, "the session outlived its connection"
+        time.sleep(0.01)
+    with KafkaWire(kafka.bootstrap_servers) as wire:
+        assert wire.request(fetch(kafka, "m1", 1, [0])).error_code == (
+            ErrorCode.SHARE_SESSION_NOT_FOUND
+        )
+        again = acquired(wire.request(fetch(kafka, "m1", 0, [0])))
+    assert again == [(first, last, count + 1) for first, last, count in held]
+
+
+def test_leaving_the_group_keeps_the_share_session(kafka):
+    """As Kafka (and as confluent-kafka's ShareConsumer.close() needs: it leaves the group,
+    then sends its final ShareAcknowledge): a member that left still has its acknowledgements
+    applied, and its session ends with that final request."""
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 0})
+    producer.produce(TOPIC, value=b"leaving")
+    producer.flush(30)
+    with KafkaWire(kafka.bootstrap_servers) as wire:
+        held = acquired(wire.request(fetch(kafka, "m1", 0, [0])))
+        assert held
+        left = wire.request(
+            ShareGroupHeartbeatRequest(
+                version=1,
+                group_id=GROUP,
+                member_id="m1",
+                member_epoch=-1,
+                rack_id=None,
+                subscribed_topic_names=None,
+            )
+        )
+        assert left.error_code == ErrorCode.NONE
+        first, last, _ = held[0]
+        final = wire.request(acknowledge(kafka, "m1", -1, first, last, 1))
+        assert final.error_code == ErrorCode.NONE
+        assert final.responses[0].partitions[0].error_code == ErrorCode.NONE
+        assert wire.request(fetch(kafka, "m1", 1, [])).error_code == (
+            ErrorCode.SHARE_SESSION_NOT_FOUND
+        )

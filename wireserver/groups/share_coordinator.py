@@ -17,8 +17,8 @@ Timers and persistence as the other modern groups' (``modern_coordinator``), wit
 (DeleteGroups) also deletes its share-partition state (``group_deleted``). Only the group epoch is written to
 ``__consumer_offsets`` (Kafka's ShareGroupMetadata record): after a restart the group comes back
 Empty at that epoch and its members rejoin. A member that leaves or is fenced is announced to
-``member_removed`` (the share-partition leader releases the records it held, as Kafka's
-share group listener has it do).
+``member_removed``; the records it holds stay with its share session (``wireserver.share``),
+as in Kafka, where the share group listener hears only from the share session cache.
 """
 
 from __future__ import annotations

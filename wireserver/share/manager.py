@@ -54,6 +54,9 @@ class ShareSession:
     member_id: str
     epoch: int = 1
     partitions: dict[SessionPartition, None] = field(default_factory=dict)
+    #: the connection (its peer address) the session was opened on: when it closes, the
+    #: session ends and what the member holds goes back (``connection_closed``)
+    connection: str | None = None
 
 
 def _write_failed(failure: Any) -> ErrorCode:
@@ -259,26 +262,19 @@ class SharePartitionManager:
 
     def start_and_lag(self, group_id: str, topic: str, index: int, log: Any) -> tuple[int, int]:
         """A share-partition's start offset and lag (the records from the start offset to the
-        high watermark not yet acknowledged or archived; Kafka's ``Lag``), (-1, -1) when the
-        group never fetched from it."""
-        found = self.partitions.get((group_id, topic, index))
-        if found is not None and found.start_offset >= 0:
-            start = found.start_offset
-            done = sum(
-                1
-                for offset, record in found.records.items()
-                if offset >= start and record.state in FINAL
-            )
-        else:
-            state = self.store.read((group_id, self.topic_id(topic) or ZERO_UUID, index))
-            if state is None:
-                return -1, -1
-            start = state.start_offset
-            done = sum(
-                last - max(first, start) + 1
-                for first, last, delivery_state, _ in state.batches
-                if delivery_state in FINAL and last >= start
-            )
+        high watermark not yet acknowledged or archived; Kafka's ``Lag``) as last persisted,
+        (-1, -1) when the group never fetched from it. Kafka answers from its share
+        coordinator's state (ReadShareGroupStateSummary), so the start offset is the one of
+        the last write, not yet moved past the records that write finished."""
+        state = self.store.read((group_id, self.topic_id(topic) or ZERO_UUID, index))
+        if state is None:
+            return -1, -1
+        start = state.start_offset
+        done = sum(
+            last - max(first, start) + 1
+            for first, last, delivery_state, _ in state.batches
+            if delivery_state in FINAL and last >= start
+        )
         lag = -1 if log is None else max(0, log.high_watermark - start - done)
         return start, lag
 
@@ -293,12 +289,24 @@ class SharePartitionManager:
         return found
 
     def member_left(self, group_id: str, member_id: str) -> None:
-        """The member left the group or was fenced (Kafka's share group listener): its
-        session ends and what it holds goes back."""
+        """The member's share session ended without its final request (Kafka's share group
+        listener, told by the share session cache): the session goes and what the member
+        holds goes back."""
         self.sessions.pop((group_id, member_id), None)
         for (group, _, _), partition in list(self.partitions.items()):
             if group == group_id:
                 partition.release_member(member_id)
+
+    def connection_closed(self, connection: str) -> None:
+        """A client connection closed (Kafka's ``ShareSessionCache`` disconnect listener):
+        the share sessions opened on it end, and their members' acquired records are
+        available again at once rather than when their locks expire (a consumer killed -9
+        has its records delivered to another straight away). The member stays in the group
+        until its session times out; a session opened again on another connection is not
+        this one's."""
+        for (group_id, member_id), session in list(self.sessions.items()):
+            if session.connection == connection:
+                self.member_left(group_id, member_id)
 
     def forget_topic(self, topic: str) -> None:
         for key in [k for k in self.partitions if k[1] == topic]:
@@ -347,6 +355,7 @@ class SharePartitionManager:
         epoch: int,
         added: list[SessionPartition],
         forgotten: list[SessionPartition],
+        connection: str | None = None,
     ) -> ShareSession:
         """The session a ShareFetch (or, with nothing added, a ShareAcknowledge) uses, after
         Kafka's checks; a final one (epoch -1) is removed from the cache here, the caller
@@ -358,7 +367,7 @@ class SharePartitionManager:
                     ErrorCode.SHARE_SESSION_LIMIT_REACHED,
                     "The limit of share sessions has been reached.",
                 )
-            session = self.sessions[key] = ShareSession(group_id, member_id)
+            session = self.sessions[key] = ShareSession(group_id, member_id, connection=connection)
             session.partitions = dict.fromkeys(added)
             return session
         session = self.sessions.get(key)

@@ -179,6 +179,15 @@ class SharePartition:
             self.records.pop(self.start_offset, None)
             self.start_offset += 1
 
+    def _persist_then_advance(self) -> None:
+        """A state change is written with the start offset it was made at, then the start
+        offset moves past the leading final records: as Kafka's ``SharePartition`` writes
+        the state and moves on once the write is done, so the persisted start offset (what
+        DescribeShareGroupOffsets shows) catches up with the next write, and a restart reads
+        the final records back and moves past them again."""
+        self.changed()
+        self._advance()
+
     def _follow_log_start(self, log_start: int) -> None:
         """Records deleted from the log (retention, DeleteRecords) are done with."""
         if self.start_offset >= log_start:
@@ -369,8 +378,7 @@ class SharePartition:
             if record is not None and record.acquisition is acquisition:
                 available = self._release(offset, record, exceeded) or available
         self._dead_letter(exceeded, DELIVERY_COUNT_EXCEEDED)
-        self._advance()
-        self.changed()
+        self._persist_then_advance()
         if available:
             self.released()
 
@@ -428,25 +436,28 @@ class SharePartition:
         self._dead_letter(exceeded, DELIVERY_COUNT_EXCEEDED)
         if renewed.offsets:
             self._lock(renewed)
-        self._advance()
-        self.changed()
+        self._persist_then_advance()
         if available:
             self.released()
 
     def release_member(self, member_id: str) -> None:
-        """The member left the group or closed its share session: what it holds goes back."""
+        """The member left the group or closed its share session: what it holds goes back (a
+        member that holds nothing changes nothing, and nothing is written: as Kafka)."""
+        held = [
+            (offset, record)
+            for offset, record in self.records.items()
+            if record.state is RecordState.ACQUIRED
+            and record.acquisition is not None
+            and record.acquisition.member_id == member_id
+        ]
+        if not held:
+            return
         available = False
         exceeded: list[DeadLetter] = []
-        for offset, record in self.records.items():
-            if (
-                record.state is RecordState.ACQUIRED
-                and record.acquisition is not None
-                and record.acquisition.member_id == member_id
-            ):
-                available = self._release(offset, record, exceeded) or available
+        for offset, record in held:
+            available = self._release(offset, record, exceeded) or available
         self._dead_letter(exceeded, DELIVERY_COUNT_EXCEEDED)
-        self._advance()
-        self.changed()
+        self._persist_then_advance()
         if available:
             self.released()
 

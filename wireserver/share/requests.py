@@ -61,7 +61,7 @@ class ShareRequest:
     def open(self, added: list[SessionPartition], forgotten: list[SessionPartition]) -> bool:
         try:
             self.session = self.share.session_for(
-                self.group_id, self.member_id, self.epoch, added, forgotten
+                self.group_id, self.member_id, self.epoch, added, forgotten, self.ctx.peer
             )
         except SessionError as exc:
             self.error, self.message = exc.error, exc.message

@@ -1,5 +1,6 @@
-// A share group member on Kafka's own KafkaShareConsumer, for tests/share: it reads a topic as
-// a member of a share group and acknowledges each record explicitly, as its value says.
+// A share group member on Kafka's own KafkaShareConsumer, for tests/share and the compat suite
+// (compat_tests/share_members.py runs it): it reads a topic as a member of a share group and
+// acknowledges each record explicitly, as its value says.
 //
 //   java ShareClient <bootstrap> <topic> <group> <idle-exit-ms> [hold|once|accept=N]
 //
