@@ -700,13 +700,6 @@ def kafka_broker_api_versions(bootstrap: str, client: Client) -> dict:
     return {"exit": run.get("exit"), "usable": usable, "stack_trace": run.get("stack_trace")}
 
 
-DIFFERENCES[("tool-kafka-broker-api-versions", "*")] = (
-    "wireserver does not serve the share coordinator's broker-internal APIs (83-87: "
-    "Initialize/Read/Write/DeleteShareGroupState, ReadShareGroupStateSummary; "
-    "docs/compatibility.md); every other key and version range is Kafka 4.4.0's"
-)
-
-
 def _check_api_versions(obs: dict) -> None:
     assert obs["exit"] == 0 and any(api.startswith("Produce(0)") for api in obs["usable"]), obs
 
