@@ -242,8 +242,11 @@ def test_altering_offsets_of_a_new_group_creates_it(kafka, classpath):
 
 def test_state_survives_a_broker_restart(classpath):
     """Half accepted, the other half released, then the broker is killed -9 and started again:
-    the next member gets the released half (delivered once before) and nothing accepted."""
-    with EmbeddedBroker(mode="subprocess") as kafka:
+    the next member gets the released half (delivered once before) and nothing accepted. The
+    high watermarks are not checkpointed meanwhile (as when the kill comes within the 5 s
+    interval): the state written since the last checkpoint is read back all the same."""
+    overrides = {"replica.high.watermark.checkpoint.interval.ms": 3_600_000}
+    with EmbeddedBroker(mode="subprocess", overrides=overrides) as kafka:
         topic, group = new_topic(kafka), f"g-{uuid.uuid4().hex[:8]}"
         group_configs(kafka, group, share_auto_offset_reset="earliest")
         values = [f"r{i}" for i in range(10)]
@@ -253,6 +256,8 @@ def test_state_survives_a_broker_restart(classpath):
         kafka.restart(kill=True)
         second = ShareMember(classpath, kafka.bootstrap_servers, topic, group).finish()
         assert sorted(v for _, _, v in second) == sorted(set(values) - set(accepted))
-        # the records the first member got and released count that delivery
+        # the records the first member got and released count that delivery (and one more
+        # when its client fetched them again before it closed, which gives them back: the CI
+        # run of 0cfe9b1 saw 3)
         released_before = {v for _, _, v in first[5:]}
-        assert {v for _, count, v in second if count == 2} == released_before
+        assert {v for _, count, v in second if count >= 2} == released_before
