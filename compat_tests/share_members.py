@@ -17,10 +17,19 @@ import subprocess
 import threading
 import time
 
+from compat_tests.applications import share_client_classpath
+from compat_tests.reference import require_tools
 from compat_tests.reference.launcher import LOG4J2_TOOLS, _java, _preexec, run_tool
 
 #: ShareClient leaves after this long without a record (acknowledgements committed first)
 IDLE_EXIT_MS = 2000
+
+
+def compiled_share_client() -> str:
+    """ShareClient's classpath for a test: the reference jars fetched (or the test skipped,
+    failed under CI, where they cannot be) and ShareClient compiled against them."""
+    require_tools()
+    return share_client_classpath()
 
 
 class ShareMember:

@@ -36,7 +36,7 @@ from wireserver.groups import GroupCoordinator
 from wireserver.groups.configs import GroupConfigs
 from wireserver.heap import release_free_heap
 from wireserver.log_cleaner import LogCleaner
-from wireserver.metadata import LocalMetadata
+from wireserver.metadata import NO_LEADER, LocalMetadata
 from wireserver.metrics import BrokerMetrics
 from wireserver.ops.listener import OpsListener
 from wireserver.producer_ids import ProducerIdManager
@@ -154,6 +154,17 @@ class Broker:
 
     def now_ms(self) -> int:
         return int(self.reactor.seconds() * 1000)
+
+    def _high_watermark(self, topic: str, partition: int) -> defer.Deferred:
+        """The partition's high watermark: this broker's when it leads it, else its leader's
+        (asked over the share-state channel), None when it cannot be had."""
+        leader = self.metadata.leader(topic, partition)
+        if leader == self.node_id:
+            partition_log = self.logs.get_log(topic, partition)
+            return defer.succeed(None if partition_log is None else partition_log.high_watermark)
+        if leader == NO_LEADER or self.share_state.remote is None:
+            return defer.succeed(None)
+        return self.share_state.remote.high_watermark(leader, topic, partition)
 
     def _topic_id(self, topic: str) -> uuid.UUID | None:
         info = self.logs.topics.get(topic)
@@ -282,8 +293,11 @@ class Broker:
                 lambda name, configs: create_named_topic(self, name, configs=configs),
                 self.now_ms,
             ),
+            self._high_watermark,
         )
-        self.groups.share.group_deleted.append(self.share.delete_group)
+        self.groups.share.group_deleted.append(
+            lambda group_id: self.share.delete_group(group_id, self.metadata.all_partitions())
+        )
         self.metadata.topic_deleted.append(self.share.forget_topic)
         self.metadata.topic_deleted.append(self.metrics.forget_topic)
         self.txn = TransactionCoordinator(

@@ -24,8 +24,9 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 
+from compat_tests.reference import run_tool
+from compat_tests.share_members import ShareMember, compiled_share_client, set_group_configs
 from tests.cluster.conftest import Cluster, wait_for
-from tests.share.test_share_groups import Member, compile_share_client, group_configs
 from wireserver.coordinator_runtime import SHARE_STATE_TOPIC, partition_for
 from wireserver.protocol.errors import ErrorCode
 from wireserver.share.state import coordinator_key
@@ -54,8 +55,8 @@ def cluster(zookeeper):
 
 
 @pytest.fixture(scope="module")
-def classpath(tmp_path_factory) -> str:
-    return compile_share_client(tmp_path_factory)
+def classpath() -> str:
+    return compiled_share_client()
 
 
 @pytest.fixture(autouse=True)
@@ -81,11 +82,12 @@ def topic_id(cluster: Cluster, topic: str) -> uuid.UUID:
         return metadata_response(wire, topic).topics[0].topic_id
 
 
-def find_share_coordinator(cluster: Cluster, key: str) -> tuple[int, int]:
-    """(error, node id) of FindCoordinator v6 key type 2 (share) for ``key``."""
+def find_share_coordinator(cluster: Cluster, key: str, key_type: int = 2) -> tuple[int, int]:
+    """(error, node id) of FindCoordinator v6 key type 2 (share) for ``key`` (0: a group's
+    coordinator)."""
     with KafkaWire(live(cluster)[0].bootstrap_servers) as wire:
         response = wire.request(
-            FindCoordinatorRequest(version=6, key_type=2, coordinator_keys=[key])
+            FindCoordinatorRequest(version=6, key_type=key_type, coordinator_keys=[key])
         )
     (found,) = response.coordinators
     return found.error_code, found.node_id
@@ -143,20 +145,15 @@ def produce(cluster: Cluster, topic: str, values: list[str]) -> None:
     assert producer.flush(60) == 0
 
 
-class Bootstrap:
-    """What ``group_configs`` reads of a broker."""
-
-    def __init__(self, cluster: Cluster):
-        self.bootstrap_servers = cluster.bootstrap
-
-
-def acked(member: Member) -> set[int]:
+def acked(member: ShareMember) -> set[int]:
     """The offsets whose acceptance the member's commit reported done."""
     return {int(line.split()[2]) for line in list(member.lines) if line.startswith("acked ")}
 
 
-def member(cluster: Cluster, classpath: str, topic: str, group: str, *extra: str) -> Member:
-    return Member(classpath, cluster.bootstrap, topic, group, *extra, first_record_wait_ms=60000)
+def member(cluster: Cluster, classpath: str, topic: str, group: str, *extra: str) -> ShareMember:
+    return ShareMember(
+        classpath, cluster.bootstrap, topic, group, *extra, first_record_wait_ms=60000
+    )
 
 
 def test_partition_leader_killed_nothing_acknowledged_again_nothing_unacknowledged_lost(
@@ -165,7 +162,7 @@ def test_partition_leader_killed_nothing_acknowledged_again_nothing_unacknowledg
     # The partition is led by 1, then by 2; the state is on 3: both reach it over RPCs.
     topic = new_topic(cluster, [1, 2, 3])
     group = coordinator_of(cluster, topic_id(cluster, topic), 3)
-    group_configs(Bootstrap(cluster), group, share_auto_offset_reset="earliest")
+    set_group_configs(cluster.bootstrap, group, share_auto_offset_reset="earliest")
     first = [f"first-{i}" for i in range(30)]
     produce(cluster, topic, first)
     reader = member(cluster, classpath, topic, group)
@@ -205,7 +202,7 @@ def test_share_coordinator_killed_with_the_leader_the_state_survives(cluster, cl
     # The coordinator also leads the partition: killing it moves both.
     topic = new_topic(cluster, [coordinator, *others])
     group = coordinator_of(cluster, topic_id(cluster, topic), coordinator)
-    group_configs(Bootstrap(cluster), group, share_auto_offset_reset="earliest")
+    set_group_configs(cluster.bootstrap, group, share_auto_offset_reset="earliest")
     values = [f"r{i}" for i in range(20)]
     produce(cluster, topic, values)
     first = member(cluster, classpath, topic, group, "accept=10")
@@ -222,3 +219,79 @@ def test_share_coordinator_killed_with_the_leader_the_state_survives(cluster, cl
     assert sorted(v for _, _, v in after) == sorted(set(values) - accepted)
     # what the first member got and released counted as a delivery
     assert {v for _, count, v in after if count >= 2} == released
+
+
+def share_groups_tool(cluster: Cluster, *args: str) -> str:
+    result = run_tool("kafka-share-groups", list(args), bootstrap=cluster.bootstrap)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout + result.stderr
+
+
+def offsets_of(cluster: Cluster, group: str, topic: str) -> list[list[str]]:
+    """kafka-share-groups --describe's rows of ``topic``: group, topic, partition, start
+    offset, lag (the leader epoch column is left out)."""
+    described = share_groups_tool(cluster, "--describe", "--group", group)
+    rows = [line.split() for line in described.splitlines() if topic in line]
+    return [row[:3] + row[-2:] if len(row) > 5 else row for row in rows]
+
+
+def test_share_group_offsets_described_reset_and_deleted_across_brokers(cluster, classpath):
+    """The share-group offset APIs with the group's coordinator, the partition's leader and
+    its share coordinator on three different brokers: the group coordinator reads the state
+    (ReadShareGroupStateSummary) and the high watermark (ListOffsets) from the other two,
+    resets it (InitializeShareGroupState) and deletes it (DeleteShareGroupState); the
+    leader's share-partition, dropped when the group's last session ended, reads the state
+    set meanwhile when the next member comes."""
+    topic = new_topic(cluster, [1, 2, 3])
+    tid = topic_id(cluster, topic)
+    state_on = state_leaders(cluster)
+    group = None
+    for attempt in range(500):
+        candidate = f"so-{attempt}-{uuid.uuid4().hex[:6]}"
+        if state_on[partition_for(coordinator_key((candidate, tid, 0)), STATE_PARTITIONS)] != 3:
+            continue
+        found = wait_for(
+            lambda c=candidate: (f := find_share_coordinator(cluster, c, 0))[0] == 0 and f,
+            60,
+            0.3,
+            what="a group coordinator",
+        )
+        if found[1] == 2:
+            group = candidate
+            break
+    assert group is not None, state_on
+    set_group_configs(
+        cluster.bootstrap, group, share_auto_offset_reset="earliest", share_delivery_count_limit=2
+    )
+    values = ["a", "reject-1", "release-1", "b"]
+    produce(cluster, topic, values)
+    first = member(cluster, classpath, topic, group).finish(timeout=120)
+    assert sorted(v for _, _, v in first) == sorted(values + ["release-1"])
+    # everything done with: the start offset last persisted (2, written with release-1's
+    # archiving before the start moved past it), no lag
+    assert offsets_of(cluster, group, topic) == [[group, topic, "0", "2", "0"]]
+
+    share_groups_tool(
+        cluster, "--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute"
+    )
+    assert offsets_of(cluster, group, topic) == [[group, topic, "0", "0", "4"]]
+    # the partition leader reads the reset state: every record again, first deliveries
+    again = member(cluster, classpath, topic, group).finish(timeout=120)
+    assert sorted(v for _, count, v in again if count == 1) == sorted(values), again
+
+    assert "Successful" in share_groups_tool(
+        cluster, "--delete-offsets", "--group", group, "--topic", topic
+    )
+    assert "has no offset information" in share_groups_tool(cluster, "--describe", "--group", group)
+    anew = member(cluster, classpath, topic, group).finish(timeout=120)
+    assert sorted(v for _, _, v in anew) == sorted(values + ["release-1"]), anew
+    assert offsets_of(cluster, group, topic) == [[group, topic, "0", "2", "0"]]
+
+    # deleting the group deletes its state at the share coordinator on another broker
+    deleted = run_tool(
+        "kafka-share-groups", ["--delete", "--group", group], bootstrap=cluster.bootstrap
+    )
+    assert "was successful" in deleted.stdout, deleted.stdout + deleted.stderr
+    assert find_share_coordinator(cluster, coordinator_key((group, tid, 0)))[1] == 3
+    last = member(cluster, classpath, topic, group).finish(timeout=120)
+    assert sorted(v for _, _, v in last) == sorted(values + ["release-1"]), last

@@ -18,15 +18,20 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from compat_tests import reference as kafka_reference
-from tests.share import test_share_groups as share_groups
+from compat_tests.share_members import ShareMember, compiled_share_client, set_group_configs
 from wireserver.testing import EmbeddedBroker
 
 pytestmark = pytest.mark.integration
 
-# The share-group tests' ShareClient, its compiled classpath (a fixture) and group configs.
-Member = share_groups.Member
-classpath = share_groups.classpath
-group_configs = share_groups.group_configs
+
+@pytest.fixture(scope="module")
+def classpath() -> str:
+    return compiled_share_client()
+
+
+def group_configs(kafka, group: str, **configs: object) -> None:
+    set_group_configs(kafka.bootstrap_servers, group, **configs)
+
 
 #: the timestamp of the source records: far from now, so that a copy keeping it would show
 SOURCE_TIMESTAMP = 1_500_000_000_000
@@ -93,7 +98,7 @@ def read_all(kafka, topic: str, count: int, partition: int = 0, timeout: float =
 def run_member(classpath, kafka, topic: str, group: str) -> dict[str, list[int]]:
     """A ShareClient that rejects "reject*", releases "release*", accepts the rest and leaves
     when idle: the delivery counts it saw, by value."""
-    got = Member(classpath, kafka.bootstrap_servers, topic, group).finish()
+    got = ShareMember(classpath, kafka.bootstrap_servers, topic, group).finish()
     by_value: dict[str, list[int]] = {}
     for _, count, value in got:
         by_value.setdefault(value, []).append(count)
@@ -195,7 +200,9 @@ def test_a_dlq_kafka_would_refuse_gets_nothing_and_the_records_are_archived(kafk
         )
         assert run_member(classpath, kafka, topic, group) == {"reject-1": [1], "a": [1]}, dlq
         # archived all the same: a second member gets nothing
-        again = Member(classpath, kafka.bootstrap_servers, topic, group, first_record_wait_ms=3000)
+        again = ShareMember(
+            classpath, kafka.bootstrap_servers, topic, group, first_record_wait_ms=3000
+        )
         assert again.finish() == [], dlq
     assert read_all(kafka, disabled, 1, timeout=3) == []
     assert read_all(kafka, outside, 1, timeout=3) == []

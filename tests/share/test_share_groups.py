@@ -20,8 +20,12 @@ from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from compat_tests import reference as kafka_reference
-from compat_tests.applications import share_client_classpath
-from compat_tests.share_members import ShareMember, produce_one_batch_each, set_group_configs
+from compat_tests.share_members import (
+    ShareMember,
+    compiled_share_client,
+    produce_one_batch_each,
+    set_group_configs,
+)
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.messages_share import AlterShareGroupOffsetsRequest
 from wireserver.testing import EmbeddedBroker, KafkaWire
@@ -31,17 +35,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def classpath() -> str:
-    return compile_share_client()
-
-
-#: The share consumer the tests here (and tests/cluster, tests/share/test_share_dlq.py) run.
-Member = ShareMember
-
-
-def compile_share_client(_tmp_path_factory=None) -> str:
-    """The classpath of ShareClient compiled against the reference jars (tests/cluster too)."""
-    kafka_reference.require_tools()
-    return share_client_classpath()
+    return compiled_share_client()
 
 
 @pytest.fixture(scope="module")
@@ -224,7 +218,7 @@ def test_altering_offsets_of_a_new_group_creates_it(kafka, classpath):
     assert [line.split() for line in described.splitlines() if topic in line] == [
         [group, topic, "0", "2", "3"]
     ], described
-    got = Member(classpath, kafka.bootstrap_servers, topic, group).finish()
+    got = ShareMember(classpath, kafka.bootstrap_servers, topic, group).finish()
     assert [(offset, value) for offset, _, value in got] == [(2, "c"), (3, "d"), (4, "e")]
     # an id a group of another type has is not taken over; an empty id is invalid
     producer_group = f"c-{uuid.uuid4().hex[:8]}"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 from kafka.protocol.admin.groups import DescribeGroupsRequest, ListGroupsRequest
 from kafka.protocol.consumer.group import (
     OffsetCommitRequest,
@@ -21,6 +21,7 @@ from kafka.protocol.consumer.group import (
     OffsetFetchRequest,
 )
 
+from compat_tests.share_members import produce_one_batch_each
 from tests.txn.test_transaction_v2 import init, txn_offset_commit
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.messages_extra import ConsumerGroupDescribeRequest
@@ -68,10 +69,7 @@ def start_group(broker, records: int) -> None:
         # the share-partition starts at the log end (share.auto.offset.reset latest): open
         # it before producing
         assert wire.request(fetch(broker, "m1", 0, [0])).error_code == ErrorCode.NONE
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0})
-    for i in range(records):
-        producer.produce(TOPIC, value=b"v%d" % i)
-        producer.flush(30)
+    produce_one_batch_each(broker.bootstrap_servers, TOPIC, [f"v{i}" for i in range(records)])
 
 
 def fetch(kafka, member, epoch, partitions, acks=(), forgotten=(), max_records=100):
@@ -377,9 +375,7 @@ def test_a_closed_connection_ends_its_share_sessions(kafka):
     """As Kafka 4.4's share session cache: when the connection a session was opened on
     closes, the session ends and what its member held is available again at once (a
     consumer killed -9 does not keep its records until their locks expire)."""
-    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 0})
-    producer.produce(TOPIC, value=b"late")
-    producer.flush(30)
+    produce_one_batch_each(kafka.bootstrap_servers, TOPIC, ["late"])
     with KafkaWire(kafka.bootstrap_servers) as wire:
         held = acquired(wire.request(fetch(kafka, "m1", 0, [0])))
     assert held
@@ -400,9 +396,7 @@ def test_leaving_the_group_keeps_the_share_session(kafka):
     """As Kafka (and as confluent-kafka's ShareConsumer.close() needs: it leaves the group,
     then sends its final ShareAcknowledge): a member that left still has its acknowledgements
     applied, and its session ends with that final request."""
-    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 0})
-    producer.produce(TOPIC, value=b"leaving")
-    producer.flush(30)
+    produce_one_batch_each(kafka.bootstrap_servers, TOPIC, ["leaving"])
     with KafkaWire(kafka.bootstrap_servers) as wire:
         held = acquired(wire.request(fetch(kafka, "m1", 0, [0])))
         assert held

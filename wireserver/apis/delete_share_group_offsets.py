@@ -4,11 +4,16 @@ again as ``share.auto.offset.reset`` says.
 
 The group must be a share group (GROUP_ID_NOT_FOUND) with no members (NON_EMPTY_GROUP).
 Authorization: DELETE on the group (GROUP_AUTHORIZATION_FAILED), READ on each topic
-(TOPIC_AUTHORIZATION_FAILED). In cluster mode: UNSUPPORTED_VERSION (not built there
-yet, ``refused_offsets``).
+(TOPIC_AUTHORIZATION_FAILED).
+
+Served by the group's coordinator: the state of each of the topic's share-partitions is
+deleted at its share coordinator (DeleteShareGroupState in a cluster), as Kafka's
+``GroupCoordinatorService.deleteShareGroupOffsets``.
 """
 
 from __future__ import annotations
+
+from twisted.internet import defer
 
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
@@ -25,7 +30,8 @@ def handle(ctx: RequestContext) -> HandlerResult:
     return empty_group_response(ctx, checks.delete_group, lambda: _delete(ctx))
 
 
-def _delete(ctx: RequestContext) -> list:
+@defer.inlineCallbacks
+def _delete(ctx: RequestContext):
     body = ctx.body
     services = ctx.services
     topic_class = ctx.request.spec.response_class.DeleteShareGroupOffsetsResponseTopic
@@ -35,8 +41,10 @@ def _delete(ctx: RequestContext) -> list:
         failure = checks.fetch_topic(ctx, topic.topic_name) or (
             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if info is None else ErrorCode.NONE
         )
-        if failure == ErrorCode.NONE:
-            services.share.delete_topic_state(body.group_id, topic.topic_name)
+        if failure == ErrorCode.NONE and info is not None:
+            failure = yield services.share.delete_topic_state(
+                body.group_id, topic.topic_name, info.num_partitions
+            )
         responses.append(
             topic_class(
                 topic_name=topic.topic_name,

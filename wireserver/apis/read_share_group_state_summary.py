@@ -10,7 +10,6 @@ from twisted.internet import defer
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
 from wireserver.protocol.errors import ErrorCode
-from wireserver.share.partition import FINAL
 from wireserver.share.state_rpcs import read_answer, state_response
 
 API_KEY = 87
@@ -23,17 +22,11 @@ def handle(ctx: RequestContext) -> HandlerResult:
         error, state = read_answer(ctx, key)
         if error != ErrorCode.NONE or state is None:
             return defer.succeed((error, dict(EMPTY)))
-        start = state.start_offset
-        complete = sum(
-            last - max(first, start) + 1
-            for first, last, kind, _ in state.batches
-            if kind in FINAL and last >= start
-        )
         fields = {
             "state_epoch": state.state_epoch,
             "leader_epoch": state.leader_epoch,
-            "start_offset": start,
-            "delivery_complete_count": complete,
+            "start_offset": state.start_offset,
+            "delivery_complete_count": state.delivery_complete_count(),
         }
         return defer.succeed((ErrorCode.NONE, fields))
 

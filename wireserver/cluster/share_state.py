@@ -1,8 +1,11 @@
-"""The partition leader's way to a share coordinator on another broker (Kafka's
-``DefaultStatePersister`` over its ``PersisterStateManager``): ReadShareGroupState v0,
-WriteShareGroupState v1 and DeleteShareGroupState v0 to the leader of the share-partition's
-``__share_group_state`` partition, one share-partition a request, over a connection kept per
-broker (``wireserver.cluster.client.BrokerChannel``). A request that fails on the way answers
+"""The way to a share coordinator on another broker (Kafka's ``DefaultStatePersister`` over
+its ``PersisterStateManager``): the partition leader's ReadShareGroupState v0,
+WriteShareGroupState v1 and DeleteShareGroupState v0, and the group coordinator's
+InitializeShareGroupState v0, ReadShareGroupStateSummary v1 and DeleteShareGroupState v0
+(the share-group offset APIs), to the leader of the share-partition's ``__share_group_state``
+partition, one share-partition a request, over a connection kept per broker
+(``wireserver.cluster.client.BrokerChannel``). The group coordinator also asks a partition's
+leader its high watermark (ListOffsets latest), for the lag it describes. A request that fails on the way answers
 NETWORK_EXCEPTION; ``wireserver.share.state.ShareStateStore`` finds the coordinator again and
 retries that, as it retries NOT_COORDINATOR and COORDINATOR_LOAD_IN_PROGRESS."""
 
@@ -15,10 +18,11 @@ from twisted.internet import defer
 from wireserver.cluster.client import BrokerChannel
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.served import SERVED
-from wireserver.share.state import ShareState, StateBatch, StateKey
+from wireserver.share.state import ShareState, StateBatch, StateKey, StateSummary
 
-INITIALIZE, READ, WRITE, DELETE = 83, 84, 85, 86
-WRITE_VERSION = 1
+INITIALIZE, READ, WRITE, DELETE, SUMMARY = 83, 84, 85, 86, 87
+WRITE_VERSION = SUMMARY_VERSION = 1
+LIST_OFFSETS, LIST_OFFSETS_VERSION, LATEST = 2, 7, -1
 
 
 def _request(api_key: int, version: int, key: StateKey, **partition_fields: Any) -> Any:
@@ -112,3 +116,55 @@ class ShareStateChannel(BrokerChannel):
         """(error or None, None) once the coordinator ``broker`` deleted the key's state."""
         response = yield self._exchange(broker, _request(DELETE, 0, key))
         return _answer(response)[0], None
+
+    @defer.inlineCallbacks
+    def summary(self, broker: int, key: StateKey):
+        """(error or None, StateSummary or None) from the coordinator ``broker``."""
+        response = yield self._exchange(broker, _request(SUMMARY, SUMMARY_VERSION, key))
+        error, result = _answer(response)
+        if error is not None or result.start_offset < 0:
+            return error, None
+        return None, StateSummary(
+            result.start_offset,
+            result.state_epoch,
+            result.leader_epoch,
+            result.delivery_complete_count,
+        )
+
+    @defer.inlineCallbacks
+    def initialize(self, broker: int, key: StateKey, state_epoch: int, start_offset: int):
+        """(error or None, None) once the coordinator ``broker`` has the new state
+        replicated."""
+        request = _request(INITIALIZE, 0, key, state_epoch=state_epoch, start_offset=start_offset)
+        response = yield self._exchange(broker, request)
+        return _answer(response)[0], None
+
+    @defer.inlineCallbacks
+    def high_watermark(self, broker: int, topic: str, partition: int):
+        """The partition's high watermark as its leader ``broker`` answers ListOffsets for the
+        latest offset (what a consumer may read), None when it cannot."""
+        request_class = SERVED.get(LIST_OFFSETS).request_class
+        topic_class = request_class.ListOffsetsTopic
+        request = request_class(
+            version=LIST_OFFSETS_VERSION,
+            replica_id=-1,
+            isolation_level=0,
+            topics=[
+                topic_class(
+                    name=topic,
+                    partitions=[
+                        topic_class.ListOffsetsPartition(
+                            partition_index=partition, current_leader_epoch=-1, timestamp=LATEST
+                        )
+                    ],
+                )
+            ],
+        )
+        response = yield self._exchange(broker, request)
+        if response is None:
+            return None
+        for answered in response.topics:
+            for result in answered.partitions:
+                if result.error_code == ErrorCode.NONE:
+                    return result.offset
+        return None

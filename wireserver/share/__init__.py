@@ -5,9 +5,7 @@ sessions of the members fetching from them (``SharePartitionManager``). The grou
 
 A broker whose ``share.version`` feature is not finalized at 1 or more (``kafka-features
 disable --feature share.version``) answers the share APIs UNSUPPORTED_VERSION, as Kafka
-(``refused``). In cluster mode the share-group offset APIs (DescribeShareGroupOffsets,
-AlterShareGroupOffsets, DeleteShareGroupOffsets) are not built yet and answer
-UNSUPPORTED_VERSION too (``refused_offsets``).
+(``refused``).
 """
 
 from __future__ import annotations
@@ -22,11 +20,3 @@ def refused(ctx: Any) -> ErrorCode | None:
     if not ctx.services.features.at_least("share.version", 1):
         return ErrorCode.UNSUPPORTED_VERSION
     return None
-
-
-def refused_offsets(ctx: Any) -> ErrorCode | None:
-    """``refused``, and UNSUPPORTED_VERSION in cluster mode, where the share-group offset APIs
-    are not built yet (they read the share-partitions' state on one node)."""
-    if ctx.services.config.get("zookeeper.connect"):
-        return ErrorCode.UNSUPPORTED_VERSION
-    return refused(ctx)

@@ -34,7 +34,7 @@ from twisted.internet import defer
 
 from wireserver.protocol.errors import ErrorCode
 from wireserver.share.dlq import DeadLetter, DeadLetterQueue
-from wireserver.share.partition import FINAL, SharePartition
+from wireserver.share.partition import SharePartition
 from wireserver.share.state import ShareState, ShareStateStore, StateKey
 
 log = logging.getLogger(__name__)
@@ -90,7 +90,9 @@ class SharePartitionManager:
     where share-partition state persists (``ShareStateStore``); ``topic_id(name)``: what it
     is keyed with; ``leader(name, partition)``: (error or None, leader epoch) of this broker
     as the partition's leader (``ReplicaManager.check_leader``); ``dead_letters``: where
-    archived records are dead-lettered (``wireserver.share.dlq``)."""
+    archived records are dead-lettered (``wireserver.share.dlq``); ``high_watermark(name,
+    partition)``: a Deferred of the partition's high watermark at its leader (None when it
+    cannot be had), for the lag DescribeShareGroupOffsets answers."""
 
     def __init__(
         self,
@@ -102,6 +104,7 @@ class SharePartitionManager:
         topic_id: Callable[[str], uuid.UUID | None],
         leader: Callable[[str, int], tuple[ErrorCode | None, int]],
         dead_letters: DeadLetterQueue | None = None,
+        high_watermark: Callable[[str, int], defer.Deferred] | None = None,
     ):
         self.reactor = reactor
         self.setting = setting
@@ -111,6 +114,7 @@ class SharePartitionManager:
         self.topic_id = topic_id
         self.leader = leader
         self.dead_letters = dead_letters
+        self.high_watermark = high_watermark or (lambda topic, index: defer.succeed(None))
         self.partitions: dict[tuple[str, str, int], SharePartition] = {}
         self.loading: dict[tuple[str, str, int], defer.Deferred] = {}
         # the state writes of each share-partition, kept while it is (a dropped one's last
@@ -143,9 +147,7 @@ class SharePartitionManager:
         pending = self.loading.get(key)
         if pending is None:
             pending = self.loading[key] = self._read(key, leader_epoch)
-        waiter: defer.Deferred = defer.Deferred()
-        pending.addBoth(lambda result: (waiter.callback(result), result)[1])
-        return waiter
+        return _follower(pending)
 
     @defer.inlineCallbacks
     def _read(self, key: tuple[str, str, int], leader_epoch: int):
@@ -250,9 +252,7 @@ class SharePartitionManager:
         writes = self.writes.get(found)
         if writes is None:
             return defer.succeed(ErrorCode.NONE)
-        waiter: defer.Deferred = defer.Deferred()
-        writes.tail.addBoth(lambda result: (waiter.callback(result), result)[1])
-        return waiter
+        return _follower(writes.tail)
 
     def _dead_letter(
         self, group_id: str, topic: str, index: int, letters: list[DeadLetter], cause: str
@@ -260,32 +260,33 @@ class SharePartitionManager:
         if self.dead_letters is not None:
             self.dead_letters.write(group_id, topic, index, letters, cause)
 
-    def start_and_lag(self, group_id: str, topic: str, index: int, log: Any) -> tuple[int, int]:
-        """A share-partition's start offset and lag (the records from the start offset to the
-        high watermark not yet acknowledged or archived; Kafka's ``Lag``) as last persisted,
-        (-1, -1) when the group never fetched from it. Kafka answers from its share
-        coordinator's state (ReadShareGroupStateSummary), so the start offset is the one of
-        the last write, not yet moved past the records that write finished."""
-        state = self.store.read((group_id, self.topic_id(topic) or ZERO_UUID, index))
-        if state is None:
-            return -1, -1
-        start = state.start_offset
-        done = sum(
-            last - max(first, start) + 1
-            for first, last, delivery_state, _ in state.batches
-            if delivery_state in FINAL and last >= start
-        )
-        lag = -1 if log is None else max(0, log.high_watermark - start - done)
-        return start, lag
+    @defer.inlineCallbacks
+    def start_and_lag(self, group_id: str, topic: str, index: int):
+        """(start offset, leader epoch, lag) of a share-partition as its share coordinator has
+        it (ReadShareGroupStateSummary), as Kafka's ``GroupCoordinatorService`` describes it:
+        the lag is the high watermark less the start offset and the records after it done
+        with (acknowledged or archived). No state there, or the coordinator not reached: start
+        offset -1, leader epoch 0, lag -1. The start offset is the one of the last write, not
+        yet moved past the records that write finished."""
+        error, summary = yield self.store.read_summary(self.state_key(group_id, topic, index))
+        if error is not None or summary is None:
+            return -1, 0, -1
+        high_watermark = yield self.high_watermark(topic, index)
+        lag = -1
+        if high_watermark is not None and summary.delivery_complete_count >= 0:
+            lag = high_watermark - summary.start_offset - summary.delivery_complete_count
+        return summary.start_offset, summary.leader_epoch, lag
 
-    def partitions_of(
-        self, group_id: str, topic_names: dict[uuid.UUID, str]
-    ) -> set[tuple[str, int]]:
-        """The (topic, partition)s the group has share-partition state of, here or persisted."""
+    @defer.inlineCallbacks
+    def partitions_of(self, group_id: str, candidates: list[tuple[str, int]]):
+        """The (topic, partition)s among ``candidates`` the group has a share-partition of
+        here, or state of at their share coordinators (asked together)."""
         found = {(t, p) for g, t, p in self.partitions if g == group_id}
-        for g, topic_id, p in self.store.states:
-            if g == group_id and topic_id in topic_names:
-                found.add((topic_names[topic_id], p))
+        asked = [tp for tp in candidates if tp not in found]
+        answers = yield defer.gatherResults(
+            [self.store.read_summary(self.state_key(group_id, *tp)) for tp in asked]
+        )
+        found.update(tp for tp, (_, summary) in zip(asked, answers) if summary is not None)
         return found
 
     def member_left(self, group_id: str, member_id: str) -> None:
@@ -296,6 +297,7 @@ class SharePartitionManager:
         for (group, _, _), partition in list(self.partitions.items()):
             if group == group_id:
                 partition.release_member(member_id)
+        self.group_may_be_empty(group_id)
 
     def connection_closed(self, connection: str) -> None:
         """A client connection closed (Kafka's ``ShareSessionCache`` disconnect listener):
@@ -312,35 +314,64 @@ class SharePartitionManager:
         for key in [k for k in self.partitions if k[1] == topic]:
             self._drop(key)
 
-    def reset(self, group_id: str, topic: str, index: int, start_offset: int) -> ErrorCode:
+    def group_may_be_empty(self, group_id: str) -> None:
+        """No share session of the group is left here (Kafka's ``onGroupEmpty``, told by the
+        share session cache): its share-partitions here are dropped once their state is
+        written, so that the next member to fetch reads the state afresh (what the share-group
+        offset APIs set or deleted meanwhile, through the share coordinators)."""
+        if any(g == group_id for g, _ in self.sessions):
+            return
+        for key, found in list(self.partitions.items()):
+            if key[0] == group_id:
+                self.persisted(found).addCallback(self._drop_if_idle, key, found)
+
+    def _drop_if_idle(self, _: Any, key: tuple[str, str, int], found: SharePartition) -> None:
+        if self.partitions.get(key) is found and not any(g == key[0] for g, _ in self.sessions):
+            self._drop(key)
+
+    @defer.inlineCallbacks
+    def reset(self, group_id: str, topic: str, index: int, start_offset: int):
         """AlterShareGroupOffsets: the share-partition starts over at ``start_offset``, nothing
-        in flight."""
+        in flight, at the next state epoch (a leader holding the old state is fenced); fires
+        with the error, NONE once the new state is replicated."""
         self._drop((group_id, topic, index))
         key = self.state_key(group_id, topic, index)
-        previous = self.store.read(key)
+        error, previous = yield self.store.read_summary(key)
+        if error is not None:
+            return error
         state_epoch = 0 if previous is None else previous.state_epoch + 1
-        answer: list[ErrorCode] = []
-        self.store.write_state(key, state_epoch, -1, start_offset, []).addBoth(answer.append)
-        # On one node (the only place it is served) the write is answered at once.
-        return answer[0] if answer else ErrorCode.COORDINATOR_NOT_AVAILABLE
+        written = yield self.store.initialize_state(key, state_epoch, start_offset)
+        return written
 
-    def delete_topic_state(self, group_id: str, topic: str) -> None:
-        """DeleteShareGroupOffsets: the group's share-partitions of ``topic`` are forgotten; a
-        later fetch starts them as ``share.auto.offset.reset`` says."""
+    @defer.inlineCallbacks
+    def delete_topic_state(self, group_id: str, topic: str, partitions: int):
+        """DeleteShareGroupOffsets: the group's share-partitions of ``topic`` (its
+        ``partitions``) are forgotten at their share coordinators; a later fetch starts them as
+        ``share.auto.offset.reset`` says. Fires with the first error, NONE when all went."""
         for key in [k for k in self.partitions if k[0] == group_id and k[1] == topic]:
             self._drop(key)
-        topic_id = self.topic_id(topic)
-        for key in [k for k in self.store.states if k[0] == group_id and k[1] == topic_id]:
-            self.store.delete_state(key)
+        answers = yield defer.gatherResults(
+            [
+                self.store.delete_state(self.state_key(group_id, topic, index))
+                for index in range(partitions)
+            ]
+        )
+        return next((e for e in answers if e != ErrorCode.NONE), ErrorCode.NONE)
 
-    def delete_group(self, group_id: str) -> None:
-        """The group was deleted: its share-partitions, sessions and persisted state go."""
+    def delete_group(self, group_id: str, partitions: list[tuple[str, int]]) -> defer.Deferred:
+        """The group was deleted: its share-partitions and sessions here go, and its state at
+        the share coordinators of ``partitions`` (every partition there is)."""
         for key in [k for k in self.partitions if k[0] == group_id]:
             self._drop(key)
         for key in [k for k in self.sessions if k[0] == group_id]:
             del self.sessions[key]
-        for key in [k for k in self.store.states if k[0] == group_id]:
-            self.store.delete_state(key)
+        deletes = []
+        for topic, index in partitions:
+            key = self.state_key(group_id, topic, index)
+            if not self.store.runtime.clustered and key not in self.store.states:
+                continue  # one node: every state is here, and most partitions have none
+            deletes.append(self.store.delete_state(key))
+        return defer.gatherResults(deletes)
 
     def stop(self) -> None:
         for partition in self.partitions.values():
@@ -390,3 +421,11 @@ class SharePartitionManager:
         for tp in forgotten:
             session.partitions.pop(tp, None)
         return session
+
+
+def _follower(deferred: defer.Deferred) -> defer.Deferred:
+    """A Deferred that fires with ``deferred``'s result, leaving ``deferred`` as it was (for
+    its other waiters and its own chain)."""
+    follower: defer.Deferred = defer.Deferred()
+    deferred.addBoth(lambda result: (follower.callback(result), result)[1])
+    return follower

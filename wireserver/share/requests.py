@@ -11,7 +11,7 @@ from twisted.internet import defer
 
 from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
-from wireserver.share import refused, refused_offsets
+from wireserver.share import refused
 from wireserver.share.manager import FINAL_EPOCH, SessionError, SessionPartition, ShareSession
 from wireserver.share.partition import AcknowledgeError
 
@@ -157,6 +157,7 @@ class ShareRequest:
             error, share_partition, _ = self.partition(tp)
             if error is None:
                 share_partition.release_member(self.member_id)
+        self.share.group_may_be_empty(self.group_id)
         return True
 
     def leader(self, tp: SessionPartition, error: ErrorCode) -> tuple[int, int]:
@@ -200,17 +201,20 @@ class ShareRequest:
         return list(by_topic.values())
 
 
-def empty_group_response(ctx: Any, acl_check: Any, responses_for: Any, create: bool = False) -> Any:
-    """Alter- and DeleteShareGroupOffsets' response: ``responses_for()``'s topics, unless the
-    principal may not act on the group (``acl_check``) or it is not an empty share group:
-    GROUP_ID_NOT_FOUND, or NON_EMPTY_GROUP while it has members (Kafka's wording). With
-    ``create`` (AlterShareGroupOffsets) a share group that does not exist is made first."""
+@defer.inlineCallbacks
+def empty_group_response(ctx: Any, acl_check: Any, responses_for: Any, create: bool = False):
+    """Alter- and DeleteShareGroupOffsets' response: the topics ``responses_for()`` fires
+    with, unless the principal may not act on the group (``acl_check``) or it is not an empty
+    share group: GROUP_ID_NOT_FOUND, or NON_EMPTY_GROUP while it has members (Kafka's
+    wording). With ``create`` (AlterShareGroupOffsets) a share group that does not exist is
+    made first."""
     error, message = _empty_group_error(ctx, ctx.body.group_id, acl_check, create)
+    responses = [] if error is not None else (yield responses_for())
     return ctx.response(
         throttle_time_ms=0,
         error_code=ErrorCode.NONE if error is None else error,
         error_message=message,
-        responses=responses_for() if error is None else [],
+        responses=responses,
     )
 
 
@@ -218,7 +222,7 @@ def _empty_group_error(
     ctx: Any, group_id: str, acl_check: Any, create: bool
 ) -> tuple[ErrorCode | None, str | None]:
     coordinator = ctx.services.groups
-    error = acl_check(ctx, group_id) or refused_offsets(ctx) or coordinator.ensure_ready(group_id)
+    error = acl_check(ctx, group_id) or refused(ctx) or coordinator.ensure_ready(group_id)
     if error is not None:
         return error, None
     if create:

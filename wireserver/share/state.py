@@ -56,6 +56,7 @@ from wireserver.coordinator_runtime import SHARE_STATE_TOPIC, CoordinatorRuntime
 from wireserver.metadata import NO_LEADER
 from wireserver.protocol.encoding import I16, I32, I64, array_length, tagged
 from wireserver.protocol.errors import ErrorCode
+from wireserver.share.partition import FINAL
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +115,35 @@ class ShareState:
     #: the leader epoch of the share-partition's leader that wrote it last
     leader_epoch: int = -1
 
+    def delivery_complete_count(self) -> int:
+        """The records from the start offset on that are done with (acknowledged or
+        archived): Kafka's DeliveryCompleteCount, what the share-partition's lag leaves out."""
+        return sum(
+            last - max(first, self.start_offset) + 1
+            for first, last, delivery_state, _ in self.batches
+            if delivery_state in FINAL and last >= self.start_offset
+        )
+
+
+@dataclass(frozen=True)
+class StateSummary:
+    """What ReadShareGroupStateSummary tells of a share-partition (DescribeShareGroupOffsets):
+    its state without the batches."""
+
+    start_offset: int
+    state_epoch: int
+    leader_epoch: int
+    delivery_complete_count: int
+
+    @classmethod
+    def of(cls, state: ShareState) -> StateSummary:
+        return cls(
+            state.start_offset,
+            state.state_epoch,
+            state.leader_epoch,
+            state.delivery_complete_count(),
+        )
+
 
 def coordinator_key(key: StateKey) -> str:
     """Kafka's ``SharePartitionKey.asCoordinatorKey``."""
@@ -132,22 +162,28 @@ def changed_batches(before: ShareState, start_offset: int, batches: list[StateBa
     new = _by_offset(batches, start_offset)
     if not old.keys() <= new.keys():
         return None
-    out: list[StateBatch] = []
-    for offset in sorted(o for o, value in new.items() if old.get(o) != value):
-        value = new[offset]
-        if out and out[-1][1] == offset - 1 and out[-1][2:] == value:
-            out[-1] = (out[-1][0], offset, *value)
-        else:
-            out.append((offset, offset, *value))
-    return out
+    return _runs({o: value for o, value in new.items() if old.get(o) != value})
 
 
 def _by_offset(batches: list[StateBatch], start_offset: int) -> dict[int, tuple[int, int]]:
+    """{offset: (delivery state, delivery count)} of the batches' records from ``start_offset``."""
     return {
         offset: (int(delivery_state), count)
         for first, last, delivery_state, count in batches
         for offset in range(max(first, start_offset), last + 1)
     }
+
+
+def _runs(by_offset: dict[int, tuple[int, int]]) -> list[StateBatch]:
+    """``_by_offset``'s records as state batches: adjacent offsets alike in one batch."""
+    out: list[StateBatch] = []
+    for offset in sorted(by_offset):
+        value = by_offset[offset]
+        if out and out[-1][1] == offset - 1 and out[-1][2:] == value:
+            out[-1] = (out[-1][0], offset, *value)
+        else:
+            out.append((offset, offset, *value))
+    return out
 
 
 def _java_uuid(topic_id: uuid.UUID) -> str:
@@ -166,12 +202,7 @@ def encode_snapshot(state: ShareState, now_ms: int) -> bytes:
     out += I32.pack(state.snapshot_epoch) + I32.pack(state.state_epoch)
     out += I32.pack(state.leader_epoch)
     out += I64.pack(state.start_offset) + I64.pack(state.create_timestamp) + I64.pack(now_ms)
-    array_length(len(state.batches), True, out)
-    for first, last, delivery_state, count in state.batches:
-        out += _BATCH.pack(first, last, delivery_state, count)
-        tagged([], out)
-    tagged([], out)
-    return bytes(out)
+    return _with_batches(out, state.batches)
 
 
 def encode_update(
@@ -179,6 +210,11 @@ def encode_update(
 ) -> bytes:
     out = bytearray(I16.pack(0))
     out += I32.pack(snapshot_epoch) + I32.pack(leader_epoch) + I64.pack(start_offset)
+    return _with_batches(out, batches)
+
+
+def _with_batches(out: bytearray, batches: list[StateBatch]) -> bytes:
+    """A ShareSnapshot or ShareUpdate value's StateBatches array and its end."""
     array_length(len(batches), True, out)
     for first, last, delivery_state, count in batches:
         out += _BATCH.pack(first, last, delivery_state, count)
@@ -248,13 +284,9 @@ def apply_update(state: ShareState, data: bytes) -> None:
     (start,) = r.unpack(I64)
     if start >= 0:
         state.start_offset = start
-    by_offset = {o: (s, c) for f, last, s, c in state.batches for o in range(f, last + 1)}
-    for first, last, delivery_state, count in r.batches():
-        for offset in range(first, last + 1):
-            by_offset[offset] = (delivery_state, count)
-    state.batches = [
-        (o, o, s, c) for o, (s, c) in sorted(by_offset.items()) if o >= state.start_offset
-    ]
+    by_offset = _by_offset(state.batches, state.start_offset)
+    by_offset.update(_by_offset(r.batches(), state.start_offset))
+    state.batches = _runs(by_offset)
     state.snapshot_epoch = snapshot_epoch
     state.leader_epoch = max(state.leader_epoch, leader_epoch)
 
@@ -505,6 +537,33 @@ class ShareStateStore:
 
         def there(broker: int) -> defer.Deferred:
             return self.remote.write(broker, key, state_epoch, leader_epoch, start_offset, batches)
+
+        return self._with_coordinator(key, here, there).addCallback(_error_only)
+
+    def read_summary(self, key: StateKey) -> defer.Deferred:
+        """Fires with (error, StateSummary or None): the key's state, without its batches, as
+        its coordinator has it (what the group coordinator describes; a summary changes no
+        leader epoch, as Kafka's ReadShareGroupStateSummary)."""
+
+        def here() -> defer.Deferred:
+            error = self.coordinator_error(key)
+            state = None if error is not None else self.states.get(key)
+            return defer.succeed((error, None if state is None else StateSummary.of(state)))
+
+        return self._with_coordinator(key, here, lambda broker: self.remote.summary(broker, key))
+
+    def initialize_state(self, key: StateKey, state_epoch: int, start_offset: int):
+        """Fires with NONE once the key's state starts over at ``start_offset``, nothing in
+        flight, at ``state_epoch`` (InitializeShareGroupState: AlterShareGroupOffsets), so
+        that a leader holding the state it read before is fenced from writing it
+        (FENCED_STATE_EPOCH)."""
+
+        def here() -> defer.Deferred:
+            written = self.serve_write(key, state_epoch, -1, start_offset, [])
+            return written.addCallback(lambda error: (_none_or(error), None))
+
+        def there(broker: int) -> defer.Deferred:
+            return self.remote.initialize(broker, key, state_epoch, start_offset)
 
         return self._with_coordinator(key, here, there).addCallback(_error_only)
 
