@@ -63,6 +63,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: How long the DLQ partition's leader may hold a dead-letter Produce for its ISR (Kafka's
+#: ``request.timeout.ms`` default)
+DEAD_LETTER_TIMEOUT_MS = 30_000
+
 #: Kafka's producer.id.expiration.check.interval.ms default (not a wireserver config key yet).
 PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS = 600_000
 #: How long the reactor keeps running between the decision to halt and the halt: the responses
@@ -165,6 +169,14 @@ class Broker:
         if leader == NO_LEADER or self.share_state.remote is None:
             return defer.succeed(None)
         return self.share_state.remote.high_watermark(leader, topic, partition)
+
+    def _dead_letter_append(self, topic: str, index: int, batch: bytes, config: Any) -> Any:
+        """A share group's dead-letter batch: appended here when this broker leads the DLQ
+        partition (or is alone), else sent to its leader (a Deferred)."""
+        remote = self.share_state.remote
+        if remote is None or self.metadata.leader(topic, index) == self.node_id:
+            return self.replicas.append_records(topic, index, batch, -1, config)
+        return remote.produce(self.metadata.leader, topic, index, batch, DEAD_LETTER_TIMEOUT_MS)
 
     def _topic_id(self, topic: str) -> uuid.UUID | None:
         info = self.logs.topics.get(topic)
@@ -287,9 +299,7 @@ class Broker:
                 self.group_configs.value,
                 self.config,
                 self.logs,
-                lambda topic, index, batch, config: self.replicas.append_records(
-                    topic, index, batch, -1, config
-                ),
+                self._dead_letter_append,
                 lambda name, configs: create_named_topic(self, name, configs=configs),
                 self.now_ms,
             ),

@@ -17,10 +17,11 @@ The group id is chosen so that its share coordinator is the broker the scenario 
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 
@@ -242,24 +243,38 @@ def test_share_group_offsets_described_reset_and_deleted_across_brokers(cluster,
     resets it (InitializeShareGroupState) and deletes it (DeleteShareGroupState); the
     leader's share-partition, dropped when the group's last session ended, reads the state
     set meanwhile when the next member comes."""
-    topic = new_topic(cluster, [1, 2, 3])
-    tid = topic_id(cluster, topic)
     state_on = state_leaders(cluster)
+    wait_for(
+        lambda: find_share_coordinator(cluster, "probe", 0)[0] == ErrorCode.NONE,
+        60,
+        0.3,
+        what="__consumer_offsets",
+    )
+    offsets_on = {p: s[0] for p, s in partitions(cluster, "__consumer_offsets").items()}
+    # three roles on three brokers, as leadership stands after the tests before
+    roles = [
+        (leader, coordinator, share_coordinator)
+        for leader in (1, 2, 3)
+        for coordinator in set(offsets_on.values()) - {leader}
+        for share_coordinator in set(state_on.values()) - {leader, coordinator}
+    ]
+    assert roles, (offsets_on, state_on)
+    leader, coordinator, share_coordinator = roles[0]
+    topic = new_topic(cluster, [leader, *({1, 2, 3} - {leader})])
+    tid = topic_id(cluster, topic)
     group = None
-    for attempt in range(500):
+    for attempt in range(2000):
         candidate = f"so-{attempt}-{uuid.uuid4().hex[:6]}"
-        if state_on[partition_for(coordinator_key((candidate, tid, 0)), STATE_PARTITIONS)] != 3:
-            continue
-        found = wait_for(
-            lambda c=candidate: (f := find_share_coordinator(cluster, c, 0))[0] == 0 and f,
-            60,
-            0.3,
-            what="a group coordinator",
-        )
-        if found[1] == 2:
+        state_partition = partition_for(coordinator_key((candidate, tid, 0)), STATE_PARTITIONS)
+        offsets_partition = partition_for(candidate, len(offsets_on))
+        if (state_on[state_partition], offsets_on[offsets_partition]) == (
+            share_coordinator,
+            coordinator,
+        ):
             group = candidate
             break
-    assert group is not None, state_on
+    assert group is not None, (offsets_on, state_on)
+    assert find_share_coordinator(cluster, group, 0) == (ErrorCode.NONE, coordinator)
     set_group_configs(
         cluster.bootstrap, group, share_auto_offset_reset="earliest", share_delivery_count_limit=2
     )
@@ -292,6 +307,60 @@ def test_share_group_offsets_described_reset_and_deleted_across_brokers(cluster,
         "kafka-share-groups", ["--delete", "--group", group], bootstrap=cluster.bootstrap
     )
     assert "was successful" in deleted.stdout, deleted.stdout + deleted.stderr
-    assert find_share_coordinator(cluster, coordinator_key((group, tid, 0)))[1] == 3
+    assert find_share_coordinator(cluster, coordinator_key((group, tid, 0)))[1] == share_coordinator
     last = member(cluster, classpath, topic, group).finish(timeout=120)
     assert sorted(v for _, _, v in last) == sorted(values + ["release-1"]), last
+
+
+def test_dead_letters_reach_a_dlq_partition_led_by_another_broker(cluster, classpath):
+    """The share-partition's leader (1) sends the dead-letter records to the leader of the
+    DLQ partition (2) with a Produce, as Kafka's broker does."""
+    topic = new_topic(cluster, [1, 2, 3])
+    dlq = f"dlq.{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    made = NewTopic(
+        dlq,
+        1,
+        replica_assignment=[[2, 3, 1]],
+        config={"errors.deadletterqueue.group.enable": "true"},
+    )
+    admin.create_topics([made])[dlq].result(30)
+    wait_for(lambda: partitions(cluster, dlq).get(0, (None,))[0] == 2, 60, 0.2, what="2 leads")
+    group = f"dlq-{uuid.uuid4().hex[:8]}"
+    set_group_configs(
+        cluster.bootstrap,
+        group,
+        share_auto_offset_reset="earliest",
+        errors_deadletterqueue_topic_name=dlq,
+    )
+    produce(cluster, topic, ["a", "reject-1", "b"])
+    got = member(cluster, classpath, topic, group).finish(timeout=120)
+    assert sorted(v for _, _, v in got) == ["a", "b", "reject-1"]
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": f"r-{group}",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.assign([TopicPartition(dlq, 0, 0)])
+    letters = []
+    deadline = time.monotonic() + 30
+    try:
+        while not letters and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                letters.append(message)
+    finally:
+        consumer.close()
+    assert [dict(m.headers()) for m in letters] == [
+        {
+            "__dlq.errors.topic": topic.encode(),
+            "__dlq.errors.partition": b"0",
+            "__dlq.errors.offset": b"1",
+            "__dlq.errors.group": group.encode(),
+            "__dlq.errors.delivery.count": b"1",
+            "__dlq.errors.message": b"Offset rejected by client.",
+        }
+    ]

@@ -5,7 +5,9 @@ InitializeShareGroupState v0, ReadShareGroupStateSummary v1 and DeleteShareGroup
 (the share-group offset APIs), to the leader of the share-partition's ``__share_group_state``
 partition, one share-partition a request, over a connection kept per broker
 (``wireserver.cluster.client.BrokerChannel``). The group coordinator also asks a partition's
-leader its high watermark (ListOffsets latest), for the lag it describes. A request that fails on the way answers
+leader its high watermark (ListOffsets latest), for the lag it describes, and a share-partition
+leader sends dead-letter records to the leader of their DLQ partition (Produce, acks=all), as
+Kafka's broker sends itself a Produce. A request that fails on the way answers
 NETWORK_EXCEPTION; ``wireserver.share.state.ShareStateStore`` finds the coordinator again and
 retries that, as it retries NOT_COORDINATOR and COORDINATOR_LOAD_IN_PROGRESS."""
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from twisted.internet import defer
+from twisted.internet import defer, task
 
 from wireserver.cluster.client import BrokerChannel
 from wireserver.protocol.errors import ErrorCode
@@ -23,6 +25,10 @@ from wireserver.share.state import ShareState, StateBatch, StateKey, StateSummar
 INITIALIZE, READ, WRITE, DELETE, SUMMARY = 83, 84, 85, 86, 87
 WRITE_VERSION = SUMMARY_VERSION = 1
 LIST_OFFSETS, LIST_OFFSETS_VERSION, LATEST = 2, 7, -1
+PRODUCE, PRODUCE_VERSION = 0, 11
+#: How often a dead-letter Produce is tried (Kafka's ``ShareGroupDLQStateManager`` retries)
+#: and the pause before the n-th retry, n times this
+PRODUCE_ATTEMPTS, PRODUCE_BACKOFF_S = 5, 0.25
 
 
 def _request(api_key: int, version: int, key: StateKey, **partition_fields: Any) -> Any:
@@ -168,3 +174,44 @@ class ShareStateChannel(BrokerChannel):
                 if result.error_code == ErrorCode.NONE:
                     return result.offset
         return None
+
+    @defer.inlineCallbacks
+    def produce(self, leader_of: Any, topic: str, partition: int, batch: bytes, timeout_ms: int):
+        """Append ``batch`` to ``topic``-``partition`` at its leader (``leader_of(topic,
+        partition)``: a broker id, or -1 while it has none), acks=all, retried on any failure
+        up to ``PRODUCE_ATTEMPTS`` times; raises ``ProduceFailed`` with the last error."""
+        request_class = SERVED.get(PRODUCE).request_class
+        topic_class = request_class.TopicProduceData
+        request = request_class(
+            version=PRODUCE_VERSION,
+            transactional_id=None,
+            acks=-1,
+            timeout_ms=timeout_ms,
+            topic_data=[
+                topic_class(
+                    name=topic,
+                    partition_data=[
+                        topic_class.PartitionProduceData(index=partition, records=batch)
+                    ],
+                )
+            ],
+        )
+        error = ErrorCode.LEADER_NOT_AVAILABLE
+        for attempt in range(PRODUCE_ATTEMPTS):
+            if attempt:
+                yield task.deferLater(self.reactor, PRODUCE_BACKOFF_S * attempt, lambda: None)
+            leader = leader_of(topic, partition)
+            if leader < 0 or self.stopped:
+                continue
+            response = yield self._exchange(leader, request)
+            error = ErrorCode.NETWORK_EXCEPTION
+            for answered in response.responses if response is not None else []:
+                for result in answered.partition_responses:
+                    error = ErrorCode(result.error_code)
+            if error == ErrorCode.NONE:
+                return None
+        raise ProduceFailed(f"{topic}-{partition}: {error.name} after {PRODUCE_ATTEMPTS} attempts")
+
+
+class ProduceFailed(Exception):
+    """A dead-letter Produce was not acknowledged."""

@@ -28,9 +28,11 @@ Kafka's ``SharePartition.initiateDLQAndArchive`` does: a record that cannot be d
 must not hold the share-partition's start offset back.
 
 Only the archived records are read back from the source log, and only when the group copies
-them; the fetch path is untouched. On one node the append is done before the acknowledgement
-is answered, so there is no in-between ARCHIVING state to persist (Kafka's write goes through
-its network client and comes back later).
+them; the fetch path is untouched. When this broker leads the DLQ partition the append is done
+before the acknowledgement is answered, so there is no in-between ARCHIVING state to persist
+(Kafka's write goes through its network client and comes back later); in a cluster, when
+another broker leads it, the batch goes there in a Produce and the records are archived
+without waiting for its answer.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from twisted.internet import defer
 
 from wireserver.protocol.records import HEADER_SIZE, RecordBatchBuilder, iter_batches
 from wireserver.storage.errors import OffsetOutOfRange
@@ -62,6 +66,21 @@ DeadLetter = tuple[int, int]
 _RECORD_OVERHEAD = 160
 
 
+def _failed(
+    group_id: str, topic: str, partition: int, letters: list[DeadLetter], exc: BaseException
+) -> None:
+    log.error(
+        "Failed to write to DLQ, proceeding to ARCHIVED regardless. Share group %s, "
+        "%s-%d offsets %d to %d: %s",
+        group_id,
+        topic,
+        partition,
+        letters[0][0],
+        letters[-1][0],
+        exc,
+    )
+
+
 class DeadLetterError(Exception):
     """The DLQ topic cannot be written, with Kafka's message."""
 
@@ -69,7 +88,8 @@ class DeadLetterError(Exception):
 class DeadLetterQueue:
     """``setting(group, name)``: a group config with its default; ``config``: the broker's;
     ``logs``: the log manager (``topics``, ``get_log``); ``append(topic, partition, batch,
-    topic_config)``: the partition layer's leader append (raises on failure);
+    topic_config)``: the partition layer's leader append (raises on failure), or in a cluster,
+    for a partition led elsewhere, a Produce to its leader (a Deferred that fails on failure);
     ``create_topic(name, configs)``: a topic with the broker's partitions and replication
     factor (raises ``TopicError``); ``now_ms()``: the clock."""
 
@@ -109,18 +129,11 @@ class DeadLetterQueue:
             target = partition % info.num_partitions
             context = (topic.encode(), str(partition).encode(), group_id.encode(), cause.encode())
             for batch in self._batches(letters, copies, context, info.config.max_message_bytes):
-                self.append(name, target, batch, info.config)
+                sent = self.append(name, target, batch, info.config)
+                if isinstance(sent, defer.Deferred):
+                    sent.addErrback(lambda f: _failed(group_id, topic, partition, letters, f.value))
         except Exception as exc:  # noqa: BLE001 - whatever fails, the records are archived
-            log.error(
-                "Failed to write to DLQ, proceeding to ARCHIVED regardless. Share group %s, "
-                "%s-%d offsets %d to %d: %s",
-                group_id,
-                topic,
-                partition,
-                letters[0][0],
-                letters[-1][0],
-                exc,
-            )
+            _failed(group_id, topic, partition, letters, exc)
 
     def _copies(self, group_id: str) -> bool:
         return bool(self.setting(group_id, COPY_RECORD))
