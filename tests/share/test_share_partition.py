@@ -17,6 +17,7 @@ from wireserver.share.partition import (
     GAP,
     REJECT,
     RELEASE,
+    RENEW,
     AcknowledgeError,
     RecordState,
     SharePartition,
@@ -38,6 +39,7 @@ SETTINGS = {
     "share.delivery.count.limit": 3,
     "share.partition.max.record.locks": 100,
     "share.record.lock.duration.ms": 30000,
+    "share.renew.acknowledge.enable": True,
 }
 
 
@@ -125,6 +127,35 @@ def test_lock_expiry_redelivers_until_the_delivery_limit(log):
     assert share.start_offset == 2
     assert share.acquire("a", log, 2, 1 << 20, False).ranges == [(2, 3, 1)]
     assert released == [1, 1]
+
+
+def test_renew_starts_the_lock_again_unless_the_group_disables_it(log):
+    clock = Clock()
+    share, released = partition(clock)
+    share.acquire("a", log, 2, 1 << 20, False)
+    clock.advance(20)
+    share.acknowledge("a", [(0, 1, [RENEW])], renew=True)
+    clock.advance(20)  # 40 s after the fetch, 20 s after the renewal: still held
+    assert share.records[0].state is RecordState.ACQUIRED
+    clock.advance(10.1)
+    assert share.records[0].state is RecordState.AVAILABLE
+    assert released == [1]
+    # a RENEW outside a renew acknowledgement is malformed
+    share.acquire("a", log, 2, 1 << 20, False)
+    with pytest.raises(AcknowledgeError) as malformed:
+        share.acknowledge("a", [(0, 1, [RENEW])])
+    assert malformed.value.error == ErrorCode.INVALID_REQUEST
+
+    refusing, _ = partition(clock, **{"share.renew.acknowledge.enable": False})
+    refusing.acquire("a", log, 2, 1 << 20, False)
+    with pytest.raises(AcknowledgeError) as refused:
+        refusing.acknowledge("a", [(0, 0, [ACCEPT]), (1, 1, [RENEW])], renew=True)
+    assert (refused.value.error, str(refused.value)) == (
+        ErrorCode.INVALID_RECORD_STATE,
+        "Renewing acquisition locks is not enabled for the group.",
+    )
+    # all or nothing: the accepted record is still held
+    assert refusing.records[0].state is RecordState.ACQUIRED
 
 
 def test_a_lock_ends_with_its_last_record_and_stop_leaves_no_timer(log):

@@ -224,7 +224,8 @@ GROUP_CONFIGS: dict[str, ConfigDef] = {
             "share.renew.acknowledge.enable",
             "boolean",
             True,
-            "Whether share consumers of the group may renew acquisition locks" + NOT_SERVED + ".",
+            "Whether share consumers of the group may renew acquisition locks (a RENEW "
+            "acknowledgement, KIP-1222; refused INVALID_RECORD_STATE when false).",
         ),
         _g(
             "streams.session.timeout.ms",

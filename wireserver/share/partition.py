@@ -412,6 +412,11 @@ class SharePartition:
                         f"The record state is invalid. The acknowledgement of delivery could "
                         f"not be completed for offset {offset}.",
                     )
+                if kind == RENEW and not self.setting("share.renew.acknowledge.enable"):
+                    raise AcknowledgeError(
+                        ErrorCode.INVALID_RECORD_STATE,
+                        "Renewing acquisition locks is not enabled for the group.",
+                    )
                 changes.append((offset, kind))
         available = False
         renewed = Acquisition(member_id)
