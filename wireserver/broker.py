@@ -50,6 +50,7 @@ from wireserver.replica.manager import ReplicaManager
 from wireserver.replica.selector import SELECTORS
 from wireserver.security.manager import SecurityManager
 from wireserver.server import KafkaServerFactory
+from wireserver.share import member_partitions
 from wireserver.share.dlq import DeadLetterQueue
 from wireserver.share.manager import SharePartitionManager
 from wireserver.share.state import ShareStateStore
@@ -306,7 +307,7 @@ class Broker:
             self._high_watermark,
         )
         self.groups.share.group_deleted.append(
-            lambda group_id: self.share.delete_group(group_id, self.metadata.all_partitions())
+            lambda group_id: self.share.delete_group(group_id, member_partitions(self.metadata))
         )
         self.metadata.topic_deleted.append(self.share.forget_topic)
         self.metadata.topic_deleted.append(self.metrics.forget_topic)

@@ -27,7 +27,7 @@ from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
 from wireserver.protocol.errors import ErrorCode
 from wireserver.security import checks
-from wireserver.share import refused
+from wireserver.share import member_partitions, refused
 from wireserver.share.manager import ZERO_UUID
 
 API_KEY = 90
@@ -57,8 +57,7 @@ def _group(ctx: RequestContext, requested):
         return group_class(group_id=group_id, topics=[], error_code=error, error_message=message)
     wanted: dict[str, list[int]] = {}
     if requested.topics is None:
-        candidates = [tp for tp in services.metadata.all_partitions() if not tp[0].startswith("__")]
-        found = yield services.share.partitions_of(group_id, candidates)
+        found = yield services.share.partitions_of(group_id, member_partitions(services.metadata))
         for topic, index in sorted(found):
             wanted.setdefault(topic, []).append(index)
     else:

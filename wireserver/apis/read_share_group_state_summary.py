@@ -10,6 +10,7 @@ from twisted.internet import defer
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
 from wireserver.protocol.errors import ErrorCode
+from wireserver.share.state import StateSummary
 from wireserver.share.state_rpcs import read_answer, state_response
 
 API_KEY = 87
@@ -22,11 +23,12 @@ def handle(ctx: RequestContext) -> HandlerResult:
         error, state = read_answer(ctx, key)
         if error != ErrorCode.NONE or state is None:
             return defer.succeed((error, dict(EMPTY)))
+        summary = StateSummary.of(state)
         fields = {
-            "state_epoch": state.state_epoch,
-            "leader_epoch": state.leader_epoch,
-            "start_offset": state.start_offset,
-            "delivery_complete_count": state.delivery_complete_count(),
+            "state_epoch": summary.state_epoch,
+            "leader_epoch": summary.leader_epoch,
+            "start_offset": summary.start_offset,
+            "delivery_complete_count": summary.delivery_complete_count,
         }
         return defer.succeed((ErrorCode.NONE, fields))
 

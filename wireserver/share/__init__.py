@@ -20,3 +20,10 @@ def refused(ctx: Any) -> ErrorCode | None:
     if not ctx.services.features.at_least("share.version", 1):
         return ErrorCode.UNSUPPORTED_VERSION
     return None
+
+
+def member_partitions(metadata: Any) -> list[tuple[str, int]]:
+    """Every partition a share group's member could have fetched from (internal topics
+    aside): where a group coordinator, which keeps no list of a group's share-partitions,
+    looks for their state."""
+    return [tp for tp in metadata.all_partitions() if not tp[0].startswith("__")]
