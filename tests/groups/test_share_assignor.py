@@ -26,6 +26,9 @@ from compat_tests.applications import share_assignor_classpath
 from compat_tests.reference import require_tools
 from compat_tests.reference.launcher import _java
 from wireserver.groups.share_assignor import kafka_member_order, simple_assign
+from wireserver.protocol.errors import ErrorCode
+from wireserver.protocol.messages_share import ShareGroupHeartbeatRequest
+from wireserver.testing import EmbeddedBroker, KafkaWire
 
 pytestmark = pytest.mark.integration
 
@@ -192,17 +195,45 @@ def test_wireserver_assigns_as_kafkas_simple_assignor():
     assert not differences, f"{len(differences)} of {len(cases)} differ; first:\n{differences[0]}"
 
 
-def test_a_member_keeps_its_partitions_when_another_joins():
-    """Stickiness as a user sees it: with 4 partitions and 2 members each holding 2, a third
-    member takes one partition from one of them; neither loses anything else."""
-    topic = uuid.UUID(int=1)
-    first = simple_assign(["a", "b"], {"a": [topic], "b": [topic]}, {topic: 4}, {}, True)
-    assert sorted(len(first[m][topic]) for m in "ab") == [2, 2]
-    members = ["a", "b", "c"]
-    second = simple_assign(
-        members, {m: [topic] for m in members}, {topic: 4}, {m: first[m] for m in "ab"}, True
+def heartbeat(wire, member: str, epoch: int, topics: list[str] | None = None):
+    """One ShareGroupHeartbeat: (the member's epoch, its partitions when the response says)."""
+    response = wire.request(
+        ShareGroupHeartbeatRequest(
+            version=1,
+            group_id="sticky",
+            member_id=member,
+            member_epoch=epoch,
+            rack_id=None,
+            subscribed_topic_names=topics,
+        )
     )
-    for m in "ab":
-        assert second[m][topic] <= first[m][topic]
-    assert sum(len(second[m][topic]) for m in members) == 4
-    assert len(second["c"][topic]) == 1
+    assert response.error_code == ErrorCode.NONE, response
+    if response.assignment is None:
+        return response.member_epoch, None
+    return response.member_epoch, {
+        p for t in response.assignment.topic_partitions for p in t.partitions
+    }
+
+
+def test_members_keep_their_partitions_when_another_joins():
+    """What a member sees over the wire: with 4 partitions shared out to two members, a
+    third member that joins takes one partition from one of them, and neither of the first
+    two is handed a partition it did not have."""
+    with EmbeddedBroker() as broker:
+        broker.create_topic("s", partitions=4)
+        with KafkaWire(broker.bootstrap_servers) as wire:
+            epochs, held = {}, {}
+            for member in ("member-a", "member-b"):
+                epochs[member], held[member] = heartbeat(wire, member, 0, ["s"])
+            epochs["member-a"], held["member-a"] = heartbeat(wire, "member-a", epochs["member-a"])
+            assert sorted(len(held[m]) for m in held) == [2, 2]
+            assert held["member-a"] | held["member-b"] == {0, 1, 2, 3}
+
+            epochs["member-c"], held["member-c"] = heartbeat(wire, "member-c", 0, ["s"])
+            for member in ("member-a", "member-b"):
+                epochs[member], now = heartbeat(wire, member, epochs[member])
+                assert now is None or now <= held[member], (member, held[member], now)
+                held[member] = held[member] if now is None else now
+    assert len(held["member-c"]) == 1
+    assert sorted(len(ps) for ps in held.values()) == [1, 1, 2]
+    assert set().union(*held.values()) == {0, 1, 2, 3}
