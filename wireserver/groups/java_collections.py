@@ -10,8 +10,9 @@ place in the chain), the place being one counter that grows for appends and shri
 prepends; the capacity is the other thing to follow exactly: when the table is allocated, when it doubles (``put`` after the insertion
 that takes the size over the threshold, ``computeIfAbsent`` before an insertion once the size
 is over it, a bucket growing past 8 while the table is under 64). Bins turned into trees (8+
-colliding keys in a table of 64 or more) are not modelled: their order is that of their
-linked nodes only until the tree rebalances, and the share assignor's maps never come near.
+colliding keys in a table of 64 or more) are not modelled: a tree bin orders its nodes by
+where they sit in the tree, and the share assignor's maps do not come near (a topic's
+partitions hash to consecutive values).
 
 Keys: ``int`` (``Integer``), ``str`` (``String``), ``uuid.UUID`` (Kafka's ``Uuid``) and
 ``(uuid.UUID, int)`` (Kafka's ``TopicIdPartition`` record), hashed as those classes hash.

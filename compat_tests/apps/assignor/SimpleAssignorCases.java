@@ -24,8 +24,8 @@ import org.apache.kafka.coordinator.group.modern.GroupSpecImpl;
 import org.apache.kafka.coordinator.group.modern.MemberSubscriptionAndAssignmentImpl;
 
 /**
- * Kafka's share-group SimpleAssignor on cases read from stdin, its result on stdout: the
- * reference wireserver's share_assignor is compared with (tests/groups/test_share_assignor.py).
+ * Kafka's share-group SimpleAssignor on cases read from stdin, its results on stdout: what
+ * tests/groups/test_share_assignor.py compares wireserver's share_assignor with.
  *
  * <p>A case:
  * <pre>
