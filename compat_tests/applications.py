@@ -68,6 +68,13 @@ def share_client_classpath(version: str = KAFKA_VERSION) -> str:
     return f"{jars}:{_compiled(version, jars, APPS / 'share')}"
 
 
+def share_assignor_classpath(version: str = KAFKA_VERSION) -> str:
+    """``lib/*:<compiled SimpleAssignorCases>``: Kafka's share ``SimpleAssignor`` on cases read
+    from stdin (compat_tests/apps/assignor/SimpleAssignorCases.java)."""
+    jars = f"{resolve(version)}/*"
+    return f"{jars}:{_compiled(version, jars, APPS / 'assignor')}"
+
+
 def connect_classpath(version: str = KAFKA_VERSION) -> str:
     return f"{resolve(version, jars_of=CONNECT_JARS)}/*"
 

@@ -6,10 +6,11 @@ group of another type is GROUP_ID_NOT_FOUND, "Group X is not a share group.") an
 (epoch 0 joins, -1 leaves, any other epoch must be the member's or its previous one, else
 FENCED_MEMBER_EPOCH); record the subscription and the subscribed topics' partitions and bump
 the group epoch if they changed; compute a new target assignment with the share ``simple``
-assignor (``share_group.simple_assign``: members may share partitions) when the group epoch
-is ahead; hand the member its whole target at once (nothing is revoked: records, not
-partitions, are what one member holds at a time); re-arm its session timer; answer with its
-epoch and, when it joined or its assignment changed, its partitions.
+assignor (``share_assignor.simple_assign``, Kafka's ``SimpleAssignor``: members may share
+partitions, and keep what they had where balance allows) when the group epoch is ahead; hand
+the member its whole target at once (nothing is revoked: records, not partitions, are what
+one member holds at a time); re-arm its session timer; answer with its epoch and, when it
+joined or its assignment changed, its partitions.
 
 Timers and persistence as the other modern groups' (``modern_coordinator``), with the
 ``share.session.timeout.ms`` / ``share.heartbeat.interval.ms`` group configs (else the
@@ -37,11 +38,11 @@ from wireserver.groups.modern_coordinator import (
 )
 from wireserver.groups.modern_group import JOIN_EPOCH, LEAVE_EPOCH
 from wireserver.groups.records import ShareGroupKey, ShareGroupValue, encode_streams_group_value
+from wireserver.groups.share_assignor import kafka_member_order, simple_assign
 from wireserver.groups.share_group import (
     ShareGroup,
     ShareGroupMember,
     ShareGroupState,
-    simple_assign,
 )
 from wireserver.protocol.errors import ErrorCode
 
@@ -143,9 +144,27 @@ class ShareGroupCoordinator(TopicPartitionHeartbeats, ModernGroupCoordinator):
         return refresh_subscription_metadata(self.logs.topics, group, self._subscriptions(group))
 
     def _maybe_assign(self, group: ShareGroup) -> None:
+        """A new target from Kafka's ``simple`` assignor, sticky to the current one. The
+        members go to it in the order Kafka's ``TargetAssignmentBuilder`` hands them over (a
+        ``HashMap`` of member ids filled in join order), each subscription in name order;
+        homogeneous when every member subscribes to the same topic names, as Kafka's
+        ``ModernGroup.subscriptionType`` counts them (existing topics or not)."""
         if group.group_epoch <= group.assignment_epoch:
             return
-        group.target = simple_assign(self._subscriptions(group), group.subscription_metadata)
+        metadata = group.subscription_metadata
+        subscribed = {
+            m: sorted(set(member.subscribed_topic_names)) for m, member in group.members.items()
+        }
+        group.target = simple_assign(
+            kafka_member_order(group.members),
+            {
+                m: [metadata[n][0] for n in names if n in metadata]
+                for m, names in subscribed.items()
+            },
+            dict(metadata.values()),
+            group.target,
+            homogeneous=len({tuple(names) for names in subscribed.values()}) <= 1,
+        )
         group.assignment_epoch = group.group_epoch
         # Members take their new target on their next heartbeat; until then the group is
         # Stable all the same (a share group has no reconciling state).

@@ -82,26 +82,3 @@ class ShareGroup(ModernGroup):
         if member.member_epoch != self.assignment_epoch:
             member.previous_member_epoch = member.member_epoch
             member.member_epoch = self.assignment_epoch
-
-
-def simple_assign(
-    subscriptions: dict[str, set[str]], metadata: dict[str, tuple[uuid.UUID, int]]
-) -> dict[str, TopicPartitions]:
-    """Kafka's share ``SimpleAssignor`` for members with their subscriptions: every partition
-    of a subscribed topic goes to at least one of its subscribers. Per topic, with P partitions
-    and M subscribers (in member id order): when M >= P each member gets one partition,
-    round-robin (so ceil(M/P) members share each); else the partitions are dealt round-robin
-    and each member gets about P/M. Kafka's assignor also keeps members on their previous
-    partitions where it can; this one is recomputed from the members alone."""
-    target: dict[str, TopicPartitions] = {member_id: {} for member_id in subscriptions}
-    for topic, (topic_id, partitions) in sorted(metadata.items()):
-        members = sorted(m for m, names in subscriptions.items() if topic in names)
-        if not members or partitions <= 0:
-            continue
-        if len(members) >= partitions:
-            for i, member_id in enumerate(members):
-                target[member_id].setdefault(topic_id, set()).add(i % partitions)
-        else:
-            for p in range(partitions):
-                target[members[p % len(members)]].setdefault(topic_id, set()).add(p)
-    return target
