@@ -404,8 +404,9 @@ class RecordBatch:
     def verify_crc(self) -> bool:
         return self.compute_crc() == self.crc
 
-    def validate(self, strict: bool = False) -> None:
-        """Raise ``CorruptRecordBatch`` unless the header holds together and the CRC matches.
+    def validate(self, strict: bool = False, check_crc: bool = True) -> None:
+        """Raise ``CorruptRecordBatch`` unless the header holds together and the CRC matches
+        (``check_crc=False``: the caller has just checked the CRC).
 
         Checks: batchLength >= 49 and equal to the buffer length - 12; recordCount >= 0;
         lastOffsetDelta >= 0; recordCount <= lastOffsetDelta + 1; a known codec; for an
@@ -445,7 +446,7 @@ class RecordBatch:
                 raise CorruptRecordBatch(
                     f"record count {count} does not match last offset delta {last_delta}"
                 )
-        if not self.verify_crc():
+        if check_crc and not self.verify_crc():
             raise CorruptRecordBatch(
                 f"CRC mismatch: stored {self.crc:#010x}, computed {self.compute_crc():#010x}"
             )
