@@ -97,6 +97,9 @@ NO_SEQUENCE = -1
 NO_PARTITION_LEADER_EPOCH = -1
 
 ATTR_COMPRESSION_MASK = 0x07
+#: compression bits -> codec, a dict lookup where ``Codec(bits)`` is an enum call (every
+#: produced batch's validation asks)
+_CODECS = {codec.value: codec for codec in Codec}
 ATTR_TIMESTAMP_TYPE_MASK = 0x08
 ATTR_TRANSACTIONAL_MASK = 0x10
 ATTR_CONTROL_MASK = 0x20
@@ -314,10 +317,10 @@ class RecordBatch:
     def compression(self) -> Codec:
         """The codec; ``CorruptRecordBatch`` for the unassigned values 5-7."""
         bits = self._buf[ATTRIBUTES_OFFSET + 1] & ATTR_COMPRESSION_MASK
-        try:
-            return Codec(bits)
-        except ValueError:
-            raise CorruptRecordBatch(f"unknown compression codec {bits}") from None
+        codec = _CODECS.get(bits)
+        if codec is None:
+            raise CorruptRecordBatch(f"unknown compression codec {bits}")
+        return codec
 
     @property
     def timestamp_type(self) -> int:
@@ -404,8 +407,9 @@ class RecordBatch:
     def verify_crc(self) -> bool:
         return self.compute_crc() == self.crc
 
-    def validate(self, strict: bool = False) -> None:
-        """Raise ``CorruptRecordBatch`` unless the header holds together and the CRC matches.
+    def validate(self, strict: bool = False, check_crc: bool = True) -> None:
+        """Raise ``CorruptRecordBatch`` unless the header holds together and the CRC matches
+        (``check_crc=False``: the caller has just checked the CRC).
 
         Checks: batchLength >= 49 and equal to the buffer length - 12; recordCount >= 0;
         lastOffsetDelta >= 0; recordCount <= lastOffsetDelta + 1; a known codec; for an
@@ -445,7 +449,7 @@ class RecordBatch:
                 raise CorruptRecordBatch(
                     f"record count {count} does not match last offset delta {last_delta}"
                 )
-        if not self.verify_crc():
+        if check_crc and not self.verify_crc():
             raise CorruptRecordBatch(
                 f"CRC mismatch: stored {self.crc:#010x}, computed {self.compute_crc():#010x}"
             )

@@ -10,6 +10,7 @@ offsets in ``offset_for_timestamp`` / ``max_timestamp``), through ``iter_record_
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -31,6 +32,9 @@ from wireserver.protocol.records import (
 from wireserver.protocol.records import (
     HEADER_STRUCT as _HEADER,
 )
+
+#: baseOffset, batchLength and partitionLeaderEpoch: the first 16 bytes of a v2 batch header
+_OFFSET_LENGTH_EPOCH = struct.Struct(">qii")
 
 
 class BatchHeader(NamedTuple):
@@ -92,12 +96,11 @@ def crc_ok(buf, pos: int, size: int) -> bool:
         return False
 
 
-def set_base_offset(buf, pos: int, size: int, offset: int) -> None:
-    _view(buf, pos, size).set_base_offset(offset)
-
-
-def set_partition_leader_epoch(buf, pos: int, size: int, epoch: int) -> None:
-    _view(buf, pos, size).set_partition_leader_epoch(epoch)
+def set_base_offset_and_epoch(buf, pos: int, header: BatchHeader, offset: int, epoch: int) -> None:
+    """Write baseOffset and partitionLeaderEpoch (both outside the CRC) of the batch at ``pos``,
+    whose header is ``header``, in one pack: batchLength, between the two, is written back as
+    it is. An append does this to every batch, so no ``RecordBatch`` view is made for it."""
+    _OFFSET_LENGTH_EPOCH.pack_into(buf, pos, offset, header.batch_length, epoch)
 
 
 def set_log_append_time(buf, pos: int, size: int, timestamp: int) -> None:

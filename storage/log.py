@@ -54,9 +54,8 @@ from wireserver.storage.batches import (
     iter_headers,
     iter_record_timestamps,
     read_header,
-    set_base_offset,
+    set_base_offset_and_epoch,
     set_log_append_time,
-    set_partition_leader_epoch,
 )
 from wireserver.storage.checkpoint import fsync_dir
 from wireserver.storage.configdef import LONG_MAX
@@ -583,8 +582,7 @@ class Log:
         headers: list[tuple[int, BatchHeader]] = []
         max_timestamp = -1
         for pos, header in incoming:
-            set_base_offset(view, pos, header.size, next_offset)
-            set_partition_leader_epoch(view, pos, header.size, leader_epoch)
+            set_base_offset_and_epoch(view, pos, header, next_offset, leader_epoch)
             if log_append:
                 set_log_append_time(view, pos, header.size, now_ms)
             header = read_header(view, pos)

@@ -17,6 +17,7 @@ from tests.protocol.test_messages import kafka_python_encoding
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.messages import encode_response_chunks
 from wireserver.protocol.produce_response import (
+    ProduceAnswer,
     ProducePartition,
     ProduceTopic,
     encode_produce_response,
@@ -80,7 +81,7 @@ def test_same_bytes_as_kafka_python(version, data, correlation_id):
 TOPIC_IDS = (uuid.UUID("0f3a6c1e-54d2-4b8e-9a77-2c5e1d9b0a41"), uuid.uuid5(uuid.NAMESPACE_DNS, "ü"))
 
 
-def answer(version: int, light: bool) -> Response:
+def answer(version: int, light: bool) -> Response | ProduceAnswer:
     """An answer with what a Produce handler writes: appended partitions (one with a log append
     time), a batch refused with record errors and a message, an unknown partition, and a
     partition whose leader moved (with its leader and that leader's endpoint from v10). Made
@@ -121,18 +122,17 @@ def answer(version: int, light: bool) -> Response:
         ),
     ]
     unicode = [partition(5, ErrorCode.NONE, 2**40, 1_700_000_000_123, 2**39, errors=[])]
-    return Response(
-        version=version,
-        responses=[
-            topic_type(name="orders", topic_id=TOPIC_IDS[0], partition_responses=orders),
-            topic_type(name="zählung-日本-ü", topic_id=TOPIC_IDS[1], partition_responses=unicode),
-        ],
-        throttle_time_ms=25,
-        node_endpoints=[
-            Node(node_id=3, host="broker-3.example", port=9092, rack=None),
-            Node(node_id=4, host="bröker-4", port=19092, rack="rack-ä"),
-        ],
-    )
+    responses = [
+        topic_type(name="orders", topic_id=TOPIC_IDS[0], partition_responses=orders),
+        topic_type(name="zählung-日本-ü", topic_id=TOPIC_IDS[1], partition_responses=unicode),
+    ]
+    nodes = [
+        Node(node_id=3, host="broker-3.example", port=9092, rack=None),
+        Node(node_id=4, host="bröker-4", port=19092, rack="rack-ä"),
+    ]
+    if light:
+        return ProduceAnswer(version, responses, 25, nodes)
+    return Response(version=version, responses=responses, throttle_time_ms=25, node_endpoints=nodes)
 
 
 def plain(value, version: int):

@@ -42,7 +42,7 @@ from wireserver.apis import HandlerResult, handles
 from wireserver.apis.metadata import leader_hints
 from wireserver.context import RequestContext
 from wireserver.protocol.errors import ErrorCode
-from wireserver.protocol.produce_response import ProducePartition, ProduceTopic
+from wireserver.protocol.produce_response import ProduceAnswer, ProducePartition, ProduceTopic
 from wireserver.protocol.records import ATTR_TRANSACTIONAL_MASK, HEADER_SIZE, RecordBatch
 from wireserver.security import checks
 from wireserver.storage.validation import BatchError
@@ -234,7 +234,7 @@ def respond(ctx, responses, moved):
     if moved and ctx.version >= 10:
         leader_class = response_class.TopicProduceResponse.PartitionProduceResponse.LeaderIdAndEpoch
         endpoints = leader_hints(ctx, moved, leader_class, response_class.NodeEndpoint)
-    return ctx.response(responses=responses, throttle_time_ms=0, node_endpoints=endpoints)
+    return ProduceAnswer(ctx.version, responses, 0, endpoints)
 
 
 def await_replication(ctx, waiting, responses, moved):
