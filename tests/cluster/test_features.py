@@ -11,7 +11,7 @@ import json
 import pytest
 
 from tests.cluster.conftest import Cluster, wait_for, zk_client
-from tests.features.test_api_versions_features import api_versions
+from tests.features.requests import api_versions
 from tests.features.test_update_features import SAFE_DOWNGRADE, UPGRADE, update
 from tests.security.test_acl_coverage import share_acknowledge, share_fetch, share_group_heartbeat
 from wireserver.protocol.errors import ErrorCode

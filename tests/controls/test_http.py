@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.controls.test_controls import BAD_COMMANDS, partition_error, produce_request
+from tests.controls.requests import BAD_COMMANDS, partition_error, produce_request
 from tests.ops.conftest import get
 from wireserver.controls.http import is_loopback
 from wireserver.testing import ControlError, EmbeddedBroker

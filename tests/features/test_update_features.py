@@ -8,7 +8,7 @@ import pytest
 from kafka.protocol.admin.cluster import UpdateFeaturesRequest
 
 from tests.apis.conftest import RunningBroker
-from tests.features.test_api_versions_features import api_versions
+from tests.features.requests import api_versions
 from wireserver.protocol.errors import ErrorCode
 from wireserver.testing import KafkaWire
 

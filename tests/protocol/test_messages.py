@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.protocol.api_message import ApiMessage
 
+from tests.protocol.kafka_python_reference import kafka_python_encoding, produce_request_values
 from tests.protocol.message_strategies import message_strategy
-from tests.protocol.test_produce_request import values as produce_values
 from wireserver.protocol.errors import DecodeError, UnsupportedApi
 from wireserver.protocol.framing import FrameDecoder
 from wireserver.protocol.messages import decode_request, encode_response, encode_response_chunks
@@ -72,7 +72,9 @@ def test_request_from_client_decodes(spec, version, data, correlation_id, client
     assert request.header.correlation_id == correlation_id
     assert request.header.client_id == client_id
     if spec.key == 0:  # our own decoder, protocol.produce_request
-        assert produce_values(request.body, version) == produce_values(sent, version)
+        assert produce_request_values(request.body, version) == produce_request_values(
+            sent, version
+        )
     else:
         assert normalized(request.body) == normalized(sent)
 
@@ -95,14 +97,6 @@ def test_response_decodes_in_client(spec, version, data, correlation_id):
     assert normalized(decoded) == normalized(response)
     chunks = encode_response_chunks(spec, version, correlation_id, response)
     assert b"".join(chunks) == kafka_python_encoding(spec, version, correlation_id, response)
-
-
-def kafka_python_encoding(spec, version: int, correlation_id: int, response) -> bytes:
-    """The framed response as kafka-python writes it, header and all (the reference for the
-    encoders that write headers and topic entries themselves)."""
-    response._version = version
-    response.with_header(correlation_id=correlation_id)
-    return bytes(response.encode(header=True, framed=True))
 
 
 @pytest.mark.parametrize("spec,version", VERSIONS, ids=IDS)

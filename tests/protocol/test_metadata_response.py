@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.protocol.kafka_python_reference import kafka_python_encoding
 from tests.protocol.message_strategies import message_strategy
-from tests.protocol.test_messages import kafka_python_encoding
 from wireserver.protocol.metadata_response import PartitionEntries, encode_metadata_response
 from wireserver.protocol.served import SERVED
 

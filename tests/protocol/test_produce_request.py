@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.protocol.producer.produce import ProduceRequest
 
+from tests.protocol.kafka_python_reference import produce_request_values
 from tests.protocol.message_strategies import message_strategy
 from wireserver.protocol.errors import DecodeError
 from wireserver.protocol.framing import FrameDecoder
@@ -44,25 +45,11 @@ def client_frame(
     return frame, pos
 
 
-def values(body, version: int) -> tuple:
-    """Every field of a body (ours, or kafka-python's decoded or built) as plain values; the
-    all-zero topic id is None, as decoders read it."""
-    topics = []
-    for topic in body.topic_data:
-        name = topic.name
-        topic_id = None if topic.topic_id == uuid.UUID(int=0) else topic.topic_id
-        partitions = [
-            (p.index, None if p.records is None else bytes(p.records)) for p in topic.partition_data
-        ]
-        topics.append((name, topic_id, partitions))
-    return body.transactional_id, body.acks, body.timeout_ms, topics
-
-
 def check_decodes(frame: memoryview, pos: int, version: int) -> ProduceRequestBody:
     """Ours and kafka-python's decoder agree, and records are views of the frame."""
     ours = decode_produce_request(frame, pos, version)
     theirs = decode_body(SPEC, version, frame, pos)
-    assert values(ours, version) == values(theirs, version)
+    assert produce_request_values(ours, version) == produce_request_values(theirs, version)
     for topic in ours.topic_data:
         if version < 13:
             assert isinstance(topic.name, str)
@@ -212,7 +199,9 @@ def test_unknown_tagged_fields_are_skipped(version, level):
     frame = memoryview(b"\x00\x00\x00" + wire)
     body = check_decodes(frame, 3, version)
     plain = memoryview(flexible_body(version, "txn", TOPICS))
-    assert values(body, version) == values(decode_produce_request(plain, 0, version), version)
+    assert produce_request_values(body, version) == produce_request_values(
+        decode_produce_request(plain, 0, version), version
+    )
 
 
 # --- malformed input ---------------------------------------------------------------------
@@ -240,11 +229,14 @@ def test_every_truncation_is_a_decode_error(version, framed):
     trailing = b"\x01\x02\x03\x04\xff"
     full = bytes(frame) + trailing
     body_end = len(frame)
-    expected = values(decode_produce_request(frame, pos, version), version)
+    expected = produce_request_values(decode_produce_request(frame, pos, version), version)
     for cut in range(pos, len(full) + 1):
         view = memoryview(full)[:cut]
         if cut >= body_end:
-            assert values(decode_produce_request(view, pos, version), version) == expected
+            assert (
+                produce_request_values(decode_produce_request(view, pos, version), version)
+                == expected
+            )
         else:
             with pytest.raises(DecodeError):
                 decode_produce_request(view, pos, version)
@@ -298,11 +290,11 @@ def test_malformed_is_a_decode_error(version, frame):
 def test_valid_after_flex_helper():
     """The BAD cases are near misses: the same shapes, well formed, decode."""
     body = decode_produce_request(flex(b"\x02\x02a\x02\x00\x00\x00\x04\x04abc\x00\x00\x00"), 0, 9)
-    assert values(body, 9) == (None, 1, 100, [("a", None, [(4, b"abc")])])
+    assert produce_request_values(body, 9) == (None, 1, 100, [("a", None, [(4, b"abc")])])
     body = decode_produce_request(
         classic(b"", struct.pack(">ih", 1, 0) + struct.pack(">iii", 1, 0, 4) + b"abcd"), 0, 3
     )
-    assert values(body, 3) == (None, 1, 100, [("", None, [(0, b"abcd")])])
+    assert produce_request_values(body, 3) == (None, 1, 100, [("", None, [(0, b"abcd")])])
 
 
 @settings(max_examples=1000, deadline=None)

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.protocol.kafka_python_reference import kafka_python_encoding
 from tests.protocol.message_strategies import message_strategy
-from tests.protocol.test_messages import kafka_python_encoding
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.messages import encode_response_chunks
 from wireserver.protocol.produce_response import (

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 
-from tests.wireserver.test_coordinator_runtime import Host, fired
+from tests.wireserver.runtime_host import Host, fired
 from wireserver.coordinator_runtime import SHARE_STATE_TOPIC
 from wireserver.protocol.errors import ErrorCode
 from wireserver.share.manager import SharePartitionManager

@@ -12,7 +12,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata
 
-from tests.txn.test_clients import broker_overrides, consume_all, unique
+from tests.txn.helpers import broker_overrides, consume_all, unique
 from wireserver.testing import EmbeddedBroker
 
 

@@ -16,7 +16,7 @@ from kafka.protocol.admin.transactions import DescribeProducersRequest, Describe
 from kafka.protocol.producer.transaction import EndTxnRequest
 
 from compat_tests.raw_protocol import init_producer_id, topic_ids, transactional_produce
-from tests.txn.test_clients import consume_all
+from tests.txn.helpers import consume_all
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.messages_txn import TxnOffsetCommitRequest as Request
 from wireserver.protocol.messages_txn import TxnOffsetCommitResponse as Response

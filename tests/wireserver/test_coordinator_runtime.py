@@ -5,15 +5,11 @@ election and unloading on resignation."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from twisted.internet.task import Clock
 
 from tests.small_fs import fill, small_filesystem
+from tests.wireserver.runtime_host import Host, fired
 from wireserver import coordinator_runtime
-from wireserver.cluster.metadata import ZkMetadata
-from wireserver.config import BrokerConfig
 from wireserver.coordinator_runtime import (
     CoordinatorRuntime,
     InternalTopic,
@@ -21,11 +17,7 @@ from wireserver.coordinator_runtime import (
     kafka_abs,
     partition_for,
 )
-from wireserver.metadata import LocalMetadata
 from wireserver.protocol.errors import ErrorCode
-from wireserver.purgatory import Purgatory
-from wireserver.replica.manager import ReplicaManager
-from wireserver.storage.manager import LogManager
 
 E = ErrorCode
 NAME = "__test_state"
@@ -37,50 +29,6 @@ TOPIC = InternalTopic(
     commit_timeout_config="offsets.commit.timeout.ms",
     keys="key(s)",
 )
-
-
-class FakeCluster:
-    """What the cluster metadata (``ZkMetadata``) reads of the ZooKeeper view: the topics
-    ZooKeeper knows and the live brokers."""
-
-    def __init__(self, brokers: int):
-        self.topics: dict[str, Any] = {}
-        self.brokers = {i: None for i in range(1, brokers + 1)}
-
-
-class Host:
-    """A broker's parts the runtime uses: config, logs, replica manager, metadata, clock."""
-
-    def __init__(self, tmp_path, clustered: bool, partitions: int = 3, **config: str):
-        self.clock = Clock()
-        values = {
-            "log.dirs": str(tmp_path),
-            "node.id": "1",
-            "offsets.topic.num.partitions": str(partitions),
-            "offsets.topic.replication.factor": "1",
-            "offsets.commit.timeout.ms": "500",
-        }
-        if clustered:
-            values["zookeeper.connect"] = "zk.invalid:2181"
-        values.update(config)
-        self.config = BrokerConfig.load(None, values)
-        self.logs = LogManager([str(tmp_path)], self.config.topic_defaults(), self.now_ms)
-        self.logs.load()
-        self.purgatory = Purgatory(self.clock)
-        self.replicas = ReplicaManager(
-            1,
-            self.logs,
-            self.purgatory,
-            self.now_ms,
-            lambda logs: None,
-            local_leadership=not clustered,
-        )
-        parts = (1, self.logs, self.replicas, self.purgatory, None, None)
-        self.cluster = FakeCluster(1)
-        self.metadata = ZkMetadata(self.cluster, *parts) if clustered else LocalMetadata(*parts)
-
-    def now_ms(self) -> int:
-        return int(self.clock.seconds() * 1000)
 
 
 class Shard:
@@ -131,12 +79,6 @@ def key_in(runtime: CoordinatorRuntime, partition: int) -> str:
     return next(
         k for k in (f"key-{i}" for i in range(1000)) if runtime.partition_for(k) == partition
     )
-
-
-def fired(d) -> list:
-    box: list = []
-    d.addCallback(box.append)
-    return box
 
 
 def test_a_key_goes_to_the_partition_kafka_chooses(tmp_path):

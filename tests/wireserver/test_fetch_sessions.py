@@ -11,7 +11,7 @@ import pytest
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from twisted.internet.testing import MemoryReactorClock
 
-from tests.wireserver.test_server import connect, responses, send
+from tests.wireserver.connection import connect, responses, send
 from wireserver.broker import Broker
 from wireserver.config import BrokerConfig
 from wireserver.fetch_sessions import EVICTION_MS, INT32_MAX, SHARDS, FetchSessionCache, next_epoch

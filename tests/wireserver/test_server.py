@@ -9,13 +9,12 @@ from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.metadata.api_versions import ApiVersionsResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
-from twisted.internet.address import IPv4Address
-from twisted.internet.testing import MemoryReactorClock, StringTransport
+from twisted.internet.testing import MemoryReactorClock
 
+from tests.wireserver.connection import connect, responses, send
 from wireserver.broker import Broker
 from wireserver.config import BrokerConfig
 from wireserver.protocol.errors import ErrorCode
-from wireserver.protocol.framing import FrameDecoder
 from wireserver.protocol.records import RecordBatchBuilder
 
 
@@ -34,26 +33,6 @@ def broker(tmp_path):
     instance.start()
     yield instance
     instance.logs.close()
-
-
-def connect(broker):
-    factory = broker.ports[0].factory if hasattr(broker.ports[0], "factory") else None
-    factory = factory or broker.reactor.tcpServers[0][1]
-    connection = factory.buildProtocol(IPv4Address("TCP", "127.0.0.1", 5555))
-    transport = StringTransport(peerAddress=IPv4Address("TCP", "127.0.0.1", 5555))
-    connection.makeConnection(transport)
-    return connection, transport
-
-
-def send(connection, request, correlation_id):
-    request.with_header(correlation_id=correlation_id, client_id="test")
-    connection.dataReceived(bytes(request.encode(header=True, framed=True)))
-
-
-def responses(transport) -> list[memoryview]:
-    frames = FrameDecoder().feed(transport.value())
-    transport.clear()
-    return frames
 
 
 def correlation(frame) -> int:
