@@ -19,7 +19,7 @@ from confluent_kafka.admin import (
 
 from tests.cluster.conftest import Cluster, wait_for, zk_client
 from tests.cluster.test_admin import topic_error
-from tests.cluster.test_replication import create
+from tests.cluster.topics import create
 
 pytestmark = pytest.mark.integration
 

@@ -22,9 +22,10 @@ from confluent_kafka.admin import AdminClient
 
 from tests.cluster.conftest import Cluster, wait_for, zk_client
 from tests.cluster.test_coordination import find_coordinator
-from tests.cluster.test_replication import create, metadata, records_on_disk
+from tests.cluster.topics import create, records_on_disk
 from wireserver.protocol.served import SERVED
 from wireserver.testing import KafkaWire
+from wireserver.testing.cluster import cluster_metadata as metadata
 
 pytestmark = pytest.mark.integration
 

@@ -14,9 +14,10 @@ from confluent_kafka import Consumer, ElectionType, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from tests.cluster.conftest import Cluster, wait_for
-from tests.cluster.test_replication import create, metadata
+from tests.cluster.topics import create
 from wireserver.protocol.served import SERVED
 from wireserver.testing import KafkaWire
+from wireserver.testing.cluster import cluster_metadata as metadata
 
 pytestmark = pytest.mark.integration
 

@@ -35,9 +35,10 @@ from kafka.protocol.producer.produce import ProduceRequest
 
 from compat_tests.reference import require_tools, run_tool
 from tests.cluster.conftest import Cluster, wait_for
-from tests.cluster.test_replication import create, metadata
+from tests.cluster.topics import create
 from tests.integration import raw
 from wireserver.testing import KafkaWire
+from wireserver.testing.cluster import cluster_metadata as metadata
 
 pytestmark = pytest.mark.integration
 

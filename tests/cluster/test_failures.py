@@ -27,10 +27,11 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from compat_tests.reference import popen_tool, require_tools
 from tests.cluster.conftest import Cluster, wait_for
-from tests.cluster.test_replication import create, metadata, records_on_disk
+from tests.cluster.topics import create, records_on_disk
 from tests.integration.raw import produce, produce_errors, v2_batch
 from wireserver.cluster import zkdata as zd
 from wireserver.testing import KafkaWire
+from wireserver.testing.cluster import cluster_metadata as metadata
 
 pytestmark = pytest.mark.integration
 

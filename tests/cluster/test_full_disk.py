@@ -22,7 +22,7 @@ from tests.cluster.test_failures import (
     wait_isr,
     wait_progress,
 )
-from tests.cluster.test_replication import create
+from tests.cluster.topics import create
 from tests.small_fs import resize, small_filesystem
 
 pytestmark = pytest.mark.integration

@@ -27,10 +27,11 @@ from confluent_kafka.admin import (
 from cryptography import x509
 
 from tests.cluster.conftest import Cluster, wait_for
-from tests.cluster.test_replication import metadata, records_on_disk
+from tests.cluster.topics import records_on_disk
 from wireserver.protocol.errors import ErrorCode
 from wireserver.security.certs import issue, load_ca, write_test_pki
 from wireserver.testing import KafkaWire
+from wireserver.testing.cluster import cluster_metadata as metadata
 from wireserver.testing.wire import fetch_request
 
 pytestmark = pytest.mark.integration

@@ -8,7 +8,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.cluster.conftest import Cluster, wait_for
-from tests.cluster.test_replication import metadata
+from wireserver.testing.cluster import cluster_metadata as metadata
 
 pytestmark = pytest.mark.integration
 

@@ -4,17 +4,14 @@ return to the ISR."""
 
 from __future__ import annotations
 
-import glob
-import os
-import struct
 import threading
 import time
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.cluster.conftest import Cluster, wait_for
+from tests.cluster.topics import create, records_on_disk
 from wireserver.testing.cluster import cluster_metadata as metadata
 
 pytestmark = pytest.mark.integration
@@ -25,38 +22,6 @@ def cluster(zookeeper):
     nodes = Cluster(zookeeper, 3, "/wireserver-replication").start()
     yield nodes
     nodes.close()
-
-
-def create(cluster: Cluster, name: str, partitions: int = 1, rf: int = 3, **configs) -> None:
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    future = admin.create_topics(
-        [
-            NewTopic(
-                name,
-                partitions,
-                rf,
-                config={k.replace("_", "."): str(v) for k, v in configs.items()},
-            )
-        ]
-    )[name]
-    future.result(30)
-
-
-def records_on_disk(data_dir: str, topic: str, partition: int) -> int:
-    """Records in a broker's segment files for one partition, from the batch headers."""
-    count = 0
-    for path in sorted(glob.glob(os.path.join(data_dir, f"{topic}-{partition}", "*.log"))):
-        with open(path, "rb") as handle:
-            data = handle.read()
-        pos = 0
-        while pos + 61 <= len(data):
-            (length,) = struct.unpack_from(">i", data, pos + 8)
-            if length <= 0 or pos + 12 + length > len(data):
-                break
-            (last_delta,) = struct.unpack_from(">i", data, pos + 23)
-            count += last_delta + 1
-            pos += 12 + length
-    return count
 
 
 def test_rf3_topic_has_three_replicas_and_full_isr(cluster):

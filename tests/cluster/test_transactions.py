@@ -14,10 +14,11 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tests.cluster.conftest import Cluster, wait_for
 from tests.cluster.test_coordination import OVERRIDES as COORDINATION_OVERRIDES
 from tests.cluster.test_coordination import find_coordinator
-from tests.cluster.test_replication import create, metadata
+from tests.cluster.topics import create
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.served import SERVED
 from wireserver.testing import KafkaWire
+from wireserver.testing.cluster import cluster_metadata as metadata
 
 pytestmark = pytest.mark.integration
 

@@ -18,9 +18,10 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.cluster.conftest import Cluster, wait_for
-from tests.cluster.test_replication import create, metadata
+from tests.cluster.topics import create
 from wireserver.cluster import zkdata as zd
 from wireserver.testing import EmbeddedBroker
+from wireserver.testing.cluster import cluster_metadata as metadata
 
 pytestmark = pytest.mark.integration
 

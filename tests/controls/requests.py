@@ -1,4 +1,5 @@
-"""Requests and answers the control tests share: a Produce to send, a partition's error in its answer, commands the control API refuses."""
+"""Requests and answers the control tests share: a Produce to send, a partition's error in its
+answer, commands the control API refuses."""
 
 from __future__ import annotations
 

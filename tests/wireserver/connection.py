@@ -1,4 +1,5 @@
-"""A broker connection driven in-process (a string transport): connect, send a request, read the framed responses."""
+"""A broker connection driven in-process (a string transport): connect, send a request, read the
+framed responses."""
 
 from __future__ import annotations
 

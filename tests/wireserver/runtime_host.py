@@ -1,4 +1,5 @@
-"""A host for a coordinator runtime over real logs in a temporary dir, and what a Deferred fired with."""
+"""A host for a coordinator runtime over real logs in a temporary dir, and what a Deferred fired
+with."""
 
 from __future__ import annotations
 
