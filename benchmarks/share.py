@@ -93,24 +93,21 @@ class Member:
     """One ShareBenchConsumer JVM (client-pinned); its stdout lines are kept as they come."""
 
     def __init__(self, pinning: Pinning, classpath: str, bootstrap: str, topic: str, group: str):
-        from compat_tests.reference.launcher import LOG4J2_TOOLS, _java
+        from compat_tests.applications import app_command
 
         self.lines: list[str] = []
         self.progress = 0
         self.ready = threading.Event()
         self.process = subprocess.Popen(
-            [
-                _java(),
-                *JVM_OPTIONS,
-                f"-Dlog4j2.configurationFile={LOG4J2_TOOLS}",
-                "-cp",
+            app_command(
                 classpath,
                 "ShareBenchConsumer",
                 bootstrap,
                 topic,
                 group,
                 str(IDLE_EXIT_MS),
-            ],
+                jvm_options=JVM_OPTIONS,
+            ),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

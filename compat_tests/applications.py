@@ -55,6 +55,28 @@ CONNECT_JARS = JarSet(
 APP_JVM_OPTS = ("-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 
 
+def app_command(
+    classpath: str,
+    main_class: str,
+    *args: str,
+    jvm_options: tuple[str, ...] = APP_JVM_OPTS,
+    properties: Mapping[str, object] | None = None,
+) -> list[str]:
+    """The command line of one of the project's Java apps (or benchmark clients): ``java``,
+    the JVM options, the tools' log4j2 file and ``properties`` as ``-D``s, the classpath, the
+    main class and its arguments."""
+    defines = {"log4j2.configurationFile": LOG4J2_TOOLS, **(properties or {})}
+    return [
+        _java(),
+        *jvm_options,
+        *(f"-D{name}={value}" for name, value in defines.items()),
+        "-cp",
+        classpath,
+        main_class,
+        *args,
+    ]
+
+
 def streams_classpath(version: str = KAFKA_VERSION) -> str:
     """``lib/*:streams-lib/*:<compiled apps>``, resolving and compiling on first use."""
     jars = f"{resolve(version)}/*:{resolve(version, jars_of=STREAMS_JARS)}/*"
@@ -114,15 +136,7 @@ class JavaApp:
         self.process: subprocess.Popen | None = None
 
     def start(self) -> JavaApp:
-        cmd = [
-            _java(),
-            *APP_JVM_OPTS,
-            f"-Dlog4j2.configurationFile={LOG4J2_TOOLS}",
-            "-cp",
-            self.classpath,
-            self.main_class,
-            *self.args,
-        ]
+        cmd = app_command(self.classpath, self.main_class, *self.args)
         with open(self.log, "ab") as out:
             self.process = subprocess.Popen(
                 cmd,

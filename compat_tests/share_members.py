@@ -17,9 +17,9 @@ import subprocess
 import threading
 import time
 
-from compat_tests.applications import share_client_classpath
+from compat_tests.applications import app_command, share_client_classpath
 from compat_tests.reference import require_tools
-from compat_tests.reference.launcher import LOG4J2_TOOLS, _java, _preexec, run_tool
+from compat_tests.reference.launcher import _preexec, run_tool
 
 #: ShareClient leaves after this long without a record (acknowledgements committed first)
 IDLE_EXIT_MS = 2000
@@ -46,14 +46,7 @@ class ShareMember:
     ):
         self.lines: list[str] = []
         self.process = subprocess.Popen(
-            [
-                _java(),
-                "-Xmx256m",
-                "-XX:+UseSerialGC",
-                "-XX:TieredStopAtLevel=1",
-                f"-Dlog4j2.configurationFile={LOG4J2_TOOLS}",
-                f"-Dfirst.record.wait.ms={first_record_wait_ms}",
-                "-cp",
+            app_command(
                 classpath,
                 "ShareClient",
                 bootstrap,
@@ -61,7 +54,9 @@ class ShareMember:
                 group,
                 str(IDLE_EXIT_MS),
                 *extra,
-            ],
+                jvm_options=("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"),
+                properties={"first.record.wait.ms": first_record_wait_ms},
+            ),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

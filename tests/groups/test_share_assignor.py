@@ -22,9 +22,8 @@ import uuid
 
 import pytest
 
-from compat_tests.applications import share_assignor_classpath
+from compat_tests.applications import app_command, share_assignor_classpath
 from compat_tests.reference import require_tools
-from compat_tests.reference.launcher import _java
 from wireserver.groups.share_assignor import kafka_member_order, simple_assign
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.messages_share import ShareGroupHeartbeatRequest
@@ -160,14 +159,11 @@ def chain(rng: random.Random) -> list[Case]:
 def kafka_answers(cases: list[Case]) -> list[list[str]]:
     require_tools()
     proc = subprocess.run(
-        [
-            _java(),
-            "-Xmx256m",
-            "-XX:+UseSerialGC",
-            "-cp",
+        app_command(
             share_assignor_classpath(),
             "SimpleAssignorCases",
-        ],
+            jvm_options=("-Xmx256m", "-XX:+UseSerialGC"),
+        ),
         input="\n".join(case.text() for case in cases) + "\n",
         capture_output=True,
         text=True,

@@ -319,15 +319,18 @@ class SharePartitionManager:
         share session cache): its share-partitions here are dropped once their state is
         written, so that the next member to fetch reads the state afresh (what the share-group
         offset APIs set or deleted meanwhile, through the share coordinators)."""
-        if any(g == group_id for g, _ in self.sessions):
+        if self._has_sessions(group_id):
             return
         for key, found in list(self.partitions.items()):
             if key[0] == group_id:
                 self.persisted(found).addCallback(self._drop_if_idle, key, found)
 
     def _drop_if_idle(self, _: Any, key: tuple[str, str, int], found: SharePartition) -> None:
-        if self.partitions.get(key) is found and not any(g == key[0] for g, _ in self.sessions):
+        if self.partitions.get(key) is found and not self._has_sessions(key[0]):
             self._drop(key)
+
+    def _has_sessions(self, group_id: str) -> bool:
+        return any(g == group_id for g, _ in self.sessions)
 
     @defer.inlineCallbacks
     def reset(self, group_id: str, topic: str, index: int, start_offset: int):
@@ -365,13 +368,9 @@ class SharePartitionManager:
             self._drop(key)
         for key in [k for k in self.sessions if k[0] == group_id]:
             del self.sessions[key]
-        deletes = []
-        for topic, index in partitions:
-            key = self.state_key(group_id, topic, index)
-            if not self.store.runtime.clustered and key not in self.store.states:
-                continue  # one node: every state is here, and most partitions have none
-            deletes.append(self.store.delete_state(key))
-        return defer.gatherResults(deletes)
+        return defer.gatherResults(
+            [self.store.delete_state(self.state_key(group_id, *tp)) for tp in partitions]
+        )
 
     def stop(self) -> None:
         for partition in self.partitions.values():
