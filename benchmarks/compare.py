@@ -10,12 +10,15 @@ one KRaft node; then wireserver as a ``wireserver serve`` subprocess) it
    ``kafka-storage format`` and the JVM start), then reads the idle RSS;
 2. runs the throughput workloads while sampling the RSS of the broker's process tree:
    confluent-kafka (librdkafka) producers for 1 KB and 100 B records × 1 and 8 partitions ×
-   acks 1 and all, Kafka's ``kafka-producer-perf-test`` (the Java producer, idempotent by
-   default), and full-log reads with confluent-kafka and ``kafka-consumer-perf-test``;
+   acks 1 and all, and full-log reads with confluent-kafka;
 3. runs the latency workloads: produce latency at a fixed 5,000 records/s (librdkafka and the
    Java perf test), end-to-end latency (produce → consume) at a fixed rate, and the time for a
    confluent-kafka consumer with a fresh group to get its assignment;
 4. stops it; a few more cold starts give the median start-up time.
+
+Then it starts every broker again, all at once, and runs Kafka's Java perf tools
+(``kafka-producer-perf-test``, the Java producer, idempotent by default, and
+``kafka-consumer-perf-test``) in rounds that alternate between them (``run_java_alternating``).
 
 Every load generator is a separate process (``benchmarks.rdkafka_load`` for librdkafka; a
 JVM for Kafka's tools). On a machine with two or more usable CPUs the broker (and all its
@@ -61,7 +64,8 @@ class Sizes:
     records_1k: int  # records per timed produce repetition, 1 KB values
     records_100: int  # records per timed produce repetition, 100 B values
     reps: int  # timed repetitions of each librdkafka workload
-    java_reps: int  # runs of each Java perf-test (a JVM each)
+    java_reps: int  # runs of the Java producer's latency workload (a JVM each)
+    java_rounds: int  # rounds of the Java throughput tools, one run against each broker
     latency_seconds: float  # timed part of each fixed-rate latency run
     join_reps: int
     kafka_starts: int  # cold starts measured in total (the first is the one used)
@@ -76,6 +80,9 @@ DEFAULT = Sizes(
     # the same tool against the same broker spread by ±30 %, so two were not enough to order
     # the brokers.
     java_reps=5,
+    # Alternating rounds (``run_java_alternating``): eight pairs put a ratio's median within a
+    # few per cent where single runs spread by ±30 %.
+    java_rounds=8,
     latency_seconds=10.0,
     join_reps=5,
     kafka_starts=3,
@@ -86,6 +93,7 @@ QUICK = Sizes(
     records_100=150_000,
     reps=3,
     java_reps=1,
+    java_rounds=1,
     latency_seconds=3.0,
     join_reps=3,
     kafka_starts=1,
@@ -852,43 +860,27 @@ class Session:
                     )
                     self.log(f"  {workload}: {mib_s:.1f} MB/s, {records / seconds:,.0f} rec/s")
 
-    def java_produce(self) -> None:
-        for size in (1024, 100):
-            records = self.sizes.records_1k if size == 1024 else self.sizes.records_100
-            label = "1 KB" if size == 1024 else "100 B"
-            workload = (
-                f"produce {label}, 1 partition, acks=all, idempotent "
-                f"(Java kafka-producer-perf-test)"
-            )
-            key = f"java-produce-{size}"
-            topic = f"bench-java-{size}"
-            runs = self.java_runs(
-                lambda topic=topic, records=records, size=size: java_produce(
-                    self.pinning, self.b.bootstrap, topic, records, size, -1, {"acks": "all"}
-                )
-            )
-            if isinstance(runs, str):
-                self.failed(key, workload, "MB/s", True, runs)
-                continue
-            mib_s, note = _java_figure(runs, records * size)
-            self.put(key, workload, "MB/s", True, mib_s, note)
-            self.log(f"  {workload}: {mib_s:.1f} MB/s{note}")
-
     def java_runs(self, run: Callable[[], dict]) -> list[dict] | str:
-        """``run`` (one Java tool, a JVM each) ``java_reps`` times, each after a writeback
-        settle: the runs' results with the broker's and the tool's CPU seconds
-        (``broker_cpu_s``, ``client_cpu_s``), or the first run's error."""
+        """``run`` (one Java tool, a JVM each) ``java_reps`` times: the runs' results
+        (``java_run``'s), or the first run's error."""
         runs = []
         for _ in range(self.sizes.java_reps):
-            self.settle()
-            broker_before, client_before = tree_cpu_seconds(self.b.pid), children_cpu_seconds()
-            out = run()
+            out = self.java_run(run)
             if "error" in out:
                 return out["error"]
-            out["broker_cpu_s"] = tree_cpu_seconds(self.b.pid) - broker_before
-            out["client_cpu_s"] = children_cpu_seconds() - client_before
             runs.append(out)
         return runs
+
+    def java_run(self, run: Callable[[], dict]) -> dict:
+        """One ``run`` of a Java tool after a writeback settle, with the broker's and the
+        tool's CPU seconds over it (``broker_cpu_s``, ``client_cpu_s``)."""
+        self.settle()
+        broker_before, client_before = tree_cpu_seconds(self.b.pid), children_cpu_seconds()
+        out = run()
+        if "error" not in out:
+            out["broker_cpu_s"] = tree_cpu_seconds(self.b.pid) - broker_before
+            out["client_cpu_s"] = children_cpu_seconds() - client_before
+        return out
 
     def settle(self) -> None:
         """``settle_writeback`` before a throughput workload, logged when it takes a while."""
@@ -939,21 +931,6 @@ class Session:
                 f"{cpu_note(client_cpu, moved, 'client')})",
             )
             self.log(f"  {workload}: {mib_s:.1f} MB/s over {records:,} records")
-
-    def java_consume(self) -> None:
-        topic = "bench-1024-p1-acks1"
-        records = self.topic_records.get(topic, self.sizes.records_1k)
-        workload = (
-            "consume 1 KB from a full log, 1 partition (Java kafka-consumer-perf-test, group)"
-        )
-        key = "java-consume-1024"
-        runs = self.java_runs(lambda: java_consume(self.pinning, self.b.bootstrap, topic, records))
-        if isinstance(runs, str):
-            self.failed(key, workload, "MB/s", True, runs)
-            return
-        mib_s, note = _java_figure(runs, records * 1024)
-        self.put(key, workload, "MB/s", True, mib_s, note)
-        self.log(f"  {workload}: {mib_s:.1f} MB/s{note}")
 
     # -- latency ---------------------------------------------------------------------
 
@@ -1091,11 +1068,12 @@ def run_target(
         log(f"  idle RSS {idle:.0f} MiB")
         with RssSampler(broker.pid) as sampler:
             session.produce_matrix()
-            if java:
-                session.java_produce()
+            java_rows = java_throughput_workloads(sizes, pinning) if java else []
+            for job in java_rows[:2]:  # filled by run_java_alternating, listed here
+                results.row(job.key, job.workload, "MB/s", True)
             session.consume()
-            if java:
-                session.java_consume()
+            for job in java_rows[2:]:
+                results.row(job.key, job.workload, "MB/s", True)
         results.put(
             target,
             "rss-load",
@@ -1125,6 +1103,114 @@ def run_target(
         f" (n={len(starts)})",
     )
     log(f"  start-up median {_median(starts) * 1000:.0f} ms over {len(starts)}")
+
+
+@dataclass(frozen=True)
+class JavaThroughput:
+    """One of the Java perf tools' throughput rows: ``run`` is one run of the tool against
+    a session's broker; ``nbytes`` the record bytes it moves."""
+
+    key: str
+    workload: str
+    nbytes: int
+    run: Callable[[Session], dict]
+
+
+def java_throughput_workloads(sizes: Sizes, pinning: Pinning) -> list[JavaThroughput]:
+    """The idempotent Java producer (1 KB and 100 B records) and the group consumer (reading
+    the 1 KB records the producer wrote)."""
+    rows = []
+    for size in (1024, 100):
+        records = sizes.records_1k if size == 1024 else sizes.records_100
+        label = "1 KB" if size == 1024 else "100 B"
+        rows.append(
+            JavaThroughput(
+                f"java-produce-{size}",
+                f"produce {label}, 1 partition, acks=all, idempotent "
+                "(Java kafka-producer-perf-test)",
+                records * size,
+                lambda s, size=size, records=records: java_produce(
+                    pinning, s.b.bootstrap, f"bench-java-{size}", records, size, -1, {"acks": "all"}
+                ),
+            )
+        )
+    rows.append(
+        JavaThroughput(
+            "java-consume-1024",
+            "consume 1 KB from a full log, 1 partition (Java kafka-consumer-perf-test, group)",
+            sizes.records_1k * 1024,
+            lambda s: java_consume(pinning, s.b.bootstrap, "bench-java-1024", sizes.records_1k),
+        )
+    )
+    return rows
+
+
+def run_java_alternating(
+    names: list[str],
+    sizes: Sizes,
+    pinning: Pinning,
+    results: Results,
+    log: Callable[[str], None],
+) -> None:
+    """The Java tools' throughput rows, with every target's broker up at once and the runs
+    alternating between them: an untimed warm-up run against each, then ``java_rounds`` rounds
+    of one run against each, the first broker of a round rotating. Each tool is alone on its
+    core and its own limit, and a run of it against the same broker spreads by ±30 %; run one
+    broker's runs minutes after the other's and the machine's drift between the two (another
+    tenant, the page cache the first broker left) orders them as much as the brokers do.
+    Alternating gives both the same moments, and the pairs give a ratio per round: with two
+    targets the second's note has their median (the table's ratio is of the medians). The
+    idle broker waits pinned on the same CPU as the measured one."""
+    brokers: list[Broker] = []
+    try:
+        for name in names:
+            with results.noting_failure(name, log):
+                brokers.append(STARTERS[name](pinning))
+        if not brokers:
+            return
+        log(f"== Java tools, alternating between {', '.join(b.name for b in brokers)}")
+        sessions = [Session(b, sizes, pinning, results, True, log) for b in brokers]
+        for job in java_throughput_workloads(sizes, pinning):
+            runs: dict[str, list[dict]] = {s.target: [] for s in sessions}
+            failed: dict[str, str] = {}
+            for s in sessions:
+                warm = s.java_run(functools.partial(job.run, s))
+                if "error" in warm:
+                    failed[s.target] = warm["error"]
+            for round_no in range(sizes.java_rounds):
+                turn = round_no % len(sessions)
+                for s in sessions[turn:] + sessions[:turn]:
+                    if s.target in failed:
+                        continue
+                    out = s.java_run(functools.partial(job.run, s))
+                    if "error" in out:
+                        failed[s.target] = out["error"]
+                    else:
+                        runs[s.target].append(out)
+            for s in sessions:
+                if s.target in failed:
+                    s.failed(job.key, job.workload, "MB/s", True, failed[s.target])
+                    continue
+                mib_s, note = _java_figure(runs[s.target], job.nbytes)
+                if s is sessions[-1] and len(sessions) == 2 and sessions[0].target not in failed:
+                    note = (
+                        note[:-1]
+                        + "; "
+                        + _paired_note(runs[sessions[0].target], runs[s.target])
+                        + ")"
+                    )
+                s.put(job.key, job.workload, "MB/s", True, mib_s, note)
+                log(f"  {s.target}, {job.workload}: {mib_s:.1f} MB/s{note}")
+    finally:
+        for broker in brokers:
+            broker.stop()
+
+
+def _paired_note(base: list[dict], ours: list[dict]) -> str:
+    """The median of the rounds' ratios (ours ÷ base) and how many rounds were above 1."""
+    ratios = [o["mib_per_s"] / b["mib_per_s"] for b, o in zip(base, ours)]
+    above = sum(r > 1 for r in ratios)
+    return f"paired: median ratio {_median(ratios):.2f}×, {above} of {len(ratios)} rounds above 1"
 
 
 # ------------------------------------------------------------------------------ report
@@ -1220,7 +1306,8 @@ def write_results(
         f"- command: `{' '.join(argv)}`",
         f"- sizes ({'--quick' if quick else 'default'}): {sizes.records_1k:,} × 1 KB or "
         f"{sizes.records_100:,} × 100 B records per repetition, {sizes.reps} repetitions "
-        f"(+ warm-up) per librdkafka workload, {sizes.java_reps} run(s) per Java tool, "
+        f"(+ warm-up) per librdkafka workload, {sizes.java_rounds} alternating round(s) per Java "
+        f"throughput tool (+ a warm-up run), {sizes.java_reps} run(s) of the Java latency workload, "
         f"{sizes.latency_seconds:g} s per latency run, {sizes.join_reps} group joins, "
         f"{sizes.kafka_starts} Kafka / {sizes.wireserver_starts} wireserver cold starts",
         f"- CPU pinning: {pinning.describe()}",
@@ -1230,7 +1317,12 @@ def write_results(
         *table,
         "",
         "Method: each broker runs alone, one after the other, on the same machine and loopback "
-        "interface. Each librdkafka workload is a fresh client process that sends a warm-up "
+        "interface, except for the Java tools' throughput rows: for those both brokers run at "
+        "once (the idle one waits on the same pinned CPU) and the tool's runs alternate between "
+        "them round by round, first one broker then the other, after an untimed warm-up run "
+        "against each; such a row's figure is the median of its runs and its note gives the "
+        "median of the rounds' ratios (a single run of these tools spreads by ±30 %, and a "
+        "broker measured minutes after the other meets another machine). Each librdkafka workload is a fresh client process that sends a warm-up "
         "(a fifth of the records) and then times each repetition from the first produce() to "
         "the last acknowledgement; the figure is the median. Consume reads the topic written by "
         "the produce workload from offset 0 (one untimed pass first), with librdkafka's "
@@ -1240,7 +1332,7 @@ def write_results(
         '"Broker ... ms CPU/100 MB" in a throughput row is the user + system CPU time of '
         "the broker's process tree over the whole client command (warm-up and repetitions), "
         "per 100 MB of record values produced or read: throughput is often the client's "
-        "limit, this is the broker's cost; in a Java tool's row it covers all its runs, and "
+        "limit, this is the broker's cost; in a Java tool's row it covers all its timed runs, and "
         '"client ... ms CPU/100 MB" is the client process\'s own CPU likewise (the Python '
         "librdkafka process, or a Java tool's JVM), on its one core. Before "
         "every throughput workload, Java run and latency workload the harness runs `sync`, so "
@@ -1419,6 +1511,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in targets:
         with results.noting_failure(name, log):
             run_target(name, sizes, pinning, results, not args.skip_java, log)
+    if not args.skip_java:
+        run_java_alternating(targets, sizes, pinning, results, log)
     elapsed = time.monotonic() - t0
     table = render_table(results)
     log("")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from benchmarks.compare import MIB, _java_figure, cpu_seconds
+from benchmarks.compare import MIB, _java_figure, _paired_note, cpu_seconds
 
 
 def test_a_java_row_gives_the_median_the_spread_and_both_sides_cpu_per_100_mb():
@@ -25,6 +25,12 @@ def test_a_java_row_gives_the_median_the_spread_and_both_sides_cpu_per_100_mb():
 def test_a_java_row_without_cpu_figures_keeps_the_rate_and_spread_only():
     mib_s, note = _java_figure([{"mib_per_s": 8.0, "records_per_s": 8192.0}], 1)
     assert (mib_s, note) == (8.0, " (8 k rec/s)")
+
+
+def test_alternating_rounds_give_the_median_of_their_ratios_and_the_rounds_ahead():
+    kafka = [{"mib_per_s": v} for v in (20.0, 30.0, 40.0, 25.0)]
+    ours = [{"mib_per_s": v} for v in (30.0, 27.0, 36.0, 30.0)]  # 1.5, 0.9, 0.9, 1.2
+    assert _paired_note(kafka, ours) == "paired: median ratio 1.05×, 2 of 4 rounds above 1"
 
 
 BURN_ON_EACH_LINE = """
