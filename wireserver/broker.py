@@ -49,7 +49,7 @@ from wireserver.replica.alter_log_dirs import AlterLogDirsMover
 from wireserver.replica.manager import ReplicaManager
 from wireserver.replica.selector import SELECTORS
 from wireserver.security.manager import SecurityManager
-from wireserver.server import KafkaServerFactory
+from wireserver.server import KafkaServerFactory, configure_listening_socket
 from wireserver.share import member_partitions
 from wireserver.share.dlq import DeadLetterQueue
 from wireserver.share.manager import SharePartitionManager
@@ -362,6 +362,7 @@ class Broker:
             factory = KafkaServerFactory(self, listener.name)
             interface = "" if listener.all_interfaces else listener.host
             port = self.security.listen(self.reactor, listener, factory, interface)
+            configure_listening_socket(port, self.config["socket.receive.buffer.bytes"])
             self.ports.append(port)
             bound.append(listener.with_port(port.getHost().port))
         return bound

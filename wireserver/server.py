@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import socket
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -119,10 +120,7 @@ class KafkaConnection(protocol.Protocol):
                 self.services.reactor.callLater(throttle_ms / 1000.0, self.transport.loseConnection)
                 return
         self.writer = ResponseWriter(self.transport, supports_sendfile(self.transport))
-        if self.writer.zero_copy:
-            # As Kafka does (SocketServer: setTcpNoDelay): a response's short tail, sent after
-            # its records went out by sendfile, must not wait on Nagle for the client's ACK.
-            self.transport.setTcpNoDelay(True)
+        configure_accepted_socket(self.transport, self.services.config["socket.send.buffer.bytes"])
         if self.services.security is not None:
             self.security = self.services.security.new_connection(
                 self.listener_name, getattr(peer, "host", "*")
@@ -428,6 +426,32 @@ class KafkaConnection(protocol.Protocol):
                 body = request.body
                 follower = body is not None and fetch_replica_id(body, request.api_version) >= 0
                 record("FetchFollower" if follower else "FetchConsumer", written, values)
+
+
+def configure_accepted_socket(transport: Any, send_buffer_bytes: int) -> None:
+    """Set up an accepted socket as Kafka's acceptor does (``configureAcceptedSocketChannel``):
+    TCP_NODELAY, so that a response's short tail (after its records went out by sendfile, or
+    any small answer) does not wait on Nagle for the client's ACK; SO_KEEPALIVE; and SO_SNDBUF
+    from ``socket.send.buffer.bytes`` unless it is -1 (the OS default, which Linux autotunes).
+    On a TLS listener the socket is under the TLS layer's transport."""
+    sock = getattr(transport, "socket", None)
+    if sock is None:
+        sock = getattr(getattr(transport, "transport", None), "socket", None)
+    if sock is None:
+        return
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    if send_buffer_bytes != -1:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer_bytes)
+
+
+def configure_listening_socket(port: Any, receive_buffer_bytes: int) -> None:
+    """SO_RCVBUF of a Kafka listener's socket from ``socket.receive.buffer.bytes`` unless -1,
+    as Kafka sets it on its server socket: accepted sockets inherit it, and the window scale
+    they offer is chosen from it. Set before the first connection is accepted."""
+    sock = getattr(port, "socket", None)  # none on an in-memory reactor's port
+    if sock is not None and receive_buffer_bytes != -1:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer_bytes)
 
 
 class KafkaServerFactory(protocol.Factory):
