@@ -49,7 +49,12 @@ from wireserver.replica.alter_log_dirs import AlterLogDirsMover
 from wireserver.replica.manager import ReplicaManager
 from wireserver.replica.selector import SELECTORS
 from wireserver.security.manager import SecurityManager
-from wireserver.server import KafkaServerFactory, configure_listening_socket
+from wireserver.server import (
+    IDLE_CONNECTIONS_CHECK_MS,
+    KafkaServerFactory,
+    close_idle_connections,
+    configure_listening_socket,
+)
 from wireserver.share import member_partitions
 from wireserver.share.dlq import DeadLetterQueue
 from wireserver.share.manager import SharePartitionManager
@@ -342,6 +347,8 @@ class Broker:
         self.metadata.topic_deleted.append(self.cleaner.forget_topic)
         self._every(self.config["log.retention.check.interval.ms"], self._apply_retention)
         self._every(PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, self._remove_expired_producers)
+        if self.config["connections.max.idle.ms"] >= 0:
+            self._every(IDLE_CONNECTIONS_CHECK_MS, self._close_idle_connections)
         if self.security.tokens.enabled:
             self._every(
                 self.config["delegation.token.expiry.check.interval.ms"],
@@ -381,6 +388,9 @@ class Broker:
         """Undo of ``listeners_down``: listen again on the ports bound at start."""
         if not self.ports:
             self._listen(self.bound)
+
+    def _close_idle_connections(self) -> None:
+        close_idle_connections(self.connections, self.config["connections.max.idle.ms"] / 1000.0)
 
     def _every(self, interval_ms: int, func: Callable[[], Any]) -> None:
         if interval_ms <= 0 or interval_ms >= 2**62:

@@ -20,6 +20,7 @@ import collections
 import logging
 import socket
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer, protocol, task
@@ -50,6 +51,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 NO_RESPONSE = None
+
+#: how often the broker looks for connections idle past ``connections.max.idle.ms`` (Kafka's
+#: selector looks on every poll; a second is fine grained enough for a limit of minutes)
+IDLE_CONNECTIONS_CHECK_MS = 1000
 
 
 class _Slot:
@@ -100,6 +105,8 @@ class KafkaConnection(protocol.Protocol):
         self.timed = services.metrics.enabled
         #: the timer that ends a quota throttle (``throttle``)
         self._unthrottle: Any = None
+        #: ``time.perf_counter()`` of the last read or write (``close_idle_connections``)
+        self.last_active = time.perf_counter()
 
     # -- connection lifecycle -------------------------------------------------------------
 
@@ -158,7 +165,7 @@ class KafkaConnection(protocol.Protocol):
     def dataReceived(self, data: bytes) -> None:
         if self.closed:
             return
-        received = time.perf_counter()
+        received = self.last_active = time.perf_counter()
         try:
             frames = self.decoder.feed(data)
         except DecodeError as exc:
@@ -366,7 +373,7 @@ class KafkaConnection(protocol.Protocol):
         dequeued = time.perf_counter()
         if out:
             self.writer.write(out)
-        written = time.perf_counter()
+        written = self.last_active = time.perf_counter()
         if sent and self.timed:
             self._record(sent, dequeued, written)
         if sent and request_log.request_logger.isEnabledFor(logging.DEBUG):
@@ -426,6 +433,18 @@ class KafkaConnection(protocol.Protocol):
                 body = request.body
                 follower = body is not None and fetch_replica_id(body, request.api_version) >= 0
                 record("FetchFollower" if follower else "FetchConsumer", written, values)
+
+
+def close_idle_connections(connections: Iterable[KafkaConnection], max_idle_s: float) -> None:
+    """Close every connection with no read or write for ``max_idle_s`` (Kafka's
+    ``connections.max.idle.ms``, ten minutes by default): clients reconnect when they next
+    need the broker, as they do after Kafka's selector closes an idle channel."""
+    now = time.perf_counter()
+    for connection in list(connections):
+        if now - connection.last_active > max_idle_s:
+            connection.drop(
+                f"idle for more than {max_idle_s * 1000:.0f} ms (connections.max.idle.ms)"
+            )
 
 
 def configure_accepted_socket(transport: Any, send_buffer_bytes: int) -> None:
