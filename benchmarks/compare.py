@@ -1114,11 +1114,15 @@ class JavaThroughput:
     workload: str
     nbytes: int
     run: Callable[[Session], dict]
+    #: what a broker needs first (untimed), e.g. the log the tool reads
+    prepare: Callable[[Session], dict] | None = None
+
+
+JAVA_CONSUME_TOPIC = "bench-1024-p1-acks1"
 
 
 def java_throughput_workloads(sizes: Sizes, pinning: Pinning) -> list[JavaThroughput]:
-    """The idempotent Java producer (1 KB and 100 B records) and the group consumer (reading
-    the 1 KB records the producer wrote)."""
+    """The idempotent Java producer (1 KB and 100 B records) and the group consumer."""
     rows = []
     for size in (1024, 100):
         records = sizes.records_1k if size == 1024 else sizes.records_100
@@ -1134,12 +1138,26 @@ def java_throughput_workloads(sizes: Sizes, pinning: Pinning) -> list[JavaThroug
                 ),
             )
         )
+    # The consumer reads a log written as the librdkafka workloads write theirs (warm-up and
+    # repetitions: acks=1, librdkafka's batches), as the session's consumers do.
+    records = sizes.records_1k // 5 + sizes.records_1k * sizes.reps
     rows.append(
         JavaThroughput(
             "java-consume-1024",
             "consume 1 KB from a full log, 1 partition (Java kafka-consumer-perf-test, group)",
-            sizes.records_1k * 1024,
-            lambda s: java_consume(pinning, s.b.bootstrap, "bench-java-1024", sizes.records_1k),
+            records * 1024,
+            lambda s: java_consume(pinning, s.b.bootstrap, JAVA_CONSUME_TOPIC, records),
+            lambda s: rdkafka_produce(
+                pinning,
+                s.b.bootstrap,
+                JAVA_CONSUME_TOPIC,
+                1024,
+                1,
+                "1",
+                sizes.records_1k,
+                sizes.reps,
+                sizes.records_1k // 5,
+            ),
         )
     )
     return rows
@@ -1174,6 +1192,12 @@ def run_java_alternating(
             runs: dict[str, list[dict]] = {s.target: [] for s in sessions}
             failed: dict[str, str] = {}
             for s in sessions:
+                if job.prepare is not None:
+                    s.settle()
+                    ready = job.prepare(s)
+                    if "error" in ready:
+                        failed[s.target] = ready["error"]
+                        continue
                 warm = s.java_run(functools.partial(job.run, s))
                 if "error" in warm:
                     failed[s.target] = warm["error"]
