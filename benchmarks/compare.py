@@ -3,22 +3,23 @@
 Run: ``scripts/bench`` (or ``python -m benchmarks.compare``) ``[--quick] [--no-pin]
 [--targets kafka,wireserver] [--skip-java] [--output benchmarks/results.md]``.
 
-For each broker in turn (the reference Apache Kafka 4.x from ``compat_tests.reference``,
-one KRaft node; then wireserver as a ``wireserver serve`` subprocess) it
+It starts every broker (the reference Apache Kafka 4.x from ``compat_tests.reference``, one
+KRaft node, and wireserver as a ``wireserver serve`` subprocess), all of them up at once, and
 
-1. starts it and times spawn → first successful Metadata response (for Kafka this includes
+1. times each one's spawn → first successful Metadata response (for Kafka this includes
    ``kafka-storage format`` and the JVM start), then reads the idle RSS;
-2. runs the throughput workloads while sampling the RSS of the broker's process tree:
+2. runs the throughput workloads while sampling the RSS of each broker's process tree:
    confluent-kafka (librdkafka) producers for 1 KB and 100 B records × 1 and 8 partitions ×
-   acks 1 and all, and full-log reads with confluent-kafka;
+   acks 1 and all, Kafka's ``kafka-producer-perf-test`` (the Java producer, idempotent by
+   default), and full-log reads with confluent-kafka and ``kafka-consumer-perf-test``;
 3. runs the latency workloads: produce latency at a fixed 5,000 records/s (librdkafka and the
    Java perf test), end-to-end latency (produce → consume) at a fixed rate, and the time for a
    confluent-kafka consumer with a fresh group to get its assignment;
-4. stops it; a few more cold starts give the median start-up time.
+4. stops them; a few more cold starts of each give the median start-up time.
 
-Then it starts every broker again, all at once, and runs Kafka's Java perf tools
-(``kafka-producer-perf-test``, the Java producer, idempotent by default, and
-``kafka-consumer-perf-test``) in rounds that alternate between them (``run_java_alternating``).
+Each workload runs against one broker after the other before the next workload starts, and
+who goes first changes from one workload to the next; the Java tools' throughput runs take
+turns in rounds (``run_targets``, ``alternate_java``).
 
 Every load generator is a separate process (``benchmarks.rdkafka_load`` for librdkafka; a
 JVM for Kafka's tools). On a machine with two or more usable CPUs the broker (and all its
@@ -80,7 +81,7 @@ DEFAULT = Sizes(
     # the same tool against the same broker spread by ±30 %, so two were not enough to order
     # the brokers.
     java_reps=5,
-    # Alternating rounds (``run_java_alternating``): eight pairs put a ratio's median within a
+    # Alternating rounds (``alternate_java``): eight pairs put a ratio's median within a
     # few per cent where single runs spread by ±30 %.
     java_rounds=8,
     latency_seconds=10.0,
@@ -793,8 +794,9 @@ class Session:
         self.pinning = pinning
         self.results = results
         self.java = java
-        self.log = log
         self.target = broker.name
+        # the brokers take turns, so each line says whose figure it is
+        self.log = lambda message: log(f"  [{self.target}] {message.strip()}")
         self.topic_records: dict[str, int] = {}  # records in each topic, as consume() saw
 
     def put(
@@ -815,50 +817,64 @@ class Session:
 
     # -- throughput ------------------------------------------------------------------
 
-    def produce_matrix(self) -> None:
-        for size in (1024, 100):
-            records = self.sizes.records_1k if size == 1024 else self.sizes.records_100
-            for partitions in (1, 8):
-                for acks in ("1", "all"):
-                    label = "1 KB" if size == 1024 else "100 B"
-                    workload = (
-                        f"produce {label}, {partitions} partition"
-                        f"{'s' if partitions > 1 else ''}, acks={acks} (librdkafka)"
-                    )
-                    key = f"produce-{size}-{partitions}-{acks}"
-                    topic = f"bench-{size}-p{partitions}-acks{acks}"
-                    self.settle()
-                    cpu_before = tree_cpu_seconds(self.b.pid)
-                    client_before = children_cpu_seconds()
-                    out = rdkafka_produce(
-                        self.pinning,
-                        self.b.bootstrap,
-                        topic,
-                        size,
-                        partitions,
-                        acks,
-                        records,
-                        self.sizes.reps,
-                        records // 5,
-                    )
-                    cpu = tree_cpu_seconds(self.b.pid) - cpu_before
-                    client_cpu = children_cpu_seconds() - client_before
-                    if "error" in out:
-                        self.failed(key, workload, "MB/s", True, out["error"])
-                        continue
-                    seconds = _median([r["seconds"] for r in out["reps"]])
-                    mib_s = records * size / MIB / seconds
-                    moved = (records // 5 + records * self.sizes.reps) * size
-                    self.put(
-                        key,
-                        workload,
-                        "MB/s",
-                        True,
-                        mib_s,
-                        f" ({_fmt_rate(records / seconds)}{cpu_note(cpu, moved)}"
-                        f"{cpu_note(client_cpu, moved, 'client')})",
-                    )
-                    self.log(f"  {workload}: {mib_s:.1f} MB/s, {records / seconds:,.0f} rec/s")
+    def produce(self, size: int, partitions: int, acks: str) -> None:
+        """One librdkafka produce workload (``PRODUCE_MATRIX``)."""
+        records = self.sizes.records_1k if size == 1024 else self.sizes.records_100
+        label = "1 KB" if size == 1024 else "100 B"
+        workload = (
+            f"produce {label}, {partitions} partition"
+            f"{'s' if partitions > 1 else ''}, acks={acks} (librdkafka)"
+        )
+        key = f"produce-{size}-{partitions}-{acks}"
+        topic = f"bench-{size}-p{partitions}-acks{acks}"
+        self.settle()
+        cpu_before = tree_cpu_seconds(self.b.pid)
+        client_before = children_cpu_seconds()
+        out = rdkafka_produce(
+            self.pinning,
+            self.b.bootstrap,
+            topic,
+            size,
+            partitions,
+            acks,
+            records,
+            self.sizes.reps,
+            records // 5,
+        )
+        cpu = tree_cpu_seconds(self.b.pid) - cpu_before
+        client_cpu = children_cpu_seconds() - client_before
+        if "error" in out:
+            self.failed(key, workload, "MB/s", True, out["error"])
+            return
+        seconds = _median([r["seconds"] for r in out["reps"]])
+        moved = (records // 5 + records * self.sizes.reps) * size
+        self.put_rate(key, workload, records * size, records, seconds, cpu, client_cpu, moved)
+
+    def put_rate(
+        self,
+        key: str,
+        workload: str,
+        nbytes: int,
+        records: int,
+        seconds: float,
+        cpu: float,
+        client_cpu: float,
+        moved: int,
+    ) -> None:
+        """A librdkafka workload's MB/s (``nbytes`` of ``records`` in ``seconds``, the median
+        repetition), noted with its record rate and the broker's and the client's CPU over
+        the whole command per 100 MB of the ``moved`` bytes."""
+        mib_s = nbytes / MIB / seconds
+        self.put(
+            key,
+            workload,
+            "MB/s",
+            True,
+            mib_s,
+            f" ({_fmt_rate(records / seconds)}{cpu_note(cpu, moved)}"
+            f"{cpu_note(client_cpu, moved, 'client')})",
+        )
+        self.log(f"{workload}: {mib_s:.1f} MB/s, {records / seconds:,.0f} rec/s")
 
     def java_runs(self, run: Callable[[], dict]) -> list[dict] | str:
         """``run`` (one Java tool, a JVM each) ``java_reps`` times: the runs' results
@@ -888,49 +904,40 @@ class Session:
         if seconds >= 1:
             self.log(f"  (sync before the next workload: {seconds:.1f} s)")
 
-    def consume(self) -> None:
-        for size, partitions, acks in ((1024, 1, "1"), (100, 8, "1")):
-            label = "1 KB" if size == 1024 else "100 B"
-            topic = f"bench-{size}-p{partitions}-acks{acks}"
-            workload = (
-                f"consume {label} from a full log, {partitions} partition"
-                f"{'s' if partitions > 1 else ''} (librdkafka, assigned)"
-            )
-            key = f"consume-{size}-{partitions}"
-            self.settle()
-            cpu_before = tree_cpu_seconds(self.b.pid)
-            client_before = children_cpu_seconds()
-            out = run_rdkafka(
-                self.pinning,
-                "consume",
-                "--bootstrap",
-                self.b.bootstrap,
-                "--topic",
-                topic,
-                "--reps",
-                self.sizes.reps,
-                "--warmup",
-            )
-            cpu = tree_cpu_seconds(self.b.pid) - cpu_before
-            client_cpu = children_cpu_seconds() - client_before
-            if "error" in out:
-                self.failed(key, workload, "MB/s", True, out["error"])
-                continue
-            seconds = _median([r["seconds"] for r in out["reps"]])
-            nbytes, records = out["reps"][0]["bytes"], out["reps"][0]["records"]
-            self.topic_records[topic] = records
-            mib_s = nbytes / MIB / seconds
-            moved = nbytes * (self.sizes.reps + 1)  # the untimed first pass too
-            self.put(
-                key,
-                workload,
-                "MB/s",
-                True,
-                mib_s,
-                f" ({_fmt_rate(records / seconds)}{cpu_note(cpu, moved)}"
-                f"{cpu_note(client_cpu, moved, 'client')})",
-            )
-            self.log(f"  {workload}: {mib_s:.1f} MB/s over {records:,} records")
+    def consume(self, size: int, partitions: int, acks: str) -> None:
+        """One librdkafka consume workload (``CONSUME_WORKLOADS``): reads the topic its
+        produce workload wrote."""
+        label = "1 KB" if size == 1024 else "100 B"
+        topic = f"bench-{size}-p{partitions}-acks{acks}"
+        workload = (
+            f"consume {label} from a full log, {partitions} partition"
+            f"{'s' if partitions > 1 else ''} (librdkafka, assigned)"
+        )
+        key = f"consume-{size}-{partitions}"
+        self.settle()
+        cpu_before = tree_cpu_seconds(self.b.pid)
+        client_before = children_cpu_seconds()
+        out = run_rdkafka(
+            self.pinning,
+            "consume",
+            "--bootstrap",
+            self.b.bootstrap,
+            "--topic",
+            topic,
+            "--reps",
+            self.sizes.reps,
+            "--warmup",
+        )
+        cpu = tree_cpu_seconds(self.b.pid) - cpu_before
+        client_cpu = children_cpu_seconds() - client_before
+        if "error" in out:
+            self.failed(key, workload, "MB/s", True, out["error"])
+            return
+        seconds = _median([r["seconds"] for r in out["reps"]])
+        nbytes, records = out["reps"][0]["bytes"], out["reps"][0]["records"]
+        self.topic_records[topic] = records
+        moved = nbytes * (self.sizes.reps + 1)  # the untimed first pass too
+        self.put_rate(key, workload, nbytes, records, seconds, cpu, client_cpu, moved)
 
     # -- latency ---------------------------------------------------------------------
 
@@ -1036,73 +1043,117 @@ class Session:
         self.log(f"  {workload}: {ms:.1f} ms (median of {len(out['ms'])})")
 
 
-def run_target(
-    name: str,
+#: the librdkafka produce workloads (size, partitions, acks), each run against every broker in
+#: turn before the next; the consume workloads read what the first two sizes' acks=1 wrote
+PRODUCE_MATRIX = [
+    (size, partitions, acks)
+    for size in (1024, 100)
+    for partitions in (1, 8)
+    for acks in ("1", "all")
+]
+CONSUME_WORKLOADS = [(1024, 1, "1"), (100, 8, "1")]
+JAVA_CONSUME_TOPIC = "bench-1024-p1-acks1"
+
+
+def in_turn(sessions: list[Session], turn: int) -> list[Session]:
+    """``sessions`` starting from the ``turn``-th (modulo their number): who goes first moves on
+    from one workload, or round, to the next."""
+    first = turn % len(sessions)
+    return sessions[first:] + sessions[:first]
+
+
+def run_targets(
+    names: list[str],
     sizes: Sizes,
     pinning: Pinning,
     results: Results,
     java: bool,
     log: Callable[[str], None],
 ) -> None:
-    starter = STARTERS[name]
-    log(f"== {name}: starting")
-    broker = starter(pinning)
-    starts = [broker.startup_s]
+    """Every target's broker up at once (each pinned as ``pinning`` says, the idle ones waiting
+    on the same CPU as the measured one), and each workload run against one broker after the
+    other before the next workload, the first broker changing from one workload to the next;
+    the Java tools' throughput runs alternate so in rounds (``java_rounds``), as their single
+    runs spread by ±30 %. Run one broker's whole session minutes after the other's and the
+    machine's drift between the two (other tenants, the page cache the first broker's deleted
+    data leaves to be refilled) orders the brokers as much as their work does; taking turns,
+    both meet the same moments. Then the latency workloads likewise, the brokers stop, and
+    more cold starts of each give the median start-up time."""
+    sessions: list[Session] = []
+    started_as: dict[str, str] = {}  # broker name -> its STARTERS key, for the cold starts
     try:
-        log(
-            f"  {broker.name} {broker.version} ready at {broker.bootstrap} (pid {broker.pid}) "
-            f"in {broker.startup_s * 1000:.0f} ms"
-        )
+        for name in names:
+            log(f"== {name}: starting")
+            with results.noting_failure(name, log):
+                broker = STARTERS[name](pinning)
+                started_as[broker.name] = name
+                sessions.append(Session(broker, sizes, pinning, results, java, log))
+                log(
+                    f"  {broker.name} {broker.version} ready at {broker.bootstrap} "
+                    f"(pid {broker.pid}) in {broker.startup_s * 1000:.0f} ms"
+                )
+        if not sessions:
+            return
         time.sleep(IDLE_SETTLE_S)
-        idle = tree_rss_kib(broker.pid) / 1024
-        session = Session(broker, sizes, pinning, results, java, log)
-        target = broker.name
-        results.put(
-            target,
-            "rss-idle",
-            f"idle RSS, {IDLE_SETTLE_S:.0f} s after start-up (process tree)",
-            "MiB",
-            False,
-            idle,
-        )
-        log(f"  idle RSS {idle:.0f} MiB")
-        with RssSampler(broker.pid) as sampler:
-            session.produce_matrix()
-            java_rows = java_throughput_workloads(sizes, pinning) if java else []
-            for job in java_rows[:2]:  # filled by run_java_alternating, listed here
-                results.row(job.key, job.workload, "MB/s", True)
-            session.consume()
+        for s in sessions:
+            idle = tree_rss_kib(s.b.pid) / 1024
+            s.put(
+                "rss-idle",
+                f"idle RSS, {IDLE_SETTLE_S:.0f} s after start-up (process tree)",
+                "MiB",
+                False,
+                idle,
+            )
+            log(f"  {s.target}: idle RSS {idle:.0f} MiB")
+        java_rows = java_throughput_workloads(sizes, pinning) if java else []
+        samplers = [RssSampler(s.b.pid) for s in sessions]
+        with contextlib.ExitStack() as sampling:
+            for sampler in samplers:
+                sampling.enter_context(sampler)
+            for turn, workload in enumerate(PRODUCE_MATRIX):
+                for s in in_turn(sessions, turn):
+                    s.produce(*workload)
+            for job in java_rows[:2]:
+                alternate_java(sessions, job, sizes.java_rounds, log)
+            for turn, workload in enumerate(CONSUME_WORKLOADS):
+                for s in in_turn(sessions, turn):
+                    s.consume(*workload)
             for job in java_rows[2:]:
-                results.row(job.key, job.workload, "MB/s", True)
-        results.put(
-            target,
-            "rss-load",
-            "peak RSS during the throughput workloads (process tree)",
-            "MiB",
-            False,
-            sampler.peak_kib / 1024,
-        )
-        log(f"  peak RSS under load {sampler.peak_kib / 1024:.0f} MiB")
-        session.produce_latency()
-        session.e2e_latency()
-        session.group_join()
+                alternate_java(sessions, job, sizes.java_rounds, log)
+        for s, sampler in zip(sessions, samplers):
+            s.put(
+                "rss-load",
+                "peak RSS during the throughput workloads (process tree)",
+                "MiB",
+                False,
+                sampler.peak_kib / 1024,
+            )
+            log(f"  {s.target}: peak RSS under load {sampler.peak_kib / 1024:.0f} MiB")
+        for turn, workload in enumerate((Session.produce_latency, Session.e2e_latency)):
+            for s in in_turn(sessions, turn):
+                workload(s)
+        for s in sessions:
+            s.group_join()
     finally:
-        broker.stop()
-    total = sizes.kafka_starts if name == "kafka" else sizes.wireserver_starts
-    for _ in range(total - 1):
-        again = starter(pinning)
-        again.stop()
-        starts.append(again.startup_s)
-    results.put(
-        broker.name,
-        "startup",
-        "start-up: spawn → first Metadata answer (Kafka: incl. storage format + JVM)",
-        "ms",
-        False,
-        _median(starts) * 1000,
-        f" (n={len(starts)})",
-    )
-    log(f"  start-up median {_median(starts) * 1000:.0f} ms over {len(starts)}")
+        for s in sessions:
+            s.b.stop()
+    for s in sessions:
+        name = started_as[s.target]
+        starts = [s.b.startup_s]
+        total = sizes.kafka_starts if s.b.name == "Kafka" else sizes.wireserver_starts
+        for _ in range(total - 1):
+            again = STARTERS[name](pinning)
+            again.stop()
+            starts.append(again.startup_s)
+        s.put(
+            "startup",
+            "start-up: spawn → first Metadata answer (Kafka: incl. storage format + JVM)",
+            "ms",
+            False,
+            _median(starts) * 1000,
+            f" (n={len(starts)})",
+        )
+        log(f"  {s.target}: start-up median {_median(starts) * 1000:.0f} ms over {len(starts)}")
 
 
 @dataclass(frozen=True)
@@ -1112,17 +1163,14 @@ class JavaThroughput:
 
     key: str
     workload: str
-    nbytes: int
+    nbytes: Callable[[Session], int]
     run: Callable[[Session], dict]
-    #: what a broker needs first (untimed), e.g. the log the tool reads
-    prepare: Callable[[Session], dict] | None = None
-
-
-JAVA_CONSUME_TOPIC = "bench-1024-p1-acks1"
 
 
 def java_throughput_workloads(sizes: Sizes, pinning: Pinning) -> list[JavaThroughput]:
-    """The idempotent Java producer (1 KB and 100 B records) and the group consumer."""
+    """The idempotent Java producer (1 KB and 100 B records), then the group consumer reading
+    the log the librdkafka 1 KB acks=1 workload wrote (all of it, as librdkafka's consumer
+    did)."""
     rows = []
     for size in (1024, 100):
         records = sizes.records_1k if size == 1024 else sizes.records_100
@@ -1132,102 +1180,58 @@ def java_throughput_workloads(sizes: Sizes, pinning: Pinning) -> list[JavaThroug
                 f"java-produce-{size}",
                 f"produce {label}, 1 partition, acks=all, idempotent "
                 "(Java kafka-producer-perf-test)",
-                records * size,
+                lambda s, nbytes=records * size: nbytes,
                 lambda s, size=size, records=records: java_produce(
                     pinning, s.b.bootstrap, f"bench-java-{size}", records, size, -1, {"acks": "all"}
                 ),
             )
         )
-    # The consumer reads a log written as the librdkafka workloads write theirs (warm-up and
-    # repetitions: acks=1, librdkafka's batches), as the session's consumers do.
-    records = sizes.records_1k // 5 + sizes.records_1k * sizes.reps
+
+    def consumed(s: Session) -> int:
+        return s.topic_records.get(JAVA_CONSUME_TOPIC, sizes.records_1k)
+
     rows.append(
         JavaThroughput(
             "java-consume-1024",
             "consume 1 KB from a full log, 1 partition (Java kafka-consumer-perf-test, group)",
-            records * 1024,
-            lambda s: java_consume(pinning, s.b.bootstrap, JAVA_CONSUME_TOPIC, records),
-            lambda s: rdkafka_produce(
-                pinning,
-                s.b.bootstrap,
-                JAVA_CONSUME_TOPIC,
-                1024,
-                1,
-                "1",
-                sizes.records_1k,
-                sizes.reps,
-                sizes.records_1k // 5,
-            ),
+            lambda s: consumed(s) * 1024,
+            lambda s: java_consume(pinning, s.b.bootstrap, JAVA_CONSUME_TOPIC, consumed(s)),
         )
     )
     return rows
 
 
-def run_java_alternating(
-    names: list[str],
-    sizes: Sizes,
-    pinning: Pinning,
-    results: Results,
-    log: Callable[[str], None],
+def alternate_java(
+    sessions: list[Session], job: JavaThroughput, rounds: int, log: Callable[[str], None]
 ) -> None:
-    """The Java tools' throughput rows, with every target's broker up at once and the runs
-    alternating between them: an untimed warm-up run against each, then ``java_rounds`` rounds
-    of one run against each, the first broker of a round rotating. Each tool is alone on its
-    core and its own limit, and a run of it against the same broker spreads by ±30 %; run one
-    broker's runs minutes after the other's and the machine's drift between the two (another
-    tenant, the page cache the first broker left) orders them as much as the brokers do.
-    Alternating gives both the same moments, and the pairs give a ratio per round: with two
-    targets the second's note has their median (the table's ratio is of the medians). The
-    idle broker waits pinned on the same CPU as the measured one."""
-    brokers: list[Broker] = []
-    try:
-        for name in names:
-            with results.noting_failure(name, log):
-                brokers.append(STARTERS[name](pinning))
-        if not brokers:
-            return
-        log(f"== Java tools, alternating between {', '.join(b.name for b in brokers)}")
-        sessions = [Session(b, sizes, pinning, results, True, log) for b in brokers]
-        for job in java_throughput_workloads(sizes, pinning):
-            runs: dict[str, list[dict]] = {s.target: [] for s in sessions}
-            failed: dict[str, str] = {}
-            for s in sessions:
-                if job.prepare is not None:
-                    s.settle()
-                    ready = job.prepare(s)
-                    if "error" in ready:
-                        failed[s.target] = ready["error"]
-                        continue
-                warm = s.java_run(functools.partial(job.run, s))
-                if "error" in warm:
-                    failed[s.target] = warm["error"]
-            for round_no in range(sizes.java_rounds):
-                turn = round_no % len(sessions)
-                for s in sessions[turn:] + sessions[:turn]:
-                    if s.target in failed:
-                        continue
-                    out = s.java_run(functools.partial(job.run, s))
-                    if "error" in out:
-                        failed[s.target] = out["error"]
-                    else:
-                        runs[s.target].append(out)
-            for s in sessions:
-                if s.target in failed:
-                    s.failed(job.key, job.workload, "MB/s", True, failed[s.target])
-                    continue
-                mib_s, note = _java_figure(runs[s.target], job.nbytes)
-                if s is sessions[-1] and len(sessions) == 2 and sessions[0].target not in failed:
-                    note = (
-                        note[:-1]
-                        + "; "
-                        + _paired_note(runs[sessions[0].target], runs[s.target])
-                        + ")"
-                    )
-                s.put(job.key, job.workload, "MB/s", True, mib_s, note)
-                log(f"  {s.target}, {job.workload}: {mib_s:.1f} MB/s{note}")
-    finally:
-        for broker in brokers:
-            broker.stop()
+    """``job``'s row: an untimed warm-up run against each broker, then ``rounds`` rounds of
+    one run against each, the first broker of a round rotating. With two brokers the second's
+    note has the median of the rounds' ratios (the table's ratio is of the medians)."""
+    runs: dict[str, list[dict]] = {s.target: [] for s in sessions}
+    failed: dict[str, str] = {}
+    for s in sessions:
+        warm = s.java_run(functools.partial(job.run, s))
+        if "error" in warm:
+            failed[s.target] = warm["error"]
+    for turn in range(rounds):
+        for s in in_turn(sessions, turn):
+            if s.target in failed:
+                continue
+            out = s.java_run(functools.partial(job.run, s))
+            if "error" in out:
+                failed[s.target] = out["error"]
+            else:
+                runs[s.target].append(out)
+    for s in sessions:
+        if s.target in failed:
+            s.failed(job.key, job.workload, "MB/s", True, failed[s.target])
+            continue
+        mib_s, note = _java_figure(runs[s.target], job.nbytes(s))
+        base = sessions[0]
+        if len(sessions) == 2 and s is not base and base.target not in failed:
+            note = note[:-1] + "; " + _paired_note(runs[base.target], runs[s.target]) + ")"
+        s.put(job.key, job.workload, "MB/s", True, mib_s, note)
+        log(f"  {s.target}, {job.workload}: {mib_s:.1f} MB/s{note}")
 
 
 def _paired_note(base: list[dict], ours: list[dict]) -> str:
@@ -1340,13 +1344,15 @@ def write_results(
         "",
         *table,
         "",
-        "Method: each broker runs alone, one after the other, on the same machine and loopback "
-        "interface, except for the Java tools' throughput rows: for those both brokers run at "
-        "once (the idle one waits on the same pinned CPU) and the tool's runs alternate between "
-        "them round by round, first one broker then the other, after an untimed warm-up run "
-        "against each; such a row's figure is the median of its runs and its note gives the "
-        "median of the rounds' ratios (a single run of these tools spreads by ±30 %, and a "
-        "broker measured minutes after the other meets another machine). Each librdkafka workload is a fresh client process that sends a warm-up "
+        "Method: both brokers run at once on the same machine and loopback interface, each "
+        "pinned as below (the idle one waits on the same CPU as the measured one), and every "
+        "workload runs against one and then the other before the next workload, the first "
+        "broker changing from one workload to the next, so that both meet the same moments "
+        "of the machine (a broker measured minutes after the other meets another one). The "
+        "Java tools' throughput rows take turns in rounds: an untimed warm-up run against each "
+        "broker, then one run against each per round; such a row's figure is the median of its "
+        "runs and its note gives the median of the rounds' ratios (a single run of these tools "
+        "spreads by ±30 %). Each librdkafka workload is a fresh client process that sends a warm-up "
         "(a fifth of the records) and then times each repetition from the first produce() to "
         "the last acknowledgement; the figure is the median. Consume reads the topic written by "
         "the produce workload from offset 0 (one untimed pass first), with librdkafka's "
@@ -1468,9 +1474,7 @@ def run_pair(
         print(message, flush=True)
 
     log(f"{base} vs {ours}; {pinning.describe()}; load {load}")
-    for name in (base, ours):
-        with results.noting_failure(name, log):
-            run_target(name, sizes, pinning, results, False, log)
+    run_targets([base, ours], sizes, pinning, results, False, log)
     table = render_table(results, base=base, ours=ours, ratio_title=ratio_title)
     for line in table:
         log(line)
@@ -1532,11 +1536,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{pinning.describe()}; load average {load}"
     )
     results = Results()
-    for name in targets:
-        with results.noting_failure(name, log):
-            run_target(name, sizes, pinning, results, not args.skip_java, log)
-    if not args.skip_java:
-        run_java_alternating(targets, sizes, pinning, results, log)
+    run_targets(targets, sizes, pinning, results, not args.skip_java, log)
     elapsed = time.monotonic() - t0
     table = render_table(results)
     log("")
