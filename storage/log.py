@@ -1130,7 +1130,8 @@ class Log:
 
     def _rolled_segment_unflushed(self) -> bool:
         """A segment rolled since the last flush still waits for its fsync."""
-        return any(seg.dirty for seg in self._segments[:-1])
+        segments = self._segments
+        return len(segments) > 1 and any(seg.dirty for seg in segments[:-1])
 
     @_storage_io("Error while flushing log for")
     def flush(self, now_ms: int | None = None) -> int:
