@@ -552,12 +552,20 @@ class Log:
 
     @_storage_io("Error while appending records to")
     def append(
-        self, buf, leader_epoch: int, now_ms: int | None = None, *, check_sequences: bool = True
+        self,
+        buf,
+        leader_epoch: int,
+        now_ms: int | None = None,
+        *,
+        check_sequences: bool = True,
+        headers: list[tuple[int, BatchHeader]] | None = None,
     ) -> AppendResult:
         """Append validated batches as leader: assign offsets from the log end offset by
         patching each batch's baseOffset, stamp ``leader_epoch`` and (for LogAppendTime
         topics) the append time, write them to the active segment and index them.
-        ``buf`` must be writable (a bytearray or a memoryview of one); it is patched in place."""
+        ``buf`` must be writable (a bytearray or a memoryview of one); it is patched in place.
+        ``headers``: the (position, header) of each of its batches as validation read them
+        (``storage.validation.validate_batches``), else read here."""
         if now_ms is None:
             now_ms = self._now_ms()
         view = memoryview(buf)
@@ -565,7 +573,7 @@ class Log:
             raise TypeError("append needs a writable buffer (it patches offsets in place)")
         log_append = self.config.message_timestamp_type == "LogAppendTime"
         first_offset = next_offset = self.log_end_offset
-        incoming = list(iter_headers(view))
+        incoming = list(iter_headers(view)) if headers is None else headers
         # Idempotent producers: a duplicate answers the original offsets and writes nothing;
         # epoch and sequence errors raise before anything is written.
         prepared = self.producer_state.prepare(
@@ -579,21 +587,21 @@ class Log:
             return AppendResult(
                 dup.first_offset, dup.last_offset, dup.timestamp, self._log_start_offset, True
             )
-        headers: list[tuple[int, BatchHeader]] = []
+        stamped: list[tuple[int, BatchHeader]] = []
         max_timestamp = -1
         for pos, header in incoming:
             set_base_offset_and_epoch(view, pos, header, next_offset, leader_epoch)
             if log_append:
                 set_log_append_time(view, pos, header.size, now_ms)
             header = read_header(view, pos)
-            headers.append((pos, header))
+            stamped.append((pos, header))
             max_timestamp = max(max_timestamp, header.max_timestamp)
             next_offset = header.next_offset
-        if not headers:
+        if not stamped:
             raise ValueError("nothing to append")
         last_offset = next_offset - 1
         self._roll_if_needed(len(view), max_timestamp, first_offset, last_offset, now_ms)
-        self.active_segment.append(view, headers)
+        self.active_segment.append(view, stamped)
         self.leader_epoch_cache.assign(leader_epoch, first_offset)
         self.producer_state.commit(prepared, self.log_end_offset)
         if self.flush_watch is not None:
@@ -1130,7 +1138,8 @@ class Log:
 
     def _rolled_segment_unflushed(self) -> bool:
         """A segment rolled since the last flush still waits for its fsync."""
-        return any(seg.dirty for seg in self._segments[:-1])
+        segments = self._segments
+        return len(segments) > 1 and any(seg.dirty for seg in segments[:-1])
 
     @_storage_io("Error while flushing log for")
     def flush(self, now_ms: int | None = None) -> int:

@@ -149,6 +149,8 @@ class LogManager:
         self._now_ms = now_ms
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self._topics: dict[str, TopicInfo] = {}
+        # A read-only live view of it, made once (``topics`` is read several times per request)
+        self._topics_view = types.MappingProxyType(self._topics)
         self._logs: dict[tuple[str, int], Log] = {}
         # Logs that may be due for a flush (written since they were last found not due):
         # the flush tick walks these, not all partitions.
@@ -176,7 +178,7 @@ class LogManager:
     # -- topics ----------------------------------------------------------------------------
     @property
     def topics(self) -> Mapping[str, TopicInfo]:
-        return types.MappingProxyType(self._topics)
+        return self._topics_view
 
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self._logs.get((topic, partition))

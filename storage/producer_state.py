@@ -268,14 +268,16 @@ class ProducerStateEntry:
 
 
 class PreparedAppend(NamedTuple):
-    """What ``prepare`` found: a duplicate (nothing to write), or the updated entries to
-    install with ``commit`` once the batches are in the log."""
+    """What ``prepare`` found: a duplicate (nothing to write), or what ``commit`` installs once
+    the batches are in the log: ``updates``, new or copied entries, and ``in_place``, the one
+    batch of an existing producer (its ``_apply`` arguments), added to its entry as it is."""
 
     duplicate: BatchMetadata | None
     updates: dict
+    in_place: dict
 
 
-_NOTHING = PreparedAppend(None, {})
+_NOTHING = PreparedAppend(None, {}, {})
 
 
 # -- snapshot files -------------------------------------------------------------------------
@@ -373,6 +375,27 @@ def list_snapshots(directory: str) -> list[int]:
     return sorted(out)
 
 
+def _apply(
+    entry: ProducerStateEntry,
+    epoch: int,
+    first_seq: int,
+    last_seq: int,
+    offset: int,
+    delta: int,
+    timestamp: int,
+    transactional: bool,
+    check_sequences: bool,
+) -> None:
+    """Add one checked batch (first offset ``offset``) to a producer's entry."""
+    if check_sequences or first_seq >= 0:
+        entry.add_batch(epoch, last_seq, offset + delta, delta, timestamp)
+    else:
+        entry.maybe_update_epoch(epoch)
+        entry.last_timestamp = timestamp
+    if transactional and entry.current_txn_first_offset < 0:
+        entry.current_txn_first_offset = offset
+
+
 # -- the manager ----------------------------------------------------------------------------
 
 
@@ -405,6 +428,7 @@ class ProducerStateManager:
         batch is one, else the entries to ``commit`` after the append. Raises
         ``InvalidProducerEpoch`` / ``OutOfOrderSequence``; changes nothing."""
         updates: dict[int, ProducerStateEntry] | None = None
+        in_place: dict[int, tuple] | None = None
         offset = first_offset
         for header in headers:
             delta = header.last_offset_delta
@@ -419,27 +443,54 @@ class ProducerStateManager:
             if current is not None:
                 duplicate = current.find_duplicate(epoch, first_seq, last_seq)
                 if duplicate is not None:
-                    return PreparedAppend(duplicate, {})
+                    return PreparedAppend(duplicate, {}, {})
+            timestamp = log_append_time if log_append_time is not None else header.max_timestamp
+            change = (
+                epoch,
+                first_seq,
+                last_seq,
+                offset,
+                delta,
+                timestamp,
+                header.is_transactional,
+                check_sequences,
+            )
+            updated = None if updates is None else updates.get(pid)
+            if (
+                updated is None
+                and current is not None
+                and (in_place is None or pid not in in_place)
+            ):
+                # An existing producer's first batch here (a Produce request's only one):
+                # checked against its entry, which ``commit`` updates without a copy.
+                self._check_epoch(pid, epoch, current.producer_epoch, offset)
+                if check_sequences:
+                    self._check_sequence(
+                        pid, epoch, first_seq, current, current.producer_epoch, offset
+                    )
+                if in_place is None:
+                    in_place = {}
+                in_place[pid] = change
+                offset += delta + 1
+                continue
             if updates is None:
                 updates = {}
-            updated = updates.get(pid)
             if updated is None:
+                # A new producer, or a second batch of one: changes go to a copy of its entry.
                 updated = current.copy() if current is not None else ProducerStateEntry(pid)
+                earlier = None if in_place is None else in_place.pop(pid, None)
+                if earlier is not None:
+                    _apply(updated, *earlier)
                 updates[pid] = updated
             original_epoch = current.producer_epoch if current is not None else NO_PRODUCER_EPOCH
             self._check_epoch(pid, epoch, updated.producer_epoch, offset)
             if check_sequences:
                 self._check_sequence(pid, epoch, first_seq, updated, original_epoch, offset)
-            timestamp = log_append_time if log_append_time is not None else header.max_timestamp
-            if check_sequences or first_seq >= 0:
-                updated.add_batch(epoch, last_seq, offset + delta, delta, timestamp)
-            else:
-                updated.maybe_update_epoch(epoch)
-                updated.last_timestamp = timestamp
-            if header.is_transactional and updated.current_txn_first_offset < 0:
-                updated.current_txn_first_offset = offset
+            _apply(updated, *change)
             offset += delta + 1
-        return PreparedAppend(None, updates) if updates else _NOTHING
+        if updates or in_place:
+            return PreparedAppend(None, updates or {}, in_place or {})
+        return _NOTHING
 
     @staticmethod
     def _check_epoch(pid: int, epoch: int, current: int, offset: int) -> None:
@@ -478,6 +529,11 @@ class ProducerStateManager:
 
     def commit(self, prepared: PreparedAppend, end_offset: int) -> None:
         """Install what ``prepare`` computed, once the batches are in the log."""
+        for pid, change in prepared.in_place.items():
+            entry = self.producers[pid]
+            _apply(entry, *change)
+            if entry.current_txn_first_offset >= 0:
+                self.ongoing[pid] = entry.current_txn_first_offset
         for pid, entry in prepared.updates.items():
             self.producers[pid] = entry
             if entry.current_txn_first_offset >= 0:

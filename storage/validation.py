@@ -23,7 +23,7 @@ from wireserver.protocol.errors import (
     UnsupportedMagic,
 )
 from wireserver.protocol.records import RecordBatch, iter_batches
-from wireserver.storage.batches import read_header
+from wireserver.storage.batches import BatchHeader, read_header
 
 
 class BatchError(Exception):
@@ -56,15 +56,18 @@ def writable(records: Any) -> Any:
     return bytearray(records)
 
 
-def validate_batches(records: Any, config: Any, now_ms: int) -> int:
-    """Check the batches of one partition's records from their headers; returns how many
-    there are (Produce v3+ allows exactly one)."""
-    count = 0
+def validate_batches(records: Any, config: Any, now_ms: int) -> list[tuple[int, BatchHeader]]:
+    """Check the batches of one partition's records from their headers (Produce v3+ allows
+    exactly one); returns the (position, header) of each, which ``Log.append`` takes rather
+    than reading them again."""
+    headers: list[tuple[int, BatchHeader]] = []
+    position = 0
     try:
         for batch in iter_batches(records):
-            count += 1
             # the header's fields in one unpack (each RecordBatch property unpacks its own)
             header = read_header(batch.buffer)
+            headers.append((position, header))
+            position += header.size
             if header.size > config.max_message_bytes:
                 raise BatchError(
                     ErrorCode.MESSAGE_TOO_LARGE,
@@ -103,14 +106,14 @@ def validate_batches(records: Any, config: Any, now_ms: int) -> int:
         raise BatchError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
     except DecodeError as exc:
         raise BatchError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
-    if count == 0:
+    if not headers:
         raise BatchError(ErrorCode.INVALID_RECORD, "The produce request has no record batch.")
-    if count > 1:
+    if len(headers) > 1:
         raise BatchError(
             ErrorCode.INVALID_RECORD,
             "Produce requests with version 3+ may contain exactly one record batch per partition.",
         )
-    return count
+    return headers
 
 
 def validate_keys(buf: Any, topic: str, partition: int, log_start_offset: int) -> None:

@@ -27,13 +27,21 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_PARTITIONS = 2**31 - 1
+#: Names ``check_name`` found valid (Produce checks its topic's name in every request), up to
+#: ``VALID_NAMES_KEPT`` of them: a client naming topics at random cannot grow it further.
+_valid_names: set[str] = set()
+VALID_NAMES_KEPT = 10_000
 
 
 def check_name(name: str) -> None:
+    if name in _valid_names:
+        return
     try:
         validate_topic_name(name)
     except InvalidTopicError as exc:
         raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)) from None
+    if len(_valid_names) < VALID_NAMES_KEPT:
+        _valid_names.add(name)
 
 
 def resolve_creation(

@@ -257,8 +257,11 @@ class ReplicaManager:
             self._maybe_flush(partition)
 
     def _maybe_flush(self, partition: Partition) -> None:
-        if partition.log.flush_due(self.now_ms()):
-            self.flush([partition.log])
+        # ``may_become_due`` first: under Kafka's defaults (no flush.ms, no flush.messages) it
+        # answers without the clock, and ``flush_due`` is never true where it is false.
+        partition_log = partition.log
+        if partition_log.may_become_due() and partition_log.flush_due(self.now_ms()):
+            self.flush([partition_log])
 
     def replication_status(self, topic: str, index: int, last_offset: int) -> ErrorCode | None:
         """For an acks=all append that ended at ``last_offset``: None while it waits for the

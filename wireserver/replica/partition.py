@@ -206,7 +206,7 @@ class Partition:
             )
         buf = writable(records)
         now = self.now_ms()
-        validate_batches(buf, config, now)
+        headers = validate_batches(buf, config, now)
         if verify_transaction is not None:
             error = verify_transaction(buf)
             if error is not None:
@@ -214,7 +214,7 @@ class Partition:
         if config.compact:
             validate_keys(buf, self.topic, self.index, self.log.log_start_offset)
         try:
-            result = self.log.append(buf, leader_epoch=leader_epoch, now_ms=now)
+            result = self.log.append(buf, leader_epoch=leader_epoch, now_ms=now, headers=headers)
         except (OutOfOrderSequence, InvalidProducerEpoch) as exc:
             raise BatchError(exc.error_code, str(exc)) from None
         except KafkaStorageError:
