@@ -20,7 +20,7 @@ from kafka.protocol.admin.cluster import AlterReplicaLogDirsRequest, AlterReplic
 
 from compat_tests import reference as kafka_reference
 from tests.apis.conftest import RunningBroker
-from tests.cluster.test_reassignment import LoadProducer, read_all
+from tests.cluster.reassignment import LoadProducer, read_all
 from wireserver.testing.wire import wait_for
 
 pytestmark = pytest.mark.integration

@@ -10,13 +10,12 @@ import subprocess
 import uuid
 
 import pytest
-from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
 
+from tests.apis.client_quotas import ANY, DEFAULT, EXACT, alter, describe, produce_throttle_ms
 from tests.integration import raw
 from wireserver.testing import EmbeddedBroker, KafkaWire, wait_for
 
 INVALID_REQUEST, UNSUPPORTED_VERSION = 42, 35
-EXACT, DEFAULT, ANY = 0, 1, 2
 
 
 @pytest.fixture(scope="module")
@@ -33,52 +32,6 @@ def wire(broker):
 
 def name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def alter(wire, entries, validate_only=False, version=1):
-    """AlterClientQuotas of ``entries`` [(entity {type: name}, {key: value or None})]:
-    [(error code, message)] per entry."""
-    entry_class = AlterClientQuotasRequest.EntryData
-    request = AlterClientQuotasRequest(
-        version=version,
-        validate_only=validate_only,
-        entries=[
-            entry_class(
-                entity=[
-                    entry_class.EntityData(entity_type=kind, entity_name=entity_name)
-                    for kind, entity_name in entity.items()
-                ],
-                ops=[
-                    entry_class.OpData(key=key, value=value or 0.0, remove=value is None)
-                    for key, value in ops.items()
-                ],
-            )
-            for entity, ops in entries
-        ],
-    )
-    response = wire.request(request)
-    return [(entry.error_code, entry.error_message) for entry in response.entries]
-
-
-def describe(wire, components, strict=False, version=1):
-    """DescribeClientQuotas: (error code, message, {entity as sorted tuple: {key: value}})."""
-    component_class = DescribeClientQuotasRequest.ComponentData
-    request = DescribeClientQuotasRequest(
-        version=version,
-        strict=strict,
-        components=[
-            component_class(entity_type=kind, match_type=match_type, match=match)
-            for kind, match_type, match in components
-        ],
-    )
-    response = wire.request(request)
-    found = {
-        tuple(sorted((e.entity_type, e.entity_name) for e in entry.entity)): {
-            value.key: value.value for value in entry.values
-        }
-        for entry in response.entries or []
-    }
-    return response.error_code, response.error_message, found
 
 
 def test_set_describe_and_remove_quotas(wire):
@@ -236,23 +189,6 @@ def test_a_failing_entry_changes_nothing_and_the_others_apply(wire):
 )
 def test_bad_describe_filters(wire, components, code, message):
     assert describe(wire, components) == (code, message, {})
-
-
-def produce_throttle_ms(
-    bootstrap: str, client_id: str, topic: str, requests: int = 3, expect_ok: bool = True
-) -> int:
-    """The first throttle_time_ms above 0 of up to ``requests`` raw 20 kB produces by
-    ``client_id``, else 0 (the broker then mutes the connection that long: this client sends
-    nothing more)."""
-    with KafkaWire(bootstrap, client_id=client_id) as wire:
-        raw.ensure_topic(wire, topic)
-        for _ in range(requests):
-            response = wire.request(raw.produce(topic, {0: raw.v2_batch([b"x" * 20000])}))
-            if expect_ok:
-                assert raw.produce_errors(response) == {0: 0}
-            if response.throttle_time_ms > 0:
-                return response.throttle_time_ms
-    return 0
 
 
 def test_quotas_survive_a_restart_and_are_enforced_after_it(tmp_path):

@@ -4,7 +4,7 @@ kafka-python's admin clients."""
 from __future__ import annotations
 
 import pytest
-from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
+from confluent_kafka.admin import AlterConfigOpType, ConfigSource
 from kafka import KafkaProducer
 from kafka.admin import NewTopic
 from kafka.errors import MessageSizeTooLargeError
@@ -15,26 +15,8 @@ from kafka.protocol.admin.configs import (
     IncrementalAlterConfigsResponse,
 )
 
+from tests.apis.configs import alter, describe, op, raw_describe
 from tests.apis.conftest import wait
-
-
-def describe(cadmin, kind, name, **kwargs):
-    resource = ConfigResource(kind, name)
-    return wait(cadmin.describe_configs([resource], **kwargs))[resource]
-
-
-def alter(cadmin, kind, name, ops, incremental=True, validate_only=False):
-    resource = (
-        ConfigResource(kind, name, incremental_configs=ops)
-        if incremental
-        else ConfigResource(kind, name, set_config=ops)
-    )
-    call = cadmin.incremental_alter_configs if incremental else cadmin.alter_configs
-    return wait(call([resource], validate_only=validate_only))[resource]
-
-
-def op(name, value, kind=AlterConfigOpType.SET):
-    return ConfigEntry(name, value, incremental_operation=kind)
 
 
 def test_describe_topic_and_broker(cadmin, kadmin, topic_name):
@@ -135,24 +117,6 @@ def raw_alter(raw, name, key, value, operation=0):
         ],
     )
     return response.responses[0].error_code
-
-
-def raw_describe(raw, name, expect_error=0, kind=4):
-    request = DescribeConfigsRequest
-    response = raw.send(
-        request,
-        DescribeConfigsResponse,
-        4,
-        include_synonyms=True,
-        include_documentation=True,
-        resources=[
-            request.DescribeConfigsResource(
-                resource_type=kind, resource_name=name, configuration_keys=None
-            )
-        ],
-    )
-    assert response.results[0].error_code == expect_error
-    return response.results[0].configs
 
 
 def test_describe_other_broker_is_invalid(raw):
@@ -319,7 +283,7 @@ def test_bad_values_are_reported_with_kafkas_messages(cadmin, kadmin, topic_name
 def test_client_metrics_resources_are_refused_by_name(raw):
     """kafka-configs --entity-type client-metrics and kafka-client-metrics print the broker's
     message: it names what wireserver does not serve (Kafka serves KIP-714 subscriptions)."""
-    from tests.apis.test_group_configs import raw_group_alter
+    from tests.apis.configs import raw_group_alter
 
     unserved = "wireserver does not serve client metrics subscriptions (KIP-714)"
     assert raw_group_alter(raw, "metrics", "interval.ms", "5000", kind=16) == (42, unserved)

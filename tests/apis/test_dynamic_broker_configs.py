@@ -12,11 +12,11 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from compat_tests.reference import require_tools, run_tool
+from tests.apis.broker_configs import KEY, limit_in_force
 from wireserver.testing import EmbeddedBroker, wait_for
 
 pytestmark = pytest.mark.integration
 
-KEY = "message.max.bytes"
 DEFAULT_LIMIT, BROKER_LIMIT = 20000, 5000
 
 
@@ -30,29 +30,6 @@ def kafka_configs(broker: EmbeddedBroker, *args: str) -> str:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
-
-
-def produce(bootstrap: str, topic: str, size: int) -> str | None:
-    """Produce one record of ``size`` bytes: None once acknowledged, else the error's name
-    (a retriable one, after 10 s of retries, when the leader is not there)."""
-    outcome = []
-    producer = Producer(
-        {"bootstrap.servers": bootstrap, "linger.ms": 0, "message.timeout.ms": 10000}
-    )
-    producer.produce(topic, b"x" * size, on_delivery=lambda err, msg: outcome.append(err))
-    producer.flush(30)
-    if not outcome:
-        return "no delivery report"
-    return outcome[0].name() if outcome[0] is not None else None
-
-
-def limit_in_force(broker: EmbeddedBroker, topic: str, limit: int) -> bool:
-    """Records a little under ``limit`` are accepted and a little over refused."""
-    bootstrap = broker.bootstrap_servers
-    return (
-        produce(bootstrap, topic, limit - 500) is None
-        and produce(bootstrap, topic, limit + 500) == "MSG_SIZE_TOO_LARGE"
-    )
 
 
 def test_broker_and_default_configs_survive_a_restart(tmp_path):

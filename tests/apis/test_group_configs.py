@@ -13,10 +13,9 @@ import uuid
 import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigSource, NewTopic
 
+from tests.apis.configs import GROUP, alter, describe, op, raw_describe, raw_group_alter
 from tests.apis.conftest import RunningBroker
-from tests.apis.test_configs import alter, describe, op, raw_describe
 
-GROUP = 32
 SESSION, HEARTBEAT = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
 KEYS = {  # what Kafka 4.4 describes for a group (its internal keys left out)
     SESSION,
@@ -53,33 +52,6 @@ def values(configs) -> dict:
 
 def error(result) -> tuple[str, str]:
     return result.args[0].name(), result.args[0].str()
-
-
-def raw_group_alter(raw, name, key, value, operation=0, kind=GROUP):
-    """IncrementalAlterConfigs of one key of a group (or a resource of type ``kind``),
-    operation 0 SET or 1 DELETE: (error code, error message)."""
-    from kafka.protocol.admin.configs import (
-        IncrementalAlterConfigsRequest,
-        IncrementalAlterConfigsResponse,
-    )
-
-    resource = IncrementalAlterConfigsRequest.AlterConfigsResource
-    response = raw.send(
-        IncrementalAlterConfigsRequest,
-        IncrementalAlterConfigsResponse,
-        1,
-        validate_only=False,
-        resources=[
-            resource(
-                resource_type=kind,
-                resource_name=name,
-                configs=[
-                    resource.AlterableConfig(name=key, config_operation=operation, value=value)
-                ],
-            )
-        ],
-    )
-    return response.responses[0].error_code, response.responses[0].error_message
 
 
 def test_group_configs_through_the_admin_clients(broker, cadmin, raw):

@@ -18,8 +18,7 @@ from confluent_kafka.admin import (
 )
 
 from tests.cluster.conftest import Cluster, wait_for, zk_client
-from tests.cluster.test_admin import topic_error
-from tests.cluster.topics import create
+from tests.cluster.topics import create, topic_error
 
 pytestmark = pytest.mark.integration
 

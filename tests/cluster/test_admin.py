@@ -6,7 +6,6 @@ record is replicated, so a new coordinator has the group."""
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 
@@ -21,8 +20,8 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient
 
 from tests.cluster.conftest import Cluster, wait_for, zk_client
-from tests.cluster.test_coordination import find_coordinator
-from tests.cluster.topics import create, records_on_disk
+from tests.cluster.coordinators import find_coordinator
+from tests.cluster.topics import create, log_dirs, records_on_disk, send, topic_error
 from wireserver.protocol.served import SERVED
 from wireserver.testing import KafkaWire
 from wireserver.testing.cluster import cluster_metadata as metadata
@@ -52,29 +51,6 @@ def cluster(zookeeper):
 @pytest.fixture(scope="module")
 def zk(zookeeper):
     yield from zk_client(zookeeper, CHROOT)
-
-
-def send(broker, request, timeout: float = 60.0):
-    with KafkaWire(broker.bootstrap_servers, timeout=timeout) as wire:
-        return wire.request(request)
-
-
-def topic_error(broker, topic: str) -> int:
-    request_class = SERVED.get(3).request_class
-    response = send(
-        broker,
-        request_class(
-            version=12,
-            topics=[request_class.MetadataRequestTopic(name=topic, topic_id=None)],
-            allow_auto_topic_creation=False,
-            include_topic_authorized_operations=False,
-        ),
-    )
-    return response.topics[0].error_code
-
-
-def log_dirs(broker, topic: str) -> list[str]:
-    return sorted(glob.glob(os.path.join(broker.data_dir, f"{topic}-*")))
 
 
 def produce(cluster: Cluster, topic: str, values, partition: int = -1, **settings) -> list:

@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from compat_tests.reference import require_tools, run_tool
-from tests.apis.test_dynamic_broker_configs import KEY, limit_in_force
+from tests.apis.broker_configs import KEY, limit_in_force
 from tests.cluster.conftest import Cluster, wait_for, zk_client
 
 pytestmark = pytest.mark.integration

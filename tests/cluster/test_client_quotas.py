@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tests.apis.test_client_quotas import EXACT, alter, describe, produce_throttle_ms
+from tests.apis.client_quotas import EXACT, alter, describe, produce_throttle_ms
 from tests.cluster.conftest import Cluster, wait_for, zk_client
 from wireserver.testing import KafkaWire
 

@@ -10,8 +10,8 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.cluster.conftest import Cluster, wait_for
-from tests.cluster.test_failures import partitions, wait_isr
-from tests.integration.test_log_cleaner import latest, latest_only, produce, read_all
+from tests.cluster.replicated_load import partitions, wait_isr
+from tests.integration.compacted_records import latest, latest_only, produce, read_all
 
 pytestmark = pytest.mark.integration
 

@@ -14,18 +14,11 @@ from confluent_kafka import Consumer, ElectionType, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from tests.cluster.conftest import Cluster, wait_for
+from tests.cluster.coordinators import OVERRIDES, find_coordinator
 from tests.cluster.topics import create
-from wireserver.protocol.served import SERVED
-from wireserver.testing import KafkaWire
 from wireserver.testing.cluster import cluster_metadata as metadata
 
 pytestmark = pytest.mark.integration
-
-OVERRIDES = {
-    "offsets.topic.replication.factor": "3",
-    "offsets.topic.num.partitions": "3",
-    "auto.leader.rebalance.enable": "false",
-}
 
 
 @pytest.fixture(scope="module")
@@ -33,14 +26,6 @@ def cluster(zookeeper):
     nodes = Cluster(zookeeper, 3, "/wireserver-coordination", OVERRIDES).start()
     yield nodes
     nodes.close()
-
-
-def find_coordinator(bootstrap_server: str, key: str, key_type: int = 0) -> tuple[int, int]:
-    """(error code, coordinator node id) from one broker (key type 0: group, 1: transaction)."""
-    request_class = SERVED.get(10).request_class
-    with KafkaWire(bootstrap_server) as wire:
-        response = wire.request(request_class(version=3, key=key, key_type=key_type))
-    return response.error_code, response.node_id
 
 
 def consume(cluster: Cluster, topic: str, group: str, count: int) -> list[int]:

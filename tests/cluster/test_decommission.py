@@ -30,11 +30,11 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from chaos import checker
 from compat_tests import reference as kafka_reference
+from tests.cluster.reassignment import execute_throttled, log_bytes, plan_file, reassign_tool
+from tests.cluster.topics import log_dirs
 from wireserver.testing.cluster import cluster_metadata
 
 from .conftest import Cluster, wait_for, zk_client
-from .test_admin import log_dirs
-from .test_reassignment import execute_throttled, log_bytes, plan_file, reassign_tool
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from tests.cluster.conftest import Cluster, wait_for, zk_client
-from tests.security.test_delegation_tokens import (
+from tests.security.delegation_tokens import (
     MECHANISM,
     NONE,
     SECRET,

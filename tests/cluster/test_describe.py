@@ -20,7 +20,6 @@ of a 3-broker cluster:
 
 from __future__ import annotations
 
-import re
 import time
 
 import pytest
@@ -33,9 +32,9 @@ from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest
 from kafka.protocol.producer.produce import ProduceRequest
 
-from compat_tests.reference import require_tools, run_tool
+from compat_tests.reference import require_tools
 from tests.cluster.conftest import Cluster, wait_for
-from tests.cluster.topics import create
+from tests.cluster.topics import create, kafka_topics_describe
 from tests.integration import raw
 from wireserver.testing import KafkaWire
 from wireserver.testing.cluster import cluster_metadata as metadata
@@ -113,29 +112,6 @@ def wait_settled(cluster: Cluster, topic: str, isr: list[int], timeout: float = 
         )
 
     return wait_for(settled, timeout, 0.2, what=f"{topic}: ISR {isr} on every broker")
-
-
-def kafka_topics_describe(bootstrap: str, topic: str, *extra: str) -> dict:
-    """{partition: (leader or None, replicas, isr)} as Kafka's kafka-topics prints them."""
-    out = run_tool(
-        "kafka-topics", ["--describe", "--topic", topic, *extra], bootstrap=bootstrap, timeout=120
-    )
-    assert out.returncode == 0, out.stderr
-    rows = re.findall(
-        r"Partition: (\d+)\s+Leader: (\S+)\s+Replicas: ([\d,]*)\s+"
-        r"Isr: ([\d,]*)\s+Elr: ([\d,]*)\s+LastKnownElr: ([\d,]*)",
-        out.stdout,
-    )
-    assert rows, out.stdout
-    parsed = {}
-    for partition, leader, replicas, isr, elr, last_known_elr in rows:
-        assert (elr, last_known_elr) == ("", ""), out.stdout
-        parsed[int(partition)] = (
-            None if leader == "none" else int(leader),
-            [int(r) for r in replicas.split(",") if r],
-            [int(r) for r in isr.split(",") if r],
-        )
-    return parsed
 
 
 def as_printed(view: dict) -> dict:

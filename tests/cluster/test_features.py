@@ -11,9 +11,8 @@ import json
 import pytest
 
 from tests.cluster.conftest import Cluster, wait_for, zk_client
-from tests.features.requests import api_versions
-from tests.features.test_update_features import SAFE_DOWNGRADE, UPGRADE, update
-from tests.security.test_acl_coverage import share_acknowledge, share_fetch, share_group_heartbeat
+from tests.features.requests import SAFE_DOWNGRADE, UPGRADE, api_versions, update
+from tests.security.share_requests import share_acknowledge, share_fetch, share_group_heartbeat
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.messages_share import ShareGroupDescribeRequest
 from wireserver.testing import KafkaWire

@@ -14,7 +14,7 @@ import os
 import pytest
 
 from tests.cluster.conftest import Cluster, wait_for
-from tests.cluster.test_failures import (
+from tests.cluster.replicated_load import (
     ALL,
     ProducerThread,
     check_acknowledged,

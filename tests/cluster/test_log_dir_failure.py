@@ -20,8 +20,7 @@ from kafka.protocol.metadata.metadata import MetadataRequest
 
 from compat_tests.reference import run_tool
 from tests.cluster.conftest import Cluster, wait_for, zk_client
-from tests.cluster.test_describe import kafka_topics_describe
-from tests.cluster.test_failures import (
+from tests.cluster.replicated_load import (
     ALL,
     ProducerThread,
     check_acknowledged,
@@ -29,6 +28,7 @@ from tests.cluster.test_failures import (
     wait_isr,
     wait_progress,
 )
+from tests.cluster.topics import kafka_topics_describe
 from tests.small_fs import fill, small_filesystem
 from wireserver.cluster import zkdata as zd
 from wireserver.testing import KafkaWire

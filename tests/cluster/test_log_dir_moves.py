@@ -11,10 +11,10 @@ import os
 
 import pytest
 
+from tests.cluster.reassignment import LoadProducer, create_topic, read_all, reassign_tool
 from wireserver.testing.cluster import cluster_metadata
 
 from .conftest import Cluster, wait_for
-from .test_reassignment import LoadProducer, create_topic, read_all, reassign_tool
 
 pytestmark = pytest.mark.integration
 

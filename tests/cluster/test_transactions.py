@@ -12,8 +12,8 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.cluster.conftest import Cluster, wait_for
-from tests.cluster.test_coordination import OVERRIDES as COORDINATION_OVERRIDES
-from tests.cluster.test_coordination import find_coordinator
+from tests.cluster.coordinators import OVERRIDES as COORDINATION_OVERRIDES
+from tests.cluster.coordinators import find_coordinator
 from tests.cluster.topics import create
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.served import SERVED
@@ -360,7 +360,7 @@ def test_protocol_v2_adds_partitions_led_elsewhere_and_bumps_the_epoch(cluster):
     each partition, with no AddPartitionsToTxn (a leader that is not the coordinator adds
     its partition with AddPartitionsToTxn v5), then EndTxn v5 at the coordinator: the markers
     (WriteTxnMarkers v2) carry the bumped epoch, so the ended epoch is fenced everywhere."""
-    from tests.txn.test_transaction_v2 import end, init, produce
+    from tests.txn.helpers import end, init, produce
 
     whole(cluster)
     topic, transactional_id = "txn-v2-spread", "v2-spread-producer"

@@ -1,7 +1,10 @@
-"""ApiVersions as a test sends it: on a fresh connection, decoded at the request's version."""
+"""ApiVersions and UpdateFeatures as a test sends them: ApiVersions on a fresh connection, decoded
+at the request's version; UpdateFeatures through kafka-python's request class, with the upgrade
+types a feature change names."""
 
 from __future__ import annotations
 
+from kafka.protocol.admin.cluster import UpdateFeaturesRequest
 from kafka.protocol.api_message import ApiMessage
 
 from wireserver.protocol.messages_features import ApiVersionsRequest, ApiVersionsResponse
@@ -19,3 +22,22 @@ def api_versions(bootstrap: str, version: int, **fields) -> ApiVersionsResponse:
         wire.send(request)
         body = wire.read_frame()[4:]  # response header v0: the correlation id
     return ApiMessage.decode.__func__(ApiVersionsResponse, body, version=version)
+
+
+UPGRADE, SAFE_DOWNGRADE = 1, 2
+
+
+def update(bootstrap: str, *changes: tuple[str, int, int], version=2, validate_only=False):
+    key = UpdateFeaturesRequest.FeatureUpdateKey
+    with KafkaWire(bootstrap) as wire:
+        return wire.request(
+            UpdateFeaturesRequest(
+                version=version,
+                timeout_ms=5000,
+                feature_updates=[
+                    key(feature=name, max_version_level=level, upgrade_type=kind)
+                    for name, level, kind in changes
+                ],
+                validate_only=validate_only,
+            )
+        )

@@ -8,11 +8,10 @@ import pytest
 from kafka.protocol.admin.cluster import UpdateFeaturesRequest
 
 from tests.apis.conftest import RunningBroker
-from tests.features.requests import api_versions
+from tests.features.requests import SAFE_DOWNGRADE, UPGRADE, api_versions, update
 from wireserver.protocol.errors import ErrorCode
 from wireserver.testing import KafkaWire
 
-UPGRADE, SAFE_DOWNGRADE = 1, 2
 #: what a new broker finalizes (Kafka 4.4's defaults for the features wireserver has)
 DEFAULT_LEVELS = {
     "group.version": 1,
@@ -20,22 +19,6 @@ DEFAULT_LEVELS = {
     "streams.version": 1,
     "transaction.version": 2,
 }
-
-
-def update(bootstrap: str, *changes: tuple[str, int, int], version=2, validate_only=False):
-    key = UpdateFeaturesRequest.FeatureUpdateKey
-    with KafkaWire(bootstrap) as wire:
-        return wire.request(
-            UpdateFeaturesRequest(
-                version=version,
-                timeout_ms=5000,
-                feature_updates=[
-                    key(feature=name, max_version_level=level, upgrade_type=kind)
-                    for name, level, kind in changes
-                ],
-                validate_only=validate_only,
-            )
-        )
 
 
 def finalized(bootstrap: str) -> tuple[int, dict[str, int]]:

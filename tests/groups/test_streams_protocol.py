@@ -405,7 +405,7 @@ def test_a_broker_without_the_streams_protocol_refuses_the_heartbeat():
 def test_the_heartbeat_is_refused_once_streams_version_is_disabled():
     """As Kafka's ``isStreamsGroupProtocolEnabled``: the protocol needs ``streams.version`` 1+
     finalized too; ``kafka-features disable --feature streams.version`` turns it off."""
-    from tests.features.test_update_features import SAFE_DOWNGRADE, update
+    from tests.features.requests import SAFE_DOWNGRADE, update
 
     with EmbeddedBroker() as broker, KafkaWire(broker.bootstrap_servers) as w:
         assert Member(w, "app", "words").heartbeat().error_code != UNSUPPORTED_VERSION

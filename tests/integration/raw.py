@@ -203,3 +203,11 @@ def roundtrip(
     finally:
         if own:
             wire.close()
+
+
+def encode(wire: KafkaWire, request) -> bytes:
+    """``request`` framed with ``wire``'s next correlation id, for tests that write several
+    requests before reading an answer."""
+    wire._correlation += 1
+    request.with_header(correlation_id=wire._correlation, client_id="pipeline")
+    return bytes(request.encode(header=True, framed=True))

@@ -12,9 +12,9 @@ import time
 import pytest
 from kafka.protocol.admin.cluster import AlterReplicaLogDirsRequest, DescribeLogDirsRequest
 
+from tests.integration.acknowledged_records import PADDING, check_acknowledged, read_all
 from tests.integration.conftest import PARTITIONS
 from tests.integration.raw import fetch, produce, produce_errors, v2_batch
-from tests.integration.test_durability import PADDING, check_acknowledged, read_all
 from tests.small_fs import fill, resize, small_filesystem
 from wireserver.testing import EmbeddedBroker
 

@@ -8,13 +8,8 @@ import threading
 import time
 
 from tests.integration import raw
+from tests.integration.raw import encode
 from wireserver.testing import KafkaWire
-
-
-def encode(wire: KafkaWire, request) -> bytes:
-    wire._correlation += 1
-    request.with_header(correlation_id=wire._correlation, client_id="pipeline")
-    return bytes(request.encode(header=True, framed=True))
 
 
 def test_responses_leave_in_request_order(broker, topic):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import socket
 
 from tests.integration import raw
-from tests.integration.test_pipelining import encode
+from tests.integration.raw import encode
 from wireserver.testing import KafkaWire
 
 BATCHES = 32

@@ -62,6 +62,7 @@ from kafka.protocol.producer.transaction import (
     WriteTxnMarkersRequest,
 )
 
+from tests.security.share_requests import share_acknowledge, share_fetch, share_group_heartbeat
 from wireserver.protocol.messages_extra import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
@@ -70,10 +71,7 @@ from wireserver.protocol.messages_share import (
     AlterShareGroupOffsetsRequest,
     DeleteShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsRequest,
-    ShareAcknowledgeRequest,
-    ShareFetchRequest,
     ShareGroupDescribeRequest,
-    ShareGroupHeartbeatRequest,
 )
 from wireserver.protocol.messages_streams import (
     StreamsGroupDescribeRequest,
@@ -408,39 +406,6 @@ def consumer_group_heartbeat(group):
         subscribed_topic_names=["t"],
         server_assignor=None,
         topic_partitions=[],
-    )
-
-
-def share_group_heartbeat(group):
-    return ShareGroupHeartbeatRequest(
-        version=1,
-        group_id=group,
-        member_id="m1",
-        member_epoch=0,
-        rack_id=None,
-        subscribed_topic_names=["t"],
-    )
-
-
-def share_fetch(group):
-    return ShareFetchRequest(
-        version=1,
-        group_id=group,
-        member_id="m1",
-        share_session_epoch=0,
-        max_wait_ms=0,
-        min_bytes=1,
-        max_bytes=1024,
-        max_records=10,
-        batch_size=10,
-        topics=[],
-        forgotten_topics_data=[],
-    )
-
-
-def share_acknowledge(group):
-    return ShareAcknowledgeRequest(
-        version=1, group_id=group, member_id="m1", share_session_epoch=-1, topics=[]
     )
 
 

@@ -9,29 +9,11 @@ import pytest
 from kafka.protocol.admin.acl import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 
+from tests.security.acls import acl, produce_with_client_certificate
 from wireserver.security.acls import Operation, PatternType, Permission, ResourceType
 from wireserver.testing import EmbeddedBroker, KafkaWire
 
 USERS = {"alice": "alice-secret", "bob": "bob-secret", "root": "root-secret"}
-
-
-def acl(
-    principal,
-    operation,
-    resource_type=ResourceType.TOPIC,
-    name="t",
-    pattern=PatternType.LITERAL,
-    permission=Permission.ALLOW,
-):
-    return CreateAclsRequest.AclCreation(
-        resource_type=resource_type,
-        resource_name=name,
-        resource_pattern_type=pattern,
-        principal=principal,
-        host="*",
-        operation=operation,
-        permission_type=permission,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -254,26 +236,6 @@ def test_tls_without_client_certificates():
             ] == ["t"]
         with pytest.raises(OSError):  # a plaintext client gets no Kafka answer
             KafkaWire(broker.bootstrap_servers, timeout=2).close()
-
-
-def produce_with_client_certificate(broker, topic):
-    """confluent-kafka sends one record with the test PKI's client certificate; the delivery
-    errors (``[None]`` when it was written)."""
-    import confluent_kafka
-
-    producer = confluent_kafka.Producer(
-        {
-            "bootstrap.servers": broker.bootstrap_servers,
-            "security.protocol": "SSL",
-            "ssl.ca.location": broker.ca_path,
-            "ssl.certificate.location": broker.pki.client_cert,
-            "ssl.key.location": broker.pki.client_key,
-        }
-    )
-    errors = []
-    producer.produce(topic, b"x", on_delivery=lambda err, msg: errors.append(err))
-    producer.flush(15)
-    return errors
 
 
 def test_tls_client_certificate_is_the_principal():

@@ -8,7 +8,7 @@ import ssl
 import pytest
 from kafka.protocol.admin.acl import CreateAclsRequest
 
-from tests.security.test_acls_tls import acl, produce_with_client_certificate
+from tests.security.acls import acl, produce_with_client_certificate
 from wireserver.config import BrokerConfig
 from wireserver.security.acls import Operation
 from wireserver.security.principals import NoMatchingRule, SslPrincipalMapper

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from twisted.internet.task import Clock
 
+from tests.share.conftest import SETTINGS
 from tests.storage.helpers import make_batch, open_log
 from wireserver.protocol.errors import ErrorCode
 from wireserver.share.partition import (
@@ -33,24 +34,6 @@ from wireserver.share.state import (
     encode_snapshot,
     encode_update,
 )
-
-SETTINGS = {
-    "share.auto.offset.reset": "earliest",
-    "share.delivery.count.limit": 3,
-    "share.partition.max.record.locks": 100,
-    "share.record.lock.duration.ms": 30000,
-    "share.renew.acknowledge.enable": True,
-}
-
-
-@pytest.fixture
-def log(tmp_path):
-    log = open_log(tmp_path / "t-0")
-    for _ in range(3):
-        log.append(make_batch(2), 0)  # offsets 0-1, 2-3, 4-5
-    log.high_watermark = log.log_end_offset
-    yield log
-    log.close()
 
 
 def partition(clock, **overrides):

@@ -8,14 +8,11 @@ from __future__ import annotations
 
 from twisted.internet.task import Clock
 
-from tests.share import test_share_partition as share_partition
+from tests.share.conftest import SETTINGS as PARTITION_SETTINGS
 from wireserver.share.dlq import CLIENT_REJECT, DELIVERY_COUNT_EXCEEDED
 from wireserver.share.partition import ACCEPT, GAP, REJECT, RELEASE, SharePartition
 
-SETTINGS = {**share_partition.SETTINGS, "share.delivery.count.limit": 2}
-
-# the share-partition tests' log: offsets 0-1, 2-3, 4-5 (a fixture)
-log = share_partition.log
+SETTINGS = {**PARTITION_SETTINGS, "share.delivery.count.limit": 2}
 
 
 def partition(clock):

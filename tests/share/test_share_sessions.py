@@ -22,7 +22,7 @@ from kafka.protocol.consumer.group import (
 )
 
 from compat_tests.share_members import produce_one_batch_each
-from tests.txn.test_transaction_v2 import init, txn_offset_commit
+from tests.txn.helpers import init, txn_offset_commit
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.messages_extra import ConsumerGroupDescribeRequest
 from wireserver.protocol.messages_share import (

@@ -1,5 +1,6 @@
-"""What the transaction tests share: a broker's settings for them, unique names, and a
-consumer reading a partition whole with either isolation level."""
+"""What the transaction tests share: a broker's settings for them, unique names, a consumer
+reading a partition whole with either isolation level, and a transaction's steps sent on a raw
+connection (InitProducerId, a transactional Produce, EndTxn, TxnOffsetCommit)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,12 @@ import time
 import uuid
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
+from kafka.protocol.producer.transaction import EndTxnRequest
+
+from compat_tests.raw_protocol import init_producer_id, transactional_produce
+from wireserver.protocol.errors import ErrorCode
+from wireserver.protocol.messages_txn import TxnOffsetCommitRequest as Request
+from wireserver.protocol.messages_txn import TxnOffsetCommitResponse as Response
 
 TIMEOUT_CHECK_MS = 100
 
@@ -59,3 +66,53 @@ def consume_all(
     finally:
         consumer.close()
     return values
+
+
+def init(wire, transactional_id: str) -> tuple[int, int]:
+    response = init_producer_id(wire, transactional_id)
+    assert response.error_code == ErrorCode.NONE
+    return response.producer_id, response.producer_epoch
+
+
+def produce(wire, transactional_id, topic, producer, sequence, value, version=12, partition=0):
+    return transactional_produce(
+        wire, transactional_id, topic, producer, sequence, value, version, partition
+    )
+
+
+def end(wire, transactional_id, producer, commit, version=5):
+    response = wire.request(
+        EndTxnRequest(
+            version=version,
+            transactional_id=transactional_id,
+            producer_id=producer[0],
+            producer_epoch=producer[1],
+            committed=commit,
+        )
+    )
+    if version < 5:
+        return response.error_code
+    return response.error_code, (response.producer_id, response.producer_epoch)
+
+
+def txn_offset_commit(
+    wire, transactional_id, producer, group, topic, version, topic_id=None, generation=-1
+):
+    partition = Request.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition(
+        partition_index=0, committed_offset=5, committed_leader_epoch=-1, committed_metadata=""
+    )
+    ident = {"topic_id": topic_id} if version >= 6 else {"name": topic}
+    request = Request(
+        version=version,
+        transactional_id=transactional_id,
+        group_id=group,
+        producer_id=producer[0],
+        producer_epoch=producer[1],
+        generation_id_or_member_epoch=generation,
+        member_id="",
+        group_instance_id=None,
+        topics=[Request.TxnOffsetCommitRequestTopic(**ident, partitions=[partition])],
+    )
+    wire.send(request)
+    response = Response[version].decode(wire.read_frame(), header=True)
+    return response.topics[0].partitions[0].error_code

@@ -13,13 +13,10 @@ import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
 from kafka.protocol.admin.transactions import DescribeProducersRequest, DescribeTransactionsRequest
-from kafka.protocol.producer.transaction import EndTxnRequest
 
-from compat_tests.raw_protocol import init_producer_id, topic_ids, transactional_produce
-from tests.txn.helpers import consume_all
+from compat_tests.raw_protocol import topic_ids
+from tests.txn.helpers import consume_all, end, init, produce, txn_offset_commit
 from wireserver.protocol.errors import ErrorCode
-from wireserver.protocol.messages_txn import TxnOffsetCommitRequest as Request
-from wireserver.protocol.messages_txn import TxnOffsetCommitResponse as Response
 from wireserver.testing import EmbeddedBroker, KafkaWire
 
 
@@ -41,33 +38,6 @@ def topic(wire):
     name = f"txn-v2-{uuid.uuid4().hex[:8]}"
     wire.create_topic(name, partitions=2)
     return name
-
-
-def init(wire, transactional_id: str) -> tuple[int, int]:
-    response = init_producer_id(wire, transactional_id)
-    assert response.error_code == ErrorCode.NONE
-    return response.producer_id, response.producer_epoch
-
-
-def produce(wire, transactional_id, topic, producer, sequence, value, version=12, partition=0):
-    return transactional_produce(
-        wire, transactional_id, topic, producer, sequence, value, version, partition
-    )
-
-
-def end(wire, transactional_id, producer, commit, version=5):
-    response = wire.request(
-        EndTxnRequest(
-            version=version,
-            transactional_id=transactional_id,
-            producer_id=producer[0],
-            producer_epoch=producer[1],
-            committed=commit,
-        )
-    )
-    if version < 5:
-        return response.error_code
-    return response.error_code, (response.producer_id, response.producer_epoch)
 
 
 def transaction(wire, transactional_id):
@@ -146,29 +116,6 @@ def test_protocol_v1_producers_still_add_partitions_themselves(wire, topic):
         ErrorCode.INVALID_TXN_STATE
     )
     assert transaction(wire, txn_id)[0] == "Empty"
-
-
-def txn_offset_commit(
-    wire, transactional_id, producer, group, topic, version, topic_id=None, generation=-1
-):
-    partition = Request.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition(
-        partition_index=0, committed_offset=5, committed_leader_epoch=-1, committed_metadata=""
-    )
-    ident = {"topic_id": topic_id} if version >= 6 else {"name": topic}
-    request = Request(
-        version=version,
-        transactional_id=transactional_id,
-        group_id=group,
-        producer_id=producer[0],
-        producer_epoch=producer[1],
-        generation_id_or_member_epoch=generation,
-        member_id="",
-        group_instance_id=None,
-        topics=[Request.TxnOffsetCommitRequestTopic(**ident, partitions=[partition])],
-    )
-    wire.send(request)
-    response = Response[version].decode(wire.read_frame(), header=True)
-    return response.topics[0].partitions[0].error_code
 
 
 def committed(bootstrap, group, topic) -> int:
