@@ -91,3 +91,16 @@ def cpu_used_per_line(script: str) -> list[float]:
     finally:
         child.kill()
         child.wait()
+
+
+def test_the_producer_tools_steady_state_line_is_the_one_read():
+    from benchmarks.compare import _PERF_SUMMARY
+
+    out = (
+        "60000 records sent, 22404.779686 records/sec (21.88 MB/sec), 858.10 ms avg latency, "
+        "1202.00 ms max latency, 892 ms 50th, 1159 ms 95th, 1196 ms 99th, 1200 ms 99.9th.\n"
+        "30000 steady state records sent, 17543.859649 records/sec (17.13 MB/sec), 864.93 ms avg "
+        "latency, 1202.00 ms max latency, 838 ms 50th, 1190 ms 95th, 1198 ms 99th, 1201 ms 99.9th.\n"
+    )
+    last = list(_PERF_SUMMARY.finditer(out))[-1]
+    assert (last["records"], last["mbps"], last["p50"]) == ("30000", "17.13", "838")
