@@ -40,7 +40,18 @@ def test_controller_moves_when_it_dies(cluster):
     # The new controller does its job: a topic created now gets leaders.
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     admin.create_topics([NewTopic("after-controller", 2, 2)])["after-controller"].result(30)
-    _, brokers, partitions = metadata(survivor.bootstrap_servers, "after-controller")
+    # CreateTopics answers once the broker that took it (the controller) sees the leaders;
+    # the survivor's view may lag behind it by an UpdateMetadata, as with Kafka.
+    _, brokers, partitions = wait_for(
+        lambda: (
+            (m := metadata(survivor.bootstrap_servers, "after-controller"))[2]
+            and len(m[2]) == 2
+            and all(p[0] != -1 for p in m[2].values())
+            and m
+        ),
+        30,
+        what="the survivor to see both leaders",
+    )
     assert controller not in brokers
     assert all(p[0] in brokers for p in partitions.values())
     # ... and it still elects leaders when a broker fails: the leader of a partition (not
@@ -111,6 +122,15 @@ def test_controller_moves_when_it_dies(cluster):
 
 
 def test_unclean_leader_election(cluster):
+    # Every broker up, whatever the test before left behind (a failure there skips its restarts).
+    for broker in cluster.brokers.values():
+        if not broker.running:
+            broker.start()
+    wait_for(
+        lambda: len(metadata(cluster.brokers[1].bootstrap_servers, "none")[1]) == 3,
+        30,
+        what="three live brokers",
+    )
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     topic = "unclean"
     admin.create_topics([NewTopic(topic, 1, 2, config={"unclean.leader.election.enable": "true"})])[
