@@ -1137,9 +1137,13 @@ class Log:
         return self._rolled_segment_unflushed()
 
     def _rolled_segment_unflushed(self) -> bool:
-        """A segment rolled since the last flush still waits for its fsync."""
+        """A segment rolled since the last flush still waits for its fsync. Only the segments
+        from the one holding the recovery point up can (the flush that moved it there fsynced
+        every segment below), so this looks at one or two of them however long the history:
+        it runs on every append."""
         segments = self._segments
-        return len(segments) > 1 and any(seg.dirty for seg in segments[:-1])
+        first = self._segment_index_for(self.recovery_point)
+        return any(segments[i].dirty for i in range(first, len(segments) - 1))
 
     @_storage_io("Error while flushing log for")
     def flush(self, now_ms: int | None = None) -> int:

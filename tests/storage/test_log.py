@@ -333,6 +333,37 @@ def test_flush_due(tmp_path):
     assert log2.flush_due(1000)
 
 
+def test_a_roll_makes_a_flush_due_however_long_the_history(tmp_path):
+    # Under Kafka's defaults (no flush.messages, no flush.ms) only a roll calls for an fsync:
+    # of the segment it closed. Checked on every append, so it looks only at the segments
+    # from the recovery point up; these are the cases that must still see the roll.
+    clock = FakeClock(0)
+    log = open_log(tmp_path / "t-0", config(internal_segment_bytes=600), clock)
+    fill(log, 40)
+    assert len(log.segments) > 10
+    assert log.flush_due(0) and log.may_become_due()
+    log.flush(now_ms=0)
+    assert not log.flush_due(0) and not log.may_become_due()
+    segments = len(log.segments)
+    while len(log.segments) == segments:
+        # appends to the active segment: data above the recovery point, but nothing rolled
+        if log.log_end_offset > log.recovery_point:
+            assert not log.flush_due(0) and not log.may_become_due()
+        fill(log, 1)
+    # the append that rolled: the closed segment holds records above the recovery point
+    assert log.flush_due(0) and log.may_become_due()
+    log.flush(now_ms=0)
+    assert not log.flush_due(0)
+    log.close()
+    reopened = open_log(tmp_path / "t-0", config(internal_segment_bytes=600), clock)
+    assert reopened.recovery_point == reopened.log_end_offset
+    segments = len(reopened.segments)
+    while len(reopened.segments) == segments:
+        fill(reopened, 1)
+    assert reopened.flush_due(0)
+    reopened.close()
+
+
 def test_zero_copy_read_leaves_large_stretches_in_the_files(tmp_path):
     """A zero-copy read names the same bytes as an ordinary one, across segments; small reads
     stay bytes; the regions still read after the log is deleted (each has its own fd)."""
