@@ -1232,7 +1232,7 @@ BROKER_DEFAULTS: dict[str, Any] = {
 """The keys with a default and that default: the DEFAULT_CONFIG layer of every synonym list
 (DescribeConfigs asks for it once per key described: built once)."""
 
-UNUSED_KEYS = frozenset(name for name, cdef in BROKER_CONFIGS.items() if cdef in KAFKA_ONLY_KEYS)
+UNUSED_KEYS = frozenset(d.name for d in KAFKA_ONLY_KEYS if BROKER_CONFIGS[d.name] is d)
 """Kafka's broker keys that we accept and describe but do not act on."""
 
 LISTENER_ONLY_KEYS = frozenset(
