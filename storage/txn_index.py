@@ -97,6 +97,10 @@ class TransactionIndex:
     def entries(self) -> list[AbortedTxn]:
         return list(self._load())
 
+    def has_entries(self) -> bool:
+        """Whether it holds any entry (most segments of most logs hold none)."""
+        return bool(self._load())
+
     def collect(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
         """Entries overlapping [fetch_offset, upper_bound)."""
         return [

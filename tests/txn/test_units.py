@@ -179,6 +179,27 @@ def plain_batch() -> bytearray:
     return builder.build()
 
 
+def test_aborts_are_found_across_segments_whose_indexes_are_empty(tmp_path):
+    # A transaction open over many rolls: its abort marker, and so its index entry, lands
+    # segments after its first records; the segments between index nothing.
+    log = open_log(tmp_path / "t-0", **{"internal.segment.bytes": "300"})
+    log.append(txn_batch(1, 0, 0), 0)  # 0-1 (pid 1)
+    for _ in range(24):
+        log.append(plain_batch(), 0)
+    _, first = log.append_marker(1, 0, commit=False)
+    log.append(txn_batch(2, 0, 0), 0)  # pid 2
+    _, second = log.append_marker(2, 0, commit=False)
+    log.high_watermark = log.log_end_offset
+    segments = log.segments
+    assert len(segments) > 5
+    assert [bool(s.txn_index.entries) for s in segments].count(True) <= 2
+    assert not segments[1].txn_index.entries
+    end = log.log_end_offset
+    assert [t.producer_id for t in log.collect_aborted(0, end)] == [1, 2]
+    assert [t.producer_id for t in log.collect_aborted(2, end)] == [1, 2]
+    assert [t.producer_id for t in log.collect_aborted(first.last_offset + 1, end)] == [2]
+
+
 def test_lso_follows_open_transactions_and_aborts_are_indexed(tmp_path):
     log = open_log(tmp_path / "t-0")
     log.append(plain_batch(), 0)  # 0
