@@ -1189,14 +1189,15 @@ def java_throughput_workloads(sizes: Sizes, pinning: Pinning) -> list[JavaThroug
     for size in (1024, 100):
         records = sizes.records_1k if size == 1024 else sizes.records_100
         label = "1 KB" if size == 1024 else "100 B"
+        warmup = records // 2
         rows.append(
             JavaThroughput(
                 f"java-produce-{size}",
                 f"produce {label}, 1 partition, acks=all, idempotent "
                 "(Java kafka-producer-perf-test)",
                 # the broker's and the tool's CPU cover the whole run, warm-up included
-                lambda s, nbytes=(records + records // 2) * size: nbytes,
-                lambda s, size=size, records=records: java_produce(
+                lambda s, nbytes=(records + warmup) * size: nbytes,
+                lambda s, size=size, records=records, warmup=warmup: java_produce(
                     pinning,
                     s.b.bootstrap,
                     f"bench-java-{size}",
@@ -1204,7 +1205,7 @@ def java_throughput_workloads(sizes: Sizes, pinning: Pinning) -> list[JavaThroug
                     size,
                     -1,
                     {"acks": "all"},
-                    warmup=records // 2,
+                    warmup=warmup,
                 ),
             )
         )
@@ -1403,7 +1404,8 @@ def write_results(
         "multi-threaded JVM broker (network, request-handler, GC and JIT threads share it) more "
         "than single-threaded wireserver. The clients get one core too: the Python librdkafka "
         "producer tops out near 0.7-1 M records/s, so 100 B produce figures may be client-bound, "
-        "and the Java consumer JITs while it measures (short runs). Other work on the machine at the time (see the load average) adds noise, "
+        "and the Java consumer JITs while it measures (short runs). Other work on the machine "
+        "at the time (see the load average) adds noise, "
         "chiefly to p99 latencies and to single repetitions.",
     ]
     if errors:

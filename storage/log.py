@@ -481,11 +481,9 @@ class Log:
         ``isComplete``), or at the end of the log."""
         out: list[AbortedTxn] = []
         for i in range(self._segment_index_for(fetch_offset), len(self._segments)):
-            index = self._segments[i].txn_index
-            if not index.has_entries():
-                continue  # asked for every fetch of a read_committed consumer: kept cheap
-            out.extend(index.collect(fetch_offset, upper_bound))
-            if any(txn.last_stable_offset >= upper_bound for txn in index.entries[-1:]):
+            found, complete = self._segments[i].txn_index.collect(fetch_offset, upper_bound)
+            out.extend(found)
+            if complete:
                 break
         return out
 

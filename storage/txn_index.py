@@ -97,17 +97,19 @@ class TransactionIndex:
     def entries(self) -> list[AbortedTxn]:
         return list(self._load())
 
-    def has_entries(self) -> bool:
-        """Whether it holds any entry (most segments of most logs hold none)."""
-        return bool(self._load())
-
-    def collect(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
-        """Entries overlapping [fetch_offset, upper_bound)."""
-        return [
-            txn
-            for txn in self._load()
-            if txn.last_offset >= fetch_offset and txn.first_offset < upper_bound
-        ]
+    def collect(self, fetch_offset: int, upper_bound: int) -> tuple[list[AbortedTxn], bool]:
+        """Entries overlapping [fetch_offset, upper_bound), and whether the search may stop at
+        this segment: an entry whose last stable offset reaches ``upper_bound`` (Kafka's
+        ``TxnIndexSearchResult.isComplete``; no transaction open then began below it). One
+        pass, and nothing built for an empty index (most segments of most logs): a
+        read_committed fetch asks every segment from its offset up."""
+        found: list[AbortedTxn] = []
+        for txn in self._load():
+            if txn.last_offset >= fetch_offset and txn.first_offset < upper_bound:
+                found.append(txn)
+            if txn.last_stable_offset >= upper_bound:
+                return found, True
+        return found, False
 
     # -- writing -------------------------------------------------------------------------
     def append(self, txn: AbortedTxn) -> bool:
