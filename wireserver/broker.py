@@ -480,7 +480,7 @@ class Broker:
         )
         self.ports.clear()
         for connection in list(self.connections):
-            connection.transport.loseConnection()
+            connection.lose_connection()
         self._stop_services()
         if getattr(self, "logs", None) is not None:
             self.logs.close()

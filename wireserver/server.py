@@ -43,7 +43,7 @@ from wireserver.protocol.messages import (
 )
 from wireserver.quotas import quota_user
 from wireserver.security import connection as security_hooks
-from wireserver.zero_copy import ResponseWriter, close_chunks, supports_sendfile
+from wireserver.zero_copy import ResponseWriter, TurnEnd, close_chunks, supports_sendfile
 
 if TYPE_CHECKING:
     from wireserver.services import Services
@@ -88,10 +88,18 @@ class _Slot:
 class KafkaConnection(protocol.Protocol):
     """One client connection."""
 
-    def __init__(self, services: Services, listener_name: str, max_in_flight: int):
+    def __init__(
+        self,
+        services: Services,
+        listener_name: str,
+        max_in_flight: int,
+        turn_end: TurnEnd | None = None,
+    ):
         self.services = services
         self.listener_name = listener_name
         self.max_in_flight = max_in_flight
+        #: sends the answers of a reactor turn at its end (``zero_copy.TurnEnd``)
+        self.turn_end = turn_end
         self.decoder = FrameDecoder(services.config["socket.request.max.bytes"])
         self.pending: collections.deque[_Slot] = collections.deque()
         self.paused = False
@@ -126,7 +134,9 @@ class KafkaConnection(protocol.Protocol):
                 self.transport.pauseProducing()
                 self.services.reactor.callLater(throttle_ms / 1000.0, self.transport.loseConnection)
                 return
-        self.writer = ResponseWriter(self.transport, supports_sendfile(self.transport))
+        self.writer = ResponseWriter(
+            self.transport, supports_sendfile(self.transport), self.turn_end
+        )
         configure_accepted_socket(self.transport, self.services.config["socket.send.buffer.bytes"])
         if self.services.security is not None:
             self.security = self.services.security.new_connection(
@@ -150,7 +160,7 @@ class KafkaConnection(protocol.Protocol):
         if not self.closed:
             log.warning("closing connection from %s: %s", self.peer, why)
             self.closed = True
-            self.transport.loseConnection()
+            self.lose_connection()
 
     def drop(self, why: str) -> None:
         """Close this connection without answering what is still pending (the
@@ -158,7 +168,14 @@ class KafkaConnection(protocol.Protocol):
         if not self.closed:
             log.info("closing connection from %s: %s", self.peer, why)
             self.closed = True
-            self.transport.loseConnection()
+            self.lose_connection()
+
+    def lose_connection(self) -> None:
+        """Close once the answers already made have gone out: those the writer keeps for
+        the end of the turn first (the transport flushes only its own buffer)."""
+        if self.writer is not None:
+            self.writer.send_outbox()
+        self.transport.loseConnection()
 
     # -- input ------------------------------------------------------------------------------
 
@@ -479,8 +496,12 @@ class KafkaServerFactory(protocol.Factory):
     def __init__(self, services: Services, listener_name: str):
         self.services = services
         self.listener_name = listener_name
+        self.turn_end = TurnEnd(services.reactor)
 
     def buildProtocol(self, addr: Any) -> KafkaConnection:
         return KafkaConnection(
-            self.services, self.listener_name, self.services.config["queued.max.requests"]
+            self.services,
+            self.listener_name,
+            self.services.config["queued.max.requests"],
+            self.turn_end,
         )

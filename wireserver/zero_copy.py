@@ -16,6 +16,15 @@ transport to wait for writability (``startWriting``), which brings it back throu
 ``resumeProducing``. The reactor never blocks, and bytes leave in the order they were queued.
 When the queue is empty the writer unregisters and the transport is in charge again.
 
+Answers without file data are not handed to the transport one by one either. Twisted's
+``write`` registers the socket for writability (``epoll_ctl``), sends on the reactor's next turn
+and unregisters it (``epoll_ctl`` again): two system calls and a turn for every write. The
+writer instead keeps the turn's answers and ``TurnEnd`` sends each connection's in one
+``sendmsg`` once the turn's reads are handled, straight to the socket when the transport holds
+nothing; only what the socket does not take goes through the transport. Against the Java
+producer (idempotent, 1 KB records, five requests in flight) the broker spent 12-14 % less CPU
+per run and the producer sent 8-12 % more (benchmarks/results.md).
+
 A file that shrank under a pending send (a follower truncating its log) cannot deliver the
 length already announced in the response; the connection is closed, as Kafka does.
 """
@@ -55,12 +64,38 @@ def close_chunks(chunks: list) -> None:
             chunk.close()
 
 
-class ResponseWriter:
-    """Writes a connection's response chunks in order, file regions by ``sendfile``."""
+class TurnEnd:
+    """Sends the answers of one reactor turn at its end: connections whose writers hold some
+    are flushed by one call scheduled for the next turn, which a reactor runs before it polls
+    again."""
 
-    def __init__(self, transport: Any, zero_copy: bool):
+    def __init__(self, reactor: Any):
+        self.reactor = reactor
+        self.writers: list[ResponseWriter] = []
+        self.call: Any = None
+
+    def add(self, writer: ResponseWriter) -> None:
+        self.writers.append(writer)
+        if self.call is None:
+            self.call = self.reactor.callLater(0, self.run)
+
+    def run(self) -> None:
+        self.call = None
+        writers, self.writers = self.writers, []
+        for writer in writers:
+            writer.send_outbox()
+
+
+class ResponseWriter:
+    """Writes a connection's response chunks in order, file regions by ``sendfile``; with a
+    ``turn_end`` (plain TCP only), answers without file data at the end of the turn."""
+
+    def __init__(self, transport: Any, zero_copy: bool, turn_end: TurnEnd | None = None):
         self.transport = transport
         self.zero_copy = zero_copy
+        self.turn_end = turn_end if zero_copy else None
+        #: this turn's answers, for ``send_outbox``
+        self.outbox: list = []
         self.queue: collections.deque = collections.deque()  # bytes / memoryview / FileRegion
         self.sent = 0  # bytes of queue[0] already sent
         self.registered = False
@@ -73,8 +108,14 @@ class ResponseWriter:
             close_chunks(chunks)
             return
         if not self.queue and not any(isinstance(chunk, FileRecords) for chunk in chunks):
-            self.transport.writeSequence(chunks)
+            if self.turn_end is None:
+                self.transport.writeSequence(chunks)
+            else:
+                if not self.outbox:
+                    self.turn_end.add(self)
+                self.outbox.extend(chunks)
             return
+        self.send_outbox()  # what came before goes first
         for chunk in chunks:
             if isinstance(chunk, FileRecords):
                 self.queue.extend(chunk.parts)
@@ -87,6 +128,34 @@ class ResponseWriter:
             self.transport.registerProducer(self, False)
             self.registering = False
             self.transport.startWriting()
+
+    def send_outbox(self) -> None:
+        """Send the answers kept this turn: straight to the socket when the transport holds
+        nothing, the rest (or all, when it holds something) through the transport, so bytes
+        leave in order. Nothing goes out on a connection that is gone or aborted."""
+        outbox = self.outbox
+        if not outbox:
+            return
+        self.outbox = []
+        transport = self.transport
+        if self.stopped or not transport.connected or getattr(transport, "_aborting", False):
+            return
+        if transport._tempDataLen or len(transport.dataBuffer) > transport.offset:
+            transport.writeSequence(outbox)
+            return
+        sock = transport.socket
+        while outbox:
+            try:
+                sent = sock.sendmsg(outbox[:SENDMSG_BUFFERS])
+            except OSError:
+                break  # full (EAGAIN) or failed: the transport retries, or finds the error
+            while outbox and sent >= len(outbox[0]):
+                sent -= len(outbox.pop(0))
+            if sent:
+                outbox[0] = outbox[0][sent:]
+                break
+        if outbox:
+            transport.writeSequence(outbox)
 
     # -- IPullProducer ----------------------------------------------------------------------
     def resumeProducing(self) -> None:

@@ -69,3 +69,27 @@ def test_fetch_answer_survives_deleting_the_topic(broker, topic):
             admin.delete_topics([topic])
             assert topic not in admin.topics()
             assert [r.value for r in raw.fetched(wire.read_response(request))] == values
+
+
+def test_answers_sent_at_the_turns_end_keep_their_order_when_the_socket_fills(broker, topic):
+    """Answers without file data go out at the end of the reactor's turn, straight to the
+    socket, and what the socket does not take through the transport. 400 pipelined requests
+    (Metadata, with a Fetch carrying file data every 50th) to a client that reads nothing until
+    all are sent, through a 64 KiB window: every answer arrives, in request order, whole."""
+    with KafkaWire(broker.bootstrap_servers) as producer:
+        values = produce_large(producer, topic)
+    with small_window(broker) as wire:
+        requests = [
+            raw.fetch(topic, 0, 0, partition_max_bytes=1 << 20)
+            if i % 50 == 25
+            else raw.metadata([topic], auto_create=False)
+            for i in range(400)
+        ]
+        wire.send_raw(b"".join(encode(wire, r) for r in requests))
+        for i, request in enumerate(requests):
+            answer = wire.read_response(request)  # checks the correlation id
+            if i % 50 == 25:
+                assert [r.value for r in raw.fetched(answer)] == values[: len(raw.fetched(answer))]
+                assert raw.fetched(answer)
+            else:
+                assert answer.topics[0].name == topic

@@ -84,7 +84,7 @@ def _raw_token(connection: Any, authenticator: Any, token: bytes) -> None:
         return
     if authenticator.state is AuthState.COMPLETE:
         connection.security.principal = authenticator.principal
-    connection.transport.write(_SIZE.pack(len(challenge)) + challenge)
+    connection.writer.write([_SIZE.pack(len(challenge)) + challenge])
 
 
 def delay_failure(ctx: Any, response: Any) -> Any:
