@@ -94,6 +94,34 @@ class TopicInfo:
     config: LogConfig = field(default_factory=LogConfig)
 
 
+class _TopicTable(dict):
+    """Topics by name that also keeps them by id, as Kafka's metadata image does: from v13 a
+    Produce or Fetch names its topics by id, and finding one must not cost a pass over every
+    topic of the broker on every request. Only item assignment and deletion change it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by_id: dict[uuid.UUID, str] = {}
+
+    def __setitem__(self, name: str, info: TopicInfo) -> None:
+        old = self.get(name)
+        if old is not None and self.by_id.get(old.topic_id) == name:
+            del self.by_id[old.topic_id]
+        super().__setitem__(name, info)
+        self.by_id[info.topic_id] = name
+
+    def __delitem__(self, name: str) -> None:
+        info = self[name]
+        super().__delitem__(name)
+        if self.by_id.get(info.topic_id) == name:
+            del self.by_id[info.topic_id]
+
+    def _unsupported(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("topics change by item assignment and deletion only")
+
+    pop = popitem = clear = update = setdefault = _unsupported  # would bypass by_id
+
+
 def _stored_topic_id(directory: str) -> uuid.UUID | None:
     """The topic id in a partition's ``partition.metadata``; None when it is missing or torn
     (it is written without fsync when the partition is made)."""
@@ -148,9 +176,10 @@ class LogManager:
         self.broker_defaults = dict(broker_defaults)
         self._now_ms = now_ms
         self.producer_id_expiration_ms = producer_id_expiration_ms
-        self._topics: dict[str, TopicInfo] = {}
-        # A read-only live view of it, made once (``topics`` is read several times per request)
+        self._topics = _TopicTable()
+        # Read-only live views of it, made once (``topics`` is read several times per request)
         self._topics_view = types.MappingProxyType(self._topics)
+        self._names_by_id = types.MappingProxyType(self._topics.by_id)
         self._logs: dict[tuple[str, int], Log] = {}
         # Logs that may be due for a flush (written since they were last found not due):
         # the flush tick walks these, not all partitions.
@@ -179,6 +208,11 @@ class LogManager:
     @property
     def topics(self) -> Mapping[str, TopicInfo]:
         return self._topics_view
+
+    @property
+    def topic_names_by_id(self) -> Mapping[uuid.UUID, str]:
+        """Topic id -> name of every topic here (a live read-only view)."""
+        return self._names_by_id
 
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self._logs.get((topic, partition))

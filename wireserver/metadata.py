@@ -144,10 +144,10 @@ class LocalMetadata:
         """Every topic this broker knows, by name: its own logs' and the cluster's."""
         return {name: info.topic_id for name, info in self.logs.topics.items()}
 
-    def topic_names(self) -> dict[uuid.UUID, str]:
+    def topic_names(self) -> Mapping[uuid.UUID, str]:
         """Topic id -> name, for the requests that name topics by id (UNKNOWN_TOPIC_ID when an
-        id is not here)."""
-        return {topic_id: name for name, topic_id in self.topic_ids().items()}
+        id is not here): the logs' live index on one node."""
+        return self.logs.topic_names_by_id
 
     def is_reported(self, info: TopicInfo | None) -> bool:
         """Whether the topic is part of what this broker reports to clients."""

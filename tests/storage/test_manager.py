@@ -192,6 +192,28 @@ def test_delete_add_partitions_alter_config(tmp_path):
     assert doc["topics"][0]["name"] == "t"
 
 
+def test_topics_are_found_by_id_through_every_change_and_a_restart(tmp_path):
+    """Produce and Fetch from v13 name topics by id: the manager keeps the id -> name index
+    as topics are made, changed, deleted, made again under the same name and reloaded."""
+    m = manager([tmp_path])
+    first = m.create_topic("t", 1).topic_id
+    other = m.create_topic("u", 1).topic_id
+    assert dict(m.topic_names_by_id) == {first: "t", other: "u"}
+    m.add_partitions("t", 3)
+    m.alter_topic_config("t", {"retention.ms": "5000"})
+    assert dict(m.topic_names_by_id) == {first: "t", other: "u"}
+    m.delete_topic("t")
+    assert first not in m.topic_names_by_id
+    again = m.create_topic("t", 1).topic_id
+    assert again != first and dict(m.topic_names_by_id) == {again: "t", other: "u"}
+    m.close()
+    reloaded = manager([tmp_path])
+    assert dict(reloaded.topic_names_by_id) == {again: "t", other: "u"}
+    with pytest.raises(TypeError):
+        reloaded._topics.pop("t")  # a change that would bypass the index is refused
+    reloaded.close()
+
+
 def test_deleting_leaves_checkpoints_until_the_partition_is_made_again(tmp_path):
     """Deleting N topics does not rewrite the checkpoints N times; a partition made again
     under a deleted one's name is not recovered from the old log's recovery point."""

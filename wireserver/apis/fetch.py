@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import collections
 import uuid
+from collections.abc import Mapping
 
 from twisted.internet import defer
 
@@ -154,11 +155,11 @@ class FetchPlan:
     def key(self, cached: CachedPartition):
         return (cached.topic_id if self.version >= 13 else cached.topic, cached.partition)
 
-    def _topic_names(self) -> dict:
+    def _topic_names(self) -> Mapping:
         """Topic id -> name (v13+ requests name topics by id)."""
         if self.version < 13:
             return {}
-        return {info.topic_id: name for name, info in self.ctx.services.logs.topics.items()}
+        return self.ctx.services.logs.topic_names_by_id
 
     def _requested(self, by_id: dict):
         version = self.version

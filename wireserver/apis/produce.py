@@ -38,6 +38,8 @@ broker in a cluster), then appended.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from wireserver.apis import HandlerResult, handles
 from wireserver.apis.metadata import leader_hints
 from wireserver.context import RequestContext
@@ -133,11 +135,11 @@ def in_transaction(ctx: RequestContext, topic: str, partition: int, pid: int, ep
     )
 
 
-def topics_by_id(ctx: RequestContext) -> dict | None:
+def topics_by_id(ctx: RequestContext) -> Mapping | None:
     """Topic id -> name from v13 (topics by id), else None."""
     if ctx.version < 13:
         return None
-    return {info.topic_id: info.name for info in ctx.services.logs.topics.values()}
+    return ctx.services.logs.topic_names_by_id
 
 
 def produce(ctx: RequestContext, refused: dict) -> HandlerResult:

@@ -83,6 +83,10 @@ class ZkMetadata(LocalMetadata):
         ids.update({name: a.topic_id for name, a in self.node.topics.items()})
         return ids
 
+    def topic_names(self) -> dict[uuid.UUID, str]:
+        """The logs' topics and ZooKeeper's (a topic can be in one before the other)."""
+        return {topic_id: name for name, topic_id in self.topic_ids().items()}
+
     def is_reported(self, info: TopicInfo | None) -> bool:
         return info is not None and (info.name in self.node.topics or info.name in INTERNAL_TOPICS)
 

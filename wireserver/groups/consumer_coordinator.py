@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -380,8 +380,8 @@ class ConsumerGroupCoordinator(TopicPartitionHeartbeats, ModernGroupCoordinator)
 
     # -- describe ---------------------------------------------------------------------------
 
-    def topic_names(self) -> dict[uuid.UUID, str]:
-        return {info.topic_id: name for name, info in self.logs.topics.items()}
+    def topic_names(self) -> Mapping[uuid.UUID, str]:
+        return self.logs.topic_names_by_id
 
 
 def refresh_subscription_metadata(

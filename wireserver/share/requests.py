@@ -4,6 +4,7 @@ apply its acknowledgements, and build each partition's answer."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +40,7 @@ class ShareRequest:
         self.group_id: str = self.body.group_id or ""
         self.member_id: str = self.body.member_id or ""
         self.epoch: int = self.body.share_session_epoch
-        self.names: dict[uuid.UUID, str] = self.services.metadata.topic_names()
+        self.names: Mapping[uuid.UUID, str] = self.services.metadata.topic_names()
         self.answers: dict[SessionPartition, PartitionAnswer] = {}
         #: partitions whose share-partition could not be made here (``load``)
         self.unloaded: dict[SessionPartition, ErrorCode] = {}
