@@ -136,11 +136,12 @@ def handle(ctx: RequestContext) -> HandlerResult:
         ]
         # (unauthorized topics are hidden, as Kafka hides them)
     else:
-        by_id = {info.topic_id: info for info in logs.topics.values()}
+        by_id = logs.topic_names_by_id
         for requested in body.topics:
             name = requested.name
             if name is None:
-                info = by_id.get(requested.topic_id)
+                known = by_id.get(requested.topic_id)
+                info = None if known is None else logs.topics.get(known)
                 if (
                     info is None
                     or not metadata.is_reported(info)

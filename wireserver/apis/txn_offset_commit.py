@@ -127,5 +127,5 @@ def topic_names(ctx: RequestContext) -> list[str | None]:
     UNKNOWN_TOPIC_ID)."""
     if ctx.version < TOPIC_IDS:
         return [t.name for t in ctx.body.topics]
-    by_id = {info.topic_id: name for name, info in ctx.services.logs.topics.items()}
+    by_id = ctx.services.logs.topic_names_by_id
     return [by_id.get(t.topic_id) for t in ctx.body.topics]
