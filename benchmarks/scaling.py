@@ -50,6 +50,7 @@ import struct
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -132,6 +133,34 @@ def metadata_request(correlation_id: int) -> bytes:
     return struct.pack(">i", len(body)) + body
 
 
+def metadata_by_id_request(correlation_id: int, topic_id: uuid.UUID) -> bytes:
+    """Metadata v12 for one topic named by its id (how Kafka 4's clients name topics in
+    Produce, Fetch and OffsetCommit too): the broker's lookup of a topic by id, whatever the
+    number of other topics. Flexible: request header v2, compact arrays, tagged fields."""
+    client_id = b"scaling"
+    header = struct.pack(">hhih", 3, 12, correlation_id, len(client_id)) + client_id + b"\0"
+    # one topic (compact array: length + 1), its id, a null name, no tags; no auto-creation,
+    # no authorized operations; no tags
+    body = b"\x02" + topic_id.bytes + b"\0\0" + b"\0\0\0"
+    return struct.pack(">i", len(header) + len(body)) + header + body
+
+
+def topic_id_of(bootstrap: str, topic: str) -> uuid.UUID:
+    """The id the broker gave ``topic`` (Metadata v12 by name)."""
+    from kafka.protocol.metadata.metadata import MetadataRequest
+
+    from wireserver.testing import KafkaWire
+
+    with KafkaWire(bootstrap) as wire:
+        request = MetadataRequest(
+            version=12,
+            topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+            allow_auto_topic_creation=False,
+        )
+        (found,) = wire.request(request).topics
+        return found.topic_id
+
+
 def recv_exactly(sock: socket.socket, size: int) -> bytes:
     chunks = []
     while size:
@@ -143,17 +172,22 @@ def recv_exactly(sock: socket.socket, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def metadata_latencies(bootstrap: str, requests: int) -> tuple[list[float], int]:
-    """Milliseconds from sending each Metadata request to the last byte of its answer, and
-    the size of the answer."""
+def metadata_latencies(
+    bootstrap: str, requests: int, topic_id: uuid.UUID | None = None
+) -> tuple[list[float], int]:
+    """Milliseconds from sending each Metadata request (for all topics, or for the topic
+    ``topic_id`` by id) to the last byte of its answer, and the size of the answer."""
     host, port = bootstrap.rsplit(":", 1)
     times = []
     size = 0
     with socket.create_connection((host, int(port)), timeout=60) as sock:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         for i in range(requests + 2):
+            request = (
+                metadata_request(i) if topic_id is None else metadata_by_id_request(i, topic_id)
+            )
             started = time.perf_counter()
-            sock.sendall(metadata_request(i))
+            sock.sendall(request)
             (size,) = struct.unpack(">i", recv_exactly(sock, 4))
             recv_exactly(sock, size)
             if i >= 2:  # the first two warm the connection and the broker's caches
@@ -369,6 +403,16 @@ def measure_partitions(
         )
         put_rounds(
             size, "Metadata all topics p99 (ms)", [percentile(times, 0.99) for times, _ in asked]
+        )
+        topic_id = topic_id_of(target.bootstrap, topics[-1][0])
+        by_id = [
+            metadata_latencies(target.bootstrap, 20 if quick else 200, topic_id)
+            for _ in range(rounds)
+        ]
+        put_rounds(
+            size,
+            "Metadata one topic by id p99 (ms)",
+            [percentile(times, 0.99) for times, _ in by_id],
         )
         records = (20_000 if quick else 100_000) + 20 * size
         produce_across(target.bootstrap, every, records // 4)  # warm-up (Kafka's JIT, caches)

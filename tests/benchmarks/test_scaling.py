@@ -65,6 +65,7 @@ def test_the_partitions_dimension_measures_a_real_broker():
         assert set(by_metric) >= {
             "create (s)",
             "Metadata all topics p50 (ms)",
+            "Metadata one topic by id p99 (ms)",
             "produce throughput (records/s)",
             "follow all: produce-to-consume p99 (ms)",
             "idle RSS (MiB)",
@@ -78,6 +79,7 @@ def test_the_partitions_dimension_measures_a_real_broker():
         assert repeated == [
             "Metadata all topics p50 (ms)",
             "Metadata all topics p99 (ms)",
+            "Metadata one topic by id p99 (ms)",
             "produce throughput (records/s)",
             "produce p99 (ms)",
             "follow all: produce-to-consume p50 (ms)",
