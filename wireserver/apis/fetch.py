@@ -161,7 +161,7 @@ class FetchPlan:
             return {}
         return self.ctx.services.logs.topic_names_by_id
 
-    def _requested(self, by_id: dict):
+    def _requested(self, by_id: Mapping):
         version = self.version
         for topic in self.ctx.body.topics:
             name = by_id.get(topic.topic_id) if version >= 13 else topic.topic
