@@ -136,13 +136,16 @@ def metadata_request(correlation_id: int) -> bytes:
 def metadata_by_id_request(correlation_id: int, topic_id: uuid.UUID) -> bytes:
     """Metadata v12 for one topic named by its id (how Kafka 4's clients name topics in
     Produce, Fetch and OffsetCommit too): the broker's lookup of a topic by id, whatever the
-    number of other topics. Flexible: request header v2, compact arrays, tagged fields."""
-    client_id = b"scaling"
-    header = struct.pack(">hhih", 3, 12, correlation_id, len(client_id)) + client_id + b"\0"
-    # one topic (compact array: length + 1), its id, a null name, no tags; no auto-creation,
-    # no authorized operations; no tags
-    body = b"\x02" + topic_id.bytes + b"\0\0" + b"\0\0\0"
-    return struct.pack(">i", len(header) + len(body)) + header + body
+    number of other topics."""
+    from kafka.protocol.metadata.metadata import MetadataRequest
+
+    request = MetadataRequest(
+        version=12,
+        topics=[MetadataRequest.MetadataRequestTopic(name=None, topic_id=topic_id)],
+        allow_auto_topic_creation=False,
+    )
+    request.with_header(correlation_id=correlation_id, client_id="scaling")
+    return bytes(request.encode(header=True, framed=True))
 
 
 def topic_id_of(bootstrap: str, topic: str) -> uuid.UUID:

@@ -121,6 +121,10 @@ class ResponseWriter:
                 self.queue.extend(chunk.parts)
             elif chunk:
                 self.queue.append(chunk)
+        self._register()
+
+    def _register(self) -> None:
+        """Send the queue as the transport drains (``resumeProducing``)."""
         if not self.registered:
             # registerProducer calls resumeProducing at once, but the transport may still hold
             # bytes written earlier: wait for its drain (doWrite → resumeProducing) instead.
@@ -131,31 +135,22 @@ class ResponseWriter:
 
     def send_outbox(self) -> None:
         """Send the answers kept this turn: straight to the socket when the transport holds
-        nothing, the rest (or all, when it holds something) through the transport, so bytes
-        leave in order. Nothing goes out on a connection that is gone or aborted."""
-        outbox = self.outbox
-        if not outbox:
-            return
-        self.outbox = []
+        nothing; what is left (or all, when it holds something) joins the queue and goes as
+        the transport drains, so bytes leave in order. Nothing goes out on a connection that
+        is gone or aborted."""
+        outbox, self.outbox = self.outbox, []
         transport = self.transport
-        if self.stopped or not transport.connected or getattr(transport, "_aborting", False):
+        if not outbox or self.stopped or not transport.connected or transport._aborting:
             return
-        if transport._tempDataLen or len(transport.dataBuffer) > transport.offset:
-            transport.writeSequence(outbox)
-            return
-        sock = transport.socket
-        while outbox:
+        self.queue.extend(outbox)
+        if not (transport._tempDataLen or len(transport.dataBuffer) > transport.offset):
             try:
-                sent = sock.sendmsg(outbox[:SENDMSG_BUFFERS])
-            except OSError:
-                break  # full (EAGAIN) or failed: the transport retries, or finds the error
-            while outbox and sent >= len(outbox[0]):
-                sent -= len(outbox.pop(0))
-            if sent:
-                outbox[0] = outbox[0][sent:]
-                break
-        if outbox:
-            transport.writeSequence(outbox)
+                if self._send():
+                    return
+            except OSError as exc:
+                self._fail(exc)
+                return
+        self._register()
 
     # -- IPullProducer ----------------------------------------------------------------------
     def resumeProducing(self) -> None:
@@ -165,15 +160,18 @@ class ResponseWriter:
         try:
             done = self._send()
         except OSError as exc:
-            log.warning("send failed on %s: %s", self.transport.getPeer(), exc)
-            self.stopProducing()
-            self.transport.abortConnection()
+            self._fail(exc)
             return
         if done:
             self.registered = False
             self.transport.unregisterProducer()
         else:
             self.transport.startWriting()
+
+    def _fail(self, exc: OSError) -> None:
+        log.warning("send failed on %s: %s", self.transport.getPeer(), exc)
+        self.stopProducing()
+        self.transport.abortConnection()
 
     def stopProducing(self) -> None:
         """The connection is gone: drop what is queued and close its descriptors."""

@@ -188,7 +188,7 @@ def test_aborts_are_found_across_segments_whose_indexes_are_empty(tmp_path):
         log.append(plain_batch(), 0)
     _, first = log.append_marker(1, 0, commit=False)
     log.append(txn_batch(2, 0, 0), 0)  # pid 2
-    _, second = log.append_marker(2, 0, commit=False)
+    log.append_marker(2, 0, commit=False)
     log.high_watermark = log.log_end_offset
     segments = log.segments
     assert len(segments) > 5
