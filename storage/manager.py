@@ -37,7 +37,7 @@ import types
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from wireserver.storage import checkpoint as ckpt
 from wireserver.storage.configdef import ConfigValueError
@@ -94,16 +94,31 @@ class TopicInfo:
     config: LogConfig = field(default_factory=LogConfig)
 
 
-class _TopicTable(dict):
+class _HasTopicId(Protocol):
+    @property
+    def topic_id(self) -> uuid.UUID: ...
+
+
+_Topic = TypeVar("_Topic", bound=_HasTopicId)
+
+
+class TopicTable(dict[str, _Topic]):
     """Topics by name that also keeps them by id, as Kafka's metadata image does: from v13 a
     Produce or Fetch names its topics by id, and finding one must not cost a pass over every
-    topic of the broker on every request. Only item assignment and deletion change it."""
+    topic of the broker on every request. Only item assignment and deletion change it. Holds
+    anything with a ``topic_id``: the logs' ``TopicInfo``, a cluster's ZooKeeper
+    assignments."""
 
     def __init__(self) -> None:
         super().__init__()
         self.by_id: dict[uuid.UUID, str] = {}
+        #: counts the names added and removed, so that whoever keeps something derived from
+        #: the set of names (a regex subscription's matches) sees a change without a pass
+        self.names_changed = 0
 
-    def __setitem__(self, name: str, info: TopicInfo) -> None:
+    def __setitem__(self, name: str, info: _Topic) -> None:
+        if name not in self:
+            self.names_changed += 1
         old = self.get(name)
         if old is not None and self.by_id.get(old.topic_id) == name:
             del self.by_id[old.topic_id]
@@ -112,6 +127,7 @@ class _TopicTable(dict):
 
     def __delitem__(self, name: str) -> None:
         info = self[name]
+        self.names_changed += 1
         super().__delitem__(name)
         if self.by_id.get(info.topic_id) == name:
             del self.by_id[info.topic_id]
@@ -176,7 +192,7 @@ class LogManager:
         self.broker_defaults = dict(broker_defaults)
         self._now_ms = now_ms
         self.producer_id_expiration_ms = producer_id_expiration_ms
-        self._topics = _TopicTable()
+        self._topics: TopicTable[TopicInfo] = TopicTable()
         # Read-only live views of it, made once (``topics`` is read several times per request)
         self._topics_view = types.MappingProxyType(self._topics)
         self._names_by_id = types.MappingProxyType(self._topics.by_id)
@@ -213,6 +229,11 @@ class LogManager:
     def topic_names_by_id(self) -> Mapping[uuid.UUID, str]:
         """Topic id -> name of every topic here (a live read-only view)."""
         return self._names_by_id
+
+    @property
+    def topic_names_changed(self) -> int:
+        """Grows whenever a topic name comes or goes (``TopicTable.names_changed``)."""
+        return self._topics.names_changed
 
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self._logs.get((topic, partition))

@@ -144,6 +144,12 @@ class LocalMetadata:
         """Every topic this broker knows, by name: its own logs' and the cluster's."""
         return {name: info.topic_id for name, info in self.logs.topics.items()}
 
+    def topic_id(self, name: str) -> uuid.UUID | None:
+        """The topic's id, or None when this broker knows no such topic (one lookup, where
+        ``topic_ids`` makes a dict of every topic)."""
+        info = self.logs.topics.get(name)
+        return info.topic_id if info is not None else None
+
     def topic_names(self) -> Mapping[uuid.UUID, str]:
         """Topic id -> name, for the requests that name topics by id (UNKNOWN_TOPIC_ID when an
         id is not here): the logs' live index on one node."""

@@ -56,7 +56,7 @@ def resolve_creation(
     Raises TopicError."""
     check_name(name)
     metadata = services.metadata
-    if name in metadata.topic_ids():
+    if metadata.topic_id(name) is not None:
         raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
     live_brokers = metadata.live_broker_ids()
     if assignments:

@@ -214,6 +214,22 @@ def test_topics_are_found_by_id_through_every_change_and_a_restart(tmp_path):
     reloaded.close()
 
 
+def test_the_count_of_names_changed_moves_with_names_only(tmp_path):
+    """A regex subscription is resolved again when topic names come or go; a config or
+    partition change to an existing topic does not count."""
+    m = manager([tmp_path])
+    start = m.topic_names_changed
+    m.create_topic("t", 1)
+    assert m.topic_names_changed == start + 1
+    m.add_partitions("t", 3)
+    m.alter_topic_config("t", {"retention.ms": "5000"})
+    assert m.topic_names_changed == start + 1
+    m.delete_topic("t")
+    m.create_topic("t", 1)
+    assert m.topic_names_changed == start + 3
+    m.close()
+
+
 def test_deleting_leaves_checkpoints_until_the_partition_is_made_again(tmp_path):
     """Deleting N topics does not rewrite the checkpoints N times; a partition made again
     under a deleted one's name is not recovered from the old log's recovery point."""

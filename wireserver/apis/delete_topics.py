@@ -52,7 +52,7 @@ def wait_until_gone(ctx, deleted: dict, results):
     metadata = ctx.services.metadata
 
     def gone(name):
-        return metadata.topic_ids().get(name) != deleted[name]
+        return metadata.topic_id(name) != deleted[name]
 
     pending = yield wait_for_topics(ctx.services, list(deleted), gone, ctx.body.timeout_ms)
     for result in results:

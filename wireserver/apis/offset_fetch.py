@@ -68,8 +68,8 @@ def handle(ctx: RequestContext) -> HandlerResult:
         topic_class = group_class.OffsetFetchResponseTopics
         partition_class = topic_class.OffsetFetchResponsePartitions
         groups = []
-        topic_ids = ctx.services.metadata.topic_ids() if version >= 10 else {}
-        by_id = {topic_id: name for name, topic_id in topic_ids.items()}
+        metadata = ctx.services.metadata
+        by_id = metadata.topic_names() if version >= 10 else {}  # v10+ names topics by id
         for g in body.groups:
             group_error = (
                 error
@@ -89,21 +89,22 @@ def handle(ctx: RequestContext) -> HandlerResult:
                 []
                 if group_error
                 else [
-                    (topic, parts)
+                    (topic, topic_id, parts)
                     for topic, parts in _fetch(
                         coordinator, g.group_id, requested, body.require_stable
                     )
                     if not checks.describe_topic(ctx, topic)
-                    and (version < 10 or topic in topic_ids)
+                    for topic_id in [metadata.topic_id(topic) if version >= 10 else None]
+                    if version < 10 or topic_id is not None
                 ]
             )
             topics = [
                 topic_class(
                     name=topic,
-                    topic_id=topic_ids.get(topic),
+                    topic_id=topic_id,
                     partitions=[_partition(partition_class, p, c) for p, c in parts],
                 )
-                for topic, parts in found
+                for topic, topic_id, parts in found
             ]
             if not group_error:
                 topics += [

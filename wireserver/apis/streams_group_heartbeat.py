@@ -33,6 +33,7 @@ from wireserver.groups.streams_group import (
     Subtopology,
     Tasks,
     TopicInfo,
+    topology_topics,
 )
 from wireserver.metadata import TopicError
 from wireserver.protocol.errors import ErrorCode
@@ -97,14 +98,6 @@ def _topology(topology: Any) -> StreamsTopology | None:
     )
 
 
-def _topics_of(topology: StreamsTopology) -> set[str]:
-    names: set[str] = set()
-    for s in topology.subtopologies:
-        names.update(s.source_topics, s.repartition_sink_topics)
-        names.update(i.name for i in s.state_changelog_topics + s.repartition_source_topics)
-    return names
-
-
 def _create_internal_topics(ctx: RequestContext, result: StreamsHeartbeatResult) -> None:
     """Create what the group lacks (Kafka's ``autoTopicCreationManager``). The answer still
     reports them missing, as Kafka's does (it creates them after answering); the next
@@ -143,7 +136,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
         (None if enabled else ErrorCode.UNSUPPORTED_VERSION)
         or coordinator.ensure_ready(body.group_id)
         or checks.read_group(ctx, body.group_id)
-        or (checks.describe_topics(ctx, _topics_of(topology)) if topology else None)
+        or (checks.describe_topics(ctx, topology_topics(topology)) if topology else None)
     )
     if error is not None:
         result = StreamsHeartbeatResult(error, checks.message(error))

@@ -14,7 +14,7 @@ every broker, this one included, through the watches: admin requests wait for th
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from wireserver.cluster import topic_admin
@@ -34,10 +34,39 @@ from wireserver.metadata import (
 )
 from wireserver.protocol.errors import ErrorCode
 from wireserver.storage.log_config import LogConfig
-from wireserver.storage.manager import TopicInfo
+from wireserver.storage.manager import TopicInfo, TopicTable
 
 if TYPE_CHECKING:
     from wireserver.cluster.node import ClusterNode
+
+
+class TopicNames(Mapping[uuid.UUID, str]):
+    """Topic id -> name over ZooKeeper's topics and this broker's logs: ZooKeeper's id for a
+    name first; a log's id is found only while ZooKeeper has no other id for its name (a
+    topic deleted and created again keeps its old log until the watch drops it)."""
+
+    def __init__(self, zookeeper: TopicTable[Any], logs_by_id: Mapping[uuid.UUID, str]):
+        self.zookeeper = zookeeper
+        self.logs_by_id = logs_by_id
+
+    def __getitem__(self, topic_id: uuid.UUID) -> str:
+        name = self.zookeeper.by_id.get(topic_id)
+        if name is not None:
+            return name
+        name = self.logs_by_id[topic_id]
+        current = self.zookeeper.get(name)
+        if current is not None and current.topic_id != topic_id:
+            raise KeyError(topic_id)
+        return name
+
+    def __iter__(self) -> Iterator[uuid.UUID]:
+        yield from self.zookeeper.by_id
+        for topic_id in self.logs_by_id:
+            if topic_id not in self.zookeeper.by_id and topic_id in self:
+                yield topic_id
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 class ZkMetadata(LocalMetadata):
@@ -83,9 +112,14 @@ class ZkMetadata(LocalMetadata):
         ids.update({name: a.topic_id for name, a in self.node.topics.items()})
         return ids
 
-    def topic_names(self) -> dict[uuid.UUID, str]:
-        """The logs' topics and ZooKeeper's (a topic can be in one before the other)."""
-        return {topic_id: name for name, topic_id in self.topic_ids().items()}
+    def topic_id(self, name: str) -> uuid.UUID | None:
+        assignment = self.node.topics.get(name)
+        return assignment.topic_id if assignment is not None else super().topic_id(name)
+
+    def topic_names(self) -> Mapping[uuid.UUID, str]:
+        """The logs' topics and ZooKeeper's (a topic can be in one before the other), looked
+        up in both id indexes rather than merged into a dict on every request."""
+        return TopicNames(self.node.topics, self.logs.topic_names_by_id)
 
     def is_reported(self, info: TopicInfo | None) -> bool:
         return info is not None and (info.name in self.node.topics or info.name in INTERNAL_TOPICS)

@@ -40,6 +40,7 @@ from wireserver.cluster import zkdata as zd
 from wireserver.cluster.config_changes import ConfigChangeListener
 from wireserver.cluster.fetcher import FetcherHost, ReplicaFetcher
 from wireserver.replica.manager import scala_option
+from wireserver.storage.manager import TopicTable
 
 if TYPE_CHECKING:
     from wireserver.config import Listener
@@ -106,7 +107,8 @@ class ClusterNode:
         self.isr_shrinks = 0
         self.isr_expands = 0
         self.unclean_leader_elections = 0
-        self.topics: dict[str, zd.TopicAssignment] = {}
+        #: ZooKeeper's topics by name, and by id (``by_id``)
+        self.topics: TopicTable[zd.TopicAssignment] = TopicTable()
         self.states: dict[TP, zd.PartitionState] = {}
         self.following: dict[TP, int] = {}
         # Replicas in failed log dirs, by broker (every broker's, read from ZooKeeper), and
@@ -652,7 +654,8 @@ class ClusterNode:
     def _drop_topic(self, name: str) -> None:
         """The topic is gone from ZooKeeper: stop leading and following its partitions and
         delete its logs (Kafka's StopReplica with delete)."""
-        assignment = self.topics.pop(name)
+        assignment = self.topics[name]
+        del self.topics[name]
         log.info("topic %s deleted: dropping its replicas", name)
         for partition in assignment.replicas:
             tp = (name, partition)

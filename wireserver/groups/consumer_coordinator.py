@@ -265,13 +265,14 @@ class ConsumerGroupCoordinator(TopicPartitionHeartbeats, ModernGroupCoordinator)
         }
         if not regexes and not group.resolved_regexes:
             return
-        topics = frozenset(self.logs.topics)
+        names_changed = self.logs.topic_names_changed
         if (
             regexes == group.resolved_regexes.keys()
-            and topics == group.regex_topics
+            and names_changed == group.regex_topics_changed
             and now - group.regex_refreshed_ms <= REGEX_REFRESH_INTERVAL_MS
         ):
             return
+        topics = list(self.logs.topics)
         matched = {regex: {t for t in topics if re.fullmatch(regex, t)} for regex in regexes}
         denied = {
             t
@@ -280,7 +281,7 @@ class ConsumerGroupCoordinator(TopicPartitionHeartbeats, ModernGroupCoordinator)
             if describable is not None and not describable(t)
         }
         group.resolved_regexes = {regex: names - denied for regex, names in matched.items()}
-        group.regex_topics = topics
+        group.regex_topics_changed = names_changed
         group.regex_refreshed_ms = now
 
     def _subscriptions(self, group: ConsumerGroup) -> dict[str, set[str]]:

@@ -78,10 +78,11 @@ class ConsumerGroup(ModernGroup):
         #: name -> (topic id, partitions).
         self.subscription_metadata: dict[str, tuple[uuid.UUID, int]] = {}
         self.assignor_name = ""
-        #: The members' regular expressions resolved to topic names, the topic names they
-        #: were resolved against, and when (see ``ConsumerGroupCoordinator._refresh_regexes``).
+        #: The members' regular expressions resolved to topic names, the broker's count of
+        #: topic names come and gone when they were (``LogManager.topic_names_changed``), and
+        #: when (see ``ConsumerGroupCoordinator._refresh_regexes``).
         self.resolved_regexes: dict[str, set[str]] = {}
-        self.regex_topics: frozenset[str] = frozenset()
+        self.regex_topics_changed = -1
         self.regex_refreshed_ms = -1
 
     def _check_transition(self, target: ConsumerGroupState) -> None:

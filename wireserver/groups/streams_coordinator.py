@@ -48,6 +48,7 @@ from wireserver.groups.streams_group import (
     Tasks,
     TopicInfo,
     configure,
+    topic_partitions,
 )
 from wireserver.protocol.errors import ErrorCode
 
@@ -204,8 +205,7 @@ class StreamsGroupCoordinator(ModernGroupCoordinator):
         """Configure the topology against the topics; True if the tasks changed."""
         if group.topology is None:
             return False
-        topics = {name: info.num_partitions for name, info in self.logs.topics.items()}
-        configured = configure(group.topology, topics)
+        configured = configure(group.topology, topic_partitions(group.topology, self.logs.topics))
         changed = (configured.partitions, configured.statuses) != (
             group.configured.partitions,
             group.configured.statuses,

@@ -17,7 +17,9 @@ member still owns. Standby and warm-up tasks are not exclusive and are handed ov
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from wireserver.groups.modern_group import ModernGroup, ModernGroupMember, copy_assignment
 from wireserver.groups.state import IllegalStateTransition
@@ -93,7 +95,23 @@ class ConfiguredTopology:
         return {s: set(range(n)) for s, n in self.partitions.items() if n}
 
 
-def configure(topology: StreamsTopology, topic_partitions: dict[str, int]) -> ConfiguredTopology:
+def topology_topics(topology: StreamsTopology) -> set[str]:
+    """Every topic the topology names: sources, repartition and changelog topics."""
+    names: set[str] = set()
+    for s in topology.subtopologies:
+        names.update(s.source_topics, s.repartition_sink_topics)
+        names.update(i.name for i in s.state_changelog_topics + s.repartition_source_topics)
+    return names
+
+
+def topic_partitions(topology: StreamsTopology, topics: Mapping[str, Any]) -> dict[str, int]:
+    """The partition counts of the topology's topics that exist, from the broker's topics by
+    name (anything with ``num_partitions``): what ``configure`` reads, without a pass over
+    every topic of the broker on each heartbeat."""
+    return {n: topics[n].num_partitions for n in topology_topics(topology) if n in topics}
+
+
+def configure(topology: StreamsTopology, topic_partitions: Mapping[str, int]) -> ConfiguredTopology:
     """Kafka's ``InternalTopicManager.configureTopics``: every source topic must exist; a
     repartition topic without a partition count gets the most partitions of the subtopology
     writing into it; a changelog topic gets its subtopology's task count."""
