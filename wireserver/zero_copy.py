@@ -198,20 +198,21 @@ class ResponseWriter:
                     n = os.sendfile(out, item.fd, item.position + self.sent, remaining)
                     if n == 0:
                         raise OSError(f"file region truncated during send ({remaining} bytes left)")
-                    if n < remaining:
+                    if n < remaining:  # the socket is full: asking again gets EAGAIN
                         self.sent += n
-                        continue
+                        return False
                     item.close()
                     queue.popleft()
                     self.sent = 0
-                else:
-                    self._send_buffers(sock)
+                elif not self._send_buffers(sock):
+                    return False
             except BlockingIOError:
                 return False
         return True
 
-    def _send_buffers(self, sock: socket.socket) -> None:
-        """One ``sendmsg`` of the leading run of byte buffers; drops what went out."""
+    def _send_buffers(self, sock: socket.socket) -> bool:
+        """One ``sendmsg`` of the leading run of byte buffers; drops what went out. False when
+        the socket took only part of them (it is full)."""
         queue = self.queue
         buffers = []
         for item in queue:
@@ -228,4 +229,5 @@ class ResponseWriter:
                 self.sent = 0
             else:
                 self.sent += n
-                break
+                return False
+        return True
