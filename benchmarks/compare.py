@@ -36,6 +36,7 @@ import argparse
 import contextlib
 import datetime
 import functools
+import itertools
 import json
 import os
 import platform
@@ -67,6 +68,10 @@ class Sizes:
     reps: int  # timed repetitions of each librdkafka workload
     java_reps: int  # runs of the Java producer's latency workload (a JVM each)
     java_rounds: int  # rounds of the Java throughput tools, one run against each broker
+    java_records_1k: int  # records a Java producer run reports on, 1 KB values
+    java_warmup_1k: int  # records it sends first (``java_throughput_workloads``)
+    java_records_100: int
+    java_warmup_100: int
     latency_seconds: float  # timed part of each fixed-rate latency run
     join_reps: int
     kafka_starts: int  # cold starts measured in total (the first is the one used)
@@ -81,9 +86,13 @@ DEFAULT = Sizes(
     # the same tool against the same broker spread by ±30 %, so two were not enough to order
     # the brokers.
     java_reps=5,
-    # Alternating rounds (``alternate_java``): eight pairs put a ratio's median within a
-    # few per cent where single runs spread by ±30 %.
-    java_rounds=8,
+    # Alternating rounds (``alternate_java``): the median of five pairs of steady-state
+    # runs (runs that were mostly the tool's JIT spread by ±30 % and took eight).
+    java_rounds=5,
+    java_records_1k=1_000_000,
+    java_warmup_1k=1_500_000,
+    java_records_100=6_000_000,
+    java_warmup_100=8_000_000,
     latency_seconds=10.0,
     join_reps=5,
     kafka_starts=3,
@@ -95,6 +104,10 @@ QUICK = Sizes(
     reps=3,
     java_reps=1,
     java_rounds=1,
+    java_records_1k=30_000,
+    java_warmup_1k=15_000,
+    java_records_100=150_000,
+    java_warmup_100=75_000,
     latency_seconds=3.0,
     join_reps=3,
     kafka_starts=1,
@@ -317,6 +330,14 @@ def wait_metadata(bootstrap: str, timeout: float, alive: Callable[[], bool]) -> 
         if time.monotonic() > deadline:
             raise RuntimeError(f"broker at {bootstrap} did not answer Metadata in {timeout} s")
         time.sleep(0.01)
+
+
+def delete_topic(bootstrap: str, topic: str) -> None:
+    """Delete ``topic`` (absent is fine); the broker frees its files in the background."""
+    from wireserver.testing import KafkaWire
+
+    with KafkaWire(bootstrap, timeout=60.0, client_id="wireserver-bench") as wire:
+        wire.delete_topics([topic], timeout_ms=60000)
 
 
 def served_api_keys(bootstrap: str) -> set[int]:
@@ -804,6 +825,7 @@ class Session:
         # the brokers take turns, so each line says whose figure it is
         self.log = lambda message: log(f"  [{self.target}] {message.strip()}")
         self.topic_records: dict[str, int] = {}  # records in each topic, as consume() saw
+        self.java_topic = ""  # the topic of the latest Java producer run
 
     def put(
         self,
@@ -1177,19 +1199,33 @@ class JavaThroughput:
     workload: str
     nbytes: Callable[[Session], int]
     run: Callable[[Session], dict]
+    #: an untimed run against each broker before the rounds
+    warm_run: bool = True
+    #: called after each run, outside its figures
+    after: Callable[[Session], None] | None = None
 
 
 def java_throughput_workloads(sizes: Sizes, pinning: Pinning) -> list[JavaThroughput]:
-    """The idempotent Java producer (1 KB and 100 B records; each run sends half as many
-    again first, outside its figures: JIT compilation took about half of the tool's core in
-    runs of 200,000 × 1 KB), then the group consumer reading
+    """The idempotent Java producer (1 KB and 100 B records), then the group consumer reading
     the log the librdkafka 1 KB acks=1 workload wrote (all of it, as librdkafka's consumer
-    did)."""
+    did). A producer run sends ``java_warmup_*`` records before the ``java_records_*`` it
+    reports (the tool's steady-state line): its rate climbs for 15-20 s while the JVM compiles
+    it on its one core (5-second windows of 1 KB runs: 15-44, 33-82, 80-110, then 87-140
+    MB/s against either broker), so a shorter run measures the JIT, not the broker. Each run
+    writes into a topic of its own, deleted after it, as a run writes gigabytes."""
     rows = []
+    runs = itertools.count()
     for size in (1024, 100):
-        records = sizes.records_1k if size == 1024 else sizes.records_100
+        records = sizes.java_records_1k if size == 1024 else sizes.java_records_100
+        warmup = sizes.java_warmup_1k if size == 1024 else sizes.java_warmup_100
         label = "1 KB" if size == 1024 else "100 B"
-        warmup = records // 2
+
+        def run(s: Session, size: int = size, records: int = records, warmup: int = warmup):
+            s.java_topic = f"bench-java-{size}-{next(runs)}"
+            return java_produce(
+                pinning, s.b.bootstrap, s.java_topic, records, size, -1, {"acks": "all"}, warmup
+            )
+
         rows.append(
             JavaThroughput(
                 f"java-produce-{size}",
@@ -1197,16 +1233,9 @@ def java_throughput_workloads(sizes: Sizes, pinning: Pinning) -> list[JavaThroug
                 "(Java kafka-producer-perf-test)",
                 # the broker's and the tool's CPU cover the whole run, warm-up included
                 lambda s, nbytes=(records + warmup) * size: nbytes,
-                lambda s, size=size, records=records, warmup=warmup: java_produce(
-                    pinning,
-                    s.b.bootstrap,
-                    f"bench-java-{size}",
-                    records,
-                    size,
-                    -1,
-                    {"acks": "all"},
-                    warmup=warmup,
-                ),
+                run,
+                warm_run=False,  # each run warms up long enough itself
+                after=lambda s: delete_topic(s.b.bootstrap, s.java_topic),
             )
         )
 
@@ -1232,7 +1261,7 @@ def alternate_java(
     note has the median of the rounds' ratios (the table's ratio is of the medians)."""
     runs: dict[str, list[dict]] = {s.target: [] for s in sessions}
     failed: dict[str, str] = {}
-    for s in sessions:
+    for s in sessions if job.warm_run else []:
         warm = s.java_run(functools.partial(job.run, s))
         if "error" in warm:
             failed[s.target] = warm["error"]
@@ -1241,6 +1270,8 @@ def alternate_java(
             if s.target in failed:
                 continue
             out = s.java_run(functools.partial(job.run, s))
+            if job.after is not None:
+                job.after(s)
             if "error" in out:
                 failed[s.target] = out["error"]
             else:
@@ -1358,7 +1389,8 @@ def write_results(
         f"- sizes ({'--quick' if quick else 'default'}): {sizes.records_1k:,} × 1 KB or "
         f"{sizes.records_100:,} × 100 B records per repetition, {sizes.reps} repetitions "
         f"(+ warm-up) per librdkafka workload, {sizes.java_rounds} alternating round(s) per Java "
-        f"throughput tool (+ a warm-up run), {sizes.java_reps} run(s) of the Java latency workload, "
+        f"throughput tool (the consumer's after a warm-up run), {sizes.java_reps} run(s) of the "
+        "Java latency workload, "
         f"{sizes.latency_seconds:g} s per latency run, {sizes.join_reps} group joins, "
         f"{sizes.kafka_starts} Kafka / {sizes.wireserver_starts} wireserver cold starts",
         f"- CPU pinning: {pinning.describe()}",
@@ -1372,8 +1404,9 @@ def write_results(
         "workload runs against one and then the other before the next workload, the first "
         "broker changing from one workload to the next, so that both meet the same moments "
         "of the machine (a broker measured minutes after the other meets another one). The "
-        "Java tools' throughput rows take turns in rounds: an untimed warm-up run against each "
-        "broker, then one run against each per round; such a row's figure is the median of its "
+        "Java tools' throughput rows take turns in rounds (the consumer's after an untimed "
+        "warm-up run against each broker), one run against each per round; such a row's "
+        "figure is the median of its "
         "runs and its note gives the median of the rounds' ratios (a single run of these tools "
         "spreads by ±30 %). Each librdkafka workload is a fresh client process that sends a warm-up "
         "(a fifth of the records) and then times each repetition from the first produce() to "
@@ -1392,9 +1425,12 @@ def write_results(
         "none starts while the kernel writes back the dirty pages of the one before (the 1 KB "
         "workloads leave gigabytes). Latency workloads send "
         "at a fixed rate and drop the first second. The Java tools run in a fresh JVM each time; "
-        "the Java producer's throughput runs send half as many records again first and report "
-        "the tool's steady-state line (`--warmup-records`), as its JIT compiler took about half "
-        "of its core in the first seconds, and its latency runs likewise report the line after "
+        f"a Java producer throughput run sends {sizes.java_warmup_1k:,} × 1 KB or "
+        f"{sizes.java_warmup_100:,} × 100 B records first and reports the tool's steady-state "
+        f"line over the {sizes.java_records_1k:,} or {sizes.java_records_100:,} after them "
+        "(`--warmup-records`), as the tool's rate climbs for 15-20 s while its JIT compiler "
+        "shares its core, into a topic of its own that is deleted after the run; its latency "
+        "runs likewise report the line after "
         f"{JAVA_LATENCY_WARMUP_S} s of sending, while the consumer's runs include their warm-up. "
         "Start-up is from process spawn to the first "
         "Metadata answer listing a broker (10 ms polling); for Kafka it includes "
