@@ -30,6 +30,23 @@ _ACKS_TIMEOUT = struct.Struct(">hi")
 _MAX_STRING = 0x7FFF  # Kafka refuses longer compact strings too
 _ZERO_UUID = uuid.UUID(int=0)
 
+#: Topic ids as read, by their 16 bytes: making a ``UUID`` cost more than the rest of a
+#: topic's fields (a Kafka 4 producer names its topic by id in every request), and a broker
+#: sees few distinct ids. Emptied when it passes ``_TOPIC_IDS_KEPT``.
+_topic_ids: dict[bytes, uuid.UUID] = {}
+_TOPIC_IDS_KEPT = 10_000
+
+
+def _topic_id(raw: bytes) -> uuid.UUID | None:
+    """The id in ``raw`` (None for the zero id, which names no topic), kept for next time."""
+    topic_id = uuid.UUID(bytes=raw)
+    if topic_id == _ZERO_UUID:
+        return None
+    if len(_topic_ids) >= _TOPIC_IDS_KEPT:
+        _topic_ids.clear()
+    _topic_ids[raw] = topic_id
+    return topic_id
+
 
 @dataclass(slots=True)
 class ProducePartitionData:
@@ -229,9 +246,8 @@ def _decode_flexible(frame: memoryview, pos: int, topic_ids: bool) -> ProduceReq
         if topic_ids:
             if pos + 16 > end:
                 raise DecodeError("truncated topic_id")
-            topic_id = uuid.UUID(bytes=bytes(frame[pos : pos + 16]))
-            if topic_id == _ZERO_UUID:
-                topic_id = None
+            raw = bytes(frame[pos : pos + 16])
+            topic_id = _topic_ids.get(raw) or _topic_id(raw)
             name = ""  # as kafka-python reads v13: no name, only the id
             pos += 16
         else:

@@ -79,9 +79,14 @@ class BatchHeader(NamedTuple):
         return bool(self.attributes & CONTROL_MASK)
 
 
+#: ``tuple.__new__`` straight from the unpacked fields: ``BatchHeader._make`` is two Python
+#: calls more, and every batch of every Produce has its header read twice
+_new_header = tuple.__new__
+
+
 def read_header(buf, pos: int = 0) -> BatchHeader:
     """Unpack the header at ``pos``; the caller guarantees 61 bytes are there."""
-    return BatchHeader._make(_HEADER.unpack_from(buf, pos))
+    return _new_header(BatchHeader, _HEADER.unpack_from(buf, pos))
 
 
 def _view(buf, pos: int, size: int) -> RecordBatch:

@@ -224,7 +224,7 @@ class KafkaConnection(protocol.Protocol):
         except Exception:  # noqa: BLE001 - answered as a handler's failure is
             self._failed(Failure(), slot)
             return
-        if isinstance(response, defer.Deferred):
+        if defer.Deferred in type(response).__mro__:  # isinstance goes through ABCMeta
             self.answer(slot, response)
         else:
             # Most answers are ready at once: written without a Deferred chain, which
