@@ -499,6 +499,14 @@ def test_a_new_controller_resumes_a_move(nodes, reference, tmp_path):
         producer.wait_acks(100, "acknowledgements before the move")
         plan = plan_file(tmp_path, topic, [a, c])
         execute_throttled(reference, nodes.bootstrap, plan)
+        # The brokers learn of the move through their ZooKeeper watches, a moment after the
+        # tool's answer (as Kafka's brokers learn it from the metadata log).
+        wait_for(
+            lambda: partitions_of(nodes.bootstrap, topic)[0][2] == [a, c, b],
+            10,
+            0.1,
+            what="the move in the partition's metadata",
+        )
         leader, epoch, replicas, isr = partitions_of(nodes.bootstrap, topic)[0]
         assert replicas == [a, c, b] and c not in isr  # still moving
         nodes.brokers[controller].kill()
