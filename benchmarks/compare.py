@@ -825,7 +825,6 @@ class Session:
         # the brokers take turns, so each line says whose figure it is
         self.log = lambda message: log(f"  [{self.target}] {message.strip()}")
         self.topic_records: dict[str, int] = {}  # records in each topic, as consume() saw
-        self.java_topic = ""  # the topic of the latest Java producer run
 
     def put(
         self,
@@ -1201,8 +1200,8 @@ class JavaThroughput:
     run: Callable[[Session], dict]
     #: an untimed run against each broker before the rounds
     warm_run: bool = True
-    #: called after each run, outside its figures
-    after: Callable[[Session], None] | None = None
+    #: called with each run's result after it, outside its figures
+    after: Callable[[Session, dict], None] | None = None
 
 
 def java_throughput_workloads(sizes: Sizes, pinning: Pinning) -> list[JavaThroughput]:
@@ -1221,10 +1220,11 @@ def java_throughput_workloads(sizes: Sizes, pinning: Pinning) -> list[JavaThroug
         label = "1 KB" if size == 1024 else "100 B"
 
         def run(s: Session, size: int = size, records: int = records, warmup: int = warmup):
-            s.java_topic = f"bench-java-{size}-{next(runs)}"
-            return java_produce(
-                pinning, s.b.bootstrap, s.java_topic, records, size, -1, {"acks": "all"}, warmup
+            topic = f"bench-java-{size}-{next(runs)}"
+            out = java_produce(
+                pinning, s.b.bootstrap, topic, records, size, -1, {"acks": "all"}, warmup
             )
+            return {**out, "topic": topic}
 
         rows.append(
             JavaThroughput(
@@ -1235,7 +1235,7 @@ def java_throughput_workloads(sizes: Sizes, pinning: Pinning) -> list[JavaThroug
                 lambda s, nbytes=(records + warmup) * size: nbytes,
                 run,
                 warm_run=False,  # each run warms up long enough itself
-                after=lambda s: delete_topic(s.b.bootstrap, s.java_topic),
+                after=lambda s, out: delete_topic(s.b.bootstrap, out["topic"]),
             )
         )
 
@@ -1271,7 +1271,7 @@ def alternate_java(
                 continue
             out = s.java_run(functools.partial(job.run, s))
             if job.after is not None:
-                job.after(s)
+                job.after(s, out)
             if "error" in out:
                 failed[s.target] = out["error"]
             else:

@@ -117,10 +117,10 @@ class TopicTable(dict[str, _Topic]):
         self.names_changed = 0
 
     def __setitem__(self, name: str, info: _Topic) -> None:
-        if name not in self:
-            self.names_changed += 1
         old = self.get(name)
-        if old is not None and self.by_id.get(old.topic_id) == name:
+        if old is None:
+            self.names_changed += 1
+        elif self.by_id.get(old.topic_id) == name:
             del self.by_id[old.topic_id]
         super().__setitem__(name, info)
         self.by_id[info.topic_id] = name

@@ -85,19 +85,13 @@ def handle(ctx: RequestContext) -> HandlerResult:
                     (n, list(t.partition_indexes)) for n, t in zip(names, g.topics) if n is not None
                 ]
                 unknown = [t for n, t in zip(names, g.topics) if n is None]
-            found = (
-                []
-                if group_error
-                else [
-                    (topic, topic_id, parts)
-                    for topic, parts in _fetch(
-                        coordinator, g.group_id, requested, body.require_stable
-                    )
-                    if not checks.describe_topic(ctx, topic)
-                    for topic_id in [metadata.topic_id(topic) if version >= 10 else None]
-                    if version < 10 or topic_id is not None
-                ]
-            )
+            found = []
+            if not group_error:
+                for topic, parts in _fetch(coordinator, g.group_id, requested, body.require_stable):
+                    topic_id = metadata.topic_id(topic) if version >= 10 else None
+                    if checks.describe_topic(ctx, topic) or (version >= 10 and topic_id is None):
+                        continue
+                    found.append((topic, topic_id, parts))
             topics = [
                 topic_class(
                     name=topic,

@@ -272,7 +272,7 @@ class ConsumerGroupCoordinator(TopicPartitionHeartbeats, ModernGroupCoordinator)
             and now - group.regex_refreshed_ms <= REGEX_REFRESH_INTERVAL_MS
         ):
             return
-        topics = list(self.logs.topics)
+        topics = self.logs.topics
         matched = {regex: {t for t in topics if re.fullmatch(regex, t)} for regex in regexes}
         denied = {
             t

@@ -48,7 +48,7 @@ from wireserver.groups.streams_group import (
     Tasks,
     TopicInfo,
     configure,
-    topic_partitions,
+    partition_counts,
 )
 from wireserver.protocol.errors import ErrorCode
 
@@ -205,7 +205,7 @@ class StreamsGroupCoordinator(ModernGroupCoordinator):
         """Configure the topology against the topics; True if the tasks changed."""
         if group.topology is None:
             return False
-        configured = configure(group.topology, topic_partitions(group.topology, self.logs.topics))
+        configured = configure(group.topology, partition_counts(group.topology, self.logs.topics))
         changed = (configured.partitions, configured.statuses) != (
             group.configured.partitions,
             group.configured.statuses,

@@ -104,7 +104,7 @@ def topology_topics(topology: StreamsTopology) -> set[str]:
     return names
 
 
-def topic_partitions(topology: StreamsTopology, topics: Mapping[str, Any]) -> dict[str, int]:
+def partition_counts(topology: StreamsTopology, topics: Mapping[str, Any]) -> dict[str, int]:
     """The partition counts of the topology's topics that exist, from the broker's topics by
     name (anything with ``num_partitions``): what ``configure`` reads, without a pass over
     every topic of the broker on each heartbeat."""
