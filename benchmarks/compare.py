@@ -340,6 +340,25 @@ def delete_topic(bootstrap: str, topic: str) -> None:
         wire.delete_topics([topic], timeout_ms=60000)
 
 
+def delete_topic_files(broker: Broker, topic: str, timeout: float = 30.0) -> bool:
+    """Delete ``topic`` and wait until its partition directories have left the broker's log
+    dir (Kafka renames them ``<topic>-<n>.<id>-delete`` and removes them after
+    ``log.segment.delete.delay.ms``); False if they are still there after ``timeout``."""
+    delete_topic(broker.bootstrap, topic)
+    if broker.data_dir is None:
+        return False
+    deadline = time.monotonic() + timeout
+    prefix = f"{topic}-"
+    while time.monotonic() < deadline:
+        try:
+            if not any(name.startswith(prefix) for name in os.listdir(broker.data_dir)):
+                return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
 def served_api_keys(bootstrap: str) -> set[int]:
     from wireserver.testing import KafkaWire
 
@@ -362,6 +381,7 @@ class Broker:
     stop: Callable[[], None]
     ready_line_s: float | None = None
     log_file: Path | None = None  # the broker's log (read it before ``stop()``)
+    data_dir: Path | None = None  # its log dir (``log.dirs``)
 
 
 def start_wireserver(
@@ -465,6 +485,7 @@ def start_wireserver(
         stop,
         ready_line,
         Path(root, "broker.log"),
+        Path(overrides["log.dirs"]),
     )
 
 
@@ -515,11 +536,18 @@ def start_kafka(pinning: Pinning, broker_props: dict[str, str] | None = None) ->
         startup,
         lambda: cluster.stop(timeout=30),
         log_file=cluster.nodes[0].server_log,
+        data_dir=cluster.nodes[0].data_dir,
     )
 
 
+#: Kafka removes a deleted topic's files ``log.segment.delete.delay.ms`` (60 s) after the
+#: deletion, wireserver at once; the Java producer rows delete each run's topic and wait for its
+#: files to go, so that every run, against either broker, writes into the page cache the run
+#: before it freed (see ``java_throughput_workloads``).
+KAFKA_PROPS = {"log.segment.delete.delay.ms": "0"}
+
 STARTERS = {
-    "kafka": start_kafka,
+    "kafka": functools.partial(start_kafka, broker_props=KAFKA_PROPS),
     "wireserver": start_wireserver,
     # the other event loops of ``serve --reactor`` (benchmarks.reactors compares them)
     "wireserver/asyncio": functools.partial(start_wireserver, reactor="asyncio"),
@@ -1211,7 +1239,14 @@ def java_throughput_workloads(sizes: Sizes, pinning: Pinning) -> list[JavaThroug
     reports (the tool's steady-state line): its rate climbs for 15-20 s while the JVM compiles
     it on its one core (5-second windows of 1 KB runs: 15-44, 33-82, 80-110, then 87-140
     MB/s against either broker), so a shorter run measures the JIT, not the broker. Each run
-    writes into a topic of its own, deleted after it, as a run writes gigabytes."""
+    writes into a topic of its own, deleted after it, as a run writes gigabytes, and the next
+    run starts once the deleted topic's files are gone, against either broker
+    (``delete_topic_files``; Kafka's deletion delay is 0 here, ``KAFKA_PROPS``): on the virtual
+    machines these figures come from, writing into pages the guest freed moments ago costs a
+    fraction of the kernel time of writing into pages it has kept free for seconds (handed back
+    to the host meanwhile; ``dd`` of 2.5 GB: 0.6 s against 3.7-4.6 s of system time), so with
+    Kafka's 60-second delay Kafka's runs wrote into what wireserver's last run had freed and
+    wireserver's into neither."""
     rows = []
     runs = itertools.count()
     for size in (1024, 100):
@@ -1235,7 +1270,7 @@ def java_throughput_workloads(sizes: Sizes, pinning: Pinning) -> list[JavaThroug
                 lambda s, nbytes=(records + warmup) * size: nbytes,
                 run,
                 warm_run=False,  # each run warms up long enough itself
-                after=lambda s, out: delete_topic(s.b.bootstrap, out["topic"]),
+                after=lambda s, out: delete_topic_files(s.b, out["topic"]),
             )
         )
 

@@ -104,3 +104,30 @@ def test_the_producer_tools_steady_state_line_is_the_one_read():
     )
     last = list(_PERF_SUMMARY.finditer(out))[-1]
     assert (last["records"], last["mbps"], last["p50"]) == ("30000", "17.13", "838")
+
+
+def test_a_deleted_runs_topic_is_waited_for_until_its_files_are_gone(tmp_path):
+    """The Java producer rows start a run once the last run's topic has left the disk."""
+    from confluent_kafka import Producer
+
+    from benchmarks.compare import Broker, delete_topic_files
+    from wireserver.testing import EmbeddedBroker
+
+    with EmbeddedBroker("thread", data_dir=tmp_path) as embedded:
+        embedded.create_topic("run-7", partitions=2)
+        producer = Producer({"bootstrap.servers": embedded.bootstrap_servers})
+        for i in range(20):
+            producer.produce("run-7", b"x" * 1000, partition=i % 2)
+        assert producer.flush(10) == 0
+        assert sorted(p.name for p in tmp_path.glob("run-7-*")) == ["run-7-0", "run-7-1"]
+        broker = Broker(
+            "wireserver",
+            "",
+            embedded.bootstrap_servers,
+            0,
+            0.0,
+            lambda: None,
+            data_dir=tmp_path,
+        )
+        assert delete_topic_files(broker, "run-7") is True
+        assert list(tmp_path.glob("run-7-*")) == []
