@@ -1188,6 +1188,8 @@ class Log:
         if durable:
             self.flush()
         else:
+            for seg in self._segments:  # their fsync comes with the caller's syncfs
+                seg.write_index_entries()
             self.recovery_point = self.log_end_offset
         self.producer_state.take_snapshot(sync=durable)
         self.leader_epoch_cache.flush(sync=durable)

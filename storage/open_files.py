@@ -205,6 +205,18 @@ class PooledFile:
         self.dirty = True
         return os.pwrite(self.fd, data, position)
 
+    def pwrite_any_thread(self, data, position: int) -> int:
+        """``pwrite`` from any thread: the file is pinned while it writes, as ``fsync``
+        does, so nothing is closed to open it and no other thread closes it meanwhile."""
+        self.dirty = True
+        if self.pool is None:
+            return os.pwrite(self.fd, data, position)
+        fd = self.pool.acquire(self, pin=True)
+        try:
+            return os.pwrite(fd, data, position)
+        finally:
+            self.pool.unpin(self)
+
     def truncate(self, length: int) -> None:
         self.dirty = True
         os.ftruncate(self.fd, length)

@@ -368,6 +368,11 @@ class LogSegment:
         self._log.path = new_log_path
         self.file_suffix = new_suffix
 
+    def write_index_entries(self) -> None:
+        """Write the index entries still held for a write of their own (``storage.index``)."""
+        self.offset_index.write_pending()
+        self.time_index.write_pending()
+
     def flush(self) -> None:
         if self.closed:
             return

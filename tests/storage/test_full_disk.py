@@ -14,6 +14,7 @@ from tests.storage.cleaner_helpers import compacted_log, keyed_batch
 from tests.storage.helpers import FakeClock, config, make_batch, open_log, record_offsets
 from wireserver.protocol.errors import ErrorCode
 from wireserver.storage import checkpoint as ckpt
+from wireserver.storage import index as index_module
 from wireserver.storage.cleaner import cleanable_offsets, prepare_cleaning
 from wireserver.storage.errors import KafkaStorageError
 from wireserver.storage.manager import LogManager
@@ -75,9 +76,27 @@ def test_markers_and_follower_appends_fail_the_same_way(disk, how):
     assert log.log_end_offset == 3
 
 
-def test_an_index_entry_that_cannot_be_written_fails_the_append(disk):
+def test_index_entries_that_cannot_be_written_fail_the_flush(disk):
+    """An entry is held for a write of a run of them (``storage.index``): the append whose
+    batch fits in the .log's page is acknowledged, and the flush that must write the entry
+    fails the dir, leaving no partial entry in the file."""
     log = open_log(os.path.join(disk, "t-0"), config(index_interval_bytes=0))
     log.append(make_batch(1), 0)  # the first batch is never indexed: .index stays empty
+    fill(disk)
+    index = log.active_segment.offset_index.path
+    log.append(make_batch(1), 0)  # fits in the .log's page; its index entry is held
+    assert log.log_end_offset == 2
+    with pytest.raises(KafkaStorageError) as excinfo:
+        log.flush()
+    assert_failed(excinfo, disk)
+    assert os.path.getsize(index) == 0
+    assert log.failures.is_offline(disk)
+
+
+def test_a_run_of_index_entries_that_cannot_be_written_fails_its_append(disk, monkeypatch):
+    monkeypatch.setattr(index_module, "PENDING_ENTRIES", 1)  # every entry written at once
+    log = open_log(os.path.join(disk, "t-0"), config(index_interval_bytes=0))
+    log.append(make_batch(1), 0)
     fill(disk)
     index = log.active_segment.offset_index.path
     with pytest.raises(KafkaStorageError) as excinfo:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 from tests.storage.helpers import config, make_batch, open_log, record_offsets
+from wireserver.storage.index import PENDING_ENTRIES
 from wireserver.storage.log import Log
 
 CFG = dict(internal_segment_bytes=600, index_interval_bytes=100)
@@ -172,3 +174,27 @@ def test_stray_files_are_removed(tmp_path):
     names = os.listdir(path)
     assert not any(n.endswith((".deleted", ".tmp")) for n in names)
     assert "00000000000000000099.index" not in names
+
+
+def test_index_entries_reach_the_file_in_runs_and_all_of_them_with_a_flush(tmp_path):
+    """Entries are held for one write per ``PENDING_ENTRIES``; what a flush made durable (a
+    crash copies the files as they are) loads without a rebuild and finds every entry."""
+    path = tmp_path / "t-0"
+    log = open_log(path, config(index_interval_bytes=0))
+    index = log.active_segment.offset_index
+    for i in range(PENDING_ENTRIES + 11):
+        log.append(make_batch(2, ts=1000 + i), leader_epoch=1)
+    # the first batch of a segment gets no entry: one run written, ten entries held
+    assert index.entries == PENDING_ENTRIES + 10
+    assert os.path.getsize(index.path) == PENDING_ENTRIES * 8
+    log.flush()
+    assert os.path.getsize(index.path) == index.entries * 8
+    assert os.path.getsize(log.active_segment.time_index.path) == (PENDING_ENTRIES + 10) * 12
+    crashed = tmp_path / "copy"
+    shutil.copytree(path, crashed)
+    again = open_log(crashed, config(index_interval_bytes=0), recover=False)
+    assert again.rebuilt_indexes == 0
+    assert again.active_segment.offset_index.entries == index.entries
+    for ts in (1000, 1000 + PENDING_ENTRIES - 1, 1000 + PENDING_ENTRIES + 5):
+        assert again.offset_for_timestamp(ts) == log.offset_for_timestamp(ts)
+    log.close()
