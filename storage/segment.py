@@ -234,11 +234,13 @@ class LogSegment:
         self.dirty = True
 
     def on_become_inactive(self) -> None:
-        """Kafka appends a final time-index entry for the segment's max timestamp on roll."""
-        if self.max_timestamp >= 0:
-            self.time_index.maybe_append(
-                self.max_timestamp, self.offset_of_max_timestamp, skip_full_check=True
-            )
+        """Kafka appends a final time-index entry for the segment's max timestamp on roll;
+        the segment then waits for a flush to write and fsync it, as Kafka flushes the
+        segments below a new one."""
+        if self.max_timestamp >= 0 and self.time_index.maybe_append(
+            self.max_timestamp, self.offset_of_max_timestamp, skip_full_check=True
+        ):
+            self.dirty = True
 
     # -- loading and recovery -----------------------------------------------------------
     def load(self) -> bool:
