@@ -1141,6 +1141,8 @@ class Log:
         from the one holding the recovery point up can (the flush that moved it there fsynced
         every segment below), so this looks at one or two of them however long the history:
         it runs on every append."""
+        if self.recovery_point >= self._bases[-1]:
+            return False  # it is in the active segment: nothing rolled since
         segments = self._segments
         first = self._segment_index_for(self.recovery_point)
         return any(segments[i].dirty for i in range(first, len(segments) - 1))
