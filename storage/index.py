@@ -75,13 +75,17 @@ class _Index:
         """Write the entries made since the last write (any thread). When the write fails
         they stay pending, and the next write starts where this one did."""
         with self._lock:
-            if not self._pending:
+            # The owner thread appends without the lock (from the flush thread this runs
+            # beside it): the entries counted here are written and removed, later ones stay.
+            pending = self._pending
+            count = len(pending)
+            if not count:
                 return
-            raw = b"".join(self._pending)
+            raw = b"".join(pending[:count])
             if self._file.pwrite_any_thread(raw, self._on_file * self.ENTRY.size) < len(raw):
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), self.path)
-            self._on_file += len(self._pending)
-            self._pending.clear()
+            self._on_file += count
+            del pending[:count]
 
     def _read_raw(self) -> bytes:
         with open(self.path, "rb") as f:
