@@ -150,12 +150,12 @@ def test_move_under_load_keeps_every_acknowledged_record(broker, reference, tmp_
     assert set(load.acked) <= set(values)
 
 
-def fill(broker, reference, topic: str) -> tuple[str, str, int]:
-    """Write 300 records of 10 kB (values 0..299, padded) to a new topic: its log dir, the
-    other dir, and the partition's size."""
+def fill(broker, reference, topic: str, records: int = 300) -> tuple[str, str, int]:
+    """Write ``records`` records of 10 kB (values 0..records-1, padded) to a new topic: its log
+    dir, the other dir, and the partition's size."""
     create_topic(broker, topic)
     producer = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all"})
-    for i in range(300):
+    for i in range(records):
         producer.produce(topic, str(i).encode().ljust(10_000), partition=0)
     assert producer.flush(30) == 0
     (source,) = [d for d, parts in replica_dirs(reference, broker, topic).items() if parts]
@@ -165,7 +165,7 @@ def fill(broker, reference, topic: str) -> tuple[str, str, int]:
         for name in os.listdir(os.path.join(source, f"{topic}-0"))
         if name.endswith(".log")
     )
-    assert size >= 3_000_000
+    assert size >= records * 10_000
     return source, target, size
 
 
@@ -178,8 +178,13 @@ def execute_throttled(reference, broker, plan_path: str) -> str:
 
 
 def test_throttled_move_takes_size_over_rate(broker, reference, tmp_path):
+    """The mover copies 1 MB steps while the measured rate (two 1 s windows here) is under
+    the throttle, so a move runs ahead of it by up to a step and a sample's expiry: 6 MB take
+    at least half of size / rate (11.8-12.6 s here). With 3 MB, as this test moved before, the
+    first steps were most of the move: it took 3.7-4.5 s, most of it the tools' start-up, and
+    the bound of 0.6 of size / rate held only when they started slowly."""
     topic = "jbod-throttled"
-    source, target, size = fill(broker, reference, topic)
+    source, target, size = fill(broker, reference, topic, records=600)
     plan_path = plan(tmp_path, topic, target)
     started = time.monotonic()
     out = execute_throttled(reference, broker, plan_path)
@@ -188,7 +193,7 @@ def test_throttled_move_takes_size_over_rate(broker, reference, tmp_path):
     assert (f"{topic}-0", True) in dirs[target], dirs  # the future replica, while it copies
     verified = verify_until_done(reference, broker, topic, plan_path)
     elapsed = time.monotonic() - started
-    assert elapsed >= 0.6 * size / THROTTLE_RATE, (elapsed, size)
+    assert elapsed >= 0.5 * size / THROTTLE_RATE, (elapsed, size)
     assert "Clearing broker-level throttles on broker 1" in verified, verified
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     resource = ConfigResource("BROKER", "1")
