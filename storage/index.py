@@ -98,11 +98,14 @@ class _Index:
         self.write_pending()
         self._file.fsync()
 
-    def close(self) -> None:
-        """Write what is pending and close. A write that fails here is not raised, so that
-        the segment's other files still close: ``Log.close`` has written every segment's
-        entries before (and raised), and an index file short of entries is still a valid
-        sparse index."""
+    def close(self, *, write: bool = True) -> None:
+        """Write what is pending (unless ``write`` is False: a halt, or a file about to be
+        deleted, drops it) and close. A write that fails here is not raised, so that the
+        segment's other files still close: ``Log.close`` has written every segment's entries
+        before (and raised), and an index file short of entries is still a valid sparse
+        index."""
+        if not write:
+            self._pending.clear()
         try:
             self.write_pending()
         except OSError:
@@ -111,8 +114,7 @@ class _Index:
             self._file.close()
 
     def delete(self) -> None:
-        self._pending.clear()
-        self.close()
+        self.close(write=False)
         try:
             os.unlink(self.path)
         except FileNotFoundError:
@@ -133,6 +135,9 @@ class _Index:
         self._file.path = path
 
     def _truncate_entries(self, count: int) -> None:
+        with self._lock:
+            # Held entries past the truncation point are dropped rather than written first.
+            del self._pending[max(0, count - self._on_file) :]
         self.write_pending()
         with self._lock:
             del self._keys[count:]

@@ -825,7 +825,7 @@ class LogManager:
         clean-shutdown marker), so the next start recovers the logs."""
         for log in [log for _, log in self.logs()] + [m.future for m in self.moves.values()]:
             for seg in log.segments:
-                seg.close()
+                seg.close(write=False)
             log.closed = True
         self.dir_remover.join()
         self.open_files.close()

@@ -198,6 +198,19 @@ class PooledFile:
             self._fd = os.open(self.path, self.flags, 0o644)
         return self._fd
 
+    @contextmanager
+    def _pinned_fd(self) -> Iterator[int]:
+        """The descriptor, pinned while the block runs, for use from any thread: the pool
+        closes no pinned descriptor to make room, and opening one for a pin closes none."""
+        if self.pool is None:
+            yield self.fd
+            return
+        fd = self.pool.acquire(self, pin=True)
+        try:
+            yield fd
+        finally:
+            self.pool.unpin(self)
+
     def pread(self, length: int, position: int) -> bytes:
         return os.pread(self.fd, length, position)
 
@@ -209,13 +222,8 @@ class PooledFile:
         """``pwrite`` from any thread: the file is pinned while it writes, as ``fsync``
         does, so nothing is closed to open it and no other thread closes it meanwhile."""
         self.dirty = True
-        if self.pool is None:
-            return os.pwrite(self.fd, data, position)
-        fd = self.pool.acquire(self, pin=True)
-        try:
+        with self._pinned_fd() as fd:
             return os.pwrite(fd, data, position)
-        finally:
-            self.pool.unpin(self)
 
     def truncate(self, length: int) -> None:
         self.dirty = True
@@ -232,14 +240,8 @@ class PooledFile:
             return
         self.dirty = False  # cleared first: a write racing with the fsync sets it again
         try:
-            if self.pool is None:
-                os.fsync(self.fd)
-                return
-            fd = self.pool.acquire(self, pin=True)
-            try:
+            with self._pinned_fd() as fd:
                 os.fsync(fd)
-            finally:
-                self.pool.unpin(self)
         except BaseException:
             self.dirty = True
             raise

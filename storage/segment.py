@@ -389,17 +389,19 @@ class LogSegment:
                 self.dirty = True
                 raise
 
-    def close(self) -> None:
+    def close(self, *, write: bool = True) -> None:
+        """Close every file; ``write=False`` (a halt, a deletion) drops the index entries
+        held for the next run instead of writing them."""
         if self.closed:
             return
         self.closed = True
-        self.offset_index.close()
-        self.time_index.close()
+        self.offset_index.close(write=write)
+        self.time_index.close(write=write)
         self.txn_index.close()
         self._log.close()
 
     def delete(self) -> None:
-        self.close()
+        self.close(write=False)
         for path in (
             self.log_path,
             self.offset_index.path,

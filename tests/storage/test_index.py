@@ -41,3 +41,45 @@ def test_entries_written_from_two_threads_reach_the_file_each_once_in_order(tmp_
         (60_000, 600_000),
     ]
     index.close()
+
+
+def _reloaded(path: str) -> OffsetIndex:
+    again = OffsetIndex(path, 0, 10 * 1024 * 1024)
+    again.load(log_size=10**9)
+    return again
+
+
+def test_a_truncation_inside_held_entries_keeps_those_before_it(tmp_path):
+    path = str(tmp_path / "00000000000000000000.index")
+    index = OffsetIndex(path, 0, 10 * 1024 * 1024)
+    index.open()
+    for i in range(1, 301):  # two runs of 128 on file, 44 held
+        index.append(i, i * 10)
+    index.truncate_to_position(2710)  # inside the held entries: 270 stay
+    index.append(400, 5000)
+    index.flush()
+    again = _reloaded(path)
+    assert again.entries == 271
+    assert [again.lookup(o) for o in (256, 270, 271, 399, 400)] == [
+        (256, 2560),
+        (270, 2700),
+        (270, 2700),
+        (270, 2700),
+        (400, 5000),
+    ]
+    index.truncate_to_position(1010)  # below what is on file
+    index.flush()
+    assert _reloaded(path).entries == 100
+    index.close()
+
+
+def test_a_close_without_writing_leaves_the_held_entries_out(tmp_path):
+    """A halt closes files as they are: the entries held for the next run are not written
+    (recovery rebuilds them), those already on file stay."""
+    path = str(tmp_path / "00000000000000000000.index")
+    index = OffsetIndex(path, 0, 10 * 1024 * 1024)
+    index.open()
+    for i in range(1, 151):
+        index.append(i, i * 10)
+    index.close(write=False)
+    assert _reloaded(path).entries == 128
