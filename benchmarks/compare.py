@@ -810,8 +810,11 @@ def _fmt_rate(records_per_s: float) -> str:
 
 def _java_figure(runs: list[dict], nbytes: int) -> tuple[float, str]:
     """The median MB/s of a Java tool's runs, and a note with its record rate, the broker's
-    and the tool's (client) CPU per 100 MB (``nbytes`` moved per run) and the runs' spread (these tools
-    are noisy and often their own limit; the spread says how far to trust the ratio)."""
+    and the tool's (client) CPU per 100 MB (``nbytes`` moved per run), a producer's median
+    p50 latency, and the runs' spread (these tools are noisy and often their own limit; the
+    spread says how far to trust the ratio). At full rate a producer's records wait in its
+    accumulator: a p50 near half a second means its buffer stayed full, the tool's slow
+    regime (benchmarks/results.md), whichever broker it ran against."""
     mib = [r["mib_per_s"] for r in runs]
     spread = _runs_spread(mib)
     note = f" ({_fmt_rate(_median([r['records_per_s'] for r in runs]))}"
@@ -819,6 +822,8 @@ def _java_figure(runs: list[dict], nbytes: int) -> tuple[float, str]:
         moved = nbytes * len(runs)
         note += cpu_note(sum(r["broker_cpu_s"] for r in runs), moved)
         note += cpu_note(sum(r["client_cpu_s"] for r in runs), moved, "client")
+    if all("p50" in r for r in runs):
+        note += f"; the tool's p50 latency {_median([r['p50'] for r in runs]):.0f} ms"
     return _median(mib), note + (f"; {spread})" if spread else ")")
 
 
@@ -1470,6 +1475,9 @@ def write_results(
         "it freed (on this virtual machine writing into pages kept free for seconds costs "
         "several times the kernel time); its latency runs likewise report the line after "
         f"{JAVA_LATENCY_WARMUP_S} s of sending, while the consumer's runs include their warm-up. "
+        "A Java producer row's note gives the median of its runs' p50 latency: at full rate the "
+        "tool queues records in its 32 MB buffer, and near half a second means the buffer "
+        "stayed full, a regime in which the tool's own garbage collection is its limit. "
         "Start-up is from process spawn to the first "
         "Metadata answer listing a broker (10 ms polling); for Kafka it includes "
         "`kafka-storage format` and the JVM start.",

@@ -22,6 +22,17 @@ def test_a_java_row_gives_the_median_the_spread_and_both_sides_cpu_per_100_mb():
     )
 
 
+def test_a_java_producer_row_says_how_long_its_records_waited():
+    """The median of the runs' p50 latency: about half a second when the tool's buffer
+    stayed full, a few milliseconds when the broker kept it empty."""
+    runs = [
+        {"mib_per_s": mib, "records_per_s": mib * 10_000, "p50": p50}
+        for mib, p50 in ((55.0, 512.0), (57.0, 498.0), (110.0, 9.0))
+    ]
+    _, note = _java_figure(runs, 100 * MIB)
+    assert note == " (570 k rec/s; the tool's p50 latency 498 ms; median of 3 runs, 55–110)"
+
+
 def test_a_java_row_without_cpu_figures_keeps_the_rate_and_spread_only():
     mib_s, note = _java_figure([{"mib_per_s": 8.0, "records_per_s": 8192.0}], 1)
     assert (mib_s, note) == (8.0, " (8 k rec/s)")
