@@ -27,9 +27,11 @@ no half-made topic is found on the next ``load``. Checkpoints skip offline dirs.
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import os
 import queue
+import random
 import re
 import shutil
 import threading
@@ -203,6 +205,9 @@ class LogManager:
         self._dir_of: dict[tuple[str, int], str] = {}
         self._partitions_in: collections.Counter[str] = collections.Counter()  # per log dir
         self._generation = 0
+        # Topic-file saves deferred by ``saving_topics_once`` (depth) and whether one is owed.
+        self._deferred_saves = 0
+        self._save_owed = False
         self.clean_shutdown: dict[str, bool] = {}  # per log dir, as found by load()
         self.loaded = False
         self.failures = LogDirFailureChannel()
@@ -420,7 +425,9 @@ class LogManager:
         for seg in log.segments:
             seg.close()
         log.closed = True
-        doomed = f"{log.directory}.{uuid.uuid4().hex}-delete"
+        # Kafka's name for a deleted log's directory: a random 32-digit hex id, "-delete"
+        # (here from ``random``: uuid4 reads the OS's entropy, a system call per partition).
+        doomed = f"{log.directory}.{random.getrandbits(128):032x}-delete"
         try:
             os.replace(log.directory, doomed)
         except OSError:
@@ -554,7 +561,24 @@ class LogManager:
             raise UnknownTopicError(f"Unknown topic: {name}") from None
 
     # -- persistence -----------------------------------------------------------------------
+    @contextlib.contextmanager
+    def saving_topics_once(self) -> Iterator[None]:
+        """Within the block, the topic changes save the topics file once, when it ends: a
+        DeleteTopics of many topics rewrote and fsynced the whole file once per topic (about
+        2 ms each, a third of deleting a hundred topics of a hundred partitions)."""
+        self._deferred_saves += 1
+        try:
+            yield
+        finally:
+            self._deferred_saves -= 1
+            if not self._deferred_saves and self._save_owed:
+                self._save_owed = False
+                self._save_topics()
+
     def _save_topics(self) -> None:
+        if self._deferred_saves:
+            self._save_owed = True
+            return
         self._generation += 1
         doc = {
             "version": 1,

@@ -197,6 +197,28 @@ def test_topics_and_configs_survive_restart(tmp_path, mode):
         broker.close()
 
 
+def test_topics_deleted_in_one_request_stay_deleted_after_a_kill(tmp_path):
+    """The broker saves its topic list once for a whole DeleteTopics request, and before it
+    answers: killed right after the answer, it starts without any of the deleted topics."""
+    broker = EmbeddedBroker("subprocess", data_dir=str(tmp_path)).start()
+    try:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        names = [f"t{i}" for i in range(6)]
+        for future in admin.create_topics([NewTopic(n, 2, 1) for n in names]).values():
+            future.result(10)
+        for future in admin.delete_topics(names[:4], operation_timeout=10).values():
+            future.result(10)
+        broker.kill()  # SIGKILL: nothing written after the answer
+        broker.start()
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        listed = admin.list_topics(timeout=10).topics
+        assert sorted(n for n in listed if n.startswith("t")) == ["t4", "t5"]
+        leftovers = [n for n in os.listdir(tmp_path) if re.match(r"t[0-3]-\d", n)]
+        assert not [n for n in leftovers if not n.endswith("-delete")]
+    finally:
+        broker.close()
+
+
 def test_a_stored_override_refused_since_is_dropped_at_start(tmp_path, caplog):
     """A segment.bytes under 1 MiB in the stored topics (as a broker from before Kafka 4.1's
     minimum wrote it): the broker still starts and serves the topic, with segment.bytes'

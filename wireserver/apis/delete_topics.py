@@ -111,70 +111,74 @@ def handle(ctx: RequestContext) -> HandlerResult:
 
     deleted: dict = {}  # in cluster mode: name -> topic id, to wait for
     results = []
-    for name, topic_id in wanted:
-        if name is not None and topic_id != ZERO_UUID:
-            results.append(
-                result(
-                    name,
-                    topic_id,
-                    ErrorCode.INVALID_REQUEST,
-                    "You may not specify both topic name and topic id.",
-                )
-            )
-        elif name is not None and name_counts[name] > 1:
-            results.append(
-                result(name, topic_id, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
-            )
-        elif name is None and id_counts.get(topic_id, 0) > 1:
-            results.append(result(None, topic_id, ErrorCode.INVALID_REQUEST, "Duplicate topic id."))
-        elif name is None:
-            found = by_id.get(topic_id)
-            if found is None:
+    # one save of the topics file for the whole request, not one per topic
+    with services.logs.saving_topics_once():
+        for name, topic_id in wanted:
+            if name is not None and topic_id != ZERO_UUID:
                 results.append(
                     result(
-                        None,
+                        name,
                         topic_id,
-                        ErrorCode.UNKNOWN_TOPIC_ID,
-                        "This server does not host this topic ID.",
+                        ErrorCode.INVALID_REQUEST,
+                        "You may not specify both topic name and topic id.",
                     )
                 )
-            elif checks.delete_topic_by_name(ctx, found, True):  # name only if describable
+            elif name is not None and name_counts[name] > 1:
+                results.append(
+                    result(name, topic_id, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+                )
+            elif name is None and id_counts.get(topic_id, 0) > 1:
+                results.append(
+                    result(None, topic_id, ErrorCode.INVALID_REQUEST, "Duplicate topic id.")
+                )
+            elif name is None:
+                found = by_id.get(topic_id)
+                if found is None:
+                    results.append(
+                        result(
+                            None,
+                            topic_id,
+                            ErrorCode.UNKNOWN_TOPIC_ID,
+                            "This server does not host this topic ID.",
+                        )
+                    )
+                elif checks.delete_topic_by_name(ctx, found, True):  # name only if describable
+                    results.append(
+                        result(
+                            None if checks.describe_topic(ctx, found) else found,
+                            topic_id,
+                            ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                            checks.message(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+                        )
+                    )
+                elif not take(found):
+                    results.append(result(found, topic_id, THROTTLED, THROTTLED_MESSAGE))
+                else:
+                    shared = metadata.shared(found)
+                    metadata.delete_topic(found)
+                    if shared:  # removed through ZooKeeper: wait for it
+                        deleted[found] = topic_id
+                    results.append(result(found, topic_id))
+            elif denied := checks.delete_topic_by_name(ctx, name, name in topics):
+                results.append(result(name, ZERO_UUID, denied, checks.message(denied)))
+            elif name not in topics:
                 results.append(
                     result(
-                        None if checks.describe_topic(ctx, found) else found,
-                        topic_id,
-                        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                        checks.message(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+                        name,
+                        ZERO_UUID,
+                        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                        "This server does not host this topic-partition.",
                     )
                 )
-            elif not take(found):
-                results.append(result(found, topic_id, THROTTLED, THROTTLED_MESSAGE))
+            elif not take(name):
+                results.append(result(name, ZERO_UUID, THROTTLED, THROTTLED_MESSAGE))
             else:
-                shared = metadata.shared(found)
-                metadata.delete_topic(found)
+                found_id = topics[name]
+                shared = metadata.shared(name)
+                metadata.delete_topic(name)
                 if shared:  # removed through ZooKeeper: wait for it
-                    deleted[found] = topic_id
-                results.append(result(found, topic_id))
-        elif denied := checks.delete_topic_by_name(ctx, name, name in topics):
-            results.append(result(name, ZERO_UUID, denied, checks.message(denied)))
-        elif name not in topics:
-            results.append(
-                result(
-                    name,
-                    ZERO_UUID,
-                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                    "This server does not host this topic-partition.",
-                )
-            )
-        elif not take(name):
-            results.append(result(name, ZERO_UUID, THROTTLED, THROTTLED_MESSAGE))
-        else:
-            found_id = topics[name]
-            shared = metadata.shared(name)
-            metadata.delete_topic(name)
-            if shared:  # removed through ZooKeeper: wait for it
-                deleted[name] = found_id
-            results.append(result(name, found_id))
+                    deleted[name] = found_id
+                results.append(result(name, found_id))
     if deleted and body.timeout_ms > 0:  # Kafka answers at once for a timeout of 0
         return wait_until_gone(ctx, deleted, results)
     return ctx.response(throttle_time_ms=0, responses=results)
