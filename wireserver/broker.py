@@ -430,23 +430,25 @@ class Broker:
         )
         self.reactor.callLater(HALT_GRACE_S, self.halt)
 
-    def stop_without_flush(self) -> None:
+    def stop_without_flush(self) -> defer.Deferred:
         """A halt that leaves the process running (tests in one process): listeners,
         connections, timers, ZooKeeper and the coordinators stop at once, and the log files
         are closed without a flush, checkpoint or clean-shutdown marker, so the next start
-        recovers the logs as after ``os._exit``."""
+        recovers the logs as after ``os._exit``. A Deferred that fires once the listening
+        sockets are closed (Twisted closes them on a later turn of the reactor): only then is
+        the port free for a start that binds it again, as it is once a process has exited."""
         self.started = False
         self._stop_loops()
         if self.cluster is not None:
             self.cluster.stop()
-        for port in self.ports:
-            port.stopListening()
+        closing = [defer.maybeDeferred(port.stopListening) for port in self.ports]
         self.ports.clear()
-        self.ops.stop()
+        closing.append(self.ops.stop())
         for connection in list(self.connections):
             connection.transport.abortConnection()
         self._stop_services()
         self.logs.close_files()
+        return defer.gatherResults(closing, consumeErrors=True)
 
     def _stop_loops(self) -> None:
         for loop in self._loops:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import time
 
 import pytest
@@ -111,7 +112,10 @@ def test_a_full_disk_halts_the_broker_and_loses_nothing_acknowledged(small_disk)
 
 def test_a_thread_broker_halts_without_ending_the_test_process(small_disk, caplog):
     """In one process with the tests the halt stops the broker without flushing (no clean
-    shutdown marker, so the next start recovers) and the test process goes on."""
+    shutdown marker, so the next start recovers) and the test process goes on. Once
+    ``wait_exit`` returns, the broker's port is free, as after a process's exit: the start
+    that binds it again recovers the logs itself, not after a start that found the port
+    busy, recovered them, gave up and closed them cleanly."""
     data_dir = os.path.join(small_disk, "data")
     with EmbeddedBroker("thread", data_dir=data_dir) as broker:
         broker.create_topic("t", 1)
@@ -125,6 +129,9 @@ def test_a_thread_broker_halts_without_ending_the_test_process(small_disk, caplo
         assert partition.error_message is None  # as Kafka: the code alone
         assert broker.wait_exit(10) == 1
         assert not broker.running
+        with socket.socket() as probe:  # Twisted's listening sockets set SO_REUSEADDR too
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((broker.host, broker.port))
         halted = [r for r in caplog.records if r.levelno == logging.CRITICAL]
         assert [r.getMessage() for r in halted] == [HALTED.format(os.path.abspath(data_dir))]
         os.unlink(filler)

@@ -572,11 +572,18 @@ class EmbeddedBroker(_AdminMixin):
         """Thread mode's halt (``Broker.halt``, when all log dirs failed): where a process
         broker calls ``os._exit(1)``, this one stops on the spot without flushing anything
         (``Broker.stop_without_flush``) and counts as exited with code 1; the test process
-        lives on."""
-        if self.broker is broker:
-            self.broker = None
-            self.exit_code = 1
-        broker.stop_without_flush()
+        lives on. It counts as exited once its listening sockets are closed, as a process's
+        are when it has exited: a ``start()`` right after ``wait_exit()`` binds the same port,
+        and finding it busy it would abandon a start that had already recovered the logs and
+        closed them cleanly (a clean-shutdown marker for the start after it)."""
+
+        def exited(result: Any) -> Any:
+            if self.broker is broker:
+                self.broker = None
+                self.exit_code = 1
+            return result
+
+        broker.stop_without_flush().addBoth(exited)
 
     def wait_exit(self, timeout: float = 30.0) -> int:
         """Wait until the broker ends by itself (a halt) and return its exit code; raises
