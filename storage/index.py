@@ -75,17 +75,21 @@ class _Index:
         """Write the entries made since the last write (any thread). When the write fails
         they stay pending, and the next write starts where this one did."""
         with self._lock:
-            # The owner thread appends without the lock (from the flush thread this runs
-            # beside it): the entries counted here are written and removed, later ones stay.
-            pending = self._pending
-            count = len(pending)
-            if not count:
-                return
-            raw = b"".join(pending[:count])
-            if self._file.pwrite_any_thread(raw, self._on_file * self.ENTRY.size) < len(raw):
-                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), self.path)
-            self._on_file += count
-            del pending[:count]
+            self._write_held()
+
+    def _write_held(self) -> None:
+        """``write_pending`` with the lock taken. The owner thread appends without the lock
+        (from the flush thread this runs beside it): the entries counted here are written and
+        removed, later ones stay."""
+        pending = self._pending
+        count = len(pending)
+        if not count:
+            return
+        raw = b"".join(pending[:count])
+        if self._file.pwrite_any_thread(raw, self._on_file * self.ENTRY.size) < len(raw):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), self.path)
+        self._on_file += count
+        del pending[:count]
 
     def _read_raw(self) -> bytes:
         with open(self.path, "rb") as f:
@@ -138,8 +142,7 @@ class _Index:
         with self._lock:
             # Held entries past the truncation point are dropped rather than written first.
             del self._pending[max(0, count - self._on_file) :]
-        self.write_pending()
-        with self._lock:
+            self._write_held()
             del self._keys[count:]
             del self._values[count:]
             self._on_file = min(self._on_file, count)

@@ -213,8 +213,33 @@ def test_topics_deleted_in_one_request_stay_deleted_after_a_kill(tmp_path):
         admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
         listed = admin.list_topics(timeout=10).topics
         assert sorted(n for n in listed if n.startswith("t")) == ["t4", "t5"]
-        leftovers = [n for n in os.listdir(tmp_path) if re.match(r"t[0-3]-\d", n)]
-        assert not [n for n in leftovers if not n.endswith("-delete")]
+        assert not [n for n in os.listdir(tmp_path) if re.fullmatch(r"t[0-3]-\d", n)]
+    finally:
+        broker.close()
+
+
+def test_topics_created_in_one_request_keep_their_configs_after_a_kill(tmp_path):
+    """The broker saves its topic list once for a whole CreateTopics request, and before it
+    answers: killed right after the answer, it starts with every topic of the request and
+    the configs they were created with (the list is where a topic's overrides are kept)."""
+    broker = EmbeddedBroker("subprocess", data_dir=str(tmp_path)).start()
+    try:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        names = [f"c{i}" for i in range(4)]
+        topics = [
+            NewTopic(n, 2, 1, config={"retention.ms": str(1000 + i)}) for i, n in enumerate(names)
+        ]
+        for future in admin.create_topics(topics).values():
+            future.result(10)
+        broker.kill()  # SIGKILL: nothing written after the answer
+        broker.start()
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        resources = [ConfigResource(ConfigResource.Type.TOPIC, n) for n in names]
+        retention = {
+            resource.name: future.result(10)["retention.ms"].value
+            for resource, future in admin.describe_configs(resources).items()
+        }
+        assert retention == {n: str(1000 + i) for i, n in enumerate(names)}
     finally:
         broker.close()
 

@@ -77,10 +77,25 @@ def _result(result_class, name, code=ErrorCode.NONE, message=None):
 
 @handles(API_KEY)
 def handle(ctx: RequestContext) -> HandlerResult:
+    services, body = ctx.services, ctx.body
+    validate_only = bool(body.validate_only)
+    # one save of the topics file for the whole request, not one per topic
+    with services.logs.saving_topics_once():
+        results = create_each(ctx, validate_only)
+    if services.metadata.propagates and not validate_only and body.timeout_ms > 0:
+        created = [
+            r for r in results if r.error_code == ErrorCode.NONE and r.name not in INTERNAL_TOPICS
+        ]
+        if created:
+            return wait_for_leaders(ctx, created, results)
+    return ctx.response(throttle_time_ms=0, topics=results)
+
+
+def create_each(ctx: RequestContext, validate_only: bool) -> list:
+    """Each topic's result, the topic created unless ``validate_only`` or refused."""
     services, version, body = ctx.services, ctx.version, ctx.body
     result_class = ctx.request.spec.response_class.CreatableTopicResult
     config_class = result_class.CreatableTopicConfigs
-    validate_only = bool(body.validate_only)
     budget = None if validate_only else mutation_budget(ctx, STRICT_FROM)
     seen: dict[str, int] = {}
     for topic in body.topics:
@@ -149,13 +164,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
         if version >= 7:
             result.topic_id = topic_id
         results.append(result)
-    if services.metadata.propagates and not validate_only and body.timeout_ms > 0:
-        created = [
-            r for r in results if r.error_code == ErrorCode.NONE and r.name not in INTERNAL_TOPICS
-        ]
-        if created:
-            return wait_for_leaders(ctx, created, results)
-    return ctx.response(throttle_time_ms=0, topics=results)
+    return results
 
 
 @defer.inlineCallbacks
