@@ -50,7 +50,7 @@ class FrameDecoder:
             )
         return size
 
-    def feed(self, data: bytes) -> list[memoryview]:
+    def feed(self, data: bytes | bytearray | memoryview) -> list[memoryview]:
         frames: list[memoryview] = []
         view = memoryview(data)
         pos = 0

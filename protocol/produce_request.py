@@ -248,7 +248,7 @@ def _decode_flexible(frame: memoryview, pos: int, topic_ids: bool) -> ProduceReq
                 raise DecodeError("truncated topic_id")
             raw = bytes(frame[pos : pos + 16])
             topic_id = _topic_ids.get(raw) or _topic_id(raw)
-            name = ""  # as kafka-python reads v13: no name, only the id
+            name: str | None = ""  # as kafka-python reads v13: no name, only the id
             pos += 16
         else:
             name, pos = _compact_string(frame, pos, end, "topic name", nullable=False)

@@ -75,7 +75,7 @@ class ProducePartition:
         base_offset: int,
         log_append_time_ms: int,
         log_start_offset: int,
-        record_errors: list,
+        record_errors: list | None,
         error_message: str | None,
     ):
         self.index = index
@@ -85,7 +85,7 @@ class ProducePartition:
         self.log_start_offset = log_start_offset
         self.record_errors = record_errors
         self.error_message = error_message
-        self.current_leader = None
+        self.current_leader: Any = None  # LeaderIdAndEpoch, v10+ (KIP-951)
 
 
 class ProduceTopic:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Final
 
 from crc32c._crc32c import crc32c as crc32c_checksum  # not via crc32c/__init__ (cli.py)
 
@@ -144,10 +145,10 @@ class Record:
 class ControlRecordType:
     """The ``type`` field of a control record's key (Kafka's ``ControlRecordType``)."""
 
-    ABORT = 0
-    COMMIT = 1
-    LEADER_CHANGE = 2
-    SNAPSHOT_HEADER = 3
+    ABORT: Final = 0
+    COMMIT: Final = 1
+    LEADER_CHANGE: Final = 2
+    SNAPSHOT_HEADER: Final = 3
     SNAPSHOT_FOOTER = 4
     KRAFT_VERSION = 5
     KRAFT_VOTERS = 6
@@ -704,7 +705,7 @@ class RecordBatchBuilder:
             last_offset_delta = max(self._last_delta, 0)
         elif last_offset_delta < self._last_delta:
             raise ValueError(f"last offset delta {last_offset_delta} is below a record's")
-        payload = self._records
+        payload: bytes | bytearray = self._records
         if self.compression is not Codec.NONE:
             payload = compress(self.compression, bytes(payload))
         attrs = int(self.compression)

@@ -69,3 +69,23 @@ class KafkaStorageError(StorageError):
 
 class LogDirNotFoundError(StorageError):
     """Kafka's ``LogDirNotFoundException``: a log dir that is not in ``log.dirs``."""
+
+
+# The producer-state errors live here, in a module the compiled build leaves interpreted: a class
+# attribute that a subclass of an interpreted exception sets in a mypyc-compiled module reads as
+# the base class's (OutOfOrderSequence answered KAFKA_STORAGE_ERROR there).
+
+
+class OutOfOrderSequence(StorageError):
+    error_code = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+class InvalidProducerEpoch(StorageError):
+    error_code = ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+class TransactionCoordinatorFenced(StorageError):
+    """A marker from a coordinator older than the last one that wrote a marker for the
+    producer here (Kafka's ``ProducerAppendInfo.checkCoordinatorEpoch``)."""
+
+    error_code = ErrorCode.TRANSACTION_COORDINATOR_FENCED

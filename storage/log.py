@@ -60,17 +60,18 @@ from wireserver.storage.batches import (
 from wireserver.storage.checkpoint import fsync_dir
 from wireserver.storage.configdef import LONG_MAX
 from wireserver.storage.epochs import LeaderEpochCache
-from wireserver.storage.errors import InvalidOffset, LogInvariantError, OffsetOutOfRange
+from wireserver.storage.errors import (
+    InvalidOffset,
+    InvalidProducerEpoch,
+    LogInvariantError,
+    OffsetOutOfRange,
+    TransactionCoordinatorFenced,
+)
 from wireserver.storage.file_records import FileRecords, FileRegion
 from wireserver.storage.log_config import LogConfig
 from wireserver.storage.log_dir_failure import LogDirFailureChannel
 from wireserver.storage.open_files import OpenFiles
-from wireserver.storage.producer_state import (
-    CompletedTxn,
-    InvalidProducerEpoch,
-    ProducerStateManager,
-    TransactionCoordinatorFenced,
-)
+from wireserver.storage.producer_state import CompletedTxn, ProducerStateManager
 from wireserver.storage.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -138,7 +139,8 @@ def _storage_io(what: str) -> Callable[[_Method], _Method]:
                 return method(self, *args, **kwargs)
             except OSError as exc:
                 message = f"{what} {self.topic}-{self.partition} in dir {self.log_dir}"
-                raise failures.fail(self.log_dir, message, exc) from exc
+                failures.raise_failure(self.log_dir, message, exc)
+                raise  # not reached: raise_failure raises
 
         return run  # type: ignore[return-value]
 

@@ -23,6 +23,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import NoReturn
 
 from wireserver.storage.errors import KafkaStorageError
 
@@ -74,6 +75,12 @@ class LogDirFailureChannel:
             for listener in list(self.listeners):
                 listener(log_dir)
         return KafkaStorageError(message, log_dir)
+
+    def raise_failure(self, log_dir: str, message: str, exc: BaseException) -> NoReturn:
+        """``fail``, then raise its error with ``exc`` as the cause. Raised here, in a module
+        the compiled build leaves interpreted: ``raise ... from exc`` in a mypyc-compiled
+        ``Log`` method left ``__cause__`` unset."""
+        raise self.fail(log_dir, message, exc) from exc
 
     @contextmanager
     def guard(self, log_dir: str, message: str) -> Iterator[None]:

@@ -78,9 +78,8 @@ from typing import NamedTuple
 
 from crc32c._crc32c import crc32c as crc32c_checksum  # not via crc32c/__init__ (cli.py)
 
-from wireserver.protocol.errors import ErrorCode
 from wireserver.storage.checkpoint import atomic_write, fsync_dir
-from wireserver.storage.errors import StorageError
+from wireserver.storage.errors import InvalidProducerEpoch, OutOfOrderSequence
 
 NUM_BATCHES_TO_RETAIN = 5
 INT32_MAX = 2**31 - 1
@@ -96,21 +95,6 @@ _COUNT = struct.Struct(">i")
 _ENTRY = struct.Struct(">qhiqqb")
 _BATCH = struct.Struct(">iqiq")
 _KAFKA_ENTRY = struct.Struct(">qhiqiqiq")
-
-
-class OutOfOrderSequence(StorageError):
-    error_code = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
-
-
-class InvalidProducerEpoch(StorageError):
-    error_code = ErrorCode.INVALID_PRODUCER_EPOCH
-
-
-class TransactionCoordinatorFenced(StorageError):
-    """A marker from a coordinator older than the last one that wrote a marker for the
-    producer here (Kafka's ``ProducerAppendInfo.checkCoordinatorEpoch``)."""
-
-    error_code = ErrorCode.TRANSACTION_COORDINATOR_FENCED
 
 
 class CompletedTxn(NamedTuple):

@@ -39,8 +39,7 @@ from twisted.internet import defer
 
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.records import RecordBatch, RecordBatchBuilder, iter_batches
-from wireserver.storage.errors import KafkaStorageError
-from wireserver.storage.producer_state import InvalidProducerEpoch
+from wireserver.storage.errors import InvalidProducerEpoch, KafkaStorageError
 
 log = logging.getLogger(__name__)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 from wireserver.protocol.errors import ErrorCode
@@ -231,6 +232,7 @@ def count_errors(response: Any, request: str, counts: defaultdict[tuple[str, str
             if item_struct is not None and _error_plan(item_struct) == (True, ()):
                 # Leaves (a Metadata answer's thousands of partitions): count the codes
                 # without a call per entry.
+                codes: Mapping[int, int]
                 if isinstance(value, PartitionEntries):
                     codes = value.error_codes()
                 elif len(value) == 1:  # a Produce or Fetch of one partition: no Counter

@@ -12,11 +12,10 @@ from collections.abc import Hashable, Iterable
 from typing import Any
 
 from twisted.internet import defer
-from twisted.internet.interfaces import IReactorTime
 
 
 class Purgatory:
-    def __init__(self, clock: IReactorTime):
+    def __init__(self, clock: Any):  # an IReactorTime
         self.clock = clock
         self._watchers: dict[Hashable, set[_Watch]] = {}
 

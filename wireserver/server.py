@@ -46,6 +46,7 @@ from wireserver.security import connection as security_hooks
 from wireserver.zero_copy import ResponseWriter, TurnEnd, close_chunks, supports_sendfile
 
 if TYPE_CHECKING:
+    from wireserver.security import ConnectionSecurity
     from wireserver.services import Services
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,9 @@ class _Slot:
 class KafkaConnection(protocol.Protocol):
     """One client connection."""
 
+    #: set by Twisted before ``connectionMade`` (``Protocol`` types it as optional)
+    transport: Any
+
     def __init__(
         self,
         services: Services,
@@ -107,7 +111,7 @@ class KafkaConnection(protocol.Protocol):
         self.muted = False
         self.closed = False
         self.peer = "?"
-        self.security = None
+        self.security: ConnectionSecurity | None = None
         self.writer: ResponseWriter | None = None
         #: ``metrics.enable``: count and time each request (``_record``)
         self.timed = services.metrics.enabled
@@ -238,13 +242,15 @@ class KafkaConnection(protocol.Protocol):
     def _run_handler(self, slot: _Slot) -> Any:
         """The request's handler's result: its response, or a Deferred of it."""
         request = slot.request
+        writer = self.writer
+        assert writer is not None  # made in connectionMade, before any request is read
         ctx = RequestContext(
             request=request,
             services=self.services,
             peer=self.peer,
             listener_name=self.listener_name,
             security=self.security,
-            zero_copy=self.writer.zero_copy,
+            zero_copy=writer.zero_copy,
         )
         handler = handler_for(request.spec)
         slot.started = time.perf_counter()
@@ -389,6 +395,7 @@ class KafkaConnection(protocol.Protocol):
                 out.extend(slot.data)
         dequeued = time.perf_counter()
         if out:
+            assert self.writer is not None  # made in connectionMade, before any request
             self.writer.write(out)
         written = self.last_active = time.perf_counter()
         if sent and self.timed:

@@ -214,7 +214,7 @@ class ResponseWriter:
         """One ``sendmsg`` of the leading run of byte buffers; drops what went out. False when
         the socket took only part of them (it is full)."""
         queue = self.queue
-        buffers = []
+        buffers: list[bytes | memoryview] = []
         for item in queue:
             if isinstance(item, FileRegion) or len(buffers) == SENDMSG_BUFFERS:
                 break

@@ -10,9 +10,8 @@ import pytest
 
 from tests.storage.helpers import FakeClock, record_offsets
 from wireserver.protocol.records import RecordBatchBuilder
-from wireserver.storage.errors import KafkaStorageError, LogDirNotFoundError
+from wireserver.storage.errors import KafkaStorageError, LogDirNotFoundError, OutOfOrderSequence
 from wireserver.storage.manager import LogManager
-from wireserver.storage.producer_state import OutOfOrderSequence
 
 
 def idempotent_batch(sequence: int, count: int = 5, producer_id: int = 7) -> bytearray:

@@ -16,9 +16,9 @@ from wireserver.config import BrokerConfig
 from wireserver.groups.coordinator import OffsetCommit
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.records import RecordBatchBuilder
+from wireserver.storage.errors import InvalidProducerEpoch, TransactionCoordinatorFenced
 from wireserver.storage.log import Log
 from wireserver.storage.log_config import LogConfig
-from wireserver.storage.producer_state import InvalidProducerEpoch, TransactionCoordinatorFenced
 from wireserver.storage.txn_index import ENTRY_SIZE, AbortedTxn, TransactionIndex
 from wireserver.topics import create_topic
 from wireserver.txn.records import (

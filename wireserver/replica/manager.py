@@ -14,7 +14,7 @@ Coordinators register for the leadership of their internal topic's partitions
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from typing import Any
 
 from twisted.internet import defer
@@ -290,25 +290,30 @@ class ReplicaManager:
                 done[(topic, index)] = status
         return done, still
 
-    @defer.inlineCallbacks
     def wait_for_replication(
         self, waiting: list[tuple[str, int, int]], timeout_ms: int
-    ) -> Generator[defer.Deferred[Any], Any, dict[TP, ErrorCode]]:
+    ) -> defer.Deferred[dict[TP, ErrorCode]]:
         """Wait until each (topic, index, last offset) is committed or failed, or the timeout
         (Kafka's ``DelayedProduce``); fires with ``{(topic, index): code}``, REQUEST_TIMED_OUT
-        for what was still waiting."""
+        for what was still waiting. A chain of callbacks, one per wake-up of the watch on the
+        partitions' high watermarks, not ``inlineCallbacks``: that takes only the interpreter's
+        generators, and the compiled build (setup.py) compiles this module."""
         deadline = self.now_ms() + max(0, timeout_ms)
         results: dict[TP, ErrorCode] = {}
-        while True:
-            done, waiting = self.replication_settled(waiting)
+
+        def settle(left: list[tuple[str, int, int]]) -> Any:
+            done, still = self.replication_settled(left)
             results.update(done)
             remaining = deadline - self.now_ms()
-            if not waiting:
+            if not still:
                 return results
             if remaining <= 0:
-                results.update({(t, i): ErrorCode.REQUEST_TIMED_OUT for t, i, _ in waiting})
+                results.update({(t, i): ErrorCode.REQUEST_TIMED_OUT for t, i, _ in still})
                 return results
-            yield self.purgatory.watch([("hw", t, i) for t, i, _ in waiting], remaining / 1000.0)
+            woken = self.purgatory.watch([("hw", t, i) for t, i, _ in still], remaining / 1000.0)
+            return woken.addCallback(lambda _: settle(still))
+
+        return defer.maybeDeferred(settle, waiting)
 
     # -- followers (cluster) -----------------------------------------------------------------
 

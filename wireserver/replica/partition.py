@@ -23,9 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wireserver.protocol.errors import ErrorCode
-from wireserver.storage.errors import KafkaStorageError
+from wireserver.storage.errors import InvalidProducerEpoch, KafkaStorageError, OutOfOrderSequence
 from wireserver.storage.log import AppendResult, Log
-from wireserver.storage.producer_state import InvalidProducerEpoch, OutOfOrderSequence
 from wireserver.storage.validation import BatchError, validate_batches, validate_keys, writable
 
 log = logging.getLogger(__name__)

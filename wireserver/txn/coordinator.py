@@ -61,7 +61,7 @@ from wireserver.coordinator_runtime import (
     TopicCreator,
 )
 from wireserver.protocol.errors import ErrorCode
-from wireserver.storage.producer_state import InvalidProducerEpoch, TransactionCoordinatorFenced
+from wireserver.storage.errors import InvalidProducerEpoch, TransactionCoordinatorFenced
 from wireserver.txn.records import (
     TxnLogValue,
     TxnRecordError,
