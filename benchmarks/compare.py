@@ -384,6 +384,12 @@ class Broker:
     data_dir: Path | None = None  # its log dir (``log.dirs``)
 
 
+#: which build of wireserver a broker runs unless told (``start_wireserver``'s ``build``): the
+#: pure-Python sources installed here, or the checkout compiled with mypyc (setup.py)
+BUILDS = ("pure", "compiled")
+BUILD = "pure"
+
+
 def start_wireserver(
     pinning: Pinning,
     reactor: str = "default",
@@ -393,13 +399,16 @@ def start_wireserver(
     startup_timeout: float = 30,
     name: str | None = None,
     scrape_every_s: float | None = None,
+    build: str | None = None,
 ) -> Broker:
     """``wireserver serve`` on a free port with a fresh data dir; timed to first Metadata.
     ``reactor`` is ``serve --reactor``; the broker is named ``wireserver`` on the default one
     and ``wireserver/<reactor>`` otherwise, or ``name``. ``overrides`` go over the test
     defaults; a ``data_dir`` given is used and kept (the fresh one is deleted by ``stop()``).
     ``scrape_every_s``: open the metrics listener and GET ``/metrics`` that often from a thread
-    of this harness while the broker runs, as Prometheus would."""
+    of this harness while the broker runs, as Prometheus would. ``build``: ``"compiled"`` runs
+    the compiled build of this checkout (``benchmarks.compiled``), ``"pure"`` the installed
+    sources; ``None`` is ``BUILD`` (``--build``)."""
     from wireserver.testing import READY_RE, TEST_DEFAULTS, parse_endpoints
 
     root = tempfile.mkdtemp(prefix="wireserver-bench-")
@@ -424,6 +433,11 @@ def start_wireserver(
     ]
     for key, value in overrides.items():
         command += ["--override", f"{key}={value}"]
+    environment = None
+    if (build or BUILD) == "compiled":
+        from benchmarks.compiled import compiled_environment
+
+        environment = {**os.environ, **compiled_environment()}
     log_file = open(os.path.join(root, "broker.log"), "wb")
     started = time.perf_counter()
     process = subprocess.Popen(
@@ -432,6 +446,7 @@ def start_wireserver(
         stdout=subprocess.PIPE,
         stderr=log_file,
         preexec_fn=pinning.broker_preexec(),
+        env=environment,
     )
     assert process.stdout is not None
     # lines before the ready one (``wireserver ops: URL`` with a metrics listener) are skipped
@@ -1366,6 +1381,13 @@ def render_table(
     return lines
 
 
+def build_description(build: str | None = None) -> str:
+    """Which build the wireserver brokers ran, for the results' environment lines."""
+    if (build or BUILD) == "compiled":
+        return "compiled build (setup.py's modules compiled with mypyc; benchmarks.compiled)"
+    return "pure-Python build"
+
+
 def machine_lines() -> list[str]:
     model = "unknown"
     with contextlib.suppress(OSError):
@@ -1399,7 +1421,7 @@ def machine_lines() -> list[str]:
         f"- Java: {java}",
         f"- Apache Kafka {KAFKA_VERSION} (KRaft, 1 combined node, jars from Maven via "
         "compat_tests.reference; -Xmx512m G1)",
-        f"- wireserver {wireserver_version()}",
+        f"- wireserver {wireserver_version()}, {build_description()}",
         f"- clients: confluent-kafka {confluent_kafka.__version__} "
         f"(librdkafka {confluent_kafka.libversion()[0]}); Kafka {KAFKA_VERSION} perf tools "
         "(Java producer/consumer)",
@@ -1606,6 +1628,27 @@ def run_pair(
     return 1 if results.errors and not results.rows else 0
 
 
+def add_build_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--build",
+        choices=BUILDS,
+        default=BUILD,
+        help="the wireserver build its brokers run: the installed sources, or the checkout "
+        f"compiled with mypyc (default {BUILD})",
+    )
+
+
+def use_build(build: str) -> None:
+    """Make ``build`` the brokers' build for this run, built first if it is the compiled one
+    (about a minute), so that no workload's timing includes the build."""
+    global BUILD
+    BUILD = build
+    if build == "compiled":
+        from benchmarks.compiled import compiled_tree
+
+        compiled_tree()
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(
@@ -1621,6 +1664,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--skip-java", action="store_true", help="skip Kafka's Java perf tools (librdkafka only)"
     )
+    add_build_option(parser)
     parser.add_argument(
         "--output",
         type=Path,
@@ -1628,6 +1672,7 @@ def main(argv: list[str] | None = None) -> int:
         help=f"results file (default {RESULTS.relative_to(REPO)})",
     )
     args = parser.parse_args(argv)
+    use_build(args.build)
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     unknown = set(targets) - set(STARTERS)
     if unknown:

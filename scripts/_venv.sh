@@ -16,3 +16,13 @@ ensure_apt() {  # ensure_apt COMMAND PACKAGE...: install Debian packages unless 
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >/dev/null
 }
+
+ensure_python_headers() {  # Python.h for the venv's Python (C extensions: the compiled build)
+    "$VENV/bin/python" -c 'import os, sysconfig
+raise SystemExit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' &&
+        return 0
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-dev >/dev/null
+}
