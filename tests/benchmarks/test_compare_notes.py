@@ -142,3 +142,38 @@ def test_a_deleted_runs_topic_is_waited_for_until_its_files_are_gone(tmp_path):
         )
         assert delete_topic_files(broker, "run-7") is True
         assert list(tmp_path.glob("run-7-*")) == []
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def test_a_broker_is_measured_with_the_other_stopped_and_both_serve_after():
+    """While one broker is measured the other's process sleeps in SIGSTOP (state T) and does
+    not answer; the measured one answers; afterwards both answer again."""
+    from benchmarks.compare import (
+        DEFAULT,
+        Pinning,
+        Results,
+        Session,
+        alone,
+        metadata_ok,
+        start_wireserver,
+    )
+
+    pinning = Pinning(None, None)
+    brokers = [start_wireserver(pinning, name=f"ws{i}") for i in range(2)]
+    try:
+        sessions = [Session(b, DEFAULT, pinning, Results(), False, print) for b in brokers]
+        measured, other = sessions
+        with alone(sessions, measured):
+            assert _state(other.b.pid) == "T"
+            assert _state(measured.b.pid) != "T"
+            assert metadata_ok(measured.b.bootstrap)
+            assert not metadata_ok(other.b.bootstrap)
+        assert [_state(b.pid) != "T" for b in brokers] == [True, True]
+        assert [metadata_ok(b.bootstrap) for b in brokers] == [True, True]
+    finally:
+        for b in brokers:
+            b.stop()
