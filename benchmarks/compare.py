@@ -1552,9 +1552,7 @@ def write_results(
     if errors:
         text += ["", "Failures:", "", *(f"- {e}" for e in errors)]
     kept = sections_of(path.read_text()) if path.exists() else {}
-    path.write_text(
-        "\n".join(text) + "\n" + "".join(f"\n{title}\n{body}" for title, body in kept.items())
-    )
+    path.write_text("\n".join(text) + "\n" + render_sections(kept))
 
 
 def sections_of(text: str) -> dict[str, str]:
@@ -1571,16 +1569,20 @@ def sections_of(text: str) -> dict[str, str]:
     return sections
 
 
+def render_sections(sections: dict[str, str]) -> str:
+    """``sections`` (heading line -> body) as text, one blank line around every heading however
+    the bodies were spaced: a file rewritten on every run must not gain a blank line each time."""
+    return "".join(f"\n{title}\n\n{body.strip(chr(10))}\n" for title, body in sections.items())
+
+
 def write_section(path: Path, title: str, lines: list[str]) -> None:
     """Put ``title`` (a ``## `` heading) and ``lines`` into the results file at ``path``, in
     place of that section if it is there, else at the end; the rest is left as it was."""
     text = path.read_text() if path.exists() else ""
     head = text.split("\n## ", 1)[0].rstrip("\n") + "\n" if text else ""
-    sections = {t: body.strip("\n") for t, body in sections_of(text).items()}
-    sections[title] = "\n".join(lines).strip("\n")
-    # One blank line around every heading, however the sections were spaced before: a
-    # section rewritten on every run must not gain a blank line each time.
-    path.write_text(head + "".join(f"\n{t}\n\n{body}\n" for t, body in sections.items()))
+    sections = sections_of(text)
+    sections[title] = "\n".join(lines)
+    path.write_text(head + render_sections(sections))
 
 
 @dataclass
