@@ -207,6 +207,20 @@ def tree_pids(root: int) -> list[int]:
     return found
 
 
+def exit_status(pid: int) -> str | None:
+    """How the child process ``pid`` ended ("exited with code 1", "was killed by SIGKILL"),
+    or None while it runs; the process stays to be reaped by its ``Popen``."""
+    try:
+        ended = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:  # not a child of this process, or reaped already
+        return None
+    if ended is None:
+        return None
+    if ended.si_code == os.CLD_EXITED:
+        return f"exited with code {ended.si_status}"
+    return f"was killed by {signal.Signals(ended.si_status).name}"
+
+
 def rss_kib(pid: int) -> int:
     try:
         with open(f"/proc/{pid}/status", encoding="ascii") as status:
@@ -891,6 +905,9 @@ class Session:
         self.results.put(self.target, key, workload, unit, higher_better, value, extra)
 
     def failed(self, key: str, workload: str, unit: str, higher_better: bool, error: str) -> None:
+        ended = exit_status(self.b.pid)
+        if ended is not None:
+            error = f"{error} (the broker's process {ended})"
         self.log(f"  {workload}: FAILED: {error}")
         self.put(key, workload, unit, higher_better, "failed")
         self.results.errors.append(f"{self.target}, {workload}: {error}")

@@ -177,3 +177,28 @@ def test_a_broker_is_measured_with_the_other_stopped_and_both_serve_after():
     finally:
         for b in brokers:
             b.stop()
+
+
+def test_a_failed_workload_says_how_the_brokers_process_ended():
+    """A broker that died under a workload shows in the failure how it ended."""
+    import signal
+
+    from benchmarks.compare import DEFAULT, Broker, Pinning, Results, Session, exit_status
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert exit_status(child.pid) is None
+        broker = Broker("wireserver", "", "127.0.0.1:1", child.pid, 0.0, lambda: None)
+        results = Results()
+        session = Session(broker, DEFAULT, Pinning(None, None), results, False, lambda m: None)
+        child.send_signal(signal.SIGKILL)
+        while exit_status(child.pid) is None:
+            pass
+        session.failed("k", "produce 100 B", "MB/s", True, "TimeoutError")
+        assert results.errors == [
+            "wireserver, produce 100 B: TimeoutError (the broker's process was killed by SIGKILL)"
+        ]
+    finally:
+        child.kill()
+        child.wait()
+    assert child.returncode == -signal.SIGKILL  # still reaped by its Popen
