@@ -1165,6 +1165,28 @@ def in_turn(sessions: list[Session], turn: int) -> list[Session]:
     return sessions[first:] + sessions[:first]
 
 
+def wait_stopped(pids: list[int], timeout: float = 10.0) -> None:
+    """Wait until every thread of ``pids`` is stopped (state T) or dead: a SIGSTOP takes
+    effect as each thread next enters the kernel, a moment after ``kill`` returns."""
+    deadline = time.monotonic() + timeout
+    for pid in pids:
+        while any(state not in "TtZX" for state in _thread_states(pid)):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"process {pid} did not stop in {timeout:g} s")
+            time.sleep(0.001)
+
+
+def _thread_states(pid: int) -> list[str]:
+    """The scheduler state of each thread of ``pid`` (none once it has gone)."""
+    states = []
+    with contextlib.suppress(FileNotFoundError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+                with open(f"/proc/{pid}/task/{task}/stat", encoding="ascii") as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+    return states
+
+
 @contextlib.contextmanager
 def alone(sessions: list[Session], measured: Session) -> Iterator[None]:
     """``measured``'s broker alone on its CPU: every other session's broker (its whole process
@@ -1178,6 +1200,7 @@ def alone(sessions: list[Session], measured: Session) -> Iterator[None]:
     for pid in stopped:
         os.kill(pid, signal.SIGSTOP)
     try:
+        wait_stopped(stopped)
         yield
     finally:
         for pid in stopped:
