@@ -1,9 +1,11 @@
 """Byte-rate quotas enforced on real clients (KIP-219): a confluent-kafka producer under a
-``producer_byte_rate`` and a consumer under a ``consumer_byte_rate`` are held to within 10 %
-of their quota over 5 s, and librdkafka reports the broker's throttle times (its ``throttle``
-statistics). The broker runs with ``quota.window.num=2``: with Kafka's default of 11 a new
-client may first send ten windows' worth at once (Kafka's rate counts at least
-``quota.window.num - 1`` windows), which would dominate a 5 s measurement."""
+``producer_byte_rate`` is held to within 10 % of its quota, a consumer under a
+``consumer_byte_rate`` to at most 10 % above it and at least three quarters of it, as Kafka
+holds one (each the mean rate over the 5 s windows of 10 s, see ``measured_rate``), and
+librdkafka reports the broker's throttle times (its ``throttle`` statistics). The broker runs
+with ``quota.window.num=2``: with Kafka's default of 11 a new client may first send ten
+windows' worth at once (Kafka's rate counts at least ``quota.window.num - 1`` windows), which
+would dominate a measurement this short."""
 
 from __future__ import annotations
 
@@ -59,9 +61,22 @@ class Throttles:
 
 
 def measured_rate(events: list[tuple[float, int]], start: float) -> float:
-    """Bytes per second of ``events`` (time, bytes) in the measurement window."""
-    low, high = start + WARM_UP_S, start + WARM_UP_S + MEASURE_S
-    return sum(size for at, size in events if low <= at < high) / MEASURE_S
+    """Bytes per second of ``events`` (time, bytes): the mean of the rates over every
+    ``MEASURE_S`` window that starts in the ``MEASURE_S`` after the warm-up.
+
+    Kafka's windowed rate lets a client through in bursts: a window with no record for
+    ``quota.window.num`` windows is emptied, which frees up to a window's worth at once every
+    two or three seconds, so what one 5 s window holds depends on where it falls (0.77 to 1.16
+    of the quota in one run of the consumer below). The mean over all such windows weighs each
+    record by the share of them that hold it, rising from 0 to 1 over the first 5 s and back,
+    and no burst's position moves that by more than a few per cent."""
+    low = start + WARM_UP_S
+    weighted = 0.0
+    for at, size in events:
+        offset = (at - low) / MEASURE_S
+        if 0 <= offset < 2:
+            weighted += size * (offset if offset < 1 else 2 - offset)
+    return weighted / MEASURE_S
 
 
 def test_a_producer_is_held_to_its_producer_byte_rate(quota_broker):
@@ -86,7 +101,7 @@ def test_a_producer_is_held_to_its_producer_byte_rate(quota_broker):
         acked.append((time.monotonic(), len(msg.value())))
 
     start = time.monotonic()
-    while time.monotonic() - start < WARM_UP_S + MEASURE_S + 0.5:
+    while time.monotonic() - start < WARM_UP_S + 2 * MEASURE_S + 0.5:
         try:
             producer.produce("quota-produce", VALUE, on_delivery=delivered)
         except BufferError:
@@ -105,7 +120,7 @@ def test_a_consumer_is_held_to_its_consumer_byte_rate(quota_broker):
     # one larger than the quota allows in a window would be throttled on every fetch, as in
     # Kafka.
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 20000})
-    total = int(QUOTA * (WARM_UP_S + MEASURE_S + 3))
+    total = int(QUOTA * (WARM_UP_S + 2 * MEASURE_S + 3))
     for _ in range(total // len(VALUE)):
         while True:
             try:
@@ -140,7 +155,7 @@ def test_a_consumer_is_held_to_its_consumer_byte_rate(quota_broker):
             if msg is not None and msg.error() is None:
                 received.append((time.monotonic(), len(msg.value())))
         start = received[0][0]
-        while time.monotonic() - start < WARM_UP_S + MEASURE_S + 0.5:
+        while time.monotonic() - start < WARM_UP_S + 2 * MEASURE_S + 0.5:
             msg = consumer.poll(0.2)
             if msg is not None and msg.error() is None:
                 received.append((time.monotonic(), len(msg.value())))
@@ -149,5 +164,8 @@ def test_a_consumer_is_held_to_its_consumer_byte_rate(quota_broker):
         consumer.close()
     assert len(received) * len(VALUE) < total, "the consumer ran out of records to read"
     rate = measured_rate(received, start)
-    assert abs(rate - QUOTA) <= 0.1 * QUOTA, f"{rate:.0f} B/s against a quota of {QUOTA}"
+    # The quota is a ceiling: a consumer asking for more gets less than the quota on average,
+    # each burst's throttle overshooting. Kafka 4.4.0 held this consumer to 0.80-0.87 of it
+    # (docs/compatibility.md, "Client quotas"), wireserver to 0.84-0.97.
+    assert 0.75 * QUOTA <= rate <= 1.1 * QUOTA, f"{rate:.0f} B/s against a quota of {QUOTA}"
     assert throttles.max_ms > 0

@@ -2,11 +2,13 @@
 violation (``org.apache.kafka.common.metrics.stats.Rate``, ``QuotaUtils``,
 ``ClientQuotaManager`` and its ``DefaultQuotaCallback``).
 
-- ``Rate`` keeps ``samples`` windows of ``window_ms``; a record lands in the current window,
-  or opens the next one (reusing the oldest) once the current is ``window_ms`` old. The rate
-  is the sum of the live windows over the time since the oldest began, that time counted as at
-  least ``samples - 1`` whole windows (so a new client may send up to that much at once, as in
-  Kafka).
+- ``Rate`` is Kafka 4's: it keeps ``samples + 1`` windows of ``window_ms`` (one more than
+  ``quota.window.num``, so the windows overlapping the last ``samples`` windows' time all
+  count); a record lands in the current window, or opens the next one (reusing the oldest) once
+  the current is ``window_ms`` old. A window with no record in the last ``samples`` windows'
+  time is emptied. The rate is the sum of the windows over the time since the oldest began,
+  that time counted as at least ``samples - 1`` whole windows (so a new client may send up to
+  that much at once, as in Kafka).
 - A record that takes the rate above the quota is a violation; the throttle time is
   ``(rate - quota) / quota * window`` (the delay that brings the rate back to the quota if
   nothing more comes), capped at one window for ``request_percentage`` as Kafka's
@@ -36,35 +38,44 @@ def _entity(user: Any = False, client: Any = False) -> Entity:
 
 
 class Rate:
-    """One quota id's windowed rate (per second)."""
+    """One quota id's windowed rate (per second): Kafka's ``Rate`` over a ``WindowedSum``
+    (``SampledStat``). Earlier Kafka kept ``samples`` windows and emptied one by when it began,
+    so a window opened just before an idle stretch was dropped whole, history and all: a
+    client fetching as fast as its quota allowed then alternated a one-window burst with a
+    one-window throttle."""
 
-    __slots__ = ("starts", "values", "current")
+    __slots__ = ("starts", "last_records", "values", "current")
 
     def __init__(self, now_ms: int):
         self.starts = [now_ms]
+        self.last_records = [now_ms]
         self.values = [0.0]
         self.current = 0
 
     def record(self, value: float, now_ms: int, window_ms: int, samples: int) -> None:
-        if now_ms - self.starts[self.current] >= window_ms:
-            self.current = (self.current + 1) % samples
-            if self.current >= len(self.starts):
+        current = self.current
+        if now_ms - self.starts[current] >= window_ms:
+            current = self.current = (current + 1) % (samples + 1)
+            if current == len(self.starts):
                 self.starts.append(now_ms)
+                self.last_records.append(now_ms)
                 self.values.append(0.0)
             else:
-                self.starts[self.current] = now_ms
-                self.values[self.current] = 0.0
-        self.values[self.current] += value
+                self._empty(current, now_ms)
+        self.values[current] += value
+        self.last_records[current] = now_ms
+
+    def _empty(self, index: int, now_ms: int) -> None:
+        self.starts[index] = self.last_records[index] = now_ms
+        self.values[index] = 0.0
 
     def measure(self, now_ms: int, window_ms: int, samples: int) -> tuple[float, int]:
         """The rate per second and the window (ms) it was measured over."""
         expire = samples * window_ms
-        starts = self.starts
-        for i, start in enumerate(starts):
-            if now_ms - start >= expire:
-                starts[i] = now_ms
-                self.values[i] = 0.0
-        elapsed = now_ms - min(starts)
+        for index, last in enumerate(self.last_records):
+            if now_ms - last >= expire:
+                self._empty(index, now_ms)
+        elapsed = now_ms - min(self.starts)
         full = elapsed // window_ms
         if full < samples - 1:
             elapsed += (samples - 1 - full) * window_ms
