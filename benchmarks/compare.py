@@ -280,6 +280,27 @@ def children_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def cpu_busy_ticks(cpus: set[int]) -> tuple[int, int]:
+    """The clock ticks ``cpus`` spent busy (all but idle and iowait) and in all, from
+    /proc/stat: how busy a pinned side's CPU was over a run, whoever ran on it."""
+    busy = total = 0
+    with open("/proc/stat") as stat:
+        for line in stat:
+            name, *fields = line.split()
+            if not (name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cpus):
+                continue
+            ticks = [int(field) for field in fields]
+            total += sum(ticks[:8])  # guest time is counted in user time already
+            busy += sum(ticks[:8]) - ticks[3] - ticks[4]
+    return busy, total
+
+
+def busy_share(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """The share of the ticks between two ``cpu_busy_ticks`` readings that were busy."""
+    total = after[1] - before[1]
+    return (after[0] - before[0]) / total if total else 0.0
+
+
 def settle_writeback() -> float:
     """Write every dirty page back (``sync``) before a throughput workload; the seconds it took.
 
@@ -858,6 +879,10 @@ def _java_figure(runs: list[dict], nbytes: int) -> tuple[float, str]:
         note += cpu_note(sum(r["client_cpu_s"] for r in runs), moved, "client")
     if all("p50" in r for r in runs):
         note += f"; the tool's p50 latency {_median([r['p50'] for r in runs]):.0f} ms"
+    if all("client_cpus_busy" in r for r in runs):
+        client = _median([r["client_cpus_busy"] for r in runs]) * 100
+        broker = _median([r["broker_cpus_busy"] for r in runs]) * 100
+        note += f"; CPU busy: the client's {client:.0f} %, the broker's {broker:.0f} %"
     return _median(mib), note + (f"; {spread})" if spread else ")")
 
 
@@ -986,13 +1011,21 @@ class Session:
 
     def java_run(self, run: Callable[[], dict]) -> dict:
         """One ``run`` of a Java tool after a writeback settle, with the broker's and the
-        tool's CPU seconds over it (``broker_cpu_s``, ``client_cpu_s``)."""
+        tool's CPU seconds over it (``broker_cpu_s``, ``client_cpu_s``) and, when pinned, how
+        busy the broker's and the clients' CPUs were (``broker_cpus_busy``,
+        ``client_cpus_busy``: a share)."""
         self.settle()
         broker_before, client_before = tree_cpu_seconds(self.b.pid), children_cpu_seconds()
+        pinned = self.pinning.broker, self.pinning.client
+        ticks_before = [cpu_busy_ticks(cpus) for cpus in pinned if cpus is not None]
         out = run()
         if "error" not in out:
             out["broker_cpu_s"] = tree_cpu_seconds(self.b.pid) - broker_before
             out["client_cpu_s"] = children_cpu_seconds() - client_before
+            if len(ticks_before) == 2:
+                broker_ticks, client_ticks = ticks_before
+                out["broker_cpus_busy"] = busy_share(broker_ticks, cpu_busy_ticks(pinned[0]))
+                out["client_cpus_busy"] = busy_share(client_ticks, cpu_busy_ticks(pinned[1]))
         return out
 
     def settle(self) -> None:
@@ -1577,6 +1610,10 @@ def write_results(
         "A Java producer row's note gives the median of its runs' p50 latency: at full rate the "
         "tool queues records in its 32 MB buffer, and near half a second means the buffer "
         "stayed full, a regime in which the tool's own garbage collection is its limit. "
+        "A Java row's note also gives how busy the client's and the broker's CPU were over "
+        "its runs (the median of the runs' shares of busy clock ticks in /proc/stat, whatever "
+        "ran there): a client CPU near 100 % means the row measures the tool more than the "
+        "broker. "
         "Start-up is from process spawn to the first "
         "Metadata answer listing a broker (10 ms polling); for Kafka it includes "
         "`kafka-storage format` and the JVM start.",

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import time
 
-from benchmarks.compare import MIB, _java_figure, _paired_note, cpu_seconds
+import pytest
+
+from benchmarks.compare import (
+    MIB,
+    _java_figure,
+    _paired_note,
+    busy_share,
+    cpu_busy_ticks,
+    cpu_seconds,
+)
 
 
 def test_a_java_row_gives_the_median_the_spread_and_both_sides_cpu_per_100_mb():
@@ -31,6 +42,48 @@ def test_a_java_producer_row_says_how_long_its_records_waited():
     ]
     _, note = _java_figure(runs, 100 * MIB)
     assert note == " (570 k rec/s; the tool's p50 latency 498 ms; median of 3 runs, 55–110)"
+
+
+def test_a_java_row_says_how_busy_the_client_and_broker_cpus_were():
+    """The median of the runs' busy shares of each side's CPU, so a reader sees which side
+    was the limit (a client CPU near 100 %: the tool's)."""
+    runs = [
+        {
+            "mib_per_s": mib,
+            "records_per_s": mib * 1000,
+            "client_cpus_busy": c,
+            "broker_cpus_busy": b,
+        }
+        for mib, c, b in ((180.0, 0.98, 0.51), (186.0, 0.97, 0.48), (179.0, 0.99, 0.50))
+    ]
+    _, note = _java_figure(runs, 100 * MIB)
+    assert note == (
+        " (180 k rec/s; CPU busy: the client's 98 %, the broker's 50 %; median of 3 runs, 179–186)"
+    )
+
+
+def test_a_cpu_kept_busy_reads_busy_and_an_unused_one_idle():
+    """``cpu_busy_ticks`` over a busy loop pinned to one CPU: that CPU reads nearly all busy.
+    The other is whatever the machine does, but never more busy ticks than ticks."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.fail("the busy-CPU reading needs a machine with two CPUs to pin to")
+    loop = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time\nend = time.time() + 1.5\nwhile time.time() < end: pass",
+        ],
+        preexec_fn=lambda: os.sched_setaffinity(0, {cpus[0]}),
+    )
+    time.sleep(0.3)
+    busy_before, other_before = cpu_busy_ticks({cpus[0]}), cpu_busy_ticks({cpus[1]})
+    time.sleep(1.0)
+    busy_after, other_after = cpu_busy_ticks({cpus[0]}), cpu_busy_ticks({cpus[1]})
+    loop.wait()
+    assert busy_share(busy_before, busy_after) > 0.9
+    assert 0.0 <= busy_share(other_before, other_after) <= 1.0
+    assert other_after[1] - other_before[1] > 0
 
 
 def test_a_java_row_without_cpu_figures_keeps_the_rate_and_spread_only():
