@@ -186,19 +186,26 @@ def choose_pinning(enabled: bool) -> Pinning:
 # ------------------------------------------------------------------------------ /proc
 
 
+def stat_fields(path: str) -> list[str] | None:
+    """The fields of a procfs ``stat`` file after the command name (state, ppid, ...: the
+    name may hold spaces and parentheses, so the fields start after the last ")"); None when
+    the process or thread is gone."""
+    try:
+        with open(path, encoding="ascii", errors="replace") as stat:
+            return stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
 def tree_pids(root: int) -> list[int]:
     """``root`` and all its descendants (from the ppid field of /proc/*/stat)."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
-        children.setdefault(ppid, []).append(int(entry))
+        fields = stat_fields(f"/proc/{entry}/stat")
+        if fields is not None:
+            children.setdefault(int(fields[1]), []).append(int(entry))
     found, todo = [], [root]
     while todo:
         pid = todo.pop()
@@ -256,10 +263,8 @@ _CPUCLOCK_SCHED = 2
 
 def _stat_cpu_seconds(path: str) -> float:
     """utime + stime of a ``stat`` file of procfs, in seconds; 0.0 when it is gone."""
-    try:
-        with open(path, encoding="ascii") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-    except OSError:
+    fields = stat_fields(path)
+    if fields is None:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
@@ -1211,13 +1216,12 @@ def wait_stopped(pids: list[int], timeout: float = 10.0) -> None:
 
 def _thread_states(pid: int) -> list[str]:
     """The scheduler state of each thread of ``pid`` (none once it has gone)."""
-    states = []
-    with contextlib.suppress(FileNotFoundError):
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with contextlib.suppress(FileNotFoundError, ProcessLookupError):
-                with open(f"/proc/{pid}/task/{task}/stat", encoding="ascii") as f:
-                    states.append(f.read().rsplit(")", 1)[1].split()[0])
-    return states
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return []
+    threads = (stat_fields(f"/proc/{pid}/task/{task}/stat") for task in tasks)
+    return [fields[0] for fields in threads if fields is not None]
 
 
 @contextlib.contextmanager

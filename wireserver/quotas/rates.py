@@ -38,11 +38,11 @@ def _entity(user: Any = False, client: Any = False) -> Entity:
 
 
 class Rate:
-    """One quota id's windowed rate (per second): Kafka's ``Rate`` over a ``WindowedSum``
-    (``SampledStat``). Earlier Kafka kept ``samples`` windows and emptied one by when it began,
-    so a window opened just before an idle stretch was dropped whole, history and all: a
-    client fetching as fast as its quota allowed then alternated a one-window burst with a
-    one-window throttle."""
+    """One quota id's windowed rate (per second): Kafka 4.4's ``Rate`` over a ``WindowedSum``
+    (``SampledStat``). Kafka before it kept ``samples`` windows and emptied one by when it
+    began, which frees a client's allowance at other moments: a client reading as fast as its
+    quota allows gets bursts and throttles of about a window either way, and where they fall
+    is what a client sees of the difference."""
 
     __slots__ = ("starts", "last_records", "values", "current")
 
