@@ -128,24 +128,26 @@ def encode_fetch_response(response: Any, version: int, correlation_id: int) -> l
         array_length(len(partitions), flexible, out)
         for partition in partitions:
             records = partition.records
+            aborted = partition.aborted_transactions
             if (
                 flexible
                 and records is not None
                 and not len(records)
-                and partition.aborted_transactions is None
+                and not aborted
                 and partition.diverging_epoch is None
                 and partition.current_leader is None
                 and partition.snapshot_id is None
             ):
-                # A partition with nothing to send (most of a wide consumer's answer): no
-                # aborted list (0), no records (1), no tagged fields (0), in one pack.
+                # A partition with nothing to send (most of a wide consumer's answer): a null
+                # (0) or, read_committed, an empty (1) aborted list, no records (1), no tagged
+                # fields (0), in one pack.
                 out += _EMPTY_FLEXIBLE_PARTITION.pack(
                     partition.partition_index,
                     partition.error_code,
                     partition.high_watermark,
                     partition.last_stable_offset,
                     partition.log_start_offset,
-                    0,
+                    0 if aborted is None else 1,
                     partition.preferred_read_replica,
                     1,
                     0,
@@ -157,7 +159,6 @@ def encode_fetch_response(response: Any, version: int, correlation_id: int) -> l
             out += _Q.pack(partition.last_stable_offset)
             if version >= 5:
                 out += _Q.pack(partition.log_start_offset)
-            aborted = partition.aborted_transactions
             array_length(None if aborted is None else len(aborted), flexible, out)
             for txn in aborted or ():
                 out += _QQ.pack(txn.producer_id, txn.first_offset)

@@ -127,8 +127,10 @@ def test_records_are_passed_through_not_copied():
 
 @pytest.mark.parametrize("version", [v for v in VERSIONS if v >= 12])
 @pytest.mark.parametrize("leader_hint", [False, True])
-def test_a_partition_with_nothing_to_send_encodes_as_kafka_pythons(version, leader_hint):
-    """The one-pack path for an empty partition, and its way out when a tagged field is set."""
+@pytest.mark.parametrize("aborted", [None, []], ids=["read_uncommitted", "read_committed"])
+def test_a_partition_with_nothing_to_send_encodes_as_kafka_pythons(version, leader_hint, aborted):
+    """The one-pack path for an empty partition, and its way out when a tagged field is set;
+    a read_committed answer's empty aborted list (not null) takes it too."""
     from kafka.protocol.consumer.fetch import FetchResponse
 
     partition_class = FetchResponse.FetchableTopicResponse.PartitionData
@@ -138,7 +140,7 @@ def test_a_partition_with_nothing_to_send_encodes_as_kafka_pythons(version, lead
         high_watermark=12,
         last_stable_offset=11,
         log_start_offset=3,
-        aborted_transactions=None,
+        aborted_transactions=aborted,
         preferred_read_replica=-1,
         records=b"",
     )

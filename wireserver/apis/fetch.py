@@ -69,6 +69,9 @@ ZERO_UUID = uuid.UUID(int=0)
 UNKNOWN = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID)
 # Errors that come with KIP-951 leader hints from v16 (Kafka's handleFetchRequest).
 LEADER_MOVED = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
+# ErrorCode.NONE once: an enum member's lookup on its class costs several times a global's,
+# and the per-partition loops below compare against it for every partition of a wide fetch.
+NO_ERROR = ErrorCode.NONE
 
 
 class FetchPlan:
@@ -94,7 +97,7 @@ class FetchPlan:
         self.incremental = False
         self.new_session = False  # a full fetch with epoch 0: open a session when answering
         self.expected_epoch = None  # the session's epoch this incremental fetch left it at
-        self.error = ErrorCode.NONE
+        self.error = NO_ERROR
         #: the most bytes this client's ``consumer_byte_rate`` lets one answer carry (Kafka's
         #: ``maxValueInQuotaWindow``), None without a quota
         self.quota_bytes: float | None = None
@@ -165,15 +168,18 @@ class FetchPlan:
         version = self.version
         for topic in self.ctx.body.topics:
             name = by_id.get(topic.topic_id) if version >= 13 else topic.topic
+            topic_id = topic.topic_id if version >= 13 else None
             for p in topic.partitions:
+                # Positional: one per partition of every full fetch, and a dataclass's
+                # keyword call costs twice a positional one.
                 yield CachedPartition(
-                    topic=name,
-                    topic_id=topic.topic_id if version >= 13 else None,
-                    partition=p.partition,
-                    fetch_offset=p.fetch_offset,
-                    max_bytes=p.partition_max_bytes,
-                    current_leader_epoch=p.current_leader_epoch if version >= 9 else -1,
-                    log_start_offset=p.log_start_offset if version >= 5 else -1,
+                    name,  # topic
+                    topic_id,
+                    p.partition,
+                    p.fetch_offset,
+                    p.partition_max_bytes,  # max_bytes
+                    p.current_leader_epoch if version >= 9 else -1,
+                    p.log_start_offset if version >= 5 else -1,
                 )
 
 
@@ -234,7 +240,6 @@ def rack_lookup(ctx):
 
 def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
     body = ctx.body
-    logs = ctx.services.logs
     replicas = ctx.services.replicas
     follower = replica_id(ctx) >= 0
     # Kafka's FetchParams.fetchOnlyFromLeader: a consumer's v11+ request carries client
@@ -267,14 +272,15 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
         if denied:
             results.append(PartitionResult(cached, denied))
             continue
-        log = logs.get_log(cached.topic, cached.partition)
-        if log is None:
+        partition = replicas.partition(cached.topic, cached.partition)
+        if partition is None:  # no log here
             results.append(PartitionResult(cached, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             continue
+        log = partition.log
         hw, log_start = log.high_watermark, log.log_start_offset
         lso = log.last_stable_offset
-        error, _ = replicas.check_leader(
-            cached.topic, cached.partition, cached.current_leader_epoch, leader_only
+        error, _ = replicas.check_partition_leader(
+            partition, cached.current_leader_epoch, leader_only
         )
         if error is not None:
             results.append(PartitionResult(cached, error))
@@ -286,9 +292,7 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
             if preferred >= 0:
                 # Kafka skips the read: the client fetches from the preferred replica next.
                 results.append(
-                    PartitionResult(
-                        cached, ErrorCode.NONE, b"", hw, lso, log_start, None, preferred
-                    )
+                    PartitionResult(cached, NO_ERROR, b"", hw, lso, log_start, None, preferred)
                 )
                 continue
         if throttle is not None and leader_throttled(ctx, throttle, cached, log):
@@ -296,13 +300,13 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
                 throttle_exceeded = throttle.exceeded()
             if throttle_exceeded:
                 # Kafka's shouldLeaderThrottle: the follower gets no records this time.
-                results.append(PartitionResult(cached, ErrorCode.NONE, b"", hw, lso, log_start))
+                results.append(PartitionResult(cached, NO_ERROR, b"", hw, lso, log_start))
                 continue
         bound = None if follower else (lso if read_committed else hw)
         if bound is not None and cached.fetch_offset == bound and bound >= log_start:
             # Caught up: nothing to read. A consumer following thousands of partitions has
             # most of them here on every fetch.
-            results.append(PartitionResult(cached, ErrorCode.NONE, b"", hw, lso, log_start))
+            results.append(PartitionResult(cached, NO_ERROR, b"", hw, lso, log_start))
             continue
         limit = max(0, min(cached.max_bytes, remaining))
         try:
@@ -325,9 +329,7 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
         aborted = None
         if read_committed and read.data:
             aborted = log.collect_aborted(cached.fetch_offset, read.next_offset)
-        results.append(
-            PartitionResult(cached, ErrorCode.NONE, read.data, hw, lso, log_start, aborted)
-        )
+        results.append(PartitionResult(cached, NO_ERROR, read.data, hw, lso, log_start, aborted))
     return results
 
 
@@ -361,11 +363,12 @@ def ready(ctx, results: list[PartitionResult]) -> bool:
     """Answer now: enough bytes, an error to report, or no wait asked for."""
     if ctx.body.max_wait_ms <= 0:
         return True
-    if any(
-        result.error != ErrorCode.NONE or result.preferred_read_replica >= 0 for result in results
-    ):
-        return True
-    return sum(len(result.records) for result in results) >= max(1, ctx.body.min_bytes)
+    size = 0
+    for result in results:  # one pass: a wide consumer's fetch runs this on every wake
+        if result.error != NO_ERROR or result.preferred_read_replica >= 0:
+            return True
+        size += len(result.records)
+    return size >= max(1, ctx.body.min_bytes)
 
 
 def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
@@ -399,11 +402,11 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
                 meters.fetch_requests += 1
             if result.records:
                 meters.bytes_out += len(result.records)
-            if result.error != ErrorCode.NONE:
+            if result.error != NO_ERROR:
                 meters.failed_fetch_requests += 1
         changed = (
             result.records
-            or result.error != ErrorCode.NONE
+            or result.error != NO_ERROR
             or result.preferred_read_replica >= 0
             or result.high_watermark != cached.sent_high_watermark
             or result.last_stable_offset != cached.sent_last_stable_offset
@@ -423,24 +426,26 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
                 topic=cached.topic, topic_id=cached.topic_id or ZERO_UUID, partitions=[]
             )
             topics.append(entry)
+        if result.aborted:
+            aborted = [
+                aborted_class(producer_id=txn.producer_id, first_offset=txn.first_offset)
+                for txn in result.aborted
+            ]
+        elif read_committed or result.error in UNKNOWN:
+            # Kafka answers a partition it doesn't know with an empty (not null) list.
+            aborted = []
+        else:
+            aborted = None
         entry.partitions.append(
             FetchPartition(
-                partition_index=cached.partition,
-                error_code=result.error,
-                high_watermark=result.high_watermark,
-                last_stable_offset=result.last_stable_offset,
-                log_start_offset=result.log_start_offset,
-                # Kafka answers a partition it doesn't know with an empty (not null) list.
-                aborted_transactions=(
-                    [
-                        aborted_class(producer_id=txn.producer_id, first_offset=txn.first_offset)
-                        for txn in result.aborted or ()
-                    ]
-                    if read_committed or result.error in UNKNOWN
-                    else None
-                ),
-                records=result.records,
-                preferred_read_replica=result.preferred_read_replica,
+                cached.partition,
+                result.error,
+                result.high_watermark,
+                result.last_stable_offset,
+                result.log_start_offset,
+                aborted,
+                result.records,
+                result.preferred_read_replica,
             )
         )
         if result.error in LEADER_MOVED and plan.version >= 16:
@@ -461,7 +466,7 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
     )
     return ctx.response(
         throttle_time_ms=0,
-        error_code=ErrorCode.NONE,
+        error_code=NO_ERROR,
         session_id=session_id,
         responses=topics,
         node_endpoints=endpoints,
@@ -477,7 +482,7 @@ def error_response(ctx, code: ErrorCode, session_id: int = 0):
 def handle(ctx: RequestContext) -> HandlerResult:
     plan = FetchPlan(ctx)
     plan.build()
-    if plan.error != ErrorCode.NONE:
+    if plan.error != NO_ERROR:
         return error_response(ctx, plan.error)
     services = ctx.services
     deadline = services.reactor.seconds() + ctx.body.max_wait_ms / 1000.0
@@ -533,7 +538,7 @@ def throttled_response(ctx, plan: FetchPlan, results, quota, user: str, client_i
     ctx.throttle_ms = throttle_ms
     return ctx.response(
         throttle_time_ms=throttle_ms,
-        error_code=ErrorCode.NONE,
+        error_code=NO_ERROR,
         session_id=plan.session.id if plan.incremental else 0,
         responses=[],
     )
