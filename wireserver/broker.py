@@ -548,6 +548,19 @@ class Broker:
         return flushed
 
 
+#: Net new container objects (allocations less deallocations) that set off a collection of
+#: the young generation in ``wireserver serve``; CPython's default is 700. One request can
+#: hold far more than 700 objects alive at once (a Fetch of 10,000 partitions some 60,000
+#: until its answer is built), and with the default such a request set off dozens of young
+#: collections while its objects lived, each moving them up a generation, so that full
+#: collections of every object of every partition followed every request or two: half the
+#: broker's CPU in a Fetch of 10,000 partitions, a quarter at 1,000 (benchmarks/results.md).
+#: With this threshold collections come with real growth (new topics, cyclic garbage), not
+#: with one request's temporaries; the young generation it lets build up before a
+#: collection is at most this many objects (a few MB).
+YOUNG_COLLECTION_THRESHOLD = 100_000
+
+
 def serve_forever(config: BrokerConfig) -> int:
     """Run one broker until SIGTERM/SIGINT, then shut down cleanly. Prints one ready line."""
     from twisted.internet import reactor
@@ -576,5 +589,6 @@ def serve_forever(config: BrokerConfig) -> int:
     gc.collect()
     release_free_heap()
     gc.freeze()
+    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD)
     reactor.run(installSignalHandlers=True)
     return 0
