@@ -99,14 +99,30 @@ def fetch(
     min_bytes: int = 1,
     partition_max_bytes: int = 1 << 20,
 ) -> FetchRequest:
-    partition_data = FetchRequest.FetchTopic.FetchPartition(
-        partition=partition,
-        current_leader_epoch=-1,
-        fetch_offset=offset,
-        last_fetched_epoch=-1,
-        log_start_offset=-1,
-        partition_max_bytes=partition_max_bytes,
-    )
+    return fetch_many({topic: [partition]}, offset, max_wait_ms, min_bytes, partition_max_bytes)
+
+
+def fetch_many(
+    partitions: dict[str, list[int]],
+    offset: int,
+    max_wait_ms: int = 0,
+    min_bytes: int = 1,
+    partition_max_bytes: int = 1 << 20,
+    isolation_level: int = 0,
+) -> FetchRequest:
+    """A sessionless Fetch of every listed partition of every topic from ``offset``, as a
+    client without fetch sessions (librdkafka) sends them."""
+
+    def partition_data(index: int):
+        return FetchRequest.FetchTopic.FetchPartition(
+            partition=index,
+            current_leader_epoch=-1,
+            fetch_offset=offset,
+            last_fetched_epoch=-1,
+            log_start_offset=-1,
+            partition_max_bytes=partition_max_bytes,
+        )
+
     return FetchRequest(
         version=FETCH_VERSION,
         cluster_id=None,
@@ -114,10 +130,13 @@ def fetch(
         max_wait_ms=max_wait_ms,
         min_bytes=min_bytes,
         max_bytes=max(1 << 24, partition_max_bytes),
-        isolation_level=0,
+        isolation_level=isolation_level,
         session_id=0,
         session_epoch=-1,
-        topics=[FetchRequest.FetchTopic(topic=topic, partitions=[partition_data])],
+        topics=[
+            FetchRequest.FetchTopic(topic=topic, partitions=[partition_data(i) for i in indexes])
+            for topic, indexes in partitions.items()
+        ],
         forgotten_topics_data=[],
         rack_id="",
     )

@@ -7,8 +7,8 @@ objects. Read from the collections the broker reports on ``/metrics``."""
 from __future__ import annotations
 
 import pytest
-from kafka.protocol.consumer.fetch import FetchRequest
 
+from tests.integration import raw
 from tests.prometheus_scrape import matching, scrape
 from wireserver.testing import EmbeddedBroker
 
@@ -28,41 +28,6 @@ def collections(ops_url: str) -> dict[str, float]:
     }
 
 
-def wide_fetch(topics: list[str]) -> FetchRequest:
-    """A read_committed Fetch v12 of every partition from offset 0, answered at once."""
-    partition = FetchRequest.FetchTopic.FetchPartition
-    return FetchRequest(
-        version=12,
-        cluster_id=None,
-        replica_id=-1,
-        max_wait_ms=0,
-        min_bytes=1,
-        max_bytes=1 << 24,
-        isolation_level=1,
-        session_id=0,
-        session_epoch=-1,
-        topics=[
-            FetchRequest.FetchTopic(
-                topic=topic,
-                partitions=[
-                    partition(
-                        partition=index,
-                        current_leader_epoch=-1,
-                        fetch_offset=0,
-                        last_fetched_epoch=-1,
-                        log_start_offset=-1,
-                        partition_max_bytes=1 << 20,
-                    )
-                    for index in range(PARTITIONS)
-                ],
-            )
-            for topic in topics
-        ],
-        forgotten_topics_data=[],
-        rack_id="",
-    )
-
-
 def test_fetches_of_two_thousand_partitions_set_off_no_collection():
     with EmbeddedBroker(
         "subprocess", overrides={"metrics.listeners": "HTTP://127.0.0.1:0"}
@@ -70,7 +35,10 @@ def test_fetches_of_two_thousand_partitions_set_off_no_collection():
         topics = [f"wide-{i}" for i in range(TOPICS)]
         for topic in topics:
             broker.create_topic(topic, partitions=PARTITIONS)
-        request = wide_fetch(topics)
+        # read_committed, answered at once: what librdkafka sends, with every partition
+        request = raw.fetch_many(
+            {topic: list(range(PARTITIONS)) for topic in topics}, 0, isolation_level=1
+        )
         with broker.wire() as wire:
             wire.request(request)  # the first answer: every partition known and empty
             before = collections(broker.ops_url)
