@@ -467,6 +467,14 @@ class ConfluentClient(Client):
         if acks is not None:
             settings["acks"] = acks
         producer = Producer(settings)
+        if "linger.ms" in settings:
+            # A linger holds records together only once librdkafka knows the topic's
+            # partitions: before that it parks them unassigned and, when the metadata comes,
+            # moves them to the partition one at a time from its main thread; if that took
+            # longer than the linger, the broker thread may send the first one alone (seen
+            # against both brokers). The Java, kafka-python and aiokafka producers wait for
+            # the metadata before they take a record, so this makes librdkafka do the same.
+            producer.list_topics(topic, timeout=TIMEOUT)
         reports: list[Any] = [None] * len(records)
 
         def delivered(index):
