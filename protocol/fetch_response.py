@@ -82,9 +82,10 @@ class FetchPartition:
         self.aborted_transactions = aborted_transactions
         self.preferred_read_replica = preferred_read_replica
         self.records = records
-        self.diverging_epoch = None
-        self.current_leader = None
-        self.snapshot_id = None
+        # kafka-python's EpochEndOffset, LeaderIdAndEpoch (KIP-951 hints) and SnapshotId
+        self.diverging_epoch: Any = None
+        self.current_leader: Any = None
+        self.snapshot_id: Any = None
 
 
 def _partition_tags(partition: Any) -> list[tuple[int, bytes]]:

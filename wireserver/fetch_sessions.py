@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import collections
 import random
+import uuid
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
@@ -47,7 +48,7 @@ class CachedPartition:
     """What the session knows of one partition: the client's position and what we last told it."""
 
     topic: str | None
-    topic_id: object
+    topic_id: uuid.UUID | None  # v13+ requests name topics by id
     partition: int
     fetch_offset: int
     max_bytes: int
@@ -189,7 +190,9 @@ class FetchSessionCache:
             shard.sessions.pop(session_id, None)
 
     def touch(self, session: FetchSession, now_ms: int) -> None:
-        self._shard(session.id).touch(session, now_ms)
+        shard = self._shard(session.id)
+        if shard is not None:  # always: a cached session's id is one of its shard's
+            shard.touch(session, now_ms)
 
     def maybe_create(
         self, now_ms: int, privileged: bool, uses_topic_ids: bool, partitions

@@ -49,18 +49,19 @@ from __future__ import annotations
 
 import collections
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from twisted.internet import defer
 
 from wireserver.apis import HandlerResult, handles
 from wireserver.apis.metadata import leader_hints
 from wireserver.context import RequestContext
-from wireserver.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition
+from wireserver.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition, FetchSession
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.fetch_response import FetchPartition
 from wireserver.protocol.messages import fetch_replica_id
 from wireserver.quotas import quota_user
+from wireserver.quotas.rates import QuotaManager
 from wireserver.security import checks
 from wireserver.storage.errors import KafkaStorageError, OffsetOutOfRange
 
@@ -90,13 +91,14 @@ class FetchPlan:
     without one.
     """
 
-    def __init__(self, ctx):
+    def __init__(self, ctx: RequestContext) -> None:
         self.ctx = ctx
         self.version = ctx.version
-        self.session = None
-        self.incremental = False
+        #: the session of an incremental fetch (None for a full one)
+        self.session: FetchSession | None = None
         self.new_session = False  # a full fetch with epoch 0: open a session when answering
-        self.expected_epoch = None  # the session's epoch this incremental fetch left it at
+        #: the session's epoch this incremental fetch left it at
+        self.expected_epoch: int | None = None
         self.error = NO_ERROR
         #: the most bytes this client's ``consumer_byte_rate`` lets one answer carry (Kafka's
         #: ``maxValueInQuotaWindow``), None without a quota
@@ -151,7 +153,6 @@ class FetchPlan:
                 # A topic id the session could not name before may exist by now.
                 cached.topic = names.get(cached.topic_id)
         self.session = session
-        self.incremental = True
         self.expected_epoch = session.epoch
         self.partitions = list(session.partitions.values())
 
@@ -222,7 +223,7 @@ def replica_id(ctx) -> int:
     return fetch_replica_id(ctx.body, ctx.version)
 
 
-def rack_lookup(ctx):
+def rack_lookup(ctx: RequestContext) -> Callable[[int], tuple[bool, str | None]]:
     """broker id -> (reachable on the request's listener, rack), for the replica selector
     (Kafka offers it ``Node.noNode()`` for a replica without an endpoint there)."""
     metadata = ctx.services.metadata
@@ -376,10 +377,11 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
     a new high watermark, LSO or log start), and those that sent records go to the back of
     the session, so the next fetch reads the others first (Kafka's fairness rotation). A full
     fetch with epoch 0 opens its session here, with every partition of the answer."""
-    if plan.incremental and plan.session.epoch != plan.expected_epoch:
+    session = plan.session
+    if session is not None and session.epoch != plan.expected_epoch:
         # Another request of this session was accepted while this one waited (Kafka: "possible
         # duplicate request"); the session now expects that one's successor.
-        return error_response(ctx, ErrorCode.INVALID_FETCH_SESSION_EPOCH, plan.session.id)
+        return error_response(ctx, ErrorCode.INVALID_FETCH_SESSION_EPOCH, session.id)
     response_class = ctx.request.spec.response_class
     topic_class = response_class.FetchableTopicResponse
     partition_class = topic_class.PartitionData
@@ -415,10 +417,11 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
         cached.sent_high_watermark = result.high_watermark
         cached.sent_last_stable_offset = result.last_stable_offset
         cached.sent_log_start_offset = result.log_start_offset
-        if plan.incremental and not changed:
-            continue
-        if plan.incremental and result.records:
-            plan.session.partitions.move_to_end(plan.key(cached))
+        if session is not None:
+            if not changed:
+                continue
+            if result.records:
+                session.partitions.move_to_end(plan.key(cached))
         topic_key = cached.topic_id if plan.version >= 13 else cached.topic
         entry = by_topic.get(topic_key)
         if entry is None:
@@ -450,15 +453,15 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
         )
         if result.error in LEADER_MOVED and plan.version >= 16:
             moved.append((cached.topic, cached.partition, entry.partitions[-1]))
-    session_id = plan.session.id if plan.incremental else 0
+    session_id = session.id if session is not None else 0
     if plan.new_session:
-        session = ctx.services.fetch_sessions.maybe_create(
+        opened = ctx.services.fetch_sessions.maybe_create(
             ctx.services.now_ms(),
             privileged=replica_id(ctx) >= 0,
             uses_topic_ids=plan.version >= 13,
             partitions=collections.OrderedDict((plan.key(r.cached), r.cached) for r in results),
         )
-        session_id = session.id if session is not None else 0
+        session_id = opened.id if opened is not None else 0
     endpoints = (
         leader_hints(ctx, moved, partition_class.LeaderIdAndEpoch, response_class.NodeEndpoint)
         if moved
@@ -478,50 +481,102 @@ def error_response(ctx, code: ErrorCode, session_id: int = 0):
 
 
 @handles(API_KEY)
-@defer.inlineCallbacks
 def handle(ctx: RequestContext) -> HandlerResult:
     plan = FetchPlan(ctx)
     plan.build()
     if plan.error != NO_ERROR:
         return error_response(ctx, plan.error)
-    services = ctx.services
-    deadline = services.reactor.seconds() + ctx.body.max_wait_ms / 1000.0
-    keys = [
-        ("append", cached.topic, cached.partition)
-        for cached in plan.partitions
-        if cached.topic is not None
-    ]
-    follower = replica_id(ctx)
-    if follower >= 0:
-        for cached in plan.partitions:
-            # Only a replica allowed CLUSTER_ACTION moves the ISR and the high watermark.
-            if cached.topic is not None and checks.fetch_topic(ctx, cached.topic) is None:
-                services.replicas.follower_fetched(
-                    (cached.topic, cached.partition),
-                    follower,
-                    cached.fetch_offset,
-                    cached.log_start_offset,
-                )
-    fetch_quota = services.quotas.fetch if follower < 0 and services.quotas.fetch.active else None
-    if fetch_quota is not None:
-        user, client_id = quota_user(ctx.security), ctx.client_id or ""
-        plan.quota_bytes = fetch_quota.max_value_in_window(user, client_id)
-    results = read_partitions(ctx, plan)
-    while not ready(ctx, results) and keys:
-        remaining = deadline - services.reactor.seconds()
+    return LongPoll(ctx, plan).start()
+
+
+class LongPoll:
+    """One Fetch from its first read to its answer: read every partition; if that is not
+    ``ready``, wait in the purgatory on an append to any of them until ``max_wait_ms`` passes,
+    read again when woken, and answer once ready, at the deadline or when the wait timed out.
+
+    A state object with callbacks rather than an ``inlineCallbacks`` generator: the answer is
+    returned at once when the first read is ready (no Deferred), and the module can be
+    compiled (Twisted drives only the interpreter's generators). A failure after a wait
+    fails the handler's Deferred, as an exception on arrival fails the request.
+    """
+
+    def __init__(self, ctx: RequestContext, plan: FetchPlan):
+        self.ctx = ctx
+        self.plan = plan
+        self.services = ctx.services
+        self.deadline = self.services.reactor.seconds() + ctx.body.max_wait_ms / 1000.0
+        self.follower = replica_id(ctx)
+        self.quota: QuotaManager | None = None
+        self.user = ""
+        self.client_id = ""
+        self.results: list[PartitionResult] = []
+        #: the purgatory keys this fetch waits on, made at its first wait
+        self.keys: list[tuple[str, str, int]] | None = None
+        self.answered: defer.Deferred | None = None
+
+    def start(self) -> HandlerResult:
+        ctx, plan, services = self.ctx, self.plan, self.services
+        if self.follower >= 0:
+            for cached in plan.partitions:
+                # Only a replica allowed CLUSTER_ACTION moves the ISR and the high watermark.
+                if cached.topic is not None and checks.fetch_topic(ctx, cached.topic) is None:
+                    services.replicas.follower_fetched(
+                        (cached.topic, cached.partition),
+                        self.follower,
+                        cached.fetch_offset,
+                        cached.log_start_offset,
+                    )
+        quotas = services.quotas.fetch
+        if self.follower < 0 and quotas.active:
+            self.quota = quotas
+            self.user, self.client_id = quota_user(ctx.security), ctx.client_id or ""
+            plan.quota_bytes = quotas.max_value_in_window(self.user, self.client_id)
+        self.results = read_partitions(ctx, plan)
+        if ready(ctx, self.results):
+            return self.answer()
+        self.keys = [
+            ("append", cached.topic, cached.partition)
+            for cached in plan.partitions
+            if cached.topic is not None
+        ]
+        if not self.keys or not self.wait():
+            return self.answer()
+        self.answered = defer.Deferred()
+        return self.answered
+
+    def wait(self) -> bool:
+        """Wait for an append or the deadline; False when the deadline has passed."""
+        remaining = self.deadline - self.services.reactor.seconds()
         if remaining <= 0:
-            break
-        woken = yield services.purgatory.watch(keys, remaining)
-        results = read_partitions(ctx, plan)
-        if not woken:
-            break
-    if follower >= 0:
-        record_leader_throttled(ctx, results)
-    if fetch_quota is not None:
-        throttled = throttled_response(ctx, plan, results, fetch_quota, user, client_id)
-        if throttled is not None:
-            return throttled
-    return build_response(ctx, plan, results)
+            return False
+        assert self.keys is not None
+        self.services.purgatory.watch(self.keys, remaining).addCallback(self.woken)
+        return True
+
+    def woken(self, appended: bool) -> None:
+        """An append to one of the partitions (True) or the timeout (False)."""
+        assert self.answered is not None
+        try:
+            self.results = read_partitions(self.ctx, self.plan)
+            if appended and not ready(self.ctx, self.results) and self.wait():
+                return
+            response = self.answer()
+        except Exception:  # noqa: BLE001 - the request fails as on arrival, the broker serves on
+            self.answered.errback()
+            return
+        self.answered.callback(response)
+
+    def answer(self) -> HandlerResult:
+        ctx, plan, results = self.ctx, self.plan, self.results
+        if self.follower >= 0:
+            record_leader_throttled(ctx, results)
+        if self.quota is not None:
+            throttled = throttled_response(
+                ctx, plan, results, self.quota, self.user, self.client_id
+            )
+            if throttled is not None:
+                return throttled
+        return build_response(ctx, plan, results)
 
 
 def throttled_response(ctx, plan: FetchPlan, results, quota, user: str, client_id: str):
@@ -539,6 +594,6 @@ def throttled_response(ctx, plan: FetchPlan, results, quota, user: str, client_i
     return ctx.response(
         throttle_time_ms=throttle_ms,
         error_code=NO_ERROR,
-        session_id=plan.session.id if plan.incremental else 0,
+        session_id=plan.session.id if plan.session is not None else 0,
         responses=[],
     )
