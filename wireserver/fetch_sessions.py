@@ -191,8 +191,8 @@ class FetchSessionCache:
 
     def touch(self, session: FetchSession, now_ms: int) -> None:
         shard = self._shard(session.id)
-        if shard is not None:  # always: a cached session's id is one of its shard's
-            shard.touch(session, now_ms)
+        assert shard is not None  # a cached session's id lies in its shard's range
+        shard.touch(session, now_ms)
 
     def maybe_create(
         self, now_ms: int, privileged: bool, uses_topic_ids: bool, partitions
