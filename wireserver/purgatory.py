@@ -1,8 +1,9 @@
 """The one mechanism for everything that waits: fetch long-polls now; acks=all, JoinGroup and
 transaction markers later.
 
-``watch(keys, timeout_s)`` returns a Deferred that fires ``True`` when any of ``keys`` is
-notified, or ``False`` when the timeout passes first. Time comes from the injected reactor
+``watch(keys, timeout_s)`` returns a Deferred that fires with the key notified when any of
+``keys`` is (so a watch on many keys learns which one; keys are non-empty tuples or other
+truthy values), or ``False`` when the timeout passes first. Time comes from the injected reactor
 (an ``IReactorTime``), so tests drive it with ``twisted.internet.task.Clock``.
 """
 
@@ -27,12 +28,13 @@ class Purgatory:
         return watch.deferred
 
     def notify(self, key: Hashable) -> int:
-        """Wake every watch on ``key``; returns how many were woken."""
+        """Wake every watch on ``key`` (each fires with ``key``); returns how many were
+        woken."""
         watches = self._watchers.pop(key, None)
         if not watches:
             return 0
         for watch in list(watches):
-            watch.fire(True)
+            watch.fire(key)
         return len(watches)
 
     def waiting(self, key: Hashable) -> int:
@@ -74,7 +76,8 @@ class _Watch:
         if self.timer is not None and self.timer.active():
             self.timer.cancel()
 
-    def fire(self, woken: bool) -> None:
+    def fire(self, woken: Any) -> None:
+        """``woken``: the key notified, or False at the timeout."""
         if self.deferred.called:
             return
         self._stop_timer()

@@ -100,3 +100,59 @@ def test_long_poll_without_data_waits_max_wait(broker, topic):
         elapsed = time.monotonic() - started
         assert raw.fetched(response) == []
         assert 0.9 <= elapsed < 4, elapsed
+
+
+def test_long_poll_over_many_partitions_answers_the_one_appended_to(broker, topic):
+    """A consumer's long poll over eight partitions, all caught up, is woken by an append to
+    one of them: that partition comes with its records and new high watermark, the others
+    empty at theirs, well before max_wait_ms."""
+    with (
+        KafkaWire(broker.bootstrap_servers) as wire,
+        KafkaWire(broker.bootstrap_servers) as producer,
+    ):
+        wire.create_topic(topic, 8)
+        for partition in range(8):
+            response = producer.request(raw.produce(topic, {partition: raw.v2_batch([b"first"])}))
+            assert raw.produce_errors(response) == {partition: raw.NONE}
+        request = raw.fetch_many({topic: list(range(8))}, 1, max_wait_ms=20000)
+        wire.send_raw(encode(wire, request))
+        time.sleep(0.2)  # the Fetch is parked now
+        started = time.monotonic()
+        batch = raw.v2_batch([b"second", b"third"])
+        assert raw.produce_errors(producer.request(raw.produce(topic, {5: batch}))) == {5: raw.NONE}
+        response = wire.read_response(request)
+        assert time.monotonic() - started < 10, "the Fetch waited for max_wait_ms"
+        (answer,) = response.responses
+        by_index = {p.partition_index: p for p in answer.partitions}
+        assert sorted(by_index) == list(range(8))
+        assert [r.value for r in raw.records_of(by_index[5].records)] == [b"second", b"third"]
+        assert {i: p.high_watermark for i, p in by_index.items()} == {
+            i: 3 if i == 5 else 1 for i in range(8)
+        }
+        assert all(not by_index[i].records for i in range(8) if i != 5)
+        assert all(p.error_code == raw.NONE for p in answer.partitions)
+
+
+def test_long_poll_for_min_bytes_gathers_appends_to_several_partitions(broker, topic):
+    """With min_bytes above one batch, an append to one partition is not enough: the Fetch
+    waits on, and answers when a second partition's append brings the total up, with the
+    records of both."""
+    with (
+        KafkaWire(broker.bootstrap_servers) as wire,
+        KafkaWire(broker.bootstrap_servers) as producer,
+    ):
+        wire.create_topic(topic, 4)
+        one = raw.v2_batch([b"x" * 50])
+        request = raw.fetch_many({topic: list(range(4))}, 0, max_wait_ms=20000)
+        request.min_bytes = len(one) + 1
+        wire.send_raw(encode(wire, request))
+        time.sleep(0.2)
+        assert raw.produce_errors(producer.request(raw.produce(topic, {1: one}))) == {1: raw.NONE}
+        time.sleep(0.3)  # woken, not enough bytes: parked again
+        started = time.monotonic()
+        assert raw.produce_errors(producer.request(raw.produce(topic, {3: one}))) == {3: raw.NONE}
+        response = wire.read_response(request)
+        assert time.monotonic() - started < 10, "the Fetch waited for max_wait_ms"
+        (answer,) = response.responses
+        got = {p.partition_index: len(raw.records_of(p.records or b"")) for p in answer.partitions}
+        assert got == {0: 0, 1: 1, 2: 0, 3: 1}

@@ -1,7 +1,8 @@
 """Fetch (key 1), v4-18.
 
 - Long-poll: when fewer than ``min_bytes`` are ready and nothing is in error, the request waits
-  in the purgatory until an append to one of its partitions (re-reading then) or ``max_wait_ms``.
+  in the purgatory until an append to one of its partitions (re-reading then: see
+  ``LongPoll``) or ``max_wait_ms``.
 - Size limits: ``max_bytes`` for the response and ``partition_max_bytes`` per partition, with
   KIP-74's rule that the first batch of the first non-empty partition comes whole even when it is
   larger than either limit, so a consumer can always make progress.
@@ -239,7 +240,11 @@ def rack_lookup(ctx: RequestContext) -> Callable[[int], tuple[bool, str | None]]
     return rack_of
 
 
-def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
+def read_partitions(
+    ctx, plan: FetchPlan, partitions: list[CachedPartition] | None = None
+) -> list[PartitionResult]:
+    """Read ``partitions`` (all of the plan's by default) in order, sharing the request's
+    byte limits among them."""
     body = ctx.body
     replicas = ctx.services.replicas
     follower = replica_id(ctx) >= 0
@@ -258,7 +263,7 @@ def read_partitions(ctx, plan: FetchPlan) -> list[PartitionResult]:
     throttle_exceeded: bool | None = None
     results = []
     denials: dict[str, ErrorCode | None] = {}  # per topic, once per request
-    for cached in plan.partitions:
+    for cached in plan.partitions if partitions is None else partitions:
         if cached.topic is None:
             error = (
                 ErrorCode.UNKNOWN_TOPIC_ID
@@ -494,6 +499,14 @@ class LongPoll:
     ``ready``, wait in the purgatory on an append to any of them until ``max_wait_ms`` passes,
     read again when woken, and answer once ready, at the deadline or when the wait timed out.
 
+    Woken by an append when the first read found no records at all (``min_bytes`` 1, a
+    consumer's default), only the partition appended to is read again: every append wakes the
+    fetch as it happens, so the others are as the first read left them, and a consumer
+    following thousands of partitions costs one read of them per record, not two (a change
+    that comes without an append, a log start moved by retention, is reported by the next
+    fetch; the wait is at most ``max_wait_ms``). At the deadline every partition is read
+    again, as Kafka's ``DelayedFetch.onComplete`` does.
+
     A state object with callbacks rather than an ``inlineCallbacks`` generator: the answer is
     returned at once when the first read is ready (no Deferred), and the module can be
     compiled (Twisted drives only the interpreter's generators). A failure after a wait
@@ -512,6 +525,10 @@ class LongPoll:
         self.results: list[PartitionResult] = []
         #: the purgatory keys this fetch waits on, made at its first wait
         self.keys: list[tuple[str, str, int]] | None = None
+        #: (topic, partition) -> its indexes in the plan, made at the first partial re-read
+        self.positions: dict[tuple[str | None, int], list[int]] | None = None
+        #: the results so far hold no records: a wake re-reads only the partition appended to
+        self.partial = False
         self.answered: defer.Deferred | None = None
 
     def start(self) -> HandlerResult:
@@ -541,6 +558,8 @@ class LongPoll:
         ]
         if not self.keys or not self.wait():
             return self.answer()
+        # Not ready with min_bytes 1: no partition had a record (or an error).
+        self.partial = ctx.body.min_bytes <= 1
         self.answered = defer.Deferred()
         return self.answered
 
@@ -553,18 +572,38 @@ class LongPoll:
         self.services.purgatory.watch(self.keys, remaining).addCallback(self.woken)
         return True
 
-    def woken(self, appended: bool) -> None:
-        """An append to one of the partitions (True) or the timeout (False)."""
+    def woken(self, key: tuple[str, str, int] | bool) -> None:
+        """An append to one of the partitions (its purgatory key) or the timeout (False)."""
         assert self.answered is not None
         try:
-            self.results = read_partitions(self.ctx, self.plan)
-            if appended and not ready(self.ctx, self.results) and self.wait():
+            if key and self.partial:
+                assert isinstance(key, tuple)
+                fresh = self.reread(key[1], key[2])
+            else:
+                fresh = self.results = read_partitions(self.ctx, self.plan)
+            # After a partial re-read the other partitions are still empty and without
+            # errors, so whether the fresh ones are ready is whether the whole answer is.
+            if key and not ready(self.ctx, fresh) and self.wait():
                 return
             response = self.answer()
         except Exception:  # noqa: BLE001 - the request fails as on arrival, the broker serves on
             self.answered.errback()
             return
         self.answered.callback(response)
+
+    def reread(self, topic: str, index: int) -> list[PartitionResult]:
+        """Read again the partition appended to (each place it has in the request), keeping
+        the other results; returns the fresh ones."""
+        partitions = self.plan.partitions
+        if self.positions is None:
+            self.positions = {}
+            for i, cached in enumerate(partitions):
+                self.positions.setdefault((cached.topic, cached.partition), []).append(i)
+        indexes = self.positions.get((topic, index), [])
+        fresh = read_partitions(self.ctx, self.plan, [partitions[i] for i in indexes])
+        for i, result in zip(indexes, fresh):
+            self.results[i] = result
+        return fresh
 
     def answer(self) -> HandlerResult:
         ctx, plan, results = self.ctx, self.plan, self.results
