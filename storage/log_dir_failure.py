@@ -41,7 +41,9 @@ def out_of_descriptors(error: BaseException) -> bool:
 
 class LogDirFailureChannel:
     def __init__(self) -> None:
-        self._offline: dict[str, str] = {}  # dir -> the message of its first error
+        #: dir -> the message of its first error; read it, never write it (``fail`` does), and
+        #: never rebind it: a partition's check on every Fetch reads it directly
+        self.offline_dirs: dict[str, str] = {}
         self._lock = threading.Lock()
         self.listeners: list[Callable[[str], None]] = []
         # Called (on the failing thread) when an operation ran out of descriptors: the
@@ -49,11 +51,11 @@ class LogDirFailureChannel:
         self.out_of_descriptors_listeners: list[Callable[[], object]] = []
 
     def is_offline(self, log_dir: str) -> bool:
-        return log_dir in self._offline
+        return log_dir in self.offline_dirs
 
     def check(self, log_dir: str) -> None:
         """Raise ``KafkaStorageError`` if ``log_dir`` is offline (Kafka's wording)."""
-        if log_dir in self._offline:
+        if log_dir in self.offline_dirs:
             raise KafkaStorageError(
                 f"The log dir {log_dir} is already offline due to a previous IO exception.",
                 log_dir,
@@ -68,9 +70,9 @@ class LogDirFailureChannel:
                 shed()
             return KafkaStorageError(f"{message}: {os.strerror(exc.errno)}", log_dir)
         with self._lock:
-            first = log_dir not in self._offline
+            first = log_dir not in self.offline_dirs
             if first:
-                self._offline[log_dir] = message
+                self.offline_dirs[log_dir] = message
         if first:
             for listener in list(self.listeners):
                 listener(log_dir)

@@ -243,6 +243,12 @@ class LogManager:
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self._logs.get((topic, partition))
 
+    @property
+    def by_partition(self) -> Mapping[tuple[str, int], Log]:
+        """(topic, partition) -> its log, a live read-only view (``get_log`` without a call
+        per partition, for the loops of a wide Fetch)."""
+        return self._logs
+
     def logs(self) -> Iterator[tuple[tuple[str, int], Log]]:
         return iter(list(self._logs.items()))
 

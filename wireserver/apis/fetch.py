@@ -283,8 +283,7 @@ def read_partitions(
             results.append(PartitionResult(cached, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             continue
         log = partition.log
-        hw, log_start = log.high_watermark, log.log_start_offset
-        lso = log.last_stable_offset
+        hw, lso, log_start = log.fetch_offsets()
         error, _ = replicas.check_partition_leader(
             partition, cached.current_leader_epoch, leader_only
         )
@@ -400,33 +399,41 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
     count_meters = metrics.enabled and replica_id(ctx) < 0
     known = ctx.services.logs.topics
     metered: set = set()
+    meters = None
+    meters_topic: str | None = None  # the topic ``meters`` counts (partitions come by topic)
+    # What the client was last sent matters to a session, or to the one this fetch opens.
+    track_sent = session is not None or plan.new_session
     for result in results:
         cached = result.cached
-        if count_meters and cached.topic in known:
-            meters = metrics.topic(cached.topic)
-            if cached.topic not in metered:
-                metered.add(cached.topic)
-                meters.fetch_requests += 1
-            if result.records:
-                meters.bytes_out += len(result.records)
-            if result.error != NO_ERROR:
-                meters.failed_fetch_requests += 1
-        changed = (
-            result.records
-            or result.error != NO_ERROR
-            or result.preferred_read_replica >= 0
-            or result.high_watermark != cached.sent_high_watermark
-            or result.last_stable_offset != cached.sent_last_stable_offset
-            or result.log_start_offset != cached.sent_log_start_offset
-        )
-        cached.sent_high_watermark = result.high_watermark
-        cached.sent_last_stable_offset = result.last_stable_offset
-        cached.sent_log_start_offset = result.log_start_offset
-        if session is not None:
-            if not changed:
-                continue
-            if result.records:
-                session.partitions.move_to_end(plan.key(cached))
+        if count_meters:
+            if cached.topic != meters_topic or meters is None:
+                meters_topic = cached.topic
+                meters = metrics.topic(cached.topic) if cached.topic in known else None
+                if meters is not None and cached.topic not in metered:
+                    metered.add(cached.topic)
+                    meters.fetch_requests += 1
+            if meters is not None:
+                if result.records:
+                    meters.bytes_out += len(result.records)
+                if result.error != NO_ERROR:
+                    meters.failed_fetch_requests += 1
+        if track_sent:
+            changed = (
+                result.records
+                or result.error != NO_ERROR
+                or result.preferred_read_replica >= 0
+                or result.high_watermark != cached.sent_high_watermark
+                or result.last_stable_offset != cached.sent_last_stable_offset
+                or result.log_start_offset != cached.sent_log_start_offset
+            )
+            cached.sent_high_watermark = result.high_watermark
+            cached.sent_last_stable_offset = result.last_stable_offset
+            cached.sent_log_start_offset = result.log_start_offset
+            if session is not None:
+                if not changed:
+                    continue
+                if result.records:
+                    session.partitions.move_to_end(plan.key(cached))
         topic_key = cached.topic_id if plan.version >= 13 else cached.topic
         entry = by_topic.get(topic_key)
         if entry is None:

@@ -14,7 +14,7 @@ Coordinators register for the leadership of their internal topic's partitions
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from twisted.internet import defer
@@ -53,6 +53,8 @@ class ReplicaManager:
     ):
         self.node_id = node_id
         self.logs = logs
+        #: ``logs.by_partition``, the LogManager's live view, held for ``partition``
+        self._logs_by_partition: Mapping[TP, Any] = logs.by_partition
         self.purgatory = purgatory
         self.now_ms = now_ms
         self.flush = flush
@@ -73,13 +75,14 @@ class ReplicaManager:
 
     def partition(self, topic: str, index: int) -> Partition | None:
         """The partition, or None when this broker has no log for it."""
-        partition_log = self.logs.get_log(topic, index)
+        tp = (topic, index)  # one key for both lookups: a wide Fetch makes this per partition
+        partition_log = self._logs_by_partition.get(tp)
         if partition_log is None:
-            self.partitions.pop((topic, index), None)
+            self.partitions.pop(tp, None)
             return None
-        partition = self.partitions.get((topic, index))
+        partition = self.partitions.get(tp)
         if partition is None or partition.log is not partition_log:
-            partition = self.partitions[(topic, index)] = self._new(topic, index, partition_log)
+            partition = self.partitions[tp] = self._new(topic, index, partition_log)
         return partition
 
     def _new(self, topic: str, index: int, partition_log: Any) -> Partition:
@@ -198,7 +201,7 @@ class ReplicaManager:
         """``check_leader`` of a partition already looked up with ``partition`` (a wide
         Fetch has it in hand, and looking it up again costs a tenth of a caught-up
         partition's read)."""
-        if partition is None or not partition.state_known:
+        if partition is None or partition.leader_epoch < 0:  # (state_known, without a call)
             known = partition is not None and self.topic_known(partition.topic)
             return (
                 ErrorCode.LEADER_NOT_AVAILABLE if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

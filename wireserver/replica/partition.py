@@ -110,7 +110,8 @@ class Partition:
     @property
     def offline(self) -> bool:
         """The log's dir failed (``storage.log_dir_failure``): not served until restart."""
-        return self.log.failures.is_offline(self.log.log_dir)
+        log = self.log
+        return log.log_dir in log.failures.offline_dirs
 
     # -- state changes -------------------------------------------------------------------------
 
@@ -168,6 +169,15 @@ class Partition:
         no state is known; KAFKA_STORAGE_ERROR before anything else once the log's dir is
         offline (Kafka's ``HostedPartition.Offline``)."""
         epoch = self.leader_epoch
+        log = self.log
+        if (
+            self.leader is not None
+            and epoch >= 0
+            and (current_leader_epoch < 0 or current_leader_epoch == epoch)
+            and log.log_dir not in log.failures.offline_dirs
+        ):
+            # The common case first, without a call: a wide Fetch checks every partition.
+            return None, epoch
         if self.offline:
             return ErrorCode.KAFKA_STORAGE_ERROR, epoch
         if epoch < 0:
