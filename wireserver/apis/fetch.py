@@ -400,13 +400,15 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
     known = ctx.services.logs.topics
     metered: set = set()
     meters = None
-    meters_topic: str | None = None  # the topic ``meters`` counts (partitions come by topic)
+    # The topic ``meters`` counts (partitions come by topic); None also stands for an
+    # unknown topic id, which has no meters.
+    meters_topic: str | None = None
     # What the client was last sent matters to a session, or to the one this fetch opens.
     track_sent = session is not None or plan.new_session
     for result in results:
         cached = result.cached
         if count_meters:
-            if cached.topic != meters_topic or meters is None:
+            if cached.topic != meters_topic:
                 meters_topic = cached.topic
                 meters = metrics.topic(cached.topic) if cached.topic in known else None
                 if meters is not None and cached.topic not in metered:
