@@ -1498,13 +1498,20 @@ def build_description(build: str | None = None) -> str:
     return "pure-Python build"
 
 
-def machine_lines() -> list[str]:
+def cpus() -> str:
+    """This machine's CPUs as the results name them: ``2 × AMD EPYC``. A cloud VM of the
+    same type can come up on another CPU model from one day to the next, and figures move
+    with it."""
     model = "unknown"
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
                 model = line.split(":", 1)[1].strip()
                 break
+    return f"{os.cpu_count()} × {model}"
+
+
+def machine_lines() -> list[str]:
     mem = "unknown"
     with contextlib.suppress(OSError, ValueError, IndexError):
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -1524,7 +1531,7 @@ def machine_lines() -> list[str]:
     from wireserver.cli import version as wireserver_version
 
     return [
-        f"- CPUs: {os.cpu_count()} × {model}",
+        f"- CPUs: {cpus()}",
         f"- memory: {mem}",
         f"- OS: {platform.platform()}",
         f"- Python {platform.python_version()} ({sys.executable})",

@@ -57,6 +57,7 @@ from pathlib import Path
 from benchmarks.compare import (
     RESULTS,
     Run,
+    cpus,
     machine_lines,
     tree_cpu_seconds,
     tree_rss_kib,
@@ -773,7 +774,8 @@ def main(argv: list[str] | None = None) -> int:
         "Growth: the exponent k of figure ∝ size^k between the two largest sizes (1: linear, "
         "0: flat). Plots (log-log): "
         + ", ".join(f"[{d}](scaling/{d}.png)" for d in known)
-        + ". Each dimension's table says which run measured it. Latency and throughput rows "
+        + ". Each dimension's table says which run measured it, and on which CPUs (the "
+        "list above is the latest run's machine). Latency and throughput rows "
         "(Metadata, produce, follow all, connections' produce, groups' commit) are the median "
         "of that run's rounds on the same broker (`--rounds`, 3 unless given; 1 with --quick), "
         "with the rounds' spread as `N rounds: min–max` in the row's note, and growth is taken "
@@ -782,7 +784,9 @@ def main(argv: list[str] | None = None) -> int:
     tables: dict[str, list[str]] = {}
     for dimension in wanted:
         table = render(dimension, figures)
-        table[1:1] = ["", f"Measured by `{command}` on {stamp}."]
+        # The machine lines above describe the latest run only; the tables it keeps may
+        # come from another CPU.
+        table[1:1] = ["", f"Measured by `{command}` on {stamp}, on {cpus()}."]
         reading = getattr(sys.modules[known[dimension][0].__module__], "READING", "")
         tables[dimension] = table + (["", reading] if reading else [])
         plot(dimension, figures, args.output.parent / "scaling" / f"{dimension}.png")
