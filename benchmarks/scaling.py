@@ -57,6 +57,7 @@ from pathlib import Path
 from benchmarks.compare import (
     RESULTS,
     Run,
+    add_warm_memory_option,
     cpus,
     machine_lines,
     tree_cpu_seconds,
@@ -739,11 +740,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--targets", default="kafka,wireserver")
     parser.add_argument("--sizes", default="", help="comma-separated sizes instead of defaults")
     parser.add_argument("--output", type=Path, default=RESULTS)
+    add_warm_memory_option(parser)
     args = parser.parse_args(argv)
     rounds = args.rounds if args.rounds is not None else 1 if args.quick else 3
     if rounds < 1:
         parser.error("--rounds must be at least 1")
-    run = Run.begin(not args.no_pin)
+    run = Run.begin(not args.no_pin, warm=not (args.quick or args.no_warm_memory))
+    if run.warmed:
+        print(f"memory: {run.warmed}", flush=True)
     known = dimensions()
     wanted = [d for d in args.dimensions.split(",") if d]
     figures: dict[str, list[Figure]] = {}
@@ -767,7 +771,8 @@ def main(argv: list[str] | None = None) -> int:
             for d in wanted
             if hasattr(sys.modules[known[d][0].__module__], "PINNING")
         )
-        + f"; load average before: {run.load}.",
+        + f"; load average before: {run.load}"
+        + (f"; memory: {run.warmed}." if run.warmed else "."),
         "",
         *machine_lines(),
         "",

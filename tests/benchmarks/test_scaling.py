@@ -4,6 +4,7 @@ process with real clients, and its table says what was measured."""
 from __future__ import annotations
 
 import math
+import tempfile
 
 import pytest
 from confluent_kafka.admin import AdminClient
@@ -159,7 +160,8 @@ def test_the_run_passes_its_rounds_on_and_names_them_in_its_command(
     monkeypatch.setattr(scaling, "measure_apart", measure_apart)
     monkeypatch.setattr(scaling, "plot", lambda *args: False)
     output = tmp_path / "results.md"
-    argv = [*options, "--no-pin", "--dimensions", "partitions", "--targets", "wireserver"]
+    argv = [*options, "--no-pin", "--no-warm-memory", "--dimensions", "partitions"]
+    argv += ["--targets", "wireserver"]
     assert scaling.main([*argv, "--output", str(output)]) == 0
     assert passed == [rounds]
     measured_by = next(line for line in output.read_text().splitlines() if "Measured by" in line)
@@ -184,3 +186,28 @@ def test_a_run_of_some_dimensions_keeps_the_other_tables(tmp_path):
         "partitions": ["### partitions", "", "| a |", "", "reading"],
         "connections": ["### connections", "", "| b |"],
     }
+
+
+def test_a_run_warms_the_memory_first_unless_told_not_to(monkeypatch, tmp_path):
+    """The run writes, syncs and deletes a file of the memory's size before it measures
+    anything (here 4 MiB), says so in its header, and leaves no file behind."""
+    from benchmarks import compare, scaling
+
+    monkeypatch.setattr(compare, "WARM_MEMORY_BYTES", 4 << 20)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(scaling, "measure_apart", lambda d, key, *rest: (key, []))
+    monkeypatch.setattr(scaling, "plot", lambda *args: False)
+    output = tmp_path / "results.md"
+    argv = ["--no-pin", "--dimensions", "partitions", "--targets", "wireserver"]
+    assert scaling.main([*argv, "--output", str(output)]) == 0
+    assert "; memory: 0.0 GiB written, synced and deleted first in " in output.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.md"]
+    assert scaling.main([*argv, "--no-warm-memory", "--output", str(output)]) == 0
+    assert "; memory: " not in output.read_text()
+
+
+def test_warming_a_missing_directory_says_it_did_not(tmp_path):
+    from benchmarks.compare import warm_memory
+
+    note = warm_memory(tmp_path / "missing", limit=1 << 20)
+    assert note == "memory not warmed: No such file or directory"
