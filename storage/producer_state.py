@@ -664,7 +664,7 @@ class ProducerStateManager:
         deleted), dropping expired producers; ``map_end_offset`` tells where to replay from
         (the snapshot's offset, or the log start when there is none)."""
         self.producers = {}
-        self.ongoing = {}
+        self.ongoing.clear()  # never rebound: Log keeps it (Log.fetch_offsets)
         self.snapshots = list_snapshots(self.directory)
         upper = (
             log_end_offset
@@ -693,7 +693,7 @@ class ProducerStateManager:
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         self.producers = {}
-        self.ongoing = {}
+        self.ongoing.clear()  # never rebound: Log keeps it (Log.fetch_offsets)
         for snap in list(self.snapshots):
             self._delete_snapshot(snap)
         self.map_end_offset = offset

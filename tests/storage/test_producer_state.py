@@ -337,6 +337,26 @@ def test_truncate_fully_forgets_producers(tmp_path):
     assert log.append(pbatch(50), 0).base_offset == 100
 
 
+def test_the_last_stable_offset_follows_transactions_across_reopen_and_full_truncation(tmp_path):
+    """A Fetch reads the LSO through the log's own reference to the producer state's open
+    transactions (Log.fetch_offsets): reloading the state on open and truncating it fully
+    must keep that reference the live one."""
+    log = open_log(tmp_path / "t-0")
+    log.append(pbatch(0, transactional=True), 0)
+    log.high_watermark = log.log_end_offset
+    assert log.fetch_offsets() == (3, 0, 0)  # the open transaction holds the LSO at 0
+    log.close()
+    log = open_log(tmp_path / "t-0")  # the state is read back from the log
+    log.high_watermark = log.log_end_offset
+    assert log.fetch_offsets() == (3, 0, 0)
+    assert log.last_stable_offset == 0
+    log.truncate_fully_and_start_at(100)
+    assert log.fetch_offsets() == (100, 100, 100)  # the transaction went with the records
+    log.append(pbatch(0, pid=PID + 1, transactional=True), 0)
+    log.high_watermark = log.log_end_offset
+    assert log.fetch_offsets() == (103, 100, 100)
+
+
 def test_delete_records_keeps_producers_but_drops_old_snapshots(tmp_path):
     log = open_log(tmp_path / "t-0", config(internal_segment_bytes=400))
     fill(log, 10)

@@ -216,3 +216,22 @@ def test_resigning_fences_appends_and_tells_the_listeners(tmp_path):
     with pytest.raises(BatchError) as refused:
         node.append()
     assert refused.value.code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_a_topic_made_again_gets_a_new_partition_and_the_old_log_lets_go(tmp_path):
+    """``ReplicaManager.partition`` finds a log's partition through the log: a topic deleted
+    and created again is a new partition (no leadership or high watermark carried over), and
+    the deleted log no longer links to the forgotten one."""
+    s = Setup(tmp_path, local_leadership=True)
+    old = s.replicas.partition(TOPIC, 0)
+    assert old is not None and s.replicas.partition(TOPIC, 0) is old
+    old_log = old.log
+    s.append()
+    s.replicas.remove_topic(TOPIC)
+    s.logs.delete_topic(TOPIC)
+    assert old_log.replica is None and s.replicas.partition(TOPIC, 0) is None
+    s.logs.create_topic(TOPIC, 1, {})
+    new = s.replicas.partition(TOPIC, 0)
+    assert new is not None and new is not old and new.log is not old_log
+    assert new.log.replica is new and s.replicas.partitions[(TOPIC, 0)] is new
+    assert new.log.high_watermark == 0 and new.is_leader

@@ -75,14 +75,28 @@ class ReplicaManager:
 
     def partition(self, topic: str, index: int) -> Partition | None:
         """The partition, or None when this broker has no log for it."""
-        tp = (topic, index)  # one key for both lookups: a wide Fetch makes this per partition
+        tp = (topic, index)
         partition_log = self._logs_by_partition.get(tp)
         if partition_log is None:
-            self.partitions.pop(tp, None)
+            self._forget(tp)
             return None
-        partition = self.partitions.get(tp)
-        if partition is None or partition.log is not partition_log:
-            partition = self.partitions[tp] = self._new(topic, index, partition_log)
+        # The partition made for this very log, found without a second lookup (a wide Fetch
+        # comes here for every partition): a log's ``replica`` is set only while it is the
+        # one in ``partitions`` (``_forget`` clears it). A log made again (the topic deleted
+        # and created, the log moved to another dir) has none yet and gets a new one.
+        partition = partition_log.replica
+        if partition is None:
+            self._forget(tp)
+            partition = self.partitions[tp] = partition_log.replica = self._new(
+                topic, index, partition_log
+            )
+        return partition
+
+    def _forget(self, tp: TP) -> Partition | None:
+        """Drop the partition kept for ``tp``, and its log's link to it."""
+        partition = self.partitions.pop(tp, None)
+        if partition is not None and partition.log.replica is partition:
+            partition.log.replica = None
         return partition
 
     def _new(self, topic: str, index: int, partition_log: Any) -> Partition:
@@ -117,7 +131,7 @@ class ReplicaManager:
         """The topic's logs are gone (deleted): forget its partitions, resigning those led."""
         for tp in [tp for tp in self.partitions if tp[0] == topic]:
             self.resign(tp)
-            del self.partitions[tp]
+            self._forget(tp)
 
     # -- leadership ---------------------------------------------------------------------------
 
