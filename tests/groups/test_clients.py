@@ -412,6 +412,22 @@ def test_static_member_restarts_without_a_rebalance(served_broker):
     b.close()
 
 
+def unread_connections(port: int) -> set[int]:
+    """The client ports of established connections to local ``port`` that hold bytes the
+    server has not read (the kernel's receive queue, from /proc/net/tcp and tcp6)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as lines:
+            next(lines)
+            for line in lines:
+                fields = line.split()
+                local, remote, state, queues = fields[1], fields[2], fields[3], fields[4]
+                unread = int(queues.split(":")[1], 16)
+                if state == "01" and int(local.split(":")[1], 16) == port and unread:
+                    found.add(int(remote.split(":")[1], 16))
+    return found
+
+
 def test_static_members_whose_joins_arrive_together_form_one_generation(served_broker):
     """Two static kafka-python members send their first JoinGroup to a fresh group while the
     broker is paused (as a busy coordinator receives them together), with
@@ -477,7 +493,15 @@ def test_static_members_whose_joins_arrive_together_form_one_generation(served_b
     try:
         for t in threads:
             t.start()
-        time.sleep(0.5)  # both JoinGroups are sent and wait in the paused broker's sockets
+        # Both JoinGroups are sent and wait in the paused broker's sockets. A fixed 0.5 s was
+        # too short once on a loaded CI machine: the second member's join came after the
+        # first member's generation had formed.
+        wait_for(
+            lambda: len(unread_connections(served_broker.port)) >= 2,
+            10,
+            what="both members' requests waiting in the broker's sockets",
+        )
+        time.sleep(0.2)
     finally:
         served_broker.process.send_signal(signal.SIGCONT)
     try:
