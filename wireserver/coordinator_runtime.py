@@ -30,6 +30,7 @@ in tests a few real parts of one) and a function that creates a topic, so it is 
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -76,9 +77,11 @@ def kafka_abs(n: int) -> int:
     return 0 if n == -(1 << 31) else abs(n)
 
 
+@functools.lru_cache(maxsize=100_000)
 def partition_for(key: str, num_partitions: int) -> int:
     """The partition of an internal topic that holds ``key`` (a group id or a transactional
-    id), as Kafka computes it, so clients and every broker agree on its coordinator."""
+    id), as Kafka computes it, so clients and every broker agree on its coordinator. Kept
+    for next time: every commit asks, and the hash walks the key in Python."""
     return kafka_abs(java_string_hashcode(key)) % num_partitions
 
 

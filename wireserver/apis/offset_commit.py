@@ -20,7 +20,7 @@ Skipped: ``retention_time_ms`` (v2-4) is ignored, as Kafka 4 does.
 
 from __future__ import annotations
 
-from twisted.internet import defer
+from typing import Any
 
 from wireserver.apis import HandlerResult, handles
 from wireserver.context import RequestContext
@@ -32,12 +32,12 @@ API_KEY = 8
 
 
 @handles(API_KEY)
-@defer.inlineCallbacks
 def handle(ctx: RequestContext) -> HandlerResult:
+    """The answer at once on one node; in cluster mode a Deferred of it, once the commit is
+    replicated. A plain function, not an ``inlineCallbacks`` generator: on one node no commit
+    waits, and the generator's machinery cost every commit."""
     body, version = ctx.body, ctx.version
     coordinator = ctx.services.groups
-    topic_class = ctx.request.spec.response_class.OffsetCommitResponseTopic
-    partition_class = topic_class.OffsetCommitResponsePartition
     # v10 names topics by id; None stands for an id the metadata does not have.
     names = [t.name for t in body.topics]
     if version >= 10:
@@ -61,26 +61,41 @@ def handle(ctx: RequestContext) -> HandlerResult:
     error = error or coordinator.ensure_ready(body.group_id)
     error = error or checks.read_group(ctx, body.group_id)
     if error is not None:
-        results = {(c.topic, c.partition): error for c in commits}
-    else:
-        denied = {(c.topic, c.partition): checks.read_topic(ctx, c.topic) for c in commits}
-        results = coordinator.offsets.commit_offsets(
-            body.group_id,
-            body.generation_id_or_member_epoch,
-            body.member_id or "",
-            body.group_instance_id if version >= 7 else None,
-            version,
-            [c for c in commits if not denied[(c.topic, c.partition)]],
-        )
-        results.update({key: error for key, error in denied.items() if error})
-        if ErrorCode.NONE in results.values():
-            # Cluster mode: answered once the commit is replicated (acks=-1, as Kafka).
-            replicated = yield coordinator.replicated(body.group_id)
-            if replicated != ErrorCode.NONE:
-                results = {
-                    key: replicated if code == ErrorCode.NONE else code
-                    for key, code in results.items()
-                }
+        return respond(ctx, names, {(c.topic, c.partition): error for c in commits}, error)
+    denied = {(c.topic, c.partition): checks.read_topic(ctx, c.topic) for c in commits}
+    results = coordinator.offsets.commit_offsets(
+        body.group_id,
+        body.generation_id_or_member_epoch,
+        body.member_id or "",
+        body.group_instance_id if version >= 7 else None,
+        version,
+        [c for c in commits if not denied[(c.topic, c.partition)]],
+    )
+    results.update({key: error for key, error in denied.items() if error})
+    if ErrorCode.NONE not in results.values() or coordinator.committed_on_append:
+        return respond(ctx, names, results)
+
+    def replicated(code: ErrorCode) -> Any:
+        # Cluster mode: answered once the commit is replicated (acks=-1, as Kafka).
+        if code != ErrorCode.NONE:
+            for key, result in results.items():
+                if result == ErrorCode.NONE:
+                    results[key] = code
+        return respond(ctx, names, results)
+
+    return coordinator.replicated(body.group_id).addCallback(replicated)
+
+
+def respond(
+    ctx: RequestContext,
+    names: list[str | None],
+    results: dict[tuple[str, int], ErrorCode],
+    error: ErrorCode | None = None,
+) -> Any:
+    """The response: each partition's result; a topic id the metadata does not have answers
+    ``error`` (a group-level one) or UNKNOWN_TOPIC_ID on each of its partitions."""
+    topic_class = ctx.request.spec.response_class.OffsetCommitResponseTopic
+    partition_class = topic_class.OffsetCommitResponsePartition
     return ctx.response(
         throttle_time_ms=0,
         topics=[
@@ -99,6 +114,6 @@ def handle(ctx: RequestContext) -> HandlerResult:
                     for p in t.partitions
                 ],
             )
-            for name, t in zip(names, body.topics)
+            for name, t in zip(names, ctx.body.topics)
         ],
     )

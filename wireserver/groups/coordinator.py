@@ -251,6 +251,12 @@ class GroupCoordinator:
         mapping of an acks=-1 append's errors in ``GroupMetadataManager.storeOffsets``)."""
         return self.runtime.replicated(group_id)
 
+    @property
+    def committed_on_append(self) -> bool:
+        """One node: what is appended is committed at once, and ``replicated`` would fire
+        before it returns; an OffsetCommit answers without a Deferred."""
+        return not self.runtime.clustered
+
     def _group_record(self, group: Group) -> tuple[bytes, bytes]:
         """The group's GroupMetadata record: what a new coordinator needs to carry it on."""
         value = GroupValue(

@@ -246,7 +246,10 @@ class OffsetManager:
                     group.offsets[(c.topic, c.partition)] = committed
             return status
 
-        self.runtime.replicated(group_id).addCallback(apply)
+        if self.runtime.clustered:
+            self.runtime.replicated(group_id).addCallback(apply)
+        else:  # one node: committed as appended, without a Deferred per commit
+            apply(ErrorCode.NONE)
 
     def _offset_records(
         self, group_id: str, commits: list[OffsetCommit]
