@@ -1511,12 +1511,18 @@ def cpus() -> str:
     return f"{os.cpu_count()} × {model}"
 
 
-def machine_lines() -> list[str]:
-    mem = "unknown"
+def meminfo_bytes(field: str) -> int | None:
+    """A /proc/meminfo field (``MemTotal``, ``MemAvailable``) in bytes, None if unreadable."""
     with contextlib.suppress(OSError, ValueError, IndexError):
         for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                mem = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    return None
+
+
+def machine_lines() -> list[str]:
+    total = meminfo_bytes("MemTotal")
+    mem = f"{total / 2**30:.1f} GiB" if total is not None else "unknown"
     java = "unknown"
     with contextlib.suppress(Exception):
         from compat_tests.reference import which_java
@@ -1689,11 +1695,7 @@ def warm_memory(directory: Path | None = None, limit: int | None = None) -> str:
     time, then 2.8 s for 4 GB), and a run that starts on such memory measures the VM, not
     the brokers (twice in benchmarks/results.md a run had to be thrown away for it). The
     write makes the memory the brokers will use the VM's again before anything is timed."""
-    available = 0
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                available = int(line.split()[1]) * 1024
+    available = meminfo_bytes("MemAvailable") or 0
     chunk = bytes(1 << 20)
     limit = WARM_MEMORY_BYTES if limit is None else limit
     size = min(limit, available * 4 // 5) >> 20 << 20
