@@ -39,6 +39,7 @@ COMPILED = [
     "wireserver/protocol/messages.py",
     "wireserver/protocol/records.py",
     "wireserver/protocol/produce_request.py",
+    "wireserver/protocol/fetch_request.py",
     "wireserver/protocol/produce_response.py",
     "wireserver/protocol/fetch_response.py",
     "wireserver/storage/batches.py",

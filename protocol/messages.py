@@ -15,6 +15,7 @@ from typing import Any
 from kafka.protocol.api_message import ApiMessage
 
 from wireserver.protocol.errors import DecodeError, UnsupportedApi
+from wireserver.protocol.fetch_request import decode_fetch_request
 from wireserver.protocol.fetch_response import encode_fetch_response
 from wireserver.protocol.framing import response_head
 from wireserver.protocol.metadata_response import METADATA_KEY, encode_metadata_response
@@ -131,6 +132,8 @@ def decode_request(frame: memoryview, registry: ApiRegistry) -> Request:
         return Request(header, spec, None)
     if api_key == PRODUCE_KEY:  # records stay views of the frame (protocol.produce_request)
         return Request(header, spec, decode_produce_request(frame, pos, api_version))
+    if api_key == FETCH_KEY:  # thousands of partitions without an object each
+        return Request(header, spec, decode_fetch_request(frame, pos, api_version))
     return Request(header, spec, decode_body(spec, api_version, frame, pos))
 
 

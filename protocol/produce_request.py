@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import struct
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from wireserver.protocol.errors import DecodeError
 
@@ -29,6 +31,7 @@ _INT32 = struct.Struct(">i")
 _ACKS_TIMEOUT = struct.Struct(">hi")
 _MAX_STRING = 0x7FFF  # Kafka refuses longer compact strings too
 _ZERO_UUID = uuid.UUID(int=0)
+T = TypeVar("T")
 
 #: Topic ids as read, by their 16 bytes: making a ``UUID`` cost more than the rest of a
 #: topic's fields (a Kafka 4 producer names its topic by id in every request), and a broker
@@ -37,8 +40,12 @@ _topic_ids: dict[bytes, uuid.UUID] = {}
 _TOPIC_IDS_KEPT = 10_000
 
 
-def _topic_id(raw: bytes) -> uuid.UUID | None:
-    """The id in ``raw`` (None for the zero id, which names no topic), kept for next time."""
+def topic_id_of(raw: bytes) -> uuid.UUID | None:
+    """The id in ``raw`` (None for the zero id, which names no topic), kept for next time
+    (Produce and Fetch requests name topics by id)."""
+    kept = _topic_ids.get(raw)
+    if kept is not None:
+        return kept
     topic_id = uuid.UUID(bytes=raw)
     if topic_id == _ZERO_UUID:
         return None
@@ -80,18 +87,29 @@ def decode_produce_request(frame: memoryview, pos: int, version: int) -> Produce
     """Decode the Produce request body of ``version`` that starts at ``frame[pos]``.
 
     Bytes after the body are ignored. Raises DecodeError for malformed input."""
-    if not isinstance(frame, memoryview):
-        frame = memoryview(frame)
-    if not MIN_VERSION <= version <= MAX_VERSION:
-        raise DecodeError(f"Produce v{version} is not decoded here")
-    try:
+    view = frame if isinstance(frame, memoryview) else memoryview(frame)
+
+    def decode() -> ProduceRequestBody:
         if version >= FIRST_FLEXIBLE_VERSION:
-            return _decode_flexible(frame, pos, version >= FIRST_TOPIC_ID_VERSION)
-        return _decode_classic(frame, pos)
+            return _decode_flexible(view, pos, version >= FIRST_TOPIC_ID_VERSION)
+        return _decode_classic(view, pos)
+
+    return decode_guarded("Produce", version, MIN_VERSION, MAX_VERSION, decode)
+
+
+def decode_guarded(
+    api: str, version: int, min_version: int, max_version: int, decode: Callable[[], T]
+) -> T:
+    """``decode()`` for a version this decoder reads, with any error it raises on malformed
+    input as a DecodeError."""
+    if not min_version <= version <= max_version:
+        raise DecodeError(f"{api} v{version} is not decoded here")
+    try:
+        return decode()
     except DecodeError:
         raise
     except (struct.error, IndexError, ValueError) as exc:  # defensive: bounds are checked
-        raise DecodeError(f"malformed Produce v{version} request: {exc}") from None
+        raise DecodeError(f"malformed {api} v{version} request: {exc}") from None
 
 
 def _string(frame: memoryview, pos: int, size: int, end: int, what: str) -> str:
@@ -104,7 +122,7 @@ def _string(frame: memoryview, pos: int, size: int, end: int, what: str) -> str:
         raise DecodeError(f"{what} is not UTF-8: {exc}") from None
 
 
-def _string16(
+def string16(
     frame: memoryview, pos: int, end: int, what: str, nullable: bool
 ) -> tuple[str | None, int]:
     """An int16-length string (-1 for null where ``nullable``); the value and the next pos."""
@@ -119,7 +137,7 @@ def _string16(
     return _string(frame, pos, size, end, what), pos + size
 
 
-def _compact_string(
+def compact_string(
     frame: memoryview, pos: int, end: int, what: str, nullable: bool
 ) -> tuple[str | None, int]:
     """A compact string (uvarint length + 1, 0 for null where ``nullable``); the value and
@@ -140,7 +158,7 @@ def _decode_classic(frame: memoryview, pos: int) -> ProduceRequestBody:
     end = len(frame)
     int32 = _INT32.unpack_from
 
-    transactional_id, pos = _string16(frame, pos, end, "transactional_id", nullable=True)
+    transactional_id, pos = string16(frame, pos, end, "transactional_id", nullable=True)
 
     if pos + 10 > end:
         raise DecodeError("truncated acks/timeout_ms/topic_data")
@@ -152,7 +170,7 @@ def _decode_classic(frame: memoryview, pos: int) -> ProduceRequestBody:
 
     topics = []
     for _ in range(topic_count):
-        name, pos = _string16(frame, pos, end, "topic name", nullable=False)
+        name, pos = string16(frame, pos, end, "topic name", nullable=False)
 
         if pos + 4 > end:
             raise DecodeError("truncated partition_data count")
@@ -228,7 +246,7 @@ def _decode_flexible(frame: memoryview, pos: int, topic_ids: bool) -> ProduceReq
     end = len(frame)
     int32 = _INT32.unpack_from
 
-    transactional_id, pos = _compact_string(frame, pos, end, "transactional_id", nullable=True)
+    transactional_id, pos = compact_string(frame, pos, end, "transactional_id", nullable=True)
 
     if pos + 6 > end:
         raise DecodeError("truncated acks/timeout_ms")
@@ -247,11 +265,11 @@ def _decode_flexible(frame: memoryview, pos: int, topic_ids: bool) -> ProduceReq
             if pos + 16 > end:
                 raise DecodeError("truncated topic_id")
             raw = bytes(frame[pos : pos + 16])
-            topic_id = _topic_ids.get(raw) or _topic_id(raw)
+            topic_id = topic_id_of(raw)
             name: str | None = ""  # as kafka-python reads v13: no name, only the id
             pos += 16
         else:
-            name, pos = _compact_string(frame, pos, end, "topic name", nullable=False)
+            name, pos = compact_string(frame, pos, end, "topic name", nullable=False)
             topic_id = None
 
         partition_count, pos = read_uvarint(frame, pos, end)

@@ -13,6 +13,7 @@ from kafka.protocol.api_message import ApiMessage
 from tests.protocol.kafka_python_reference import kafka_python_encoding, produce_request_values
 from tests.protocol.message_strategies import message_strategy
 from wireserver.protocol.errors import DecodeError, UnsupportedApi
+from wireserver.protocol.fetch_request import FetchRequestBody
 from wireserver.protocol.framing import FrameDecoder
 from wireserver.protocol.messages import decode_request, encode_response, encode_response_chunks
 from wireserver.protocol.served import SERVED
@@ -71,6 +72,8 @@ def test_request_from_client_decodes(spec, version, data, correlation_id, client
     assert request.header.api_version == version
     assert request.header.correlation_id == correlation_id
     assert request.header.client_id == client_id
+    if spec.key == 1:  # our own decoder, protocol.fetch_request
+        assert isinstance(request.body, FetchRequestBody)
     if spec.key == 0:  # our own decoder, protocol.produce_request
         assert produce_request_values(request.body, version) == produce_request_values(
             sent, version
