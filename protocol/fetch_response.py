@@ -61,6 +61,7 @@ class FetchPartition:
         "diverging_epoch",
         "current_leader",
         "snapshot_id",
+        "encoded",
     )
 
     def __init__(
@@ -86,6 +87,47 @@ class FetchPartition:
         self.diverging_epoch: Any = None
         self.current_leader: Any = None
         self.snapshot_id: Any = None
+        #: the entry's bytes when made once to be sent in several answers (``keep_encoded``)
+        self.encoded: bytes | None = None
+
+
+def is_empty(partition: Any) -> bool:
+    """Nothing to send but offsets and the error code (most of a wide consumer's answer)."""
+    records = partition.records
+    return (
+        records is not None
+        and not len(records)
+        and not partition.aborted_transactions
+        and partition.diverging_epoch is None
+        and partition.current_leader is None
+        and partition.snapshot_id is None
+    )
+
+
+def pack_empty(partition: Any) -> bytes:
+    """An ``is_empty`` partition's entry (flexible versions): a null (0) or, read_committed,
+    an empty (1) aborted list, no records (1), no tagged fields (0), in one pack."""
+    return _EMPTY_FLEXIBLE_PARTITION.pack(
+        partition.partition_index,
+        partition.error_code,
+        partition.high_watermark,
+        partition.last_stable_offset,
+        partition.log_start_offset,
+        0 if partition.aborted_transactions is None else 1,
+        partition.preferred_read_replica,
+        1,
+        0,
+    )
+
+
+def keep_encoded(partition: FetchPartition, version: int) -> bool:
+    """Encode an ``is_empty`` partition once, for answers that will send it again unchanged
+    (``wireserver.apis.fetch.CaughtUpMemo``); False when the version or the entry has no
+    such form."""
+    if version < FLEXIBLE_FROM or not is_empty(partition):
+        return False
+    partition.encoded = pack_empty(partition)
+    return True
 
 
 def _partition_tags(partition: Any) -> list[tuple[int, bytes]]:
@@ -128,31 +170,15 @@ def encode_fetch_response(response: Any, version: int, correlation_id: int) -> l
         partitions = topic.partitions
         array_length(len(partitions), flexible, out)
         for partition in partitions:
+            # (kafka-python's PartitionData, which the encoder also takes, has no such field)
+            encoded = getattr(partition, "encoded", None)
+            if encoded is not None:
+                out += encoded
+                continue
             records = partition.records
             aborted = partition.aborted_transactions
-            if (
-                flexible
-                and records is not None
-                and not len(records)
-                and not aborted
-                and partition.diverging_epoch is None
-                and partition.current_leader is None
-                and partition.snapshot_id is None
-            ):
-                # A partition with nothing to send (most of a wide consumer's answer): a null
-                # (0) or, read_committed, an empty (1) aborted list, no records (1), no tagged
-                # fields (0), in one pack.
-                out += _EMPTY_FLEXIBLE_PARTITION.pack(
-                    partition.partition_index,
-                    partition.error_code,
-                    partition.high_watermark,
-                    partition.last_stable_offset,
-                    partition.log_start_offset,
-                    0 if aborted is None else 1,
-                    partition.preferred_read_replica,
-                    1,
-                    0,
-                )
+            if flexible and is_empty(partition):
+                out += pack_empty(partition)
                 continue
             out += _PARTITION_HEAD.pack(
                 partition.partition_index, partition.error_code, partition.high_watermark

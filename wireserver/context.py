@@ -30,6 +30,10 @@ class RequestContext:
     #: a quota violation the handler found (Fetch's ``consumer_byte_rate``): the server
     #: throttles the connection this long (``wireserver.server``)
     throttle_ms: int = 0
+    #: what handlers keep for this connection between its requests (Fetch's answers of
+    #: caught-up partitions, ``wireserver.apis.fetch.CaughtUpMemo``); None outside a
+    #: connection
+    connection_cache: dict | None = None
 
     @property
     def version(self) -> int:

@@ -113,6 +113,8 @@ class KafkaConnection(protocol.Protocol):
         self.peer = "?"
         self.security: ConnectionSecurity | None = None
         self.writer: ResponseWriter | None = None
+        #: what handlers keep for this connection (``RequestContext.connection_cache``)
+        self.handler_cache: dict = {}
         #: ``metrics.enable``: count and time each request (``_record``)
         self.timed = services.metrics.enabled
         #: the timer that ends a quota throttle (``throttle``)
@@ -156,6 +158,7 @@ class KafkaConnection(protocol.Protocol):
         for slot in self.pending:
             close_chunks(slot.data or [])
         self.pending.clear()
+        self.handler_cache.clear()
         if self._unthrottle is not None and self._unthrottle.active():
             self._unthrottle.cancel()
 
@@ -251,6 +254,7 @@ class KafkaConnection(protocol.Protocol):
             listener_name=self.listener_name,
             security=self.security,
             zero_copy=writer.zero_copy,
+            connection_cache=self.handler_cache,
         )
         handler = handler_for(request.spec)
         slot.started = time.perf_counter()

@@ -59,7 +59,7 @@ from wireserver.apis.metadata import leader_hints
 from wireserver.context import RequestContext
 from wireserver.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition, FetchSession
 from wireserver.protocol.errors import ErrorCode
-from wireserver.protocol.fetch_response import FetchPartition
+from wireserver.protocol.fetch_response import FLEXIBLE_FROM, FetchPartition, keep_encoded
 from wireserver.protocol.messages import fetch_replica_id
 from wireserver.quotas import quota_user
 from wireserver.quotas.rates import QuotaManager
@@ -197,6 +197,7 @@ class PartitionResult:
         "log_start_offset",
         "aborted",
         "preferred_read_replica",
+        "answer",
     )
 
     def __init__(
@@ -209,6 +210,7 @@ class PartitionResult:
         log_start=-1,
         aborted=None,
         preferred_read_replica=-1,
+        answer=None,
     ):
         self.cached = cached
         self.error = error
@@ -218,6 +220,94 @@ class PartitionResult:
         self.log_start_offset = log_start
         self.aborted = aborted
         self.preferred_read_replica = preferred_read_replica
+        #: the answer's entry (a ``FetchPartition``) made once and sent again
+        #: (``CaughtUpMemo``); None otherwise
+        self.answer = answer
+
+
+class CaughtUpMemo:
+    """The answers one connection's sessionless consumer fetches got for partitions read to
+    their end, kept to be sent again while nothing they are made of has changed.
+
+    A client without fetch sessions (librdkafka) names every partition in every Fetch, and
+    a consumer following thousands of partitions is caught up on nearly all of them: each
+    one's entry is its offsets and no records, as in the previous answer. Kafka builds them
+    again every time, cheaply on the JVM; here that pass was the cost of such a fetch
+    (about 3 µs a partition) and, once longer than the time between two records, the
+    latency of every record. A kept entry is sent again when the request asks the same
+    offset with the same leader epoch, the log is still open and still the one its
+    partition serves, the partition is led here under the same leadership (the same
+    ``LeaderState`` and epoch), and the log's (high watermark, last stable offset, log
+    start) are the kept ones: everything a caught-up partition's answer is made of. The
+    topic's ACL is checked per request before it, as for every partition, and a request
+    arriving while a log dir is offline reads every partition (``usable``).
+
+    One per connection, version and isolation level (the entries' bytes differ), in the
+    connection's ``RequestContext.connection_cache``; it goes with the connection.
+    """
+
+    __slots__ = ("tables",)
+
+    def __init__(self) -> None:
+        #: topic -> partition -> (fetch offset, current leader epoch, log, partition,
+        #: leader state, leader epoch, (hw, lso, log start), result)
+        self.tables: dict[str, dict[int, tuple]] = {}
+
+    @staticmethod
+    def usable(ctx, plan: FetchPlan, follower: bool, select: bool) -> CaughtUpMemo | None:
+        """The memo this request may use and fill, or None: only a consumer's sessionless
+        fetch (a session sends unchanged partitions not at all), in a flexible version (the
+        entries are kept encoded), without a replica selector (the preferred replica
+        depends on more than the partition) and with every log dir online."""
+        cache = ctx.connection_cache
+        if (
+            cache is None
+            or follower
+            or select
+            or plan.session is not None
+            or plan.new_session
+            or plan.version < FLEXIBLE_FROM
+            or ctx.services.logs.failures.offline_dirs
+        ):
+            return None
+        key = ("fetch caught up", plan.version, ctx.body.isolation_level)
+        memo = cache.get(key)
+        if memo is None:
+            memo = cache[key] = CaughtUpMemo()
+        return memo
+
+    @staticmethod
+    def keep(
+        table: dict,
+        cached: CachedPartition,
+        partition,
+        result: PartitionResult,
+        version: int,
+        read_committed: bool,
+    ) -> None:
+        """Keep a caught-up partition's result, with its answer entry encoded once."""
+        answer = FetchPartition(
+            cached.partition,
+            NO_ERROR,
+            result.high_watermark,
+            result.last_stable_offset,
+            result.log_start_offset,
+            [] if read_committed else None,
+            b"",
+        )
+        if not keep_encoded(answer, version):
+            return
+        result.answer = answer
+        table[cached.partition] = (
+            cached.fetch_offset,
+            cached.current_leader_epoch,
+            partition.log,
+            partition,
+            partition.leader,
+            partition.leader_epoch,
+            (result.high_watermark, result.last_stable_offset, result.log_start_offset),
+            result,
+        )
 
 
 def replica_id(ctx) -> int:
@@ -263,6 +353,9 @@ def read_partitions(
     throttle_exceeded: bool | None = None
     results = []
     denials: dict[str, ErrorCode | None] = {}  # per topic, once per request
+    memo = CaughtUpMemo.usable(ctx, plan, follower, select)
+    table: dict | None = None  # the memo's table of ``table_topic``
+    table_topic: str | None = None
     for cached in plan.partitions if partitions is None else partitions:
         if cached.topic is None:
             error = (
@@ -278,6 +371,35 @@ def read_partitions(
         if denied:
             results.append(PartitionResult(cached, denied))
             continue
+        if memo is not None:
+            if cached.topic != table_topic:
+                table_topic = cached.topic
+                table = memo.tables.get(table_topic)
+                if table is None:
+                    table = memo.tables[table_topic] = {}
+            kept = table.get(cached.partition)  # type: ignore[union-attr]
+            if kept is not None:
+                (
+                    offset,
+                    leader_epoch,
+                    kept_log,
+                    kept_partition,
+                    leader,
+                    epoch,
+                    offsets,
+                    kept_result,
+                ) = kept
+                if (
+                    offset == cached.fetch_offset
+                    and leader_epoch == cached.current_leader_epoch
+                    and not kept_log.closed
+                    and kept_log.replica is kept_partition
+                    and kept_partition.leader is leader
+                    and kept_partition.leader_epoch == epoch
+                    and kept_log.fetch_offsets() == offsets
+                ):
+                    results.append(kept_result)
+                    continue
         partition = replicas.partition(cached.topic, cached.partition)
         if partition is None:  # no log here
             results.append(PartitionResult(cached, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
@@ -311,7 +433,10 @@ def read_partitions(
         if bound is not None and cached.fetch_offset == bound and bound >= log_start:
             # Caught up: nothing to read. A consumer following thousands of partitions has
             # most of them here on every fetch.
-            results.append(PartitionResult(cached, NO_ERROR, b"", hw, lso, log_start))
+            result = PartitionResult(cached, NO_ERROR, b"", hw, lso, log_start)
+            if table is not None and partition.leader is not None:
+                CaughtUpMemo.keep(table, cached, partition, result, plan.version, read_committed)
+            results.append(result)
             continue
         limit = max(0, min(cached.max_bytes, remaining))
         try:
@@ -405,6 +530,7 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
     meters_topic: str | None = None
     # What the client was last sent matters to a session, or to the one this fetch opens.
     track_sent = session is not None or plan.new_session
+    entry = None  # the topic entry of the previous partition
     for result in results:
         cached = result.cached
         if count_meters:
@@ -436,13 +562,19 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
                     continue
                 if result.records:
                     session.partitions.move_to_end(plan.key(cached))
-        topic_key = cached.topic_id if plan.version >= 13 else cached.topic
-        entry = by_topic.get(topic_key)
-        if entry is None:
-            entry = by_topic[topic_key] = topic_class(
-                topic=cached.topic, topic_id=cached.topic_id or ZERO_UUID, partitions=[]
-            )
-            topics.append(entry)
+        if entry is None or cached.topic is None or cached.topic != entry.topic:
+            # A topic's partitions come together: the dict (whose v13+ keys are UUIDs, hashed
+            # in Python) only when the topic changes.
+            topic_key = cached.topic_id if plan.version >= 13 else cached.topic
+            entry = by_topic.get(topic_key)
+            if entry is None:
+                entry = by_topic[topic_key] = topic_class(
+                    topic=cached.topic, topic_id=cached.topic_id or ZERO_UUID, partitions=[]
+                )
+                topics.append(entry)
+        if result.answer is not None:  # made once, sent again (CaughtUpMemo)
+            entry.partitions.append(result.answer)
+            continue
         if result.aborted:
             aborted = [
                 aborted_class(producer_id=txn.producer_id, first_offset=txn.first_offset)

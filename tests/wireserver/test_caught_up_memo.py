@@ -1,0 +1,200 @@
+"""A connection's sessionless fetches answer caught-up partitions from what they were last
+sent (``wireserver.apis.fetch.CaughtUpMemo``), and never once that changed: new records, a
+moved log start, a deleted or re-created topic, a new leadership or leader epoch. Each test
+first checks the partition's answer is kept, so that what follows goes through the memo."""
+
+from __future__ import annotations
+
+import pytest
+from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
+from twisted.internet.testing import MemoryReactorClock
+
+from tests.integration import raw
+from tests.wireserver.connection import connect, responses, send
+from wireserver.apis.fetch import CaughtUpMemo
+from wireserver.broker import Broker
+from wireserver.config import BrokerConfig
+
+TOPIC = "orders"
+NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION = 0, 1, 3
+FENCED_LEADER_EPOCH, UNKNOWN_TOPIC_ID = 74, 100
+
+
+@pytest.fixture
+def broker(tmp_path):
+    config = BrokerConfig.load(
+        None, {"log.dirs": str(tmp_path), "listeners": "PLAINTEXT://127.0.0.1:0"}
+    )
+    instance = Broker(config, MemoryReactorClock())
+    instance.start()
+    instance.logs.create_topic(TOPIC, 2)
+    yield instance
+    instance.logs.close()
+
+
+class Client:
+    """One connection sending sessionless fetches of both partitions, as librdkafka does."""
+
+    def __init__(self, broker: Broker, version: int = 12, isolation_level: int = 0):
+        self.broker = broker
+        self.connection, self.transport = connect(broker)
+        self.version = version
+        self.isolation_level = isolation_level
+        self.correlation = 0
+
+    def topic_id(self):
+        names = self.broker.logs.topic_names_by_id
+        return next(topic_id for topic_id, name in names.items() if name == TOPIC)
+
+    def fetch(self, offsets: dict[int, int], leader_epoch: int = -1, topic_id=None) -> dict:
+        """partition -> (error, high watermark, log start, record bytes, aborted)."""
+        topic = FetchRequest.FetchTopic(
+            topic=TOPIC,
+            topic_id=topic_id or (self.topic_id() if self.version >= 13 else None),
+            partitions=[
+                FetchRequest.FetchTopic.FetchPartition(
+                    partition=p,
+                    current_leader_epoch=leader_epoch,
+                    fetch_offset=offset,
+                    partition_max_bytes=1 << 20,
+                )
+                for p, offset in offsets.items()
+            ],
+        )
+        self.correlation += 1
+        send(
+            self.connection,
+            FetchRequest(
+                version=self.version,
+                replica_id=-1,
+                max_wait_ms=0,
+                min_bytes=1,
+                max_bytes=1 << 20,
+                isolation_level=self.isolation_level,
+                session_id=0,
+                session_epoch=-1,
+                topics=[topic],
+                forgotten_topics_data=[],
+                rack_id="",
+            ),
+            self.correlation,
+        )
+        [frame] = responses(self.transport)
+        answer = FetchResponse.decode(bytes(frame), version=self.version, header=True)
+        [topic_answer] = answer.responses
+        return {
+            p.partition_index: (
+                p.error_code,
+                p.high_watermark,
+                p.log_start_offset,
+                len(p.records or b""),
+                p.aborted_transactions,
+            )
+            for p in topic_answer.partitions
+        }
+
+    def produce(self, partition: int, count: int) -> None:
+        self.correlation += 1
+        values = [b"v%d" % n for n in range(count)]
+        batch = raw.v2_batch(values, timestamp=0)  # the broker's clock is at 0
+        send(self.connection, raw.produce(TOPIC, {partition: batch}), 999)
+        responses(self.transport)
+
+    def kept(self, partition: int) -> bool:
+        """Whether the memo holds ``partition``'s answer."""
+        memos = [m for m in self.connection.handler_cache.values() if isinstance(m, CaughtUpMemo)]
+        return any(partition in memo.tables.get(TOPIC, {}) for memo in memos)
+
+
+def caught_up(client: Client, offsets: dict[int, int], **kwargs) -> dict:
+    """Fetch twice at the log ends (the second answer from the memo); returns the answer."""
+    first = client.fetch(offsets, **kwargs)
+    assert all(client.kept(p) for p in offsets)
+    assert client.fetch(offsets, **kwargs) == first
+    return first
+
+
+@pytest.mark.parametrize("version", [12, 13, 16, 18])
+def test_new_records_are_fetched_and_the_new_end_kept(broker, version):
+    client = Client(broker, version)
+    client.produce(0, 3)
+    assert caught_up(client, {0: 3, 1: 0}) == {
+        0: (NONE, 3, 0, 0, None),
+        1: (NONE, 0, 0, 0, None),
+    }
+    client.produce(0, 2)
+    answer = client.fetch({0: 3, 1: 0})
+    assert answer[0][:3] == (NONE, 5, 0) and answer[0][3] > 0
+    assert answer[1] == (NONE, 0, 0, 0, None)
+    assert caught_up(client, {0: 5, 1: 0})[0] == (NONE, 5, 0, 0, None)
+
+
+def test_read_committed_answers_carry_an_empty_aborted_list(broker):
+    committed, uncommitted = Client(broker, 12, 1), Client(broker, 12, 0)
+    client = committed
+    client.produce(1, 2)
+    assert caught_up(committed, {1: 2})[1] == (NONE, 2, 0, 0, [])
+    assert caught_up(uncommitted, {1: 2})[1] == (NONE, 2, 0, 0, None)
+    # the same connection with the other isolation level: its own entries
+    client.isolation_level = 0
+    assert client.fetch({1: 2})[1] == (NONE, 2, 0, 0, None)
+
+
+def test_a_moved_log_start_is_reported(broker):
+    client = Client(broker)
+    client.produce(0, 4)
+    assert caught_up(client, {0: 4})[0] == (NONE, 4, 0, 0, None)
+    broker.logs.get_log(TOPIC, 0).delete_records_before(3)
+    assert client.fetch({0: 4})[0] == (NONE, 4, 3, 0, None)
+
+
+@pytest.mark.parametrize("version", [12, 16])
+def test_a_deleted_topic_is_unknown_and_a_recreated_one_starts_anew(broker, version):
+    client = Client(broker, version)
+    client.produce(0, 2)
+    old_id = client.topic_id()
+    assert caught_up(client, {0: 2})[0] == (NONE, 2, 0, 0, None)
+    broker.logs.delete_topic(TOPIC)
+    unknown = UNKNOWN_TOPIC_ID if version >= 13 else UNKNOWN_TOPIC_OR_PARTITION
+    assert client.fetch({0: 2}, topic_id=old_id)[0][0] == unknown
+    broker.logs.create_topic(TOPIC, 2)
+    if version >= 13:
+        assert client.fetch({0: 2}, topic_id=old_id)[0][0] == unknown
+    else:
+        # the new log ends at 0: offset 2 is past it
+        assert client.fetch({0: 2})[0][0] == OFFSET_OUT_OF_RANGE
+        assert caught_up(client, {0: 0})[0] == (NONE, 0, 0, 0, None)
+
+
+def test_a_new_leader_epoch_fences_the_old_one(broker):
+    client = Client(broker)
+    client.produce(0, 1)
+    partition = broker.replicas.partition(TOPIC, 0)
+    epoch = partition.leader_epoch
+    assert caught_up(client, {0: 1}, leader_epoch=epoch)[0] == (NONE, 1, 0, 0, None)
+    partition.make_leader(epoch + 1, partition.isr, partition.replicas)
+    assert client.fetch({0: 1}, leader_epoch=epoch)[0][0] == FENCED_LEADER_EPOCH
+    assert caught_up(client, {0: 1}, leader_epoch=epoch + 1)[0] == (NONE, 1, 0, 0, None)
+    # the epoch moved without a new leadership (a reassignment's state)
+    partition.apply_state(partition.leader_id, epoch + 2, partition.isr, partition.replicas)
+    assert client.fetch({0: 1}, leader_epoch=epoch + 1)[0][0] == FENCED_LEADER_EPOCH
+
+
+def test_versions_before_flexible_ones_are_not_kept(broker):
+    client = Client(broker, version=10)
+    client.produce(0, 1)
+    assert client.fetch({0: 1})[0] == (NONE, 1, 0, 0, None)
+    assert not client.kept(0)
+
+
+def test_a_partition_no_longer_led_here_is_read_again(broker):
+    client = Client(broker)
+    client.produce(0, 1)
+    assert caught_up(client, {0: 1})[0] == (NONE, 1, 0, 0, None)
+    partition = broker.replicas.partition(TOPIC, 0)
+    partition.resign()
+    # A v11+ consumer may read from a replica: answered as by a follower, from the log.
+    assert client.fetch({0: 1})[0] == (NONE, 1, 0, 0, None)
+    partition.make_leader(partition.leader_epoch + 1, partition.isr, partition.replicas)
+    client.produce(0, 1)
+    assert caught_up(client, {0: 2})[0] == (NONE, 2, 0, 0, None)
