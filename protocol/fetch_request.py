@@ -47,7 +47,7 @@ _INT64 = struct.Struct(">q")
 _CLASSIC_HEAD = struct.Struct(">iiiib")  # replica_id, max_wait_ms, min_bytes, max_bytes, isolation
 _FLEXIBLE_HEAD = struct.Struct(">iiib")  # max_wait_ms, min_bytes, max_bytes, isolation_level
 _SESSION = struct.Struct(">ii")  # session_id, session_epoch
-_MAX_TOPIC_ID_BYTES = 16
+_TOPIC_ID_SIZE = 16
 
 
 def _fields(struct_field: Any) -> dict[str, Any]:
@@ -257,9 +257,9 @@ class _Reader:
         return value
 
     def topic_id(self) -> uuid.UUID | None:
-        self.need(_MAX_TOPIC_ID_BYTES, "topic_id")
-        raw = bytes(self.frame[self.pos : self.pos + 16])
-        self.pos += 16
+        self.need(_TOPIC_ID_SIZE, "topic_id")
+        raw = bytes(self.frame[self.pos : self.pos + _TOPIC_ID_SIZE])
+        self.pos += _TOPIC_ID_SIZE
         return topic_id_of(raw)
 
     def body(self) -> FetchRequestBody:
