@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from kafka.protocol.consumer.fetch import FetchRequest
 
 from tests.protocol.message_strategies import message_strategy
+from tests.protocol.test_produce_request import tags
 from wireserver.protocol.errors import DecodeError
 from wireserver.protocol.fetch_request import FetchRequestBody, decode_fetch_request
 from wireserver.protocol.framing import FrameDecoder
@@ -134,21 +135,6 @@ def test_any_request_from_client_decodes_like_kafka_python(version, data):
 
 
 # --- unknown tagged fields ---------------------------------------------------------------
-
-
-def uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def tags(fields: list[tuple[int, bytes]]) -> bytes:
-    return uvarint(len(fields)) + b"".join(
-        uvarint(tag) + uvarint(len(data)) + data for tag, data in fields
-    )
 
 
 @pytest.mark.parametrize("version", FLEXIBLE)
