@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from kafka.protocol.consumer.fetch import FetchRequest
 
 from tests.protocol.message_strategies import message_strategy
-from tests.protocol.test_produce_request import tags
+from tests.protocol.wire_bytes import tags
 from wireserver.protocol.errors import DecodeError
 from wireserver.protocol.fetch_request import FetchRequestBody, decode_fetch_request
 from wireserver.protocol.framing import FrameDecoder

@@ -14,6 +14,7 @@ from kafka.protocol.producer.produce import ProduceRequest
 
 from tests.protocol.kafka_python_reference import produce_request_values
 from tests.protocol.message_strategies import message_strategy
+from tests.protocol.wire_bytes import compact, tags, uvarint
 from wireserver.protocol.errors import DecodeError
 from wireserver.protocol.framing import FrameDecoder
 from wireserver.protocol.messages import decode_body, decode_request_header
@@ -138,23 +139,6 @@ def test_any_request_from_client_decodes_like_kafka_python(version, data, client
 
 
 # --- unknown tagged fields ---------------------------------------------------------------
-
-
-def uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def compact(data: bytes | None) -> bytes:
-    return b"\x00" if data is None else uvarint(len(data) + 1) + data
-
-
-def tags(fields: list[tuple[int, bytes]]) -> bytes:
-    return uvarint(len(fields)) + b"".join(uvarint(t) + uvarint(len(v)) + v for t, v in fields)
 
 
 def flexible_body(
