@@ -144,7 +144,7 @@ class TopicEntry(_Message):
     """A topic of ``topics`` or of ``forgotten_topics_data`` (whose partitions are their
     indexes): ``_struct`` says which."""
 
-    __slots__ = ("topic", "topic_id", "partitions", "_version", "_struct")
+    __slots__ = ("topic", "topic_id", "partitions", "_version", "_struct", "raw")
 
     def __init__(
         self,
@@ -153,12 +153,17 @@ class TopicEntry(_Message):
         partitions: list,
         version: int,
         schema: Any,
+        raw: bytes | None = None,
     ):
         self.topic = topic
         self.topic_id = topic_id
         self.partitions = partitions
         self._version = version
         self._struct = schema
+        #: the partitions' bytes as the request carried them, when read in one pass (none
+        #: with tagged fields): a topic asked for exactly as before compares equal in one
+        #: step (``wireserver.apis.fetch.CaughtUpMemo``); None otherwise
+        self.raw = raw
 
 
 class ReplicaState(_Message):
@@ -306,22 +311,24 @@ class _Reader:
         else:
             name, topic_id = self.string("topic name"), None
         count = self.count("partitions", self.layout.size)
-        partitions = self.partitions(count)
+        partitions, raw = self.partitions(count)
         if self.flexible:
             self.pos = skip_tagged_fields(self.frame, self.pos, self.end)
-        return TopicEntry(name, topic_id, partitions, self.version, _TOPIC_STRUCT)
+        return TopicEntry(name, topic_id, partitions, self.version, _TOPIC_STRUCT, raw)
 
-    def partitions(self, count: int) -> list:
+    def partitions(self, count: int) -> tuple[list, bytes | None]:
         """``count`` partitions: in one pass when none has tagged fields (their count, the
-        last byte of a flexible layout, is 0 in all), else one by one."""
+        last byte of a flexible layout, is 0 in all), else one by one; and their bytes when
+        read in one pass (``TopicEntry.raw``)."""
         start, stride = self.pos, self.layout.size
         span = count * stride
         self.need(span, "partitions")
-        values = list(self.layout.iter_unpack(self.frame[start : start + span]))
+        raw = bytes(self.frame[start : start + span])
+        values = list(self.layout.iter_unpack(raw))
         if not self.flexible or not any(map(_LAST, values)):
             self.pos = start + span
-            return list(map(partial(tuple.__new__, self.partition_class), values))
-        return [self.tagged_partition() for _ in range(count)]
+            return list(map(partial(tuple.__new__, self.partition_class), values)), raw
+        return [self.tagged_partition() for _ in range(count)], None
 
     def tagged_partition(self) -> Any:
         """A flexible partition read field by field, with its tagged fields."""

@@ -27,6 +27,7 @@ from wireserver.protocol.encoding import (
     tagged,
     uvarint,
 )
+from wireserver.protocol.metadata_response import PartitionEntries
 
 _I32_I16_I32 = struct.Struct(">ihi")  # throttle_time_ms, error_code, session_id
 _PARTITION_HEAD = struct.Struct(">ihq")  # partition_index, error_code, high_watermark
@@ -91,6 +92,25 @@ class FetchPartition:
         self.encoded: bytes | None = None
 
 
+class FetchTopic:
+    """A response topic whose partitions were all made once and are sent again unchanged
+    (``wireserver.apis.fetch.CaughtUpMemo``), with the topic's whole entry encoded once
+    (``keep_encoded_topic``). Like ``FetchPartition`` it carries kafka-python's schema, for
+    the error meters and the request log; its ``partitions`` count their error codes once
+    (``PartitionEntries``)."""
+
+    _struct = FetchResponse.FetchableTopicResponse._struct
+    _version = None
+    __slots__ = ("topic", "topic_id", "partitions", "encoded")
+
+    def __init__(self, topic: str | None, topic_id: Any, partitions: PartitionEntries):
+        self.topic = topic
+        self.topic_id = topic_id
+        self.partitions = partitions
+        #: the entry's bytes (``keep_encoded_topic``)
+        self.encoded: bytes | None = None
+
+
 def is_empty(partition: Any) -> bool:
     """Nothing to send but offsets and the error code (most of a wide consumer's answer)."""
     records = partition.records
@@ -130,6 +150,26 @@ def keep_encoded(partition: FetchPartition, version: int) -> bool:
     return True
 
 
+def keep_encoded_topic(topic: FetchTopic, version: int) -> None:
+    """Encode once a topic entry whose partitions are all kept encoded (``keep_encoded``)."""
+    out = bytearray()
+    _topic_head(topic, version, True, out)
+    for partition in topic.partitions:
+        out += partition.encoded
+    out.append(0)  # no tagged fields
+    topic.encoded = bytes(out)
+
+
+def _topic_head(topic: Any, version: int, flexible: bool, out: bytearray) -> None:
+    """A topic entry's id (v13+) or name, and its partitions' count."""
+    if version >= 13:
+        topic_id = topic.topic_id or ZERO_UUID
+        out += topic_id.bytes
+    else:
+        string(topic.topic, flexible, out)
+    array_length(len(topic.partitions), flexible, out)
+
+
 def _partition_tags(partition: Any) -> list[tuple[int, bytes]]:
     tags = []
     diverging = getattr(partition, "diverging_epoch", None)
@@ -162,14 +202,13 @@ def encode_fetch_response(response: Any, version: int, correlation_id: int) -> l
     topics = response.responses
     array_length(len(topics), flexible, out)
     for topic in topics:
-        if version >= 13:
-            topic_id = topic.topic_id or ZERO_UUID
-            out += topic_id.bytes
-        else:
-            string(topic.topic, flexible, out)
-        partitions = topic.partitions
-        array_length(len(partitions), flexible, out)
-        for partition in partitions:
+        # (kafka-python's topic entry, which the encoder also takes, has no such field)
+        encoded_topic = getattr(topic, "encoded", None)
+        if encoded_topic is not None:
+            out += encoded_topic
+            continue
+        _topic_head(topic, version, flexible, out)
+        for partition in topic.partitions:
             # (kafka-python's PartitionData, which the encoder also takes, has no such field)
             encoded = getattr(partition, "encoded", None)
             if encoded is not None:

@@ -57,6 +57,7 @@ from wireserver.storage.batches import (
     set_base_offset_and_epoch,
     set_log_append_time,
 )
+from wireserver.storage.changes import ChangeJournal
 from wireserver.storage.checkpoint import fsync_dir
 from wireserver.storage.configdef import LONG_MAX
 from wireserver.storage.epochs import LeaderEpochCache
@@ -190,6 +191,10 @@ class Log:
         # The manager's set of logs written since their last flush check (LogManager.
         # logs_due_for_flush walks it, not every log): appends add this log to it.
         self.flush_watch: set[Log] | None = None
+        #: The manager's journal of changes a Fetch answer can show (``storage.changes``):
+        #: every change of the log end, high watermark, log start, open transactions or of
+        #: the log's files stamps the topic there (``fetch_state_changed``).
+        self.changes: ChangeJournal | None = None
         #: The replica layer's partition made for this log (``ReplicaManager.partition``): a
         #: wide Fetch finds it through the log it looks up anyway, without a second lookup.
         #: Storage never reads it.
@@ -470,7 +475,15 @@ class Log:
     @high_watermark.setter
     def high_watermark(self, offset: int) -> None:
         """Set the high watermark, clamped to [log start offset, log end offset]."""
-        self._high_watermark = min(max(offset, self._log_start_offset), self.log_end_offset)
+        offset = min(max(offset, self._log_start_offset), self.log_end_offset)
+        if offset != self._high_watermark:
+            self._high_watermark = offset
+            self.fetch_state_changed()
+
+    def fetch_state_changed(self) -> None:
+        """Stamp this log's topic in the manager's change journal (``storage.changes``)."""
+        if self.changes is not None:
+            self.changes.stamp(self.topic)
 
     @property
     def first_unstable_offset(self) -> int | None:
@@ -627,6 +640,7 @@ class Log:
         self.producer_state.commit(prepared, self.log_end_offset)
         if self.flush_watch is not None:
             self.flush_watch.add(self)
+        self.fetch_state_changed()
         return AppendResult(
             first_offset, last_offset, now_ms if log_append else -1, self._log_start_offset
         )
@@ -693,6 +707,7 @@ class Log:
             self._index_completed(self.active_segment, completed)
         if self.flush_watch is not None:
             self.flush_watch.add(self)
+        self.fetch_state_changed()
         return AppendResult(offset, offset, -1, self._log_start_offset), completed
 
     @_storage_io("Error while appending records to")
@@ -733,6 +748,7 @@ class Log:
                 self._index_completed(self.active_segment, completed)
         if self.flush_watch is not None:
             self.flush_watch.add(self)
+        self.fetch_state_changed()
         return AppendResult(first_offset, last_offset, -1, self._log_start_offset)
 
     # -- reading -------------------------------------------------------------------------
@@ -912,6 +928,7 @@ class Log:
         """Move the log start offset up; ``reason`` is Kafka's
         ``LogStartOffsetIncrementReason`` wording, for the log line."""
         self._log_start_offset = offset
+        self.fetch_state_changed()
         logger.info(
             "[UnifiedLog partition=%s, dir=%s] Incremented log start offset to %d due to %s",
             self.name,
@@ -1032,6 +1049,7 @@ class Log:
             self._log_start_offset = leo
         self._check_invariants()
         self._rebuild_producer_state()
+        self.fetch_state_changed()
         return True
 
     @_storage_io("Error while truncating the entire log for")
@@ -1048,6 +1066,7 @@ class Log:
         self.leader_epoch_cache.clear()
         self.producer_state.truncate_fully_and_start_at(offset)
         self._check_invariants()
+        self.fetch_state_changed()
 
     @_storage_io("Error while deleting segments for")
     def apply_retention(self, now_ms: int | None = None) -> int:
@@ -1204,6 +1223,7 @@ class Log:
             for seg in self._segments:
                 seg.close()
             self.closed = True
+            self.fetch_state_changed()
 
     @_storage_io("Error while closing log for")
     def _write_out(self, durable: bool = True) -> None:
@@ -1222,6 +1242,7 @@ class Log:
         for seg in self._segments:
             seg.close()
         self.closed = True
+        self.fetch_state_changed()
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def move_to(self, directory: str) -> None:
@@ -1252,11 +1273,13 @@ class Log:
             "recovery_point",
             "leader_epoch_cache",
             "producer_state",
+            "_ongoing_txns",
         ):
             setattr(self, name, getattr(moved, name))
         # A compaction planned on the old segments must not swap its result in.
         self.truncations += 1
         self.closed = False
+        self.fetch_state_changed()
 
     def __repr__(self) -> str:
         return (

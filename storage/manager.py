@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 from wireserver.storage import checkpoint as ckpt
+from wireserver.storage.changes import ChangeJournal
 from wireserver.storage.configdef import ConfigValueError
 from wireserver.storage.errors import (
     InvalidPartitionsError,
@@ -202,6 +203,8 @@ class LogManager:
         # Logs that may be due for a flush (written since they were last found not due):
         # the flush tick walks these, not all partitions.
         self._flush_watch: set[Log] = set()
+        #: what changed in which topic, for answers kept between Fetches (``storage.changes``)
+        self.changes = ChangeJournal()
         self._dir_of: dict[tuple[str, int], str] = {}
         self._partitions_in: collections.Counter[str] = collections.Counter()  # per log dir
         self._generation = 0
@@ -319,10 +322,21 @@ class LogManager:
         return log
 
     def _adopt(self, tp: tuple[str, int], log: Log) -> None:
-        """Make ``log`` the partition's log, its appends reported to the flush watch."""
+        """Make ``log`` the partition's log, its appends reported to the flush watch and its
+        changes to the change journal (which it stamps now: a topic's new log is a change)."""
         self._logs[tp] = log
         log.flush_watch = self._flush_watch
         self._flush_watch.add(log)
+        log.changes = self.changes
+        log.fetch_state_changed()
+
+    def _release(self, tp: tuple[str, int]) -> Log | None:
+        """Take the partition's log, if any, from this manager (to delete it): no longer the
+        partition's log, it is a change of the topic (``storage.changes``)."""
+        log = self._logs.pop(tp, None)
+        if log is not None:
+            log.fetch_state_changed()
+        return log
 
     def _open_log(self, directory: str, info: TopicInfo, **where: Any) -> Log:
         """``Log.open`` of one of this broker's logs: its clock, producer-id expiry, failure
@@ -364,7 +378,7 @@ class LogManager:
             # files (EMFILE) removing needs some.
             for p in made:
                 self._unplace((info.name, p))
-                log = self._logs.pop((info.name, p), None)
+                log = self._release((info.name, p))
                 if log is not None:
                     log.delete()
             with self.open_files.reserve():
@@ -406,7 +420,7 @@ class LogManager:
         info = self._require(name)
         for p in range(info.num_partitions):
             self.abort_move((name, p))
-            log = self._logs.pop((name, p), None)
+            log = self._release((name, p))
             self._unplace((name, p))
             if log is not None:
                 self._delete_dir(log)
@@ -419,7 +433,7 @@ class LogManager:
         off this broker: the directory goes as a deleted topic's does)."""
         info = self._require(name)
         self.abort_move((name, partition))
-        log = self._logs.pop((name, partition), None)
+        log = self._release((name, partition))
         self._unplace((name, partition))
         if log is not None:
             self._delete_dir(log)
@@ -431,6 +445,7 @@ class LogManager:
         for seg in log.segments:
             seg.close()
         log.closed = True
+        log.fetch_state_changed()
         # Kafka's name for a deleted log's directory: a random 32-digit hex id, "-delete"
         # (here from ``random``: uuid4 reads the OS's entropy, a system call per partition).
         doomed = f"{log.directory}.{random.getrandbits(128):032x}-delete"
@@ -857,5 +872,6 @@ class LogManager:
             for seg in log.segments:
                 seg.close(write=False)
             log.closed = True
+            log.fetch_state_changed()
         self.dir_remover.join()
         self.open_files.close()

@@ -14,6 +14,7 @@ from tests.wireserver.connection import connect, responses, send
 from wireserver.apis.fetch import CaughtUpMemo
 from wireserver.broker import Broker
 from wireserver.config import BrokerConfig
+from wireserver.protocol.records import RecordBatchBuilder
 
 TOPIC = "orders"
 NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION = 0, 1, 3
@@ -46,21 +47,27 @@ class Client:
         names = self.broker.logs.topic_names_by_id
         return next(topic_id for topic_id, name in names.items() if name == TOPIC)
 
-    def fetch(self, offsets: dict[int, int], leader_epoch: int = -1, topic_id=None) -> dict:
-        """partition -> (error, high watermark, log start, record bytes, aborted)."""
-        topic = FetchRequest.FetchTopic(
-            topic=TOPIC,
-            topic_id=topic_id or (self.topic_id() if self.version >= 13 else None),
-            partitions=[
-                FetchRequest.FetchTopic.FetchPartition(
-                    partition=p,
-                    current_leader_epoch=leader_epoch,
-                    fetch_offset=offset,
-                    partition_max_bytes=1 << 20,
-                )
-                for p, offset in offsets.items()
-            ],
-        )
+    def fetch(
+        self, offsets: dict[int, int], leader_epoch: int = -1, topic_id=None, *more: dict
+    ) -> dict:
+        """partition -> (error, high watermark, log start, record bytes, aborted); ``more``
+        names the topic again, with those partitions and offsets."""
+        topics = [
+            FetchRequest.FetchTopic(
+                topic=TOPIC,
+                topic_id=topic_id or (self.topic_id() if self.version >= 13 else None),
+                partitions=[
+                    FetchRequest.FetchTopic.FetchPartition(
+                        partition=p,
+                        current_leader_epoch=leader_epoch,
+                        fetch_offset=offset,
+                        partition_max_bytes=1 << 20,
+                    )
+                    for p, offset in named.items()
+                ],
+            )
+            for named in (offsets, *more)
+        ]
         self.correlation += 1
         send(
             self.connection,
@@ -73,7 +80,7 @@ class Client:
                 isolation_level=self.isolation_level,
                 session_id=0,
                 session_epoch=-1,
-                topics=[topic],
+                topics=topics,
                 forgotten_topics_data=[],
                 rack_id="",
             ),
@@ -81,7 +88,6 @@ class Client:
         )
         [frame] = responses(self.transport)
         answer = FetchResponse.decode(bytes(frame), version=self.version, header=True)
-        [topic_answer] = answer.responses
         return {
             p.partition_index: (
                 p.error_code,
@@ -90,6 +96,7 @@ class Client:
                 len(p.records or b""),
                 p.aborted_transactions,
             )
+            for topic_answer in answer.responses
             for p in topic_answer.partitions
         }
 
@@ -105,11 +112,21 @@ class Client:
         memos = [m for m in self.connection.handler_cache.values() if isinstance(m, CaughtUpMemo)]
         return any(partition in memo.tables.get(TOPIC, {}) for memo in memos)
 
+    def kept_whole(self) -> bool:
+        """Whether the memo holds the topic's whole answer (``KeptTopic``)."""
+        memos = [m for m in self.connection.handler_cache.values() if isinstance(m, CaughtUpMemo)]
+        return any(
+            kept.name == TOPIC and kept.sequence <= self.broker.logs.changes.sequence
+            for memo in memos
+            for kept in memo.topics.values()
+        )
+
 
 def caught_up(client: Client, offsets: dict[int, int], **kwargs) -> dict:
     """Fetch twice at the log ends (the second answer from the memo); returns the answer."""
     first = client.fetch(offsets, **kwargs)
     assert all(client.kept(p) for p in offsets)
+    assert client.kept_whole()
     assert client.fetch(offsets, **kwargs) == first
     return first
 
@@ -198,3 +215,49 @@ def test_a_partition_no_longer_led_here_is_read_again(broker):
     partition.make_leader(partition.leader_epoch + 1, partition.isr, partition.replicas)
     client.produce(0, 1)
     assert caught_up(client, {0: 2})[0] == (NONE, 2, 0, 0, None)
+
+
+def test_a_high_watermark_moved_without_an_append_is_reported(broker):
+    """Records appended while the high watermark waits (as for followers in a cluster): the
+    kept answer stands until the high watermark moves, and then the records come."""
+    client = Client(broker)
+    client.produce(0, 1)
+    log = broker.logs.get_log(TOPIC, 0)
+    log.append(bytearray(raw.v2_batch([b"a", b"b"], timestamp=0)), leader_epoch=0)
+    log.high_watermark = 1  # (the one node's append moved it to the log end)
+    assert caught_up(client, {0: 1})[0] == (NONE, 1, 0, 0, None)
+    log.high_watermark = 3
+    answer = client.fetch({0: 1})[0]
+    assert answer[:3] == (NONE, 3, 0) and answer[3] > 0
+
+
+def test_a_committed_transaction_is_read_committed_at_once(broker):
+    """read_committed at the last stable offset: nothing until the commit marker, then the
+    transaction's records, though the high watermark does not move in between."""
+    client = Client(broker, isolation_level=1)
+    log = broker.logs.get_log(TOPIC, 0)
+    transactional = RecordBatchBuilder(
+        producer_id=5, producer_epoch=0, base_sequence=0, is_transactional=True
+    )
+    transactional.append(0, None, b"t")
+    log.append(transactional.build(), leader_epoch=0)
+    log.append(bytearray(raw.v2_batch([b"a"], timestamp=0)), leader_epoch=0)
+    log.high_watermark = 2  # the transaction's record and the one after it
+    assert caught_up(client, {0: 0})[0] == (NONE, 2, 0, 0, [])
+    log.append_marker(5, 0, True)
+    log.high_watermark = 2  # unchanged: the marker is past it
+    answer = client.fetch({0: 0})[0]
+    assert answer[:3] == (NONE, 2, 0) and answer[3] > 0
+
+
+def test_a_topic_named_twice_is_answered_in_full_each_time(broker):
+    client = Client(broker)
+    client.produce(0, 1)
+    assert caught_up(client, {0: 1, 1: 0})[0] == (NONE, 1, 0, 0, None)
+    twice = client.fetch({0: 1}, -1, None, {1: 0})
+    assert twice == {0: (NONE, 1, 0, 0, None), 1: (NONE, 0, 0, 0, None)}
+    assert client.fetch({0: 1}, -1, None, {1: 0}) == twice
+    client.produce(1, 2)
+    twice = client.fetch({0: 1}, -1, None, {1: 0})
+    assert twice[0] == (NONE, 1, 0, 0, None)
+    assert twice[1][:3] == (NONE, 2, 0) and twice[1][3] > 0

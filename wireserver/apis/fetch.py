@@ -59,8 +59,15 @@ from wireserver.apis.metadata import leader_hints
 from wireserver.context import RequestContext
 from wireserver.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, CachedPartition, FetchSession
 from wireserver.protocol.errors import ErrorCode
-from wireserver.protocol.fetch_response import FLEXIBLE_FROM, FetchPartition, keep_encoded
+from wireserver.protocol.fetch_response import (
+    FLEXIBLE_FROM,
+    FetchPartition,
+    FetchTopic,
+    keep_encoded,
+    keep_encoded_topic,
+)
 from wireserver.protocol.messages import fetch_replica_id
+from wireserver.protocol.metadata_response import PartitionEntries
 from wireserver.quotas import quota_user
 from wireserver.quotas.rates import QuotaManager
 from wireserver.security import checks
@@ -105,6 +112,13 @@ class FetchPlan:
         #: ``maxValueInQuotaWindow``), None without a quota
         self.quota_bytes: float | None = None
         self.partitions: list[CachedPartition] = []
+        #: a sessionless consumer fetch's request topics, in order, as (start, end, kept,
+        #: key, raw, name): its partitions are ``partitions[start:end]``, and ``kept`` the
+        #: topic's answer kept whole (``KeptTopic``) or None (``CaughtUpMemo.plan``); None
+        #: when the memo is not used, and from the fetch's first wait on (``LongPoll``)
+        self.runs: list[tuple] | None = None
+        #: with ``runs``: the partitions, each kept topic in place of its own
+        self.items: list = []
 
     def build(self) -> None:
         body, version = self.ctx.body, self.version
@@ -112,13 +126,17 @@ class FetchPlan:
         session_id = body.session_id if version >= 7 else 0
         epoch = body.session_epoch if version >= 7 else FINAL_EPOCH
         names = self._topic_names()
-        requested = list(self._requested(names))
         if epoch in (FINAL_EPOCH, INITIAL_EPOCH):
             if session_id:
                 cache.remove(session_id)
             self.new_session = epoch == INITIAL_EPOCH
-            self.partitions = requested
+            memo = CaughtUpMemo.usable(self.ctx, self, *consumer_reads(self.ctx, version))
+            if memo is not None:
+                memo.plan(self, names)
+            else:
+                self.partitions = self.requested(names)
             return
+        requested = self.requested(names)
         session = cache.get(session_id)
         if session is None:
             self.error = ErrorCode.FETCH_SESSION_ID_NOT_FOUND
@@ -166,23 +184,32 @@ class FetchPlan:
             return {}
         return self.ctx.services.logs.topic_names_by_id
 
-    def _requested(self, by_id: Mapping):
+    def requested(self, by_id: Mapping) -> list[CachedPartition]:
         version = self.version
+        requested: list[CachedPartition] = []
         for topic in self.ctx.body.topics:
             name = by_id.get(topic.topic_id) if version >= 13 else topic.topic
-            topic_id = topic.topic_id if version >= 13 else None
-            for p in topic.partitions:
-                # Positional: one per partition of every full fetch, and a dataclass's
-                # keyword call costs twice a positional one.
-                yield CachedPartition(
-                    name,  # topic
-                    topic_id,
-                    p.partition,
-                    p.fetch_offset,
-                    p.partition_max_bytes,  # max_bytes
-                    p.current_leader_epoch if version >= 9 else -1,
-                    p.log_start_offset if version >= 5 else -1,
-                )
+            requested.extend(self.topic_partitions(topic, name))
+        return requested
+
+    def topic_partitions(self, topic, name: str | None) -> list[CachedPartition]:
+        """A request topic's partitions, ``name`` being the topic's name (None: unknown)."""
+        version = self.version
+        topic_id = topic.topic_id if version >= 13 else None
+        # Positional: one per partition of every full fetch, and a dataclass's keyword call
+        # costs twice a positional one.
+        return [
+            CachedPartition(
+                name,  # topic
+                topic_id,
+                p.partition,
+                p.fetch_offset,
+                p.partition_max_bytes,  # max_bytes
+                p.current_leader_epoch if version >= 9 else -1,
+                p.log_start_offset if version >= 5 else -1,
+            )
+            for p in topic.partitions
+        ]
 
 
 class PartitionResult:
@@ -242,16 +269,79 @@ class CaughtUpMemo:
     topic's ACL is checked per request before it, as for every partition, and a request
     arriving while a log dir is offline reads every partition (``usable``).
 
+    A topic all of whose partitions were answered so is also kept whole (``KeptTopic``):
+    while the request names its partitions with the same bytes and the broker's change
+    journal (``storage.changes``) has nothing newer for the topic, its partitions are not
+    looked at one by one at all: the fetch takes the kept partitions, results and the
+    topic's answer entry, encoded once. The journal is stamped by everything the checks
+    above read, and by appends.
+
     One per connection, version and isolation level (the entries' bytes differ), in the
     connection's ``RequestContext.connection_cache``; it goes with the connection.
     """
 
-    __slots__ = ("tables",)
+    __slots__ = ("tables", "topics")
 
     def __init__(self) -> None:
         #: topic -> partition -> (fetch offset, current leader epoch, log, partition,
         #: leader state, leader epoch, (hw, lso, log start), result)
         self.tables: dict[str, dict[int, tuple]] = {}
+        #: the request's key of a topic (its id from v13, else its name) -> the topic kept
+        self.topics: dict = {}
+
+    def plan(self, plan: FetchPlan, by_id: Mapping) -> None:
+        """Make ``plan``'s partitions and runs: a kept topic's partitions as kept, the
+        others' from the request (``FetchPlan.topic_partitions``)."""
+        version = plan.version
+        changes = plan.ctx.services.logs.changes
+        partitions: list[CachedPartition] = []
+        items: list = []
+        runs: list[tuple] = []
+        seen: set = set()
+        for topic in plan.ctx.body.topics:
+            key = topic.topic_id if version >= 13 else topic.topic
+            if key in seen:
+                # A topic named twice gets one answer entry (``build_response``), which a
+                # kept entry cannot be: read this request partition by partition.
+                plan.partitions = plan.requested(by_id)
+                return
+            seen.add(key)
+            name = by_id.get(topic.topic_id) if version >= 13 else topic.topic
+            raw = getattr(topic, "raw", None)  # (kafka-python's entries have none)
+            start = len(partitions)
+            kept = self.topics.get(key)
+            if (
+                kept is not None
+                and raw is not None
+                and kept.name == name
+                and kept.raw == raw
+                and changes.unchanged_since(kept.name, kept.sequence)
+            ):
+                partitions.extend(kept.partitions)
+                items.append(kept)
+            else:
+                kept = None
+                read = plan.topic_partitions(topic, name)
+                partitions.extend(read)
+                items.extend(read)
+            runs.append((start, len(partitions), kept, key, raw, name))
+        plan.partitions = partitions
+        plan.items = items
+        plan.runs = runs
+
+    def keep_topics(self, plan: FetchPlan, results: list[PartitionResult], sequence: int):
+        """Keep whole each topic of a first read whose partitions all have kept answers,
+        as of change ``sequence``."""
+        assert plan.runs is not None
+        for start, end, kept, key, raw, name in plan.runs:
+            if kept is not None or raw is None or name is None or start == end:
+                continue
+            chunk = results[start:end]
+            if any(result.answer is None for result in chunk):
+                continue
+            self.topics[key] = KeptTopic(
+                raw, name, sequence, plan.partitions[start:end], chunk, plan.version
+            )
 
     @staticmethod
     def usable(ctx, plan: FetchPlan, follower: bool, select: bool) -> CaughtUpMemo | None:
@@ -310,6 +400,62 @@ class CaughtUpMemo:
         )
 
 
+class KeptTopic:
+    """A request topic whose partitions were all answered caught up, kept whole
+    (``CaughtUpMemo``): the partitions' bytes in the request, the topic's name, the change
+    journal's sequence number when read, the plan's partitions and results, their purgatory
+    keys and the topic's answer entry, encoded once.
+
+    It stands in a plan's ``runs`` for its partitions, and in ``read_partitions``' loop for
+    all of them at once: it has no ``topic`` (None) so that the loop tells it from a
+    partition in its check for an unknown topic, without a test of its own per partition."""
+
+    __slots__ = ("raw", "name", "sequence", "partitions", "results", "keys", "answer")
+    topic = None
+
+    def __init__(
+        self,
+        raw: bytes,
+        name: str,
+        sequence: int,
+        partitions: list[CachedPartition],
+        results: list[PartitionResult],
+        version: int,
+    ) -> None:
+        self.raw = raw
+        self.name = name
+        self.sequence = sequence
+        self.partitions = partitions
+        self.results = results
+        self.keys = [("append", name, cached.partition) for cached in partitions]
+        self.answer = FetchTopic(
+            name,
+            partitions[0].topic_id or ZERO_UUID,
+            PartitionEntries(result.answer for result in results),
+        )
+        keep_encoded_topic(self.answer, version)
+
+
+def pieces(plan: FetchPlan, items: list) -> list:
+    """``items`` (the plan's partitions or their results) in the plan's runs: each kept
+    topic as itself (``KeptTopic``), the others as slices; all of them as one slice when the
+    plan has no runs."""
+    runs = plan.runs
+    if runs is None:
+        return [items]
+    return [kept if kept is not None else items[start:end] for start, end, kept, *_ in runs]
+
+
+def consumer_reads(ctx, version: int) -> tuple[bool, bool]:
+    """(whether the request is a follower's, whether a replica selector picks the replica
+    it should read from)."""
+    follower = replica_id(ctx) >= 0
+    # Kafka's FetchParams.fetchOnlyFromLeader: a consumer's v11+ request carries client
+    # metadata, and any replica may serve it (KIP-392).
+    leader_only = follower or version < 11
+    return follower, not leader_only and ctx.services.replicas.replica_selector is not None
+
+
 def replica_id(ctx) -> int:
     return fetch_replica_id(ctx.body, ctx.version)
 
@@ -337,11 +483,8 @@ def read_partitions(
     byte limits among them."""
     body = ctx.body
     replicas = ctx.services.replicas
-    follower = replica_id(ctx) >= 0
-    # Kafka's FetchParams.fetchOnlyFromLeader: a consumer's v11+ request carries client
-    # metadata, and any replica may serve it (KIP-392).
+    follower, select = consumer_reads(ctx, plan.version)
     leader_only = follower or plan.version < 11
-    select = not leader_only and replicas.replica_selector is not None
     rack_of = rack_lookup(ctx) if select else None
     remaining = body.max_bytes
     if plan.quota_bytes is not None:
@@ -351,13 +494,26 @@ def read_partitions(
     # the reassignment throttle applies to followers' fetches; checked once per request
     throttle = ctx.services.replication_quotas.leader if follower else None
     throttle_exceeded: bool | None = None
-    results = []
+    results: list[PartitionResult] = []
     denials: dict[str, ErrorCode | None] = {}  # per topic, once per request
     memo = CaughtUpMemo.usable(ctx, plan, follower, select)
     table: dict | None = None  # the memo's table of ``table_topic``
     table_topic: str | None = None
-    for cached in plan.partitions if partitions is None else partitions:
+    sequence = ctx.services.logs.changes.sequence
+    items: list = plan.partitions if partitions is None else partitions
+    if partitions is None and plan.runs is not None:
+        items = plan.items
+    for cached in items:
         if cached.topic is None:
+            if cached.__class__ is KeptTopic:  # a kept topic (its ``topic`` is None)
+                denied = denials.get(cached.name, False)
+                if denied is False:
+                    denied = denials[cached.name] = checks.fetch_topic(ctx, cached.name)
+                if denied:
+                    results.extend(PartitionResult(p, denied) for p in cached.partitions)
+                else:
+                    results.extend(cached.results)
+                continue
             error = (
                 ErrorCode.UNKNOWN_TOPIC_ID
                 if plan.version >= 13
@@ -460,6 +616,8 @@ def read_partitions(
         if read_committed and read.data:
             aborted = log.collect_aborted(cached.fetch_offset, read.next_offset)
         results.append(PartitionResult(cached, NO_ERROR, read.data, hw, lso, log_start, aborted))
+    if memo is not None and partitions is None and plan.runs is not None:
+        memo.keep_topics(plan, results, sequence)
     return results
 
 
@@ -489,15 +647,19 @@ def record_leader_throttled(ctx, results: list[PartitionResult]) -> None:
     throttle.record(size)
 
 
-def ready(ctx, results: list[PartitionResult]) -> bool:
-    """Answer now: enough bytes, an error to report, or no wait asked for."""
+def ready(ctx, results: list[PartitionResult], plan: FetchPlan | None = None) -> bool:
+    """Answer now: enough bytes, an error to report, or no wait asked for. With ``plan``,
+    ``results`` are its partitions' and its kept topics are skipped (nothing in them)."""
     if ctx.body.max_wait_ms <= 0:
         return True
     size = 0
-    for result in results:  # one pass: a wide consumer's fetch runs this on every wake
-        if result.error != NO_ERROR or result.preferred_read_replica >= 0:
-            return True
-        size += len(result.records)
+    for piece in pieces(plan, results) if plan is not None else (results,):
+        if piece.__class__ is KeptTopic:
+            continue
+        for result in piece:  # one pass: a wide consumer's fetch runs this on every wake
+            if result.error != NO_ERROR or result.preferred_read_replica >= 0:
+                return True
+            size += len(result.records)
     return size >= max(1, ctx.body.min_bytes)
 
 
@@ -531,74 +693,82 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
     # What the client was last sent matters to a session, or to the one this fetch opens.
     track_sent = session is not None or plan.new_session
     entry = None  # the topic entry of the previous partition
-    for result in results:
-        cached = result.cached
-        if count_meters:
-            if cached.topic != meters_topic:
-                meters_topic = cached.topic
-                meters = metrics.topic(cached.topic) if cached.topic in known else None
-                if meters is not None and cached.topic not in metered:
-                    metered.add(cached.topic)
-                    meters.fetch_requests += 1
-            if meters is not None:
-                if result.records:
-                    meters.bytes_out += len(result.records)
-                if result.error != NO_ERROR:
-                    meters.failed_fetch_requests += 1
-        if track_sent:
-            changed = (
-                result.records
-                or result.error != NO_ERROR
-                or result.preferred_read_replica >= 0
-                or result.high_watermark != cached.sent_high_watermark
-                or result.last_stable_offset != cached.sent_last_stable_offset
-                or result.log_start_offset != cached.sent_log_start_offset
-            )
-            cached.sent_high_watermark = result.high_watermark
-            cached.sent_last_stable_offset = result.last_stable_offset
-            cached.sent_log_start_offset = result.log_start_offset
-            if session is not None:
-                if not changed:
-                    continue
-                if result.records:
-                    session.partitions.move_to_end(plan.key(cached))
-        if entry is None or cached.topic is None or cached.topic != entry.topic:
-            # A topic's partitions come together: the dict (whose v13+ keys are UUIDs, hashed
-            # in Python) only when the topic changes.
-            topic_key = cached.topic_id if plan.version >= 13 else cached.topic
-            entry = by_topic.get(topic_key)
-            if entry is None:
-                entry = by_topic[topic_key] = topic_class(
-                    topic=cached.topic, topic_id=cached.topic_id or ZERO_UUID, partitions=[]
-                )
-                topics.append(entry)
-        if result.answer is not None:  # made once, sent again (CaughtUpMemo)
-            entry.partitions.append(result.answer)
+    for piece in pieces(plan, results):
+        if piece.__class__ is KeptTopic:  # its answer entry as kept (a sessionless fetch)
+            if count_meters and piece.name in known and piece.name not in metered:
+                metered.add(piece.name)
+                metrics.topic(piece.name).fetch_requests += 1
+            topics.append(piece.answer)
+            entry = None
             continue
-        if result.aborted:
-            aborted = [
-                aborted_class(producer_id=txn.producer_id, first_offset=txn.first_offset)
-                for txn in result.aborted
-            ]
-        elif read_committed or result.error in UNKNOWN:
-            # Kafka answers a partition it doesn't know with an empty (not null) list.
-            aborted = []
-        else:
-            aborted = None
-        entry.partitions.append(
-            FetchPartition(
-                cached.partition,
-                result.error,
-                result.high_watermark,
-                result.last_stable_offset,
-                result.log_start_offset,
-                aborted,
-                result.records,
-                result.preferred_read_replica,
+        for result in piece:
+            cached = result.cached
+            if count_meters:
+                if cached.topic != meters_topic:
+                    meters_topic = cached.topic
+                    meters = metrics.topic(cached.topic) if cached.topic in known else None
+                    if meters is not None and cached.topic not in metered:
+                        metered.add(cached.topic)
+                        meters.fetch_requests += 1
+                if meters is not None:
+                    if result.records:
+                        meters.bytes_out += len(result.records)
+                    if result.error != NO_ERROR:
+                        meters.failed_fetch_requests += 1
+            if track_sent:
+                changed = (
+                    result.records
+                    or result.error != NO_ERROR
+                    or result.preferred_read_replica >= 0
+                    or result.high_watermark != cached.sent_high_watermark
+                    or result.last_stable_offset != cached.sent_last_stable_offset
+                    or result.log_start_offset != cached.sent_log_start_offset
+                )
+                cached.sent_high_watermark = result.high_watermark
+                cached.sent_last_stable_offset = result.last_stable_offset
+                cached.sent_log_start_offset = result.log_start_offset
+                if session is not None:
+                    if not changed:
+                        continue
+                    if result.records:
+                        session.partitions.move_to_end(plan.key(cached))
+            if entry is None or cached.topic is None or cached.topic != entry.topic:
+                # A topic's partitions come together: the dict (whose v13+ keys are UUIDs, hashed
+                # in Python) only when the topic changes.
+                topic_key = cached.topic_id if plan.version >= 13 else cached.topic
+                entry = by_topic.get(topic_key)
+                if entry is None:
+                    entry = by_topic[topic_key] = topic_class(
+                        topic=cached.topic, topic_id=cached.topic_id or ZERO_UUID, partitions=[]
+                    )
+                    topics.append(entry)
+            if result.answer is not None:  # made once, sent again (CaughtUpMemo)
+                entry.partitions.append(result.answer)
+                continue
+            if result.aborted:
+                aborted = [
+                    aborted_class(producer_id=txn.producer_id, first_offset=txn.first_offset)
+                    for txn in result.aborted
+                ]
+            elif read_committed or result.error in UNKNOWN:
+                # Kafka answers a partition it doesn't know with an empty (not null) list.
+                aborted = []
+            else:
+                aborted = None
+            entry.partitions.append(
+                FetchPartition(
+                    cached.partition,
+                    result.error,
+                    result.high_watermark,
+                    result.last_stable_offset,
+                    result.log_start_offset,
+                    aborted,
+                    result.records,
+                    result.preferred_read_replica,
+                )
             )
-        )
-        if result.error in LEADER_MOVED and plan.version >= 16:
-            moved.append((cached.topic, cached.partition, entry.partitions[-1]))
+            if result.error in LEADER_MOVED and plan.version >= 16:
+                moved.append((cached.topic, cached.partition, entry.partitions[-1]))
     session_id = session.id if session is not None else 0
     if plan.new_session:
         opened = ctx.services.fetch_sessions.maybe_create(
@@ -690,13 +860,21 @@ class LongPoll:
             self.user, self.client_id = quota_user(ctx.security), ctx.client_id or ""
             plan.quota_bytes = quotas.max_value_in_window(self.user, self.client_id)
         self.results = read_partitions(ctx, plan)
-        if ready(ctx, self.results):
+        if ready(ctx, self.results, plan):
             return self.answer()
-        self.keys = [
-            ("append", cached.topic, cached.partition)
-            for cached in plan.partitions
-            if cached.topic is not None
-        ]
+        self.keys = []
+        for piece in pieces(plan, plan.partitions):
+            if piece.__class__ is KeptTopic:
+                self.keys.extend(piece.keys)
+                continue
+            self.keys.extend(
+                ("append", cached.topic, cached.partition)
+                for cached in piece
+                if cached.topic is not None
+            )
+        # From here results change partition by partition (``reread``): the kept topics'
+        # answers no longer stand for theirs.
+        plan.runs = None
         if not self.keys or not self.wait():
             return self.answer()
         # Not ready with min_bytes 1: no partition had a record (or an error).

@@ -85,6 +85,9 @@ class Partition:
         self.isr: list[int] = []
         self.replicas: list[int] = []
         self.leader: LeaderState | None = None  # set while this broker leads
+        # Fetch answers kept for the topic no longer hold: they came from another partition
+        # object, or none (``storage.changes``); so does every state change below.
+        log.fetch_state_changed()
 
     def __repr__(self) -> str:
         role = "leader" if self.leader is not None else f"leader {self.leader_id}"
@@ -123,6 +126,7 @@ class Partition:
         computed over."""
         self.leader_id, self.leader_epoch = leader_id, leader_epoch
         self.isr, self.replicas = list(isr), list(replicas)
+        self.log.fetch_state_changed()
         if self.leader is not None:
             # Replicas added or removed by a reassignment: a new one is tracked from its
             # first fetch (it joins the ISR once caught up), a removed one no longer counts.
@@ -150,11 +154,13 @@ class Partition:
             if r != self.local_id
         }
         self.leader = LeaderState(leader_epoch, leo, followers)
+        self.log.fetch_state_changed()
         self.maybe_advance_high_watermark()
 
     def resign(self) -> bool:
         """Stop leading; True if this broker led the partition."""
         was_leading, self.leader = self.leader is not None, None
+        self.log.fetch_state_changed()
         return was_leading
 
     # -- requests that must reach the leader ----------------------------------------------------
