@@ -21,7 +21,6 @@ import struct
 import uuid
 from collections import namedtuple
 from functools import partial, partialmethod
-from operator import itemgetter
 from typing import Any
 
 from kafka.protocol.consumer.fetch import FetchRequest
@@ -128,7 +127,6 @@ def _partition_classes(version: int) -> tuple[struct.Struct, type, type]:
 
 
 _PARTITIONS = {v: _partition_classes(v) for v in range(MIN_VERSION, MAX_VERSION + 1)}
-_LAST = itemgetter(-1)
 
 
 class _Message:
@@ -144,26 +142,44 @@ class TopicEntry(_Message):
     """A topic of ``topics`` or of ``forgotten_topics_data`` (whose partitions are their
     indexes): ``_struct`` says which."""
 
-    __slots__ = ("topic", "topic_id", "partitions", "_version", "_struct", "raw")
+    __slots__ = ("topic", "topic_id", "_partitions", "_version", "_struct", "raw")
 
     def __init__(
         self,
         topic: str | None,
         topic_id: uuid.UUID | None,
-        partitions: list,
+        partitions: list | None,
         version: int,
         schema: Any,
         raw: bytes | None = None,
     ):
         self.topic = topic
         self.topic_id = topic_id
-        self.partitions = partitions
+        #: None until first read, when ``raw`` holds them (``partitions``)
+        self._partitions = partitions
         self._version = version
         self._struct = schema
-        #: the partitions' bytes as the request carried them, when read in one pass (none
-        #: with tagged fields): a topic asked for exactly as before compares equal in one
-        #: step (``wireserver.apis.fetch.CaughtUpMemo``); None otherwise
+        #: the partitions' bytes as the request carried them, when none has tagged fields:
+        #: a topic asked for exactly as before compares equal in one step, and need not be
+        #: decoded at all (``wireserver.apis.fetch.CaughtUpMemo``); None otherwise
         self.raw = raw
+
+    @property
+    def partitions(self) -> list:
+        """The partitions, decoded from ``raw`` in one pass when first read."""
+        partitions = self._partitions
+        if partitions is None:
+            layout, partition_class, _ = _PARTITIONS[self._version]
+            assert self.raw is not None
+            values = layout.iter_unpack(self.raw)
+            partitions = self._partitions = list(
+                map(partial(tuple.__new__, partition_class), values)
+            )
+        return partitions
+
+    @partitions.setter
+    def partitions(self, partitions: list) -> None:
+        self._partitions = partitions
 
 
 class ReplicaState(_Message):
@@ -231,7 +247,7 @@ class _Reader:
         self.end = len(frame)
         self.version = version
         self.flexible = version >= FIRST_FLEXIBLE_VERSION
-        self.layout, self.partition_class, self.tagged_class = _PARTITIONS[version]
+        self.layout, _, self.tagged_class = _PARTITIONS[version]
 
     def need(self, size: int, what: str) -> None:
         if self.pos + size > self.end:
@@ -316,18 +332,17 @@ class _Reader:
             self.pos = skip_tagged_fields(self.frame, self.pos, self.end)
         return TopicEntry(name, topic_id, partitions, self.version, _TOPIC_STRUCT, raw)
 
-    def partitions(self, count: int) -> tuple[list, bytes | None]:
-        """``count`` partitions: in one pass when none has tagged fields (their count, the
-        last byte of a flexible layout, is 0 in all), else one by one; and their bytes when
-        read in one pass (``TopicEntry.raw``)."""
+    def partitions(self, count: int) -> tuple[list | None, bytes | None]:
+        """``count`` partitions: their bytes, to be decoded when first read
+        (``TopicEntry.partitions``), when none has tagged fields (their count, the last byte
+        of a flexible layout, is 0 in all); else the partitions, read one by one."""
         start, stride = self.pos, self.layout.size
         span = count * stride
         self.need(span, "partitions")
         raw = bytes(self.frame[start : start + span])
-        values = list(self.layout.iter_unpack(raw))
-        if not self.flexible or not any(map(_LAST, values)):
+        if not self.flexible or not any(raw[stride - 1 :: stride]):
             self.pos = start + span
-            return list(map(partial(tuple.__new__, self.partition_class), values)), raw
+            return None, raw
         return [self.tagged_partition() for _ in range(count)], None
 
     def tagged_partition(self) -> Any:

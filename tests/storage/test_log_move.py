@@ -178,3 +178,26 @@ def test_the_cleaner_checkpoint_moves_along(two_dirs):
     manager.complete_move(("t", 0))
     assert ckpt.read_offsets(os.path.join(other, ckpt.CLEANER_OFFSET_CHECKPOINT)) == {("t", 0): 7}
     assert ckpt.read_offsets(os.path.join(source, ckpt.CLEANER_OFFSET_CHECKPOINT)) == {}
+
+
+def test_a_transaction_begun_after_the_move_holds_the_last_stable_offset(two_dirs):
+    """The moved log reads its open transactions from the moved producer state: one begun
+    after the swap holds the last stable offset until its commit marker."""
+    manager, log, other = setup(two_dirs, batches=2)
+    move = manager.move_log(("t", 0), other)
+    while move.copy(1 << 20):
+        pass
+    manager.complete_move(("t", 0))
+    manager.dir_remover.join()
+    assert log.log_dir == other
+    builder = RecordBatchBuilder(
+        producer_id=9, producer_epoch=0, base_sequence=0, is_transactional=True
+    )
+    builder.append(1000, b"k", b"in a transaction")
+    log.append(builder.build(), leader_epoch=0)
+    log.high_watermark = log.log_end_offset
+    assert log.fetch_offsets() == (11, 10, 0)  # held at the transaction's first offset
+    log.append_marker(9, 0, True)
+    log.high_watermark = log.log_end_offset
+    assert log.fetch_offsets() == (12, 12, 0)
+    manager.close()
