@@ -261,6 +261,26 @@ READING = "\n\n".join(
             "path); produce p99 grows 1.53 (Kafka 1.35), both brokers faster than linearly as in "
             "earlier runs."
         ),
+        (
+            "The run of 2026-12-06 09:22 UTC (commit 7a413b4, AMD EPYC, after writing and deleting "
+            "18.4 GiB in 62 s) is the first with whole topics kept: a connection's sessionless "
+            "fetch takes a caught-up topic's answer as kept, encoded once, while the request "
+            "carries the topic's partitions with the same bytes and the broker's change journal "
+            "(storage/changes.py: every append, new high watermark or log start, truncation, log "
+            "made, closed or moved, and leadership change stamps the topic) has nothing newer for "
+            "it; such a topic's partitions are neither decoded nor looked at. Broker CPU per "
+            "sessionless Fetch of 10,000 caught-up partitions (v12 read_committed, max_wait 0, "
+            "pinned, 3 rounds of 30): 21.3 ms before, 3.0-3.3 ms after. In this run follow-all at "
+            "10,000 partitions is 49.0 ms p50 (0.32× Kafka; 57.0 at 06:54) and 74.2 ms p99 (0.21×; "
+            "96.9), and p99 grows 1.17 from 1,000 to 10,000 (1.31 at 06:54) against Kafka's 0.77; "
+            "p50 grows 1.29, Kafka's 1.49. Broker CPU at 10,000 stays at 72 % (65 % at 06:54): with "
+            "a cheaper pass the consumer fetches more often, and a fetch that finds nothing now "
+            "waits, which costs per partition again (10,000 purgatory keys, and an answer built "
+            "partition by partition after the wake). Create is 0.54× Kafka at 1,000 partitions in "
+            "this run (3.17× at 06:54 on the same code: the file-creation effect after deletes "
+            "comes and goes) and grows 1.65 to 10,000 against Kafka's 1.55; produce p99 grows 1.44 "
+            "(Kafka 1.23), both brokers faster than linearly as in earlier runs."
+        ),
     ]
 )
 
