@@ -29,7 +29,15 @@ class Purgatory:
 
     def notify(self, key: Hashable) -> int:
         """Wake every watch on ``key`` (each fires with ``key``); returns how many were
-        woken."""
+        woken. A partition's key, ``(kind, topic, partition)``, also wakes the watches on its
+        topic's, ``(kind, topic)`` (each fires with that): a fetch following thousands of
+        partitions waits on whole topics in one key each."""
+        woken = self._wake(key)
+        if type(key) is tuple and len(key) == 3:
+            woken += self._wake(key[:2])
+        return woken
+
+    def _wake(self, key: Hashable) -> int:
         watches = self._watchers.pop(key, None)
         if not watches:
             return 0

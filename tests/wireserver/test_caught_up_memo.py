@@ -15,10 +15,11 @@ from wireserver.apis.fetch import CaughtUpMemo
 from wireserver.broker import Broker
 from wireserver.config import BrokerConfig
 from wireserver.protocol.records import RecordBatchBuilder
+from wireserver.security.acls import AclBinding, Operation, PatternType, Permission, ResourceType
 
 TOPIC = "orders"
 NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION = 0, 1, 3
-FENCED_LEADER_EPOCH, UNKNOWN_TOPIC_ID = 74, 100
+FENCED_LEADER_EPOCH, UNKNOWN_TOPIC_ID, TOPIC_AUTHORIZATION_FAILED = 74, 100, 29
 
 
 @pytest.fixture
@@ -52,9 +53,23 @@ class Client:
     ) -> dict:
         """partition -> (error, high watermark, log start, record bytes, aborted); ``more``
         names the topic again, with those partitions and offsets."""
+        self.send_fetch(offsets, leader_epoch, topic_id, *more)
+        [frame] = responses(self.transport)
+        return self.read(frame)
+
+    def send_fetch(
+        self,
+        offsets: dict[int, int],
+        leader_epoch: int = -1,
+        topic_id=None,
+        *more: dict | tuple[str, dict],
+        max_wait_ms: int = 0,
+    ) -> None:
+        """``more``: the topic again (partition -> offset), or another topic by name
+        (its name, partition -> offset; v12)."""
         topics = [
             FetchRequest.FetchTopic(
-                topic=TOPIC,
+                topic=named[0] if isinstance(named, tuple) else TOPIC,
                 topic_id=topic_id or (self.topic_id() if self.version >= 13 else None),
                 partitions=[
                     FetchRequest.FetchTopic.FetchPartition(
@@ -63,7 +78,7 @@ class Client:
                         fetch_offset=offset,
                         partition_max_bytes=1 << 20,
                     )
-                    for p, offset in named.items()
+                    for p, offset in (named[1] if isinstance(named, tuple) else named).items()
                 ],
             )
             for named in (offsets, *more)
@@ -74,7 +89,7 @@ class Client:
             FetchRequest(
                 version=self.version,
                 replica_id=-1,
-                max_wait_ms=0,
+                max_wait_ms=max_wait_ms,
                 min_bytes=1,
                 max_bytes=1 << 20,
                 isolation_level=self.isolation_level,
@@ -86,7 +101,16 @@ class Client:
             ),
             self.correlation,
         )
-        [frame] = responses(self.transport)
+
+    def entries(self, frame) -> list[tuple[str, list[int]]]:
+        """The answer's topic entries: (topic, its partitions)."""
+        answer = FetchResponse.decode(bytes(frame), version=self.version, header=True)
+        return [
+            (entry.topic, [p.partition_index for p in entry.partitions])
+            for entry in answer.responses
+        ]
+
+    def read(self, frame) -> dict:
         answer = FetchResponse.decode(bytes(frame), version=self.version, header=True)
         return {
             p.partition_index: (
@@ -250,14 +274,105 @@ def test_a_committed_transaction_is_read_committed_at_once(broker):
     assert answer[:3] == (NONE, 2, 0) and answer[3] > 0
 
 
-def test_a_topic_named_twice_is_answered_in_full_each_time(broker):
+def test_a_topic_named_again_further_on_gets_an_entry_each_time_as_in_kafka(broker):
+    """Kafka's answer keeps the request's order and puts consecutive partitions of a topic
+    in one entry: a topic named again after another gets a second entry, and each is kept
+    on its own; named twice in a row, its partitions share one entry."""
+    broker.logs.create_topic("other", 1)
     client = Client(broker)
     client.produce(0, 1)
-    assert caught_up(client, {0: 1, 1: 0})[0] == (NONE, 1, 0, 0, None)
-    twice = client.fetch({0: 1}, -1, None, {1: 0})
-    assert twice == {0: (NONE, 1, 0, 0, None), 1: (NONE, 0, 0, 0, None)}
-    assert client.fetch({0: 1}, -1, None, {1: 0}) == twice
+    apart = ({0: 1}, -1, None, ("other", {0: 0}), {1: 0})
+    for _ in range(2):  # read, then kept
+        client.send_fetch(*apart)
+        [frame] = responses(client.transport)
+        assert client.entries(frame) == [(TOPIC, [0]), ("other", [0]), (TOPIC, [1])]
+        assert client.read(frame)[1] == (NONE, 0, 0, 0, None)
+    assert sum(1 for key in memo_of(client).topics if key[0] == TOPIC) == 2
     client.produce(1, 2)
-    twice = client.fetch({0: 1}, -1, None, {1: 0})
-    assert twice[0] == (NONE, 1, 0, 0, None)
-    assert twice[1][:3] == (NONE, 2, 0) and twice[1][3] > 0
+    client.send_fetch(*apart)
+    [frame] = responses(client.transport)
+    assert client.entries(frame) == [(TOPIC, [0]), ("other", [0]), (TOPIC, [1])]
+    answer = client.read(frame)
+    assert answer[1][:3] == (NONE, 2, 0) and answer[1][3] > 0
+    in_a_row = client.fetch({0: 1}, -1, None, {1: 2})
+    assert in_a_row == {0: (NONE, 1, 0, 0, None), 1: (NONE, 2, 0, 0, None)}
+    client.send_fetch({0: 1}, -1, None, {1: 2})
+    [frame] = responses(client.transport)
+    assert client.entries(frame) == [(TOPIC, [0, 1])]
+
+
+def memo_of(client: Client) -> CaughtUpMemo:
+    [memo] = [m for m in client.connection.handler_cache.values() if isinstance(m, CaughtUpMemo)]
+    return memo
+
+
+def test_a_waiting_fetch_wakes_on_a_record_in_a_kept_topic(broker):
+    """A fetch that finds nothing waits on each kept topic as a whole (one purgatory key),
+    wakes on a record in any of its partitions, and answers it beside the others' kept
+    entries."""
+    client, producer = Client(broker), Client(broker)
+    client.produce(0, 1)
+    assert caught_up(client, {0: 1, 1: 0}) == {0: (NONE, 1, 0, 0, None), 1: (NONE, 0, 0, 0, None)}
+    client.send_fetch({0: 1, 1: 0}, max_wait_ms=500)
+    assert responses(client.transport) == []
+    assert broker.purgatory.waiting(("append", TOPIC)) == 1
+    assert broker.purgatory.waiting(("append", TOPIC, 1)) == 0
+    producer.produce(1, 2)
+    [frame] = responses(client.transport)
+    answer = client.read(frame)
+    assert answer[0] == (NONE, 1, 0, 0, None)
+    assert answer[1][:3] == (NONE, 2, 0) and answer[1][3] > 0
+    assert broker.purgatory.waiting(("append", TOPIC)) == 0
+    # the woken topic is kept again once caught up
+    assert caught_up(client, {0: 1, 1: 2})[1] == (NONE, 2, 0, 0, None)
+
+
+def test_a_waiting_fetch_answers_at_its_deadline_from_a_fresh_read(broker):
+    """At the deadline every partition is read again, kept topics included: a log start
+    moved while the fetch waited (no append, so no wake) is in the answer."""
+    client = Client(broker)
+    client.produce(0, 4)
+    assert caught_up(client, {0: 4})[0] == (NONE, 4, 0, 0, None)
+    client.send_fetch({0: 4}, max_wait_ms=500)
+    assert responses(client.transport) == []
+    broker.logs.get_log(TOPIC, 0).delete_records_before(3)
+    broker.reactor.advance(0.6)
+    [frame] = responses(client.transport)
+    assert client.read(frame)[0] == (NONE, 4, 3, 0, None)
+
+
+def test_a_kept_topic_denied_after_an_acl_change_answers_the_denial(tmp_path):
+    """The topic's READ is checked on every fetch, kept topics included."""
+    config = BrokerConfig.load(
+        None,
+        {
+            "log.dirs": str(tmp_path),
+            "listeners": "PLAINTEXT://127.0.0.1:0",
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "allow.everyone.if.no.acl.found": "true",
+        },
+    )
+    instance = Broker(config, MemoryReactorClock())
+    instance.start()
+    try:
+        instance.logs.create_topic(TOPIC, 2)
+        client = Client(instance)
+        client.produce(0, 1)
+        assert caught_up(client, {0: 1, 1: 0})[0] == (NONE, 1, 0, 0, None)
+        instance.security.authorizer.add(
+            [
+                AclBinding(
+                    ResourceType.TOPIC,
+                    TOPIC,
+                    PatternType.LITERAL,
+                    "User:ANONYMOUS",
+                    "*",
+                    Operation.READ,
+                    Permission.DENY,
+                )
+            ]
+        )
+        answer = client.fetch({0: 1, 1: 0})
+        assert [answer[p][0] for p in (0, 1)] == [TOPIC_AUTHORIZATION_FAILED] * 2
+    finally:
+        instance.logs.close()

@@ -48,6 +48,7 @@ with OffsetForLeaderEpoch first).
 
 from __future__ import annotations
 
+import bisect
 import collections
 import uuid
 from collections.abc import Callable, Mapping
@@ -184,6 +185,15 @@ class FetchPlan:
             return {}
         return self.ctx.services.logs.topic_names_by_id
 
+    def answer_each(self, kept: KeptTopic) -> None:
+        """Answer a kept topic's partitions from their results, not as kept (its ACL
+        denied it since)."""
+        runs = self.runs
+        assert runs is not None
+        for r, run in enumerate(runs):
+            if run[2] is kept:
+                runs[r] = run[:2] + (None,) + run[3:]
+
     def requested(self, by_id: Mapping) -> list[CachedPartition]:
         version = self.version
         requested: list[CachedPartition] = []
@@ -286,7 +296,8 @@ class CaughtUpMemo:
         #: topic -> partition -> (fetch offset, current leader epoch, log, partition,
         #: leader state, leader epoch, (hw, lso, log start), result)
         self.tables: dict[str, dict[int, tuple]] = {}
-        #: the request's key of a topic (its id from v13, else its name) -> the topic kept
+        #: (the request's key of a topic (its id from v13, else its name), how many times the
+        #: request named it before) -> the topic kept
         self.topics: dict = {}
 
     def plan(self, plan: FetchPlan, by_id: Mapping) -> None:
@@ -297,17 +308,29 @@ class CaughtUpMemo:
         partitions: list[CachedPartition] = []
         items: list = []
         runs: list[tuple] = []
-        seen: set = set()
+        # A topic may be named more than once (librdkafka starts each fetch one partition
+        # further along its list, which is not in topic order): each time is kept apart,
+        # under the topic's key and how many times it came before in the request. Named
+        # twice in a row, both are read partition by partition, as their answer is one entry
+        # (``build_response``).
+        times: dict = {}
+        previous = None
         for topic in plan.ctx.body.topics:
             key = topic.topic_id if version >= 13 else topic.topic
-            if key in seen:
-                # A topic named twice gets one answer entry (``build_response``), which a
-                # kept entry cannot be: read this request partition by partition.
-                plan.partitions = plan.requested(by_id)
-                return
-            seen.add(key)
             name = by_id.get(topic.topic_id) if version >= 13 else topic.topic
-            raw = getattr(topic, "raw", None)  # (kafka-python's entries have none)
+            # (kafka-python's entries have no ``raw``; None: neither kept nor to keep)
+            raw = getattr(topic, "raw", None)
+            if key == previous and runs:
+                raw = None
+                first_start, first_end, first_kept, first_key, _, first_name = runs[-1]
+                if first_kept is not None:
+                    items.pop()
+                    items.extend(first_kept.partitions)
+                runs[-1] = (first_start, first_end, None, first_key, None, first_name)
+            previous = key
+            count = times.get(key, 0)
+            times[key] = count + 1
+            key = (key, count)
             start = len(partitions)
             kept = self.topics.get(key)
             if (
@@ -427,7 +450,8 @@ class KeptTopic:
         self.sequence = sequence
         self.partitions = partitions
         self.results = results
-        self.keys = [("append", name, cached.partition) for cached in partitions]
+        #: what a fetch waits on for the topic: any append to it (``Purgatory.notify``)
+        self.keys = [("append", name)]
         self.answer = FetchTopic(
             name,
             partitions[0].topic_id or ZERO_UUID,
@@ -511,6 +535,7 @@ def read_partitions(
                     denied = denials[cached.name] = checks.fetch_topic(ctx, cached.name)
                 if denied:
                     results.extend(PartitionResult(p, denied) for p in cached.partitions)
+                    plan.answer_each(cached)
                 else:
                     results.extend(cached.results)
                 continue
@@ -679,7 +704,6 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
     aborted_class = partition_class.AbortedTransaction
     read_committed = ctx.body.isolation_level == 1
     topics: list = []
-    by_topic: dict = {}
     moved = []  # (topic, partition, response entry) answered with a leader-moved error
     metrics = ctx.services.metrics
     # a follower's reads are replication, not BytesOut
@@ -732,16 +756,18 @@ def build_response(ctx, plan: FetchPlan, results: list[PartitionResult]):
                         continue
                     if result.records:
                         session.partitions.move_to_end(plan.key(cached))
-            if entry is None or cached.topic is None or cached.topic != entry.topic:
-                # A topic's partitions come together: the dict (whose v13+ keys are UUIDs, hashed
-                # in Python) only when the topic changes.
-                topic_key = cached.topic_id if plan.version >= 13 else cached.topic
-                entry = by_topic.get(topic_key)
-                if entry is None:
-                    entry = by_topic[topic_key] = topic_class(
-                        topic=cached.topic, topic_id=cached.topic_id or ZERO_UUID, partitions=[]
-                    )
-                    topics.append(entry)
+            if (
+                entry is None
+                or cached.topic != entry.topic
+                or (cached.topic is None and cached.topic_id != entry.topic_id)
+            ):
+                # Consecutive partitions of one topic share an entry, as in Kafka's answer
+                # (``FetchResponse.toMessage`` keeps the request's order): a topic named
+                # again further on gets another. (An unknown topic has no name: its id.)
+                entry = topic_class(
+                    topic=cached.topic, topic_id=cached.topic_id or ZERO_UUID, partitions=[]
+                )
+                topics.append(entry)
             if result.answer is not None:  # made once, sent again (CaughtUpMemo)
                 entry.partitions.append(result.answer)
                 continue
@@ -815,8 +841,11 @@ class LongPoll:
     fetch as it happens, so the others are as the first read left them, and a consumer
     following thousands of partitions costs one read of them per record, not two (a change
     that comes without an append, a log start moved by retention, is reported by the next
-    fetch; the wait is at most ``max_wait_ms``). At the deadline every partition is read
-    again, as Kafka's ``DelayedFetch.onComplete`` does.
+    fetch; the wait is at most ``max_wait_ms``). A topic the caught-up memo answered whole
+    (``KeptTopic``) is waited on as a whole, in one key that any append to it notifies
+    (``Purgatory.notify``); woken by it, the fetch reads that topic's partitions again, and
+    answers the other kept topics with their kept entries. At the deadline every partition is
+    read again, as Kafka's ``DelayedFetch.onComplete`` does, kept topics included.
 
     A state object with callbacks rather than an ``inlineCallbacks`` generator: the answer is
     returned at once when the first read is ready (no Deferred), and the module can be
@@ -835,7 +864,7 @@ class LongPoll:
         self.client_id = ""
         self.results: list[PartitionResult] = []
         #: the purgatory keys this fetch waits on, made at its first wait
-        self.keys: list[tuple[str, str, int]] | None = None
+        self.keys: list[tuple] | None = None
         #: (topic, partition) -> its indexes in the plan, made at the first partial re-read
         self.positions: dict[tuple[str | None, int], list[int]] | None = None
         #: the results so far hold no records: a wake re-reads only the partition appended to
@@ -872,9 +901,6 @@ class LongPoll:
                 for cached in piece
                 if cached.topic is not None
             )
-        # From here results change partition by partition (``reread``): the kept topics'
-        # answers no longer stand for theirs.
-        plan.runs = None
         if not self.keys or not self.wait():
             return self.answer()
         # Not ready with min_bytes 1: no partition had a record (or an error).
@@ -891,14 +917,18 @@ class LongPoll:
         self.services.purgatory.watch(self.keys, remaining).addCallback(self.woken)
         return True
 
-    def woken(self, key: tuple[str, str, int] | bool) -> None:
+    def woken(self, key: tuple | bool) -> None:
         """An append to one of the partitions (its purgatory key) or the timeout (False)."""
         assert self.answered is not None
         try:
             if key and self.partial:
                 assert isinstance(key, tuple)
-                fresh = self.reread(key[1], key[2])
+                # a partition's key, or a kept topic's (``KeptTopic.keys``): all of it
+                fresh = self.reread(key[1], key[2] if len(key) == 3 else None)
             else:
+                # Every partition read again: the kept topics' answers, as they were when
+                # the fetch arrived, no longer stand for theirs.
+                self.plan.runs = None
                 fresh = self.results = read_partitions(self.ctx, self.plan)
             # After a partial re-read the other partitions are still empty and without
             # errors, so whether the fresh ones are ready is whether the whole answer is.
@@ -910,18 +940,30 @@ class LongPoll:
             return
         self.answered.callback(response)
 
-    def reread(self, topic: str, index: int) -> list[PartitionResult]:
-        """Read again the partition appended to (each place it has in the request), keeping
-        the other results; returns the fresh ones."""
-        partitions = self.plan.partitions
-        if self.positions is None:
-            self.positions = {}
-            for i, cached in enumerate(partitions):
-                self.positions.setdefault((cached.topic, cached.partition), []).append(i)
-        indexes = self.positions.get((topic, index), [])
-        fresh = read_partitions(self.ctx, self.plan, [partitions[i] for i in indexes])
+    def reread(self, topic: str, index: int | None) -> list[PartitionResult]:
+        """Read again the partition appended to (each place it has in the request), or
+        every partition of ``topic`` (``index`` None), keeping the other results; returns
+        the fresh ones. The kept topics they are in are answered from their results now."""
+        plan = self.plan
+        partitions = plan.partitions
+        if index is None:
+            indexes = [i for i, cached in enumerate(partitions) if cached.topic == topic]
+        else:
+            if self.positions is None:
+                self.positions = {}
+                for i, cached in enumerate(partitions):
+                    self.positions.setdefault((cached.topic, cached.partition), []).append(i)
+            indexes = self.positions.get((topic, index), [])
+        fresh = read_partitions(self.ctx, plan, [partitions[i] for i in indexes])
         for i, result in zip(indexes, fresh):
             self.results[i] = result
+        runs = plan.runs
+        if runs is not None and indexes:
+            starts = [run[0] for run in runs]
+            for i in indexes:
+                r = bisect.bisect_right(starts, i) - 1
+                if runs[r][2] is not None:
+                    runs[r] = runs[r][:2] + (None,) + runs[r][3:]
         return fresh
 
     def answer(self) -> HandlerResult:
