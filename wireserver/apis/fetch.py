@@ -113,11 +113,10 @@ class FetchPlan:
         #: ``maxValueInQuotaWindow``), None without a quota
         self.quota_bytes: float | None = None
         self.partitions: list[CachedPartition] = []
-        #: a sessionless consumer fetch's request topics, in order, as (start, end, kept,
-        #: key, raw, name): its partitions are ``partitions[start:end]``, and ``kept`` the
-        #: topic's answer kept whole (``KeptTopic``) or None (``CaughtUpMemo.plan``); None
-        #: when the memo is not used, and from the fetch's first wait on (``LongPoll``)
-        self.runs: list[tuple] | None = None
+        #: a sessionless consumer fetch's request topics, in order (``CaughtUpMemo.plan``);
+        #: None when the memo is not used, and once every partition is read again
+        #: (``LongPoll``)
+        self.runs: list[TopicRun] | None = None
         #: with ``runs``: the partitions, each kept topic in place of its own
         self.items: list = []
 
@@ -185,21 +184,14 @@ class FetchPlan:
             return {}
         return self.ctx.services.logs.topic_names_by_id
 
-    def answer_each(self, kept: KeptTopic) -> None:
-        """Answer a kept topic's partitions from their results, not as kept (its ACL
-        denied it since)."""
-        runs = self.runs
-        assert runs is not None
-        for r, run in enumerate(runs):
-            if run[2] is kept:
-                runs[r] = run[:2] + (None,) + run[3:]
+    def topic_name(self, topic, by_id: Mapping) -> str | None:
+        """A request topic's name; None for a topic id this broker does not know."""
+        return by_id.get(topic.topic_id) if self.version >= 13 else topic.topic
 
     def requested(self, by_id: Mapping) -> list[CachedPartition]:
-        version = self.version
         requested: list[CachedPartition] = []
         for topic in self.ctx.body.topics:
-            name = by_id.get(topic.topic_id) if version >= 13 else topic.topic
-            requested.extend(self.topic_partitions(topic, name))
+            requested.extend(self.topic_partitions(topic, self.topic_name(topic, by_id)))
         return requested
 
     def topic_partitions(self, topic, name: str | None) -> list[CachedPartition]:
@@ -262,6 +254,32 @@ class PartitionResult:
         self.answer = answer
 
 
+class TopicRun:
+    """One topic of a sessionless consumer fetch, as the request names it: its partitions
+    are the plan's ``partitions[start:end]``; ``kept`` is its answer kept whole
+    (``KeptTopic``), or None when its partitions are read one by one; ``key`` is what the
+    memo keeps it under, ``raw`` the bytes the request names its partitions with (None: not
+    to keep), ``name`` its name (None: an unknown topic id)."""
+
+    __slots__ = ("start", "end", "kept", "key", "raw", "name")
+
+    def __init__(
+        self,
+        start: int,
+        end: int,
+        kept: KeptTopic | None,
+        key: tuple,
+        raw: bytes | None,
+        name: str | None,
+    ) -> None:
+        self.start = start
+        self.end = end
+        self.kept = kept
+        self.key = key
+        self.raw = raw
+        self.name = name
+
+
 class CaughtUpMemo:
     """The answers one connection's sessionless consumer fetches got for partitions read to
     their end, kept to be sent again while nothing they are made of has changed.
@@ -276,8 +294,10 @@ class CaughtUpMemo:
     partition serves, the partition is led here under the same leadership (the same
     ``LeaderState`` and epoch), and the log's (high watermark, last stable offset, log
     start) are the kept ones: everything a caught-up partition's answer is made of. The
-    topic's ACL is checked per request before it, as for every partition, and a request
-    arriving while a log dir is offline reads every partition (``usable``).
+    topic's ACL is checked per request before it, as for every partition (for a topic kept
+    whole, in ``plan``: a denied one is read partition by partition and answered the
+    denial), and a request arriving while a log dir is offline reads every partition
+    (``usable``).
 
     A topic all of whose partitions were answered so is also kept whole (``KeptTopic``):
     while the request names its partitions with the same bytes and the broker's change
@@ -304,10 +324,11 @@ class CaughtUpMemo:
         """Make ``plan``'s partitions and runs: a kept topic's partitions as kept, the
         others' from the request (``FetchPlan.topic_partitions``)."""
         version = plan.version
-        changes = plan.ctx.services.logs.changes
+        ctx = plan.ctx
+        changes = ctx.services.logs.changes
         partitions: list[CachedPartition] = []
         items: list = []
-        runs: list[tuple] = []
+        runs: list[TopicRun] = []
         # A topic may be named more than once (librdkafka starts each fetch one partition
         # further along its list, which is not in topic order): each time is kept apart,
         # under the topic's key and how many times it came before in the request. Named
@@ -315,18 +336,19 @@ class CaughtUpMemo:
         # (``build_response``).
         times: dict = {}
         previous = None
-        for topic in plan.ctx.body.topics:
+        for topic in ctx.body.topics:
             key = topic.topic_id if version >= 13 else topic.topic
-            name = by_id.get(topic.topic_id) if version >= 13 else topic.topic
+            name = plan.topic_name(topic, by_id)
             # (kafka-python's entries have no ``raw``; None: neither kept nor to keep)
             raw = getattr(topic, "raw", None)
             if key == previous and runs:
                 raw = None
-                first_start, first_end, first_kept, first_key, _, first_name = runs[-1]
-                if first_kept is not None:
+                first = runs[-1]
+                if first.kept is not None:
                     items.pop()
-                    items.extend(first_kept.partitions)
-                runs[-1] = (first_start, first_end, None, first_key, None, first_name)
+                    items.extend(first.kept.partitions)
+                first.kept = None
+                first.raw = None
             previous = key
             count = times.get(key, 0)
             times[key] = count + 1
@@ -339,6 +361,7 @@ class CaughtUpMemo:
                 and kept.name == name
                 and kept.raw == raw
                 and changes.unchanged_since(kept.name, kept.sequence)
+                and checks.fetch_topic(ctx, kept.name) is None
             ):
                 partitions.extend(kept.partitions)
                 items.append(kept)
@@ -347,7 +370,7 @@ class CaughtUpMemo:
                 read = plan.topic_partitions(topic, name)
                 partitions.extend(read)
                 items.extend(read)
-            runs.append((start, len(partitions), kept, key, raw, name))
+            runs.append(TopicRun(start, len(partitions), kept, key, raw, name))
         plan.partitions = partitions
         plan.items = items
         plan.runs = runs
@@ -356,13 +379,14 @@ class CaughtUpMemo:
         """Keep whole each topic of a first read whose partitions all have kept answers,
         as of change ``sequence``."""
         assert plan.runs is not None
-        for start, end, kept, key, raw, name in plan.runs:
-            if kept is not None or raw is None or name is None or start == end:
+        for run in plan.runs:
+            start, end, name, raw = run.start, run.end, run.name, run.raw
+            if run.kept is not None or raw is None or name is None or start == end:
                 continue
             chunk = results[start:end]
             if any(result.answer is None for result in chunk):
                 continue
-            self.topics[key] = KeptTopic(
+            self.topics[run.key] = KeptTopic(
                 raw, name, sequence, plan.partitions[start:end], chunk, plan.version
             )
 
@@ -429,7 +453,7 @@ class KeptTopic:
     journal's sequence number when read, the plan's partitions and results, their purgatory
     keys and the topic's answer entry, encoded once.
 
-    It stands in a plan's ``runs`` for its partitions, and in ``read_partitions``' loop for
+    It stands in a plan's ``TopicRun`` for its partitions, and in ``read_partitions``' loop for
     all of them at once: it has no ``topic`` (None) so that the loop tells it from a
     partition in its check for an unknown topic, without a test of its own per partition."""
 
@@ -467,7 +491,7 @@ def pieces(plan: FetchPlan, items: list) -> list:
     runs = plan.runs
     if runs is None:
         return [items]
-    return [kept if kept is not None else items[start:end] for start, end, kept, *_ in runs]
+    return [run.kept if run.kept is not None else items[run.start : run.end] for run in runs]
 
 
 def consumer_reads(ctx, version: int) -> tuple[bool, bool]:
@@ -529,15 +553,8 @@ def read_partitions(
         items = plan.items
     for cached in items:
         if cached.topic is None:
-            if cached.__class__ is KeptTopic:  # a kept topic (its ``topic`` is None)
-                denied = denials.get(cached.name, False)
-                if denied is False:
-                    denied = denials[cached.name] = checks.fetch_topic(ctx, cached.name)
-                if denied:
-                    results.extend(PartitionResult(p, denied) for p in cached.partitions)
-                    plan.answer_each(cached)
-                else:
-                    results.extend(cached.results)
+            if cached.__class__ is KeptTopic:  # a kept topic (its ``topic`` is None), whose
+                results.extend(cached.results)  # ACL ``CaughtUpMemo.plan`` checked
                 continue
             error = (
                 ErrorCode.UNKNOWN_TOPIC_ID
@@ -946,8 +963,14 @@ class LongPoll:
         the fresh ones. The kept topics they are in are answered from their results now."""
         plan = self.plan
         partitions = plan.partitions
+        runs = plan.runs
         if index is None:
-            indexes = [i for i, cached in enumerate(partitions) if cached.topic == topic]
+            if runs is not None:
+                indexes = [
+                    i for run in runs if run.name == topic for i in range(run.start, run.end)
+                ]
+            else:
+                indexes = [i for i, cached in enumerate(partitions) if cached.topic == topic]
         else:
             if self.positions is None:
                 self.positions = {}
@@ -957,13 +980,10 @@ class LongPoll:
         fresh = read_partitions(self.ctx, plan, [partitions[i] for i in indexes])
         for i, result in zip(indexes, fresh):
             self.results[i] = result
-        runs = plan.runs
         if runs is not None and indexes:
-            starts = [run[0] for run in runs]
+            starts = [run.start for run in runs]
             for i in indexes:
-                r = bisect.bisect_right(starts, i) - 1
-                if runs[r][2] is not None:
-                    runs[r] = runs[r][:2] + (None,) + runs[r][3:]
+                runs[bisect.bisect_right(starts, i) - 1].kept = None
         return fresh
 
     def answer(self) -> HandlerResult:
