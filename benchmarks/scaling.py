@@ -18,7 +18,8 @@ against size, both brokers, log-log) goes to ``benchmarks/scaling/<dimension>.pn
   report), a consumer assigned all of them following a producer that sends a record every
   10 ms to a random one (produce-to-consume p50 and p99, and broker CPU meanwhile: the cost of
   a fetch session that wide), idle CPU and RSS, the start-up time with that data, and time to
-  delete them. The timed produce follows an untimed one of a quarter of its records, so that
+  delete them (the next size starts once the deleted directories are gone, on either broker:
+  ``wait_until_removed``). The timed produce follows an untimed one of a quarter of its records, so that
   Kafka's JIT has compiled its produce path.
 - **connections** and **groups**: ``benchmarks.scaling_load``.
 - **history**: ``benchmarks.scaling_history`` (1, 10 and 30 GiB of log; a size is skipped when
@@ -466,6 +467,22 @@ def delete_topics(admin, topics: list[tuple[str, int]]) -> None:
             future.result(timeout=300)
 
 
+def wait_until_removed(data_dir: Path, prefix: str, timeout: float = 120) -> bool:
+    """Wait until no directory of ``data_dir`` starts with ``prefix`` (a deleted topic's
+    partition directories, renamed ``-delete`` first, then removed); False after ``timeout``.
+    Both brokers remove them at once here (Kafka's ``log.segment.delete.delay.ms`` is 0,
+    ``KafkaTarget``), so the next size starts after its own broker's deletion, on either."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if not any(name.startswith(prefix) for name in os.listdir(data_dir)):
+                return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
 def produce_across(bootstrap: str, partitions: list[tuple[str, int]], records: int) -> tuple:
     """Send ``records`` 100 B records round-robin over ``partitions`` with acks=1; returns
     (records/s, p99 ms from produce() to delivery report, errors)."""
@@ -676,6 +693,8 @@ def measure_partitions(
             put(size, "delete (s)", time.perf_counter() - started)
         except Exception as exc:  # noqa: BLE001
             put(size, "delete (s)", None, str(exc)[:200])
+            continue
+        wait_until_removed(target.data_dir, f"scale-p{size}-")
     return out
 
 

@@ -4,13 +4,15 @@ process with real clients, and its table says what was measured."""
 from __future__ import annotations
 
 import math
+import os
 import tempfile
+import threading
 
 import pytest
 from confluent_kafka.admin import AdminClient
 
 from benchmarks.compare import choose_pinning
-from benchmarks.scaling import Figure, growth, measure_partitions, render
+from benchmarks.scaling import Figure, growth, measure_partitions, render, wait_until_removed
 from benchmarks.scaling_targets import WireserverTarget, median_of_rounds
 
 pytestmark = pytest.mark.integration
@@ -90,8 +92,20 @@ def test_the_partitions_dimension_measures_a_real_broker():
         # The topics it made are gone again.
         listed = AdminClient({"bootstrap.servers": target.bootstrap}).list_topics(timeout=30)
         assert not [name for name in listed.topics if name.startswith("scale-p10-")]
+        # ... and so are their directories, renamed and removed before the next size starts.
+        assert not [n for n in os.listdir(target.data_dir) if n.startswith("scale-p10-")]
     finally:
         target.close()
+
+
+def test_the_next_size_waits_for_the_deleted_directories(tmp_path):
+    doomed = tmp_path / "scale-p10-0-3.0123abcd-delete"
+    doomed.mkdir()
+    (tmp_path / "scale-p100-0-3").mkdir()  # another size's: not waited for
+    assert not wait_until_removed(tmp_path, "scale-p10-", timeout=0.3)
+    threading.Timer(0.3, doomed.rmdir).start()
+    assert wait_until_removed(tmp_path, "scale-p10-", timeout=30)
+    assert not doomed.exists()
 
 
 class _ToyTarget:
