@@ -389,11 +389,17 @@ def delete_topic_files(broker: Broker, topic: str, timeout: float = 30.0) -> boo
     delete_topic(broker.bootstrap, topic)
     if broker.data_dir is None:
         return False
+    return wait_until_removed(broker.data_dir, f"{topic}-", timeout)
+
+
+def wait_until_removed(data_dir: str | Path, prefix: str, timeout: float = 120) -> bool:
+    """Wait until no entry of ``data_dir`` starts with ``prefix`` (a deleted topic's
+    partition directories, renamed ``-delete`` first, then removed); False after
+    ``timeout``."""
     deadline = time.monotonic() + timeout
-    prefix = f"{topic}-"
     while time.monotonic() < deadline:
         try:
-            if not any(name.startswith(prefix) for name in os.listdir(broker.data_dir)):
+            if not any(name.startswith(prefix) for name in os.listdir(data_dir)):
                 return True
         except FileNotFoundError:
             return True

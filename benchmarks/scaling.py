@@ -63,6 +63,7 @@ from benchmarks.compare import (
     machine_lines,
     tree_cpu_seconds,
     tree_rss_kib,
+    wait_until_removed,
     write_section,
 )
 from benchmarks.scaling_targets import (
@@ -487,22 +488,6 @@ def delete_topics(admin, topics: list[tuple[str, int]]) -> None:
             future.result(timeout=300)
 
 
-def wait_until_removed(data_dir: Path, prefix: str, timeout: float = 120) -> bool:
-    """Wait until no directory of ``data_dir`` starts with ``prefix`` (a deleted topic's
-    partition directories, renamed ``-delete`` first, then removed); False after ``timeout``.
-    Both brokers remove them at once here (Kafka's ``log.segment.delete.delay.ms`` is 0,
-    ``KafkaTarget``), so the next size starts after its own broker's deletion, on either."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if not any(name.startswith(prefix) for name in os.listdir(data_dir)):
-                return True
-        except FileNotFoundError:
-            return True
-        time.sleep(0.1)
-    return False
-
-
 def produce_across(bootstrap: str, partitions: list[tuple[str, int]], records: int) -> tuple:
     """Send ``records`` 100 B records round-robin over ``partitions`` with acks=1; returns
     (records/s, p99 ms from produce() to delivery report, errors)."""
@@ -714,6 +699,8 @@ def measure_partitions(
         except Exception as exc:  # noqa: BLE001
             put(size, "delete (s)", None, str(exc)[:200])
             continue
+        # Both brokers remove the directories at once here (Kafka's
+        # log.segment.delete.delay.ms is 0, ``KafkaTarget``): the next size starts after them.
         wait_until_removed(target.data_dir, f"scale-p{size}-")
     return out
 

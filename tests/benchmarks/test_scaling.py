@@ -11,8 +11,8 @@ import threading
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from benchmarks.compare import choose_pinning
-from benchmarks.scaling import Figure, growth, measure_partitions, render, wait_until_removed
+from benchmarks.compare import choose_pinning, wait_until_removed
+from benchmarks.scaling import Figure, growth, measure_partitions, render
 from benchmarks.scaling_targets import WireserverTarget, median_of_rounds
 
 pytestmark = pytest.mark.integration
