@@ -447,6 +447,37 @@ def test_state_and_pending_offsets_reload(tmp_path):
         close(third)
 
 
+def test_a_reload_keeps_each_partitions_last_offset_in_log_order(tmp_path):
+    """A reload decodes only the last plain commit of each partition (the coordinator's
+    ``_replay``): a transaction's offsets still land over the commits before its marker and
+    under those after it, and a deleted offset stays deleted."""
+    first = make_broker(tmp_path)
+    create_topic(first, "t", 3, 1, {})
+    offsets = first.groups.offsets
+    for n in range(1, 51):
+        commits = [OffsetCommit("t", p, n * 10 + p) for p in range(3)]
+        assert set(offsets.commit_offsets("g", -1, "", None, 9, commits).values()) == {E.NONE}
+    _, pid, epoch = first.txn.init_producer_id("a", 60_000)
+    assert first.txn.add_offsets("a", pid, epoch, "g") == E.NONE
+    txn_commits = [OffsetCommit("t", 0, 700), OffsetCommit("t", 1, 701)]
+    offsets.txn_offset_commit("g", pid, epoch, -1, "", None, txn_commits)
+    assert first.txn.end_txn("a", pid, epoch, commit=True) == E.NONE
+    offsets.commit_offsets("g", -1, "", None, 9, [OffsetCommit("t", 1, 801)])
+    assert offsets.delete_offsets("g", [("t", 2)]) == (E.NONE, {("t", 2): E.NONE})
+
+    def committed(broker: Broker) -> dict[int, int | None]:
+        [(_, found)] = broker.groups.offsets.fetch_offsets("g", [("t", [0, 1, 2])])
+        return {p: None if c is None else c.offset for p, c in found}
+
+    before = committed(first)
+    close(first)
+    second = make_broker(tmp_path)
+    try:
+        assert committed(second) == before == {0: 700, 1: 801, 2: None}
+    finally:
+        close(second)
+
+
 def test_list_transactions_filters(broker):
     coord = broker.txn
     _, pid, epoch = coord.init_producer_id("x-1", 60_000)

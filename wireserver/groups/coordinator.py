@@ -74,6 +74,8 @@ from wireserver.groups.consumer_coordinator import ConsumerGroupCoordinator
 from wireserver.groups.group import CommittedOffset, Group, Member
 from wireserver.groups.offsets import OffsetCommit, OffsetManager, PendingOffsets
 from wireserver.groups.records import (
+    LEGACY_OFFSET_KEY_PREFIX,
+    OFFSET_KEY_PREFIX,
     ConsumerGroupKey,
     ConsumerGroupValue,
     GroupKey,
@@ -101,6 +103,9 @@ from wireserver.protocol.errors import DecodeError, ErrorCode
 from wireserver.protocol.records import ControlRecordType, RecordBatch, decode_control_record
 
 log = logging.getLogger(__name__)
+
+#: How the key of an offset commit starts, in ``__consumer_offsets`` (``_replay``).
+_OFFSET_KEY_PREFIXES = (OFFSET_KEY_PREFIX, LEGACY_OFFSET_KEY_PREFIX)
 
 S = GroupState
 #: How long a new member's JoinGroup may wait before it is dropped (Kafka's
@@ -361,19 +366,49 @@ class GroupCoordinator:
     ) -> None:
         """Read the partition's records into ``values`` (group id -> its latest group record)
         and ``offsets`` (group id -> committed offsets); transactional offsets go to
-        ``pending`` (producer id -> group id -> offsets) until their marker."""
+        ``pending`` (producer id -> group id -> offsets) until their marker.
+
+        A plain offset commit is kept as bytes, the last of each key (``latest``), and decoded
+        once the partition is read: a group that commits every few seconds leaves many commits
+        of each of its partitions, of which only the last counts, and decoding each was most of
+        a restart's time (benchmarks/results.md, the groups dimension). A marker decodes those
+        kept so far first, so that a transaction's offsets land after the commits before it
+        and under those after it."""
+        latest: dict[bytes, bytes | None] = {}
         for batch, position in self.runtime.batches(partition, to_log_end):
             if batch.is_control:
+                self._apply_latest(latest, values, offsets)
                 self._replay_marker(batch, offsets, pending)
                 continue
-            target = offsets
             if batch.is_transactional:
                 # Pending until the producer's marker says commit or abort.
                 target = pending.setdefault(batch.producer_id, {})
+                for record in batch.records():
+                    if record.offset >= position:
+                        self._apply_record(record.key, record.value, values, target)
+                continue
             for record in batch.records():
                 if record.offset < position:
                     continue
-                self._apply_record(record.key, record.value, values, target)
+                key = record.key
+                if key is not None and key[:2] in _OFFSET_KEY_PREFIXES:
+                    latest[key[2:]] = record.value  # the legacy type and the current alike
+                else:
+                    self._apply_record(key, record.value, values, offsets)
+        self._apply_latest(latest, values, offsets)
+
+    @classmethod
+    def _apply_latest(
+        cls,
+        latest: dict[bytes, bytes | None],
+        values: dict[str, Any],
+        offsets: dict[str, dict[tuple[str, int], CommittedOffset]],
+    ) -> None:
+        """Decode and apply the offset commits ``_replay`` kept (keys without their record
+        type), then forget them."""
+        for key, value in latest.items():
+            cls._apply_record(OFFSET_KEY_PREFIX + key, value, values, offsets)
+        latest.clear()
 
     @staticmethod
     def _replay_marker(

@@ -58,6 +58,10 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 
+#: The first bytes of an offset commit's key: its record type, or the legacy spelling of it.
+OFFSET_KEY_PREFIX = _I16.pack(OFFSET_COMMIT_KEY)
+LEGACY_OFFSET_KEY_PREFIX = _I16.pack(LEGACY_OFFSET_COMMIT_KEY)
+
 
 class RecordFormatError(ValueError):
     """A key or value of ``__consumer_offsets`` we cannot read."""
