@@ -43,9 +43,9 @@ from wireserver.groups.group import CONSUMER_PROTOCOL_TYPE, CommittedOffset, Gro
 from wireserver.groups.records import (
     GroupKey,
     OffsetKey,
-    OffsetValue,
     encode_key,
-    encode_offset_value,
+    encode_offset_fields,
+    encode_offset_key,
 )
 from wireserver.groups.state import GroupState
 from wireserver.protocol.errors import ErrorCode
@@ -277,10 +277,8 @@ class OffsetManager:
                 )
         entries: list[tuple[bytes, bytes | None]] = [
             (
-                encode_key(OffsetKey(group_id, c.topic, c.partition)),
-                encode_offset_value(
-                    OffsetValue(o.offset, o.leader_epoch, o.metadata, o.commit_timestamp)
-                ),
+                encode_offset_key(group_id, c.topic, c.partition),
+                encode_offset_fields(o.offset, o.leader_epoch, o.metadata, o.commit_timestamp),
             )
             for c, o in accepted
         ]

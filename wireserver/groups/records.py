@@ -57,6 +57,10 @@ GROUP_METADATA_VALUE_VERSION = 3
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
+#: An OffsetCommitKey's record type and its group's length.
+_OFFSET_KEY_HEAD = struct.Struct(">hh")
+#: An OffsetCommitValue's version, offset, leader epoch and its metadata's length.
+_OFFSET_VALUE_HEAD = struct.Struct(">hqih")
 
 #: The first bytes of an offset commit's key: its record type, or the legacy spelling of it.
 OFFSET_KEY_PREFIX = _I16.pack(OFFSET_COMMIT_KEY)
@@ -185,10 +189,24 @@ _GROUP_KEYS: dict[type, int] = {
 }
 
 
+def _utf8(value: str) -> bytes:
+    data = value.encode("utf-8")
+    if len(data) > 0x7FFF:
+        raise RecordFormatError("string longer than 32767 bytes")
+    return data
+
+
+def encode_offset_key(group: str, topic: str, partition: int) -> bytes:
+    """An OffsetCommitKey's bytes, in one join: an OffsetCommit makes one per partition."""
+    group_bytes, topic_bytes = _utf8(group), _utf8(topic)
+    head = _OFFSET_KEY_HEAD.pack(OFFSET_COMMIT_KEY, len(group_bytes))
+    tail = _I16.pack(len(topic_bytes)), topic_bytes, _I32.pack(partition)
+    return b"".join((head, group_bytes, *tail))
+
+
 def encode_key(key: Key) -> bytes:
     if isinstance(key, OffsetKey):
-        w = _Writer().int16(OFFSET_COMMIT_KEY).string(key.group).string(key.topic)
-        return bytes(w.int32(key.partition).buf)
+        return encode_offset_key(key.group, key.topic, key.partition)
     kind = _GROUP_KEYS.get(type(key))
     if kind is not None:
         return bytes(_Writer().int16(kind).string(key.group).buf)
@@ -277,9 +295,20 @@ class OffsetValue:
 
 
 def encode_offset_value(value: OffsetValue) -> bytes:
-    w = _Writer().int16(OFFSET_COMMIT_VALUE_VERSION).int64(value.offset)
-    w.int32(value.leader_epoch).string(value.metadata or "").int64(value.commit_timestamp)
-    return bytes(w.buf)
+    return encode_offset_fields(
+        value.offset, value.leader_epoch, value.metadata, value.commit_timestamp
+    )
+
+
+def encode_offset_fields(
+    offset: int, leader_epoch: int, metadata: str | None, commit_timestamp: int
+) -> bytes:
+    """An OffsetCommitValue's bytes (version 3) from its fields, without an ``OffsetValue``."""
+    metadata_bytes = _utf8(metadata or "")
+    head = _OFFSET_VALUE_HEAD.pack(
+        OFFSET_COMMIT_VALUE_VERSION, offset, leader_epoch, len(metadata_bytes)
+    )
+    return b"".join((head, metadata_bytes, _I64.pack(commit_timestamp)))
 
 
 def decode_offset_value(data: bytes) -> OffsetValue:
