@@ -426,6 +426,7 @@ class LogManager:
                 self._delete_dir(log)
                 self._stale_in_checkpoints.add((name, p))
         del self._topics[name]
+        self.changes.deleted(name)
         self._save_topics()
 
     def recreate_partition(self, name: str, partition: int) -> Log:

@@ -207,6 +207,17 @@ def test_a_deleted_topic_is_unknown_and_a_recreated_one_starts_anew(broker, vers
         assert caught_up(client, {0: 0})[0] == (NONE, 0, 0, 0, None)
 
 
+def test_a_deleted_topic_is_forgotten_by_the_next_fetch(broker):
+    """A long-lived connection does not keep a deleted topic's answers (and its logs): the
+    next fetch that uses the memo drops them, whichever topics it names."""
+    client = Client(broker)
+    broker.logs.create_topic("other", 1)
+    caught_up(client, {0: 0, 1: 0})
+    broker.logs.delete_topic(TOPIC)
+    assert client.fetch({}, -1, None, ("other", {0: 0})) == {0: (NONE, 0, 0, 0, None)}
+    assert not client.kept(0) and not client.kept(1) and not client.kept_whole()
+
+
 def test_a_new_leader_epoch_fences_the_old_one(broker):
     client = Client(broker)
     client.produce(0, 1)

@@ -307,12 +307,17 @@ class CaughtUpMemo:
     above read, and by appends.
 
     One per connection, version and isolation level (the entries' bytes differ), in the
-    connection's ``RequestContext.connection_cache``; it goes with the connection.
+    connection's ``RequestContext.connection_cache``; it goes with the connection. What it
+    keeps of a topic goes when the topic is deleted (``forget_deleted``, on the next request
+    that uses the memo), so that a long-lived connection does not hold the logs of every topic
+    it ever read.
     """
 
-    __slots__ = ("tables", "topics")
+    __slots__ = ("tables", "topics", "deletions")
 
-    def __init__(self) -> None:
+    def __init__(self, deletions: int = 0) -> None:
+        #: the change journal's count of deleted topics when this memo last looked
+        self.deletions = deletions
         #: topic -> partition -> (fetch offset, current leader epoch, log, partition,
         #: leader state, leader epoch, (hw, lso, log start), result)
         self.tables: dict[str, dict[int, tuple]] = {}
@@ -408,10 +413,22 @@ class CaughtUpMemo:
         ):
             return None
         key = ("fetch caught up", plan.version, ctx.body.isolation_level)
+        changes = ctx.services.logs.changes
         memo = cache.get(key)
         if memo is None:
-            memo = cache[key] = CaughtUpMemo()
+            memo = cache[key] = CaughtUpMemo(changes.deletions)
+        elif memo.deletions != changes.deletions:
+            memo.forget_deleted(ctx.services.logs.topics, changes.deletions)
         return memo
+
+    def forget_deleted(self, topics: Mapping, deletions: int) -> None:
+        """Drop what is kept of topics no longer in ``topics`` (deleted since the memo last
+        looked; the journal's count of deletions is now ``deletions``)."""
+        for name in [name for name in self.tables if name not in topics]:
+            del self.tables[name]
+        for key in [key for key, kept in self.topics.items() if kept.name not in topics]:
+            del self.topics[key]
+        self.deletions = deletions
 
     @staticmethod
     def keep(
