@@ -604,13 +604,15 @@ def start_kafka(pinning: Pinning, broker_props: dict[str, str] | None = None) ->
 
 
 #: Kafka removes a deleted topic's files ``log.segment.delete.delay.ms`` (60 s) after the
-#: deletion, wireserver at once; the Java producer rows delete each run's topic and wait for its
-#: files to go, so that every run, against either broker, writes into the page cache the run
-#: before it freed (see ``java_throughput_workloads``). The comparison stops a broker while the
-#: other is measured (``alone``), for a minute or two at a time: a KRaft node fences itself when
-#: it resumes after more than its 9-second broker session (which moves every partition's leader
-#: epoch), so its session is ten minutes here.
-KAFKA_PROPS = {"log.segment.delete.delay.ms": "0", "broker.session.timeout.ms": "600000"}
+#: deletion, wireserver at once; with the delay 0 (here and in ``benchmarks.scaling``) the Java
+#: producer rows delete each run's topic and wait for its files to go, so that every run,
+#: against either broker, writes into the page cache the run before it freed (see
+#: ``java_throughput_workloads``).
+KAFKA_DELETE_AT_ONCE = {"log.segment.delete.delay.ms": "0"}
+#: The comparison stops a broker while the other is measured (``alone``), for a minute or two
+#: at a time: a KRaft node fences itself when it resumes after more than its 9-second broker
+#: session (which moves every partition's leader epoch), so its session is ten minutes here.
+KAFKA_PROPS = {**KAFKA_DELETE_AT_ONCE, "broker.session.timeout.ms": "600000"}
 
 STARTERS = {
     "kafka": functools.partial(start_kafka, broker_props=KAFKA_PROPS),

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.compare import Pinning, wait_metadata
+from benchmarks.compare import KAFKA_DELETE_AT_ONCE, Pinning, wait_metadata
 
 
 @dataclass
@@ -126,7 +126,7 @@ class KafkaTarget(Target):
     def __init__(self, pinning: Pinning, broker_props: dict[str, str] | None = None):
         from compat_tests.reference import KAFKA_VERSION
 
-        super().__init__(pinning, {"log.segment.delete.delay.ms": "0", **(broker_props or {})})
+        super().__init__(pinning, {**KAFKA_DELETE_AT_ONCE, **(broker_props or {})})
         self.version = KAFKA_VERSION
         self.cluster = None
 
