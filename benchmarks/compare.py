@@ -495,6 +495,9 @@ def start_wireserver(
         stderr=log_file,
         preexec_fn=pinning.broker_preexec(),
         env=environment,
+        # ``-m`` imports from the working directory first: the broker runs this checkout's
+        # code, whichever directory the benchmark was started from (as ``run_rdkafka``)
+        cwd=REPO,
     )
     assert process.stdout is not None
     # lines before the ready one (``wireserver ops: URL`` with a metrics listener) are skipped
