@@ -74,6 +74,14 @@ class RecordFormatError(ValueError):
 # -- primitive writers/readers ----------------------------------------------------------------
 
 
+def _utf8(value: str) -> bytes:
+    """A string field's bytes; Kafka's int16 length caps them at 32,767."""
+    data = value.encode("utf-8")
+    if len(data) > 0x7FFF:
+        raise RecordFormatError("string longer than 32767 bytes")
+    return data
+
+
 class _Writer:
     __slots__ = ("buf",)
 
@@ -95,9 +103,7 @@ class _Writer:
     def string(self, v: str | None) -> _Writer:
         if v is None:
             return self.int16(-1)
-        data = v.encode("utf-8")
-        if len(data) > 0x7FFF:
-            raise RecordFormatError("string longer than 32767 bytes")
+        data = _utf8(v)
         self.int16(len(data))
         self.buf += data
         return self
@@ -187,13 +193,6 @@ _GROUP_KEYS: dict[type, int] = {
     StreamsGroupKey: STREAMS_GROUP_METADATA_KEY,
     ShareGroupKey: SHARE_GROUP_METADATA_KEY,
 }
-
-
-def _utf8(value: str) -> bytes:
-    data = value.encode("utf-8")
-    if len(data) > 0x7FFF:
-        raise RecordFormatError("string longer than 32767 bytes")
-    return data
 
 
 def encode_offset_key(group: str, topic: str, partition: int) -> bytes:
