@@ -74,8 +74,8 @@ from wireserver.groups.consumer_coordinator import ConsumerGroupCoordinator
 from wireserver.groups.group import CommittedOffset, Group, Member
 from wireserver.groups.offsets import OffsetCommit, OffsetManager, PendingOffsets
 from wireserver.groups.records import (
-    LEGACY_OFFSET_KEY_PREFIX,
     OFFSET_KEY_PREFIX,
+    OFFSET_KEY_PREFIXES,
     ConsumerGroupKey,
     ConsumerGroupValue,
     GroupKey,
@@ -103,9 +103,6 @@ from wireserver.protocol.errors import DecodeError, ErrorCode
 from wireserver.protocol.records import ControlRecordType, RecordBatch, decode_control_record
 
 log = logging.getLogger(__name__)
-
-#: How the key of an offset commit starts, in ``__consumer_offsets`` (``_replay``).
-_OFFSET_KEY_PREFIXES = (OFFSET_KEY_PREFIX, LEGACY_OFFSET_KEY_PREFIX)
 
 S = GroupState
 #: How long a new member's JoinGroup may wait before it is dropped (Kafka's
@@ -391,7 +388,7 @@ class GroupCoordinator:
                 if record.offset < position:
                     continue
                 key = record.key
-                if key is not None and key[:2] in _OFFSET_KEY_PREFIXES:
+                if key is not None and key[:2] in OFFSET_KEY_PREFIXES:
                     latest[key[2:]] = record.value  # the legacy type and the current alike
                 else:
                     self._apply_record(key, record.value, values, offsets)

@@ -62,9 +62,10 @@ _OFFSET_KEY_HEAD = struct.Struct(">hh")
 #: An OffsetCommitValue's version, offset, leader epoch and its metadata's length.
 _OFFSET_VALUE_HEAD = struct.Struct(">hqih")
 
-#: The first bytes of an offset commit's key: its record type, or the legacy spelling of it.
+#: The first bytes of an offset commit's key: its record type (``OFFSET_KEY_PREFIX``), or the
+#: legacy spelling of it; a load tells offset commits by them without decoding the key.
 OFFSET_KEY_PREFIX = _I16.pack(OFFSET_COMMIT_KEY)
-LEGACY_OFFSET_KEY_PREFIX = _I16.pack(LEGACY_OFFSET_COMMIT_KEY)
+OFFSET_KEY_PREFIXES = (OFFSET_KEY_PREFIX, _I16.pack(LEGACY_OFFSET_COMMIT_KEY))
 
 
 class RecordFormatError(ValueError):
