@@ -8,6 +8,13 @@
   entry ``(t, o)`` says the largest batch ``maxTimestamp`` up to offset ``o`` is ``t``;
   timestamps in the file only grow.
 
+An index that a start-up found on disk is not read then (``open_unread``): only its length and
+its last entry are, which is what loading a segment needs; its entries are read and checked at
+first use, and a failed check makes the segment rebuild both indexes from its log. Kafka maps a
+segment's indexes only when they are first used (``LazyIndex``) for the same reason: reading
+every entry of every segment made a broker's start-up, and its memory, grow with the log it held
+(about 65,000 entries per GB of log written in 16 KB batches).
+
 Entries are kept in memory, in typed arrays (``array``: 8 bytes an ``.index`` entry, 12 a
 ``.timeindex`` one, against about 165 for the two as lists of Python ints, which made a broker's
 memory grow by megabytes with every gigabyte of log it held), and appended to the file (no
@@ -23,13 +30,17 @@ from __future__ import annotations
 
 import bisect
 import errno
+import logging
 import os
 import struct
 import sys
 import threading
 from array import array
+from collections.abc import Callable
 
 from wireserver.storage.open_files import OpenFiles, PooledFile
+
+logger = logging.getLogger(__name__)
 
 INT32_MAX = 2**31 - 1
 #: Entries kept for one write to the file (one 16 KB batch per entry is about a second of a
@@ -39,6 +50,22 @@ PENDING_ENTRIES = 128
 
 class CorruptIndexError(ValueError):
     """An index file that fails its sanity check; the segment's indexes must be rebuilt."""
+
+
+class _Unread:
+    """What is known of an index whose entries are still only in its file: their count, the
+    last entry, the bound they are checked against at first use and how to rebuild the index
+    when that check fails."""
+
+    __slots__ = ("count", "last", "bound", "rebuild")
+
+    def __init__(
+        self, count: int, last: tuple[int, int], bound: int, rebuild: Callable[[], None]
+    ) -> None:
+        self.count = count
+        self.last = last
+        self.bound = bound
+        self.rebuild = rebuild
 
 
 class _Index:
@@ -61,6 +88,8 @@ class _Index:
         self._pending: list[bytes] = []
         self._on_file = 0
         self._lock = threading.Lock()
+        # Set while the entries are only in the file (``open_unread``).
+        self._unread: _Unread | None = None
 
     @property
     def path(self) -> str:
@@ -134,6 +163,7 @@ class _Index:
     def reset(self) -> None:
         """Drop every entry (before a rebuild)."""
         with self._lock:
+            self._unread = None
             self._pending.clear()
             self._on_file = 0
             del self._keys[:]
@@ -157,14 +187,59 @@ class _Index:
 
     @property
     def entries(self) -> int:
-        return len(self._keys)
+        unread = self._unread
+        return len(self._keys) if unread is None else unread.count
 
     def is_full(self) -> bool:
-        return len(self._keys) >= self.max_entries
+        return self.entries >= self.max_entries
 
     @property
     def size_bytes(self) -> int:
-        return len(self._keys) * self.ENTRY.size
+        return self.entries * self.ENTRY.size
+
+    # -- loading -------------------------------------------------------------------------
+    def open_unread(self, bound: int, rebuild: Callable[[], None]) -> None:
+        """Take the file's entries as the index's without reading them: read only the count
+        and the last entry, and check that entry against ``bound`` (as ``load`` checks every
+        entry); raise CorruptIndexError. The entries are read at first use
+        (``read_entries``), and ``rebuild`` is called if they fail their check then."""
+        entry_size = self.ENTRY.size
+        file_size = self._file.size()
+        if file_size % entry_size:
+            raise CorruptIndexError(
+                f"{self.path}: length {file_size} is not a multiple of {entry_size}"
+            )
+        count = file_size // entry_size
+        self._loaded(array(self.KEY_TYPE), array(self.VALUE_TYPE))
+        self._on_file = count
+        if not count:
+            return
+        key, value = self.ENTRY.unpack(self._file.pread(entry_size, file_size - entry_size))
+        self.check(array(self.KEY_TYPE, [key]), array(self.VALUE_TYPE, [value]), bound)
+        self._unread = _Unread(count, (key, value), bound, rebuild)
+
+    def read_entries(self) -> None:
+        """Read and check the entries ``open_unread`` left in the file; when they fail the
+        check, log it and rebuild the index (and its segment's other one) from the log. A
+        read that fails (``OSError``) leaves them unread, for the next use to try again."""
+        unread = self._unread
+        if unread is None:
+            return
+        try:
+            self.load(unread.bound)
+        except CorruptIndexError as e:
+            self._unread = None
+            logger.warning("%s; rebuilding the segment's indexes from its log", e)
+            unread.rebuild()
+
+    def load(self, bound: int) -> None:
+        """Read the file and sanity-check it against ``bound``; raise CorruptIndexError."""
+        keys, values = self._load_raw()
+        self.check(keys, values, bound)
+        self._loaded(keys, values)
+
+    def check(self, keys: array, values: array, bound: int) -> None:
+        raise NotImplementedError
 
     def _load_raw(self) -> tuple[array, array]:
         """The file's entries as two columns (keys, values); raise CorruptIndexError for a
@@ -187,6 +262,7 @@ class _Index:
 
     def _loaded(self, keys: array, values: array) -> None:
         """Take checked entries read from the file as the index's."""
+        self._unread = None
         self._keys, self._values = keys, values
         self._pending.clear()
         self._on_file = len(keys)
@@ -197,19 +273,20 @@ class OffsetIndex(_Index):
 
     ENTRY = struct.Struct(">ii")
 
-    def load(self, log_size: int) -> None:
-        """Read the file and sanity-check it against the log's size; raise CorruptIndexError."""
-        keys, values = self._load_raw()
+    def check(self, keys: array, values: array, bound: int) -> None:
+        """Raise CorruptIndexError unless the entries grow and point inside a log file of
+        ``bound`` bytes."""
         last_rel = last_pos = -1
         for rel, pos in zip(keys, values):
-            if rel < 0 or pos <= 0 or pos >= log_size:
+            if rel < 0 or pos <= 0 or pos >= bound:
                 raise CorruptIndexError(f"{self.path}: entry ({rel}, {pos}) out of range")
             if rel <= last_rel or pos <= last_pos:
                 raise CorruptIndexError(f"{self.path}: entries not increasing")
             last_rel, last_pos = rel, pos
-        self._loaded(keys, values)
 
     def append(self, offset: int, position: int) -> None:
+        if self._unread is not None:
+            self.read_entries()
         rel = offset - self.base_offset
         if not 0 <= rel <= INT32_MAX:
             raise ValueError(f"offset {offset} does not fit segment base {self.base_offset}")
@@ -221,18 +298,24 @@ class OffsetIndex(_Index):
 
     def lookup(self, offset: int) -> tuple[int, int]:
         """(offset, position) of the greatest entry with offset <= target, else (base, 0)."""
+        if self._unread is not None:
+            self.read_entries()
         i = bisect.bisect_right(self._keys, offset - self.base_offset) - 1
         if i < 0:
             return self.base_offset, 0
         return self.base_offset + self._keys[i], self._values[i]
 
     def last_entry(self) -> tuple[int, int]:
+        unread = self._unread
+        if unread is not None:
+            return self.base_offset + unread.last[0], unread.last[1]
         if not self._keys:
             return self.base_offset, 0
         return self.base_offset + self._keys[-1], self._values[-1]
 
     def truncate_to_position(self, position: int) -> None:
         """Drop entries pointing at or beyond ``position``."""
+        self.read_entries()
         self._truncate_entries(bisect.bisect_left(self._values, position))
 
 
@@ -242,19 +325,21 @@ class TimeIndex(_Index):
     ENTRY = struct.Struct(">qi")
     KEY_TYPE = "q"
 
-    def load(self, next_offset: int | None = None) -> None:
-        keys, values = self._load_raw()
+    def check(self, keys: array, values: array, bound: int) -> None:
+        """Raise CorruptIndexError unless timestamps grow and every offset is below ``bound``,
+        the segment's next offset."""
         first = True
         last_ts = last_rel = 0
         for ts, rel in zip(keys, values):
-            if rel < 0 or (next_offset is not None and self.base_offset + rel >= next_offset):
+            if rel < 0 or self.base_offset + rel >= bound:
                 raise CorruptIndexError(f"{self.path}: entry ({ts}, {rel}) out of range")
             if not first and (ts <= last_ts or rel < last_rel):
                 raise CorruptIndexError(f"{self.path}: entries not increasing")
             first, last_ts, last_rel = False, ts, rel
-        self._loaded(keys, values)
 
     def maybe_append(self, timestamp: int, offset: int, *, skip_full_check: bool = False) -> bool:
+        if self._unread is not None:
+            self.read_entries()
         if self._keys and timestamp <= self._keys[-1]:
             return False
         if not skip_full_check and self.is_full():
@@ -269,6 +354,9 @@ class TimeIndex(_Index):
 
     def last_entry(self) -> tuple[int, int] | None:
         """(timestamp, offset) of the last entry, or None."""
+        unread = self._unread
+        if unread is not None:
+            return unread.last[0], self.base_offset + unread.last[1]
         if not self._keys:
             return None
         return self._keys[-1], self.base_offset + self._values[-1]
@@ -276,6 +364,8 @@ class TimeIndex(_Index):
     def lookup_before(self, timestamp: int) -> int:
         """An offset such that every batch before its batch has maxTimestamp < ``timestamp``:
         the offset of the greatest entry with timestamp < target, else the segment base."""
+        if self._unread is not None:
+            self.read_entries()
         i = bisect.bisect_left(self._keys, timestamp) - 1
         if i < 0:
             return self.base_offset
@@ -283,4 +373,5 @@ class TimeIndex(_Index):
 
     def truncate_to_offset(self, offset: int) -> None:
         """Drop entries for offsets at or beyond ``offset``."""
+        self.read_entries()
         self._truncate_entries(bisect.bisect_left(self._values, offset - self.base_offset))

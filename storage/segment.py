@@ -244,12 +244,14 @@ class LogSegment:
 
     # -- loading and recovery -----------------------------------------------------------
     def load(self) -> bool:
-        """Load the indexes and the tail after the last index entry, without CRC checks.
-        False when an index is missing or fails its sanity check (rebuild with ``recover``)."""
+        """Load the indexes' last entries and walk the tail after the offset index's last
+        entry, without CRC checks; the indexes' other entries are read at first use
+        (``storage.index``). False when an index is missing or its length or last entry is
+        wrong (rebuild with ``recover``)."""
         if not self.indexes_existed:
             return False
         try:
-            self.offset_index.load(self.size)
+            self.offset_index.open_unread(self.size, self._rebuild_indexes)
             _, position = self.offset_index.last_entry()
             self.next_offset = self.base_offset
             last = self.offset_index.last_entry()
@@ -262,7 +264,7 @@ class LogSegment:
                 self.next_offset = header.next_offset
                 if header.max_timestamp > tail_max:
                     tail_max, tail_max_offset = header.max_timestamp, header.last_offset
-            self.time_index.load(self.next_offset)
+            self.time_index.open_unread(self.next_offset, self._rebuild_indexes)
             entry = self.time_index.last_entry()
             if entry is not None:
                 self.max_timestamp, self.offset_of_max_timestamp = entry
@@ -274,6 +276,32 @@ class LogSegment:
             return False
         return True
 
+    def read_indexes(self) -> None:
+        """Read the indexes' entries now rather than at first use: the active segment's, which
+        every append adds to (a rebuild must not start in the middle of indexing a batch)."""
+        self.offset_index.read_entries()
+        self.time_index.read_entries()
+
+    def _forget_batches(self) -> None:
+        """Drop the indexes and what the segment knows of its batches, before indexing them
+        again from the file."""
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.next_offset = self.base_offset
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = -1
+        self.first_batch_timestamp = None
+        self.bytes_since_last_index_entry = 0
+
+    def _rebuild_indexes(self) -> None:
+        """Index every batch again from its header: an index read at first use failed its
+        check. The batches were trusted when the segment loaded, so unlike ``recover`` nothing
+        is CRC-checked or truncated."""
+        self._forget_batches()
+        for position, header in self.walk(0):
+            self._index_batch(position, header)
+        self.dirty = True
+
     def recover(
         self, min_offset: int | None = None, epochs: list[tuple[int, int]] | None = None
     ) -> int:
@@ -282,13 +310,7 @@ class LogSegment:
         of bytes truncated. ``epochs`` gets the (leader epoch, base offset) of each valid
         batch that carries an epoch, for the leader epoch cache (Kafka's recovery does the
         same)."""
-        self.offset_index.reset()
-        self.time_index.reset()
-        self.next_offset = self.base_offset
-        self.max_timestamp = -1
-        self.offset_of_max_timestamp = -1
-        self.first_batch_timestamp = None
-        self.bytes_since_last_index_entry = 0
+        self._forget_batches()
         file_size = self._log.size()
         self.size = file_size
         expect = self.base_offset if min_offset is None else max(min_offset, self.base_offset)

@@ -33,7 +33,7 @@ def test_entries_written_from_two_threads_reach_the_file_each_once_in_order(tmp_
         sys.setswitchinterval(before)
     index.flush()
     again = OffsetIndex(path, 0, 10 * 1024 * 1024)
-    again.load(log_size=10**9)
+    again.load(10**9)
     assert again.entries == 60_000
     assert [again.lookup(i) for i in (1, 777, 59_999, 60_000)] == [
         (1, 10),
@@ -46,7 +46,7 @@ def test_entries_written_from_two_threads_reach_the_file_each_once_in_order(tmp_
 
 def _reloaded(path: str) -> OffsetIndex:
     again = OffsetIndex(path, 0, 10 * 1024 * 1024)
-    again.load(log_size=10**9)
+    again.load(10**9)
     return again
 
 

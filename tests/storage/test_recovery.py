@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tracemalloc
 
 from tests.storage.helpers import config, make_batch, open_log, record_offsets
 from wireserver.storage.index import PENDING_ENTRIES
@@ -144,10 +145,15 @@ def test_missing_index_is_rebuilt_after_clean_shutdown(tmp_path):
         assert log2.read(offset, 1).first_offset <= offset
 
 
-def test_garbled_index_is_rebuilt(tmp_path):
+def test_garbled_index_is_rebuilt(tmp_path, caplog):
+    """A wrong length or last entry is found at start-up, which reads only those; a wrong
+    entry before the last is found when the index is first used, and the index is rebuilt
+    then (the reads are right either way)."""
     path = tmp_path / "t-0"
     log = build(path)
     log.close()
+    good = [open(name, "rb").read() for name in segment_files(path, ".index")[:2]]
+    assert all(good)
     idx = segment_files(path, ".index")[0]
     with open(idx, "r+b") as f:
         f.write(b"\xff\xff\xff\xff\x7f\xff\xff\xff")
@@ -155,10 +161,13 @@ def test_garbled_index_is_rebuilt(tmp_path):
     with open(idx2, "ab") as f:
         f.write(b"\x01\x02\x03")  # not a whole entry
     log2 = open_log(path, config(**CFG), recover=False)
-    assert log2.rebuilt_indexes == 2
+    assert log2.rebuilt_indexes == 1
     assert record_offsets(log2.read(0, 1 << 30).data) == list(range(90))
     for offset in range(90):
         assert log2.read(offset, 1).first_offset <= offset
+    assert "rebuilding the segment's indexes" in caplog.text
+    log2.close()
+    assert [open(name, "rb").read() for name in segment_files(path, ".index")[:2]] == good
 
 
 def test_stray_files_are_removed(tmp_path):
@@ -198,3 +207,36 @@ def test_index_entries_reach_the_file_in_runs_and_all_of_them_with_a_flush(tmp_p
     for ts in (1000, 1000 + PENDING_ENTRIES - 1, 1000 + PENDING_ENTRIES + 5):
         assert again.offset_for_timestamp(ts) == log.offset_for_timestamp(ts)
     log.close()
+
+
+def test_a_start_up_leaves_the_entries_of_older_segments_on_disk_until_they_are_read(tmp_path):
+    """Opening a log after a clean close reads each index's last entry only (its memory does
+    not grow with the log's length, as Kafka maps indexes on first use); a read of an old
+    segment reads that segment's entries, and finds the same batches as before the restart."""
+    path = tmp_path / "t-0"
+    log = open_log(path, config(internal_segment_bytes=200_000, index_interval_bytes=0))
+    for i in range(9_000):
+        log.append(make_batch(1, ts=1000 + i), leader_epoch=1)
+    older = log.segments[:-1]
+    assert len(older) >= 2 and min(s.offset_index.entries for s in older) > 2_000
+    entries = [(s.offset_index.entries, s.time_index.entries) for s in log.segments]
+    wanted = {offset: log.read(offset, 1).first_offset for offset in range(0, 9_000, 97)}
+    times = {ts: log.offset_for_timestamp(ts) for ts in range(1000, 10_000, 131)}
+    log.close()
+
+    tracemalloc.start()
+    try:
+        again = open_log(path, config(internal_segment_bytes=200_000, index_interval_bytes=0))
+        opened = tracemalloc.get_traced_memory()[0]
+        again.read(0, 1)  # the first segment's offset index is read now (8 bytes an entry)
+        first_read = tracemalloc.get_traced_memory()[0] - opened
+    finally:
+        tracemalloc.stop()
+    assert first_read > entries[0][0] * 6
+    # less than the older segments' entries alone, had they been read at the start-up
+    assert opened < sum(offsets * 8 + times * 12 for offsets, times in entries[:-1])
+    assert again.rebuilt_indexes == 0
+    assert [(s.offset_index.entries, s.time_index.entries) for s in again.segments] == entries
+    assert {offset: again.read(offset, 1).first_offset for offset in wanted} == wanted
+    assert {ts: again.offset_for_timestamp(ts) for ts in times} == times
+    again.close()
