@@ -6,9 +6,10 @@ import os
 import shutil
 import tracemalloc
 
-from tests.storage.helpers import config, make_batch, open_log, record_offsets
+from tests.storage.helpers import batches, config, make_batch, open_log, record_offsets
 from wireserver.storage.index import PENDING_ENTRIES
 from wireserver.storage.log import Log
+from wireserver.storage.segment import RECOVER_BLOCK
 
 CFG = dict(internal_segment_bytes=600, index_interval_bytes=100)
 
@@ -239,4 +240,34 @@ def test_a_start_up_leaves_the_entries_of_older_segments_on_disk_until_they_are_
     assert [(s.offset_index.entries, s.time_index.entries) for s in again.segments] == entries
     assert {offset: again.read(offset, 1).first_offset for offset in wanted} == wanted
     assert {ts: again.offset_for_timestamp(ts) for ts in times} == times
+    again.close()
+
+
+def test_recovery_finds_batches_and_a_corrupt_one_across_its_read_blocks(tmp_path):
+    """Recovery reads the log ``RECOVER_BLOCK`` bytes at a time: batches that straddle the end
+    of a block, one larger than a block, and a corrupt batch in a later block are found as a
+    batch-by-batch read finds them."""
+    path = tmp_path / "t-0"
+    log = open_log(path, config(internal_segment_bytes=64 << 20))
+    sizes = [3001 + 7 * i for i in range(400)]
+    sizes[150] = RECOVER_BLOCK + 4321
+    for i, size in enumerate(sizes):
+        log.append(make_batch(1, ts=1000 + i, value_size=size), leader_epoch=1)
+    assert log.size_bytes > 2 * RECOVER_BLOCK
+    starts = [start for start, _, _, _ in log.active_segment.spans()]
+    log.close()
+    victim = next(start for start in starts if start > 2 * RECOVER_BLOCK)
+    segment = segment_files(path, ".log")[0]
+    with open(segment, "r+b") as f:
+        f.seek(victim + 100)  # inside the records, which the CRC covers
+        f.write(b"\xee")
+    written = os.path.getsize(segment)
+    again = open_log(path, config(internal_segment_bytes=64 << 20), recover=True)
+    assert again.truncated_bytes == written - victim
+    assert os.path.getsize(segment) == victim
+    assert again.log_end_offset == starts.index(victim)
+    read = again.read(0, 1 << 30).data
+    assert [len(r.value) for b in batches(read) for r in b.records()] == sizes[
+        : starts.index(victim)
+    ]
     again.close()
