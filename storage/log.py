@@ -322,7 +322,6 @@ class Log:
         # An empty segment (other than the last) is dropped; a rolled empty segment can remain
         # after a crash.
         self._segments = [s for s in segments[:-1] if s.size > 0] + [segments[-1]]
-        segments[-1].read_indexes()
         for s in segments[:-1]:
             if s.size == 0:
                 s.delete()

@@ -226,6 +226,7 @@ class LogSegment:
 
     def append(self, data, headers: list[tuple[int, BatchHeader]]) -> None:
         """Write ``data`` (whole batches, offsets assigned) at the end and index it."""
+        self.read_indexes()
         view = memoryview(data)
         start = self.size
         written = 0
@@ -280,8 +281,9 @@ class LogSegment:
         return True
 
     def read_indexes(self) -> None:
-        """Read the indexes' entries now rather than at first use: the active segment's, which
-        every append adds to (a rebuild must not start in the middle of indexing a batch)."""
+        """Read the indexes' entries if they are still only in their files: before an append
+        adds to them, so that a rebuild (``_rebuild_indexes``) never starts in the middle of
+        indexing a batch."""
         self.offset_index.read_entries()
         self.time_index.read_entries()
 

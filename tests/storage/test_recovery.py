@@ -240,7 +240,18 @@ def test_a_start_up_leaves_the_entries_of_older_segments_on_disk_until_they_are_
     assert [(s.offset_index.entries, s.time_index.entries) for s in again.segments] == entries
     assert {offset: again.read(offset, 1).first_offset for offset in wanted} == wanted
     assert {ts: again.offset_for_timestamp(ts) for ts in times} == times
+    # the active segment's entries are read by its first append, and later ones add to them
+    # (the first batch after a load gets no entry: Kafka's bytesSinceLastIndexEntry starts at 0)
+    active_entries = again.active_segment.offset_index.entries
+    assert again.append(make_batch(1, ts=20_000), leader_epoch=1).base_offset == 9_000
+    assert again.append(make_batch(1, ts=20_001), leader_epoch=1).base_offset == 9_001
+    assert again.active_segment.offset_index.entries == active_entries + 1
     again.close()
+    third = open_log(path, config(internal_segment_bytes=200_000, index_interval_bytes=0))
+    assert third.active_segment.offset_index.entries == active_entries + 1
+    assert third.offset_for_timestamp(20_001).offset == 9_001
+    assert third.read(9_001, 1).first_offset == 9_001
+    third.close()
 
 
 def test_recovery_finds_batches_and_a_corrupt_one_across_its_read_blocks(tmp_path):
