@@ -44,6 +44,7 @@ from typing import Any, Protocol, TypeVar
 from wireserver.storage import checkpoint as ckpt
 from wireserver.storage.changes import ChangeJournal
 from wireserver.storage.configdef import ConfigValueError
+from wireserver.storage.dir_lock import LogDirLock
 from wireserver.storage.errors import (
     InvalidPartitionsError,
     InvalidTopicError,
@@ -223,6 +224,8 @@ class LogManager:
         # partitions that have no log here yet (Kafka's ``preferredLogDirs``).
         self.moves: dict[tuple[str, int], LogMove] = {}
         self.preferred_dirs: dict[tuple[str, int], str] = {}
+        # Each log dir's ``.lock`` (``storage.dir_lock``), held from ``load`` to the close.
+        self.dir_locks = [LogDirLock(d) for d in self.log_dirs]
 
     @property
     def live_log_dirs(self) -> list[str]:
@@ -638,13 +641,21 @@ class LogManager:
         return list(best.get("topics", []))
 
     def load(self) -> None:
-        """Open every partition log found in the log dirs, recovering the logs of any dir
-        without a clean-shutdown marker, then remove the markers."""
+        """Lock the log dirs (LogDirInUseError when another broker holds one), open every
+        partition log found in them, recovering the logs of any dir without a clean-shutdown
+        marker, then remove the markers."""
+        for d in self.log_dirs:
+            os.makedirs(d, exist_ok=True)
+        try:
+            for lock in self.dir_locks:
+                lock.acquire()
+        except BaseException:
+            self.release_dirs()
+            raise
         declared = {t["name"]: t for t in self._read_topics()}
         found: dict[tuple[str, int], str] = {}
         futures: list[tuple[tuple[str, int], str, str]] = []  # (partition, dir, path)
         for d in self.log_dirs:
-            os.makedirs(d, exist_ok=True)
             self.clean_shutdown[d] = os.path.exists(os.path.join(d, ckpt.CLEAN_SHUTDOWN_MARKER))
             for name in sorted(os.listdir(d)):
                 path = os.path.join(d, name)
@@ -865,6 +876,7 @@ class LogManager:
                 pass
         self.dir_remover.join()
         self.open_files.close()
+        self.release_dirs()
 
     def close_files(self) -> None:
         """Close every file without writing anything (a halt: no flush, no checkpoint, no
@@ -876,3 +888,9 @@ class LogManager:
             log.fetch_state_changed()
         self.dir_remover.join()
         self.open_files.close()
+        self.release_dirs()
+
+    def release_dirs(self) -> None:
+        """Unlock the log dirs, for another broker to use them."""
+        for lock in self.dir_locks:
+            lock.release()

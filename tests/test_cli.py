@@ -207,3 +207,48 @@ def test_serve_with_an_unknown_reactor_is_a_usage_error():
     done = run("serve", "--reactor", "kqueue")
     assert done.returncode == 2
     assert "--reactor" in done.stderr
+
+
+def test_a_second_serve_on_a_data_dir_in_use_fails_and_the_first_keeps_its_data():
+    """Kafka's ``.lock``: a broker started on a log dir another broker is using (a restart
+    begun before the old process finished its clean stop, say) refuses to start with Kafka's
+    message and touches nothing; the first keeps serving its records, and once it has stopped
+    the dir starts again."""
+    import confluent_kafka
+
+    from wireserver.testing import EmbeddedBroker
+
+    with EmbeddedBroker("subprocess") as broker:
+        producer = confluent_kafka.Producer(
+            {"bootstrap.servers": broker.bootstrap_servers, "acks": "all"}
+        )
+        for i in range(100):
+            producer.produce("locked", b"%d" % i)
+        assert producer.flush(30) == 0
+        second = run(
+            "serve",
+            "--override",
+            f"log.dirs={broker.data_dir}",
+            "--override",
+            "listeners=PLAINTEXT://127.0.0.1:0",
+        )
+        assert second.returncode == 1
+        assert (
+            f"Failed to acquire lock on file .lock in {broker.data_dir}. A Kafka instance in "
+            "another process or thread is using this directory." in second.stderr
+        )
+        assert end_offset(broker.bootstrap_servers, "locked") == 100
+        broker.stop()
+        with EmbeddedBroker("subprocess", data_dir=broker.data_dir) as again:
+            assert end_offset(again.bootstrap_servers, "locked") == 100
+
+
+def end_offset(bootstrap: str, topic: str) -> int:
+    """The end offset of ``topic``'s partition 0, as a consumer reads it."""
+    import confluent_kafka
+
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "ends"})
+    try:
+        return consumer.get_watermark_offsets(confluent_kafka.TopicPartition(topic, 0), 30)[1]
+    finally:
+        consumer.close()

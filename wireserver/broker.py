@@ -192,7 +192,17 @@ class Broker:
 
     def start(self) -> None:
         """Open the logs (recovering after an unclean stop), then listen. Synchronous: when it
-        returns, the listeners accept connections and ``advertised`` holds the real ports."""
+        returns, the listeners accept connections and ``advertised`` holds the real ports. A
+        start that fails closes the logs it opened, without writing, so that their dirs are
+        not left locked (``storage.dir_lock``) for the next start in this process."""
+        try:
+            self._start()
+        except BaseException:
+            if getattr(self, "logs", None) is not None:
+                self.logs.close_files()
+            raise
+
+    def _start(self) -> None:
         for directory in self.config.log_dirs:
             os.makedirs(directory, exist_ok=True)
         self.cluster_id = self._load_or_create_cluster_id()

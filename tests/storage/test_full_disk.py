@@ -173,6 +173,7 @@ def test_a_topic_that_cannot_be_created_leaves_nothing_behind(disk):
     assert "full" not in manager.topics
     assert not [n for n in os.listdir(disk) if n.startswith("full")]
     os.unlink(filler)
+    manager.close_files()  # the halt that follows (the process ends: its dir lock goes)
     again = LogManager([disk], {}, FakeClock())
     again.load()
     assert "full" not in again.topics

@@ -89,7 +89,7 @@ def test_crash_means_recovery(tmp_path):
     for i in range(20):
         log.append(make_batch(3, ts=i), 0)
     m.checkpoint()  # recovery point 0: nothing flushed yet
-    # no close(): simulate a crash by dropping the manager, then tear the tail
+    m.close_files()  # a crash: no flush, checkpoint or marker; then tear the tail
     segs = sorted(n for n in os.listdir(log.directory) if n.endswith(".log"))
     last = os.path.join(log.directory, segs[-1])
     with open(last, "r+b") as f:
@@ -116,6 +116,7 @@ def test_a_partition_metadata_file_lost_in_a_crash_is_written_again(tmp_path, le
     else:
         with open(path, "wb") as f:
             f.write(content[left_by_the_crash])
+    m.close_files()  # the crash
     m2 = manager([tmp_path])
     assert m2.topics["t"].topic_id == info.topic_id
     assert ckpt.read_partition_metadata(pdir) == info.topic_id
@@ -133,7 +134,8 @@ def test_missing_checkpoints_after_crash_rescan_everything(tmp_path):
     m.checkpoint()
     with open(tmp_path / ckpt.RECOVERY_POINT_CHECKPOINT) as f:
         assert f.read() == "0\n1\nt 0 60\n"
-    m3 = manager([tmp_path])  # crash (no close), checkpoints intact: no re-scan but the last
+    m.close_files()  # a crash (nothing written), checkpoints intact: no re-scan but the last
+    m3 = manager([tmp_path])
     assert m3.get_log("t", 0).recovered_segments == 1
     assert m3.get_log("t", 0).high_watermark == 60
     for name in (
@@ -142,6 +144,7 @@ def test_missing_checkpoints_after_crash_rescan_everything(tmp_path):
         ckpt.REPLICATION_OFFSET_CHECKPOINT,
     ):
         os.unlink(tmp_path / name)
+    m3.close_files()
     m2 = manager([tmp_path])
     log2 = m2.get_log("t", 0)
     assert log2.recovered_segments == len(log2.segments) > 1
