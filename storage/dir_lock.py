@@ -2,9 +2,10 @@
 ``LogManager.lockLogDirs``).
 
 Two brokers on one log dir would each recover, truncate, clean and checkpoint logs the other is
-writing; a restart that starts before the old process has finished its clean stop (which syncs
-every dirty page first) is the everyday way to get there. So a broker locks each of its log
-dirs before it reads a log there, and a start that finds one locked fails with Kafka's message.
+writing. A start beside a broker left running gets there: one that never received the signal
+meant to stop it, or a restart begun before the old process has finished its clean stop (which
+syncs every dirty page first). So a broker locks each of its log dirs before it reads a log
+there, and a start that finds one locked fails with Kafka's message.
 
 The lock is a POSIX record lock (``fcntl.lockf``), the kind the JVM's ``FileChannel.tryLock``
 takes, so that a Kafka broker and wireserver refuse each other's dirs too. Such a lock does not
@@ -40,25 +41,28 @@ class LogDirLock:
 
     def acquire(self) -> None:
         """Lock the dir (creating its ``.lock`` file), or raise LogDirInUseError."""
-        refused = LogDirInUseError(
-            f"Failed to acquire lock on file {LOCK_FILE} in {self.directory}. A Kafka instance "
-            "in another process or thread is using this directory."
-        )
         with _guard:
             if self._fd is not None:
                 return
             if self._key in _held:
-                raise refused
+                raise self._refused()
             fd = os.open(os.path.join(self.directory, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
             try:
                 fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as e:
                 os.close(fd)
                 if e.errno in (errno.EACCES, errno.EAGAIN):
-                    raise refused from None
+                    raise self._refused() from None
                 raise
             _held.add(self._key)
             self._fd = fd
+
+    def _refused(self) -> LogDirInUseError:
+        """Kafka's words for it (``LogManager.lockLogDirs``)."""
+        return LogDirInUseError(
+            f"Failed to acquire lock on file {LOCK_FILE} in {self.directory}. A Kafka instance "
+            "in another process or thread is using this directory."
+        )
 
     def release(self) -> None:
         with _guard:
