@@ -53,16 +53,13 @@ class CorruptIndexError(ValueError):
 
 
 class _Unread:
-    """What is known of an index whose entries are still only in its file: their count, the
-    last entry, the bound they are checked against at first use and how to rebuild the index
-    when that check fails."""
+    """What is known of an index whose entries are still only in its file (as many as
+    ``_Index._on_file`` says): the last entry, the bound they are checked against at first use
+    and how to rebuild the index when that check fails."""
 
-    __slots__ = ("count", "last", "bound", "rebuild")
+    __slots__ = ("last", "bound", "rebuild")
 
-    def __init__(
-        self, count: int, last: tuple[int, int], bound: int, rebuild: Callable[[], None]
-    ) -> None:
-        self.count = count
+    def __init__(self, last: tuple[int, int], bound: int, rebuild: Callable[[], None]) -> None:
         self.last = last
         self.bound = bound
         self.rebuild = rebuild
@@ -187,8 +184,8 @@ class _Index:
 
     @property
     def entries(self) -> int:
-        unread = self._unread
-        return len(self._keys) if unread is None else unread.count
+        # Unread entries are all on file: an append or truncation reads them first.
+        return len(self._keys) if self._unread is None else self._on_file
 
     def is_full(self) -> bool:
         return self.entries >= self.max_entries
@@ -216,7 +213,7 @@ class _Index:
             return
         key, value = self.ENTRY.unpack(self._file.pread(entry_size, file_size - entry_size))
         self.check(array(self.KEY_TYPE, [key]), array(self.VALUE_TYPE, [value]), bound)
-        self._unread = _Unread(count, (key, value), bound, rebuild)
+        self._unread = _Unread((key, value), bound, rebuild)
 
     def read_entries(self) -> None:
         """Read and check the entries ``open_unread`` left in the file; when they fail the

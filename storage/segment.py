@@ -256,11 +256,8 @@ class LogSegment:
             return False
         try:
             self.offset_index.open_unread(self.size, self._rebuild_indexes)
-            _, position = self.offset_index.last_entry()
-            self.next_offset = self.base_offset
-            last = self.offset_index.last_entry()
-            if self.offset_index.entries:
-                self.next_offset = last[0] + 1
+            last_offset, position = self.offset_index.last_entry()
+            self.next_offset = last_offset + 1 if self.offset_index.entries else self.base_offset
             tail_max, tail_max_offset = -1, -1
             for _, header in self.walk(position):
                 if header.base_offset < self.base_offset:
