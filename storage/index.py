@@ -13,7 +13,10 @@ its last entry are, which is what loading a segment needs; its entries are read 
 first use, and a failed check makes the segment rebuild both indexes from its log. Kafka maps a
 segment's indexes only when they are first used (``LazyIndex``) for the same reason: reading
 every entry of every segment made a broker's start-up, and its memory, grow with the log it held
-(about 65,000 entries per GB of log written in 16 KB batches).
+(about 65,000 entries per GB of log written in 16 KB batches). An inactive segment's entries,
+once read (or written before it rolled), are held by the broker's ``IndexMemory``, which drops
+the least recently used ones back to their files past ``INDEX_MEMORY_BYTES``; an active
+segment's stay in memory.
 
 Entries are kept in memory, in typed arrays (``array``: 8 bytes an ``.index`` entry, 12 a
 ``.timeindex`` one, against about 165 for the two as lists of Python ints, which made a broker's
@@ -36,6 +39,7 @@ import struct
 import sys
 import threading
 from array import array
+from collections import OrderedDict
 from collections.abc import Callable
 
 from wireserver.storage.open_files import OpenFiles, PooledFile
@@ -46,6 +50,8 @@ INT32_MAX = 2**31 - 1
 #: Entries kept for one write to the file (one 16 KB batch per entry is about a second of a
 #: busy partition's Produce requests).
 PENDING_ENTRIES = 128
+#: What the entries of inactive segments' indexes may take in memory (``IndexMemory``).
+INDEX_MEMORY_BYTES = 64 * 1024 * 1024
 
 
 class CorruptIndexError(ValueError):
@@ -63,6 +69,64 @@ class _Unread:
         self.last = last
         self.bound = bound
         self.rebuild = rebuild
+
+
+class _Sealed:
+    """How an inactive segment's index may drop its entries: the ``IndexMemory`` that holds
+    them, and the bound and rebuild ``open_unread`` would be given to read them again."""
+
+    __slots__ = ("memory", "bound", "rebuild")
+
+    def __init__(self, memory: IndexMemory, bound: int, rebuild: Callable[[], None]) -> None:
+        self.memory = memory
+        self.bound = bound
+        self.rebuild = rebuild
+
+
+class IndexMemory:
+    """The inactive segments' index entries a broker holds in memory, least recently used
+    first, and a cap on their bytes: past it the least recently used index drops its entries,
+    which are then read again from its file at next use.
+
+    Without it every entry read or written stayed in memory while its segment lived, so a
+    broker's memory grew with the log it had been asked to read or had written since it
+    started: about 1.3 MB per GB of log in 16 KB batches, 5 MB per GB in batches of
+    ``index.interval.bytes`` (4 KB), and a consumer replaying a long history from its start
+    read all of it. Kafka maps index files, and the OS evicts their pages. Active segments'
+    indexes are never held here: they change with every append."""
+
+    def __init__(self, capacity_bytes: int = INDEX_MEMORY_BYTES) -> None:
+        self.capacity_bytes = capacity_bytes
+        self._held: OrderedDict[_Index, int] = OrderedDict()
+        self.held_bytes = 0
+        self.dropped = 0  # indexes whose entries were dropped to make room, for tests
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def used(self, index: _Index) -> None:
+        """``index`` (sealed, its entries in memory) was just used: hold it as the most
+        recently used, dropping the entries of the least recently used ones past the cap."""
+        held = self._held
+        if index in held:
+            held.move_to_end(index)
+            return
+        size = index.memory_bytes
+        if not size:
+            return
+        held[index] = size
+        self.held_bytes += size
+        while self.held_bytes > self.capacity_bytes and len(held) > 1:
+            oldest, oldest_size = held.popitem(last=False)
+            self.held_bytes -= oldest_size
+            if oldest.drop_entries():
+                self.dropped += 1
+
+    def forget(self, index: _Index) -> None:
+        """``index`` is no longer held (closed, deleted, reset or active again)."""
+        size = self._held.pop(index, None)
+        if size is not None:
+            self.held_bytes -= size
 
 
 class _Index:
@@ -85,8 +149,10 @@ class _Index:
         self._pending: list[bytes] = []
         self._on_file = 0
         self._lock = threading.Lock()
-        # Set while the entries are only in the file (``open_unread``).
+        # Set while the entries are only in the file (``open_unread``, ``drop_entries``).
         self._unread: _Unread | None = None
+        # Set while the segment is inactive and an ``IndexMemory`` holds the entries (``seal``).
+        self._sealed: _Sealed | None = None
 
     @property
     def path(self) -> str:
@@ -141,6 +207,7 @@ class _Index:
         segment's other files still close: ``Log.close`` has written every segment's entries
         before (and raised), and an index file short of entries is still a valid sparse
         index."""
+        self.unseal()
         if not write:
             self._pending.clear()
         try:
@@ -159,6 +226,8 @@ class _Index:
 
     def reset(self) -> None:
         """Drop every entry (before a rebuild)."""
+        if self._sealed is not None:
+            self._sealed.memory.forget(self)
         with self._lock:
             self._unread = None
             self._pending.clear()
@@ -193,6 +262,44 @@ class _Index:
     @property
     def size_bytes(self) -> int:
         return self.entries * self.ENTRY.size
+
+    @property
+    def memory_bytes(self) -> int:
+        """The bytes the entries take in memory (none while they are only in the file)."""
+        return len(self._keys) * self.ENTRY.size
+
+    # -- holding entries in memory (``IndexMemory``) --------------------------------------
+    def seal(self, memory: IndexMemory, bound: int, rebuild: Callable[[], None]) -> None:
+        """The segment is inactive: its entries no longer change, and ``memory`` may drop
+        them when others are used more recently. ``bound`` and ``rebuild`` are what
+        ``open_unread`` takes, to read them again."""
+        self._sealed = _Sealed(memory, bound, rebuild)
+        if self._unread is None:
+            memory.used(self)
+
+    def unseal(self) -> None:
+        """The segment is active again (a truncation made it the last) or closing."""
+        sealed = self._sealed
+        if sealed is not None:
+            self._sealed = None
+            sealed.memory.forget(self)
+
+    def drop_entries(self) -> bool:
+        """Leave a sealed index's entries to its file, written first, as ``open_unread``
+        leaves them; False when there are none or the write fails (they stay in memory)."""
+        sealed = self._sealed
+        if sealed is None or self._unread is not None or not self._keys:
+            return False
+        with self._lock:
+            try:
+                self._write_held()
+            except OSError:
+                return False
+            last = (self._keys[-1], self._values[-1])
+            self._unread = _Unread(last, sealed.bound, sealed.rebuild)
+            self._keys = array(self.KEY_TYPE)
+            self._values = array(self.VALUE_TYPE)
+        return True
 
     # -- loading -------------------------------------------------------------------------
     def open_unread(self, bound: int, rebuild: Callable[[], None]) -> None:
@@ -298,9 +405,10 @@ class OffsetIndex(_Index):
         if self._unread is not None:
             self.read_entries()
         i = bisect.bisect_right(self._keys, offset - self.base_offset) - 1
-        if i < 0:
-            return self.base_offset, 0
-        return self.base_offset + self._keys[i], self._values[i]
+        found = (self.base_offset + self._keys[i], self._values[i]) if i >= 0 else None
+        if self._sealed is not None:
+            self._sealed.memory.used(self)
+        return (self.base_offset, 0) if found is None else found
 
     def last_entry(self) -> tuple[int, int]:
         unread = self._unread
@@ -364,9 +472,10 @@ class TimeIndex(_Index):
         if self._unread is not None:
             self.read_entries()
         i = bisect.bisect_left(self._keys, timestamp) - 1
-        if i < 0:
-            return self.base_offset
-        return self.base_offset + self._values[i]
+        found = self.base_offset + self._values[i] if i >= 0 else self.base_offset
+        if self._sealed is not None:
+            self._sealed.memory.used(self)
+        return found
 
     def truncate_to_offset(self, offset: int) -> None:
         """Drop entries for offsets at or beyond ``offset``."""

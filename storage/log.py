@@ -69,6 +69,7 @@ from wireserver.storage.errors import (
     TransactionCoordinatorFenced,
 )
 from wireserver.storage.file_records import FileRecords, FileRegion
+from wireserver.storage.index import IndexMemory
 from wireserver.storage.log_config import LogConfig
 from wireserver.storage.log_dir_failure import LogDirFailureChannel
 from wireserver.storage.open_files import OpenFiles
@@ -171,9 +172,12 @@ class Log:
         producer_id_expiration_ms: int = 86_400_000,
         failures: LogDirFailureChannel | None = None,
         open_files: OpenFiles | None = None,
+        index_memory: IndexMemory | None = None,
     ):
         self.directory = directory
         self.open_files = open_files  # the broker's descriptor pool (storage.open_files)
+        # the broker's cap on inactive segments' index entries in memory (storage.index)
+        self.index_memory = index_memory
         self.log_dir = os.path.dirname(os.path.abspath(directory))
         self.failures = failures if failures is not None else LogDirFailureChannel()
         self.config = config
@@ -229,6 +233,7 @@ class Log:
         producer_id_expiration_ms: int = 86_400_000,
         failures: LogDirFailureChannel | None = None,
         open_files: OpenFiles | None = None,
+        index_memory: IndexMemory | None = None,
     ) -> Log:
         """Open (creating if needed) the log in ``directory``.
 
@@ -242,7 +247,9 @@ class Log:
         headers after it.
         """
         os.makedirs(directory, exist_ok=True)
-        log = cls(directory, config, now_ms, producer_id_expiration_ms, failures, open_files)
+        log = cls(
+            directory, config, now_ms, producer_id_expiration_ms, failures, open_files, index_memory
+        )
         log._load(recover, recovery_point, log_start_offset, high_watermark)
         return log
 
@@ -329,6 +336,8 @@ class Log:
         for seg in self._segments:
             if seg.dirty:
                 seg.flush()
+        for seg in self._segments[:-1]:
+            seg.seal_indexes(self.index_memory)
         leo = self.log_end_offset
         first_base = self._segments[0].base_offset
         start = first_base if log_start_offset is None else max(log_start_offset, first_base)
@@ -569,6 +578,7 @@ class Log:
             active.delete()
         else:
             active.on_become_inactive()
+            active.seal_indexes(self.index_memory)
         seg = self._new_segment(base_offset)
         self._segments.append(seg)
         self._bases.append(base_offset)
@@ -1142,6 +1152,7 @@ class Log:
             fsync_dir(self.directory)
             at = next(i for i, seg in enumerate(self._segments) if seg is old[0])
             self._segments[at : at + len(old)] = [new]
+            new.seal_indexes(self.index_memory)
             self._bases = [seg.base_offset for seg in self._segments]
             if step is not None:
                 step("after-swap-completed")
@@ -1262,6 +1273,7 @@ class Log:
             producer_id_expiration_ms=self.producer_state.expiration_ms,
             failures=self.failures,
             open_files=self.open_files,
+            index_memory=self.index_memory,
         )
         for name in (
             "directory",

@@ -53,6 +53,7 @@ from wireserver.storage.errors import (
     TopicExistsError,
     UnknownTopicError,
 )
+from wireserver.storage.index import IndexMemory
 from wireserver.storage.log import Log, parse_partition_dir
 from wireserver.storage.log_config import LogConfig
 from wireserver.storage.log_dir_failure import LogDirFailureChannel, out_of_descriptors
@@ -187,9 +188,11 @@ class LogManager:
         now_ms: Callable[[], int],
         producer_id_expiration_ms: int = 86_400_000,
         open_files: OpenFiles | None = None,
+        index_memory: IndexMemory | None = None,
     ):
         """``open_files`` caps the descriptors segment files hold (``storage.open_files``);
-        by default at half the process's open-files limit."""
+        by default at half the process's open-files limit. ``index_memory`` caps the inactive
+        segments' index entries held in memory (``storage.index.IndexMemory``)."""
         if not log_dirs:
             raise ValueError("at least one log dir is needed")
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
@@ -217,6 +220,7 @@ class LogManager:
         self.failures = LogDirFailureChannel()
         self.open_files = open_files if open_files is not None else OpenFiles()
         self.failures.out_of_descriptors_listeners.append(self.open_files.shed)
+        self.index_memory = index_memory if index_memory is not None else IndexMemory()
         self.dir_remover = DirRemover()
         # Deleted partitions the offset checkpoints may still name (see the module docstring).
         self._stale_in_checkpoints: set[tuple[str, int]] = set()
@@ -352,6 +356,7 @@ class LogManager:
             producer_id_expiration_ms=self.producer_id_expiration_ms,
             failures=self.failures,
             open_files=self.open_files,
+            index_memory=self.index_memory,
             **where,
         )
 

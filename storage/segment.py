@@ -14,7 +14,13 @@ import struct
 from collections.abc import Iterator
 
 from wireserver.storage.batches import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, crc_ok, read_header
-from wireserver.storage.index import INT32_MAX, CorruptIndexError, OffsetIndex, TimeIndex
+from wireserver.storage.index import (
+    INT32_MAX,
+    CorruptIndexError,
+    IndexMemory,
+    OffsetIndex,
+    TimeIndex,
+)
 from wireserver.storage.open_files import OpenFiles, PooledFile
 from wireserver.storage.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 
@@ -277,6 +283,15 @@ class LogSegment:
             return False
         return True
 
+    def seal_indexes(self, memory: IndexMemory | None) -> None:
+        """The segment is inactive (rolled, or below the active one at start-up): its index
+        entries may be dropped from memory by ``memory`` and read again at next use
+        (``storage.index.IndexMemory``)."""
+        if memory is None:
+            return
+        self.offset_index.seal(memory, self.size, self._rebuild_indexes)
+        self.time_index.seal(memory, self.next_offset, self._rebuild_indexes)
+
     def read_indexes(self) -> None:
         """Read the indexes' entries if they are still only in their files: before an append
         adds to them, so that a rebuild (``_rebuild_indexes``) never starts in the middle of
@@ -360,6 +375,9 @@ class LogSegment:
     def truncate_to(self, offset: int) -> int:
         """Drop every batch whose last offset is >= ``offset`` (Kafka's ``truncateTo``); the
         segment then ends at a batch boundary. Returns the number of bytes removed."""
+        # The segment is the log's last now: its entries change again.
+        self.offset_index.unseal()
+        self.time_index.unseal()
         found = self.find(offset)
         if found is None:
             return 0
