@@ -106,9 +106,14 @@ class KafkaConnection(protocol.Protocol):
         self.turn_end = turn_end
         self.decoder = FrameDecoder(services.config["socket.request.max.bytes"])
         self.pending: collections.deque[_Slot] = collections.deque()
+        #: requests read while an answer waited to be sent, handled once it has gone
+        self.held: collections.deque[bytes] = collections.deque()
+        # Three reasons not to read requests (``_update_reading``): ``queued.max.requests``
+        # of them unanswered (``paused``), a throttle (``muted``), requests held (``held``).
         self.paused = False
         #: a ``throttle`` control keeps this connection from reading (``mute``)
         self.muted = False
+        self.reading = True
         self.closed = False
         self.peer = "?"
         self.security: ConnectionSecurity | None = None
@@ -143,6 +148,7 @@ class KafkaConnection(protocol.Protocol):
         self.writer = ResponseWriter(
             self.transport, supports_sendfile(self.transport), self.turn_end
         )
+        self.writer.on_drained = self._answers_sent
         configure_accepted_socket(self.transport, self.services.config["socket.send.buffer.bytes"])
         if self.services.security is not None:
             self.security = self.services.security.new_connection(
@@ -158,6 +164,7 @@ class KafkaConnection(protocol.Protocol):
         for slot in self.pending:
             close_chunks(slot.data or [])
         self.pending.clear()
+        self.held.clear()
         self.handler_cache.clear()
         if self._unthrottle is not None and self._unthrottle.active():
             self._unthrottle.cancel()
@@ -182,6 +189,7 @@ class KafkaConnection(protocol.Protocol):
         the end of the turn first (the transport flushes only its own buffer)."""
         if self.writer is not None:
             self.writer.send_outbox()
+            self.writer.closing()
         self.transport.loseConnection()
 
     # -- input ------------------------------------------------------------------------------
@@ -195,27 +203,52 @@ class KafkaConnection(protocol.Protocol):
         except DecodeError as exc:
             self.close(str(exc))
             return
+        writer = self.writer
+        assert writer is not None  # made in connectionMade, before any data is read
+        held = self.held
         for frame in frames:
             if self.closed:
                 return
-            security = self.security
-            if security is not None and (
-                security.authenticator is not None or not security.tls_principal_done
-            ):
-                if not security_hooks.admit(self, frame):
-                    continue
-            try:
-                request = decode_request(frame, self.services.registry)
-            except UnsupportedApi as exc:
-                self.close(f"unsupported request: {exc}")
-                return
-            except DecodeError as exc:
-                self.close(f"malformed request: {exc}")
-                return
-            self._dispatch(request, received, len(frame))
+            if held or writer.waiting:
+                held.append(frame)
+                continue
+            self._handle_frame(frame, received)
+        self._after_frames()
+
+    def _answers_sent(self) -> None:
+        """The answers that waited to be sent have gone (``ResponseWriter.on_drained``):
+        handle the requests held meanwhile, in order, until one's answer waits in turn."""
+        held = self.held
+        if not held:
+            return
+        writer = self.writer
+        assert writer is not None
+        while held and not self.closed and not writer.waiting:
+            self._handle_frame(held.popleft(), time.perf_counter())
+        self._after_frames()
+
+    def _after_frames(self) -> None:
+        """Stop reading while requests are held or too many are unanswered."""
         if len(self.pending) >= self.max_in_flight and not self.paused:
             self.paused = True
-            self.transport.pauseProducing()
+        self._update_reading()
+
+    def _handle_frame(self, frame: bytes, received: float) -> None:
+        security = self.security
+        if security is not None and (
+            security.authenticator is not None or not security.tls_principal_done
+        ):
+            if not security_hooks.admit(self, frame):
+                return
+        try:
+            request = decode_request(frame, self.services.registry)
+        except UnsupportedApi as exc:
+            self.close(f"unsupported request: {exc}")
+            return
+        except DecodeError as exc:
+            self.close(f"malformed request: {exc}")
+            return
+        self._dispatch(request, received, len(frame))
 
     def _dispatch(self, request: Request, received: float, size: int = 0) -> None:
         slot = _Slot(request, received, size)
@@ -337,17 +370,27 @@ class KafkaConnection(protocol.Protocol):
 
     def mute(self) -> None:
         """Stop reading requests (the ``throttle`` control, as Kafka mutes a throttled
-        channel), apart from the pause for too many requests in flight (``paused``)."""
+        channel), apart from the other reasons not to read (``_update_reading``)."""
         if not self.muted:
             self.muted = True
-            if not self.paused:
-                self.transport.pauseProducing()
+            self._update_reading()
 
     def unmute(self) -> None:
         if self.muted:
             self.muted = False
-            if not self.paused and not self.closed:
+            self._update_reading()
+
+    def _update_reading(self) -> None:
+        """Read from the socket only while no reason not to holds: too many requests
+        unanswered, a throttle, or requests held until an answer has been sent (as Kafka
+        reads nothing from a channel whose response is still being sent)."""
+        reading = not (self.paused or self.muted or self.held)
+        if reading != self.reading and not self.closed:
+            self.reading = reading
+            if reading:
                 self.transport.resumeProducing()
+            else:
+                self.transport.pauseProducing()
 
     # -- output -----------------------------------------------------------------------------
 
@@ -408,8 +451,7 @@ class KafkaConnection(protocol.Protocol):
             self._log_requests(sent, dequeued, written)
         if self.paused and len(self.pending) < self.max_in_flight:
             self.paused = False
-            if not self.muted:
-                self.transport.resumeProducing()
+            self._update_reading()
 
     def _log_requests(self, sent: list[_Slot], dequeued: float, written: float) -> None:
         """Kafka's request log line of each request whose response just went out."""

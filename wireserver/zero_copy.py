@@ -25,6 +25,14 @@ nothing; only what the socket does not take goes through the transport. Against 
 producer (idempotent, 1 KB records, five requests in flight) the broker spent 12-14 % less CPU
 per run and the producer sent 8-12 % more (benchmarks/results.md).
 
+While an answer waits to be sent (``waiting``: queued here, or on TLS and other transports held
+in the transport's buffer past its size, which Twisted reports to the writer as a streaming
+producer), the connection reads and handles no further request, and the writer tells it when
+the answers have gone (``on_drained``), as Kafka reads nothing from a channel whose response is
+still being sent. A client that wrote requests and never read the answers otherwise made the
+broker answer every one into memory, with a descriptor for each answer's file region, until
+it ran out of descriptors and memory.
+
 A file that shrank under a pending send (a follower truncating its log) cannot deliver the
 length already announced in the response; the connection is closed, as Kafka does.
 """
@@ -35,6 +43,7 @@ import collections
 import logging
 import os
 import socket
+from collections.abc import Callable
 from typing import Any
 
 from wireserver.storage.file_records import FileRecords, FileRegion
@@ -84,6 +93,7 @@ class TurnEnd:
         writers, self.writers = self.writers, []
         for writer in writers:
             writer.send_outbox()
+            writer.turn_ended()
 
 
 class ResponseWriter:
@@ -101,6 +111,30 @@ class ResponseWriter:
         self.registered = False
         self.registering = False
         self.stopped = False
+        #: the transport's buffer is past its size (streaming producer: not plain TCP)
+        self.transport_full = False
+        #: told when the answers that were waiting have gone (``waiting`` turned false)
+        self.on_drained: Callable[[], None] | None = None
+        if not zero_copy:
+            # Twisted pauses a streaming producer when the transport's buffer is full and
+            # resumes it once that buffer has drained.
+            transport.registerProducer(self, True)
+
+    @property
+    def waiting(self) -> bool:
+        """Whether answers wait to be sent: queued here (file data, or bytes the socket did
+        not take), or in a full transport buffer."""
+        return bool(self.queue) or self.transport_full
+
+    def closing(self) -> None:
+        """The connection closes once its answers are out: a streaming producer still
+        registered (and paused) would keep Twisted from ever closing it."""
+        if not self.zero_copy:
+            self.transport.unregisterProducer()
+
+    def _drained(self) -> None:
+        if self.on_drained is not None:
+            self.on_drained()
 
     def write(self, chunks: list) -> None:
         """Queue one or more responses' chunks (bytes and ``FileRecords``)."""
@@ -146,6 +180,7 @@ class ResponseWriter:
         if not (transport._tempDataLen or len(transport.dataBuffer) > transport.offset):
             try:
                 if self._send():
+                    self._sent_all()
                     return
             except OSError as exc:
                 self._fail(exc)
@@ -155,18 +190,35 @@ class ResponseWriter:
     # -- IPullProducer ----------------------------------------------------------------------
     def resumeProducing(self) -> None:
         """The transport's buffer is empty: send until done or the socket would block."""
-        if self.stopped or self.registering or not self.queue:
+        if self.stopped or self.registering:
             return
-        try:
-            done = self._send()
-        except OSError as exc:
-            self._fail(exc)
-            return
-        if done:
+        if self.queue:
+            try:
+                done = self._send()
+            except OSError as exc:
+                self._fail(exc)
+                return
+            if not done:
+                self.transport.startWriting()
+                return
+        # Sent (or emptied by ``send_outbox`` meanwhile, or a streaming producer's resume:
+        # the transport's buffer drained).
+        self._sent_all()
+        self.transport_full = False
+        self._drained()
+
+    def _sent_all(self) -> None:
+        """The queue is empty: stop waiting for the socket to take more."""
+        if self.registered:
             self.registered = False
             self.transport.unregisterProducer()
-        else:
-            self.transport.startWriting()
+
+    def turn_ended(self) -> None:
+        """``TurnEnd`` has sent this turn's answers: if none waits, the connection may go on
+        with requests it held (not from ``send_outbox`` itself, which ``write`` calls before
+        queuing an answer that must leave before theirs)."""
+        if not self.waiting:
+            self._drained()
 
     def _fail(self, exc: OSError) -> None:
         log.warning("send failed on %s: %s", self.transport.getPeer(), exc)
@@ -181,8 +233,9 @@ class ResponseWriter:
                 item.close()
         self.queue.clear()
 
-    def pauseProducing(self) -> None:  # a pull producer is never paused
-        pass
+    def pauseProducing(self) -> None:
+        """The transport's buffer is full (a streaming producer's pause: not plain TCP)."""
+        self.transport_full = True
 
     # -- sending ----------------------------------------------------------------------------
     def _send(self) -> bool:

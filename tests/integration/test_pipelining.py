@@ -4,12 +4,15 @@ returns as soon as data arrives, and after max_wait_ms when none does."""
 
 from __future__ import annotations
 
+import os
+import socket
+import ssl
 import threading
 import time
 
 from tests.integration import raw
 from tests.integration.raw import encode
-from wireserver.testing import KafkaWire
+from wireserver.testing import EmbeddedBroker, KafkaWire
 
 
 def test_responses_leave_in_request_order(broker, topic):
@@ -156,3 +159,62 @@ def test_long_poll_for_min_bytes_gathers_appends_to_several_partitions(broker, t
         (answer,) = response.responses
         got = {p.partition_index: len(raw.records_of(p.records or b"")) for p in answer.partitions}
         assert got == {0: 0, 1: 1, 2: 0, 3: 1}
+
+
+def open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def resident_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def write_without_reading(bootstrap: str, topic: str, ssl_context=None):
+    """Four batches of 900 KB in partition 0, then a client that writes 200 Fetch requests
+    for the first of them and reads nothing for a second. Returns how many more descriptors
+    and resident bytes this process (broker included) held then, and the answers the client
+    reads after that."""
+    with KafkaWire(bootstrap, ssl_context=ssl_context) as producer:
+        raw.ensure_topic(producer, topic)
+        for b in range(4):
+            batch = raw.v2_batch([bytes([65 + b]) * 1000] * 900)
+            assert raw.produce_errors(producer.request(raw.produce(topic, {0: batch}))) == {
+                0: raw.NONE
+            }
+    descriptors, resident = open_descriptors(), resident_bytes()
+    with KafkaWire(bootstrap, ssl_context=ssl_context) as reader:
+        reader.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        requests = [raw.fetch(topic, 0, 0, partition_max_bytes=1 << 20) for _ in range(200)]
+        reader.send_raw(b"".join(encode(reader, r) for r in requests))
+        time.sleep(1)  # time to read every request and answer them all, had it done so
+        held = (open_descriptors() - descriptors, resident_bytes() - resident)
+        with KafkaWire(bootstrap, ssl_context=ssl_context) as other:
+            raw.roundtrip(bootstrap, topic, partition=1, wire=other)
+        answers = [reader.read_response(r) for r in requests]  # in order, by correlation id
+    for answer in answers:
+        records = raw.fetched(answer)
+        assert len(records) == 900 and records[0].value == b"A" * 1000
+    return held, open_descriptors() - descriptors
+
+
+def test_a_client_that_does_not_read_its_answers_holds_up_only_itself(broker, topic):
+    """A client writes 200 Fetch requests of about 1 MB each and reads nothing: the broker
+    (in this process) handles no further request of it while an answer waits to be sent, as
+    Kafka reads nothing from a channel whose response is being sent, instead of answering
+    them all with a descriptor for each answer's file region (over 200 more before). Other
+    clients are served meanwhile; when the client reads, every answer comes, in order."""
+    (descriptors, _), after = write_without_reading(broker.bootstrap_servers, topic)
+    assert descriptors < 20, f"{descriptors} more descriptors while the answers waited"
+    assert after <= 2
+
+
+def test_a_client_that_does_not_read_its_answers_over_tls_holds_up_only_itself():
+    """The same over TLS, where answers are bytes in the transport's buffer: the broker stops
+    once that buffer is full, instead of holding all 200 answers (180 MB) in memory."""
+    with EmbeddedBroker(tls=True, overrides={"num.partitions": 2}) as tls_broker:
+        context = ssl.create_default_context(cafile=tls_broker.ca_path)
+        (_, resident), _ = write_without_reading(
+            tls_broker.bootstrap_servers, "no-reader", ssl_context=context
+        )
+    assert resident < 60 << 20, f"{resident >> 20} MiB more while the answers waited"
