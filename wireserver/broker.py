@@ -29,6 +29,7 @@ from twisted.internet import defer, task, threads
 
 from wireserver import apis
 from wireserver.config import BrokerConfig, Listener
+from wireserver.connection_limits import ConnectionLimits
 from wireserver.dynamic_configs import DynamicBrokerConfigs
 from wireserver.features import Features
 from wireserver.fetch_sessions import FetchSessionCache
@@ -133,6 +134,8 @@ class Broker:
         self.node_id = config.node_id
         self.cluster_id: str = ""
         self.connections: set = set()
+        #: open connections by address and listener, against max.connections and the rest
+        self.connection_limits = ConnectionLimits(config, config.inter_broker_listener.name)
         self.ports: list = []
         self.advertised: list[Listener] = []
         self.purgatory = Purgatory(reactor)
@@ -357,8 +360,7 @@ class Broker:
         self.metadata.topic_deleted.append(self.cleaner.forget_topic)
         self._every(self.config["log.retention.check.interval.ms"], self._apply_retention)
         self._every(PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, self._remove_expired_producers)
-        if self.config["connections.max.idle.ms"] >= 0:
-            self._every(IDLE_CONNECTIONS_CHECK_MS, self._close_idle_connections)
+        self._every(IDLE_CONNECTIONS_CHECK_MS, self._check_connections)
         if self.security.tokens.enabled:
             self._every(
                 self.config["delegation.token.expiry.check.interval.ms"],
@@ -381,6 +383,7 @@ class Broker:
             port = self.security.listen(self.reactor, listener, factory, interface)
             configure_listening_socket(port, self.config["socket.receive.buffer.bytes"])
             self.ports.append(port)
+            self.connection_limits.listen(listener.name, port)
             bound.append(listener.with_port(port.getHost().port))
         return bound
 
@@ -389,6 +392,7 @@ class Broker:
         connection, as a broker that went away does; logs, groups and transactions stay as
         they are and the operations listener stays up. Fires once the ports are closed."""
         ports, self.ports = self.ports, []
+        self.connection_limits.forget_ports()
         closed = defer.gatherResults([defer.maybeDeferred(port.stopListening) for port in ports])
         for connection in list(self.connections):
             connection.drop("the broker's listeners are down (controls)")
@@ -399,8 +403,13 @@ class Broker:
         if not self.ports:
             self._listen(self.bound)
 
-    def _close_idle_connections(self) -> None:
-        close_idle_connections(self.connections, self.config["connections.max.idle.ms"] / 1000.0)
+    def _check_connections(self) -> None:
+        """Close idle connections (``connections.max.idle.ms``, unless -1) and those past
+        ``max.connections`` (``ConnectionLimits.close_excess``)."""
+        max_idle_ms = self.config["connections.max.idle.ms"]
+        if max_idle_ms >= 0:
+            close_idle_connections(self.connections, max_idle_ms / 1000.0)
+        self.connection_limits.close_excess(self.connections)
 
     def _every(self, interval_ms: int, func: Callable[[], Any]) -> None:
         if interval_ms <= 0 or interval_ms >= 2**62:
@@ -451,6 +460,7 @@ class Broker:
         self._stop_loops()
         if self.cluster is not None:
             self.cluster.stop()
+        self.connection_limits.forget_ports()
         closing = [defer.maybeDeferred(port.stopListening) for port in self.ports]
         self.ports.clear()
         closing.append(self.ops.stop())
@@ -487,6 +497,7 @@ class Broker:
         self._stop_loops()
         if self.cluster is not None:
             self.cluster.stop()
+        self.connection_limits.forget_ports()
         yield defer.gatherResults(
             [defer.maybeDeferred(port.stopListening) for port in self.ports] + [self.ops.stop()]
         )

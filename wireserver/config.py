@@ -406,6 +406,31 @@ _BROKER_ONLY = [
     ),
     _key("connections.max.idle.ms", "long", 600000, "Idle connections are closed after this long."),
     _key(
+        "max.connections",
+        "int",
+        INT_MAX,
+        "Connections the broker keeps open; past it a listener accepts no more until one "
+        "closes (the inter-broker listener excepted). Per listener too, as "
+        "listener.name.<l>.max.connections.",
+        at_least(0),
+        dynamic=True,
+    ),
+    _key(
+        "max.connections.per.ip",
+        "int",
+        INT_MAX,
+        "Connections from one address; one more is closed at once.",
+        at_least(0),
+        dynamic=True,
+    ),
+    _key(
+        "max.connections.per.ip.overrides",
+        "string",
+        "",
+        "host:count pairs, comma separated, that replace max.connections.per.ip for a host.",
+        dynamic=True,
+    ),
+    _key(
         "num.network.threads",
         "int",
         3,

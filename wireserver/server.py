@@ -107,7 +107,7 @@ class KafkaConnection(protocol.Protocol):
         self.decoder = FrameDecoder(services.config["socket.request.max.bytes"])
         self.pending: collections.deque[_Slot] = collections.deque()
         #: requests read while an answer waited to be sent, handled once it has gone
-        self.held: collections.deque[bytes] = collections.deque()
+        self.held: collections.deque[memoryview] = collections.deque()
         # Three reasons not to read requests (``_update_reading``): ``queued.max.requests``
         # of them unanswered (``paused``), a throttle (``muted``), requests held (``held``).
         self.paused = False
@@ -115,6 +115,9 @@ class KafkaConnection(protocol.Protocol):
         self.muted = False
         self.reading = True
         self.closed = False
+        self.host = "?"
+        #: counted in ``services.connection_limits`` (uncounted when refused there)
+        self.counted = False
         self.peer = "?"
         self.security: ConnectionSecurity | None = None
         self.writer: ResponseWriter | None = None
@@ -131,7 +134,8 @@ class KafkaConnection(protocol.Protocol):
 
     def connectionMade(self) -> None:
         peer = self.transport.getPeer()
-        self.peer = f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}"
+        self.host = getattr(peer, "host", "?")
+        self.peer = f"{self.host}:{getattr(peer, 'port', '?')}"
         controls = self.services.controls
         if controls is not None and controls.refuses(self):
             return
@@ -145,6 +149,11 @@ class KafkaConnection(protocol.Protocol):
                 self.transport.pauseProducing()
                 self.services.reactor.callLater(throttle_ms / 1000.0, self.transport.loseConnection)
                 return
+        if not self.services.connection_limits.opened(self.listener_name, self.host):
+            self.closed = True  # max.connections.per.ip: closed unread, as Kafka's acceptor
+            self.transport.loseConnection()
+            return
+        self.counted = True
         self.writer = ResponseWriter(
             self.transport, supports_sendfile(self.transport), self.turn_end
         )
@@ -159,6 +168,9 @@ class KafkaConnection(protocol.Protocol):
 
     def connectionLost(self, reason: Failure = protocol.connectionDone) -> None:
         self.closed = True
+        if self.counted:
+            self.counted = False
+            self.services.connection_limits.closed(self.listener_name, self.host)
         self.services.connections.discard(self)
         self.services.share.connection_closed(self.peer)
         for slot in self.pending:
@@ -233,7 +245,7 @@ class KafkaConnection(protocol.Protocol):
             self.paused = True
         self._update_reading()
 
-    def _handle_frame(self, frame: bytes, received: float) -> None:
+    def _handle_frame(self, frame: memoryview, received: float) -> None:
         security = self.security
         if security is not None and (
             security.authenticator is not None or not security.tls_principal_done

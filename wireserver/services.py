@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from wireserver.config import BrokerConfig, Listener
+    from wireserver.connection_limits import ConnectionLimits
     from wireserver.controls.rules import BrokerControls
     from wireserver.dynamic_configs import DynamicBrokerConfigs
     from wireserver.features import Features
@@ -69,6 +70,8 @@ class Services(Protocol):
     metrics: BrokerMetrics
     #: the open client connections (``wireserver.server``), which the broker drops on stop
     connections: set[Any]
+    #: the open connections counted against max.connections and max.connections.per.ip
+    connection_limits: ConnectionLimits
     #: the test controls (``controls.enable``: injected errors, latency, ...), else None
     controls: BrokerControls | None
 

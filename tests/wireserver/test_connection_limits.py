@@ -1,0 +1,68 @@
+"""``ConnectionLimits`` on its own: which listener may accept, and which connections go when
+the broker is past ``max.connections`` (the inter-broker listener's are never closed for it,
+as Kafka's ``maxConnectionsExceeded`` leaves the protected listener alone)."""
+
+from __future__ import annotations
+
+from wireserver.config import BrokerConfig
+from wireserver.connection_limits import ConnectionLimits, parse_ip_overrides
+
+LISTENERS = {
+    "listeners": "PLAINTEXT://127.0.0.1:0,CLIENT://127.0.0.1:0",
+    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CLIENT:PLAINTEXT",
+    "inter.broker.listener.name": "PLAINTEXT",
+}
+
+
+class Connection:
+    def __init__(self, listener_name: str, last_active: float):
+        self.listener_name = listener_name
+        self.last_active = last_active
+        self.dropped = False
+
+    def drop(self, why: str) -> None:
+        self.dropped = True
+
+
+class Port:
+    connected = True
+
+    def __init__(self):
+        self.reading = True
+
+    def startReading(self):
+        self.reading = True
+
+    def stopReading(self):
+        self.reading = False
+
+
+def test_the_inter_broker_listener_passes_the_broker_s_maximum_and_the_others_wait():
+    config = BrokerConfig({**LISTENERS, "max.connections": "2"})
+    limits = ConnectionLimits(config, "PLAINTEXT")
+    client_port, broker_port = Port(), Port()
+    limits.listen("CLIENT", client_port)
+    limits.listen("PLAINTEXT", broker_port)
+    assert limits.opened("CLIENT", "10.0.0.1") and limits.opened("CLIENT", "10.0.0.2")
+    assert not client_port.reading and broker_port.reading
+    assert limits.opened("PLAINTEXT", "10.0.0.3")  # past the broker's maximum
+    assert broker_port.reading and limits.total == 3
+    assert limits.opened("PLAINTEXT", "10.0.0.4")
+    assert not broker_port.reading  # its own (listener) maximum is the broker's: 2
+    older, newer = Connection("CLIENT", 1.0), Connection("CLIENT", 2.0)
+    peers = [Connection("PLAINTEXT", 0.5), Connection("PLAINTEXT", 0.7)]
+    limits.close_excess([newer, *peers, older])  # 4 open, 2 allowed: the clients go
+    assert (older.dropped, newer.dropped) == (True, True)
+    assert not any(peer.dropped for peer in peers)
+    limits.closed("CLIENT", "10.0.0.1")
+    limits.closed("CLIENT", "10.0.0.2")
+    assert not client_port.reading and not broker_port.reading  # 2 open: both maximums
+    limits.closed("PLAINTEXT", "10.0.0.4")
+    assert client_port.reading and broker_port.reading
+
+
+def test_ip_overrides_resolve_hosts_and_skip_what_they_cannot_read():
+    assert parse_ip_overrides("localhost:5, 10.1.2.3:7,bad,:3") == {
+        "127.0.0.1": 5,
+        "10.1.2.3": 7,
+    }
