@@ -188,6 +188,12 @@ def _check_basic_auth_users(value: str) -> None:
     parse_basic_auth_users(value)
 
 
+def _check_ip_overrides(value: str) -> None:
+    from wireserver.connection_limits import parse_ip_overrides
+
+    parse_ip_overrides(value or "")
+
+
 def _check_replica_selector(value: str) -> None:
     """Kafka loads the class at start and fails on one it cannot find; the rack-aware
     selector is the only one wireserver has (a custom Java class cannot run here)."""
@@ -428,6 +434,7 @@ _BROKER_ONLY = [
         "string",
         "",
         "host:count pairs, comma separated, that replace max.connections.per.ip for a host.",
+        _check_ip_overrides,
         dynamic=True,
     ),
     _key(

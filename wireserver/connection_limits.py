@@ -29,17 +29,21 @@ log = logging.getLogger("wireserver.server")
 
 def parse_ip_overrides(value: str) -> dict[str, int]:
     """``max.connections.per.ip.overrides``: ``host:count`` pairs, comma separated; hosts are
-    resolved to addresses (Kafka's ``InetAddress.getByName``); one that does not resolve is
-    skipped."""
+    resolved to addresses (Kafka's ``InetAddress.getByName``). Raises ``ValueError`` for a
+    pair that is not ``host:count`` or a host that does not resolve, as Kafka refuses the
+    value (the config checks it when it is set)."""
     overrides: dict[str, int] = {}
     for item in value.split(","):
-        host, _, count = item.strip().rpartition(":")
-        if not host:
+        if not item.strip():
             continue
+        host, _, count = item.strip().rpartition(":")
+        if not host or not count.strip().isdigit():
+            raise ValueError(f"Invalid entry {item.strip()!r}: expected host:count")
         try:
-            overrides[socket.gethostbyname(host.strip("[]"))] = int(count)
-        except (OSError, ValueError):
-            log.warning("max.connections.per.ip.overrides: cannot use %r", item)
+            address = socket.gethostbyname(host.strip("[]"))
+        except OSError:
+            raise ValueError(f"Unknown host {host!r}") from None
+        overrides[address] = int(count)
     return overrides
 
 
@@ -69,7 +73,12 @@ class ConnectionLimits:
     def ip_limit(self, ip: str) -> int:
         raw = self.config["max.connections.per.ip.overrides"] or ""
         if raw != self._overrides[0]:
-            self._overrides = (raw, parse_ip_overrides(raw))
+            try:
+                overrides = parse_ip_overrides(raw)
+            except ValueError as exc:  # checked when set; a host may stop resolving since
+                log.warning("max.connections.per.ip.overrides not applied: %s", exc)
+                overrides = {}
+            self._overrides = (raw, overrides)
         return self._overrides[1].get(ip, self.config["max.connections.per.ip"])
 
     def opened(self, listener: str, ip: str) -> bool:

@@ -4,8 +4,11 @@ as Kafka's ``maxConnectionsExceeded`` leaves the protected listener alone)."""
 
 from __future__ import annotations
 
+import pytest
+
 from wireserver.config import BrokerConfig
 from wireserver.connection_limits import ConnectionLimits, parse_ip_overrides
+from wireserver.storage.configdef import ConfigValueError
 
 LISTENERS = {
     "listeners": "PLAINTEXT://127.0.0.1:0,CLIENT://127.0.0.1:0",
@@ -61,8 +64,12 @@ def test_the_inter_broker_listener_passes_the_broker_s_maximum_and_the_others_wa
     assert client_port.reading and broker_port.reading
 
 
-def test_ip_overrides_resolve_hosts_and_skip_what_they_cannot_read():
-    assert parse_ip_overrides("localhost:5, 10.1.2.3:7,bad,:3") == {
-        "127.0.0.1": 5,
-        "10.1.2.3": 7,
-    }
+def test_ip_overrides_resolve_hosts_and_a_bad_value_is_refused():
+    assert parse_ip_overrides("localhost:5, 10.1.2.3:7,") == {"127.0.0.1": 5, "10.1.2.3": 7}
+    for bad, message in [
+        ("10.1.2.3", "expected host:count"),
+        ("10.1.2.3:many", "expected host:count"),
+        ("no-such-host.invalid:3", "Unknown host"),
+    ]:
+        with pytest.raises(ConfigValueError, match=message):
+            BrokerConfig({**LISTENERS, "max.connections.per.ip.overrides": bad})
