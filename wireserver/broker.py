@@ -135,7 +135,9 @@ class Broker:
         self.cluster_id: str = ""
         self.connections: set = set()
         #: open connections by address and listener, against max.connections and the rest
-        self.connection_limits = ConnectionLimits(config, config.inter_broker_listener.name)
+        self.connection_limits = ConnectionLimits(
+            config, config.inter_broker_listener.name, reactor
+        )
         self.ports: list = []
         self.advertised: list[Listener] = []
         self.purgatory = Purgatory(reactor)

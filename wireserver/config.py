@@ -422,6 +422,16 @@ _BROKER_ONLY = [
         dynamic=True,
     ),
     _key(
+        "max.connection.creation.rate",
+        "int",
+        INT_MAX,
+        "New connections a second the broker accepts (the inter-broker listener excepted); "
+        "past it a new connection waits before it is read, and the listener accepts none "
+        "meanwhile. Per listener too, as listener.name.<l>.max.connection.creation.rate.",
+        at_least(0),
+        dynamic=True,
+    ),
+    _key(
         "max.connections.per.ip",
         "int",
         INT_MAX,

@@ -178,7 +178,6 @@ KAFKA_ONLY_KEYS: list[ConfigDef] = [
     _k("log.initial.task.delay.ms", "long", 30000, R, at_least(0), internal=True),
     _k("log.remote.copy.lag.bytes", "long", -1, C, at_least(-1)),
     _k("log.remote.copy.lag.ms", "long", 0, C, at_least(-1)),
-    _k("max.connection.creation.rate", "int", INT_MAX, C, at_least(0)),
     _k("max.decompressed.message.bytes", "int", 2147483639, C, between(1, 2147483639)),
     _k("max.request.partition.size.limit", "int", 2000, R, at_least(1)),
     _k("metadata.log.dir", "string", None, R),

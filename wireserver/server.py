@@ -139,12 +139,27 @@ class KafkaConnection(protocol.Protocol):
         controls = self.services.controls
         if controls is not None and controls.refuses(self):
             return
+        if self.services.connection_limits.admit(self.listener_name, self._admitted_later):
+            self._admitted()
+        else:  # max.connection.creation.rate: read nothing while it waits its turn
+            self.transport.pauseProducing()
+
+    def _admitted_later(self) -> None:
+        if not self.closed:  # not gone while it waited
+            self.transport.resumeProducing()
+            self._admitted()
+
+    def _admitted(self) -> None:
+        """The rest of ``connectionMade``, once the creation rates let the connection in (as
+        Kafka's acceptor hands a socket to a processor only after its wait)."""
+        peer = self.transport.getPeer()
         connections = self.services.quotas.connections
         if connections.active:
             throttle_ms = connections.connection(getattr(peer, "host", "?"), self.services.now_ms())
             if throttle_ms > 0:
                 # Kafka's acceptor: over the IP's connection_creation_rate, the connection is
                 # read from no more and closed once the throttle time is over
+                self.services.connection_limits.uncount_creation(self.listener_name)
                 self.closed = True
                 self.transport.pauseProducing()
                 self.services.reactor.callLater(throttle_ms / 1000.0, self.transport.loseConnection)

@@ -1,13 +1,14 @@
 """``max.connections.per.ip`` (and its overrides) and ``max.connections``, as Kafka's
 ``ConnectionQuotas``: one connection too many from an address is closed unread; past the
 broker's maximum a listener accepts nothing until a connection closes, and the client that
-waited is then served."""
+waited is then served; past ``max.connection.creation.rate`` new connections wait their turn."""
 
 from __future__ import annotations
 
 import logging
 import socket
 import struct
+import time
 
 import pytest
 from kafka.protocol.admin.configs import IncrementalAlterConfigsRequest
@@ -75,6 +76,22 @@ def test_past_the_broker_s_maximum_a_client_waits_for_a_connection_to_close(key)
         assert answered(waiting, 5)
         waiting.close()
         second.close()
+
+
+def test_past_max_connection_creation_rate_new_connections_wait_their_turn():
+    # two windows of a second: a new rate is measured over one, so 5 a second lets 5 in at
+    # once; the sixth waits (6 - 5) / 5 of a second, and each after it about as long
+    overrides = {"quota.window.num": 2, "max.connection.creation.rate": 5}
+    with EmbeddedBroker("thread", overrides=overrides) as broker:
+        started = time.monotonic()
+        socks = [connect(broker.bootstrap_servers) for _ in range(8)]
+        waited = []
+        for sock in socks:
+            assert answered(sock, 5)
+            waited.append(time.monotonic() - started)
+            sock.close()
+        assert waited[-1] >= 0.5, waited  # 200 ms each for the sixth, seventh and eighth
+        assert waited[4] < waited[-1] - 0.3, waited
 
 
 def set_broker_config(wire: KafkaWire, name: str, value: str) -> None:

@@ -1,10 +1,12 @@
-"""``ConnectionLimits`` on its own: which listener may accept, and which connections go when
-the broker is past ``max.connections`` (the inter-broker listener's are never closed for it,
-as Kafka's ``maxConnectionsExceeded`` leaves the protected listener alone)."""
+"""``ConnectionLimits`` on its own: which listener may accept, which connections go when the
+broker is past ``max.connections`` (the inter-broker listener's are never closed for it, as
+Kafka's ``maxConnectionsExceeded`` leaves the protected listener alone), and how long a
+connection waits past ``max.connection.creation.rate`` (on a ``task.Clock``)."""
 
 from __future__ import annotations
 
 import pytest
+from twisted.internet import task
 
 from wireserver.config import BrokerConfig
 from wireserver.connection_limits import ConnectionLimits, parse_ip_overrides
@@ -42,7 +44,7 @@ class Port:
 
 def test_the_inter_broker_listener_passes_the_broker_s_maximum_and_the_others_wait():
     config = BrokerConfig({**LISTENERS, "max.connections": "2"})
-    limits = ConnectionLimits(config, "PLAINTEXT")
+    limits = ConnectionLimits(config, "PLAINTEXT", task.Clock())
     client_port, broker_port = Port(), Port()
     limits.listen("CLIENT", client_port)
     limits.listen("PLAINTEXT", broker_port)
@@ -73,3 +75,50 @@ def test_ip_overrides_resolve_hosts_and_a_bad_value_is_refused():
     ]:
         with pytest.raises(ConfigValueError, match=message):
             BrokerConfig({**LISTENERS, "max.connections.per.ip.overrides": bad})
+
+
+def admit_all(limits: ConnectionLimits, listener: str, count: int) -> tuple[list[int], list[int]]:
+    """Admit ``count`` connections on ``listener``: those let in at once, and a list that
+    each waiting one joins when its turn comes."""
+    now, later = [], []
+    for n in range(count):
+        if limits.admit(listener, lambda n=n: later.append(n)):
+            now.append(n)
+    return now, later
+
+
+def test_past_the_creation_rate_connections_wait_their_turn_and_the_listener_accepts_none():
+    clock = task.Clock()
+    config = BrokerConfig({**LISTENERS, "max.connection.creation.rate": "2"})
+    limits = ConnectionLimits(config, "PLAINTEXT", clock)
+    client_port, broker_port = Port(), Port()
+    limits.listen("CLIENT", client_port)
+    limits.listen("PLAINTEXT", broker_port)
+    # a new rate is measured over quota.window.num - 1 windows (10 s): 20 fit in 2 a second
+    now, later = admit_all(limits, "CLIENT", 22)
+    assert now == list(range(20)) and later == []
+    assert not client_port.reading and broker_port.reading
+    clock.advance(0.499)
+    assert later == []
+    clock.advance(0.001)  # 21 over 10 s is 2.1 a second: (2.1 - 2) / 2 of 10 s = 500 ms
+    assert later == [20] and not client_port.reading  # the next waits its own turn
+    clock.advance(0.5)
+    assert later == [20, 21] and client_port.reading
+    # the inter-broker listener is out of the broker's rate, under its own (the broker's
+    # value unless set)
+    assert admit_all(limits, "PLAINTEXT", 20)[0] == list(range(20))
+    assert admit_all(limits, "PLAINTEXT", 1)[0] == []
+
+
+def test_a_listener_s_own_creation_rate_and_the_only_listener_is_not_protected():
+    clock = task.Clock()
+    config = BrokerConfig(
+        {**LISTENERS, "listener.name.plaintext.max.connection.creation.rate": "100"}
+    )
+    limits = ConnectionLimits(config, "PLAINTEXT", clock)
+    assert admit_all(limits, "CLIENT", 2000)[0] == list(range(2000))  # no limit
+    assert len(admit_all(limits, "PLAINTEXT", 1001)[0]) == 1000
+    single = BrokerConfig({"max.connections": "1", "max.connection.creation.rate": "1"})
+    alone = ConnectionLimits(single, single.inter_broker_listener.name, clock)
+    assert not alone.protected(single.inter_broker_listener.name)
+    assert len(admit_all(alone, single.inter_broker_listener.name, 11)[0]) == 10
