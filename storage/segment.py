@@ -354,7 +354,7 @@ class LogSegment:
                 block_start, at = position, 0
                 if len(block) < size:
                     break
-            if not crc_ok(block, at, size):
+            if not crc_ok(block, at, size, header.crc):
                 break
             self._index_batch(position, header)
             epoch = header.partition_leader_epoch
