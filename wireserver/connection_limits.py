@@ -57,6 +57,15 @@ def parse_ip_overrides(value: str) -> dict[str, int]:
     return overrides
 
 
+def _go_on(later: Callable[[], None]) -> None:
+    """Go on with a connection that waited its turn; a failure there is that connection's
+    alone, not a listener left throttled for good."""
+    try:
+        later()
+    except Exception:  # noqa: BLE001 - logged; the connections after it still go on
+        log.exception("failed to go on with a connection after its throttle")
+
+
 class ConnectionLimits:
     """The broker's open connections by address and by listener, and the listening ports
     whose accepting a full listener pauses."""
@@ -146,13 +155,13 @@ class ConnectionLimits:
 
     def _throttle_ended(self, listener: str) -> None:
         waiting = self.throttled[listener]
-        waiting.popleft()()  # counted when its throttle began
+        _go_on(waiting.popleft())  # counted when its throttle began
         while waiting:
             throttle_ms = self._creation_throttle_ms(listener)
             if throttle_ms > 0:
                 self.reactor.callLater(throttle_ms / 1000.0, self._throttle_ended, listener)
                 return
-            waiting.popleft()()
+            _go_on(waiting.popleft())
         del self.throttled[listener]
         self._update_accepting()
 

@@ -122,3 +122,23 @@ def test_a_listener_s_own_creation_rate_and_the_only_listener_is_not_protected()
     alone = ConnectionLimits(single, single.inter_broker_listener.name, clock)
     assert not alone.protected(single.inter_broker_listener.name)
     assert len(admit_all(alone, single.inter_broker_listener.name, 11)[0]) == 10
+
+
+def test_a_connection_that_fails_after_its_throttle_leaves_the_listener_accepting(caplog):
+    clock = task.Clock()
+    config = BrokerConfig({**LISTENERS, "max.connection.creation.rate": "1"})
+    limits = ConnectionLimits(config, "PLAINTEXT", clock)
+    port = Port()
+    limits.listen("CLIENT", port)
+    admit_all(limits, "CLIENT", 10)  # a new rate of 1 a second fits 10
+
+    def fails():
+        raise OSError("gone")
+
+    went_on = []
+    assert not limits.admit("CLIENT", fails)
+    assert not limits.admit("CLIENT", lambda: went_on.append(True))
+    clock.advance(1.0)  # fails: logged
+    clock.advance(1.0)
+    assert went_on == [True] and port.reading
+    assert "failed to go on with a connection" in caplog.text
