@@ -135,7 +135,11 @@ def wait_until(epoch: float) -> None:
 
 def cmd_produce(args) -> dict:
     ensure_topic(args.bootstrap, args.topic, args.partitions, args.replication_factor)
-    producer = _producer(args.bootstrap, args.acks, **{"compression.type": args.compression})
+    producer = _producer(
+        args.bootstrap,
+        args.acks,
+        **{"compression.type": args.compression, "batch.size": args.batch_size},
+    )
     value = os.urandom(args.size)
     keys = [b"key-%d" % k for k in range(args.keys)] if args.keys else None
     failures: list = []
@@ -418,6 +422,12 @@ def main(argv: list[str] | None = None) -> int:
         "--keys", type=int, default=0, help="keys cycle over this many (0: records have none)"
     )
     p.add_argument("--compression", default="none", help="none, gzip, snappy, lz4 or zstd")
+    p.add_argument(
+        "--batch-size",
+        type=int,
+        default=PRODUCER_BASE["batch.size"],
+        help="librdkafka batch.size: the most bytes of records a batch holds",
+    )
     c = sub.add_parser("consume", parents=[common])
     c.add_argument("--reps", type=int, default=3)
     c.add_argument("--warmup", action="store_true", help="one untimed read first")

@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 
+from benchmarks.compare import compile_sources
 from wireserver.testing import READY_RE, EmbeddedBroker, KafkaWire, parse_endpoints
 
 
@@ -100,7 +101,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
     args = parser.parse_args()
-
+    compile_sources()
     runs = [subprocess_run() for _ in range(args.runs)]
     print(
         f"wireserver start-up, {args.runs} runs, Python {sys.version.split()[0]}, "
