@@ -142,3 +142,16 @@ def test_a_connection_that_fails_after_its_throttle_leaves_the_listener_acceptin
     clock.advance(1.0)
     assert went_on == [True] and port.reading
     assert "failed to go on with a connection" in caplog.text
+
+
+def test_with_one_listener_a_lowered_maximum_closes_its_least_recently_active_connections():
+    # Kafka's protectedListener spares the inter-broker listener only beside other listeners
+    config = BrokerConfig({"max.connections": "3"})
+    listener = config.inter_broker_listener.name
+    limits = ConnectionLimits(config, listener, task.Clock())
+    connections = [Connection(listener, float(n)) for n in range(3)]
+    for n in range(3):
+        assert limits.opened(listener, f"10.0.0.{n}")
+    config.set_dynamic("max.connections", "1")
+    limits.close_excess(connections)
+    assert [c.dropped for c in connections] == [True, True, False]
