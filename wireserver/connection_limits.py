@@ -32,7 +32,7 @@ import socket
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from wireserver.quotas.rates import Rate
+from wireserver.quotas.rates import Rate, throttle_ms
 
 log = logging.getLogger("wireserver.server")
 
@@ -197,11 +197,7 @@ class ConnectionLimits:
             rate = self.creation_rates[key] = Rate(now_ms)
         rate.record(1.0, now_ms, window_ms, samples)
         measured, window = rate.measure(now_ms, window_ms, samples)
-        if measured <= limit:
-            return 0
-        if limit <= 0:
-            return window_ms
-        return int(min(round((measured - limit) / limit * window), window_ms))
+        return throttle_ms(measured, limit, window, window_ms)
 
     def protected(self, listener: str) -> bool:
         """Kafka's ``protectedListener``: the inter-broker listener, when the broker has

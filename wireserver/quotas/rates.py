@@ -37,6 +37,18 @@ def _entity(user: Any = False, client: Any = False) -> Entity:
     return tuple(pairs)
 
 
+def throttle_ms(measured: float, limit: float, window: int, cap_ms: int | None = None) -> int:
+    """Kafka's ``QuotaUtils.throttleTime``: the delay (ms) that brings a rate ``measured`` over
+    ``window`` ms back to ``limit`` if nothing more comes, at most ``cap_ms``; 0 within the
+    limit. A limit of 0 or less (a connection creation rate may be 0) throttles for the cap."""
+    if measured <= limit:
+        return 0
+    if limit <= 0:
+        return int(cap_ms) if cap_ms is not None else 0
+    throttle = round((measured - limit) / limit * window)
+    return int(throttle if cap_ms is None else min(throttle, cap_ms))
+
+
 class Rate:
     """One quota id's windowed rate (per second): Kafka 4.4's ``Rate`` over a ``WindowedSum``
     (``SampledStat``). Kafka before it kept ``samples`` windows and emptied one by when it
@@ -165,12 +177,7 @@ class QuotaManager:
         window_ms, samples = self.window_ms, self.samples
         rate.record(value, now_ms, window_ms, samples)
         measured, window = rate.measure(now_ms, window_ms, samples)
-        if measured <= limit:
-            return 0
-        throttle = round((measured - limit) / limit * window)
-        if self.max_throttle_ms is not None:
-            throttle = min(throttle, self.max_throttle_ms)
-        return int(throttle)
+        return throttle_ms(measured, limit, window, self.max_throttle_ms)
 
     def unrecord(self, user: str, client_id: str, value: float, now_ms: int) -> None:
         """Take back a recorded ``value`` (a throttled fetch answers without its records)."""
@@ -253,4 +260,4 @@ class ConnectionRateManager(QuotaManager):
         if measured <= limit:
             return 0
         rate.record(-1.0, now_ms, window_ms, samples)
-        return int(min(round((measured - limit) / limit * window), window_ms))
+        return throttle_ms(measured, limit, window, window_ms)
