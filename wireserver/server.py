@@ -233,13 +233,17 @@ class KafkaConnection(protocol.Protocol):
         writer = self.writer
         assert writer is not None  # made in connectionMade, before any data is read
         held = self.held
-        for frame in frames:
-            if self.closed:
-                return
-            if held or writer.waiting:
-                held.append(frame)
-                continue
-            self._handle_frame(frame, received)
+        writer.reading = True
+        try:
+            for frame in frames:
+                if self.closed:
+                    return
+                if held or writer.waiting:
+                    held.append(frame)
+                    continue
+                self._handle_frame(frame, received)
+        finally:
+            writer.read_done()
         self._after_frames()
 
     def _answers_sent(self) -> None:
