@@ -37,7 +37,7 @@ import shutil
 import threading
 import types
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
@@ -230,6 +230,11 @@ class LogManager:
         self.preferred_dirs: dict[tuple[str, int], str] = {}
         # Each log dir's ``.lock`` (``storage.dir_lock``), held from ``load`` to the close.
         self.dir_locks = [LogDirLock(d) for d in self.log_dirs]
+        #: On one node every partition of every topic is this broker's. A cluster broker keeps
+        #: logs only for the replicas assigned to it, as Kafka's brokers do, and says which
+        #: (``hosted`` of ``create_topic`` and ``add_partitions``, ``host_partition``,
+        #: ``drop_partition``); then ``load`` makes no log for a partition missing on disk.
+        self.hosts_every_partition = True
 
     @property
     def live_log_dirs(self) -> list[str]:
@@ -371,7 +376,7 @@ class LogManager:
                 raise
         return log
 
-    def _open_partitions(self, info: TopicInfo, partitions: range) -> None:
+    def _open_partitions(self, info: TopicInfo, partitions: Iterable[int]) -> None:
         """Create the logs of ``partitions`` and record the topic as ``info``; on a
         ``KafkaStorageError`` the ones made here are removed and the error raised."""
         made: list[int] = []
@@ -401,8 +406,10 @@ class LogManager:
         num_partitions: int,
         overrides: Mapping[str, str] | None = None,
         topic_id: uuid.UUID | None = None,
+        hosted: Collection[int] | None = None,
     ) -> TopicInfo:
-        """Create a topic's partition logs. Raises InvalidTopicError, TopicExistsError,
+        """Create a topic's partition logs: every partition's, or those in ``hosted`` (a
+        cluster broker's replicas of it). Raises InvalidTopicError, TopicExistsError,
         InvalidPartitionsError or ``ConfigValueError`` (an unknown or bad override)."""
         validate_topic_name(name)
         if name in self._topics:
@@ -418,7 +425,7 @@ class LogManager:
         info = TopicInfo(name, topic_id or uuid.uuid4(), num_partitions, overrides, config)
         self._topics[name] = info
         try:
-            self._open_partitions(info, range(num_partitions))
+            self._open_partitions(info, _hosted_of(range(num_partitions), hosted))
         except KafkaStorageError:
             del self._topics[name]
             raise
@@ -438,17 +445,29 @@ class LogManager:
         self._save_topics()
 
     def recreate_partition(self, name: str, partition: int) -> Log:
-        """Delete one partition's data and open an empty log in its place (a replica moved
-        off this broker: the directory goes as a deleted topic's does)."""
-        info = self._require(name)
+        """Delete one partition's data and open an empty log in its place."""
+        self.drop_partition(name, partition)
+        return self.host_partition(name, partition)
+
+    def drop_partition(self, name: str, partition: int) -> None:
+        """Delete one partition's log (a replica moved off this broker: the directory goes as
+        a deleted topic's does); the topic stays."""
+        self._require(name)
         self.abort_move((name, partition))
         log = self._release((name, partition))
         self._unplace((name, partition))
         if log is not None:
             self._delete_dir(log)
             self._stale_in_checkpoints.add((name, partition))
-        self._open_partitions(info, range(partition, partition + 1))
-        return self._logs[(name, partition)]
+
+    def host_partition(self, name: str, partition: int) -> Log:
+        """The partition's log, made empty if this broker had none (a replica assigned to
+        it). Raises ``KafkaStorageError`` as ``create_topic`` does."""
+        log = self._logs.get((name, partition))
+        if log is None:
+            self._open_partitions(self._require(name), (partition,))
+            log = self._logs[(name, partition)]
+        return log
 
     def _delete_dir(self, log: Log) -> None:
         for seg in log.segments:
@@ -538,7 +557,11 @@ class LogManager:
         if move is not None:
             self._delete_dir(move.future)
 
-    def add_partitions(self, name: str, new_total: int) -> TopicInfo:
+    def add_partitions(
+        self, name: str, new_total: int, hosted: Collection[int] | None = None
+    ) -> TopicInfo:
+        """Raise the topic's partition count to ``new_total``, with logs for the new
+        partitions (those in ``hosted`` only, when given)."""
         info = self._require(name)
         if new_total <= info.num_partitions:
             raise InvalidPartitionsError(
@@ -548,7 +571,11 @@ class LogManager:
         old, info = info, replace(info, num_partitions=new_total)
         self._topics[name] = info
         try:
-            self._open_partitions(info, range(self._count_partitions(name), new_total))
+            new = range(
+                old.num_partitions if hosted is not None else self._count_partitions(name),
+                new_total,
+            )
+            self._open_partitions(info, _hosted_of(new, hosted))
         except KafkaStorageError:
             self._topics[name] = old
             raise
@@ -720,8 +747,9 @@ class LogManager:
                 ckpt.write_partition_metadata(directory, info.topic_id)
             self._adopt(tp, log)
             self._place(tp, d)
-        # Partitions declared but missing on disk (a crash while creating them).
-        for info in list(self._topics.values()):
+        # Partitions declared but missing on disk (a crash while creating them); a cluster
+        # broker makes its replicas' logs from ZooKeeper's assignment instead.
+        for info in list(self._topics.values()) if self.hosts_every_partition else ():
             for p in range(info.num_partitions):
                 if (info.name, p) not in self._logs:
                     self._open_partition(info, p)
@@ -899,3 +927,9 @@ class LogManager:
         """Unlock the log dirs, for another broker to use them."""
         for lock in self.dir_locks:
             lock.release()
+
+
+def _hosted_of(partitions: range, hosted: Collection[int] | None) -> Iterable[int]:
+    """The partitions of ``partitions`` this broker keeps logs for: all, or those in
+    ``hosted``."""
+    return partitions if hosted is None else [p for p in partitions if p in hosted]

@@ -226,6 +226,8 @@ class Broker:
             self.now_ms,
             self.config["producer.id.expiration.ms"],
         )
+        # A cluster broker keeps logs for its replicas only (``ClusterNode._ensure_local``).
+        self.logs.hosts_every_partition = not clustered
         self.producer_ids = ProducerIdManager(self.config.log_dirs[0], failures=self.logs.failures)
         self.logs.failures.listeners.append(
             lambda log_dir: self.reactor.callFromThread(self._log_dir_failed, log_dir)

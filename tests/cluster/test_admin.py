@@ -22,6 +22,7 @@ from confluent_kafka.admin import AdminClient
 from tests.cluster.conftest import Cluster, wait_for, zk_client
 from tests.cluster.coordinators import find_coordinator
 from tests.cluster.topics import create, log_dirs, records_on_disk, send, topic_error
+from tests.integration import raw
 from wireserver.protocol.served import SERVED
 from wireserver.testing import KafkaWire
 from wireserver.testing.cluster import cluster_metadata as metadata
@@ -37,7 +38,7 @@ OVERRIDES = {
 }
 RESOURCE_TOPIC, RESOURCE_GROUP, SET, DELETE = 2, 32, 0, 1
 DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG, GROUP_CONFIG = 1, 5, 8
-UNKNOWN_TOPIC_OR_PARTITION, COORDINATOR_NOT_AVAILABLE = 3, 15
+UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, COORDINATOR_NOT_AVAILABLE = 3, 6, 15
 INVALID_REPLICATION_ASSIGNMENT, MEMBER_ID_REQUIRED = 39, 79
 
 
@@ -152,6 +153,48 @@ def test_delete_topic_via_one_broker_is_gone_everywhere(cluster, zk):
         )
 
 
+def test_a_broker_keeps_logs_for_its_replicas_only(cluster):
+    """As Kafka's brokers do: a topic of 6 partitions with one replica each gives each broker a
+    log for its own partitions and no other (a broker used to keep one for every partition),
+    and a Produce or a Fetch for a partition a broker is no replica of answers
+    NOT_LEADER_OR_FOLLOWER (Kafka's ``getPartitionOrError``), so that the client looks for its
+    leader again; the partition's own broker serves it."""
+    topic = "hosted-here"
+    create(cluster, topic, partitions=6, rf=1)
+    placed = wait_for(
+        lambda: (
+            (p := metadata(cluster.brokers[1].bootstrap_servers, topic)[2]) and len(p) == 6 and p
+        ),
+        30,
+        what="the topic's 6 partitions in Metadata",
+    )
+    replica_of = {index: replicas for index, (_, _, replicas, _) in placed.items()}
+    assert all(len(replicas) == 1 for replicas in replica_of.values()), replica_of
+    for broker_id, broker in cluster.brokers.items():
+        mine = [p for p, replicas in sorted(replica_of.items()) if replicas == [broker_id]]
+        expected = sorted(os.path.join(broker.data_dir, f"{topic}-{p}") for p in mine)
+        wait_for(
+            lambda broker=broker, expected=expected: log_dirs(broker, topic) == expected,
+            30,
+            what=f"broker {broker_id} to hold the logs of partitions {mine} only",
+        )
+    partition = 0
+    (owner,) = replica_of[partition]
+    other = cluster.brokers[next(b for b in cluster.brokers if b != owner)]
+    batch = raw.v2_batch([b"where"])
+    with KafkaWire(other.bootstrap_servers) as wire:
+        answer = wire.request(raw.produce(topic, {partition: batch}))
+        assert raw.produce_errors(answer) == {partition: NOT_LEADER_OR_FOLLOWER}
+        (fetched_topic,) = wire.request(raw.fetch(topic, partition, 0)).responses
+        assert [p.error_code for p in fetched_topic.partitions] == [NOT_LEADER_OR_FOLLOWER]
+    with KafkaWire(cluster.brokers[owner].bootstrap_servers) as wire:
+        answer = wire.request(raw.produce(topic, {partition: batch}))
+        assert raw.produce_errors(answer) == {partition: 0}
+        assert [r.value for r in raw.fetched(wire.request(raw.fetch(topic, partition, 0)))] == [
+            b"where"
+        ]
+
+
 def test_broker_down_during_deletion_drops_the_logs_when_it_returns(cluster):
     gone, renewed = "gone-while-away", "renewed-while-away"
     for topic in (gone, renewed):
@@ -183,16 +226,13 @@ def test_broker_down_during_deletion_drops_the_logs_when_it_returns(cluster):
         60,
         what="broker 3 to drop the deleted topic",
     )
-    # The re-created topic (placed on brokers 1 and 2) replaced the old one's logs: broker 3
-    # opens an empty log for it.
+    # The re-created topic is placed on brokers 1 and 2: broker 3 deletes the old one's log
+    # and keeps none for it, as a Kafka broker keeps logs for its own replicas only.
     assert 3 not in metadata(absent.bootstrap_servers, renewed)[2][0][2]
     wait_for(
-        lambda: (
-            log_dirs(absent, renewed) == [os.path.join(absent.data_dir, f"{renewed}-0")]
-            and records_on_disk(absent.data_dir, renewed, 0) == 0
-        ),
+        lambda: topic_error(absent, renewed) == 0 and log_dirs(absent, renewed) == [],
         60,
-        what="broker 3 to hold the new topic only",
+        what="broker 3 to know the new topic and hold no log of it",
     )
 
 

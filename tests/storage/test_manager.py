@@ -195,6 +195,35 @@ def test_delete_add_partitions_alter_config(tmp_path):
     assert doc["topics"][0]["name"] == "t"
 
 
+def test_a_cluster_broker_keeps_logs_for_the_partitions_it_hosts_only(tmp_path):
+    """A cluster broker's LogManager knows every partition of a topic but keeps logs for the
+    ones named hosted (its replicas), and a restart does not make the others; a partition
+    assigned later gets an empty log, one moved away loses its own."""
+    m = LogManager([str(tmp_path)], {}, FakeClock())
+    m.hosts_every_partition = False
+    m.load()
+    m.create_topic("t", 4, hosted={1, 3})
+    assert m.topics["t"].num_partitions == 4
+    assert sorted(n for n in os.listdir(tmp_path) if n.startswith("t-")) == ["t-1", "t-3"]
+    assert m.get_log("t", 0) is None and m.get_log("t", 1) is not None
+    m.add_partitions("t", 6, hosted={1, 3, 5})
+    assert m.topics["t"].num_partitions == 6
+    assert m.get_log("t", 4) is None and m.get_log("t", 5) is not None
+    m.get_log("t", 1).append(make_batch(2), 0)
+    m.close()
+    m = LogManager([str(tmp_path)], {}, FakeClock())
+    m.hosts_every_partition = False
+    m.load()
+    assert sorted(tp for tp, _ in m.logs()) == [("t", 1), ("t", 3), ("t", 5)]
+    assert m.get_log("t", 1).log_end_offset == 2
+    assert m.host_partition("t", 0).log_end_offset == 0
+    assert m.host_partition("t", 1).log_end_offset == 2  # kept as it is
+    m.drop_partition("t", 1)
+    assert m.get_log("t", 1) is None and m.topics["t"].num_partitions == 6
+    m.close()
+    assert sorted(n for n in os.listdir(tmp_path) if n.startswith("t-")) == ["t-0", "t-3", "t-5"]
+
+
 def test_topics_are_found_by_id_through_every_change_and_a_restart(tmp_path):
     """Produce and Fetch from v13 name topics by id: the manager keeps the id -> name index
     as topics are made, changed, deleted, made again under the same name and reloaded."""

@@ -59,7 +59,8 @@ def handle(ctx: RequestContext) -> HandlerResult:
             if denied:
                 low, error = -1, denied
             elif log is None:
-                low, error = -1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                low = -1
+                error = ctx.services.replicas.missing_error(topic.name, requested.partition_index)
             elif not_leader is not None:
                 low, error = -1, not_leader
             else:

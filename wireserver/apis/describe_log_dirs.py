@@ -2,8 +2,8 @@
 
 Every log dir with the partitions it holds (all of them, or those named in the request; names
 or partitions we don't have are left out, as in Kafka) and their sizes on disk. In cluster mode
-those are the partitions this broker is an assigned replica of (leader or follower); every
-broker keeps a log for every partition, but Kafka lists only the replicas a broker hosts. A
+those are the partitions this broker is an assigned replica of (leader or follower), the ones
+it keeps logs for (a replica just assigned may not have its log yet). A
 replica moving to another dir (AlterReplicaLogDirs, ``storage.log_move``) is listed twice, as
 in Kafka: its current log, and its future log in the destination dir with ``is_future_key``
 true and ``offset_lag`` the current log end offset minus the future one. A current log's lag is

@@ -33,7 +33,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
             partition_log = logs.get_log(topic.name, index)
             error = denied
             if not error and partition_log is None:
-                error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                error = ctx.services.replicas.missing_error(topic.name, index)
             elif not error and not ctx.services.metadata.hosts_replica(topic.name, index):
                 error = ErrorCode.NOT_LEADER_OR_FOLLOWER
             if error or partition_log is None:

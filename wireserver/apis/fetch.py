@@ -617,7 +617,8 @@ def read_partitions(
                     continue
         partition = replicas.partition(cached.topic, cached.partition)
         if partition is None:  # no log here
-            results.append(PartitionResult(cached, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            error = replicas.missing_error(cached.topic, cached.partition)
+            results.append(PartitionResult(cached, error))
             continue
         log = partition.log
         hw, lso, log_start = log.fetch_offsets()

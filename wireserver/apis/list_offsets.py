@@ -84,7 +84,8 @@ def handle(ctx: RequestContext) -> HandlerResult:
             if ctx.version < FIRST_VERSION.get(requested.timestamp, 0):
                 ts, offset, error = -1, -1, ErrorCode.UNSUPPORTED_VERSION
             elif log is None:
-                ts, offset, error = -1, -1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                error = replicas.missing_error(topic.name, requested.partition_index)
+                ts, offset = -1, -1
             elif leader_error is not None:
                 ts, offset, error = -1, -1, leader_error
             else:

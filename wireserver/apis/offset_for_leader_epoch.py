@@ -63,7 +63,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
             log = logs.get_log(topic.topic, requested.partition)
             epoch, offset = UNDEFINED, UNDEFINED
             if log is None:
-                error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                error = replicas.missing_error(topic.topic, requested.partition)
             else:
                 not_leader, _ = replicas.check_leader(
                     topic.topic, requested.partition, requested.current_leader_epoch

@@ -156,8 +156,8 @@ class ZkMetadata(LocalMetadata):
         )
 
     def hosts_replica(self, topic: str, partition: int) -> bool:
-        """Every broker opens logs for every partition of every topic, but only the assigned
-        replicas hold data; the others are no replica in Kafka's sense."""
+        """Whether ZooKeeper's assignment names this broker among the partition's replicas
+        (which have logs here; a replica just assigned may not have one yet)."""
         assignment = self.node.topics.get(topic)
         if assignment is None:
             return super().hosts_replica(topic, partition)

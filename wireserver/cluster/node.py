@@ -184,6 +184,9 @@ class ClusterNode:
         replicas.isr_writer = self.write_isr
         replicas.live_brokers = lambda: self.brokers
         replicas.topic_known = lambda name: name in self.topics
+        replicas.partition_known = lambda name, index: (
+            index in getattr(self.topics.get(name), "replicas", ())
+        )
         # and group configs (/config/groups)
         from wireserver.cluster.group_configs import ZkGroupConfigs
 
@@ -632,9 +635,9 @@ class ClusterNode:
     def _on_replicas_changed(self, tp: TP, before: list[int]) -> None:
         """A partition's replicas changed (a reassignment started, was cancelled or
         completed): its state is applied again with them, so that a new replica starts
-        following and the leader tracks it; a replica removed from this broker stops and its
-        data is deleted (Kafka's StopReplica with delete). Every broker keeps an empty log for
-        every partition, so an empty one takes its place."""
+        following and the leader tracks it. A replica added to this broker gets an empty log
+        first; a replica removed from it stops and its log is deleted (Kafka's StopReplica
+        with delete)."""
         replicas = self.topics[tp[0]].replicas[tp[1]]
         log.info("partition %s-%d: replicas %s -> %s", tp[0], tp[1], before, replicas)
         state = self.states.get(tp)
@@ -647,7 +650,9 @@ class ClusterNode:
                 tp[0],
                 tp[1],
             )
-            self.broker.logs.recreate_partition(*tp)
+            self.broker.logs.drop_partition(*tp)
+        elif self.node_id in replicas and self.node_id not in before:
+            self._host(tp)
         if state is not None:
             self.apply_state(tp, replace(state, replicas=list(replicas)))
 
@@ -688,18 +693,43 @@ class ClusterNode:
                 self.broker.metadata.delete_local(name)
 
     def _ensure_local(self, assignment: zd.TopicAssignment, overrides: dict[str, str]) -> None:
+        """Know the topic, and keep logs for the partitions whose replicas include this broker
+        only, as Kafka's brokers do (a broker used to keep a log for every partition). A log
+        found for a partition this broker is no replica of (a replica moved away while it was
+        down, or such a log from before) is deleted, as Kafka's StopReplica with delete."""
         logs = self.broker.logs
-        info = logs.topics.get(assignment.name)
+        name = assignment.name
+        hosted = {p for p, replicas in assignment.replicas.items() if self.node_id in replicas}
+        info = logs.topics.get(name)
         if info is not None and info.topic_id != assignment.topic_id:
-            log.info("topic %s was re-created: deleting the logs of the old one", assignment.name)
-            self.broker.metadata.delete_local(assignment.name)
+            log.info("topic %s was re-created: deleting the logs of the old one", name)
+            self.broker.metadata.delete_local(name)
             info = None
         if info is None:
             logs.create_topic(
-                assignment.name, len(assignment.replicas), overrides, topic_id=assignment.topic_id
+                name,
+                len(assignment.replicas),
+                overrides,
+                topic_id=assignment.topic_id,
+                hosted=hosted,
             )
-        elif info.num_partitions < len(assignment.replicas):
-            logs.add_partitions(assignment.name, len(assignment.replicas))
+            return
+        if info.num_partitions < len(assignment.replicas):
+            logs.add_partitions(name, len(assignment.replicas), hosted=hosted)
+        for partition in range(len(assignment.replicas)):
+            tp = (name, partition)
+            if partition in hosted:
+                if logs.get_log(*tp) is None:
+                    self._host(tp)
+            elif logs.get_log(*tp) is not None:
+                log.info("partition %s-%d has no replica here: deleting its log", *tp)
+                self._stop_following(tp)
+                self.broker.replicas.resign(tp)
+                logs.drop_partition(*tp)
+
+    def _host(self, tp: TP) -> None:
+        """An empty log for a replica assigned to this broker."""
+        self.broker.logs.host_partition(*tp)
 
     def create_topic(
         self,

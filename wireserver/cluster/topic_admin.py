@@ -7,7 +7,7 @@ broker (and the controller) acts on the znodes through its watches.
   disappears.
 - CreatePartitions: the assignment in ``/brokers/topics/<t>`` gains the new partitions, placed
   as Kafka's ``AdminZkClient.createNewPartitionsAssignment`` places them; the controller creates
-  their state and every broker opens their logs.
+  their state and their replicas open their logs.
 - AlterPartitionReassignments: the partition's replicas in ``/brokers/topics/<t>`` become
   RS = TRS + ORS with ``adding_replicas``/``removing_replicas`` (Kafka's
   ``ReplicaAssignment.reassignTo``); the controller sees the change and completes the move

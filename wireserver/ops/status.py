@@ -56,7 +56,7 @@ class GroupPartitionOffsets:
 
 def local_offsets(host: OpsHost, topic: str, partition: int) -> LocalOffsets | None:
     """The partition's offsets and size here, or None when this broker holds no replica of it
-    (in a cluster every broker opens a log for every partition; only replicas hold data)."""
+    (a cluster broker keeps logs for its replicas only)."""
     if not host.metadata.hosts_replica(topic, partition):
         return None
     log = host.logs.get_log(topic, partition)

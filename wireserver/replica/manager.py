@@ -67,6 +67,9 @@ class ReplicaManager:
         self.isr_writer: Callable[[TP, list[int]], bool] = lambda tp, isr: False
         self.live_brokers: Callable[[], Any] = lambda: (node_id,)
         self.topic_known: Callable[[str], bool] = lambda name: True
+        #: Whether the cluster has this partition (a cluster broker keeps logs for its own
+        #: replicas only; on one node a partition without a log does not exist).
+        self.partition_known: Callable[[str, int], bool] = lambda name, index: False
         self._listeners: dict[
             str, list[tuple[Callable[[int, int], None], Callable[[int], None]]]
         ] = {}
@@ -203,11 +206,22 @@ class ReplicaManager:
     ) -> tuple[ErrorCode | None, int]:
         """(error or None, leader epoch) for a request that must reach the partition's leader
         (or any replica of it, without ``leader_only``; see ``Partition.check_leader``); a
-        partition without a known state is LEADER_NOT_AVAILABLE while its topic is known, else
-        UNKNOWN_TOPIC_OR_PARTITION."""
-        return self.check_partition_leader(
-            self.partition(topic, index), current_leader_epoch, leader_only
-        )
+        partition the cluster has but this broker keeps no log of is NOT_LEADER_OR_FOLLOWER
+        (``missing_error``), one without a known state LEADER_NOT_AVAILABLE while its topic is
+        known, else UNKNOWN_TOPIC_OR_PARTITION."""
+        partition = self.partition(topic, index)
+        if partition is None and self.partition_known(topic, index):
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1
+        return self.check_partition_leader(partition, current_leader_epoch, leader_only)
+
+    def missing_error(self, topic: str, index: int) -> ErrorCode:
+        """The error for a partition with no log on this broker (Kafka's
+        ``getPartitionOrError``): NOT_LEADER_OR_FOLLOWER when the cluster has the partition
+        (this broker is no replica of it), so that the client looks for its leader again;
+        UNKNOWN_TOPIC_OR_PARTITION otherwise."""
+        if self.partition_known(topic, index):
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
     def check_partition_leader(
         self, partition: Partition | None, current_leader_epoch: int = -1, leader_only: bool = True
@@ -265,9 +279,12 @@ class ReplicaManager:
         raises ``BatchError``."""
         partition = self.partition(topic, index)
         if partition is None:
+            code = self.missing_error(topic, index)
             raise BatchError(
-                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                "This server does not host this topic-partition.",
+                code,
+                "This server does not host this topic-partition."
+                if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                else f"Error while fetching partition state for {topic}-{index}",
             )
         result = partition.append_records_as_leader(records, acks, config, verify_transaction)
         if not result.duplicate:

@@ -193,8 +193,7 @@ class Partition:
         if current_leader_epoch > epoch:
             return ErrorCode.UNKNOWN_LEADER_EPOCH, epoch
         if self.leader is None and (leader_only or self.local_id not in self.replicas):
-            # (In a cluster every broker opens a log for every partition; only those in the
-            # replica list hold its data.)
+            # (A replica just removed from the list keeps its log until the change is applied.)
             return ErrorCode.NOT_LEADER_OR_FOLLOWER, epoch
         return None, epoch
 

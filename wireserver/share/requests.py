@@ -83,7 +83,7 @@ class ShareRequest:
             return denied, None, None
         log = self.services.logs.get_log(name, tp[1])
         if log is None:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None, None
+            return self.services.replicas.missing_error(name, tp[1]), None, None
         return None, name, log
 
     @defer.inlineCallbacks

@@ -772,7 +772,7 @@ class TransactionCoordinator:
         for topic, partition in sorted(partitions):
             partition_log = self.host.logs.get_log(topic, partition)
             if partition_log is None:
-                results[(topic, partition)] = E.UNKNOWN_TOPIC_OR_PARTITION
+                results[(topic, partition)] = self.host.replicas.missing_error(topic, partition)
                 continue
             not_leader, leader_epoch = self.host.replicas.check_leader(topic, partition)
             if not_leader is not None:
