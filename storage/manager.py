@@ -444,11 +444,6 @@ class LogManager:
         self.changes.deleted(name)
         self._save_topics()
 
-    def recreate_partition(self, name: str, partition: int) -> Log:
-        """Delete one partition's data and open an empty log in its place."""
-        self.drop_partition(name, partition)
-        return self.host_partition(name, partition)
-
     def drop_partition(self, name: str, partition: int) -> None:
         """Delete one partition's log (a replica moved off this broker: the directory goes as
         a deleted topic's does); the topic stays."""

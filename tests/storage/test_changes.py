@@ -140,7 +140,8 @@ def test_a_log_made_deleted_or_made_again_stamps_its_topic(tmp_path):
         journal = logs.changes
         logs.create_topic(TOPIC, 1)
         made = journal.stamps[TOPIC]
-        logs.recreate_partition(TOPIC, 0)
+        logs.drop_partition(TOPIC, 0)
+        logs.host_partition(TOPIC, 0)
         again = journal.stamps[TOPIC]
         assert again > made
         logs.delete_topic(TOPIC)

@@ -642,17 +642,9 @@ class ClusterNode:
         log.info("partition %s-%d: replicas %s -> %s", tp[0], tp[1], before, replicas)
         state = self.states.get(tp)
         if self.node_id in before and self.node_id not in replicas:
-            self._stop_following(tp)
-            self.broker.replicas.resign(tp)
-            log.info(
-                "[ReplicaManager broker=%d] Stopping replica %s-%d and deleting its log",
-                self.node_id,
-                tp[0],
-                tp[1],
-            )
-            self.broker.logs.drop_partition(*tp)
+            self._drop_replica(tp)
         elif self.node_id in replicas and self.node_id not in before:
-            self._host(tp)
+            self.broker.logs.host_partition(*tp)
         if state is not None:
             self.apply_state(tp, replace(state, replicas=list(replicas)))
 
@@ -719,17 +711,22 @@ class ClusterNode:
         for partition in range(len(assignment.replicas)):
             tp = (name, partition)
             if partition in hosted:
-                if logs.get_log(*tp) is None:
-                    self._host(tp)
+                logs.host_partition(*tp)  # made if missing
             elif logs.get_log(*tp) is not None:
-                log.info("partition %s-%d has no replica here: deleting its log", *tp)
-                self._stop_following(tp)
-                self.broker.replicas.resign(tp)
-                logs.drop_partition(*tp)
+                self._drop_replica(tp)
 
-    def _host(self, tp: TP) -> None:
-        """An empty log for a replica assigned to this broker."""
-        self.broker.logs.host_partition(*tp)
+    def _drop_replica(self, tp: TP) -> None:
+        """This broker is no longer a replica of ``tp``: stop following and leading it and
+        delete its log (Kafka's StopReplica with delete)."""
+        self._stop_following(tp)
+        self.broker.replicas.resign(tp)
+        log.info(
+            "[ReplicaManager broker=%d] Stopping replica %s-%d and deleting its log",
+            self.node_id,
+            tp[0],
+            tp[1],
+        )
+        self.broker.logs.drop_partition(*tp)
 
     def create_topic(
         self,
