@@ -481,11 +481,7 @@ def start_wireserver(
     ]
     for key, value in overrides.items():
         command += ["--override", f"{key}={value}"]
-    environment = None
-    if (build or BUILD) == "compiled":
-        from benchmarks.compiled import compiled_environment
-
-        environment = {**os.environ, **compiled_environment()}
+    environment = {**os.environ, **build_environment(build)}
     log_file = open(os.path.join(root, "broker.log"), "wb")
     started = time.perf_counter()
     process = subprocess.Popen(
@@ -1500,6 +1496,34 @@ def render_table(
             f"| {row.workload} | {row.unit} | {cells[0]} | {cells[1]} | {ratio} | {better} |"
         )
     return lines
+
+
+def build_environment(build: str | None = None) -> dict[str, str]:
+    """The environment variables a ``python -m wireserver.cli`` needs beyond this process's to
+    run ``build`` (``BUILD`` if ``None``): none for the installed sources."""
+    if (build or BUILD) == "compiled":
+        from benchmarks.compiled import compiled_environment
+
+        return compiled_environment()
+    return {}
+
+
+@contextlib.contextmanager
+def spawning_build(build: str | None = None) -> Iterator[None]:
+    """Run the block with ``build_environment`` in ``os.environ``, so that a broker it spawns
+    (``wireserver.testing.EmbeddedBroker`` inherits this process's environment) runs
+    ``build``; the environment is as before afterwards."""
+    added = build_environment(build)
+    before = {key: os.environ.get(key) for key in added}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def build_description(build: str | None = None) -> str:

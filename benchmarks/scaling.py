@@ -3,7 +3,10 @@ run: partitions per broker, connections, consumer groups, history and cores (iss
 
 Run: ``scripts/bench scaling`` or ``python -m benchmarks.scaling [--quick] [--no-pin]
 [--rounds N] [--dimensions partitions,connections,groups,history,cores]
-[--targets kafka,wireserver] [--output benchmarks/results.md]``.
+[--targets kafka,wireserver] [--build pure|compiled] [--output benchmarks/results.md]``.
+With ``--build compiled`` every wireserver broker runs the checkout compiled with mypyc
+(``benchmarks.compiled``), as ``benchmarks.compare --build compiled`` does; each table names its
+build.
 
 Each dimension runs on a fresh broker of each kind in turn, with the same clients and the same
 sizes. The figures go into ``benchmarks/results.md`` as one section with a table per dimension
@@ -58,11 +61,14 @@ from pathlib import Path
 from benchmarks.compare import (
     RESULTS,
     Run,
+    add_build_option,
     add_warm_memory_option,
+    build_description,
     cpus,
     machine_lines,
     tree_cpu_seconds,
     tree_rss_kib,
+    use_build,
     wait_until_removed,
     write_section,
 )
@@ -884,10 +890,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="", help="comma-separated sizes instead of defaults")
     parser.add_argument("--output", type=Path, default=RESULTS)
     add_warm_memory_option(parser)
+    add_build_option(parser)
     args = parser.parse_args(argv)
     rounds = args.rounds if args.rounds is not None else 1 if args.quick else 3
     if rounds < 1:
         parser.error("--rounds must be at least 1")
+    use_build(args.build)
     run = Run.begin(not args.no_pin, warm=not (args.quick or args.no_warm_memory))
     if run.warmed:
         print(f"memory: {run.warmed}", flush=True)
@@ -934,7 +942,10 @@ def main(argv: list[str] | None = None) -> int:
         table = render(dimension, figures)
         # The machine lines above describe the latest run only; the tables it keeps may
         # come from another CPU.
-        table[1:1] = ["", f"Measured by `{command}` on {stamp}, on {cpus()}."]
+        table[1:1] = [
+            "",
+            f"Measured by `{command}` on {stamp}, on {cpus()}; wireserver's {build_description()}.",
+        ]
         reading = getattr(sys.modules[known[dimension][0].__module__], "READING", "")
         tables[dimension] = table + (["", reading] if reading else [])
         plot(dimension, figures, args.output.parent / "scaling" / f"{dimension}.png")

@@ -82,6 +82,7 @@ from benchmarks.compare import (
     Pinning,
     produce_args,
     run_rdkafka,
+    spawning_build,
     start_wireserver,
     tree_cpu_seconds,
 )
@@ -226,7 +227,8 @@ def cluster_figures(sizes: list[int], quick: bool) -> list[Figure]:
             zookeeper.connect + "/cores", CLUSTER_BROKERS, NO_CONTROLS, log_level="WARNING"
         )
         try:
-            cluster.start()
+            with spawning_build():
+                cluster.start()
             pids = [zookeeper.process.pid, *(b.pid for b in cluster.brokers.values())]
             for size in sizes:
                 try:

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.compare import KAFKA_DELETE_AT_ONCE, Pinning, wait_metadata
+from benchmarks.compare import KAFKA_DELETE_AT_ONCE, Pinning, spawning_build, wait_metadata
 
 
 @dataclass
@@ -224,7 +224,7 @@ class WireserverTarget(Target):
         )
 
         def spawn() -> None:
-            with self.pinning.as_broker():
+            with self.pinning.as_broker(), spawning_build():
                 self.broker.start()
 
         return self._timed(spawn, lambda: True)
@@ -238,7 +238,7 @@ class WireserverTarget(Target):
             self.broker.stop(timeout=120)
 
         def spawn() -> None:
-            with self.pinning.as_broker():
+            with self.pinning.as_broker(), spawning_build():
                 self.broker.start()
 
         return self._timed(spawn, self._alive)

@@ -180,10 +180,42 @@ def test_the_run_passes_its_rounds_on_and_names_them_in_its_command(
     assert passed == [rounds]
     measured_by = next(line for line in output.read_text().splitlines() if "Measured by" in line)
     # a table kept from an earlier run may come from other CPUs than the header lists
-    assert measured_by.endswith(f", on {cpus()}.")
+    assert measured_by.endswith(f", on {cpus()}; wireserver's pure-Python build.")
     assert ("--rounds" in measured_by) == ("--rounds" in options)
     if "--rounds" in options:
         assert f"--rounds {rounds}" in measured_by
+
+
+def test_a_compiled_run_spawns_its_brokers_on_the_compiled_tree_and_says_so(monkeypatch, tmp_path):
+    """``--build compiled`` puts the compiled tree first on a spawned broker's path (and not
+    on the harness's own, whose clients run ``python -m benchmarks...`` from the checkout),
+    and the table names the build."""
+    from benchmarks import compare, compiled, scaling
+
+    tree = tmp_path / "compiled-tree"
+    monkeypatch.setattr(compiled, "compiled_tree", lambda: tree)
+    monkeypatch.setattr(compare, "BUILD", compare.BUILD)  # restored after the test
+    monkeypatch.delenv("PYTHONSAFEPATH", raising=False)
+    path_before = os.environ.get("PYTHONPATH")
+    seen = []
+
+    def measure_apart(dimension, key, pinning, sizes, quick, rounds):
+        with compare.spawning_build():
+            seen.append((os.environ.get("PYTHONPATH"), os.environ.get("PYTHONSAFEPATH")))
+        seen.append((os.environ.get("PYTHONPATH"), os.environ.get("PYTHONSAFEPATH")))
+        return key, [Figure(dimension, size, "figure (ms)", 1.0) for size in sizes]
+
+    monkeypatch.setattr(scaling, "measure_apart", measure_apart)
+    monkeypatch.setattr(scaling, "plot", lambda *args: False)
+    output = tmp_path / "results.md"
+    argv = ["--quick", "--no-pin", "--dimensions", "partitions", "--targets", "wireserver"]
+    assert scaling.main([*argv, "--build", "compiled", "--output", str(output)]) == 0
+    assert seen == [(str(tree), "1"), (path_before, None)]
+    measured_by = next(line for line in output.read_text().splitlines() if "Measured by" in line)
+    assert "--build compiled" in measured_by
+    assert measured_by.endswith(
+        "wireserver's compiled build (setup.py's modules compiled with mypyc; benchmarks.compiled)."
+    )
 
 
 def test_a_run_of_some_dimensions_keeps_the_other_tables(tmp_path):
