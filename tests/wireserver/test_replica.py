@@ -126,6 +126,26 @@ def test_the_high_watermark_follows_the_isr_and_acks_all_waits_for_it(tmp_path):
     assert fired == [{(TOPIC, 0): ErrorCode.NONE}]
 
 
+def test_an_append_wakes_a_fetch_waiting_on_the_partition_once(tmp_path):
+    """A fetch waits on the partition's "append" key and, woken without enough bytes, waits
+    again at once: the same append does not wake it a second time, whether it moved the high
+    watermark (one node) or not (followers yet to fetch)."""
+    for local in (True, False):
+        node = Setup(tmp_path / str(local), local_leadership=local)
+        if not local:
+            node.replicas.make_leader((TOPIC, 0), 1, [1, 2], [1, 2])
+        wakes = []
+
+        def wait() -> None:
+            woken = node.purgatory.watch([("append", TOPIC, 0)], 30)
+            woken.addCallback(lambda key: wakes.append(key) or wait())
+
+        wait()
+        node.append(acks=1)
+        assert wakes == [("append", TOPIC, 0)]
+        assert node.purgatory.waiting(("append", TOPIC, 0)) == 1
+
+
 def test_acks_all_is_refused_below_min_insync_replicas_and_times_out_without_followers(tmp_path):
     node = Setup(tmp_path, local_leadership=False, min_insync_replicas=2)
     node.replicas.make_leader((TOPIC, 0), 1, [1], [1, 2])

@@ -240,9 +240,10 @@ class Partition:
 
     def after_append(self) -> None:
         """What follows every append as leader: the high watermark (at once when the ISR is
-        this broker alone) and waking the fetches that wait on the partition."""
-        self.maybe_advance_high_watermark()
-        self.notify("append")
+        this broker alone) and waking the fetches that wait on the partition, once (a high
+        watermark that moved has woken them already)."""
+        if not self.maybe_advance_high_watermark():
+            self.notify("append")
 
     # -- the leader's view of its followers ----------------------------------------------------
 
