@@ -588,7 +588,11 @@ YOUNG_COLLECTION_THRESHOLD = 100_000
 
 def serve_forever(config: BrokerConfig) -> int:
     """Run one broker until SIGTERM/SIGINT, then shut down cleanly. Prints one ready line."""
-    from twisted.internet import reactor
+    from twisted.internet import reactor as installed
+
+    # The installed reactor: Twisted's stubs type the module attribute by its interfaces,
+    # whose methods mypy reads without their implementation's signatures.
+    reactor: Any = installed
 
     broker = Broker(config, reactor)
     try:

@@ -79,7 +79,7 @@ class ShareGroupCoordinator(TopicPartitionHeartbeats, ModernGroupCoordinator):
         #: called with (group id, member id) when a member leaves or is fenced
         self.member_removed: list[Callable[[str, str], None]] = []
         #: called with the group id when the group is deleted (DeleteGroups)
-        self.group_deleted: list[Callable[[str], None]] = []
+        self.group_deleted: list[Callable[[str], object]] = []
 
     # -- ShareGroupHeartbeat ----------------------------------------------------------------
 
