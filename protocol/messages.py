@@ -34,7 +34,13 @@ _FIXED = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 _INT16 = struct.Struct(">h")
 
 
-@dataclass(slots=True)
+# The classes made for every request are dataclasses for their repr and equality, with an
+# ``__init__`` of their own: the compiled build (setup.py) compiles a hand-written
+# ``__init__``, while the one ``dataclass`` generates stays interpreted, about 0.2 us more for
+# each object (five of them per Produce request).
+
+
+@dataclass(slots=True, init=False)
 class RequestHeader:
     api_key: int
     api_version: int
@@ -42,8 +48,22 @@ class RequestHeader:
     client_id: str | None
     header_version: int
 
+    def __init__(
+        self,
+        api_key: int,
+        api_version: int,
+        correlation_id: int,
+        client_id: str | None,
+        header_version: int,
+    ) -> None:
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+        self.client_id = client_id
+        self.header_version = header_version
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class Request:
     """A decoded request. ``body`` is None only for an ApiVersions request at a version we
     don't serve, which is answered without reading its body (KIP-511)."""
@@ -51,6 +71,13 @@ class Request:
     header: RequestHeader
     spec: ApiSpec
     body: ApiMessage | ProduceRequestBody | None
+
+    def __init__(
+        self, header: RequestHeader, spec: ApiSpec, body: ApiMessage | ProduceRequestBody | None
+    ) -> None:
+        self.header = header
+        self.spec = spec
+        self.body = body
 
     @property
     def api_version(self) -> int:

@@ -55,15 +55,23 @@ def topic_id_of(raw: bytes) -> uuid.UUID | None:
     return topic_id
 
 
-@dataclass(slots=True)
+# Each class has an ``__init__`` of its own, which the compiled build compiles (the one
+# ``dataclass`` generates stays interpreted; see ``protocol.messages.RequestHeader``).
+
+
+@dataclass(slots=True, init=False)
 class ProducePartitionData:
     """One partition: its index and its records (a slice of the frame, or None when null)."""
 
     index: int
     records: memoryview | None
 
+    def __init__(self, index: int, records: memoryview | None) -> None:
+        self.index = index
+        self.records = records
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ProduceTopicData:
     """One topic: ``name`` up to v12 (empty from v13), ``topic_id`` from v13 (None before, and
     None for the all-zero UUID, as kafka-python reads it)."""
@@ -72,8 +80,18 @@ class ProduceTopicData:
     topic_id: uuid.UUID | None
     partition_data: list[ProducePartitionData]
 
+    def __init__(
+        self,
+        name: str | None,
+        topic_id: uuid.UUID | None,
+        partition_data: list[ProducePartitionData],
+    ) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.partition_data = partition_data
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ProduceRequestBody:
     """A Produce request body."""
 
@@ -81,6 +99,18 @@ class ProduceRequestBody:
     acks: int
     timeout_ms: int
     topic_data: list[ProduceTopicData]
+
+    def __init__(
+        self,
+        transactional_id: str | None,
+        acks: int,
+        timeout_ms: int,
+        topic_data: list[ProduceTopicData],
+    ) -> None:
+        self.transactional_id = transactional_id
+        self.acks = acks
+        self.timeout_ms = timeout_ms
+        self.topic_data = topic_data
 
 
 def decode_produce_request(frame: memoryview, pos: int, version: int) -> ProduceRequestBody:

@@ -17,6 +17,10 @@ if TYPE_CHECKING:
     from kafka.protocol.api_message import ApiMessage
 
 
+#: ``first_flexible_version`` of an API without flexible versions
+NEVER_FLEXIBLE = 1 << 15
+
+
 class DuplicateApi(ValueError):
     """An API key registered a second time."""
 
@@ -61,23 +65,30 @@ class ApiSpec:
             )
         return cls
 
+    @cached_property
+    def first_flexible_version(self) -> int:
+        """The first flexible version (KIP-482: compact encodings and tagged fields), past
+        every version when the API has none; read from the message class once, as each
+        request asks it twice (its header's version, its response header's)."""
+        first = self.request_class._flexible_versions
+        return first[0] if first is not None and first[0] >= 0 else NEVER_FLEXIBLE
+
     def serves(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
 
     def is_flexible(self, version: int) -> bool:
-        """Flexible versions (KIP-482) use compact encodings and tagged fields. The range is
-        open-ended, so a version newer than we know is flexible too: that is how a client's
-        ApiVersions request at a version we don't serve still has a parsable header."""
-        first = self.request_class._flexible_versions
-        return first is not None and first[0] >= 0 and version >= first[0]
+        """The range of flexible versions is open-ended, so a version newer than we know is
+        flexible too: that is how a client's ApiVersions request at a version we don't serve
+        still has a parsable header."""
+        return version >= self.first_flexible_version
 
     def request_header_version(self, version: int) -> int:
-        return 2 if self.is_flexible(version) else 1
+        return 2 if version >= self.first_flexible_version else 1
 
     def response_header_version(self, version: int) -> int:
         if self.key == 18:  # ApiVersions: always header v0, so any client can read it
             return 0
-        return 1 if self.is_flexible(version) else 0
+        return 1 if version >= self.first_flexible_version else 0
 
 
 class ApiRegistry:
