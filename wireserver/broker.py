@@ -56,7 +56,6 @@ from wireserver.server import (
     close_idle_connections,
     configure_listening_socket,
 )
-from wireserver.share import member_partitions
 from wireserver.share.dlq import DeadLetterQueue
 from wireserver.share.manager import SharePartitionManager
 from wireserver.share.state import ShareStateStore
@@ -327,9 +326,6 @@ class Broker:
                 self.now_ms,
             ),
             self._high_watermark,
-        )
-        self.groups.share.group_deleted.append(
-            lambda group_id: self.share.delete_group(group_id, member_partitions(self.metadata))
         )
         self.metadata.topic_deleted.append(self.share.forget_topic)
         self.metadata.topic_deleted.append(self.metrics.forget_topic)

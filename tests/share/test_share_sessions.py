@@ -24,7 +24,7 @@ from kafka.protocol.consumer.group import (
 from compat_tests.share_members import produce_one_batch_each
 from tests.txn.helpers import init, txn_offset_commit
 from wireserver.protocol.errors import ErrorCode
-from wireserver.protocol.messages_extra import ConsumerGroupDescribeRequest
+from wireserver.protocol.messages_extra import ConsumerGroupDescribeRequest, DeleteGroupsRequest
 from wireserver.protocol.messages_share import (
     DescribeShareGroupOffsetsRequest,
     ShareAcknowledgeRequest,
@@ -418,3 +418,32 @@ def test_leaving_the_group_keeps_the_share_session(kafka):
         assert wire.request(fetch(kafka, "m1", 1, [])).error_code == (
             ErrorCode.SHARE_SESSION_NOT_FOUND
         )
+
+
+def test_a_share_group_is_deleted_at_once_where_no_state_could_ever_be_written():
+    """DeleteGroups deletes an empty share group's state before the group; where the state
+    topic could never be made (its replication factor, Kafka's default 3, on one broker) there
+    is no state, and the group goes at once, as Kafka's, whose group coordinator asks its
+    persister nothing for a group without initialized share-partitions."""
+    group = "stateless"
+    with EmbeddedBroker(overrides={"share.coordinator.state.topic.replication.factor": "3"}) as b:
+        b.create_topic("u", partitions=1)
+        with KafkaWire(b.bootstrap_servers, timeout=10.0) as wire:
+            for epoch in (0, -1):  # m1 joins and leaves: the group is Empty
+                beat = ShareGroupHeartbeatRequest(
+                    version=1,
+                    group_id=group,
+                    member_id="m1",
+                    member_epoch=epoch,
+                    rack_id=None,
+                    subscribed_topic_names=["u"] if epoch == 0 else None,
+                )
+                assert wire.request(beat).error_code == ErrorCode.NONE
+            deleted = wire.request(DeleteGroupsRequest(version=2, groups_names=[group]))
+            assert [(r.group_id, r.error_code) for r in deleted.results] == [
+                (group, ErrorCode.NONE)
+            ]
+            listed = wire.request(
+                ListGroupsRequest(version=5, states_filter=[], types_filter=["share"])
+            )
+            assert listed.groups == []

@@ -12,7 +12,7 @@ from tests.wireserver.runtime_host import Host, fired
 from wireserver.coordinator_runtime import SHARE_STATE_TOPIC
 from wireserver.protocol.errors import ErrorCode
 from wireserver.share.manager import SharePartitionManager
-from wireserver.share.state import ShareStateStore
+from wireserver.share.state import PERSIST_TIMEOUT_MS, ShareStateStore
 
 KEY = ("group", uuid.UUID("6f1c6a4e-0d38-4a85-8d42-1f0e0cf5a9b1"), 0)
 SETTINGS = {
@@ -33,6 +33,19 @@ def store_on(host: Host) -> ShareStateStore:
     store = ShareStateStore(host, create_topic, host.clock)
     store.start()
     return store
+
+
+def manager_on(host: Host, store: ShareStateStore) -> SharePartitionManager:
+    """A partition leader's manager of share-partitions whose every topic has ``KEY``'s id."""
+    return SharePartitionManager(
+        host.clock,
+        lambda group, name: None,
+        lambda key: None,
+        lambda: 10,
+        store,
+        lambda topic: KEY[1],
+        lambda topic, index: (None, 0),
+    )
 
 
 def test_writes_are_fenced_by_leader_and_state_epoch_and_read_back(tmp_path):
@@ -74,15 +87,7 @@ def test_writes_are_fenced_by_leader_and_state_epoch_and_read_back(tmp_path):
 def test_a_fenced_write_answers_its_waiters_and_the_share_partition_is_made_again(tmp_path):
     host = Host(tmp_path, clustered=False, **SETTINGS)
     store = store_on(host)
-    manager = SharePartitionManager(
-        host.clock,
-        lambda group, name: None,
-        lambda key: None,
-        lambda: 10,
-        store,
-        lambda topic: KEY[1],
-        lambda topic, index: (None, 0),
-    )
+    manager = manager_on(host, store)
     found = manager.partition("group", "t", 0)
     found.changed()
     assert fired(manager.persisted(found)) == [ErrorCode.NONE]
@@ -92,3 +97,19 @@ def test_a_fenced_write_answers_its_waiters_and_the_share_partition_is_made_agai
     assert fired(manager.persisted(found)) == [ErrorCode.FENCED_STATE_EPOCH]
     again = manager.partition("group", "t", 0)
     assert again is not found and (again.start_offset, again.state_epoch) == (5, 1)
+
+
+def test_state_whose_coordinator_cannot_be_reached_answers_its_error_to_deletion(tmp_path):
+    """The deletion of a share group's state, which DeleteGroups waits for before it deletes
+    the group, fires with the error that kept it from its coordinator: here the state topic's
+    partitions have no leader (a cluster none of whose share coordinators is alive), so it is
+    retried for the persister's 30 s and fires COORDINATOR_NOT_AVAILABLE."""
+    host = Host(tmp_path, clustered=True, **SETTINGS)
+    host.logs.create_topic(SHARE_STATE_TOPIC, 3, {})  # as the cluster node does from ZooKeeper
+    host.cluster.topics[SHARE_STATE_TOPIC] = object()
+    store = store_on(host)
+    manager = manager_on(host, store)
+    answer = fired(manager.delete_group_state("group", [("t", 0), ("t", 1)]))
+    assert answer == []  # retried meanwhile
+    host.clock.advance(PERSIST_TIMEOUT_MS / 1000 + 1)
+    assert answer == [ErrorCode.COORDINATOR_NOT_AVAILABLE]

@@ -23,6 +23,10 @@ class FakeCluster:
         self.topics: dict[str, Any] = {}
         self.brokers = {i: None for i in range(1, brokers + 1)}
 
+    def partition(self, topic: str, index: int) -> None:
+        """No partition's state is known: none has a leader."""
+        return None
+
 
 class Host:
     """A broker's parts the runtime uses: config, logs, replica manager, metadata, clock."""

@@ -14,12 +14,13 @@ joined or its assignment changed, its partitions.
 
 Timers and persistence as the other modern groups' (``modern_coordinator``), with the
 ``share.session.timeout.ms`` / ``share.heartbeat.interval.ms`` group configs (else the
-``group.share.*`` broker keys) and ``group.share.max.size``; deleting an empty group
-(DeleteGroups) also deletes its share-partition state (``group_deleted``). Only the group epoch is written to
-``__consumer_offsets`` (Kafka's ShareGroupMetadata record): after a restart the group comes back
-Empty at that epoch and its members rejoin. A member that leaves or is fenced is announced to
-``member_removed``; the records it holds stay with its share session (``wireserver.share``),
-as in Kafka, where the share group listener hears only from the share session cache.
+``group.share.*`` broker keys) and ``group.share.max.size``; DeleteGroups deletes an empty
+group's share-partition state before its records (``wireserver.apis.delete_groups``). Only the
+group epoch is written to ``__consumer_offsets`` (Kafka's ShareGroupMetadata record): after a
+restart the group comes back Empty at that epoch and its members rejoin. A member that leaves
+or is fenced is announced to ``member_removed``; the records it holds stay with its share
+session (``wireserver.share``), as in Kafka, where the share group listener hears only from the
+share session cache.
 """
 
 from __future__ import annotations
@@ -78,8 +79,6 @@ class ShareGroupCoordinator(TopicPartitionHeartbeats, ModernGroupCoordinator):
         super().__init__(*args, **kwargs)
         #: called with (group id, member id) when a member leaves or is fenced
         self.member_removed: list[Callable[[str, str], None]] = []
-        #: called with the group id when the group is deleted (DeleteGroups)
-        self.group_deleted: list[Callable[[str], object]] = []
 
     # -- ShareGroupHeartbeat ----------------------------------------------------------------
 
@@ -195,15 +194,6 @@ class ShareGroupCoordinator(TopicPartitionHeartbeats, ModernGroupCoordinator):
             listener(group.group_id, member.member_id)
 
     # -- persistence ------------------------------------------------------------------------
-
-    def delete(self, group: ShareGroup) -> ErrorCode:
-        """DeleteGroups: the group's records, then its share-partition state (Kafka's
-        DeleteShareGroupState)."""
-        error = super().delete(group)
-        if error == ErrorCode.NONE:
-            for listener in self.group_deleted:
-                listener(group.group_id)
-        return error
 
     def metadata_key(self, group_id: str) -> ShareGroupKey:
         return ShareGroupKey(group_id)

@@ -361,16 +361,19 @@ class SharePartitionManager:
         )
         return next((e for e in answers if e != ErrorCode.NONE), ErrorCode.NONE)
 
-    def delete_group(self, group_id: str, partitions: list[tuple[str, int]]) -> defer.Deferred:
-        """The group was deleted: its share-partitions and sessions here go, and its state at
-        the share coordinators of ``partitions`` (every partition there is)."""
+    @defer.inlineCallbacks
+    def delete_group_state(self, group_id: str, partitions: list[tuple[str, int]]):
+        """DeleteGroups of an empty share group, before its records go: its share-partitions
+        and sessions here go, and its state at the share coordinators of ``partitions`` (every
+        partition there is). Fires with the first error, NONE when all went."""
         for key in [k for k in self.partitions if k[0] == group_id]:
             self._drop(key)
         for key in [k for k in self.sessions if k[0] == group_id]:
             del self.sessions[key]
-        return defer.gatherResults(
+        answers = yield defer.gatherResults(
             [self.store.delete_state(self.state_key(group_id, *tp)) for tp in partitions]
         )
+        return next((e for e in answers if e != ErrorCode.NONE), ErrorCode.NONE)
 
     def stop(self) -> None:
         for partition in self.partitions.values():

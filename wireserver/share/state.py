@@ -568,7 +568,11 @@ class ShareStateStore:
         return self._with_coordinator(key, here, there).addCallback(_error_only)
 
     def delete_state(self, key: StateKey) -> defer.Deferred:
-        """Fires with NONE once the key's state is deleted at its coordinator."""
+        """Fires with NONE once the key's state is deleted at its coordinator; at once when
+        the state topic was never made (no state was ever written: Kafka's group coordinator
+        asks its persister nothing for a group without initialized share-partitions)."""
+        if not self.host.metadata.registered(SHARE_STATE_TOPIC):
+            return defer.succeed(ErrorCode.NONE)
 
         def here() -> defer.Deferred:
             return self.serve_delete(key).addCallback(lambda error: (_none_or(error), None))
