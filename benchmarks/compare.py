@@ -438,6 +438,12 @@ BUILDS = ("pure", "compiled")
 BUILD = "pure"
 
 
+#: The test controls (on in ``wireserver.testing``'s defaults) sit in every request's path (the
+#: broker's clock read through their proxy, a check per request); Kafka has none, so the brokers
+#: measured here run without them, as ``wireserver serve`` does.
+NO_CONTROLS = {"controls.enable": "false"}
+
+
 def start_wireserver(
     pinning: Pinning,
     reactor: str = "default",
@@ -452,7 +458,8 @@ def start_wireserver(
     """``wireserver serve`` on a free port with a fresh data dir; timed to first Metadata.
     ``reactor`` is ``serve --reactor``; the broker is named ``wireserver`` on the default one
     and ``wireserver/<reactor>`` otherwise, or ``name``. ``overrides`` go over the test
-    defaults; a ``data_dir`` given is used and kept (the fresh one is deleted by ``stop()``).
+    defaults without the test controls (``NO_CONTROLS``); a ``data_dir`` given is used and
+    kept (the fresh one is deleted by ``stop()``).
     ``scrape_every_s``: open the metrics listener and GET ``/metrics`` that often from a thread
     of this harness while the broker runs, as Prometheus would. ``build``: ``"compiled"`` runs
     the compiled build of this checkout (``benchmarks.compiled``), ``"pure"`` the installed
@@ -462,6 +469,7 @@ def start_wireserver(
     root = tempfile.mkdtemp(prefix="wireserver-bench-")
     overrides = {
         **TEST_DEFAULTS,
+        **NO_CONTROLS,
         "log.dirs": data_dir or os.path.join(root, "data"),
         **(overrides or {}),
     }

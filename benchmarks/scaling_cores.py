@@ -79,6 +79,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from benchmarks.compare import (
+    NO_CONTROLS,
     Pinning,
     produce_args,
     run_rdkafka,
@@ -101,9 +102,6 @@ START_DELAY = 2.5
 #: Seconds a process may start after the common start before the note says so.
 LATE = 0.2
 CLUSTER_BROKERS = 2
-#: The test controls (``wireserver.testing``'s default) sit in every request's path; Kafka has
-#: none, and ``benchmarks.scaling``'s wireserver target runs without them too.
-NO_CONTROLS = {"controls.enable": "false"}
 
 PRODUCE = "produce throughput (records/s)"
 PRODUCE_CPU = "produce: broker CPU (% of a core)"
@@ -298,7 +296,7 @@ def stack_shares(raw: str) -> tuple[int, float, float]:
 def profile_shares(records: int) -> list[str]:
     """Produce ``records`` 100 B records (8 partitions, acks=1, one librdkafka process) to an
     unpinned wireserver under py-spy, with each producer compression; a line of shares each."""
-    broker = start_wireserver(PINNING, overrides=NO_CONTROLS)
+    broker = start_wireserver(PINNING)
     scratch = Path(tempfile.mkdtemp(prefix="scaling-cores-profile-"))
     lines = []
     try:

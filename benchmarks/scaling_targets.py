@@ -17,7 +17,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.compare import KAFKA_DELETE_AT_ONCE, Pinning, spawning_build, wait_metadata
+from benchmarks.compare import (
+    KAFKA_DELETE_AT_ONCE,
+    NO_CONTROLS,
+    Pinning,
+    spawning_build,
+    wait_metadata,
+)
 
 
 @dataclass
@@ -217,8 +223,7 @@ class WireserverTarget(Target):
         self.broker = EmbeddedBroker(
             "subprocess",
             data_dir=str(self.root / "data"),
-            # The test controls sit in every request's path; Kafka has none.
-            overrides={"controls.enable": "false", **self.broker_props},
+            overrides={**NO_CONTROLS, **self.broker_props},
             startup_timeout=600,
             log_level=["WARNING"],
         )

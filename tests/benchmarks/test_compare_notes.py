@@ -228,6 +228,22 @@ def test_a_broker_is_measured_with_the_other_stopped_and_both_serve_after():
             b.stop()
 
 
+def test_a_compared_wireserver_runs_without_the_test_controls():
+    """Kafka has no test hooks in its request path: a wireserver the harness starts runs as
+    ``wireserver serve`` does, without the test controls that ``wireserver.testing``'s
+    defaults turn on, and serves."""
+    from benchmarks.compare import Pinning, metadata_ok, start_wireserver
+
+    broker = start_wireserver(Pinning(None, None))
+    try:
+        with open(f"/proc/{broker.pid}/cmdline", "rb") as cmdline:
+            args = cmdline.read().split(b"\0")
+        assert b"controls.enable=false" in args and b"controls.enable=true" not in args
+        assert metadata_ok(broker.bootstrap)
+    finally:
+        broker.stop()
+
+
 def test_a_failed_workload_says_how_the_brokers_process_ended():
     """A broker that died under a workload shows in the failure how it ended."""
     import signal
