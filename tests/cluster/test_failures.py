@@ -106,6 +106,10 @@ def raw_produce_error(bootstrap: str, topic: str, acks: int) -> int:
     return produce_errors(response)[0]
 
 
+#: What the Java producer's accumulator answers a record appended once ``close()`` has begun.
+CLOSED_WHILE_SENDING = "Producer closed while send in progress"
+
+
 class JavaProducer:
     """``kafka-verifiable-producer`` (the Java producer, idempotent, acks=all) at 100 records
     a second until ``finish()``; its JSON events give each acknowledged record's partition,
@@ -149,6 +153,14 @@ class JavaProducer:
 
     def named(self, name: str) -> list[dict]:
         return [e for e in list(self.events) if e.get("name") == name]
+
+    def send_errors(self) -> list[dict]:
+        """The records whose send failed, but the one ``finish()`` interrupts: the tool's main
+        thread may be handing a record to the producer as SIGTERM closes it, and the producer's
+        accumulator refuses it, unsent (CLOSED_WHILE_SENDING), so it is no record lost."""
+        return [
+            e for e in self.named("producer_send_error") if e.get("message") != CLOSED_WHILE_SENDING
+        ]
 
     @property
     def acked(self) -> list[tuple[int, int, bytes]]:
@@ -235,7 +247,7 @@ def test_two_brokers_killed_under_load_lose_nothing_acknowledged(cluster, kafka_
         stderr = java.finish()
     assert python.unflushed == 0 and python.failed == [], python.failed[:5]
     assert java.process.returncode in (0, 143), stderr
-    assert java.named("producer_send_error") == [], java.named("producer_send_error")[:5]
+    assert java.send_errors() == [], java.send_errors()[:5]
     assert java.named("shutdown_complete"), stderr
     check_acknowledged(cluster.bootstrap, topic, count, python.acked + java.acked)
 
