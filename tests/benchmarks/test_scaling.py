@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import tempfile
 import threading
 
@@ -89,6 +90,12 @@ def test_the_partitions_dimension_measures_a_real_broker():
             "follow all: produce-to-consume p99 (ms)",
         ]
         assert by_metric["follow all: broker CPU (%)"].note == "mean of 2 rounds"
+        # Every record the follow-all producer had acknowledged reached the consumer and its
+        # latency counts (it starts at each partition's end, and waits for the last ones).
+        arrived, acknowledged = re.match(
+            r"(\d+) of (\d+) records", by_metric["follow all: produce-to-consume p50 (ms)"].note
+        ).groups()
+        assert int(acknowledged) > 0 and arrived == acknowledged
         # The topics it made are gone again.
         listed = AdminClient({"bootstrap.servers": target.bootstrap}).list_topics(timeout=30)
         assert not [name for name in listed.topics if name.startswith("scale-p10-")]
