@@ -90,6 +90,9 @@ def test_the_partitions_dimension_measures_a_real_broker():
             "follow all: produce-to-consume p99 (ms)",
         ]
         assert by_metric["follow all: broker CPU (%)"].note == "mean of 2 rounds"
+        # The create is timed to the partitions' logs on disk, after Metadata listed them.
+        listed = re.match(r"leaders listed after ([\d.e-]+) s", by_metric["create (s)"].note)
+        assert 0 < float(listed.group(1)) <= by_metric["create (s)"].value
         # Every record the follow-all producer had acknowledged reached the consumer and its
         # latency counts (it starts at each partition's end, and waits for the last ones).
         arrived, acknowledged = re.match(
