@@ -14,19 +14,20 @@ sizes. The figures go into ``benchmarks/results.md`` as one section with a table
 largest sizes (1.0: grows linearly with size; 0: flat). A plot per dimension (each figure
 against size, both brokers, log-log) goes to ``benchmarks/scaling/<dimension>.png``.
 
-- **partitions** (10, 100, 1,000, 10,000; topics of up to 100 partitions, created ten topics
-  per CreateTopics): time to create them (until every partition's log is on disk, where
-  Metadata lists their leaders sooner on Kafka: ``wait_for_logs``), Metadata for all topics (200 raw requests, one at a
-  time, each timed to the last byte of the answer, so no client parses it), a librdkafka
-  producer writing 100 B records round-robin across all of them (throughput, and p99 from ``produce()`` to its delivery
-  report), a consumer assigned all of them following a producer that sends a record every
-  10 ms to a random one for 10 s a round (produce-to-consume p50 and p99 of every record
-  acknowledged, those still on the way when the producer stops waited for, and broker CPU
-  while it sends: the cost of a fetch session that wide; the consumer starts at each
-  partition's end, asked with ListOffsets), idle CPU and RSS, the start-up time with that data, and time to
-  delete them (the next size starts once the deleted directories are gone, on either broker:
-  ``wait_until_removed``). The timed produce follows an untimed one of a quarter of its records, so that
-  Kafka's JIT has compiled its produce path.
+- **partitions** (10, 100, 1,000, 10,000; topics of up to 100 partitions, created ten topics per
+  CreateTopics): time to create them (until every partition's log is on disk, where Metadata
+  lists their leaders sooner on Kafka: ``wait_for_logs``), Metadata for all topics (200 raw
+  requests, one at a time, each timed to the last byte of the answer, so no client parses it), a
+  librdkafka producer writing 100 B records round-robin across all of them (throughput, and p99
+  from ``produce()`` to its delivery report), a consumer assigned all of them following a
+  producer that sends a record every 10 ms to a random one for 10 s a round (produce-to-consume
+  p50 and p99 of every record acknowledged, those still on the way when the producer stops
+  waited for, and broker CPU while it sends: the cost of a fetch session that wide; the consumer
+  starts at each partition's end, asked with ListOffsets), idle CPU and RSS, the start-up time
+  with that data, and time to delete them (until no partition's directory is left under its
+  name, where Kafka answers sooner: ``wait_for_renamed``; the next size starts once the deleted
+  directories are gone, on either broker: ``wait_until_removed``). The timed produce follows an
+  untimed one of a quarter of its records, so that Kafka's JIT has compiled its produce path.
 - **connections** and **groups**: ``benchmarks.scaling_load``.
 - **history**: ``benchmarks.scaling_history`` (1, 10 and 30 GiB of log; a size is skipped when
   the disk would be left with less than 10 GiB free).
@@ -500,15 +501,47 @@ def wait_for_logs(
     CreateTopics; a KRaft Kafka after its controller has answered and Metadata lists the
     leaders (its broker applies the new topics from the metadata log: 1,000 partitions
     listed 0.19-0.68 s after the create began, on disk 9.3-15.4 s after, 2026-12-07)."""
-    missing = {f"{name}-{p}" for name, count in topics for p in range(count)}
+    _wait_for_partition_dirs(
+        data_dir,
+        topics,
+        lambda path: os.path.exists(os.path.join(path, FIRST_SEGMENT_LOG)),
+        "without a log after creating them",
+        timeout,
+    )
+
+
+def wait_for_renamed(
+    data_dir: str | Path, topics: list[tuple[str, int]], timeout: float = 900
+) -> None:
+    """Until no partition of ``topics`` has a directory under its own name in ``data_dir``:
+    both brokers rename a deleted partition's directory (``-delete``) before they remove it,
+    wireserver before it answers DeleteTopics, a KRaft Kafka once its broker applies the
+    deletion its controller answered."""
+    _wait_for_partition_dirs(
+        data_dir,
+        topics,
+        lambda path: not os.path.exists(path),
+        "still there after deleting",
+        timeout,
+    )
+
+
+def _wait_for_partition_dirs(
+    data_dir: str | Path,
+    topics: list[tuple[str, int]],
+    done: Callable[[str], bool],
+    failure: str,
+    timeout: float,
+) -> None:
+    waiting = {
+        os.path.join(data_dir, f"{name}-{p}") for name, count in topics for p in range(count)
+    }
     deadline = time.monotonic() + timeout
-    while missing:
-        missing = {
-            d for d in missing if not os.path.exists(os.path.join(data_dir, d, FIRST_SEGMENT_LOG))
-        }
-        if missing and time.monotonic() > deadline:
-            raise TimeoutError(f"{len(missing)} partitions without a log after creating them")
-        if missing:
+    while waiting:
+        waiting = {path for path in waiting if not done(path)}
+        if waiting and time.monotonic() > deadline:
+            raise TimeoutError(f"{len(waiting)} partitions {failure}")
+        if waiting:
             time.sleep(0.05)
 
 
@@ -799,7 +832,14 @@ def measure_partitions(
         started = time.perf_counter()
         try:
             delete_topics(admin, topics)
-            put(size, "delete (s)", time.perf_counter() - started)
+            answered = time.perf_counter() - started
+            wait_for_renamed(target.data_dir, topics)
+            put(
+                size,
+                "delete (s)",
+                time.perf_counter() - started,
+                f"answered after {answered:.3g} s",
+            )
         except Exception as exc:  # noqa: BLE001
             put(size, "delete (s)", None, str(exc)[:200])
             continue

@@ -93,6 +93,8 @@ def test_the_partitions_dimension_measures_a_real_broker():
         # The create is timed to the partitions' logs on disk, after Metadata listed them.
         listed = re.match(r"leaders listed after ([\d.e-]+) s", by_metric["create (s)"].note)
         assert 0 < float(listed.group(1)) <= by_metric["create (s)"].value
+        answered = re.match(r"answered after ([\d.e-]+) s", by_metric["delete (s)"].note)
+        assert 0 < float(answered.group(1)) <= by_metric["delete (s)"].value
         # Every record the follow-all producer had acknowledged reached the consumer and its
         # latency counts (it starts at each partition's end, and waits for the last ones).
         arrived, acknowledged = re.match(
