@@ -61,6 +61,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from benchmarks.compare import (
@@ -493,6 +494,35 @@ def wait_for_leaders(admin, topics: list[tuple[str, int]], timeout: float = 300)
     raise TimeoutError("partitions without a leader after creating them")
 
 
+@dataclass(frozen=True)
+class OnDisk:
+    """A topic operation timed until the broker's files show it (``timed_on_disk``)."""
+
+    seconds: float | None  # None: it failed
+    answered_s: float = math.nan  # when the broker had answered it
+    error: str = ""
+
+    def figure(self, answered: str) -> tuple[float | None, str]:
+        """(value, note) for the row: the answer's time in the note, or what failed."""
+        if self.seconds is None:
+            return None, self.error
+        return self.seconds, f"{answered} after {self.answered_s:.3g} s"
+
+
+def timed_on_disk(asks: list[Callable[[], object]], on_disk: Callable[[], None]) -> OnDisk:
+    """Time ``asks`` (the admin requests, until the broker answered them) and then ``on_disk``
+    (until its files show the change); an exception is recorded, and the next size goes on."""
+    started = time.perf_counter()
+    try:
+        for ask in asks:
+            ask()
+        answered = time.perf_counter() - started
+        on_disk()
+    except Exception as exc:  # noqa: BLE001 - recorded in the row
+        return OnDisk(None, error=str(exc)[:200])
+    return OnDisk(time.perf_counter() - started, answered)
+
+
 def wait_for_logs(
     data_dir: str | Path, topics: list[tuple[str, int]], timeout: float = 900
 ) -> None:
@@ -762,20 +792,12 @@ def measure_partitions(
         every = [(name, p) for name, count in topics for p in range(count)]
         admin = AdminClient({"bootstrap.servers": target.bootstrap})
         os.sync()  # what the last size deleted is written back first, not during the timing
-        try:
-            started = time.perf_counter()
-            create_topics(admin, topics)
-            wait_for_leaders(admin, topics)
-            listed = time.perf_counter() - started
-            wait_for_logs(target.data_dir, topics)
-            put(
-                size,
-                "create (s)",
-                time.perf_counter() - started,
-                f"leaders listed after {listed:.3g} s",
-            )
-        except Exception as exc:  # noqa: BLE001 - recorded, the next size goes on
-            put(size, "create (s)", None, str(exc)[:200])
+        created = timed_on_disk(
+            [partial(create_topics, admin, topics), partial(wait_for_leaders, admin, topics)],
+            partial(wait_for_logs, target.data_dir, topics),
+        )
+        put(size, "create (s)", *created.figure("leaders listed"))
+        if created.seconds is None:
             continue
         asked = [metadata_latencies(target.bootstrap, 20 if quick else 200) for _ in range(rounds)]
         answer = asked[-1][1]
@@ -829,19 +851,12 @@ def measure_partitions(
             put(size, "start-up with these partitions (s)", None, str(exc)[:200])
             return out
         admin = AdminClient({"bootstrap.servers": target.bootstrap})
-        started = time.perf_counter()
-        try:
-            delete_topics(admin, topics)
-            answered = time.perf_counter() - started
-            wait_for_renamed(target.data_dir, topics)
-            put(
-                size,
-                "delete (s)",
-                time.perf_counter() - started,
-                f"answered after {answered:.3g} s",
-            )
-        except Exception as exc:  # noqa: BLE001
-            put(size, "delete (s)", None, str(exc)[:200])
+        deleted = timed_on_disk(
+            [partial(delete_topics, admin, topics)],
+            partial(wait_for_renamed, target.data_dir, topics),
+        )
+        put(size, "delete (s)", *deleted.figure("answered"))
+        if deleted.seconds is None:
             continue
         # Both brokers remove the directories at once here (Kafka's
         # log.segment.delete.delay.ms is 0, ``KafkaTarget``): the next size starts after them.
