@@ -90,6 +90,11 @@ def test_the_partitions_dimension_measures_a_real_broker():
             "follow all: produce-to-consume p99 (ms)",
         ]
         assert by_metric["follow all: broker CPU (%)"].note == "mean of 2 rounds"
+        # the consumer's own process was busy too (this process, pinned or not: at most the
+        # machine's cores)
+        client = by_metric["follow all: client CPU (%)"]
+        assert client.note == "mean of 2 rounds"
+        assert 0 < client.value <= 100 * os.cpu_count(), client
         # The create is timed to the partitions' logs on disk, after Metadata listed them.
         listed = re.match(r"leaders listed after ([\d.e-]+) s", by_metric["create (s)"].note)
         assert 0 < float(listed.group(1)) <= by_metric["create (s)"].value
