@@ -382,6 +382,26 @@ READING = "\n\n".join(
             "(13:29 UTC today, compiled) and 1.09 in four runs, while Kafka's moved between "
             "0.41 and 1.38. No other wireserver row grows faster than linearly."
         ),
+        (
+            "The run of 2026-12-07 17:07 UTC (commit 22da859, AMD EPYC, the compiled build) "
+            "adds the row 'follow all: client CPU (%)': the CPU of the process running the "
+            "follow-all consumer and producer (librdkafka, with its threads), over each round's "
+            "window. At 10,000 partitions it was 92.8 % of the client's core against wireserver "
+            "and 31.6 % against Kafka (17.4 and 18.7 % at 1,000). librdkafka has no fetch "
+            "sessions: each Fetch names every partition, each answer lists them all, and it "
+            "fetches again as soon as an answer is in. Counted from librdkafka's statistics in "
+            "a one-off at 10,000 partitions (3 rounds of 10 s on each broker, 17:32-17:36 UTC): "
+            "37-50 Fetch requests a second against wireserver (the client at 112-114 % with the "
+            "statistics on, the broker at 29-31 %), 5.2-6.5 against Kafka (the client at "
+            "53-56 %, the broker at 94-98 %). So at 10,000 partitions the follow-all latencies "
+            "are the client's limit against wireserver and the broker's against Kafka; p50 "
+            "grows 1.11 from 1,000 (Kafka 1.79), p99 1.17 (Kafka 1.28). Create grows 1.40 (0.82 "
+            "s at 1,000, 20.7 s at 10,000; Kafka 0.57): on fresh brokers in the benchmark's "
+            "sequence (create 1,000, delete, create 10,000; 16:45-16:55 UTC) a partition took "
+            "wireserver 1.9, 4.3 and 4.2 ms at 1,000 and 2.2, 3.4 and 4.6 ms at 10,000 in three "
+            "runs: per partition it does not grow, and one run's growth says how fast this "
+            "disk made files at its two moments."
+        ),
     ]
 )
 
@@ -1134,7 +1154,8 @@ def main(argv: list[str] | None = None) -> int:
         "(Metadata, produce, follow all, connections' produce, groups' commit) are the median "
         "of that run's rounds on the same broker (`--rounds`, 3 unless given; 1 with --quick), "
         "with the rounds' spread as `N rounds: min–max` in the row's note, and growth is taken "
-        "from the medians; a CPU row measured in each round is their mean.",
+        "from the medians; a CPU row measured in each round is their mean (in cores, the "
+        "median too: every row of that dimension is the median of its rounds).",
     ]
     tables: dict[str, list[str]] = {}
     for dimension in wanted:
