@@ -346,23 +346,17 @@ class SharePartitionManager:
         written = yield self.store.initialize_state(key, state_epoch, start_offset)
         return written
 
-    @defer.inlineCallbacks
-    def delete_topic_state(self, group_id: str, topic: str, partitions: int):
+    def delete_topic_state(self, group_id: str, topic: str, partitions: int) -> defer.Deferred:
         """DeleteShareGroupOffsets: the group's share-partitions of ``topic`` (its
         ``partitions``) are forgotten at their share coordinators; a later fetch starts them as
         ``share.auto.offset.reset`` says. Fires with the first error, NONE when all went."""
         for key in [k for k in self.partitions if k[0] == group_id and k[1] == topic]:
             self._drop(key)
-        answers = yield defer.gatherResults(
-            [
-                self.store.delete_state(self.state_key(group_id, topic, index))
-                for index in range(partitions)
-            ]
-        )
-        return next((e for e in answers if e != ErrorCode.NONE), ErrorCode.NONE)
+        return self._delete_states(group_id, [(topic, index) for index in range(partitions)])
 
-    @defer.inlineCallbacks
-    def delete_group_state(self, group_id: str, partitions: list[tuple[str, int]]):
+    def delete_group_state(
+        self, group_id: str, partitions: list[tuple[str, int]]
+    ) -> defer.Deferred:
         """DeleteGroups of an empty share group, before its records go: its share-partitions
         and sessions here go, and its state at the share coordinators of ``partitions`` (every
         partition there is). Fires with the first error, NONE when all went."""
@@ -370,10 +364,17 @@ class SharePartitionManager:
             self._drop(key)
         for key in [k for k in self.sessions if k[0] == group_id]:
             del self.sessions[key]
-        answers = yield defer.gatherResults(
+        return self._delete_states(group_id, partitions)
+
+    def _delete_states(self, group_id: str, partitions: list[tuple[str, int]]) -> defer.Deferred:
+        """The group's state of each (topic, partition) deleted at its share coordinator, all
+        at once; fires with the first error, NONE when all went."""
+        answers = defer.gatherResults(
             [self.store.delete_state(self.state_key(group_id, *tp)) for tp in partitions]
         )
-        return next((e for e in answers if e != ErrorCode.NONE), ErrorCode.NONE)
+        return answers.addCallback(
+            lambda errors: next((e for e in errors if e != ErrorCode.NONE), ErrorCode.NONE)
+        )
 
     def stop(self) -> None:
         for partition in self.partitions.values():
