@@ -713,8 +713,9 @@ class Followed:
     """One follow-all round: produce-to-consume p50 and p99 (ms), broker CPU and the client's
     (% of a core) while the producer sent, and how many records arrived of those acknowledged.
     The client is this process: the librdkafka consumer and producer, each with its threads.
-    At 10,000 partitions it is the limit, a whole core on either broker (a one-off on
-    2026-12-07: 100-105 % against wireserver's 34 %; 19-25 % at 1,000 partitions)."""
+    At 10,000 partitions against wireserver it is the limit (a one-off on 2026-12-07: 100-105 %
+    of its core, the broker at 34 %; 19-25 % at 1,000 partitions); against Kafka, whose broker
+    answers fewer Fetches a second, it is not (READING)."""
 
     p50_ms: float
     p99_ms: float
