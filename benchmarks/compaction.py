@@ -249,10 +249,6 @@ _KAFKA_STATS = re.compile(
     r"cleaned log (?P<log>\S+) \(dirty section = \[\d+, \d+\]\)\s+"
     r"(?P<mb>[\d,.]+) MB of log processed in (?P<s>[\d,.]+) seconds \((?P<rate>[\d,.]+) MB/sec\)"
 )
-_WIRESERVER_CLEANED = re.compile(
-    r"cleaned (?P<log>\S+) up to offset \d+: (?P<kept>\d+) of (?P<read>\d+) records kept, "
-    r"(?P<bytes_read>\d+) -> (?P<bytes_written>\d+) bytes"
-)
 
 
 def _number(text: str) -> float:
@@ -260,34 +256,27 @@ def _number(text: str) -> float:
 
 
 def broker_cleanings(broker: Broker, topic: str) -> list[dict]:
-    """The cleanings of ``topic``'s partitions its broker logged (Kafka: its stats; wireserver:
-    records kept and bytes)."""
+    """The cleanings of ``topic``'s partitions its broker logged: the MB and seconds of Kafka's
+    per-cleaning stats, which wireserver writes line for line too (``cleaning_summary`` in
+    wireserver/log_cleaner.py, since 7cdfa9c; the run of 2026-12-07 18:45 UTC still looked for
+    wireserver's earlier line and noted "no cleaning logged")."""
     if broker.log_file is None or not broker.log_file.exists():
         return []
     text = broker.log_file.read_text(errors="replace")
-    found = []
-    if broker.name == "Kafka":
-        for m in _KAFKA_STATS.finditer(text):
-            if m["log"].rsplit("-", 1)[0] == topic:
-                found.append({"mib": _number(m["mb"]), "seconds": _number(m["s"])})
-    else:
-        for m in _WIRESERVER_CLEANED.finditer(text):
-            if m["log"].rsplit("-", 1)[0] == topic:
-                found.append({k: int(v) for k, v in m.groupdict().items() if k != "log"})
-    return found
+    return [
+        {"mib": _number(m["mb"]), "seconds": _number(m["s"])}
+        for m in _KAFKA_STATS.finditer(text)
+        if m["log"].rsplit("-", 1)[0] == topic
+    ]
 
 
 def cleanings_note(broker: Broker, topic: str) -> str:
     runs = broker_cleanings(broker, topic)
     if not runs:
         return "no cleaning logged"
-    if broker.name == "Kafka":
-        mib = sum(r["mib"] for r in runs)
-        seconds = sum(r["seconds"] for r in runs)
-        return f"its log: {mib:.0f} MB in {seconds:.1f} s = {mib / seconds:.0f} MB/s"
-    kept = sum(r["kept"] for r in runs)
-    read = sum(r["read"] for r in runs)
-    return f"its log: {len(runs)} cleaning(s), {kept:,} of {read:,} records kept"
+    mib = sum(r["mib"] for r in runs)
+    seconds = sum(r["seconds"] for r in runs)
+    return f"its log: {mib:.0f} MB in {seconds:.1f} s = {mib / seconds:.0f} MB/s"
 
 
 # ------------------------------------------------------------------------------ steps 1 and 2
