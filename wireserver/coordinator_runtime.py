@@ -21,7 +21,12 @@ runtime of one such topic knows:
   and in a cluster the partitions as this broker becomes their leader: the runtime listens for
   leadership of its topic (``ReplicaManager.add_leadership_listener``) and calls the
   coordinator's ``load_partition`` / ``unload_partition`` (``on_election``,
-  ``on_resignation``).
+  ``on_resignation``). Given a reactor, the runtime loads in the background, as Kafka does:
+  the broker serves at once, partitions load one after another in slices of the reactor's
+  time (a ``Cooperator``), and their keys are answered COORDINATOR_LOAD_IN_PROGRESS until
+  their partition is loaded. A start-up then does not wait for a history of commits, however
+  long (benchmarks/results.md, the compaction section). Without a reactor a load runs to its
+  end before the call returns.
 
 The runtime imports nothing of the broker: it is handed a ``CoordinatorHost`` (the broker, or
 in tests a few real parts of one) and a function that creates a topic, so it is tested on a
@@ -32,11 +37,11 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from twisted.internet import defer
+from twisted.internet import defer, task
 
 from wireserver.protocol.errors import ErrorCode
 from wireserver.protocol.records import RecordBatch, RecordBatchBuilder, iter_batches
@@ -101,11 +106,18 @@ class CoordinatorHost(Protocol):
     def now_ms(self) -> int: ...
 
 
+#: A partition's load, step by step: it yields between batches (where a background load may
+#: give the reactor back) and returns how many keys it loaded.
+Load = Generator[None, None, int]
+
+
 class CoordinatorShard(Protocol):
     """What a coordinator provides the runtime: loading the keys of one partition of its topic
-    into memory (returning how many) and forgetting them."""
+    into memory (a ``Load``: nothing of it is visible before it returns, or, for a coordinator
+    that applies records as it reads them, before the runtime marks the partition loaded) and
+    forgetting them."""
 
-    def load_partition(self, partition: int, to_log_end: bool = False) -> int: ...
+    def load_partition(self, partition: int, to_log_end: bool = False) -> Load: ...
 
     def unload_partition(self, partition: int) -> int: ...
 
@@ -138,7 +150,7 @@ class CoordinatorRuntime:
 
     ``reload_on_reelection``: what an election for a partition already owned does. Kafka's
     transaction coordinator reloads it (its coordinator epoch changed); its group coordinator
-    keeps what it has."""
+    keeps what it has. ``reactor``: loads run in the background on it (None: at once)."""
 
     def __init__(
         self,
@@ -147,6 +159,7 @@ class CoordinatorRuntime:
         shard: CoordinatorShard,
         create_topic: TopicCreator,
         reload_on_reelection: bool = False,
+        reactor: Any = None,
     ):
         self.host = host
         self.topic = topic
@@ -157,11 +170,23 @@ class CoordinatorRuntime:
         # Whether leadership moves (a cluster): then the runtime follows it, partition by
         # partition; on one node every partition is led here from the start.
         self.clustered = not host.replicas.local_leadership
-        # Cluster mode: the partitions this broker leads (loaded or loading), those still
-        # loading, and the leader epoch of each (Kafka's coordinator epoch).
+        # Cluster mode: the partitions this broker leads (loaded or loading) and the leader
+        # epoch of each (Kafka's coordinator epoch). Either mode: the partitions still
+        # loading, and those whose load failed (NOT_COORDINATOR until loaded again).
         self.owned: set[int] = set()
-        self.loading: set[int] = set()
         self.coordinator_epochs: dict[int, int] = {}
+        self.loading: set[int] = set()
+        self.failed: set[int] = set()
+        # Background loads: the partitions waiting (in order, with their to_log_end), the one
+        # being loaded, and the task that loads them (None while there is nothing to load).
+        self._cooperator = (
+            None
+            if reactor is None
+            else task.Cooperator(scheduler=lambda step: reactor.callLater(0, step))
+        )
+        self._queued: dict[int, bool] = {}
+        self._current: int | None = None
+        self._loader: task.CooperativeTask | None = None
         #: Records read back from the topic since start (loading replays the whole log: with
         #: compaction that is the live keys, not the history).
         self.replayed_records = 0
@@ -176,6 +201,14 @@ class CoordinatorRuntime:
             )
         else:
             self.load_all()
+
+    def stop(self) -> None:
+        """Stop loading (the broker is stopping): what is left unloaded stays so."""
+        self._queued.clear()
+        self._current = None
+        if self._loader is not None:
+            self._loader.stop()
+            self._loader = None
 
     # -- partitions and keys ------------------------------------------------------------------
 
@@ -199,24 +232,32 @@ class CoordinatorRuntime:
 
     def ensure_ready(self, key: str | None = None) -> ErrorCode | None:
         """Create the topic on first use (``ensure_topic``). With a key, in cluster mode:
-        NOT_COORDINATOR unless this broker leads the key's partition, COORDINATOR_LOAD_IN_PROGRESS
-        while it loads it. None when the request may go on."""
+        NOT_COORDINATOR unless this broker leads the key's partition; COORDINATOR_LOAD_IN_PROGRESS
+        while it loads it (either mode). None when the request may go on."""
         error = self.ensure_topic()
-        if error is not None or key is None or not self.clustered:
+        if error is not None or key is None:
             return error
         return self.coordinator_error(self.partition_for(key))
 
     def coordinator_error(self, partition: int) -> ErrorCode | None:
         """Whether this broker coordinates the keys of ``partition``: None on one node and for a
         partition it leads and has loaded, COORDINATOR_LOAD_IN_PROGRESS while it loads it,
-        NOT_COORDINATOR otherwise (the client asks FindCoordinator again)."""
-        if not self.clustered:
-            return None
+        NOT_COORDINATOR otherwise (the client asks FindCoordinator again), as for a partition
+        whose load failed."""
         if partition in self.loading:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        if partition in self.failed:
+            return ErrorCode.NOT_COORDINATOR
+        if not self.clustered:
+            return None
         if partition not in self.owned or not self.host.replicas.is_leader(self.name, partition):
             return ErrorCode.NOT_COORDINATOR
         return None
+
+    def loading_error(self) -> ErrorCode | None:
+        """COORDINATOR_LOAD_IN_PROGRESS while any partition loads: what Kafka answers a
+        request about every key (ListGroups), None otherwise."""
+        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self.loading else None
 
     def ensure_topic(self) -> ErrorCode | None:
         """Create the topic on first use (through ZooKeeper in a cluster). None once it exists
@@ -355,23 +396,29 @@ class CoordinatorRuntime:
         end, for a new leader, whose whole log is to be committed), read in chunks of
         ``LOAD_CHUNK_BYTES``: (batch, offset) where ``offset`` is the first not yet replayed (a
         chunk may start inside a batch; its records below ``offset`` were seen already).
-        Nothing when the partition has no log here."""
+        Nothing when the partition has no log here. The end is read again for each chunk, so
+        a background load also replays what was appended while it ran (a transaction's marker
+        written to a partition still loading), as Kafka's loader does."""
         partition_log = self.partition_log(partition)
         if partition_log is None:
             return
-        end = partition_log.log_end_offset if to_log_end else partition_log.high_watermark
         position = partition_log.log_start_offset
-        while position < end:
+        while True:
+            end = partition_log.log_end_offset if to_log_end else partition_log.high_watermark
+            # Retention or DeleteRecords may have moved the start meanwhile.
+            position = max(position, partition_log.log_start_offset)
+            if position >= end:
+                return
             result = partition_log.read(position, LOAD_CHUNK_BYTES, upper_bound=end)
             if not result.data:
-                break
+                return
             advanced = position
             for batch in iter_batches(result.data):
                 advanced = batch.next_offset
                 self.replayed_records += batch.record_count
                 yield batch, position
             if advanced <= position:
-                break
+                return
             position = advanced
 
     def records(
@@ -386,54 +433,39 @@ class CoordinatorRuntime:
                 if record.offset >= position and record.key is not None:
                     yield record.key, record.value
 
-    def load_all(self) -> int:
-        """Load every partition of the topic (one node, at start-up); returns the keys loaded."""
+    def load_all(self) -> None:
+        """Load every partition of the topic (one node, at start-up)."""
         info = self.host.logs.topics.get(self.name)
-        if info is None:
-            return 0
-        loaded = sum(self.shard.load_partition(p) for p in range(info.num_partitions))
-        if loaded:
-            log.info("loaded %d %s from %s", loaded, self.topic.keys, self.name)
-        return loaded
+        if info is not None:
+            for partition in range(info.num_partitions):
+                self._load(partition, to_log_end=False)
 
     def on_election(self, partition: int, coordinator_epoch: int) -> None:
         """This broker became leader of ``partition`` at leader epoch ``coordinator_epoch``
-        (Kafka's coordinator epoch): load its keys up to the log end (Kafka's ``onElection``;
-        the load is synchronous here, so COORDINATOR_LOAD_IN_PROGRESS is only answered while it
-        runs). The partition is owned while it loads, so what the load starts (a transaction
-        coordinator finishing prepared transactions) sees itself as coordinator; a load that
-        fails leaves it unowned (NOT_COORDINATOR)."""
+        (Kafka's coordinator epoch): load its keys up to the log end (Kafka's ``onElection``),
+        answering COORDINATOR_LOAD_IN_PROGRESS meanwhile. The partition is owned while it
+        loads, so what the load starts (a transaction coordinator finishing prepared
+        transactions) sees itself as coordinator; a load that fails leaves it unowned
+        (NOT_COORDINATOR)."""
         if partition in self.owned:
             if not self.reload_on_reelection:
                 return
             self.on_resignation(partition)
         self.coordinator_epochs[partition] = coordinator_epoch
         self.owned.add(partition)
-        self.loading.add(partition)
-        try:
-            count = self.shard.load_partition(partition, to_log_end=True)
-        except BaseException:
-            self.owned.discard(partition)
-            self.coordinator_epochs.pop(partition, None)
-            raise
-        finally:
-            self.loading.discard(partition)
-        log.info(
-            "coordinator of %s-%d (coordinator epoch %d): loaded %d %s",
-            self.name,
-            partition,
-            coordinator_epoch,
-            count,
-            self.topic.keys,
-        )
+        self._load(partition, to_log_end=True)
 
     def on_resignation(self, partition: int) -> None:
-        """This broker no longer leads ``partition``: the coordinator forgets its keys (Kafka's
-        ``onResignation``); requests for them get NOT_COORDINATOR."""
+        """This broker no longer leads ``partition``: a load under way stops and the coordinator
+        forgets its keys (Kafka's ``onResignation``); requests for them get NOT_COORDINATOR."""
         if partition not in self.owned:
             return
         self.owned.discard(partition)
         self.coordinator_epochs.pop(partition, None)
+        self._queued.pop(partition, None)
+        if self._current == partition:
+            self._current = None  # the loader drops it at its next step
+        self.loading.discard(partition)
         count = self.shard.unload_partition(partition)
         log.info(
             "no longer coordinator of %s-%d: unloaded %d %s",
@@ -442,3 +474,63 @@ class CoordinatorRuntime:
             count,
             self.topic.keys,
         )
+
+    def _load(self, partition: int, to_log_end: bool) -> None:
+        """Load ``partition``: at once without a reactor (a failure raises), else after the
+        partitions queued before it, in the background."""
+        self.loading.add(partition)
+        self.failed.discard(partition)
+        if self._cooperator is None:
+            for _ in self._load_steps(partition, to_log_end):
+                pass
+            return
+        self._queued[partition] = to_log_end
+        if self._loader is None:
+            self._loader = self._cooperator.cooperate(self._run_queue())
+            self._loader.whenDone().addErrback(lambda failure: failure.trap(task.TaskStopped))
+
+    def _run_queue(self) -> Iterator[None]:
+        """The background loader: the queued partitions one after another, each given up at
+        its next step when it stops being wanted (``on_resignation``, ``stop``). A load that
+        fails is logged and leaves its partition failed; the others go on."""
+        while self._queued:
+            partition = next(iter(self._queued))
+            to_log_end = self._queued.pop(partition)
+            self._current = partition
+            steps = self._load_steps(partition, to_log_end)
+            try:
+                for _ in steps:
+                    if self._current != partition:
+                        steps.close()
+                        break
+                    yield
+            except Exception:  # noqa: BLE001 - one partition's failure must not stop the others
+                log.exception("loading %s-%d failed", self.name, partition)
+            self._current = None
+        self._loader = None
+
+    def _load_steps(self, partition: int, to_log_end: bool) -> Iterator[None]:
+        """The coordinator's load of ``partition``, then the partition is loaded (or, when the
+        load raised, failed and no longer owned)."""
+        started = self.host.now_ms()
+        try:
+            count = yield from self.shard.load_partition(partition, to_log_end)
+        except Exception:
+            self.loading.discard(partition)
+            self.failed.add(partition)
+            self.owned.discard(partition)
+            self.coordinator_epochs.pop(partition, None)
+            raise
+        self.loading.discard(partition)
+        if count or self.clustered:
+            log.info(
+                "%s-%d%s: loaded %d %s in %d ms",
+                self.name,
+                partition,
+                f" (coordinator epoch {self.coordinator_epochs.get(partition, -1)})"
+                if self.clustered
+                else "",
+                count,
+                self.topic.keys,
+                self.host.now_ms() - started,
+            )

@@ -36,6 +36,7 @@ def make_broker(path, **overrides) -> Broker:
     values.update(overrides)
     broker = Broker(BrokerConfig.load(None, values), MemoryReactorClock())
     broker.start()
+    broker.reactor.advance(0)  # the reactor's first turn, where the groups load
     return broker
 
 

@@ -435,6 +435,12 @@ def test_state_survives_a_restart(tmp_path):
     broker = make_broker(tmp_path)
     try:
         groups = broker.groups
+        # Loaded in the background, as Kafka does: until the reactor runs, nothing is known
+        # and the groups' coordinator says so.
+        assert groups.groups == {}
+        assert groups.ensure_ready("g") == E.COORDINATOR_LOAD_IN_PROGRESS
+        broker.reactor.advance(0)
+        assert groups.ensure_ready("g") is None
         assert set(groups.groups) == {"g", "simple"}
         g = groups.groups["g"]
         assert g.state is S.STABLE and g.generation_id == 2 and g.protocol_name == "range"

@@ -314,6 +314,7 @@ def make_broker(path) -> Broker:
     }
     broker = Broker(BrokerConfig.load(None, values), MemoryReactorClock())
     broker.start()
+    broker.reactor.advance(0)  # the reactor's first turn, where the groups load
     return broker
 
 

@@ -13,6 +13,7 @@ from wireserver import coordinator_runtime
 from wireserver.coordinator_runtime import (
     CoordinatorRuntime,
     InternalTopic,
+    Load,
     java_string_hashcode,
     kafka_abs,
     partition_for,
@@ -39,16 +40,26 @@ class Shard:
         self.values: dict[int, dict[bytes, bytes | None]] = {}
         self.calls: list[tuple] = []
         self.seen_while_loading: list[ErrorCode | None] = []
+        #: What each load saw of every partition as it began, and a hook run at each step.
+        self.all_seen_while_loading: list[list[ErrorCode | None]] = []
+        self.on_step = lambda: None
 
-    def load_partition(self, partition: int, to_log_end: bool = False) -> int:
+    def load_partition(self, partition: int, to_log_end: bool = False) -> Load:
+        """Read the partition a batch a step; what it found is kept at the last."""
         assert self.runtime is not None
         self.calls.append(("load", partition, to_log_end))
         self.seen_while_loading.append(self.runtime.coordinator_error(partition))
-        found = self.values.setdefault(partition, {})
+        self.all_seen_while_loading.append(
+            [self.runtime.coordinator_error(p) for p in range(self.runtime.num_partitions())]
+        )
+        found: dict[bytes, bytes | None] = {}
         for batch, position in self.runtime.batches(partition, to_log_end):
+            yield
+            self.on_step()
             for record in batch.records():
                 if record.offset >= position:
                     found[bytes(record.key)] = None if record.value is None else bytes(record.value)
+        self.values.setdefault(partition, {}).update(found)
         return len(found)
 
     def unload_partition(self, partition: int) -> int:
@@ -57,7 +68,7 @@ class Shard:
 
 
 def make_runtime(
-    host: Host, reload_on_reelection: bool = False
+    host: Host, reload_on_reelection: bool = False, background: bool = False
 ) -> tuple[CoordinatorRuntime, Shard, list]:
     created: list = []
 
@@ -69,7 +80,14 @@ def make_runtime(
         return None
 
     shard = Shard()
-    runtime = CoordinatorRuntime(host, TOPIC, shard, create_topic, reload_on_reelection)
+    runtime = CoordinatorRuntime(
+        host,
+        TOPIC,
+        shard,
+        create_topic,
+        reload_on_reelection,
+        reactor=host.clock if background else None,
+    )
     shard.runtime = runtime
     return runtime, shard, created
 
@@ -134,7 +152,7 @@ def test_append_then_replay_on_one_node(tmp_path, monkeypatch):
     monkeypatch.setattr(coordinator_runtime, "LOAD_CHUNK_BYTES", 300)
     assert [b.base_offset for b, _ in runtime.batches(1)] == [b.base_offset for b in batches]
     assert list(runtime.batches(0)) == []  # an empty partition
-    assert runtime.load_all() == 3
+    runtime.load_all()
     assert shard.calls == [("load", 0, False), ("load", 1, False), ("load", 2, False)]
     assert shard.values[1] == {b"a": b"19", b"b": None, b"t": b"txn"}
 
@@ -148,6 +166,89 @@ def test_one_node_loads_every_partition_at_start(tmp_path):
     assert [c for c in shard.calls if c[0] == "load"] == [("load", p, False) for p in range(3)]
     assert shard.values[2] == {b"k": b"v"}
     assert host.replicas._listeners == {}  # nothing to follow on one node
+
+
+def test_with_a_reactor_one_node_serves_at_once_and_loads_in_the_background(tmp_path):
+    """Kafka's start-up: the partitions load one after another on the reactor, their keys
+    answered COORDINATOR_LOAD_IN_PROGRESS (and any request about every key) until loaded."""
+    host = Host(tmp_path, clustered=False)
+    writer, _, _ = make_runtime(host)
+    for partition in (0, 2):
+        for i in range(5):
+            assert writer.append(key_in(writer, partition), [(b"k", b"%d" % i)]) == E.NONE
+    runtime, shard, _ = make_runtime(host, background=True)
+    runtime.start()
+    assert shard.calls == []  # nothing before the reactor runs
+    assert [runtime.coordinator_error(p) for p in range(3)] == [E.COORDINATOR_LOAD_IN_PROGRESS] * 3
+    assert runtime.ensure_ready(key_in(runtime, 1)) == E.COORDINATOR_LOAD_IN_PROGRESS
+    assert runtime.loading_error() == E.COORDINATOR_LOAD_IN_PROGRESS
+    assert runtime.append(key_in(runtime, 1), [(b"x", b"y")]) == E.NONE  # appends go on
+    host.clock.advance(0)
+    assert [c for c in shard.calls if c[0] == "load"] == [("load", p, False) for p in range(3)]
+    # Each began with those before it loaded and those after it still loading.
+    L = E.COORDINATOR_LOAD_IN_PROGRESS
+    assert shard.all_seen_while_loading == [[L, L, L], [None, L, L], [None, None, L]]
+    assert shard.values == {0: {b"k": b"4"}, 1: {b"x": b"y"}, 2: {b"k": b"4"}}
+    assert [runtime.coordinator_error(p) for p in range(3)] == [None] * 3
+    assert runtime.loading_error() is None and runtime.loading == set()
+
+
+def test_a_background_load_reads_what_is_appended_while_it_runs(tmp_path, monkeypatch):
+    host = Host(tmp_path, clustered=False, partitions=1)
+    writer, _, _ = make_runtime(host)
+    for i in range(3):
+        assert writer.append("k", [(b"k%d" % i, b"old")]) == E.NONE
+    runtime, shard, _ = make_runtime(host, background=True)
+    appended = iter([(b"late", b"marker")])
+
+    def append_once() -> None:
+        entry = next(appended, None)
+        if entry is not None:
+            assert writer.append("k", [entry]) == E.NONE
+
+    shard.on_step = append_once
+    monkeypatch.setattr(coordinator_runtime, "LOAD_CHUNK_BYTES", 1)  # a batch a chunk
+    runtime.start()
+    host.clock.advance(0)
+    assert shard.values[0] == {b"k0": b"old", b"k1": b"old", b"k2": b"old", b"late": b"marker"}
+
+
+def test_a_partition_resigned_while_it_loads_is_dropped_and_the_next_loads(tmp_path, caplog):
+    host = Host(tmp_path, clustered=True)
+    host.logs.create_topic(NAME, 3, {})
+    host.cluster.topics[NAME] = object()
+    runtime, shard, _ = make_runtime(host, background=True)
+    runtime.start()
+    host.replicas.make_leader((NAME, 1), 4, [1], [1])
+    assert runtime.coordinator_error(1) == E.COORDINATOR_LOAD_IN_PROGRESS
+    host.clock.advance(0)
+    key = key_in(runtime, 1)
+    for i in range(3):
+        assert runtime.append(key, [(b"k", b"%d" % i)]) == E.NONE
+    host.replicas.resign((NAME, 1))
+    shard.values.clear()
+
+    # Elected again, then resigned at the load's first step: nothing of it is kept, and the
+    # partitions queued behind it load.
+    host.replicas.make_leader((NAME, 1), 5, [1], [1])
+    host.replicas.make_leader((NAME, 2), 5, [1], [1])
+    shard.on_step = lambda: host.replicas.resign((NAME, 1))
+    host.clock.advance(0)
+    assert shard.calls[-3:] == [("load", 1, True), ("unload", 1), ("load", 2, True)]
+    assert 1 not in shard.values and shard.values[2] == {}
+    assert runtime.coordinator_error(1) == E.NOT_COORDINATOR and runtime.owned == {2}
+    assert runtime.coordinator_error(2) is None and runtime.loading == set()
+
+    # A load that fails leaves its partition NOT_COORDINATOR, logged; the others go on.
+    def broken(partition: int, to_log_end: bool = False) -> Load:
+        yield
+        raise RuntimeError("unreadable")
+
+    shard.load_partition = broken  # type: ignore[method-assign]
+    host.replicas.make_leader((NAME, 0), 5, [1], [1])
+    host.clock.advance(0)
+    assert runtime.coordinator_error(0) == E.NOT_COORDINATOR and runtime.owned == {2}
+    assert "loading __test_state-0 failed" in caplog.text
 
 
 def cluster_runtime(tmp_path, **kw) -> tuple[Host, CoordinatorRuntime, Shard]:
@@ -199,7 +300,8 @@ def test_a_coordinator_may_reload_on_reelection(tmp_path):
 def test_a_load_that_fails_leaves_the_partition_unowned(tmp_path):
     host, runtime, shard = cluster_runtime(tmp_path)
 
-    def broken(partition: int, to_log_end: bool = False) -> int:
+    def broken(partition: int, to_log_end: bool = False) -> Load:
+        yield
         raise RuntimeError("unreadable")
 
     shard.load_partition = broken  # type: ignore[method-assign]

@@ -14,8 +14,8 @@ In cluster mode a group's coordinator is the leader of its partition of ``__cons
 transactional id's the leader of its partition of ``__transaction_state``
 (``transaction.state.log.replication.factor`` replicas): any broker answers with that leader's
 endpoint on the listener the request came in on, COORDINATOR_NOT_AVAILABLE while the partition
-has no live leader, and COORDINATOR_LOAD_IN_PROGRESS when it is this broker and it is still
-loading the partition.
+has no live leader. As Kafka's, the answer does not wait for the coordinator to load the
+partition: the requests sent to it then get COORDINATOR_LOAD_IN_PROGRESS.
 
 Key type 2 (share, v6+): the share coordinator of a share-partition, keyed
 ``"<group>:<topic id>:<partition>"`` (Kafka's ``SharePartitionKey``, INVALID_REQUEST when it
@@ -58,8 +58,6 @@ def _lookup(ctx, key_type: int, key: str) -> tuple[ErrorCode, int]:
     leader = services.metadata.leader(runtime.name, partition)
     if leader == NO_LEADER:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1
-    if leader == services.node_id and partition in runtime.loading:
-        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, -1
     return ErrorCode.NONE, leader
 
 

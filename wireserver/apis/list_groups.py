@@ -4,7 +4,9 @@ and its type from v5 (``classic``, or ``consumer`` for a KIP-848 group, whose pr
 KIP-1071 group, protocol type ``streams``, states Empty, NotReady, Assigning, Reconciling and
 Stable; ``share`` for a KIP-932 group, protocol type ``share``, states Empty and Stable; the
 v5 types filter). Both filters compare case-insensitively, as Kafka does. A principal with DESCRIBE on
-the cluster sees every group, any other only the groups it may DESCRIBE."""
+the cluster sees every group, any other only the groups it may DESCRIBE. While a partition of
+``__consumer_offsets`` loads here, COORDINATOR_LOAD_IN_PROGRESS (its groups are not known yet),
+as Kafka answers."""
 
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ def handle(ctx: RequestContext) -> HandlerResult:
     body, version = ctx.body, ctx.version
     coordinator = ctx.services.groups
     listed_class = ctx.request.spec.response_class.ListedGroup
-    error = coordinator.ensure_ready()
+    error = coordinator.ensure_ready() or coordinator.runtime.loading_error()
     if error is not None:
         return ctx.response(throttle_time_ms=0, error_code=error, groups=[])
     states = (

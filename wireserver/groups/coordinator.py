@@ -40,8 +40,10 @@ group record is replicated (``_store_group_replicated``), the group staying in
 CompletingRebalance meanwhile; a timeout or too small an ISR answers
 COORDINATOR_NOT_AVAILABLE, lost leadership NOT_COORDINATOR, the errors of an offset commit
 (Kafka's ``storeGroup`` answers a timeout with REBALANCE_IN_PROGRESS).
-State is loaded back synchronously when the broker starts (Kafka loads asynchronously and
-answers COORDINATOR_LOAD_IN_PROGRESS meanwhile; we never need to).
+State is loaded back in the background, as in Kafka: the broker serves at once, and a group
+whose partition is still loading is answered COORDINATOR_LOAD_IN_PROGRESS (ListGroups too,
+while any partition loads), which clients retry. A start-up with a long history of commits
+then costs the groups of each partition its load, not the broker its start.
 
 Transactional offsets (TxnOffsetCommit) are pending until their producer's marker (see
 ``wireserver.groups.offsets``); loading replays them the same way: a transactional batch is
@@ -56,7 +58,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +69,7 @@ from wireserver.coordinator_runtime import (
     CoordinatorHost,
     CoordinatorRuntime,
     InternalTopic,
+    Load,
     TopicCreator,
 )
 from wireserver.groups.configs import GroupConfigs
@@ -186,7 +189,9 @@ class GroupCoordinator:
         self.reactor = reactor
         self.config = host.config
         self.groups: dict[str, Group] = {}
-        self.runtime = CoordinatorRuntime(host, CONSUMER_OFFSETS, self, create_topic)
+        self.runtime = CoordinatorRuntime(
+            host, CONSUMER_OFFSETS, self, create_topic, reactor=reactor
+        )
         # Groups of type "consumer" (KIP-848) live apart from the classic ones.
         self.consumer = ConsumerGroupCoordinator(self, host.logs, group_configs)
         # Groups of type "streams" (KIP-1071) too.
@@ -201,14 +206,17 @@ class GroupCoordinator:
         return self.host.now_ms()
 
     def start(self) -> None:
-        """Load groups and offsets from ``__consumer_offsets`` (if it exists), then start the
-        offset-expiry timer. In cluster mode nothing is loaded here: partitions are loaded as
-        this broker becomes their leader (the runtime follows their leadership)."""
+        """Start loading groups and offsets from ``__consumer_offsets`` (if it exists; in the
+        background), then the offset-expiry timer. In cluster mode nothing is loaded here:
+        partitions are loaded as this broker becomes their leader (the runtime follows their
+        leadership)."""
         self.runtime.start()
         self.offsets.start()
 
     def stop(self) -> None:
-        """Stop every timer (offset expiry, rebalances, sessions): the broker is stopping."""
+        """Stop every timer (offset expiry, rebalances, sessions) and loading: the broker is
+        stopping."""
+        self.runtime.stop()
         self.offsets.stop()
         for group in self.groups.values():
             self._cancel_group_timers(group)
@@ -306,13 +314,14 @@ class GroupCoordinator:
 
     # -- loading ----------------------------------------------------------------------------
 
-    def load_partition(self, partition: int, to_log_end: bool = False) -> int:
+    def load_partition(self, partition: int, to_log_end: bool = False) -> Load:
         """Replay one partition of ``__consumer_offsets`` (up to the high watermark, or the log
-        end for a new leader, whose whole log is to be committed); returns the groups loaded."""
+        end for a new leader, whose whole log is to be committed), a batch a step; returns the
+        groups loaded. Nothing is applied before the last step."""
         values: dict[str, Any] = {}
         offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
         pending: PendingOffsets = {}
-        self._replay(partition, values, offsets, pending, to_log_end)
+        yield from self._replay(partition, values, offsets, pending, to_log_end)
         self.offsets.restore_pending(pending)
         now = self.now_ms()
         pending_groups = {g for by_group in pending.values() for g in by_group}
@@ -360,7 +369,7 @@ class GroupCoordinator:
         offsets: dict[str, dict[tuple[str, int], CommittedOffset]],
         pending: PendingOffsets,
         to_log_end: bool,
-    ) -> None:
+    ) -> Iterator[None]:
         """Read the partition's records into ``values`` (group id -> its latest group record)
         and ``offsets`` (group id -> committed offsets); transactional offsets go to
         ``pending`` (producer id -> group id -> offsets) until their marker.
@@ -373,6 +382,7 @@ class GroupCoordinator:
         and under those after it."""
         latest: dict[bytes, bytes | None] = {}
         for batch, position in self.runtime.batches(partition, to_log_end):
+            yield
             if batch.is_control:
                 self._apply_latest(latest, values, offsets)
                 self._replay_marker(batch, offsets, pending)

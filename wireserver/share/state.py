@@ -52,7 +52,12 @@ from typing import Any
 
 from twisted.internet import defer, task
 
-from wireserver.coordinator_runtime import SHARE_STATE_TOPIC, CoordinatorRuntime, InternalTopic
+from wireserver.coordinator_runtime import (
+    SHARE_STATE_TOPIC,
+    CoordinatorRuntime,
+    InternalTopic,
+    Load,
+)
 from wireserver.metadata import NO_LEADER
 from wireserver.protocol.encoding import I16, I32, I64, array_length, tagged
 from wireserver.protocol.errors import ErrorCode
@@ -312,9 +317,11 @@ class ShareStateStore:
 
     # -- what the runtime calls ---------------------------------------------------------------
 
-    def load_partition(self, partition: int, to_log_end: bool = False) -> int:
+    def load_partition(self, partition: int, to_log_end: bool = False) -> Load:
+        """Replay one partition, a record a step (at once: this runtime has no reactor)."""
         loaded: set[StateKey] = set()
         for key_bytes, value in self.runtime.records(partition, to_log_end):
+            yield
             decoded = decode_key(key_bytes)
             if decoded is None:
                 continue

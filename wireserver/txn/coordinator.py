@@ -58,6 +58,7 @@ from wireserver.coordinator_runtime import (
     CoordinatorHost,
     CoordinatorRuntime,
     InternalTopic,
+    Load,
     TopicCreator,
 )
 from wireserver.protocol.errors import ErrorCode
@@ -284,14 +285,16 @@ class TransactionCoordinator:
 
     # -- loading ----------------------------------------------------------------------------
 
-    def load_partition(self, partition: int, to_log_end: bool = False) -> int:
+    def load_partition(self, partition: int, to_log_end: bool = False) -> Load:
         """Replay one partition (up to the high watermark, or the log end for a new leader,
         whose whole log is to be committed) and finish the transactions caught between their
         Prepare record and their Complete record (Kafka re-sends their markers when it loads a
         partition). Ongoing transactions stay open: their producer may still end them, and
-        the timeout aborts them otherwise, as in Kafka. Returns the ids loaded."""
+        the timeout aborts them otherwise, as in Kafka. Returns the ids loaded. A record a step
+        (the runtime loads this topic at once: no reactor)."""
         found: dict[str, TxnLogValue | None] = {}
         for key_bytes, value_bytes in self.runtime.records(partition, to_log_end):
+            yield
             try:
                 key = decode_key(key_bytes)
                 found[key] = None if value_bytes is None else decode_value(value_bytes)
