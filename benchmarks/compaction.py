@@ -34,9 +34,9 @@ no io limit). For each broker in turn:
    the cleaning where it can (at least 2 s); the note says which share of the timed part the
    cleaning covered.
 3. **Restart with an offset-commit history** (wireserver only: the history is written
-   straight into a stopped wireserver's log). A data dir is made by a broker with ``offsets.topic.segment.bytes``
-   8 MiB (Kafka's default is 100 MiB) in which 4 groups commit offsets of an 8-partition topic
-   once; then, broker stopped, the commit history is appended straight into the groups'
+   straight into a stopped wireserver's log). A data dir is made by a broker with
+   ``offsets.topic.segment.bytes`` 1 MiB (Kafka's default is 100 MiB) in which 4 groups commit
+   offsets of an 8-partition topic once; then, broker stopped, the commit history is appended straight into the groups'
    ``__consumer_offsets`` partitions with the coordinator's own record encoders
    (``wireserver.groups.records``): one batch of 8 records a commit, ~1 GiB in all
    (``--quick``: 100 MiB). Start-up is timed over 2 starts (``--quick``: 3) with the cleaner
