@@ -106,6 +106,9 @@ class CoordinatorHost(Protocol):
     def now_ms(self) -> int: ...
 
 
+#: What ``next`` gives for a load that has ended.
+_DONE = object()
+
 #: A partition's load, step by step: it yields between batches (where a background load may
 #: give the reactor back) and returns how many keys it loaded.
 Load = Generator[None, None, int]
@@ -490,18 +493,22 @@ class CoordinatorRuntime:
             self._loader.whenDone().addErrback(lambda failure: failure.trap(task.TaskStopped))
 
     def _run_queue(self) -> Iterator[None]:
-        """The background loader: the queued partitions one after another, each given up at
-        its next step when it stops being wanted (``on_resignation``, ``stop``). A load that
-        fails is logged and leaves its partition failed; the others go on."""
+        """The background loader: the queued partitions one after another. Between two steps
+        of a load the reactor runs, and a partition may stop being wanted there
+        (``on_resignation``, ``stop``): so it is checked before each step, and a load given up
+        runs none of its code again (a last step would apply what it read). A load that fails
+        is logged and leaves its partition failed; the others go on."""
         while self._queued:
             partition = next(iter(self._queued))
             to_log_end = self._queued.pop(partition)
             self._current = partition
             steps = self._load_steps(partition, to_log_end)
             try:
-                for _ in steps:
+                while True:
                     if self._current != partition:
                         steps.close()
+                        break
+                    if next(steps, _DONE) is _DONE:
                         break
                     yield
             except Exception:  # noqa: BLE001 - one partition's failure must not stop the others

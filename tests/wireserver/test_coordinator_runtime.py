@@ -5,6 +5,8 @@ election and unloading on resignation."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.small_fs import fill, small_filesystem
@@ -213,25 +215,27 @@ def test_a_background_load_reads_what_is_appended_while_it_runs(tmp_path, monkey
     assert shard.values[0] == {b"k0": b"old", b"k1": b"old", b"k2": b"old", b"late": b"marker"}
 
 
-def test_a_partition_resigned_while_it_loads_is_dropped_and_the_next_loads(tmp_path, caplog):
-    host = Host(tmp_path, clustered=True)
-    host.logs.create_topic(NAME, 3, {})
-    host.cluster.topics[NAME] = object()
-    runtime, shard, _ = make_runtime(host, background=True)
-    runtime.start()
+def written_while_led(host: Host, runtime: CoordinatorRuntime, shard: Shard, batches: int) -> None:
+    """Partition 1 led at epoch 4 and loaded, ``batches`` batches appended to it, then resigned
+    and what the shard loaded of it forgotten."""
     host.replicas.make_leader((NAME, 1), 4, [1], [1])
-    assert runtime.coordinator_error(1) == E.COORDINATOR_LOAD_IN_PROGRESS
     host.clock.advance(0)
     key = key_in(runtime, 1)
-    for i in range(3):
+    for i in range(batches):
         assert runtime.append(key, [(b"k", b"%d" % i)]) == E.NONE
     host.replicas.resign((NAME, 1))
     shard.values.clear()
+
+
+def test_a_partition_resigned_while_it_loads_is_dropped_and_the_next_loads(tmp_path, caplog):
+    host, runtime, shard = cluster_runtime(tmp_path, background=True)
+    written_while_led(host, runtime, shard, batches=3)
 
     # Elected again, then resigned at the load's first step: nothing of it is kept, and the
     # partitions queued behind it load.
     host.replicas.make_leader((NAME, 1), 5, [1], [1])
     host.replicas.make_leader((NAME, 2), 5, [1], [1])
+    assert runtime.coordinator_error(1) == E.COORDINATOR_LOAD_IN_PROGRESS
     shard.on_step = lambda: host.replicas.resign((NAME, 1))
     host.clock.advance(0)
     assert shard.calls[-3:] == [("load", 1, True), ("unload", 1), ("load", 2, True)]
@@ -249,6 +253,28 @@ def test_a_partition_resigned_while_it_loads_is_dropped_and_the_next_loads(tmp_p
     host.clock.advance(0)
     assert runtime.coordinator_error(0) == E.NOT_COORDINATOR and runtime.owned == {2}
     assert "loading __test_state-0 failed" in caplog.text
+
+
+def test_a_resignation_between_two_steps_applies_nothing_of_the_load(tmp_path):
+    """The reactor runs between a load's steps, and a resignation there must stop the load
+    before its next step, which here is its last (the one that applies what it read)."""
+    host, runtime, shard = cluster_runtime(tmp_path, background=True)
+    written_while_led(host, runtime, shard, batches=2)  # two batches: two steps
+    steps: list[int] = []
+
+    def first_step_ends_the_slice() -> None:
+        steps.append(1)
+        if len(steps) == 1:
+            # The resignation comes from the reactor, after this step's slice.
+            host.clock.callLater(0, host.replicas.resign, (NAME, 1))
+            time.sleep(0.02)  # longer than the Cooperator's slice: the tick ends here
+
+    shard.on_step = first_step_ends_the_slice
+    host.replicas.make_leader((NAME, 1), 5, [1], [1])
+    host.clock.advance(0)
+    assert steps == [1]  # the second batch's step never ran
+    assert 1 not in shard.values and runtime.loading == set()
+    assert runtime.coordinator_error(1) == E.NOT_COORDINATOR
 
 
 def cluster_runtime(tmp_path, **kw) -> tuple[Host, CoordinatorRuntime, Shard]:
