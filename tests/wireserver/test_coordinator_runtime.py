@@ -42,6 +42,8 @@ class Shard:
         self.values: dict[int, dict[bytes, bytes | None]] = {}
         self.calls: list[tuple] = []
         self.seen_while_loading: list[ErrorCode | None] = []
+        #: The partitions whose loads ran to their end (and applied what they read), in order.
+        self.completed: list[int] = []
         #: What each load saw of every partition as it began, and a hook run at each step.
         self.all_seen_while_loading: list[list[ErrorCode | None]] = []
         self.on_step = lambda: None
@@ -62,6 +64,7 @@ class Shard:
                 if record.offset >= position:
                     found[bytes(record.key)] = None if record.value is None else bytes(record.value)
         self.values.setdefault(partition, {}).update(found)
+        self.completed.append(partition)
         return len(found)
 
     def unload_partition(self, partition: int) -> int:
@@ -236,9 +239,18 @@ def test_a_partition_resigned_while_it_loads_is_dropped_and_the_next_loads(tmp_p
     host.replicas.make_leader((NAME, 1), 5, [1], [1])
     host.replicas.make_leader((NAME, 2), 5, [1], [1])
     assert runtime.coordinator_error(1) == E.COORDINATOR_LOAD_IN_PROGRESS
-    shard.on_step = lambda: host.replicas.resign((NAME, 1))
+    assert shard.completed == [1]  # the first load, in written_while_led
+    steps: list[int] = []
+
+    def resign_at_first_step() -> None:
+        steps.append(len(steps))
+        host.replicas.resign((NAME, 1))
+
+    shard.on_step = resign_at_first_step
     host.clock.advance(0)
     assert shard.calls[-3:] == [("load", 1, True), ("unload", 1), ("load", 2, True)]
+    # One step of partition 1's three batches ran; its load never ended; partition 2's did.
+    assert steps == [0] and shard.completed == [1, 2]
     assert 1 not in shard.values and shard.values[2] == {}
     assert runtime.coordinator_error(1) == E.NOT_COORDINATOR and runtime.owned == {2}
     assert runtime.coordinator_error(2) is None and runtime.loading == set()
@@ -273,6 +285,7 @@ def test_a_resignation_between_two_steps_applies_nothing_of_the_load(tmp_path):
     host.replicas.make_leader((NAME, 1), 5, [1], [1])
     host.clock.advance(0)
     assert steps == [1]  # the second batch's step never ran
+    assert shard.completed == [1]  # only the load before the election: this one never ended
     assert 1 not in shard.values and runtime.loading == set()
     assert runtime.coordinator_error(1) == E.NOT_COORDINATOR
 
