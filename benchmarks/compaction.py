@@ -519,9 +519,10 @@ def history_partitions() -> list[int]:
     return sorted({partition_for(group, OFFSETS_PARTITIONS) for group in GROUPS})
 
 
-def groups_loading(bootstrap: str) -> bool:
-    """Whether the coordinator still answers an OffsetFetch of ``GROUPS`` with
-    COORDINATOR_LOAD_IN_PROGRESS (their partitions of ``__consumer_offsets`` are loading)."""
+def wait_groups_loaded(bootstrap: str) -> None:
+    """Return once an OffsetFetch of ``GROUPS`` is answered without
+    COORDINATOR_LOAD_IN_PROGRESS (their partitions of ``__consumer_offsets`` are loaded),
+    asking every 50 ms on one connection."""
     from kafka.protocol.consumer.group import OffsetFetchRequest
 
     from wireserver.protocol.errors import ErrorCode
@@ -531,9 +532,10 @@ def groups_loading(bootstrap: str) -> bool:
     request = OffsetFetchRequest(
         version=8, groups=[group(group_id=g, topics=None) for g in GROUPS], require_stable=False
     )
+    loading = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
     with KafkaWire(bootstrap) as wire:
-        answers = wire.request(request).groups
-    return any(a.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS for a in answers)
+        while any(a.error_code == loading for a in wire.request(request).groups):
+            time.sleep(0.05)
 
 
 def timed_starts(pinning: Pinning, data_dir: str, count: int) -> list[tuple[float, float]]:
@@ -549,8 +551,7 @@ def timed_starts(pinning: Pinning, data_dir: str, count: int) -> list[tuple[floa
             startup_timeout=900,
         )
         try:
-            while groups_loading(broker.bootstrap):
-                time.sleep(0.05)
+            wait_groups_loaded(broker.bootstrap)
             loaded = time.perf_counter() - spawned
         finally:
             broker.stop()
