@@ -36,16 +36,16 @@ no io limit). For each broker in turn:
 3. **Restart with an offset-commit history** (wireserver only: the history is written
    straight into a stopped wireserver's log). A data dir is made by a broker with
    ``offsets.topic.segment.bytes`` 1 MiB (Kafka's default is 100 MiB) in which 4 groups commit
-   offsets of an 8-partition topic once; then, broker stopped, the commit history is appended straight into the groups'
-   ``__consumer_offsets`` partitions with the coordinator's own record encoders
-   (``wireserver.groups.records``): one batch of 8 records a commit, ~1 GiB in all
-   (``--quick``: 100 MiB). Start-up is timed over 2 starts (``--quick``: 3) with the cleaner
-   off, to two points: spawn → first Metadata (as ``benchmarks.compare``) and spawn → the
-   groups' committed offsets readable (an OffsetFetch of every group answered without
-   COORDINATOR_LOAD_IN_PROGRESS, polled every 50 ms: the coordinator loads the partitions in
-   the background, as Kafka's does); then a broker runs with the cleaner on until each
-   of those partitions has shrunk and none changes for 3 s, is stopped, and as many starts
-   are timed again. The committed offsets are read back after the last start as a check.
+   offsets of an 8-partition topic once; then, broker stopped, the commit history is appended
+   straight into the groups' ``__consumer_offsets`` partitions with the coordinator's own
+   record encoders (``wireserver.groups.records``): one batch of 8 records a commit, ~1 GiB
+   in all (``--quick``: 100 MiB). Start-up is timed over 2 starts (``--quick``: 3) with the
+   cleaner off, to two points: spawn → first Metadata (as ``benchmarks.compare``) and spawn →
+   the groups' committed offsets readable (an OffsetFetch of every group answered without
+   COORDINATOR_LOAD_IN_PROGRESS, asked every 50 ms on one connection: the coordinator loads
+   the partitions in the background, as Kafka's does); then a broker runs with the cleaner on
+   until each of those partitions has shrunk and none changes for 3 s, is stopped, and as
+   many starts are timed again. The committed offsets are read back after the last start as a check.
 
 Figures, never assertions. The table is printed and written as the "## Compaction" section
 of ``benchmarks/results.md`` (only that section is replaced; ``benchmarks.compare`` keeps it).
