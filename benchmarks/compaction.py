@@ -2,7 +2,9 @@
 the broker's restart, and what it costs produce latency while it runs.
 
 Run: ``python -m benchmarks.compaction [--quick] [--no-pin] [--targets kafka,wireserver]
-[--skip-restart] [--output benchmarks/results.md]``.
+[--skip-restart] [--build pure|compiled] [--output benchmarks/results.md]``. With ``--build
+compiled`` every wireserver broker runs the checkout compiled with mypyc, as
+``benchmarks.compare --build compiled`` does; the section names its build.
 
 Brokers are started and pinned as ``benchmarks.compare`` does (its helpers: the broker on the
 first CPU, this harness and every client process on the others; Kafka is the reference Apache
@@ -77,11 +79,14 @@ from benchmarks.compare import (
     Pinning,
     Results,
     Run,
+    add_build_option,
+    build_description,
     machine_lines,
     render_table,
     run_rdkafka,
     start_kafka,
     start_wireserver,
+    use_build,
     write_section,
 )
 
@@ -693,7 +698,9 @@ def main(argv: list[str] | None = None) -> int:
         "--skip-restart", action="store_true", help="skip the restart workload (step 3)"
     )
     parser.add_argument("--output", type=Path, default=RESULTS)
+    add_build_option(parser)
     args = parser.parse_args(argv)
+    use_build(args.build)
     sizes = QUICK if args.quick else DEFAULT
     run = Run.begin(not args.no_pin)
     results = Results()
@@ -738,6 +745,7 @@ def main(argv: list[str] | None = None) -> int:
             "settings at their defaults (1 thread, 128 MiB dedupe buffer, no io limit); "
             "wireserver logs at INFO here (for its cleaning lines)",
             f"- CPU pinning: {run.pinning.describe()}; the cleaner thread shares the broker's CPU",
+            f"- wireserver: {build_description()}",
             f"- load average at the start: {run.load}",
             *machine_lines()[:-1],  # its last line names compare's clients; ours:
             f"- client: confluent-kafka {confluent_kafka.__version__} (librdkafka "
