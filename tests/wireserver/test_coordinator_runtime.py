@@ -251,7 +251,9 @@ def test_a_partition_resigned_while_it_loads_is_dropped_and_the_next_loads(tmp_p
     assert shard.calls[-3:] == [("load", 1, True), ("unload", 1), ("load", 2, True)]
     # One step of partition 1's three batches ran; its load never ended; partition 2's did.
     assert steps == [0] and shard.completed == [1, 2]
-    assert 1 not in shard.values and shard.values[2] == {}
+    # Exactly partition 2's (empty) values: the dropped load put none of its keys back after
+    # the unload took partition 1's away.
+    assert shard.values == {2: {}}
     assert runtime.coordinator_error(1) == E.NOT_COORDINATOR and runtime.owned == {2}
     assert runtime.coordinator_error(2) is None and runtime.loading == set()
 
@@ -286,7 +288,7 @@ def test_a_resignation_between_two_steps_applies_nothing_of_the_load(tmp_path):
     host.clock.advance(0)
     assert steps == [1]  # the second batch's step never ran
     assert shard.completed == [1]  # only the load before the election: this one never ended
-    assert 1 not in shard.values and runtime.loading == set()
+    assert shard.values == {} and runtime.loading == set()  # nothing of the dropped load
     assert runtime.coordinator_error(1) == E.NOT_COORDINATOR
 
 
